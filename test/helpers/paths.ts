@@ -1,0 +1,13 @@
+import { fileURLToPath } from "node:url";
+import { dirname, resolve } from "node:path";
+
+/** Repository root (this file lives in test/helpers/). */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** Read-only real GGUF files provided beside the repository (never copied into it). */
+export const SHARED_MODELS = resolve(REPO_ROOT, "..", "shared", "models");
+export const VOCAB_DIR = resolve(SHARED_MODELS, "vocab");
+export const STORIES_260K = resolve(SHARED_MODELS, "stories260K.gguf");
+export const LLAMA2_TINY_RANDOM = resolve(SHARED_MODELS, "llama-2-tiny-random.gguf");
+export const vocabFile = (name: string): string => resolve(VOCAB_DIR, `ggml-vocab-${name}.gguf`);
+/** Debian's python3: the only interpreter that sees python3-lark (the oracle). */
+export const ORACLE_PYTHON = "/usr/bin/python3";
