@@ -1,0 +1,102 @@
+/**
+ * The library-level contract between the decode loop (generate/, categorize/) and its callers
+ * (server/, cli). The server is a thin shell over an `Engine`; tests may supply a fake one.
+ */
+
+export interface SamplingOptions {
+  /** Hugging Face semantics; defaults come from the seed API (see server schemas). */
+  temperature: number;
+  topK: number;
+  topP: number;
+  repetitionPenalty: number;
+  /** Optional: the same seed and request give the same output. */
+  seed?: number;
+}
+
+export interface CompletionOptions extends SamplingOptions {
+  prompt: string;
+  maxNewTokens: number;
+  stopAfterMatch: boolean;
+  /** Aborted when the client disconnects or the request deadline passes. */
+  signal?: AbortSignal;
+}
+
+export interface RegexCompletionRequest extends CompletionOptions {
+  /** One pattern, or alternatives: the completion fully matches at least one. */
+  pattern: string | string[];
+}
+
+export interface GrammarCompletionRequest extends CompletionOptions {
+  /** Lark grammar text, LALR, start rule `start`. */
+  grammar: string;
+}
+
+export type StopReason = "pattern_match" | "token_limit";
+
+export interface CompletionResult {
+  completion: string;
+  tokensGenerated: number;
+  stopReason: StopReason;
+}
+
+export interface CategorizeRequest {
+  prompt: string;
+  categories: string[];
+  allowMultipleClasses: boolean;
+  allowNullCategory: boolean;
+  includeScores: boolean;
+  signal?: AbortSignal;
+}
+
+export interface CategorizeResult {
+  choices: string[];
+  /** Every category → probability, present when includeScores was asked. */
+  scores?: Record<string, number>;
+}
+
+export interface Engine {
+  completeRegex(req: RegexCompletionRequest): Promise<CompletionResult>;
+  completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult>;
+  categorize(req: CategorizeRequest): Promise<CategorizeResult>;
+  /** Model loaded and able to serve. */
+  readonly ready: boolean;
+  /** Context window of the loaded model, for prompt + max_new_tokens validation. */
+  readonly contextLength: number;
+  /** Counts the prompt's tokens (validation of prompt + max_new_tokens against the context). */
+  countTokens(text: string): number;
+  /** Requests waiting for the model (for /metrics and overload decisions). */
+  readonly queueDepth: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Errors the library raises for valid-looking requests it must refuse. The server maps them:
+ * InvalidRequestError → 400, UnsatisfiableError → 422, OverloadedError → 503,
+ * anything else → 500 without internals.
+ */
+export class InvalidRequestError extends Error {
+  constructor(
+    message: string,
+    /** Request field at fault, e.g. "pattern", "grammar", "categories". */
+    readonly field: string,
+    /** Character offset into that field, where it applies. */
+    readonly position?: number,
+  ) {
+    super(message);
+    this.name = "InvalidRequestError";
+  }
+}
+
+export class UnsatisfiableError extends Error {
+  constructor(message: string, readonly field: string) {
+    super(message);
+    this.name = "UnsatisfiableError";
+  }
+}
+
+export class OverloadedError extends Error {
+  constructor(message: string, readonly retryAfterSeconds: number) {
+    super(message);
+    this.name = "OverloadedError";
+  }
+}
