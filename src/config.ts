@@ -1,0 +1,184 @@
+/**
+ * Service configuration: environment variables, overridden by CLI flags. Every setting has one
+ * entry in SETTINGS (its variable, flag, default and description); the README's configuration
+ * table is written from the same list, so docs and behaviour cannot drift apart.
+ */
+import { availableParallelism, homedir } from "node:os";
+import { join, resolve } from "node:path";
+
+export interface Config {
+  host: string;
+  port: number;
+  /** GGUF model path; empty = download the default model into modelCacheDir. */
+  modelPath: string;
+  modelCacheDir: string;
+  /** Folder of the SQLite key store. */
+  dataDir: string;
+  /** Fixed API keys (scripts, tests); never stored. */
+  apiKeys: string[];
+  /** Dashboard sign-in; empty = generated at first start, printed once, stored hashed. */
+  adminToken: string;
+  /** Requests per minute per key; 0 = unlimited. */
+  rateLimit: number;
+  /** Upper bound accepted for max_new_tokens. */
+  maxNewTokensLimit: number;
+  maxPromptChars: number;
+  maxPatternChars: number;
+  maxPatterns: number;
+  maxGrammarChars: number;
+  maxCategories: number;
+  maxCategoryChars: number;
+  /** Generation requests running at once inside the server gate. */
+  concurrency: number;
+  /** Generation requests waiting for a slot; past it → 503. */
+  queueSize: number;
+  /** Per-request deadline for generation, milliseconds; past it → 503. */
+  requestTimeoutMs: number;
+  bodyLimitBytes: number;
+  threads: number;
+  contextSize: number;
+  /** "" (CPU) or a node-llama-cpp GPU backend such as "cuda". */
+  gpu: string;
+  logLevel: string;
+}
+
+type Kind = "string" | "int" | "list";
+
+interface Setting {
+  key: keyof Config;
+  env: string;
+  flag: string;
+  kind: Kind;
+  /** Human-readable default for the README table. */
+  defaultText: string;
+  description: string;
+  min?: number;
+}
+
+function defaultCacheDir(): string {
+  const xdg = process.env.XDG_CACHE_HOME;
+  return join(xdg && xdg.length > 0 ? xdg : join(homedir(), ".cache"), "trellis");
+}
+
+export const SETTINGS: readonly Setting[] = [
+  { key: "host", env: "HOST", flag: "--host", kind: "string", defaultText: "127.0.0.1", description: "Address to listen on." },
+  { key: "port", env: "PORT", flag: "--port", kind: "int", min: 0, defaultText: "8080", description: "TCP port (0 = any free port)." },
+  { key: "modelPath", env: "TRELLIS_MODEL", flag: "--model", kind: "string", defaultText: "(download default model)", description: "Path of a GGUF model. Unset: the default model (Qwen2.5-0.5B-Instruct Q4_K_M) is downloaded once into the cache folder, checksum-verified, and reused." },
+  { key: "modelCacheDir", env: "TRELLIS_CACHE_DIR", flag: "--cache-dir", kind: "string", defaultText: "$XDG_CACHE_HOME/trellis or ~/.cache/trellis", description: "Where the default model is downloaded." },
+  { key: "dataDir", env: "TRELLIS_DATA_DIR", flag: "--data-dir", kind: "string", defaultText: "./data", description: "Folder of the SQLite key store (trellis.db)." },
+  { key: "apiKeys", env: "TRELLIS_API_KEYS", flag: "--api-keys", kind: "list", defaultText: "(none)", description: "Comma-separated fixed API keys, for scripts and tests (not stored, no usage recorded)." },
+  { key: "adminToken", env: "TRELLIS_ADMIN_TOKEN", flag: "--admin-token", kind: "string", defaultText: "(generated)", description: "Dashboard sign-in token. Unset: one is generated at first start, printed once, and stored hashed." },
+  { key: "rateLimit", env: "TRELLIS_RATE_LIMIT", flag: "--rate-limit", kind: "int", min: 0, defaultText: "100", description: "Requests per minute per API key (token bucket); 0 = unlimited." },
+  { key: "maxNewTokensLimit", env: "TRELLIS_MAX_NEW_TOKENS", flag: "--max-new-tokens", kind: "int", min: 1, defaultText: "512", description: "Largest max_new_tokens a request may ask for." },
+  { key: "maxPromptChars", env: "TRELLIS_MAX_PROMPT_CHARS", flag: "--max-prompt-chars", kind: "int", min: 1, defaultText: "32768", description: "Longest prompt, in characters." },
+  { key: "maxPatternChars", env: "TRELLIS_MAX_PATTERN_CHARS", flag: "--max-pattern-chars", kind: "int", min: 1, defaultText: "4096", description: "Longest regex pattern, in characters (each alternative)." },
+  { key: "maxPatterns", env: "TRELLIS_MAX_PATTERNS", flag: "--max-patterns", kind: "int", min: 1, defaultText: "64", description: "Most patterns in one request's pattern array." },
+  { key: "maxGrammarChars", env: "TRELLIS_MAX_GRAMMAR_CHARS", flag: "--max-grammar-chars", kind: "int", min: 1, defaultText: "65536", description: "Longest Lark grammar, in characters." },
+  { key: "maxCategories", env: "TRELLIS_MAX_CATEGORIES", flag: "--max-categories", kind: "int", min: 1, defaultText: "256", description: "Most categories in one categorize request." },
+  { key: "maxCategoryChars", env: "TRELLIS_MAX_CATEGORY_CHARS", flag: "--max-category-chars", kind: "int", min: 1, defaultText: "256", description: "Longest category, in characters." },
+  { key: "concurrency", env: "TRELLIS_CONCURRENCY", flag: "--concurrency", kind: "int", min: 1, defaultText: "4", description: "Generation requests handed to the engine at once." },
+  { key: "queueSize", env: "TRELLIS_QUEUE_SIZE", flag: "--queue-size", kind: "int", min: 0, defaultText: "64", description: "Generation requests waiting for a slot; beyond it the answer is 503 with Retry-After." },
+  { key: "requestTimeoutMs", env: "TRELLIS_REQUEST_TIMEOUT_MS", flag: "--request-timeout-ms", kind: "int", min: 1, defaultText: "60000", description: "Deadline of one generation request (queueing included); past it the generation is cancelled and the answer is 503." },
+  { key: "bodyLimitBytes", env: "TRELLIS_BODY_LIMIT", flag: "--body-limit", kind: "int", min: 1, defaultText: "1048576", description: "Largest request body, in bytes (413 beyond)." },
+  { key: "threads", env: "TRELLIS_THREADS", flag: "--threads", kind: "int", min: 1, defaultText: "number of CPU cores", description: "CPU threads for llama.cpp." },
+  { key: "contextSize", env: "TRELLIS_CONTEXT_SIZE", flag: "--context-size", kind: "int", min: 16, defaultText: "4096", description: "Context window (tokens) per sequence; prompt + max_new_tokens must fit." },
+  { key: "gpu", env: "TRELLIS_GPU", flag: "--gpu", kind: "string", defaultText: "(CPU)", description: "GPU backend, e.g. `cuda` (needs the matching @node-llama-cpp package)." },
+  { key: "logLevel", env: "TRELLIS_LOG_LEVEL", flag: "--log-level", kind: "string", defaultText: "info", description: "pino log level (fatal, error, warn, info, debug, trace, silent)." },
+];
+
+export function defaultConfig(): Config {
+  return {
+    host: "127.0.0.1",
+    port: 8080,
+    modelPath: "",
+    modelCacheDir: defaultCacheDir(),
+    dataDir: resolve("data"),
+    apiKeys: [],
+    adminToken: "",
+    rateLimit: 100,
+    maxNewTokensLimit: 512,
+    maxPromptChars: 32768,
+    maxPatternChars: 4096,
+    maxPatterns: 64,
+    maxGrammarChars: 65536,
+    maxCategories: 256,
+    maxCategoryChars: 256,
+    concurrency: 4,
+    queueSize: 64,
+    requestTimeoutMs: 60_000,
+    bodyLimitBytes: 1_048_576,
+    threads: availableParallelism(),
+    contextSize: 4096,
+    gpu: "",
+    logLevel: "info",
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+function parseValue(setting: Setting, raw: string, source: string): string | number | string[] {
+  switch (setting.kind) {
+    case "string":
+      return raw;
+    case "list":
+      return raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+    case "int": {
+      if (!/^\s*\d+\s*$/.test(raw)) throw new ConfigError(`${source} must be a non-negative integer, got "${raw}"`);
+      const value = Number(raw);
+      if (!Number.isSafeInteger(value)) throw new ConfigError(`${source} is too large: ${raw}`);
+      if (setting.min !== undefined && value < setting.min) throw new ConfigError(`${source} must be ≥ ${setting.min}, got ${value}`);
+      return value;
+    }
+  }
+}
+
+/**
+ * Reads the environment, then flags (`--port 9000` or `--port=9000`). Unknown flags are an error
+ * naming the known ones. Returns the config and the positional arguments left over.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  argv: readonly string[] = [],
+  base: Config = defaultConfig(),
+): { config: Config; positional: string[] } {
+  const config: Config = { ...base, apiKeys: [...base.apiKeys] };
+  const assign = (setting: Setting, raw: string, source: string): void => {
+    (config as unknown as Record<string, unknown>)[setting.key] = parseValue(setting, raw, source);
+  };
+  for (const setting of SETTINGS) {
+    const raw = env[setting.env];
+    if (raw !== undefined && raw !== "") assign(setting, raw, setting.env);
+  }
+  const positional: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith("--")) {
+      positional.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const flag = eq >= 0 ? arg.slice(0, eq) : arg;
+    const setting = SETTINGS.find((s) => s.flag === flag);
+    if (!setting) {
+      throw new ConfigError(`unknown option ${flag}; known options: ${SETTINGS.map((s) => s.flag).join(", ")}`);
+    }
+    let raw: string;
+    if (eq >= 0) raw = arg.slice(eq + 1);
+    else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new ConfigError(`option ${flag} needs a value`);
+      raw = next;
+      i++;
+    }
+    assign(setting, raw, flag);
+  }
+  config.dataDir = resolve(config.dataDir);
+  config.modelCacheDir = resolve(config.modelCacheDir);
+  if (config.modelPath) config.modelPath = resolve(config.modelPath);
+  return { config, positional };
+}

@@ -1,0 +1,534 @@
+import { utf8Step, type TokenTrie } from "./trie.js";
+import { maskWords, type ByteDfa } from "./types.js";
+
+/** minTokens value for a state from which acceptance is unreachable with whole tokens. */
+const UNREACHABLE = 0x7fffffff;
+/** minTokens value not computed yet. */
+const UNKNOWN = -1;
+
+/**
+ * Token masks for one ByteDfa over one vocabulary trie, shared by every request that uses the
+ * same compiled pattern (states are plain DFA state ids; per-request state lives in the caller or
+ * in `DfaConstraintState`).
+ *
+ * Per DFA state, on first visit, one trie walk yields: the full mask (every token whose bytes keep
+ * the DFA live), the distinct DFA states those tokens lead to (the token graph's edges), and the
+ * largest byte distance to acceptance among them. Everything is cached, so the steady-state cost
+ * of a step is a cache lookup plus running the DFA over the chosen token's bytes.
+ *
+ * Budgets: `mask(state, remaining)` admits token t only if acceptance stays reachable within
+ * remaining - 1 further tokens. When every single byte is a token, minTokens(x) ≤ minBytes(x), so
+ * if remaining - 1 ≥ max minBytes over the state's successors the full mask is already exact and
+ * no token distance is needed. Otherwise exact token distances (BFS over the token graph of the
+ * states reachable from here) are computed once, and the budgeted mask is cached per (state,
+ * threshold), where threshold is the largest successor distance that still fits: masks for
+ * different budgets with the same threshold are identical.
+ */
+export class DfaTokenMatcher {
+  readonly trie: TokenTrie;
+  readonly dfa: ByteDfa;
+  readonly words: number;
+  /** All-zero mask; shared, never written. */
+  readonly emptyMask: Uint32Array;
+
+  private readonly fullMasks: (Uint32Array | undefined)[];
+  private readonly tokenCount: Int32Array;
+  private readonly successors: (Int32Array | undefined)[];
+  private readonly maxSuccessorMinBytes: Int32Array;
+  private readonly minTokens: Int32Array;
+  /** 1 once minTokens is exact for the state's successors. */
+  private readonly successorsExact: Uint8Array;
+  /** Budgeted masks keyed by state * 2^22 + threshold. */
+  private readonly budgetMasks = new Map<number, Uint32Array>();
+  private readonly stateAtDepth: Int32Array;
+  private readonly successorStamp: Int32Array;
+  private readonly successorScratch: Int32Array;
+  /** Per successor index during a walk: tokens leading there. */
+  private readonly groupCount: Int32Array;
+  private readonly successorIndex: Int32Array;
+  /**
+   * Per state: the token ranges (trie.tokenIds[from..to)) that do NOT lead to the state's most
+   * common successor, as (from, to, target) triples, so a budgeted mask is the full mask with a
+   * few ranges cleared (or a few ranges set) instead of a second trie walk. Undefined when there
+   * are too many ranges to keep.
+   */
+  private readonly minorSpans: (Int32Array | undefined)[];
+  private readonly majorTarget: Int32Array;
+  private stamp = 0;
+  /** Per state: 0 = self-loop set not computed, 1 = no byte loops back, 2 = some bytes do. */
+  private readonly loopKind: Uint8Array;
+  /** Per state, 8 words: the bytes on which the state goes back to itself. */
+  private readonly loopBytes: Uint32Array;
+  /** Per state: 1 when every multi-byte UTF-8 character leads back to the state. */
+  private readonly multibyteLoop: Uint8Array;
+  /** States whose full mask has been computed (for stats and tests). */
+  statesComputed = 0;
+
+  private readonly maxMinorSpans: number;
+
+  /**
+   * `maxMinorSpans`: token ranges kept per state for budgeted masks (default 16384); 0 makes
+   * every budgeted mask a second trie walk (tests use it to cover that path).
+   */
+  constructor(trie: TokenTrie, dfa: ByteDfa, opts: { maxMinorSpans?: number } = {}) {
+    this.maxMinorSpans = opts.maxMinorSpans ?? MAX_MINOR_SPANS;
+    this.trie = trie;
+    this.dfa = dfa;
+    this.words = maskWords(trie.vocabSize);
+    this.emptyMask = new Uint32Array(this.words);
+    const n = dfa.numStates;
+    this.fullMasks = new Array<Uint32Array | undefined>(n);
+    this.successors = new Array<Int32Array | undefined>(n);
+    this.tokenCount = new Int32Array(n).fill(-1);
+    this.maxSuccessorMinBytes = new Int32Array(n);
+    this.minTokens = new Int32Array(n).fill(UNKNOWN);
+    this.successorsExact = new Uint8Array(n);
+    this.stateAtDepth = new Int32Array(trie.maxTokenLength + 2);
+    this.successorStamp = new Int32Array(n);
+    this.successorScratch = new Int32Array(n);
+    this.groupCount = new Int32Array(n);
+    this.successorIndex = new Int32Array(n);
+    this.minorSpans = new Array<Int32Array | undefined>(n);
+    this.majorTarget = new Int32Array(n).fill(-1);
+    this.loopKind = new Uint8Array(n);
+    this.loopBytes = new Uint32Array(n * 8);
+    this.multibyteLoop = new Uint8Array(n);
+  }
+
+  private computeLoop(state: number): number {
+    const { next, byteClass, numClasses } = this.dfa;
+    const base = state * numClasses;
+    let any = false;
+    for (let b = 0; b < 256; b++) {
+      if (next[base + byteClass[b]!] === state) {
+        this.loopBytes[state * 8 + (b >>> 5)]! |= 1 << (b & 31);
+        any = true;
+      }
+    }
+    const multibyte = this.loopsOnEveryMultibyteChar(state);
+    this.multibyteLoop[state] = multibyte ? 1 : 0;
+    const kind = any || multibyte ? 2 : 1;
+    this.loopKind[state] = kind;
+    return kind;
+  }
+
+  /**
+   * Whether every valid multi-byte UTF-8 character takes `state` back to itself (free text,
+   * string bodies): explores the product of the DFA with a UTF-8 validator from `state`.
+   */
+  private loopsOnEveryMultibyteChar(state: number): boolean {
+    const { next, byteClass, numClasses } = this.dfa;
+    const seen = new Set<number>();
+    const stack: number[] = [state, 0];
+    while (stack.length > 0) {
+      const v = stack.pop()!;
+      const s = stack.pop()!;
+      const lo = 0x80;
+      const hi = v === 0 ? 0xff : 0xbf;
+      for (let b = lo; b <= hi; b++) {
+        const w = utf8Step(v, b);
+        if (w < 0) continue;
+        const t = next[s * numClasses + byteClass[b]!]!;
+        if (t < 0) return false;
+        if (w === 0) {
+          if (t !== state) return false;
+          continue;
+        }
+        const key = t * 8 + w;
+        if (!seen.has(key)) {
+          seen.add(key);
+          stack.push(t, w);
+        }
+      }
+    }
+    return true;
+  }
+
+  /** Whether every token below trie node p leads from `state` back to `state` (one block). */
+  private subtreeLoops(p: number, state: number): boolean {
+    let kind = this.loopKind[state]!;
+    if (kind === 0) kind = this.computeLoop(state);
+    if (kind === 1) return false;
+    const below = this.trie.belowBytes;
+    const loop = this.loopBytes;
+    const a = p * 8;
+    const l = state * 8;
+    if (
+      (below[a]! & ~loop[l]!) !== 0 ||
+      (below[a + 1]! & ~loop[l + 1]!) !== 0 ||
+      (below[a + 2]! & ~loop[l + 2]!) !== 0 ||
+      (below[a + 3]! & ~loop[l + 3]!) !== 0
+    ) {
+      return false;
+    }
+    if (
+      (below[a + 4]! & ~loop[l + 4]!) === 0 &&
+      (below[a + 5]! & ~loop[l + 5]!) === 0 &&
+      (below[a + 6]! & ~loop[l + 6]!) === 0 &&
+      (below[a + 7]! & ~loop[l + 7]!) === 0
+    ) {
+      return true;
+    }
+    // Non-ASCII below: fine when whole characters loop and no token ends inside one.
+    return this.multibyteLoop[state] === 1 && this.trie.utf8Aligned[p] === 1;
+  }
+
+  get start(): number {
+    return this.dfa.start;
+  }
+
+  isAccepting(state: number): boolean {
+    return state >= 0 && this.dfa.accepting[state] === 1;
+  }
+
+  /** DFA state after the token's bytes, or -1 when the token leaves the pattern (or is not generable). */
+  advance(state: number, tokenId: number): number {
+    if (state < 0 || !this.trie.isGenerable(tokenId)) return -1;
+    return this.advanceBytes(state, this.trie.offsets[tokenId]!, this.trie.offsets[tokenId + 1]!);
+  }
+
+  /** DFA state after `bytes` from the start state, or -1. */
+  advanceFromStart(bytes: Uint8Array): number {
+    return this.advanceByteArray(this.dfa.start, bytes);
+  }
+
+  /** DFA state after `bytes` from `state`, or -1. */
+  advanceByteArray(state: number, bytes: Uint8Array): number {
+    const { next, byteClass, numClasses } = this.dfa;
+    let s = state;
+    for (let i = 0; i < bytes.length && s >= 0; i++) s = next[s * numClasses + byteClass[bytes[i]!]!]!;
+    return s;
+  }
+
+  /** DFA state after data[from .. to) of the vocabulary's byte store. */
+  private advanceBytes(state: number, from: number, to: number): number {
+    const { next, byteClass, numClasses } = this.dfa;
+    const data = this.trie.data;
+    let s = state;
+    for (let i = from; i < to && s >= 0; i++) s = next[s * numClasses + byteClass[data[i]!]!]!;
+    return s;
+  }
+
+  /**
+   * Tokens allowed in `state` with `remaining` tokens left (this one included). The returned
+   * bitset is cached and shared: read it, never write it.
+   */
+  mask(state: number, remaining: number = UNREACHABLE): Uint32Array {
+    if (state < 0 || remaining <= 0) return this.emptyMask;
+    const full = this.fullMasks[state] ?? this.computeState(state);
+    if (this.trie.everyByteIsToken && remaining - 1 >= this.maxSuccessorMinBytes[state]!) return full;
+    return this.budgetMask(state, remaining - 1, full);
+  }
+
+  /** Whether any token is allowed in `state` with `remaining` tokens left. */
+  hasAnyToken(state: number, remaining: number = UNREACHABLE): boolean {
+    if (state < 0 || remaining <= 0) return false;
+    if (this.fullMasks[state] === undefined) this.computeState(state);
+    if (this.tokenCount[state] === 0) return false;
+    if (this.trie.everyByteIsToken && remaining - 1 >= this.maxSuccessorMinBytes[state]!) return true;
+    return this.threshold(state, remaining - 1) >= 0;
+  }
+
+  /**
+   * Exact minimum number of tokens from `state` to a full match (0 when accepting), or
+   * Number.POSITIVE_INFINITY when no sequence of generable tokens gets there.
+   */
+  minTokensToAccept(state: number): number {
+    if (state < 0) return Number.POSITIVE_INFINITY;
+    if (this.dfa.accepting[state] === 1) return 0;
+    this.ensureExactDistances(state);
+    const d = this.minTokens[state]!;
+    return d === UNREACHABLE ? Number.POSITIVE_INFINITY : d;
+  }
+
+  /** Whether a full match is reachable from `state` within `budget` tokens; cheap when it clearly is. */
+  canAcceptWithin(state: number, budget: number): boolean {
+    if (state < 0) return false;
+    if (this.dfa.accepting[state] === 1) return true;
+    if (this.trie.everyByteIsToken && this.dfa.minBytesToAccept[state]! <= budget) return true;
+    return this.minTokensToAccept(state) <= budget;
+  }
+
+  /** Number of tokens in the full (unbudgeted) mask of `state`. */
+  allowedTokenCount(state: number): number {
+    if (state < 0) return 0;
+    if (this.fullMasks[state] === undefined) this.computeState(state);
+    return this.tokenCount[state]!;
+  }
+
+  /** Distinct DFA states reachable from `state` by one allowed token. */
+  tokenSuccessors(state: number): Int32Array {
+    return this.successors[state] ?? (this.computeState(state), this.successors[state]!);
+  }
+
+  // --- internals ---------------------------------------------------------------------------
+
+  /** One trie walk: full mask, successor states, max successor byte distance. */
+  private computeState(state: number): Uint32Array {
+    const trie = this.trie;
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = trie;
+    const { next, byteClass, numClasses, minBytesToAccept } = this.dfa;
+    const stateAtDepth = this.stateAtDepth;
+    const stampArr = this.successorStamp;
+    const scratch = this.successorScratch;
+    const stamp = ++this.stamp;
+    const mask = new Uint32Array(this.words);
+    const spans = spanScratchFor(trie);
+    let numSpans = 0;
+    const groupCount = this.groupCount;
+    const successorIndex = this.successorIndex;
+    let numSucc = 0;
+    let maxMinBytes = 0;
+    let count = 0;
+    stateAtDepth[0] = state;
+    let p = 1;
+    while (p < numNodes) {
+      const info = nodeInfo[p]!;
+      const d = (info >>> 8) & 0xffff;
+      const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
+      const size = subtreeSize[p]!;
+      if (ns < 0) {
+        p += size;
+        continue;
+      }
+      stateAtDepth[d] = ns;
+      // A subtree whose bytes all loop on ns: every token in it is allowed and ends in ns.
+      const bulk = size > 8 && this.subtreeLoops(p, ns);
+      if (bulk || (info & 0x80000000) !== 0) {
+        const from = tokenStart[p]!;
+        const to = bulk ? tokenStart[p + size]! : tokenStart[p + 1]!;
+        count += to - from;
+        for (let k = from; k < to; k++) {
+          const id = tokenIds[k]!;
+          mask[id >>> 5]! |= 1 << (id & 31);
+        }
+        if (stampArr[ns] !== stamp) {
+          stampArr[ns] = stamp;
+          successorIndex[ns] = numSucc;
+          groupCount[numSucc] = 0;
+          scratch[numSucc++] = ns;
+          const mb = minBytesToAccept[ns]!;
+          if (mb > maxMinBytes) maxMinBytes = mb;
+        }
+        groupCount[successorIndex[ns]!]! += to - from;
+        if (numSpans < spans.length) {
+          spans[numSpans++] = from;
+          spans[numSpans++] = to;
+          spans[numSpans++] = ns;
+        }
+      }
+      p += bulk ? size : 1;
+    }
+    this.keepMinorSpans(state, spans, numSpans, numSucc);
+    this.fullMasks[state] = mask;
+    this.tokenCount[state] = count;
+    this.successors[state] = scratch.slice(0, numSucc);
+    this.maxSuccessorMinBytes[state] = maxMinBytes;
+    this.statesComputed++;
+    return mask;
+  }
+
+  /** Largest successor token distance ≤ limit, or -1 when no successor fits. */
+  private threshold(state: number, limit: number): number {
+    this.ensureExactDistances(state);
+    const succ = this.successors[state]!;
+    const minTokens = this.minTokens;
+    let best = -1;
+    for (let i = 0; i < succ.length; i++) {
+      const d = minTokens[succ[i]!]!;
+      if (d <= limit && d > best) best = d;
+    }
+    return best;
+  }
+
+  private budgetMask(state: number, limit: number, full: Uint32Array): Uint32Array {
+    const threshold = this.threshold(state, limit);
+    if (threshold < 0) return this.emptyMask;
+    // Every successor fits: the full mask is exact.
+    const succ = this.successors[state]!;
+    let allFit = true;
+    for (let i = 0; i < succ.length; i++) if (this.minTokens[succ[i]!]! > threshold) allFit = false;
+    if (allFit) return full;
+    const key = state * 4194304 + threshold;
+    const cached = this.budgetMasks.get(key);
+    if (cached !== undefined) return cached;
+    const spans = this.minorSpans[state];
+    let mask: Uint32Array;
+    if (spans === undefined) {
+      mask = this.walkWithThreshold(state, threshold);
+    } else {
+      const tokenIds = this.trie.tokenIds;
+      const minTokens = this.minTokens;
+      // Start from the full mask when the main successor fits, else from nothing; then fix up
+      // the minor ranges whose fate differs.
+      const majorFits = minTokens[this.majorTarget[state]!]! <= threshold;
+      mask = majorFits ? full.slice() : new Uint32Array(this.words);
+      for (let i = 0; i < spans.length; i += 3) {
+        const fits = minTokens[spans[i + 2]!]! <= threshold;
+        if (fits === majorFits) continue;
+        for (let k = spans[i]!; k < spans[i + 1]!; k++) {
+          const id = tokenIds[k]!;
+          if (fits) mask[id >>> 5]! |= 1 << (id & 31);
+          else mask[id >>> 5]! &= ~(1 << (id & 31));
+        }
+      }
+    }
+    this.budgetMasks.set(key, mask);
+    return mask;
+  }
+
+  private keepMinorSpans(state: number, spans: Int32Array, numSpans: number, numSucc: number): void {
+    if (numSucc === 0 || numSpans >= spans.length) return;
+    const groupCount = this.groupCount;
+    let major = 0;
+    for (let g = 1; g < numSucc; g++) if (groupCount[g]! > groupCount[major]!) major = g;
+    const majorState = this.successorScratch[major]!;
+    let minor = 0;
+    for (let i = 0; i < numSpans; i += 3) if (spans[i + 2] !== majorState) minor++;
+    if (minor > this.maxMinorSpans) return;
+    const kept = new Int32Array(minor * 3);
+    let j = 0;
+    for (let i = 0; i < numSpans; i += 3) {
+      if (spans[i + 2] === majorState) continue;
+      kept[j++] = spans[i]!;
+      kept[j++] = spans[i + 1]!;
+      kept[j++] = spans[i + 2]!;
+    }
+    this.minorSpans[state] = kept;
+    this.majorTarget[state] = majorState;
+  }
+
+  /** Trie walk admitting tokens whose target state needs at most `threshold` more tokens. */
+  private walkWithThreshold(state: number, threshold: number): Uint32Array {
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
+    const { next, byteClass, numClasses } = this.dfa;
+    const minTokens = this.minTokens;
+    const stateAtDepth = this.stateAtDepth;
+    const mask = new Uint32Array(this.words);
+    stateAtDepth[0] = state;
+    let p = 1;
+    while (p < numNodes) {
+      const info = nodeInfo[p]!;
+      const d = (info >>> 8) & 0xffff;
+      const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
+      const size = subtreeSize[p]!;
+      if (ns < 0) {
+        p += size;
+        continue;
+      }
+      stateAtDepth[d] = ns;
+      const bulk = size > 8 && this.subtreeLoops(p, ns);
+      const from = tokenStart[p]!;
+      const to = bulk ? tokenStart[p + size]! : tokenStart[p + 1]!;
+      if (from !== to && minTokens[ns]! <= threshold) {
+        for (let k = from; k < to; k++) {
+          const id = tokenIds[k]!;
+          mask[id >>> 5]! |= 1 << (id & 31);
+        }
+      }
+      p += bulk ? size : 1;
+    }
+    return mask;
+  }
+
+  /**
+   * Makes minTokens exact for `state` and each of its successors. Accepting states are sinks for
+   * distances (a path through one is never shorter than stopping there), so the exploration does
+   * not expand them; every other state reachable from `state` gets its successors computed.
+   * Invariant: the set of states with known minTokens, with accepting states as sinks, is closed
+   * under successors, so a backward BFS from the accepting states over all computed edges gives
+   * exact distances for every newly explored state.
+   */
+  private ensureExactDistances(state: number): void {
+    if (this.successorsExact[state] === 1) return;
+    const minTokens = this.minTokens;
+    const accepting = this.dfa.accepting;
+    const n = this.dfa.numStates;
+    const visited = new Uint8Array(n);
+    const stack: number[] = [state];
+    visited[state] = 1;
+    while (stack.length > 0) {
+      const s = stack.pop()!;
+      if (s !== state && (minTokens[s] !== UNKNOWN || accepting[s] === 1)) continue;
+      const succ = this.successors[s] ?? (this.computeState(s), this.successors[s]!);
+      for (let i = 0; i < succ.length; i++) {
+        const t = succ[i]!;
+        if (visited[t] === 0) {
+          visited[t] = 1;
+          stack.push(t);
+        }
+      }
+    }
+    const inStart = new Int32Array(n + 1);
+    for (let s = 0; s < n; s++) {
+      const succ = this.successors[s];
+      if (succ === undefined) continue;
+      for (let i = 0; i < succ.length; i++) inStart[succ[i]! + 1]!++;
+    }
+    for (let s = 0; s < n; s++) inStart[s + 1]! += inStart[s]!;
+    const preds = new Int32Array(inStart[n]!);
+    const fill = inStart.slice(0, n);
+    for (let s = 0; s < n; s++) {
+      const succ = this.successors[s];
+      if (succ === undefined) continue;
+      for (let i = 0; i < succ.length; i++) preds[fill[succ[i]!]!++] = s;
+    }
+    const dist = new Int32Array(n).fill(UNREACHABLE);
+    const queue = new Int32Array(n);
+    let head = 0;
+    let tail = 0;
+    for (let s = 0; s < n; s++) {
+      if (accepting[s] === 1) {
+        dist[s] = 0;
+        queue[tail++] = s;
+      }
+    }
+    while (head < tail) {
+      const s = queue[head++]!;
+      const ds = dist[s]! + 1;
+      for (let k = inStart[s]!; k < inStart[s + 1]!; k++) {
+        const pr = preds[k]!;
+        if (dist[pr] === UNREACHABLE) {
+          dist[pr] = ds;
+          queue[tail++] = pr;
+        }
+      }
+    }
+    for (let s = 0; s < n; s++) {
+      if (visited[s] === 1 || accepting[s] === 1) minTokens[s] = dist[s]!;
+    }
+    this.successorsExact[state] = 1;
+  }
+}
+
+/** Most minor token ranges kept per state for budgeted masks (beyond that, a second walk). */
+const MAX_MINOR_SPANS = 16384;
+
+const spanScratch = new WeakMap<TokenTrie, Int32Array>();
+
+/** Walk scratch for (from, to, target) token ranges, one per trie (JS runs one walk at a time). */
+function spanScratchFor(trie: TokenTrie): Int32Array {
+  let scratch = spanScratch.get(trie);
+  if (scratch === undefined) {
+    scratch = new Int32Array(trie.numNodes * 3);
+    spanScratch.set(trie, scratch);
+  }
+  return scratch;
+}
+
+const matcherCache = new WeakMap<ByteDfa, WeakMap<TokenTrie, DfaTokenMatcher>>();
+
+/** The shared matcher for a (compiled DFA, trie) pair: masks computed once serve every request. */
+export function dfaTokenMatcherFor(trie: TokenTrie, dfa: ByteDfa): DfaTokenMatcher {
+  let byTrie = matcherCache.get(dfa);
+  if (byTrie === undefined) {
+    byTrie = new WeakMap();
+    matcherCache.set(dfa, byTrie);
+  }
+  let matcher = byTrie.get(trie);
+  if (matcher === undefined) {
+    matcher = new DfaTokenMatcher(trie, dfa);
+    byTrie.set(trie, matcher);
+  }
+  return matcher;
+}

@@ -1,0 +1,21 @@
+/**
+ * constraint/ — vocabulary trie × byte automaton → token masks with token budgets.
+ *
+ * Decode-loop use (regex):
+ *   const trie = tokenTrieFor(vocab);                 // once per vocabulary (cached)
+ *   const matcher = dfaTokenMatcherFor(trie, dfa);    // once per compiled pattern (cached)
+ *   if (!matcher.canAcceptWithin(matcher.start, maxNewTokens))
+ *     → 422 "the pattern needs at least ${matcher.minTokensToAccept(matcher.start)} tokens"
+ *   const st = new DfaConstraintState(matcher, healedPromptTokenBytes?);   // per request
+ *   each step: mask = st.mask(maxNewTokens - generated)  (shared bitset, read only; EOG is the
+ *              loop's decision: allowed when st.isAccepting()); sample; st.advance(token)
+ *   stop when st.isAccepting() and (stopAfterMatch or !st.hasAnyToken(remaining)).
+ *
+ * Grammar stage: walkTrie(trie, automaton, state, root, mask, visit) walks the same trie with any
+ * ByteAutomaton ({ step(state, byte) → state | -1 }), skipping dead subtrees.
+ */
+export { TokenTrie, tokenTrieFor, utf8Step } from "./trie.js";
+export { DfaTokenMatcher, dfaTokenMatcherFor } from "./dfa-matcher.js";
+export { DfaConstraintState, PREFIX_PENDING } from "./dfa-state.js";
+export { walkTrie, type TrieTokenVisitor } from "./walk.js";
+export { maskWords, TokenKindValue, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";

@@ -1,0 +1,384 @@
+import { TokenKindValue, type VocabularyBytes } from "./types.js";
+
+/**
+ * Every generable token's bytes as a trie in flat typed arrays (llguidance toktrie layout).
+ *
+ * Nodes are in DFS pre-order with children in byte order; node 0 is the root (empty prefix).
+ * The first child of node p is p + 1 (when subtreeSize[p] > 1) and the next sibling of p is
+ * p + subtreeSize[p], so a walk that finds a prefix dead skips the whole subtree in O(1) and
+ * never needs child pointers. depth[p] = length of the prefix ending at p, which tells a walk
+ * which saved automaton state to resume from after a skip.
+ *
+ * Tokens whose bytes end at node p are tokenIds[tokenStart[p] .. tokenStart[p + 1]); several
+ * ids may share one byte string. Only Normal, Byte and UserDefined tokens with at least one byte
+ * are in the trie: control and end-of-generation tokens are decided by the decode loop.
+ */
+export class TokenTrie {
+  readonly vocabSize: number;
+  readonly numNodes: number;
+  readonly nodeByte: Uint8Array;
+  readonly depth: Uint16Array;
+  readonly subtreeSize: Uint32Array;
+  readonly tokenStart: Uint32Array;
+  readonly tokenIds: Int32Array;
+  /** Node where token id's bytes end, or -1 when the token is not generable (not in the trie). */
+  readonly tokenNode: Int32Array;
+  /** Number of tokens in the trie. */
+  readonly numTokens: number;
+  readonly maxTokenLength: number;
+  /**
+   * True when each of the 256 single bytes is a token (byte-level BPE; SentencePiece with byte
+   * fallback). Then any byte path of length n is reachable in at most n tokens, which lets masks
+   * skip exact token distances whenever the byte distance already fits the budget.
+   */
+  readonly everyByteIsToken: boolean;
+  /**
+   * Hot-loop packing of a node: byte (bits 0-7) | depth << 8 (bits 8-23) | bit 31 when at least
+   * one token ends at the node. One read instead of three per visited node.
+   */
+  readonly nodeInfo: Uint32Array;
+  /**
+   * Per node, 8 words = the 256-bit set of bytes that occur strictly below it. A walk in an
+   * automaton state that loops on all of those bytes can accept the whole subtree at once.
+   */
+  readonly belowBytes: Uint32Array;
+  /**
+   * 1 where every token below the node, read from just after the node, consists of complete,
+   * valid UTF-8 characters (no token ends inside a character). With `belowBytes`, this lets a walk
+   * accept a subtree at once in automaton states that loop on every multi-byte character (free
+   * text, JSON string bodies) even though no single non-ASCII byte loops.
+   */
+  readonly utf8Aligned: Uint8Array;
+  /** The vocabulary the trie was built from: token bytes for advancing automata. */
+  readonly offsets: Uint32Array;
+  readonly data: Uint8Array;
+
+  private constructor(
+    vocab: VocabularyBytes,
+    numNodes: number,
+    nodeByte: Uint8Array,
+    depth: Uint16Array,
+    subtreeSize: Uint32Array,
+    tokenStart: Uint32Array,
+    tokenIds: Int32Array,
+    tokenNode: Int32Array,
+    maxTokenLength: number,
+    everyByteIsToken: boolean,
+  ) {
+    this.vocabSize = vocab.size;
+    this.offsets = vocab.offsets;
+    this.data = vocab.data;
+    this.numNodes = numNodes;
+    this.nodeByte = nodeByte;
+    this.depth = depth;
+    this.subtreeSize = subtreeSize;
+    this.tokenStart = tokenStart;
+    this.tokenIds = tokenIds;
+    this.tokenNode = tokenNode;
+    this.numTokens = tokenIds.length;
+    this.maxTokenLength = maxTokenLength;
+    this.everyByteIsToken = everyByteIsToken;
+    const nodeInfo = new Uint32Array(numNodes);
+    for (let p = 0; p < numNodes; p++) {
+      nodeInfo[p] = (nodeByte[p]! | (depth[p]! << 8) | (tokenStart[p + 1]! > tokenStart[p]! ? 0x80000000 : 0)) >>> 0;
+    }
+    this.nodeInfo = nodeInfo;
+    const parent = parentsOf(numNodes, depth, maxTokenLength);
+    this.belowBytes = computeBelowBytes(numNodes, nodeByte, parent);
+    this.utf8Aligned = computeUtf8Aligned(numNodes, nodeByte, tokenStart, parent);
+  }
+
+  static build(vocab: VocabularyBytes): TokenTrie {
+    const { offsets, data, kinds, size } = vocab;
+    const candidates: number[] = [];
+    for (let id = 0; id < size; id++) {
+      const kind = kinds[id];
+      if (
+        (kind === TokenKindValue.Normal || kind === TokenKindValue.Byte || kind === TokenKindValue.UserDefined) &&
+        offsets[id + 1]! > offsets[id]!
+      ) {
+        candidates.push(id);
+      }
+    }
+    const ids = Int32Array.from(candidates);
+    const built = buildSorted(ids, offsets, data);
+    const { numNodes, nodeByte, depth, subtreeSize, tokenStart, maxLen } = built;
+    const tokenNode = new Int32Array(size).fill(-1);
+    for (let p = 0; p < numNodes; p++) {
+      for (let k = tokenStart[p]!; k < tokenStart[p + 1]!; k++) tokenNode[ids[k]!] = p;
+    }
+
+    const singleByteSeen = new Uint8Array(256);
+    for (let k = 0; k < ids.length; k++) {
+      const id = ids[k]!;
+      if (offsets[id + 1]! - offsets[id]! === 1) singleByteSeen[data[offsets[id]!]!] = 1;
+    }
+    let everyByteIsToken = true;
+    for (let b = 0; b < 256; b++) if (singleByteSeen[b] === 0) everyByteIsToken = false;
+
+    return new TokenTrie(
+      vocab,
+      numNodes,
+      nodeByte,
+      depth,
+      subtreeSize,
+      tokenStart,
+      ids,
+      tokenNode,
+      maxLen,
+      everyByteIsToken,
+    );
+  }
+
+  /** Whether the token can ever be in a mask. */
+  isGenerable(tokenId: number): boolean {
+    return tokenId >= 0 && tokenId < this.vocabSize && this.tokenNode[tokenId]! >= 0;
+  }
+
+  tokenBytes(tokenId: number): Uint8Array {
+    return this.data.subarray(this.offsets[tokenId]!, this.offsets[tokenId + 1]!);
+  }
+
+  /** Node whose prefix is exactly `bytes`, or -1 when no token starts with them. */
+  findNode(bytes: Uint8Array): number {
+    let p = 0;
+    for (let i = 0; i < bytes.length; i++) {
+      const b = bytes[i]!;
+      const end = p + this.subtreeSize[p]!;
+      let c = p + 1;
+      while (c < end && this.nodeByte[c]! < b) c += this.subtreeSize[c]!;
+      if (c >= end || this.nodeByte[c] !== b) return -1;
+      p = c;
+    }
+    return p;
+  }
+}
+
+function parentsOf(numNodes: number, depth: Uint16Array, maxDepth: number): Int32Array {
+  const parent = new Int32Array(numNodes);
+  const lastAtDepth = new Int32Array(maxDepth + 1);
+  for (let p = 1; p < numNodes; p++) {
+    const d = depth[p]!;
+    parent[p] = lastAtDepth[d - 1]!;
+    lastAtDepth[d] = p;
+  }
+  return parent;
+}
+
+function computeBelowBytes(numNodes: number, nodeByte: Uint8Array, parent: Int32Array): Uint32Array {
+  const below = new Uint32Array(numNodes * 8);
+  // Reverse pre-order visits every child before its parent.
+  for (let p = numNodes - 1; p >= 1; p--) {
+    const q = parent[p]! * 8;
+    const c = p * 8;
+    for (let w = 0; w < 8; w++) below[q + w]! |= below[c + w]!;
+    const b = nodeByte[p]!;
+    below[q + (b >>> 5)]! |= 1 << (b & 31);
+  }
+  return below;
+}
+
+/**
+ * UTF-8 validator states: 0 = at a character boundary, 1/2/3 = that many continuation bytes
+ * (80-BF) still needed, 4 = after E0 (needs A0-BF), 5 = after ED (80-9F, no surrogates),
+ * 6 = after F0 (90-BF), 7 = after F4 (80-8F). Returns the next state or -1 (invalid).
+ */
+export function utf8Step(v: number, b: number): number {
+  switch (v) {
+    case 0:
+      if (b < 0x80) return 0;
+      if (b >= 0xc2 && b <= 0xdf) return 1;
+      if (b === 0xe0) return 4;
+      if (b === 0xed) return 5;
+      if (b >= 0xe1 && b <= 0xef) return 2;
+      if (b === 0xf0) return 6;
+      if (b >= 0xf1 && b <= 0xf3) return 3;
+      if (b === 0xf4) return 7;
+      return -1;
+    case 1:
+    case 2:
+    case 3:
+      return b >= 0x80 && b <= 0xbf ? v - 1 : -1;
+    case 4:
+      return b >= 0xa0 && b <= 0xbf ? 1 : -1;
+    case 5:
+      return b >= 0x80 && b <= 0x9f ? 1 : -1;
+    case 6:
+      return b >= 0x90 && b <= 0xbf ? 2 : -1;
+    default:
+      return b >= 0x80 && b <= 0x8f ? 2 : -1;
+  }
+}
+
+function computeUtf8Aligned(numNodes: number, nodeByte: Uint8Array, tokenStart: Uint32Array, parent: Int32Array): Uint8Array {
+  // okBits[p] bit v: entering node p's byte in validator state v, p's own tokens and everything
+  // below end on character boundaries. childrenOk[p] = AND of okBits over p's children.
+  const childrenOk = new Uint8Array(numNodes).fill(0xff);
+  const step = new Int8Array(8 * 256);
+  for (let v = 0; v < 8; v++) for (let b = 0; b < 256; b++) step[v * 256 + b] = utf8Step(v, b);
+  for (let p = numNodes - 1; p >= 1; p--) {
+    const b = nodeByte[p]!;
+    const ends = tokenStart[p + 1]! > tokenStart[p]!;
+    const below = childrenOk[p]!;
+    let ok = 0;
+    for (let v = 0; v < 8; v++) {
+      const w = step[v * 256 + b]!;
+      if (w < 0 || (ends && w !== 0)) continue;
+      if ((below >>> w) & 1) ok |= 1 << v;
+    }
+    childrenOk[parent[p]!]! &= ok;
+  }
+  const aligned = new Uint8Array(numNodes);
+  for (let p = 0; p < numNodes; p++) aligned[p] = childrenOk[p]! & 1;
+  return aligned;
+}
+
+const trieCache = new WeakMap<object, TokenTrie>();
+
+/** The trie for a vocabulary, built once per Vocabulary object. */
+export function tokenTrieFor(vocab: VocabularyBytes): TokenTrie {
+  let trie = trieCache.get(vocab);
+  if (trie === undefined) {
+    trie = TokenTrie.build(vocab);
+    trieCache.set(vocab, trie);
+  }
+  return trie;
+}
+
+/**
+ * Sorts `ids` in place by bytes (MSD radix: a prefix sorts before its extensions, equal strings
+ * by id) and emits the trie nodes in DFS pre-order along the way. Each group of ids sharing a
+ * prefix of length d is one node; its own tokens (length d) come first in the group, so the
+ * group's start index is the node's tokenStart and the token ranges form a CSR in node order.
+ */
+function buildSorted(
+  ids: Int32Array,
+  offsets: Uint32Array,
+  data: Uint8Array,
+): {
+  numNodes: number;
+  nodeByte: Uint8Array;
+  depth: Uint16Array;
+  subtreeSize: Uint32Array;
+  tokenStart: Uint32Array;
+  maxLen: number;
+} {
+  const n = ids.length;
+  let totalBytes = 0;
+  let maxLen = 0;
+  for (let k = 0; k < n; k++) {
+    const len = offsets[ids[k]! + 1]! - offsets[ids[k]!]!;
+    totalBytes += len;
+    if (len > maxLen) maxLen = len;
+  }
+  const cap = totalBytes + 1;
+  const nodeByte = new Uint8Array(cap);
+  const depth = new Uint16Array(cap);
+  const subtreeSize = new Uint32Array(cap);
+  const tokenStart = new Uint32Array(cap + 1);
+  const tmp = new Int32Array(n);
+  const counts = new Int32Array(257);
+  const pos = new Int32Array(257);
+  const touched = new Int32Array(257);
+  let numTouched = 0;
+  const stLo: number[] = [];
+  const stHi: number[] = [];
+  const stDepth: number[] = [];
+  const stByte: number[] = [];
+  let numNodes = 0;
+
+  // Work stack: (lo, hi, depth, byte) = create a node for that group; byte -1 = close node lo.
+  stLo.push(0);
+  stHi.push(n);
+  stDepth.push(0);
+  stByte.push(-2);
+  while (stLo.length > 0) {
+    const lo = stLo.pop()!;
+    const hi = stHi.pop()!;
+    const d = stDepth.pop()!;
+    const byte = stByte.pop()!;
+    if (byte === -1) {
+      subtreeSize[lo] = numNodes - lo;
+      continue;
+    }
+    const node = numNodes++;
+    nodeByte[node] = byte < 0 ? 0 : byte;
+    depth[node] = d;
+    tokenStart[node] = lo;
+    if (hi - lo === 1) {
+      // One token left: a chain of single-child nodes, no sorting needed.
+      const id = ids[lo]!;
+      const s = offsets[id]!;
+      const len = offsets[id + 1]! - s;
+      for (let i = d; i < len; i++) {
+        const c = numNodes++;
+        nodeByte[c] = data[s + i]!;
+        depth[c] = i + 1;
+        tokenStart[c] = lo;
+      }
+      // Every chain node's range is empty except the last (the next node starts at hi).
+      for (let c = node; c < numNodes - 1; c++) {
+        tokenStart[c] = lo;
+        subtreeSize[c] = numNodes - c;
+      }
+      subtreeSize[numNodes - 1] = 1;
+      continue;
+    }
+    // Bucket by the byte at depth d; key 0 = the token ends here.
+    for (let k = lo; k < hi; k++) {
+      const id = ids[k]!;
+      const s = offsets[id]!;
+      const key = offsets[id + 1]! - s === d ? 0 : data[s + d]! + 1;
+      if (counts[key]!++ === 0) {
+        // Insertion into the sorted list of distinct keys (usually a handful).
+        let i = numTouched++;
+        while (i > 0 && touched[i - 1]! > key) {
+          touched[i] = touched[i - 1]!;
+          i--;
+        }
+        touched[i] = key;
+      }
+    }
+    let at = lo;
+    for (let i = 0; i < numTouched; i++) {
+      const key = touched[i]!;
+      pos[key] = at;
+      at += counts[key]!;
+    }
+    for (let k = lo; k < hi; k++) {
+      const id = ids[k]!;
+      const s = offsets[id]!;
+      const key = offsets[id + 1]! - s === d ? 0 : data[s + d]! + 1;
+      tmp[pos[key]!++] = id;
+    }
+    for (let k = lo; k < hi; k++) ids[k] = tmp[k]!;
+    // Children in byte order: push in reverse, after the close marker.
+    stLo.push(node);
+    stHi.push(0);
+    stDepth.push(0);
+    stByte.push(-1);
+    let end = hi;
+    for (let i = numTouched - 1; i >= 0; i--) {
+      const key = touched[i]!;
+      const begin = pos[key]! - counts[key]!;
+      if (key !== 0) {
+        stLo.push(begin);
+        stHi.push(end);
+        stDepth.push(d + 1);
+        stByte.push(key - 1);
+      }
+      end = begin;
+      counts[key] = 0;
+    }
+    numTouched = 0;
+  }
+  tokenStart[numNodes] = n;
+  return {
+    numNodes,
+    nodeByte: nodeByte.slice(0, numNodes),
+    depth: depth.slice(0, numNodes),
+    subtreeSize: subtreeSize.slice(0, numNodes),
+    tokenStart: tokenStart.slice(0, numNodes + 1),
+    maxLen,
+  };
+}

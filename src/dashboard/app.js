@@ -1,0 +1,189 @@
+// Trellis dashboard: sign in, create keys (shown once), revoke keys, see usage.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+let csrf = null;
+
+async function api(method, path, body) {
+  const headers = { accept: "application/json" };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (csrf && method !== "GET") headers["x-csrf-token"] = csrf;
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  const data = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
+  if (!response.ok) {
+    const error = new Error(data.error || `HTTP ${response.status}`);
+    error.status = response.status;
+    throw error;
+  }
+  return data;
+}
+
+function show(element, visible) {
+  element.hidden = !visible;
+}
+
+function showError(element, message) {
+  element.textContent = message || "";
+  show(element, Boolean(message));
+}
+
+function formatTime(iso) {
+  if (!iso) return "never";
+  const date = new Date(iso);
+  return date.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+}
+
+function cell(text, className) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (className) td.className = className;
+  return td;
+}
+
+function renderKeys(keys) {
+  const body = $("keys-body");
+  body.replaceChildren();
+  show($("no-keys"), keys.length === 0);
+  for (const key of keys) {
+    const row = document.createElement("tr");
+    row.dataset.keyId = String(key.id);
+    if (key.revoked_at) row.className = "revoked";
+    row.append(
+      cell(key.name),
+      cell(`${key.prefix}…`),
+      cell(formatTime(key.created_at)),
+      cell(String(key.requests), "num"),
+      cell(String(key.tokens), "num"),
+      cell(formatTime(key.last_used_at)),
+    );
+    const status = document.createElement("td");
+    const badge = document.createElement("span");
+    badge.className = key.revoked_at ? "badge revoked" : "badge active";
+    badge.textContent = key.revoked_at ? "revoked" : "active";
+    status.append(badge);
+    row.append(status);
+    const actions = document.createElement("td");
+    if (!key.revoked_at) {
+      const revoke = document.createElement("button");
+      revoke.type = "button";
+      revoke.className = "danger";
+      revoke.textContent = "Revoke";
+      revoke.addEventListener("click", () => revokeKey(key, revoke));
+      actions.append(revoke);
+    }
+    row.append(actions);
+    body.append(row);
+  }
+}
+
+async function refreshKeys() {
+  try {
+    const data = await api("GET", "/dashboard/api/keys");
+    renderKeys(data.keys);
+  } catch (error) {
+    if (error.status === 401) return showSignIn();
+    showError($("create-error"), error.message);
+  }
+}
+
+async function revokeKey(key, button) {
+  if (!window.confirm(`Revoke the key "${key.name}"? Clients using it will get 401.`)) return;
+  button.disabled = true;
+  try {
+    await api("POST", `/dashboard/api/keys/${key.id}/revoke`, {});
+    await refreshKeys();
+  } catch (error) {
+    button.disabled = false;
+    showError($("create-error"), error.message);
+  }
+}
+
+function showSignIn() {
+  csrf = null;
+  show($("sign-in"), true);
+  show($("keys-panel"), false);
+  show($("sign-out"), false);
+  $("admin-token").focus();
+}
+
+function showPanel() {
+  show($("sign-in"), false);
+  show($("keys-panel"), true);
+  show($("sign-out"), true);
+  return refreshKeys();
+}
+
+async function copyKey() {
+  const value = $("new-key-value").textContent;
+  let copied = false;
+  try {
+    await navigator.clipboard.writeText(value);
+    copied = true;
+  } catch {
+    // Older or restricted browsers: select the text and use the legacy copy command.
+    const range = document.createRange();
+    range.selectNodeContents($("new-key-value"));
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    copied = document.execCommand("copy");
+  }
+  $("copy-status").textContent = copied ? "Copied to clipboard" : "Select the key and copy it";
+}
+
+document.addEventListener("DOMContentLoaded", async () => {
+  $("sign-in-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    showError($("sign-in-error"), "");
+    try {
+      const data = await api("POST", "/dashboard/api/login", { token: $("admin-token").value });
+      csrf = data.csrf;
+      $("admin-token").value = "";
+      await showPanel();
+    } catch (error) {
+      showError($("sign-in-error"), error.message);
+    }
+  });
+
+  $("create-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    showError($("create-error"), "");
+    try {
+      const created = await api("POST", "/dashboard/api/keys", { name: $("key-name").value });
+      $("new-key-name").textContent = created.name;
+      $("new-key-value").textContent = created.key;
+      $("copy-status").textContent = "";
+      show($("new-key"), true);
+      $("key-name").value = "";
+      await refreshKeys();
+    } catch (error) {
+      showError($("create-error"), error.message);
+    }
+  });
+
+  $("copy-key").addEventListener("click", copyKey);
+
+  $("sign-out").addEventListener("click", async () => {
+    try {
+      await api("POST", "/dashboard/api/logout", {});
+    } finally {
+      show($("new-key"), false);
+      showSignIn();
+    }
+  });
+
+  try {
+    const session = await api("GET", "/dashboard/api/session");
+    if (session.signed_in) {
+      csrf = session.csrf;
+      await showPanel();
+    } else showSignIn();
+  } catch {
+    showSignIn();
+  }
+});

@@ -1,0 +1,88 @@
+/**
+ * The library's front door: one loaded model serving regex completion, grammar completion and
+ * categorization through one continuous-batching scheduler. The HTTP server wraps this.
+ */
+import type { GpuChoice } from "./model/index.js";
+import { GenerationRuntime } from "./generate/runtime.js";
+import { Categorizer } from "./categorize/index.js";
+import {
+  UnsatisfiableError,
+  type CategorizeRequest,
+  type CategorizeResult,
+  type CompletionResult,
+  type Engine,
+  type GrammarCompletionRequest,
+  type RegexCompletionRequest,
+} from "./generate/types.js";
+
+export interface EngineOptions {
+  modelPath: string;
+  threads?: number;
+  contextSize?: number;
+  /** Generation requests decoded together. */
+  maxSequences?: number;
+  /** "" or undefined = llama.cpp's default device choice; "cpu", "cuda", "vulkan", ... */
+  gpu?: string;
+  /** Queue of requests waiting for sequences before 503. */
+  maxQueue?: number;
+}
+
+/** Sequences a context may hold (llama.cpp's LLAMA_MAX_SEQ). */
+const MAX_SEQUENCES = 256;
+
+class TrellisEngine implements Engine {
+  private readonly categorizer: Categorizer;
+  private closed = false;
+
+  constructor(private readonly runtime: GenerationRuntime) {
+    this.categorizer = new Categorizer(runtime);
+  }
+
+  get ready(): boolean {
+    return !this.closed;
+  }
+
+  get contextLength(): number {
+    return this.runtime.contextLength;
+  }
+
+  get queueDepth(): number {
+    return this.runtime.scheduler.queueDepth;
+  }
+
+  countTokens(text: string): number {
+    return this.runtime.countTokens(text);
+  }
+
+  completeRegex(req: RegexCompletionRequest): Promise<CompletionResult> {
+    return this.runtime.completeRegex(req);
+  }
+
+  async completeGrammar(_req: GrammarCompletionRequest): Promise<CompletionResult> {
+    throw new UnsatisfiableError("grammar completion is not available in this build yet", "grammar");
+  }
+
+  categorize(req: CategorizeRequest): Promise<CategorizeResult> {
+    return this.categorizer.categorize(req);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.runtime.close();
+  }
+}
+
+export async function createEngine(options: EngineOptions): Promise<Engine> {
+  const concurrency = options.maxSequences ?? 8;
+  const runtime = GenerationRuntime.open({
+    modelPath: options.modelPath,
+    threads: options.threads,
+    contextSize: options.contextSize,
+    // Categorization scores every category on its own sequence next to running generations.
+    maxSequences: Math.min(MAX_SEQUENCES, concurrency + 129),
+    maxQueue: options.maxQueue,
+    gpu: options.gpu ? (options.gpu as GpuChoice) : undefined,
+  });
+  return new TrellisEngine(runtime);
+}

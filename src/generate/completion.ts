@@ -1,0 +1,162 @@
+/**
+ * One constrained completion as a scheduler job: prefill the prompt, then per round sample one
+ * token among those the constraint allows within the remaining budget, advance, stop.
+ *
+ * Budget planning: the constraint's mask(remaining) only admits tokens after which a full match
+ * is still reachable with the tokens left, so the text is a full match whenever we stop — at the
+ * first accepting boundary (stop_after_match), when the model ends (EOG, only admitted while the
+ * text is a full match), when the pattern admits nothing longer, or when the budget is spent.
+ */
+import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
+import type { Sampler } from "../sampling/index.js";
+import type { Vocabulary } from "../vocab/index.js";
+import type { DecodeJob } from "./scheduler.js";
+import type { CompletionResult, StopReason } from "./types.js";
+
+/** What the decode loop needs of a constraint (regex today, grammars through the same shape). */
+export interface TokenConstraint {
+  /** Tokens allowed with `remaining` tokens left (this one included); shared, read only. */
+  mask(remaining: number): Uint32Array;
+  /** The text so far is a complete match. */
+  isAccepting(): boolean;
+  /** Some token is allowed with `remaining` tokens left. */
+  hasAnyToken(remaining: number): boolean;
+  /** Moves past the token; false when it is not allowed (then nothing changed). */
+  advance(token: number): boolean;
+  /** Exact minimum tokens to a complete match (Infinity when none). */
+  minTokensToAccept(): number;
+}
+
+export interface CompletionJobOptions {
+  /** Tokens fed to the model (the prompt, less a healed last token). */
+  promptTokens: Int32Array;
+  constraint: TokenConstraint;
+  sampler: Sampler;
+  vocab: Vocabulary;
+  maxNewTokens: number;
+  stopAfterMatch: boolean;
+  /** Bytes the first generated token repeats from the prompt (healing); stripped from the text. */
+  forcedPrefixLength: number;
+  signal: AbortSignal | undefined;
+  settle: (error?: unknown) => void;
+}
+
+const UNBOUNDED = 0x3fffffff;
+
+export class CompletionJob implements DecodeJob {
+  readonly seqsNeeded = 1;
+  readonly signal: AbortSignal | undefined;
+  private readonly o: CompletionJobOptions;
+  private seq = -1;
+  private prefilled = 0;
+  private row = -1;
+  private pending = -1;
+  private readonly generated: number[] = [];
+  private stop: StopReason = "pattern_match";
+  /** Own copy of the mask for the steps where end-of-generation tokens are added to it. */
+  private eogMask: Uint32Array | null = null;
+
+  constructor(options: CompletionJobOptions) {
+    this.o = options;
+    this.signal = options.signal;
+  }
+
+  get prefilling(): boolean {
+    return this.prefilled < this.o.promptTokens.length;
+  }
+
+  begin(seqs: Int32Array): void {
+    this.seq = seqs[0]!;
+  }
+
+  fill(batch: LlamaBatch, slots: SequenceSlots, room: number): void {
+    const prompt = this.o.promptTokens;
+    if (this.prefilled < prompt.length) {
+      const end = Math.min(prompt.length, this.prefilled + room);
+      this.row = slots.appendTokens(batch, this.seq, prompt.subarray(this.prefilled, end), end === prompt.length);
+      this.prefilled = end;
+      if (end < prompt.length) this.row = -1;
+      return;
+    }
+    this.row = slots.append(batch, this.seq, this.pending, true);
+  }
+
+  consume(ctx: LlamaContext): boolean {
+    if (this.row < 0) return false; // a prompt chunk that is not the last
+    const o = this.o;
+    const logits = ctx.logits(this.row);
+    const remaining = o.maxNewTokens - this.generated.length;
+    const accepting = o.constraint.isAccepting();
+    let mask = o.constraint.mask(remaining);
+    const eogAllowed = !o.stopAfterMatch && accepting;
+    if (eogAllowed) mask = this.withEog(mask);
+    const token = o.sampler.sample(logits, mask);
+    if (eogAllowed && o.vocab.isEog(token)) {
+      this.stop = "pattern_match";
+      return true;
+    }
+    if (!o.constraint.advance(token)) throw new Error(`sampled token ${token} outside the constraint`);
+    o.sampler.accept(token);
+    this.generated.push(token);
+    const left = remaining - 1;
+    if (o.constraint.isAccepting()) {
+      if (o.stopAfterMatch) {
+        this.stop = "pattern_match";
+        return true;
+      }
+      if (!o.constraint.hasAnyToken(UNBOUNDED)) {
+        this.stop = "pattern_match";
+        return true;
+      }
+      if (left === 0 || !o.constraint.hasAnyToken(left)) {
+        this.stop = "token_limit";
+        return true;
+      }
+    } else if (left === 0) {
+      // Budget planning makes this unreachable: the mask only admits tokens that can finish.
+      throw new Error("budget spent before a full match");
+    }
+    this.pending = token;
+    return false;
+  }
+
+  private withEog(shared: Uint32Array): Uint32Array {
+    this.eogMask ??= new Uint32Array(shared.length);
+    const mask = this.eogMask;
+    mask.set(shared);
+    const eog = this.o.vocab.eogTokens;
+    for (let i = 0; i < eog.length; i++) {
+      const id = eog[i]!;
+      mask[id >>> 5]! |= 1 << (id & 31);
+    }
+    return mask;
+  }
+
+  settle(error?: unknown): void {
+    this.o.settle(error);
+  }
+
+  result(): CompletionResult {
+    return {
+      completion: completionText(this.o.vocab, this.generated, this.o.forcedPrefixLength),
+      tokensGenerated: this.generated.length,
+      stopReason: this.stop,
+    };
+  }
+}
+
+const utf8 = new TextDecoder("utf-8");
+
+/** UTF-8 text of the generated tokens' bytes, less the healed prefix repeated from the prompt. */
+export function completionText(vocab: Vocabulary, tokens: ArrayLike<number>, skipBytes: number): string {
+  let total = 0;
+  for (let i = 0; i < tokens.length; i++) total += vocab.tokenBytes(tokens[i]!).length;
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (let i = 0; i < tokens.length; i++) {
+    const b = vocab.tokenBytes(tokens[i]!);
+    bytes.set(b, at);
+    at += b.length;
+  }
+  return utf8.decode(bytes.subarray(Math.min(skipBytes, total)));
+}

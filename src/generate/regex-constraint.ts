@@ -1,0 +1,33 @@
+/**
+ * Regex patterns as decode-loop constraints: compiled once per pattern (LRU), matched against the
+ * vocabulary through the constraint layer's per-(trie, DFA) cached matcher. Pattern errors become
+ * request errors naming the field and the position.
+ */
+import { RegexCache, RegexSyntaxError, RegexTooComplexError, type ByteDfa } from "../regex/index.js";
+import { DfaConstraintState, dfaTokenMatcherFor, type TokenTrie } from "../constraint/index.js";
+import type { TokenConstraint } from "./completion.js";
+import { InvalidRequestError, UnsatisfiableError } from "./types.js";
+
+const patterns = new RegexCache(256);
+
+export function compileRegexCached(pattern: string | readonly string[]): ByteDfa {
+  try {
+    return patterns.compile(pattern);
+  } catch (error) {
+    if (error instanceof RegexSyntaxError) {
+      const which = error.alternative !== undefined ? `pattern[${error.alternative}]` : "pattern";
+      const construct = error.construct ? ` (${error.construct})` : "";
+      throw new InvalidRequestError(`${which}: ${error.message}${construct}`, which, error.position);
+    }
+    if (error instanceof RegexTooComplexError) {
+      throw new UnsatisfiableError(`pattern: ${error.message}`, "pattern");
+    }
+    throw error;
+  }
+}
+
+/** A factory of per-request constraint states over the shared matcher of (trie, dfa). */
+export function regexConstraintFor(trie: TokenTrie, dfa: ByteDfa): (prefix: Uint8Array | undefined) => TokenConstraint {
+  const matcher = dfaTokenMatcherFor(trie, dfa);
+  return (prefix) => new DfaConstraintState(matcher, prefix);
+}

@@ -1,0 +1,193 @@
+/**
+ * The generation runtime: one model, its exact-byte vocabulary and token trie, one context shared
+ * by every request through the continuous-batching scheduler, and regex completion on top.
+ */
+import { compileRegexCached, regexConstraintFor } from "./regex-constraint.js";
+import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
+import { Sampler } from "../sampling/index.js";
+import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
+import { tokenTrieFor, type TokenTrie } from "../constraint/index.js";
+import { CompletionJob, type TokenConstraint } from "./completion.js";
+import { DecodeScheduler, runJob } from "./scheduler.js";
+import {
+  InvalidRequestError,
+  UnsatisfiableError,
+  type CompletionOptions,
+  type CompletionResult,
+  type RegexCompletionRequest,
+} from "./types.js";
+
+export interface RuntimeOptions {
+  modelPath: string;
+  /** llama.cpp threads; default: the machine's cores. */
+  threads?: number;
+  /** KV cells shared by all sequences; default min(4096, training context). */
+  contextSize?: number;
+  /** Sequences decoded together (concurrent generations + categorization branches). */
+  maxSequences?: number;
+  /** Requests waiting for a sequence before 503. */
+  maxQueue?: number;
+  /** GPU backend ("auto", "cpu", "cuda", "vulkan", ...); default: llama.cpp runtime's choice. */
+  gpu?: GpuChoice;
+}
+
+/** Builds a request's constraint: the first generated token must begin with `forcedPrefix`. */
+export type ConstraintFactory = (forcedPrefix: Uint8Array | undefined) => TokenConstraint;
+
+export class GenerationRuntime {
+  readonly vocab: Vocabulary;
+  readonly trie: TokenTrie;
+  readonly context: LlamaContext;
+  readonly scheduler: DecodeScheduler;
+
+  private constructor(
+    readonly model: LlamaModel,
+    vocab: Vocabulary,
+    context: LlamaContext,
+    maxQueue: number,
+  ) {
+    this.vocab = vocab;
+    this.trie = tokenTrieFor(vocab);
+    this.context = context;
+    this.scheduler = new DecodeScheduler(context, { maxQueue });
+  }
+
+  static open(options: RuntimeOptions): GenerationRuntime {
+    const vocab = loadVocabulary(options.modelPath);
+    const model = loadModel(options.modelPath, { threads: options.threads, gpu: options.gpu });
+    if (model.nVocab !== vocab.size) {
+      model.dispose();
+      throw new Error(`model has ${model.nVocab} logits but its vocabulary ${vocab.size} tokens`);
+    }
+    const train = model.nCtxTrain > 0 ? model.nCtxTrain : 4096;
+    const context = model.createContext({
+      nCtx: Math.min(options.contextSize ?? 4096, train),
+      nSeqMax: options.maxSequences ?? 64,
+      nBatch: 512,
+    });
+    return new GenerationRuntime(model, vocab, context, options.maxQueue ?? 64);
+  }
+
+  get contextLength(): number {
+    return this.context.nCtx;
+  }
+
+  /** The prompt as the model sees it: BOS when the model wants one, no special-token parsing. */
+  tokenizePrompt(prompt: string): Int32Array {
+    const tokens = this.model.tokenize(prompt, { addSpecial: true, parseSpecial: false });
+    if (tokens.length > 0) return tokens;
+    // An empty prompt without BOS: start from the end-of-text token, as a document boundary.
+    const start = this.vocab.bosToken >= 0 ? this.vocab.bosToken : this.vocab.eosToken;
+    return Int32Array.of(start >= 0 ? start : 0);
+  }
+
+  countTokens(text: string): number {
+    return this.tokenizePrompt(text).length;
+  }
+
+  async completeRegex(req: RegexCompletionRequest): Promise<CompletionResult> {
+    const dfa = compileRegexCached(req.pattern);
+    const matcher = regexConstraintFor(this.trie, dfa);
+    return this.complete(req, (prefix) => matcher(prefix), "pattern");
+  }
+
+  /**
+   * Constrained completion with prompt-boundary healing and up-front budget planning.
+   * `field` names the request field the constraint came from, for 422 messages.
+   */
+  async complete(req: CompletionOptions, makeConstraint: ConstraintFactory, field: string): Promise<CompletionResult> {
+    const prompt = this.tokenizePrompt(req.prompt);
+    if (prompt.length + req.maxNewTokens > this.contextLength) {
+      throw new InvalidRequestError(
+        `prompt (${prompt.length} tokens) + max_new_tokens (${req.maxNewTokens}) exceeds the model context of ${this.contextLength} tokens`,
+        "max_new_tokens",
+      );
+    }
+    const plain = makeConstraint(undefined);
+    const needed = plain.minTokensToAccept();
+    let constraint = plain;
+    let fed = prompt;
+    let prefixLength = 0;
+    const healed = this.healing(prompt, makeConstraint, req.maxNewTokens);
+    if (healed) {
+      constraint = healed.constraint;
+      fed = prompt.subarray(0, prompt.length - 1);
+      prefixLength = healed.prefixLength;
+    } else if (!Number.isFinite(needed)) {
+      throw new UnsatisfiableError(`no text matching the ${field} can be written with this model's tokens`, field);
+    } else if (needed > req.maxNewTokens) {
+      throw new UnsatisfiableError(
+        `the ${field} needs at least ${needed} tokens but max_new_tokens is ${req.maxNewTokens}`,
+        field,
+      );
+    }
+    if (prefixLength === 0 && constraint.isAccepting() && (req.stopAfterMatch || !constraint.hasAnyToken(req.maxNewTokens))) {
+      return { completion: "", tokensGenerated: 0, stopReason: "pattern_match" };
+    }
+    const sampler = new Sampler(this.vocab.size, {
+      temperature: req.temperature,
+      topK: req.topK,
+      topP: req.topP,
+      repetitionPenalty: req.repetitionPenalty,
+      seed: req.seed,
+    });
+    sampler.reset(fed);
+    return runJob(
+      this.scheduler,
+      (settle) =>
+        new CompletionJob({
+          promptTokens: fed,
+          constraint,
+          sampler,
+          vocab: this.vocab,
+          maxNewTokens: req.maxNewTokens,
+          stopAfterMatch: req.stopAfterMatch,
+          forcedPrefixLength: prefixLength,
+          signal: req.signal,
+          settle,
+        }),
+    );
+  }
+
+  /**
+   * Prompt-boundary healing: when the prompt's last token could merge with the first generated
+   * characters (" " before a BPE word, say), back up over it and make the first generated token
+   * start with its bytes. Done only when some admissible first token is longer than those bytes
+   * (otherwise the model would just repeat the prompt's token) and the budget still fits.
+   */
+  private healing(
+    prompt: Int32Array,
+    makeConstraint: ConstraintFactory,
+    maxNewTokens: number,
+  ): { constraint: TokenConstraint; prefixLength: number } | null {
+    if (prompt.length < 2) return null;
+    const last = prompt[prompt.length - 1]!;
+    if (this.vocab.kinds[last] !== TokenKind.Normal || last === this.vocab.bosToken) return null;
+    const prefix = this.vocab.tokenBytes(last);
+    if (prefix.length === 0) return null;
+    const constraint = makeConstraint(prefix);
+    if (constraint.minTokensToAccept() > maxNewTokens) return null;
+    const mask = constraint.mask(maxNewTokens);
+    const offsets = this.vocab.offsets;
+    for (let w = 0; w < mask.length; w++) {
+      let bits = mask[w]!;
+      while (bits !== 0) {
+        const low = bits & -bits;
+        const id = w * 32 + 31 - Math.clz32(low);
+        if (offsets[id + 1]! - offsets[id]! > prefix.length) return { constraint, prefixLength: prefix.length };
+        bits ^= low;
+      }
+    }
+    return null;
+  }
+
+  async close(): Promise<void> {
+    this.scheduler.close();
+    while (this.scheduler.activeJobs > 0 || this.scheduler.queueDepth > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    this.model.dispose();
+  }
+}
+
+export { Sampler };

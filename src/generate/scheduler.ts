@@ -1,0 +1,183 @@
+/**
+ * Continuous batching over one llama.cpp context: every admitted job contributes its rows for
+ * this round (a sampled token, a prompt chunk, a scoring branch) to ONE batch, one decode runs,
+ * then each job reads the logits of its rows. A job that arrives joins at the next round; a
+ * finished one leaves and frees its sequences at once.
+ */
+import { type LlamaBatch, type LlamaContext, SequenceSlots } from "../model/index.js";
+import { OverloadedError } from "./types.js";
+
+export interface DecodeJob {
+  /** Sequence ids the job holds while admitted. */
+  readonly seqsNeeded: number;
+  /** True while the job still feeds prompt tokens: such jobs fill after the decoding ones. */
+  readonly prefilling: boolean;
+  /** Once, at admission, with the job's own sequence ids (empty KV). */
+  begin(seqs: Int32Array, slots: SequenceSlots): void;
+  /**
+   * Adds this round's rows (at most `room`). May add none (waiting for nothing is a bug: a job
+   * that adds no row and is not finished after consume() would spin, so the scheduler fails it).
+   */
+  fill(batch: LlamaBatch, slots: SequenceSlots, room: number): void;
+  /** Reads the logits of its rows after the decode; true when the job has finished. */
+  consume(ctx: LlamaContext): boolean;
+  /** The abort signal of the request, checked every round. */
+  readonly signal: AbortSignal | undefined;
+  /** Called exactly once: with no error on success. */
+  settle(error?: unknown): void;
+}
+
+interface Admitted {
+  job: DecodeJob;
+  seqs: Int32Array;
+}
+
+export interface SchedulerOptions {
+  /** Jobs waiting for sequences before submit() refuses with OverloadedError. */
+  maxQueue: number;
+}
+
+export class DecodeScheduler {
+  readonly slots: SequenceSlots;
+  private readonly batch: LlamaBatch;
+  private readonly waiting: DecodeJob[] = [];
+  private readonly running: Admitted[] = [];
+  private loopActive = false;
+  private closed = false;
+
+  constructor(
+    readonly context: LlamaContext,
+    private readonly options: SchedulerOptions,
+  ) {
+    this.slots = new SequenceSlots(context);
+    this.batch = context.createBatch();
+  }
+
+  get queueDepth(): number {
+    return this.waiting.length;
+  }
+
+  get activeJobs(): number {
+    return this.running.length;
+  }
+
+  /** Queues the job; it settles through job.settle(). */
+  submit(job: DecodeJob): void {
+    if (this.closed) {
+      job.settle(new OverloadedError("the service is shutting down", 5));
+      return;
+    }
+    if (job.seqsNeeded > this.slots.capacity) {
+      job.settle(new Error(`job needs ${job.seqsNeeded} sequences, the context has ${this.slots.capacity}`));
+      return;
+    }
+    if (this.waiting.length >= this.options.maxQueue) {
+      job.settle(new OverloadedError(`generation queue is full (${this.options.maxQueue} waiting)`, 1));
+      return;
+    }
+    this.waiting.push(job);
+    if (!this.loopActive) void this.loop();
+  }
+
+  /** Refuses new jobs; running and queued ones finish. */
+  close(): void {
+    this.closed = true;
+  }
+
+  private admit(): void {
+    while (this.waiting.length > 0 && this.slots.available >= this.waiting[0]!.seqsNeeded) {
+      const job = this.waiting.shift()!;
+      if (job.signal?.aborted) {
+        job.settle(job.signal.reason ?? new Error("aborted"));
+        continue;
+      }
+      const seqs = new Int32Array(job.seqsNeeded);
+      for (let i = 0; i < seqs.length; i++) seqs[i] = this.slots.acquire();
+      const entry = { job, seqs };
+      try {
+        job.begin(seqs, this.slots);
+      } catch (error) {
+        this.finish(entry, error);
+        continue;
+      }
+      this.running.push(entry);
+    }
+  }
+
+  private finish(entry: Admitted, error?: unknown): void {
+    const at = this.running.indexOf(entry);
+    if (at >= 0) this.running.splice(at, 1);
+    for (const seq of entry.seqs) if (this.slots.inUse(seq)) this.slots.release(seq);
+    entry.job.settle(error);
+  }
+
+  private async loop(): Promise<void> {
+    this.loopActive = true;
+    try {
+      for (;;) {
+        this.admit();
+        if (this.running.length === 0) break;
+        const batch = this.batch;
+        batch.clear();
+        const filled: Admitted[] = [];
+        for (const pass of [false, true]) {
+          for (const entry of [...this.running]) {
+            if (entry.job.prefilling !== pass) continue;
+            const signal = entry.job.signal;
+            if (signal?.aborted) {
+              this.finish(entry, signal.reason ?? new Error("aborted"));
+              continue;
+            }
+            const room = batch.capacity - batch.length;
+            if (room <= 0) continue;
+            const before = batch.length;
+            try {
+              entry.job.fill(batch, this.slots, room);
+            } catch (error) {
+              batch.length = before;
+              this.finish(entry, error);
+              continue;
+            }
+            if (batch.length > before) filled.push(entry);
+          }
+        }
+        if (batch.length === 0) {
+          // Nobody needs the model this round: every remaining job is stuck.
+          for (const entry of [...this.running]) this.finish(entry, new Error("decode job made no progress"));
+          continue;
+        }
+        try {
+          await this.context.decodeAsync(batch);
+        } catch (error) {
+          for (const entry of filled) this.finish(entry, error);
+          continue;
+        }
+        for (const entry of filled) {
+          let done: boolean;
+          try {
+            done = entry.job.consume(this.context);
+          } catch (error) {
+            this.finish(entry, error);
+            continue;
+          }
+          if (done) this.finish(entry);
+        }
+        // Let I/O (new requests, disconnects) run between rounds.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      this.loopActive = false;
+    }
+  }
+}
+
+/** Runs a job through the scheduler as a promise. */
+export function runJob<T>(scheduler: DecodeScheduler, make: (settle: (error?: unknown) => void) => DecodeJob & { result(): T }): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const job = make((error) => {
+      if (error !== undefined) reject(error);
+      else resolve(job.result());
+    });
+    scheduler.submit(job);
+  });
+}

@@ -1,0 +1,62 @@
+// Public entry of the grammar stage: Lark grammar text → LALR(1) table + contextual lexer, and a
+// recognizer that accepts exactly what `Lark(grammar, parser='lalr').parse(text)` accepts.
+
+import { compileGrammarText, type CompiledGrammar, type TerminalDef } from "./compile.js";
+import { buildLalrTable, GrammarError, LalrRunner, type BnfRule, type LalrTable } from "./lalr.js";
+import { buildLexTerminals, buildScanner, scanToken, type LexTerminal, type Scanner } from "./lexer.js";
+
+export { GrammarAutomaton, createGrammarAutomaton, type IncrementalOptions } from "./incremental.js";
+export { sampleSentence, mutateSentence, makeRng } from "./sampler.js";
+export { GrammarError, type LalrTable, type BnfRule, type TerminalDef, type CompiledGrammar, type LexTerminal, type Scanner };
+
+export interface Grammar {
+  readonly source: string;
+  readonly compiled: CompiledGrammar;
+  readonly table: LalrTable;
+  /** All lexer terminals (used + ignored), by name. */
+  readonly terminals: ReadonlyMap<string, LexTerminal>;
+  readonly ignore: ReadonlySet<string>;
+  /** Contextual scanner for each parser state (shared between states with equal accept sets). */
+  readonly scanners: readonly Scanner[];
+}
+
+export function compileGrammar(source: string): Grammar {
+  const compiled = compileGrammarText(source, "start");
+  const table = buildLalrTable(compiled.rules, compiled.terminals.map((t) => t.name), compiled.start);
+  const lexTerms = buildLexTerminals(compiled.terminals, compiled.ignore, table.terminalIndex);
+  const byName = new Map(lexTerms.map((t) => [t.name, t]));
+  const ignoreTerms = lexTerms.filter((t) => t.ignored);
+  const cache = new Map<string, Scanner>();
+  const scanners: Scanner[] = [];
+  for (let s = 0; s < table.numStates; s++) {
+    const names = new Set<string>();
+    for (const t of table.acceptsByState[s]!) {
+      const n = table.terminals[t]!;
+      if (byName.has(n)) names.add(n);
+    }
+    for (const t of ignoreTerms) names.add(t.name);
+    const key = [...names].sort().join(" ");
+    let sc = cache.get(key);
+    if (!sc) {
+      sc = buildScanner([...names].map((n) => byName.get(n)!));
+      cache.set(key, sc);
+    }
+    scanners.push(sc);
+  }
+  return { source, compiled, table, terminals: byName, ignore: new Set(compiled.ignore), scanners };
+}
+
+/** Lark's verdict on `text`: lexes contextually, parses, and requires the whole text + $END. */
+export function parses(grammar: Grammar, text: string): boolean {
+  const runner = new LalrRunner(grammar.table);
+  let pos = 0;
+  while (pos < text.length) {
+    const scanner = grammar.scanners[runner.state]!;
+    const tok = scanToken(scanner, text, pos);
+    if (!tok || tok.value.length === 0) return false;
+    pos += tok.value.length;
+    if (grammar.ignore.has(tok.term.name)) continue;
+    if (tok.term.tableIndex < 0 || !runner.feed(tok.term.tableIndex)) return false;
+  }
+  return runner.feed(0);
+}

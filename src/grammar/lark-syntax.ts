@@ -1,0 +1,292 @@
+// Parser for Lark's grammar language. Lark parses grammar text with an LALR parser over a fixed
+// meta-grammar (lark/load_grammar.py: TERMINALS, RULES); we do the same with our own LALR
+// builder, so the parse tree (and which texts are malformed) is Lark's.
+
+import { buildLalrTable, GrammarError, type BnfRule, type LalrTable } from "./lalr.js";
+import { parsePyRegex, toJsRegExp } from "./pyregex.js";
+
+export interface Token {
+  readonly kind: "token";
+  readonly type: string;
+  readonly value: string;
+  readonly line: number;
+  readonly column: number;
+}
+export interface Tree {
+  readonly kind: "tree";
+  data: string;
+  children: Node[];
+}
+export type Node = Tree | Token | Sym | PatternNode | EmptyMarker;
+
+/** A grammar symbol reference (Lark's Terminal / NonTerminal). */
+export interface Sym {
+  readonly kind: "sym";
+  readonly isTerm: boolean;
+  readonly name: string;
+  filterOut?: boolean;
+}
+/** A compiled literal (Lark's PatternStr / PatternRE). */
+export interface PatternNode {
+  readonly kind: "pattern";
+  readonly type: "str" | "re";
+  readonly value: string;
+  readonly flags: string; // sorted flag letters
+  readonly raw?: string;
+}
+/** Lark's `_EMPTY`: a placeholder for `[x]` that vanishes from the final rule. */
+export interface EmptyMarker {
+  readonly kind: "empty";
+}
+
+export const tree = (data: string, children: Node[]): Tree => ({ kind: "tree", data, children });
+
+// Sorted exactly as Lark's meta-lexer sorts them (priority, max width, pattern length, name);
+// the first one that matches at a position wins.
+const META_TERMINALS: [string, string][] = [
+  ["REGEXP", "/(?!/)(\\\\/|\\\\\\\\|[^/])*?/[imslux]*"],
+  ["STRING", '"(\\\\"|\\\\\\\\|[^"\\n])*?"i?'],
+  ["RULE", "_?[a-z][_a-z0-9]*"],
+  ["TERMINAL", "_?[A-Z][_A-Z0-9]*"],
+  ["_NL_OR", "(\\r?\\n)+\\s*\\|"],
+  ["COMMENT", "\\s*//[^\\n]*"],
+  ["_NL", "(\\r?\\n)+\\s*"],
+  ["BACKSLASH", "\\\\[ ]*\\n"],
+  ["NUMBER", "[+-]?\\d+"],
+  ["WS", "[ \\t]+"],
+  ["_OVERRIDE", "%override"],
+  ["_DECLARE", "%declare"],
+  ["_EXTEND", "%extend"],
+  ["_IGNORE", "%ignore"],
+  ["_IMPORT", "%import"],
+  ["RULE_MODIFIERS", "(!|![?]?|[?]!?)(?=[_a-z])"],
+  ["_DOTDOT", "\\.\\."],
+  ["_TO", "->"],
+  ["OP", "[+*]|[?](?![a-z])"],
+  ["_DOT", "\\.(?!\\.)"],
+  ["_LBRA", "\\["],
+  ["_LBRACE", "\\{"],
+  ["_LPAR", "\\("],
+  ["_OR", "\\|"],
+  ["_RBRA", "\\]"],
+  ["_RBRACE", "\\}"],
+  ["_RPAR", "\\)"],
+  ["TILDE", "~"],
+  ["_COLON", ":"],
+  ["_COMMA", ","],
+];
+const META_IGNORE = new Set(["WS", "COMMENT", "BACKSLASH"]);
+
+const META_RULES: Record<string, string[]> = {
+  start: ["_list"],
+  _list: ["_item", "_list _item"],
+  _item: ["rule", "term", "ignore", "import", "declare", "override", "extend", "_NL"],
+  rule: ["rule_modifiers RULE template_params priority _COLON expansions _NL"],
+  rule_modifiers: ["RULE_MODIFIERS", ""],
+  priority: ["_DOT NUMBER", ""],
+  template_params: ["_LBRACE _template_params _RBRACE", ""],
+  _template_params: ["RULE", "_template_params _COMMA RULE"],
+  expansions: ["_expansions"],
+  _expansions: ["alias", "_expansions _OR alias", "_expansions _NL_OR alias"],
+  "?alias": ["expansion _TO nonterminal", "expansion"],
+  expansion: ["_expansion"],
+  _expansion: ["", "_expansion expr"],
+  "?expr": ["atom", "atom OP", "atom TILDE NUMBER", "atom TILDE NUMBER _DOTDOT NUMBER"],
+  "?atom": ["_LPAR expansions _RPAR", "maybe", "value"],
+  value: ["terminal", "nonterminal", "literal", "range", "template_usage"],
+  terminal: ["TERMINAL"],
+  nonterminal: ["RULE"],
+  "?name": ["RULE", "TERMINAL"],
+  "?symbol": ["terminal", "nonterminal"],
+  maybe: ["_LBRA expansions _RBRA"],
+  range: ["STRING _DOTDOT STRING"],
+  template_usage: ["nonterminal _LBRACE _template_args _RBRACE"],
+  _template_args: ["value", "_template_args _COMMA value"],
+  term: ["TERMINAL _COLON expansions _NL", "TERMINAL _DOT NUMBER _COLON expansions _NL"],
+  override: ["_OVERRIDE rule", "_OVERRIDE term"],
+  extend: ["_EXTEND rule", "_EXTEND term"],
+  ignore: ["_IGNORE expansions _NL"],
+  declare: ["_DECLARE _declare_args _NL"],
+  import: ["_IMPORT _import_path _NL", "_IMPORT _import_path _LPAR name_list _RPAR _NL", "_IMPORT _import_path _TO name _NL"],
+  _import_path: ["import_lib", "import_rel"],
+  import_lib: ["_import_args"],
+  import_rel: ["_DOT _import_args"],
+  _import_args: ["name", "_import_args _DOT name"],
+  name_list: ["_name_list"],
+  _name_list: ["name", "_name_list _COMMA name"],
+  _declare_args: ["symbol", "_declare_args symbol"],
+  literal: ["REGEXP", "STRING"],
+};
+
+interface MetaParser {
+  table: LalrTable;
+  expand1: Set<string>;
+  regexps: RegExp[];
+}
+let metaParser: MetaParser | null = null;
+
+function getMetaParser(): MetaParser {
+  if (metaParser) return metaParser;
+  const rules: BnfRule[] = [];
+  const expand1 = new Set<string>();
+  for (const [rawName, alts] of Object.entries(META_RULES)) {
+    const name = rawName.replace(/^\?/, "");
+    if (rawName.startsWith("?")) expand1.add(name);
+    alts.forEach((alt, order) => rules.push({ origin: name, expansion: alt.split(" ").filter(Boolean), priority: null, order }));
+  }
+  const table = buildLalrTable(rules, META_TERMINALS.map(([n]) => n), "start");
+  const regexps = META_TERMINALS.map(([, p]) => toJsRegExp(parsePyRegex(p)));
+  metaParser = { table, expand1, regexps };
+  return metaParser;
+}
+
+function lineCol(text: string, pos: number): { line: number; column: number } {
+  let line = 1, lineStart = 0;
+  for (let i = 0; i < pos; i++) if (text.charCodeAt(i) === 10) { line++; lineStart = i + 1; }
+  return { line, column: pos - lineStart + 1 };
+}
+
+function contextAt(text: string, pos: number): string {
+  const start = text.lastIndexOf("\n", pos - 1) + 1;
+  let end = text.indexOf("\n", pos);
+  if (end < 0) end = text.length;
+  return `\n\n${text.slice(start, end)}\n${" ".repeat(Math.max(0, pos - start))}^`;
+}
+
+interface MetaFailure {
+  kind: "token" | "chars";
+  stackLength: number;
+  state: number;
+  tokenType: string;
+  tokenValue: string;
+  pos: number;
+  line: number;
+  column: number;
+  expected: string[];
+}
+
+class MetaSyntaxFailure extends Error {
+  constructor(readonly failure: MetaFailure) {
+    super("grammar syntax error");
+  }
+}
+
+/** Lark's GRAMMAR_ERRORS: example texts whose parse failure labels a user's failure. */
+const GRAMMAR_ERRORS: [string, string[]][] = [
+  ["Incorrect type of value", ["a: 1\n"]],
+  ["Unclosed parenthesis", ["a: (\n"]],
+  ["Unmatched closing parenthesis", ["a: )\n", "a: [)\n", "a: (]\n"]],
+  ["Expecting rule or terminal definition (missing colon)", ["a\n", "A\n", "a->\n", "A->\n", "a A\n"]],
+  ["Illegal name for rules or terminals", ["Aa:\n"]],
+  ["Alias expects lowercase name", ['a: -> "a"\n']],
+  ["Unexpected colon", ["a::\n", "a: b:\n", "a: B:\n", 'a: "a":\n']],
+  ["Misplaced operator", ["a: b??", "a: b(?)", "a:+\n", "a:?\n", "a:*\n", "a:|*\n"]],
+  ['Expecting option ("|") or a new rule or terminal definition', ["a:a\n()\n"]],
+  ["Terminal names cannot contain dots", ["A.B\n"]],
+  ["Expecting rule or terminal definition", ['"a"\n']],
+  ["%import expects a name", ['%import "a"\n']],
+  ["%ignore expects a value", ["%ignore %import\n"]],
+];
+
+/** Parses grammar text into Lark's grammar parse tree (after its tree-shaping rules). */
+export function parseLarkSyntax(source: string): Tree {
+  try {
+    return metaParse(source + "\n");
+  } catch (e) {
+    if (!(e instanceof MetaSyntaxFailure)) throw e;
+    const f = e.failure;
+    if (f.kind === "chars")
+      throw new GrammarError(`Unexpected input at line ${f.line} column ${f.column} in <string>: ${contextAt(source, f.pos)}`, f.line, f.column);
+    const label = matchExamples(f) ?? (f.expected.includes("STRING") ? "Expecting a value" : null);
+    if (label) throw new GrammarError(`${label}, at line ${f.line} column ${f.column}${contextAt(source, f.pos)}`, f.line, f.column);
+    throw new GrammarError(
+      `Unexpected token ${JSON.stringify(f.tokenValue)} (${f.tokenType}) at line ${f.line}, column ${f.column}. Expected one of: ${f.expected.join(", ")}${contextAt(source, f.pos)}`,
+      f.line, f.column,
+    );
+  }
+}
+
+function matchExamples(f: MetaFailure): string | null {
+  let candidate: string | null = null;
+  for (const [label, examples] of GRAMMAR_ERRORS) {
+    for (const text of examples) {
+      try {
+        metaParse(text);
+      } catch (e) {
+        if (!(e instanceof MetaSyntaxFailure)) continue;
+        const u = e.failure;
+        if (u.stackLength !== f.stackLength || u.state !== f.state) continue;
+        if (u.kind === "token" && f.kind === "token" && u.tokenValue === f.tokenValue && u.tokenType === f.tokenType) return label;
+        if (candidate === null) candidate = label;
+      }
+    }
+  }
+  return candidate;
+}
+
+function metaParse(text: string): Tree {
+  const { table, expand1, regexps } = getMetaParser();
+  const TT = table.terminals.length;
+  const NT = table.nonterminals.length;
+  const states: number[] = [table.startState];
+  const values: Node[][] = [];
+  let pos = 0;
+  const reduceRule = (r: number): void => {
+    const rule = table.rules[r]!;
+    const n = table.ruleLen[r]!;
+    const kids = n ? values.splice(values.length - n, n) : [];
+    states.length -= n;
+    const children: Node[] = [];
+    for (const k of kids) children.push(...k);
+    // A kept token or tree is a one-element list; `_rule`s and filtered tokens hand up their lists.
+    let result: Node[];
+    if (rule.origin.startsWith("_")) result = children;
+    else if (expand1.has(rule.origin) && children.length === 1) result = children;
+    else result = [tree(rule.origin, children)];
+    const g = table.goto[states[states.length - 1]! * NT + table.ruleLhs[r]!]!;
+    states.push(g);
+    values.push(result);
+  };
+  const failure = (kind: "token" | "chars", tokenType: string, tokenValue: string, at: number): MetaSyntaxFailure => {
+    const { line, column } = lineCol(text, at);
+    const st = states[states.length - 1]!;
+    const expected: string[] = [];
+    for (let t = 0; t < TT; t++) if (table.action[st * TT + t] !== 0) expected.push(table.terminals[t]!);
+    return new MetaSyntaxFailure({ kind, stackLength: states.length, state: st, tokenType, tokenValue, pos: at, line, column, expected });
+  };
+  const feed = (t: number, tok: Token | null): boolean => {
+    for (;;) {
+      const a = table.action[states[states.length - 1]! * TT + t]!;
+      if (a > 0) {
+        states.push(a - 1);
+        values.push(tok && !tok.type.startsWith("_") ? [tok] : []);
+        return true;
+      }
+      if (a === 0) return false;
+      reduceRule(-a - 1);
+      if (t === 0 && states[states.length - 1] === table.endState) return true;
+    }
+  };
+  let lastTokenPos = 0;
+  while (pos < text.length) {
+    let matched = -1;
+    let value = "";
+    for (let i = 0; i < regexps.length; i++) {
+      const re = regexps[i]!;
+      re.lastIndex = pos;
+      const m = re.exec(text);
+      if (m) { matched = i; value = m[0]; break; }
+    }
+    if (matched < 0 || value === "") throw failure("chars", "", text[pos] ?? "", pos);
+    const type = META_TERMINALS[matched]![0];
+    if (!META_IGNORE.has(type)) {
+      const { line, column } = lineCol(text, pos);
+      const tok: Token = { kind: "token", type, value, line, column };
+      if (!feed(table.terminalIndex.get(type)!, tok)) throw failure("token", type, value, pos);
+      lastTokenPos = pos;
+    }
+    pos += value.length;
+  }
+  if (!feed(0, null)) throw failure("token", "$END", "", lastTokenPos);
+  return values[values.length - 1]![0] as Tree;
+}

@@ -1,0 +1,143 @@
+// Lark's contextual lexer (lark/lexer.py ContextualLexer + BasicLexer + Scanner), with Python-`re`
+// match preferences: per parser state only the acceptable terminals (plus ignored ones) are tried,
+// in Lark's order (-priority, -max_width, -len(pattern), name); the FIRST terminal whose regexp
+// matches at the position wins, with that regexp's own preferred match (not the longest).
+// String terminals that a same-priority regexp terminal matches exactly are handled like Lark's
+// `_create_unless`: the regexp's token is retyped to the string terminal.
+
+import { GrammarError } from "./lalr.js";
+import { patternToRegexp, patternWidth, pyRepr, type TerminalDef } from "./compile.js";
+import { parsePyRegex, toJsRegExp, type ParsedRegex, type RegexNode } from "./pyregex.js";
+
+export interface LexTerminal {
+  readonly name: string;
+  readonly def: TerminalDef;
+  readonly parsed: ParsedRegex;
+  readonly regex: RegExp;
+  /** Same pattern with Python's `$` appended (Lark's match_whole scanner). */
+  readonly wholeRegex: RegExp;
+  readonly minWidth: number;
+  readonly maxWidth: number;
+  /** Index in the LALR table's terminal list, or -1 for ignore-only terminals. */
+  readonly tableIndex: number;
+  readonly ignored: boolean;
+}
+
+/** One BasicLexer: terminals in match order, plus the string terminals a regexp token may become. */
+export interface Scanner {
+  readonly order: readonly LexTerminal[];
+  /**
+   * Lark joins a scanner's terminals into one Python regexp `(?P<A>…)|(?P<B>…)`, which renumbers
+   * groups: a backreference then points at an open or foreign group. Python refuses to compile
+   * such a pattern (every parse through this scanner fails) or the terminal can never match.
+   */
+  readonly broken: boolean;
+  readonly unless: ReadonlyMap<string, readonly LexTerminal[]>;
+}
+
+const cpLength = (s: string): number => [...s].length;
+
+export function buildLexTerminals(defs: readonly TerminalDef[], ignore: readonly string[], terminalIndex: ReadonlyMap<string, number>): LexTerminal[] {
+  const out: LexTerminal[] = [];
+  for (const def of defs) {
+    const source = patternToRegexp(def.pattern);
+    let parsed: ParsedRegex, whole: ParsedRegex;
+    try {
+      parsed = parsePyRegex(source);
+      whole = parsePyRegex(source + "$");
+    } catch (e) {
+      throw new GrammarError(`Cannot compile token ${def.name}: ${(e as Error).message}`);
+    }
+    const [minWidth, maxWidth] = patternWidth(def.pattern);
+    if (minWidth === 0) throw new GrammarError(`Lexer does not allow zero-width terminals. (${def.name}: ${pyRepr(source)})`);
+    out.push({
+      name: def.name,
+      def,
+      parsed,
+      regex: toJsRegExp(parsed),
+      wholeRegex: toJsRegExp(whole),
+      minWidth,
+      maxWidth,
+      tableIndex: terminalIndex.get(def.name) ?? -1,
+      ignored: ignore.includes(def.name),
+    });
+  }
+  const names = new Set(out.map((t) => t.name));
+  const missing = ignore.filter((n) => !names.has(n));
+  if (missing.length) throw new GrammarError(`Ignore terminals are not defined: ${missing.join(", ")}`);
+  return out;
+}
+
+const sortKeyCompare = (a: LexTerminal, b: LexTerminal): number =>
+  (b.def.priority - a.def.priority) ||
+  (b.maxWidth - a.maxWidth) ||
+  (cpLength(b.def.pattern.value) - cpLength(a.def.pattern.value)) ||
+  (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+function matchAt(re: RegExp, text: string, pos: number): string | null {
+  re.lastIndex = pos;
+  const m = re.exec(text);
+  return m ? m[0] : null;
+}
+
+/** BasicLexer for a set of terminals: Lark's sort, then `_create_unless`. */
+export function buildScanner(terms: readonly LexTerminal[]): Scanner {
+  const sorted = [...terms].sort(sortKeyCompare);
+  const unless = new Map<string, LexTerminal[]>();
+  const embedded = new Set<LexTerminal>();
+  for (const re of sorted) {
+    if (re.def.pattern.type !== "re") continue;
+    const list: LexTerminal[] = [];
+    for (const str of sorted) {
+      if (str.def.pattern.type !== "str" || str.def.priority !== re.def.priority) continue;
+      const s = str.def.pattern.value;
+      if (matchAt(re.regex, s, 0) === s) {
+        list.push(str);
+        if ([...str.def.pattern.flags].every((f) => re.def.pattern.flags.includes(f))) embedded.add(str);
+      }
+    }
+    if (list.length) unless.set(re.name, list);
+  }
+  const order = sorted.filter((t) => !embedded.has(t));
+  let broken = false;
+  const usable: LexTerminal[] = [];
+  let groupBase = 0;
+  for (const t of order) {
+    const wrapper = groupBase + 1;
+    const refs = backrefs(t.parsed.root);
+    if (refs.some((n) => n >= wrapper)) broken = true;
+    if (refs.length === 0) usable.push(t);
+    groupBase = wrapper + t.parsed.groupCount;
+  }
+  return { order: usable, unless, broken };
+}
+
+function backrefs(n: RegexNode): number[] {
+  switch (n.k) {
+    case "backref": return [n.index];
+    case "seq": return n.items.flatMap(backrefs);
+    case "alt": return n.alts.flatMap(backrefs);
+    case "group": case "rep": case "look": return backrefs(n.body);
+    default: return [];
+  }
+}
+
+/**
+ * Next token at `pos` (the terminal after Lark's retyping, and the matched text),
+ * or null when no terminal of the scanner matches.
+ */
+export function scanToken(scanner: Scanner, text: string, pos: number): { term: LexTerminal; value: string } | null {
+  if (scanner.broken) return null;
+  for (const t of scanner.order) {
+    const v = matchAt(t.regex, text, pos);
+    if (v === null) continue;
+    const alts = t.ignored ? undefined : scanner.unless.get(t.name);
+    if (alts) {
+      for (const s of alts) {
+        if (matchAt(s.wholeRegex, v, 0) !== null) return { term: s, value: v };
+      }
+    }
+    return { term: t, value: v };
+  }
+  return null;
+}

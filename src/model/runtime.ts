@@ -1,0 +1,389 @@
+/**
+ * The llama.cpp runtime for our own decode loop: models, contexts with many sequences, a reusable
+ * typed-array batch, zero-copy logits. See DESIGN.md (`model/`).
+ */
+import { availableParallelism } from "node:os";
+import { initRuntime, nativeAddon, type NativeContext, type NativeModel, type RuntimeOptions } from "./native.js";
+
+export interface LoadModelOptions extends RuntimeOptions {
+  /** Default threads for contexts of this model; default = the machine's core count. */
+  threads?: number;
+  /** Layers to offload to a GPU; default all when a GPU device is present, else 0. */
+  gpuLayers?: number;
+  /** Only the vocabulary (tokenize, token pieces, metadata); no weights, no contexts. */
+  vocabOnly?: boolean;
+  /** Memory-map the file (default true). */
+  useMmap?: boolean;
+}
+
+export interface TokenizeOptions {
+  /** Add BOS/EOS as the model's metadata asks. */
+  addSpecial?: boolean;
+  /** Parse special/control token text (e.g. "<|im_start|>") into its token. */
+  parseSpecial?: boolean;
+}
+
+export interface ContextOptions {
+  /** Total KV cells shared by every sequence (kvUnified) — default min(4096, nCtxTrain). */
+  nCtx?: number;
+  /** Max sequences in this context (seq ids 0 .. nSeqMax-1); default 1. */
+  nSeqMax?: number;
+  /** Max tokens per decode call; default min(512, nCtx). */
+  nBatch?: number;
+  /** Physical micro-batch; default nBatch. */
+  nUbatch?: number;
+  /** Default: the model's thread count. */
+  threads?: number;
+  threadsBatch?: number;
+  /** llama.cpp flash attention: "auto" (default), true, false. */
+  flashAttn?: boolean | "auto";
+  /** One KV buffer shared by all sequences (default true): makes seqCopy of a prefix free. */
+  kvUnified?: boolean;
+}
+
+/** llama_token_attr bits, as returned by tokenAttributes(). */
+export const TokenAttr = {
+  Unknown: 1 << 0,
+  Unused: 1 << 1,
+  Normal: 1 << 2,
+  Control: 1 << 3,
+  UserDefined: 1 << 4,
+  Byte: 1 << 5,
+  Normalized: 1 << 6,
+  LStrip: 1 << 7,
+  RStrip: 1 << 8,
+  SingleWord: 1 << 9,
+} as const;
+
+export class ModelDisposedError extends Error {
+  override name = "ModelDisposedError";
+}
+
+/** llama_decode found no room in the KV cache for the batch (status 1). */
+export class KvCacheFullError extends Error {
+  override name = "KvCacheFullError";
+  constructor(readonly batchSize: number) {
+    super(`no room in the KV cache for a batch of ${batchSize} tokens`);
+  }
+}
+
+export class DecodeAbortedError extends Error {
+  override name = "DecodeAbortedError";
+}
+
+export function defaultThreadCount(): number {
+  return Math.max(1, availableParallelism());
+}
+
+/**
+ * Reusable decode input: one row per token (token id, position, sequence id, logits wanted).
+ * Preallocated typed arrays, no per-token objects. `add` returns the row index that
+ * `LlamaContext.logits(row)` takes after the decode.
+ */
+export class LlamaBatch {
+  readonly tokens: Int32Array;
+  readonly positions: Int32Array;
+  readonly seqIds: Int32Array;
+  readonly wantLogits: Uint8Array;
+  length = 0;
+
+  constructor(readonly capacity: number) {
+    this.tokens = new Int32Array(capacity);
+    this.positions = new Int32Array(capacity);
+    this.seqIds = new Int32Array(capacity);
+    this.wantLogits = new Uint8Array(capacity);
+  }
+
+  clear(): void {
+    this.length = 0;
+  }
+
+  add(token: number, position: number, seq: number, wantLogits: boolean): number {
+    const row = this.length;
+    if (row >= this.capacity) throw new RangeError(`batch is full (${this.capacity} tokens)`);
+    this.tokens[row] = token;
+    this.positions[row] = position;
+    this.seqIds[row] = seq;
+    this.wantLogits[row] = wantLogits ? 1 : 0;
+    this.length = row + 1;
+    return row;
+  }
+
+  /** Adds tokens[i] at positions start+i; logits only for the last one when asked. */
+  addSequence(tokens: ArrayLike<number>, start: number, seq: number, wantLastLogits: boolean): number {
+    let row = -1;
+    for (let i = 0; i < tokens.length; i++) {
+      row = this.add(tokens[i]!, start + i, seq, wantLastLogits && i === tokens.length - 1);
+    }
+    return row;
+  }
+}
+
+export class LlamaModel {
+  readonly nVocab: number;
+  readonly nCtxTrain: number;
+  readonly nEmbd: number;
+  readonly nLayer: number;
+  readonly description: string;
+  readonly sizeBytes: number;
+  readonly nParams: number;
+  /** -1 when the vocabulary has none. */
+  readonly bosToken: number;
+  readonly eosToken: number;
+  readonly addBos: boolean;
+  readonly vocabOnly: boolean;
+  readonly threads: number;
+  private native: NativeModel | null;
+  private readonly contexts = new Set<LlamaContext>();
+  private eog: Int32Array | null = null;
+
+  /** Use loadModel(). */
+  constructor(native: NativeModel, vocabOnly: boolean, threads: number) {
+    this.native = native;
+    this.vocabOnly = vocabOnly;
+    this.threads = threads;
+    const info = native.info();
+    this.nVocab = info.nVocab;
+    this.nCtxTrain = info.nCtxTrain;
+    this.nEmbd = info.nEmbd;
+    this.nLayer = info.nLayer;
+    this.description = info.description;
+    this.sizeBytes = info.sizeBytes;
+    this.nParams = info.nParams;
+    this.bosToken = info.bos;
+    this.eosToken = info.eos;
+    this.addBos = info.addBos;
+  }
+
+  private get live(): NativeModel {
+    if (!this.native) throw new ModelDisposedError("model is disposed");
+    return this.native;
+  }
+
+  /** Tokenizes UTF-8 text with llama.cpp's tokenizer. Defaults: addSpecial false, parseSpecial false. */
+  tokenize(text: string, opts: TokenizeOptions = {}): Int32Array {
+    return this.live.tokenize(text, opts.addSpecial ?? false, opts.parseSpecial ?? false);
+  }
+
+  /**
+   * llama.cpp's rendering of one token (token_to_piece, no leading-space strip). `special`
+   * renders control tokens as their text instead of nothing. For exact token bytes prefer
+   * src/vocab, which reads them from the GGUF.
+   */
+  tokenPiece(token: number, special = false): Uint8Array {
+    return this.live.tokenPiece(token, special);
+  }
+
+  /** llama_token_attr bit set per token (see TokenAttr). */
+  tokenAttributes(): Uint32Array {
+    return this.live.tokenAttributes();
+  }
+
+  /** Every end-of-generation token id (eos, eot, eom, ...), as llama.cpp classifies them. */
+  eogTokens(): Int32Array {
+    this.eog ??= this.live.eogTokens();
+    return this.eog;
+  }
+
+  /** The GGUF chat template (tokenizer.chat_template, or a named variant), or null. */
+  chatTemplate(name?: string): string | null {
+    return this.live.chatTemplate(name ?? null);
+  }
+
+  /** A GGUF metadata value rendered as a string, or null when absent. */
+  meta(key: string): string | null {
+    return this.live.meta(key);
+  }
+
+  metaKeys(): string[] {
+    return this.live.metaKeys();
+  }
+
+  createContext(opts: ContextOptions = {}): LlamaContext {
+    if (this.vocabOnly) throw new Error("a vocab-only model cannot create contexts");
+    const nCtx = opts.nCtx ?? Math.min(4096, this.nCtxTrain > 0 ? this.nCtxTrain : 4096);
+    const nBatch = opts.nBatch ?? Math.min(512, nCtx);
+    const nSeqMax = opts.nSeqMax ?? 1;
+    const threads = opts.threads ?? this.threads;
+    const flash = opts.flashAttn ?? "auto";
+    const native = new (nativeAddon().Context)(
+      this.live,
+      nCtx,
+      nBatch,
+      opts.nUbatch ?? nBatch,
+      nSeqMax,
+      threads,
+      opts.threadsBatch ?? threads,
+      flash === "auto" ? -1 : flash ? 1 : 0,
+      opts.kvUnified ?? true,
+    );
+    const ctx = new LlamaContext(this, native, opts.kvUnified ?? true, () => this.contexts.delete(ctx));
+    this.contexts.add(ctx);
+    return ctx;
+  }
+
+  /** Frees the weights, disposing this model's contexts first. */
+  dispose(): void {
+    if (!this.native) return;
+    for (const ctx of [...this.contexts]) ctx.dispose();
+    this.native.dispose();
+    this.native = null;
+  }
+}
+
+export class LlamaContext {
+  readonly nCtx: number;
+  readonly nBatch: number;
+  readonly nSeqMax: number;
+  readonly nVocab: number;
+  private native: NativeContext | null;
+  private readonly promptBatch: LlamaBatch;
+
+  /** Use LlamaModel.createContext(). */
+  constructor(
+    readonly model: LlamaModel,
+    native: NativeContext,
+    /** One KV buffer for all sequences; otherwise one stream per sequence. */
+    readonly kvUnified: boolean,
+    private readonly onDispose: () => void,
+  ) {
+    this.native = native;
+    const info = native.info();
+    this.nCtx = info.nCtx;
+    this.nBatch = info.nBatch;
+    this.nSeqMax = info.nSeqMax;
+    this.nVocab = info.nVocab;
+    this.promptBatch = new LlamaBatch(this.nBatch);
+  }
+
+  private get live(): NativeContext {
+    if (!this.native) throw new ModelDisposedError("context is disposed");
+    return this.native;
+  }
+
+  /** A batch sized for this context's nBatch. */
+  createBatch(): LlamaBatch {
+    return new LlamaBatch(this.nBatch);
+  }
+
+  private check(status: number, size: number): void {
+    if (status === 1) throw new KvCacheFullError(size);
+    if (status === 2) throw new DecodeAbortedError("decode aborted");
+    if (status !== 0) throw new Error(`llama_decode returned ${status}`);
+  }
+
+  /** Evaluates the batch synchronously (blocks the event loop for the duration). */
+  decode(batch: LlamaBatch): void {
+    const status = this.live.decode(batch.length, batch.tokens, batch.positions, batch.seqIds, batch.wantLogits);
+    this.check(status, batch.length);
+  }
+
+  /**
+   * Evaluates the batch on the libuv thread pool. Until it settles every other call on this
+   * context throws; the batch arrays were already copied, so the caller may refill them.
+   */
+  async decodeAsync(batch: LlamaBatch): Promise<void> {
+    const status = await this.live.decodeAsync(
+      batch.length,
+      batch.tokens,
+      batch.positions,
+      batch.seqIds,
+      batch.wantLogits,
+    );
+    this.check(status, batch.length);
+  }
+
+  /**
+   * Logits of a batch row that asked for them in the last decode: a Float32Array of nVocab over
+   * llama.cpp's own buffer (no copy). Writable — a sampler may mask in place. Valid until the
+   * next decode, which detaches it (it then reads as length 0).
+   */
+  logits(row: number): Float32Array {
+    return this.live.logits(row);
+  }
+
+  /**
+   * Evaluates tokens for one sequence starting at position `start`, in nBatch-sized chunks, and
+   * returns the logits after the last token (valid until the next decode).
+   */
+  evaluate(tokens: ArrayLike<number>, seq: number, start = 0): Float32Array {
+    if (tokens.length === 0) throw new RangeError("evaluate: no tokens");
+    const batch = this.promptBatch;
+    for (let offset = 0; offset < tokens.length; offset += this.nBatch) {
+      const end = Math.min(tokens.length, offset + this.nBatch);
+      batch.clear();
+      for (let i = offset; i < end; i++) batch.add(tokens[i]!, start + i, seq, i === tokens.length - 1);
+      this.decode(batch);
+    }
+    return this.logits(batch.length - 1);
+  }
+
+  /** evaluate() with every chunk decoded off the main thread. */
+  async evaluateAsync(tokens: ArrayLike<number>, seq: number, start = 0): Promise<Float32Array> {
+    if (tokens.length === 0) throw new RangeError("evaluate: no tokens");
+    const batch = this.promptBatch;
+    for (let offset = 0; offset < tokens.length; offset += this.nBatch) {
+      const end = Math.min(tokens.length, offset + this.nBatch);
+      batch.clear();
+      for (let i = offset; i < end; i++) batch.add(tokens[i]!, start + i, seq, i === tokens.length - 1);
+      await this.decodeAsync(batch);
+    }
+    return this.logits(batch.length - 1);
+  }
+
+  /** Removes positions [p0, p1) of `seq` from the KV cache (seq -1: all sequences; p < 0: open end). */
+  seqRemove(seq: number, p0 = -1, p1 = -1): boolean {
+    return this.live.seqRemove(seq, p0, p1);
+  }
+
+  /**
+   * Makes `dst` hold positions [p0, p1) of `src` (p < 0: open end), replacing what `dst` had in
+   * that range. With the unified KV cache the cells are shared (no copy).
+   */
+  seqCopy(src: number, dst: number, p0 = -1, p1 = -1): void {
+    if (this.kvUnified || (p0 <= 0 && p1 < 0)) {
+      this.live.seqCopy(src, dst, p0, p1);
+      return;
+    }
+    // Across per-sequence streams llama.cpp copies whole streams only (a partial range aborts the
+    // process in a GGML_ASSERT): copy everything, then cut to the range.
+    this.live.seqCopy(src, dst, -1, -1);
+    if (p1 >= 0) this.live.seqRemove(dst, p1, -1);
+    if (p0 > 0) this.live.seqRemove(dst, 0, p0);
+  }
+
+  /** Drops every sequence except `seq`. */
+  seqKeep(seq: number): void {
+    this.live.seqKeep(seq);
+  }
+
+  /** [min, max] position of `seq` in the KV cache; [-1, -1] when empty. */
+  seqPosRange(seq: number): [number, number] {
+    return this.live.seqPosRange(seq);
+  }
+
+  clearMemory(): void {
+    this.live.clearMemory();
+  }
+
+  setThreads(threads: number, threadsBatch = threads): void {
+    this.live.setThreads(threads, threadsBatch);
+  }
+
+  dispose(): void {
+    if (!this.native) return;
+    this.native.dispose();
+    this.native = null;
+    this.onDispose();
+  }
+}
+
+/** Loads a GGUF model. The first call also loads llama.cpp (backend chosen by opts / env). */
+export function loadModel(path: string, opts: LoadModelOptions = {}): LlamaModel {
+  const info = initRuntime(opts);
+  const hasGpu = info.devices.some((d) => d.type === "gpu" || d.type === "igpu");
+  const gpuLayers = opts.gpuLayers ?? (hasGpu ? -1 : 0);
+  const vocabOnly = opts.vocabOnly ?? false;
+  const native = new (nativeAddon().Model)(path, vocabOnly, gpuLayers, opts.useMmap ?? true);
+  return new LlamaModel(native, vocabOnly, opts.threads ?? defaultThreadCount());
+}

@@ -1,0 +1,124 @@
+import { utf8Sequences, type CodeSet } from "./charset.js";
+import { RegexTooComplexError } from "./errors.js";
+import type { RegexNode } from "./parser.js";
+
+/**
+ * Thompson NFA over bytes. A state has epsilon successors, byte-range edges, optionally one
+ * assertion (a conditional epsilon edge to `assertTarget`), and optionally accepts a pattern.
+ */
+export class ByteNfa {
+  readonly eps: number[][] = [];
+  readonly edges: number[][] = []; // flat [lo, hi, target, ...]
+  readonly assertion: number[] = []; // Assertion code, 0 = none
+  readonly assertTarget: number[] = [];
+  readonly accept: number[] = []; // pattern index, -1 = none
+  hasAssertions = false;
+  private readonly sequenceCache = new Map<string, number[][]>();
+
+  constructor(private readonly maxStates: number) {}
+
+  get size(): number {
+    return this.eps.length;
+  }
+
+  newState(): number {
+    const id = this.eps.length;
+    if (id >= this.maxStates) {
+      throw new RegexTooComplexError(
+        `pattern too complex: its automaton needs more than ${this.maxStates} NFA states (large counted repeats?)`,
+        "nfaStates",
+      );
+    }
+    this.eps.push([]);
+    this.edges.push([]);
+    this.assertion.push(0);
+    this.assertTarget.push(-1);
+    this.accept.push(-1);
+    return id;
+  }
+
+  /** Adds `node` after `entry`; returns the exit state. Never adds byte edges to `entry`. */
+  emit(node: RegexNode, entry: number): number {
+    switch (node.kind) {
+      case "set":
+        return this.emitSet(node.set, entry);
+      case "concat": {
+        let cur = entry;
+        for (const item of node.items) cur = this.emit(item, cur);
+        return cur;
+      }
+      case "alt": {
+        const exit = this.newState();
+        for (const item of node.items) {
+          const branch = this.newState();
+          this.eps[entry]!.push(branch);
+          this.eps[this.emit(item, branch)]!.push(exit);
+        }
+        return exit;
+      }
+      case "repeat": {
+        let cur = entry;
+        for (let i = 0; i < node.min; i++) cur = this.emit(node.item, cur);
+        if (node.max === -1) {
+          const loop = this.newState();
+          this.eps[cur]!.push(loop);
+          this.eps[this.emit(node.item, loop)]!.push(loop);
+          return loop;
+        }
+        if (node.max === node.min) return cur;
+        const exit = this.newState();
+        for (let i = node.min; i < node.max; i++) {
+          this.eps[cur]!.push(exit);
+          cur = this.emit(node.item, cur);
+        }
+        this.eps[cur]!.push(exit);
+        return exit;
+      }
+      case "assert": {
+        const s = this.newState();
+        const t = this.newState();
+        this.eps[entry]!.push(s);
+        this.assertion[s] = node.assertion;
+        this.assertTarget[s] = t;
+        this.hasAssertions = true;
+        return t;
+      }
+    }
+  }
+
+  private emitSet(set: CodeSet, entry: number): number {
+    const exit = this.newState();
+    if (set.length === 0) return exit; // matches nothing: exit is unreachable
+    const key = set.join(",");
+    let sequences = this.sequenceCache.get(key);
+    if (!sequences) {
+      sequences = [];
+      for (let i = 0; i < set.length; i += 2) utf8Sequences(set[i]!, set[i + 1]!, sequences);
+      this.sequenceCache.set(key, sequences);
+    }
+    const start = this.newState();
+    this.eps[entry]!.push(start);
+    // Share prefixes so lead bytes fan out once (keeps the subset construction small).
+    const inner = new Map<string, number>();
+    for (const seq of sequences) {
+      let cur = start;
+      for (let k = 0; k < seq.length; k += 2) {
+        const lo = seq[k]!;
+        const hi = seq[k + 1]!;
+        if (k + 2 === seq.length) {
+          this.edges[cur]!.push(lo, hi, exit);
+        } else {
+          const edgeKey = `${cur}:${lo}:${hi}`;
+          let target = inner.get(edgeKey);
+          if (target === undefined) {
+            target = this.newState();
+            inner.set(edgeKey, target);
+            this.edges[cur]!.push(lo, hi, target);
+          }
+          cur = target;
+        }
+      }
+    }
+    return exit;
+  }
+}

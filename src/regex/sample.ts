@@ -1,0 +1,80 @@
+import type { ByteDfa } from "./dfa.js";
+
+/** Deterministic PRNG (mulberry32) returning floats in [0, 1); for tests and samplers. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Runs the DFA over bytes from `state`; returns the state reached or -1 (dead). */
+export function walkBytes(dfa: ByteDfa, bytes: Uint8Array, state: number = dfa.start): number {
+  let s = state;
+  for (let i = 0; i < bytes.length && s >= 0; i++) s = dfa.next[s * dfa.numClasses + dfa.byteClass[bytes[i]!]!]!;
+  return s;
+}
+
+const encoder = new TextEncoder();
+// With the u flag a surrogate class matches only unpaired surrogates.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/** Full match of UTF-8 bytes. */
+export function matchesBytes(dfa: ByteDfa, bytes: Uint8Array): boolean {
+  const s = walkBytes(dfa, bytes);
+  return s >= 0 && dfa.accepting[s] === 1;
+}
+
+/** Full match of a string (encoded as UTF-8; lone surrogates never match). */
+export function matchesString(dfa: ByteDfa, text: string): boolean {
+  if (LONE_SURROGATE.test(text)) return false;
+  return matchesBytes(dfa, encoder.encode(text));
+}
+
+export interface SampleOptions {
+  /** Upper bound on the sample's length in bytes (raised to the shortest member if lower). */
+  maxBytes?: number;
+  /** Probability of stopping at an accepting state when continuing is also possible. */
+  stopProbability?: number;
+}
+
+/**
+ * Random member of the DFA's language: a walk that only takes transitions from which
+ * acceptance stays reachable within the byte budget (minBytesToAccept), so it always ends
+ * accepting. Bytes are drawn uniformly within the chosen class. Returns null for an empty language.
+ */
+export function sampleMember(dfa: ByteDfa, random: () => number, opts: SampleOptions = {}): Uint8Array | null {
+  const startDistance = dfa.minBytesToAccept[dfa.start]!;
+  if (startDistance < 0) return null;
+  const budget = Math.max(opts.maxBytes ?? 64, startDistance);
+  const stopProbability = opts.stopProbability ?? 0.25;
+  const classBytes: number[][] = Array.from({ length: dfa.numClasses }, () => []);
+  for (let b = 0; b < 256; b++) classBytes[dfa.byteClass[b]!]!.push(b);
+  const out: number[] = [];
+  const options: number[] = [];
+  let s = dfa.start;
+  for (;;) {
+    const remaining = budget - out.length;
+    options.length = 0;
+    for (let c = 0; c < dfa.numClasses; c++) {
+      const t = dfa.next[s * dfa.numClasses + c]!;
+      if (t >= 0 && dfa.minBytesToAccept[t]! + 1 <= remaining) options.push(c);
+    }
+    if (dfa.accepting[s] === 1 && (options.length === 0 || random() < stopProbability)) break;
+    const cls = options[Math.floor(random() * options.length)]!;
+    const bytes = classBytes[cls]!;
+    out.push(bytes[Math.floor(random() * bytes.length)]!);
+    s = dfa.next[s * dfa.numClasses + cls]!;
+  }
+  return Uint8Array.from(out);
+}
+
+/** Random member decoded as a string (the DFA accepts only valid UTF-8). */
+export function sampleString(dfa: ByteDfa, random: () => number, opts?: SampleOptions): string | null {
+  const bytes = sampleMember(dfa, random, opts);
+  return bytes === null ? null : new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+}

@@ -1,0 +1,189 @@
+/**
+ * JSON schemas of the API, built from the configured limits. Fastify validates requests with them
+ * (ajv) and @fastify/swagger publishes them as /openapi.json, so the docs are the validator.
+ *
+ * Optional knobs also accept `null` meaning "use the default": the seed API's Go client sends
+ * `null` for booleans it was not given.
+ */
+import type { Config } from "../config.js";
+
+type Schema = Record<string, unknown>;
+
+export const DEFAULTS = {
+  max_new_tokens: 5,
+  stop_after_match: true,
+  top_k: 50,
+  top_p: 1.0,
+  temperature: 1.0,
+  repetition_penalty: 1.0,
+  allow_multiple_classes: false,
+  allow_null_category: false,
+  include_scores: false,
+} as const;
+
+const nullable = (type: string): string[] => [type, "null"];
+
+function samplingProperties(config: Config): Record<string, Schema> {
+  return {
+    max_new_tokens: {
+      type: nullable("integer"),
+      minimum: 1,
+      maximum: config.maxNewTokensLimit,
+      default: DEFAULTS.max_new_tokens,
+      description: `Most tokens to generate (1 to ${config.maxNewTokensLimit}).`,
+    },
+    stop_after_match: {
+      type: nullable("boolean"),
+      default: DEFAULTS.stop_after_match,
+      description: "Stop as soon as the output is a complete match (true), or continue while the match can be extended.",
+    },
+    top_k: {
+      type: nullable("integer"),
+      minimum: 0,
+      default: DEFAULTS.top_k,
+      description: "Keep only the k most likely tokens; 0 = off.",
+    },
+    top_p: {
+      type: nullable("number"),
+      exclusiveMinimum: 0,
+      maximum: 1,
+      default: DEFAULTS.top_p,
+      description: "Nucleus sampling: keep the smallest set of tokens whose probability reaches top_p.",
+    },
+    temperature: {
+      type: nullable("number"),
+      minimum: 0,
+      default: DEFAULTS.temperature,
+      description: "Softmax temperature; 0 = greedy.",
+    },
+    repetition_penalty: {
+      type: nullable("number"),
+      exclusiveMinimum: 0,
+      default: DEFAULTS.repetition_penalty,
+      description: "CTRL repetition penalty over prompt and generated tokens; 1.0 = none.",
+    },
+    seed: {
+      type: nullable("integer"),
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: "Random seed: the same seed and request give the same output.",
+    },
+  };
+}
+
+function promptProperty(config: Config): Schema {
+  return { type: "string", maxLength: config.maxPromptChars, description: "Text the completion continues." };
+}
+
+function patternProperty(config: Config, description: string): Schema {
+  return {
+    anyOf: [
+      { type: "string", maxLength: config.maxPatternChars },
+      {
+        type: "array",
+        minItems: 1,
+        maxItems: config.maxPatterns,
+        items: { type: "string", maxLength: config.maxPatternChars },
+      },
+    ],
+    description,
+  };
+}
+
+export const completionResponse: Schema = {
+  type: "object",
+  required: ["completion", "tokens_generated", "stop_reason"],
+  properties: {
+    completion: { type: "string" },
+    tokens_generated: { type: "integer" },
+    stop_reason: { type: "string", enum: ["pattern_match", "token_limit"] },
+  },
+};
+
+export const categorizeResponse: Schema = {
+  type: "object",
+  required: ["choices"],
+  properties: {
+    choices: { type: "array", items: { type: "string" } },
+    scores: { type: "object", additionalProperties: { type: "number" } },
+  },
+};
+
+export const errorResponse: Schema = {
+  type: "object",
+  required: ["error", "code"],
+  properties: { error: { type: "string" }, code: { type: "integer" } },
+};
+
+export function regexBody(config: Config): Schema {
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["prompt"],
+    properties: {
+      prompt: promptProperty(config),
+      pattern: patternProperty(
+        config,
+        "Regex (Python `re` syntax subset), or an array of alternatives: the completion fully matches one. Exactly one of pattern/patterns.",
+      ),
+      patterns: patternProperty(config, "Alias of pattern (the seed API's TypeScript and Python clients send this name)."),
+      ...samplingProperties(config),
+    },
+  };
+}
+
+export function grammarBody(config: Config): Schema {
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["prompt", "grammar"],
+    properties: {
+      prompt: promptProperty(config),
+      grammar: {
+        type: "string",
+        minLength: 1,
+        maxLength: config.maxGrammarChars,
+        description: "Lark grammar (LALR), start rule `start`.",
+      },
+      ...samplingProperties(config),
+    },
+  };
+}
+
+export function categorizeBody(config: Config): Schema {
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["prompt", "categories"],
+    properties: {
+      prompt: promptProperty(config),
+      categories: {
+        type: "array",
+        minItems: 1,
+        maxItems: config.maxCategories,
+        uniqueItems: true,
+        items: { type: "string", minLength: 1, maxLength: config.maxCategoryChars },
+        description: "Distinct, non-empty category names.",
+      },
+      allow_multiple_classes: {
+        type: nullable("boolean"),
+        default: DEFAULTS.allow_multiple_classes,
+        description: "Return every fitting category instead of exactly one.",
+      },
+      allow_null_category: {
+        type: nullable("boolean"),
+        default: DEFAULTS.allow_null_category,
+        description: "Allow an empty choice list when no category fits.",
+      },
+      include_scores: {
+        type: nullable("boolean"),
+        default: DEFAULTS.include_scores,
+        description: "Also return every category's probability in `scores`.",
+      },
+    },
+  };
+}
+
+export function allowedFields(body: Schema): string[] {
+  return Object.keys((body.properties ?? {}) as Record<string, unknown>);
+}

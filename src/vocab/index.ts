@@ -1,0 +1,2 @@
+export * from "./gguf.js";
+export * from "./vocabulary.js";

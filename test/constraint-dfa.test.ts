@@ -1,0 +1,267 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { TokenTrie, tokenTrieFor } from "../src/constraint/trie.js";
+import { DfaTokenMatcher, dfaTokenMatcherFor } from "../src/constraint/dfa-matcher.js";
+import { DfaConstraintState, PREFIX_PENDING } from "../src/constraint/dfa-state.js";
+import { walkTrie } from "../src/constraint/walk.js";
+import type { ByteDfa, VocabularyBytes } from "../src/constraint/types.js";
+import { loadVocabulary } from "../src/vocab/index.js";
+import { compileRegex } from "../src/regex/index.js";
+import { vocabFile } from "./helpers/paths.js";
+import {
+  bruteMinTokens,
+  bruteTransitions,
+  finishDfa,
+  makeVocab,
+  maskCount,
+  maskDiff,
+  maskHas,
+  randomDfa,
+  rng,
+  runDfa,
+} from "./constraint-fixtures.js";
+
+/** Full check of one (DFA, vocabulary) pair against brute force, for every state and budget. */
+function checkAgainstBruteForce(dfa: ByteDfa, vocab: VocabularyBytes, trie: TokenTrie, label: string): void {
+  checkAgainstBruteForceWith(dfa, vocab, trie, label, {});
+  checkAgainstBruteForceWith(dfa, vocab, trie, `${label} (budget walks)`, { maxMinorSpans: 0 });
+}
+
+function checkAgainstBruteForceWith(
+  dfa: ByteDfa,
+  vocab: VocabularyBytes,
+  trie: TokenTrie,
+  label: string,
+  opts: { maxMinorSpans?: number },
+): void {
+  const trans = bruteTransitions(dfa, vocab);
+  const minTok = bruteMinTokens(dfa, trans);
+  const matcher = new DfaTokenMatcher(trie, dfa, opts);
+  const finite = minTok.filter((d) => d !== Infinity);
+  const maxBudget = (finite.length ? Math.max(...finite) : 0) + 2;
+  // Visit states in a shuffled-ish order so lazily computed distances start from different places.
+  const order = [...Array(dfa.numStates).keys()].reverse();
+  for (const s of order) {
+    const row = trans[s]!;
+    // Unbounded budget: live tokens (whose target can still reach acceptance with whole tokens).
+    const full = matcher.mask(s);
+    const wrongFull = maskDiff(full, vocab.size, (id) => row[id]! >= 0 && minTok[row[id]!] !== Infinity);
+    assert.deepEqual(wrongFull, [], `${label}: full mask of state ${s}`);
+    assert.equal(matcher.minTokensToAccept(s), minTok[s], `${label}: minTokens(${s})`);
+    for (let r = 0; r <= maxBudget; r++) {
+      const m = matcher.mask(s, r);
+      const expected = (id: number): boolean => row[id]! >= 0 && minTok[row[id]!]! <= r - 1;
+      assert.deepEqual(maskDiff(m, vocab.size, expected), [], `${label}: mask(${s}, remaining=${r})`);
+      let any = false;
+      for (let id = 0; id < vocab.size && !any; id++) any = expected(id);
+      assert.equal(matcher.hasAnyToken(s, r), any, `${label}: hasAnyToken(${s}, ${r})`);
+      assert.equal(matcher.canAcceptWithin(s, r), minTok[s]! <= r, `${label}: canAcceptWithin(${s}, ${r})`);
+    }
+    for (let id = 0; id < vocab.size; id++) assert.equal(matcher.advance(s, id), row[id], `${label}: advance(${s}, ${id})`);
+  }
+}
+
+test("hand-built DFA for [0-9]{3} over a digit vocabulary: budgets in tokens, not bytes", () => {
+  // Tokens: each digit, "12", "345", "x".
+  const vocab = makeVocab(["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "12", "345", "x"]);
+  const byteClass = new Uint8Array(256).fill(1);
+  for (let b = 0x30; b <= 0x39; b++) byteClass[b] = 0;
+  // States 0..3 = digits so far; 3 accepting.
+  const table = Int32Array.from([1, -1, 2, -1, 3, -1, -1, -1]);
+  const dfa = finishDfa(4, 2, byteClass, table, Uint8Array.from([0, 0, 0, 1]), 0)!;
+  const trie = TokenTrie.build(vocab);
+  const m = new DfaTokenMatcher(trie, dfa);
+  assert.equal(m.minTokensToAccept(dfa.start), 1, '"345" does it in one token');
+  const full = m.mask(dfa.start);
+  assert.equal(maskCount(full), 12);
+  assert.ok(!maskHas(full, 12));
+  // One token left: only the 3-digit token completes the match.
+  const one = m.mask(dfa.start, 1);
+  assert.deepEqual(maskDiff(one, vocab.size, (id) => id === 11), []);
+  // Two left: "12" then a digit, or a digit then "12", or "345".
+  const two = m.mask(dfa.start, 2);
+  assert.deepEqual(maskDiff(two, vocab.size, (id) => id === 10 || id === 11 || id < 10), []);
+  const after12 = m.advance(dfa.start, 10);
+  assert.equal(m.minTokensToAccept(after12), 1);
+  assert.deepEqual(maskDiff(m.mask(after12, 1), vocab.size, (id) => id < 10), []);
+  assert.equal(m.hasAnyToken(m.advance(after12, 3), 5), false, "accepting end state has no continuation");
+  assert.equal(m.isAccepting(m.advance(after12, 3)), true);
+  checkAgainstBruteForce(dfa, vocab, trie, "digits");
+});
+
+test("a state reachable in bytes but not in whole tokens is masked out (no byte tokens)", () => {
+  // Pattern "ab" but the vocabulary has only "a" and "abc": "a" leads to a dead end.
+  const vocab = makeVocab(["a", "abc", "b"].slice(0, 2));
+  const byteClass = new Uint8Array(256).fill(2);
+  byteClass[0x61] = 0;
+  byteClass[0x62] = 1;
+  const dfa = finishDfa(3, 3, byteClass, Int32Array.from([1, -1, -1, -1, 2, -1, -1, -1, -1]), Uint8Array.from([0, 0, 1]), 0)!;
+  const m = new DfaTokenMatcher(TokenTrie.build(vocab), dfa);
+  assert.equal(m.minTokensToAccept(dfa.start), Infinity);
+  assert.equal(m.hasAnyToken(dfa.start), false);
+  assert.equal(maskCount(m.mask(dfa.start)), 0);
+  assert.equal(m.canAcceptWithin(dfa.start, 100), false);
+});
+
+test("random DFAs × a small random vocabulary (with and without byte tokens) equal brute force", () => {
+  const rand = rng(12345);
+  const alphabet = "aeiouxyzAB01 \n.,";
+  for (let round = 0; round < 60; round++) {
+    const tokens: string[] = [];
+    const withBytes = round % 2 === 0;
+    if (withBytes) for (const ch of alphabet) tokens.push(ch);
+    const n = 20 + Math.floor(rand() * 40);
+    for (let i = 0; i < n; i++) {
+      let t = "";
+      const len = 1 + Math.floor(rand() * 5);
+      for (let j = 0; j < len; j++) t += alphabet[Math.floor(rand() * alphabet.length)];
+      tokens.push(t);
+    }
+    const vocab = makeVocab(tokens);
+    const trie = TokenTrie.build(vocab);
+    assert.equal(trie.everyByteIsToken, false);
+    const dfa = randomDfa(rand, 7);
+    checkAgainstBruteForce(dfa, vocab, trie, `round ${round}`);
+  }
+});
+
+test("the generic walkTrie with a ByteAutomaton gives the specialized masks", () => {
+  const rand = rng(7);
+  const vocab = makeVocab(["ab", "abc", "b", "ba", "c", "cab", "bb", "a"]);
+  const trie = TokenTrie.build(vocab);
+  for (let round = 0; round < 30; round++) {
+    const dfa = randomDfa(rand, 5);
+    const m = new DfaTokenMatcher(trie, dfa);
+    const automaton = { step: (s: number, b: number) => dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]! };
+    for (let s = 0; s < dfa.numStates; s++) {
+      const mask = new Uint32Array(m.words);
+      const targets = new Int32Array(vocab.size).fill(-1);
+      const count = walkTrie(trie, automaton, s, 0, mask, (from, to, state) => {
+        for (let k = from; k < to; k++) targets[trie.tokenIds[k]!] = state;
+      });
+      assert.equal(count, maskCount(mask));
+      // Specialized mask additionally drops dead-end targets (no byte tokens here), so compare
+      // the live sets: every specialized token is in the generic one with the same target.
+      for (let id = 0; id < vocab.size; id++) {
+        assert.equal(targets[id], m.advance(s, id));
+        assert.equal(maskHas(mask, id), m.advance(s, id) >= 0);
+      }
+    }
+  }
+});
+
+test("forced prefix (prompt-boundary healing): first token starts with the prefix", () => {
+  const vocab = makeVocab(["a", "b", " ", " a", " ab", " b", "ab", " abb", "b ", " "]);
+  // Pattern over {a, b}: a b* (state 0 -a-> 1 accepting, 1 -b-> 1).
+  const byteClass = new Uint8Array(256).fill(2);
+  byteClass[0x61] = 0;
+  byteClass[0x62] = 1;
+  const dfa = finishDfa(2, 3, byteClass, Int32Array.from([1, -1, -1, -1, 1, -1]), Uint8Array.from([0, 1]), 0)!;
+  const trie = TokenTrie.build(vocab);
+  const m = dfaTokenMatcherFor(trie, dfa);
+  assert.equal(dfaTokenMatcherFor(trie, dfa), m, "matchers are shared per (trie, dfa)");
+  const st = new DfaConstraintState(m, new TextEncoder().encode(" "));
+  assert.equal(st.state, PREFIX_PENDING);
+  assert.equal(st.isAccepting(), false);
+  // Tokens starting with " " whose rest matches a prefix of a b*: " ", " a", " ab", " abb", and
+  // the duplicate " " (id 9). " b" is out: "b" is not a live start.
+  assert.deepEqual(maskDiff(st.mask(), vocab.size, (id) => [2, 3, 4, 7, 9].includes(id)), []);
+  // Budget 1: the token must complete the match.
+  assert.deepEqual(maskDiff(st.mask(1), vocab.size, (id) => [3, 4, 7].includes(id)), []);
+  assert.equal(st.minTokensToAccept(), 1);
+  assert.equal(st.canAcceptWithin(1), true);
+  assert.equal(st.canAcceptWithin(0), false);
+  assert.equal(st.advance(5), false, '" b" is rejected');
+  assert.equal(st.state, PREFIX_PENDING);
+  assert.equal(st.advance(2), true);
+  assert.equal(st.state, dfa.start);
+  assert.equal(st.minTokensToAccept(), 1);
+  assert.equal(st.advance(6), true, '"ab"');
+  assert.equal(st.isAccepting(), true);
+  assert.equal(st.advance(0), false, '"a" after "ab" is rejected');
+  // Prefix that no token extends: nothing allowed.
+  const none = new DfaConstraintState(m, new TextEncoder().encode("zz"));
+  assert.equal(none.hasAnyToken(), false);
+  assert.equal(none.minTokensToAccept(), Infinity);
+  // No prefix: the plain start state.
+  assert.equal(new DfaConstraintState(m).state, dfa.start);
+});
+
+const realVocabs = ["gpt-2", "qwen2"].filter((n) => existsSync(vocabFile(n)));
+for (const name of realVocabs) {
+  test(`random DFAs × real vocabulary ${name}: lazy masks, distances and budgets equal brute force`, () => {
+    const vocab = loadVocabulary(vocabFile(name));
+    const trie = tokenTrieFor(vocab);
+    const rand = rng(name === "qwen2" ? 99 : 42);
+    const rounds = name === "qwen2" ? 6 : 10;
+    for (let round = 0; round < rounds; round++) {
+      const dfa = randomDfa(rand, 6);
+      checkAgainstBruteForceSampled(dfa, vocab, trie, `${name} round ${round}`);
+    }
+  });
+}
+
+/**
+ * Like checkAgainstBruteForce but cheaper for big vocabularies: exact per-state masks and
+ * distances, and budgets checked at each distinct threshold (masks are constant between them).
+ */
+function checkAgainstBruteForceSampled(dfa: ByteDfa, vocab: VocabularyBytes, trie: TokenTrie, label: string): void {
+  const trans = bruteTransitions(dfa, vocab);
+  const minTok = bruteMinTokens(dfa, trans);
+  for (const opts of [{}, { maxMinorSpans: 0 }]) checkSampledWith(dfa, vocab, trie, label, trans, minTok, opts);
+}
+
+function checkSampledWith(
+  dfa: ByteDfa,
+  vocab: VocabularyBytes,
+  trie: TokenTrie,
+  label: string,
+  trans: Int32Array[],
+  minTok: number[],
+  opts: { maxMinorSpans?: number },
+): void {
+  const matcher = new DfaTokenMatcher(trie, dfa, opts);
+  for (let s = dfa.numStates - 1; s >= 0; s--) {
+    const row = trans[s]!;
+    assert.equal(matcher.minTokensToAccept(s), minTok[s], `${label}: minTokens(${s})`);
+    const budgets = new Set<number>([0, 1, 2, 3, 1 << 20]);
+    for (let id = 0; id < vocab.size; id++) if (row[id]! >= 0) budgets.add(minTok[row[id]!]! + 1).add(minTok[row[id]!]!);
+    for (const r of budgets) {
+      const m = matcher.mask(s, r);
+      const wrong = maskDiff(m, vocab.size, (id) => row[id]! >= 0 && minTok[row[id]!]! <= r - 1);
+      assert.deepEqual(wrong, [], `${label}: mask(${s}, ${r})`);
+    }
+  }
+  // Advancing by a token's bytes agrees with running the DFA.
+  for (let id = 0; id < vocab.size; id += 97) {
+    const t = matcher.advance(dfa.start, id);
+    const b = trie.isGenerable(id) ? runDfa(dfa, dfa.start, trie.tokenBytes(id)) : -1;
+    assert.equal(t, b);
+  }
+}
+
+/** Real patterns (UTF-8 structure, self-loops, counted repeats) × real vocabularies vs brute force. */
+const REAL_PATTERNS = [
+  "[^\\n]*",
+  "[a-z]+( [a-z]+)*",
+  "[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\\.[a-zA-Z]{2,}",
+  "[0-9]{4}-[0-9]{2}-[0-9]{2}",
+  "(positive|negative|neutral)",
+  '"[^"\\\\]*"',
+  "[\u00e0-\u00ff ]{1,6}",
+  "(?s).{0,3}",
+  "[\u4e00-\u9fff]+",
+  " ?[A-Z][a-z]{2,8}",
+];
+for (const name of realVocabs) {
+  test(`real patterns × real vocabulary ${name} equal brute force`, () => {
+    const vocab = loadVocabulary(vocabFile(name));
+    const trie = tokenTrieFor(vocab);
+    for (const pattern of REAL_PATTERNS) {
+      const dfa = compileRegex(pattern);
+      if (dfa.numStates > 40) continue; // keeps brute force cheap
+      checkAgainstBruteForceSampled(dfa, vocab, trie, `${name} /${pattern}/`);
+    }
+  });
+}

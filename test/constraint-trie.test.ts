@@ -1,0 +1,108 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { TokenTrie, tokenTrieFor } from "../src/constraint/trie.js";
+import { TokenKindValue, type VocabularyBytes } from "../src/constraint/types.js";
+import { loadVocabulary } from "../src/vocab/index.js";
+import { vocabFile } from "./helpers/paths.js";
+import { isGenerable, makeVocab } from "./constraint-fixtures.js";
+
+/**
+ * Checks every structural invariant by a pre-order traversal that rebuilds each node's prefix:
+ * children strictly byte-sorted, subtree sizes consistent, each node's tokens have exactly its
+ * prefix, and the trie holds exactly the generable tokens, each once.
+ */
+function checkTrie(trie: TokenTrie, vocab: VocabularyBytes): void {
+  const { numNodes, depth, subtreeSize, nodeByte, tokenStart, tokenIds } = trie;
+  assert.equal(depth[0], 0);
+  assert.equal(subtreeSize[0], numNodes);
+  assert.equal(tokenStart[0], 0);
+  assert.equal(tokenStart[numNodes], tokenIds.length);
+  const prefix: number[] = [];
+  const seen = new Uint8Array(vocab.size);
+  // Stack of (node, end) to verify that children stay inside their parent's subtree.
+  const ends: number[] = [numNodes];
+  const lastChildByte: number[] = [-1];
+  for (let p = 0; p < numNodes; p++) {
+    const d = depth[p]!;
+    if (p > 0) {
+      while (ends.length > d) {
+        assert.equal(ends[ends.length - 1], p, `subtree of depth ${ends.length - 1} ends at ${p}`);
+        ends.pop();
+        lastChildByte.pop();
+      }
+      assert.ok(nodeByte[p]! > lastChildByte[d - 1]!, `children byte-sorted at node ${p}`);
+      lastChildByte[d - 1] = nodeByte[p]!;
+      prefix.length = d - 1;
+      prefix.push(nodeByte[p]!);
+      ends.push(p + subtreeSize[p]!);
+      lastChildByte.push(-1);
+      assert.ok(subtreeSize[p]! >= 1);
+      assert.ok(p + subtreeSize[p]! <= ends[ends.length - 2]!);
+    }
+    assert.ok(tokenStart[p + 1]! >= tokenStart[p]!);
+    for (let k = tokenStart[p]!; k < tokenStart[p + 1]!; k++) {
+      const id = tokenIds[k]!;
+      assert.deepEqual([...vocab.data.subarray(vocab.offsets[id]!, vocab.offsets[id + 1]!)], prefix, `token ${id} at node ${p}`);
+      assert.equal(seen[id], 0, `token ${id} twice`);
+      seen[id] = 1;
+      assert.equal(trie.tokenNode[id], p);
+    }
+    // A leaf must end a token (no dangling prefixes).
+    if (subtreeSize[p] === 1 && p > 0) assert.ok(tokenStart[p + 1]! > tokenStart[p]!, `leaf ${p} ends a token`);
+  }
+  for (let id = 0; id < vocab.size; id++) {
+    assert.equal(seen[id] === 1, isGenerable(vocab, id), `token ${id} generable=${isGenerable(vocab, id)}`);
+    assert.equal(trie.isGenerable(id), isGenerable(vocab, id));
+  }
+}
+
+test("small vocabulary: structure, duplicates, excluded kinds and empty tokens", () => {
+  const K = TokenKindValue;
+  const vocab = makeVocab(
+    ["ab", "a", "abc", "b", "", "<eos>", "ab", "ba", "zz", "<ctl>", "\u00e9", "x"],
+    [K.Normal, K.Normal, K.Normal, K.Byte, K.Normal, K.EndOfGeneration, K.UserDefined, K.Normal, K.Unused, K.Control, K.Normal, K.Normal],
+  );
+  const trie = TokenTrie.build(vocab);
+  checkTrie(trie, vocab);
+  // Nodes: root, a, ab, abc, b, ba, x, c3, c3a9.
+  assert.equal(trie.numNodes, 9);
+  assert.equal(trie.numTokens, 8);
+  assert.equal(trie.everyByteIsToken, false);
+  const abNode = trie.findNode(new TextEncoder().encode("ab"));
+  assert.ok(abNode > 0);
+  // Duplicate byte strings: both ids at one node, in id order.
+  assert.deepEqual([...trie.tokenIds.subarray(trie.tokenStart[abNode]!, trie.tokenStart[abNode + 1]!)], [0, 6]);
+  assert.equal(trie.findNode(new TextEncoder().encode("abd")), -1);
+  assert.equal(trie.findNode(new TextEncoder().encode("zz")), -1, "Unused tokens are not in the trie");
+  assert.equal(trie.findNode(new Uint8Array([0xc3])), trie.tokenNode[10]! - 1, "an interior prefix node");
+  assert.equal(trie.isGenerable(5), false);
+  assert.equal(trie.isGenerable(9), false);
+  assert.equal(trie.isGenerable(4), false);
+});
+
+test("every single byte as a token is detected", () => {
+  const tokens: Uint8Array[] = [];
+  for (let b = 0; b < 256; b++) tokens.push(new Uint8Array([b]));
+  tokens.push(new TextEncoder().encode("hello"));
+  const trie = TokenTrie.build(makeVocab(tokens));
+  assert.equal(trie.everyByteIsToken, true);
+  const missingOne = TokenTrie.build(makeVocab(tokens.filter((t) => t[0] !== 0x41 || t.length > 1)));
+  assert.equal(missingOne.everyByteIsToken, false);
+});
+
+test("empty vocabulary", () => {
+  const trie = TokenTrie.build(makeVocab([]));
+  assert.equal(trie.numNodes, 1);
+  assert.equal(trie.numTokens, 0);
+});
+
+for (const name of ["gpt-2", "qwen2", "llama-spm"]) {
+  test(`real vocabulary ${name}: invariants hold, build is cached`, { skip: !existsSync(vocabFile(name)) }, () => {
+    const vocab = loadVocabulary(vocabFile(name));
+    const trie = tokenTrieFor(vocab);
+    assert.equal(tokenTrieFor(vocab), trie);
+    checkTrie(trie, vocab);
+    assert.equal(trie.everyByteIsToken, true, "byte-level BPE / SPM byte fallback cover all bytes");
+  });
+}

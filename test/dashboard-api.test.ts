@@ -1,0 +1,85 @@
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { createService, SESSION_COOKIE } from "../src/dashboard/index.js";
+import { KeyStore, sha256Hex } from "../src/store/keys.js";
+import { auth, createFakeEngine, testConfig } from "./server-helpers.js";
+
+const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+const app = await createService({
+  engine: createFakeEngine(),
+  config: testConfig(),
+  store,
+  adminTokenHash: sha256Hex("admin-secret"),
+});
+after(async () => {
+  await app.close();
+  store.close();
+});
+
+async function signIn(): Promise<{ cookie: string; csrf: string }> {
+  const res = await app.inject({ method: "POST", url: "/dashboard/api/login", payload: { token: "admin-secret" } });
+  assert.equal(res.statusCode, 200, res.body);
+  const setCookie = String(res.headers["set-cookie"]);
+  assert.match(setCookie, new RegExp(`^${SESSION_COOKIE}=[A-Za-z0-9_-]{20,};`));
+  assert.match(setCookie, /HttpOnly/);
+  assert.match(setCookie, /SameSite=Strict/);
+  assert.match(setCookie, /Path=\/dashboard/);
+  return { cookie: setCookie.split(";")[0]!, csrf: (res.json() as { csrf: string }).csrf };
+}
+
+test("the page and its assets are served locally with a strict CSP", async () => {
+  const page = await app.inject({ url: "/dashboard" });
+  assert.equal(page.statusCode, 200);
+  assert.match(String(page.headers["content-type"]), /text\/html/);
+  assert.match(String(page.headers["content-security-policy"]), /default-src 'self'/);
+  assert.doesNotMatch(page.body, /https?:\/\//);
+  assert.equal((await app.inject({ url: "/dashboard/app.js" })).statusCode, 200);
+  assert.equal((await app.inject({ url: "/dashboard/style.css" })).statusCode, 200);
+});
+
+test("sign-in: wrong token 401, right token sets a session cookie", async () => {
+  const wrong = await app.inject({ method: "POST", url: "/dashboard/api/login", payload: { token: "nope" } });
+  assert.equal(wrong.statusCode, 401);
+  assert.deepEqual(wrong.json(), { error: "wrong admin token", code: 401 });
+  assert.equal((await app.inject({ url: "/dashboard/api/keys" })).statusCode, 401);
+  const { cookie } = await signIn();
+  const session = await app.inject({ url: "/dashboard/api/session", headers: { cookie } });
+  assert.equal((session.json() as { signed_in: boolean }).signed_in, true);
+});
+
+test("mutations need the CSRF header; keys are created, used, listed with usage, revoked", async () => {
+  const { cookie, csrf } = await signIn();
+  const noCsrf = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers: { cookie }, payload: { name: "x" } });
+  assert.equal(noCsrf.statusCode, 403);
+  const badCsrf = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers: { cookie, "x-csrf-token": "forged" }, payload: { name: "x" } });
+  assert.equal(badCsrf.statusCode, 403);
+  const created = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers: { cookie, "x-csrf-token": csrf }, payload: { name: "svc" } });
+  assert.equal(created.statusCode, 200, created.body);
+  const { id, key } = created.json() as { id: number; key: string };
+  assert.match(key, /^trl_[A-Za-z0-9_-]{43}$/);
+  const use = await app.inject({ method: "POST", url: "/v1/completion/cfg", headers: auth(key), payload: { prompt: "p", grammar: "g", max_new_tokens: 4 } });
+  assert.equal(use.statusCode, 200);
+  const list = (await app.inject({ url: "/dashboard/api/keys", headers: { cookie } })).json() as { keys: Array<Record<string, unknown>> };
+  const row = list.keys.find((k) => k.id === id)!;
+  assert.equal(row.requests, 1);
+  assert.equal(row.tokens, 4);
+  assert.ok(row.last_used_at);
+  assert.equal(JSON.stringify(list).includes(key), false, "the secret is never listed");
+  const revoke = await app.inject({ method: "POST", url: `/dashboard/api/keys/${id}/revoke`, headers: { cookie, "x-csrf-token": csrf }, payload: {} });
+  assert.deepEqual(revoke.json(), { id, revoked: true });
+  assert.equal((await app.inject({ method: "POST", url: "/v1/completion/cfg", headers: auth(key), payload: { prompt: "p", grammar: "g" } })).statusCode, 401);
+  assert.equal((await app.inject({ method: "POST", url: "/dashboard/api/keys/9999/revoke", headers: { cookie, "x-csrf-token": csrf }, payload: {} })).statusCode, 404);
+});
+
+test("sign-out ends the session", async () => {
+  const { cookie, csrf } = await signIn();
+  const out = await app.inject({ method: "POST", url: "/dashboard/api/logout", headers: { cookie, "x-csrf-token": csrf }, payload: {} });
+  assert.equal(out.statusCode, 200);
+  assert.equal((await app.inject({ url: "/dashboard/api/keys", headers: { cookie } })).statusCode, 401);
+});
+
+test("dashboard validation errors use the same shape and list allowed fields", async () => {
+  const res = await app.inject({ method: "POST", url: "/dashboard/api/login", payload: { token: "x", user: "y" } });
+  assert.deepEqual(res.json(), { error: 'unknown field "user"; allowed fields: token', code: 400 });
+  assert.equal((await app.inject({ method: "GET", url: "/dashboard/api/login" })).statusCode, 405);
+});

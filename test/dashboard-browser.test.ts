@@ -1,0 +1,94 @@
+/**
+ * The dashboard in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core):
+ * sign in, create a key, copy it, use it against the API, revoke it, see usage.
+ */
+import { test, after, before } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { chromium, type Browser } from "playwright-core";
+import type { FastifyInstance } from "fastify";
+import { createService } from "../src/dashboard/index.js";
+import { KeyStore, sha256Hex } from "../src/store/keys.js";
+import { auth, createFakeEngine, testConfig } from "./server-helpers.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const SCREENSHOT = process.env.TRELLIS_DASHBOARD_SCREENSHOT ?? "/tmp/trellis-dashboard.png";
+
+let app: FastifyInstance;
+let store: KeyStore;
+let browser: Browser;
+let base = "";
+
+before(async () => {
+  store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  app = await createService({ engine: createFakeEngine(), config: testConfig(), store, adminTokenHash: sha256Hex("admin-secret") });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await app?.close();
+  store?.close();
+});
+
+test("sign in, create + copy a key, use it, revoke it, usage shows", { skip: !existsSync(CHROMIUM) && "no /usr/bin/chromium" }, async () => {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 700 } });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+  const page = await context.newPage();
+  page.on("dialog", (dialog) => void dialog.accept());
+  const pageErrors: string[] = [];
+  page.on("pageerror", (e) => pageErrors.push(String(e)));
+  page.on("request", (r) => assert.ok(r.url().startsWith(base), `only local requests, got ${r.url()}`));
+
+  await page.goto(`${base}/dashboard`);
+  await page.locator("#admin-token").fill("wrong");
+  await page.locator("#sign-in-form button").click();
+  await page.locator("#sign-in-error").waitFor({ state: "visible" });
+  assert.match(await page.locator("#sign-in-error").innerText(), /wrong admin token/);
+
+  await page.locator("#admin-token").fill("admin-secret");
+  await page.locator("#sign-in-form button").click();
+  await page.locator("#keys-panel").waitFor({ state: "visible" });
+  const cookies = await context.cookies();
+  const session = cookies.find((c) => c.name === "trellis_session")!;
+  assert.equal(session.httpOnly, true);
+  assert.equal(session.sameSite, "Strict");
+
+  await page.locator("#key-name").fill("browser-test");
+  await page.locator("#create-form button").click();
+  await page.locator("#new-key").waitFor({ state: "visible" });
+  const key = (await page.locator("#new-key-value").innerText()).trim();
+  assert.match(key, /^trl_[A-Za-z0-9_-]{43}$/);
+
+  await page.locator("#copy-key").click();
+  await page.locator("#copy-status").filter({ hasText: "Copied" }).waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key);
+
+  const use = await fetch(`${base}/v1/completion/regex`, { method: "POST", headers: auth(key), body: JSON.stringify({ prompt: "hi", pattern: "abc", max_new_tokens: 3 }) });
+  assert.equal(use.status, 200);
+
+  // Usage shows after a refresh of the list (reload keeps the session cookie).
+  await page.reload();
+  const row = page.locator("#keys-body tr", { hasText: "browser-test" });
+  await row.waitFor();
+  const cells = await row.locator("td").allInnerTexts();
+  assert.equal(cells[3], "1", `requests cell: ${cells.join(" | ")}`);
+  assert.equal(cells[4], "3", `tokens cell: ${cells.join(" | ")}`);
+  assert.notEqual(cells[5], "never");
+  await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+  await row.locator("button", { hasText: "Revoke" }).click();
+  await row.locator(".badge.revoked").waitFor();
+  const after = await fetch(`${base}/v1/completion/regex`, { method: "POST", headers: auth(key), body: JSON.stringify({ prompt: "hi", pattern: "abc" }) });
+  assert.equal(after.status, 401);
+
+  await page.locator("#sign-out").click();
+  await page.locator("#sign-in").waitFor({ state: "visible" });
+  assert.deepEqual(pageErrors, []);
+  await context.close();
+});

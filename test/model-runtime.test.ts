@@ -1,0 +1,260 @@
+import { test, describe, after } from "node:test";
+import assert from "node:assert/strict";
+import { loadModel, LlamaBatch, SequenceSlots, TokenAttr, KvCacheFullError, type LlamaContext } from "../src/model/index.js";
+import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";
+
+const THREADS = 2;
+
+function argmax(a: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < a.length; i++) if (a[i]! > a[best]!) best = i;
+  return best;
+}
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  assert.equal(a.length, b.length);
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i]! - b[i]!));
+  return d;
+}
+
+function assertClose(a: Float32Array, b: Float32Array, what: string): void {
+  let scale = 0;
+  for (let i = 0; i < a.length; i++) scale = Math.max(scale, Math.abs(a[i]!));
+  const diff = maxAbsDiff(a, b);
+  assert.ok(diff <= 1e-3 * Math.max(1, scale), `${what}: max |Δ| ${diff} (scale ${scale})`);
+}
+
+describe("vocab-only models", () => {
+  test("tokenize round-trips through token pieces (gpt-2, qwen2, llama-spm)", () => {
+    const text = "Hello, world! Ünïcödé 日本語 tabs\tand  spaces\n123456";
+    for (const name of ["gpt-2", "qwen2", "llama-spm"]) {
+      const model = loadModel(vocabFile(name), { vocabOnly: true });
+      try {
+        assert.ok(model.nVocab > 30000, `${name} nVocab ${model.nVocab}`);
+        const ids = model.tokenize(text);
+        assert.ok(ids instanceof Int32Array && ids.length > 5);
+        const bytes = Buffer.concat([...ids].map((id) => Buffer.from(model.tokenPiece(id))));
+        // SentencePiece renders the leading-space marker of the first piece as a space.
+        const decoded = bytes.toString("utf8");
+        assert.equal(name === "llama-spm" ? decoded.replace(/^ /, "") : decoded, text, name);
+        assert.throws(() => model.createContext(), /vocab-only/);
+      } finally {
+        model.dispose();
+      }
+    }
+  });
+
+  test("special tokens parse only when asked; metadata and chat template are readable", () => {
+    const model = loadModel(vocabFile("qwen2"), { vocabOnly: true });
+    try {
+      const asText = model.tokenize("<|im_start|>", { parseSpecial: false });
+      const asSpecial = model.tokenize("<|im_start|>", { parseSpecial: true });
+      assert.equal(asSpecial.length, 1);
+      assert.ok(asText.length > 1);
+      assert.ok(model.tokenAttributes()[asSpecial[0]!]! & TokenAttr.Control);
+      assert.equal(model.meta("tokenizer.ggml.model"), "gpt2");
+      assert.equal(model.meta("no.such.key"), null);
+      assert.ok(model.metaKeys().includes("tokenizer.ggml.model"));
+      assert.match(model.chatTemplate() ?? "", /im_start/);
+      const eog = model.eogTokens();
+      assert.ok(eog.includes(model.eosToken), "eos is an end-of-generation token");
+    } finally {
+      model.dispose();
+    }
+  });
+
+  test("loading a missing file throws", () => {
+    assert.throws(() => loadModel("/nonexistent/model.gguf", { vocabOnly: true }), /failed to load model/);
+  });
+});
+
+describe("stories260K", () => {
+  const model = loadModel(STORIES_260K, { threads: THREADS });
+  after(() => model.dispose());
+
+  test("greedy decoding writes fluent English", () => {
+    const ctx = model.createContext({ nCtx: 256 });
+    const prompt = model.tokenize("Once upon a time", { addSpecial: true });
+    assert.equal(prompt[0], model.bosToken);
+    let logits = ctx.evaluate(prompt, 0);
+    const batch = ctx.createBatch();
+    const out: number[] = [];
+    for (let pos = prompt.length; out.length < 80; pos++) {
+      const token = argmax(logits);
+      if (model.eogTokens().includes(token)) break;
+      out.push(token);
+      batch.clear();
+      batch.add(token, pos, 0, true);
+      ctx.decode(batch);
+      logits = ctx.logits(0);
+    }
+    const text = Buffer.concat(out.map((t) => Buffer.from(model.tokenPiece(t)))).toString("utf8");
+    const words = text.toLowerCase().match(/[a-z]+/g) ?? [];
+    const common = new Set(
+      ("a an the and but to of in on at with was were is it he she they her his there one day " +
+        "little girl boy named lily tim ben big red ball play played loved liked wanted saw went " +
+        "very happy sad friend friends mom said time upon once park outside tree dog cat toy " +
+        "for so too had have not up out be could can would all said see").split(" "),
+    );
+    assert.ok(words.length >= 30, `too few words: ${text}`);
+    const known = words.filter((w) => common.has(w)).length;
+    assert.ok(known / words.length >= 0.5, `only ${known}/${words.length} common words: ${text}`);
+    assert.match(text, /[A-Z][a-z]+[^.]*\./, `no sentence in: ${text}`);
+    ctx.dispose();
+  });
+
+  test("logits views are zero-copy over llama.cpp's buffer and detached at the next decode", () => {
+    const ctx = model.createContext({ nCtx: 64 });
+    const first = ctx.evaluate(model.tokenize("One day", { addSpecial: true }), 0);
+    assert.equal(first.length, model.nVocab);
+    const again = ctx.logits(ctx.nBatch > 0 ? 2 : 0);
+    assert.equal(again.buffer, first.buffer, "same row gives a view of the same buffer");
+    const batch = ctx.createBatch();
+    batch.add(argmax(first), 3, 0, true);
+    ctx.decode(batch);
+    assert.equal(first.length, 0, "old view reads as empty after the next decode");
+    assert.throws(() => ctx.logits(1), /did not ask for logits/);
+    ctx.dispose();
+  });
+});
+
+describe("llama-2-tiny-random: batching and KV cache operations", () => {
+  const model = loadModel(LLAMA2_TINY_RANDOM, { threads: THREADS });
+  after(() => model.dispose());
+  const promptA = Int32Array.from([1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203]);
+  const promptB = Int32Array.from([1, 3118, 2501, 263, 931, 29892, 727]);
+
+  function singleRun(ctx: LlamaContext, tokens: Int32Array): Float32Array[] {
+    // Token-by-token evaluation of one sequence: logits after each token, copied.
+    ctx.clearMemory();
+    const batch = ctx.createBatch();
+    const out: Float32Array[] = [];
+    for (let i = 0; i < tokens.length; i++) {
+      batch.clear();
+      batch.add(tokens[i]!, i, 0, true);
+      ctx.decode(batch);
+      out.push(ctx.logits(0).slice());
+    }
+    return out;
+  }
+
+  test("many sequences in one decode give the same logits as one sequence at a time", () => {
+    const ctx = model.createContext({ nCtx: 512, nSeqMax: 4, nBatch: 64 });
+    const refA = singleRun(ctx, promptA);
+    const refB = singleRun(ctx, promptB);
+    ctx.clearMemory();
+    // Prompts of A (seq 0) and B (seq 2) in one batch, every row with logits.
+    const batch = ctx.createBatch();
+    const rowsA = [...promptA].map((t, i) => batch.add(t, i, 0, true));
+    const rowsB = [...promptB].map((t, i) => batch.add(t, i, 2, true));
+    ctx.decode(batch);
+    rowsA.forEach((row, i) => assertClose(ctx.logits(row), refA[i]!, `A[${i}]`));
+    rowsB.forEach((row, i) => assertClose(ctx.logits(row), refB[i]!, `B[${i}]`));
+    ctx.dispose();
+  });
+
+  test("continuous batching: a sequence joins mid-run and matches its solo run", () => {
+    const ctx = model.createContext({ nCtx: 512, nSeqMax: 3, nBatch: 64 });
+    const refA = singleRun(ctx, promptA);
+    const refB = singleRun(ctx, promptB);
+    ctx.clearMemory();
+    const slots = new SequenceSlots(ctx);
+    const a = slots.acquire();
+    slots.prefill(a, promptA.subarray(0, 4));
+    const batch = ctx.createBatch();
+    let b = -1;
+    let rowB = -1;
+    for (let i = 4; i < promptA.length; i++) {
+      batch.clear();
+      const rowA = slots.append(batch, a, promptA[i]!, true);
+      if (i === 6) {
+        b = slots.acquire();
+        rowB = slots.appendTokens(batch, b, promptB, true);
+      }
+      ctx.decode(batch);
+      assertClose(ctx.logits(rowA), refA[i]!, `A[${i}]`);
+      if (i === 6) assertClose(ctx.logits(rowB), refB[promptB.length - 1]!, "B joined");
+    }
+    assert.equal(slots.lengths[a], promptA.length);
+    slots.release(b);
+    assert.deepEqual(ctx.seqPosRange(b), [-1, -1]);
+    assert.equal(slots.available, 2);
+    ctx.dispose();
+  });
+
+  for (const kvUnified of [true, false]) test(`seqCopy prefix reuse gives the same logits as re-evaluating (kvUnified ${kvUnified})`, () => {
+    const ctx = model.createContext({ nCtx: 512, nSeqMax: 4, nBatch: 64, kvUnified });
+    const prefix = promptA.subarray(0, 6);
+    const suffix = promptB.subarray(1);
+    const full = Int32Array.from([...prefix, ...suffix]);
+    const ref = singleRun(ctx, full);
+    ctx.clearMemory();
+    const slots = new SequenceSlots(ctx);
+    const src = slots.acquire();
+    slots.prefill(src, prefix);
+    const forks = [slots.fork(src), slots.fork(src), slots.fork(src, 3)];
+    assert.deepEqual(ctx.seqPosRange(forks[0]!), [0, prefix.length - 1]);
+    assert.deepEqual(ctx.seqPosRange(forks[2]!), [0, 2]);
+    // The source goes away; the forks keep the shared cells.
+    slots.release(src);
+    const logits = slots.prefill(forks[1]!, suffix);
+    assertClose(logits, ref[full.length - 1]!, "forked continuation");
+    const logitsShort = slots.prefill(forks[2]!, full.subarray(3));
+    assertClose(logitsShort, ref[full.length - 1]!, "fork of a shorter prefix");
+    ctx.dispose();
+  });
+
+  test("seqRemove truncation: rewinding and re-decoding reproduces the logits", () => {
+    const ctx = model.createContext({ nCtx: 512, nSeqMax: 1, nBatch: 64 });
+    const ref = singleRun(ctx, promptA);
+    ctx.clearMemory();
+    const slots = new SequenceSlots(ctx);
+    const seq = slots.acquire();
+    slots.prefill(seq, promptA);
+    slots.truncate(seq, 5);
+    assert.deepEqual(ctx.seqPosRange(seq), [0, 4]);
+    // A different continuation first, then rewind again and take the original one.
+    slots.prefill(seq, promptB.subarray(1, 4));
+    slots.truncate(seq, 5);
+    const logits = slots.prefill(seq, promptA.subarray(5));
+    assertClose(logits, ref[promptA.length - 1]!, "after truncation");
+    const again = slots.prefill(seq, promptB.subarray(1, 2));
+    assert.ok(maxAbsDiff(again, ref[promptA.length - 1]!) > 0, "logits depend on the input (test can fail)");
+    ctx.dispose();
+  });
+
+  test("async decode gives the same logits as sync and locks the context meanwhile", async () => {
+    const ctx = model.createContext({ nCtx: 128, nSeqMax: 1, nBatch: 32 });
+    const ref = singleRun(ctx, promptA);
+    ctx.clearMemory();
+    const batch = new LlamaBatch(ctx.nBatch);
+    batch.addSequence(promptA, 0, 0, true);
+    const pending = ctx.decodeAsync(batch);
+    assert.throws(() => ctx.seqPosRange(0), /busy/);
+    await pending;
+    assertClose(ctx.logits(promptA.length - 1), ref[promptA.length - 1]!, "async");
+    ctx.dispose();
+  });
+
+  test("bad input is refused; a full KV cache is reported", () => {
+    const ctx = model.createContext({ nCtx: 32, nSeqMax: 2, nBatch: 32 });
+    const batch = ctx.createBatch();
+    batch.add(model.nVocab, 0, 0, true);
+    assert.throws(() => ctx.decode(batch), /out of range/);
+    batch.clear();
+    batch.add(1, 0, 5, true);
+    assert.throws(() => ctx.decode(batch), /sequence id 5 out of range/);
+    // llama.cpp may round nCtx up; fill every cell of it.
+    for (let pos = 0; pos < ctx.nCtx; ) {
+      batch.clear();
+      while (batch.length < batch.capacity && pos < ctx.nCtx) batch.add(1, pos++, 0, false);
+      ctx.decode(batch);
+    }
+    batch.clear();
+    batch.add(1, 0, 1, true);
+    assert.throws(() => ctx.decode(batch), KvCacheFullError);
+    ctx.dispose();
+    assert.throws(() => ctx.logits(0), /disposed/);
+  });
+});

@@ -1,0 +1,91 @@
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { main, type CliIo } from "../src/cli.js";
+import { KeyStore } from "../src/store/keys.js";
+import { ConfigError, loadConfig } from "../src/config.js";
+
+const dataDir = mkdtempSync(join(tmpdir(), "trellis-cli-"));
+after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+async function run(argv: string[], extra: Partial<CliIo> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { out: (l) => out.push(l), err: (l) => err.push(l), env: { TRELLIS_DATA_DIR: dataDir }, ...extra });
+  return { code, out, err };
+}
+
+test("keys create / list / revoke through the CLI, stored hashed", async () => {
+  const created = await run(["keys", "create", "ci", "runner"]);
+  assert.equal(created.code, 0);
+  assert.equal(created.out.length, 1);
+  const key = created.out[0]!;
+  assert.match(key, /^trl_[A-Za-z0-9_-]{43}$/);
+  assert.match(created.err.join("\n"), /not shown again/);
+
+  const list = await run(["keys", "list"]);
+  assert.equal(list.code, 0);
+  assert.match(list.out[0]!, /^id\s+name\s+key\s+status\s+requests\s+tokens/);
+  assert.match(list.out[1]!, /^1\s+ci runner\s+trl_\S+…\s+active\s+0\s+0\s+never/);
+  assert.equal(list.out.join("\n").includes(key), false);
+
+  const store = new KeyStore({ dataDir, flushIntervalMs: 0 });
+  assert.deepEqual(store.authenticate(key), { id: 1, name: "ci runner" });
+  store.close();
+
+  assert.deepEqual((await run(["keys", "revoke", "1"])).out, ["revoked key 1"]);
+  assert.deepEqual((await run(["keys", "revoke", "1"])).out, ["key 1 was already revoked"]);
+  const missing = await run(["keys", "revoke", "42"]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.err[0]!, /no API key with id 42/);
+  const bad = await run(["keys", "revoke", "abc"]);
+  assert.equal(bad.code, 1);
+  assert.match((await run(["keys", "list"])).out[1]!, /revoked/);
+});
+
+test("serve fails clearly when the engine module is missing or the model path is wrong", async () => {
+  const noEngine = await run(["serve"], { engineModule: pathToMissing() });
+  assert.equal(noEngine.code, 1);
+  assert.match(noEngine.err.join("\n"), /generation engine module could not be loaded/);
+  const fakeEngineModule = "data:text/javascript,export async function createEngine() { throw new Error('unreachable'); }";
+  const badModel = await run(["serve", "--model", "/nonexistent/model.gguf"], { engineModule: fakeEngineModule });
+  assert.equal(badModel.code, 1);
+  assert.match(badModel.err.join("\n"), /TRELLIS_MODEL points to \/nonexistent\/model\.gguf, which does not exist/);
+});
+
+test("serve without TRELLIS_MODEL and without network says how to set TRELLIS_MODEL", async () => {
+  const fakeEngineModule = "data:text/javascript,export async function createEngine() { throw new Error('unreachable'); }";
+  const res = await run(["serve", "--cache-dir", join(dataDir, "cache")], {
+    engineModule: fakeEngineModule,
+    modelSource: { url: "http://127.0.0.1:1/model.gguf", sha256: "0".repeat(64), fileName: "m.gguf" },
+  });
+  assert.equal(res.code, 1);
+  assert.match(res.err.join("\n"), /could not download the default model .*Set TRELLIS_MODEL=\/path\/to\/model\.gguf/);
+});
+
+test("unknown commands and options are reported with the known ones", async () => {
+  const cmd = await run(["frobnicate"]);
+  assert.equal(cmd.code, 1);
+  assert.match(cmd.err[0]!, /unknown command "frobnicate"/);
+  const opt = await run(["keys", "list", "--colour", "x"]);
+  assert.equal(opt.code, 1);
+  assert.match(opt.err[0]!, /unknown option --colour; known options: --host, --port/);
+});
+
+test("config: environment, then flags; integers validated", () => {
+  const { config, positional } = loadConfig({ PORT: "9000", TRELLIS_RATE_LIMIT: "0", TRELLIS_API_KEYS: "a, b,,c" }, ["serve", "--port", "9100", "--queue-size=3"]);
+  assert.deepEqual(positional, ["serve"]);
+  assert.equal(config.port, 9100);
+  assert.equal(config.queueSize, 3);
+  assert.equal(config.rateLimit, 0);
+  assert.deepEqual(config.apiKeys, ["a", "b", "c"]);
+  assert.equal(config.host, "127.0.0.1");
+  assert.throws(() => loadConfig({ PORT: "80x" }), ConfigError);
+  assert.throws(() => loadConfig({}, ["--max-new-tokens", "0"]), /--max-new-tokens must be ≥ 1/);
+});
+
+function pathToMissing(): string {
+  return new URL("../src/engine-missing.js", import.meta.url).href;
+}

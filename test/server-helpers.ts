@@ -1,0 +1,127 @@
+/**
+ * A fake Engine for the service-shell tests (server, dashboard, fuzz, load bench): no model, just
+ * the contract. Prompts starting with a marker make it misbehave on purpose:
+ *   "!invalid"  → InvalidRequestError(field pattern/grammar, position 3)
+ *   "!unsat"    → UnsatisfiableError
+ *   "!overload" → OverloadedError(retry after 7 s)
+ *   "!bug"      → a plain Error (must become a 500 without internals)
+ *   "!slow"     → waits until `release()` or the signal aborts
+ */
+import {
+  InvalidRequestError,
+  OverloadedError,
+  UnsatisfiableError,
+  type CategorizeRequest,
+  type CategorizeResult,
+  type CompletionResult,
+  type Engine,
+  type GrammarCompletionRequest,
+  type RegexCompletionRequest,
+} from "../src/generate/types.js";
+import { defaultConfig, type Config } from "../src/config.js";
+
+export interface FakeEngine extends Engine {
+  calls: Array<{ kind: string; request: unknown }>;
+  /** Signals passed to the engine, to check cancellation. */
+  signals: AbortSignal[];
+  /** Lets every "!slow" call finish. */
+  release(): void;
+  ready: boolean;
+  contextLength: number;
+  delayMs: number;
+  /** Keep calls/signals (tests); off for the load bench so memory stays flat. */
+  record: boolean;
+}
+
+function misbehave(prompt: string, field: string): void {
+  if (prompt.startsWith("!invalid")) throw new InvalidRequestError("unbalanced parenthesis", field, 3);
+  if (prompt.startsWith("!unsat")) throw new UnsatisfiableError("no token sequence can match within max_new_tokens", field);
+  if (prompt.startsWith("!overload")) throw new OverloadedError("engine queue is full", 7);
+  if (prompt.startsWith("!bug")) throw new Error("secret internal detail /home/x/y.ts:12");
+}
+
+export function createFakeEngine(): FakeEngine {
+  let releaseAll: () => void = () => {};
+  let gate = new Promise<void>((resolve) => (releaseAll = resolve));
+  const wait = async (prompt: string, signal: AbortSignal | undefined, delayMs: number): Promise<void> => {
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    if (!prompt.startsWith("!slow")) return;
+    await new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      void gate.then(resolve);
+    });
+  };
+  const engine: FakeEngine = {
+    calls: [],
+    signals: [],
+    ready: true,
+    contextLength: 64,
+    delayMs: 0,
+    record: true,
+    release() {
+      releaseAll();
+      gate = new Promise<void>((resolve) => (releaseAll = resolve));
+    },
+    get queueDepth() {
+      return 0;
+    },
+    countTokens(text: string) {
+      return text.split(/\s+/).filter((w) => w.length > 0).length;
+    },
+    async completeRegex(req: RegexCompletionRequest): Promise<CompletionResult> {
+      if (engine.record) {
+        engine.calls.push({ kind: "regex", request: req });
+        if (req.signal) engine.signals.push(req.signal);
+      }
+      misbehave(req.prompt, "pattern");
+      await wait(req.prompt, req.signal, engine.delayMs);
+      const first = Array.isArray(req.pattern) ? req.pattern[0]! : req.pattern;
+      const completion = first.replace(/[^A-Za-z0-9 ]/g, "").slice(0, req.maxNewTokens);
+      return { completion, tokensGenerated: Math.min(3, req.maxNewTokens), stopReason: "pattern_match" };
+    },
+    async completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult> {
+      if (engine.record) {
+        engine.calls.push({ kind: "grammar", request: req });
+        if (req.signal) engine.signals.push(req.signal);
+      }
+      misbehave(req.prompt, "grammar");
+      await wait(req.prompt, req.signal, engine.delayMs);
+      return { completion: "ok", tokensGenerated: req.maxNewTokens, stopReason: "token_limit" };
+    },
+    async categorize(req: CategorizeRequest): Promise<CategorizeResult> {
+      if (engine.record) {
+        engine.calls.push({ kind: "categorize", request: req });
+        if (req.signal) engine.signals.push(req.signal);
+      }
+      misbehave(req.prompt, "categories");
+      await wait(req.prompt, req.signal, engine.delayMs);
+      const scores: Record<string, number> = {};
+      req.categories.forEach((c, i) => (scores[c] = i === 0 ? 0.9 : 0.1 / (req.categories.length - 1)));
+      const result: CategorizeResult = { choices: [req.categories[0]!] };
+      if (req.includeScores) result.scores = scores;
+      return result;
+    },
+    async close() {},
+  };
+  return engine;
+}
+
+export const TEST_KEY = "test-key-123";
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    ...defaultConfig(),
+    dataDir: ":memory:",
+    apiKeys: [TEST_KEY],
+    adminToken: "admin-secret",
+    maxNewTokensLimit: 32,
+    threads: 1,
+    ...overrides,
+  };
+}
+
+export const auth = (key: string = TEST_KEY) => ({
+  authorization: `Bearer ${key}`,
+  "content-type": "application/json",
+});

@@ -1,0 +1,109 @@
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { KeyStore, SCHEMA_VERSION, ensureAdminToken, sha256Hex } from "../src/store/keys.js";
+
+const dirs: string[] = [];
+const tmp = () => {
+  const d = mkdtempSync(join(tmpdir(), "trellis-store-"));
+  dirs.push(d);
+  return d;
+};
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+test("keys are stored only as hashes, survive reopening, and revocation sticks", () => {
+  const dir = tmp();
+  let store = new KeyStore({ dataDir: dir, flushIntervalMs: 0 });
+  const a = store.createKey("alpha");
+  const b = store.createKey("beta");
+  assert.notEqual(a.key, b.key);
+  assert.equal(store.authenticate(a.key)?.name, "alpha");
+  assert.equal(store.authenticate("trl_nope"), null);
+  assert.equal(store.authenticate("not-even-prefixed"), null);
+  store.revokeKey(b.id);
+  store.close();
+  for (const file of readdirSync(dir)) {
+    const bytes = readFileSync(join(dir, file)).toString("latin1");
+    assert.equal(bytes.includes(a.key), false, `secret found in ${file}`);
+  }
+  const raw = new Database(join(dir, "trellis.db"), { readonly: true });
+  assert.equal((raw.prepare("SELECT hash FROM api_keys WHERE id = ?").get(a.id) as { hash: string }).hash, sha256Hex(a.key));
+  assert.equal(raw.pragma("journal_mode", { simple: true }), "wal");
+  raw.close();
+  store = new KeyStore({ dataDir: dir, flushIntervalMs: 0 });
+  assert.equal(store.authenticate(a.key)?.id, a.id);
+  assert.equal(store.authenticate(b.key), null);
+  assert.equal(store.schemaVersion, SCHEMA_VERSION);
+  store.close();
+});
+
+test("usage is buffered, visible before the flush, and written on close", () => {
+  const dir = tmp();
+  let store = new KeyStore({ dataDir: dir, flushIntervalMs: 0 });
+  const k = store.createKey("u");
+  store.recordUsage(k.id, 5);
+  store.recordUsage(k.id, 7);
+  let info = store.listKeys()[0]!;
+  assert.equal(info.requests, 2);
+  assert.equal(info.tokens, 12);
+  assert.ok(info.lastUsedAt);
+  store.flush();
+  store.recordUsage(k.id, 1);
+  store.close();
+  store = new KeyStore({ dataDir: dir, flushIntervalMs: 0 });
+  info = store.listKeys()[0]!;
+  assert.equal(info.requests, 3);
+  assert.equal(info.tokens, 13);
+  store.close();
+});
+
+test("the periodic flush writes usage without an explicit call", async () => {
+  const dir = tmp();
+  const store = new KeyStore({ dataDir: dir, flushIntervalMs: 20 });
+  const k = store.createKey("t");
+  store.recordUsage(k.id, 2);
+  await new Promise((r) => setTimeout(r, 80));
+  const raw = new Database(join(dir, "trellis.db"), { readonly: true });
+  assert.equal((raw.prepare("SELECT requests FROM api_keys").get() as { requests: number }).requests, 1);
+  raw.close();
+  store.close();
+});
+
+test("migrations keep existing data; a newer schema is refused, not dropped", () => {
+  const dir = tmp();
+  const store = new KeyStore({ dataDir: dir, flushIntervalMs: 0 });
+  const k = store.createKey("keep me");
+  store.close();
+  const raw = new Database(join(dir, "trellis.db"));
+  raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+  raw.close();
+  assert.throws(() => new KeyStore({ dataDir: dir, flushIntervalMs: 0 }), /newer than this Trellis/);
+  const check = new Database(join(dir, "trellis.db"));
+  assert.equal((check.prepare("SELECT name FROM api_keys WHERE id = ?").get(k.id) as { name: string }).name, "keep me");
+  check.pragma(`user_version = ${SCHEMA_VERSION}`);
+  check.close();
+  const reopened = new KeyStore({ dataDir: dir, flushIntervalMs: 0 });
+  assert.equal(reopened.authenticate(k.key)?.name, "keep me");
+  reopened.close();
+});
+
+test("admin token: configured wins; otherwise generated once and stored hashed", () => {
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  assert.deepEqual(ensureAdminToken(store, "configured"), { hash: sha256Hex("configured"), generated: null });
+  const first = ensureAdminToken(store, "");
+  assert.match(first.generated!, /^adm_/);
+  assert.equal(first.hash, sha256Hex(first.generated!));
+  const second = ensureAdminToken(store, "");
+  assert.deepEqual(second, { hash: first.hash, generated: null });
+  store.close();
+});
+
+test("key names are validated", () => {
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  assert.throws(() => store.createKey("   "), RangeError);
+  assert.throws(() => store.createKey("x".repeat(101)), RangeError);
+  store.close();
+});
