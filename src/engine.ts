@@ -6,7 +6,6 @@ import type { GpuChoice } from "./model/index.js";
 import { GenerationRuntime } from "./generate/runtime.js";
 import { Categorizer } from "./categorize/index.js";
 import {
-  UnsatisfiableError,
   type CategorizeRequest,
   type CategorizeResult,
   type CompletionResult,
@@ -58,8 +57,8 @@ class TrellisEngine implements Engine {
     return this.runtime.completeRegex(req);
   }
 
-  async completeGrammar(_req: GrammarCompletionRequest): Promise<CompletionResult> {
-    throw new UnsatisfiableError("grammar completion is not available in this build yet", "grammar");
+  completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult> {
+    return this.runtime.completeGrammar(req);
   }
 
   categorize(req: CategorizeRequest): Promise<CategorizeResult> {

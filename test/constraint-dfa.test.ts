@@ -265,3 +265,120 @@ for (const name of realVocabs) {
     }
   });
 }
+
+/**
+ * The core promise, as a property: sampling any allowed token at every step under a budget
+ * always ends in a full match — never a truncated half-match — whenever the start fits the budget.
+ */
+function randomGenerations(matcher: DfaTokenMatcher, vocabSize: number, rand: () => number, trials: number, label: string): void {
+  const allowed: number[] = [];
+  for (let trial = 0; trial < trials; trial++) {
+    const budget = 1 + Math.floor(rand() * 12);
+    const st = new DfaConstraintState(matcher);
+    if (!st.canAcceptWithin(budget)) {
+      assert.ok(st.minTokensToAccept() > budget, label);
+      continue;
+    }
+    for (let used = 0; used < budget; used++) {
+      if (st.isAccepting() && rand() < 0.3) break;
+      const mask = st.mask(budget - used);
+      allowed.length = 0;
+      for (let id = 0; id < vocabSize; id++) if (maskHas(mask, id)) allowed.push(id);
+      assert.equal(st.hasAnyToken(budget - used), allowed.length > 0, `${label}: hasAnyToken agrees with the mask`);
+      if (allowed.length === 0) break;
+      const tok = allowed[Math.floor(rand() * allowed.length)]!;
+      assert.equal(st.advance(tok), true);
+      assert.ok(st.canAcceptWithin(budget - used - 1), `${label}: still completable after token ${tok}`);
+    }
+    assert.equal(st.isAccepting(), true, `${label}: trial ${trial} (budget ${budget}) ended in a full match`);
+  }
+}
+
+test("property: budgeted generation always ends in a full match (random DFAs, small vocabularies)", () => {
+  const rand = rng(2024);
+  const alphabet = "abcxy01 ";
+  for (let round = 0; round < 40; round++) {
+    const tokens: string[] = round % 2 === 0 ? [...alphabet] : [];
+    for (let i = 0; i < 30; i++) {
+      let t = "";
+      const len = 1 + Math.floor(rand() * 4);
+      for (let j = 0; j < len; j++) t += alphabet[Math.floor(rand() * alphabet.length)];
+      tokens.push(t);
+    }
+    const vocab = makeVocab(tokens);
+    const matcher = new DfaTokenMatcher(TokenTrie.build(vocab), randomDfa(rand, 8));
+    randomGenerations(matcher, vocab.size, rand, 30, `round ${round}`);
+  }
+});
+
+if (realVocabs.includes("qwen2")) {
+  test("property: budgeted generation always ends in a full match (real patterns, qwen2)", () => {
+    const vocab = loadVocabulary(vocabFile("qwen2"));
+    const trie = tokenTrieFor(vocab);
+    const rand = rng(5);
+    for (const pattern of ["[0-9]{4}-[0-9]{2}-[0-9]{2}", "(positive|negative|neutral)", "[a-z]{3,12}@[a-z]{2,8}\\.(com|org)", '\\{"n": [0-9]{1,3}\\}']) {
+      randomGenerations(new DfaTokenMatcher(trie, compileRegex(pattern)), vocab.size, rand, 25, `/${pattern}/`);
+    }
+  });
+}
+
+test("identical masks of different states are stored once", () => {
+  // [a-z]{0,40}: states 0..40 (all accepting); tokens up to 5 letters long, so every state with
+  // at least 5 letters left has the same mask.
+  const tokens = ["a", "b", "ab", "abc", "abcd", "abcde", "bb", "ccccc", "0"];
+  const vocab = makeVocab(tokens);
+  const byteClass = new Uint8Array(256).fill(1);
+  for (let b = 0x61; b <= 0x7a; b++) byteClass[b] = 0;
+  const n = 41;
+  const table = new Int32Array(n * 2).fill(-1);
+  for (let s = 0; s < n - 1; s++) table[s * 2] = s + 1;
+  const dfa = finishDfa(n, 2, byteClass, table, new Uint8Array(n).fill(1), 0)!;
+  const m = new DfaTokenMatcher(TokenTrie.build(vocab), dfa);
+  assert.equal(m.mask(0), m.mask(35), "same bits → same object");
+  assert.notEqual(m.mask(0), m.mask(37));
+  assert.deepEqual(maskDiff(m.mask(37), vocab.size, (id) => tokens[id]!.length <= 3 && id !== 8), []);
+  assert.deepEqual(maskDiff(m.mask(0), vocab.size, (id) => id !== 8), []);
+});
+
+if (realVocabs.includes("qwen2")) {
+  test("forced prefix on qwen2 equals brute force (first token = prefix · pattern start)", () => {
+    const vocab = loadVocabulary(vocabFile("qwen2"));
+    const trie = tokenTrieFor(vocab);
+    const enc = new TextEncoder();
+    const cases: [string, string][] = [
+      [" ?[A-Z][a-z]{2,8}", " "],
+      ["[0-9]{4}-[0-9]{2}-[0-9]{2}", "2"],
+      ["[^\\n]*", "\n"],
+      ["(positive|negative)", "po"],
+    ];
+    for (const [pattern, prefixText] of cases) {
+      const dfa = compileRegex(pattern);
+      const matcher = new DfaTokenMatcher(trie, dfa);
+      const prefix = enc.encode(prefixText);
+      const target = (id: number): number => {
+        if (!trie.isGenerable(id)) return -1;
+        const bytes = trie.tokenBytes(id);
+        if (bytes.length < prefix.length || prefix.some((b, i) => bytes[i] !== b)) return -1;
+        return runDfa(dfa, dfa.start, bytes.subarray(prefix.length));
+      };
+      const targets = Int32Array.from({ length: vocab.size }, (_, id) => target(id));
+      let best = Infinity;
+      for (const t of targets) if (t >= 0) best = Math.min(best, matcher.minTokensToAccept(t) + 1);
+      for (const remaining of [1, 2, 3, 5, 1000]) {
+        const st = new DfaConstraintState(matcher, prefix);
+        const mask = st.mask(remaining);
+        const expected = (id: number): boolean => targets[id]! >= 0 && matcher.minTokensToAccept(targets[id]!) <= remaining - 1;
+        assert.deepEqual(maskDiff(mask, vocab.size, expected), [], `/${pattern}/ prefix ${JSON.stringify(prefixText)} remaining ${remaining}`);
+        assert.equal(st.minTokensToAccept(), best);
+      }
+      // Advancing follows the same rule.
+      const st = new DfaConstraintState(matcher, prefix);
+      for (let id = 0; id < vocab.size; id += 37) {
+        const probe = new DfaConstraintState(matcher, prefix);
+        assert.equal(probe.advance(id), targets[id]! >= 0, `advance ${id}`);
+        if (targets[id]! >= 0) assert.equal(probe.state, targets[id]);
+      }
+      assert.equal(st.state, PREFIX_PENDING);
+    }
+  });
+}

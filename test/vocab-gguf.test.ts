@@ -196,6 +196,9 @@ test("rejects bad magic, unsupported versions and truncated headers with GgufFor
   for (const cut of [3, 20, 1000, 500_000, headerEndAtLeast - 1]) {
     assert.throws(() => readGguf(writeTemp(good.subarray(0, cut))), GgufFormatError, `cut at ${cut}`);
   }
+  // a corrupt array length fails fast instead of allocating
+  const hugeArray = new Bytes().u32(0x46554747).u32(3).u64(0).u64(1).key("a", GgufValueType.ARRAY).u32(GgufValueType.INT64).u64(2 ** 27).build();
+  assert.throws(() => readGguf(writeTemp(hugeArray)), /does not fit/);
   const badType = new Bytes().u32(0x46554747).u32(3).u64(0).u64(1).key("k", 99).u32(0).build();
   assert.throws(() => readGguf(writeTemp(badType)), /unknown value type 99/);
 });

@@ -40,6 +40,8 @@ export class DfaTokenMatcher {
   private readonly successorsExact: Uint8Array;
   /** Budgeted masks keyed by state * 2^22 + threshold. */
   private readonly budgetMasks = new Map<number, Uint32Array>();
+  /** Distinct masks by content hash (see intern). */
+  private readonly maskIntern = new Map<number, Uint32Array[]>();
   private readonly stateAtDepth: Int32Array;
   private readonly successorStamp: Int32Array;
   private readonly successorScratch: Int32Array;
@@ -200,6 +202,41 @@ export class DfaTokenMatcher {
     return s;
   }
 
+  /**
+   * The tokens in trie node `root`'s subtree whose bytes after the root's prefix keep the DFA
+   * live from `state` (tokens at the root itself stay in `state`), as (from, to, target) triples
+   * over trie.tokenIds. For prompt-boundary healing: root = the forced prefix's node.
+   */
+  subtreeSpans(root: number, state: number): Int32Array {
+    const trie = this.trie;
+    const { nodeInfo, subtreeSize, tokenStart } = trie;
+    const { next, byteClass, numClasses } = this.dfa;
+    const out: number[] = [];
+    if (root < 0 || state < 0) return new Int32Array(0);
+    if (tokenStart[root + 1]! > tokenStart[root]!) out.push(tokenStart[root]!, tokenStart[root + 1]!, state);
+    const stateAtDepth = this.stateAtDepth;
+    stateAtDepth[(nodeInfo[root]! >>> 8) & 0xffff] = state;
+    const end = root + subtreeSize[root]!;
+    let p = root + 1;
+    while (p < end) {
+      const info = nodeInfo[p]!;
+      const d = (info >>> 8) & 0xffff;
+      const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
+      const size = subtreeSize[p]!;
+      if (ns < 0) {
+        p += size;
+        continue;
+      }
+      stateAtDepth[d] = ns;
+      const bulk = size > 8 && this.subtreeLoops(p, ns);
+      if (bulk || (info & 0x80000000) !== 0) {
+        out.push(tokenStart[p]!, bulk ? tokenStart[p + size]! : tokenStart[p + 1]!, ns);
+      }
+      p += bulk ? size : 1;
+    }
+    return Int32Array.from(out);
+  }
+
   /** DFA state after data[from .. to) of the vocabulary's byte store. */
   private advanceBytes(state: number, from: number, to: number): number {
     const { next, byteClass, numClasses } = this.dfa;
@@ -320,12 +357,12 @@ export class DfaTokenMatcher {
       p += bulk ? size : 1;
     }
     this.keepMinorSpans(state, spans, numSpans, numSucc);
-    this.fullMasks[state] = mask;
+    this.fullMasks[state] = this.intern(mask);
     this.tokenCount[state] = count;
     this.successors[state] = scratch.slice(0, numSucc);
     this.maxSuccessorMinBytes[state] = maxMinBytes;
     this.statesComputed++;
-    return mask;
+    return this.fullMasks[state]!;
   }
 
   /** Largest successor token distance ≤ limit, or -1 when no successor fits. */
@@ -373,7 +410,29 @@ export class DfaTokenMatcher {
         }
       }
     }
-    this.budgetMasks.set(key, mask);
+    const shared = this.intern(mask);
+    this.budgetMasks.set(key, shared);
+    return shared;
+  }
+
+  /**
+   * Returns an existing mask with the same bits when there is one. Counted repeats give many
+   * states with identical masks (e.g. [a-z]{0,500}: every state far from the end), so identical
+   * masks are stored once.
+   */
+  private intern(mask: Uint32Array): Uint32Array {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < mask.length; i++) h = Math.imul(h ^ mask[i]!, 0x01000193);
+    const bucket = this.maskIntern.get(h);
+    if (bucket === undefined) {
+      this.maskIntern.set(h, [mask]);
+      return mask;
+    }
+    outer: for (const m of bucket) {
+      for (let i = 0; i < mask.length; i++) if (m[i] !== mask[i]) continue outer;
+      return m;
+    }
+    bucket.push(mask);
     return mask;
   }
 

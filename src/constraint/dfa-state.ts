@@ -11,15 +11,18 @@ export const PREFIX_PENDING = -2;
  * P · rest, and rest is matched by the pattern from its start. (Tokens that are a proper prefix of
  * P are not offered; P itself is always a candidate, landing on the pattern's start state.) The
  * caller strips P from the decoded output. The first token counts against the budget like any
- * other. This is one extra trie walk over P's subtree at the first step, done once per request;
- * every later step uses the matcher's shared per-state caches.
+ * other. Cost: one walk of P's trie subtree at the first step (token ranges with their target
+ * states, computed once per request); every later step uses the matcher's shared caches.
  */
 export class DfaConstraintState {
   readonly matcher: DfaTokenMatcher;
-  /** Current DFA state; PREFIX_PENDING before the first token when healing; -1 after a rejected path. */
+  /** Current DFA state; PREFIX_PENDING before the first token when healing. */
   state: number;
-  private readonly prefixTokens: Int32Array | undefined;
-  private readonly prefixTargets: Int32Array | undefined;
+  private readonly prefix: Uint8Array | undefined;
+  /** Trie node of the forced prefix (-1: no token starts with it). */
+  private readonly prefixNode: number;
+  /** (from, to, target) token ranges of the first step, computed on first use. */
+  private prefixSpans: Int32Array | undefined;
   private prefixMaskLimit = -1;
   private prefixMask: Uint32Array | undefined;
 
@@ -27,32 +30,12 @@ export class DfaConstraintState {
     this.matcher = matcher;
     if (forcedPrefix === undefined || forcedPrefix.length === 0) {
       this.state = matcher.start;
+      this.prefixNode = -1;
       return;
     }
     this.state = PREFIX_PENDING;
-    const trie = matcher.trie;
-    const node = trie.findNode(forcedPrefix);
-    if (node < 0) {
-      this.prefixTokens = new Int32Array(0);
-      this.prefixTargets = new Int32Array(0);
-      return;
-    }
-    // Tokens in P's subtree, with the DFA state after their bytes beyond P (few: usually < 1000).
-    const tokens: number[] = [];
-    const targets: number[] = [];
-    const from = trie.tokenStart[node]!;
-    const to = trie.tokenStart[node + trie.subtreeSize[node]!]!;
-    for (let k = from; k < to; k++) {
-      const id = trie.tokenIds[k]!;
-      const rest = trie.tokenBytes(id).subarray(forcedPrefix.length);
-      const target = matcher.advanceFromStart(rest);
-      if (target >= 0) {
-        tokens.push(id);
-        targets.push(target);
-      }
-    }
-    this.prefixTokens = Int32Array.from(tokens);
-    this.prefixTargets = Int32Array.from(targets);
+    this.prefix = forcedPrefix.slice();
+    this.prefixNode = matcher.trie.findNode(forcedPrefix);
   }
 
   isAccepting(): boolean {
@@ -69,8 +52,8 @@ export class DfaConstraintState {
     if (this.state !== PREFIX_PENDING) return this.matcher.hasAnyToken(this.state, remaining);
     const limit = (remaining ?? 0x7fffffff) - 1;
     if (limit < 0) return false;
-    const targets = this.prefixTargets!;
-    for (let i = 0; i < targets.length; i++) if (this.matcher.canAcceptWithin(targets[i]!, limit)) return true;
+    const spans = this.spans();
+    for (let i = 0; i < spans.length; i += 3) if (this.matcher.canAcceptWithin(spans[i + 2]!, limit)) return true;
     return false;
   }
 
@@ -78,9 +61,9 @@ export class DfaConstraintState {
   minTokensToAccept(): number {
     if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state);
     let best = Number.POSITIVE_INFINITY;
-    const targets = this.prefixTargets!;
-    for (let i = 0; i < targets.length; i++) {
-      const d = this.matcher.minTokensToAccept(targets[i]!);
+    const spans = this.spans();
+    for (let i = 0; i < spans.length; i += 3) {
+      const d = this.matcher.minTokensToAccept(spans[i + 2]!);
       if (d < best) best = d;
     }
     return best + 1;
@@ -93,19 +76,18 @@ export class DfaConstraintState {
   }
 
   /**
-   * Moves past `tokenId`. Returns false, leaving the state unchanged, when the token is not
-   * allowed by the pattern (budgets are the caller's mask business, not checked here).
+   * Moves past `tokenId`. Returns false, leaving the state unchanged, when the pattern (or the
+   * forced prefix) does not allow the token; budgets are the mask's business, not checked here.
    */
   advance(tokenId: number): boolean {
     let next: number;
     if (this.state === PREFIX_PENDING) {
       next = -1;
-      const tokens = this.prefixTokens!;
-      for (let i = 0; i < tokens.length; i++) {
-        if (tokens[i] === tokenId) {
-          next = this.prefixTargets![i]!;
-          break;
-        }
+      const trie = this.matcher.trie;
+      const node = trie.isGenerable(tokenId) ? trie.tokenNode[tokenId]! : -1;
+      const root = this.prefixNode;
+      if (root >= 0 && node >= root && node < root + trie.subtreeSize[root]!) {
+        next = this.matcher.advanceByteArray(this.matcher.start, trie.tokenBytes(tokenId).subarray(this.prefix!.length));
       }
     } else {
       next = this.matcher.advance(this.state, tokenId);
@@ -115,16 +97,22 @@ export class DfaConstraintState {
     return true;
   }
 
+  private spans(): Int32Array {
+    if (this.prefixSpans === undefined) this.prefixSpans = this.matcher.subtreeSpans(this.prefixNode, this.matcher.start);
+    return this.prefixSpans;
+  }
+
   private prefixStepMask(remaining: number): Uint32Array {
     if (remaining <= 0) return this.matcher.emptyMask;
     const limit = remaining - 1;
     if (this.prefixMask !== undefined && this.prefixMaskLimit === limit) return this.prefixMask;
     const mask = new Uint32Array(this.matcher.words);
-    const tokens = this.prefixTokens!;
-    const targets = this.prefixTargets!;
-    for (let i = 0; i < tokens.length; i++) {
-      if (this.matcher.canAcceptWithin(targets[i]!, limit)) {
-        const id = tokens[i]!;
+    const spans = this.spans();
+    const tokenIds = this.matcher.trie.tokenIds;
+    for (let i = 0; i < spans.length; i += 3) {
+      if (!this.matcher.canAcceptWithin(spans[i + 2]!, limit)) continue;
+      for (let k = spans[i]!; k < spans[i + 1]!; k++) {
+        const id = tokenIds[k]!;
         mask[id >>> 5]! |= 1 << (id & 31);
       }
     }

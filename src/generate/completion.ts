@@ -23,8 +23,8 @@ export interface TokenConstraint {
   hasAnyToken(remaining: number): boolean;
   /** Moves past the token; false when it is not allowed (then nothing changed). */
   advance(token: number): boolean;
-  /** Exact minimum tokens to a complete match (Infinity when none). */
-  minTokensToAccept(): number;
+  /** Exact minimum tokens to a complete match; Infinity when none within `cap` tokens. */
+  minTokensToAccept(cap: number): number;
 }
 
 export interface CompletionJobOptions {

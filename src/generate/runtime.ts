@@ -3,6 +3,7 @@
  * by every request through the continuous-batching scheduler, and regex completion on top.
  */
 import { compileRegexCached, regexConstraintFor } from "./regex-constraint.js";
+import { grammarConstraintFor } from "./grammar-constraint.js";
 import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
 import { Sampler } from "../sampling/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
@@ -14,6 +15,7 @@ import {
   UnsatisfiableError,
   type CompletionOptions,
   type CompletionResult,
+  type GrammarCompletionRequest,
   type RegexCompletionRequest,
 } from "./types.js";
 
@@ -91,6 +93,11 @@ export class GenerationRuntime {
     return this.complete(req, (prefix) => matcher(prefix), "pattern");
   }
 
+  async completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult> {
+    const constraint = grammarConstraintFor(this.trie, req.grammar);
+    return this.complete(req, constraint, "grammar");
+  }
+
   /**
    * Constrained completion with prompt-boundary healing and up-front budget planning.
    * `field` names the request field the constraint came from, for 422 messages.
@@ -104,7 +111,7 @@ export class GenerationRuntime {
       );
     }
     const plain = makeConstraint(undefined);
-    const needed = plain.minTokensToAccept();
+    const needed = plain.minTokensToAccept(req.maxNewTokens);
     let constraint = plain;
     let fed = prompt;
     let prefixLength = 0;
@@ -114,7 +121,10 @@ export class GenerationRuntime {
       fed = prompt.subarray(0, prompt.length - 1);
       prefixLength = healed.prefixLength;
     } else if (!Number.isFinite(needed)) {
-      throw new UnsatisfiableError(`no text matching the ${field} can be written with this model's tokens`, field);
+      throw new UnsatisfiableError(
+        `no text matching the ${field} fits within max_new_tokens (${req.maxNewTokens}) with this model's tokens`,
+        field,
+      );
     } else if (needed > req.maxNewTokens) {
       throw new UnsatisfiableError(
         `the ${field} needs at least ${needed} tokens but max_new_tokens is ${req.maxNewTokens}`,
@@ -166,7 +176,7 @@ export class GenerationRuntime {
     const prefix = this.vocab.tokenBytes(last);
     if (prefix.length === 0) return null;
     const constraint = makeConstraint(prefix);
-    if (constraint.minTokensToAccept() > maxNewTokens) return null;
+    if (constraint.minTokensToAccept(maxNewTokens) > maxNewTokens) return null;
     const mask = constraint.mask(maxNewTokens);
     const offsets = this.vocab.offsets;
     for (let w = 0; w < mask.length; w++) {

@@ -17,6 +17,7 @@ import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
 import { GrammarError } from "./lalr.js";
 import type { LexTerminal, Scanner } from "./lexer.js";
+import { parsePyRegex, type RegexNode } from "./pyregex.js";
 
 const LARK_ESCAPED_STRING = String.raw`".*?(?<!\\)(\\\\)*?"`;
 
@@ -59,6 +60,13 @@ export interface IncrementalOptions {
 
 export class GrammarAutomaton {
   readonly start: number;
+  /**
+   * Terminals whose Python-preferred match the automaton only approximates (mixed greedy/lazy
+   * quantifiers, alternations or repeats whose choice is not decided by the next character).
+   * Empty means the automaton's lexing is exactly Lark's for this grammar (up to \\d \\w \\s being
+   * ASCII in the byte DFAs).
+   */
+  readonly approximate = new Set<string>();
   private readonly maxIgnoredRun: number;
   private readonly scannerDfas: ScannerDfa[] = [];
   private readonly scannerOfState: Int32Array;
@@ -84,7 +92,7 @@ export class GrammarAutomaton {
       let id = byScanner.get(sc);
       if (id === undefined) {
         id = this.scannerDfas.length;
-        this.scannerDfas.push(buildScannerDfa(sc));
+        this.scannerDfas.push(buildScannerDfa(sc, this.approximate));
         byScanner.set(sc, id);
       }
       this.scannerOfState[s] = id;
@@ -110,7 +118,7 @@ export class GrammarAutomaton {
 
   /** LALR feed on an interned stack: new stack id, -1 on error, -2 on acceptance ($END). */
   private feed(stack: number, terminal: number): number {
-    const memoKey = stack * 4096 + terminal;
+    const memoKey = stack * this.grammar.table.terminals.length + terminal;
     const hit = this.feedMemo.get(memoKey);
     if (hit !== undefined) return hit;
     const t = this.grammar.table;
@@ -406,6 +414,107 @@ function hasLazy(src: string): boolean {
   return /(\*|\+|\?|\})\?/.test(src.replace(/\\./g, ""));
 }
 
+// ASCII characters 0..127 plus slot 128 for "some non-ASCII character".
+type CharSet = Uint8Array;
+const NON_ASCII = 128;
+const emptySet = (): CharSet => new Uint8Array(129);
+const overlaps = (a: CharSet, b: CharSet): boolean => {
+  for (let i = 0; i < 129; i++) if (a[i] && b[i]) return true;
+  return false;
+};
+const union = (a: CharSet, b: CharSet): CharSet => {
+  const out = a.slice();
+  for (let i = 0; i < 129; i++) if (b[i]) out[i] = 1;
+  return out;
+};
+
+function firstCharsOfSet(n: Extract<RegexNode, { k: "set" }>): CharSet {
+  const out = emptySet();
+  const member = emptySet();
+  for (let i = 0; i < n.ranges.length; i += 2) {
+    for (let c = n.ranges[i]!; c <= Math.min(n.ranges[i + 1]!, 127); c++) member[c] = 1;
+    if (n.ranges[i + 1]! > 127) member[NON_ASCII] = 1;
+  }
+  for (const e of n.classes) {
+    const re = e === "d" ? /\d/ : e === "D" ? /\D/ : e === "w" ? /\w/ : e === "W" ? /\W/ : e === "s" ? /\s/ : /\S/;
+    for (let c = 0; c < 128; c++) if (re.test(String.fromCharCode(c))) member[c] = 1;
+    member[NON_ASCII] = 1;
+  }
+  if (n.caseless) for (let c = 65; c <= 90; c++) if (member[c] || member[c + 32]) { member[c] = 1; member[c + 32] = 1; }
+  for (let c = 0; c < 129; c++) out[c] = n.negated ? (c === NON_ASCII ? 1 : 1 - member[c]!) : member[c]!;
+  return out;
+}
+
+/**
+ * Whether Python's preferred match of this pattern is what the automaton models: the longest
+ * match (greedy, and every choice decided by the next character: alternation branches and
+ * repeat-vs-continue start with disjoint characters), or the shortest (a single variable-length
+ * part, lazy). Anything else is approximated.
+ */
+export function pythonPreferenceModelled(root: RegexNode): boolean {
+  let unsafe = false;
+  let variableParts = 0;
+  let lazyParts = 0;
+  let counting = true; // the first pass over a repeat body only computes its FIRST set
+  const walk = (n: RegexNode, follow: CharSet): { first: CharSet; nullable: boolean } => {
+    switch (n.k) {
+      case "set": return { first: firstCharsOfSet(n), nullable: false };
+      case "any": {
+        const f = emptySet().fill(1);
+        if (!n.dotAll) f[10] = 0;
+        return { first: f, nullable: false };
+      }
+      case "assert": case "look": return { first: emptySet(), nullable: true };
+      case "backref": unsafe = true; return { first: emptySet().fill(1), nullable: true };
+      case "group": return walk(n.body, follow);
+      case "seq": {
+        // Right to left so each item knows what can follow it.
+        let after = follow;
+        let first = emptySet();
+        let nullable = true;
+        for (let i = n.items.length - 1; i >= 0; i--) {
+          const r = walk(n.items[i]!, after);
+          first = r.nullable ? union(r.first, first) : r.first;
+          nullable = nullable && r.nullable;
+          after = r.nullable ? union(r.first, after) : r.first;
+        }
+        return { first, nullable };
+      }
+      case "alt": {
+        let first = emptySet();
+        let nullable = false;
+        for (const a of n.alts) {
+          const r = walk(a, follow);
+          if (overlaps(first, r.first) || (r.nullable && nullable)) unsafe = true;
+          first = union(first, r.first);
+          nullable = nullable || r.nullable;
+        }
+        if (nullable) unsafe = true;
+        return { first, nullable };
+      }
+      case "rep": {
+        const saved = counting;
+        const savedUnsafe = unsafe;
+        counting = false;
+        const inner = walk(n.body, follow);
+        counting = saved;
+        unsafe = savedUnsafe;
+        const r = walk(n.body, n.max > 1 ? union(inner.first, follow) : follow);
+        if (n.min !== n.max && counting) {
+          variableParts++;
+          if (n.lazy) lazyParts++;
+          else if (overlaps(r.first, follow) || r.nullable) unsafe = true;
+        }
+        // A lazy repeat stops as soon as what follows matches: overlap there is its purpose.
+        return { first: r.first, nullable: n.min === 0 || r.nullable };
+      }
+    }
+  };
+  walk(root, emptySet());
+  if (lazyParts > 0) return lazyParts === 1 && variableParts === 1 && !unsafe;
+  return !unsafe;
+}
+
 /** Python tries a top-level alternation's branches in order, like a scanner's terminals. */
 export function splitTopAlternatives(src: string): string[] {
   const wrapped = /^\(\?([a-zA-Z]*)(?:-[a-zA-Z]+)?:/.exec(src);
@@ -445,7 +554,7 @@ function closingParen(src: string, open: number): number {
   return -1;
 }
 
-function buildScannerDfa(sc: Scanner): ScannerDfa {
+function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
   const terms = sc.order;
   const specs: { source: string }[] = [];
   const shortest: number[] = [];
@@ -455,6 +564,7 @@ function buildScannerDfa(sc: Scanner): ScannerDfa {
     if (src === LARK_ESCAPED_STRING) src = ESCAPED_STRING_REGULAR;
     const alts = t.def.pattern.type === "re" ? splitTopAlternatives(src) : [src];
     for (const alt of alts) {
+      if (t.def.pattern.type === "re" && src !== ESCAPED_STRING_REGULAR && !pythonPreferenceModelled(parsePyRegex(alt).root)) approximate.add(t.name);
       specs.push({ source: alt });
       shortest.push(t.def.pattern.type === "re" && hasLazy(alt) ? 1 : 0);
       termOf.push(ti);

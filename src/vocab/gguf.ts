@@ -235,6 +235,11 @@ class ChunkReader {
     return this.start + this.pos;
   }
 
+  /** Bytes left in the file after the cursor. */
+  get remaining(): number {
+    return this.fileSize - this.position;
+  }
+
   /** Makes n bytes available at the cursor. */
   private ensure(n: number): void {
     if (this.pos + n <= this.end) return;
@@ -340,6 +345,21 @@ class ChunkReader {
 }
 
 const MAX_ARRAY_ITEMS = 1 << 28;
+const ITEM_MIN_BYTES: Record<number, number> = {
+  [GgufValueType.UINT8]: 1,
+  [GgufValueType.INT8]: 1,
+  [GgufValueType.UINT16]: 2,
+  [GgufValueType.INT16]: 2,
+  [GgufValueType.UINT32]: 4,
+  [GgufValueType.INT32]: 4,
+  [GgufValueType.FLOAT32]: 4,
+  [GgufValueType.BOOL]: 1,
+  [GgufValueType.STRING]: 8,
+  [GgufValueType.ARRAY]: 12,
+  [GgufValueType.UINT64]: 8,
+  [GgufValueType.INT64]: 8,
+  [GgufValueType.FLOAT64]: 8,
+};
 
 function readStringArray(r: ChunkReader, count: number): GgufStringArray {
   const offsets = new Uint32Array(count + 1);
@@ -364,7 +384,12 @@ function readArray(r: ChunkReader, depth: number): GgufArray {
   const at = r.position;
   const itemType = r.u32();
   const count = r.size("array length");
-  if (count > MAX_ARRAY_ITEMS) throw new GgufFormatError(`array of ${count} items`, at);
+  // Every item takes at least its fixed size (8 bytes of length for a string, 12 bytes of header
+  // for a nested array): a corrupt count fails here instead of allocating gigabytes.
+  const minItemBytes = ITEM_MIN_BYTES[itemType] ?? 1;
+  if (count > MAX_ARRAY_ITEMS || count * minItemBytes > r.remaining) {
+    throw new GgufFormatError(`array of ${count} items does not fit in the file`, at);
+  }
   switch (itemType) {
     case GgufValueType.STRING:
       return readStringArray(r, count);
