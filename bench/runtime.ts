@@ -5,7 +5,8 @@
  *   (a) unconstrained, (b) dense random mask (half the vocabulary), (c) sparse mask (64 tokens),
  * each for 1 and for 8 concurrent sequences (one decode per step for all of them).
  * The modes alternate in rounds (timings on shared VMs drift) and medians are reported.
- * Env: BENCH_ROUNDS, BENCH_STEPS (per round and mode), BENCH_MODEL (a GGUF path), BENCH_THREADS,
+ * Env: BENCH_ROUNDS, BENCH_STEPS (per round and mode), BENCH_QUANT (q8_0 | q4_0),
+ * BENCH_MODEL (a GGUF path instead of the synthetic model), BENCH_THREADS,
  * BENCH_FLASH_ATTN (auto|on|off).
  */
 import { availableParallelism } from "node:os";
@@ -28,7 +29,8 @@ const median = (xs: number[]): number => {
 };
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
-const modelPath = process.env.BENCH_MODEL ?? ensureSyntheticModel("qwen2-0.5b", "q8_0");
+const QUANT = process.env.BENCH_QUANT === "q4_0" ? "q4_0" : "q8_0";
+const modelPath = process.env.BENCH_MODEL ?? ensureSyntheticModel("qwen2-0.5b", QUANT);
 const model = loadModel(modelPath, { threads: THREADS });
 const nVocab = model.nVocab;
 const words = maskWords(nVocab);
@@ -134,33 +136,40 @@ function batchedCeiling(): number {
 const results: Record<string, unknown> = {};
 const ceiling = batchedCeiling();
 const tokensPerSecond: Record<number, Record<Mode, number>> = {};
-for (const nSeq of SEQUENCE_COUNTS) {
-  const run = setup(nSeq);
-  runSteps(run, "unconstrained", 2, 0); // warm-up: page in the weights, size the buffers
-  const rates: Record<Mode, number[]> = { unconstrained: [], dense: [], sparse: [] };
-  const samplingMsPerToken: Record<Mode, number[]> = { unconstrained: [], dense: [], sparse: [] };
-  for (let r = 0; r < ROUNDS; r++) {
+// Both sequence counts live side by side and alternate within every round, so drift of the
+// shared machine hits them alike.
+const runs = SEQUENCE_COUNTS.map((nSeq) => setup(nSeq));
+for (const run of runs) runSteps(run, "unconstrained", 2, 0); // warm-up: page in the weights
+const rates = runs.map((): Record<Mode, number[]> => ({ unconstrained: [], dense: [], sparse: [] }));
+const samplingMsPerToken = runs.map((): Record<Mode, number[]> => ({ unconstrained: [], dense: [], sparse: [] }));
+for (let r = 0; r < ROUNDS; r++) {
+  for (let m = 0; m < MODES.length; m++) {
     // Rotate the order each round so drift does not favour one mode.
-    for (let m = 0; m < MODES.length; m++) {
-      const mode = MODES[(m + r) % MODES.length]!;
+    const mode = MODES[(m + r) % MODES.length]!;
+    runs.forEach((run, k) => {
+      const nSeq = SEQUENCE_COUNTS[k]!;
       const [seconds, samplingSeconds] = runSteps(run, mode, STEPS, r * STEPS);
-      rates[mode].push((STEPS * nSeq) / seconds);
-      samplingMsPerToken[mode].push((samplingSeconds * 1000) / (STEPS * nSeq));
-    }
+      rates[k]![mode].push((STEPS * nSeq) / seconds);
+      samplingMsPerToken[k]![mode].push((samplingSeconds * 1000) / (STEPS * nSeq));
+    });
   }
+}
+runs.forEach((run, k) => {
+  const nSeq = SEQUENCE_COUNTS[k]!;
+  const rate = rates[k]!;
   run.ctx.dispose();
   tokensPerSecond[nSeq] = {
-    unconstrained: median(rates.unconstrained),
-    dense: median(rates.dense),
-    sparse: median(rates.sparse),
+    unconstrained: median(rate.unconstrained),
+    dense: median(rate.dense),
+    sparse: median(rate.sparse),
   };
   results[`seq${nSeq}`] = {
-    tokensPerSecond: Object.fromEntries(MODES.map((m) => [m, round3(median(rates[m]))])),
-    samplingMsPerToken: Object.fromEntries(MODES.map((m) => [m, round3(median(samplingMsPerToken[m]))])),
-    ratioDenseOverUnconstrained: round3(median(rates.dense) / median(rates.unconstrained)),
-    ratioSparseOverUnconstrained: round3(median(rates.sparse) / median(rates.unconstrained)),
+    tokensPerSecond: Object.fromEntries(MODES.map((m) => [m, round3(median(rate[m]))])),
+    samplingMsPerToken: Object.fromEntries(MODES.map((m) => [m, round3(median(samplingMsPerToken[k]![m]))])),
+    ratioDenseOverUnconstrained: round3(median(rate.dense) / median(rate.unconstrained)),
+    ratioSparseOverUnconstrained: round3(median(rate.sparse) / median(rate.unconstrained)),
   };
-}
+});
 
 const one = tokensPerSecond[1]!;
 const eight = tokensPerSecond[8]!;

@@ -158,6 +158,15 @@ struct Model {
 
 napi_ref g_modelConstructor = nullptr;
 
+// Type tags make unwrap refuse a Context passed where a Model is expected (and vice versa).
+const napi_type_tag kModelTag = {0x7472656c6c69734dULL, 0x6f64656c00000001ULL};
+const napi_type_tag kContextTag = {0x7472656c6c697343ULL, 0x6f6e746578740002ULL};
+
+bool HasTag(napi_env env, napi_value object, const napi_type_tag& tag) {
+  bool matches = false;
+  return napi_check_object_type_tag(env, object, &tag, &matches) == napi_ok && matches;
+}
+
 void FinalizeModel(napi_env, void* data, void*) {
   Model* m = static_cast<Model*>(data);
   // Contexts hold a strong reference to their model's JS object, so by the time this runs every
@@ -167,6 +176,7 @@ void FinalizeModel(napi_env, void* data, void*) {
 }
 
 Model* UnwrapModel(napi_env env, napi_value object) {
+  if (!HasTag(env, object, kModelTag)) return nullptr;
   void* data = nullptr;
   if (napi_unwrap(env, object, &data) != napi_ok) return nullptr;
   return static_cast<Model*>(data);
@@ -220,6 +230,7 @@ napi_value ModelNew(napi_env env, napi_callback_info info) {
     delete m;
     return Throw(env, "napi_wrap failed");
   }
+  napi_type_tag_object(env, self, &kModelTag);
   return self;
 }
 
@@ -439,6 +450,7 @@ void FinalizeContext(napi_env env, void* data, void*) {
 }
 
 Context* UnwrapContext(napi_env env, napi_value object) {
+  if (!HasTag(env, object, kContextTag)) return nullptr;
   void* data = nullptr;
   if (napi_unwrap(env, object, &data) != napi_ok) return nullptr;
   return static_cast<Context*>(data);
@@ -520,6 +532,7 @@ napi_value ContextNew(napi_env env, napi_callback_info info) {
     delete c;
     return Throw(env, "napi_wrap failed");
   }
+  napi_type_tag_object(env, self, &kContextTag);
   return self;
 }
 

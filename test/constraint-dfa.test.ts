@@ -59,6 +59,13 @@ function checkAgainstBruteForceWith(
       assert.equal(matcher.canAcceptWithin(s, r), minTok[s]! <= r, `${label}: canAcceptWithin(${s}, ${r})`);
     }
     for (let id = 0; id < vocab.size; id++) assert.equal(matcher.advance(s, id), row[id], `${label}: advance(${s}, ${id})`);
+    // With a cap: a number in [exact, cap] when the match fits, else exact (fresh matchers, so
+    // the cheap path runs before any distance is known).
+    for (let cap = 0; cap <= maxBudget; cap++) {
+      const v = new DfaTokenMatcher(trie, dfa, opts).minTokensToAccept(s, cap);
+      if (minTok[s]! <= cap) assert.ok(v >= minTok[s]! && v <= cap, `${label}: minTokensToAccept(${s}, cap ${cap}) = ${v}`);
+      else assert.equal(v, minTok[s], `${label}: minTokensToAccept(${s}, cap ${cap})`);
+    }
   }
 }
 
@@ -370,6 +377,9 @@ if (realVocabs.includes("qwen2")) {
         const expected = (id: number): boolean => targets[id]! >= 0 && matcher.minTokensToAccept(targets[id]!) <= remaining - 1;
         assert.deepEqual(maskDiff(mask, vocab.size, expected), [], `/${pattern}/ prefix ${JSON.stringify(prefixText)} remaining ${remaining}`);
         assert.equal(st.minTokensToAccept(), best);
+        const capped = new DfaConstraintState(new DfaTokenMatcher(trie, dfa), prefix).minTokensToAccept(remaining);
+        if (best <= remaining) assert.ok(capped >= best && capped <= remaining, `capped ${capped} best ${best} cap ${remaining}`);
+        else assert.equal(capped, best);
       }
       // Advancing follows the same rule.
       const st = new DfaConstraintState(matcher, prefix);

@@ -102,7 +102,7 @@ export function recordingFactory(
       mask: (remaining) => inner.mask(remaining),
       isAccepting: () => inner.isAccepting(),
       hasAnyToken: (remaining) => inner.hasAnyToken(remaining),
-      minTokensToAccept: () => inner.minTokensToAccept(),
+      minTokensToAccept: (cap) => inner.minTokensToAccept(cap),
       advance(token) {
         const ok = inner.advance(token);
         if (ok) rec.tokens.push(token);

@@ -1,7 +1,8 @@
 import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
-import { loadModel, LlamaBatch, SequenceSlots, TokenAttr, KvCacheFullError, type LlamaContext } from "../src/model/index.js";
-import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { execFileSync } from "node:child_process";
+import { loadModel, initRuntime, packageBinsDir, LlamaBatch, SequenceSlots, TokenAttr, KvCacheFullError, type LlamaContext } from "../src/model/index.js";
+import { LLAMA2_TINY_RANDOM, REPO_ROOT, STORIES_260K, vocabFile } from "./helpers/paths.js";
 
 const THREADS = 2;
 
@@ -24,6 +25,34 @@ function assertClose(a: Float32Array, b: Float32Array, what: string): void {
   const diff = maxAbsDiff(a, b);
   assert.ok(diff <= 1e-3 * Math.max(1, scale), `${what}: max |Δ| ${diff} (scale ${scale})`);
 }
+
+describe("backend selection", () => {
+  test("the CPU package is found and loads; a GPU package that is not installed is not picked", () => {
+    const cpu = packageBinsDir("cpu");
+    assert.ok(cpu && cpu.endsWith("bins/linux-x64"), String(cpu));
+    const info = initRuntime();
+    if (!process.env.TRELLIS_LLAMA_BINS && packageBinsDir("cuda") === null && packageBinsDir("vulkan") === null) {
+      assert.equal(info.binsDir, cpu);
+    }
+    assert.ok(info.devices.some((d) => d.type === "cpu"));
+  });
+
+  test("TRELLIS_LLAMA_BINS pointing at a directory without llama.cpp fails with a clear error", () => {
+    const script = `import("./src/model/index.js").then((m) => m.initRuntime()).then(() => process.exit(0), (e) => { console.error(e.message); process.exit(3); })`;
+    let stderr = "";
+    try {
+      execFileSync(process.execPath, ["--import", "tsx", "-e", script], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, TRELLIS_LLAMA_BINS: "/nonexistent-bins" },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      assert.fail("initRuntime should have thrown");
+    } catch (e) {
+      stderr = String((e as { stderr?: Buffer }).stderr ?? e);
+    }
+    assert.match(stderr, /no libggml\*\.so \/ libllama\*\.so in \/nonexistent-bins/);
+  });
+});
 
 describe("vocab-only models", () => {
   test("tokenize round-trips through token pieces (gpt-2, qwen2, llama-spm)", () => {

@@ -10,8 +10,27 @@ import { RegexSyntaxError, compileRegex, matchesString, sampleString, seededRand
 
 // ---------- Python oracle ----------
 const ORACLE_SOURCE = String.raw`
-import json, re, sys, warnings
+import json, re, signal, sys, warnings
 warnings.simplefilter("ignore")
+# Random patterns can make Python's backtracking matcher exponential on near misses;
+# such strings are reported as null (not judged) instead of hanging the test.
+class Slow(Exception):
+    pass
+def on_alarm(*_):
+    raise Slow()
+signal.signal(signal.SIGALRM, on_alarm)
+def judge(rx, strings):
+    out = []
+    for s in strings:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        try:
+            out.append(rx.fullmatch(s) is not None)
+        except Slow:
+            out.extend([None] * (len(strings) - len(out)))
+            break
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return out
 FLAG_BITS = {"i": re.I, "s": re.S, "m": re.M, "x": re.X, "a": re.A, "u": re.U}
 for line in sys.stdin:
     batch = json.loads(line)
@@ -25,7 +44,7 @@ for line in sys.stdin:
         except Exception as e:
             out.append({"error": str(e)})
             continue
-        out.append({"ok": [rx.fullmatch(s) is not None for s in job["s"]]})
+        out.append({"ok": judge(rx, job["s"])})
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
 `;
@@ -42,7 +61,7 @@ class PythonOracle {
     });
     createInterface({ input: this.proc.stdout }).on("line", (line) => this.pending.shift()?.(line));
   }
-  run(jobs: Array<{ p: string; f: string; s: string[] }>): Promise<Array<{ ok?: boolean[]; error?: string }>> {
+  run(jobs: Array<{ p: string; f: string; s: string[] }>): Promise<Array<{ ok?: Array<boolean | null>; error?: string }>> {
     return new Promise((resolve) => {
       this.pending.push((line) => resolve(JSON.parse(line)));
       this.proc.stdin.write(JSON.stringify(jobs) + "\n");
@@ -238,6 +257,7 @@ function randomPatterns(count: number, seed: number): Case[] {
     return rng() < 0.5 ? `(?i:${inner})` : `(?s:${inner})`;
   };
   const quantified = (depth: number, ci: boolean): string => {
+    if (rng() < 0.06) return pick(rng, ["^", "$", "\\A", "\\Z", "$\\n", "$\\n?", "\\n^"]);
     const a = atom(depth, ci);
     const r = rng();
     let q = "";
@@ -269,7 +289,10 @@ function randomPatterns(count: number, seed: number): Case[] {
     let p = alternation(0, true); // generated with ci=true rules so scoped (?i:) is always translatable
     if (rng() < 0.1) p = `^${p}`;
     if (rng() < 0.1) p = `${p}$`;
-    out.push({ p, f: ci ? "i" : rng() < 0.1 ? "s" : "" });
+    const extra = rng() < 0.15 ? "m" : rng() < 0.1 ? "s" : rng() < 0.05 ? "x" : "";
+    // Under x an unescaped space is ignored, which could leave a quantifier with nothing to repeat.
+    if (extra === "x") p = p.replace(/ /g, "\\ ");
+    out.push({ p, f: (ci ? "i" : "") + extra });
   }
   return out;
 }
@@ -308,6 +331,7 @@ async function runDifferential(
   const results = await oracle.run(jobs);
   let strings = 0;
   let jsChecked = 0;
+  let unjudged = 0;
   const failures: string[] = [];
   cases.forEach((c, i) => {
     const r = results[i]!;
@@ -318,6 +342,10 @@ async function runDifferential(
     }
     const js = jsRegExpFor(c.p, c.f ?? "");
     job.s.forEach((s, k) => {
+      if (r.ok![k] === null) {
+        unjudged++;
+        return;
+      }
       strings++;
       const dfa = dfas[i]!;
       const ours = dfa !== null && matchesString(dfa, s);
@@ -332,6 +360,8 @@ async function runDifferential(
     });
   });
   assert.deepEqual(failures.slice(0, 25), [], `${failures.length} disagreements`);
+  assert.ok(unjudged <= strings / 20, `Python timed out on ${unjudged} strings`);
+  console.log(JSON.stringify({ patterns: cases.length, strings, jsChecked, empty, unjudged }));
   return { patterns: cases.length, strings, jsChecked, empty };
 }
 
@@ -342,7 +372,8 @@ test("hand-written patterns agree with Python re.fullmatch and JS RegExp", async
 });
 
 test("random patterns agree with Python re.fullmatch and JS RegExp", async () => {
-  const cases = randomPatterns(300, 20261122);
+  // REGEX_FUZZ_SEED explores other seeds by hand; the default keeps the suite reproducible.
+  const cases = randomPatterns(300, Number(process.env.REGEX_FUZZ_SEED ?? 20261122));
   const stats = await runDifferential(cases, 7, 24);
   assert.equal(stats.patterns, 300);
   assert.ok(stats.strings > 5000);
@@ -366,4 +397,39 @@ test("array patterns: union of alternatives agrees with Python", async () => {
       assert.equal(matchesString(j.dfa, s), expected, `${JSON.stringify(j.alts)} on ${JSON.stringify(s)}`);
     });
   }
+});
+
+test("(?i) agrees with Python for every cased code point (literal and negated class)", async () => {
+  const cased: number[] = [];
+  for (let cp = 0; cp < 0x20000; cp++) {
+    if (cp >= 0xd800 && cp <= 0xdfff) continue;
+    const ch = String.fromCodePoint(cp);
+    if (ch.toLowerCase() !== ch || ch.toUpperCase() !== ch) cased.push(cp);
+  }
+  assert.ok(cased.length > 2500);
+  const single = (s: string): boolean => Array.from(s).length === 1;
+  const jobs: Array<{ p: string; f: string; s: string[] }> = [];
+  const dfas: ByteDfa[] = [];
+  const rng = seededRandom(17);
+  for (let i = 0; i < cased.length; i++) {
+    const ch = String.fromCodePoint(cased[i]!);
+    const candidates = new Set<string>([ch, ch.toLowerCase(), ch.toUpperCase(), ch.toLowerCase().toUpperCase(), ch.toUpperCase().toLowerCase()]);
+    for (const c of ["s", "k", "i", "\u212a", "\u017f", "\u0131", "\u0130", "\u03c3", "\u03c2", "\u00b5", "\u1e9e", "\u00df"]) candidates.add(c);
+    candidates.add(String.fromCodePoint(cased[Math.floor(rng() * cased.length)]!));
+    const strings = [...candidates].filter(single);
+    const hex = cased[i]!.toString(16).padStart(8, "0");
+    // Alternate between a literal and a negated class so both paths are covered for all.
+    const pattern = i % 2 === 0 ? `\\U${hex}` : `[^\\U${hex}]`;
+    dfas.push(compileRegex(pattern, { flags: "i" }));
+    jobs.push({ p: pattern, f: "i", s: strings });
+  }
+  const results = await oracle.run(jobs);
+  const failures: string[] = [];
+  jobs.forEach((job, i) => {
+    job.s.forEach((s, k) => {
+      const ours = matchesString(dfas[i]!, s);
+      if (ours !== results[i]!.ok![k]) failures.push(`${job.p} on U+${s.codePointAt(0)!.toString(16)}: ours=${ours}`);
+    });
+  });
+  assert.deepEqual(failures.slice(0, 20), [], `${failures.length} disagreements`);
 });

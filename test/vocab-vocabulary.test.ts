@@ -1,11 +1,17 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
+  GgufStringArray,
+  GgufValueType,
   TokenKind,
+  VocabularyError,
   concatTokenBytes,
   decodeTokens,
   loadVocabulary,
   stripSpacePrefix,
+  vocabularyFromGguf,
+  type GgufFile,
+  type GgufValue,
   type Vocabulary,
   type VocabularyLoadStats,
 } from "../src/vocab/index.js";
@@ -174,4 +180,59 @@ test("real models: stories260K and llama-2-tiny-random are SentencePiece with by
   }
   assert.equal(load("stories260K").size, 512);
   assert.equal(load("llama-2-tiny-random").size, 32_000);
+});
+
+/** A GgufFile with just the tokenizer metadata (no file). */
+function syntheticVocab(model: string, texts: string[], types: number[], extra: Array<[string, GgufValue]> = []): Vocabulary {
+  const enc = new TextEncoder();
+  const parts = texts.map((t) => enc.encode(t));
+  const offsets = new Uint32Array(parts.length + 1);
+  parts.forEach((p, i) => (offsets[i + 1] = offsets[i]! + p.length));
+  const bytes = new Uint8Array(offsets[parts.length]!);
+  parts.forEach((p, i) => bytes.set(p, offsets[i]!));
+  const metadata = new Map<string, GgufValue>([
+    ["tokenizer.ggml.model", model],
+    ["tokenizer.ggml.tokens", new GgufStringArray(offsets, bytes)],
+    ["tokenizer.ggml.token_type", { itemType: GgufValueType.INT32, values: Int32Array.from(types) }],
+    ...extra,
+  ]);
+  const file: GgufFile = { version: 3, kvs: [], metadata, tensors: [], alignment: 32, dataOffset: 0, fileSize: 0 };
+  return vocabularyFromGguf(file);
+}
+
+test("llama.cpp's text-based rules: EOG texts, unused control tokens, gpt-oss and <|end|> exceptions", () => {
+  const N = 1, C = 3, U = 5, UD = 4;
+  const v = syntheticVocab(
+    "gpt2",
+    ["a", "<|endoftext|>", "<|im_end|>", "<|reserved_unused_1|>", "<|channel|>", "<|end|>", "<|return|>", "<|call|>", "Ġb", "<|fim_pad|>"],
+    [N, C, N, C, C, C, C, C, N, C],
+    [["tokenizer.ggml.eos_token_id", 1], ["tokenizer.ggml.pre", "qwen2"]],
+  );
+  assert.equal(v.kinds[0], TokenKind.Normal);
+  // <|im_end|> is typed normal but llama.cpp makes it control + EOG by its text
+  assert.deepEqual(Array.from(v.eogTokens), [1, 2, 6, 7, 9]); // not <|end|> (gpt-oss: <|return|> and <|call|> exist)
+  assert.deepEqual(bytesOf(v, 2), utf8("<|im_end|>"));
+  assert.equal(v.kinds[3], TokenKind.Unused);
+  assert.equal(v.kinds[4], TokenKind.UserDefined);
+  assert.equal(v.kinds[5], TokenKind.UserDefined);
+  assert.deepEqual(bytesOf(v, 8), utf8(" b"));
+  assert.equal(v.addBos, false);
+
+  // gemma4: </s> is ordinary text when <|tool_response> exists
+  const g = syntheticVocab("gemma4", ["<pad>", "<eos>", "</s>", "<|tool_response>", "▁x", "<0x41>"], [C, C, C, C, N, 6], [
+    ["tokenizer.ggml.eos_token_id", 1],
+  ]);
+  assert.deepEqual(Array.from(g.eogTokens), [1, 3]);
+  assert.equal(g.kinds[2], TokenKind.Normal);
+  assert.deepEqual(bytesOf(g, 4), utf8(" x"));
+  assert.deepEqual(bytesOf(g, 5), [0x41]);
+  assert.equal(g.addBos, true);
+
+  // PLaMo-2 spells normal tokens as plain text (no ▁ unescaping); SPM without token types
+  const p = syntheticVocab("plamo2", ["<unk>", "<s>", "</s>", "▁x", "<0x0A>"], [2, C, C, N, 6]);
+  assert.deepEqual(bytesOf(p, 3), utf8("▁x"));
+  assert.deepEqual(bytesOf(p, 4), [0x0a]);
+
+  assert.throws(() => syntheticVocab("rwkv", ["a"], [N]), VocabularyError);
+  assert.throws(() => syntheticVocab("llama", ["<0xZZ>"], [6]), VocabularyError);
 });

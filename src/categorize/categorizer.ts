@@ -18,20 +18,45 @@ import type { GenerationRuntime } from "../generate/runtime.js";
 import { runJob } from "../generate/scheduler.js";
 import { InvalidRequestError, type CategorizeRequest, type CategorizeResult } from "../generate/types.js";
 import { TokenKind, type Vocabulary } from "../vocab/index.js";
-import { ScoringJob, type ScoringResult } from "./scoring.js";
-import { formatQuestion, formatSinglePrompt, formatMultiPrompt, NULL_OPTION } from "./format.js";
+import { ScoringJob, type ScoringResult, type ScoringStats } from "./scoring.js";
+import {
+  answerText,
+  formatMultiPrompt,
+  formatSinglePrompt,
+  NULL_OPTION,
+  NULL_OPTION_ALTERNATIVE,
+  promptStyleFor,
+  type PromptSegment,
+  type PromptStyle,
+} from "./format.js";
+import { PromptTokenizer } from "./tokens.js";
+
+export interface CategorizerOptions {
+  /** Overrides the model's chat template (null: plain completion format). */
+  chatTemplate?: string | null;
+}
 
 export class Categorizer {
+  readonly style: PromptStyle;
+  /** Decode counters of the last scoring job (profiling, tests). */
+  lastStats: ScoringStats | null = null;
   private readonly endTokens: Int32Array;
   private readonly yesTokens: Int32Array;
   private readonly noTokens: Int32Array;
+  private readonly tokenizer: PromptTokenizer;
 
-  constructor(private readonly runtime: GenerationRuntime) {
+  constructor(
+    private readonly runtime: GenerationRuntime,
+    options: CategorizerOptions = {},
+  ) {
     const vocab = runtime.vocab;
-    this.endTokens = answerEndTokens(vocab);
-    // Whatever the vocabulary has for the words, plus the model's own first token of " yes"/" no".
-    this.yesTokens = withFirstToken(runtime, wordTokens(vocab, "yes"), "yes");
-    this.noTokens = withFirstToken(runtime, wordTokens(vocab, "no"), "no");
+    this.style = promptStyleFor(options.chatTemplate !== undefined ? options.chatTemplate : runtime.model.chatTemplate());
+    const start = vocab.bosToken >= 0 ? vocab.bosToken : vocab.eosToken;
+    this.tokenizer = new PromptTokenizer(runtime.model, start >= 0 ? start : 0);
+    this.endTokens = answerEndTokens(vocab, runtime.model.eogTokens());
+    // Whatever the vocabulary has for the words, plus the model's own first token of the answer.
+    this.yesTokens = this.withFirstToken(wordTokens(vocab, "yes"), "yes");
+    this.noTokens = this.withFirstToken(wordTokens(vocab, "no"), "no");
   }
 
   async categorize(req: CategorizeRequest): Promise<CategorizeResult> {
@@ -39,7 +64,7 @@ export class Categorizer {
     if (categories.length === 0) throw new InvalidRequestError("categories must not be empty", "categories");
     const seen = new Set<string>();
     for (const c of categories) {
-      if (c.length === 0) throw new InvalidRequestError("categories must be non-empty strings", "categories");
+      if (typeof c !== "string" || c.length === 0) throw new InvalidRequestError("categories must be non-empty strings", "categories");
       if (seen.has(c)) throw new InvalidRequestError(`categories contains "${c}" twice`, "categories");
       seen.add(c);
     }
@@ -48,10 +73,20 @@ export class Categorizer {
 
   private async single(req: CategorizeRequest): Promise<CategorizeResult> {
     const options = [...req.categories];
-    const nullIndex = req.allowNullCategory ? options.push(NULL_OPTION) - 1 : -1;
-    const prefixText = formatSinglePrompt(req.prompt, options);
-    const { prefix, branches, scoreFrom } = this.layout(prefixText, options.map((o) => ` ${o}`));
-    const scored = await this.score(prefix, branches, scoreFrom, [this.endTokens], req.signal);
+    let nullIndex = -1;
+    if (req.allowNullCategory) {
+      const taken = new Set(options.map((o) => o.trim().toLowerCase()));
+      nullIndex = options.push(taken.has(NULL_OPTION) ? NULL_OPTION_ALTERNATIVE : NULL_OPTION) - 1;
+    }
+    const prompt = formatSinglePrompt(this.style, req.prompt, options);
+    const promptTokens = this.tokenizer.tokens(prompt);
+    const full = options.map((o) => this.tokenizer.tokens(prompt, answerText(this.style, o)));
+    full.forEach((f, i) => {
+      if (f.length <= promptTokens.length) throw new InvalidRequestError(`category "${options[i]}" adds no token to the prompt`, "categories");
+    });
+    // Tokens that re-tokenize prompt text (a merge at the boundary) are context, not answer.
+    const layout = this.layout(full, full.map(() => promptTokens.length), promptTokens);
+    const scored = await this.score(layout, [this.endTokens], req.signal);
     const logp = options.map((_, i) => scored.tokenLogProb[i]! + scored.after[i]!);
     let best = 0;
     for (let i = 1; i < logp.length; i++) if (logp[i]! > logp[best]!) best = i;
@@ -67,12 +102,11 @@ export class Categorizer {
   }
 
   private async multiple(req: CategorizeRequest): Promise<CategorizeResult> {
-    const prefixText = formatMultiPrompt(req.prompt, req.categories);
-    const questions = req.categories.map((c) => formatQuestion(c));
-    const { prefix, branches } = this.layout(prefixText, questions);
+    const { question } = formatMultiPrompt(this.style, req.prompt, req.categories);
+    const full = req.categories.map((c) => this.tokenizer.tokens(question(c)));
     // The question is given, not scored: only what comes after it is read.
-    const scoreFrom = Int32Array.from(branches, (b) => b.length);
-    const scored = await this.score(prefix, branches, scoreFrom, [this.yesTokens, this.noTokens], req.signal);
+    const layout = this.layout(full, full.map((f) => f.length), null);
+    const scored = await this.score(layout, [this.yesTokens, this.noTokens], req.signal);
     const pYes = req.categories.map((_, i) => {
       const yes = scored.after[2 * i]!;
       const no = scored.after[2 * i + 1]!;
@@ -95,63 +129,60 @@ export class Categorizer {
   }
 
   /**
-   * Tokenizes prefix + each continuation as one text (the model's own tokenization of the whole
-   * answer) and splits off the longest token prefix all of them share with the prompt alone.
+   * Splits the branches' full token sequences into the prefix they all share and their own
+   * tails. The prefix is at most `promptTokens` (when given: what re-tokenizes differently at the
+   * prompt's end belongs to each branch) and extends over leading tokens every branch shares and
+   * none scores (one decode fewer: a multi-class question's common stem). Every branch keeps at
+   * least one token of its own, so its end can be read.
    */
-  private layout(prefixText: string, continuations: string[]): { prefix: Int32Array; branches: Int32Array[]; scoreFrom: Int32Array } {
-    const rt = this.runtime;
-    const promptTokens = rt.tokenizePrompt(prefixText);
-    const full = continuations.map((c) => rt.tokenizePrompt(prefixText + c));
-    let shared = promptTokens.length;
-    for (const f of full) {
-      let k = 0;
-      while (k < shared && k < f.length && f[k] === promptTokens[k]) k++;
-      shared = k;
+  private layout(full: Int32Array[], scoreFromFull: number[], promptTokens: Int32Array | null): Layout {
+    const first = full[0]!;
+    let limit = Math.min(...scoreFromFull, ...full.map((f) => f.length - 1));
+    if (promptTokens) limit = Math.min(limit, promptTokens.length);
+    let common = 0;
+    while (common < limit && full.every((f) => f[common] === first[common]) && (!promptTokens || promptTokens[common] === first[common])) common++;
+    if (common === 0) throw new Error("prompt and categories share no token prefix");
+    const branches = full.map((f) => f.subarray(common));
+    const needed = common + Math.max(...branches.map((b) => b.length));
+    if (needed > this.runtime.contextLength) {
+      throw new InvalidRequestError(`prompt and categories need ${needed} tokens, the model context is ${this.runtime.contextLength}`, "prompt");
     }
-    if (shared === 0) throw new Error("prompt and categories share no token prefix");
-    const prefix = promptTokens.subarray(0, shared);
-    const branches = full.map((f) => f.subarray(shared));
-    // Tokens that re-tokenize prompt text (a merge at the boundary) are context, not answer.
-    const scoreFrom = Int32Array.from(branches, () => promptTokens.length - shared);
-    for (let i = 0; i < branches.length; i++) {
-      if (branches[i]!.length <= scoreFrom[i]!) throw new InvalidRequestError(`category "${continuations[i]!.trim()}" adds no token to the prompt`, "categories");
-    }
-    const needed = prefix.length + Math.max(...branches.map((b) => b.length));
-    if (needed > rt.contextLength) {
-      throw new InvalidRequestError(`prompt and categories need ${needed} tokens, the model context is ${rt.contextLength}`, "prompt");
-    }
-    return { prefix, branches, scoreFrom };
+    return { prefix: first.subarray(0, common), branches, scoreFrom: Int32Array.from(scoreFromFull, (s) => s - common) };
+  }
+
+  /** Adds the model's own first token of `word` as an answer after the answer slot. */
+  private withFirstToken(ids: Int32Array, word: string): Int32Array {
+    const prompt: PromptSegment[] = formatSinglePrompt(this.style, "", []);
+    const before = this.tokenizer.tokens(prompt);
+    const after = this.tokenizer.tokens(prompt, answerText(this.style, word));
+    let k = 0;
+    while (k < before.length && before[k] === after[k]) k++;
+    const first = after[k];
+    if (first === undefined || ids.includes(first)) return ids;
+    return Int32Array.from([...ids, first]).sort();
   }
 
   private async score(
-    prefix: Int32Array,
-    branches: Int32Array[],
-    scoreFrom: Int32Array,
+    layout: Layout,
     readAfter: Int32Array[],
     signal: AbortSignal | undefined,
   ): Promise<ScoringResult> {
     const scheduler = this.runtime.scheduler;
-    // Branches beyond the context's sequences are scored in groups, each re-using a fresh prefix.
-    const group = Math.max(1, scheduler.slots.capacity - 1);
-    if (branches.length <= group) {
-      return runJob(scheduler, (settle) => new ScoringJob({ prefix, branches, scoreFrom, readAfter, signal }, settle));
-    }
-    const tokenLogProb = new Float64Array(branches.length);
-    const after = new Float64Array(branches.length * readAfter.length);
-    for (let start = 0; start < branches.length; start += group) {
-      const part = await runJob(
-        scheduler,
-        (settle) =>
-          new ScoringJob(
-            { prefix, branches: branches.slice(start, start + group), scoreFrom: scoreFrom.subarray(start, start + group), readAfter, signal },
-            settle,
-          ),
-      );
-      tokenLogProb.set(part.tokenLogProb, start);
-      after.set(part.after, start * readAfter.length);
-    }
-    return { tokenLogProb, after };
+    const maxBranchSeqs = Math.max(1, Math.min(MAX_BRANCH_SEQUENCES, scheduler.slots.capacity - 1));
+    let job: ScoringJob | null = null;
+    const result = await runJob(scheduler, (settle) => (job = new ScoringJob({ ...layout, readAfter, maxBranchSeqs, maxCells: this.runtime.contextLength, signal }, settle)));
+    this.lastStats = job!.stats;
+    return result;
   }
+}
+
+/** Sequences one categorization holds at most besides its prefix (more categories go in waves). */
+const MAX_BRANCH_SEQUENCES = 128;
+
+interface Layout {
+  prefix: Int32Array;
+  branches: Int32Array[];
+  scoreFrom: Int32Array;
 }
 
 const END_BYTES = new Set([0x20, 0x0a, 0x0d, 0x09, 0x2e, 0x2c, 0x3b, 0x3a, 0x21, 0x3f, 0x29, 0x5d, 0x7d, 0x22, 0x27]);
@@ -160,11 +191,12 @@ const END_BYTES = new Set([0x20, 0x0a, 0x0d, 0x09, 0x2e, 0x2c, 0x3b, 0x3a, 0x21,
  * Tokens that close an answer: they start with whitespace or closing punctuation, or end
  * generation. ("-", "_", "/" are not among them: they continue names like "google-maps-api".)
  */
-export function answerEndTokens(vocab: Vocabulary): Int32Array {
+export function answerEndTokens(vocab: Vocabulary, extraEog: ArrayLike<number> = []): Int32Array {
   const ids: number[] = [];
+  const eog = new Set<number>(Array.from(extraEog));
   for (let id = 0; id < vocab.size; id++) {
     const kind = vocab.kinds[id]!;
-    if (kind === TokenKind.EndOfGeneration) {
+    if (kind === TokenKind.EndOfGeneration || eog.has(id)) {
       ids.push(id);
       continue;
     }
@@ -173,16 +205,6 @@ export function answerEndTokens(vocab: Vocabulary): Int32Array {
     if (bytes.length > 0 && END_BYTES.has(bytes[0]!)) ids.push(id);
   }
   return Int32Array.from(ids);
-}
-
-function withFirstToken(runtime: GenerationRuntime, ids: Int32Array, word: string): Int32Array {
-  const before = runtime.tokenizePrompt("Answer:");
-  const after = runtime.tokenizePrompt(`Answer: ${word}`);
-  let k = 0;
-  while (k < before.length && before[k] === after[k]) k++;
-  const first = after[k];
-  if (first === undefined || ids.includes(first)) return ids;
-  return Int32Array.from([...ids, first]).sort();
 }
 
 /** Tokens spelling `word` in any case, with or without a leading space. */

@@ -1,23 +1,115 @@
 /**
- * Plain completion formats for categorization. The answer follows "Answer:" so a category's
- * first token starts with a space, the way the model writes a word after a colon.
+ * How a categorization is put to the model.
+ *
+ * A formatted prompt is a list of segments: plain text (tokenized as text, never parsed for
+ * special tokens, so a prompt or category that spells "<|im_end|>" stays text) and chat-template
+ * markers (tokenized with special-token parsing). The answer is appended to the last segment,
+ * which is always plain text, so the model's own tokenization of "prompt end + answer" is scored.
+ *
+ * Instruct models (GGUF tokenizer.chat_template) get their chat format, recognised by the
+ * template's markers the way llama.cpp's llama_chat_apply_template recognises built-in templates
+ * (we render it ourselves: a template engine is not needed for one user turn and the start of the
+ * assistant's). Models without a template, or with one we do not recognise, get a plain
+ * completion format in which the answer follows "Answer:".
  */
 
 /** The extra option that competes in single mode when a null answer is allowed. */
 export const NULL_OPTION = "none of these";
+/** Used instead when a category already is NULL_OPTION. */
+export const NULL_OPTION_ALTERNATIVE = "none of the above";
+
+export interface PromptSegment {
+  text: string;
+  /** Chat-template marker: tokenized with special-token parsing. */
+  special: boolean;
+}
+
+/** A chat format: the markers around one user turn and the start of the assistant's reply. */
+export interface ChatFormat {
+  name: string;
+  /** Segments before the user's message. */
+  userStart: PromptSegment[];
+  /** Segments after it, ending with the assistant's header (the last one is plain text). */
+  assistantStart: PromptSegment[];
+}
+
+export type PromptStyle = { kind: "plain" } | { kind: "chat"; format: ChatFormat };
+
+const mark = (text: string): PromptSegment => ({ text, special: true });
+const plain = (text: string): PromptSegment => ({ text, special: false });
+
+/**
+ * The chat format a GGUF chat template stands for, recognised by its markers; null when there is
+ * no template or it is not one we know (then the plain format is used).
+ */
+export function chatFormatFor(template: string | null): ChatFormat | null {
+  if (!template) return null;
+  if (template.includes("<|im_start|>")) {
+    return { name: "chatml", userStart: [mark("<|im_start|>"), plain("user\n")], assistantStart: [mark("<|im_end|>"), plain("\n"), mark("<|im_start|>"), plain("assistant\n")] };
+  }
+  if (template.includes("<|start_header_id|>")) {
+    return {
+      name: "llama3",
+      userStart: [mark("<|start_header_id|>"), plain("user"), mark("<|end_header_id|>"), plain("\n\n")],
+      assistantStart: [mark("<|eot_id|>"), mark("<|start_header_id|>"), plain("assistant"), mark("<|end_header_id|>"), plain("\n\n")],
+    };
+  }
+  if (template.includes("<|turn>")) {
+    return { name: "gemma4", userStart: [mark("<|turn>"), plain("user\n")], assistantStart: [mark("<turn|>"), plain("\n"), mark("<|turn>"), plain("model\n")] };
+  }
+  if (template.includes("<start_of_turn>")) {
+    return {
+      name: "gemma",
+      userStart: [mark("<start_of_turn>"), plain("user\n")],
+      assistantStart: [mark("<end_of_turn>"), plain("\n"), mark("<start_of_turn>"), plain("model\n")],
+    };
+  }
+  if (template.includes("<|user|>") && template.includes("<|assistant|>") && template.includes("<|end|>")) {
+    return { name: "phi3", userStart: [mark("<|user|>"), plain("\n")], assistantStart: [mark("<|end|>"), plain("\n"), mark("<|assistant|>"), plain("\n")] };
+  }
+  if (template.includes("[INST]")) {
+    // Llama 2 / Mistral: the reply follows "[/INST]" after a space, as the model writes it.
+    return { name: "inst", userStart: [plain("[INST] ")], assistantStart: [plain(" [/INST]")] };
+  }
+  return null;
+}
+
+export function promptStyleFor(template: string | null): PromptStyle {
+  const format = chatFormatFor(template);
+  return format ? { kind: "chat", format } : { kind: "plain" };
+}
 
 function listing(categories: readonly string[]): string {
   return categories.map((c) => `- ${c}`).join("\n");
 }
 
-export function formatSinglePrompt(prompt: string, options: readonly string[]): string {
-  return `${prompt}\n\nCategories:\n${listing(options)}\n\nThe best category is one of the above, written exactly.\nAnswer:`;
+/** The continuation that spells an answer after the formatted prompt. */
+export function answerText(style: PromptStyle, answer: string): string {
+  // In the plain format the answer follows "Answer:" as a new word; in a chat reply it starts the
+  // reply (the Llama-2 "[/INST]" header keeps the space, as its model writes it).
+  if (style.kind === "plain" || style.format.name === "inst") return ` ${answer}`;
+  return answer;
 }
 
-export function formatMultiPrompt(prompt: string, categories: readonly string[]): string {
-  return `${prompt}\n\nCategories:\n${listing(categories)}\n\nFor each category, say whether it applies.\n`;
+function wrap(style: PromptStyle, userMessage: string, plainTail: string): PromptSegment[] {
+  if (style.kind === "plain") return [plain(`${userMessage}${plainTail}`)];
+  return [...style.format.userStart, plain(userMessage), ...style.format.assistantStart];
 }
 
-export function formatQuestion(category: string): string {
-  return `Does "${category}" apply? Answer (yes or no):`;
+/** Single mode: the prompt, the options, then the answer slot. */
+export function formatSinglePrompt(style: PromptStyle, prompt: string, options: readonly string[]): PromptSegment[] {
+  const message = `${prompt}\n\nCategories:\n${listing(options)}\n\nThe best category is one of the above, written exactly.`;
+  return wrap(style, message, "\nAnswer:");
+}
+
+/**
+ * Multi mode, one prompt per category: the shared part (prompt and list) comes first so its KV is
+ * shared; each category's own question follows and the answer slot is read for yes / no.
+ */
+export function formatMultiPrompt(style: PromptStyle, prompt: string, categories: readonly string[]): { shared: string; question: (category: string) => PromptSegment[] } {
+  const shared = `${prompt}\n\nCategories:\n${listing(categories)}\n\nFor each category, say whether it applies.\n`;
+  return {
+    shared,
+    question: (category) => wrap(style, `${shared}Does "${category}" apply? Answer yes or no.`, "\nAnswer:"),
+  };
 }

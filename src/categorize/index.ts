@@ -1,3 +1,15 @@
-export { Categorizer, answerEndTokens, wordTokens } from "./categorizer.js";
-export { ScoringJob, logSumExp, type ScoringRequest, type ScoringResult } from "./scoring.js";
-export { NULL_OPTION, formatSinglePrompt, formatMultiPrompt, formatQuestion } from "./format.js";
+export { Categorizer, answerEndTokens, wordTokens, type CategorizerOptions } from "./categorizer.js";
+export { ScoringJob, logSumExp, logSumExpOf, type ScoringRequest, type ScoringResult, type ScoringStats } from "./scoring.js";
+export {
+  NULL_OPTION,
+  NULL_OPTION_ALTERNATIVE,
+  answerText,
+  chatFormatFor,
+  formatMultiPrompt,
+  formatSinglePrompt,
+  promptStyleFor,
+  type ChatFormat,
+  type PromptSegment,
+  type PromptStyle,
+} from "./format.js";
+export { PromptTokenizer, mergePlain, type Tokenizer } from "./tokens.js";

@@ -1,11 +1,21 @@
 /**
- * Whole-continuation log-likelihoods as one scheduler job: a shared prefix is evaluated once, the
- * continuations ("branches") are laid out as a token trie so a prefix shared by several branches
- * is decoded once, and each trie level is one batched decode. Every branch has its own sequence;
- * a trie node is decoded on one of them and its KV cell then shared with the others (seq_cp),
- * so children on any branch of the subtree see it.
+ * Whole-continuation log-likelihoods as one scheduler job.
+ *
+ * The shared prefix is evaluated once on the job's first sequence. The continuations
+ * ("branches") form a token trie, cut into chains: maximal runs of nodes with a single child.
+ * A chain's tokens all go into ONE decode, as consecutive positions on the sequence of one branch
+ * through it (its representative), because the KV of everything above the chain is already on
+ * that sequence. Only branch points cost a round: a request whose continuations diverge once
+ * needs two decodes in all (prefix, then every chain side by side), however long they are.
+ * After a chain is decoded its KV cells are shared (seq_cp, no copy with the unified cache) with
+ * the other branches that continue below it, so their chains can be decoded on their own
+ * sequences next round.
+ *
+ * More branches than the job's sequences are scored in waves over the same evaluated prefix:
+ * branches are sorted so that those sharing a token prefix fall into the same wave, each wave's
+ * sequences are cleared before the next one.
  */
-import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
+import type { LlamaBatch, LlamaContext } from "../model/index.js";
 import type { DecodeJob } from "../generate/scheduler.js";
 
 export interface ScoringRequest {
@@ -15,6 +25,10 @@ export interface ScoringRequest {
   scoreFrom: Int32Array;
   /** Token sets whose total probability is read after each branch's last token. */
   readAfter: Int32Array[];
+  /** Branch sequences held at once (the job holds one more, for the prefix). */
+  maxBranchSeqs: number;
+  /** KV cells the job may fill: prefix + the trie nodes of one wave. */
+  maxCells: number;
   signal: AbortSignal | undefined;
 }
 
@@ -25,65 +39,174 @@ export interface ScoringResult {
   after: Float64Array;
 }
 
-interface TrieLevel {
-  /** Node ids at this depth. */
-  nodes: number[];
+/** Decode counters of one job, for profiling and tests. */
+export interface ScoringStats {
+  rounds: number;
+  rows: number;
+  logitRows: number;
+}
+
+/** The trie of one wave's branches; node 0 is the end of the shared prefix. */
+class Wave {
+  /** Request branch index of each wave-local branch. */
+  readonly branches: Int32Array;
+  nodeToken: Int32Array;
+  nodeDepth: Int32Array;
+  nodeParent: Int32Array;
+  /** Children of node n: childList[childStart[n] .. childStart[n + 1]). */
+  childStart: Int32Array;
+  childList: Int32Array;
+  /** Whether the node's logits are read (a child is scored, or a branch ends there). */
+  needsLogits: Uint8Array;
+  /** Wave-local branches ending at node n: endList[endStart[n] .. endStart[n + 1]). */
+  endStart: Int32Array;
+  endList: Int32Array;
+  /** Log-probability of a node's token given its parent. */
+  readonly nodeLogProb: Float64Array;
+  /** Wave-local node path of each branch. */
+  readonly paths: Int32Array[];
+  /** Chains: nodes chainFirst..chainLast (ids are contiguous along a chain). */
+  readonly chainFirst: number[] = [];
+  readonly chainLast: number[] = [];
+  /** Wave-local branch whose sequence decodes the chain. */
+  readonly chainRep: number[] = [];
+  /** Chains starting below node n (at a branch point or the root). */
+  readonly chainsBelow: number[][];
+  /** Wave-local branches through each node's subtree end: a range of the sorted branch order. */
+  readonly firstBranch: Int32Array;
+  readonly lastBranch: Int32Array;
+
+  constructor(branchIds: number[], all: Int32Array[], scoreFrom: Int32Array, readsAfter: boolean) {
+    this.branches = Int32Array.from(branchIds);
+    // Nodes are numbered in depth-first order, a chain's nodes consecutively: branches arrive
+    // sorted, so a new node always extends the most recent path.
+    const token: number[] = [-1];
+    const depth: number[] = [-1];
+    const parent: number[] = [-1];
+    const first: number[] = [0];
+    const last: number[] = [branchIds.length - 1];
+    const paths: Int32Array[] = [];
+    let previous: Int32Array = new Int32Array(0);
+    let previousPath: Int32Array = new Int32Array(0);
+    for (let w = 0; w < branchIds.length; w++) {
+      const tokens = all[branchIds[w]!]!;
+      const path = new Int32Array(tokens.length);
+      let d = 0;
+      while (d < tokens.length && d < previous.length && tokens[d] === previous[d]) {
+        path[d] = previousPath[d]!;
+        last[path[d]!] = w;
+        d++;
+      }
+      let node = d === 0 ? 0 : path[d - 1]!;
+      for (; d < tokens.length; d++) {
+        const child = token.length;
+        token.push(tokens[d]!);
+        depth.push(d);
+        parent.push(node);
+        first.push(w);
+        last.push(w);
+        path[d] = child;
+        node = child;
+      }
+      paths.push(path);
+      previous = tokens;
+      previousPath = path;
+    }
+    const n = token.length;
+    this.nodeToken = Int32Array.from(token);
+    this.nodeDepth = Int32Array.from(depth);
+    this.nodeParent = Int32Array.from(parent);
+    this.firstBranch = Int32Array.from(first);
+    this.lastBranch = Int32Array.from(last);
+    this.paths = paths;
+    this.nodeLogProb = new Float64Array(n);
+    const childCount = new Int32Array(n + 1);
+    for (let c = 1; c < n; c++) childCount[parent[c]!]!++;
+    this.childStart = new Int32Array(n + 1);
+    for (let i = 0; i < n; i++) this.childStart[i + 1] = this.childStart[i]! + childCount[i]!;
+    this.childList = new Int32Array(Math.max(0, n - 1));
+    const fillAt = this.childStart.slice(0, n);
+    for (let c = 1; c < n; c++) this.childList[fillAt[parent[c]!]!++] = c;
+    const endCount = new Int32Array(n);
+    for (const path of paths) endCount[path.length === 0 ? 0 : path[path.length - 1]!]!++;
+    this.endStart = new Int32Array(n + 1);
+    for (let i = 0; i < n; i++) this.endStart[i + 1] = this.endStart[i]! + endCount[i]!;
+    this.endList = new Int32Array(paths.length);
+    const endAt = this.endStart.slice(0, n);
+    paths.forEach((path, w) => (this.endList[endAt[path.length === 0 ? 0 : path[path.length - 1]!]!++] = w));
+    this.needsLogits = new Uint8Array(n);
+    paths.forEach((path, w) => {
+      const from = scoreFrom[branchIds[w]!]!;
+      for (let d = Math.max(0, from); d < path.length; d++) this.needsLogits[d === 0 ? 0 : path[d - 1]!] = 1;
+      if (readsAfter) this.needsLogits[path.length === 0 ? 0 : path[path.length - 1]!] = 1;
+    });
+    this.chainsBelow = Array.from({ length: n }, () => []);
+    for (let c = 1; c < n; c++) {
+      const p = parent[c]!;
+      if (p !== 0 && childCount[p] === 1) continue; // inside a chain
+      let end = c;
+      while (childCount[end] === 1) end = this.childList[this.childStart[end]!]!;
+      const chain = this.chainFirst.length;
+      this.chainFirst.push(c);
+      this.chainLast.push(end);
+      this.chainRep.push(first[end]!);
+      this.chainsBelow[p]!.push(chain);
+    }
+  }
+
+  get nodeCount(): number {
+    return this.nodeToken.length;
+  }
 }
 
 export class ScoringJob implements DecodeJob {
   readonly seqsNeeded: number;
   readonly signal: AbortSignal | undefined;
+  readonly stats: ScoringStats = { rounds: 0, rows: 0, logitRows: 0 };
   private readonly req: ScoringRequest;
-  // Trie of branch tokens (node 0 = the shared prefix).
-  private readonly nodeToken: number[] = [-1];
-  private readonly nodeDepth: number[] = [-1];
-  private readonly nodeBranches: number[][] = [[]];
-  private readonly nodeChildren: Map<number, number>[] = [new Map()];
-  /** Log-probability of a node's token given its parent. */
-  private nodeLogProb: Float64Array = new Float64Array(0);
-  /** Branches ending at each node. */
-  private readonly nodeEnds: number[][] = [[]];
-  private readonly levels: TrieLevel[] = [];
-  private readonly branchNodes: Int32Array[] = [];
+  private readonly waves: Wave[] = [];
+  private readonly out: ScoringResult;
   private seqs: Int32Array = new Int32Array(0);
   private prefilled = 0;
-  private level = -1; // -1: prefix
-  private levelDone = 0; // nodes of the current level already decoded
-  private rowNodes: number[] = [];
-  private rows: number[] = [];
-  private readonly out: ScoringResult;
+  private wave = -1; // -1: the prefix
+  /** Chains ready to decode (their parent's KV is on every sequence below it), FIFO. */
+  private ready: number[] = [];
+  private readyHead = 0;
+  /** Tokens of the head chain already added (a chain longer than a batch spans rounds). */
+  private headDone = 0;
+  /** Rows of this round: batch row → wave node (0 = the prefix's last token). */
+  private rowNode: number[] = [];
+  private rowIndex: number[] = [];
+  /** Chains whose last token went into this round. */
+  private completed: number[] = [];
   private onSettle: (error?: unknown) => void;
 
   constructor(req: ScoringRequest, settle: (error?: unknown) => void) {
     this.req = req;
     this.signal = req.signal;
     this.onSettle = settle;
-    this.seqsNeeded = 1 + req.branches.length;
-    req.branches.forEach((tokens, b) => {
-      const path = new Int32Array(tokens.length);
-      let node = 0;
-      this.nodeBranches[0]!.push(b);
-      for (let d = 0; d < tokens.length; d++) {
-        const token = tokens[d]!;
-        let child = this.nodeChildren[node]!.get(token);
-        if (child === undefined) {
-          child = this.nodeToken.length;
-          this.nodeToken.push(token);
-          this.nodeDepth.push(d);
-          this.nodeBranches.push([]);
-          this.nodeChildren.push(new Map());
-          this.nodeEnds.push([]);
-          this.nodeChildren[node]!.set(token, child);
-          (this.levels[d] ??= { nodes: [] }).nodes.push(child);
-        }
-        this.nodeBranches[child]!.push(b);
-        path[d] = child;
-        node = child;
+    if (req.prefix.length === 0) throw new RangeError("scoring needs a non-empty prefix");
+    const order = req.branches.map((_, b) => b).sort((a, b) => compareTokens(req.branches[a]!, req.branches[b]!));
+    // Waves: consecutive branches (in trie order) while their sequences and KV cells fit.
+    const cellBudget = req.maxCells - req.prefix.length;
+    let wave: number[] = [];
+    let cells = 0;
+    let widest = 1;
+    for (let i = 0; i < order.length; i++) {
+      const tokens = req.branches[order[i]!]!;
+      const shared = wave.length === 0 ? 0 : sharedLength(tokens, req.branches[order[i - 1]!]!);
+      if (wave.length > 0 && (wave.length >= req.maxBranchSeqs || cells + tokens.length - shared > cellBudget)) {
+        this.waves.push(new Wave(wave, req.branches, req.scoreFrom, req.readAfter.length > 0));
+        wave = [];
+        cells = 0;
       }
-      this.nodeEnds[node]!.push(b);
-      this.branchNodes.push(path);
-    });
-    this.nodeLogProb = new Float64Array(this.nodeToken.length);
+      cells += tokens.length - (wave.length === 0 ? 0 : shared);
+      if (cells > cellBudget) throw new RangeError(`a branch needs ${req.prefix.length + tokens.length} KV cells, the job may use ${req.maxCells}`);
+      wave.push(order[i]!);
+      widest = Math.max(widest, wave.length);
+    }
+    if (wave.length > 0) this.waves.push(new Wave(wave, req.branches, req.scoreFrom, req.readAfter.length > 0));
+    this.seqsNeeded = 1 + widest;
     this.out = {
       tokenLogProb: new Float64Array(req.branches.length),
       after: new Float64Array(req.branches.length * req.readAfter.length),
@@ -91,85 +214,133 @@ export class ScoringJob implements DecodeJob {
   }
 
   get prefilling(): boolean {
-    return this.level < 0;
+    return this.wave < 0;
   }
 
   begin(seqs: Int32Array): void {
     this.seqs = seqs;
   }
 
-  private seqOfBranch(b: number): number {
-    return this.seqs[1 + b]!;
-  }
-
-  fill(batch: LlamaBatch, slots: SequenceSlots, room: number): void {
-    const prefix = this.req.prefix;
-    this.rows = [];
-    this.rowNodes = [];
-    if (this.level < 0) {
+  fill(batch: LlamaBatch, _slots: unknown, room: number): void {
+    this.rowNode.length = 0;
+    this.rowIndex.length = 0;
+    this.completed.length = 0;
+    const start = batch.length;
+    if (this.wave < 0) {
+      const prefix = this.req.prefix;
       const end = Math.min(prefix.length, this.prefilled + room);
-      const row = slots.appendTokens(batch, this.seqs[0]!, prefix.subarray(this.prefilled, end), end === prefix.length);
-      this.prefilled = end;
-      if (end === prefix.length) {
-        this.rows.push(row);
-        this.rowNodes.push(0);
+      const seq = this.seqs[0]!;
+      for (let i = this.prefilled; i < end; i++) {
+        const last = i === prefix.length - 1;
+        const row = batch.add(prefix[i]!, i, seq, last);
+        if (last) {
+          this.rowIndex.push(row);
+          this.rowNode.push(0);
+        }
       }
-      return;
+      this.prefilled = end;
+    } else {
+      const wave = this.waves[this.wave]!;
+      const base = this.req.prefix.length;
+      let left = room;
+      while (left > 0 && this.readyHead < this.ready.length) {
+        const chain = this.ready[this.readyHead]!;
+        const first = wave.chainFirst[chain]!;
+        const last = wave.chainLast[chain]!;
+        const seq = this.seqs[1 + wave.chainRep[chain]!]!;
+        const stop = Math.min(last + 1, first + this.headDone + left);
+        for (let node = first + this.headDone; node < stop; node++) {
+          const wants = wave.needsLogits[node] === 1;
+          const row = batch.add(wave.nodeToken[node]!, base + wave.nodeDepth[node]!, seq, wants);
+          if (wants) {
+            this.rowIndex.push(row);
+            this.rowNode.push(node);
+          }
+        }
+        left -= stop - (first + this.headDone);
+        if (stop > last) {
+          this.completed.push(chain);
+          this.readyHead++;
+          this.headDone = 0;
+        } else {
+          this.headDone = stop - first;
+        }
+      }
     }
-    const nodes = this.levels[this.level]!.nodes;
-    const position = prefix.length + this.level;
-    while (this.levelDone < nodes.length && this.rows.length < room) {
-      const node = nodes[this.levelDone++]!;
-      const rep = this.seqOfBranch(this.nodeBranches[node]![0]!);
-      this.rows.push(batch.add(this.nodeToken[node]!, position, rep, true));
-      this.rowNodes.push(node);
-    }
+    this.stats.rounds++;
+    this.stats.rows += batch.length - start;
+    this.stats.logitRows += this.rowIndex.length;
   }
 
   consume(ctx: LlamaContext): boolean {
-    const prefix = this.req.prefix;
-    for (let i = 0; i < this.rows.length; i++) {
-      const node = this.rowNodes[i]!;
-      this.readRow(ctx.logits(this.rows[i]!), node);
-      if (node === 0) {
-        // The prefix is in place: every branch's sequence shares it.
-        for (let b = 0; b < this.req.branches.length; b++) ctx.seqCopy(this.seqs[0]!, this.seqOfBranch(b), 0, prefix.length);
-      } else {
-        const branches = this.nodeBranches[node]!;
-        const rep = this.seqOfBranch(branches[0]!);
-        const position = prefix.length + this.nodeDepth[node]!;
-        for (let k = 1; k < branches.length; k++) ctx.seqCopy(rep, this.seqOfBranch(branches[k]!), position, position + 1);
+    if (this.wave < 0) {
+      if (this.rowIndex.length > 0) this.readPrefixRow(ctx.logits(this.rowIndex[0]!));
+      if (this.prefilled < this.req.prefix.length) return false;
+      return this.startWave(ctx, 0);
+    }
+    const wave = this.waves[this.wave]!;
+    for (let i = 0; i < this.rowIndex.length; i++) this.readRow(wave, ctx.logits(this.rowIndex[i]!), this.rowNode[i]!);
+    const base = this.req.prefix.length;
+    for (const chain of this.completed) {
+      const last = wave.chainLast[chain]!;
+      const below = wave.chainsBelow[last]!;
+      if (below.length === 0) continue;
+      // Every branch through the chain's end continues on its own sequence later: share the chain.
+      const rep = wave.chainRep[chain]!;
+      const p0 = base + wave.nodeDepth[wave.chainFirst[chain]!]!;
+      const p1 = base + wave.nodeDepth[last]! + 1;
+      for (let w = wave.firstBranch[last]!; w <= wave.lastBranch[last]!; w++) {
+        if (w !== rep) ctx.seqCopy(this.seqs[1 + rep]!, this.seqs[1 + w]!, p0, p1);
       }
+      for (const child of below) this.ready.push(child);
     }
-    if (this.level < 0) {
-      if (this.prefilled < prefix.length) return false;
-      this.level = 0;
-      this.levelDone = 0;
-    } else if (this.levelDone >= this.levels[this.level]!.nodes.length) {
-      this.level++;
-      this.levelDone = 0;
-    }
-    if (this.level >= this.levels.length) {
-      this.finishScores();
-      return true;
+    if (this.readyHead < this.ready.length) return false;
+    this.finishWave(wave);
+    for (let w = 0; w < wave.branches.length; w++) ctx.seqRemove(this.seqs[1 + w]!, -1, -1);
+    return this.startWave(ctx, this.wave + 1);
+  }
+
+  /** Shares the prefix with the wave's sequences and queues its top chains; true when all done. */
+  private startWave(ctx: LlamaContext, index: number): boolean {
+    this.wave = index;
+    if (index >= this.waves.length) return true;
+    const wave = this.waves[index]!;
+    for (let w = 0; w < wave.branches.length; w++) ctx.seqCopy(this.seqs[0]!, this.seqs[1 + w]!, 0, this.req.prefix.length);
+    this.ready = [...wave.chainsBelow[0]!];
+    this.readyHead = 0;
+    this.headDone = 0;
+    // Only empty branches: nothing to decode in this wave.
+    if (this.ready.length === 0) {
+      this.finishWave(wave);
+      return this.startWave(ctx, index + 1);
     }
     return false;
   }
 
-  private readRow(logits: Float32Array, node: number): void {
+  /** The prefix's last logits score every wave's first tokens (and empty branches). */
+  private readPrefixRow(logits: Float32Array): void {
+    for (const wave of this.waves) this.readRow(wave, logits, 0);
+  }
+
+  private readRow(wave: Wave, logits: Float32Array, node: number): void {
     const lse = logSumExp(logits);
-    for (const [token, child] of this.nodeChildren[node]!) this.nodeLogProb[child] = logits[token]! - lse;
+    for (let i = wave.childStart[node]!; i < wave.childStart[node + 1]!; i++) {
+      const child = wave.childList[i]!;
+      wave.nodeLogProb[child] = logits[wave.nodeToken[child]!]! - lse;
+    }
     const sets = this.req.readAfter;
-    for (const b of this.nodeEnds[node]!) {
+    for (let i = wave.endStart[node]!; i < wave.endStart[node + 1]!; i++) {
+      const b = wave.branches[wave.endList[i]!]!;
       for (let k = 0; k < sets.length; k++) this.out.after[b * sets.length + k] = logSumExpOf(logits, sets[k]!) - lse;
     }
   }
 
-  private finishScores(): void {
-    for (let b = 0; b < this.branchNodes.length; b++) {
-      const path = this.branchNodes[b]!;
+  private finishWave(wave: Wave): void {
+    for (let w = 0; w < wave.branches.length; w++) {
+      const b = wave.branches[w]!;
+      const path = wave.paths[w]!;
       let sum = 0;
-      for (let d = this.req.scoreFrom[b]!; d < path.length; d++) sum += this.nodeLogProb[path[d]!]!;
+      for (let d = Math.max(0, this.req.scoreFrom[b]!); d < path.length; d++) sum += wave.nodeLogProb[path[d]!]!;
       this.out.tokenLogProb[b] = sum;
     }
   }
@@ -181,6 +352,19 @@ export class ScoringJob implements DecodeJob {
   result(): ScoringResult {
     return this.out;
   }
+}
+
+function sharedLength(a: Int32Array, b: Int32Array): number {
+  const n = Math.min(a.length, b.length);
+  let k = 0;
+  while (k < n && a[k] === b[k]) k++;
+  return k;
+}
+
+function compareTokens(a: Int32Array, b: Int32Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
 }
 
 /** log Σ exp(x) over all logits, in doubles (NaN counts as -Infinity). */
@@ -199,7 +383,8 @@ export function logSumExp(logits: Float32Array): number {
   return max + Math.log(sum);
 }
 
-function logSumExpOf(logits: Float32Array, ids: Int32Array): number {
+/** log Σ exp over the given token ids' logits. */
+export function logSumExpOf(logits: Float32Array, ids: Int32Array): number {
   let max = -Infinity;
   for (let i = 0; i < ids.length; i++) {
     const v = logits[ids[i]!]!;

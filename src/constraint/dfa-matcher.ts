@@ -1,4 +1,4 @@
-import { utf8Step, type TokenTrie } from "./trie.js";
+import { TokenTrie, utf8Step } from "./trie.js";
 import { maskWords, type ByteDfa } from "./types.js";
 
 /** minTokens value for a state from which acceptance is unreachable with whole tokens. */
@@ -22,7 +22,14 @@ const UNKNOWN = -1;
  * no token distance is needed. Otherwise exact token distances (BFS over the token graph of the
  * states reachable from here) are computed once, and the budgeted mask is cached per (state,
  * threshold), where threshold is the largest successor distance that still fits: masks for
- * different budgets with the same threshold are identical.
+ * different budgets with the same threshold are identical. A budgeted mask is the full mask with
+ * the few token ranges that lead elsewhere than the state's main successor fixed up (ranges kept
+ * from one extra walk), or a filtered walk when there are too many ranges.
+ *
+ * Walk speed: a subtree whose bytes all lead the state back to itself (ASCII self-loops, and for
+ * free-text-like states whole UTF-8 characters) is accepted as one block without stepping the
+ * DFA, using the trie's per-node byte sets. Identical masks of different states (counted
+ * repeats) are stored once.
  */
 export class DfaTokenMatcher {
   readonly trie: TokenTrie;
@@ -45,9 +52,6 @@ export class DfaTokenMatcher {
   private readonly stateAtDepth: Int32Array;
   private readonly successorStamp: Int32Array;
   private readonly successorScratch: Int32Array;
-  /** Per successor index during a walk: tokens leading there. */
-  private readonly groupCount: Int32Array;
-  private readonly successorIndex: Int32Array;
   /**
    * Per state: the token ranges (trie.tokenIds[from..to)) that do NOT lead to the state's most
    * common successor, as (from, to, target) triples, so a budgeted mask is the full mask with a
@@ -56,7 +60,7 @@ export class DfaTokenMatcher {
    */
   private readonly minorSpans: (Int32Array | undefined)[];
   private readonly majorTarget: Int32Array;
-  private stamp = 0;
+  private readonly minorSpansTried: Uint8Array;
   /** Per state: 0 = self-loop set not computed, 1 = no byte loops back, 2 = some bytes do. */
   private readonly loopKind: Uint8Array;
   /** Per state, 8 words: the bytes on which the state goes back to itself. */
@@ -67,6 +71,7 @@ export class DfaTokenMatcher {
   statesComputed = 0;
 
   private readonly maxMinorSpans: number;
+  private readonly walkContext: DfaWalkContext;
 
   /**
    * `maxMinorSpans`: token ranges kept per state for budgeted masks (default 16384); 0 makes
@@ -88,16 +93,17 @@ export class DfaTokenMatcher {
     this.stateAtDepth = new Int32Array(trie.maxTokenLength + 2);
     this.successorStamp = new Int32Array(n);
     this.successorScratch = new Int32Array(n);
-    this.groupCount = new Int32Array(n);
-    this.successorIndex = new Int32Array(n);
+    this.minorSpansTried = new Uint8Array(n);
     this.minorSpans = new Array<Int32Array | undefined>(n);
     this.majorTarget = new Int32Array(n).fill(-1);
     this.loopKind = new Uint8Array(n);
     this.loopBytes = new Uint32Array(n * 8);
     this.multibyteLoop = new Uint8Array(n);
+    this.walkContext = new DfaWalkContext(this, trie, dfa, this.stateAtDepth, this.successorStamp, this.successorScratch, this.loopKind, this.loopBytes, this.multibyteLoop);
   }
 
-  private computeLoop(state: number): number {
+  /** Fills the loop sets of `state` (see loopKind); returns its loopKind. */
+  computeLoop(state: number): number {
     const { next, byteClass, numClasses } = this.dfa;
     const base = state * numClasses;
     let any = false;
@@ -150,30 +156,9 @@ export class DfaTokenMatcher {
   private subtreeLoops(p: number, state: number): boolean {
     let kind = this.loopKind[state]!;
     if (kind === 0) kind = this.computeLoop(state);
-    if (kind === 1) return false;
-    const below = this.trie.belowBytes;
-    const loop = this.loopBytes;
-    const a = p * 8;
-    const l = state * 8;
-    if (
-      (below[a]! & ~loop[l]!) !== 0 ||
-      (below[a + 1]! & ~loop[l + 1]!) !== 0 ||
-      (below[a + 2]! & ~loop[l + 2]!) !== 0 ||
-      (below[a + 3]! & ~loop[l + 3]!) !== 0
-    ) {
-      return false;
-    }
-    if (
-      (below[a + 4]! & ~loop[l + 4]!) === 0 &&
-      (below[a + 5]! & ~loop[l + 5]!) === 0 &&
-      (below[a + 6]! & ~loop[l + 6]!) === 0 &&
-      (below[a + 7]! & ~loop[l + 7]!) === 0
-    ) {
-      return true;
-    }
-    // Non-ASCII below: fine when whole characters loop and no token ends inside one.
-    return this.multibyteLoop[state] === 1 && this.trie.utf8Aligned[p] === 1;
+    return kind === 2 && subtreeLoopsOn(this.walkContext, p, state);
   }
+
 
   get start(): number {
     return this.dfa.start;
@@ -269,13 +254,28 @@ export class DfaTokenMatcher {
   /**
    * Exact minimum number of tokens from `state` to a full match (0 when accepting), or
    * Number.POSITIVE_INFINITY when no sequence of generable tokens gets there.
+   *
+   * With `cap` (the request's max_new_tokens): when a match clearly fits within it (byte
+   * distance ≤ cap and every byte is a token) the answer is some number ≤ cap — exact if already
+   * known, else the byte distance, an upper bound — without exploring the pattern's states; the
+   * exact value is computed only when it may exceed the cap (the 422 message needs it).
    */
-  minTokensToAccept(state: number): number {
+  minTokensToAccept(state: number, cap: number = Number.POSITIVE_INFINITY): number {
     if (state < 0) return Number.POSITIVE_INFINITY;
     if (this.dfa.accepting[state] === 1) return 0;
+    if (this.minTokens[state] === UNKNOWN && this.trie.everyByteIsToken && this.dfa.minBytesToAccept[state]! <= cap) {
+      return this.dfa.minBytesToAccept[state]!;
+    }
     this.ensureExactDistances(state);
     const d = this.minTokens[state]!;
     return d === UNREACHABLE ? Number.POSITIVE_INFINITY : d;
+  }
+
+  /** The cheap half of canAcceptWithin: true when the byte distance alone shows it fits. */
+  clearlyAcceptsWithin(state: number, budget: number): boolean {
+    if (state < 0) return false;
+    if (this.dfa.accepting[state] === 1) return true;
+    return this.trie.everyByteIsToken && this.dfa.minBytesToAccept[state]! <= budget;
   }
 
   /** Whether a full match is reachable from `state` within `budget` tokens; cheap when it clearly is. */
@@ -302,67 +302,16 @@ export class DfaTokenMatcher {
 
   /** One trie walk: full mask, successor states, max successor byte distance. */
   private computeState(state: number): Uint32Array {
-    const trie = this.trie;
-    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = trie;
-    const { next, byteClass, numClasses, minBytesToAccept } = this.dfa;
-    const stateAtDepth = this.stateAtDepth;
-    const stampArr = this.successorStamp;
-    const scratch = this.successorScratch;
-    const stamp = ++this.stamp;
     const mask = new Uint32Array(this.words);
-    const spans = spanScratchFor(trie);
-    let numSpans = 0;
-    const groupCount = this.groupCount;
-    const successorIndex = this.successorIndex;
-    let numSucc = 0;
-    let maxMinBytes = 0;
-    let count = 0;
-    stateAtDepth[0] = state;
-    let p = 1;
-    while (p < numNodes) {
-      const info = nodeInfo[p]!;
-      const d = (info >>> 8) & 0xffff;
-      const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
-      const size = subtreeSize[p]!;
-      if (ns < 0) {
-        p += size;
-        continue;
-      }
-      stateAtDepth[d] = ns;
-      // A subtree whose bytes all loop on ns: every token in it is allowed and ends in ns.
-      const bulk = size > 8 && this.subtreeLoops(p, ns);
-      if (bulk || (info & 0x80000000) !== 0) {
-        const from = tokenStart[p]!;
-        const to = bulk ? tokenStart[p + size]! : tokenStart[p + 1]!;
-        count += to - from;
-        for (let k = from; k < to; k++) {
-          const id = tokenIds[k]!;
-          mask[id >>> 5]! |= 1 << (id & 31);
-        }
-        if (stampArr[ns] !== stamp) {
-          stampArr[ns] = stamp;
-          successorIndex[ns] = numSucc;
-          groupCount[numSucc] = 0;
-          scratch[numSucc++] = ns;
-          const mb = minBytesToAccept[ns]!;
-          if (mb > maxMinBytes) maxMinBytes = mb;
-        }
-        groupCount[successorIndex[ns]!]! += to - from;
-        if (numSpans < spans.length) {
-          spans[numSpans++] = from;
-          spans[numSpans++] = to;
-          spans[numSpans++] = ns;
-        }
-      }
-      p += bulk ? size : 1;
-    }
-    this.keepMinorSpans(state, spans, numSpans, numSucc);
-    this.fullMasks[state] = this.intern(mask);
-    this.tokenCount[state] = count;
-    this.successors[state] = scratch.slice(0, numSucc);
-    this.maxSuccessorMinBytes[state] = maxMinBytes;
+    const walk = this.walkContext;
+    walkFullMask(walk, state, mask);
+    const interned = this.intern(mask);
+    this.fullMasks[state] = interned;
+    this.tokenCount[state] = walk.scalars[1]!;
+    this.successors[state] = this.successorScratch.slice(0, walk.scalars[2]!);
+    this.maxSuccessorMinBytes[state] = walk.scalars[3]!;
     this.statesComputed++;
-    return this.fullMasks[state]!;
+    return interned;
   }
 
   /** Largest successor token distance ≤ limit, or -1 when no successor fits. */
@@ -389,6 +338,10 @@ export class DfaTokenMatcher {
     const key = state * 4194304 + threshold;
     const cached = this.budgetMasks.get(key);
     if (cached !== undefined) return cached;
+    if (this.minorSpansTried[state] === 0) {
+      this.minorSpansTried[state] = 1;
+      if (this.maxMinorSpans > 0) this.keepMinorSpans(state);
+    }
     const spans = this.minorSpans[state];
     let mask: Uint32Array;
     if (spans === undefined) {
@@ -436,18 +389,29 @@ export class DfaTokenMatcher {
     return mask;
   }
 
-  private keepMinorSpans(state: number, spans: Int32Array, numSpans: number, numSucc: number): void {
-    if (numSucc === 0 || numSpans >= spans.length) return;
-    const groupCount = this.groupCount;
-    let major = 0;
-    for (let g = 1; g < numSucc; g++) if (groupCount[g]! > groupCount[major]!) major = g;
-    const majorState = this.successorScratch[major]!;
+  /**
+   * One extra walk, on the first budgeted mask of a state: the token ranges with their targets,
+   * kept when few enough lead anywhere but the most common successor (see minorSpans).
+   */
+  private keepMinorSpans(state: number): void {
+    const spans = this.subtreeSpans(0, state);
+    if (spans.length === 0) return;
+    const count = new Map<number, number>();
+    for (let i = 0; i < spans.length; i += 3) count.set(spans[i + 2]!, (count.get(spans[i + 2]!) ?? 0) + spans[i + 1]! - spans[i]!);
+    let majorState = -1;
+    let majorCount = -1;
+    for (const [target, c] of count) {
+      if (c > majorCount) {
+        majorCount = c;
+        majorState = target;
+      }
+    }
     let minor = 0;
-    for (let i = 0; i < numSpans; i += 3) if (spans[i + 2] !== majorState) minor++;
+    for (let i = 0; i < spans.length; i += 3) if (spans[i + 2] !== majorState) minor++;
     if (minor > this.maxMinorSpans) return;
     const kept = new Int32Array(minor * 3);
     let j = 0;
-    for (let i = 0; i < numSpans; i += 3) {
+    for (let i = 0; i < spans.length; i += 3) {
       if (spans[i + 2] === majorState) continue;
       kept[j++] = spans[i]!;
       kept[j++] = spans[i + 1]!;
@@ -456,6 +420,7 @@ export class DfaTokenMatcher {
     this.minorSpans[state] = kept;
     this.majorTarget[state] = majorState;
   }
+
 
   /** Trie walk admitting tokens whose target state needs at most `threshold` more tokens. */
   private walkWithThreshold(state: number, threshold: number): Uint32Array {
@@ -560,20 +525,136 @@ export class DfaTokenMatcher {
   }
 }
 
+/**
+ * Everything the hot walk reads, in one fixed-shape object, so the walk is a small top-level
+ * function that V8 optimizes early (a walk inside a large method got deoptimized and recompiled
+ * several times before settling, costing tens of ms on the first masks).
+ */
+class DfaWalkContext {
+  readonly nodeInfo: Uint32Array;
+  readonly subtreeSize: Uint32Array;
+  readonly tokenStart: Uint32Array;
+  readonly tokenIds: Int32Array;
+  readonly numNodes: number;
+  readonly belowBytes: Uint32Array;
+  readonly utf8Aligned: Uint8Array;
+  readonly next: Int32Array;
+  readonly byteClass: Uint8Array;
+  readonly numClasses: number;
+  readonly minBytesToAccept: Int32Array;
+  /**
+   * [0] walk stamp, then outputs of the last walk: [1] token count, [2] number of successors,
+   * [3] max successor byte distance. (Typed slots, not fields: reassigning a field that V8 had
+   * tracked as constant deoptimizes the walk.)
+   */
+  readonly scalars = new Int32Array(4);
+
+  constructor(
+    readonly matcher: DfaTokenMatcher,
+    trie: TokenTrie,
+    dfa: ByteDfa,
+    readonly stateAtDepth: Int32Array,
+    readonly successorStamp: Int32Array,
+    readonly successorScratch: Int32Array,
+    readonly loopKind: Uint8Array,
+    readonly loopBytes: Uint32Array,
+    readonly multibyteLoop: Uint8Array,
+  ) {
+    this.nodeInfo = trie.nodeInfo;
+    this.subtreeSize = trie.subtreeSize;
+    this.tokenStart = trie.tokenStart;
+    this.tokenIds = trie.tokenIds;
+    this.numNodes = trie.numNodes;
+    this.belowBytes = trie.belowBytes;
+    this.utf8Aligned = trie.utf8Aligned;
+    this.next = dfa.next;
+    this.byteClass = dfa.byteClass;
+    this.numClasses = dfa.numClasses;
+    this.minBytesToAccept = dfa.minBytesToAccept;
+  }
+}
+
+/** Whether the bytes below node p keep `state` in place (ASCII loops + whole-character loops). */
+function subtreeLoopsOn(c: DfaWalkContext, p: number, state: number): boolean {
+  const below = c.belowBytes;
+  const loop = c.loopBytes;
+  const a = p * 8;
+  const l = state * 8;
+  if (
+    (below[a]! & ~loop[l]!) !== 0 ||
+    (below[a + 1]! & ~loop[l + 1]!) !== 0 ||
+    (below[a + 2]! & ~loop[l + 2]!) !== 0 ||
+    (below[a + 3]! & ~loop[l + 3]!) !== 0
+  ) {
+    return false;
+  }
+  if (
+    (below[a + 4]! & ~loop[l + 4]!) === 0 &&
+    (below[a + 5]! & ~loop[l + 5]!) === 0 &&
+    (below[a + 6]! & ~loop[l + 6]!) === 0 &&
+    (below[a + 7]! & ~loop[l + 7]!) === 0
+  ) {
+    return true;
+  }
+  // Non-ASCII below: fine when whole characters loop and no token ends inside one.
+  return c.multibyteLoop[state] === 1 && c.utf8Aligned[p] === 1;
+}
+
+/**
+ * The full-mask walk from `state`: sets the bits of every live token, and leaves in `c` the
+ * token count, the distinct successor states (in successorScratch) and their max byte distance.
+ */
+function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void {
+  const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes, next, byteClass, numClasses, minBytesToAccept } = c;
+  const { stateAtDepth, successorStamp, successorScratch, loopKind } = c;
+  const scalars = c.scalars;
+  const stamp = ++scalars[0]!;
+  let numSucc = 0;
+  let maxMinBytes = 0;
+  let count = 0;
+  stateAtDepth[0] = state;
+  let p = 1;
+  while (p < numNodes) {
+    const info = nodeInfo[p]!;
+    const d = (info >>> 8) & 0xffff;
+    const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
+    const size = subtreeSize[p]!;
+    if (ns < 0) {
+      p += size;
+      continue;
+    }
+    stateAtDepth[d] = ns;
+    // A subtree whose bytes all loop on ns: every token in it is allowed and ends in ns.
+    let bulk = false;
+    if (size > 8) {
+      let kind = loopKind[ns]!;
+      if (kind === 0) kind = c.matcher.computeLoop(ns);
+      bulk = kind === 2 && subtreeLoopsOn(c, p, ns);
+    }
+    if (bulk || (info & 0x80000000) !== 0) {
+      const from = tokenStart[p]!;
+      const to = bulk ? tokenStart[p + size]! : tokenStart[p + 1]!;
+      count += to - from;
+      for (let k = from; k < to; k++) {
+        const id = tokenIds[k]!;
+        mask[id >>> 5]! |= 1 << (id & 31);
+      }
+      if (successorStamp[ns] !== stamp) {
+        successorStamp[ns] = stamp;
+        successorScratch[numSucc++] = ns;
+        const mb = minBytesToAccept[ns]!;
+        if (mb > maxMinBytes) maxMinBytes = mb;
+      }
+    }
+    p += bulk ? size : 1;
+  }
+  scalars[1] = count;
+  scalars[2] = numSucc;
+  scalars[3] = maxMinBytes;
+}
+
 /** Most minor token ranges kept per state for budgeted masks (beyond that, a second walk). */
 const MAX_MINOR_SPANS = 16384;
-
-const spanScratch = new WeakMap<TokenTrie, Int32Array>();
-
-/** Walk scratch for (from, to, target) token ranges, one per trie (JS runs one walk at a time). */
-function spanScratchFor(trie: TokenTrie): Int32Array {
-  let scratch = spanScratch.get(trie);
-  if (scratch === undefined) {
-    scratch = new Int32Array(trie.numNodes * 3);
-    spanScratch.set(trie, scratch);
-  }
-  return scratch;
-}
 
 const matcherCache = new WeakMap<ByteDfa, WeakMap<TokenTrie, DfaTokenMatcher>>();
 
@@ -591,3 +672,39 @@ export function dfaTokenMatcherFor(trie: TokenTrie, dfa: ByteDfa): DfaTokenMatch
   }
   return matcher;
 }
+
+/**
+ * Runs every path of the walks once on a toy vocabulary at module load, so V8 has type feedback
+ * for all of them before the first real walk; without it the first real walks ran deoptimized
+ * and recompiled several times (tens of ms each on a busy machine).
+ */
+function warmUpWalks(): void {
+  const enc = new TextEncoder();
+  const words = ["a", "b", "ab", "ba", "aaaaaaaaaaaa", "abababababab", "bbbbbbbbbbbbb", "c", "ca", "\u00e9\u00e9", "\u4e2d"];
+  const parts = words.map((w) => enc.encode(w));
+  const offsets = new Uint32Array(parts.length + 1);
+  for (let i = 0; i < parts.length; i++) offsets[i + 1] = offsets[i]! + parts[i]!.length;
+  const data = new Uint8Array(offsets[parts.length]!);
+  for (let i = 0; i < parts.length; i++) data.set(parts[i]!, offsets[i]!);
+  const trie = TokenTrie.build({ size: parts.length, offsets, data, kinds: new Uint8Array(parts.length) });
+  // State 0 loops on a/b and every non-ASCII byte class (a crude [^c]*), "c" goes to accepting state 1.
+  const byteClass = new Uint8Array(256);
+  byteClass[0x63] = 1;
+  const dfa: ByteDfa = {
+    numStates: 2,
+    start: 0,
+    numClasses: 2,
+    byteClass,
+    next: Int32Array.from([0, 1, -1, -1]),
+    accepting: Uint8Array.from([0, 1]),
+    minBytesToAccept: Int32Array.from([1, 0]),
+  };
+  for (let round = 0; round < 3; round++) {
+    const m = new DfaTokenMatcher(trie, dfa);
+    m.mask(0);
+    m.mask(1);
+    m.mask(0, 1);
+    m.advance(0, 2);
+  }
+}
+warmUpWalks();

@@ -57,11 +57,21 @@ export class DfaConstraintState {
     return false;
   }
 
-  /** Exact minimum number of tokens to a full match from here (Infinity when unreachable). */
-  minTokensToAccept(): number {
-    if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state);
-    let best = Number.POSITIVE_INFINITY;
+  /**
+   * Exact minimum number of tokens to a full match from here (Infinity when unreachable). With
+   * `cap`: when a match clearly fits within cap tokens, some number ≤ cap, cheaply (see
+   * DfaTokenMatcher.minTokensToAccept); exact otherwise.
+   */
+  minTokensToAccept(cap: number = Number.POSITIVE_INFINITY): number {
+    if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state, cap);
     const spans = this.spans();
+    if (cap >= 1) {
+      for (let i = 0; i < spans.length; i += 3) {
+        const target = spans[i + 2]!;
+        if (this.matcher.clearlyAcceptsWithin(target, cap - 1)) return this.matcher.minTokensToAccept(target, cap - 1) + 1;
+      }
+    }
+    let best = Number.POSITIVE_INFINITY;
     for (let i = 0; i < spans.length; i += 3) {
       const d = this.matcher.minTokensToAccept(spans[i + 2]!);
       if (d < best) best = d;

@@ -14,7 +14,6 @@
 import type { TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
 import { maskWords } from "./types.js";
-import { walkTrie } from "./walk.js";
 
 /** What the grammar stage's incremental recognizer offers. */
 export interface CompletableAutomaton extends ByteAutomaton {
@@ -28,84 +27,170 @@ export interface CompletableAutomaton extends ByteAutomaton {
 
 interface StateEdges {
   mask: Uint32Array;
-  tokens: Int32Array;
-  targets: Int32Array;
-  /** Distinct targets, by ascending lower-bound distance (search order). */
+  /** Distinct target states of the allowed tokens, by ascending lower-bound distance. */
   distinct: Int32Array;
+  /** Smallest token budget known to let every target finish (Infinity: not known yet). */
+  allFitFrom: number;
 }
 
 /** Depth-first search effort per budget query before refusing (conservative). */
 const SEARCH_LIMIT = 4000;
+/** Budgets above this are treated alike by the memo keys (they only ever mean "plenty"). */
+const BUDGET_KEY_CAP = 0xffff;
 
 export class GrammarTokenMatcher {
   readonly words: number;
   readonly emptyMask: Uint32Array;
   private readonly edges = new Map<number, StateEdges>();
   private readonly exactBytes = new Map<number, number>();
-  /** (state, budget) → can finish: 1 yes, 0 no. */
-  private readonly finishMemo = new Map<string, number>();
-  private readonly budgetMasks = new Map<string, Uint32Array>();
+  /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
+  private readonly finishMemo = new Map<number, number>();
+  private readonly budgetMasks = new Map<number, Uint32Array>();
   private searchLeft = 0;
   private searchGaveUp = false;
+  /** Per automaton state, the walk stamp that last collected it (distinct-target dedup). */
+  private seenStamp = new Int32Array(1024);
+  private stamp = 0;
+  private readonly collected: number[] = [];
+  private readonly stateAtDepth: Int32Array;
+  /** Lexer-level walks shared by all parser stacks; null when the automaton's shape is unknown. */
+  private readonly lexer: LexerLevelWalks | null;
 
   constructor(
     readonly trie: TokenTrie,
     readonly automaton: CompletableAutomaton,
+    /** Off: every state walks the trie with the automaton (the reference the tests compare with). */
+    options: { lexerLevel?: boolean } = {},
   ) {
     this.words = maskWords(trie.vocabSize);
     this.emptyMask = new Uint32Array(this.words);
+    this.stateAtDepth = new Int32Array(trie.maxTokenLength + 2);
+    this.lexer = options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton);
   }
 
   get start(): number {
     return this.automaton.start;
   }
 
+  /** Whether masks go through the lexer-level cache (the automaton's shape was recognised). */
+  get lexerLevel(): boolean {
+    return this.lexer !== null;
+  }
+
+  /** Distinct states the allowed tokens of `state` lead to (tests, budgets). */
+  targetsOf(state: number): Int32Array {
+    return state < 0 ? new Int32Array(0) : this.edgesOf(state).distinct;
+  }
+
   isAccepting(state: number): boolean {
     return state >= 0 && this.automaton.isComplete(state);
   }
 
+  /**
+   * The allowed tokens of `state` and their distinct target states. Single-hypothesis states (the
+   * common case) go through the lexer-level cache; the rest walk the trie with the automaton.
+   */
   private edgesOf(state: number): StateEdges {
     let e = this.edges.get(state);
     if (e !== undefined) return e;
     const mask = new Uint32Array(this.words);
-    const tokens: number[] = [];
-    const targets: number[] = [];
-    const ids = this.trie.tokenIds;
-    walkTrie(this.trie, this.automaton, state, 0, mask, (from, to, target) => {
-      for (let k = from; k < to; k++) {
-        tokens.push(ids[k]!);
-        targets.push(target);
+    const collected = this.collected;
+    collected.length = 0;
+    const stamp = ++this.stamp;
+    const lexId = this.lexer?.singleLexState(state) ?? -1;
+    if (lexId >= 0) {
+      const walk = this.lexer!.walk(lexId);
+      mask.set(walk.mask);
+      const conts = walk.contStates;
+      for (let i = 0; i < conts.length; i += 2) {
+        const target = this.advanceNode(state, conts[i + 1]!);
+        if (target < 0) throw new Error("grammar matcher: lexer-level walk disagrees with the automaton");
+        this.collect(target, stamp);
       }
-    });
-    const distinct = [...new Set(targets)];
-    const lb = new Map(distinct.map((t) => [t, this.automaton.minBytesLowerBound(t)]));
-    distinct.sort((a, b) => lb.get(a)! - lb.get(b)!);
-    // Sorted by token id so advance() can binary-search.
-    const order = tokens.map((_, i) => i).sort((a, b) => tokens[a]! - tokens[b]!);
-    e = {
-      mask,
-      tokens: Int32Array.from(order, (i) => tokens[i]!),
-      targets: Int32Array.from(order, (i) => targets[i]!),
-      distinct: Int32Array.from(distinct),
-    };
+      const commits = walk.commitNodes;
+      for (let i = 0; i < commits.length; i++) this.walkSubtree(state, commits[i]!, mask, stamp, null);
+    } else {
+      this.walkSubtree(state, 0, mask, stamp, null);
+    }
+    const automaton = this.automaton;
+    const lb = collected.map((t) => automaton.minBytesLowerBound(t));
+    const order = collected.map((_, i) => i).sort((x, y) => lb[x]! - lb[y]!);
+    e = { mask, distinct: Int32Array.from(order, (i) => collected[i]!), allFitFrom: Number.POSITIVE_INFINITY };
     this.edges.set(state, e);
     return e;
   }
 
+  private collect(target: number, stamp: number): void {
+    if (target >= this.seenStamp.length) this.growSeen(target);
+    if (this.seenStamp[target] !== stamp) {
+      this.seenStamp[target] = stamp;
+      this.collected.push(target);
+    }
+  }
+
+  private growSeen(state: number): void {
+    let n = this.seenStamp.length;
+    while (n <= state) n *= 2;
+    const grown = new Int32Array(n);
+    grown.set(this.seenStamp);
+    this.seenStamp = grown;
+  }
+
+  /** State after the bytes of trie node `node`'s prefix, from `state`. */
+  private advanceNode(state: number, node: number): number {
+    const { tokenIds, tokenStart, offsets, data, depth } = this.trie;
+    const id = tokenIds[tokenStart[node]!]!; // first token at or below the node: shares its prefix
+    let s = state;
+    for (let i = offsets[id]!, end = i + depth[node]!; i < end && s >= 0; i++) s = this.automaton.step(s, data[i]!);
+    return s;
+  }
+
+  /**
+   * Walks the subtree of trie node `root` with the automaton from `state` (whose bytes lead to
+   * the root first). Without `fits`: sets the bits of reachable tokens and collects their targets;
+   * with it: sets the bits of reachable tokens whose target is marked true.
+   */
+  private walkSubtree(state: number, root: number, mask: Uint32Array, stamp: number, fits: Map<number, boolean> | null): void {
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
+    const automaton = this.automaton;
+    const stateAtDepth = this.stateAtDepth;
+    const rootState = root === 0 ? state : this.advanceNode(state, root);
+    if (rootState < 0) return;
+    const end = root + subtreeSize[root]!;
+    stateAtDepth[depth[root]!] = rootState;
+    let p = root;
+    if (root === 0) p = 1;
+    while (p < end) {
+      const info = nodeInfo[p]!;
+      const d = (info >>> 8) & 0xffff;
+      let ns: number;
+      if (p === root) ns = rootState;
+      else {
+        ns = automaton.step(stateAtDepth[d - 1]!, info & 0xff);
+        if (ns < 0) {
+          p += subtreeSize[p]!;
+          continue;
+        }
+        stateAtDepth[d] = ns;
+      }
+      if ((info & 0x80000000) !== 0 && (fits === null || fits.get(ns) === true)) {
+        for (let k = tokenStart[p]!, to = tokenStart[p + 1]!; k < to; k++) {
+          const id = tokenIds[k]!;
+          mask[id >>> 5]! |= 1 << (id & 31);
+        }
+        if (fits === null) this.collect(ns, stamp);
+      }
+      p++;
+    }
+  }
+
   /** State after the token, or -1 when the grammar does not allow it here. */
   advance(state: number, token: number): number {
-    if (state < 0) return -1;
-    const { tokens, targets } = this.edgesOf(state);
-    let lo = 0;
-    let hi = tokens.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const t = tokens[mid]!;
-      if (t === token) return targets[mid]!;
-      if (t < token) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
+    if (state < 0 || !this.trie.isGenerable(token)) return -1;
+    const { offsets, data } = this.trie;
+    let s = state;
+    for (let i = offsets[token]!, end = offsets[token + 1]!; i < end && s >= 0; i++) s = this.automaton.step(s, data[i]!);
+    return s;
   }
 
   /** State after raw bytes from `state` (healing: the bytes after a forced prefix), or -1. */
@@ -118,10 +203,62 @@ export class GrammarTokenMatcher {
   private exact(state: number): number {
     let v = this.exactBytes.get(state);
     if (v === undefined) {
-      v = this.automaton.minBytesToComplete(state, 5000);
+      v = this.lexer !== null ? this.shortestCompletion(state, 5000) : this.automaton.minBytesToComplete(state, 5000);
       this.exactBytes.set(state, v);
     }
     return v;
+  }
+
+  /**
+   * Fewest bytes from `state` to a complete sentence (-1: not found within `maxExpansions`): the
+   * automaton's A* (same heuristic), but a single-hypothesis state's bytes are grouped by their
+   * lexer-level effect, so the many bytes that merely extend a string or a name cost one step.
+   */
+  private shortestCompletion(state: number, maxExpansions: number): number {
+    const automaton = this.automaton;
+    const lexer = this.lexer!;
+    const g = new Map<number, number>([[state, 0]]);
+    const buckets: number[][] = [];
+    let f = 0;
+    const push = (s: number, cost: number): void => {
+      const h = automaton.minBytesLowerBound(s);
+      if (h === Infinity) return;
+      (buckets[Math.max(f, cost + h)] ??= []).push(s);
+    };
+    push(state, 0);
+    let expansions = 0;
+    const codes: number[] = [];
+    for (; f < buckets.length; f++) {
+      const bucket = buckets[f];
+      if (!bucket) continue;
+      while (bucket.length) {
+        const s = bucket.pop()!;
+        const cost = g.get(s)!;
+        if (Math.max(f, cost + automaton.minBytesLowerBound(s)) !== f) continue;
+        if (automaton.isComplete(s)) return cost;
+        if (++expansions > maxExpansions) return -1;
+        const lexId = lexer.singleLexState(s);
+        codes.length = 0;
+        for (let b = 0; b < 256; b++) {
+          if (lexId >= 0) {
+            // Without a commit, bytes with the same lexer successor lead to the same state.
+            const code = lexer.stepCode(lexId, b);
+            if (code === 0) continue;
+            if ((code & COMMIT) === 0) {
+              if (codes.includes(code)) continue;
+              codes.push(code);
+            }
+          }
+          const ns = automaton.step(s, b);
+          if (ns < 0) continue;
+          const old = g.get(ns);
+          if (old !== undefined && old <= cost + 1) continue;
+          g.set(ns, cost + 1);
+          push(ns, cost + 1);
+        }
+      }
+    }
+    return -1;
   }
 
   /** Whether a complete sentence is reachable from `state` within `budget` tokens. */
@@ -141,7 +278,7 @@ export class GrammarTokenMatcher {
       const bytes = this.exact(state);
       if (bytes >= 0 && bytes <= budget) return true;
     }
-    const key = `${state}:${budget}`;
+    const key = state * 65536 + Math.min(budget, BUDGET_KEY_CAP);
     const memo = this.finishMemo.get(key);
     if (memo !== undefined) return memo === 1;
     if (this.searchLeft-- <= 0) {
@@ -167,27 +304,39 @@ export class GrammarTokenMatcher {
     if (state < 0 || remaining <= 0) return this.emptyMask;
     const e = this.edgesOf(state);
     const limit = remaining - 1;
+    if (limit >= e.allFitFrom) return e.mask;
     let all = true;
     for (let i = 0; i < e.distinct.length && all; i++) if (!this.canAcceptWithin(e.distinct[i]!, limit)) all = false;
-    if (all) return e.mask;
-    const key = `${state}:${limit}`;
+    if (all) {
+      e.allFitFrom = limit;
+      return e.mask;
+    }
+    const key = state * 65536 + Math.min(limit, BUDGET_KEY_CAP);
     let mask = this.budgetMasks.get(key);
     if (mask !== undefined) return mask;
-    mask = new Uint32Array(this.words);
-    const ok = new Map<number, boolean>();
-    for (let i = 0; i < e.tokens.length; i++) {
-      const t = e.targets[i]!;
-      let fits = ok.get(t);
-      if (fits === undefined) {
-        fits = this.canAcceptWithin(t, limit);
-        ok.set(t, fits);
-      }
-      if (fits) {
-        const id = e.tokens[i]!;
-        mask[id >>> 5]! |= 1 << (id & 31);
-      }
-    }
+    mask = this.budgetMask(state, e, limit);
     this.budgetMasks.set(key, mask);
+    return mask;
+  }
+
+  /** The walk again, keeping the tokens whose target can still finish within `limit` tokens. */
+  private budgetMask(state: number, e: StateEdges, limit: number): Uint32Array {
+    const fits = new Map<number, boolean>();
+    for (let i = 0; i < e.distinct.length; i++) fits.set(e.distinct[i]!, this.canAcceptWithin(e.distinct[i]!, limit));
+    const mask = new Uint32Array(this.words);
+    const lexId = this.lexer?.singleLexState(state) ?? -1;
+    if (lexId < 0) {
+      this.walkSubtree(state, 0, mask, 0, fits);
+      return mask;
+    }
+    const walk = this.lexer!.walk(lexId);
+    const conts = walk.contStates;
+    const keep = new Set<number>();
+    for (let i = 0; i < conts.length; i += 2) if (fits.get(this.advanceNode(state, conts[i + 1]!)) === true) keep.add(conts[i]!);
+    if (keep.size === conts.length / 2) mask.set(walk.mask);
+    else if (keep.size > 0) this.lexer!.maskOf(lexId, keep, mask);
+    const commits = walk.commitNodes;
+    for (let i = 0; i < commits.length; i++) this.walkSubtree(state, commits[i]!, mask, 0, fits);
     return mask;
   }
 
@@ -196,6 +345,277 @@ export class GrammarTokenMatcher {
     for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) return true;
     return false;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lexer-level walks (XGrammar's context-independent tokens, for this automaton).
+//
+// A state of the grammar stage's GrammarAutomaton is a set of hypotheses (parser stack, scanner DFA
+// state of the token in progress, ...), and step() treats each hypothesis on its own. While a
+// hypothesis only extends its token in progress (no terminal is committed), what happens depends on
+// the scanner of its stack's top state and its lexer fields, not on the stack. So for a
+// single-hypothesis state, one trie walk per lexer-level state serves every stack: it gives the
+// tokens whose bytes never commit a terminal (allowed whatever the stack) and the trie nodes where
+// a commit happens; only those subtrees (after a closing quote, a delimiter...) are walked with the
+// real automaton. Inside a JSON string that turns a walk over the whole 152k vocabulary per parser
+// stack into a lookup.
+//
+// This mirrors the continue branch of GrammarAutomaton.step (src/grammar/incremental.ts) and reads
+// its fields; it checks their shape on construction and is skipped (plain walks) when they differ.
+// test/cfg-matcher.test.ts compares both ways mask for mask.
+
+interface HypothesisView {
+  stack: number;
+  dfaState: number;
+  firstAccepted: number;
+  tokenLen: number;
+  ignoredRun: number;
+  constraints: number[];
+}
+
+interface ScannerView {
+  dfa: { numClasses: number; byteClass: Uint8Array; next: Int32Array };
+  terms: readonly { ignored: boolean }[];
+  termOf: Int32Array;
+  numOrdered: number;
+  shortest: Uint8Array;
+  canAccept: Uint8Array;
+  accept: Uint8Array;
+  numPatterns: number;
+  broken: boolean;
+}
+
+interface AutomatonView {
+  sets: HypothesisView[][];
+  scannerDfas: ScannerView[];
+  scannerOfState: Int32Array;
+  stackTop: number[];
+  maxIgnoredRun: number;
+}
+
+function automatonView(automaton: unknown): AutomatonView | null {
+  const a = automaton as Partial<AutomatonView>;
+  if (!Array.isArray(a.sets) || !Array.isArray(a.scannerDfas) || !(a.scannerOfState instanceof Int32Array)) return null;
+  if (!Array.isArray(a.stackTop) || typeof a.maxIgnoredRun !== "number") return null;
+  for (const sc of a.scannerDfas) {
+    if (!(sc?.accept instanceof Uint8Array && sc.canAccept instanceof Uint8Array && sc.shortest instanceof Uint8Array)) return null;
+    if (!(sc.termOf instanceof Int32Array) || typeof sc.numOrdered !== "number" || typeof sc.numPatterns !== "number") return null;
+    if (!(sc.dfa?.next instanceof Int32Array) || !Array.isArray(sc.terms)) return null;
+  }
+  const start = a.sets[(automaton as { start: number }).start];
+  const h = start?.[0];
+  if (!h || typeof h.dfaState !== "number" || typeof h.tokenLen !== "number" || !Array.isArray(h.constraints)) return null;
+  return a as AutomatonView;
+}
+
+interface LexerWalk {
+  /** Tokens whose bytes only extend the token in progress (allowed whatever the stack). */
+  mask: Uint32Array;
+  /** Pairs (lexer state after the bytes, a trie node ending tokens with that state). */
+  contStates: Int32Array;
+  /** Trie nodes where a terminal commits: their subtrees need the parser. */
+  commitNodes: Int32Array;
+}
+
+const COMMIT = 0x40000000;
+const UNKNOWN = -1;
+
+class LexerLevelWalks {
+  private readonly fields: number[] = []; // per lexer state: scanner, dfa state, first, tokenLen, ignoredRun
+  private readonly constraintsOf: number[][] = [];
+  private readonly ids = new Map<string, number>();
+  private next = new Int32Array(256 * 64).fill(UNKNOWN);
+  private readonly walks = new Map<number, LexerWalk>();
+  private readonly singleOf = new Map<number, number>();
+  private readonly atDepth: Int32Array;
+  private seen = new Int32Array(64);
+  private stamp = 0;
+
+  private constructor(
+    private readonly trie: TokenTrie,
+    private readonly view: AutomatonView,
+  ) {
+    this.atDepth = new Int32Array(trie.maxTokenLength + 2);
+  }
+
+  static over(trie: TokenTrie, automaton: CompletableAutomaton): LexerLevelWalks | null {
+    const view = automatonView(automaton);
+    return view === null ? null : new LexerLevelWalks(trie, view);
+  }
+
+  /** The lexer state of a single-hypothesis automaton state, else -1. */
+  singleLexState(state: number): number {
+    let id = this.singleOf.get(state);
+    if (id !== undefined) return id;
+    const hyps = this.view.sets[state];
+    if (hyps === undefined || hyps.length !== 1) id = -1;
+    else {
+      const h = hyps[0]!;
+      id = this.intern(this.view.scannerOfState[this.view.stackTop[h.stack]!]!, h.dfaState, h.firstAccepted, h.tokenLen, h.ignoredRun, h.constraints);
+    }
+    this.singleOf.set(state, id);
+    return id;
+  }
+
+  private intern(scanner: number, dfaState: number, first: number, tokenLen: number, ignoredRun: number, constraints: number[]): number {
+    const key = `${scanner},${dfaState},${first},${tokenLen},${ignoredRun},${constraints.join(".")}`;
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      id = this.constraintsOf.length;
+      this.fields.push(scanner, dfaState, first, tokenLen, ignoredRun);
+      this.constraintsOf.push(constraints);
+      this.ids.set(key, id);
+      if ((id + 1) * 256 > this.next.length) {
+        const grown = new Int32Array(this.next.length * 2).fill(UNKNOWN);
+        grown.set(this.next);
+        this.next = grown;
+      }
+    }
+    return id;
+  }
+
+  /** Next lexer state + 1 (0: the token cannot continue), | COMMIT when a terminal may end here. */
+  stepCode(id: number, byte: number): number {
+    return this.step(id, byte);
+  }
+
+  private step(id: number, byte: number): number {
+    const slot = id * 256 + byte;
+    const hit = this.next[slot]!;
+    if (hit !== UNKNOWN) return hit;
+    const result = this.compute(id, byte);
+    this.next[slot] = result;
+    return result;
+  }
+
+  // Mirrors GrammarAutomaton.step for one hypothesis, without the commit's parser feed.
+  private compute(id: number, byte: number): number {
+    const v = this.view;
+    const f = id * 5;
+    const scId = this.fields[f]!;
+    const first0 = this.fields[f + 2]!;
+    const tokenLen0 = this.fields[f + 3]!;
+    const ignoredRun = this.fields[f + 4]!;
+    const old = this.constraintsOf[id]!;
+    const constraints: number[] = [];
+    for (let c = 0; c < old.length; c += 3) {
+      const cs = v.scannerDfas[old[c]!]!;
+      const ns = cs.dfa.next[old[c + 1]! * cs.dfa.numClasses + cs.dfa.byteClass[byte]!]!;
+      if (ns < 0) continue;
+      const upTo = old[c + 2]!;
+      for (let p = 0; p <= upTo; p++) if (cs.accept[ns * cs.numPatterns + p]) return 0;
+      let alive = false;
+      for (let p = 0; p <= upTo && !alive; p++) if (cs.canAccept[ns * cs.numPatterns + p]) alive = true;
+      if (alive) constraints.push(old[c]!, ns, upTo);
+    }
+    const sc = v.scannerDfas[scId]!;
+    if (sc.broken) return 0;
+    const d = sc.dfa;
+    const P = sc.numPatterns;
+    const ns = d.next[this.fields[f + 1]! * d.numClasses + d.byteClass[byte]!]!;
+    if (ns < 0) return 0;
+    let first = first0;
+    const limit = first < 0 ? sc.numOrdered : first;
+    for (let p = 0; p < limit; p++) if (sc.accept[ns * P + p]) { first = p; break; }
+    const tokenLen = Math.min(tokenLen0 + 1, v.maxIgnoredRun + 2);
+    const newlyAccepted = first >= 0 && first !== first0;
+    const commit = first >= 0 && sc.accept[ns * P + first] === 1 && (!sc.shortest[first] || newlyAccepted);
+    let result = commit ? COMMIT : 0;
+    const contBound = first < 0 ? sc.numOrdered - 1 : sc.shortest[first] ? first - 1 : first;
+    if (contBound < 0 || !hasSuccessor(sc, ns, contBound)) return result;
+    let onlyIgnored = true;
+    for (let p = 0; p <= contBound && onlyIgnored; p++) {
+      if ((sc.canAccept[ns * P + p] || p === first) && !sc.terms[sc.termOf[p]!]!.ignored) onlyIgnored = false;
+    }
+    if (onlyIgnored && ignoredRun + tokenLen > v.maxIgnoredRun) return result;
+    result |= this.intern(scId, ns, first, tokenLen, ignoredRun, constraints) + 1;
+    return result;
+  }
+
+  walk(lexId: number): LexerWalk {
+    let w = this.walks.get(lexId);
+    if (w !== undefined) return w;
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
+    const mask = new Uint32Array(maskWords(this.trie.vocabSize));
+    const conts: number[] = [];
+    const commits: number[] = [];
+    const atDepth = this.atDepth;
+    const stamp = ++this.stamp;
+    atDepth[0] = lexId;
+    let p = 1;
+    while (p < numNodes) {
+      const info = nodeInfo[p]!;
+      const d = (info >>> 8) & 0xffff;
+      const code = this.step(atDepth[d - 1]!, info & 0xff);
+      if ((code & COMMIT) !== 0) {
+        // Every token below needs the parser: the real automaton walks this subtree.
+        commits.push(p);
+        p += subtreeSize[p]!;
+        continue;
+      }
+      const cont = code - 1;
+      if (cont < 0) {
+        p += subtreeSize[p]!;
+        continue;
+      }
+      atDepth[d] = cont;
+      if ((info & 0x80000000) !== 0) {
+        for (let k = tokenStart[p]!, to = tokenStart[p + 1]!; k < to; k++) {
+          const id = tokenIds[k]!;
+          mask[id >>> 5]! |= 1 << (id & 31);
+        }
+        if (cont >= this.seen.length) {
+          const grown = new Int32Array(Math.max(cont + 1, this.seen.length * 2));
+          grown.set(this.seen);
+          this.seen = grown;
+        }
+        if (this.seen[cont] !== stamp) {
+          this.seen[cont] = stamp;
+          conts.push(cont, p);
+        }
+      }
+      p++;
+    }
+    w = { mask, contStates: Int32Array.from(conts), commitNodes: Int32Array.from(commits) };
+    this.walks.set(lexId, w);
+    return w;
+  }
+
+  /** Sets in `mask` the commit-free tokens of the walk from `lexId` that end in a state of `keep`. */
+  maskOf(lexId: number, keep: Set<number>, mask: Uint32Array): void {
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
+    const atDepth = this.atDepth;
+    atDepth[0] = lexId;
+    let p = 1;
+    while (p < numNodes) {
+      const info = nodeInfo[p]!;
+      const d = (info >>> 8) & 0xffff;
+      const code = this.step(atDepth[d - 1]!, info & 0xff);
+      const cont = code - 1;
+      if ((code & COMMIT) !== 0 || cont < 0) {
+        p += subtreeSize[p]!;
+        continue;
+      }
+      atDepth[d] = cont;
+      if ((info & 0x80000000) !== 0 && keep.has(cont)) {
+        for (let k = tokenStart[p]!, to = tokenStart[p + 1]!; k < to; k++) {
+          const id = tokenIds[k]!;
+          mask[id >>> 5]! |= 1 << (id & 31);
+        }
+      }
+      p++;
+    }
+  }
+}
+
+function hasSuccessor(sc: ScannerView, state: number, bound: number): boolean {
+  const d = sc.dfa;
+  for (let c = 0; c < d.numClasses; c++) {
+    const ns = d.next[state * d.numClasses + c]!;
+    if (ns < 0) continue;
+    for (let p = 0; p <= bound; p++) if (sc.canAccept[ns * sc.numPatterns + p]) return true;
+  }
+  return false;
 }
 
 /** `state` value while a healed prompt's forced prefix is still to come. */

@@ -41,7 +41,8 @@ export interface CompletionJobOptions {
   settle: (error?: unknown) => void;
 }
 
-const UNBOUNDED = 0x3fffffff;
+/** A budget larger than any request: "does the pattern admit any longer text at all". */
+export const UNBOUNDED = 0x3fffffff;
 
 export class CompletionJob implements DecodeJob {
   readonly seqsNeeded = 1;

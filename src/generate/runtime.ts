@@ -8,7 +8,7 @@ import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from ".
 import { Sampler } from "../sampling/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
 import { tokenTrieFor, type TokenTrie } from "../constraint/index.js";
-import { CompletionJob, type TokenConstraint } from "./completion.js";
+import { CompletionJob, UNBOUNDED, type TokenConstraint } from "./completion.js";
 import { DecodeScheduler, runJob } from "./scheduler.js";
 import {
   InvalidRequestError,
@@ -132,7 +132,9 @@ export class GenerationRuntime {
       );
     }
     if (prefixLength === 0 && constraint.isAccepting() && (req.stopAfterMatch || !constraint.hasAnyToken(req.maxNewTokens))) {
-      return { completion: "", tokensGenerated: 0, stopReason: "pattern_match" };
+      // Same rule as CompletionJob after a token: longer text the budget cannot hold is token_limit.
+      const stopReason = req.stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED) ? "pattern_match" : "token_limit";
+      return { completion: "", tokensGenerated: 0, stopReason };
     }
     const sampler = new Sampler(this.vocab.size, {
       temperature: req.temperature,

@@ -7,7 +7,7 @@
 import { COMMON_LARK } from "./common-lark.js";
 import { GrammarError, type BnfRule } from "./lalr.js";
 import { parseLarkSyntax, tree, type Node, type PatternNode, type Sym, type Token, type Tree } from "./lark-syntax.js";
-import { parsePyRegex, pyReEscape, regexWidth, MAXREPEAT } from "./pyregex.js";
+import { parsePyRegex, pyReEscape, regexWidth } from "./pyregex.js";
 
 export interface TerminalDef {
   readonly name: string;
@@ -871,4 +871,4 @@ function alternatives(n: Node): Alt[] {
   throw new GrammarError(`Unexpected ${n.data} in rule`);
 }
 
-export { MAXREPEAT };
+

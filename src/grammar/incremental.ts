@@ -11,7 +11,7 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, compileRegex, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
@@ -33,6 +33,8 @@ interface ScannerDfa {
   readonly shortest: Uint8Array;
   /** canAccept[state * numPatterns + p]: pattern p still reachable from state. */
   readonly canAccept: Uint8Array;
+  /** Lowest pattern index that can still accept after at least one more byte (large: none). */
+  readonly minLaterPattern: Int32Array;
   /** dist[state * numPatterns + p]: fewest bytes until pattern p accepts (-1: never). */
   readonly dist: Int32Array;
   /** accept[state * numPatterns + p] */
@@ -83,10 +85,20 @@ export class GrammarAutomaton {
 
   constructor(readonly grammar: Grammar, opts: IncrementalOptions = {}) {
     this.maxIgnoredRun = opts.maxIgnoredRun ?? 8;
+    this.scannerOfState = new Int32Array(grammar.table.numStates);
+    this.stackTop = [grammar.table.startState];
+    try {
+      this.start = this.build();
+    } catch (e) {
+      if (e instanceof GrammarError) throw e;
+      throw new GrammarError(`Grammar terminals cannot be turned into a byte automaton: ${(e as Error).message}`);
+    }
+  }
+
+  private build(): number {
+    const grammar = this.grammar;
     const table = grammar.table;
-    this.stackTop = [table.startState];
     const byScanner = new Map<Scanner, number>();
-    this.scannerOfState = new Int32Array(table.numStates);
     for (let s = 0; s < table.numStates; s++) {
       const sc = grammar.scanners[s]!;
       let id = byScanner.get(sc);
@@ -97,7 +109,7 @@ export class GrammarAutomaton {
       }
       this.scannerOfState[s] = id;
     }
-    this.start = this.intern([{ stack: 0, dfaState: this.scannerDfas[this.scannerOfState[table.startState]!]!.dfa.start, firstAccepted: -1, tokenLen: 0, ignoredRun: 0, constraints: [] }]);
+    return this.intern([{ stack: 0, dfaState: this.scannerDfas[this.scannerOfState[table.startState]!]!.dfa.start, firstAccepted: -1, tokenLen: 0, ignoredRun: 0, constraints: [] }]);
   }
 
   get numStates(): number {
@@ -142,14 +154,23 @@ export class GrammarAutomaton {
 
   private intern(hyps: Hyp[]): number {
     if (hyps.length === 0) return -1;
-    const keyed = new Map<string, Hyp>();
-    for (const h of hyps) keyed.set(`${h.stack},${h.dfaState},${h.firstAccepted},${h.tokenLen},${h.ignoredRun},${h.constraints.join(".")}`, h);
-    const keys = [...keyed.keys()].sort();
-    const key = keys.join("|");
+    const hypKey = (h: Hyp): string => `${h.stack},${h.dfaState},${h.firstAccepted},${h.tokenLen},${h.ignoredRun},${h.constraints.join(".")}`;
+    let key: string;
+    let members: Hyp[];
+    if (hyps.length === 1) {
+      key = hypKey(hyps[0]!);
+      members = hyps;
+    } else {
+      const keyed = new Map<string, Hyp>();
+      for (const h of hyps) keyed.set(hypKey(h), h);
+      const keys = [...keyed.keys()].sort();
+      key = keys.join("|");
+      members = keys.map((k) => keyed.get(k)!);
+    }
     let id = this.setIds.get(key);
     if (id === undefined) {
       id = this.sets.length;
-      this.sets.push(keys.map((k) => keyed.get(k)!));
+      this.sets.push(members);
       this.setIds.set(key, id);
     }
     return id;
@@ -188,6 +209,12 @@ export class GrammarAutomaton {
     if (hit !== undefined) return hit;
     const out: Hyp[] = [];
     for (const h of this.sets[state]!) {
+      const scId = this.scannerFor(h.stack);
+      const sc = this.scannerDfas[scId]!;
+      if (sc.broken) continue;
+      const d = sc.dfa;
+      const ns = d.next[h.dfaState * d.numClasses + d.byteClass[byte]!]!;
+      if (ns < 0) continue; // the common case in trie walks: decide before allocating anything
       // Advance pending constraints: a forbidden terminal accepting kills the hypothesis.
       const constraints: number[] = [];
       let ok = true;
@@ -203,12 +230,6 @@ export class GrammarAutomaton {
         if (alive) constraints.push(h.constraints[c]!, ns, upTo);
       }
       if (!ok) continue;
-      const scId = this.scannerFor(h.stack);
-      const sc = this.scannerDfas[scId]!;
-      if (sc.broken) continue;
-      const d = sc.dfa;
-      const ns = d.next[h.dfaState * d.numClasses + d.byteClass[byte]!]!;
-      if (ns < 0) continue;
       // The winner is the lowest-index terminal that ever matches at the token start.
       let first = h.firstAccepted;
       const limit = first < 0 ? sc.numOrdered : first;
@@ -222,7 +243,7 @@ export class GrammarAutomaton {
       // Continuing pays off only if a later byte can make a terminal ≤ the winner-to-be accept
       // (strictly earlier terminals for a lazy winner, which never grows).
       const contBound = first < 0 ? sc.numOrdered - 1 : sc.shortest[first] ? first - 1 : first;
-      if (contBound < 0 || !this.hasSuccessor(sc, ns, contBound)) continue;
+      if (contBound < 0 || sc.minLaterPattern[ns]! > contBound) continue;
       // Ignored-run limit for a token that can only end up ignored.
       let onlyIgnored = true;
       for (let p = 0; p <= contBound && onlyIgnored; p++) {
@@ -234,17 +255,6 @@ export class GrammarAutomaton {
     const id = this.intern(out);
     this.stepMemo.set(memoKey, id);
     return id;
-  }
-
-  private hasSuccessor(sc: ScannerDfa, state: number, bound: number): boolean {
-    // canAccept includes "accepts here"; continuing needs acceptance strictly later.
-    const d = sc.dfa;
-    for (let c = 0; c < d.numClasses; c++) {
-      const ns = d.next[state * d.numClasses + c]!;
-      if (ns < 0) continue;
-      for (let p = 0; p <= bound; p++) if (sc.canAccept[ns * sc.numPatterns + p]) return true;
-    }
-    return false;
   }
 
   /** Whether the text so far is a complete sentence (Lark would parse it). */
@@ -410,6 +420,14 @@ export class GrammarAutomaton {
   }
 }
 
+function preferenceModelled(src: string): boolean {
+  try {
+    return pythonPreferenceModelled(parsePyRegex(src).root);
+  } catch {
+    return false;
+  }
+}
+
 function hasLazy(src: string): boolean {
   return /(\*|\+|\?|\})\?/.test(src.replace(/\\./g, ""));
 }
@@ -445,6 +463,56 @@ function firstCharsOfSet(n: Extract<RegexNode, { k: "set" }>): CharSet {
   return out;
 }
 
+/** Python source for an AST node (for the byte-DFA checks below); throws on non-regular nodes. */
+function toPySource(n: RegexNode): string {
+  const cp = (c: number): string => (c > 0xffff ? `\\U${c.toString(16).padStart(8, "0")}` : `\\u${c.toString(16).padStart(4, "0")}`);
+  switch (n.k) {
+    case "set": {
+      let body = "";
+      for (let i = 0; i < n.ranges.length; i += 2) body += n.ranges[i] === n.ranges[i + 1] ? cp(n.ranges[i]!) : `${cp(n.ranges[i]!)}-${cp(n.ranges[i + 1]!)}`;
+      for (const c of n.classes) body += "\\" + c;
+      const cls = body === "" && !n.negated ? "(?!)" : `[${n.negated ? "^" : ""}${body}]`;
+      return n.caseless ? `(?i:${cls})` : cls;
+    }
+    case "any": return n.dotAll ? "(?s:.)" : ".";
+    case "seq": return n.items.map(toPySource).join("");
+    case "alt": return `(?:${n.alts.map(toPySource).join("|")})`;
+    case "group": return `(?:${toPySource(n.body)})`;
+    case "rep": return `(?:${toPySource(n.body)}){${n.min},${n.max === Infinity ? "" : n.max}}`;
+    default: throw new Error("not regular");
+  }
+}
+
+/** True when no string of `earlier` is a proper prefix of a string of `later` (byte DFAs). */
+function noProperPrefix(earlier: RegexNode, later: RegexNode): boolean {
+  let a: ByteDfa, b: ByteDfa;
+  try {
+    a = compileRegex(toPySource(earlier));
+    b = compileRegex(toPySource(later));
+  } catch {
+    return false;
+  }
+  const seen = new Set<number>();
+  const queue = [a.start * b.numStates + b.start];
+  seen.add(queue[0]!);
+  while (queue.length) {
+    const key = queue.pop()!;
+    const qa = Math.floor(key / b.numStates), qb = key % b.numStates;
+    if (a.accepting[qa]) {
+      // `later` continues beyond this point to a longer string?
+      for (let c = 0; c < b.numClasses; c++) if (b.next[qb * b.numClasses + c]! >= 0) return false;
+    }
+    for (let byte = 0; byte < 256; byte++) {
+      const na = a.next[qa * a.numClasses + a.byteClass[byte]!]!;
+      const nb = b.next[qb * b.numClasses + b.byteClass[byte]!]!;
+      if (na < 0 || nb < 0) continue;
+      const k = na * b.numStates + nb;
+      if (!seen.has(k)) { seen.add(k); queue.push(k); }
+    }
+  }
+  return true;
+}
+
 /**
  * Whether Python's preferred match of this pattern is what the automaton models: the longest
  * match (greedy, and every choice decided by the next character: alternation branches and
@@ -456,6 +524,7 @@ export function pythonPreferenceModelled(root: RegexNode): boolean {
   let variableParts = 0;
   let lazyParts = 0;
   let counting = true; // the first pass over a repeat body only computes its FIRST set
+  let overlappingAlternation = false; // "longest" there, which a lazy (shortest) pattern is not
   const walk = (n: RegexNode, follow: CharSet): { first: CharSet; nullable: boolean } => {
     switch (n.k) {
       case "set": return { first: firstCharsOfSet(n), nullable: false };
@@ -483,12 +552,20 @@ export function pythonPreferenceModelled(root: RegexNode): boolean {
       case "alt": {
         let first = emptySet();
         let nullable = false;
-        for (const a of n.alts) {
+        const tail = follow.every((x) => x === 0);
+        n.alts.forEach((a, i) => {
           const r = walk(a, follow);
-          if (overlaps(first, r.first) || (r.nullable && nullable)) unsafe = true;
+          if (r.nullable && nullable) unsafe = true;
+          // Python takes the first branch that matches. That is the longest match when branches
+          // start differently, or (in tail position) when no earlier branch's string is a proper
+          // prefix of a later branch's string.
+          if (overlaps(first, r.first)) {
+            overlappingAlternation = true;
+            if (!(tail && n.alts.slice(0, i).every((e) => noProperPrefix(e, a)))) unsafe = true;
+          }
           first = union(first, r.first);
           nullable = nullable || r.nullable;
-        }
+        });
         if (nullable) unsafe = true;
         return { first, nullable };
       }
@@ -511,7 +588,7 @@ export function pythonPreferenceModelled(root: RegexNode): boolean {
     }
   };
   walk(root, emptySet());
-  if (lazyParts > 0) return lazyParts === 1 && variableParts === 1 && !unsafe;
+  if (lazyParts > 0) return lazyParts === 1 && variableParts === 1 && !unsafe && !overlappingAlternation;
   return !unsafe;
 }
 
@@ -564,7 +641,7 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
     if (src === LARK_ESCAPED_STRING) src = ESCAPED_STRING_REGULAR;
     const alts = t.def.pattern.type === "re" ? splitTopAlternatives(src) : [src];
     for (const alt of alts) {
-      if (t.def.pattern.type === "re" && src !== ESCAPED_STRING_REGULAR && !pythonPreferenceModelled(parsePyRegex(alt).root)) approximate.add(t.name);
+      if (t.def.pattern.type === "re" && src !== ESCAPED_STRING_REGULAR && !preferenceModelled(alt)) approximate.add(t.name);
       specs.push({ source: alt });
       shortest.push(t.def.pattern.type === "re" && hasLazy(alt) ? 1 : 0);
       termOf.push(ti);
@@ -622,7 +699,15 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
       }
     }
   }
-  return { dfa, dist, terms, termOf: Int32Array.from(termOf), numOrdered, shortest: Uint8Array.from(shortest), canAccept, accept, unless, numPatterns: P, broken: sc.broken };
+  const minLaterPattern = new Int32Array(S).fill(0x7fffffff);
+  for (let st = 0; st < S; st++) {
+    for (let c = 0; c < dfa.numClasses; c++) {
+      const ns = dfa.next[st * dfa.numClasses + c]!;
+      if (ns < 0) continue;
+      for (let p = 0; p < minLaterPattern[st]! && p < P; p++) if (canAccept[ns * P + p]) { minLaterPattern[st] = p; break; }
+    }
+  }
+  return { dfa, dist, minLaterPattern, terms, termOf: Int32Array.from(termOf), numOrdered, shortest: Uint8Array.from(shortest), canAccept, accept, unless, numPatterns: P, broken: sc.broken };
 }
 
 export function createGrammarAutomaton(grammar: Grammar, opts?: IncrementalOptions): GrammarAutomaton {

@@ -1,5 +1,14 @@
 // Public entry of the grammar stage: Lark grammar text → LALR(1) table + contextual lexer, and a
-// recognizer that accepts exactly what `Lark(grammar, parser='lalr').parse(text)` accepts.
+// recognizer that accepts exactly what `Lark(grammar, parser='lalr').parse(text)` accepts
+// (Lark 1.1.5, lexer 'contextual').
+//
+//   compileGrammar(text) → Grammar          throws GrammarError (line/column for syntax errors)
+//   parses(grammar, text) → boolean         Lark's verdict; terminals matched with Python-re
+//                                           preferences via translated JS RegExps
+//   new GrammarAutomaton(grammar, { maxIgnoredRun }) — byte-level incremental form over byte
+//     DFAs from regex/: integer states, step(state, byte) → state | -1, isComplete(state),
+//     allowedBytes, walk, minBytesToComplete (exact, A*), minBytesLowerBound; `approximate`
+//     lists terminals whose Python match preference it can only approximate.
 
 import { compileGrammarText, type CompiledGrammar, type TerminalDef } from "./compile.js";
 import { buildLalrTable, GrammarError, LalrRunner, type BnfRule, type LalrTable } from "./lalr.js";
@@ -21,6 +30,16 @@ export interface Grammar {
 }
 
 export function compileGrammar(source: string): Grammar {
+  try {
+    return compileGrammarUnchecked(source);
+  } catch (e) {
+    // Lark itself fails on odd grammars with assorted exception types; ours are all typed.
+    if (e instanceof GrammarError) throw e;
+    throw new GrammarError(`Invalid grammar: ${(e as Error).message}`);
+  }
+}
+
+function compileGrammarUnchecked(source: string): Grammar {
   const compiled = compileGrammarText(source, "start");
   const table = buildLalrTable(compiled.rules, compiled.terminals.map((t) => t.name), compiled.start);
   const lexTerms = buildLexTerminals(compiled.terminals, compiled.ignore, table.terminalIndex);

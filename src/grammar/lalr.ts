@@ -47,7 +47,6 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   const terminals = ["$END", ...terminalNames.filter((t) => t !== "$END")];
   const terminalIndex = new Map<string, number>();
   terminals.forEach((t, i) => terminalIndex.set(t, i));
-  const T = terminals.length;
 
   const rootName = "$root_" + start;
   const allRules: BnfRule[] = [...rules, { origin: rootName, expansion: [start], priority: null, order: 0 }];

@@ -41,10 +41,12 @@ export function buildLexTerminals(defs: readonly TerminalDef[], ignore: readonly
   const out: LexTerminal[] = [];
   for (const def of defs) {
     const source = patternToRegexp(def.pattern);
-    let parsed: ParsedRegex, whole: ParsedRegex;
+    let parsed: ParsedRegex, whole: ParsedRegex, regex: RegExp, wholeRegex: RegExp;
     try {
       parsed = parsePyRegex(source);
       whole = parsePyRegex(source + "$");
+      regex = toJsRegExp(parsed);
+      wholeRegex = toJsRegExp(whole);
     } catch (e) {
       throw new GrammarError(`Cannot compile token ${def.name}: ${(e as Error).message}`);
     }
@@ -54,8 +56,8 @@ export function buildLexTerminals(defs: readonly TerminalDef[], ignore: readonly
       name: def.name,
       def,
       parsed,
-      regex: toJsRegExp(parsed),
-      wholeRegex: toJsRegExp(whole),
+      regex,
+      wholeRegex,
       minWidth,
       maxWidth,
       tableIndex: terminalIndex.get(def.name) ?? -1,

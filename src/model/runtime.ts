@@ -337,16 +337,21 @@ export class LlamaContext {
   }
 
   /**
-   * Makes `dst` hold positions [p0, p1) of `src` (p < 0: open end), replacing what `dst` had in
-   * that range. With the unified KV cache the cells are shared (no copy).
+   * Gives `dst` the cells of `src` at positions [p0, p1) (p < 0: open end). With the unified KV
+   * cache (default) the cells are shared, no copy, and `dst` keeps its other cells. With
+   * per-sequence streams (kvUnified false) llama.cpp can only copy a whole stream, so `dst` must be
+   * empty unless the whole of `src` is copied.
    */
   seqCopy(src: number, dst: number, p0 = -1, p1 = -1): void {
     if (this.kvUnified || (p0 <= 0 && p1 < 0)) {
       this.live.seqCopy(src, dst, p0, p1);
       return;
     }
-    // Across per-sequence streams llama.cpp copies whole streams only (a partial range aborts the
-    // process in a GGML_ASSERT): copy everything, then cut to the range.
+    // A partial cross-stream copy would abort the process (GGML_ASSERT in llama.cpp): copy the
+    // whole stream, then cut it to the range.
+    if (this.live.seqPosRange(dst)[0] >= 0) {
+      throw new Error(`seqCopy: sequence ${dst} is not empty (partial copies need kvUnified)`);
+    }
     this.live.seqCopy(src, dst, -1, -1);
     if (p1 >= 0) this.live.seqRemove(dst, p1, -1);
     if (p0 > 0) this.live.seqRemove(dst, 0, p0);

@@ -40,185 +40,284 @@ function modeAfter(mode: number, assertion: number): number {
 }
 
 /**
- * Subset construction over byte intervals, then dead-state pruning, Hopcroft minimization,
- * BFS renumbering and merging of bytes whose columns agree into equivalence classes.
+ * Subset construction over byte classes, then dead-state pruning, Hopcroft minimization,
+ * BFS renumbering and merging of classes whose columns agree.
  */
 export function determinize(nfa: ByteNfa, start: number, numPatterns: number, limits: DfaLimits): MultiByteDfa {
   const nStates = nfa.size;
-  // Interval classes: maximal byte runs no edge boundary splits.
-  const boundary = new Uint8Array(257);
-  boundary[0] = 1;
-  for (const list of nfa.edges) {
+
+  // Alphabet compression: bytes that every NFA edge treats alike share a class. Refine the
+  // partition of 0..255 by each distinct edge range.
+  const rangeIds = new Map<number, number>();
+  const rangeLo: number[] = [];
+  const rangeHi: number[] = [];
+  const internRange = (lo: number, hi: number): number => {
+    const key = lo * 256 + hi;
+    let id = rangeIds.get(key);
+    if (id === undefined) {
+      id = rangeLo.length;
+      rangeIds.set(key, id);
+      rangeLo.push(lo);
+      rangeHi.push(hi);
+    }
+    return id;
+  };
+  let edgeCount = 0;
+  let epsCount = 0;
+  for (let q = 0; q < nStates; q++) {
+    edgeCount += nfa.edges[q]!.length / 3;
+    epsCount += nfa.eps[q]!.length;
+  }
+  const edgeOff = new Int32Array(nStates + 1);
+  const edgeRange = new Int32Array(edgeCount);
+  const edgeTo = new Int32Array(edgeCount);
+  const epsOff = new Int32Array(nStates + 1);
+  const epsTo = new Int32Array(epsCount);
+  let e = 0;
+  let ep = 0;
+  for (let q = 0; q < nStates; q++) {
+    const list = nfa.edges[q]!;
     for (let i = 0; i < list.length; i += 3) {
-      boundary[list[i]!] = 1;
-      boundary[list[i + 1]! + 1] = 1;
+      edgeRange[e] = internRange(list[i]!, list[i + 1]!);
+      edgeTo[e++] = list[i + 2]!;
+    }
+    edgeOff[q + 1] = e;
+    for (const t of nfa.eps[q]!) epsTo[ep++] = t;
+    epsOff[q + 1] = ep;
+  }
+  if (nfa.hasAssertions) internRange(0x0a, 0x0a);
+  const byteClassRaw = new Int32Array(256);
+  let nextClassId = 1;
+  for (let r = 0; r < rangeLo.length; r++) {
+    const remap = new Map<number, number>();
+    for (let b = rangeLo[r]!; b <= rangeHi[r]!; b++) {
+      const old = byteClassRaw[b]!;
+      let renamed = remap.get(old);
+      if (renamed === undefined) {
+        renamed = nextClassId++;
+        remap.set(old, renamed);
+      }
+      byteClassRaw[b] = renamed;
     }
   }
-  if (nfa.hasAssertions) {
-    boundary[0x0a] = 1;
-    boundary[0x0b] = 1;
-  }
-  const intervalOf = new Uint8Array(256);
-  const intervalStart: number[] = [];
+  const dense = new Map<number, number>();
+  const classOfByte = new Uint8Array(256);
   for (let b = 0; b < 256; b++) {
-    if (boundary[b]) intervalStart.push(b);
-    intervalOf[b] = intervalStart.length - 1;
-  }
-  const numIntervals = intervalStart.length;
-  const newlineInterval = nfa.hasAssertions ? intervalOf[0x0a]! : -1;
-
-  // Edges rewritten as interval ranges: [cLo, cHi, target].
-  const classEdges: Int32Array[] = nfa.edges.map((list) => {
-    const out = new Int32Array(list.length);
-    for (let i = 0; i < list.length; i += 3) {
-      out[i] = intervalOf[list[i]!]!;
-      out[i + 1] = intervalOf[list[i + 1]!]!;
-      out[i + 2] = list[i + 2]!;
+    let id = dense.get(byteClassRaw[b]!);
+    if (id === undefined) {
+      id = dense.size;
+      dense.set(byteClassRaw[b]!, id);
     }
-    return out;
-  });
+    classOfByte[b] = id;
+  }
+  const k = dense.size;
+  const newlineClass = nfa.hasAssertions ? classOfByte[0x0a]! : -1;
+  // Classes covered by each distinct range (CSR).
+  const rangeClassOff = new Int32Array(rangeLo.length + 1);
+  const rangeClassList: number[] = [];
+  const seen = new Int32Array(k).fill(-1);
+  for (let r = 0; r < rangeLo.length; r++) {
+    for (let b = rangeLo[r]!; b <= rangeHi[r]!; b++) {
+      const c = classOfByte[b]!;
+      if (seen[c] !== r) {
+        seen[c] = r;
+        rangeClassList.push(c);
+      }
+    }
+    rangeClassOff[r + 1] = rangeClassList.length;
+  }
+  const rangeClasses = Int32Array.from(rangeClassList);
+  const assertion = Int32Array.from(nfa.assertion);
+  const assertTarget = Int32Array.from(nfa.assertTarget);
+  const acceptOf = Int32Array.from(nfa.accept);
   const important = new Uint8Array(nStates);
-  for (let q = 0; q < nStates; q++) if (classEdges[q]!.length > 0 || nfa.accept[q]! >= 0) important[q] = 1;
+  for (let q = 0; q < nStates; q++) if (edgeOff[q + 1]! > edgeOff[q]! || acceptOf[q]! >= 0) important[q] = 1;
 
+  // Epsilon closure of thread ids ((nfaState << 2) | mode) into closureOut, sorted.
   const visitStamp = new Int32Array(nStates * 4);
   let stamp = 0;
-  const stack: number[] = [];
-  const closure = (seeds: number[], atStart: boolean, atLineStart: boolean): number[] => {
+  let stack = new Int32Array(0);
+  let closureOut = new Int32Array(64);
+  const closure = (seeds: Int32Array, from: number, to: number, atStart: boolean, atLineStart: boolean): number => {
     stamp++;
-    const out: number[] = [];
-    stack.length = 0;
-    for (const t of seeds) {
+    let sp = 0;
+    let n = 0;
+    if (stack.length < nStates * 4) stack = new Int32Array(nStates * 4); // each thread is pushed at most once
+    for (let i = from; i < to; i++) {
+      const t = seeds[i]!;
       if (visitStamp[t] !== stamp) {
         visitStamp[t] = stamp;
-        stack.push(t);
+        stack[sp++] = t;
       }
     }
-    while (stack.length > 0) {
-      const thread = stack.pop()!;
+    while (sp > 0) {
+      const thread = stack[--sp]!;
       const q = thread >> 2;
       const mode = thread & 3;
-      if (important[q] && (mode !== MODE_END || nfa.accept[q]! >= 0)) out.push(thread);
-      for (const e of nfa.eps[q]!) {
-        const t = (e << 2) | mode;
+      if (important[q] && (mode !== MODE_END || acceptOf[q]! >= 0)) {
+        if (n === closureOut.length) {
+          const grown = new Int32Array(closureOut.length * 2);
+          grown.set(closureOut);
+          closureOut = grown;
+        }
+        closureOut[n++] = thread;
+      }
+      for (let i = epsOff[q]!; i < epsOff[q + 1]!; i++) {
+        const t = (epsTo[i]! << 2) | mode;
         if (visitStamp[t] !== stamp) {
           visitStamp[t] = stamp;
-          stack.push(t);
+          stack[sp++] = t;
         }
       }
-      const assertion = nfa.assertion[q]!;
-      if (assertion !== 0) {
+      const a = assertion[q]!;
+      if (a !== 0) {
         let t = -1;
-        if (assertion === Assertion.StartOfText) {
-          if (atStart) t = (nfa.assertTarget[q]! << 2) | mode;
-        } else if (assertion === Assertion.StartOfLine) {
-          if (atLineStart) t = (nfa.assertTarget[q]! << 2) | mode;
+        if (a === Assertion.StartOfText) {
+          if (atStart) t = (assertTarget[q]! << 2) | mode;
+        } else if (a === Assertion.StartOfLine) {
+          if (atLineStart) t = (assertTarget[q]! << 2) | mode;
         } else {
-          t = (nfa.assertTarget[q]! << 2) | modeAfter(mode, assertion);
+          t = (assertTarget[q]! << 2) | modeAfter(mode, a);
         }
         if (t >= 0 && visitStamp[t] !== stamp) {
           visitStamp[t] = stamp;
-          stack.push(t);
+          stack[sp++] = t;
         }
       }
     }
-    out.sort((a, b) => a - b);
-    return out;
+    closureOut.subarray(0, n).sort();
+    return n;
   };
 
+  // DFA states: sorted thread lists in a pool, found through an open-addressing hash table.
   const startTime = performance.now();
-  const dfaThreads: number[][] = [];
-  const index = new Map<string, number>();
-  let trans = new Int32Array(64 * numIntervals).fill(-1);
-  const addState = (threads: number[]): number => {
-    const key = threads.join(",");
-    const found = index.get(key);
-    if (found !== undefined) return found;
-    const id = dfaThreads.length;
-    if (id >= limits.maxDfaStates) {
-      throw new RegexTooComplexError(
-        `pattern too complex: its DFA needs more than ${limits.maxDfaStates} states`,
-        "dfaStates",
-      );
+  let pool = new Int32Array(1024);
+  let poolUsed = 0;
+  let stateOff = new Int32Array(65);
+  let numRaw = 0;
+  let table = new Int32Array(256).fill(-1);
+  let trans = new Int32Array(64 * k).fill(-1);
+  const hashThreads = (src: Int32Array, from: number, to: number): number => {
+    let h = 0x811c9dc5;
+    for (let i = from; i < to; i++) h = Math.imul(h ^ src[i]!, 0x01000193);
+    return h >>> 0;
+  };
+  const sameThreads = (id: number, n: number): boolean => {
+    const off = stateOff[id]!;
+    if (stateOff[id + 1]! - off !== n) return false;
+    for (let i = 0; i < n; i++) if (pool[off + i] !== closureOut[i]) return false;
+    return true;
+  };
+  const insertInTable = (id: number, h: number): void => {
+    const mask = table.length - 1;
+    let slot = h & mask;
+    while (table[slot] !== -1) slot = (slot + 1) & mask;
+    table[slot] = id;
+  };
+  /** Looks up or adds the state whose threads are closureOut[0..n). */
+  const internState = (n: number): number => {
+    const h = hashThreads(closureOut, 0, n);
+    const mask = table.length - 1;
+    let slot = h & mask;
+    for (;;) {
+      const id = table[slot]!;
+      if (id === -1) break;
+      if (sameThreads(id, n)) return id;
+      slot = (slot + 1) & mask;
     }
-    if ((id & 63) === 0 && id > 0 && performance.now() - startTime > limits.timeoutMs) {
+    const id = numRaw;
+    if (id >= limits.maxDfaStates) {
+      throw new RegexTooComplexError(`pattern too complex: its DFA needs more than ${limits.maxDfaStates} states`, "dfaStates");
+    }
+    if ((id & 63) === 63 && performance.now() - startTime > limits.timeoutMs) {
       throw new RegexTooComplexError(`pattern too complex: DFA construction exceeded ${limits.timeoutMs} ms`, "time");
     }
-    dfaThreads.push(threads);
-    index.set(key, id);
-    if ((id + 1) * numIntervals > trans.length) {
+    numRaw++;
+    if (poolUsed + n > pool.length) {
+      const grown = new Int32Array(Math.max(pool.length * 2, poolUsed + n));
+      grown.set(pool);
+      pool = grown;
+    }
+    pool.set(closureOut.subarray(0, n), poolUsed);
+    poolUsed += n;
+    if (numRaw + 1 > stateOff.length) {
+      const grown = new Int32Array(stateOff.length * 2);
+      grown.set(stateOff);
+      stateOff = grown;
+    }
+    stateOff[numRaw] = poolUsed;
+    if (numRaw * k > trans.length) {
       const grown = new Int32Array(trans.length * 2).fill(-1);
       grown.set(trans);
       trans = grown;
     }
+    if (numRaw * 2 > table.length) {
+      table = new Int32Array(table.length * 2).fill(-1);
+      for (let other = 0; other < numRaw - 1; other++) {
+        insertInTable(other, hashThreads(pool, stateOff[other]!, stateOff[other + 1]!));
+      }
+    }
+    insertInTable(id, h);
     return id;
   };
 
-  addState(closure([start << 2], true, true));
-  const buckets: number[][] = Array.from({ length: numIntervals }, () => []);
-  const seedMemo = new Map<string, number>();
-  for (let s = 0; s < dfaThreads.length; s++) {
-    const threads = dfaThreads[s]!;
-    for (const thread of threads) {
-      const q = thread >> 2;
-      const mode = thread & 3;
-      const list = classEdges[q]!;
-      for (let i = 0; i < list.length; i += 3) {
-        const target = list[i + 2]! << 2;
-        let lo = list[i]!;
-        let hi = list[i + 1]!;
-        if (mode !== MODE_FREE) {
-          if (mode === MODE_END || newlineInterval < lo || newlineInterval > hi) continue;
-          lo = hi = newlineInterval;
-          buckets[lo]!.push(target | (mode === MODE_EOL ? MODE_FREE : MODE_END));
-          continue;
+  internState(closure(Int32Array.of(start << 2), 0, 1, true, true));
+  const classCount = new Int32Array(k + 1);
+  let moves = new Int32Array(256); // seeds grouped by class
+  for (let s = 0; s < numRaw; s++) {
+    // Pass 1 counts seeds per class, pass 2 places them (counting sort, no per-class arrays).
+    classCount.fill(0);
+    for (let pass = 0; pass < 2; pass++) {
+      for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
+        const thread = pool[i]!;
+        const q = thread >> 2;
+        const mode = thread & 3;
+        if (mode === MODE_END) continue;
+        for (let j = edgeOff[q]!; j < edgeOff[q + 1]!; j++) {
+          const r = edgeRange[j]!;
+          const target = edgeTo[j]! << 2;
+          for (let x = rangeClassOff[r]!; x < rangeClassOff[r + 1]!; x++) {
+            const c = rangeClasses[x]!;
+            let t = target;
+            if (mode !== MODE_FREE) {
+              if (c !== newlineClass) continue;
+              t = target | (mode === MODE_EOL ? MODE_FREE : MODE_END);
+            }
+            if (pass === 0) classCount[c + 1]!++;
+            else moves[classCount[c]!++] = t;
+          }
         }
-        for (let c = lo; c <= hi; c++) buckets[c]!.push(target);
+      }
+      if (pass === 0) {
+        for (let c = 0; c < k; c++) classCount[c + 1]! += classCount[c]!;
+        if (classCount[k]! > moves.length) moves = new Int32Array(classCount[k]! * 2);
       }
     }
-    let previousKey = "";
-    let previousTarget = -1;
-    for (let c = 0; c < numIntervals; c++) {
-      const bucket = buckets[c]!;
-      if (bucket.length === 0) continue;
-      // Many intervals (e.g. all UTF-8 continuation bytes) lead to the same pre-closure
-      // thread set; the closure is memoized on that set.
-      bucket.sort((a, b) => a - b);
-      let w = 1;
-      for (let r = 1; r < bucket.length; r++) if (bucket[r] !== bucket[w - 1]) bucket[w++] = bucket[r]!;
-      bucket.length = w;
-      const key = c === newlineInterval ? "n" + bucket.join(",") : bucket.join(",");
-      bucket.length = 0;
-      let target: number;
-      if (key === previousKey) {
-        target = previousTarget;
-      } else {
-        const memo = seedMemo.get(key);
-        if (memo !== undefined) {
-          target = memo;
-        } else {
-          const seeds = key.charCodeAt(0) === 0x6e ? key.slice(1) : key;
-          const threadsNext = closure(seeds.split(",").map(Number), false, c === newlineInterval);
-          target = threadsNext.length === 0 ? -1 : addState(threadsNext);
-          seedMemo.set(key, target);
+    // After pass 2, classCount[c] is the end of class c's seeds (and the start of c + 1's).
+    let from = 0;
+    for (let c = 0; c < k; c++) {
+      const to = classCount[c]!;
+      if (to > from) {
+        const n = closure(moves, from, to, false, c === newlineClass);
+        if (n > 0) {
+          const target = internState(n);
+          trans[s * k + c] = target;
         }
-        previousKey = key;
-        previousTarget = target;
       }
-      if (target >= 0) trans[s * numIntervals + c] = target;
+      from = to;
     }
   }
 
-  const rawCount = dfaThreads.length;
-  if (process.env.REGEX_DEBUG) console.log("raw", rawCount, "nfa", nStates, "intervals", numIntervals, "avgThreads", dfaThreads.reduce((a, t) => a + t.length, 0) / rawCount);
+  const rawCount = numRaw;
   const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
   const rawMask = new Uint32Array(rawCount * acceptWords);
   for (let s = 0; s < rawCount; s++) {
-    for (const thread of dfaThreads[s]!) {
-      const p = nfa.accept[thread >> 2]!;
+    for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
+      const p = acceptOf[pool[i]! >> 2]!;
       if (p >= 0) rawMask[s * acceptWords + (p >>> 5)]! |= 1 << (p & 31);
     }
   }
-  return finishDfa(rawCount, numIntervals, trans, rawMask, acceptWords, numPatterns, intervalOf);
+  return finishDfa(rawCount, k, trans, rawMask, acceptWords, numPatterns, classOfByte);
 }
 
 function isAcceptingRaw(mask: Uint32Array, words: number, s: number): boolean {
@@ -289,19 +388,32 @@ function finishDfa(
   const total = n + 1;
   const dead = n;
   const delta = new Int32Array(total * k);
-  const maskOf: Uint32Array[] = [];
+  const liveMask = new Uint32Array(total * acceptWords); // the dead sink's mask stays 0
   for (let s = 0; s < rawCount; s++) {
     const id = liveId[s]!;
     if (id < 0) continue;
-    maskOf[id] = rawMask.subarray(s * acceptWords, (s + 1) * acceptWords);
+    for (let w = 0; w < acceptWords; w++) liveMask[id * acceptWords + w] = rawMask[s * acceptWords + w]!;
     for (let c = 0; c < k; c++) {
       const t = rawTrans[s * k + c]!;
       delta[id * k + c] = t >= 0 && liveId[t]! >= 0 ? liveId[t]! : dead;
     }
   }
   for (let c = 0; c < k; c++) delta[dead * k + c] = dead;
-  maskOf[dead] = new Uint32Array(acceptWords);
-  const block = minimize(total, k, delta, (s) => Array.prototype.join.call(maskOf[s]!, ","));
+  // Initial partition: by acceptance mask, with the dead sink alone (its language is empty,
+  // unlike every live state's), so it can be left off the initial worklist.
+  const initialBlock = new Int32Array(total);
+  const blockOfMask = new Map<string | number, number>();
+  for (let s = 0; s < n; s++) {
+    const key = acceptWords === 1 ? liveMask[s]! : liveMask.subarray(s * acceptWords, (s + 1) * acceptWords).join(",");
+    let b = blockOfMask.get(key);
+    if (b === undefined) {
+      b = blockOfMask.size;
+      blockOfMask.set(key, b);
+    }
+    initialBlock[s] = b;
+  }
+  initialBlock[dead] = blockOfMask.size;
+  const block = minimize(total, k, delta, initialBlock, blockOfMask.size + 1, dead);
 
   // 3. Renumber blocks by BFS from the start block, dropping the dead block.
   const deadBlock = block[dead]!;
@@ -332,7 +444,7 @@ function finishDfa(
       const b = block[delta[rep * k + c]!]!;
       interval[i * k + c] = b === deadBlock ? -1 : order[b]!;
     }
-    acceptMask.set(maskOf[rep]!, i * acceptWords);
+    for (let w = 0; w < acceptWords; w++) acceptMask[i * acceptWords + w] = liveMask[rep * acceptWords + w]!;
     accepting[i] = isAcceptingRaw(acceptMask, acceptWords, i) ? 1 : 0;
   }
 
@@ -391,9 +503,17 @@ export function isEmptyLanguage(dfa: ByteDfa): boolean {
 
 /**
  * Hopcroft partition refinement on a total DFA (n states, k symbols). Returns each state's
- * block id; the initial partition groups states by `initialKey`.
+ * block id. The initial partition is `initialBlock` (ids < numInitial); the block holding
+ * `skipState` is left off the initial worklist (all but one initial block suffice).
  */
-function minimize(n: number, k: number, delta: Int32Array, initialKey: (s: number) => string): Int32Array {
+function minimize(
+  n: number,
+  k: number,
+  delta: Int32Array,
+  initialBlock: Int32Array,
+  numInitial: number,
+  skipState: number,
+): Int32Array {
   // Inverse transitions: preimage[(t * k + c)] lists s with delta(s, c) = t.
   const invOffsets = new Int32Array(n * k + 1);
   for (let s = 0; s < n; s++) for (let c = 0; c < k; c++) invOffsets[delta[s * k + c]! * k + c + 1]!++;
@@ -405,45 +525,48 @@ function minimize(n: number, k: number, delta: Int32Array, initialKey: (s: numbe
   const elems = new Int32Array(n);
   const pos = new Int32Array(n);
   const blk = new Int32Array(n);
-  const bStart: number[] = [];
-  const bEnd: number[] = [];
-  const bMarked: number[] = [];
-  const inWork: number[] = [];
-  const work: number[] = [];
+  // At most n blocks exist and each is on the worklist at most once at a time.
+  const bStart = new Int32Array(n);
+  const bEnd = new Int32Array(n);
+  const bMarked = new Int32Array(n);
+  const inWork = new Uint8Array(n);
+  const work = new Int32Array(n);
+  let numBlocks = numInitial;
+  let workSize = 0;
 
-  const groups = new Map<string, number[]>();
-  for (let s = 0; s < n; s++) {
-    const key = initialKey(s);
-    const g = groups.get(key);
-    if (g) g.push(s);
-    else groups.set(key, [s]);
-  }
+  // Counting sort of states by initial block.
+  for (let s = 0; s < n; s++) bEnd[initialBlock[s]!]!++;
   let p = 0;
-  for (const members of groups.values()) {
-    const b = bStart.length;
-    bStart.push(p);
-    for (const s of members) {
-      elems[p] = s;
-      pos[s] = p;
-      blk[s] = b;
-      p++;
-    }
-    bEnd.push(p);
-    bMarked.push(0);
-    inWork.push(1);
-    work.push(b);
+  for (let b = 0; b < numInitial; b++) {
+    const size = bEnd[b]!;
+    bStart[b] = p;
+    bEnd[b] = p;
+    p += size;
+  }
+  for (let s = 0; s < n; s++) {
+    const b = initialBlock[s]!;
+    const at = bEnd[b]!++;
+    elems[at] = s;
+    pos[s] = at;
+    blk[s] = b;
+  }
+  for (let b = 0; b < numInitial; b++) {
+    if (b === initialBlock[skipState] || bEnd[b] === bStart[b]) continue;
+    inWork[b] = 1;
+    work[workSize++] = b;
   }
 
-  const touched: number[] = [];
-  const splitterElems: number[] = [];
-  while (work.length > 0) {
-    const a = work.pop()!;
+  const touched = new Int32Array(n);
+  const splitterElems = new Int32Array(n);
+  while (workSize > 0) {
+    const a = work[--workSize]!;
     inWork[a] = 0;
-    splitterElems.length = 0;
-    for (let i = bStart[a]!; i < bEnd[a]!; i++) splitterElems.push(elems[i]!);
+    let splitterSize = 0;
+    for (let i = bStart[a]!; i < bEnd[a]!; i++) splitterElems[splitterSize++] = elems[i]!;
     for (let c = 0; c < k; c++) {
-      touched.length = 0;
-      for (const t of splitterElems) {
+      let touchedCount = 0;
+      for (let x = 0; x < splitterSize; x++) {
+        const t = splitterElems[x]!;
         const from = invOffsets[t * k + c]!;
         const to = invOffsets[t * k + c + 1]!;
         for (let i = from; i < to; i++) {
@@ -457,31 +580,27 @@ function minimize(n: number, k: number, delta: Int32Array, initialKey: (s: numbe
           pos[s] = target;
           elems[ps] = other;
           pos[other] = ps;
-          if (bMarked[b]! === 0) touched.push(b);
+          if (bMarked[b]! === 0) touched[touchedCount++] = b;
           bMarked[b]!++;
         }
       }
-      for (const b of touched) {
+      for (let x = 0; x < touchedCount; x++) {
+        const b = touched[x]!;
         const marked = bMarked[b]!;
         bMarked[b] = 0;
         const size = bEnd[b]! - bStart[b]!;
         if (marked === size) continue;
-        const nb = bStart.length;
-        bStart.push(bStart[b]!);
-        bEnd.push(bStart[b]! + marked);
-        bMarked.push(0);
+        const nb = numBlocks++;
+        bStart[nb] = bStart[b]!;
+        bEnd[nb] = bStart[b]! + marked;
         bStart[b] = bStart[b]! + marked;
         for (let i = bStart[nb]!; i < bEnd[nb]!; i++) blk[elems[i]!] = nb;
-        if (inWork[b]) {
-          inWork.push(1);
-          work.push(nb);
-        } else if (marked <= size - marked) {
-          inWork.push(1);
-          work.push(nb);
+        if (inWork[b] || marked <= size - marked) {
+          inWork[nb] = 1;
+          work[workSize++] = nb;
         } else {
-          inWork.push(0);
           inWork[b] = 1;
-          work.push(b);
+          work[workSize++] = b;
         }
       }
     }

@@ -47,7 +47,7 @@ export type { ByteDfa, MultiByteDfa } from "./dfa.js";
 export { isEmptyLanguage } from "./dfa.js";
 export { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 export { LruCache } from "./cache.js";
-export { matchesBytes, matchesString, sampleMember, sampleString, seededRandom, walkBytes } from "./sample.js";
+export { matchesBytes, matchesString, sampleMember, sampleString, seededRandom, shortestCompletion, walkBytes } from "./sample.js";
 export type { SampleOptions } from "./sample.js";
 export { parseRegex, parseFlagString } from "./parser.js";
 export type { RegexNode, RegexFlags } from "./parser.js";
@@ -69,7 +69,7 @@ export interface RegexOptions extends RegexLimits {
 export const DEFAULT_REGEX_LIMITS: Readonly<Required<RegexLimits>> = {
   maxNfaStates: 200_000,
   maxDfaStates: 20_000,
-  timeoutMs: 250,
+  timeoutMs: 500,
 };
 
 export interface PatternSpec {

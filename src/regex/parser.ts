@@ -234,7 +234,7 @@ class Parser {
     const min = lo ? Number(lo) : 0;
     const max = hi ? Number(hi) : -1;
     if (min >= MAX_REPEAT_COUNT || max >= MAX_REPEAT_COUNT) this.error("the repetition number is too large", open, "repeat count");
-    if (max !== -1 && max < min) this.error("min repeat greater than max repeat", open, "repeat range");
+    if (max !== -1 && max < min) this.error("min repeat greater than max repeat", open + 1, "repeat range");
     return { min, max };
   }
 
@@ -361,7 +361,7 @@ class Parser {
           this.refuse("locale flag (?L)", open, "is not supported (Python allows it only for bytes patterns)");
           break;
         default:
-          this.error("unknown extension ?" + String.fromCodePoint(c), open, "unknown extension");
+          this.error("unknown extension ?" + String.fromCodePoint(c), open + 1, "unknown extension");
       }
     }
   }

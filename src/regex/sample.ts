@@ -78,3 +78,25 @@ export function sampleString(dfa: ByteDfa, random: () => number, opts?: SampleOp
   const bytes = sampleMember(dfa, random, opts);
   return bytes === null ? null : new TextDecoder("utf-8", { fatal: true }).decode(bytes);
 }
+
+/**
+ * The shortest byte string leading from `state` to acceptance (smallest byte at each step,
+ * following minBytesToAccept), e.g. to close a constrained generation within a budget.
+ * Returns null when acceptance is unreachable (state -1 or an empty language).
+ */
+export function shortestCompletion(dfa: ByteDfa, state: number = dfa.start): Uint8Array | null {
+  if (state < 0 || dfa.minBytesToAccept[state]! < 0) return null;
+  const out = new Uint8Array(dfa.minBytesToAccept[state]!);
+  let s = state;
+  for (let i = 0; i < out.length; i++) {
+    const want = dfa.minBytesToAccept[s]! - 1;
+    let chosen = -1;
+    for (let b = 0; b < 256 && chosen < 0; b++) {
+      const t = dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
+      if (t >= 0 && dfa.minBytesToAccept[t] === want) chosen = b;
+    }
+    out[i] = chosen;
+    s = dfa.next[s * dfa.numClasses + dfa.byteClass[chosen]!]!;
+  }
+  return out;
+}

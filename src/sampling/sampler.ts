@@ -151,6 +151,7 @@ export class Sampler {
   constructor(vocabSize: number, params: SamplingParams) {
     if (!(Number.isInteger(vocabSize) && vocabSize > 0)) throw new RangeError(`bad vocabulary size ${vocabSize}`);
     validateSamplingParams(params);
+    if (!warmedUp) warmUp();
     this.vocabSize = vocabSize;
     this.params = { ...params };
     this.rng = new Xoshiro128(params.seed);
@@ -192,148 +193,47 @@ export class Sampler {
     const n = this.vocabSize;
     if (logits.length < n) throw new RangeError(`logits have ${logits.length} entries, vocabulary ${n}`);
     if (mask && mask.length < maskWords(n)) throw new RangeError(`mask has ${mask.length} words, need ${maskWords(n)}`);
-    const { ids, values, heap } = this.scratch;
+    const scratch = this.scratch;
     const penalty = this.params.repetitionPenalty;
     const penalize = penalty !== 1 && this.seenIds.length > 0;
+    const exclude = penalize ? this.seenBits : null;
     const temperature = this.params.temperature;
     const invTemperature = 1 / temperature;
     const greedy = temperature === 0 || !Number.isFinite(invTemperature);
     const topK = greedy ? 0 : this.params.topK;
-    const useHeap = topK > 0 && topK < n;
-    if (useHeap) heap.fill(-Infinity, 0, topK);
 
-    // Gather allowed candidates with a probability above zero. A candidate below `floor` can
-    // never be kept: for greedy the floor is the best score so far, for top_k the k-th best so
-    // far (a min-heap) — both only rise, so few candidates are stored at all. Seen tokens are
-    // masked out of this pass word by word and handled afterwards with their penalty, so the
-    // per-token loop has no penalty check.
-    let count = 0;
-    let maxValue = -Infinity;
-    let argmax = -1;
-    let floor = -Infinity;
-    const seenBits = this.seenBits;
-    const words = maskWords(n);
-    for (let w = 0; w < words; w++) {
-      let bits = mask ? mask[w]! | 0 : -1;
-      if (penalize) bits &= ~seenBits[w]!;
-      if (bits === 0) continue;
-      const base = w << 5;
-      if (bits === -1 && base + 32 <= n) {
-        for (let id = base; id < base + 32; id++) {
-          const v: number = logits[id]!;
-          if (v >= floor && v !== -Infinity) {
-            ids[count] = id;
-            values[count++] = v;
-            if (v > maxValue) {
-              maxValue = v;
-              argmax = id;
-              if (greedy) floor = v;
-            }
-            if (useHeap && v > heap[0]!) {
-              heap[0] = v;
-              siftDown(heap, 0, topK);
-              floor = heap[0]!;
-            }
-          }
-        }
-        continue;
-      }
-      while (bits !== 0) {
-        const low = bits & -bits;
-        const id = base + 31 - Math.clz32(low);
-        bits ^= low;
-        if (id >= n) break;
-        const v: number = logits[id]!;
-        if (v >= floor && v !== -Infinity) {
-          ids[count] = id;
-          values[count++] = v;
-          if (v > maxValue) {
-            maxValue = v;
-            argmax = id;
-            if (greedy) floor = v;
-          }
-          if (useHeap && v > heap[0]!) {
-            heap[0] = v;
-            siftDown(heap, 0, topK);
-            floor = heap[0]!;
-          }
-        }
-      }
+    // Gather the allowed candidates with a probability above zero (see the gather functions);
+    // seen tokens are left out of that pass and added with their penalty afterwards.
+    gathered.count = 0;
+    gathered.maxValue = -Infinity;
+    gathered.argmax = -1;
+    if (greedy) {
+      gathered.floor = -Infinity;
+      gatherGreedy(logits, mask, exclude, n, scratch);
+    } else if (topK > 0 && topK < n) {
+      scratch.heap.fill(-Infinity, 0, topK);
+      gathered.floor = -Infinity;
+      gatherTopK(logits, mask, exclude, n, scratch, topK);
+    } else {
+      gatherAll(logits, mask, exclude, n, scratch);
     }
-    if (penalize) {
-      const seenIds = this.seenIds;
-      for (let s = 0; s < seenIds.length; s++) {
-        const id = seenIds[s]!;
-        if (mask && (mask[id >>> 5]! & (1 << (id & 31))) === 0) continue;
-        let v: number = logits[id]!;
-        v = v > 0 ? v / penalty : v * penalty;
-        if (v >= floor && v !== -Infinity) {
-          ids[count] = id;
-          values[count++] = v;
-          // ties go to the lowest id, as if the ids had been visited in order
-          if (v > maxValue || (v === maxValue && id < argmax)) {
-            maxValue = v;
-            argmax = id;
-            if (greedy) floor = v;
-          }
-          if (useHeap && v > heap[0]!) {
-            heap[0] = v;
-            siftDown(heap, 0, topK);
-            floor = heap[0]!;
-          }
-        }
-      }
-    }
+    if (penalize) gatherPenalised(logits, mask, this.seenIds, penalty, scratch, greedy ? -1 : topK > 0 && topK < n ? topK : 0);
 
+    let count = gathered.count;
     if (count === 0) return this.fallback(logits, mask);
-    if (count === 1 || greedy) return argmax;
+    if (count === 1 || greedy) return gathered.argmax;
+    const maxValue = gathered.maxValue;
     if (maxValue === Infinity) return this.uniformOverInfinite(count);
+    // HF keeps every token scoring at least the k-th best (ties included).
+    if (topK > 0 && topK < n) count = keepAtLeast(scratch, count, scratch.heap[0]!);
 
-    if (useHeap) {
-      // HF keeps every token scoring at least the k-th best (ties included).
-      const threshold = heap[0]!;
-      let kept = 0;
-      for (let i = 0; i < count; i++) {
-        const v = values[i]!;
-        if (v >= threshold) {
-          ids[kept] = ids[i]!;
-          values[kept++] = v;
-        }
-      }
-      count = kept;
+    if (this.params.topP < 1) {
+      const lastBucket = softmaxBucketed(scratch, count, maxValue, invTemperature);
+      return this.drawNucleus(count, gathered.total, lastBucket);
     }
-
-    // Softmax numerators relative to the best candidate, in (0, 1].
-    const { probs, bucket, bucketMass } = this.scratch;
-    const nucleus = this.params.topP < 1;
-    let total = 0;
-    let lastBucket = 0;
-    for (let i = 0; i < count; i++) {
-      const x = (values[i]! - maxValue) * invTemperature;
-      let p = 0;
-      let m = NUCLEUS_BUCKETS - 1;
-      if (x >= EXP_UNDERFLOW) {
-        m = (x * -EXP_SCALE + 0.5) | 0; // round(-x·32/ln2) in [0, 34400]; Math.round is ~3x slower here
-        const r = x + m * LN2_32_HI + m * LN2_32_LO;
-        p = (1 + r * (1 + r * (0.5 + r * (1 / 6 + r * (1 / 24))))) * POW2_NEG_FRACTION[m & 31]! * POW2_NEG[m >> 5]!;
-      }
-      probs[i] = p;
-      total += p;
-      if (nucleus) {
-        bucket[i] = m;
-        bucketMass[m]! += p;
-        if (m > lastBucket) lastBucket = m;
-      }
-    }
-
-    if (nucleus) return this.drawNucleus(count, total, lastBucket);
-
-    let r = this.rng.nextDouble() * total;
-    for (let i = 0; i < count; i++) {
-      r -= probs[i]!;
-      if (r < 0) return ids[i]!;
-    }
-    return argmax; // rounding left r >= 0 after the last candidate
+    const total = softmax(scratch, count, maxValue, invTemperature);
+    const id = drawFrom(scratch, count, this.rng.nextDouble() * total);
+    return id >= 0 ? id : gathered.argmax; // rounding left the draw past the last candidate
   }
 
   /**
@@ -473,6 +373,322 @@ export class Sampler {
     if (firstAllowed < 0) throw new EmptyMaskError();
     return best >= 0 ? best : firstAllowed;
   }
+}
+
+let warmedUp = false;
+
+/**
+ * Runs every sampling path on a tiny vocabulary once per process. The hot loops are long enough
+ * that V8 compiles them on-stack mid-loop on their first big call; code after a loop that has
+ * never run then has no type feedback, and the cached on-stack code deoptimises there on every
+ * later call. Collecting the feedback first on small inputs avoids that.
+ */
+function warmUp(): void {
+  warmedUp = true;
+  const n = 96;
+  const logits = new Float32Array(n);
+  for (let i = 0; i < n; i++) logits[i] = ((i * 37) % 23) / 3 - 2;
+  const mask = new Uint32Array(maskWords(n));
+  mask[0] = 0xffffffff;
+  mask[1] = 0x0f0f0f0f;
+  mask[2] = 0xffffffff;
+  const settings: SamplingParams[] = [
+    { temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1 },
+    { temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1.3 },
+    { temperature: 1, topK: 5, topP: 1, repetitionPenalty: 1 },
+    { temperature: 0.7, topK: 5, topP: 0.9, repetitionPenalty: 1.3 },
+    { temperature: 1, topK: 0, topP: 1, repetitionPenalty: 1.3 },
+    { temperature: 1, topK: 0, topP: 0.5, repetitionPenalty: 1 },
+  ];
+  for (const params of settings) {
+    const sampler = new Sampler(n, { ...params, seed: 0 });
+    sampler.reset([1, 2, 40, 70]);
+    for (let i = 0; i < 40; i++) {
+      sampler.sample(logits, null);
+      sampler.sample(logits, mask);
+    }
+  }
+}
+
+/** Results of the gather functions (module state: sampling is synchronous and never nested). */
+const gathered = { count: 0, maxValue: -Infinity, argmax: -1, floor: -Infinity, total: 0 };
+
+// The gather loops visit the mask word by word: zero words are skipped, full words looped
+// directly, other set bits found with Math.clz32; `exclude` (the penalised tokens) is cleared
+// from each word first. They are separate small functions, one per mode, so that V8 optimises
+// each with complete type feedback (one big function deoptimised over and over).
+
+/** Greedy: only candidates at least as good as the best so far are stored. */
+function gatherGreedy(logits: Float32Array, mask: Uint32Array | null, exclude: Uint32Array | null, n: number, scratch: Scratch): void {
+  const { ids, values } = scratch;
+  let count = gathered.count;
+  let maxValue = gathered.maxValue;
+  let argmax = gathered.argmax;
+  const words = maskWords(n);
+  for (let w = 0; w < words; w++) {
+    let bits = mask ? mask[w]! | 0 : -1;
+    if (exclude) bits &= ~exclude[w]!;
+    if (bits === 0) continue;
+    const base = w << 5;
+    if (bits === -1 && base + 32 <= n) {
+      for (let id = base; id < base + 32; id++) {
+        const v: number = logits[id]!;
+        if (v > maxValue) {
+          maxValue = v;
+          argmax = id;
+        }
+      }
+      continue;
+    }
+    while (bits !== 0) {
+      const low = bits & -bits;
+      const id = base + 31 - Math.clz32(low);
+      bits ^= low;
+      if (id >= n) break;
+      const v: number = logits[id]!;
+      if (v > maxValue) {
+        maxValue = v;
+        argmax = id;
+      }
+    }
+  }
+  if (argmax >= 0) {
+    ids[count] = argmax;
+    values[count++] = maxValue;
+  }
+  gathered.count = count;
+  gathered.maxValue = maxValue;
+  gathered.argmax = argmax;
+  gathered.floor = maxValue;
+}
+
+/** top_k: a min-heap of the k best so far; candidates below its minimum are never stored. */
+function gatherTopK(
+  logits: Float32Array,
+  mask: Uint32Array | null,
+  exclude: Uint32Array | null,
+  n: number,
+  scratch: Scratch,
+  k: number,
+): void {
+  const { ids, values, heap } = scratch;
+  let count = gathered.count;
+  let maxValue = gathered.maxValue;
+  let argmax = gathered.argmax;
+  let floor = -Infinity;
+  const words = maskWords(n);
+  for (let w = 0; w < words; w++) {
+    let bits = mask ? mask[w]! | 0 : -1;
+    if (exclude) bits &= ~exclude[w]!;
+    if (bits === 0) continue;
+    const base = w << 5;
+    if (bits === -1 && base + 32 <= n) {
+      for (let id = base; id < base + 32; id++) {
+        const v: number = logits[id]!;
+        if (v >= floor && v !== -Infinity) {
+          ids[count] = id;
+          values[count++] = v;
+          if (v > maxValue) {
+            maxValue = v;
+            argmax = id;
+          }
+          if (v > heap[0]!) {
+            heap[0] = v;
+            siftDown(heap, 0, k);
+            floor = heap[0]!;
+          }
+        }
+      }
+      continue;
+    }
+    while (bits !== 0) {
+      const low = bits & -bits;
+      const id = base + 31 - Math.clz32(low);
+      bits ^= low;
+      if (id >= n) break;
+      const v: number = logits[id]!;
+      if (v >= floor && v !== -Infinity) {
+        ids[count] = id;
+        values[count++] = v;
+        if (v > maxValue) {
+          maxValue = v;
+          argmax = id;
+        }
+        if (v > heap[0]!) {
+          heap[0] = v;
+          siftDown(heap, 0, k);
+          floor = heap[0]!;
+        }
+      }
+    }
+  }
+  gathered.count = count;
+  gathered.maxValue = maxValue;
+  gathered.argmax = argmax;
+  gathered.floor = floor;
+}
+
+/** No top_k: every candidate with a probability above zero is stored. */
+function gatherAll(logits: Float32Array, mask: Uint32Array | null, exclude: Uint32Array | null, n: number, scratch: Scratch): void {
+  const { ids, values } = scratch;
+  let count = gathered.count;
+  let maxValue = gathered.maxValue;
+  let argmax = gathered.argmax;
+  const words = maskWords(n);
+  for (let w = 0; w < words; w++) {
+    let bits = mask ? mask[w]! | 0 : -1;
+    if (exclude) bits &= ~exclude[w]!;
+    if (bits === 0) continue;
+    const base = w << 5;
+    if (bits === -1 && base + 32 <= n) {
+      for (let id = base; id < base + 32; id++) {
+        const v: number = logits[id]!;
+        if (v > -Infinity) {
+          ids[count] = id;
+          values[count++] = v;
+          if (v > maxValue) {
+            maxValue = v;
+            argmax = id;
+          }
+        }
+      }
+      continue;
+    }
+    while (bits !== 0) {
+      const low = bits & -bits;
+      const id = base + 31 - Math.clz32(low);
+      bits ^= low;
+      if (id >= n) break;
+      const v: number = logits[id]!;
+      if (v > -Infinity) {
+        ids[count] = id;
+        values[count++] = v;
+        if (v > maxValue) {
+          maxValue = v;
+          argmax = id;
+        }
+      }
+    }
+  }
+  gathered.count = count;
+  gathered.maxValue = maxValue;
+  gathered.argmax = argmax;
+  gathered.floor = -Infinity;
+}
+
+/**
+ * Adds the seen tokens with the CTRL penalty. topK: -1 greedy, 0 keep all, k the heap size.
+ * Ties go to the lowest id, as if the ids had been visited in order.
+ */
+function gatherPenalised(
+  logits: Float32Array,
+  mask: Uint32Array | null,
+  seenIds: readonly number[],
+  penalty: number,
+  scratch: Scratch,
+  topK: number,
+): void {
+  const { ids, values, heap } = scratch;
+  let count = gathered.count;
+  let maxValue = gathered.maxValue;
+  let argmax = gathered.argmax;
+  let floor = gathered.floor;
+  for (let s = 0; s < seenIds.length; s++) {
+    const id = seenIds[s]!;
+    if (mask && (mask[id >>> 5]! & (1 << (id & 31))) === 0) continue;
+    let v: number = logits[id]!;
+    v = v > 0 ? v / penalty : v * penalty;
+    if (!(v >= floor && v !== -Infinity)) continue;
+    if (v > maxValue || (v === maxValue && id < argmax)) {
+      maxValue = v;
+      argmax = id;
+      if (topK < 0) floor = v;
+    }
+    if (topK < 0) continue; // greedy keeps just the argmax
+    ids[count] = id;
+    values[count++] = v;
+    if (topK > 0 && v > heap[0]!) {
+      heap[0] = v;
+      siftDown(heap, 0, topK);
+      floor = heap[0]!;
+    }
+  }
+  if (topK < 0 && argmax >= 0) {
+    // greedy stores only the winner
+    count = 0;
+    ids[count] = argmax;
+    values[count++] = maxValue;
+  }
+  gathered.count = count;
+  gathered.maxValue = maxValue;
+  gathered.argmax = argmax;
+  gathered.floor = floor;
+}
+
+/** Keeps the candidates scoring at least `threshold`; returns the new count. */
+function keepAtLeast(scratch: Scratch, count: number, threshold: number): number {
+  const { ids, values } = scratch;
+  let kept = 0;
+  for (let i = 0; i < count; i++) {
+    const v = values[i]!;
+    if (v >= threshold) {
+      ids[kept] = ids[i]!;
+      values[kept++] = v;
+    }
+  }
+  return kept;
+}
+
+/** probs[i] = exp((values[i] - max) / T) with the table-based exp; returns the sum. */
+function softmax(scratch: Scratch, count: number, maxValue: number, invTemperature: number): number {
+  const { values, probs } = scratch;
+  let total = 0;
+  for (let i = 0; i < count; i++) {
+    const x = (values[i]! - maxValue) * invTemperature;
+    let p = 0;
+    if (x >= EXP_UNDERFLOW) {
+      const m = (x * -EXP_SCALE + 0.5) | 0; // round(-x·32/ln2) in [0, 34400]; Math.round is ~3x slower here
+      const r = x + m * LN2_32_HI + m * LN2_32_LO;
+      p = (1 + r * (1 + r * (0.5 + r * (1 / 6 + r * (1 / 24))))) * POW2_NEG_FRACTION[m & 31]! * POW2_NEG[m >> 5]!;
+    }
+    probs[i] = p;
+    total += p;
+  }
+  return total;
+}
+
+/** softmax() that also records each candidate's bucket m and the mass per bucket; returns the last bucket used. */
+function softmaxBucketed(scratch: Scratch, count: number, maxValue: number, invTemperature: number): number {
+  const { values, probs, bucket, bucketMass } = scratch;
+  let total = 0;
+  let lastBucket = 0;
+  for (let i = 0; i < count; i++) {
+    const x = (values[i]! - maxValue) * invTemperature;
+    let p = 0;
+    let m = NUCLEUS_BUCKETS - 1;
+    if (x >= EXP_UNDERFLOW) {
+      m = (x * -EXP_SCALE + 0.5) | 0;
+      const r = x + m * LN2_32_HI + m * LN2_32_LO;
+      p = (1 + r * (1 + r * (0.5 + r * (1 / 6 + r * (1 / 24))))) * POW2_NEG_FRACTION[m & 31]! * POW2_NEG[m >> 5]!;
+    }
+    probs[i] = p;
+    total += p;
+    bucket[i] = m;
+    bucketMass[m]! += p;
+    if (m > lastBucket) lastBucket = m;
+  }
+  gathered.total = total;
+  return lastBucket;
+}
+
+/** The candidate where the running sum of probs passes r, or -1. */
+function drawFrom(scratch: Scratch, count: number, r: number): number {
+  const { ids, probs } = scratch;
+  for (let i = 0; i < count; i++) {
+    r -= probs[i]!;
+    if (r < 0) return ids[i]!;
+  }
+  return -1;
 }
 
 function siftDown(heap: Float64Array, start: number, size: number): void {

@@ -245,7 +245,9 @@ export function vocabularyFromGguf(file: GgufFile, stats?: VocabularyLoadStats):
   const tokenTypes = ggufTypedArray(file, "tokenizer.ggml.token_type")?.values;
   if (tokenTypes && tokenTypes.length < size) throw new VocabularyError("tokenizer.ggml.token_type is shorter than the token list");
 
-  let byteLevel: boolean; // GPT-2 byte alphabet for normal tokens
+  // How normal tokens spell their bytes: `▁` for spaces (SentencePiece), GPT-2's byte alphabet,
+  // or plain UTF-8 text (PLaMo-2).
+  let normalSpelling: "spaceMark" | "byteLevel" | "raw";
   let addSpacePrefix: boolean;
   let addBos: boolean;
   let bos: number;
@@ -255,7 +257,7 @@ export function vocabularyFromGguf(file: GgufFile, stats?: VocabularyLoadStats):
     case "t5":
     case "bert":
     case "plamo2":
-      byteLevel = false;
+      normalSpelling = tokenizerModel === "plamo2" ? "raw" : "spaceMark";
       addSpacePrefix = tokenizerModel === "llama";
       addBos = tokenizerModel === "llama";
       bos = tokenizerModel === "llama" ? 1 : tokenizerModel === "bert" ? 101 : tokenizerModel === "plamo2" ? 1 : -1;
@@ -263,7 +265,7 @@ export function vocabularyFromGguf(file: GgufFile, stats?: VocabularyLoadStats):
       break;
     case "gpt2":
     case "gemma4":
-      byteLevel = !ESCAPED_WHITESPACE_PRE.has(tokenizerModel === "gemma4" ? "gemma4" : tokenizerPre);
+      normalSpelling = ESCAPED_WHITESPACE_PRE.has(tokenizerModel === "gemma4" ? "gemma4" : tokenizerPre) ? "spaceMark" : "byteLevel";
       addSpacePrefix = false;
       addBos = ADD_BOS_PRE.has(tokenizerPre);
       bos = tokenizerModel === "gpt2" ? 11 : -1;
@@ -371,7 +373,6 @@ export function vocabularyFromGguf(file: GgufFile, stats?: VocabularyLoadStats):
   }
 
   // Exact bytes per token.
-  const escapedSpaces = !byteLevel;
   const offsets = new Uint32Array(size + 1);
   // Decoded bytes never exceed the stored text (▁ shrinks 3→1, byte-level 2→1, <0xNN> 6→1).
   let data = new Uint8Array(tokens.bytes.length);
@@ -397,8 +398,11 @@ export function vocabularyFromGguf(file: GgufFile, stats?: VocabularyLoadStats):
       data[used] = b;
       n = 1;
     } else if (kind === TokenKind.Normal || kind === TokenKind.Unused) {
-      if (escapedSpaces) {
+      if (normalSpelling === "spaceMark") {
         n = unescapeWhitespace(text, data, used);
+      } else if (normalSpelling === "raw") {
+        data.set(text, used);
+        n = text.length;
       } else {
         n = decodeByteLevel(text, data, used);
         if (n < 0) {

@@ -1,0 +1,67 @@
+/**
+ * Tokenization of formatted prompts (see format.ts): plain segments as text, markers with
+ * special-token parsing, each on its own — which is what llama.cpp does with the whole string,
+ * since it splits at special tokens first — with BOS in front when the model wants one.
+ */
+import type { PromptSegment } from "./format.js";
+
+export interface Tokenizer {
+  tokenize(text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean }): Int32Array;
+}
+
+/** Adjacent plain segments are one text: tokenized apart they could split differently. */
+export function mergePlain(segments: readonly PromptSegment[]): PromptSegment[] {
+  const out: PromptSegment[] = [];
+  for (const s of segments) {
+    if (s.text.length === 0) continue;
+    const last = out[out.length - 1];
+    if (last && !last.special && !s.special) out[out.length - 1] = { text: last.text + s.text, special: false };
+    else out.push({ ...s });
+  }
+  return out;
+}
+
+export class PromptTokenizer {
+  /** Tokens of everything before a prompt's last plain segment, by that head's key. */
+  private headCache = new Map<string, Int32Array>();
+
+  constructor(
+    private readonly tokenizer: Tokenizer,
+    /** Fallback first token for a prompt that tokenizes to nothing (no BOS). */
+    private readonly startToken: number,
+  ) {}
+
+  /**
+   * Tokens of the segments with `answer` appended to the last one (which must be plain text, so
+   * the model's own tokenization of "prompt end + answer" is what gets scored).
+   */
+  tokens(segments: readonly PromptSegment[], answer = ""): Int32Array {
+    const merged = mergePlain(segments);
+    const last = merged.pop();
+    if (last && last.special) throw new Error("a formatted prompt must end with plain text");
+    const headKey = JSON.stringify(merged);
+    let head = this.headCache.get(headKey);
+    if (!head) {
+      const parts = merged.map((s, i) => this.tokenizer.tokenize(s.text, { addSpecial: i === 0, parseSpecial: s.special }));
+      head = concat(parts);
+      if (this.headCache.size > 64) this.headCache.clear();
+      this.headCache.set(headKey, head);
+    }
+    const tailText = (last?.text ?? "") + answer;
+    const tail = tailText.length > 0 ? this.tokenizer.tokenize(tailText, { addSpecial: merged.length === 0, parseSpecial: false }) : new Int32Array(0);
+    const all = head.length === 0 ? tail : concat([head, tail]);
+    return all.length > 0 ? all : Int32Array.of(this.startToken);
+  }
+}
+
+function concat(parts: Int32Array[]): Int32Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Int32Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

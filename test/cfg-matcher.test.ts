@@ -1,0 +1,86 @@
+// The grammar token matcher's lexer-level cache against plain trie walks with the automaton: for
+// states reached by random token walks in every corpus grammar, both give the same mask, the same
+// target states, and the same budget masks. Also: advance() agrees with the mask bit by bit.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { compileGrammar, createGrammarAutomaton, makeRng } from "../src/grammar/index.js";
+import { GrammarTokenMatcher } from "../src/constraint/grammar-matcher.js";
+import { tokenTrieFor } from "../src/constraint/index.js";
+import { loadVocabulary } from "../src/vocab/index.js";
+import { REPO_ROOT, vocabFile } from "./helpers/paths.js";
+
+const CORPUS_DIR = resolve(REPO_ROOT, "test", "grammars");
+const WALKS_PER_GRAMMAR = 3;
+const WALK_LENGTH = 12;
+
+function setBits(mask: Uint32Array): number[] {
+  const out: number[] = [];
+  for (let w = 0; w < mask.length; w++) {
+    let bits = mask[w]!;
+    while (bits !== 0) {
+      const low = bits & -bits;
+      out.push(w * 32 + 31 - Math.clz32(low));
+      bits ^= low;
+    }
+  }
+  return out;
+}
+
+test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 vocabulary)", () => {
+  const vocab = loadVocabulary(vocabFile("gpt-2"));
+  const trie = tokenTrieFor(vocab);
+  const files = readdirSync(CORPUS_DIR).filter((f) => f.endsWith(".lark")).sort();
+  let grammars = 0, states = 0, budgetChecks = 0, lexerLevelGrammars = 0;
+  const mismatches: string[] = [];
+  files.forEach((file, fi) => {
+    const source = readFileSync(resolve(CORPUS_DIR, file), "utf8");
+    let fast: GrammarTokenMatcher, plain: GrammarTokenMatcher;
+    try {
+      const grammar = compileGrammar(source);
+      fast = new GrammarTokenMatcher(trie, createGrammarAutomaton(grammar, { maxIgnoredRun: 8 }));
+      plain = new GrammarTokenMatcher(trie, createGrammarAutomaton(grammar, { maxIgnoredRun: 8 }), { lexerLevel: false });
+    } catch {
+      return; // refused grammars have no matcher
+    }
+    grammars++;
+    if (fast.lexerLevel) lexerLevelGrammars++;
+    const rng = makeRng(500 + fi);
+    for (let w = 0; w < WALKS_PER_GRAMMAR; w++) {
+      // Both matchers have their own automaton: walk them in lockstep by token.
+      let sf = fast.start, sp = plain.start;
+      for (let step = 0; step < WALK_LENGTH && sf >= 0; step++) {
+        states++;
+        const mf = fast.mask(sf, 1000), mp = plain.mask(sp, 1000);
+        const bf = setBits(mf), bp = setBits(mp);
+        if (bf.join() !== bp.join()) {
+          mismatches.push(`${file} step ${step}: ${bf.length} vs ${bp.length} tokens`);
+          break;
+        }
+        if (fast.targetsOf(sf).length !== plain.targetsOf(sp).length) mismatches.push(`${file} step ${step}: target counts differ`);
+        const remaining = 1 + Math.floor(rng() * 6);
+        budgetChecks++;
+        if (setBits(fast.mask(sf, remaining)).join() !== setBits(plain.mask(sp, remaining)).join()) {
+          mismatches.push(`${file} step ${step}: budget ${remaining} masks differ`);
+        }
+        if (bf.length === 0) break;
+        // Spot-check advance() against the mask: allowed tokens advance, a disallowed one does not.
+        const token = bf[Math.floor(rng() * bf.length)]!;
+        const nf = fast.advance(sf, token), np = plain.advance(sp, token);
+        assert.ok(nf >= 0 && np >= 0, `${file}: allowed token ${token} did not advance`);
+        assert.equal(fast.isAccepting(nf), plain.isAccepting(np));
+        const probe = Math.floor(rng() * vocab.size);
+        const probeAllowed = ((mf[probe >>> 5]! >>> (probe & 31)) & 1) === 1;
+        assert.equal(fast.advance(sf, probe) >= 0, probeAllowed, `${file}: advance/mask disagree on token ${probe}`);
+        sf = nf;
+        sp = np;
+      }
+    }
+  });
+  console.log(JSON.stringify({ grammars, lexerLevelGrammars, states, budgetChecks, mismatches: mismatches.length }));
+  for (const m of mismatches.slice(0, 20)) console.log("MISMATCH " + m);
+  assert.ok(grammars >= 100);
+  assert.equal(lexerLevelGrammars, grammars, "the lexer-level cache did not recognise the automaton's shape");
+  assert.deepEqual(mismatches, []);
+});
