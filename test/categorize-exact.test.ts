@@ -10,7 +10,7 @@ import { GenerationRuntime } from "../src/generate/runtime.js";
 import { Categorizer, NULL_OPTION, formatMultiPrompt, formatSinglePrompt } from "../src/categorize/index.js";
 import { loadModel, LlamaBatch, TokenAttr, type LlamaContext, type LlamaModel } from "../src/model/index.js";
 import { STORIES_260K, LLAMA2_TINY_RANDOM } from "./helpers/paths.js";
-import type { CategorizeRequest } from "../src/generate/types.js";
+import type { CategorizeRequest, CategorizeResult } from "../src/generate/types.js";
 
 /** Log-softmax of one logits row, in doubles. */
 function logSoftmax(logits: Float32Array): Float64Array {
@@ -204,7 +204,7 @@ for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random
 
     test("concurrent requests share the scheduler and get their sequential answers", async () => {
       const requests = SINGLE_CASES.map(([p, c], i) => request(p, c, { allowMultipleClasses: i % 2 === 1 }));
-      const sequential = [];
+      const sequential: CategorizeResult[] = [];
       for (const r of requests) sequential.push(await categorizer.categorize(r));
       const concurrent = await Promise.all(requests.map((r) => categorizer.categorize(r)));
       concurrent.forEach((got, i) => {

@@ -1,6 +1,6 @@
 // The grammar token matcher's lexer-level cache against plain trie walks with the automaton: for
 // states reached by random token walks in every corpus grammar, both give the same mask, the same
-// target states, and the same budget masks. Also: advance() agrees with the mask bit by bit.
+// target states. Also: advance() agrees with the mask bit by bit.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -32,7 +32,7 @@ test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 voc
   const vocab = loadVocabulary(vocabFile("gpt-2"));
   const trie = tokenTrieFor(vocab);
   const files = readdirSync(CORPUS_DIR).filter((f) => f.endsWith(".lark")).sort();
-  let grammars = 0, states = 0, budgetChecks = 0, lexerLevelGrammars = 0;
+  let grammars = 0, states = 0, lexerLevelGrammars = 0;
   const mismatches: string[] = [];
   files.forEach((file, fi) => {
     const source = readFileSync(resolve(CORPUS_DIR, file), "utf8");
@@ -45,6 +45,7 @@ test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 voc
       return; // refused grammars have no matcher
     }
     grammars++;
+    const t0 = performance.now();
     if (fast.lexerLevel) lexerLevelGrammars++;
     const rng = makeRng(500 + fi);
     for (let w = 0; w < WALKS_PER_GRAMMAR; w++) {
@@ -52,18 +53,13 @@ test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 voc
       let sf = fast.start, sp = plain.start;
       for (let step = 0; step < WALK_LENGTH && sf >= 0; step++) {
         states++;
-        const mf = fast.mask(sf, 1000), mp = plain.mask(sp, 1000);
+        const mf = fast.allowedMask(sf), mp = plain.allowedMask(sp);
         const bf = setBits(mf), bp = setBits(mp);
         if (bf.join() !== bp.join()) {
           mismatches.push(`${file} step ${step}: ${bf.length} vs ${bp.length} tokens`);
           break;
         }
         if (fast.targetsOf(sf).length !== plain.targetsOf(sp).length) mismatches.push(`${file} step ${step}: target counts differ`);
-        const remaining = 1 + Math.floor(rng() * 6);
-        budgetChecks++;
-        if (setBits(fast.mask(sf, remaining)).join() !== setBits(plain.mask(sp, remaining)).join()) {
-          mismatches.push(`${file} step ${step}: budget ${remaining} masks differ`);
-        }
         if (bf.length === 0) break;
         // Spot-check advance() against the mask: allowed tokens advance, a disallowed one does not.
         const token = bf[Math.floor(rng() * bf.length)]!;
@@ -77,8 +73,10 @@ test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 voc
         sp = np;
       }
     }
+    const ms = performance.now() - t0;
+    if (ms > 2000) console.log(`slow: ${file} ${Math.round(ms)} ms`);
   });
-  console.log(JSON.stringify({ grammars, lexerLevelGrammars, states, budgetChecks, mismatches: mismatches.length }));
+  console.log(JSON.stringify({ grammars, lexerLevelGrammars, states, mismatches: mismatches.length }));
   for (const m of mismatches.slice(0, 20)) console.log("MISMATCH " + m);
   assert.ok(grammars >= 100);
   assert.equal(lexerLevelGrammars, grammars, "the lexer-level cache did not recognise the automaton's shape");

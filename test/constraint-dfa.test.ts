@@ -392,3 +392,28 @@ if (realVocabs.includes("qwen2")) {
     }
   });
 }
+
+test("states with the same live structure share one walk, and their masks stay exact", () => {
+  const vocab = loadVocabulary(vocabFile(realVocabs[0] ?? "gpt-2"));
+  const trie = tokenTrieFor(vocab);
+  for (const pattern of ["[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\\.[a-zA-Z]{2,}", "[a-z]{0,300}", "(ab|cd){1,70}x?"]) {
+    const dfa = compileRegex(pattern);
+    const trans = bruteTransitions(dfa, vocab);
+    const minTok = bruteMinTokens(dfa, trans);
+    const matcher = new DfaTokenMatcher(trie, dfa);
+    // mask() first (the sharing path), with a large budget, then a budget just above each bound.
+    for (let s = 0; s < dfa.numStates; s++) {
+      const row = trans[s]!;
+      assert.deepEqual(maskDiff(matcher.mask(s, 1 << 20), vocab.size, (id) => row[id]! >= 0), [], `/${pattern}/ state ${s}`);
+    }
+    assert.ok(matcher.statesShared > 0, `/${pattern}/: some state reused another's walk`);
+    assert.ok(matcher.statesComputed < dfa.numStates);
+    for (let s = 0; s < dfa.numStates; s++) {
+      const row = trans[s]!;
+      for (const r of [1, 2, 3, 8]) {
+        const expected = (id: number): boolean => row[id]! >= 0 && minTok[row[id]!]! <= r - 1;
+        assert.deepEqual(maskDiff(matcher.mask(s, r), vocab.size, expected), [], `/${pattern}/ mask(${s}, ${r})`);
+      }
+    }
+  }
+});

@@ -64,4 +64,16 @@ export const PATTERNS: ReadonlyArray<string | readonly string[]> = [
   "(the|a) [a-z]{2,5} (was|is) [a-z]+",
   "\\d+?",
   "(?:[a-z]{2}){1,3}?",
+  "^\\d+$",
+  "a$\\n",
+  "(?i)[a-f]{2}",
+  "[^\\x00-\\x7f]{1,2}",
+  "[^0-9 \\n]{1,3}",
+  "\\D{1,3}",
+  "\\S+ \\S+",
+  "\\W+",
+  "[^\\s]{2}",
 ];
+
+/** Complemented shorthands: \S \D \W must reject what Python's Unicode \S \D \W reject (U+00A0...). */
+export const COMPLEMENT_SHORTHAND_PATTERNS: ReadonlyArray<string> = ["\\D{1,3}", "\\S+ \\S+", "\\W+", "[^\\s]{2}"];

@@ -13,7 +13,9 @@ import {
   type CompletionResult,
   type RegexCompletionRequest,
 } from "../src/generate/types.js";
+import { matchesString } from "../src/regex/index.js";
 import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { COMPLEMENT_SHORTHAND_PATTERNS } from "./generate-patterns.js";
 import {
   FullmatchOracle,
   openRandomLogitsRuntime,
@@ -310,6 +312,41 @@ describe("end of generation (random logits that always prefer EOG)", () => {
     const r = await driver.runtime.completeRegex(request({ prompt: "x", pattern: "[0-9]{2}", stopAfterMatch: true, temperature: 0 }));
     assert.match(r.completion, /^[0-9]{2}$/);
     assert.equal(r.stopReason, "pattern_match");
+  });
+});
+
+describe("regex classes against Python's Unicode re", () => {
+  test(
+    "complement shorthands never admit what Python's \\S \\D \\W reject",
+    async () => {
+      const texts = ["\u00a0", "\u3000", "\u2003", "\u0663", "\u00e9", "\u00df", "x"];
+      const patterns = [...COMPLEMENT_SHORTHAND_PATTERNS, "\\S", "\\D", "\\W", "[^\\s]", "[^\\d]", "[^\\w]"];
+      const items = patterns.flatMap((p) => texts.map((t) => [[p], t] as const));
+      const python = await oracle.fullmatch(items);
+      const ours = items.map(([[p], t]) => matchesString(compileRegexCached(p!), t));
+      const extra = items.filter((_, i) => ours[i] && !python[i]).map(([[p], t]) => `${p} ~ ${JSON.stringify(t)}`);
+      assert.deepEqual(extra, [], "texts our DFA accepts but Python's re.fullmatch rejects");
+    },
+  );
+});
+
+describe("KV cache shared by concurrent requests", () => {
+  test("requests that together exceed the context wait for room instead of failing", async () => {
+    const runtime = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 16, contextSize: 256 });
+    try {
+      const prompt = "Once upon a time there was a little girl named Lily. ".repeat(4);
+      const promptTokens = runtime.countTokens(prompt);
+      assert.ok(promptTokens + 24 <= 256 && 16 * (promptTokens + 24) > 2 * 256, `prompt of ${promptTokens} tokens`);
+      const results = await Promise.all(
+        seeds(16).map((seed) =>
+          runtime.completeRegex(request({ prompt, pattern: "[a-z ]{1,200}", seed, stopAfterMatch: false, maxNewTokens: 24 })),
+        ),
+      );
+      for (const r of results) assert.match(r.completion, /^[a-z ]+$/);
+      assert.equal(runtime.scheduler.activeJobs, 0);
+    } finally {
+      await runtime.close();
+    }
   });
 });
 

@@ -9,6 +9,7 @@ import {
   RegexTooComplexError,
   acceptedPatterns,
   acceptsPattern,
+  canReachPattern,
   compileMultiRegex,
   compileRegex,
   matchesBytes,
@@ -37,17 +38,20 @@ test("non-regular constructs are refused with their name and position", () => {
     ["(a)b\\1", /backreference/, 4],
     ["(?P<x>a)(?P=x)", /backreference/, 8],
     ["(?<x>a)\\k<x>", /backreference/, 7],
-    ["ab(?=c)", /lookahead/, 2],
-    ["(?!c)d", /negative lookahead/, 0],
-    ["x(?<=c)", /lookbehind/, 1],
-    ["x(?<!c)", /negative lookbehind/, 1],
+    ["ab(?=cd)", /lookahead/, 2],
+    ["(?!c|d+)d", /negative lookahead/, 0],
+    ["a(?=b)(?!c)b", /lookahead combination/, 6],
+    ["a(?=\\n)$\\n", /lookahead combination/, 0],
+    ["x(?<=cd)", /lookbehind/, 1],
+    ["x(?<!c+)", /negative lookbehind/, 1],
+    ["x(?<!é)", /negative lookbehind/, 1], // only ASCII one-character lookbehind is supported
     ["(?>ab)", /atomic group/, 0],
     ["a*+", /possessive/, 2],
     ["a{2,3}+", /possessive/, 6],
     ["(a)(?(1)b|c)", /conditional/, 3],
     ["\\bfoo", /word boundary/, 0],
     ["foo\\B", /non-word boundary/, 3],
-    ["😀é(?=a)", /lookahead/, 2], // positions count code points, not UTF-16 units
+    ["😀é(?=ab)", /lookahead/, 2], // positions count code points, not UTF-16 units
     ["\\N{EM DASH}", /named character/, 0],
     ["\\p{L}", /property/, 0],
   ];
@@ -55,7 +59,13 @@ test("non-regular constructs are refused with their name and position", () => {
     const err = syntaxError(pattern);
     assert.match(err.construct ?? "", construct, pattern);
     assert.equal(err.position, position, pattern);
-    assert.match(err.message, /not supported/, pattern);
+    assert.match(err.message, /not supported|supported only/, pattern);
+  }
+  // Single-character lookarounds are regular and supported.
+  for (const [pattern, yes, no] of [["a(?!b)[a-z]", "ac", "ab"], ["(?<!\\\\)\"", "\"", "x"], ["x(?=\\d)\\w", "x1", "xa"]]) {
+    const dfa = compileRegex(pattern!);
+    assert.ok(matchesString(dfa, yes!), pattern);
+    assert.ok(!matchesString(dfa, no!), pattern);
   }
 });
 
@@ -71,7 +81,7 @@ test("malformed patterns are syntax errors at the positions Python reports", () 
   assert.equal(syntaxError("abc", "q").construct, "flag q");
   assert.equal(syntaxError("abc", "L").construct, "flag L");
   // An array pattern names the alternative at fault.
-  assert.equal(syntaxError(["ok", "(?=x)"]).alternative, 1);
+  assert.equal(syntaxError(["ok", "(?=xy)"]).alternative, 1);
 });
 
 test("patterns matching nothing are refused as an empty language", () => {
@@ -102,6 +112,9 @@ test("automata that would blow up are refused fast, never hang", () => {
   assert.throws(() => compileRegex("a{50}", { maxNfaStates: 20 }), RegexTooComplexError);
   assert.throws(() => compileRegex("(a|b)*a(a|b){12}", { timeoutMs: 0 }), (e: unknown) => e instanceof RegexTooComplexError && e.limit === "time");
   assert.equal(compileRegex("(a|b)*a(a|b){5}").numStates, 64);
+  // Deep nesting is refused instead of overflowing the stack; moderate nesting works.
+  assert.throws(() => compileRegex("(".repeat(5000) + "a" + ")".repeat(5000)), (e: unknown) => e instanceof RegexTooComplexError && e.limit === "nesting");
+  assert.ok(matchesString(compileRegex("(?:".repeat(150) + "a" + ")*".repeat(150)), "aaa"));
 });
 
 /** Checks every contract property of a ByteDfa, including minimality. */
@@ -208,6 +221,14 @@ test("multi-pattern DFA reports which patterns accept in each state", () => {
   assert.ok(acceptsPattern(dfa, stateAfter("if"), 3));
   assert.ok(!acceptsPattern(dfa, stateAfter("if"), 2));
   assert.equal(dfa.accepting[dfa.start], 0);
+  // reachMask: which patterns can still complete from a state.
+  const reachable = (state: number): number[] => patterns.map((_, p) => p).filter((p) => canReachPattern(dfa, state, p));
+  assert.deepEqual(reachable(dfa.start), [0, 1, 2, 3, 5]);
+  assert.deepEqual(reachable(stateAfter("i")), [0, 1, 3]);
+  assert.deepEqual(reachable(stateAfter("I")), [3]);
+  assert.deepEqual(reachable(stateAfter("if")), [1, 3].concat([0]).sort());
+  assert.deepEqual(reachable(stateAfter("ifx")), [1]);
+  assert.deepEqual(reachable(stateAfter("4")), [2]);
   for (let s = 0; s < dfa.numStates; s++) {
     assert.equal(dfa.accepting[s], acceptedPatterns(dfa, s).length > 0 ? 1 : 0);
     assert.ok(dfa.minBytesToAccept[s]! >= 0);

@@ -103,13 +103,11 @@ export function formatSinglePrompt(style: PromptStyle, prompt: string, options: 
 }
 
 /**
- * Multi mode, one prompt per category: the shared part (prompt and list) comes first so its KV is
- * shared; each category's own question follows and the answer slot is read for yes / no.
+ * Multi mode, one prompt per category: everything but the category's name comes first and is
+ * shared by all (one KV prefix); each prompt's own tokens are just the name and the answer slot,
+ * which is read for yes / no.
  */
-export function formatMultiPrompt(style: PromptStyle, prompt: string, categories: readonly string[]): { shared: string; question: (category: string) => PromptSegment[] } {
-  const shared = `${prompt}\n\nCategories:\n${listing(categories)}\n\nFor each category, say whether it applies.\n`;
-  return {
-    shared,
-    question: (category) => wrap(style, `${shared}Does "${category}" apply? Answer yes or no.`, "\nAnswer:"),
-  };
+export function formatMultiPrompt(style: PromptStyle, prompt: string, categories: readonly string[]): { question: (category: string) => PromptSegment[] } {
+  const shared = `${prompt}\n\nCategories:\n${listing(categories)}\n\nDoes the following category apply? Answer yes or no.\nCategory: `;
+  return { question: (category) => wrap(style, `${shared}${category}`, "\nAnswer:") };
 }

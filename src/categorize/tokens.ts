@@ -7,7 +7,14 @@ import type { PromptSegment } from "./format.js";
 
 export interface Tokenizer {
   tokenize(text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean }): Int32Array;
+  /** llama_token_attr bits per token (LSTRIP 1 << 7, RSTRIP 1 << 8 are used). */
+  tokenAttributes?(): Uint32Array;
 }
+
+const ATTR_LSTRIP = 1 << 7;
+const ATTR_RSTRIP = 1 << 8;
+const LEADING_SPACE = /^[ \t\n\r\f\v]+/;
+const TRAILING_SPACE = /[ \t\n\r\f\v]+$/;
 
 /** Adjacent plain segments are one text: tokenized apart they could split differently. */
 export function mergePlain(segments: readonly PromptSegment[]): PromptSegment[] {
@@ -24,6 +31,7 @@ export function mergePlain(segments: readonly PromptSegment[]): PromptSegment[] 
 export class PromptTokenizer {
   /** Tokens of everything before a prompt's last plain segment, by that head's key. */
   private headCache = new Map<string, Int32Array>();
+  private attributes: Uint32Array | null = null;
 
   constructor(
     private readonly tokenizer: Tokenizer,
@@ -36,7 +44,7 @@ export class PromptTokenizer {
    * the model's own tokenization of "prompt end + answer" is what gets scored).
    */
   tokens(segments: readonly PromptSegment[], answer = ""): Int32Array {
-    const merged = mergePlain(segments);
+    const merged = this.stripAroundMarkers(mergePlain(segments));
     const last = merged.pop();
     if (last && last.special) throw new Error("a formatted prompt must end with plain text");
     const headKey = JSON.stringify(merged);
@@ -51,6 +59,28 @@ export class PromptTokenizer {
     const tail = tailText.length > 0 ? this.tokenizer.tokenize(tailText, { addSpecial: merged.length === 0, parseSpecial: false }) : new Int32Array(0);
     const all = head.length === 0 ? tail : concat([head, tail]);
     return all.length > 0 ? all : Int32Array.of(this.startToken);
+  }
+
+  /**
+   * Markers with the LSTRIP / RSTRIP attribute (phi-3's <|user|>, <|end|>, ...) swallow the
+   * whitespace beside them when llama.cpp tokenizes the rendered template; do the same.
+   */
+  private stripAroundMarkers(segments: PromptSegment[]): PromptSegment[] {
+    if (!segments.some((s) => s.special) || !this.tokenizer.tokenAttributes) return segments;
+    this.attributes ??= this.tokenizer.tokenAttributes();
+    const out = segments.map((s) => ({ ...s }));
+    out.forEach((seg, i) => {
+      if (!seg.special) return;
+      const ids = this.tokenizer.tokenize(seg.text, { addSpecial: false, parseSpecial: true });
+      if (ids.length !== 1) return;
+      const attr = this.attributes![ids[0]!] ?? 0;
+      const before = out[i - 1];
+      const after = out[i + 1];
+      if (attr & ATTR_LSTRIP && before && !before.special) before.text = before.text.replace(TRAILING_SPACE, "");
+      if (attr & ATTR_RSTRIP && after && !after.special) after.text = after.text.replace(LEADING_SPACE, "");
+    });
+    // Keep the last plain segment even when stripped empty: the answer is appended to it.
+    return out.filter((s, i) => s.text.length > 0 || i === out.length - 1);
   }
 }
 

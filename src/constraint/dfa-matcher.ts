@@ -67,8 +67,13 @@ export class DfaTokenMatcher {
   private readonly loopBytes: Uint32Array;
   /** Per state: 1 when every multi-byte UTF-8 character leads back to the state. */
   private readonly multibyteLoop: Uint8Array;
-  /** States whose full mask has been computed (for stats and tests). */
+  /** States whose full mask came from a walk / was shared from an equivalent state (stats, tests). */
   statesComputed = 0;
+  statesShared = 0;
+  /** See liveBlocks: undefined = not computed yet, null = not worth it for this DFA. */
+  private blocks: Int32Array | null | undefined;
+  /** Per block, the state whose walk serves the block (-1: none yet). */
+  private blockRepresentative = new Int32Array(0);
 
   private readonly maxMinorSpans: number;
   private readonly walkContext: DfaWalkContext;
@@ -100,6 +105,22 @@ export class DfaTokenMatcher {
     this.loopBytes = new Uint32Array(n * 8);
     this.multibyteLoop = new Uint8Array(n);
     this.walkContext = new DfaWalkContext(this, trie, dfa, this.stateAtDepth, this.successorStamp, this.successorScratch, this.loopKind, this.loopBytes, this.multibyteLoop);
+  }
+
+  /** Whether `state` goes back to itself on at least 128 byte values or on every multi-byte character. */
+  private isBroadLoop(state: number): boolean {
+    if (this.loopKind[state] === 0) this.computeLoop(state);
+    if (this.loopKind[state] !== 2) return false;
+    if (this.multibyteLoop[state] === 1) return true;
+    let n = 0;
+    for (let w = 0; w < 8; w++) {
+      let x = this.loopBytes[state * 8 + w]!;
+      while (x !== 0) {
+        x &= x - 1;
+        n++;
+      }
+    }
+    return n >= 128;
   }
 
   /** Fills the loop sets of `state` (see loopKind); returns its loopKind. */
@@ -237,7 +258,7 @@ export class DfaTokenMatcher {
    */
   mask(state: number, remaining: number = UNREACHABLE): Uint32Array {
     if (state < 0 || remaining <= 0) return this.emptyMask;
-    const full = this.fullMasks[state] ?? this.computeState(state);
+    const full = this.fullMasks[state] ?? this.firstMask(state);
     if (this.trie.everyByteIsToken && remaining - 1 >= this.maxSuccessorMinBytes[state]!) return full;
     return this.budgetMask(state, remaining - 1, full);
   }
@@ -245,7 +266,7 @@ export class DfaTokenMatcher {
   /** Whether any token is allowed in `state` with `remaining` tokens left. */
   hasAnyToken(state: number, remaining: number = UNREACHABLE): boolean {
     if (state < 0 || remaining <= 0) return false;
-    if (this.fullMasks[state] === undefined) this.computeState(state);
+    if (this.fullMasks[state] === undefined) this.firstMask(state);
     if (this.tokenCount[state] === 0) return false;
     if (this.trie.everyByteIsToken && remaining - 1 >= this.maxSuccessorMinBytes[state]!) return true;
     return this.threshold(state, remaining - 1) >= 0;
@@ -263,7 +284,7 @@ export class DfaTokenMatcher {
   minTokensToAccept(state: number, cap: number = Number.POSITIVE_INFINITY): number {
     if (state < 0) return Number.POSITIVE_INFINITY;
     if (this.dfa.accepting[state] === 1) return 0;
-    if (this.minTokens[state] === UNKNOWN && this.trie.everyByteIsToken && this.dfa.minBytesToAccept[state]! <= cap) {
+    if (Number.isFinite(cap) && this.minTokens[state] === UNKNOWN && this.trie.everyByteIsToken && this.dfa.minBytesToAccept[state]! <= cap) {
       return this.dfa.minBytesToAccept[state]!;
     }
     this.ensureExactDistances(state);
@@ -289,7 +310,7 @@ export class DfaTokenMatcher {
   /** Number of tokens in the full (unbudgeted) mask of `state`. */
   allowedTokenCount(state: number): number {
     if (state < 0) return 0;
-    if (this.fullMasks[state] === undefined) this.computeState(state);
+    if (this.fullMasks[state] === undefined) this.firstMask(state);
     return this.tokenCount[state]!;
   }
 
@@ -300,11 +321,126 @@ export class DfaTokenMatcher {
 
   // --- internals ---------------------------------------------------------------------------
 
+  /**
+   * The first mask of a state: shared from an equivalent state when one was walked already (see
+   * liveBlocks), else one walk. A shared mask comes without successors; its max successor byte
+   * distance is bounded by the states reachable within one token's bytes instead.
+   */
+  private firstMask(state: number): Uint32Array {
+    const blocks = this.liveBlocks();
+    if (blocks !== null) {
+      const rep = this.blockRepresentative[blocks[state]!]!;
+      if (rep >= 0 && rep !== state) {
+        const shared = this.fullMasks[rep]!;
+        this.fullMasks[state] = shared;
+        this.tokenCount[state] = this.tokenCount[rep]!;
+        this.maxSuccessorMinBytes[state] = this.reachableMaxMinBytes(state);
+        this.statesShared++;
+        return shared;
+      }
+      if (rep < 0) this.blockRepresentative[blocks[state]!] = state;
+    }
+    return this.computeState(state);
+  }
+
+  /**
+   * States with the same live/dead structure for every byte string up to the longest token have
+   * identical full masks. Partition refinement ignoring acceptance (Moore), stopped once stable
+   * or after maxTokenLength rounds; null when the DFA is too big for it to pay (work cap).
+   */
+  private liveBlocks(): Int32Array | null {
+    if (this.blocks !== undefined) return this.blocks;
+    this.blocks = null;
+    const { numStates: n, numClasses: k, next } = this.dfa;
+    const maxRounds = this.trie.maxTokenLength + 1;
+    if (n < 2 || n * k * 8 > LIVE_BLOCK_WORK_CAP) return null;
+    let block = new Int32Array(n);
+    let numBlocks = 1;
+    let work = 0;
+    const signature = (b: Int32Array, s: number, c: number): number => {
+      const t = next[s * k + c]!;
+      return t < 0 ? -1 : b[t]!;
+    };
+    for (let round = 0; round < maxRounds; round++) {
+      const nextBlock = new Int32Array(n).fill(-1);
+      const reps: number[] = [];
+      const byHash = new Map<number, number[]>();
+      for (let s = 0; s < n; s++) {
+        let h = block[s]! | 0;
+        for (let c = 0; c < k; c++) h = Math.imul(h ^ (signature(block, s, c) + 1), 0x01000193);
+        const candidates = byHash.get(h);
+        let found = -1;
+        if (candidates !== undefined) {
+          for (const id of candidates) {
+            const r = reps[id]!;
+            if (block[r] !== block[s]) continue;
+            let same = true;
+            for (let c = 0; c < k && same; c++) same = signature(block, r, c) === signature(block, s, c);
+            if (same) {
+              found = id;
+              break;
+            }
+          }
+        }
+        if (found < 0) {
+          found = reps.length;
+          reps.push(s);
+          if (candidates === undefined) byHash.set(h, [found]);
+          else candidates.push(found);
+        }
+        nextBlock[s] = found;
+      }
+      work += n * k;
+      const stable = reps.length === numBlocks;
+      block = nextBlock;
+      numBlocks = reps.length;
+      if (stable) break;
+      if (work > LIVE_BLOCK_WORK_CAP && round + 1 < maxRounds) return null;
+    }
+    this.blocks = block;
+    this.blockRepresentative = new Int32Array(numBlocks).fill(-1);
+    return block;
+  }
+
+  /** Max byte distance to acceptance over states reachable from `state` in 1..maxTokenLength bytes. */
+  private reachableMaxMinBytes(state: number): number {
+    const { next, numClasses, minBytesToAccept, numStates } = this.dfa;
+    const depth = new Int32Array(numStates).fill(-1);
+    const queue = new Int32Array(numStates);
+    let head = 0;
+    let tail = 0;
+    let best = 0;
+    const limit = this.trie.maxTokenLength;
+    depth[state] = 0;
+    queue[tail++] = state;
+    let startSeenAgain = false;
+    while (head < tail) {
+      const s = queue[head++]!;
+      if (depth[s]! >= limit) continue;
+      for (let c = 0; c < numClasses; c++) {
+        const t = next[s * numClasses + c]!;
+        if (t < 0) continue;
+        if (t === state) startSeenAgain = true;
+        if (depth[t] !== -1) continue;
+        depth[t] = depth[s]! + 1;
+        queue[tail++] = t;
+        const mb = minBytesToAccept[t]!;
+        if (mb > best) best = mb;
+      }
+    }
+    if (startSeenAgain) best = Math.max(best, minBytesToAccept[state]!);
+    return best;
+  }
+
   /** One trie walk: full mask, successor states, max successor byte distance. */
   private computeState(state: number): Uint32Array {
-    const mask = new Uint32Array(this.words);
     const walk = this.walkContext;
-    walkFullMask(walk, state, mask);
+    // States that loop on most bytes (free text, string bodies) allow most of the vocabulary:
+    // start from every token and clear the dead subtrees instead of setting ~all bits one by one.
+    const complement = this.isBroadLoop(state);
+    const mask = complement ? this.trie.generableMask.slice() : new Uint32Array(this.words);
+    if (complement) walkComplementMask(walk, state, mask);
+    else walkFullMask(walk, state, mask);
     const interned = this.intern(mask);
     this.fullMasks[state] = interned;
     this.tokenCount[state] = walk.scalars[1]!;
@@ -542,6 +678,7 @@ class DfaWalkContext {
   readonly byteClass: Uint8Array;
   readonly numClasses: number;
   readonly minBytesToAccept: Int32Array;
+  readonly numTokens: number;
   /**
    * [0] walk stamp, then outputs of the last walk: [1] token count, [2] number of successors,
    * [3] max successor byte distance. (Typed slots, not fields: reassigning a field that V8 had
@@ -571,6 +708,7 @@ class DfaWalkContext {
     this.byteClass = dfa.byteClass;
     this.numClasses = dfa.numClasses;
     this.minBytesToAccept = dfa.minBytesToAccept;
+    this.numTokens = trie.numTokens;
   }
 }
 
@@ -649,6 +787,59 @@ function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void
     p += bulk ? size : 1;
   }
   scalars[1] = count;
+  scalars[2] = numSucc;
+  scalars[3] = maxMinBytes;
+}
+
+/** Budget (states × classes × rounds) for the live-structure partition; beyond it, no sharing. */
+const LIVE_BLOCK_WORK_CAP = 2_000_000;
+
+/**
+ * walkFullMask for broad states: `mask` starts as every generable token; dead subtrees are
+ * cleared, everything else is left set. Same outputs in `c.scalars`.
+ */
+function walkComplementMask(c: DfaWalkContext, state: number, mask: Uint32Array): void {
+  const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes, next, byteClass, numClasses, minBytesToAccept } = c;
+  const { stateAtDepth, successorStamp, successorScratch, loopKind } = c;
+  const scalars = c.scalars;
+  const stamp = ++scalars[0]!;
+  let numSucc = 0;
+  let maxMinBytes = 0;
+  let cleared = 0;
+  stateAtDepth[0] = state;
+  let p = 1;
+  while (p < numNodes) {
+    const info = nodeInfo[p]!;
+    const d = (info >>> 8) & 0xffff;
+    const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
+    const size = subtreeSize[p]!;
+    if (ns < 0) {
+      const from = tokenStart[p]!;
+      const to = tokenStart[p + size]!;
+      cleared += to - from;
+      for (let k = from; k < to; k++) {
+        const id = tokenIds[k]!;
+        mask[id >>> 5]! &= ~(1 << (id & 31));
+      }
+      p += size;
+      continue;
+    }
+    stateAtDepth[d] = ns;
+    let bulk = false;
+    if (size > 8) {
+      let kind = loopKind[ns]!;
+      if (kind === 0) kind = c.matcher.computeLoop(ns);
+      bulk = kind === 2 && subtreeLoopsOn(c, p, ns);
+    }
+    if ((bulk || (info & 0x80000000) !== 0) && successorStamp[ns] !== stamp) {
+      successorStamp[ns] = stamp;
+      successorScratch[numSucc++] = ns;
+      const mb = minBytesToAccept[ns]!;
+      if (mb > maxMinBytes) maxMinBytes = mb;
+    }
+    p += bulk ? size : 1;
+  }
+  scalars[1] = c.numTokens - cleared;
   scalars[2] = numSucc;
   scalars[3] = maxMinBytes;
 }

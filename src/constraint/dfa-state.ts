@@ -65,7 +65,7 @@ export class DfaConstraintState {
   minTokensToAccept(cap: number = Number.POSITIVE_INFINITY): number {
     if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state, cap);
     const spans = this.spans();
-    if (cap >= 1) {
+    if (Number.isFinite(cap) && cap >= 1) {
       for (let i = 0; i < spans.length; i += 3) {
         const target = spans[i + 2]!;
         if (this.matcher.clearlyAcceptsWithin(target, cap - 1)) return this.matcher.minTokensToAccept(target, cap - 1) + 1;

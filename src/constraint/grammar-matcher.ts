@@ -77,6 +77,11 @@ export class GrammarTokenMatcher {
     return this.lexer !== null;
   }
 
+  /** Every token the grammar allows in `state`, whatever the budget. Read only. */
+  allowedMask(state: number): Uint32Array {
+    return state < 0 ? this.emptyMask : this.edgesOf(state).mask;
+  }
+
   /** Distinct states the allowed tokens of `state` lead to (tests, budgets). */
   targetsOf(state: number): Int32Array {
     return state < 0 ? new Int32Array(0) : this.edgesOf(state).distinct;

@@ -4,9 +4,9 @@
  * Decode-loop use (regex):
  *   const trie = tokenTrieFor(vocab);                 // once per vocabulary (cached)
  *   const matcher = dfaTokenMatcherFor(trie, dfa);    // once per compiled pattern (cached)
- *   if (!matcher.canAcceptWithin(matcher.start, maxNewTokens))
- *     → 422 "the pattern needs at least ${matcher.minTokensToAccept(matcher.start)} tokens"
  *   const st = new DfaConstraintState(matcher, healedPromptTokenBytes?);   // per request
+ *   const needed = st.minTokensToAccept(maxNewTokens);  // cheap when it clearly fits
+ *   if (needed > maxNewTokens) → 422 "the pattern needs at least ${needed} tokens" (exact then)
  *   each step: mask = st.mask(maxNewTokens - generated)  (shared bitset, read only; EOG is the
  *              loop's decision: allowed when st.isAccepting()); sample; st.advance(token)
  *   stop when st.isAccepting() and (stopAfterMatch or !st.hasAnyToken(remaining)).

@@ -49,6 +49,8 @@ export class TokenTrie {
    * text, JSON string bodies) even though no single non-ASCII byte loops.
    */
   readonly utf8Aligned: Uint8Array;
+  /** Bitset of every token in the trie (mask layout): the starting point of broad masks. */
+  readonly generableMask: Uint32Array;
   /** The vocabulary the trie was built from: token bytes for advancing automata. */
   readonly offsets: Uint32Array;
   readonly data: Uint8Array;
@@ -78,6 +80,11 @@ export class TokenTrie {
     this.numTokens = tokenIds.length;
     this.maxTokenLength = maxTokenLength;
     this.everyByteIsToken = everyByteIsToken;
+    this.generableMask = new Uint32Array((vocab.size + 31) >>> 5);
+    for (let k = 0; k < tokenIds.length; k++) {
+      const id = tokenIds[k]!;
+      this.generableMask[id >>> 5]! |= 1 << (id & 31);
+    }
     const nodeInfo = new Uint32Array(numNodes);
     for (let p = 0; p < numNodes; p++) {
       nodeInfo[p] = (nodeByte[p]! | (depth[p]! << 8) | (tokenStart[p + 1]! > tokenStart[p]! ? 0x80000000 : 0)) >>> 0;

@@ -46,6 +46,7 @@ export const UNBOUNDED = 0x3fffffff;
 
 export class CompletionJob implements DecodeJob {
   readonly seqsNeeded = 1;
+  readonly kvCells: number;
   readonly signal: AbortSignal | undefined;
   private readonly o: CompletionJobOptions;
   private seq = -1;
@@ -60,6 +61,7 @@ export class CompletionJob implements DecodeJob {
   constructor(options: CompletionJobOptions) {
     this.o = options;
     this.signal = options.signal;
+    this.kvCells = options.promptTokens.length + options.maxNewTokens;
   }
 
   get prefilling(): boolean {

@@ -2,7 +2,7 @@
  * Lark grammars as decode-loop constraints: compiled once per grammar text (LRU), one incremental
  * recognizer and token matcher per (grammar, vocabulary), shared by every request using them.
  */
-import { compileGrammar, createGrammarAutomaton, GrammarError } from "../grammar/index.js";
+import { compileGrammar, createGrammarAutomaton, GrammarError, type GrammarAutomaton } from "../grammar/index.js";
 import { LruCache } from "../regex/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
 import type { TokenTrie } from "../constraint/index.js";
@@ -12,7 +12,19 @@ import { InvalidRequestError } from "./types.js";
 /** Consecutive %ignore'd bytes allowed anywhere (so a model cannot loop on whitespace). */
 export const MAX_IGNORED_RUN = 8;
 
-const matchers = new WeakMap<TokenTrie, LruCache<GrammarTokenMatcher | GrammarError>>();
+/**
+ * The recognizer memoizes every state it meets; past this many, the next request starts a fresh
+ * recognizer and matcher (in-flight requests keep the old ones) so memory stays bounded and the
+ * memo Maps never reach V8's 2^24-entry limit.
+ */
+export const MAX_AUTOMATON_STATES = 150_000;
+
+interface CompiledConstraint {
+  automaton: GrammarAutomaton;
+  matcher: GrammarTokenMatcher;
+}
+
+const matchers = new WeakMap<TokenTrie, LruCache<CompiledConstraint | GrammarError>>();
 
 export function grammarConstraintFor(trie: TokenTrie, source: string): (prefix: Uint8Array | undefined) => TokenConstraint {
   let cache = matchers.get(trie);
@@ -21,10 +33,15 @@ export function grammarConstraintFor(trie: TokenTrie, source: string): (prefix: 
     matchers.set(trie, cache);
   }
   let entry = cache.get(source);
+  if (entry !== undefined && !(entry instanceof GrammarError) && entry.automaton.numStates > MAX_AUTOMATON_STATES) {
+    const automaton = createGrammarAutomaton(entry.automaton.grammar, { maxIgnoredRun: MAX_IGNORED_RUN });
+    entry = { automaton, matcher: new GrammarTokenMatcher(trie, automaton) };
+    cache.set(source, entry);
+  }
   if (entry === undefined) {
     try {
       const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: MAX_IGNORED_RUN });
-      entry = new GrammarTokenMatcher(trie, automaton);
+      entry = { automaton, matcher: new GrammarTokenMatcher(trie, automaton) };
     } catch (error) {
       if (!(error instanceof GrammarError)) throw error;
       entry = error;
@@ -35,6 +52,6 @@ export function grammarConstraintFor(trie: TokenTrie, source: string): (prefix: 
     const where = entry.line !== undefined ? ` (line ${entry.line}${entry.column !== undefined ? `, column ${entry.column}` : ""})` : "";
     throw new InvalidRequestError(`grammar: ${entry.message}${where}`, "grammar");
   }
-  const matcher = entry;
+  const matcher = entry.matcher;
   return (prefix) => new GrammarConstraintState(matcher, prefix);
 }

@@ -10,6 +10,13 @@ import { OverloadedError } from "./types.js";
 export interface DecodeJob {
   /** Sequence ids the job holds while admitted. */
   readonly seqsNeeded: number;
+  /**
+   * Most KV cells the job can occupy (prompt + every token it may add, over all its sequences).
+   * The context's cells are shared by every sequence, so jobs are admitted only while their
+   * reservations fit: otherwise concurrent valid requests overflow the cache mid-decode
+   * (KvCacheFullError for everyone in that batch). Undefined: not reserved (the job's risk).
+   */
+  readonly kvCells?: number;
   /** True while the job still feeds prompt tokens: such jobs fill after the decoding ones. */
   readonly prefilling: boolean;
   /** Once, at admission, with the job's own sequence ids (empty KV). */
@@ -30,6 +37,7 @@ export interface DecodeJob {
 interface Admitted {
   job: DecodeJob;
   seqs: Int32Array;
+  cells: number;
 }
 
 export interface SchedulerOptions {
@@ -44,6 +52,8 @@ export class DecodeScheduler {
   private readonly running: Admitted[] = [];
   private loopActive = false;
   private closed = false;
+  /** KV cells reserved by the admitted jobs. */
+  private reservedCells = 0;
 
   constructor(
     readonly context: LlamaContext,
@@ -71,6 +81,10 @@ export class DecodeScheduler {
       job.settle(new Error(`job needs ${job.seqsNeeded} sequences, the context has ${this.slots.capacity}`));
       return;
     }
+    if ((job.kvCells ?? 0) > this.context.nCtx) {
+      job.settle(new Error(`job needs ${job.kvCells} KV cells, the context has ${this.context.nCtx}`));
+      return;
+    }
     if (this.waiting.length >= this.options.maxQueue) {
       job.settle(new OverloadedError(`generation queue is full (${this.options.maxQueue} waiting)`, 1));
       return;
@@ -85,7 +99,11 @@ export class DecodeScheduler {
   }
 
   private admit(): void {
-    while (this.waiting.length > 0 && this.slots.available >= this.waiting[0]!.seqsNeeded) {
+    while (
+      this.waiting.length > 0 &&
+      this.slots.available >= this.waiting[0]!.seqsNeeded &&
+      this.reservedCells + (this.waiting[0]!.kvCells ?? 0) <= this.context.nCtx
+    ) {
       const job = this.waiting.shift()!;
       if (job.signal?.aborted) {
         job.settle(job.signal.reason ?? new Error("aborted"));
@@ -93,7 +111,8 @@ export class DecodeScheduler {
       }
       const seqs = new Int32Array(job.seqsNeeded);
       for (let i = 0; i < seqs.length; i++) seqs[i] = this.slots.acquire();
-      const entry = { job, seqs };
+      const entry = { job, seqs, cells: job.kvCells ?? 0 };
+      this.reservedCells += entry.cells;
       try {
         job.begin(seqs, this.slots);
       } catch (error) {
@@ -108,6 +127,8 @@ export class DecodeScheduler {
     const at = this.running.indexOf(entry);
     if (at >= 0) this.running.splice(at, 1);
     for (const seq of entry.seqs) if (this.slots.inUse(seq)) this.slots.release(seq);
+    this.reservedCells -= entry.cells;
+    entry.cells = 0;
     entry.job.settle(error);
   }
 

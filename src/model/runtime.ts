@@ -71,7 +71,14 @@ export class DecodeAbortedError extends Error {
   override name = "DecodeAbortedError";
 }
 
+/**
+ * Env TRELLIS_LLAMA_THREADS, else the machine's core count. Never more: ggml's threads meet at
+ * spinning barriers after every op, so one preempted thread stalls the others (a 2-core machine
+ * with other busy processes ran a decode step 20-50x slower).
+ */
 export function defaultThreadCount(): number {
+  const fromEnv = Number(process.env.TRELLIS_LLAMA_THREADS);
+  if (Number.isInteger(fromEnv) && fromEnv > 0) return fromEnv;
   return Math.max(1, availableParallelism());
 }
 

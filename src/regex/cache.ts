@@ -1,5 +1,3 @@
-import type { ByteDfa } from "./dfa.js";
-
 /** Bounded LRU map from a cache key to a compiled automaton (Map keeps insertion order). */
 export class LruCache<V> {
   private readonly entries = new Map<string, V>();
@@ -26,5 +24,3 @@ export class LruCache<V> {
     this.entries.clear();
   }
 }
-
-export type CompiledEntry = { dfa: ByteDfa } | { error: Error };

@@ -1,4 +1,4 @@
-import { RegexTooComplexError } from "./errors.js";
+import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import type { ByteNfa } from "./nfa.js";
 import { Assertion } from "./parser.js";
 
@@ -20,6 +20,11 @@ export interface MultiByteDfa extends ByteDfa {
   readonly acceptWords: number;
   /** Bit p of word (state * acceptWords + (p >>> 5)) set ⇔ pattern p fully matches here. */
   readonly acceptMask: Uint32Array;
+  /**
+   * Same layout: bit p set ⇔ pattern p's acceptance is still reachable from this state
+   * (itself included). A lexer intersects it with the terminals its parser allows.
+   */
+  readonly reachMask: Uint32Array;
 }
 
 export interface DfaLimits {
@@ -32,12 +37,10 @@ const MODE_FREE = 0;
 const MODE_EOL = 1; // next byte is "\n" or the text ends
 const MODE_END_OR_NL = 2; // the rest is "" or "\n"
 const MODE_END = 3; // the rest is ""
+// Modes 4 + 2j / 5 + 2j: the next byte must be in / must not be in (or the text ends) assertion set j.
+const MODE_LOOKAHEAD_BASE = 4;
+const DROP = -1;
 
-function modeAfter(mode: number, assertion: number): number {
-  const demanded =
-    assertion === Assertion.EndOfLine ? MODE_EOL : assertion === Assertion.EndOrFinalNewline ? MODE_END_OR_NL : MODE_END;
-  return Math.max(mode, demanded); // the modes are ordered by strictness
-}
 
 /**
  * Subset construction over byte classes, then dead-state pruning, Hopcroft minimization,
@@ -86,6 +89,8 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     epsOff[q + 1] = ep;
   }
   if (nfa.hasAssertions) internRange(0x0a, 0x0a);
+  // Lookaround byte sets become class boundaries, so a class is entirely inside or outside each.
+  for (const set of nfa.assertSets) for (let i = 0; i < set.length; i += 2) internRange(set[i]!, set[i + 1]!);
   const byteClassRaw = new Int32Array(256);
   let nextClassId = 1;
   for (let r = 0; r < rangeLo.length; r++) {
@@ -128,21 +133,68 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   }
   const rangeClasses = Int32Array.from(rangeClassList);
   const assertion = Int32Array.from(nfa.assertion);
+  const assertSet = Int32Array.from(nfa.assertSet);
+  const inAssertSet = new Uint8Array(nfa.assertSets.length * k); // [set * k + class]
+  const newlineInSet = new Uint8Array(nfa.assertSets.length);
+  nfa.assertSets.forEach((set, j) => {
+    for (let i = 0; i < set.length; i += 2) {
+      for (let b = set[i]!; b <= set[i + 1]!; b++) inAssertSet[j * k + classOfByte[b]!] = 1;
+      if (set[i]! <= 0x0a && 0x0a <= set[i + 1]!) newlineInSet[j] = 1;
+    }
+  });
+  const numModes = MODE_LOOKAHEAD_BASE + 2 * nfa.assertSets.length;
+  if (nStates * numModes > 1 << 25) {
+    throw new RegexTooComplexError("pattern too complex: too many distinct lookaround sets for its size", "nfaStates");
+  }
+  const refuseCombination = (q: number): never => {
+    throw new RegexSyntaxError(
+      "a lookahead combined with another lookahead or end assertion at the same place is not supported",
+      Math.max(0, nfa.assertPosition[q]!),
+      "lookahead combination",
+    );
+  };
+  /** The mode after crossing end/lookahead assertion `a` (state q) in `mode`, or DROP. */
+  const modeAfter = (mode: number, a: number, q: number): number => {
+    if (a === Assertion.EndOfLine || a === Assertion.EndOrFinalNewline || a === Assertion.EndOfText) {
+      const demanded = a === Assertion.EndOfLine ? MODE_EOL : a === Assertion.EndOrFinalNewline ? MODE_END_OR_NL : MODE_END;
+      if (mode <= MODE_END) return Math.max(mode, demanded); // ordered by strictness
+      const j = (mode - MODE_LOOKAHEAD_BASE) >> 1;
+      const positive = ((mode - MODE_LOOKAHEAD_BASE) & 1) === 0;
+      if (positive) {
+        if (!newlineInSet[j] || demanded === MODE_END) return DROP;
+        return refuseCombination(q);
+      }
+      return demanded === MODE_END || newlineInSet[j] ? MODE_END : demanded;
+    }
+    const j = assertSet[q]!;
+    const positive = a === Assertion.FollowedBy;
+    const own = MODE_LOOKAHEAD_BASE + 2 * j + (positive ? 0 : 1);
+    if (mode === MODE_FREE || mode === own) return own;
+    if (mode === MODE_END) return positive ? DROP : MODE_END;
+    if (mode === MODE_EOL || mode === MODE_END_OR_NL) {
+      if (!positive) return newlineInSet[j] ? MODE_END : mode;
+      if (!newlineInSet[j]) return DROP;
+    }
+    return refuseCombination(q);
+  };
   const assertTarget = Int32Array.from(nfa.assertTarget);
   const acceptOf = Int32Array.from(nfa.accept);
   const important = new Uint8Array(nStates);
   for (let q = 0; q < nStates; q++) if (edgeOff[q + 1]! > edgeOff[q]! || acceptOf[q]! >= 0) important[q] = 1;
 
-  // Epsilon closure of thread ids ((nfaState << 2) | mode) into closureOut, sorted.
-  const visitStamp = new Int32Array(nStates * 4);
+  // Epsilon closure of thread ids (nfaState * numModes + mode) into closureOut, sorted.
+  const visitStamp = new Int32Array(nStates * numModes);
   let stamp = 0;
   let stack = new Int32Array(0);
   let closureOut = new Int32Array(64);
-  const closure = (seeds: Int32Array, from: number, to: number, atStart: boolean, atLineStart: boolean): number => {
+  // prevClass: class of the byte just consumed, -1 at the start of the text.
+  const closure = (seeds: Int32Array, from: number, to: number, prevClass: number): number => {
+    const atStart = prevClass < 0;
+    const atLineStart = atStart || prevClass === newlineClass;
     stamp++;
     let sp = 0;
     let n = 0;
-    if (stack.length < nStates * 4) stack = new Int32Array(nStates * 4); // each thread is pushed at most once
+    if (stack.length < nStates * numModes) stack = new Int32Array(nStates * numModes); // each thread is pushed at most once
     for (let i = from; i < to; i++) {
       const t = seeds[i]!;
       if (visitStamp[t] !== stamp) {
@@ -152,8 +204,8 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     }
     while (sp > 0) {
       const thread = stack[--sp]!;
-      const q = thread >> 2;
-      const mode = thread & 3;
+      const q = (thread / numModes) | 0;
+      const mode = thread - q * numModes;
       if (important[q] && (mode !== MODE_END || acceptOf[q]! >= 0)) {
         if (n === closureOut.length) {
           const grown = new Int32Array(closureOut.length * 2);
@@ -163,7 +215,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
         closureOut[n++] = thread;
       }
       for (let i = epsOff[q]!; i < epsOff[q + 1]!; i++) {
-        const t = (epsTo[i]! << 2) | mode;
+        const t = epsTo[i]! * numModes + mode;
         if (visitStamp[t] !== stamp) {
           visitStamp[t] = stamp;
           stack[sp++] = t;
@@ -173,11 +225,15 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
       if (a !== 0) {
         let t = -1;
         if (a === Assertion.StartOfText) {
-          if (atStart) t = (assertTarget[q]! << 2) | mode;
+          if (atStart) t = assertTarget[q]! * numModes + mode;
         } else if (a === Assertion.StartOfLine) {
-          if (atLineStart) t = (assertTarget[q]! << 2) | mode;
+          if (atLineStart) t = assertTarget[q]! * numModes + mode;
+        } else if (a === Assertion.PrecededBy || a === Assertion.NotPrecededBy) {
+          const inside = !atStart && inAssertSet[assertSet[q]! * k + prevClass] === 1;
+          if (inside === (a === Assertion.PrecededBy)) t = assertTarget[q]! * numModes + mode;
         } else {
-          t = (assertTarget[q]! << 2) | modeAfter(mode, a);
+          const next = modeAfter(mode, a, q);
+          if (next !== DROP) t = assertTarget[q]! * numModes + next;
         }
         if (t >= 0 && visitStamp[t] !== stamp) {
           visitStamp[t] = stamp;
@@ -261,7 +317,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     return id;
   };
 
-  internState(closure(Int32Array.of(start << 2), 0, 1, true, true));
+  internState(closure(Int32Array.of(start * numModes), 0, 1, -1));
   const classCount = new Int32Array(k + 1);
   let moves = new Int32Array(256); // seeds grouped by class
   for (let s = 0; s < numRaw; s++) {
@@ -270,18 +326,22 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     for (let pass = 0; pass < 2; pass++) {
       for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
         const thread = pool[i]!;
-        const q = thread >> 2;
-        const mode = thread & 3;
+        const q = (thread / numModes) | 0;
+        const mode = thread - q * numModes;
         if (mode === MODE_END) continue;
         for (let j = edgeOff[q]!; j < edgeOff[q + 1]!; j++) {
           const r = edgeRange[j]!;
-          const target = edgeTo[j]! << 2;
+          const target = edgeTo[j]! * numModes;
           for (let x = rangeClassOff[r]!; x < rangeClassOff[r + 1]!; x++) {
             const c = rangeClasses[x]!;
             let t = target;
-            if (mode !== MODE_FREE) {
+            if (mode >= MODE_LOOKAHEAD_BASE) {
+              const la = mode - MODE_LOOKAHEAD_BASE;
+              const inside = inAssertSet[(la >> 1) * k + c] === 1;
+              if (inside !== ((la & 1) === 0)) continue;
+            } else if (mode !== MODE_FREE) {
               if (c !== newlineClass) continue;
-              t = target | (mode === MODE_EOL ? MODE_FREE : MODE_END);
+              t = target + (mode === MODE_EOL ? MODE_FREE : MODE_END);
             }
             if (pass === 0) classCount[c + 1]!++;
             else moves[classCount[c]!++] = t;
@@ -298,7 +358,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     for (let c = 0; c < k; c++) {
       const to = classCount[c]!;
       if (to > from) {
-        const n = closure(moves, from, to, false, c === newlineClass);
+        const n = closure(moves, from, to, c);
         if (n > 0) {
           const target = internState(n);
           trans[s * k + c] = target;
@@ -313,8 +373,13 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   const rawMask = new Uint32Array(rawCount * acceptWords);
   for (let s = 0; s < rawCount; s++) {
     for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
-      const p = acceptOf[pool[i]! >> 2]!;
-      if (p >= 0) rawMask[s * acceptWords + (p >>> 5)]! |= 1 << (p & 31);
+      const thread = pool[i]!;
+      const q = (thread / numModes) | 0;
+      const mode = thread - q * numModes;
+      const p = acceptOf[q]!;
+      // A pending positive lookahead needs one more character, so it cannot accept at the end.
+      const needsMore = mode >= MODE_LOOKAHEAD_BASE && ((mode - MODE_LOOKAHEAD_BASE) & 1) === 0;
+      if (p >= 0 && !needsMore) rawMask[s * acceptWords + (p >>> 5)]! |= 1 << (p & 31);
     }
   }
   return finishDfa(rawCount, k, trans, rawMask, acceptWords, numPatterns, classOfByte);
@@ -478,7 +543,40 @@ function finishDfa(
     for (let cls = 0; cls < numClasses; cls++) next[s * numClasses + cls] = interval[s * k + firstIntervalOfClass[cls]!]!;
   }
   const minBytesToAccept = distancesToAccept(numStates, numClasses, next, (s) => accepting[s] === 1);
-  return { numStates, start: 0, numClasses, byteClass, next, accepting, minBytesToAccept, numPatterns, acceptWords, acceptMask };
+  const reachMask = reachableAcceptance(numStates, numClasses, next, acceptMask, acceptWords);
+  return {
+    numStates, start: 0, numClasses, byteClass, next, accepting, minBytesToAccept,
+    numPatterns, acceptWords, acceptMask, reachMask,
+  };
+}
+
+/** Backward fixed point: a state reaches every pattern that any successor reaches. */
+function reachableAcceptance(n: number, k: number, next: Int32Array, acceptMask: Uint32Array, words: number): Uint32Array {
+  const reach = acceptMask.slice();
+  const { offsets, sources } = reverseEdges(n, k, next);
+  const queue: number[] = [];
+  const queued = new Uint8Array(n).fill(1);
+  for (let s = 0; s < n; s++) queue.push(s);
+  while (queue.length > 0) {
+    const t = queue.pop()!;
+    queued[t] = 0;
+    for (let i = offsets[t]!; i < offsets[t + 1]!; i++) {
+      const s = sources[i]!;
+      let changed = false;
+      for (let w = 0; w < words; w++) {
+        const merged = reach[s * words + w]! | reach[t * words + w]!;
+        if (merged !== reach[s * words + w]) {
+          reach[s * words + w] = merged;
+          changed = true;
+        }
+      }
+      if (changed && !queued[s]) {
+        queued[s] = 1;
+        queue.push(s);
+      }
+    }
+  }
+  return reach;
 }
 
 function emptyDfa(numPatterns: number, acceptWords: number): MultiByteDfa {
@@ -493,6 +591,7 @@ function emptyDfa(numPatterns: number, acceptWords: number): MultiByteDfa {
     numPatterns,
     acceptWords,
     acceptMask: new Uint32Array(acceptWords),
+    reachMask: new Uint32Array(acceptWords),
   };
 }
 

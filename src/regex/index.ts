@@ -13,12 +13,14 @@
  *   (Python 3.11 rule), scoped (?i: ), (?-i: ), (?s-m: ) etc.
  *
  * SEMANTIC DECISIONS where Python and JS differ:
- * - \d \w \s are ASCII: exactly [0-9], [a-zA-Z0-9_], [ \t\n\r\f\v] (Python re.ASCII; \s
- *   excludes Python's Unicode extras such as \x1c-\x1f, \x85, \xa0). \D \W \S are their
- *   complements over all of Unicode. Under (?i) they behave exactly like those explicit
- *   classes do in Python, e.g. (?i)\w also matches 'K' (U+212A) and 'ſ' (U+017F), and
- *   (?i)\W is the complement of that. Result: our \d \w \s accept a subset of Python's
- *   Unicode-mode \d \w \s, and equal Python with re.ASCII when (?i) is not used.
+ * - \d \w \s are ASCII: exactly [0-9], [a-zA-Z0-9_], [ \t\n\r\f\v] (as JavaScript, and as
+ *   Python's re.ASCII). Where a set ends up complemented — \D \W \S, or \d \w \s inside
+ *   [^...] — the complement is taken of Python's full Unicode class (data generated from Python
+ *   by gen-unicode-classes.py), so \S rejects U+00A0 as Python does. Result: everything we
+ *   accept is accepted by plain Python re.fullmatch (Unicode mode): positives are subsets,
+ *   complements are exact. Under (?i) the classes are folded like the explicit classes are in
+ *   Python, e.g. (?i)\w also matches 'K' (U+212A) and 'ſ' (U+017F). With the a flag every class
+ *   is ASCII, as re.ASCII.
  * - '.' is any code point except "\n" (Python; JS also excludes \r \u2028 \u2029); with s: any.
  * - '^' = start of text (\A); with m: start or after "\n".
  * - '$' exactly as Python: end of text, or before a final "\n" ("a$\n" matches "a\n",
@@ -30,12 +32,30 @@
  * - Full Unicode: the DFA runs on UTF-8 bytes; code point sets become UTF-8 byte-sequence
  *   automata. Surrogates U+D800..U+DFFF never match (not encodable in UTF-8); "\uD83D\uDE00"
  *   is two surrogate escapes as in Python, so it matches nothing.
+ * - One-character lookarounds are regular and supported: (?<=X) (?<!X) test the previous
+ *   character, (?=X) (?!X) the next, when X is an ASCII class or the complement of one
+ *   (e.g. (?<!\\), (?![a-z]), (?=[^a]), (?!\d)); Lark's common.ESCAPED_STRING needs (?<!\\),
+ *   lark.lark/python.lark use (?![a-z]) / (?![1-9]). At the start of the text (?<!X) holds and
+ *   (?<=X) fails; at the end (?!X) holds and (?=X) fails. Refused: longer lookarounds, sets
+ *   with only part of non-ASCII (e.g. [a-z] under (?i) gains 'K' U+212A), and two different
+ *   lookaheads (or a positive lookahead and a '$') applying at the same place
+ *   (construct "lookahead combination").
  * - Refused with RegexSyntaxError { position, construct } (position in code points):
- *   backreferences (\1, (?P=n), \k<n>), lookahead/lookbehind, atomic groups, possessive
- *   quantifiers, conditionals, \b \B (word boundaries), \N{...}, \p{...}, flag L.
+ *   backreferences (\1, (?P=n), \k<n>), longer lookarounds, atomic groups,
+ *   possessive quantifiers, conditionals, \b \B (word boundaries), \N{...}, \p{...}, flag L.
  *   A pattern that can match nothing throws RegexSyntaxError with construct "empty language".
  * - Too large/slow automata throw RegexTooComplexError fast: NFA state cap (huge counted
- *   repeats), DFA state cap, and elapsed-time checks during determinization.
+ *   repeats, checked on the AST before building), DFA state cap, elapsed-time checks during
+ *   determinization, and a group nesting cap. Defaults: DEFAULT_REGEX_LIMITS.
+ *
+ * PIPELINE: parser.ts (AST over code point sets, flags resolved) → nfa.ts (Thompson NFA over
+ * UTF-8 byte ranges) → dfa.ts (subset construction over byte classes, with '$'/'\Z' as
+ * per-thread modes on the remaining input and '^' resolved from the previous byte; dead-state
+ * pruning; Hopcroft minimization; BFS numbering; byte classes merged by identical columns).
+ *
+ * MULTI-PATTERN (lexers): compileMultiRegex gives one DFA whose acceptMask says which patterns
+ * fully match the bytes so far and whose reachMask says which can still be completed. '$' there
+ * still means "end of the text being matched" (the token), as in a full match.
  */
 import { parseFlagString, parseRegex, type RegexNode } from "./parser.js";
 import { ByteNfa } from "./nfa.js";
@@ -163,6 +183,11 @@ export function compileMultiRegex(patterns: ReadonlyArray<string | PatternSpec>,
 /** Whether pattern `p` fully matches at `state` of a multi-pattern DFA. */
 export function acceptsPattern(dfa: MultiByteDfa, state: number, p: number): boolean {
   return (dfa.acceptMask[state * dfa.acceptWords + (p >>> 5)]! & (1 << (p & 31))) !== 0;
+}
+
+/** Whether pattern `p` can still fully match by continuing from `state`. */
+export function canReachPattern(dfa: MultiByteDfa, state: number, p: number): boolean {
+  return (dfa.reachMask[state * dfa.acceptWords + (p >>> 5)]! & (1 << (p & 31))) !== 0;
 }
 
 /** Sorted indices of the patterns that fully match at `state`. */

@@ -11,6 +11,13 @@ export class ByteNfa {
   readonly edges: number[][] = []; // flat [lo, hi, target, ...]
   readonly assertion: number[] = []; // Assertion code, 0 = none
   readonly assertTarget: number[] = [];
+  /** Per state: index into assertSets for lookbehind/lookahead assertions, else -1. */
+  readonly assertSet: number[] = [];
+  /** Byte sets (flat ranges) that lookarounds test the previous/next byte against; deduplicated. */
+  readonly assertSets: number[][] = [];
+  /** Pattern position of each lookahead state, for errors raised during determinization. */
+  readonly assertPosition: number[] = [];
+  private readonly assertSetIds = new Map<string, number>();
   readonly accept: number[] = []; // pattern index, -1 = none
   hasAssertions = false;
   private readonly sequenceCache = new Map<string, number[][]>();
@@ -33,6 +40,8 @@ export class ByteNfa {
     this.edges.push([]);
     this.assertion.push(0);
     this.assertTarget.push(-1);
+    this.assertSet.push(-1);
+    this.assertPosition.push(-1);
     this.accept.push(-1);
     return id;
   }
@@ -80,6 +89,17 @@ export class ByteNfa {
         this.eps[entry]!.push(s);
         this.assertion[s] = node.assertion;
         this.assertTarget[s] = t;
+        if (node.set) {
+          const key = node.set.join(",");
+          let id = this.assertSetIds.get(key);
+          if (id === undefined) {
+            id = this.assertSets.length;
+            this.assertSetIds.set(key, id);
+            this.assertSets.push(node.set);
+          }
+          this.assertSet[s] = id;
+        }
+        if (node.position !== undefined) this.assertPosition[s] = node.position;
         this.hasAssertions = true;
         return t;
       }
@@ -98,26 +118,22 @@ export class ByteNfa {
     }
     const start = this.newState();
     this.eps[entry]!.push(start);
-    // Share prefixes so lead bytes fan out once (keeps the subset construction small).
-    const inner = new Map<string, number>();
+    // Share suffixes (runs of continuation bytes) so the subset construction meets the same
+    // NFA states on every path into them; lead bytes then fan out from `start`.
+    const suffix = new Map<string, number>();
     for (const seq of sequences) {
-      let cur = start;
-      for (let k = 0; k < seq.length; k += 2) {
-        const lo = seq[k]!;
-        const hi = seq[k + 1]!;
-        if (k + 2 === seq.length) {
-          this.edges[cur]!.push(lo, hi, exit);
-        } else {
-          const edgeKey = `${cur}:${lo}:${hi}`;
-          let target = inner.get(edgeKey);
-          if (target === undefined) {
-            target = this.newState();
-            inner.set(edgeKey, target);
-            this.edges[cur]!.push(lo, hi, target);
-          }
-          cur = target;
+      let cur = exit;
+      for (let k = seq.length - 2; k >= 2; k -= 2) {
+        const key = `${seq[k]},${seq[k + 1]},${cur}`;
+        let state = suffix.get(key);
+        if (state === undefined) {
+          state = this.newState();
+          this.edges[state]!.push(seq[k]!, seq[k + 1]!, cur);
+          suffix.set(key, state);
         }
+        cur = state;
       }
+      this.edges[start]!.push(seq[0]!, seq[1]!, cur);
     }
     return exit;
   }

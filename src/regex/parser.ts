@@ -5,7 +5,11 @@ import {
   complementSet,
   normalizeRanges,
 } from "./charset.js";
-import { RegexSyntaxError } from "./errors.js";
+import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
+import { UNICODE_DIGIT, UNICODE_SPACE, UNICODE_WORD } from "./unicode-classes-data.js";
+
+/** Deeper group nesting is refused before it can exhaust the JS stack in the recursive passes. */
+export const MAX_GROUP_NESTING = 200;
 
 /**
  * Zero-width assertions we can express in a byte DFA.
@@ -15,12 +19,18 @@ import { RegexSyntaxError } from "./errors.js";
  * - EndOfLine: `$` under m: the next char is "\n" or the text ends.
  * - EndOfText: `\Z`: the rest of the text is "".
  */
-export const enum Assertion {
+export enum Assertion {
   StartOfText = 1,
   StartOfLine = 2,
   EndOfLine = 3,
   EndOrFinalNewline = 4,
   EndOfText = 5,
+  /** (?<=X) / (?<!X) with X one ASCII character or class: a condition on the previous byte. */
+  PrecededBy = 6,
+  NotPrecededBy = 7,
+  /** (?=X) / (?!X) with X one character from an ASCII class or its complement: a condition on the next byte. */
+  FollowedBy = 8,
+  NotFollowedBy = 9,
 }
 
 export type RegexNode =
@@ -28,7 +38,7 @@ export type RegexNode =
   | { readonly kind: "concat"; readonly items: RegexNode[] }
   | { readonly kind: "alt"; readonly items: RegexNode[] }
   | { readonly kind: "repeat"; readonly item: RegexNode; readonly min: number; readonly max: number } // max -1 = unbounded
-  | { readonly kind: "assert"; readonly assertion: Assertion };
+  | { readonly kind: "assert"; readonly assertion: Assertion; readonly set?: CodeSet; readonly position?: number };
 
 export interface RegexFlags {
   ignoreCase: boolean; // i
@@ -83,7 +93,6 @@ const enum ItemType { Atom, Repeat, Assert }
 class Parser {
   private readonly cps: number[];
   private pos = 0;
-  private sawItem = false;
   private globalFlags: RegexFlags;
   private readonly groupNames = new Set<string>();
 
@@ -155,7 +164,6 @@ class Parser {
           this.pos = start + 1;
           items.push({ kind: "set", set: [0x7b, 0x7b] });
           types.push(ItemType.Atom);
-          this.sawItem = true;
           continue;
         }
         const lastType = types[types.length - 1];
@@ -167,7 +175,6 @@ class Parser {
         types[types.length - 1] = ItemType.Repeat;
         continue;
       }
-      this.sawItem = true;
       if (c === 0x28 /* ( */) {
         const group = this.parseGroup(flags, depth, items.length === 0);
         if (group === "comment") continue;
@@ -244,6 +251,9 @@ class Parser {
     atSequenceStart: boolean,
   ): "comment" | { kind: "node"; node: RegexNode } | { kind: "globalFlags"; flags: RegexFlags } {
     const open = this.pos;
+    if (depth >= MAX_GROUP_NESTING) {
+      throw new RegexTooComplexError(`pattern too complex: groups nested deeper than ${MAX_GROUP_NESTING}`, "nesting");
+    }
     this.pos++; // (
     let inner = flags;
     if (this.peek() === 0x3f /* ? */) {
@@ -255,7 +265,7 @@ class Parser {
         this.pos++;
         if (this.peek() === 0x3c /* < */) {
           this.pos++;
-          this.readGroupName(open);
+          this.readGroupName();
         } else if (this.peek() === 0x3d /* = */) {
           this.refuse("backreference (?P=name)", open);
         } else if (this.peek() === 0x3e /* > */) {
@@ -265,14 +275,11 @@ class Parser {
         }
       } else if (c === 0x3c /* < */) {
         const n = this.peek(1);
-        if (n === 0x3d) this.refuse("lookbehind (?<=", open);
-        if (n === 0x21) this.refuse("negative lookbehind (?<!", open);
+        if (n === 0x3d || n === 0x21) return { kind: "node", node: this.parseLookbehind(flags, depth, open, n === 0x21) };
         this.pos++;
-        this.readGroupName(open);
-      } else if (c === 0x3d) {
-        this.refuse("lookahead (?=", open);
-      } else if (c === 0x21) {
-        this.refuse("negative lookahead (?!", open);
+        this.readGroupName();
+      } else if (c === 0x3d || c === 0x21) {
+        return { kind: "node", node: this.parseLookahead(flags, depth, open, c === 0x21) };
       } else if (c === 0x3e) {
         this.refuse("atomic group (?>", open);
       } else if (c === 0x28) {
@@ -299,9 +306,44 @@ class Parser {
     return { kind: "node", node };
   }
 
+  /**
+   * A lookbehind of one ASCII character or class (e.g. Lark's ESCAPED_STRING uses (?<!\\)) is
+   * a regular condition on the previous byte; anything longer is refused. pos is at '<'.
+   */
+  private parseLookbehind(flags: RegexFlags, depth: number, open: number, negative: boolean): RegexNode {
+    const construct = negative ? "negative lookbehind (?<!" : "lookbehind (?<=";
+    this.pos += 2;
+    const inner = this.parseAlternation(flags, depth + 1);
+    if (this.peek() !== 0x29) this.error("missing ), unterminated subpattern", open, "unterminated group");
+    this.pos++;
+    const bytes = inner.kind === "set" ? boundaryBytes(inner.set, 0xbf) : null;
+    if (bytes === null) {
+      this.refuse(construct, open, "is supported only around one character from an ASCII class or its complement");
+    }
+    return { kind: "assert", assertion: negative ? Assertion.NotPrecededBy : Assertion.PrecededBy, set: bytes };
+  }
+
+  /** A lookahead of one character from an ASCII class or its complement; pos is at '=' or '!'. */
+  private parseLookahead(flags: RegexFlags, depth: number, open: number, negative: boolean): RegexNode {
+    const construct = negative ? "negative lookahead (?!" : "lookahead (?=";
+    this.pos += 1;
+    const inner = this.parseAlternation(flags, depth + 1);
+    if (this.peek() !== 0x29) this.error("missing ), unterminated subpattern", open, "unterminated group");
+    this.pos++;
+    const bytes = inner.kind === "set" ? boundaryBytes(inner.set, 0xff) : null;
+    if (bytes === null) {
+      this.refuse(construct, open, "is supported only around one character from an ASCII class or its complement");
+    }
+    return {
+      kind: "assert",
+      assertion: negative ? Assertion.NotFollowedBy : Assertion.FollowedBy,
+      set: bytes,
+      position: open,
+    };
+  }
+
   /** True when anything other than global-flag groups came before `position`. */
   private sawItemBefore(position: number): boolean {
-    // sawItem was set for this '(' itself; look at what precedes it.
     let p = 0;
     while (p < position) {
       if (this.cps[p] === 0x28 && this.cps[p + 1] === 0x3f) {
@@ -366,7 +408,7 @@ class Parser {
     }
   }
 
-  private readGroupName(open: number): void {
+  private readGroupName(): void {
     const start = this.pos;
     while (this.pos < this.cps.length && this.cps[this.pos] !== 0x3e) this.pos++;
     if (this.pos >= this.cps.length) this.error("missing >, unterminated name", start, "group name");
@@ -377,7 +419,6 @@ class Parser {
     }
     if (this.groupNames.has(name)) this.error(`redefinition of group name '${name}'`, start, "group name");
     this.groupNames.add(name);
-    void open;
   }
 
   /** After a backslash outside a class (pos is just past it). */
@@ -414,6 +455,15 @@ class Parser {
     return { kind: "set", set: this.fold([atom.cp, atom.cp], flags) };
   }
 
+  /** Inside a negated class [^...] the items' polarity flips. */
+  private inNegatedClass = false;
+
+  /** ASCII or Python's Unicode version of \d \w \s, by the polarity the set ends up with. */
+  private category(ascii: CodeSet, unicode: readonly number[], f: RegexFlags, complemented: boolean): CodeSet {
+    if (f.asciiCase) return ascii;
+    return complemented !== this.inNegatedClass ? [...unicode] : ascii;
+  }
+
   /**
    * Escapes valid both inside and outside classes (pos just past the backslash); returns
    * a code point or a category set. Categories are ASCII-only and are folded like the
@@ -422,12 +472,15 @@ class Parser {
   private parseCommonEscape(start: number, f: RegexFlags): ClassAtom {
     const c = this.cps[this.pos++]!;
     switch (c) {
-      case 0x64: return { set: this.fold(DIGIT_SET, f) }; // \d
-      case 0x44: return { set: complementSet(this.fold(DIGIT_SET, f)) };
-      case 0x77: return { set: this.fold(WORD_SET, f) };
-      case 0x57: return { set: complementSet(this.fold(WORD_SET, f)) };
-      case 0x73: return { set: SPACE_SET };
-      case 0x53: return { set: complementSet(SPACE_SET) };
+      // Positive classes are ASCII (a subset of Python's); where the class ends up negated
+      // (\D, or \d inside [^...]) the full Unicode class is complemented, so the result is
+      // still a subset of what Python accepts.
+      case 0x64: return { set: this.fold(this.category(DIGIT_SET, UNICODE_DIGIT, f, false), f) }; // \d
+      case 0x44: return { set: complementSet(this.fold(this.category(DIGIT_SET, UNICODE_DIGIT, f, true), f)) };
+      case 0x77: return { set: this.fold(this.category(WORD_SET, UNICODE_WORD, f, false), f) };
+      case 0x57: return { set: complementSet(this.fold(this.category(WORD_SET, UNICODE_WORD, f, true), f)) };
+      case 0x73: return { set: this.category(SPACE_SET, UNICODE_SPACE, f, false) };
+      case 0x53: return { set: complementSet(this.category(SPACE_SET, UNICODE_SPACE, f, true)) };
       case 0x6e: return { cp: 0x0a };
       case 0x74: return { cp: 0x09 };
       case 0x72: return { cp: 0x0d };
@@ -480,6 +533,8 @@ class Parser {
     }
     const itemsStart = this.pos;
     const parts: number[] = [];
+    const outerNegated = this.inNegatedClass;
+    this.inNegatedClass = negate;
     const addAtom = (atom: ClassAtom): void => {
       if (atom.set) parts.push(...atom.set);
       else {
@@ -515,6 +570,7 @@ class Parser {
         addAtom(first);
       }
     }
+    this.inNegatedClass = outerNegated;
     const set = normalizeRanges(parts);
     return negate ? complementSet(set) : set;
   }
@@ -536,6 +592,29 @@ class Parser {
     }
     return this.parseCommonEscape(start, flags);
   }
+}
+
+/**
+ * The byte set equivalent to "the previous (or next) character is in `set`", or null if there
+ * is none: the set's non-ASCII part must be empty or everything. Then bytes 0x80..highByte
+ * stand for any non-ASCII character: a continuation byte ends every multi-byte character
+ * (lookbehind, highByte 0xbf) and a byte >= 0x80 starts one (lookahead, highByte 0xff).
+ */
+function boundaryBytes(set: CodeSet, highByte: number): number[] | null {
+  const ascii: number[] = [];
+  const high: number[] = [];
+  for (let i = 0; i < set.length; i += 2) {
+    const lo = set[i]!;
+    const hi = set[i + 1]!;
+    if (lo <= 0x7f) ascii.push(lo, Math.min(hi, 0x7f));
+    if (hi >= 0x80) high.push(Math.max(lo, 0x80), hi);
+  }
+  if (high.length === 0) return ascii.length > 0 ? ascii : null;
+  const everything = high.length === 2 && high[0] === 0x80 && high[1] === MAX_CODE_POINT;
+  const everythingButSurrogates =
+    high.length === 4 && high[0] === 0x80 && high[1] === 0xd7ff && high[2] === 0xe000 && high[3] === MAX_CODE_POINT;
+  if (!everything && !everythingButSurrogates) return null;
+  return [...ascii, 0x80, highByte];
 }
 
 export function parseRegex(pattern: string, flags: RegexFlags): RegexNode {

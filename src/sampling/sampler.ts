@@ -10,6 +10,11 @@
  * empty mask is a caller bug and throws EmptyMaskError. If some allowed logits are +Infinity, the
  * draw is uniform over exactly those tokens (the limit of the softmax).
  *
+ * Arithmetic is in doubles (HF works in float32), so at an exact top_p boundary — the kept mass
+ * equal to top_p to the last bit — the two can differ by that one boundary token. The draw walks
+ * the kept candidates in a fixed order with one xoshiro128** double per token: the same seed,
+ * inputs and history give the same token.
+ *
  * Cost model (152k vocabulary): one pass over the mask words gathers the allowed candidates
  * into scratch arrays (zero words skipped, full words looped directly, other set bits found with
  * Math.clz32); the seen (penalised) tokens are cleared from each word and added afterwards with

@@ -284,9 +284,10 @@ export function vocabularyFromGguf(file: GgufFile, stats?: VocabularyLoadStats):
   eos = specialId("eos_token_id", eos);
   let eot = specialId("eot_token_id", -1);
   let eom = specialId("eom_token_id", -1);
-  let fimPre = specialId("fim_pre_token_id", specialId("prefix_token_id", -1));
-  let fimSuf = specialId("fim_suf_token_id", specialId("suffix_token_id", -1));
-  let fimMid = specialId("fim_mid_token_id", specialId("middle_token_id", -1));
+  // llama.cpp reads the deprecated prefix/suffix/middle keys after the fim_* ones: they win.
+  let fimPre = specialId("prefix_token_id", specialId("fim_pre_token_id", -1));
+  let fimSuf = specialId("suffix_token_id", specialId("fim_suf_token_id", -1));
+  let fimMid = specialId("middle_token_id", specialId("fim_mid_token_id", -1));
   let fimPad = specialId("fim_pad_token_id", -1);
   let fimRep = specialId("fim_rep_token_id", -1);
   let fimSep = specialId("fim_sep_token_id", -1);
