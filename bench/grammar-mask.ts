@@ -68,8 +68,8 @@ string : ESCAPED_STRING
   },
   {
     name: "palindrome",
-    grammar: `start: p\np: "a" p "a" | "b" p "b" | "a" | "b" |\n`,
-    targets: ["abba", "aabbaabbaa", "babbbab", "abababababa"],
+    grammar: `start: pal\npal: "a" pal "a" | "b" pal "b" | MID\nMID: "a".."z"\n`,
+    targets: ["abzba", "aabbaxabbaa", "babbmbbab", "abababaqabababa"],
   },
   {
     name: "sql_subset",

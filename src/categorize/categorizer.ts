@@ -10,9 +10,15 @@
  * Multiple answers: each category is judged on its own by asking whether it applies and
  * comparing the model's probability of "yes" against "no" after the question; those with
  * P(yes) > P(no) are chosen. Without allow_null_category the best one is returned when none
- * passes. Scores are P(yes) / (P(yes) + P(no)).
+ * passes. Scores are P(yes) / (P(yes) + P(no)). (A small model that was never taught to answer
+ * questions — stories260K — gives P(yes) near 0.5 everywhere: the answer is then noise.)
  *
- * Deterministic: no sampling; the same request decodes the same batches.
+ * Prompt formats (format.ts): the model's chat format when its GGUF has a chat template we
+ * recognise, else a plain completion format. All branches share one evaluated prefix and are
+ * decoded together as a token trie (scoring.ts): usually two decodes per request.
+ *
+ * Deterministic: no sampling; the same request decodes the same batches. (Requests decoded
+ * concurrently share batches, which can move scores by float noise: ~1e-4 measured.)
  */
 import type { GenerationRuntime } from "../generate/runtime.js";
 import { runJob } from "../generate/scheduler.js";

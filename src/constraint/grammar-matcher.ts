@@ -2,14 +2,18 @@
  * Token masks and budgets for an automaton with unboundedly many states (a grammar's lexer +
  * LALR parser), where nothing can be precomputed over all states as for a regex DFA.
  *
- * Per visited state, one trie walk gives the allowed tokens and each token's target state; it is
- * cached, so revisiting a state (common: inside a string, between list items) costs a lookup.
+ * Masks: per visited state, the allowed tokens and their distinct target states, cached. A state
+ * with one lexer hypothesis (most of them) takes its commit-free tokens from a walk cached per
+ * lexer-level state and shared by every parser stack (see LexerLevelWalks below); only the trie
+ * subtrees where a terminal ends are walked with the real automaton. advance() steps the token's
+ * bytes through the automaton's memo, so no per-token target table is built.
+ *
  * Budgets: a token is allowed with `remaining` tokens left only if a complete sentence is still
- * reachable within remaining-1 tokens after it. When every byte is a token, the automaton's exact
- * byte distance to completion bounds the tokens from above; otherwise, and when that bound is too
- * loose, a bounded depth-first search over cached token transitions decides. When the search gives
- * up, the token is refused: budgets may then be stricter than necessary, never looser, so a
- * completion is never a truncated half sentence.
+ * reachable within remaining-1 tokens after it. "Surely reachable" comes from an upper bound: the
+ * fewest tokens spelling the shortest completing byte string (A* over the byte automaton; any
+ * segmentation of valid bytes is a valid token path). Otherwise a bounded depth-first search over
+ * cached token transitions decides; when it gives up, the token is refused: budgets may then be
+ * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
 import type { TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
@@ -42,7 +46,9 @@ export class GrammarTokenMatcher {
   readonly words: number;
   readonly emptyMask: Uint32Array;
   private readonly edges = new Map<number, StateEdges>();
-  private readonly exactBytes = new Map<number, number>();
+  private readonly prefixCache = new Map<string, { tokens: Int32Array; targets: Int32Array }>();
+  /** Per state: tokens that surely suffice to complete (see tokenUpperBound). */
+  private readonly tokenBound = new Map<number, number>();
   /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
   private readonly finishMemo = new Map<number, number>();
   private readonly budgetMasks = new Map<number, Uint32Array>();
@@ -198,6 +204,37 @@ export class GrammarTokenMatcher {
     return s;
   }
 
+  /**
+   * Healing: the tokens that begin with `prefix` and whose remaining bytes the grammar allows at
+   * the start, with their target states. Cached: most prompts end in one of a few tokens.
+   */
+  prefixEdges(prefix: Uint8Array): { tokens: Int32Array; targets: Int32Array } {
+    const key = String.fromCharCode(...prefix);
+    let hit = this.prefixCache.get(key);
+    if (hit !== undefined) return hit;
+    const trie = this.trie;
+    const node = trie.findNode(prefix);
+    const tokens: number[] = [];
+    const targets: number[] = [];
+    if (node >= 0) {
+      const startAfterPrefix = this.start;
+      const from = trie.tokenStart[node]!;
+      const to = trie.tokenStart[node + trie.subtreeSize[node]!]!;
+      for (let k = from; k < to; k++) {
+        const id = trie.tokenIds[k]!;
+        const target = this.advanceBytes(startAfterPrefix, trie.tokenBytes(id).subarray(prefix.length));
+        if (target >= 0) {
+          tokens.push(id);
+          targets.push(target);
+        }
+      }
+    }
+    hit = { tokens: Int32Array.from(tokens), targets: Int32Array.from(targets) };
+    if (this.prefixCache.size >= 256) this.prefixCache.delete(this.prefixCache.keys().next().value!);
+    this.prefixCache.set(key, hit);
+    return hit;
+  }
+
   /** State after raw bytes from `state` (healing: the bytes after a forced prefix), or -1. */
   advanceBytes(state: number, bytes: Uint8Array): number {
     let s = state;
@@ -205,24 +242,76 @@ export class GrammarTokenMatcher {
     return s;
   }
 
-  private exact(state: number): number {
-    let v = this.exactBytes.get(state);
-    if (v === undefined) {
-      v = this.lexer !== null ? this.shortestCompletion(state, 5000) : this.automaton.minBytesToComplete(state, 5000);
-      this.exactBytes.set(state, v);
+  /**
+   * Tokens that surely suffice from `state` (Infinity: unknown): the fewest tokens that spell the
+   * shortest completing byte string. The automaton is byte-level, so any segmentation of a valid
+   * byte continuation into tokens is a valid token path.
+   */
+  private tokenUpperBound(state: number): number {
+    const known = this.tokenBound.get(state);
+    if (known !== undefined) return known;
+    const path = this.shortestCompletion(state, 5000);
+    if (path === null) {
+      this.tokenBound.set(state, Number.POSITIVE_INFINITY);
+      return Number.POSITIVE_INFINITY;
     }
-    return v;
+    const cuts = this.fewestTokensSpelling(path);
+    if (cuts === null) {
+      this.tokenBound.set(state, Number.POSITIVE_INFINITY);
+      return Number.POSITIVE_INFINITY;
+    }
+    // Record the bound along the witness too: after its first token k-1 tokens suffice, and so on.
+    // Then a token allowed because of this bound leaves a state whose own bound agrees, and the
+    // next mask cannot come out empty because a later search gave up.
+    let s = state;
+    for (let i = 0, at = 0; i < cuts.length; i++) {
+      const left = cuts.length - i;
+      const old = this.tokenBound.get(s);
+      if (old === undefined || old > left) this.tokenBound.set(s, left);
+      for (const end = cuts[i]!; at < end; at++) s = this.automaton.step(s, path[at]!);
+    }
+    return cuts.length;
+  }
+
+  /** Token boundaries (end offsets) of the fewest-token spelling of `bytes`; null when none. */
+  private fewestTokensSpelling(bytes: Uint8Array): number[] | null {
+    const n = bytes.length;
+    const best = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY);
+    const from = new Int32Array(n + 1);
+    best[0] = 0;
+    const { nodeByte, subtreeSize, tokenStart } = this.trie;
+    for (let i = 0; i < n; i++) {
+      if (best[i] === Number.POSITIVE_INFINITY) continue;
+      let p = 0;
+      for (let j = i; j < n; j++) {
+        const end = p + subtreeSize[p]!;
+        let c = p + 1;
+        while (c < end && nodeByte[c]! < bytes[j]!) c += subtreeSize[c]!;
+        if (c >= end || nodeByte[c] !== bytes[j]) break;
+        p = c;
+        if (tokenStart[p + 1]! > tokenStart[p]! && best[i]! + 1 < best[j + 1]!) {
+          best[j + 1] = best[i]! + 1;
+          from[j + 1] = i;
+        }
+      }
+    }
+    if (best[n] === Number.POSITIVE_INFINITY) return null;
+    const cuts: number[] = [];
+    for (let j = n; j > 0; j = from[j]!) cuts.push(j);
+    return cuts.reverse();
   }
 
   /**
-   * Fewest bytes from `state` to a complete sentence (-1: not found within `maxExpansions`): the
-   * automaton's A* (same heuristic), but a single-hypothesis state's bytes are grouped by their
-   * lexer-level effect, so the many bytes that merely extend a string or a name cost one step.
+   * The shortest byte string from `state` to a complete sentence (null: none found within
+   * `maxExpansions`): A* with the automaton's lower bound as heuristic. A single-hypothesis
+   * state's bytes are grouped by their lexer-level effect, so the many bytes that merely extend a
+   * string or a name cost one step.
    */
-  private shortestCompletion(state: number, maxExpansions: number): number {
+  private shortestCompletion(state: number, maxExpansions: number): Uint8Array | null {
     const automaton = this.automaton;
-    const lexer = this.lexer!;
+    const lexer = this.lexer;
     const g = new Map<number, number>([[state, 0]]);
+    const via = new Map<number, number>(); // state → previous state * 256 + byte
     const buckets: number[][] = [];
     let f = 0;
     const push = (s: number, cost: number): void => {
@@ -240,14 +329,22 @@ export class GrammarTokenMatcher {
         const s = bucket.pop()!;
         const cost = g.get(s)!;
         if (Math.max(f, cost + automaton.minBytesLowerBound(s)) !== f) continue;
-        if (automaton.isComplete(s)) return cost;
-        if (++expansions > maxExpansions) return -1;
-        const lexId = lexer.singleLexState(s);
+        if (automaton.isComplete(s)) {
+          const path = new Uint8Array(cost);
+          for (let at = s, i = cost - 1; i >= 0; i--) {
+            const link = via.get(at)!;
+            path[i] = link & 0xff;
+            at = (link - (link & 0xff)) / 256;
+          }
+          return path;
+        }
+        if (++expansions > maxExpansions) return null;
+        const lexId = lexer === null ? -1 : lexer.singleLexState(s);
         codes.length = 0;
         for (let b = 0; b < 256; b++) {
           if (lexId >= 0) {
             // Without a commit, bytes with the same lexer successor lead to the same state.
-            const code = lexer.stepCode(lexId, b);
+            const code = lexer!.stepCode(lexId, b);
             if (code === 0) continue;
             if ((code & COMMIT) === 0) {
               if (codes.includes(code)) continue;
@@ -259,11 +356,12 @@ export class GrammarTokenMatcher {
           const old = g.get(ns);
           if (old !== undefined && old <= cost + 1) continue;
           g.set(ns, cost + 1);
+          via.set(ns, s * 256 + b);
           push(ns, cost + 1);
         }
       }
     }
-    return -1;
+    return null;
   }
 
   /** Whether a complete sentence is reachable from `state` within `budget` tokens. */
@@ -279,10 +377,7 @@ export class GrammarTokenMatcher {
     if (budget <= 0) return false;
     const lower = this.automaton.minBytesLowerBound(state);
     if (lower === Infinity || lower > budget * this.trie.maxTokenLength) return false;
-    if (this.trie.everyByteIsToken) {
-      const bytes = this.exact(state);
-      if (bytes >= 0 && bytes <= budget) return true;
-    }
+    if (this.tokenUpperBound(state) <= budget) return true;
     const key = state * 65536 + Math.min(budget, BUDGET_KEY_CAP);
     const memo = this.finishMemo.get(key);
     if (memo !== undefined) return memo === 1;
@@ -644,24 +739,9 @@ export class GrammarConstraintState {
       return;
     }
     this.state = PREFIX_PENDING;
-    const trie = matcher.trie;
-    const node = trie.findNode(forcedPrefix);
-    const tokens: number[] = [];
-    const targets: number[] = [];
-    if (node >= 0) {
-      const from = trie.tokenStart[node]!;
-      const to = trie.tokenStart[node + trie.subtreeSize[node]!]!;
-      for (let k = from; k < to; k++) {
-        const id = trie.tokenIds[k]!;
-        const target = matcher.advanceBytes(matcher.start, trie.tokenBytes(id).subarray(forcedPrefix.length));
-        if (target >= 0) {
-          tokens.push(id);
-          targets.push(target);
-        }
-      }
-    }
-    this.prefixTokens = Int32Array.from(tokens);
-    this.prefixTargets = Int32Array.from(targets);
+    const edges = matcher.prefixEdges(forcedPrefix);
+    this.prefixTokens = edges.tokens;
+    this.prefixTargets = edges.targets;
   }
 
   isAccepting(): boolean {
