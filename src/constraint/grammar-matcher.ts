@@ -3,8 +3,8 @@
  * LALR parser), where nothing can be precomputed over all states as for a regex DFA.
  *
  * Masks: per visited state, the allowed tokens and their distinct target states, cached. A state
- * with one lexer hypothesis (most of them) takes its commit-free tokens from a walk cached per
- * lexer-level state and shared by every parser stack (see LexerLevelWalks below); only the trie
+ * takes its commit-free tokens from a walk cached per tuple of lexer-level states (one per
+ * hypothesis) and shared by every parser stack (see LexerLevelWalks below); only the trie
  * subtrees where a terminal ends are walked with the real automaton. advance() steps the token's
  * bytes through the automaton's memo, so no per-token target table is built.
  *
@@ -38,7 +38,7 @@ interface StateEdges {
 }
 
 /** Depth-first search effort per budget query before refusing (conservative). */
-const SEARCH_LIMIT = 4000;
+const SEARCH_LIMIT = 64;
 /** Budgets above this are treated alike by the memo keys (they only ever mean "plenty"). */
 const BUDGET_KEY_CAP = 0xffff;
 
@@ -98,8 +98,9 @@ export class GrammarTokenMatcher {
   }
 
   /**
-   * The allowed tokens of `state` and their distinct target states. Single-hypothesis states (the
-   * common case) go through the lexer-level cache; the rest walk the trie with the automaton.
+   * The allowed tokens of `state` and their distinct target states: commit-free tokens from the
+   * lexer-level walk of its hypotheses' lexer states (targets from one representative token per
+   * distinct lexer outcome), commit subtrees walked with the automaton.
    */
   private edgesOf(state: number): StateEdges {
     let e = this.edges.get(state);
@@ -108,7 +109,7 @@ export class GrammarTokenMatcher {
     const collected = this.collected;
     collected.length = 0;
     const stamp = ++this.stamp;
-    const lexId = this.lexer?.singleLexState(state) ?? -1;
+    const lexId = this.lexer?.lexSetOf(state) ?? -1;
     if (lexId >= 0) {
       const walk = this.lexer!.walk(lexId);
       mask.set(walk.mask);
@@ -303,8 +304,8 @@ export class GrammarTokenMatcher {
 
   /**
    * The shortest byte string from `state` to a complete sentence (null: none found within
-   * `maxExpansions`): A* with the automaton's lower bound as heuristic. A single-hypothesis
-   * state's bytes are grouped by their lexer-level effect, so the many bytes that merely extend a
+   * `maxExpansions`): A* with the automaton's lower bound as heuristic. Each state's bytes
+   * are grouped by their lexer-level effect, so the many bytes that merely extend a
    * string or a name cost one step.
    */
   private shortestCompletion(state: number, maxExpansions: number): Uint8Array | null {
@@ -339,7 +340,7 @@ export class GrammarTokenMatcher {
           return path;
         }
         if (++expansions > maxExpansions) return null;
-        const lexId = lexer === null ? -1 : lexer.singleLexState(s);
+        const lexId = lexer === null ? -1 : lexer.lexSetOf(s);
         codes.length = 0;
         for (let b = 0; b < 256; b++) {
           if (lexId >= 0) {
@@ -424,7 +425,7 @@ export class GrammarTokenMatcher {
     const fits = new Map<number, boolean>();
     for (let i = 0; i < e.distinct.length; i++) fits.set(e.distinct[i]!, this.canAcceptWithin(e.distinct[i]!, limit));
     const mask = new Uint32Array(this.words);
-    const lexId = this.lexer?.singleLexState(state) ?? -1;
+    const lexId = this.lexer?.lexSetOf(state) ?? -1;
     if (lexId < 0) {
       this.walkSubtree(state, 0, mask, 0, fits);
       return mask;
@@ -453,8 +454,8 @@ export class GrammarTokenMatcher {
 // A state of the grammar stage's GrammarAutomaton is a set of hypotheses (parser stack, scanner DFA
 // state of the token in progress, ...), and step() treats each hypothesis on its own. While a
 // hypothesis only extends its token in progress (no terminal is committed), what happens depends on
-// the scanner of its stack's top state and its lexer fields, not on the stack. So for a
-// single-hypothesis state, one trie walk per lexer-level state serves every stack: it gives the
+// the scanner of its stack's top state and its lexer fields, not on the stack. So one trie walk
+// per tuple of lexer-level states (one per hypothesis) serves every set of stacks: it gives the
 // tokens whose bytes never commit a terminal (allowed whatever the stack) and the trie nodes where
 // a commit happens; only those subtrees (after a closing quote, a delimiter...) are walked with the
 // real automaton. Inside a JSON string that turns a walk over the whole 152k vocabulary per parser
@@ -474,7 +475,8 @@ interface HypothesisView {
 }
 
 interface ScannerView {
-  dfa: { numClasses: number; byteClass: Uint8Array; next: Int32Array };
+  dfa: { start: number; numClasses: number; byteClass: Uint8Array; next: Int32Array };
+  unless: readonly (readonly [number, { ignored: boolean }])[][];
   terms: readonly { ignored: boolean }[];
   termOf: Int32Array;
   numOrdered: number;
@@ -500,7 +502,8 @@ function automatonView(automaton: unknown): AutomatonView | null {
   for (const sc of a.scannerDfas) {
     if (!(sc?.accept instanceof Uint8Array && sc.canAccept instanceof Uint8Array && sc.shortest instanceof Uint8Array)) return null;
     if (!(sc.termOf instanceof Int32Array) || typeof sc.numOrdered !== "number" || typeof sc.numPatterns !== "number") return null;
-    if (!(sc.dfa?.next instanceof Int32Array) || !Array.isArray(sc.terms)) return null;
+    if (!(sc.dfa?.next instanceof Int32Array) || !Array.isArray(sc.terms) || !Array.isArray(sc.unless)) return null;
+    if (typeof sc.dfa.start !== "number") return null;
   }
   const start = a.sets[(automaton as { start: number }).start];
   const h = start?.[0];
@@ -525,8 +528,13 @@ class LexerLevelWalks {
   private readonly constraintsOf: number[][] = [];
   private readonly ids = new Map<string, number>();
   private next = new Int32Array(256 * 64).fill(UNKNOWN);
+  /** Lexer state after an ignored terminal ends at the byte (stack unchanged), or -1. */
+  private ignoredNext = new Int32Array(256 * 64).fill(-1);
   private readonly walks = new Map<number, LexerWalk>();
-  private readonly singleOf = new Map<number, number>();
+  private readonly setOf = new Map<number, number>();
+  private readonly setMembers: number[][][] = [];
+  private readonly setIds = new Map<string, number>();
+  private setNext = new Int32Array(256 * 64).fill(UNKNOWN);
   private readonly atDepth: Int32Array;
   private seen = new Int32Array(64);
   private stamp = 0;
@@ -543,17 +551,24 @@ class LexerLevelWalks {
     return view === null ? null : new LexerLevelWalks(trie, view);
   }
 
-  /** The lexer state of a single-hypothesis automaton state, else -1. */
-  singleLexState(state: number): number {
-    let id = this.singleOf.get(state);
+  /**
+   * The lexer states of an automaton state's hypotheses, as a tuple in hypothesis order.
+   * Hypotheses are independent in step(), so a token is allowed iff some member allows it; the
+   * stacks only matter in commit subtrees, which the real automaton walks.
+   */
+  lexSetOf(state: number): number {
+    let id = this.setOf.get(state);
     if (id !== undefined) return id;
     const hyps = this.view.sets[state];
-    if (hyps === undefined || hyps.length !== 1) id = -1;
+    if (hyps === undefined || hyps.length === 0) id = -1;
     else {
-      const h = hyps[0]!;
-      id = this.intern(this.view.scannerOfState[this.view.stackTop[h.stack]!]!, h.dfaState, h.firstAccepted, h.tokenLen, h.ignoredRun, h.constraints);
+      const members: number[][] = [];
+      for (const h of hyps) {
+        members.push([this.intern(this.view.scannerOfState[this.view.stackTop[h.stack]!]!, h.dfaState, h.firstAccepted, h.tokenLen, h.ignoredRun, h.constraints)]);
+      }
+      id = this.internSet(members);
     }
-    this.singleOf.set(state, id);
+    this.setOf.set(state, id);
     return id;
   }
 
@@ -569,17 +584,68 @@ class LexerLevelWalks {
         const grown = new Int32Array(this.next.length * 2).fill(UNKNOWN);
         grown.set(this.next);
         this.next = grown;
+        const grownIgnored = new Int32Array(this.ignoredNext.length * 2).fill(-1);
+        grownIgnored.set(this.ignoredNext);
+        this.ignoredNext = grownIgnored;
       }
     }
     return id;
   }
 
-  /** Next lexer state + 1 (0: the token cannot continue), | COMMIT when a terminal may end here. */
-  stepCode(id: number, byte: number): number {
-    return this.step(id, byte);
+  /** Next lexer-state set + 1 (0: no token in progress can continue), | COMMIT when a terminal may end here. */
+  stepCode(setId: number, byte: number): number {
+    return this.step(setId, byte);
   }
 
-  private step(id: number, byte: number): number {
+  private step(setId: number, byte: number): number {
+    const slot = setId * 256 + byte;
+    const hit = this.setNext[slot]!;
+    if (hit !== UNKNOWN) return hit;
+    const positions = this.setMembers[setId]!;
+    let commit = 0;
+    let alive = false;
+    const out: number[][] = [];
+    for (let i = 0; i < positions.length; i++) {
+      const members = positions[i]!;
+      const next: number[] = [];
+      for (let j = 0; j < members.length; j++) {
+        const code = this.stepOne(members[j]!, byte);
+        commit |= code & COMMIT;
+        const cont = (code & ~COMMIT) - 1;
+        if (cont >= 0 && !next.includes(cont)) next.push(cont);
+        const ignored = this.ignoredNext[members[j]! * 256 + byte]!;
+        if (ignored >= 0 && !next.includes(ignored)) next.push(ignored);
+      }
+      if (next.length > 0) alive = true;
+      out.push(next.sort((a, b) => a - b));
+    }
+    const result = commit | (alive ? this.internSet(out) + 1 : 0);
+    this.setNext[slot] = result;
+    return result;
+  }
+
+  /**
+   * Positional: entry i holds the lexer states hypothesis i has become (continued, or restarted
+   * after an ignored terminal: both keep its stack), so with the source state's stacks a tuple
+   * determines the concrete target state.
+   */
+  private internSet(positions: number[][]): number {
+    const key = positions.map((p) => p.join(".")).join("|");
+    let id = this.setIds.get(key);
+    if (id === undefined) {
+      id = this.setMembers.length;
+      this.setMembers.push(positions);
+      this.setIds.set(key, id);
+      if ((id + 1) * 256 > this.setNext.length) {
+        const grown = new Int32Array(this.setNext.length * 2).fill(UNKNOWN);
+        grown.set(this.setNext);
+        this.setNext = grown;
+      }
+    }
+    return id;
+  }
+
+  private stepOne(id: number, byte: number): number {
     const slot = id * 256 + byte;
     const hit = this.next[slot]!;
     if (hit !== UNKNOWN) return hit;
@@ -620,7 +686,25 @@ class LexerLevelWalks {
     const tokenLen = Math.min(tokenLen0 + 1, v.maxIgnoredRun + 2);
     const newlyAccepted = first >= 0 && first !== first0;
     const commit = first >= 0 && sc.accept[ns * P + first] === 1 && (!sc.shortest[first] || newlyAccepted);
-    let result = commit ? COMMIT : 0;
+    let result = 0;
+    if (commit) {
+      // GrammarAutomaton.commit: the terminal (or the keyword shadowing it), then an ignored one
+      // restarts the scanner on the same stack; anything else needs the parser.
+      let ignored = sc.terms[sc.termOf[first]!]!.ignored;
+      for (const [shadow, str] of sc.unless[sc.termOf[first]!]!) {
+        if (sc.accept[ns * P + shadow]) {
+          ignored = str.ignored;
+          break;
+        }
+      }
+      if (!ignored) result = COMMIT;
+      else if (ignoredRun + tokenLen <= v.maxIgnoredRun) {
+        const upTo = sc.shortest[first] ? first - 1 : first;
+        const after = upTo < 0 ? constraints.slice() : [...constraints, scId, ns, upTo];
+        const restarted = this.intern(scId, sc.dfa.start, -1, 0, ignoredRun + tokenLen, after);
+        this.ignoredNext[id * 256 + byte] = restarted;
+      }
+    }
     const contBound = first < 0 ? sc.numOrdered - 1 : sc.shortest[first] ? first - 1 : first;
     if (contBound < 0 || !hasSuccessor(sc, ns, contBound)) return result;
     let onlyIgnored = true;
