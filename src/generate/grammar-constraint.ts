@@ -13,11 +13,12 @@ import { InvalidRequestError } from "./types.js";
 export const MAX_IGNORED_RUN = 8;
 
 /**
- * The recognizer memoizes every state it meets; past this many, the next request starts a fresh
- * recognizer and matcher (in-flight requests keep the old ones) so memory stays bounded and the
- * memo Maps never reach V8's 2^24-entry limit.
+ * The recognizer memoizes every state it meets and every (state, byte) step in Maps; past this
+ * many states, the next request starts a fresh recognizer and matcher (in-flight requests keep the
+ * old ones) so memory stays bounded and the step memo (≤ 256 entries per state) stays below V8's
+ * 2^24-entry Map limit, which throws RangeError (seen in tests with unbounded exploration).
  */
-export const MAX_AUTOMATON_STATES = 150_000;
+export const MAX_AUTOMATON_STATES = 50_000;
 
 interface CompiledConstraint {
   automaton: GrammarAutomaton;
