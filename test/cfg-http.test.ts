@@ -50,7 +50,7 @@ function check(grammar: string, text: string): void {
 }
 
 before(async () => {
-  engine = await createEngine({ modelPath: STORIES_260K, threads: 2, maxSequences: 8, contextSize: 512 });
+  engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8, contextSize: 512 });
   store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
   app = await createServer({ engine, config: testConfig(), store });
   await app.ready();

@@ -161,6 +161,8 @@ class Wave {
 
 export class ScoringJob implements DecodeJob {
   readonly seqsNeeded: number;
+  /** KV cells held at most (the prefix plus the largest wave): reserved with the scheduler. */
+  readonly kvCells: number;
   readonly signal: AbortSignal | undefined;
   readonly stats: ScoringStats = { rounds: 0, rows: 0, logitRows: 0 };
   private readonly req: ScoringRequest;
@@ -192,6 +194,7 @@ export class ScoringJob implements DecodeJob {
     let wave: number[] = [];
     let cells = 0;
     let widest = 1;
+    let mostCells = 0;
     for (let i = 0; i < order.length; i++) {
       const tokens = req.branches[order[i]!]!;
       const shared = wave.length === 0 ? 0 : sharedLength(tokens, req.branches[order[i - 1]!]!);
@@ -204,9 +207,11 @@ export class ScoringJob implements DecodeJob {
       if (cells > cellBudget) throw new RangeError(`a branch needs ${req.prefix.length + tokens.length} KV cells, the job may use ${req.maxCells}`);
       wave.push(order[i]!);
       widest = Math.max(widest, wave.length);
+      mostCells = Math.max(mostCells, cells);
     }
     if (wave.length > 0) this.waves.push(new Wave(wave, req.branches, req.scoreFrom, req.readAfter.length > 0));
     this.seqsNeeded = 1 + widest;
+    this.kvCells = req.prefix.length + mostCells;
     this.out = {
       tokenLogProb: new Float64Array(req.branches.length),
       after: new Float64Array(req.branches.length * req.readAfter.length),
