@@ -22,6 +22,7 @@ import { loadVocabulary } from "../src/vocab/index.js";
 import { TokenTrie } from "../src/constraint/trie.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/grammar-matcher.js";
 import { MAX_IGNORED_RUN } from "../src/generate/grammar-constraint.js";
+import { argValue, percentile, round3 } from "./stats.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const VOCAB_DIR = resolve(REPO_ROOT, "..", "shared", "models", "vocab");
@@ -138,12 +139,7 @@ function runOurs(w: Workload, trie: TokenTrie, targets: Int32Array[], budget: "l
   return matcher;
 }
 
-function percentile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-}
 
-const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 function summarize(s: Samples): Record<string, number> {
   const steps = [...s.stepUs].sort((a, b) => a - b);
@@ -164,10 +160,6 @@ function summarize(s: Samples): Record<string, number> {
   };
 }
 
-function argValue(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
 
 async function main(): Promise<void> {
   const rounds = Number(argValue("rounds") ?? 3);

@@ -20,6 +20,7 @@ import { TokenTrie } from "../src/constraint/trie.js";
 import { DfaTokenMatcher } from "../src/constraint/dfa-matcher.js";
 import { DfaConstraintState } from "../src/constraint/dfa-state.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
+import { argValue, percentile, round3 } from "./stats.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const VOCAB_DIR = resolve(REPO_ROOT, "..", "shared", "models", "vocab");
@@ -255,13 +256,7 @@ async function runTheirs(xg: any, tokenizerInfo: any, w: Workload, targets: Int3
   compiler.dispose();
 }
 
-function percentile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[i]!;
-}
 
-const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 function summarize(s: Samples): Record<string, number> {
   const steps = [...s.stepUs].sort((a, b) => a - b);
@@ -287,10 +282,6 @@ function summarize(s: Samples): Record<string, number> {
   };
 }
 
-function argValue(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
 
 async function main(): Promise<void> {
   const rounds = Number(argValue("rounds") ?? 7);

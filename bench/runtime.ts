@@ -13,6 +13,7 @@ import { availableParallelism } from "node:os";
 import { loadModel, SequenceSlots, type LlamaContext } from "../src/model/index.js";
 import { Sampler, Xoshiro128, maskWords } from "../src/sampling/index.js";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
+import { round3 } from "./stats.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const STEPS = Number(process.env.BENCH_STEPS ?? 8);
@@ -27,7 +28,6 @@ const median = (xs: number[]): number => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
-const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 const QUANT = process.env.BENCH_QUANT === "q4_0" ? "q4_0" : "q8_0";
 const modelPath = process.env.BENCH_MODEL ?? ensureSyntheticModel("qwen2-0.5b", QUANT);
