@@ -22,6 +22,8 @@ export interface EngineFactoryOptions {
   maxSequences: number;
   /** "" = CPU, else a node-llama-cpp GPU backend name such as "cuda". */
   gpu: string;
+  regexMaxStates?: number;
+  regexTimeoutMs?: number;
 }
 
 export interface CliIo {
@@ -165,6 +167,8 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
     contextSize: config.contextSize,
     maxSequences: config.concurrency,
     gpu: config.gpu,
+    regexMaxStates: config.regexMaxStates,
+    regexTimeoutMs: config.regexTimeoutMs,
   });
   const { createService } = await import("./dashboard/index.js");
   const app = await createService({

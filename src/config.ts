@@ -37,6 +37,9 @@ export interface Config {
   bodyLimitBytes: number;
   threads: number;
   contextSize: number;
+  /** Regex automaton caps: DFA states and compile time (ms); beyond them 422 "too complex". */
+  regexMaxStates: number;
+  regexTimeoutMs: number;
   /** "" (CPU) or a node-llama-cpp GPU backend such as "cuda". */
   gpu: string;
   logLevel: string;
@@ -82,6 +85,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: "bodyLimitBytes", env: "TRELLIS_BODY_LIMIT", flag: "--body-limit", kind: "int", min: 1, defaultText: "1048576", description: "Largest request body, in bytes (413 beyond)." },
   { key: "threads", env: "TRELLIS_THREADS", flag: "--threads", kind: "int", min: 1, defaultText: "number of CPU cores", description: "CPU threads for llama.cpp." },
   { key: "contextSize", env: "TRELLIS_CONTEXT_SIZE", flag: "--context-size", kind: "int", min: 16, defaultText: "4096", description: "Context window (tokens) per sequence; prompt + max_new_tokens must fit." },
+  { key: "regexMaxStates", env: "TRELLIS_REGEX_MAX_STATES", flag: "--regex-max-states", kind: "int", min: 1, defaultText: "20000", description: "Most DFA states a pattern may compile to; a larger one is refused fast (422, too complex)." },
+  { key: "regexTimeoutMs", env: "TRELLIS_REGEX_TIMEOUT_MS", flag: "--regex-timeout-ms", kind: "int", min: 1, defaultText: "500", description: "Longest a pattern may take to compile, in ms (422, too complex, beyond)." },
   { key: "gpu", env: "TRELLIS_GPU", flag: "--gpu", kind: "string", defaultText: "(CPU)", description: "GPU backend, e.g. `cuda` (needs the matching @node-llama-cpp package)." },
   { key: "logLevel", env: "TRELLIS_LOG_LEVEL", flag: "--log-level", kind: "string", defaultText: "info", description: "pino log level (fatal, error, warn, info, debug, trace, silent)." },
 ];
@@ -109,6 +114,8 @@ export function defaultConfig(): Config {
     bodyLimitBytes: 1_048_576,
     threads: availableParallelism(),
     contextSize: 4096,
+    regexMaxStates: 20_000,
+    regexTimeoutMs: 500,
     gpu: "",
     logLevel: "info",
   };

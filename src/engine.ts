@@ -24,6 +24,9 @@ export interface EngineOptions {
   gpu?: string;
   /** Queue of requests waiting for sequences before 503. */
   maxQueue?: number;
+  /** Regex automaton caps (DFA states, compile ms). */
+  regexMaxStates?: number;
+  regexTimeoutMs?: number;
 }
 
 /** Sequences a context may hold (llama.cpp's LLAMA_MAX_SEQ). */
@@ -81,6 +84,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     // Categorization scores every category on its own sequence next to running generations.
     maxSequences: Math.min(MAX_SEQUENCES, concurrency + 129),
     maxQueue: options.maxQueue,
+    regexLimits: { maxDfaStates: options.regexMaxStates, timeoutMs: options.regexTimeoutMs },
     gpu: options.gpu ? (options.gpu as GpuChoice) : undefined,
   });
   return new TrellisEngine(runtime);

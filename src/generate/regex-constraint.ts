@@ -3,16 +3,16 @@
  * vocabulary through the constraint layer's per-(trie, DFA) cached matcher. Pattern errors become
  * request errors naming the field and the position.
  */
-import { RegexCache, RegexSyntaxError, RegexTooComplexError, type ByteDfa } from "../regex/index.js";
+import { RegexCache, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type RegexLimits } from "../regex/index.js";
 import { DfaConstraintState, dfaTokenMatcherFor, type TokenTrie } from "../constraint/index.js";
 import type { TokenConstraint } from "./completion.js";
 import { InvalidRequestError, UnsatisfiableError } from "./types.js";
 
 const patterns = new RegexCache(256);
 
-export function compileRegexCached(pattern: string | readonly string[]): ByteDfa {
+export function compileRegexCached(pattern: string | readonly string[], limits: RegexLimits = {}): ByteDfa {
   try {
-    return patterns.compile(pattern);
+    return patterns.compile(pattern, limits);
   } catch (error) {
     if (error instanceof RegexSyntaxError) {
       const which = error.alternative !== undefined ? `pattern[${error.alternative}]` : "pattern";

@@ -4,6 +4,7 @@
  */
 import { compileRegexCached, regexConstraintFor } from "./regex-constraint.js";
 import { grammarConstraintFor } from "./grammar-constraint.js";
+import type { RegexLimits } from "../regex/index.js";
 import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
 import { Sampler } from "../sampling/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
@@ -29,6 +30,8 @@ export interface RuntimeOptions {
   maxSequences?: number;
   /** Requests waiting for a sequence before 503. */
   maxQueue?: number;
+  /** Regex automaton caps; unset fields keep the regex stage's defaults. */
+  regexLimits?: RegexLimits;
   /** GPU backend ("auto", "cpu", "cuda", "vulkan", ...); default: llama.cpp runtime's choice. */
   gpu?: GpuChoice;
 }
@@ -47,6 +50,7 @@ export class GenerationRuntime {
     vocab: Vocabulary,
     context: LlamaContext,
     maxQueue: number,
+    private readonly regexLimits: RegexLimits,
   ) {
     this.vocab = vocab;
     this.trie = tokenTrieFor(vocab);
@@ -67,7 +71,10 @@ export class GenerationRuntime {
       nSeqMax: options.maxSequences ?? 64,
       nBatch: 512,
     });
-    return new GenerationRuntime(model, vocab, context, options.maxQueue ?? 64);
+    const limits: RegexLimits = {};
+    if (options.regexLimits?.maxDfaStates !== undefined) limits.maxDfaStates = options.regexLimits.maxDfaStates;
+    if (options.regexLimits?.timeoutMs !== undefined) limits.timeoutMs = options.regexLimits.timeoutMs;
+    return new GenerationRuntime(model, vocab, context, options.maxQueue ?? 64, limits);
   }
 
   get contextLength(): number {
@@ -88,7 +95,7 @@ export class GenerationRuntime {
   }
 
   async completeRegex(req: RegexCompletionRequest): Promise<CompletionResult> {
-    const dfa = compileRegexCached(req.pattern);
+    const dfa = compileRegexCached(req.pattern, this.regexLimits);
     const matcher = regexConstraintFor(this.trie, dfa);
     return this.complete(req, (prefix) => matcher(prefix), "pattern");
   }
