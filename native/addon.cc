@@ -522,7 +522,8 @@ napi_value ContextNew(napi_env env, napi_callback_info info) {
   c->nBatch = int32_t(g_api.llama_n_batch(ctx));
   c->nSeqMax = int32_t(g_api.llama_n_seq_max(ctx));
   c->nVocab = g_api.llama_vocab_n_tokens(m->vocab);
-  c->batch = g_api.llama_batch_init(c->nBatch, 0, 1);
+  // Rows may belong to several sequences (a shared prompt decoded once for all of them).
+  c->batch = g_api.llama_batch_init(c->nBatch, 0, c->nSeqMax);
   c->lastWantLogits.assign(size_t(c->nBatch), 0);
   c->rowView.assign(size_t(c->nBatch), -1);
   m->liveContexts++;
@@ -568,7 +569,17 @@ bool FillBatch(napi_env env, Context* c, size_t argc, napi_value* argv) {
   int32_t *tokens, *positions, *seqIds;
   uint8_t* want;
   size_t lenTokens, lenPositions, lenSeq, lenWant;
-  if (argc != 5 || !GetInt32(env, argv[0], &n) ||
+  // Optional: seqCounts[i] sequences for row i, the first from seqIds, the others taken in
+  // order from extraSeqs.
+  int32_t *seqCounts = nullptr, *extraSeqs = nullptr;
+  size_t lenCounts = 0, lenExtra = 0;
+  const bool shared = argc == 7;
+  if (shared && (!GetTypedArray(env, argv[5], napi_int32_array, &seqCounts, &lenCounts) ||
+                 !GetTypedArray(env, argv[6], napi_int32_array, &extraSeqs, &lenExtra))) {
+    napi_throw_type_error(env, nullptr, "decode: seqCounts and extraSeqs must be Int32Arrays");
+    return false;
+  }
+  if ((argc != 5 && argc != 7) || !GetInt32(env, argv[0], &n) ||
       !GetTypedArray(env, argv[1], napi_int32_array, &tokens, &lenTokens) ||
       !GetTypedArray(env, argv[2], napi_int32_array, &positions, &lenPositions) ||
       !GetTypedArray(env, argv[3], napi_int32_array, &seqIds, &lenSeq) ||
@@ -587,6 +598,11 @@ bool FillBatch(napi_env env, Context* c, size_t argc, napi_value* argv) {
     Throw(env, "decode: arrays shorter than nTokens");
     return false;
   }
+  if (shared && lenCounts < size_t(n)) {
+    Throw(env, "decode: seqCounts shorter than nTokens");
+    return false;
+  }
+  size_t extraAt = 0;
   for (int32_t i = 0; i < n; i++) {
     if (tokens[i] < 0 || tokens[i] >= c->nVocab) {
       Throw(env, "decode: token " + std::to_string(tokens[i]) + " out of range");
@@ -598,8 +614,21 @@ bool FillBatch(napi_env env, Context* c, size_t argc, napi_value* argv) {
     }
     c->batch.token[i] = tokens[i];
     c->batch.pos[i] = positions[i];
-    c->batch.n_seq_id[i] = 1;
+    const int32_t count = shared ? seqCounts[i] : 1;
+    if (count < 1 || count > c->nSeqMax || (count > 1 && extraAt + size_t(count - 1) > lenExtra)) {
+      Throw(env, "decode: bad sequence count " + std::to_string(count) + " for row " + std::to_string(i));
+      return false;
+    }
+    c->batch.n_seq_id[i] = count;
     c->batch.seq_id[i][0] = seqIds[i];
+    for (int32_t k = 1; k < count; k++) {
+      const int32_t extra = extraSeqs[extraAt++];
+      if (extra < 0 || extra >= c->nSeqMax) {
+        Throw(env, "decode: sequence id " + std::to_string(extra) + " out of range");
+        return false;
+      }
+      c->batch.seq_id[i][k] = extra;
+    }
     c->batch.logits[i] = want[i] ? 1 : 0;
     c->lastWantLogits[i] = want[i] ? 1 : 0;
   }
@@ -616,8 +645,8 @@ std::string DecodeError(int32_t status) {
 // decode(nTokens, tokens, positions, seqIds, wantLogits) -> 0 ok, 1 no KV slot (shrink the batch
 // or free sequences), 2 aborted; throws on errors.
 napi_value ContextDecode(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
-  napi_value argv[5];
+  size_t argc = 7;
+  napi_value argv[7];
   Context* c = ReadyContext(env, info, &argc, argv);
   if (!c) return nullptr;
   if (!FillBatch(env, c, argc, argv)) return nullptr;
@@ -677,8 +706,8 @@ void DecodeComplete(napi_env env, napi_status status, void* data) {
 // decodeAsync(...same as decode) -> Promise<number>; the decode runs on the libuv thread pool and
 // the context refuses every other call until it settles.
 napi_value ContextDecodeAsync(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
-  napi_value argv[5], self;
+  size_t argc = 7;
+  napi_value argv[7], self;
   Context* c = ReadyContext(env, info, &argc, argv, &self);
   if (!c) return nullptr;
   if (!FillBatch(env, c, argc, argv)) return nullptr;

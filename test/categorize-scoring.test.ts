@@ -52,13 +52,22 @@ class FakeContext {
 
   decode(batch: LlamaBatch): void {
     this.rows = [];
+    let extra = 0;
     for (let r = 0; r < batch.length; r++) {
-      const seq = this.seq(batch.seqIds[r]!);
+      // A shared row belongs to every listed sequence; each must hold exactly 0..pos-1.
+      const owners = [batch.seqIds[r]!];
+      for (let k = 1; k < batch.seqCounts[r]!; k++) owners.push(batch.extraSeqs[extra++]!);
       const pos = batch.positions[r]!;
-      assert.equal(seq.size, pos, `sequence ${batch.seqIds[r]} holds ${seq.size} positions, row at ${pos}`);
-      for (let p = 0; p < pos; p++) assert.ok(seq.has(p), `sequence ${batch.seqIds[r]} lacks position ${p}`);
-      seq.set(pos, batch.tokens[r]!);
-      const history = Array.from({ length: pos + 1 }, (_, p) => seq.get(p)!);
+      let history: number[] = [];
+      for (const id of owners) {
+        const seq = this.seq(id);
+        assert.equal(seq.size, pos, `sequence ${id} holds ${seq.size} positions, row at ${pos}`);
+        for (let p = 0; p < pos; p++) assert.ok(seq.has(p), `sequence ${id} lacks position ${p}`);
+        seq.set(pos, batch.tokens[r]!);
+        const seen = Array.from({ length: pos + 1 }, (_, p) => seq.get(p)!);
+        if (id !== owners[0]) assert.deepEqual(seen, history, `sequences of a shared row see different histories`);
+        history = seen;
+      }
       this.rows[r] = batch.wantLogits[r] ? logitsFor(history) : new Float32Array(0);
     }
     const cells = new Set<string>();
@@ -91,10 +100,11 @@ function run(req: Omit<ScoringRequest, "signal">, room: number) {
   const seqs = Int32Array.from({ length: job.seqsNeeded }, (_, i) => 10 + i);
   job.begin(seqs);
   const ctx = new FakeContext();
+  const slots = { context: ctx };
   const batch = new LlamaBatch(room);
   for (let round = 0; round < 10_000; round++) {
     batch.clear();
-    job.fill(batch, null as never, room);
+    job.fill(batch, slots as never, room);
     assert.ok(batch.length > 0 && batch.length <= room, `round ${round} added ${batch.length} rows`);
     ctx.decode(batch);
     if (job.consume(ctx as unknown as LlamaContext)) {
@@ -167,9 +177,10 @@ describe("ScoringJob over a simulated KV cache", () => {
     const req = { prefix, branches, scoreFrom: new Int32Array(4), readAfter: [Int32Array.of(0)], maxBranchSeqs: 8, maxCells: 100 };
     const { stats } = run(req, 64);
     assert.equal(stats.rows, 4 + 13);
-    // Prefix; chains [5 6] and [12..17]; then [7 8] and [9 10 11] (a branch ending inside a chain
-    // does not cut it: its end is read from the chain's row).
-    assert.equal(stats.rounds, 3);
+    // Prefix (rows shared by the branches' sequences) with chains [5 6] and [12..17] in the same
+    // decode; then [7 8] and [9 10 11] (a branch ending inside a chain does not cut it: its end
+    // is read from the chain's row).
+    assert.equal(stats.rounds, 2);
     // Logits only where read: prefix end, 5, 6, 7, 8, 9, 10, 11, 12..17.
     assert.equal(stats.logitRows, 1 + 13);
     // Unscored shared stems (a multi-class question) need no logits until their end.

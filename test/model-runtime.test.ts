@@ -185,6 +185,25 @@ describe("llama-2-tiny-random: batching and KV cache operations", () => {
     ctx.dispose();
   });
 
+  test("rows shared by several sequences: one decode of a shared prompt plus each continuation", () => {
+    const ctx = model.createContext({ nCtx: 512, nSeqMax: 4, nBatch: 64 });
+    // References: prompt A followed by each continuation token, one sequence at a time.
+    const continuations = [29871, 3118, 450];
+    const refs = continuations.map((t) => singleRun(ctx, Int32Array.from([...promptA, t])));
+    ctx.clearMemory();
+    // Prompt rows belong to sequences 1..3; each sequence's continuation token joins the same batch.
+    const batch = ctx.createBatch();
+    const seqs = [1, 2, 3];
+    const last = [...promptA].map((t, i) => batch.addShared(t, i, seqs, i === promptA.length - 1)).at(-1)!;
+    const rows = continuations.map((t, k) => batch.add(t, promptA.length, seqs[k]!, true));
+    ctx.decode(batch);
+    assertClose(ctx.logits(last), refs[0]![promptA.length - 1]!, "shared prompt");
+    rows.forEach((row, k) => assertClose(ctx.logits(row), refs[k]![promptA.length]!, `continuation ${k}`));
+    // The shared cells stay on every sequence: a further token on sequence 2 sees prompt + its own token.
+    assert.deepEqual(ctx.seqPosRange(2), [0, promptA.length]);
+    ctx.dispose();
+  });
+
   test("continuous batching: a sequence joins mid-run and matches its solo run", () => {
     const ctx = model.createContext({ nCtx: 512, nSeqMax: 3, nBatch: 64 });
     const refA = singleRun(ctx, promptA);

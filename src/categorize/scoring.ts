@@ -11,11 +11,15 @@
  * the other branches that continue below it, so their chains can be decoded on their own
  * sequences next round.
  *
+ * The prefix's last chunk is decoded as rows shared by the first wave's sequences, so the first
+ * wave's top chains join that same decode: one request whose continuations never branch below
+ * the first token costs a single decode in all.
+ *
  * More branches than the job's sequences are scored in waves over the same evaluated prefix:
  * branches are sorted so that those sharing a token prefix fall into the same wave, each wave's
  * sequences are cleared before the next one.
  */
-import type { LlamaBatch, LlamaContext } from "../model/index.js";
+import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
 import type { DecodeJob } from "../generate/scheduler.js";
 
 export interface ScoringRequest {
@@ -226,28 +230,43 @@ export class ScoringJob implements DecodeJob {
     this.seqs = seqs;
   }
 
-  fill(batch: LlamaBatch, _slots: unknown, room: number): void {
+  fill(batch: LlamaBatch, slots: SequenceSlots, room: number): void {
     this.rowNode.length = 0;
     this.rowIndex.length = 0;
     this.completed.length = 0;
     const start = batch.length;
+    let left = room;
     if (this.wave < 0) {
       const prefix = this.req.prefix;
       const end = Math.min(prefix.length, this.prefilled + room);
       const seq = this.seqs[0]!;
+      const first = this.waves[0];
+      const fuse = end === prefix.length && first !== undefined && first.chainsBelow[0]!.length > 0;
+      // The last chunk's cells go to the first wave's sequences too; earlier chunks are shared now.
+      const owners = fuse ? this.seqs.subarray(0, 1 + first.branches.length) : null;
+      if (owners !== null && this.prefilled > 0) {
+        for (let k = 1; k < owners.length; k++) slots.context.seqCopy(seq, owners[k]!, 0, this.prefilled);
+      }
       for (let i = this.prefilled; i < end; i++) {
         const last = i === prefix.length - 1;
-        const row = batch.add(prefix[i]!, i, seq, last);
+        const row = owners !== null ? batch.addShared(prefix[i]!, i, owners, last) : batch.add(prefix[i]!, i, seq, last);
         if (last) {
           this.rowIndex.push(row);
           this.rowNode.push(0);
         }
       }
+      left -= end - this.prefilled;
       this.prefilled = end;
-    } else {
+      if (owners !== null) {
+        this.wave = 0;
+        this.ready = [...first!.chainsBelow[0]!];
+        this.readyHead = 0;
+        this.headDone = 0;
+      }
+    }
+    if (this.wave >= 0) {
       const wave = this.waves[this.wave]!;
       const base = this.req.prefix.length;
-      let left = room;
       while (left > 0 && this.readyHead < this.ready.length) {
         const chain = this.ready[this.readyHead]!;
         const first = wave.chainFirst[chain]!;
@@ -284,7 +303,12 @@ export class ScoringJob implements DecodeJob {
       return this.startWave(ctx, 0);
     }
     const wave = this.waves[this.wave]!;
-    for (let i = 0; i < this.rowIndex.length; i++) this.readRow(wave, ctx.logits(this.rowIndex[i]!), this.rowNode[i]!);
+    for (let i = 0; i < this.rowIndex.length; i++) {
+      const node = this.rowNode[i]!;
+      // Node 0 here is the prefix's last row, decoded together with the first wave's chains.
+      if (node === 0) this.readPrefixRow(ctx.logits(this.rowIndex[i]!));
+      else this.readRow(wave, ctx.logits(this.rowIndex[i]!), node);
+    }
     const base = this.req.prefix.length;
     for (const chain of this.completed) {
       const last = wave.chainLast[chain]!;

@@ -39,8 +39,9 @@ export interface NativeContext {
   dispose(): void;
   info(): { nCtx: number; nBatch: number; nSeqMax: number; nVocab: number };
   /** 0 ok, 1 no room in the KV cache, 2 aborted; throws on errors. */
-  decode(n: number, tokens: Int32Array, positions: Int32Array, seqIds: Int32Array, wantLogits: Uint8Array): number;
-  decodeAsync(n: number, tokens: Int32Array, positions: Int32Array, seqIds: Int32Array, wantLogits: Uint8Array): Promise<number>;
+  /** seqCounts/extraSeqs (both or neither): rows that belong to several sequences. */
+  decode(n: number, tokens: Int32Array, positions: Int32Array, seqIds: Int32Array, wantLogits: Uint8Array, seqCounts?: Int32Array, extraSeqs?: Int32Array): number;
+  decodeAsync(n: number, tokens: Int32Array, positions: Int32Array, seqIds: Int32Array, wantLogits: Uint8Array, seqCounts?: Int32Array, extraSeqs?: Int32Array): Promise<number>;
   logits(row: number): Float32Array;
   seqRemove(seq: number, p0: number, p1: number): boolean;
   seqCopy(src: number, dst: number, p0: number, p1: number): void;

@@ -92,6 +92,11 @@ export class LlamaBatch {
   readonly positions: Int32Array;
   readonly seqIds: Int32Array;
   readonly wantLogits: Uint8Array;
+  /** Sequences per row (1 unless added with addShared); the others are in extraSeqs. */
+  readonly seqCounts: Int32Array;
+  /** Second and later sequence ids of shared rows, in row order. */
+  extraSeqs: Int32Array;
+  extraLength = 0;
   length = 0;
 
   constructor(readonly capacity: number) {
@@ -99,10 +104,18 @@ export class LlamaBatch {
     this.positions = new Int32Array(capacity);
     this.seqIds = new Int32Array(capacity);
     this.wantLogits = new Uint8Array(capacity);
+    this.seqCounts = new Int32Array(capacity);
+    this.extraSeqs = new Int32Array(64);
   }
 
   clear(): void {
     this.length = 0;
+    this.extraLength = 0;
+  }
+
+  /** Whether some row belongs to several sequences. */
+  get hasSharedRows(): boolean {
+    return this.extraLength > 0;
   }
 
   add(token: number, position: number, seq: number, wantLogits: boolean): number {
@@ -111,8 +124,27 @@ export class LlamaBatch {
     this.tokens[row] = token;
     this.positions[row] = position;
     this.seqIds[row] = seq;
+    this.seqCounts[row] = 1;
     this.wantLogits[row] = wantLogits ? 1 : 0;
     this.length = row + 1;
+    return row;
+  }
+
+  /**
+   * Adds a token that belongs to every sequence in `seqs` (e.g. a prompt shared by several
+   * continuations decoded in the same batch): its KV cell is visible to all of them.
+   */
+  addShared(token: number, position: number, seqs: ArrayLike<number>, wantLogits: boolean): number {
+    if (seqs.length === 0) throw new RangeError("addShared: no sequence");
+    const row = this.add(token, position, seqs[0]!, wantLogits);
+    const extra = seqs.length - 1;
+    if (this.extraLength + extra > this.extraSeqs.length) {
+      const grown = new Int32Array(Math.max(this.extraSeqs.length * 2, this.extraLength + extra));
+      grown.set(this.extraSeqs.subarray(0, this.extraLength));
+      this.extraSeqs = grown;
+    }
+    for (let k = 1; k < seqs.length; k++) this.extraSeqs[this.extraLength++] = seqs[k]!;
+    this.seqCounts[row] = seqs.length;
     return row;
   }
 
@@ -281,7 +313,9 @@ export class LlamaContext {
 
   /** Evaluates the batch synchronously (blocks the event loop for the duration). */
   decode(batch: LlamaBatch): void {
-    const status = this.live.decode(batch.length, batch.tokens, batch.positions, batch.seqIds, batch.wantLogits);
+    const status = batch.hasSharedRows
+      ? this.live.decode(batch.length, batch.tokens, batch.positions, batch.seqIds, batch.wantLogits, batch.seqCounts, batch.extraSeqs)
+      : this.live.decode(batch.length, batch.tokens, batch.positions, batch.seqIds, batch.wantLogits);
     this.check(status, batch.length);
   }
 
@@ -290,13 +324,9 @@ export class LlamaContext {
    * context throws; the batch arrays were already copied, so the caller may refill them.
    */
   async decodeAsync(batch: LlamaBatch): Promise<void> {
-    const status = await this.live.decodeAsync(
-      batch.length,
-      batch.tokens,
-      batch.positions,
-      batch.seqIds,
-      batch.wantLogits,
-    );
+    const status = await (batch.hasSharedRows
+      ? this.live.decodeAsync(batch.length, batch.tokens, batch.positions, batch.seqIds, batch.wantLogits, batch.seqCounts, batch.extraSeqs)
+      : this.live.decodeAsync(batch.length, batch.tokens, batch.positions, batch.seqIds, batch.wantLogits));
     this.check(status, batch.length);
   }
 
