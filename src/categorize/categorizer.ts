@@ -49,6 +49,9 @@ export class Categorizer {
   private readonly endTokens: Int32Array;
   private readonly yesTokens: Int32Array;
   private readonly noTokens: Int32Array;
+  /** The token sets read after each branch, as stable arrays (the scorer caches per array). */
+  private readonly endSets: Int32Array[];
+  private readonly yesNoSets: Int32Array[];
   private readonly tokenizer: PromptTokenizer;
 
   constructor(
@@ -63,6 +66,8 @@ export class Categorizer {
     // Whatever the vocabulary has for the words, plus the model's own first token of the answer.
     this.yesTokens = this.withFirstToken(wordTokens(vocab, "yes"), "yes");
     this.noTokens = this.withFirstToken(wordTokens(vocab, "no"), "no");
+    this.endSets = [this.endTokens];
+    this.yesNoSets = [this.yesTokens, this.noTokens];
   }
 
   async categorize(req: CategorizeRequest): Promise<CategorizeResult> {
@@ -92,7 +97,7 @@ export class Categorizer {
     });
     // Tokens that re-tokenize prompt text (a merge at the boundary) are context, not answer.
     const layout = this.layout(full, full.map(() => promptTokens.length), promptTokens);
-    const scored = await this.score(layout, [this.endTokens], req.signal);
+    const scored = await this.score(layout, this.endSets, req.signal);
     const logp = options.map((_, i) => scored.tokenLogProb[i]! + scored.after[i]!);
     let best = 0;
     for (let i = 1; i < logp.length; i++) if (logp[i]! > logp[best]!) best = i;
@@ -112,7 +117,7 @@ export class Categorizer {
     const full = req.categories.map((c) => this.tokenizer.tokens(question(c)));
     // The question is given, not scored: only what comes after it is read.
     const layout = this.layout(full, full.map((f) => f.length), null);
-    const scored = await this.score(layout, [this.yesTokens, this.noTokens], req.signal);
+    const scored = await this.score(layout, this.yesNoSets, req.signal);
     const pYes = req.categories.map((_, i) => {
       const yes = scored.after[2 * i]!;
       const no = scored.after[2 * i + 1]!;

@@ -186,6 +186,8 @@ export class ScoringJob implements DecodeJob {
   /** Chains whose last token went into this round. */
   private completed: number[] = [];
   private onSettle: (error?: unknown) => void;
+  /** log Σ exp over each readAfter set, for the row being read. */
+  private readonly setLse = new Float64Array(MAX_READ_SETS);
 
   constructor(req: ScoringRequest, settle: (error?: unknown) => void) {
     this.req = req;
@@ -352,15 +354,17 @@ export class ScoringJob implements DecodeJob {
   }
 
   private readRow(wave: Wave, logits: Float32Array, node: number): void {
-    const lse = logSumExp(logits);
+    const sets = this.req.readAfter;
+    const ends = wave.endStart[node + 1]! - wave.endStart[node]!;
+    // Where set probabilities are read, one pass over the vocabulary yields them all.
+    const lse = ends > 0 && sets.length > 0 ? logSumExpWithSets(logits, setMembership(sets, logits.length), sets.length, this.setLse) : logSumExp(logits);
     for (let i = wave.childStart[node]!; i < wave.childStart[node + 1]!; i++) {
       const child = wave.childList[i]!;
       wave.nodeLogProb[child] = logits[wave.nodeToken[child]!]! - lse;
     }
-    const sets = this.req.readAfter;
     for (let i = wave.endStart[node]!; i < wave.endStart[node + 1]!; i++) {
       const b = wave.branches[wave.endList[i]!]!;
-      for (let k = 0; k < sets.length; k++) this.out.after[b * sets.length + k] = logSumExpOf(logits, sets[k]!) - lse;
+      for (let k = 0; k < sets.length; k++) this.out.after[b * sets.length + k] = this.setLse[k]! - lse;
     }
   }
 
@@ -394,6 +398,55 @@ function compareTokens(a: Int32Array, b: Int32Array): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
   return a.length - b.length;
+}
+
+/** Token sets read after a branch, at most (one bit each in a membership byte). */
+const MAX_READ_SETS = 8;
+const memberships = new WeakMap<readonly Int32Array[], Uint8Array>();
+
+/** Per token, bit k set when the token is in sets[k]; cached per sets array (fixed per vocabulary). */
+function setMembership(sets: readonly Int32Array[], vocabSize: number): Uint8Array {
+  let m = memberships.get(sets);
+  if (m === undefined || m.length !== vocabSize) {
+    if (sets.length > MAX_READ_SETS) throw new RangeError(`at most ${MAX_READ_SETS} token sets can be read after a branch`);
+    m = new Uint8Array(vocabSize);
+    sets.forEach((set, k) => {
+      for (let i = 0; i < set.length; i++) m![set[i]!]! |= 1 << k;
+    });
+    memberships.set(sets, m);
+  }
+  return m;
+}
+
+/**
+ * log Σ exp over all logits, and into out[k] log Σ exp over the tokens of set k, in one pass
+ * (NaN counts as -Infinity; an empty or all -Infinity set gives -Infinity).
+ */
+export function logSumExpWithSets(logits: Float32Array, membership: Uint8Array, numSets: number, out: Float64Array): number {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) {
+    const v = logits[i]!;
+    if (v > max) max = v;
+  }
+  if (!Number.isFinite(max)) {
+    out.fill(max, 0, numSets);
+    return max;
+  }
+  const sums = out;
+  sums.fill(0, 0, numSets);
+  let total = 0;
+  for (let i = 0; i < logits.length; i++) {
+    const v = logits[i]!;
+    if (v !== v) continue;
+    const e = Math.exp(v - max);
+    total += e;
+    const bits = membership[i]!;
+    if (bits !== 0) {
+      for (let k = 0; k < numSets; k++) if (bits & (1 << k)) sums[k]! += e;
+    }
+  }
+  for (let k = 0; k < numSets; k++) sums[k] = max + Math.log(sums[k]!);
+  return max + Math.log(total);
 }
 
 /** log Σ exp(x) over all logits, in doubles (NaN counts as -Infinity). */
