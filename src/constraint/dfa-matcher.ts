@@ -319,6 +319,31 @@ export class DfaTokenMatcher {
     return this.successors[state] ?? (this.computeState(state), this.successors[state]!);
   }
 
+  /**
+   * Computes the full masks of the states reachable by tokens from the start, breadth first,
+   * until `budgetMs` is spent; returns how many states have theirs. A large state's first visit
+   * costs up to ~1 ms at 152k tokens: paid here, once per cached matcher, it no longer lands on
+   * some request's decode step.
+   */
+  precompute(budgetMs: number): number {
+    const deadline = performance.now() + budgetMs;
+    const seen = new Uint8Array(this.dfa.numStates);
+    const queue = [this.start];
+    seen[this.start] = 1;
+    let head = 0;
+    while (head < queue.length && performance.now() < deadline) {
+      const successors = this.tokenSuccessors(queue[head++]!);
+      for (let i = 0; i < successors.length; i++) {
+        const t = successors[i]!;
+        if (seen[t] === 0) {
+          seen[t] = 1;
+          queue.push(t);
+        }
+      }
+    }
+    return head;
+  }
+
   // --- internals ---------------------------------------------------------------------------
 
   /**

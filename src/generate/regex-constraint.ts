@@ -26,8 +26,19 @@ export function compileRegexCached(pattern: string | readonly string[], limits: 
   }
 }
 
+/**
+ * Time a new matcher may spend computing masks ahead (within the 5 ms compile target): the large
+ * states' first visits then happen once here instead of on decode steps.
+ */
+export const MATCHER_PRECOMPUTE_MS = 4;
+const warmed = new WeakSet<object>();
+
 /** A factory of per-request constraint states over the shared matcher of (trie, dfa). */
 export function regexConstraintFor(trie: TokenTrie, dfa: ByteDfa): (prefix: Uint8Array | undefined) => TokenConstraint {
   const matcher = dfaTokenMatcherFor(trie, dfa);
+  if (!warmed.has(matcher)) {
+    warmed.add(matcher);
+    matcher.precompute(MATCHER_PRECOMPUTE_MS);
+  }
   return (prefix) => new DfaConstraintState(matcher, prefix);
 }
