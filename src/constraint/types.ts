@@ -1,22 +1,9 @@
 /**
- * Structural mirrors of the `regex/` and `vocab/` contracts (DESIGN.md), so this stage depends on
- * the shapes only: a `Vocabulary` from `vocab/` and a `ByteDfa` from `regex/` satisfy them as-is.
+ * The contracts this stage reads: `ByteDfa` is the regex stage's own type; `VocabularyBytes` is
+ * the part of `vocab/`'s `Vocabulary` the trie needs (a `Vocabulary` satisfies it as-is, and
+ * tests can build small ones by hand).
  */
-
-/** The byte-level DFA contract of `regex/`. */
-export interface ByteDfa {
-  readonly numStates: number;
-  readonly start: number;
-  readonly numClasses: number;
-  /** 256 entries: byte → class. */
-  readonly byteClass: Uint8Array;
-  /** next[state * numClasses + class] → state, or -1 (dead). */
-  readonly next: Int32Array;
-  /** 1 where the bytes so far are a full match. */
-  readonly accepting: Uint8Array;
-  /** Shortest byte distance to an accepting state (every state is live). */
-  readonly minBytesToAccept: Int32Array;
-}
+export type { ByteDfa } from "../regex/index.js";
 
 /** The part of `vocab/`'s `Vocabulary` the trie reads. */
 export interface VocabularyBytes {
