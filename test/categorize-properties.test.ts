@@ -10,18 +10,10 @@ import { GenerationRuntime } from "../src/generate/runtime.js";
 import { Categorizer } from "../src/categorize/index.js";
 import { InvalidRequestError, type CategorizeRequest, type CategorizeResult } from "../src/generate/types.js";
 import { STORIES_260K, LLAMA2_TINY_RANDOM } from "./helpers/paths.js";
+import { seededRandom } from "../src/regex/index.js";
 
-/** mulberry32: a seeded generator, so a failure reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded (mulberry32), so a failure reproduces. */
+const rng = seededRandom;
 
 const WORDS = ["dog", "cat", "google-maps-api", "stripe-api", "positive", "negative", "neutral", "happy", "a", "the end", "x_y", "42"];
 const UNICODE = ["café", "naïve", "東京", "🙂", "😀😀", "Ωmega", "ß", "日本語のテキスト", "ñ", "\u0301e"];

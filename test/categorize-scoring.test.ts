@@ -9,6 +9,7 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { ScoringJob, type ScoringRequest } from "../src/categorize/index.js";
 import { LlamaBatch, type LlamaContext } from "../src/model/index.js";
+import { seededRandom } from "../src/regex/index.js";
 
 const VOCAB = 37;
 
@@ -129,15 +130,8 @@ function reference(req: Omit<ScoringRequest, "signal">) {
   });
 }
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded (mulberry32), so a failure reproduces. */
+const rng = seededRandom;
 
 /** Random branches over a small alphabet, so many share prefixes or are prefixes of others. */
 function randomRequest(next: () => number): Omit<ScoringRequest, "signal"> {

@@ -2,16 +2,7 @@
 import type { ByteDfa, VocabularyBytes } from "../src/constraint/types.js";
 import { TokenKindValue } from "../src/constraint/types.js";
 
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom as rng } from "../src/regex/index.js";
 
 /** A vocabulary from byte strings (kinds default Normal). */
 export function makeVocab(tokens: (string | Uint8Array)[], kinds?: number[]): VocabularyBytes {

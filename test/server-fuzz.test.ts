@@ -7,20 +7,12 @@ import assert from "node:assert/strict";
 import { createService } from "../src/dashboard/index.js";
 import { KeyStore, sha256Hex } from "../src/store/keys.js";
 import { TEST_KEY, createFakeEngine, testConfig } from "./server-helpers.js";
+import { seededRandom } from "../src/regex/index.js";
 
 const CASES = Number(process.env.TRELLIS_FUZZ_CASES ?? 1500);
 
-/** mulberry32: small seeded PRNG so a failure can be replayed by its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded (mulberry32), so a failure reproduces. */
+const rng = seededRandom;
 
 const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
 const app = await createService({

@@ -1,5 +1,5 @@
 export { Categorizer, answerEndTokens, wordTokens, type CategorizerOptions } from "./categorizer.js";
-export { ScoringJob, logSumExp, logSumExpOf, type ScoringRequest, type ScoringResult, type ScoringStats } from "./scoring.js";
+export { ScoringJob, logSumExp, logSumExpWithSets, type ScoringRequest, type ScoringResult, type ScoringStats } from "./scoring.js";
 export {
   NULL_OPTION,
   NULL_OPTION_ALTERNATIVE,

@@ -464,19 +464,3 @@ export function logSumExp(logits: Float32Array): number {
   }
   return max + Math.log(sum);
 }
-
-/** log Σ exp over the given token ids' logits. */
-export function logSumExpOf(logits: Float32Array, ids: Int32Array): number {
-  let max = -Infinity;
-  for (let i = 0; i < ids.length; i++) {
-    const v = logits[ids[i]!]!;
-    if (v > max) max = v;
-  }
-  if (!Number.isFinite(max)) return max;
-  let sum = 0;
-  for (let i = 0; i < ids.length; i++) {
-    const v = logits[ids[i]!]!;
-    if (v === v) sum += Math.exp(v - max);
-  }
-  return max + Math.log(sum);
-}

@@ -9,7 +9,7 @@
  */
 import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
 import type { Sampler } from "../sampling/index.js";
-import type { Vocabulary } from "../vocab/index.js";
+import { concatTokenBytes, type Vocabulary } from "../vocab/index.js";
 import type { DecodeJob } from "./scheduler.js";
 import type { CompletionResult, StopReason } from "./types.js";
 
@@ -152,14 +152,6 @@ const utf8 = new TextDecoder("utf-8");
 
 /** UTF-8 text of the generated tokens' bytes, less the healed prefix repeated from the prompt. */
 export function completionText(vocab: Vocabulary, tokens: ArrayLike<number>, skipBytes: number): string {
-  let total = 0;
-  for (let i = 0; i < tokens.length; i++) total += vocab.tokenBytes(tokens[i]!).length;
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (let i = 0; i < tokens.length; i++) {
-    const b = vocab.tokenBytes(tokens[i]!);
-    bytes.set(b, at);
-    at += b.length;
-  }
-  return utf8.decode(bytes.subarray(Math.min(skipBytes, total)));
+  const bytes = concatTokenBytes(vocab, tokens);
+  return utf8.decode(bytes.subarray(Math.min(skipBytes, bytes.length)));
 }

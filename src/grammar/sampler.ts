@@ -4,18 +4,10 @@
 
 import type { Grammar } from "./index.js";
 import { sampleRegex, type Rng } from "./pyregex.js";
+import { seededRandom } from "../regex/index.js";
 
-/** Deterministic PRNG (mulberry32). */
-export function makeRng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG (mulberry32), the regex stage's. */
+export const makeRng: (seed: number) => Rng = seededRandom;
 
 export interface SampleOptions {
   maxDepth?: number;
