@@ -8,7 +8,11 @@
  * this shared VM); each round compiles from scratch (no cross-round caches), so the lazy first
  * visits of states are inside our per-token numbers. Prints one JSON document.
  *
- * Usage: node --import tsx bench/mask.ts [--rounds N] [--vocab gpt-2,qwen2] [--workload email,...]
+ * Grammar workloads (bench/grammar-mask.ts: Lark grammars vs XGrammar EBNF) follow under
+ * `grammarWorkloads`, with their own rounds (--grammar-rounds, default 3).
+ *
+ * Usage: node --import tsx bench/mask.ts [--rounds N] [--vocab gpt-2,qwen2] [--workload email,json,...]
+ *        [--kind regex,grammar]
  */
 import { existsSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
@@ -21,7 +25,9 @@ import { DfaTokenMatcher } from "../src/constraint/dfa-matcher.js";
 import { DfaConstraintState } from "../src/constraint/dfa-state.js";
 import { MATCHER_PRECOMPUTE_MS } from "../src/generate/regex-constraint.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
-import { argValue, percentile, round3 } from "./stats.js";
+import { argValue, round3 } from "./stats.js";
+import { cpuUs, hasBit, newSamples, runTheirs, summarize, type Samples } from "./replay.js";
+import { GRAMMAR_NOTE, grammarWorkloadResults } from "./grammar-mask.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const VOCAB_DIR = resolve(REPO_ROOT, "..", "shared", "models", "vocab");
@@ -153,29 +159,6 @@ function greedyTokenize(trie: TokenTrie, bytes: Uint8Array): Int32Array {
 
 // ---------------------------------------------------------------------------------------------
 
-interface Samples {
-  compileMs: number[];
-  stepUs: number[];
-  /** Process CPU time per step (µs, getrusage resolution): robust to other processes' load. */
-  stepCpuUs: number[];
-  compileCpuMs: number[];
-  maskOnlyUs: number[];
-  wronglyMasked: number;
-  notAccepting: number;
-  tokens: number;
-}
-
-const newSamples = (): Samples => ({ compileMs: [], stepUs: [], stepCpuUs: [], compileCpuMs: [], maskOnlyUs: [], wronglyMasked: 0, notAccepting: 0, tokens: 0 });
-
-function cpuUs(): number {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-}
-
-function hasBit(mask: Uint32Array, id: number): boolean {
-  return ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
-}
-
 /**
  * One round of ours: fresh regex compile + matcher (unless `reuse` is given: the server's
  * per-pattern matcher cache after a first request), then every target from a fresh state.
@@ -223,77 +206,13 @@ function runOurs(
   return matcher;
 }
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-async function runTheirs(xg: any, tokenizerInfo: any, w: Workload, targets: Int32Array[], vocabSize: number, out: Samples): Promise<void> {
-  const cpu0 = cpuUs();
-  const t0 = performance.now();
-  const compiler = await xg.GrammarCompiler.createGrammarCompiler(tokenizerInfo, false);
-  const compiled = await compiler.compileGrammar(w.ebnf);
-  const first = await xg.GrammarMatcher.createGrammarMatcher(compiled);
-  const v = first.handle.GetNextTokenBitmask(vocabSize);
-  v.delete();
-  out.compileMs.push(performance.now() - t0);
-  out.compileCpuMs.push((cpuUs() - cpu0) / 1000);
-  first.dispose();
-  for (const tokens of targets) {
-    const matcher = await xg.GrammarMatcher.createGrammarMatcher(compiled);
-    const handle = matcher.handle;
-    const n = tokens.length;
-    for (let i = 0; i < n; i++) {
-      const tok = tokens[i]!;
-      // The binding's native call only (the public wrapper adds an await and a copy).
-      const cpu = cpuUs();
-      const a = performance.now();
-      const vec = handle.GetNextTokenBitmask(vocabSize);
-      const b = performance.now();
-      const word = vec.get(tok >>> 5) >>> 0;
-      handle.AcceptToken(tok, false);
-      const c = performance.now();
-      out.stepCpuUs.push(cpuUs() - cpu);
-      vec.delete();
-      out.maskOnlyUs.push((b - a) * 1000);
-      out.stepUs.push((c - a) * 1000 - 0); // accept included, like ours
-      if (((word >>> (tok & 31)) & 1) !== 1) out.wronglyMasked++;
-    }
-    out.tokens += n;
-    matcher.dispose();
-  }
-  compiled.dispose();
-  compiler.dispose();
-}
-
-
-
-function summarize(s: Samples): Record<string, number> {
-  const steps = [...s.stepUs].sort((a, b) => a - b);
-  const masks = [...s.maskOnlyUs].sort((a, b) => a - b);
-  const compile = [...s.compileMs].sort((a, b) => a - b);
-  const cpuSteps = [...s.stepCpuUs].sort((a, b) => a - b);
-  const cpuCompile = [...s.compileCpuMs].sort((a, b) => a - b);
-  const avg = steps.reduce((a, b) => a + b, 0) / Math.max(1, steps.length);
-  return {
-    compileMsMedian: round3(percentile(compile, 0.5)),
-    compileMsMin: round3(compile[0] ?? NaN),
-    compileMsMax: round3(compile[compile.length - 1] ?? NaN),
-    perTokenUsAvg: round3(avg),
-    perTokenUsP50: round3(percentile(steps, 0.5)),
-    perTokenUsP99: round3(percentile(steps, 0.99)),
-    cpuCompileMsMedian: round3(percentile(cpuCompile, 0.5)),
-    cpuPerTokenUsAvg: round3(cpuSteps.reduce((a, b) => a + b, 0) / Math.max(1, cpuSteps.length)),
-    cpuPerTokenUsP99: round3(percentile(cpuSteps, 0.99)),
-    maskOnlyUsP50: round3(percentile(masks, 0.5)),
-    maskOnlyUsP99: round3(percentile(masks, 0.99)),
-    tokensReplayed: s.tokens,
-    wronglyMasked: s.wronglyMasked,
-  };
-}
-
-
 async function main(): Promise<void> {
   const rounds = Number(argValue("rounds") ?? 7);
   const vocabNames = (argValue("vocab") ?? "gpt-2,llama-bpe,qwen2").split(",");
   const only = argValue("workload")?.split(",");
-  const workloads = WORKLOADS.filter((w) => only === undefined || only.includes(w.name));
+  const kinds = (argValue("kind") ?? "regex,grammar").split(",");
+  const workloads = kinds.includes("regex") ? WORKLOADS.filter((w) => only === undefined || only.includes(w.name)) : [];
+  const grammarRounds = Number(argValue("grammar-rounds") ?? 3);
   const xg = await loadXGrammar();
   const result: Record<string, unknown> = {
     node: process.version,
@@ -309,7 +228,7 @@ async function main(): Promise<void> {
       "reachable states). oursWarmMatcher = same replays on a matcher kept from an earlier round (the " +
       "server caches matchers per pattern and vocabulary), i.e. steady state. One unrecorded warm-up round " +
       "per workload plus a process-wide warm-up on the first vocabulary. Wall-clock on a shared VM: see loadAverage; cpu* fields = this process's CPU time " +
-      "(getrusage, 1 µs resolution, includes ~1 µs of timer calls), robust to other processes' load.",
+      "(getrusage, 1 µs resolution, includes ~1 µs of timer calls), robust to other processes' load. " + GRAMMAR_NOTE,
     vocabularies: {} as Record<string, unknown>,
   };
   let warmedUp = false;
@@ -326,7 +245,7 @@ async function main(): Promise<void> {
     const tokenizerInfo = await xg.TokenizerInfo.createTokenizerInfo(enc, "byte_level", false, vocab.size, Array.from(vocab.eogTokens));
     const tokenizerInfoMs = performance.now() - t0;
     const perWorkload: Record<string, unknown> = {};
-    if (!warmedUp) {
+    if (!warmedUp && workloads.length > 0) {
       // Process-wide JIT warm-up (both sides) on the first vocabulary, not recorded: the first
       // optimizing compiles take tens of ms on this busy 2-core VM and would land in round 1.
       warmedUp = true;
@@ -386,6 +305,9 @@ async function main(): Promise<void> {
       };
       process.stderr.write(`bench:mask: ${vname} ${w.name} done\n`);
     }
+    const grammarWorkloads = kinds.includes("grammar")
+      ? await grammarWorkloadResults(trie, (t) => tokenizer.tokenize(t), xg, tokenizerInfo, vocab.size, grammarRounds, only)
+      : {};
     tokenizerInfo.dispose();
     (result.vocabularies as Record<string, unknown>)[vname] = {
       vocabSize: vocab.size,
@@ -395,6 +317,7 @@ async function main(): Promise<void> {
       xgrammarTokenizerInfoMs: round3(tokenizerInfoMs),
       tokenizer: tokenizer.kind,
       workloads: perWorkload,
+      grammarWorkloads,
     };
   }
   result.loadAverageAtEnd = loadavg().map((x) => Math.round(x * 100) / 100);

@@ -15,6 +15,7 @@
  * cached token transitions decides; when it gives up, the token is refused: budgets may then be
  * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
+import { LEXER_COMMITS } from "../grammar/index.js";
 import type { TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
 import { maskWords } from "./types.js";
@@ -30,13 +31,18 @@ export interface CompletableAutomaton extends ByteAutomaton {
 }
 
 interface StateEdges {
+  /** Shared between states with the same lexer-level outcome: read only. */
   mask: Uint32Array;
+  /** What determines the mask (lexer walks and which commits the stack takes). */
+  maskKey: string;
   /** Distinct target states of the allowed tokens, by ascending lower-bound distance. */
   distinct: Int32Array;
   /** Smallest token budget known to let every target finish (Infinity: not known yet). */
   allFitFrom: number;
 }
 
+/** Distinct masks kept for sharing between states (first in, first out past this). */
+const MAX_SHARED_MASKS = 4096;
 /** Depth-first search effort per budget query before refusing (conservative). */
 const SEARCH_LIMIT = 64;
 /** Budgets above this are treated alike by the memo keys (they only ever mean "plenty"). */
@@ -46,6 +52,8 @@ export class GrammarTokenMatcher {
   readonly words: number;
   readonly emptyMask: Uint32Array;
   private readonly edges = new Map<number, StateEdges>();
+  private readonly sharedMasks = new Map<string, Uint32Array>();
+  private readonly signature: number[] = [];
   private readonly prefixCache = new Map<string, { tokens: Int32Array; targets: Int32Array }>();
   /** Per state: tokens that surely suffice to complete (see tokenUpperBound). */
   private readonly tokenBound = new Map<number, number>();
@@ -98,38 +106,159 @@ export class GrammarTokenMatcher {
   }
 
   /**
-   * The allowed tokens of `state` and their distinct target states: commit-free tokens from the
-   * lexer-level walk of its hypotheses' lexer states (targets from one representative token per
-   * distinct lexer outcome), commit subtrees walked with the automaton.
+   * The allowed tokens of `state` and their distinct target states. With the lexer-level walks a
+   * state of several hypotheses is the union of its one-hypothesis states (hypotheses step
+   * independently, so a token is allowed iff one of them allows it, and a budget is met iff one of
+   * them meets it); its targets are theirs.
    */
   private edgesOf(state: number): StateEdges {
     let e = this.edges.get(state);
     if (e !== undefined) return e;
-    const mask = new Uint32Array(this.words);
     const collected = this.collected;
-    collected.length = 0;
-    const stamp = ++this.stamp;
-    const lexId = this.lexer?.lexSetOf(state) ?? -1;
-    if (lexId >= 0) {
-      const walk = this.lexer!.walk(lexId);
-      mask.set(walk.mask);
-      const conts = walk.contStates;
-      for (let i = 0; i < conts.length; i += 2) {
-        const target = this.advanceNode(state, conts[i + 1]!);
-        if (target < 0) throw new Error("grammar matcher: lexer-level walk disagrees with the automaton");
-        this.collect(target, stamp);
-      }
-      const commits = walk.commitNodes;
-      for (let i = 0; i < commits.length; i++) this.walkSubtree(state, commits[i]!, mask, stamp, null);
+    const lexer = this.lexer;
+    let mask: Uint32Array;
+    let maskKey: string;
+    if (lexer === null) {
+      collected.length = 0;
+      mask = new Uint32Array(this.words);
+      this.walkSubtree(state, 0, mask, ++this.stamp, null);
+      maskKey = "";
     } else {
-      this.walkSubtree(state, 0, mask, stamp, null);
+      const hyps = lexer.automaton.hypotheses(state);
+      if (hyps.length > 2) {
+        const parts: StateEdges[] = [];
+        for (let i = 0; i < hyps.length; i += 2) parts.push(this.edgesOf(lexer.automaton.withStack(hyps[i]!, [hyps[i + 1]!])));
+        collected.length = 0;
+        const stamp = ++this.stamp;
+        for (const part of parts) for (let i = 0; i < part.distinct.length; i++) this.collect(part.distinct[i]!, stamp);
+        maskKey = parts.map((part) => part.maskKey).sort().join("|");
+        let shared = this.sharedMasks.get(maskKey);
+        if (shared === undefined) {
+          shared = new Uint32Array(this.words);
+          for (const part of parts) for (let w = 0; w < shared.length; w++) shared[w]! |= part.mask[w]!;
+          this.shareMask(maskKey, shared);
+        }
+        mask = shared;
+      } else {
+        // The mask follows from the root walk and, per commit group, the lexer state the next
+        // token starts in (or none): states that agree there share one mask.
+        collected.length = 0;
+        const setId = lexer.setOfLexer(hyps[1]!);
+        const signature = this.signature;
+        signature.length = 0;
+        signature.push(setId);
+        this.collectHypothesis(hyps[0]!, setId, ++this.stamp, signature);
+        maskKey = signature.join(",");
+        let shared = this.sharedMasks.get(maskKey);
+        if (shared === undefined) {
+          shared = new Uint32Array(this.words);
+          this.applyHypothesis(hyps[0]!, hyps[1]!, shared, 0, null);
+          this.shareMask(maskKey, shared);
+        }
+        mask = shared;
+      }
     }
     const automaton = this.automaton;
     const lb = collected.map((t) => automaton.minBytesLowerBound(t));
     const order = collected.map((_, i) => i).sort((x, y) => lb[x]! - lb[y]!);
-    e = { mask, distinct: Int32Array.from(order, (i) => collected[i]!), allFitFrom: Number.POSITIVE_INFINITY };
+    e = { mask, maskKey, distinct: Int32Array.from(order, (i) => collected[i]!), allFitFrom: Number.POSITIVE_INFINITY };
     this.edges.set(state, e);
     return e;
+  }
+
+  private shareMask(key: string, mask: Uint32Array): void {
+    if (this.sharedMasks.size >= MAX_SHARED_MASKS) this.sharedMasks.delete(this.sharedMasks.keys().next().value!);
+    this.sharedMasks.set(key, mask);
+  }
+
+  /** applyHypothesis without the mask: collects the targets and writes the mask's signature. */
+  private collectHypothesis(stack: number, setId: number, stamp: number, signature: number[]): void {
+    const lexer = this.lexer!;
+    const walk = lexer.rootWalk(setId);
+    const conts = walk.contSets;
+    for (let i = 0; i < conts.length; i++) this.collect(lexer.stateOf(stack, conts[i]!), stamp);
+    this.collectGroups(stack, walk.groups, stamp, signature);
+  }
+
+  private collectGroups(stack: number, groups: readonly CommitGroup[], stamp: number, signature: number[]): void {
+    const lexer = this.lexer!;
+    const automaton = lexer.automaton;
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g]!;
+      const after = automaton.afterCommit(stack, group.commitKey);
+      if (after < 0) {
+        signature.push(-1);
+        continue;
+      }
+      const hyp = automaton.hypotheses(after);
+      signature.push(hyp[1]!);
+      if (group.hasEnds) this.collect(after, stamp);
+      if (group.nodes.length === 0 && group.loops.length === 0) continue;
+      const below = lexer.subWalk(hyp[1]!, group);
+      const nextStack = hyp[0]!;
+      for (let i = 0; i < below.contSets.length; i++) this.collect(lexer.stateOf(nextStack, below.contSets[i]!), stamp);
+      this.collectGroups(nextStack, below.groups, stamp, signature);
+    }
+  }
+
+  /**
+   * One hypothesis over its lexer state's cached walk: the commit-free tokens as they are (their
+   * targets keep the stack), then each commit group once per stack: the parser takes the terminal
+   * (or refuses it), and the walk goes on below the group's nodes from the new token's lexer state.
+   * Without `fits`: sets every allowed token and collects targets; with it: only tokens whose
+   * target is marked true.
+   */
+  private applyHypothesis(stack: number, lex: number, mask: Uint32Array, stamp: number, fits: Map<number, boolean> | null): void {
+    const lexer = this.lexer!;
+    const setId = lexer.setOfLexer(lex);
+    const walk = lexer.rootWalk(setId);
+    const conts = walk.contSets;
+    if (fits === null) {
+      mask.set(walk.mask!);
+      if (stamp !== 0) for (let i = 0; i < conts.length; i++) this.collect(lexer.stateOf(stack, conts[i]!), stamp);
+    } else {
+      const keep = new Set<number>();
+      for (let i = 0; i < conts.length; i++) if (fits.get(lexer.stateOf(stack, conts[i]!)) === true) keep.add(conts[i]!);
+      if (keep.size === conts.length) {
+        for (let w = 0; w < mask.length; w++) mask[w]! |= walk.mask![w]!;
+      } else if (keep.size > 0) lexer.maskOf(setId, keep, mask);
+    }
+    this.applyGroups(stack, walk.groups, mask, stamp, fits);
+  }
+
+  private applyGroups(stack: number, groups: readonly CommitGroup[], mask: Uint32Array, stamp: number, fits: Map<number, boolean> | null): void {
+    const lexer = this.lexer!;
+    const automaton = lexer.automaton;
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g]!;
+      const after = automaton.afterCommit(stack, group.commitKey);
+      if (after < 0) continue;
+      if (fits === null) {
+        setTokens(mask, group.deadEnds);
+        if (group.hasEnds && stamp !== 0) this.collect(after, stamp);
+      } else if (fits.get(after) === true) {
+        setTokens(mask, group.deadEnds);
+        setTokens(mask, group.aliveEnds);
+        const { tokenIds } = this.trie;
+        const ranges = group.aliveRanges;
+        for (let r = 0; r < ranges.length; r += 2) {
+          for (let k = ranges[r]!, to = ranges[r + 1]!; k < to; k++) {
+            const id = tokenIds[k]!;
+            mask[id >>> 5]! |= 1 << (id & 31);
+          }
+        }
+      }
+      if (group.nodes.length === 0 && group.loops.length === 0) continue;
+      const hyp = automaton.hypotheses(after);
+      const below = lexer.subWalk(hyp[1]!, group);
+      const nextStack = hyp[0]!;
+      for (let i = 0; i < below.contSets.length; i++) {
+        if (fits !== null && fits.get(lexer.stateOf(nextStack, below.contSets[i]!)) !== true) continue;
+        setTokens(mask, below.tokensByCont[i]!);
+        if (fits === null && stamp !== 0) this.collect(lexer.stateOf(nextStack, below.contSets[i]!), stamp);
+      }
+      this.applyGroups(nextStack, below.groups, mask, stamp, fits);
+    }
   }
 
   private collect(target: number, stamp: number): void {
@@ -148,25 +277,16 @@ export class GrammarTokenMatcher {
     this.seenStamp = grown;
   }
 
-  /** State after the bytes of trie node `node`'s prefix, from `state`. */
-  private advanceNode(state: number, node: number): number {
-    const { tokenIds, tokenStart, offsets, data, depth } = this.trie;
-    const id = tokenIds[tokenStart[node]!]!; // first token at or below the node: shares its prefix
-    let s = state;
-    for (let i = offsets[id]!, end = i + depth[node]!; i < end && s >= 0; i++) s = this.automaton.step(s, data[i]!);
-    return s;
-  }
-
   /**
    * Walks the subtree of trie node `root` with the automaton from `state` (whose bytes lead to
-   * the root first). Without `fits`: sets the bits of reachable tokens and collects their targets;
+   * the root first; for a root other than the trie's, `state` is the state at the root). Without `fits`: sets the bits of reachable tokens and collects their targets;
    * with it: sets the bits of reachable tokens whose target is marked true.
    */
   private walkSubtree(state: number, root: number, mask: Uint32Array, stamp: number, fits: Map<number, boolean> | null): void {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
     const automaton = this.automaton;
     const stateAtDepth = this.stateAtDepth;
-    const rootState = root === 0 ? state : this.advanceNode(state, root);
+    const rootState = state;
     if (rootState < 0) return;
     const end = root + subtreeSize[root]!;
     stateAtDepth[depth[root]!] = rootState;
@@ -251,7 +371,7 @@ export class GrammarTokenMatcher {
   private tokenUpperBound(state: number): number {
     const known = this.tokenBound.get(state);
     if (known !== undefined) return known;
-    const path = this.shortestCompletion(state, 5000);
+    const path = (this.lexer === null ? null : this.terminalLevelCompletion(state, 2000)) ?? this.shortestCompletion(state, 5000);
     if (path === null) {
       this.tokenBound.set(state, Number.POSITIVE_INFINITY);
       return Number.POSITIVE_INFINITY;
@@ -340,12 +460,12 @@ export class GrammarTokenMatcher {
           return path;
         }
         if (++expansions > maxExpansions) return null;
-        const lexId = lexer === null ? -1 : lexer.lexSetOf(s);
+        const hyps = lexer === null ? null : lexer.automaton.hypotheses(s);
         codes.length = 0;
         for (let b = 0; b < 256; b++) {
-          if (lexId >= 0) {
+          if (hyps !== null && hyps.length === 2) {
             // Without a commit, bytes with the same lexer successor lead to the same state.
-            const code = lexer!.stepCode(lexId, b);
+            const code = lexer!.stepCode(lexer!.setOfLexer(hyps[1]!), b);
             if (code === 0) continue;
             if ((code & COMMIT) === 0) {
               if (codes.includes(code)) continue;
@@ -359,6 +479,69 @@ export class GrammarTokenMatcher {
           g.set(ns, cost + 1);
           via.set(ns, s * 256 + b);
           push(ns, cost + 1);
+        }
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The shortest completing byte string found by A* over terminals instead of bytes: from a
+   * hypothesis, the lexer-level search (`lexer.tokenEnds`, cached per lexer state) gives the
+   * shortest bytes that end each terminal the token in progress can become; the parser takes it
+   * (afterCommit) and the next token starts. Every step is a real hypothesis transition, so the
+   * bytes are a real completion. null when none is found within `maxExpansions` configurations.
+   */
+  private terminalLevelCompletion(state: number, maxExpansions: number): Uint8Array | null {
+    const lexer = this.lexer!;
+    const automaton = lexer.automaton;
+    const g = new Map<number, number>();
+    const via = new Map<number, { from: number; bytes: Uint8Array }>();
+    const buckets: number[][] = [];
+    let f = 0;
+    const push = (c: number, cost: number): void => {
+      const h = automaton.minBytesLowerBound(c);
+      if (h === Infinity) return;
+      (buckets[Math.max(f, cost + h)] ??= []).push(c);
+    };
+    const hyps = automaton.hypotheses(state);
+    for (let i = 0; i < hyps.length; i += 2) {
+      const c = hyps.length === 2 ? state : automaton.withStack(hyps[i]!, [hyps[i + 1]!]);
+      g.set(c, 0);
+      push(c, 0);
+    }
+    let expansions = 0;
+    for (; f < buckets.length; f++) {
+      const bucket = buckets[f];
+      if (!bucket) continue;
+      while (bucket.length) {
+        const c = bucket.pop()!;
+        const cost = g.get(c)!;
+        if (Math.max(f, cost + automaton.minBytesLowerBound(c)) !== f) continue;
+        if (automaton.isComplete(c)) {
+          const parts: Uint8Array[] = [];
+          for (let at = c; via.has(at); at = via.get(at)!.from) parts.push(via.get(at)!.bytes);
+          const out = new Uint8Array(cost);
+          let o = 0;
+          for (let i = parts.length - 1; i >= 0; i--) {
+            out.set(parts[i]!, o);
+            o += parts[i]!.length;
+          }
+          return out;
+        }
+        if (++expansions > maxExpansions) return null;
+        const h = automaton.hypotheses(c);
+        const ends = lexer.tokenEnds(h[1]!);
+        for (let i = 0; i < ends.keys.length; i++) {
+          const next = automaton.afterCommit(h[0]!, ends.keys[i]!);
+          if (next < 0) continue;
+          const bytes = ends.bytes[i]!;
+          const nc = cost + bytes.length;
+          const old = g.get(next);
+          if (old !== undefined && old <= nc) continue;
+          g.set(next, nc);
+          via.set(next, { from: c, bytes });
+          push(next, nc);
         }
       }
     }
@@ -422,22 +605,26 @@ export class GrammarTokenMatcher {
 
   /** The walk again, keeping the tokens whose target can still finish within `limit` tokens. */
   private budgetMask(state: number, e: StateEdges, limit: number): Uint32Array {
+    const mask = new Uint32Array(this.words);
+    const lexer = this.lexer;
+    if (lexer !== null) {
+      const hyps = lexer.automaton.hypotheses(state);
+      if (hyps.length > 2) {
+        // Union of the hypotheses' own budget masks (see edgesOf).
+        for (let i = 0; i < hyps.length; i += 2) {
+          const part = this.mask(lexer.automaton.withStack(hyps[i]!, [hyps[i + 1]!]), limit + 1);
+          for (let w = 0; w < mask.length; w++) mask[w]! |= part[w]!;
+        }
+        return mask;
+      }
+    }
     const fits = new Map<number, boolean>();
     for (let i = 0; i < e.distinct.length; i++) fits.set(e.distinct[i]!, this.canAcceptWithin(e.distinct[i]!, limit));
-    const mask = new Uint32Array(this.words);
-    const lexId = this.lexer?.lexSetOf(state) ?? -1;
-    if (lexId < 0) {
-      this.walkSubtree(state, 0, mask, 0, fits);
-      return mask;
+    if (lexer === null) this.walkSubtree(state, 0, mask, 0, fits);
+    else {
+      const hyps = lexer.automaton.hypotheses(state);
+      this.applyHypothesis(hyps[0]!, hyps[1]!, mask, 0, fits);
     }
-    const walk = this.lexer!.walk(lexId);
-    const conts = walk.contStates;
-    const keep = new Set<number>();
-    for (let i = 0; i < conts.length; i += 2) if (fits.get(this.advanceNode(state, conts[i + 1]!)) === true) keep.add(conts[i]!);
-    if (keep.size === conts.length / 2) mask.set(walk.mask);
-    else if (keep.size > 0) this.lexer!.maskOf(lexId, keep, mask);
-    const commits = walk.commitNodes;
-    for (let i = 0; i < commits.length; i++) this.walkSubtree(state, commits[i]!, mask, 0, fits);
     return mask;
   }
 
@@ -451,190 +638,171 @@ export class GrammarTokenMatcher {
 // ---------------------------------------------------------------------------------------------
 // Lexer-level walks (XGrammar's context-independent tokens, for this automaton).
 //
-// A state of the grammar stage's GrammarAutomaton is a set of hypotheses (parser stack, scanner DFA
-// state of the token in progress, ...), and step() treats each hypothesis on its own. While a
-// hypothesis only extends its token in progress (no terminal is committed), what happens depends on
-// the scanner of its stack's top state and its lexer fields, not on the stack. So one trie walk
-// per tuple of lexer-level states (one per hypothesis) serves every set of stacks: it gives the
-// tokens whose bytes never commit a terminal (allowed whatever the stack) and the trie nodes where
-// a commit happens; only those subtrees (after a closing quote, a delimiter...) are walked with the
-// real automaton. Inside a JSON string that turns a walk over the whole 152k vocabulary per parser
-// stack into a lookup.
-//
-// This mirrors the continue branch of GrammarAutomaton.step (src/grammar/incremental.ts) and reads
-// its fields; it checks their shape on construction and is skipped (plain walks) when they differ.
+// A state of the grammar stage's GrammarAutomaton is a set of hypotheses (parser stack, lexer
+// state), and step() treats each hypothesis on its own. While a hypothesis only extends its token
+// in progress (no terminal is committed), what happens depends on its lexer state alone
+// (`lexerStep`), not on the stack. So one trie walk per tuple of lexer states (one entry per
+// hypothesis) serves every set of stacks: it gives the tokens whose bytes never commit a terminal
+// (allowed whatever the stack) and the trie nodes where a commit happens; only those subtrees
+// (after a closing quote, a delimiter...) are walked with the real automaton. Inside a JSON string
+// that turns a walk over the whole 152k vocabulary per parser stack into a lookup.
 // test/cfg-matcher.test.ts compares both ways mask for mask.
 
-interface HypothesisView {
-  stack: number;
-  dfaState: number;
-  firstAccepted: number;
-  tokenLen: number;
-  ignoredRun: number;
-  constraints: number[];
+/** The grammar stage's stack-independent view of its states (GrammarAutomaton has it). */
+export interface LexerLevelAutomaton extends CompletableAutomaton {
+  /** (stack, lexer state) pairs of a state. */
+  hypotheses(state: number): Int32Array;
+  /** (continued lexer state + 1, or 0) | LEXER_COMMITS when a terminal may end at the byte. */
+  lexerStep(lex: number, byte: number): number;
+  /** Lexer state after an ignored terminal ends at the byte (same stack), or -1. */
+  lexerRestart(lex: number, byte: number): number;
+  /** The terminal commit at the byte, as a key for afterCommit; -1 when none. */
+  lexerCommitKey(lex: number, byte: number): number;
+  /** The one-hypothesis state after the commit on `stack`; -1 when the parser refuses it. */
+  afterCommit(stack: number, commitKey: number): number;
+  /** The state of hypotheses (stack, l) for each lexer state l. */
+  withStack(stack: number, lexers: readonly number[]): number;
 }
 
-interface ScannerView {
-  dfa: { start: number; numClasses: number; byteClass: Uint8Array; next: Int32Array };
-  unless: readonly (readonly [number, { ignored: boolean }])[][];
-  terms: readonly { ignored: boolean }[];
-  termOf: Int32Array;
-  numOrdered: number;
-  shortest: Uint8Array;
-  canAccept: Uint8Array;
-  accept: Uint8Array;
-  numPatterns: number;
-  broken: boolean;
+function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
+  const l = a as Partial<LexerLevelAutomaton>;
+  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.withStack === "function";
 }
 
-interface AutomatonView {
-  sets: HypothesisView[][];
-  scannerDfas: ScannerView[];
-  scannerOfState: Int32Array;
-  stackTop: number[];
-  maxIgnoredRun: number;
-}
-
-function automatonView(automaton: unknown): AutomatonView | null {
-  const a = automaton as Partial<AutomatonView>;
-  if (!Array.isArray(a.sets) || !Array.isArray(a.scannerDfas) || !(a.scannerOfState instanceof Int32Array)) return null;
-  if (!Array.isArray(a.stackTop) || typeof a.maxIgnoredRun !== "number") return null;
-  for (const sc of a.scannerDfas) {
-    if (!(sc?.accept instanceof Uint8Array && sc.canAccept instanceof Uint8Array && sc.shortest instanceof Uint8Array)) return null;
-    if (!(sc.termOf instanceof Int32Array) || typeof sc.numOrdered !== "number" || typeof sc.numPatterns !== "number") return null;
-    if (!(sc.dfa?.next instanceof Int32Array) || !Array.isArray(sc.terms) || !Array.isArray(sc.unless)) return null;
-    if (typeof sc.dfa.start !== "number") return null;
-  }
-  const start = a.sets[(automaton as { start: number }).start];
-  const h = start?.[0];
-  if (!h || typeof h.dfaState !== "number" || typeof h.tokenLen !== "number" || !Array.isArray(h.constraints)) return null;
-  return a as AutomatonView;
+/** Trie nodes where one terminal commit (same terminal, same inherited constraints) happens. */
+interface CommitGroup {
+  /** The automaton's lexerCommitKey: what afterCommit() needs with a stack. */
+  readonly commitKey: number;
+  /** Some token ends at a node of the group (so the state after the commit is a target). */
+  readonly hasEnds: boolean;
+  /** Tokens ending at a node of the group where nothing else continues (needed whatever the budget). */
+  readonly deadEnds: Int32Array;
+  /** Tokens ending at a node of the group that the commit-free walk allows too (budget masks only). */
+  readonly aliveEnds: Int32Array;
+  /** Ranges [from, to) of trie token order, each ending at group nodes (budget masks only). */
+  readonly aliveRanges: Int32Array;
+  /** Single commit nodes: the next token starts at their children. */
+  readonly nodes: Int32Array;
+  /** Subtree roots p where every node strictly below p commits: the next token starts two levels down. */
+  readonly loops: Int32Array;
+  /** Walks below the nodes, per lexer-state set after the commit. */
+  readonly below: Map<number, LexerWalk>;
 }
 
 interface LexerWalk {
-  /** Tokens whose bytes only extend the token in progress (allowed whatever the stack). */
-  mask: Uint32Array;
-  /** Pairs (lexer state after the bytes, a trie node ending tokens with that state). */
-  contStates: Int32Array;
-  /** Trie nodes where a terminal commits: their subtrees need the parser. */
-  commitNodes: Int32Array;
+  /** Root walks: the commit-free tokens (allowed whatever the stack). */
+  readonly mask: Uint32Array | null;
+  /** Distinct lexer-state sets at the ends of commit-free tokens. */
+  readonly contSets: Int32Array;
+  /** Walks below commit nodes: the commit-free tokens per entry of contSets. */
+  readonly tokensByCont: Int32Array[];
+  readonly groups: CommitGroup[];
 }
 
-const COMMIT = 0x40000000;
+/** Set in a lexer set step code, as in the grammar stage's lexer step codes. */
+const COMMIT = LEXER_COMMITS;
 const UNKNOWN = -1;
 
+function setTokens(mask: Uint32Array, tokens: Int32Array): void {
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i]!;
+    mask[id >>> 5]! |= 1 << (id & 31);
+  }
+}
+
+/**
+ * Trie walks over sets of lexer states (a hypothesis's token in progress, and the fresh tokens
+ * that ignored terminals ending on the way start), cached per set and shared by every stack.
+ * Commits are not followed: the walk records where each kind of commit happens (CommitGroup), and
+ * the walk below a group's nodes from the next token's lexer state is cached in its turn.
+ */
 class LexerLevelWalks {
-  private readonly fields: number[] = []; // per lexer state: scanner, dfa state, first, tokenLen, ignoredRun
-  private readonly constraintsOf: number[][] = [];
-  private readonly ids = new Map<string, number>();
-  private next = new Int32Array(256 * 64).fill(UNKNOWN);
-  /** Lexer state after an ignored terminal ends at the byte (stack unchanged), or -1. */
-  private ignoredNext = new Int32Array(256 * 64).fill(-1);
-  private readonly walks = new Map<number, LexerWalk>();
-  private readonly setOf = new Map<number, number>();
-  private readonly setMembers: number[][][] = [];
+  private readonly roots = new Map<number, LexerWalk>();
+  private readonly setOfLex = new Map<number, number>();
+  private readonly setMembers: number[][] = [];
   private readonly setIds = new Map<string, number>();
   private setNext = new Int32Array(256 * 64).fill(UNKNOWN);
+  private readonly commitKeys = new Map<number, Int32Array>();
+  private readonly ends = new Map<number, { keys: Int32Array; bytes: Uint8Array[] }>();
+  private readonly firstBytesOf = new Map<number, Uint32Array>();
+  /** Per set: loop bytes computed (1), the 8 words of loopBytes, the loop's step code. */
+  private loopKnown = new Uint8Array(64);
+  private loopWords = new Uint32Array(64 * 8);
+  private loopCodes = new Int32Array(64);
   private readonly atDepth: Int32Array;
   private seen = new Int32Array(64);
   private stamp = 0;
 
   private constructor(
     private readonly trie: TokenTrie,
-    private readonly view: AutomatonView,
+    readonly automaton: LexerLevelAutomaton,
   ) {
     this.atDepth = new Int32Array(trie.maxTokenLength + 2);
   }
 
   static over(trie: TokenTrie, automaton: CompletableAutomaton): LexerLevelWalks | null {
-    const view = automatonView(automaton);
-    return view === null ? null : new LexerLevelWalks(trie, view);
+    return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton) : null;
   }
 
-  /**
-   * The lexer states of an automaton state's hypotheses, as a tuple in hypothesis order.
-   * Hypotheses are independent in step(), so a token is allowed iff some member allows it; the
-   * stacks only matter in commit subtrees, which the real automaton walks.
-   */
-  lexSetOf(state: number): number {
-    let id = this.setOf.get(state);
-    if (id !== undefined) return id;
-    const hyps = this.view.sets[state];
-    if (hyps === undefined || hyps.length === 0) id = -1;
-    else {
-      const members: number[][] = [];
-      for (const h of hyps) {
-        members.push([this.intern(this.view.scannerOfState[this.view.stackTop[h.stack]!]!, h.dfaState, h.firstAccepted, h.tokenLen, h.ignoredRun, h.constraints)]);
-      }
-      id = this.internSet(members);
-    }
-    this.setOf.set(state, id);
-    return id;
-  }
-
-  private intern(scanner: number, dfaState: number, first: number, tokenLen: number, ignoredRun: number, constraints: number[]): number {
-    const key = `${scanner},${dfaState},${first},${tokenLen},${ignoredRun},${constraints.join(".")}`;
-    let id = this.ids.get(key);
+  /** The set holding just one lexer state. */
+  setOfLexer(lex: number): number {
+    let id = this.setOfLex.get(lex);
     if (id === undefined) {
-      id = this.constraintsOf.length;
-      this.fields.push(scanner, dfaState, first, tokenLen, ignoredRun);
-      this.constraintsOf.push(constraints);
-      this.ids.set(key, id);
-      if ((id + 1) * 256 > this.next.length) {
-        const grown = new Int32Array(this.next.length * 2).fill(UNKNOWN);
-        grown.set(this.next);
-        this.next = grown;
-        const grownIgnored = new Int32Array(this.ignoredNext.length * 2).fill(-1);
-        grownIgnored.set(this.ignoredNext);
-        this.ignoredNext = grownIgnored;
-      }
+      id = this.internSet([lex]);
+      this.setOfLex.set(lex, id);
     }
     return id;
   }
 
-  /** Next lexer-state set + 1 (0: no token in progress can continue), | COMMIT when a terminal may end here. */
-  stepCode(setId: number, byte: number): number {
-    return this.step(setId, byte);
+  /** The automaton state of the hypotheses (stack, l) for l in the set. */
+  stateOf(stack: number, setId: number): number {
+    return this.automaton.withStack(stack, this.setMembers[setId]!);
   }
 
-  private step(setId: number, byte: number): number {
+  /** Next set + 1 (0: no token in progress can continue), | COMMIT when a terminal may end here. */
+  stepCode(setId: number, byte: number): number {
     const slot = setId * 256 + byte;
     const hit = this.setNext[slot]!;
     if (hit !== UNKNOWN) return hit;
-    const positions = this.setMembers[setId]!;
+    const automaton = this.automaton;
+    const members = this.setMembers[setId]!;
     let commit = 0;
-    let alive = false;
-    const out: number[][] = [];
-    for (let i = 0; i < positions.length; i++) {
-      const members = positions[i]!;
-      const next: number[] = [];
-      for (let j = 0; j < members.length; j++) {
-        const code = this.stepOne(members[j]!, byte);
-        commit |= code & COMMIT;
-        const cont = (code & ~COMMIT) - 1;
-        if (cont >= 0 && !next.includes(cont)) next.push(cont);
-        const ignored = this.ignoredNext[members[j]! * 256 + byte]!;
-        if (ignored >= 0 && !next.includes(ignored)) next.push(ignored);
-      }
-      if (next.length > 0) alive = true;
-      out.push(next.sort((a, b) => a - b));
+    const next: number[] = [];
+    for (let j = 0; j < members.length; j++) {
+      const code = automaton.lexerStep(members[j]!, byte);
+      commit |= code & COMMIT;
+      const cont = (code & ~COMMIT) - 1;
+      if (cont >= 0 && !next.includes(cont)) next.push(cont);
+      const restarted = automaton.lexerRestart(members[j]!, byte);
+      if (restarted >= 0 && !next.includes(restarted)) next.push(restarted);
     }
-    const result = commit | (alive ? this.internSet(out) + 1 : 0);
+    const result = commit | (next.length > 0 ? this.internSet(next.sort((a, b) => a - b)) + 1 : 0);
     this.setNext[slot] = result;
     return result;
   }
 
-  /**
-   * Positional: entry i holds the lexer states hypothesis i has become (continued, or restarted
-   * after an ignored terminal: both keep its stack), so with the source state's stacks a tuple
-   * determines the concrete target state.
-   */
-  private internSet(positions: number[][]): number {
-    const key = positions.map((p) => p.join(".")).join("|");
+  /** The distinct commit keys of the set's members at `byte`. */
+  private commitKeysAt(setId: number, byte: number): Int32Array {
+    const slot = setId * 256 + byte;
+    let keys = this.commitKeys.get(slot);
+    if (keys === undefined) {
+      const out: number[] = [];
+      for (const m of this.setMembers[setId]!) {
+        const k = this.automaton.lexerCommitKey(m, byte);
+        if (k >= 0 && !out.includes(k)) out.push(k);
+      }
+      keys = Int32Array.from(out);
+      this.commitKeys.set(slot, keys);
+    }
+    return keys;
+  }
+
+  private internSet(members: number[]): number {
+    const key = members.join(".");
     let id = this.setIds.get(key);
     if (id === undefined) {
       id = this.setMembers.length;
-      this.setMembers.push(positions);
+      this.setMembers.push(members);
       this.setIds.set(key, id);
       if ((id + 1) * 256 > this.setNext.length) {
         const grown = new Int32Array(this.setNext.length * 2).fill(UNKNOWN);
@@ -645,138 +813,292 @@ class LexerLevelWalks {
     return id;
   }
 
-  private stepOne(id: number, byte: number): number {
-    const slot = id * 256 + byte;
-    const hit = this.next[slot]!;
-    if (hit !== UNKNOWN) return hit;
-    const result = this.compute(id, byte);
-    this.next[slot] = result;
-    return result;
+  /**
+   * For a lexer state: each terminal commit reachable by extending the token (and the fresh tokens
+   * after ignored ones), with the shortest bytes that get there. Breadth-first over lexer states,
+   * which do not depend on the stack, so it is cached per lexer state.
+   */
+  tokenEnds(lex: number): { keys: Int32Array; bytes: Uint8Array[] } {
+    let hit = this.ends.get(lex);
+    if (hit !== undefined) return hit;
+    const automaton = this.automaton;
+    const prev = new Map<number, number>([[lex, -1]]); // lexer state → parent * 256 + byte
+    const queue = [lex];
+    const keys: number[] = [];
+    const bytes: Uint8Array[] = [];
+    const pathTo = (x: number, last: number): Uint8Array => {
+      const rev = [last];
+      for (let link = prev.get(x)!; link >= 0; link = prev.get((link - (link & 0xff)) / 256)!) rev.push(link & 0xff);
+      return Uint8Array.from(rev.reverse());
+    };
+    for (let qi = 0; qi < queue.length && qi < MAX_TOKEN_END_STATES; qi++) {
+      const x = queue[qi]!;
+      for (let b = 0; b < 256; b++) {
+        const code = automaton.lexerStep(x, b);
+        if ((code & COMMIT) !== 0) {
+          const k = automaton.lexerCommitKey(x, b);
+          if (!keys.includes(k)) {
+            keys.push(k);
+            bytes.push(pathTo(x, b));
+          }
+        }
+        const cont = (code & ~COMMIT) - 1;
+        if (cont >= 0 && !prev.has(cont)) {
+          prev.set(cont, x * 256 + b);
+          queue.push(cont);
+        }
+        const restarted = automaton.lexerRestart(x, b);
+        if (restarted >= 0 && !prev.has(restarted)) {
+          prev.set(restarted, x * 256 + b);
+          queue.push(restarted);
+        }
+      }
+    }
+    hit = { keys: Int32Array.from(keys), bytes };
+    this.ends.set(lex, hit);
+    return hit;
   }
 
-  // Mirrors GrammarAutomaton.step for one hypothesis, without the commit's parser feed.
-  private compute(id: number, byte: number): number {
-    const v = this.view;
-    const f = id * 5;
-    const scId = this.fields[f]!;
-    const first0 = this.fields[f + 2]!;
-    const tokenLen0 = this.fields[f + 3]!;
-    const ignoredRun = this.fields[f + 4]!;
-    const old = this.constraintsOf[id]!;
-    const constraints: number[] = [];
-    for (let c = 0; c < old.length; c += 3) {
-      const cs = v.scannerDfas[old[c]!]!;
-      const ns = cs.dfa.next[old[c + 1]! * cs.dfa.numClasses + cs.dfa.byteClass[byte]!]!;
-      if (ns < 0) continue;
-      const upTo = old[c + 2]!;
-      for (let p = 0; p <= upTo; p++) if (cs.accept[ns * cs.numPatterns + p]) return 0;
-      let alive = false;
-      for (let p = 0; p <= upTo && !alive; p++) if (cs.canAccept[ns * cs.numPatterns + p]) alive = true;
-      if (alive) constraints.push(old[c]!, ns, upTo);
+  /** The walk over the whole trie from a set. */
+  rootWalk(setId: number): LexerWalk {
+    let w = this.roots.get(setId);
+    if (w === undefined) {
+      const starts: number[] = [];
+      const { subtreeSize, numNodes } = this.trie;
+      for (let c = 1; c < numNodes; c += subtreeSize[c]!) starts.push(c);
+      w = this.walkFrom(setId, starts, true);
+      this.roots.set(setId, w);
     }
-    const sc = v.scannerDfas[scId]!;
-    if (sc.broken) return 0;
-    const d = sc.dfa;
-    const P = sc.numPatterns;
-    const ns = d.next[this.fields[f + 1]! * d.numClasses + d.byteClass[byte]!]!;
-    if (ns < 0) return 0;
-    let first = first0;
-    const limit = first < 0 ? sc.numOrdered : first;
-    for (let p = 0; p < limit; p++) if (sc.accept[ns * P + p]) { first = p; break; }
-    const tokenLen = Math.min(tokenLen0 + 1, v.maxIgnoredRun + 2);
-    const newlyAccepted = first >= 0 && first !== first0;
-    const commit = first >= 0 && sc.accept[ns * P + first] === 1 && (!sc.shortest[first] || newlyAccepted);
-    let result = 0;
-    if (commit) {
-      // GrammarAutomaton.commit: the terminal (or the keyword shadowing it), then an ignored one
-      // restarts the scanner on the same stack; anything else needs the parser.
-      let ignored = sc.terms[sc.termOf[first]!]!.ignored;
-      for (const [shadow, str] of sc.unless[sc.termOf[first]!]!) {
-        if (sc.accept[ns * P + shadow]) {
-          ignored = str.ignored;
-          break;
-        }
-      }
-      if (!ignored) result = COMMIT;
-      else if (ignoredRun + tokenLen <= v.maxIgnoredRun) {
-        const upTo = sc.shortest[first] ? first - 1 : first;
-        const after = upTo < 0 ? constraints.slice() : [...constraints, scId, ns, upTo];
-        const restarted = this.intern(scId, sc.dfa.start, -1, 0, ignoredRun + tokenLen, after);
-        this.ignoredNext[id * 256 + byte] = restarted;
-      }
-    }
-    const contBound = first < 0 ? sc.numOrdered - 1 : sc.shortest[first] ? first - 1 : first;
-    if (contBound < 0 || !hasSuccessor(sc, ns, contBound)) return result;
-    let onlyIgnored = true;
-    for (let p = 0; p <= contBound && onlyIgnored; p++) {
-      if ((sc.canAccept[ns * P + p] || p === first) && !sc.terms[sc.termOf[p]!]!.ignored) onlyIgnored = false;
-    }
-    if (onlyIgnored && ignoredRun + tokenLen > v.maxIgnoredRun) return result;
-    result |= this.intern(scId, ns, first, tokenLen, ignoredRun, constraints) + 1;
-    return result;
-  }
-
-  walk(lexId: number): LexerWalk {
-    let w = this.walks.get(lexId);
-    if (w !== undefined) return w;
-    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
-    const mask = new Uint32Array(maskWords(this.trie.vocabSize));
-    const conts: number[] = [];
-    const commits: number[] = [];
-    const atDepth = this.atDepth;
-    const stamp = ++this.stamp;
-    atDepth[0] = lexId;
-    let p = 1;
-    while (p < numNodes) {
-      const info = nodeInfo[p]!;
-      const d = (info >>> 8) & 0xffff;
-      const code = this.step(atDepth[d - 1]!, info & 0xff);
-      if ((code & COMMIT) !== 0) {
-        // Every token below needs the parser: the real automaton walks this subtree.
-        commits.push(p);
-        p += subtreeSize[p]!;
-        continue;
-      }
-      const cont = code - 1;
-      if (cont < 0) {
-        p += subtreeSize[p]!;
-        continue;
-      }
-      atDepth[d] = cont;
-      if ((info & 0x80000000) !== 0) {
-        for (let k = tokenStart[p]!, to = tokenStart[p + 1]!; k < to; k++) {
-          const id = tokenIds[k]!;
-          mask[id >>> 5]! |= 1 << (id & 31);
-        }
-        if (cont >= this.seen.length) {
-          const grown = new Int32Array(Math.max(cont + 1, this.seen.length * 2));
-          grown.set(this.seen);
-          this.seen = grown;
-        }
-        if (this.seen[cont] !== stamp) {
-          this.seen[cont] = stamp;
-          conts.push(cont, p);
-        }
-      }
-      p++;
-    }
-    w = { mask, contStates: Int32Array.from(conts), commitNodes: Int32Array.from(commits) };
-    this.walks.set(lexId, w);
     return w;
   }
 
-  /** Sets in `mask` the commit-free tokens of the walk from `lexId` that end in a state of `keep`. */
-  maskOf(lexId: number, keep: Set<number>, mask: Uint32Array): void {
+  /** The walk below a group's nodes from the lexer state the new token starts in. */
+  subWalk(lex: number, group: CommitGroup): LexerWalk {
+    const setId = this.setOfLexer(lex);
+    let w = group.below.get(setId);
+    if (w === undefined) {
+      // Where the new token starts: children of single nodes, and nodes two levels below a loop
+      // root; only those whose byte the new token can begin with (subtrees without such a byte
+      // are skipped by their byte summary).
+      const { subtreeSize, nodeByte, belowBytes } = this.trie;
+      const first = this.firstBytes(setId);
+      const hits = (n: number): boolean => {
+        for (let w = 0; w < 8; w++) if ((belowBytes[n * 8 + w]! & first[w]!) !== 0) return true;
+        return false;
+      };
+      const starts: number[] = [];
+      const childrenOf = (n: number, deep: boolean): void => {
+        for (let c = n + 1, end = n + subtreeSize[n]!; c < end; c += subtreeSize[c]!) {
+          const b = nodeByte[c]!;
+          if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0) starts.push(c);
+          if (deep && hits(c)) childrenOf(c, true);
+        }
+      };
+      for (const n of group.nodes) if (hits(n)) childrenOf(n, false);
+      for (const p of group.loops) {
+        for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) if (hits(c)) childrenOf(c, true);
+      }
+      w = this.walkFrom(setId, starts, false);
+      group.below.set(setId, w);
+    }
+    return w;
+  }
+
+  /** Bytes a token can go on with from a set (continuing or committing), as 8 words. */
+  private firstBytes(setId: number): Uint32Array {
+    let f = this.firstBytesOf.get(setId);
+    if (f === undefined) {
+      f = new Uint32Array(8);
+      for (let b = 0; b < 256; b++) if (this.stepCode(setId, b) !== 0) f[b >>> 5]! |= 1 << (b & 31);
+      this.firstBytesOf.set(setId, f);
+    }
+    return f;
+  }
+
+  /**
+   * Bytes on which a set steps to itself with one and the same outcome (the same commits, if
+   * any), as 8 words: a subtree whose bytes are all such takes one step for all its tokens.
+   */
+  private loopBytes(setId: number): Uint32Array {
+    if (setId < this.loopKnown.length && this.loopKnown[setId] === 1) return this.loopWords.subarray(setId * 8, setId * 8 + 8);
+    {
+      const l = new Uint32Array(8);
+      let code0 = -1;
+      let keys0: Int32Array | null = null;
+      for (let b = 0; b < 256; b++) {
+        const code = this.stepCode(setId, b);
+        if ((code & ~COMMIT) - 1 !== setId) continue;
+        const keys = (code & COMMIT) !== 0 ? this.commitKeysAt(setId, b) : EMPTY;
+        if (code0 < 0) {
+          code0 = code;
+          keys0 = keys;
+        } else if (code !== code0 || keys.length !== keys0!.length || keys.some((k, i) => k !== keys0![i])) continue;
+        l[b >>> 5]! |= 1 << (b & 31);
+      }
+      if (setId >= this.loopKnown.length) {
+        let n = this.loopKnown.length;
+        while (n <= setId) n *= 2;
+        const known = new Uint8Array(n);
+        known.set(this.loopKnown);
+        this.loopKnown = known;
+        const words = new Uint32Array(n * 8);
+        words.set(this.loopWords);
+        this.loopWords = words;
+        const codes = new Int32Array(n);
+        codes.set(this.loopCodes);
+        this.loopCodes = codes;
+      }
+      this.loopWords.set(l, setId * 8);
+      this.loopCodes[setId] = code0;
+      this.loopKnown[setId] = 1;
+      return l;
+    }
+  }
+
+  /**
+   * Walks the subtrees of `starts` (nodes whose parent is in lexer-state set `setId`): the
+   * commit-free tokens with the set each ends in, and every commit grouped by its kind.
+   */
+  private walkFrom(setId: number, starts: readonly number[], dense: boolean): LexerWalk {
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth, belowBytes } = this.trie;
+    const mask = dense ? new Uint32Array(maskWords(this.trie.vocabSize)) : null;
+    const contSets: number[] = [];
+    const tokensByCont: number[][] = [];
+    interface Builder { nodes: number[]; loops: number[]; dead: number[]; alive: number[]; ranges: number[]; hasEnds: boolean }
+    const groups = new Map<number, Builder>();
+    const groupOf = (key: number): Builder => {
+      let g = groups.get(key);
+      if (g === undefined) {
+        g = { nodes: [], loops: [], dead: [], alive: [], ranges: [], hasEnds: false };
+        groups.set(key, g);
+      }
+      return g;
+    };
+    const atDepth = this.atDepth;
+    const stamp = ++this.stamp;
+    const slotOf = (cont: number): number => {
+      if (cont >= this.seen.length) {
+        const grown = new Int32Array(Math.max(cont + 1, this.seen.length * 2));
+        grown.set(this.seen);
+        this.seen = grown;
+      }
+      if (this.seen[cont] !== stamp) {
+        this.seen[cont] = stamp;
+        contSets.push(cont);
+        tokensByCont.push([]);
+        return contSets.length - 1;
+      }
+      return contSets.indexOf(cont);
+    };
+    const addTokens = (cont: number, from: number, to: number): void => {
+      if (from >= to) return;
+      const slot = slotOf(cont);
+      if (mask !== null) {
+        for (let t = from; t < to; t++) {
+          const id = tokenIds[t]!;
+          mask[id >>> 5]! |= 1 << (id & 31);
+        }
+      } else {
+        const list = tokensByCont[slot]!;
+        for (let t = from; t < to; t++) list.push(tokenIds[t]!);
+      }
+    };
+    for (let si = 0; si < starts.length; si++) {
+      const start = starts[si]!;
+      atDepth[depth[start]! - 1] = setId;
+      const end = start + subtreeSize[start]!;
+      let p = start;
+      while (p < end) {
+        const info = nodeInfo[p]!;
+        const d = (info >>> 8) & 0xffff;
+        const from = atDepth[d - 1]!;
+        const byte = info & 0xff;
+        const code = this.stepCode(from, byte);
+        const isEnd = (info & 0x80000000) !== 0;
+        const cont = (code & ~COMMIT) - 1;
+        if ((code & COMMIT) !== 0) {
+          const keys = this.commitKeysAt(from, byte);
+          for (let k = 0; k < keys.length; k++) {
+            const g = groupOf(keys[k]!);
+            if (subtreeSize[p]! > 1) g.nodes.push(p);
+            if (isEnd) {
+              g.hasEnds = true;
+              const list = cont < 0 ? g.dead : g.alive;
+              for (let t = tokenStart[p]!, to = tokenStart[p + 1]!; t < to; t++) list.push(tokenIds[t]!);
+            }
+          }
+        }
+        if (cont < 0) {
+          p += subtreeSize[p]!;
+          continue;
+        }
+        atDepth[d] = cont;
+        if (isEnd) addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!);
+        const size = subtreeSize[p]!;
+        if (size > 1) {
+          // Everything below steps the set to itself the same way: take the subtree at once.
+          if (cont >= this.loopKnown.length || this.loopKnown[cont] !== 1) this.loopBytes(cont);
+          const loop = this.loopWords;
+          const lw = cont * 8;
+          let inLoop = true;
+          for (let w = 0; w < 8 && inLoop; w++) if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) inLoop = false;
+          if (inLoop) {
+            const below0 = tokenStart[p + 1]!, below1 = tokenStart[p + size]!;
+            addTokens(cont, below0, below1);
+            const loopCode = this.loopCodes[cont]!;
+            if ((loopCode & COMMIT) !== 0) {
+              const keys = this.commitKeysOfLoop(cont);
+              for (let k = 0; k < keys.length; k++) {
+                const g = groupOf(keys[k]!);
+                g.loops.push(p);
+                if (below1 > below0) {
+                  g.hasEnds = true;
+                  g.ranges.push(below0, below1);
+                }
+              }
+            }
+            p += size;
+            continue;
+          }
+        }
+        p++;
+      }
+    }
+    const out: CommitGroup[] = [];
+    for (const [commitKey, g] of groups) {
+      out.push({
+        commitKey,
+        hasEnds: g.hasEnds,
+        deadEnds: Int32Array.from(g.dead),
+        aliveEnds: Int32Array.from(g.alive),
+        aliveRanges: Int32Array.from(g.ranges),
+        nodes: Int32Array.from(g.nodes),
+        loops: Int32Array.from(g.loops),
+        below: new Map(),
+      });
+    }
+    return { mask, contSets: Int32Array.from(contSets), tokensByCont: dense ? [] : tokensByCont.map((t) => Int32Array.from(t)), groups: out };
+  }
+
+  /** The commit keys of a set's self-loop (see loopBytes). */
+  private commitKeysOfLoop(setId: number): Int32Array {
+    const loop = this.loopBytes(setId);
+    for (let b = 0; b < 256; b++) if (((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0) return this.commitKeysAt(setId, b);
+    return EMPTY;
+  }
+
+  /** Sets in `mask` the commit-free tokens of the root walk from `setId` that end in a set of `keep`. */
+  maskOf(setId: number, keep: Set<number>, mask: Uint32Array): void {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
     const atDepth = this.atDepth;
-    atDepth[0] = lexId;
+    atDepth[0] = setId;
     let p = 1;
     while (p < numNodes) {
       const info = nodeInfo[p]!;
       const d = (info >>> 8) & 0xffff;
-      const code = this.step(atDepth[d - 1]!, info & 0xff);
-      const cont = code - 1;
-      if ((code & COMMIT) !== 0 || cont < 0) {
+      const code = this.stepCode(atDepth[d - 1]!, info & 0xff);
+      const cont = (code & ~COMMIT) - 1;
+      if (cont < 0) {
         p += subtreeSize[p]!;
         continue;
       }
@@ -792,15 +1114,9 @@ class LexerLevelWalks {
   }
 }
 
-function hasSuccessor(sc: ScannerView, state: number, bound: number): boolean {
-  const d = sc.dfa;
-  for (let c = 0; c < d.numClasses; c++) {
-    const ns = d.next[state * d.numClasses + c]!;
-    if (ns < 0) continue;
-    for (let p = 0; p <= bound; p++) if (sc.canAccept[ns * sc.numPatterns + p]) return true;
-  }
-  return false;
-}
+const EMPTY = new Int32Array(0);
+/** Lexer states a token-end search visits at most (a token's own states; ample for real terminals). */
+const MAX_TOKEN_END_STATES = 4096;
 
 /** `state` value while a healed prompt's forced prefix is still to come. */
 const PREFIX_PENDING = -2;

@@ -44,15 +44,8 @@ interface ScannerDfa {
   readonly numPatterns: number;
   /** Lark cannot compile this scanner's joined regexp (see Scanner.broken): nothing lexes. */
   readonly broken: boolean;
-}
-
-interface Hyp {
-  stack: number; // interned parser stack
-  dfaState: number; // current token's DFA state in the top state's scanner
-  firstAccepted: number; // lowest terminal index that accepted within this token, or -1
-  tokenLen: number; // 0 = at a token boundary (capped)
-  ignoredRun: number; // consecutive ignored bytes, capped at limit + 1
-  constraints: number[]; // triples: scanner id, dfa state, forbidden-up-to index
+  /** For ordered pattern i: 1 when committing it may give an ignored terminal (itself or a shadow). */
+  readonly ignorable: Uint8Array;
 }
 
 export interface IncrementalOptions {
@@ -60,6 +53,20 @@ export interface IncrementalOptions {
   maxIgnoredRun?: number;
 }
 
+/** In a `lexerStep` code: a (non-ignored) terminal may end at this byte, so the parser is needed. */
+export const LEXER_COMMITS = 0x40000000;
+
+const UNKNOWN = -2;
+const LEX_FIELDS = 6; // scanner, dfa state, first accepted, token length, ignored run, constraints id
+
+/**
+ * States are sets of hypotheses (parser stack, lexer state). A lexer state is everything about the
+ * token in progress: scanner, its DFA state, the lowest terminal that accepted so far, the token's
+ * length and the ignored run before it (only kept exactly while the token may still end up
+ * ignored: otherwise they cannot change what is accepted, and leaving them out keeps the number
+ * of states small), and the pending "earlier terminal must not match" constraints. Lexer states
+ * and their byte steps do not depend on the stack; that is what `lexerStep` offers the token layer.
+ */
 export class GrammarAutomaton {
   readonly start: number;
   /**
@@ -77,11 +84,24 @@ export class GrammarAutomaton {
   private readonly stackTop: number[];
   private readonly stackIds = new Map<string, number>();
   private readonly feedMemo = new Map<number, number>();
-  // Interned hypothesis sets
-  private readonly sets: Hyp[][] = [];
+  // Interned lexer states and their byte steps (slot = lexer state * 256 + byte).
+  private lexFields = new Int32Array(LEX_FIELDS * 64);
+  private numLex = 0;
+  private readonly lexIds = new Map<string, number>();
+  private readonly constraintLists: number[][] = [[]];
+  private readonly constraintIds = new Map<string, number>([["", 0]]);
+  private lexCont = new Int32Array(256 * 64).fill(UNKNOWN);
+  private lexRestart = new Int32Array(256 * 64).fill(-1);
+  private lexCommitTerm = new Int32Array(256 * 64).fill(-1);
+  private lexCommitAfter = new Int32Array(256 * 64);
+  private readonly startLexMemo = new Map<number, number>();
+  private readonly afterCommitMemo = new Map<number, number>();
+  // Interned hypothesis sets: sorted (stack, lexer state) pairs.
+  private readonly sets: Int32Array[] = [];
   private readonly setIds = new Map<string, number>();
   private readonly stepMemo = new Map<number, number>();
   private readonly completeMemo = new Map<number, boolean>();
+  private readonly scratch: number[] = [];
 
   constructor(readonly grammar: Grammar, opts: IncrementalOptions = {}) {
     this.maxIgnoredRun = opts.maxIgnoredRun ?? 8;
@@ -109,11 +129,16 @@ export class GrammarAutomaton {
       }
       this.scannerOfState[s] = id;
     }
-    return this.intern([{ stack: 0, dfaState: this.scannerDfas[this.scannerOfState[table.startState]!]!.dfa.start, firstAccepted: -1, tokenLen: 0, ignoredRun: 0, constraints: [] }]);
+    return this.intern([0, this.startLex(this.scannerOfState[table.startState]!, 0)]);
   }
 
   get numStates(): number {
     return this.sets.length;
+  }
+
+  /** Lexer states met so far (the token layer sizes its tables by it). */
+  get numLexerStates(): number {
+    return this.numLex;
   }
 
   private pushStack(parent: number, state: number): number {
@@ -152,20 +177,212 @@ export class GrammarAutomaton {
     return result;
   }
 
-  private intern(hyps: Hyp[]): number {
-    if (hyps.length === 0) return -1;
-    const hypKey = (h: Hyp): string => `${h.stack},${h.dfaState},${h.firstAccepted},${h.tokenLen},${h.ignoredRun},${h.constraints.join(".")}`;
+  private scannerFor(stack: number): number {
+    return this.scannerOfState[this.stackTop[stack]!]!;
+  }
+
+  private internConstraints(list: number[]): number {
+    if (list.length === 0) return 0;
+    const key = list.join(".");
+    let id = this.constraintIds.get(key);
+    if (id === undefined) {
+      id = this.constraintLists.length;
+      this.constraintLists.push(list);
+      this.constraintIds.set(key, id);
+    }
+    return id;
+  }
+
+  private internLex(scanner: number, dfaState: number, first: number, tokenLen: number, ignoredRun: number, constraints: number): number {
+    const key = `${scanner},${dfaState},${first},${tokenLen},${ignoredRun},${constraints}`;
+    let id = this.lexIds.get(key);
+    if (id !== undefined) return id;
+    id = this.numLex++;
+    this.lexIds.set(key, id);
+    if (this.numLex * LEX_FIELDS > this.lexFields.length) {
+      const grown = new Int32Array(this.lexFields.length * 2);
+      grown.set(this.lexFields);
+      this.lexFields = grown;
+    }
+    this.lexFields.set([scanner, dfaState, first, tokenLen, ignoredRun, constraints], id * LEX_FIELDS);
+    if (this.numLex * 256 > this.lexCont.length) {
+      const n = this.lexCont.length * 2;
+      const grow = (a: Int32Array, fill: number): Int32Array<ArrayBuffer> => {
+        const g = new Int32Array(n).fill(fill);
+        g.set(a);
+        return g;
+      };
+      this.lexCont = grow(this.lexCont, UNKNOWN);
+      this.lexRestart = grow(this.lexRestart, -1);
+      this.lexCommitTerm = grow(this.lexCommitTerm, -1);
+      this.lexCommitAfter = grow(this.lexCommitAfter, 0);
+    }
+    return id;
+  }
+
+  /** The lexer state at a token boundary of a scanner, with pending constraints. */
+  private startLex(scanner: number, constraints: number): number {
+    const key = scanner * 0x100000 + constraints;
+    let id = this.startLexMemo.get(key);
+    if (id === undefined) {
+      id = this.internLex(scanner, this.scannerDfas[scanner]!.dfa.start, -1, 0, 0, constraints);
+      this.startLexMemo.set(key, id);
+    }
+    return id;
+  }
+
+  /** Slot of (lexer state, byte) in the step tables, computed on first use. */
+  private lexSlot(lex: number, byte: number): number {
+    const slot = lex * 256 + byte;
+    if (this.lexCont[slot] === UNKNOWN) this.computeLexStep(lex, byte, slot);
+    return slot;
+  }
+
+  private computeLexStep(lex: number, byte: number, slot: number): void {
+    this.lexCont[slot] = -1;
+    const f = lex * LEX_FIELDS;
+    const fields = this.lexFields;
+    const scId = fields[f]!, dfaState = fields[f + 1]!, first0 = fields[f + 2]!, tokenLen0 = fields[f + 3]!, ignoredRun = fields[f + 4]!;
+    const old = this.constraintLists[fields[f + 5]!]!;
+    // Advance pending constraints: a forbidden terminal accepting kills the hypothesis.
+    const constraints: number[] = [];
+    for (let c = 0; c < old.length; c += 3) {
+      const cs = this.scannerDfas[old[c]!]!;
+      const ns = cs.dfa.next[old[c + 1]! * cs.dfa.numClasses + cs.dfa.byteClass[byte]!]!;
+      if (ns < 0) continue;
+      const upTo = old[c + 2]!;
+      for (let p = 0; p <= upTo; p++) if (cs.accept[ns * cs.numPatterns + p]) return;
+      let alive = false;
+      for (let p = 0; p <= upTo && !alive; p++) if (cs.canAccept[ns * cs.numPatterns + p]) alive = true;
+      if (alive) constraints.push(old[c]!, ns, upTo);
+    }
+    const sc = this.scannerDfas[scId]!;
+    if (sc.broken) return;
+    const d = sc.dfa;
+    const P = sc.numPatterns;
+    const ns = d.next[dfaState * d.numClasses + d.byteClass[byte]!]!;
+    if (ns < 0) return;
+    // The winner is the lowest-index terminal that ever matches at the token start.
+    let first = first0;
+    const limit = first < 0 ? sc.numOrdered : first;
+    for (let p = 0; p < limit; p++) if (sc.accept[ns * P + p]) { first = p; break; }
+    const tokenLen = Math.min(tokenLen0 + 1, this.maxIgnoredRun + 2);
+    const newlyAccepted = first >= 0 && first !== first0;
+    if (first >= 0 && sc.accept[ns * P + first] && (!sc.shortest[first] || newlyAccepted)) {
+      // Commit: the terminal, or the string terminal it shadows (Lark's unless).
+      let term = sc.terms[sc.termOf[first]!]!;
+      for (const [shadow, str] of sc.unless[sc.termOf[first]!]!) {
+        if (sc.accept[ns * P + shadow]) { term = str; break; }
+      }
+      // Longest match: no terminal up to the winner may match a longer run from here. Only kept
+      // while one still can (most commits, a closing quote or a keyword, end every such run).
+      const upTo = sc.shortest[first] ? first - 1 : first;
+      const after = this.internConstraints(upTo < 0 || sc.minLaterPattern[ns]! > upTo ? constraints : [...constraints, scId, ns, upTo]);
+      if (term.ignored) {
+        const run = ignoredRun + tokenLen;
+        if (run <= this.maxIgnoredRun) {
+          const restart = this.internLex(scId, d.start, -1, 0, run, after); // may grow the tables
+          this.lexRestart[slot] = restart;
+        }
+      } else if (term.tableIndex >= 0) {
+        this.lexCommitTerm[slot] = term.tableIndex;
+        this.lexCommitAfter[slot] = after;
+      }
+    }
+    // Continuing pays off only if a later byte can make a terminal ≤ the winner-to-be accept
+    // (strictly earlier terminals for a lazy winner, which never grows).
+    const contBound = first < 0 ? sc.numOrdered - 1 : sc.shortest[first] ? first - 1 : first;
+    if (contBound < 0 || sc.minLaterPattern[ns]! > contBound) return;
+    let onlyIgnored = true;
+    let mayBeIgnored = false;
+    for (let p = 0; p <= contBound; p++) {
+      if (!sc.canAccept[ns * P + p] && p !== first) continue;
+      if (!sc.terms[sc.termOf[p]!]!.ignored) onlyIgnored = false;
+      if (sc.ignorable[p]) mayBeIgnored = true;
+    }
+    // Ignored-run limit for a token that can only end up ignored.
+    if (onlyIgnored && ignoredRun + tokenLen > this.maxIgnoredRun) return;
+    const cont = mayBeIgnored
+      ? this.internLex(scId, ns, first, tokenLen, ignoredRun, this.internConstraints(constraints))
+      : this.internLex(scId, ns, first, 1, 0, this.internConstraints(constraints));
+    this.lexCont[slot] = cont; // after interning, which may have grown the tables
+  }
+
+  /**
+   * One byte of the token in progress, whatever the stack: (continued lexer state + 1, or 0 when
+   * the token cannot continue), | LEXER_COMMITS when a non-ignored terminal may end at this byte.
+   */
+  lexerStep(lex: number, byte: number): number {
+    const slot = this.lexSlot(lex, byte);
+    return (this.lexCont[slot]! + 1) | (this.lexCommitTerm[slot]! >= 0 ? LEXER_COMMITS : 0);
+  }
+
+  /** Lexer state after an ignored terminal ends at `byte` (same stack, new token), or -1. */
+  lexerRestart(lex: number, byte: number): number {
+    return this.lexRestart[this.lexSlot(lex, byte)]!;
+  }
+
+  /**
+   * The terminal commit that may happen at `byte` as a key for `afterCommit` (the terminal and the
+   * constraints the next token inherits), or -1 when no terminal ends there.
+   */
+  lexerCommitKey(lex: number, byte: number): number {
+    const slot = this.lexSlot(lex, byte);
+    const term = this.lexCommitTerm[slot]!;
+    return term < 0 ? -1 : this.lexCommitAfter[slot]! * this.grammar.table.terminals.length + term;
+  }
+
+  /**
+   * The one-hypothesis state after a commit (`lexerCommitKey`) on `stack`: the parser fed the
+   * terminal, a new token starts in the new top state's scanner. -1 when the parser refuses it.
+   */
+  afterCommit(stack: number, commitKey: number): number {
+    const memoKey = commitKey < 0x400000 ? stack * 0x400000 + commitKey : -1; // exact below 2^53
+    const hit = memoKey < 0 ? undefined : this.afterCommitMemo.get(memoKey);
+    if (hit !== undefined) return hit;
+    const TT = this.grammar.table.terminals.length;
+    const term = commitKey % TT;
+    const st = this.feed(stack, term);
+    const result = st < 0 ? -1 : this.intern([st, this.startLex(this.scannerFor(st), (commitKey - term) / TT)]);
+    if (memoKey >= 0) this.afterCommitMemo.set(memoKey, result);
+    return result;
+  }
+
+  /** The hypotheses of `state` as (stack, lexer state) pairs. Read only. */
+  hypotheses(state: number): Int32Array {
+    return this.sets[state]!;
+  }
+
+  /** The state of hypotheses (stack, l) for each lexer state l of `lexers` (-1 when empty). */
+  withStack(stack: number, lexers: readonly number[]): number {
+    const out = this.scratch;
+    out.length = 0;
+    for (let j = 0; j < lexers.length; j++) out.push(stack, lexers[j]!);
+    return this.intern(out);
+  }
+
+  /** Interns a list of (stack, lexer) pairs (consumed), sorted and deduplicated. */
+  private intern(pairs: number[]): number {
+    const n = pairs.length >>> 1;
+    if (n === 0) return -1;
     let key: string;
-    let members: Hyp[];
-    if (hyps.length === 1) {
-      key = hypKey(hyps[0]!);
-      members = hyps;
+    let members: Int32Array;
+    if (n === 1) {
+      key = pairs[0] + "," + pairs[1];
+      members = Int32Array.of(pairs[0]!, pairs[1]!);
     } else {
-      const keyed = new Map<string, Hyp>();
-      for (const h of hyps) keyed.set(hypKey(h), h);
-      const keys = [...keyed.keys()].sort();
-      key = keys.join("|");
-      members = keys.map((k) => keyed.get(k)!);
+      const order: number[] = [];
+      for (let i = 0; i < n; i++) order.push(i);
+      order.sort((a, b) => pairs[2 * a]! - pairs[2 * b]! || pairs[2 * a + 1]! - pairs[2 * b + 1]!);
+      const sorted: number[] = [];
+      for (const i of order) {
+        const s = pairs[2 * i]!, l = pairs[2 * i + 1]!;
+        const m = sorted.length;
+        if (m > 0 && sorted[m - 2] === s && sorted[m - 1] === l) continue;
+        sorted.push(s, l);
+      }
+      key = sorted.join(",");
+      members = Int32Array.from(sorted);
     }
     let id = this.setIds.get(key);
     if (id === undefined) {
@@ -176,85 +393,50 @@ export class GrammarAutomaton {
     return id;
   }
 
-  private scannerFor(stack: number): number {
-    return this.scannerOfState[this.stackTop[stack]!]!;
-  }
-
-  /** Commits the current token of `h` (which must be committable); returns the follow-up or null. */
-  private commit(h: Hyp, sc: ScannerDfa, scId: number): Hyp | null {
-    const i = h.firstAccepted;
-    let term = sc.terms[sc.termOf[i]!]!;
-    for (const [shadow, str] of sc.unless[sc.termOf[i]!]!) {
-      if (sc.accept[h.dfaState * sc.numPatterns + shadow]) { term = str; break; }
-    }
-    const upTo = sc.shortest[i] ? i - 1 : i;
-    const constraints = upTo < 0 ? h.constraints.slice() : [...h.constraints, scId, h.dfaState, upTo];
-    if (term.ignored) {
-      const run = h.ignoredRun + h.tokenLen;
-      if (run > this.maxIgnoredRun) return null;
-      return { stack: h.stack, dfaState: this.scannerDfas[this.scannerFor(h.stack)]!.dfa.start, firstAccepted: -1, tokenLen: 0, ignoredRun: run, constraints };
-    }
-    if (term.tableIndex < 0) return null;
-    const stack = this.feed(h.stack, term.tableIndex);
-    if (stack < 0) return null;
-    return { stack, dfaState: this.scannerDfas[this.scannerFor(stack)]!.dfa.start, firstAccepted: -1, tokenLen: 0, ignoredRun: 0, constraints };
-  }
-
-
   /** Next state after `byte`, or -1 when no continuation of the text can be accepted by Lark. */
   step(state: number, byte: number): number {
     if (state < 0) return -1;
     const memoKey = state * 256 + byte;
     const hit = this.stepMemo.get(memoKey);
     if (hit !== undefined) return hit;
-    const out: Hyp[] = [];
-    for (const h of this.sets[state]!) {
-      const scId = this.scannerFor(h.stack);
-      const sc = this.scannerDfas[scId]!;
-      if (sc.broken) continue;
-      const d = sc.dfa;
-      const ns = d.next[h.dfaState * d.numClasses + d.byteClass[byte]!]!;
-      if (ns < 0) continue; // the common case in trie walks: decide before allocating anything
-      // Advance pending constraints: a forbidden terminal accepting kills the hypothesis.
-      const constraints: number[] = [];
-      let ok = true;
-      for (let c = 0; c < h.constraints.length && ok; c += 3) {
-        const cs = this.scannerDfas[h.constraints[c]!]!;
-        const d = cs.dfa;
-        const ns = d.next[h.constraints[c + 1]! * d.numClasses + d.byteClass[byte]!]!;
-        if (ns < 0) continue;
-        const upTo = h.constraints[c + 2]!;
-        for (let p = 0; p <= upTo; p++) if (cs.accept[ns * cs.numPatterns + p]) { ok = false; break; }
-        let alive = false;
-        for (let p = 0; p <= upTo && !alive; p++) if (cs.canAccept[ns * cs.numPatterns + p]) alive = true;
-        if (alive) constraints.push(h.constraints[c]!, ns, upTo);
+    const hyps = this.sets[state]!;
+    const out: number[] = [];
+    for (let i = 0; i < hyps.length; i += 2) {
+      const stack = hyps[i]!;
+      const slot = this.lexSlot(hyps[i + 1]!, byte);
+      const cont = this.lexCont[slot]!;
+      if (cont >= 0) out.push(stack, cont);
+      const restart = this.lexRestart[slot]!;
+      if (restart >= 0) out.push(stack, restart);
+      const term = this.lexCommitTerm[slot]!;
+      if (term >= 0) {
+        const st = this.feed(stack, term);
+        if (st >= 0) out.push(st, this.startLex(this.scannerFor(st), this.lexCommitAfter[slot]!));
       }
-      if (!ok) continue;
-      // The winner is the lowest-index terminal that ever matches at the token start.
-      let first = h.firstAccepted;
-      const limit = first < 0 ? sc.numOrdered : first;
-      for (let p = 0; p < limit; p++) if (sc.accept[ns * sc.numPatterns + p]) { first = p; break; }
-      const next: Hyp = { stack: h.stack, dfaState: ns, firstAccepted: first, tokenLen: Math.min(h.tokenLen + 1, this.maxIgnoredRun + 2), ignoredRun: h.ignoredRun, constraints };
-      const newlyAccepted = first >= 0 && first !== h.firstAccepted;
-      if (first >= 0 && sc.accept[ns * sc.numPatterns + first] && (!sc.shortest[first] || newlyAccepted)) {
-        const committed = this.commit(next, sc, scId);
-        if (committed) out.push(committed);
-      }
-      // Continuing pays off only if a later byte can make a terminal ≤ the winner-to-be accept
-      // (strictly earlier terminals for a lazy winner, which never grows).
-      const contBound = first < 0 ? sc.numOrdered - 1 : sc.shortest[first] ? first - 1 : first;
-      if (contBound < 0 || sc.minLaterPattern[ns]! > contBound) continue;
-      // Ignored-run limit for a token that can only end up ignored.
-      let onlyIgnored = true;
-      for (let p = 0; p <= contBound && onlyIgnored; p++) {
-        if ((sc.canAccept[ns * sc.numPatterns + p] || p === first) && !sc.terms[sc.termOf[p]!]!.ignored) onlyIgnored = false;
-      }
-      if (onlyIgnored && h.ignoredRun + next.tokenLen > this.maxIgnoredRun) continue;
-      out.push(next);
     }
     const id = this.intern(out);
     this.stepMemo.set(memoKey, id);
     return id;
+  }
+
+  /**
+   * The stack after the token in progress ends here, at the end of the text (a lazy winner only
+   * at its first match, which a surviving hypothesis with that winner has just reached or already
+   * committed); the same stack at a token boundary; -1 when the token cannot end here.
+   */
+  private stackAtEnd(stack: number, lex: number): number {
+    const f = lex * LEX_FIELDS;
+    const fields = this.lexFields;
+    if (fields[f + 3] === 0) return stack;
+    const sc = this.scannerDfas[fields[f]!]!;
+    const dfaState = fields[f + 1]!, i = fields[f + 2]!;
+    if (i < 0 || sc.accept[dfaState * sc.numPatterns + i] !== 1 || sc.shortest[i]) return -1;
+    let term = sc.terms[sc.termOf[i]!]!;
+    for (const [shadow, str] of sc.unless[sc.termOf[i]!]!) {
+      if (sc.accept[dfaState * sc.numPatterns + shadow]) { term = str; break; }
+    }
+    if (term.ignored) return fields[f + 4]! + fields[f + 3]! <= this.maxIgnoredRun ? stack : -1;
+    return term.tableIndex < 0 ? -1 : this.feed(stack, term.tableIndex);
   }
 
   /** Whether the text so far is a complete sentence (Lark would parse it). */
@@ -263,18 +445,10 @@ export class GrammarAutomaton {
     const hit = this.completeMemo.get(state);
     if (hit !== undefined) return hit;
     let result = false;
-    for (const h of this.sets[state]!) {
-      let at: Hyp | null = h;
-      if (h.tokenLen > 0) {
-        const scId = this.scannerFor(h.stack);
-        const sc = this.scannerDfas[scId]!;
-        // At the end of the text the pending token ends here (a lazy winner only at its first match,
-        // which a surviving hypothesis with that winner has just reached or already committed).
-        const i = h.firstAccepted;
-        const endsHere = i >= 0 && sc.accept[h.dfaState * sc.numPatterns + i] === 1 && !sc.shortest[i];
-        at = endsHere ? this.commit(h, sc, scId) : null;
-      }
-      if (at && this.feed(at.stack, 0) === -2) { result = true; break; }
+    const hyps = this.sets[state]!;
+    for (let i = 0; i < hyps.length && !result; i += 2) {
+      const st = this.stackAtEnd(hyps[i]!, hyps[i + 1]!);
+      if (st >= 0 && this.feed(st, 0) === -2) result = true;
     }
     this.completeMemo.set(state, result);
     return result;
@@ -357,20 +531,24 @@ export class GrammarAutomaton {
   minBytesLowerBound(state: number): number {
     if (state < 0) return Infinity;
     let best = Infinity;
-    for (const h of this.sets[state]!) {
-      if (h.tokenLen === 0) { best = Math.min(best, this.stackCost(h.stack)); continue; }
-      const scId = this.scannerFor(h.stack);
-      const sc = this.scannerDfas[scId]!;
-      const bound = h.firstAccepted < 0 ? sc.numOrdered - 1 : h.firstAccepted;
+    const hyps = this.sets[state]!;
+    const fields = this.lexFields;
+    for (let i = 0; i < hyps.length; i += 2) {
+      const stack = hyps[i]!;
+      const f = hyps[i + 1]! * LEX_FIELDS;
+      if (fields[f + 3] === 0) { best = Math.min(best, this.stackCost(stack)); continue; }
+      const sc = this.scannerDfas[fields[f]!]!;
+      const dfaState = fields[f + 1]!, first = fields[f + 2]!;
+      const bound = first < 0 ? sc.numOrdered - 1 : first;
       for (let p = 0; p <= bound; p++) {
-        const d = sc.dist[h.dfaState * sc.numPatterns + p]!;
+        const d = sc.dist[dfaState * sc.numPatterns + p]!;
         if (d < 0 || d >= best) continue;
         const term = sc.terms[sc.termOf[p]!]!;
         let after: number;
-        if (term.ignored) after = this.stackCost(h.stack);
+        if (term.ignored) after = this.stackCost(stack);
         else {
           if (term.tableIndex < 0) continue;
-          const st = this.feed(h.stack, term.tableIndex);
+          const st = this.feed(stack, term.tableIndex);
           if (st < 0) continue;
           after = this.stackCost(st);
         }
@@ -707,7 +885,12 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
       for (let p = 0; p < minLaterPattern[st]! && p < P; p++) if (canAccept[ns * P + p]) { minLaterPattern[st] = p; break; }
     }
   }
-  return { dfa, dist, minLaterPattern, terms, termOf: Int32Array.from(termOf), numOrdered, shortest: Uint8Array.from(shortest), canAccept, accept, unless, numPatterns: P, broken: sc.broken };
+  const ignorable = new Uint8Array(numOrdered);
+  for (let p = 0; p < numOrdered; p++) {
+    const ti = termOf[p]!;
+    if (terms[ti]!.ignored || unless[ti]!.some(([, s]) => s.ignored)) ignorable[p] = 1;
+  }
+  return { dfa, dist, minLaterPattern, terms, termOf: Int32Array.from(termOf), numOrdered, shortest: Uint8Array.from(shortest), canAccept, accept, unless, numPatterns: P, broken: sc.broken, ignorable };
 }
 
 export function createGrammarAutomaton(grammar: Grammar, opts?: IncrementalOptions): GrammarAutomaton {

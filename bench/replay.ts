@@ -1,0 +1,95 @@
+/**
+ * MaskBench-style replay shared by bench:mask and bench:grammar-mask: per-step samples, their
+ * summary, and one XGrammar (WebAssembly) round over the same target tokens.
+ */
+import { percentile, round3 } from "./stats.js";
+
+export interface Samples {
+  compileMs: number[];
+  stepUs: number[];
+  /** Process CPU time per step (µs, getrusage resolution): robust to other processes' load. */
+  stepCpuUs: number[];
+  compileCpuMs: number[];
+  maskOnlyUs: number[];
+  wronglyMasked: number;
+  notAccepting: number;
+  tokens: number;
+}
+
+export const newSamples = (): Samples => ({ compileMs: [], stepUs: [], stepCpuUs: [], compileCpuMs: [], maskOnlyUs: [], wronglyMasked: 0, notAccepting: 0, tokens: 0 });
+
+export function cpuUs(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+
+export function hasBit(mask: Uint32Array, id: number): boolean {
+  return ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export async function runTheirs(xg: any, tokenizerInfo: any, w: { ebnf: string }, targets: Int32Array[], vocabSize: number, out: Samples): Promise<void> {
+  const cpu0 = cpuUs();
+  const t0 = performance.now();
+  const compiler = await xg.GrammarCompiler.createGrammarCompiler(tokenizerInfo, false);
+  const compiled = await compiler.compileGrammar(w.ebnf);
+  const first = await xg.GrammarMatcher.createGrammarMatcher(compiled);
+  const v = first.handle.GetNextTokenBitmask(vocabSize);
+  v.delete();
+  out.compileMs.push(performance.now() - t0);
+  out.compileCpuMs.push((cpuUs() - cpu0) / 1000);
+  first.dispose();
+  for (const tokens of targets) {
+    const matcher = await xg.GrammarMatcher.createGrammarMatcher(compiled);
+    const handle = matcher.handle;
+    const n = tokens.length;
+    for (let i = 0; i < n; i++) {
+      const tok = tokens[i]!;
+      // The binding's native call only (the public wrapper adds an await and a copy).
+      const cpu = cpuUs();
+      const a = performance.now();
+      const vec = handle.GetNextTokenBitmask(vocabSize);
+      const b = performance.now();
+      const word = vec.get(tok >>> 5) >>> 0;
+      handle.AcceptToken(tok, false);
+      const c = performance.now();
+      out.stepCpuUs.push(cpuUs() - cpu);
+      vec.delete();
+      out.maskOnlyUs.push((b - a) * 1000);
+      out.stepUs.push((c - a) * 1000 - 0); // accept included, like ours
+      if (((word >>> (tok & 31)) & 1) !== 1) out.wronglyMasked++;
+    }
+    out.tokens += n;
+    matcher.dispose();
+  }
+  compiled.dispose();
+  compiler.dispose();
+}
+
+
+
+export function summarize(s: Samples): Record<string, number> {
+  const steps = [...s.stepUs].sort((a, b) => a - b);
+  const masks = [...s.maskOnlyUs].sort((a, b) => a - b);
+  const compile = [...s.compileMs].sort((a, b) => a - b);
+  const cpuSteps = [...s.stepCpuUs].sort((a, b) => a - b);
+  const cpuCompile = [...s.compileCpuMs].sort((a, b) => a - b);
+  const avg = steps.reduce((a, b) => a + b, 0) / Math.max(1, steps.length);
+  return {
+    compileMsMedian: round3(percentile(compile, 0.5)),
+    compileMsMin: round3(compile[0] ?? NaN),
+    compileMsMax: round3(compile[compile.length - 1] ?? NaN),
+    perTokenUsAvg: round3(avg),
+    perTokenUsP50: round3(percentile(steps, 0.5)),
+    perTokenUsP99: round3(percentile(steps, 0.99)),
+    cpuCompileMsMedian: round3(percentile(cpuCompile, 0.5)),
+    cpuPerTokenUsAvg: round3(cpuSteps.reduce((a, b) => a + b, 0) / Math.max(1, cpuSteps.length)),
+    cpuPerTokenUsP99: round3(percentile(cpuSteps, 0.99)),
+    maskOnlyUsP50: round3(percentile(masks, 0.5)),
+    maskOnlyUsP99: round3(percentile(masks, 0.99)),
+    tokensReplayed: s.tokens,
+    wronglyMasked: s.wronglyMasked,
+  };
+}
+
+
