@@ -1,6 +1,8 @@
 // The grammar token matcher's lexer-level cache against plain trie walks with the automaton: for
 // states reached by random token walks in every corpus grammar, both give the same mask, the same
-// target states (both over one automaton, so state ids are comparable). Also: advance() agrees with the mask bit by bit.
+// last-token (budget 1) mask, and targets with the same hypotheses (the fast way lists one state per
+// hypothesis, the plain way one per token; both over one automaton, so ids are comparable). Also:
+// advance() agrees with the mask bit by bit.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";

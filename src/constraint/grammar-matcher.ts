@@ -16,7 +16,7 @@
  * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
 import { LEXER_COMMITS } from "../grammar/index.js";
-import type { TokenTrie } from "./trie.js";
+import { utf8Step, type TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
 import { maskWords } from "./types.js";
 
@@ -729,6 +729,7 @@ class LexerLevelWalks {
   private loopKnown = new Uint8Array(64);
   private loopWords = new Uint32Array(64 * 8);
   private loopCodes = new Int32Array(64);
+  private loopsOnUtf8 = new Uint8Array(64);
   private readonly atDepth: Int32Array;
   private seen = new Int32Array(64);
   private stamp = 0;
@@ -947,10 +948,14 @@ class LexerLevelWalks {
         const codes = new Int32Array(n);
         codes.set(this.loopCodes);
         this.loopCodes = codes;
+        const utf8 = new Uint8Array(n);
+        utf8.set(this.loopsOnUtf8);
+        this.loopsOnUtf8 = utf8;
       }
       this.loopWords.set(l, setId * 8);
       this.loopCodes[setId] = code0;
       this.loopKnown[setId] = 1;
+      this.loopsOnUtf8[setId] = (code0 & COMMIT) === 0 && this.loopsOnEveryMultibyteChar(setId) ? 1 : 0;
       return l;
     }
   }
@@ -960,7 +965,7 @@ class LexerLevelWalks {
    * commit-free tokens with the set each ends in, and every commit grouped by its kind.
    */
   private walkFrom(setId: number, starts: readonly number[], dense: boolean): LexerWalk {
-    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth, belowBytes } = this.trie;
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth, belowBytes, utf8Aligned } = this.trie;
     const mask = dense ? new Uint32Array(maskWords(this.trie.vocabSize)) : null;
     const contSets: number[] = [];
     const tokensByCont: number[][] = [];
@@ -1041,7 +1046,11 @@ class LexerLevelWalks {
           const loop = this.loopWords;
           const lw = cont * 8;
           let inLoop = true;
-          for (let w = 0; w < 8 && inLoop; w++) if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) inLoop = false;
+          for (let w = 0; w < 4 && inLoop; w++) if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) inLoop = false;
+          let ascii = true;
+          for (let w = 4; w < 8 && inLoop; w++) if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) ascii = false;
+          // Non-ASCII below: fine when whole characters loop and no token ends inside one.
+          if (inLoop && !ascii) inLoop = this.loopsOnUtf8[cont] === 1 && utf8Aligned[p] === 1;
           if (inLoop) {
             const below0 = tokenStart[p + 1]!, below1 = tokenStart[p + size]!;
             addTokens(cont, below0, below1);
@@ -1078,6 +1087,36 @@ class LexerLevelWalks {
       });
     }
     return { mask, contSets: Int32Array.from(contSets), tokensByCont: dense ? [] : tokensByCont.map((t) => Int32Array.from(t)), groups: out };
+  }
+
+  /**
+   * Whether every valid multi-byte UTF-8 character takes the set back to itself without a commit
+   * (string bodies, free text): the product of the set's steps with a UTF-8 validator.
+   */
+  private loopsOnEveryMultibyteChar(setId: number): boolean {
+    const seen = new Set<number>();
+    const stack: number[] = [setId, 0];
+    while (stack.length > 0) {
+      const v = stack.pop()!;
+      const x = stack.pop()!;
+      for (let b = 0x80, hi = v === 0 ? 0xff : 0xbf; b <= hi; b++) {
+        const w = utf8Step(v, b);
+        if (w < 0) continue;
+        const code = this.stepCode(x, b);
+        if ((code & COMMIT) !== 0 || code === 0) return false;
+        const next = code - 1;
+        if (w === 0) {
+          if (next !== setId) return false;
+          continue;
+        }
+        const key = next * 8 + w;
+        if (!seen.has(key)) {
+          seen.add(key);
+          stack.push(next, w);
+        }
+      }
+    }
+    return true;
   }
 
   /** The commit keys of a set's self-loop (see loopBytes). */
