@@ -27,7 +27,7 @@ import { TokenTrie } from "../src/constraint/trie.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/grammar-matcher.js";
 import { MAX_IGNORED_RUN } from "../src/generate/grammar-constraint.js";
 import { argValue, round3 } from "./stats.js";
-import { cpuUs, hasBit, newSamples, runTheirs, summarize, type Samples } from "./replay.js";
+import { cpuUs, newSamples, replayTargets, runTheirs, summarize, type Samples } from "./replay.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -158,27 +158,7 @@ function runOurs(w: Workload, trie: TokenTrie, targets: Int32Array[], budget: "l
   matcher.mask(matcher.start, 1000);
   out.compileMs.push(performance.now() - t0);
   out.compileCpuMs.push((cpuUs() - cpu0) / 1000);
-  for (const tokens of targets) {
-    const st = new GrammarConstraintState(matcher);
-    const n = tokens.length;
-    for (let i = 0; i < n; i++) {
-      const tok = tokens[i]!;
-      const remaining = budget === "large" ? 1000 - i : n - i;
-      const cpu = cpuUs();
-      const a = performance.now();
-      const mask = st.mask(remaining);
-      const b = performance.now();
-      const ok = hasBit(mask, tok);
-      st.advance(tok);
-      const c = performance.now();
-      out.stepCpuUs.push(cpuUs() - cpu);
-      out.maskOnlyUs.push((b - a) * 1000);
-      out.stepUs.push((c - a) * 1000);
-      if (!ok) out.wronglyMasked++;
-    }
-    out.tokens += n;
-    if (!st.isAccepting()) out.notAccepting++;
-  }
+  replayTargets(() => new GrammarConstraintState(matcher), targets, budget, out);
   return matcher;
 }
 

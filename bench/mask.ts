@@ -26,7 +26,7 @@ import { DfaConstraintState } from "../src/constraint/dfa-state.js";
 import { MATCHER_PRECOMPUTE_MS } from "../src/generate/regex-constraint.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
 import { argValue, round3 } from "./stats.js";
-import { cpuUs, hasBit, newSamples, runTheirs, summarize, type Samples } from "./replay.js";
+import { cpuUs, newSamples, replayTargets, runTheirs, summarize, type Samples } from "./replay.js";
 import { GRAMMAR_NOTE, grammarWorkloadResults } from "./grammar-mask.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -182,27 +182,7 @@ function runOurs(
   matcher.mask(matcher.start, 1000);
   out.compileMs.push(performance.now() - t0);
   out.compileCpuMs.push((cpuUs() - cpu0) / 1000);
-  for (const tokens of targets) {
-    const st = new DfaConstraintState(matcher);
-    const n = tokens.length;
-    for (let i = 0; i < n; i++) {
-      const tok = tokens[i]!;
-      const remaining = budget === "large" ? 1000 - i : n - i;
-      const cpu = cpuUs();
-      const a = performance.now();
-      const mask = st.mask(remaining);
-      const b = performance.now();
-      const ok = hasBit(mask, tok);
-      st.advance(tok);
-      const c = performance.now();
-      out.stepCpuUs.push(cpuUs() - cpu);
-      out.maskOnlyUs.push((b - a) * 1000);
-      out.stepUs.push((c - a) * 1000);
-      if (!ok) out.wronglyMasked++;
-    }
-    out.tokens += n;
-    if (!st.isAccepting()) out.notAccepting++;
-  }
+  replayTargets(() => new DfaConstraintState(matcher), targets, budget, out);
   return matcher;
 }
 

@@ -27,6 +27,41 @@ export function hasBit(mask: Uint32Array, id: number): boolean {
   return ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
 }
 
+/** What a replay drives: a fresh constraint state per target (regex or grammar). */
+export interface ReplayState {
+  mask(remaining: number): Uint32Array;
+  advance(token: number): boolean;
+  isAccepting(): boolean;
+}
+
+/**
+ * Replays every target from a fresh state: mask, check the target's next token is in it, accept
+ * it. Budget 'large' = 1000 - step; 'tight' = exactly the tokens the target has left.
+ */
+export function replayTargets(newState: () => ReplayState, targets: readonly Int32Array[], budget: "large" | "tight", out: Samples): void {
+  for (const tokens of targets) {
+    const st = newState();
+    const n = tokens.length;
+    for (let i = 0; i < n; i++) {
+      const tok = tokens[i]!;
+      const remaining = budget === "large" ? 1000 - i : n - i;
+      const cpu = cpuUs();
+      const a = performance.now();
+      const mask = st.mask(remaining);
+      const b = performance.now();
+      const ok = hasBit(mask, tok);
+      st.advance(tok);
+      const c = performance.now();
+      out.stepCpuUs.push(cpuUs() - cpu);
+      out.maskOnlyUs.push((b - a) * 1000);
+      out.stepUs.push((c - a) * 1000);
+      if (!ok) out.wronglyMasked++;
+    }
+    out.tokens += n;
+    if (!st.isAccepting()) out.notAccepting++;
+  }
+}
+
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export async function runTheirs(xg: any, tokenizerInfo: any, w: { ebnf: string }, targets: Int32Array[], vocabSize: number, out: Samples): Promise<void> {
   const cpu0 = cpuUs();

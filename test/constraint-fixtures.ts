@@ -1,6 +1,6 @@
 /** Shared fixtures for test/constraint-*.test.ts: random DFAs, small vocabularies, brute force. */
 import type { ByteDfa, VocabularyBytes } from "../src/constraint/types.js";
-import { TokenKindValue } from "../src/constraint/types.js";
+import { TokenKind } from "../src/vocab/index.js";
 
 export { seededRandom as rng } from "../src/regex/index.js";
 
@@ -16,7 +16,7 @@ export function makeVocab(tokens: (string | Uint8Array)[], kinds?: number[]): Vo
     size: parts.length,
     offsets,
     data,
-    kinds: Uint8Array.from(kinds ?? parts.map(() => TokenKindValue.Normal)),
+    kinds: Uint8Array.from(kinds ?? parts.map(() => TokenKind.Normal)),
   };
 }
 
@@ -128,7 +128,7 @@ export function runDfa(dfa: ByteDfa, state: number, bytes: Uint8Array): number {
 export function isGenerable(vocab: VocabularyBytes, id: number): boolean {
   const k = vocab.kinds[id];
   return (
-    (k === TokenKindValue.Normal || k === TokenKindValue.Byte || k === TokenKindValue.UserDefined) &&
+    (k === TokenKind.Normal || k === TokenKind.Byte || k === TokenKind.UserDefined) &&
     vocab.offsets[id + 1]! > vocab.offsets[id]!
   );
 }

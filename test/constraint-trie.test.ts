@@ -2,7 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { TokenTrie, tokenTrieFor } from "../src/constraint/trie.js";
-import { TokenKindValue, type VocabularyBytes } from "../src/constraint/types.js";
+import type { VocabularyBytes } from "../src/constraint/types.js";
+import { TokenKind } from "../src/vocab/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { vocabFile } from "./helpers/paths.js";
 import { isGenerable, makeVocab } from "./constraint-fixtures.js";
@@ -58,7 +59,7 @@ function checkTrie(trie: TokenTrie, vocab: VocabularyBytes): void {
 }
 
 test("small vocabulary: structure, duplicates, excluded kinds and empty tokens", () => {
-  const K = TokenKindValue;
+  const K = TokenKind;
   const vocab = makeVocab(
     ["ab", "a", "abc", "b", "", "<eos>", "ab", "ba", "zz", "<ctl>", "\u00e9", "x"],
     [K.Normal, K.Normal, K.Normal, K.Byte, K.Normal, K.EndOfGeneration, K.UserDefined, K.Normal, K.Unused, K.Control, K.Normal, K.Normal],

@@ -1,4 +1,4 @@
-import { TokenTrie, utf8Step } from "./trie.js";
+import { loopsOnEveryUtf8Char, TokenTrie } from "./trie.js";
 import { maskWords, type ByteDfa } from "./types.js";
 
 /** minTokens value for a state from which acceptance is unreachable with whole tokens. */
@@ -141,36 +141,10 @@ export class DfaTokenMatcher {
     return kind;
   }
 
-  /**
-   * Whether every valid multi-byte UTF-8 character takes `state` back to itself (free text,
-   * string bodies): explores the product of the DFA with a UTF-8 validator from `state`.
-   */
+  /** Whether every valid multi-byte UTF-8 character takes `state` back to itself (free text, string bodies). */
   private loopsOnEveryMultibyteChar(state: number): boolean {
     const { next, byteClass, numClasses } = this.dfa;
-    const seen = new Set<number>();
-    const stack: number[] = [state, 0];
-    while (stack.length > 0) {
-      const v = stack.pop()!;
-      const s = stack.pop()!;
-      const lo = 0x80;
-      const hi = v === 0 ? 0xff : 0xbf;
-      for (let b = lo; b <= hi; b++) {
-        const w = utf8Step(v, b);
-        if (w < 0) continue;
-        const t = next[s * numClasses + byteClass[b]!]!;
-        if (t < 0) return false;
-        if (w === 0) {
-          if (t !== state) return false;
-          continue;
-        }
-        const key = t * 8 + w;
-        if (!seen.has(key)) {
-          seen.add(key);
-          stack.push(t, w);
-        }
-      }
-    }
-    return true;
+    return loopsOnEveryUtf8Char(state, (s, b) => next[s * numClasses + byteClass[b]!]!);
   }
 
   /** Whether every token below trie node p leads from `state` back to `state` (one block). */

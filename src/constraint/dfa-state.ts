@@ -1,4 +1,5 @@
 import type { DfaTokenMatcher } from "./dfa-matcher.js";
+import { setTokenRange } from "./types.js";
 
 /** `state` value while the forced prefix has not been generated yet. */
 export const PREFIX_PENDING = -2;
@@ -121,10 +122,7 @@ export class DfaConstraintState {
     const tokenIds = this.matcher.trie.tokenIds;
     for (let i = 0; i < spans.length; i += 3) {
       if (!this.matcher.canAcceptWithin(spans[i + 2]!, limit)) continue;
-      for (let k = spans[i]!; k < spans[i + 1]!; k++) {
-        const id = tokenIds[k]!;
-        mask[id >>> 5]! |= 1 << (id & 31);
-      }
+      setTokenRange(mask, tokenIds, spans[i]!, spans[i + 1]!);
     }
     this.prefixMask = mask;
     this.prefixMaskLimit = limit;

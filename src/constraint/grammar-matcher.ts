@@ -15,10 +15,11 @@
  * cached token transitions decides; when it gives up, the token is refused: budgets may then be
  * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
-import { LEXER_COMMITS } from "../grammar/index.js";
-import { utf8Step, type TokenTrie } from "./trie.js";
+import { LEXER_COMMITS, searchCheapestGoal } from "../grammar/index.js";
+import { loopsOnEveryUtf8Char, type TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
-import { maskWords } from "./types.js";
+import { maskWords, setTokenList, setTokenRange } from "./types.js";
+import { walkTrie } from "./walk.js";
 
 /** What the grammar stage's incremental recognizer offers. */
 export interface CompletableAutomaton extends ByteAutomaton {
@@ -66,7 +67,6 @@ export class GrammarTokenMatcher {
   private seenStamp = new Int32Array(1024);
   private stamp = 0;
   private readonly collected: number[] = [];
-  private readonly stateAtDepth: Int32Array;
   /** Lexer-level walks shared by all parser stacks; null when the automaton's shape is unknown. */
   private readonly lexer: LexerLevelWalks | null;
 
@@ -78,7 +78,6 @@ export class GrammarTokenMatcher {
   ) {
     this.words = maskWords(trie.vocabSize);
     this.emptyMask = new Uint32Array(this.words);
-    this.stateAtDepth = new Int32Array(trie.maxTokenLength + 2);
     this.lexer = options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton);
   }
 
@@ -121,7 +120,7 @@ export class GrammarTokenMatcher {
     if (lexer === null) {
       collected.length = 0;
       mask = new Uint32Array(this.words);
-      this.walkSubtree(state, 0, mask, ++this.stamp, null);
+      this.walkWhole(state, mask, ++this.stamp, null);
       maskKey = "";
     } else {
       const hyps = lexer.automaton.hypotheses(state);
@@ -234,19 +233,13 @@ export class GrammarTokenMatcher {
       const after = automaton.afterCommit(stack, group.commitKey);
       if (after < 0) continue;
       if (fits === null) {
-        setTokens(mask, group.deadEnds);
+        setTokenList(mask, group.deadEnds);
         if (group.hasEnds && stamp !== 0) this.collect(after, stamp);
       } else if (fits.get(after) === true) {
-        setTokens(mask, group.deadEnds);
-        setTokens(mask, group.aliveEnds);
-        const { tokenIds } = this.trie;
+        setTokenList(mask, group.deadEnds);
+        setTokenList(mask, group.aliveEnds);
         const ranges = group.aliveRanges;
-        for (let r = 0; r < ranges.length; r += 2) {
-          for (let k = ranges[r]!, to = ranges[r + 1]!; k < to; k++) {
-            const id = tokenIds[k]!;
-            mask[id >>> 5]! |= 1 << (id & 31);
-          }
-        }
+        for (let r = 0; r < ranges.length; r += 2) setTokenRange(mask, this.trie.tokenIds, ranges[r]!, ranges[r + 1]!);
       }
       if (group.nodes.length === 0 && group.loops.length === 0) continue;
       const hyp = automaton.hypotheses(after);
@@ -254,7 +247,7 @@ export class GrammarTokenMatcher {
       const nextStack = hyp[0]!;
       for (let i = 0; i < below.contSets.length; i++) {
         if (fits !== null && fits.get(lexer.stateOf(nextStack, below.contSets[i]!)) !== true) continue;
-        setTokens(mask, below.tokensByCont[i]!);
+        setTokenList(mask, below.tokensByCont[i]!);
         if (fits === null && stamp !== 0) this.collect(lexer.stateOf(nextStack, below.contSets[i]!), stamp);
       }
       this.applyGroups(nextStack, below.groups, mask, stamp, fits);
@@ -278,41 +271,17 @@ export class GrammarTokenMatcher {
   }
 
   /**
-   * Walks the subtree of trie node `root` with the automaton from `state` (whose bytes lead to
-   * the root first; for a root other than the trie's, `state` is the state at the root). Without `fits`: sets the bits of reachable tokens and collects their targets;
-   * with it: sets the bits of reachable tokens whose target is marked true.
+   * The reference walk without the lexer-level cache: the whole trie with the automaton. Without
+   * `fits`: sets the bits of reachable tokens and collects their targets; with it: sets the bits
+   * of reachable tokens whose target is marked true.
    */
-  private walkSubtree(state: number, root: number, mask: Uint32Array, stamp: number, fits: Map<number, boolean> | null): void {
-    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
-    const automaton = this.automaton;
-    const stateAtDepth = this.stateAtDepth;
-    const rootState = state;
-    if (rootState < 0) return;
-    const end = root + subtreeSize[root]!;
-    stateAtDepth[depth[root]!] = rootState;
-    let p = root;
-    if (root === 0) p = 1;
-    while (p < end) {
-      const info = nodeInfo[p]!;
-      const d = (info >>> 8) & 0xffff;
-      let ns: number;
-      if (p === root) ns = rootState;
-      else {
-        ns = automaton.step(stateAtDepth[d - 1]!, info & 0xff);
-        if (ns < 0) {
-          p += subtreeSize[p]!;
-          continue;
-        }
-        stateAtDepth[d] = ns;
-      }
-      if ((info & 0x80000000) !== 0 && (fits === null || fits.get(ns) === true)) {
-        for (let k = tokenStart[p]!, to = tokenStart[p + 1]!; k < to; k++) {
-          const id = tokenIds[k]!;
-          mask[id >>> 5]! |= 1 << (id & 31);
-        }
-        if (fits === null) this.collect(ns, stamp);
-      }
-      p++;
+  private walkWhole(state: number, mask: Uint32Array, stamp: number, fits: Map<number, boolean> | null): void {
+    if (fits === null) walkTrie(this.trie, this.automaton, state, 0, mask, (_from, _to, target) => this.collect(target, stamp));
+    else {
+      const tokenIds = this.trie.tokenIds;
+      walkTrie(this.trie, this.automaton, state, 0, undefined, (from, to, target) => {
+        if (fits.get(target) === true) setTokenRange(mask, tokenIds, from, to);
+      });
     }
   }
 
@@ -431,35 +400,12 @@ export class GrammarTokenMatcher {
   private shortestCompletion(state: number, maxExpansions: number): Uint8Array | null {
     const automaton = this.automaton;
     const lexer = this.lexer;
-    const g = new Map<number, number>([[state, 0]]);
     const via = new Map<number, number>(); // state → previous state * 256 + byte
-    const buckets: number[][] = [];
-    let f = 0;
-    const push = (s: number, cost: number): void => {
-      const h = automaton.minBytesLowerBound(s);
-      if (h === Infinity) return;
-      (buckets[Math.max(f, cost + h)] ??= []).push(s);
-    };
-    push(state, 0);
-    let expansions = 0;
     const codes: number[] = [];
-    for (; f < buckets.length; f++) {
-      const bucket = buckets[f];
-      if (!bucket) continue;
-      while (bucket.length) {
-        const s = bucket.pop()!;
-        const cost = g.get(s)!;
-        if (Math.max(f, cost + automaton.minBytesLowerBound(s)) !== f) continue;
-        if (automaton.isComplete(s)) {
-          const path = new Uint8Array(cost);
-          for (let at = s, i = cost - 1; i >= 0; i--) {
-            const link = via.get(at)!;
-            path[i] = link & 0xff;
-            at = (link - (link & 0xff)) / 256;
-          }
-          return path;
-        }
-        if (++expansions > maxExpansions) return null;
+    const found = searchCheapestGoal([state], {
+      lowerBound: (s) => automaton.minBytesLowerBound(s),
+      isGoal: (s) => automaton.isComplete(s),
+      expand: (s, relax) => {
         const hyps = lexer === null ? null : lexer.automaton.hypotheses(s);
         codes.length = 0;
         for (let b = 0; b < 256; b++) {
@@ -473,16 +419,18 @@ export class GrammarTokenMatcher {
             }
           }
           const ns = automaton.step(s, b);
-          if (ns < 0) continue;
-          const old = g.get(ns);
-          if (old !== undefined && old <= cost + 1) continue;
-          g.set(ns, cost + 1);
-          via.set(ns, s * 256 + b);
-          push(ns, cost + 1);
+          if (ns >= 0 && relax(ns, 1)) via.set(ns, s * 256 + b);
         }
-      }
+      },
+    }, maxExpansions);
+    if (found === null) return null;
+    const path = new Uint8Array(found.cost);
+    for (let at = found.goal, i = found.cost - 1; i >= 0; i--) {
+      const link = via.get(at)!;
+      path[i] = link & 0xff;
+      at = (link - (link & 0xff)) / 256;
     }
-    return null;
+    return path;
   }
 
   /**
@@ -495,57 +443,30 @@ export class GrammarTokenMatcher {
   private terminalLevelCompletion(state: number, maxExpansions: number): Uint8Array | null {
     const lexer = this.lexer!;
     const automaton = lexer.automaton;
-    const g = new Map<number, number>();
     const via = new Map<number, { from: number; bytes: Uint8Array }>();
-    const buckets: number[][] = [];
-    let f = 0;
-    const push = (c: number, cost: number): void => {
-      const h = automaton.minBytesLowerBound(c);
-      if (h === Infinity) return;
-      (buckets[Math.max(f, cost + h)] ??= []).push(c);
-    };
     const hyps = automaton.hypotheses(state);
-    for (let i = 0; i < hyps.length; i += 2) {
-      const c = hyps.length === 2 ? state : automaton.withStack(hyps[i]!, [hyps[i + 1]!]);
-      g.set(c, 0);
-      push(c, 0);
-    }
-    let expansions = 0;
-    for (; f < buckets.length; f++) {
-      const bucket = buckets[f];
-      if (!bucket) continue;
-      while (bucket.length) {
-        const c = bucket.pop()!;
-        const cost = g.get(c)!;
-        if (Math.max(f, cost + automaton.minBytesLowerBound(c)) !== f) continue;
-        if (automaton.isComplete(c)) {
-          const parts: Uint8Array[] = [];
-          for (let at = c; via.has(at); at = via.get(at)!.from) parts.push(via.get(at)!.bytes);
-          const out = new Uint8Array(cost);
-          let o = 0;
-          for (let i = parts.length - 1; i >= 0; i--) {
-            out.set(parts[i]!, o);
-            o += parts[i]!.length;
-          }
-          return out;
-        }
-        if (++expansions > maxExpansions) return null;
+    const starts: number[] = [];
+    for (let i = 0; i < hyps.length; i += 2) starts.push(hyps.length === 2 ? state : automaton.withStack(hyps[i]!, [hyps[i + 1]!]));
+    const found = searchCheapestGoal(starts, {
+      lowerBound: (c) => automaton.minBytesLowerBound(c),
+      isGoal: (c) => automaton.isComplete(c),
+      expand: (c, relax) => {
         const h = automaton.hypotheses(c);
         const ends = lexer.tokenEnds(h[1]!);
         for (let i = 0; i < ends.keys.length; i++) {
           const next = automaton.afterCommit(h[0]!, ends.keys[i]!);
-          if (next < 0) continue;
-          const bytes = ends.bytes[i]!;
-          const nc = cost + bytes.length;
-          const old = g.get(next);
-          if (old !== undefined && old <= nc) continue;
-          g.set(next, nc);
-          via.set(next, { from: c, bytes });
-          push(next, nc);
+          if (next >= 0 && relax(next, ends.bytes[i]!.length)) via.set(next, { from: c, bytes: ends.bytes[i]! });
         }
-      }
+      },
+    }, maxExpansions);
+    if (found === null) return null;
+    const out = new Uint8Array(found.cost);
+    for (let at = found.goal, o = found.cost; via.has(at); at = via.get(at)!.from) {
+      const bytes = via.get(at)!.bytes;
+      o -= bytes.length;
+      out.set(bytes, o);
     }
-    return null;
+    return out;
   }
 
   /** Whether a complete sentence is reachable from `state` within `budget` tokens. */
@@ -620,7 +541,7 @@ export class GrammarTokenMatcher {
     }
     const fits = new Map<number, boolean>();
     for (let i = 0; i < e.distinct.length; i++) fits.set(e.distinct[i]!, this.canAcceptWithin(e.distinct[i]!, limit));
-    if (lexer === null) this.walkSubtree(state, 0, mask, 0, fits);
+    if (lexer === null) this.walkWhole(state, mask, 0, fits);
     else {
       const hyps = lexer.automaton.hypotheses(state);
       this.applyHypothesis(hyps[0]!, hyps[1]!, mask, 0, fits);
@@ -703,12 +624,6 @@ interface LexerWalk {
 const COMMIT = LEXER_COMMITS;
 const UNKNOWN = -1;
 
-function setTokens(mask: Uint32Array, tokens: Int32Array): void {
-  for (let i = 0; i < tokens.length; i++) {
-    const id = tokens[i]!;
-    mask[id >>> 5]! |= 1 << (id & 31);
-  }
-}
 
 /**
  * Trie walks over sets of lexer states (a hypothesis's token in progress, and the fresh tokens
@@ -998,12 +913,8 @@ class LexerLevelWalks {
     const addTokens = (cont: number, from: number, to: number): void => {
       if (from >= to) return;
       const slot = slotOf(cont);
-      if (mask !== null) {
-        for (let t = from; t < to; t++) {
-          const id = tokenIds[t]!;
-          mask[id >>> 5]! |= 1 << (id & 31);
-        }
-      } else {
+      if (mask !== null) setTokenRange(mask, tokenIds, from, to);
+      else {
         const list = tokensByCont[slot]!;
         for (let t = from; t < to; t++) list.push(tokenIds[t]!);
       }
@@ -1089,34 +1000,12 @@ class LexerLevelWalks {
     return { mask, contSets: Int32Array.from(contSets), tokensByCont: dense ? [] : tokensByCont.map((t) => Int32Array.from(t)), groups: out };
   }
 
-  /**
-   * Whether every valid multi-byte UTF-8 character takes the set back to itself without a commit
-   * (string bodies, free text): the product of the set's steps with a UTF-8 validator.
-   */
+  /** Whether every valid multi-byte UTF-8 character takes the set back to itself without a commit. */
   private loopsOnEveryMultibyteChar(setId: number): boolean {
-    const seen = new Set<number>();
-    const stack: number[] = [setId, 0];
-    while (stack.length > 0) {
-      const v = stack.pop()!;
-      const x = stack.pop()!;
-      for (let b = 0x80, hi = v === 0 ? 0xff : 0xbf; b <= hi; b++) {
-        const w = utf8Step(v, b);
-        if (w < 0) continue;
-        const code = this.stepCode(x, b);
-        if ((code & COMMIT) !== 0 || code === 0) return false;
-        const next = code - 1;
-        if (w === 0) {
-          if (next !== setId) return false;
-          continue;
-        }
-        const key = next * 8 + w;
-        if (!seen.has(key)) {
-          seen.add(key);
-          stack.push(next, w);
-        }
-      }
-    }
-    return true;
+    return loopsOnEveryUtf8Char(setId, (x, b) => {
+      const code = this.stepCode(x, b);
+      return (code & COMMIT) !== 0 ? -1 : code - 1;
+    });
   }
 
   /** The commit keys of a set's self-loop (see loopBytes). */
@@ -1142,12 +1031,7 @@ class LexerLevelWalks {
         continue;
       }
       atDepth[d] = cont;
-      if ((info & 0x80000000) !== 0 && keep.has(cont)) {
-        for (let k = tokenStart[p]!, to = tokenStart[p + 1]!; k < to; k++) {
-          const id = tokenIds[k]!;
-          mask[id >>> 5]! |= 1 << (id & 31);
-        }
-      }
+      if ((info & 0x80000000) !== 0 && keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p]!, tokenStart[p + 1]!);
       p++;
     }
   }

@@ -1,4 +1,5 @@
-import { TokenKindValue, type VocabularyBytes } from "./types.js";
+import { TokenKind } from "../vocab/index.js";
+import type { VocabularyBytes } from "./types.js";
 
 /**
  * Every generable token's bytes as a trie in flat typed arrays (llguidance toktrie layout).
@@ -101,7 +102,7 @@ export class TokenTrie {
     for (let id = 0; id < size; id++) {
       const kind = kinds[id];
       if (
-        (kind === TokenKindValue.Normal || kind === TokenKindValue.Byte || kind === TokenKindValue.UserDefined) &&
+        (kind === TokenKind.Normal || kind === TokenKind.Byte || kind === TokenKind.UserDefined) &&
         offsets[id + 1]! > offsets[id]!
       ) {
         candidates.push(id);
@@ -215,6 +216,37 @@ export function utf8Step(v: number, b: number): number {
     default:
       return b >= 0x80 && b <= 0x8f ? 2 : -1;
   }
+}
+
+/**
+ * Whether every valid multi-byte UTF-8 character takes `state` back to itself under `step`
+ * (next state, or -1 when the byte may not continue the walk): the product of the automaton
+ * with a UTF-8 validator. Walks use it to take subtrees of whole characters at once (string
+ * bodies, free text).
+ */
+export function loopsOnEveryUtf8Char(state: number, step: (state: number, byte: number) => number): boolean {
+  const seen = new Set<number>();
+  const stack: number[] = [state, 0];
+  while (stack.length > 0) {
+    const v = stack.pop()!;
+    const s = stack.pop()!;
+    for (let b = 0x80, hi = v === 0 ? 0xff : 0xbf; b <= hi; b++) {
+      const w = utf8Step(v, b);
+      if (w < 0) continue;
+      const t = step(s, b);
+      if (t < 0) return false;
+      if (w === 0) {
+        if (t !== state) return false;
+        continue;
+      }
+      const key = t * 8 + w;
+      if (!seen.has(key)) {
+        seen.add(key);
+        stack.push(t, w);
+      }
+    }
+  }
+  return true;
 }
 
 function computeUtf8Aligned(numNodes: number, nodeByte: Uint8Array, tokenStart: Uint32Array, parent: Int32Array): Uint8Array {

@@ -3,27 +3,11 @@
  * the part of `vocab/`'s `Vocabulary` the trie needs (a `Vocabulary` satisfies it as-is, and
  * tests can build small ones by hand).
  */
+import type { Vocabulary } from "../vocab/index.js";
 export type { ByteDfa } from "../regex/index.js";
 
-/** The part of `vocab/`'s `Vocabulary` the trie reads. */
-export interface VocabularyBytes {
-  readonly size: number;
-  /** size + 1 entries; bytes of token i = data[offsets[i] .. offsets[i + 1]). */
-  readonly offsets: Uint32Array;
-  readonly data: Uint8Array;
-  /** TokenKind per token. */
-  readonly kinds: Uint8Array;
-}
-
-/** Same values as `vocab/`'s TokenKind. */
-export const TokenKindValue = {
-  Normal: 0,
-  Control: 1,
-  EndOfGeneration: 2,
-  Byte: 3,
-  Unused: 4,
-  UserDefined: 5,
-} as const;
+/** The part of `vocab/`'s `Vocabulary` the trie reads (`kinds`: vocab's TokenKind per token). */
+export type VocabularyBytes = Pick<Vocabulary, "size" | "offsets" | "data" | "kinds">;
 
 /**
  * Any byte-level automaton with integer states, for walks that are not a plain DFA (the grammar
@@ -37,4 +21,20 @@ export interface ByteAutomaton {
 /** Mask words for a vocabulary: bit `id & 31` of word `id >>> 5`. */
 export function maskWords(vocabSize: number): number {
   return (vocabSize + 31) >>> 5;
+}
+
+/** Sets the bits of the tokens tokenIds[from .. to) (a trie subtree's tokens are one such range). */
+export function setTokenRange(mask: Uint32Array, tokenIds: Int32Array, from: number, to: number): void {
+  for (let k = from; k < to; k++) {
+    const id = tokenIds[k]!;
+    mask[id >>> 5]! |= 1 << (id & 31);
+  }
+}
+
+/** Sets the bits of every token in `ids`. */
+export function setTokenList(mask: Uint32Array, ids: Int32Array): void {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    mask[id >>> 5]! |= 1 << (id & 31);
+  }
 }

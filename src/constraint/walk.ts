@@ -1,5 +1,5 @@
 import type { TokenTrie } from "./trie.js";
-import type { ByteAutomaton } from "./types.js";
+import { setTokenRange, type ByteAutomaton } from "./types.js";
 
 /**
  * Called once per trie node that ends at least one token and is reachable: the tokens are
@@ -34,12 +34,7 @@ export function walkTrie(
     const to = tokenStart[p + 1]!;
     if (from === to) return;
     count += to - from;
-    if (mask !== undefined) {
-      for (let k = from; k < to; k++) {
-        const id = tokenIds[k]!;
-        mask[id >>> 5]! |= 1 << (id & 31);
-      }
-    }
+    if (mask !== undefined) setTokenRange(mask, tokenIds, from, to);
     if (visit !== undefined) visit(from, to, state);
   };
   if (root !== 0) visitNode(root, startState);

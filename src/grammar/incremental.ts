@@ -18,6 +18,7 @@ import type { Grammar } from "./index.js";
 import { GrammarError } from "./lalr.js";
 import type { LexTerminal, Scanner } from "./lexer.js";
 import { parsePyRegex, type RegexNode } from "./pyregex.js";
+import { searchCheapestGoal } from "./search.js";
 
 const LARK_ESCAPED_STRING = String.raw`".*?(?<!\\)(\\\\)*?"`;
 
@@ -564,37 +565,17 @@ export class GrammarAutomaton {
    */
   minBytesToComplete(state: number, maxExpansions = 20000): number {
     if (state < 0) return -1;
-    const g = new Map<number, number>([[state, 0]]);
-    // Bucket queue keyed by f = g + h (small integers).
-    const buckets: number[][] = [];
-    let f = 0;
-    const push = (s: number, cost: number): void => {
-      const h = this.minBytesLowerBound(s);
-      if (h === Infinity) return;
-      (buckets[Math.max(f, cost + h)] ??= []).push(s);
-    };
-    push(state, 0);
-    let expansions = 0;
-    for (; f < buckets.length; f++) {
-      const bucket = buckets[f];
-      if (!bucket) continue;
-      while (bucket.length) {
-        const s = bucket.pop()!;
-        const cost = g.get(s)!;
-        if (Math.max(f, cost + this.minBytesLowerBound(s)) !== f) continue; // stale entry
-        if (this.isComplete(s)) return cost;
-        if (++expansions > maxExpansions) return -1;
+    const found = searchCheapestGoal([state], {
+      lowerBound: (s) => this.minBytesLowerBound(s),
+      isGoal: (s) => this.isComplete(s),
+      expand: (s, relax) => {
         for (let b = 0; b < 256; b++) {
           const ns = this.step(s, b);
-          if (ns < 0) continue;
-          const old = g.get(ns);
-          if (old !== undefined && old <= cost + 1) continue;
-          g.set(ns, cost + 1);
-          push(ns, cost + 1);
+          if (ns >= 0) relax(ns, 1);
         }
-      }
-    }
-    return -1;
+      },
+    }, maxExpansions);
+    return found === null ? -1 : found.cost;
   }
 }
 

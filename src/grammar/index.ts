@@ -15,6 +15,7 @@ import { buildLalrTable, GrammarError, LalrRunner, type BnfRule, type LalrTable 
 import { buildLexTerminals, buildScanner, scanToken, type LexTerminal, type Scanner } from "./lexer.js";
 
 export { GrammarAutomaton, createGrammarAutomaton, LEXER_COMMITS, type IncrementalOptions } from "./incremental.js";
+export { searchCheapestGoal, type CompletionSearch } from "./search.js";
 export { sampleSentence, mutateSentence, makeRng } from "./sampler.js";
 export { GrammarError, type LalrTable, type BnfRule, type TerminalDef, type CompiledGrammar, type LexTerminal, type Scanner };
 

@@ -328,22 +328,19 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
   }
 
   const apiConfig = { apiKey: true, jsonBody: true };
-  const responses = (ok: Record<string, unknown>) => ({
-    200: ok,
-    "4xx": errorResponse,
-    "5xx": errorResponse,
+  /** Options of an authenticated JSON API route: summary, body schema, 200 schema, error shape. */
+  const apiRoute = (summary: string, body: unknown, ok: Record<string, unknown>) => ({
+    config: apiConfig,
+    schema: {
+      summary,
+      security: [{ bearer: [] }],
+      body,
+      response: { 200: ok, "4xx": errorResponse, "5xx": errorResponse },
+    },
   });
 
   const regexSchema = regexBody(config);
-  app.post("/v1/completion/regex", {
-    config: apiConfig,
-    schema: {
-      summary: "Completion constrained to match a regular expression",
-      security: [{ bearer: [] }],
-      body: regexSchema,
-      response: responses(completionResponse),
-    },
-  }, async (request, reply) => {
+  app.post("/v1/completion/regex", apiRoute("Completion constrained to match a regular expression", regexSchema, completionResponse), async (request, reply) => {
     const body = request.body as CompletionBody & { pattern?: string | string[]; patterns?: string | string[] };
     if (body.pattern !== undefined && body.patterns !== undefined) {
       throw new HttpError(400, "give either pattern or patterns (an alias), not both");
@@ -363,17 +360,8 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
 
   const grammarSchema = grammarBody(config);
   for (const url of ["/v1/completion/cfg", "/v1/completion/grammar"]) {
-    app.post(url, {
-      config: apiConfig,
-      schema: {
-        summary: url.endsWith("cfg")
-          ? "Completion constrained to a Lark (LALR) grammar"
-          : "Alias of /v1/completion/cfg",
-        security: [{ bearer: [] }],
-        body: grammarSchema,
-        response: responses(completionResponse),
-      },
-    }, async (request, reply) => {
+    const summary = url.endsWith("cfg") ? "Completion constrained to a Lark (LALR) grammar" : "Alias of /v1/completion/cfg";
+    app.post(url, apiRoute(summary, grammarSchema, completionResponse), async (request, reply) => {
       const body = request.body as CompletionBody & { grammar: string };
       checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
       const result = await generate(request, reply, (signal) =>
@@ -385,15 +373,7 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
   }
 
   const categorizeSchema = categorizeBody(config);
-  app.post("/v1/categorize", {
-    config: apiConfig,
-    schema: {
-      summary: "Choose among categories",
-      security: [{ bearer: [] }],
-      body: categorizeSchema,
-      response: responses(categorizeResponse),
-    },
-  }, async (request, reply) => {
+  app.post("/v1/categorize", apiRoute("Choose among categories", categorizeSchema, categorizeResponse), async (request, reply) => {
     const body = request.body as {
       prompt: string;
       categories: string[];
