@@ -36,8 +36,10 @@ interface StateEdges {
   mask: Uint32Array;
   /** What determines the mask (lexer walks and which commits the stack takes). */
   maskKey: string;
-  /** Distinct target states of the allowed tokens, by ascending lower-bound distance. */
+  /** Distinct target states of the allowed tokens. */
   distinct: Int32Array;
+  /** The same, by ascending lower-bound distance (sorted on first need; a copy, as searches recurse while others iterate `distinct`). */
+  nearestFirst: Int32Array | null;
   /** Smallest token budget known to let every target finish (Infinity: not known yet). */
   allFitFrom: number;
 }
@@ -46,6 +48,8 @@ interface StateEdges {
 const MAX_SHARED_MASKS = 4096;
 /** Depth-first search effort per budget query before refusing (conservative). */
 const SEARCH_LIMIT = 64;
+/** Commits a greedy completion may take before it gives up (then A* decides). */
+const GREEDY_MAX_COMMITS = 256;
 /** Budgets above this are treated alike by the memo keys (they only ever mean "plenty"). */
 const BUDGET_KEY_CAP = 0xffff;
 
@@ -58,6 +62,10 @@ export class GrammarTokenMatcher {
   private readonly prefixCache = new Map<string, { tokens: Int32Array; targets: Int32Array }>();
   /** Per state: tokens that surely suffice to complete (see tokenUpperBound). */
   private readonly tokenBound = new Map<number, number>();
+  /** States whose bound has had the shortest-completion search too. */
+  private readonly exactBounded = new Set<number>();
+  /** Per state: the greedy completion's next commit (see greedyCompletion). */
+  private readonly greedySteps = new Map<number, { bytes: Uint8Array; next: number } | null>();
   /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
   private readonly finishMemo = new Map<number, number>();
   private readonly budgetMasks = new Map<number, Uint32Array>();
@@ -145,7 +153,6 @@ export class GrammarTokenMatcher {
         const setId = lexer.setOfLexer(hyps[1]!);
         const signature = this.signature;
         signature.length = 0;
-        signature.push(setId);
         this.collectHypothesis(hyps[0]!, setId, ++this.stamp, signature);
         maskKey = signature.join(",");
         let shared = this.sharedMasks.get(maskKey);
@@ -157,12 +164,20 @@ export class GrammarTokenMatcher {
         mask = shared;
       }
     }
-    const automaton = this.automaton;
-    const lb = collected.map((t) => automaton.minBytesLowerBound(t));
-    const order = collected.map((_, i) => i).sort((x, y) => lb[x]! - lb[y]!);
-    e = { mask, maskKey, distinct: Int32Array.from(order, (i) => collected[i]!), allFitFrom: Number.POSITIVE_INFINITY };
+    e = { mask, maskKey, distinct: Int32Array.from(collected), nearestFirst: null, allFitFrom: Number.POSITIVE_INFINITY };
     this.edges.set(state, e);
     return e;
+  }
+
+  /** The targets nearest first (by lower bound), for the depth-first budget search; sorted once, on first need. */
+  private targetsByDistance(e: StateEdges): Int32Array {
+    if (e.nearestFirst === null) {
+      const automaton = this.automaton;
+      const lb = new Map<number, number>();
+      for (let i = 0; i < e.distinct.length; i++) lb.set(e.distinct[i]!, automaton.minBytesLowerBound(e.distinct[i]!));
+      e.nearestFirst = e.distinct.slice().sort((x, y) => lb.get(x)! - lb.get(y)!);
+    }
+    return e.nearestFirst;
   }
 
   private shareMask(key: string, mask: Uint32Array): void {
@@ -174,6 +189,8 @@ export class GrammarTokenMatcher {
   private collectHypothesis(stack: number, setId: number, stamp: number, signature: number[]): void {
     const lexer = this.lexer!;
     const walk = lexer.rootWalk(setId);
+    // Sets with one walk (equivalent lexer behaviour) give one mask for the same commit outcomes.
+    signature.push(walk.owner);
     const conts = walk.contSets;
     for (let i = 0; i < conts.length; i++) this.collect(lexer.stateOf(stack, conts[i]!), stamp);
     this.collectGroups(stack, walk.groups, stamp, signature);
@@ -333,26 +350,34 @@ export class GrammarTokenMatcher {
   }
 
   /**
-   * Tokens that surely suffice from `state` (Infinity: unknown): the fewest tokens that spell the
-   * shortest completing byte string. The automaton is byte-level, so any segmentation of a valid
-   * byte continuation into tokens is a valid token path.
+   * Tokens that surely suffice from `state` (Infinity: unknown), from a known completing byte
+   * string: the fewest tokens that spell it. The automaton is byte-level, so any segmentation of
+   * a valid byte continuation into tokens is a valid token path. The first answer comes from a
+   * cheap greedy completion (enough whenever the budget is roomy, the common case); `exact` asks
+   * for the shortest completing bytes too (A*), once per state, when the budget is tight.
    */
-  private tokenUpperBound(state: number): number {
-    const known = this.tokenBound.get(state);
-    if (known !== undefined) return known;
+  private tokenUpperBound(state: number, exact: boolean): number {
+    let known = this.tokenBound.get(state);
+    if (known === undefined) {
+      const path = this.lexer === null ? null : this.greedyCompletion(state);
+      known = path === null ? Number.POSITIVE_INFINITY : this.boundAlong(state, path);
+      if (path === null) this.tokenBound.set(state, known);
+    }
+    if (!exact || this.exactBounded.has(state)) return known;
+    this.exactBounded.add(state);
     const path = (this.lexer === null ? null : this.terminalLevelCompletion(state, 2000)) ?? this.shortestCompletion(state, 5000);
-    if (path === null) {
-      this.tokenBound.set(state, Number.POSITIVE_INFINITY);
-      return Number.POSITIVE_INFINITY;
-    }
+    return path === null ? known : Math.min(known, this.boundAlong(state, path));
+  }
+
+  /**
+   * The fewest tokens spelling `path` (a completion of `state`), recorded as a bound for `state`
+   * and for the states at the spelling's token boundaries: after its first token k-1 tokens
+   * suffice, and so on. Then a token allowed because of this bound leaves a state whose own bound
+   * agrees, and the next mask cannot come out empty because a later search gave up.
+   */
+  private boundAlong(state: number, path: Uint8Array): number {
     const cuts = this.fewestTokensSpelling(path);
-    if (cuts === null) {
-      this.tokenBound.set(state, Number.POSITIVE_INFINITY);
-      return Number.POSITIVE_INFINITY;
-    }
-    // Record the bound along the witness too: after its first token k-1 tokens suffice, and so on.
-    // Then a token allowed because of this bound leaves a state whose own bound agrees, and the
-    // next mask cannot come out empty because a later search gave up.
+    if (cuts === null) return Number.POSITIVE_INFINITY;
     let s = state;
     for (let i = 0, at = 0; i < cuts.length; i++) {
       const left = cuts.length - i;
@@ -361,6 +386,54 @@ export class GrammarTokenMatcher {
       for (const end = cuts[i]!; at < end; at++) s = this.automaton.step(s, path[at]!);
     }
     return cuts.length;
+  }
+
+  /**
+   * Some completing byte string of `state`, found without search: from each configuration the
+   * terminal commit whose shortest bytes plus the automaton's lower bound after it is least
+   * (`lexer.tokenEnds`, afterCommit), step after step, each step's choice memoized per
+   * configuration. null when the greedy walk dead-ends or runs long (then A* decides).
+   */
+  private greedyCompletion(state: number): Uint8Array | null {
+    const automaton = this.automaton;
+    const segments: Uint8Array[] = [];
+    let length = 0;
+    let s = state;
+    for (let steps = 0; !automaton.isComplete(s); steps++) {
+      if (steps >= GREEDY_MAX_COMMITS) return null;
+      const step = this.greedyStep(s);
+      if (step === null) return null;
+      segments.push(step.bytes);
+      length += step.bytes.length;
+      s = step.next;
+    }
+    const out = new Uint8Array(length);
+    for (let i = 0, at = 0; i < segments.length; at += segments[i]!.length, i++) out.set(segments[i]!, at);
+    return out;
+  }
+
+  private greedyStep(state: number): { bytes: Uint8Array; next: number } | null {
+    const known = this.greedySteps.get(state);
+    if (known !== undefined) return known;
+    const lexer = this.lexer!;
+    const automaton = lexer.automaton;
+    const hyps = automaton.hypotheses(state);
+    let best: { bytes: Uint8Array; next: number } | null = null;
+    let bestCost = Number.POSITIVE_INFINITY;
+    for (let h = 0; h < hyps.length; h += 2) {
+      const ends = lexer.tokenEnds(hyps[h + 1]!);
+      for (let i = 0; i < ends.keys.length; i++) {
+        const next = automaton.afterCommit(hyps[h]!, ends.keys[i]!);
+        if (next < 0) continue;
+        const cost = ends.bytes[i]!.length + automaton.minBytesLowerBound(next);
+        if (cost < bestCost) {
+          bestCost = cost;
+          best = { bytes: ends.bytes[i]!, next };
+        }
+      }
+    }
+    this.greedySteps.set(state, best);
+    return best;
   }
 
   /** Token boundaries (end offsets) of the fewest-token spelling of `bytes`; null when none. */
@@ -482,7 +555,7 @@ export class GrammarTokenMatcher {
     if (budget <= 0) return false;
     const lower = this.automaton.minBytesLowerBound(state);
     if (lower === Infinity || lower > budget * this.trie.maxTokenLength) return false;
-    if (this.tokenUpperBound(state) <= budget) return true;
+    if (this.tokenUpperBound(state, false) <= budget || this.tokenUpperBound(state, true) <= budget) return true;
     const key = state * 65536 + Math.min(budget, BUDGET_KEY_CAP);
     const memo = this.finishMemo.get(key);
     if (memo !== undefined) return memo === 1;
@@ -491,7 +564,7 @@ export class GrammarTokenMatcher {
       return false;
     }
     let found = false;
-    const { distinct } = this.edgesOf(state);
+    const distinct = this.targetsByDistance(this.edgesOf(state));
     for (let i = 0; i < distinct.length && !found; i++) found = this.finishable(distinct[i]!, budget - 1);
     // A give-up answer is not memoized as "no": another query with more effort may find a way.
     if (found || !this.searchGaveUp) this.finishMemo.set(key, found ? 1 : 0);
@@ -577,6 +650,10 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   lexerStep(lex: number, byte: number): number;
   /** Lexer state after an ignored terminal ends at the byte (same stack), or -1. */
   lexerRestart(lex: number, byte: number): number;
+  /** Ending the text here: the terminal fed (≥ 0), LEXER_END_KEEPS_STACK, or -1 (cannot end). */
+  lexerEndKey(lex: number): number;
+  /** One byte per class of bytes that step the lexer state alike. */
+  lexerByteReps(lex: number): Uint8Array;
   /** The terminal commit at the byte, as a key for afterCommit; -1 when none. */
   lexerCommitKey(lex: number, byte: number): number;
   /** The one-hypothesis state after the commit on `stack`; -1 when the parser refuses it. */
@@ -587,7 +664,7 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
 
 function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
   const l = a as Partial<LexerLevelAutomaton>;
-  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.withStack === "function";
+  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.withStack === "function";
 }
 
 /** Trie nodes where one terminal commit (same terminal, same inherited constraints) happens. */
@@ -611,6 +688,8 @@ interface CommitGroup {
 }
 
 interface LexerWalk {
+  /** The set this walk was made for (a walk taken over from an equivalent set keeps its maker's). */
+  readonly owner: number;
   /** Root walks: the commit-free tokens (allowed whatever the stack). */
   readonly mask: Uint32Array | null;
   /** Distinct lexer-state sets at the ends of commit-free tokens. */
@@ -633,6 +712,9 @@ const UNKNOWN = -1;
  */
 class LexerLevelWalks {
   private readonly roots = new Map<number, LexerWalk>();
+  /** Sets with a walk of their own, by behaviourSignature: where rootWalk looks for an equivalent. */
+  private readonly rootsBySignature = new Map<string, number[]>();
+  private readonly endKeysOf = new Map<number, string>();
   private readonly setOfLex = new Map<number, number>();
   private readonly setMembers: number[][] = [];
   private readonly setIds = new Map<string, number>();
@@ -645,6 +727,7 @@ class LexerLevelWalks {
   private loopWords = new Uint32Array(64 * 8);
   private loopCodes = new Int32Array(64);
   private loopsOnUtf8 = new Uint8Array(64);
+  private readonly loopKeys = new Map<number, Int32Array>();
   private readonly atDepth: Int32Array;
   private seen = new Int32Array(64);
   private stamp = 0;
@@ -749,7 +832,9 @@ class LexerLevelWalks {
     };
     for (let qi = 0; qi < queue.length && qi < MAX_TOKEN_END_STATES; qi++) {
       const x = queue[qi]!;
-      for (let b = 0; b < 256; b++) {
+      const reps = automaton.lexerByteReps(x);
+      for (let r = 0; r < reps.length; r++) {
+        const b = reps[r]!;
         const code = automaton.lexerStep(x, b);
         if ((code & COMMIT) !== 0) {
           const k = automaton.lexerCommitKey(x, b);
@@ -775,17 +860,95 @@ class LexerLevelWalks {
     return hit;
   }
 
-  /** The walk over the whole trie from a set. */
+  /**
+   * The walk over the whole trie from a set; taken over from an earlier set that behaves the same
+   * (the same string body in another parser context, say) when there is one.
+   */
   rootWalk(setId: number): LexerWalk {
     let w = this.roots.get(setId);
     if (w === undefined) {
-      const starts: number[] = [];
-      const { subtreeSize, numNodes } = this.trie;
-      for (let c = 1; c < numNodes; c += subtreeSize[c]!) starts.push(c);
-      w = this.walkFrom(setId, starts, true);
+      const signature = this.behaviourSignature(setId);
+      const peers = this.rootsBySignature.get(signature);
+      for (let i = 0; peers !== undefined && i < peers.length && w === undefined; i++) {
+        const peer = this.roots.get(peers[i]!)!;
+        const correspondence = this.equivalence(peers[i]!, setId);
+        if (correspondence !== null) w = { ...peer, contSets: peer.contSets.map((c) => correspondence.get(c)!) };
+      }
+      if (w === undefined) {
+        const starts: number[] = [];
+        const { subtreeSize, numNodes } = this.trie;
+        for (let c = 1; c < numNodes; c += subtreeSize[c]!) starts.push(c);
+        w = this.walkFrom(setId, starts, true);
+        if (peers === undefined) this.rootsBySignature.set(signature, [setId]);
+        else peers.push(setId);
+      }
       this.roots.set(setId, w);
     }
     return w;
+  }
+
+  /** What ending the text does in a set: its members' distinct lexerEndKey values, sorted. */
+  private endKeys(setId: number): string {
+    let keys = this.endKeysOf.get(setId);
+    if (keys === undefined) {
+      const out: number[] = [];
+      for (const m of this.setMembers[setId]!) {
+        const k = this.automaton.lexerEndKey(m);
+        if (k !== -1 && !out.includes(k)) out.push(k);
+      }
+      keys = out.sort((a, b) => a - b).join(",");
+      this.endKeysOf.set(setId, keys);
+    }
+    return keys;
+  }
+
+  /** One byte deep: end keys, and per byte whether the set continues and which terminals it commits. */
+  private behaviourSignature(setId: number): string {
+    const parts: string[] = [this.endKeys(setId)];
+    for (let b = 0; b < 256; b++) {
+      const code = this.stepCode(setId, b);
+      parts.push((code & COMMIT) !== 0 ? `${(code & ~COMMIT) !== 0 ? "+" : "-"}${Array.from(this.commitKeysAt(setId, b)).sort((x, y) => x - y).join(" ")}` : (code !== 0 ? "+" : "-"));
+    }
+    return parts.join(",");
+  }
+
+  /**
+   * A one-to-one correspondence between the sets reachable from `a` and from `b` under which every
+   * byte does the same (continues or not, commits the same terminals with the same inherited
+   * constraints) and ending the text does the same; null when there is none (or it grows past
+   * MAX_EQUIVALENT_SETS). Walks depend on nothing else, so b's walk is a's with sets renamed.
+   */
+  private equivalence(a: number, b: number): Map<number, number> | null {
+    const ab = new Map<number, number>([[a, b]]);
+    const ba = new Map<number, number>([[b, a]]);
+    const queue = [a];
+    for (let qi = 0; qi < queue.length; qi++) {
+      const x = queue[qi]!;
+      const y = ab.get(x)!;
+      if (this.endKeys(x) !== this.endKeys(y)) return null;
+      for (let byte = 0; byte < 256; byte++) {
+        const cx = this.stepCode(x, byte);
+        const cy = this.stepCode(y, byte);
+        if ((cx & COMMIT) !== (cy & COMMIT)) return null;
+        if ((cx & COMMIT) !== 0 && !sameMembers(this.commitKeysAt(x, byte), this.commitKeysAt(y, byte))) return null;
+        const nx = (cx & ~COMMIT) - 1;
+        const ny = (cy & ~COMMIT) - 1;
+        if (nx < 0 || ny < 0) {
+          if (nx !== ny) return null;
+          continue;
+        }
+        const known = ab.get(nx);
+        if (known !== undefined) {
+          if (known !== ny) return null;
+          continue;
+        }
+        if (ba.has(ny) || queue.length >= MAX_EQUIVALENT_SETS) return null;
+        ab.set(nx, ny);
+        ba.set(ny, nx);
+        queue.push(nx);
+      }
+    }
+    return ab;
   }
 
   /** The walk below a group's nodes from the lexer state the new token starts in. */
@@ -997,7 +1160,7 @@ class LexerLevelWalks {
         below: new Map(),
       });
     }
-    return { mask, contSets: Int32Array.from(contSets), tokensByCont: dense ? [] : tokensByCont.map((t) => Int32Array.from(t)), groups: out };
+    return { owner: setId, mask, contSets: Int32Array.from(contSets), tokensByCont: dense ? [] : tokensByCont.map((t) => Int32Array.from(t)), groups: out };
   }
 
   /** Whether every valid multi-byte UTF-8 character takes the set back to itself without a commit. */
@@ -1008,11 +1171,21 @@ class LexerLevelWalks {
     });
   }
 
-  /** The commit keys of a set's self-loop (see loopBytes). */
+  /** The commit keys of a set's self-loop (see loopBytes); cached, walks ask once per loop subtree. */
   private commitKeysOfLoop(setId: number): Int32Array {
-    const loop = this.loopBytes(setId);
-    for (let b = 0; b < 256; b++) if (((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0) return this.commitKeysAt(setId, b);
-    return EMPTY;
+    let keys = this.loopKeys.get(setId);
+    if (keys === undefined) {
+      const loop = this.loopBytes(setId);
+      keys = EMPTY;
+      for (let b = 0; b < 256; b++) {
+        if (((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0) {
+          keys = this.commitKeysAt(setId, b);
+          break;
+        }
+      }
+      this.loopKeys.set(setId, keys);
+    }
+    return keys;
   }
 
   /** Sets in `mask` the commit-free tokens of the root walk from `setId` that end in a set of `keep`. */
@@ -1038,6 +1211,14 @@ class LexerLevelWalks {
 }
 
 const EMPTY = new Int32Array(0);
+/** Sets an equivalence check between two lexer-state sets may pair up before it gives up. */
+const MAX_EQUIVALENT_SETS = 256;
+
+function sameMembers(x: Int32Array, y: Int32Array): boolean {
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (!y.includes(x[i]!)) return false;
+  return true;
+}
 /** Lexer states a token-end search visits at most (a token's own states; ample for real terminals). */
 const MAX_TOKEN_END_STATES = 4096;
 

@@ -57,7 +57,15 @@ export interface IncrementalOptions {
 /** In a `lexerStep` code: a (non-ignored) terminal may end at this byte, so the parser is needed. */
 export const LEXER_COMMITS = 0x40000000;
 
+/** lexerEndKey: the text may end here and the parser stack stays as it is. */
+export const LEXER_END_KEEPS_STACK = -2;
+
 const UNKNOWN = -2;
+/** Letters, digits, then the rest of printable ASCII, then every other byte. */
+const BYTES_PRINTABLE_FIRST: readonly number[] = (() => {
+  const rank = (b: number): number => (b >= 0x61 && b <= 0x7a ? 0 : b >= 0x30 && b <= 0x39 ? 1 : b >= 0x41 && b <= 0x5a ? 2 : b >= 0x20 && b < 0x7f ? 3 : 4);
+  return Array.from({ length: 256 }, (_, b) => b).sort((x, y) => rank(x) - rank(y) || x - y);
+})();
 const LEX_FIELDS = 6; // scanner, dfa state, first accepted, token length, ignored run, constraints id
 
 /**
@@ -96,6 +104,7 @@ export class GrammarAutomaton {
   private lexCommitTerm = new Int32Array(256 * 64).fill(-1);
   private lexCommitAfter = new Int32Array(256 * 64);
   private readonly startLexMemo = new Map<number, number>();
+  private readonly byteRepsMemo = new Map<number, Uint8Array>();
   private readonly afterCommitMemo = new Map<number, number>();
   // Interned hypothesis sets: sorted (stack, lexer state) pairs.
   private readonly sets: Int32Array[] = [];
@@ -318,6 +327,34 @@ export class GrammarAutomaton {
     return (this.lexCont[slot]! + 1) | (this.lexCommitTerm[slot]! >= 0 ? LEXER_COMMITS : 0);
   }
 
+  /**
+   * One byte per class of bytes that step `lex` alike (the lexer sees a byte only through its
+   * scanners' byte classes), printable ASCII first: searches over lexer states try these instead
+   * of all 256 bytes. Read only.
+   */
+  lexerByteReps(lex: number): Uint8Array {
+    const f = lex * LEX_FIELDS;
+    const key = this.lexFields[f]! * 0x100000 + this.lexFields[f + 5]!;
+    let reps = this.byteRepsMemo.get(key);
+    if (reps === undefined) {
+      const dfas = [this.scannerDfas[this.lexFields[f]!]!.dfa];
+      const cs = this.constraintLists[this.lexFields[f + 5]!]!;
+      for (let c = 0; c < cs.length; c += 3) dfas.push(this.scannerDfas[cs[c]!]!.dfa);
+      const seen = new Set<string>();
+      const out: number[] = [];
+      for (const b of BYTES_PRINTABLE_FIRST) {
+        const sig = dfas.map((d) => d.byteClass[b]).join(",");
+        if (!seen.has(sig)) {
+          seen.add(sig);
+          out.push(b);
+        }
+      }
+      reps = Uint8Array.from(out);
+      this.byteRepsMemo.set(key, reps);
+    }
+    return reps;
+  }
+
   /** Lexer state after an ignored terminal ends at `byte` (same stack, new token), or -1. */
   lexerRestart(lex: number, byte: number): number {
     return this.lexRestart[this.lexSlot(lex, byte)]!;
@@ -421,14 +458,15 @@ export class GrammarAutomaton {
   }
 
   /**
-   * The stack after the token in progress ends here, at the end of the text (a lazy winner only
-   * at its first match, which a surviving hypothesis with that winner has just reached or already
-   * committed); the same stack at a token boundary; -1 when the token cannot end here.
+   * What ending the text here does to a lexer state's token in progress: the terminal the parser
+   * is then fed (≥ 0), LEXER_END_KEEPS_STACK (a token boundary, or an ignored terminal within the
+   * run limit), or -1 (the token cannot end here). A lazy winner ends only at its first match,
+   * which a surviving hypothesis with that winner has just reached or already committed.
    */
-  private stackAtEnd(stack: number, lex: number): number {
+  lexerEndKey(lex: number): number {
     const f = lex * LEX_FIELDS;
     const fields = this.lexFields;
-    if (fields[f + 3] === 0) return stack;
+    if (fields[f + 3] === 0) return LEXER_END_KEEPS_STACK;
     const sc = this.scannerDfas[fields[f]!]!;
     const dfaState = fields[f + 1]!, i = fields[f + 2]!;
     if (i < 0 || sc.accept[dfaState * sc.numPatterns + i] !== 1 || sc.shortest[i]) return -1;
@@ -436,8 +474,14 @@ export class GrammarAutomaton {
     for (const [shadow, str] of sc.unless[sc.termOf[i]!]!) {
       if (sc.accept[dfaState * sc.numPatterns + shadow]) { term = str; break; }
     }
-    if (term.ignored) return fields[f + 4]! + fields[f + 3]! <= this.maxIgnoredRun ? stack : -1;
-    return term.tableIndex < 0 ? -1 : this.feed(stack, term.tableIndex);
+    if (term.ignored) return fields[f + 4]! + fields[f + 3]! <= this.maxIgnoredRun ? LEXER_END_KEEPS_STACK : -1;
+    return term.tableIndex < 0 ? -1 : term.tableIndex;
+  }
+
+  /** The stack after the token in progress ends at the end of the text, or -1. */
+  private stackAtEnd(stack: number, lex: number): number {
+    const key = this.lexerEndKey(lex);
+    return key >= 0 ? this.feed(stack, key) : key === LEXER_END_KEEPS_STACK ? stack : -1;
   }
 
   /** Whether the text so far is a complete sentence (Lark would parse it). */

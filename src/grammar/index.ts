@@ -14,7 +14,7 @@ import { compileGrammarText, type CompiledGrammar, type TerminalDef } from "./co
 import { buildLalrTable, GrammarError, LalrRunner, type BnfRule, type LalrTable } from "./lalr.js";
 import { buildLexTerminals, buildScanner, scanToken, type LexTerminal, type Scanner } from "./lexer.js";
 
-export { GrammarAutomaton, createGrammarAutomaton, LEXER_COMMITS, type IncrementalOptions } from "./incremental.js";
+export { GrammarAutomaton, createGrammarAutomaton, LEXER_COMMITS, LEXER_END_KEEPS_STACK, type IncrementalOptions } from "./incremental.js";
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";
 export { sampleSentence, mutateSentence, makeRng } from "./sampler.js";
 export { GrammarError, type LalrTable, type BnfRule, type TerminalDef, type CompiledGrammar, type LexTerminal, type Scanner };
