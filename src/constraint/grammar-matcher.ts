@@ -98,6 +98,18 @@ export class GrammarTokenMatcher {
     return this.lexer !== null;
   }
 
+  /**
+   * Walks ahead of need, for up to `budgetMs`: the trie walks of every scanner's token start and
+   * of the token bodies one byte in (string contents, names, numbers), which the first states of
+   * most sentences need and which cost the most (a few ms each at 152k tokens). Called once when a
+   * grammar is compiled, so first requests do not pay them token by token.
+   */
+  prewarm(budgetMs: number): void {
+    const deadline = performance.now() + budgetMs;
+    this.allowedMask(this.start); // the first mask needs it anyway
+    this.lexer?.prewarm(deadline);
+  }
+
   /** Every token the grammar allows in `state`, whatever the budget. Read only. */
   allowedMask(state: number): Uint32Array {
     return state < 0 ? this.emptyMask : this.edgesOf(state).mask;
@@ -652,6 +664,8 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   lexerRestart(lex: number, byte: number): number;
   /** Ending the text here: the terminal fed (≥ 0), LEXER_END_KEEPS_STACK, or -1 (cannot end). */
   lexerEndKey(lex: number): number;
+  /** The lexer state at a token start of each scanner. */
+  tokenStartLexers(): Int32Array;
   /** One byte per class of bytes that step the lexer state alike. */
   lexerByteReps(lex: number): Uint8Array;
   /** The terminal commit at the byte, as a key for afterCommit; -1 when none. */
@@ -664,7 +678,7 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
 
 function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
   const l = a as Partial<LexerLevelAutomaton>;
-  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.withStack === "function";
+  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.tokenStartLexers === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.withStack === "function";
 }
 
 /** Trie nodes where one terminal commit (same terminal, same inherited constraints) happens. */
@@ -858,6 +872,33 @@ class LexerLevelWalks {
     hit = { keys: Int32Array.from(keys), bytes };
     this.ends.set(lex, hit);
     return hit;
+  }
+
+  /** See GrammarTokenMatcher.prewarm. */
+  prewarm(deadline: number): void {
+    // Bodies first: they are the biggest walks, and equivalent ones (a string's contents in every
+    // parser context) cost one walk between them.
+    const starts = Array.from(this.automaton.tokenStartLexers(), (lex) => this.setOfLexer(lex));
+    for (const set of starts) {
+      for (let b = 0; b < 256; b++) {
+        const body = (this.stepCode(set, b) & ~COMMIT) - 1;
+        if (body < 0 || this.roots.has(body) || !this.isBody(body)) continue;
+        if (performance.now() >= deadline) return;
+        this.rootWalk(body);
+      }
+    }
+    for (const set of starts) {
+      if (performance.now() >= deadline) return;
+      this.rootWalk(set);
+    }
+  }
+
+  /** A set that loops on many bytes (a string's contents, a name, a number): its walk is a big one. */
+  private isBody(setId: number): boolean {
+    const loop = this.loopBytes(setId);
+    let n = 0;
+    for (let w = 0; w < 8; w++) for (let x = loop[w]!; x !== 0; x &= x - 1) n++;
+    return n >= 10;
   }
 
   /**

@@ -241,6 +241,11 @@ export class GrammarAutomaton {
     return id;
   }
 
+  /** The lexer state at a token start of each scanner (no inherited constraints): where most tokens begin. */
+  tokenStartLexers(): Int32Array {
+    return Int32Array.from(this.scannerDfas, (_, scanner) => this.startLex(scanner, 0));
+  }
+
   /** Slot of (lexer state, byte) in the step tables, computed on first use. */
   private lexSlot(lex: number, byte: number): number {
     const slot = lex * 256 + byte;
