@@ -49,6 +49,8 @@ export class DfaTokenMatcher {
   private readonly budgetMasks = new Map<number, Uint32Array>();
   /** Distinct masks by content hash (see intern). */
   private readonly maskIntern = new Map<number, Uint32Array[]>();
+  private slab = new Uint32Array(0);
+  private slabUsed = SLAB_MASKS;
   private readonly stateAtDepth: Int32Array;
   private readonly successorStamp: Int32Array;
   private readonly successorScratch: Int32Array;
@@ -434,10 +436,13 @@ export class DfaTokenMatcher {
     // States that loop on most bytes (free text, string bodies) allow most of the vocabulary:
     // start from every token and clear the dead subtrees instead of setting ~all bits one by one.
     const complement = this.isBroadLoop(state);
-    const mask = complement ? this.trie.generableMask.slice() : new Uint32Array(this.words);
+    const mask = complement ? this.trie.generableMask.slice() : this.freshMask();
     if (complement) walkComplementMask(walk, state, mask);
     else walkFullMask(walk, state, mask);
-    const interned = this.intern(mask);
+    // A narrow walk hashed its few tokens as it set them; a mask of many tokens is hashed by word.
+    const count = walk.scalars[1]!;
+    const interned = this.intern(mask, !complement && count < this.words ? walk.scalars[4]! : this.wordHash(mask));
+    if (interned !== mask && !complement) this.releaseFreshMask(mask);
     this.fullMasks[state] = interned;
     this.tokenCount[state] = walk.scalars[1]!;
     this.successors[state] = this.successorScratch.slice(0, walk.scalars[2]!);
@@ -495,7 +500,7 @@ export class DfaTokenMatcher {
         }
       }
     }
-    const shared = this.intern(mask);
+    const shared = this.intern(mask, this.wordHash(mask));
     this.budgetMasks.set(key, shared);
     return shared;
   }
@@ -505,9 +510,35 @@ export class DfaTokenMatcher {
    * states with identical masks (e.g. [a-z]{0,500}: every state far from the end), so identical
    * masks are stored once.
    */
-  private intern(mask: Uint32Array): Uint32Array {
+  private wordHash(mask: Uint32Array): number {
     let h = 0x811c9dc5;
     for (let i = 0; i < mask.length; i++) h = Math.imul(h ^ mask[i]!, 0x01000193);
+    return h;
+  }
+
+  /**
+   * A zeroed mask carved from a shared slab: most states' masks are narrow, and one allocation
+   * (and one backing store for the GC to track) per 32 of them is much cheaper than one each.
+   */
+  private freshMask(): Uint32Array {
+    const words = this.words;
+    if (this.slabUsed === SLAB_MASKS) {
+      this.slab = new Uint32Array(words * SLAB_MASKS);
+      this.slabUsed = 0;
+    }
+    return this.slab.subarray(words * this.slabUsed, words * ++this.slabUsed);
+  }
+
+  /** Gives back the last fresh mask (its state shares an equal interned one), zeroed again. */
+  private releaseFreshMask(mask: Uint32Array): void {
+    if (this.slabUsed > 0 && mask.buffer === this.slab.buffer && mask.byteOffset === this.words * 4 * (this.slabUsed - 1)) {
+      mask.fill(0);
+      this.slabUsed--;
+    }
+  }
+
+  /** `h`: the mask's hash (equal masks must hash alike: wordHash, or the walk's own for narrow ones). */
+  private intern(mask: Uint32Array, h: number): Uint32Array {
     const bucket = this.maskIntern.get(h);
     if (bucket === undefined) {
       this.maskIntern.set(h, [mask]);
@@ -680,7 +711,8 @@ class DfaWalkContext {
    * [3] max successor byte distance. (Typed slots, not fields: reassigning a field that V8 had
    * tracked as constant deoptimizes the walk.)
    */
-  readonly scalars = new Int32Array(4);
+  /** Walk outputs: stamp, token count, successor count, max successor distance, hash of the set ids (narrow walks). */
+  readonly scalars = new Int32Array(5);
 
   constructor(
     readonly matcher: DfaTokenMatcher,
@@ -746,6 +778,9 @@ function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void
   let numSucc = 0;
   let maxMinBytes = 0;
   let count = 0;
+  // Set ids in trie order (a function of the mask alone), hashed while there are few of them.
+  let hash = 0x811c9dc5;
+  const hashCap = mask.length;
   stateAtDepth[0] = state;
   let p = 1;
   while (p < numNodes) {
@@ -768,6 +803,7 @@ function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void
     if (bulk || (info & 0x80000000) !== 0) {
       const from = tokenStart[p]!;
       const to = bulk ? tokenStart[p + size]! : tokenStart[p + 1]!;
+      if (count < hashCap) for (let k = from; k < to && k - from + count < hashCap; k++) hash = Math.imul(hash ^ tokenIds[k]!, 0x01000193);
       count += to - from;
       for (let k = from; k < to; k++) {
         const id = tokenIds[k]!;
@@ -785,7 +821,11 @@ function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void
   scalars[1] = count;
   scalars[2] = numSucc;
   scalars[3] = maxMinBytes;
+  scalars[4] = hash;
 }
+
+/** Narrow masks carved from one slab allocation (see DfaTokenMatcher.freshMask). */
+const SLAB_MASKS = 32;
 
 /** Budget (states × classes × rounds) for the live-structure partition; beyond it, no sharing. */
 const LIVE_BLOCK_WORK_CAP = 2_000_000;
