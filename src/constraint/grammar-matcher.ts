@@ -373,7 +373,7 @@ export class GrammarTokenMatcher {
     if (known === undefined) {
       const path = this.lexer === null ? null : this.greedyCompletion(state);
       known = path === null ? Number.POSITIVE_INFINITY : this.boundAlong(state, path);
-      if (path === null) this.tokenBound.set(state, known);
+      if (!this.tokenBound.has(state)) this.tokenBound.set(state, known);
     }
     if (!exact || this.exactBounded.has(state)) return known;
     this.exactBounded.add(state);
