@@ -436,19 +436,7 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
   }
 
   // Any other method on a known path is 405 with the allowed ones, not 404.
-  for (const [url, methods] of [...routesByPath]) {
-    const others = ALL_METHODS.filter((m) => !methods.has(m));
-    if (others.length === 0) continue;
-    const allow = [...methods].join(", ");
-    app.route({
-      method: others,
-      url,
-      config: { methodNotAllowed: true } as Record<string, unknown>,
-      schema: { hide: true },
-      handler: async (request, reply) =>
-        sendError(reply, 405, `method ${request.method} is not allowed on ${url}; allowed: ${allow}`, { allow }),
-    });
-  }
+  for (const [url, methods] of [...routesByPath]) routeMethodNotAllowed(app, url, methods);
 
   return app;
 }
@@ -466,8 +454,14 @@ function safeQueueDepth(engine: Engine): number {
 export function methodNotAllowedFor(app: FastifyInstance, url: string, allowed: readonly HTTPMethods[]): void {
   const set = new Set<string>(allowed);
   if (set.has("GET")) set.add("HEAD");
-  const others = ALL_METHODS.filter((m) => !set.has(m));
-  const allow = [...set].join(", ");
+  routeMethodNotAllowed(app, url, set);
+}
+
+/** A 405 route for every method of ALL_METHODS that `allowed` lacks on `url` (none when it lacks none). */
+function routeMethodNotAllowed(app: FastifyInstance, url: string, allowed: ReadonlySet<string>): void {
+  const others = ALL_METHODS.filter((m) => !allowed.has(m));
+  if (others.length === 0) return;
+  const allow = [...allowed].join(", ");
   app.route({
     method: others,
     url,
