@@ -268,8 +268,12 @@ for (const [label, modelPath] of [["llama-2-tiny-random", LLAMA2_TINY_RANDOM], [
             } catch (e) {
               if (!(e instanceof UnsatisfiableError)) throw e;
               assert.equal(e.field, "grammar");
-              const witness = counterexample(g, budget, make, tokenize);
-              if (witness !== null) unjustified.push(`${label} ${g.file} budget ${budget}: 422 but ${JSON.stringify(witness)} fits`);
+              // "needs at least N tokens" claims more than the budget: no sentence fits N-1 tokens.
+              const stated = /needs at least (\d+) tokens/.exec(e.message);
+              const claim = stated === null ? budget : Number(stated[1]) - 1;
+              assert.ok(claim >= budget, e.message);
+              const witness = counterexample(g, claim, make, tokenize);
+              if (witness !== null) unjustified.push(`${label} ${g.file} budget ${budget}: ${e.message}, but ${JSON.stringify(witness)} fits`);
               outcomes.push({ grammar: g, driver: label, budget, unsatisfiable: e.message });
             }
           },
@@ -312,6 +316,9 @@ test("Lark accepts every completion; every 422 is justified", () => {
     });
   });
   const unsat = outcomes.filter((o) => o.unsatisfiable !== undefined).length;
+  // The runtime's 422s say how many tokens the grammar needs (checked above against sentences).
+  const runtime422 = outcomes.filter((o) => o.unsatisfiable !== undefined && !(o.driver in RANDOM_LOGITS_PER_GRAMMAR));
+  const stated = runtime422.filter((o) => /needs at least \d+ tokens/.test(o.unsatisfiable!)).length;
   const perDriver: Record<string, number> = {};
   for (const o of outcomes) perDriver[o.driver] = (perDriver[o.driver] ?? 0) + 1;
   console.log(JSON.stringify({
@@ -322,6 +329,8 @@ test("Lark accepts every completion; every 422 is justified", () => {
     larkAccepted: completions - rejected.length,
     unsatisfiable: unsat,
     unjustifiedUnsatisfiable: unjustified.length,
+    runtimeUnsatisfiable: runtime422.length,
+    runtimeUnsatisfiableStatingTokens: stated,
     stopAfterBudget: outcomes.filter((o) => o.stopReason === "token_limit").length,
     perDriver,
     timingsMs: timings,
@@ -329,6 +338,7 @@ test("Lark accepts every completion; every 422 is justified", () => {
   for (const r of rejected.slice(0, 30)) console.log("LARK REJECTED " + r);
   for (const u of unjustified.slice(0, 30)) console.log("UNJUSTIFIED " + u);
   assert.ok(completions > 0);
+  assert.ok(runtime422.length === 0 || stated > 0, "no runtime 422 said how many tokens the grammar needs");
   assert.deepEqual(rejected, []);
   assert.deepEqual(unjustified, []);
 });

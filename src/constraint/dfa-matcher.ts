@@ -48,9 +48,10 @@ export class DfaTokenMatcher {
   /** Budgeted masks keyed by state * 2^22 + threshold. */
   private readonly budgetMasks = new Map<number, Uint32Array>();
   /** Distinct masks by content hash (see intern). */
-  private readonly maskIntern = new Map<number, Uint32Array[]>();
+  private readonly maskIntern = new Map<number, { masks: Uint32Array[]; counts: number[] }>();
   private slab = new Uint32Array(0);
-  private slabUsed = SLAB_MASKS;
+  private slabUsed = 0;
+  private slabMasks = 0;
   private readonly stateAtDepth: Int32Array;
   private readonly successorStamp: Int32Array;
   private readonly successorScratch: Int32Array;
@@ -441,8 +442,9 @@ export class DfaTokenMatcher {
     else walkFullMask(walk, state, mask);
     // A narrow walk hashed its few tokens as it set them; a mask of many tokens is hashed by word.
     const count = walk.scalars[1]!;
-    const interned = this.intern(mask, !complement && count < this.words ? walk.scalars[4]! : this.wordHash(mask));
-    if (interned !== mask && !complement) this.releaseFreshMask(mask);
+    const narrow = !complement && count < this.words;
+    const interned = this.intern(mask, narrow ? walk.scalars[4]! : this.wordHash(mask), count, narrow);
+    if (interned !== mask && !complement) this.releaseFreshMask(mask, narrow ? count : -1);
     this.fullMasks[state] = interned;
     this.tokenCount[state] = walk.scalars[1]!;
     this.successors[state] = this.successorScratch.slice(0, walk.scalars[2]!);
@@ -500,7 +502,7 @@ export class DfaTokenMatcher {
         }
       }
     }
-    const shared = this.intern(mask, this.wordHash(mask));
+    const shared = this.intern(mask, this.wordHash(mask), popCount(mask), false);
     this.budgetMasks.set(key, shared);
     return shared;
   }
@@ -522,33 +524,57 @@ export class DfaTokenMatcher {
    */
   private freshMask(): Uint32Array {
     const words = this.words;
-    if (this.slabUsed === SLAB_MASKS) {
-      this.slab = new Uint32Array(words * SLAB_MASKS);
+    if (this.slabUsed === this.slabMasks) {
+      // Slabs grow from 2 masks to SLAB_MASKS: a small pattern (a date, a phone number) should
+      // not zero 600 KB at 152k tokens for the few masks it needs.
+      this.slabMasks = this.slab.length === 0 ? 2 : Math.min(SLAB_MASKS, this.slabMasks * 2);
+      this.slab = new Uint32Array(words * this.slabMasks);
       this.slabUsed = 0;
     }
     return this.slab.subarray(words * this.slabUsed, words * ++this.slabUsed);
   }
 
-  /** Gives back the last fresh mask (its state shares an equal interned one), zeroed again. */
-  private releaseFreshMask(mask: Uint32Array): void {
+  /**
+   * Gives back the last fresh mask (its state shares an equal interned one), zeroed again: by
+   * its `count` token ids when the walk kept them (narrow), else word by word.
+   */
+  private releaseFreshMask(mask: Uint32Array, count: number): void {
     if (this.slabUsed > 0 && mask.buffer === this.slab.buffer && mask.byteOffset === this.words * 4 * (this.slabUsed - 1)) {
-      mask.fill(0);
+      if (count >= 0) {
+        const ids = this.walkContext.narrowIds;
+        for (let i = 0; i < count; i++) mask[ids[i]! >>> 5] = 0;
+      } else mask.fill(0);
       this.slabUsed--;
     }
   }
 
-  /** `h`: the mask's hash (equal masks must hash alike: wordHash, or the walk's own for narrow ones). */
-  private intern(mask: Uint32Array, h: number): Uint32Array {
+  /**
+   * `h`: the mask's hash (equal masks must hash alike: wordHash, or the walk's own for narrow
+   * ones); `count`: its tokens. A narrow mask is compared by the ids its walk kept (same count and
+   * every id set means equal) instead of all words, a few µs per state at 152k tokens.
+   */
+  private intern(mask: Uint32Array, h: number, count: number, narrow: boolean): Uint32Array {
     const bucket = this.maskIntern.get(h);
     if (bucket === undefined) {
-      this.maskIntern.set(h, [mask]);
+      this.maskIntern.set(h, { masks: [mask], counts: [count] });
       return mask;
     }
-    outer: for (const m of bucket) {
-      for (let i = 0; i < mask.length; i++) if (m[i] !== mask[i]) continue outer;
+    const ids = this.walkContext.narrowIds;
+    outer: for (let j = 0; j < bucket.masks.length; j++) {
+      if (bucket.counts[j] !== count) continue;
+      const m = bucket.masks[j]!;
+      if (narrow) {
+        for (let i = 0; i < count; i++) {
+          const id = ids[i]!;
+          if (((m[id >>> 5]! >>> (id & 31)) & 1) === 0) continue outer;
+        }
+      } else {
+        for (let i = 0; i < mask.length; i++) if (m[i] !== mask[i]) continue outer;
+      }
       return m;
     }
-    bucket.push(mask);
+    bucket.masks.push(mask);
+    bucket.counts.push(count);
     return mask;
   }
 
@@ -708,11 +734,12 @@ class DfaWalkContext {
   readonly numTokens: number;
   /**
    * [0] walk stamp, then outputs of the last walk: [1] token count, [2] number of successors,
-   * [3] max successor byte distance. (Typed slots, not fields: reassigning a field that V8 had
-   * tracked as constant deoptimizes the walk.)
+   * [3] max successor byte distance, [4] hash of the set ids (narrow walks). (Typed slots, not
+   * fields: reassigning a field that V8 had tracked as constant deoptimizes the walk.)
    */
-  /** Walk outputs: stamp, token count, successor count, max successor distance, hash of the set ids (narrow walks). */
   readonly scalars = new Int32Array(5);
+  /** The ids a narrow walk set, in order (while fewer than a mask has words). */
+  readonly narrowIds: Int32Array;
 
   constructor(
     readonly matcher: DfaTokenMatcher,
@@ -737,6 +764,7 @@ class DfaWalkContext {
     this.numClasses = dfa.numClasses;
     this.minBytesToAccept = dfa.minBytesToAccept;
     this.numTokens = trie.numTokens;
+    this.narrowIds = new Int32Array(maskWords(trie.vocabSize));
   }
 }
 
@@ -771,7 +799,7 @@ function subtreeLoopsOn(c: DfaWalkContext, p: number, state: number): boolean {
  * token count, the distinct successor states (in successorScratch) and their max byte distance.
  */
 function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void {
-  const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes, next, byteClass, numClasses, minBytesToAccept } = c;
+  const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes, next, byteClass, numClasses, minBytesToAccept, narrowIds } = c;
   const { stateAtDepth, successorStamp, successorScratch, loopKind } = c;
   const scalars = c.scalars;
   const stamp = ++scalars[0]!;
@@ -803,7 +831,12 @@ function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void
     if (bulk || (info & 0x80000000) !== 0) {
       const from = tokenStart[p]!;
       const to = bulk ? tokenStart[p + size]! : tokenStart[p + 1]!;
-      if (count < hashCap) for (let k = from; k < to && k - from + count < hashCap; k++) hash = Math.imul(hash ^ tokenIds[k]!, 0x01000193);
+      if (count < hashCap) {
+        for (let k = from; k < to && k - from + count < hashCap; k++) {
+          hash = Math.imul(hash ^ tokenIds[k]!, 0x01000193);
+          narrowIds[k - from + count] = tokenIds[k]!;
+        }
+      }
       count += to - from;
       for (let k = from; k < to; k++) {
         const id = tokenIds[k]!;
@@ -822,6 +855,17 @@ function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void
   scalars[2] = numSucc;
   scalars[3] = maxMinBytes;
   scalars[4] = hash;
+}
+
+function popCount(mask: Uint32Array): number {
+  let n = 0;
+  for (let i = 0; i < mask.length; i++) {
+    let x = mask[i]!;
+    x -= (x >>> 1) & 0x55555555;
+    x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+    n += (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24);
+  }
+  return n;
 }
 
 /** Narrow masks carved from one slab allocation (see DfaTokenMatcher.freshMask). */

@@ -48,6 +48,14 @@ interface StateEdges {
 const MAX_SHARED_MASKS = 4096;
 /** Depth-first search effort per budget query before refusing (conservative). */
 const SEARCH_LIMIT = 64;
+/**
+ * Search effort for all the budget queries of one mask together. A tight budget asks one query
+ * per target, and each new state a query visits costs a mask walk and an A*: without this cap
+ * one decode step could hold the event loop for tens of ms. Queries past it only get the cheap
+ * answers (known bounds, memo), so the mask may leave out a token that would have fit; never one
+ * that does not.
+ */
+const MASK_SEARCH_LIMIT = 256;
 /** Commits a greedy completion may take before it gives up (then A* decides). */
 const GREEDY_MAX_COMMITS = 256;
 /** Budgets above this are treated alike by the memo keys (they only ever mean "plenty"). */
@@ -71,6 +79,8 @@ export class GrammarTokenMatcher {
   private readonly budgetMasks = new Map<number, Uint32Array>();
   private searchLeft = 0;
   private searchGaveUp = false;
+  /** Effort left to the mask being computed (MASK_SEARCH_LIMIT); Infinity outside mask(). */
+  private maskSearchLeft = Number.POSITIVE_INFINITY;
   /** Per automaton state, the walk stamp that last collected it (distinct-target dedup). */
   private seenStamp = new Int32Array(1024);
   private stamp = 0;
@@ -556,9 +566,12 @@ export class GrammarTokenMatcher {
 
   /** Whether a complete sentence is reachable from `state` within `budget` tokens. */
   canAcceptWithin(state: number, budget: number): boolean {
-    this.searchLeft = SEARCH_LIMIT;
+    const effort = Math.min(SEARCH_LIMIT, this.maskSearchLeft);
+    this.searchLeft = effort;
     this.searchGaveUp = false;
-    return this.finishable(state, budget);
+    const found = this.finishable(state, budget);
+    this.maskSearchLeft -= effort - Math.max(0, this.searchLeft);
+    return found;
   }
 
   private finishable(state: number, budget: number): boolean {
@@ -567,14 +580,16 @@ export class GrammarTokenMatcher {
     if (budget <= 0) return false;
     const lower = this.automaton.minBytesLowerBound(state);
     if (lower === Infinity || lower > budget * this.trie.maxTokenLength) return false;
-    if (this.tokenUpperBound(state, false) <= budget || this.tokenUpperBound(state, true) <= budget) return true;
+    if (this.tokenUpperBound(state, false) <= budget) return true;
     const key = state * 65536 + Math.min(budget, BUDGET_KEY_CAP);
     const memo = this.finishMemo.get(key);
     if (memo !== undefined) return memo === 1;
+    // The exact bound (an A*, once per state) is search effort too.
     if (this.searchLeft-- <= 0) {
       this.searchGaveUp = true;
       return false;
     }
+    if (this.tokenUpperBound(state, true) <= budget) return true;
     let found = false;
     const distinct = this.targetsByDistance(this.edgesOf(state));
     for (let i = 0; i < distinct.length && !found; i++) found = this.finishable(distinct[i]!, budget - 1);
@@ -589,9 +604,33 @@ export class GrammarTokenMatcher {
     return Number.POSITIVE_INFINITY;
   }
 
+  /**
+   * A proven lower bound on the tokens of every complete sentence from `state`: one more than the
+   * largest budget up to `cap` that a finished search (not one that gave up) showed too small.
+   * For the 422 message, which must not overstate what a grammar needs.
+   */
+  minTokensAtLeast(state: number, cap: number): number {
+    let atLeast = 0;
+    for (let k = 0; k <= cap; k++) {
+      if (this.canAcceptWithin(state, k)) return k;
+      if (!this.searchGaveUp) atLeast = k + 1;
+    }
+    return atLeast;
+  }
+
   /** Tokens allowed in `state` with `remaining` tokens left (this one included). Read only. */
   mask(state: number, remaining: number): Uint32Array {
     if (state < 0 || remaining <= 0) return this.emptyMask;
+    if (this.maskSearchLeft !== Number.POSITIVE_INFINITY) return this.boundedMask(state, remaining);
+    this.maskSearchLeft = MASK_SEARCH_LIMIT;
+    try {
+      return this.boundedMask(state, remaining);
+    } finally {
+      this.maskSearchLeft = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  private boundedMask(state: number, remaining: number): Uint32Array {
     const e = this.edgesOf(state);
     const limit = remaining - 1;
     if (limit >= e.allFitFrom) return e.mask;
@@ -732,7 +771,7 @@ class LexerLevelWalks {
   private readonly setOfLex = new Map<number, number>();
   private readonly setMembers: number[][] = [];
   private readonly setIds = new Map<string, number>();
-  private setNext = new Int32Array(256 * 64).fill(UNKNOWN);
+  private setNext = new Int32Array(256 * 8).fill(UNKNOWN);
   private readonly commitKeys = new Map<number, Int32Array>();
   private readonly ends = new Map<number, { keys: Int32Array; bytes: Uint8Array[] }>();
   private readonly firstBytesOf = new Map<number, Uint32Array>();
@@ -1313,6 +1352,11 @@ export class GrammarConstraintState {
     const mask = this.mask(remaining);
     for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) return true;
     return false;
+  }
+
+  /** A proven lower bound on the tokens any complete sentence needs (see the matcher's). */
+  minTokensAtLeast(cap: number): number {
+    return this.state === PREFIX_PENDING ? 0 : this.matcher.minTokensAtLeast(this.state, cap);
   }
 
   /** Fewest tokens to a complete sentence, searched up to `cap`. */

@@ -25,6 +25,11 @@ export interface TokenConstraint {
   advance(token: number): boolean;
   /** Exact minimum tokens to a complete match; Infinity when none within `cap` tokens. */
   minTokensToAccept(cap: number): number;
+  /**
+   * For constraints whose minTokensToAccept may give up (grammars): a proven lower bound on the
+   * tokens of any complete match, searching budgets up to `cap`.
+   */
+  minTokensAtLeast?(cap: number): number;
 }
 
 export interface CompletionJobOptions {

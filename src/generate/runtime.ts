@@ -36,6 +36,12 @@ export interface RuntimeOptions {
   gpu?: GpuChoice;
 }
 
+/**
+ * Budgets past max_new_tokens searched for a 422's "needs at least N tokens" when the grammar's
+ * own budget search gave no number (each budget is one bounded search, so this stays cheap).
+ */
+const MIN_TOKENS_LOOKAHEAD = 64;
+
 /** Builds a request's constraint: the first generated token must begin with `forcedPrefix`. */
 export type ConstraintFactory = (forcedPrefix: Uint8Array | undefined) => TokenConstraint;
 
@@ -128,6 +134,10 @@ export class GenerationRuntime {
       fed = prompt.subarray(0, prompt.length - 1);
       prefixLength = healed.prefixLength;
     } else if (!Number.isFinite(needed)) {
+      const atLeast = plain.minTokensAtLeast?.(req.maxNewTokens + MIN_TOKENS_LOOKAHEAD) ?? 0;
+      if (atLeast > req.maxNewTokens) {
+        throw new UnsatisfiableError(`the ${field} needs at least ${atLeast} tokens but max_new_tokens is ${req.maxNewTokens}`, field);
+      }
       throw new UnsatisfiableError(
         `no text matching the ${field} fits within max_new_tokens (${req.maxNewTokens}) with this model's tokens`,
         field,

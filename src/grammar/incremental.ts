@@ -94,15 +94,17 @@ export class GrammarAutomaton {
   private readonly stackIds = new Map<string, number>();
   private readonly feedMemo = new Map<number, number>();
   // Interned lexer states and their byte steps (slot = lexer state * 256 + byte).
-  private lexFields = new Int32Array(LEX_FIELDS * 64);
+  // Sized for a few lexer states and doubled as they come: a small grammar should not fill
+  // 256 KB of step tables when it is compiled.
+  private lexFields = new Int32Array(LEX_FIELDS * 8);
   private numLex = 0;
   private readonly lexIds = new Map<string, number>();
   private readonly constraintLists: number[][] = [[]];
   private readonly constraintIds = new Map<string, number>([["", 0]]);
-  private lexCont = new Int32Array(256 * 64).fill(UNKNOWN);
-  private lexRestart = new Int32Array(256 * 64).fill(-1);
-  private lexCommitTerm = new Int32Array(256 * 64).fill(-1);
-  private lexCommitAfter = new Int32Array(256 * 64);
+  private lexCont = new Int32Array(256 * 8).fill(UNKNOWN);
+  private lexRestart = new Int32Array(256 * 8).fill(-1);
+  private lexCommitTerm = new Int32Array(256 * 8).fill(-1);
+  private lexCommitAfter = new Int32Array(256 * 8);
   private readonly startLexMemo = new Map<number, number>();
   private readonly byteRepsMemo = new Map<number, Uint8Array>();
   private readonly afterCommitMemo = new Map<number, number>();
