@@ -70,6 +70,15 @@ export class GrammarTokenMatcher {
   private readonly prefixCache = new Map<string, { tokens: Int32Array; targets: Int32Array }>();
   /** Per state: tokens that surely suffice to complete (see tokenUpperBound). */
   private readonly tokenBound = new Map<number, number>();
+  /**
+   * Per state: bytes that surely suffice to complete, and the completing bytes behind that bound
+   * (from offset `at`). With a single-byte token for every byte, n bytes are at most n tokens:
+   * a roomy budget is settled by the greedy completion's length alone, without spelling it in
+   * tokens or stepping the automaton along it (see byteBoundOf, carryByteBound).
+   */
+  private readonly byteBound = new Map<number, number>();
+  private readonly byteBoundPath = new Map<number, { bytes: Uint8Array; at: number }>();
+  private readonly bytesAreTokens: boolean;
   /** States whose bound has had the shortest-completion search too. */
   private readonly exactBounded = new Set<number>();
   /** Per state: the greedy completion's next commit (see greedyCompletion). */
@@ -97,6 +106,7 @@ export class GrammarTokenMatcher {
     this.words = maskWords(trie.vocabSize);
     this.emptyMask = new Uint32Array(this.words);
     this.lexer = options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton);
+    this.bytesAreTokens = trie.everyByteIsToken && this.lexer !== null;
   }
 
   get start(): number {
@@ -391,6 +401,37 @@ export class GrammarTokenMatcher {
     return path === null ? known : Math.min(known, this.boundAlong(state, path));
   }
 
+  /** Bytes that surely suffice from `state` (Infinity: unknown): the greedy completion's length. */
+  private byteBoundOf(state: number): number {
+    const known = this.byteBound.get(state);
+    if (known !== undefined) return known;
+    const path = this.greedyCompletion(state);
+    if (path === null) {
+      this.byteBound.set(state, Number.POSITIVE_INFINITY);
+      return Number.POSITIVE_INFINITY;
+    }
+    this.byteBound.set(state, path.length);
+    this.byteBoundPath.set(state, { bytes: path, at: 0 });
+    return path.length;
+  }
+
+  /**
+   * Called when `state` is current: the state one byte along its bound's bytes gets that bound
+   * less one. A token allowed because its target's byte bound fit leaves a state where at least
+   * that byte's own token still fits, so a mask never comes out empty because of this bound.
+   */
+  private carryByteBound(state: number): void {
+    const path = this.byteBoundPath.get(state);
+    if (path === undefined || path.at >= path.bytes.length) return;
+    const next = this.automaton.step(state, path.bytes[path.at]!);
+    if (next < 0) return;
+    const left = this.byteBound.get(state)! - 1;
+    const old = this.byteBound.get(next);
+    if (old !== undefined && old <= left) return;
+    this.byteBound.set(next, left);
+    this.byteBoundPath.set(next, { bytes: path.bytes, at: path.at + 1 });
+  }
+
   /**
    * The fewest tokens spelling `path` (a completion of `state`), recorded as a bound for `state`
    * and for the states at the spelling's token boundaries: after its first token k-1 tokens
@@ -580,6 +621,7 @@ export class GrammarTokenMatcher {
     if (budget <= 0) return false;
     const lower = this.automaton.minBytesLowerBound(state);
     if (lower === Infinity || lower > budget * this.trie.maxTokenLength) return false;
+    if (this.bytesAreTokens && this.byteBoundOf(state) <= budget) return true;
     if (this.tokenUpperBound(state, false) <= budget) return true;
     const key = state * 65536 + Math.min(budget, BUDGET_KEY_CAP);
     const memo = this.finishMemo.get(key);
@@ -631,6 +673,7 @@ export class GrammarTokenMatcher {
   }
 
   private boundedMask(state: number, remaining: number): Uint32Array {
+    if (this.bytesAreTokens) this.carryByteBound(state);
     const e = this.edgesOf(state);
     const limit = remaining - 1;
     if (limit >= e.allFitFrom) return e.mask;
