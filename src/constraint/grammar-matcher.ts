@@ -1027,12 +1027,21 @@ class LexerLevelWalks {
 
   /** One byte deep: end keys, and per byte whether the set continues and which terminals it commits. */
   private behaviourSignature(setId: number): string {
-    const parts: string[] = [this.endKeys(setId)];
+    // A hash, not a spelling: equivalent sets hash alike, and `equivalence` settles collisions.
+    let h = 0x811c9dc5;
     for (let b = 0; b < 256; b++) {
       const code = this.stepCode(setId, b);
-      parts.push((code & COMMIT) !== 0 ? `${(code & ~COMMIT) !== 0 ? "+" : "-"}${Array.from(this.commitKeysAt(setId, b)).sort((x, y) => x - y).join(" ")}` : (code !== 0 ? "+" : "-"));
+      let v = code === 0 ? 0 : (code & COMMIT) === 0 ? 1 : (code & ~COMMIT) !== 0 ? 2 : 3;
+      if ((code & COMMIT) !== 0) {
+        // Commit keys in any order: a commutative sum of mixed keys.
+        const keys = this.commitKeysAt(setId, b);
+        let sum = 0;
+        for (let i = 0; i < keys.length; i++) sum = (sum + Math.imul(keys[i]! + 1, 0x9e3779b1)) | 0;
+        v = (v + Math.imul(sum, 0x85ebca6b)) | 0;
+      }
+      h = Math.imul(h ^ v, 0x01000193);
     }
-    return parts.join(",");
+    return `${this.endKeys(setId)}#${h >>> 0}`;
   }
 
   /**

@@ -91,7 +91,8 @@ export class GrammarAutomaton {
   // Interned parser stacks: parent id, LALR state.
   private readonly stackParent: number[] = [-1];
   private readonly stackTop: number[];
-  private readonly stackIds = new Map<string, number>();
+  /** (parent * LALR states + state) → stack id: numeric keys, no string per lookup. */
+  private readonly stackIds = new Map<number, number>();
   private readonly feedMemo = new Map<number, number>();
   // Interned lexer states and their byte steps (slot = lexer state * 256 + byte).
   // Sized for a few lexer states and doubled as they come: a small grammar should not fill
@@ -111,6 +112,8 @@ export class GrammarAutomaton {
   // Interned hypothesis sets: sorted (stack, lexer state) pairs.
   private readonly sets: Int32Array[] = [];
   private readonly setIds = new Map<string, number>();
+  /** One-hypothesis sets (most of them) by stack * 2^24 + lexer state, without a string key. */
+  private readonly singleSetIds = new Map<number, number>();
   private readonly stepMemo = new Map<number, number>();
   private readonly completeMemo = new Map<number, boolean>();
   private readonly scratch: number[] = [];
@@ -154,7 +157,7 @@ export class GrammarAutomaton {
   }
 
   private pushStack(parent: number, state: number): number {
-    const key = parent + ":" + state;
+    const key = parent * this.grammar.table.numStates + state;
     let id = this.stackIds.get(key);
     if (id === undefined) {
       id = this.stackTop.length;
@@ -410,30 +413,38 @@ export class GrammarAutomaton {
   private intern(pairs: number[]): number {
     const n = pairs.length >>> 1;
     if (n === 0) return -1;
-    let key: string;
-    let members: Int32Array;
-    if (n === 1) {
-      key = pairs[0] + "," + pairs[1];
-      members = Int32Array.of(pairs[0]!, pairs[1]!);
-    } else {
-      const order: number[] = [];
-      for (let i = 0; i < n; i++) order.push(i);
-      order.sort((a, b) => pairs[2 * a]! - pairs[2 * b]! || pairs[2 * a + 1]! - pairs[2 * b + 1]!);
-      const sorted: number[] = [];
-      for (const i of order) {
-        const s = pairs[2 * i]!, l = pairs[2 * i + 1]!;
-        const m = sorted.length;
-        if (m > 0 && sorted[m - 2] === s && sorted[m - 1] === l) continue;
-        sorted.push(s, l);
-      }
-      key = sorted.join(",");
-      members = Int32Array.from(sorted);
+    if (n === 1) return this.internSingle(pairs[0]!, pairs[1]!);
+    const order: number[] = [];
+    for (let i = 0; i < n; i++) order.push(i);
+    order.sort((a, b) => pairs[2 * a]! - pairs[2 * b]! || pairs[2 * a + 1]! - pairs[2 * b + 1]!);
+    const sorted: number[] = [];
+    for (const i of order) {
+      const s = pairs[2 * i]!, l = pairs[2 * i + 1]!;
+      const m = sorted.length;
+      if (m > 0 && sorted[m - 2] === s && sorted[m - 1] === l) continue;
+      sorted.push(s, l);
     }
+    if (sorted.length === 2) return this.internSingle(sorted[0]!, sorted[1]!);
+    const key = sorted.join(",");
     let id = this.setIds.get(key);
     if (id === undefined) {
       id = this.sets.length;
-      this.sets.push(members);
+      this.sets.push(Int32Array.from(sorted));
       this.setIds.set(key, id);
+    }
+    return id;
+  }
+
+  private internSingle(stack: number, lex: number): number {
+    // Numeric key while it stays exact (stack < 2^29, lexer state < 2^24); a string beyond.
+    const numeric = stack < 0x20000000 && lex < 0x1000000;
+    const key = numeric ? stack * 0x1000000 + lex : `${stack},${lex}`;
+    let id = numeric ? this.singleSetIds.get(key as number) : this.setIds.get(key as string);
+    if (id === undefined) {
+      id = this.sets.length;
+      this.sets.push(Int32Array.of(stack, lex));
+      if (numeric) this.singleSetIds.set(key as number, id);
+      else this.setIds.set(key as string, id);
     }
     return id;
   }
