@@ -56,6 +56,8 @@ const SEARCH_LIMIT = 64;
  * that does not.
  */
 const MASK_SEARCH_LIMIT = 256;
+/** Search effort for all the budgets minTokensAtLeast tries together. */
+const MIN_TOKENS_SEARCH_LIMIT = 1024;
 /** Commits a greedy completion may take before it gives up (then A* decides). */
 const GREEDY_MAX_COMMITS = 256;
 /** Budgets above this are treated alike by the memo keys (they only ever mean "plenty"). */
@@ -652,12 +654,20 @@ export class GrammarTokenMatcher {
    * For the 422 message, which must not overstate what a grammar needs.
    */
   minTokensAtLeast(state: number, cap: number): number {
-    let atLeast = 0;
-    for (let k = 0; k <= cap; k++) {
-      if (this.canAcceptWithin(state, k)) return k;
-      if (!this.searchGaveUp) atLeast = k + 1;
+    // One effort budget for all the budgets tried (a 422 should come back fast); past it only
+    // the cheap answers remain, and a query that gives up proves nothing.
+    const outer = this.maskSearchLeft;
+    if (outer === Number.POSITIVE_INFINITY) this.maskSearchLeft = MIN_TOKENS_SEARCH_LIMIT;
+    try {
+      let atLeast = 0;
+      for (let k = 0; k <= cap; k++) {
+        if (this.canAcceptWithin(state, k)) return k;
+        if (!this.searchGaveUp) atLeast = k + 1;
+      }
+      return atLeast;
+    } finally {
+      if (outer === Number.POSITIVE_INFINITY) this.maskSearchLeft = outer;
     }
-    return atLeast;
   }
 
   /** Tokens allowed in `state` with `remaining` tokens left (this one included). Read only. */
