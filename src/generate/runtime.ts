@@ -38,7 +38,8 @@ export interface RuntimeOptions {
 
 /**
  * Budgets past max_new_tokens searched for a 422's "needs at least N tokens" when the grammar's
- * own budget search gave no number (each budget is one bounded search, so this stays cheap).
+ * own budget search gave no number (all of them share one bounded search effort, so this stays
+ * cheap).
  */
 const MIN_TOKENS_LOOKAHEAD = 64;
 
