@@ -28,7 +28,7 @@ import { TokenTrie } from "../src/constraint/trie.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/grammar-matcher.js";
 import { GRAMMAR_PREWARM_MS, MAX_IGNORED_RUN } from "../src/generate/grammar-constraint.js";
 import { argValue, round3 } from "./stats.js";
-import { cpuUs, newSamples, replayTargets, runTheirs, summarize, type Samples } from "./replay.js";
+import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -185,40 +185,11 @@ export async function grammarWorkloadResults(
   const perWorkload: Record<string, unknown> = {};
   for (const w of WORKLOADS.filter((x) => only === undefined || only.includes(x.name))) {
     const targets = w.targets.map(tokenize);
-    const ours = newSamples();
-    const oursTight = newSamples();
-    const oursWarm = newSamples();
-    const theirs = newSamples();
-    // Warm-up round (JIT tiers for both sides), not recorded.
-    const warm = runOurs(w, trie, targets, "large", newSamples());
-    runOurs(w, trie, targets, "tight", newSamples());
-    await runTheirs(xg, tokenizerInfo, w, targets, vocabSize, newSamples());
-    for (let r = 0; r < rounds; r++) {
-      if (r % 2 === 0) {
-        runOurs(w, trie, targets, "large", ours);
-        await runTheirs(xg, tokenizerInfo, w, targets, vocabSize, theirs);
-      } else {
-        await runTheirs(xg, tokenizerInfo, w, targets, vocabSize, theirs);
-        runOurs(w, trie, targets, "large", ours);
-      }
-      runOurs(w, trie, targets, "tight", oursTight);
-      runOurs(w, trie, targets, "large", oursWarm, warm);
-    }
-    const o = summarize(ours);
-    const t = summarize(theirs);
-    perWorkload[w.name] = {
-      ours: o,
-      oursTightBudget: summarize(oursTight),
-      oursWarmMatcher: summarize(oursWarm),
-      xgrammar: t,
-      ratioOursOverTheirs: {
-        compile: round3(o.compileMsMedian! / t.compileMsMedian!),
-        perTokenP50: round3(o.perTokenUsP50! / t.perTokenUsP50!),
-        perTokenP99: round3(o.perTokenUsP99! / t.perTokenUsP99!),
-        perTokenAvg: round3(o.perTokenUsAvg! / t.perTokenUsAvg!),
-      },
-      oursNotAcceptingAtEnd: ours.notAccepting + oursTight.notAccepting,
-    };
+    perWorkload[w.name] = await compareWorkload<GrammarTokenMatcher>(
+      rounds,
+      (budget, out, reuse) => runOurs(w, trie, targets, budget, out, reuse),
+      (out) => runTheirs(xg, tokenizerInfo, w, targets, vocabSize, out),
+    );
     process.stderr.write(`bench:grammar-mask: ${w.name} done\n`);
   }
   return perWorkload;

@@ -26,7 +26,7 @@ import { DfaConstraintState } from "../src/constraint/dfa-state.js";
 import { MATCHER_PRECOMPUTE_MS } from "../src/generate/regex-constraint.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
 import { argValue, round3 } from "./stats.js";
-import { cpuUs, newSamples, replayTargets, runTheirs, summarize, type Samples } from "./replay.js";
+import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";
 import { GRAMMAR_NOTE, grammarWorkloadResults } from "./grammar-mask.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -246,43 +246,11 @@ async function main(): Promise<void> {
         perWorkload[w.name] = { error: `regex compile failed: ${(err as Error).message}` };
         continue;
       }
-      const ours = newSamples();
-      const oursTight = newSamples();
-      const oursWarm = newSamples();
-      const theirs = newSamples();
-      // Warm-up round (JIT tiers for both sides), not recorded.
-      const warm = runOurs(w, trie, targets, "large", newSamples());
-      runOurs(w, trie, targets, "tight", newSamples());
-      await runTheirs(xg, tokenizerInfo, w, targets, vocab.size, newSamples());
-      for (let r = 0; r < rounds; r++) {
-        // Alternate who goes first, so drift hits both alike.
-        if (r % 2 === 0) {
-          runOurs(w, trie, targets, "large", ours);
-          await runTheirs(xg, tokenizerInfo, w, targets, vocab.size, theirs);
-        } else {
-          await runTheirs(xg, tokenizerInfo, w, targets, vocab.size, theirs);
-          runOurs(w, trie, targets, "large", ours);
-        }
-        runOurs(w, trie, targets, "tight", oursTight);
-        runOurs(w, trie, targets, "large", oursWarm, warm);
-      }
-      const o = summarize(ours);
-      const t = summarize(theirs);
-      perWorkload[w.name] = {
-        ours: o,
-        oursTightBudget: summarize(oursTight),
-        oursWarmMatcher: summarize(oursWarm),
-        xgrammar: t,
-        ratioOursOverTheirs: {
-          compile: round3(o.compileMsMedian! / t.compileMsMedian!),
-          perTokenP50: round3(o.perTokenUsP50! / t.perTokenUsP50!),
-          perTokenP99: round3(o.perTokenUsP99! / t.perTokenUsP99!),
-          perTokenAvg: round3(o.perTokenUsAvg! / t.perTokenUsAvg!),
-          perTokenP50WarmMatcher: round3(summarize(oursWarm).perTokenUsP50! / t.perTokenUsP50!),
-          perTokenP99WarmMatcher: round3(summarize(oursWarm).perTokenUsP99! / t.perTokenUsP99!),
-        },
-        oursNotAcceptingAtEnd: ours.notAccepting + oursTight.notAccepting,
-      };
+      perWorkload[w.name] = await compareWorkload<DfaTokenMatcher>(
+        rounds,
+        (budget, out, reuse) => runOurs(w, trie, targets, budget, out, reuse),
+        (out) => runTheirs(xg, tokenizerInfo, w, targets, vocab.size, out),
+      );
       process.stderr.write(`bench:mask: ${vname} ${w.name} done\n`);
     }
     const grammarWorkloads = kinds.includes("grammar")

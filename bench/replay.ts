@@ -103,6 +103,53 @@ export async function runTheirs(xg: any, tokenizerInfo: any, w: { ebnf: string }
 
 
 
+/** Our side of one workload: a round (fresh compile, or on `reuse`) returning the matcher it used. */
+export type OursRound<M> = (budget: "large" | "tight", out: Samples, reuse?: M) => M;
+
+/**
+ * One workload, ours against XGrammar: a warm-up round of each (JIT tiers, not recorded), then
+ * `rounds` rounds alternating who goes first (so drift hits both alike); each round also replays
+ * ours with tight budgets and on the matcher kept from the warm-up (the server's cached matcher).
+ */
+export async function compareWorkload<M>(rounds: number, ours: OursRound<M>, theirs: (out: Samples) => Promise<void>): Promise<Record<string, unknown>> {
+  const large = newSamples();
+  const tight = newSamples();
+  const warmed = newSamples();
+  const xgrammar = newSamples();
+  const warm = ours("large", newSamples());
+  ours("tight", newSamples());
+  await theirs(newSamples());
+  for (let r = 0; r < rounds; r++) {
+    if (r % 2 === 0) {
+      ours("large", large);
+      await theirs(xgrammar);
+    } else {
+      await theirs(xgrammar);
+      ours("large", large);
+    }
+    ours("tight", tight);
+    ours("large", warmed, warm);
+  }
+  const o = summarize(large);
+  const w = summarize(warmed);
+  const t = summarize(xgrammar);
+  return {
+    ours: o,
+    oursTightBudget: summarize(tight),
+    oursWarmMatcher: w,
+    xgrammar: t,
+    ratioOursOverTheirs: {
+      compile: round3(o.compileMsMedian! / t.compileMsMedian!),
+      perTokenP50: round3(o.perTokenUsP50! / t.perTokenUsP50!),
+      perTokenP99: round3(o.perTokenUsP99! / t.perTokenUsP99!),
+      perTokenAvg: round3(o.perTokenUsAvg! / t.perTokenUsAvg!),
+      perTokenP50WarmMatcher: round3(w.perTokenUsP50! / t.perTokenUsP50!),
+      perTokenP99WarmMatcher: round3(w.perTokenUsP99! / t.perTokenUsP99!),
+    },
+    oursNotAcceptingAtEnd: large.notAccepting + tight.notAccepting,
+  };
+}
+
 export function summarize(s: Samples): Record<string, number> {
   const steps = [...s.stepUs].sort((a, b) => a - b);
   const masks = [...s.maskOnlyUs].sort((a, b) => a - b);
