@@ -393,7 +393,7 @@ export class GrammarTokenMatcher {
   private tokenUpperBound(state: number, exact: boolean): number {
     let known = this.tokenBound.get(state);
     if (known === undefined) {
-      const path = this.lexer === null ? null : this.greedyCompletion(state);
+      const path = this.lexer === null ? null : this.greedyCompletionOf(state);
       known = path === null ? Number.POSITIVE_INFINITY : this.boundAlong(state, path);
       if (!this.tokenBound.has(state)) this.tokenBound.set(state, known);
     }
@@ -401,6 +401,12 @@ export class GrammarTokenMatcher {
     this.exactBounded.add(state);
     const path = (this.lexer === null ? null : this.terminalLevelCompletion(state, 2000)) ?? this.shortestCompletion(state, 5000);
     return path === null ? known : Math.min(known, this.boundAlong(state, path));
+  }
+
+  /** The greedy completion, taken from the byte bound when that already built it. */
+  private greedyCompletionOf(state: number): Uint8Array | null {
+    const own = this.byteBoundPath.get(state);
+    return own !== undefined && own.at === 0 ? own.bytes : this.greedyCompletion(state);
   }
 
   /** Bytes that surely suffice from `state` (Infinity: unknown): the greedy completion's length. */
