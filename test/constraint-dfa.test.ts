@@ -417,3 +417,46 @@ test("states with the same live structure share one walk, and their masks stay e
     }
   }
 });
+
+test("string bodies and free text: masks from the per-byte token lists equal brute force, successors and budgets included", () => {
+  for (const name of realVocabs) {
+    const vocab = loadVocabulary(vocabFile(name));
+    const trie = tokenTrieFor(vocab);
+    for (const pattern of ['"[^"\\\\\\n]*", [0-9]', "[^\\n]*\\n[a-z]", "(?s)[^<]*<"]) {
+      const dfa = compileRegex(pattern);
+      const probe = new DfaTokenMatcher(trie, dfa);
+      for (let s = 0; s < dfa.numStates; s++) probe.tokenSuccessors(s);
+      assert.ok(probe.statesListed > 0, `${name} /${pattern}/: a broad state used the token lists`);
+      checkAgainstBruteForceSampled(dfa, vocab, trie, `${name} /${pattern}/`);
+    }
+  }
+});
+
+test("a state in front of a loop derives its mask from the loop state's, exactly", () => {
+  for (const name of realVocabs) {
+    const vocab = loadVocabulary(vocabFile(name));
+    const trie = tokenTrieFor(vocab);
+    for (const pattern of ["[a-z0-9.]+@[a-z0-9.]+", '\\["[a-z]+"(, "[a-z]+")*\\]', "x[0-9]+y"]) {
+      const dfa = compileRegex(pattern);
+      const trans = bruteTransitions(dfa, vocab);
+      const minTok = bruteMinTokens(dfa, trans);
+      const matcher = new DfaTokenMatcher(trie, dfa);
+      // Loop states first, as precompute orders them; then every state's mask by the lazy path.
+      matcher.precompute(1e9);
+      if (pattern !== "x[0-9]+y") assert.ok(matcher.statesDerived > 0, `${name} /${pattern}/: some mask was derived`);
+      for (let s = 0; s < dfa.numStates; s++) {
+        const row = trans[s]!;
+        assert.deepEqual(maskDiff(matcher.mask(s, 1 << 20), vocab.size, (id) => row[id]! >= 0), [], `${name} /${pattern}/ state ${s}`);
+        assert.equal(matcher.allowedTokenCount(s), row.filter((t) => t >= 0).length, `${name} /${pattern}/ count(${s})`);
+      }
+      // Budgets on derived states: their successors come from a walk when first needed.
+      for (let s = 0; s < dfa.numStates; s++) {
+        const row = trans[s]!;
+        for (const r of [1, 2, 3, 6]) {
+          const expected = (id: number): boolean => row[id]! >= 0 && minTok[row[id]!]! <= r - 1;
+          assert.deepEqual(maskDiff(matcher.mask(s, r), vocab.size, expected), [], `${name} /${pattern}/ mask(${s}, ${r})`);
+        }
+      }
+    }
+  }
+});

@@ -98,12 +98,46 @@ test("empty vocabulary", () => {
   assert.equal(trie.numTokens, 0);
 });
 
+/**
+ * The per-byte token lists against each token's own bytes: list b holds exactly the trie positions
+ * whose token contains ASCII byte b, ascending; notUtf8Tokens exactly those a strict UTF-8 decoder
+ * refuses; orderedData is each token's bytes in trie order.
+ */
+function checkAsciiIndex(trie: TokenTrie): void {
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  const expected: number[][] = Array.from({ length: 128 }, () => []);
+  const notUtf8: number[] = [];
+  for (let k = 0; k < trie.numTokens; k++) {
+    const bytes = trie.tokenBytes(trie.tokenIds[k]!);
+    assert.deepEqual(trie.orderedData.subarray(trie.orderedOffsets[k]!, trie.orderedOffsets[k + 1]!), bytes, `position ${k}`);
+    for (const b of new Set(bytes)) if (b < 128) expected[b]!.push(k);
+    try {
+      decoder.decode(bytes);
+    } catch {
+      notUtf8.push(k);
+    }
+  }
+  for (let b = 0; b < 128; b++) {
+    assert.deepEqual([...trie.asciiTokens.subarray(trie.asciiTokenStart[b]!, trie.asciiTokenStart[b + 1]!)], expected[b], `byte ${b}`);
+  }
+  assert.deepEqual([...trie.notUtf8Tokens], notUtf8);
+}
+
+test("per-byte token lists on a small vocabulary", () => {
+  const vocab = makeVocab(['a"b', '"', Uint8Array.of(0xc3, 0xa9), Uint8Array.of(0xc3), Uint8Array.of(0xed, 0xa0, 0x80), "plain"]);
+  const trie = TokenTrie.build(vocab);
+  checkAsciiIndex(trie);
+  assert.equal(trie.asciiTokenStart[35]! - trie.asciiTokenStart[34]!, 2, 'two tokens hold "');
+  assert.equal(trie.notUtf8Tokens.length, 2, "a lone lead byte and a surrogate are not whole characters");
+});
+
 for (const name of ["gpt-2", "qwen2", "llama-spm"]) {
   test(`real vocabulary ${name}: invariants hold, build is cached`, { skip: !existsSync(vocabFile(name)) }, () => {
     const vocab = loadVocabulary(vocabFile(name));
     const trie = tokenTrieFor(vocab);
     assert.equal(tokenTrieFor(vocab), trie);
     checkTrie(trie, vocab);
+    checkAsciiIndex(trie);
     assert.equal(trie.everyByteIsToken, true, "byte-level BPE / SPM byte fallback cover all bytes");
   });
 }

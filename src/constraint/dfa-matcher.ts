@@ -73,6 +73,11 @@ export class DfaTokenMatcher {
   /** States whose full mask came from a walk / was shared from an equivalent state (stats, tests). */
   statesComputed = 0;
   statesShared = 0;
+  statesDerived = 0;
+  /** Walks done by the per-byte token lists (exceptionComplementMask) instead of the trie (tests). */
+  statesListed = 0;
+  /** Computed states with wide masks (see noteWide, derivedMask). */
+  private readonly wideStates: number[] = [];
   /** See liveBlocks: undefined = not computed yet, null = not worth it for this DFA. */
   private blocks: Int32Array | null | undefined;
   /** Per block, the state whose walk serves the block (-1: none yet). */
@@ -301,7 +306,7 @@ export class DfaTokenMatcher {
    * A large state's first visit costs up to ~1 ms at 152k tokens: paid here, once per cached
    * matcher, it no longer lands on some request's decode step. The states that loop on the most
    * bytes (free text, string bodies: the large masks) go first, then the rest in state order
-   * (breadth-first from the start).
+   * (breadth-first from the start). Masks only: successors wait for a budget that needs them.
    */
   precompute(budgetMs: number): number {
     const deadline = performance.now() + budgetMs;
@@ -314,7 +319,10 @@ export class DfaTokenMatcher {
     }
     const order = Array.from({ length: numStates }, (_, i) => i).sort((a, b) => loops[b]! - loops[a]! || a - b);
     let done = 0;
-    while (done < order.length && performance.now() < deadline) this.tokenSuccessors(order[done++]!);
+    while (done < order.length && performance.now() < deadline) {
+      const st = order[done++]!;
+      if (this.fullMasks[st] === undefined) this.firstMask(st);
+    }
     return done;
   }
 
@@ -334,12 +342,76 @@ export class DfaTokenMatcher {
         this.fullMasks[state] = shared;
         this.tokenCount[state] = this.tokenCount[rep]!;
         this.maxSuccessorMinBytes[state] = this.reachableMaxMinBytes(state);
+        this.noteWide(state);
         this.statesShared++;
         return shared;
       }
       if (rep < 0) this.blockRepresentative[blocks[state]!] = state;
     }
-    return this.computeState(state);
+    return this.derivedMask(state) ?? this.computeState(state);
+  }
+
+  /**
+   * The mask of a state whose every live byte goes where some wide state's same byte goes (the
+   * "one more letter needed" state in front of a [a-z]+ loop, say): below each first byte both
+   * walks are the same walk, so the mask is the wide state's with the subtrees of the bytes only
+   * it allows cleared. Undefined when no wide state qualifies or the clearing would cost more than
+   * a sixteenth of the vocabulary. Comes without successors, like a shared mask.
+   */
+  private derivedMask(state: number): Uint32Array | undefined {
+    if (this.wideStates.length === 0) return undefined;
+    const { next, numClasses, byteClass } = this.dfa;
+    const { subtreeSize, tokenStart, tokenIds, nodeByte, numNodes } = this.trie;
+    const base = state * numClasses;
+    let best = -1;
+    let bestCost = this.trie.numTokens >>> 4;
+    for (const t of this.wideStates) {
+      const tb = t * numClasses;
+      let ok = true;
+      for (let c = 0; c < numClasses && ok; c++) {
+        const ns = next[base + c]!;
+        if (ns >= 0 && ns !== next[tb + c]) ok = false;
+      }
+      if (!ok) continue;
+      let cost = 0;
+      for (let p = 1; p < numNodes; p += subtreeSize[p]!) {
+        const c = byteClass[nodeByte[p]!]!;
+        if (next[base + c]! < 0 && next[tb + c]! >= 0) cost += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+      }
+      if (cost < bestCost) {
+        best = t;
+        bestCost = cost;
+      }
+    }
+    if (best < 0) return undefined;
+    const mask = this.fullMasks[best]!.slice();
+    const tb = best * numClasses;
+    let cleared = 0;
+    for (let p = 1; p < numNodes; p += subtreeSize[p]!) {
+      const c = byteClass[nodeByte[p]!]!;
+      if (next[base + c]! >= 0 || next[tb + c]! < 0) continue;
+      for (let k = tokenStart[p]!, end = tokenStart[p + subtreeSize[p]!]!; k < end; k++) {
+        const id = tokenIds[k]!;
+        const bit = 1 << (id & 31);
+        if ((mask[id >>> 5]! & bit) !== 0) {
+          mask[id >>> 5]! &= ~bit;
+          cleared++;
+        }
+      }
+    }
+    const count = this.tokenCount[best]! - cleared;
+    const interned = this.intern(mask, this.wordHash(mask), count, false);
+    this.fullMasks[state] = interned;
+    this.tokenCount[state] = count;
+    this.maxSuccessorMinBytes[state] = this.reachableMaxMinBytes(state);
+    this.noteWide(state);
+    this.statesDerived++;
+    return interned;
+  }
+
+  /** Keeps `state` as a candidate for derivedMask when its mask is wide (a costly walk). */
+  private noteWide(state: number): void {
+    if (this.wideStates.length < MAX_WIDE_STATES && this.tokenCount[state]! >= this.trie.numTokens >>> 6) this.wideStates.push(state);
   }
 
   /**
@@ -434,12 +506,15 @@ export class DfaTokenMatcher {
   /** One trie walk: full mask, successor states, max successor byte distance. */
   private computeState(state: number): Uint32Array {
     const walk = this.walkContext;
+    const firstVisit = this.fullMasks[state] === undefined;
     // States that loop on most bytes (free text, string bodies) allow most of the vocabulary:
     // start from every token and clear the dead subtrees instead of setting ~all bits one by one.
     const complement = this.isBroadLoop(state);
     const mask = complement ? this.trie.generableMask.slice() : this.freshMask();
-    if (complement) walkComplementMask(walk, state, mask);
-    else walkFullMask(walk, state, mask);
+    if (complement) {
+      if (exceptionComplementMask(walk, this.trie, state, mask)) this.statesListed++;
+      else walkComplementMask(walk, state, mask);
+    } else walkFullMask(walk, state, mask);
     // A narrow walk hashed its few tokens as it set them; a mask of many tokens is hashed by word.
     const count = walk.scalars[1]!;
     const narrow = !complement && count < this.words;
@@ -449,6 +524,7 @@ export class DfaTokenMatcher {
     this.tokenCount[state] = walk.scalars[1]!;
     this.successors[state] = this.successorScratch.slice(0, walk.scalars[2]!);
     this.maxSuccessorMinBytes[state] = walk.scalars[3]!;
+    if (firstVisit) this.noteWide(state);
     this.statesComputed++;
     return interned;
   }
@@ -868,6 +944,9 @@ function popCount(mask: Uint32Array): number {
   return n;
 }
 
+/** Most wide states derivedMask compares a new state with. */
+const MAX_WIDE_STATES = 32;
+
 /** Narrow masks carved from one slab allocation (see DfaTokenMatcher.freshMask). */
 const SLAB_MASKS = 32;
 
@@ -922,6 +1001,76 @@ function walkComplementMask(c: DfaWalkContext, state: number, mask: Uint32Array)
   scalars[1] = c.numTokens - cleared;
   scalars[2] = numSucc;
   scalars[3] = maxMinBytes;
+}
+
+/**
+ * walkComplementMask by the trie's per-byte token lists, for states that loop on every
+ * multi-byte character and on all but a few ASCII bytes (free text, string bodies): only the
+ * tokens holding one of those bytes, or not whole UTF-8 characters, can end anywhere but back
+ * in `state`, so only they are stepped (~5k tokens at 152k instead of a walk over ~all 330k
+ * trie nodes). Returns false, touching nothing, when the lists are too long to pay.
+ */
+function exceptionComplementMask(c: DfaWalkContext, trie: TokenTrie, state: number, mask: Uint32Array): boolean {
+  if (c.multibyteLoop[state] !== 1) return false;
+  const { asciiTokenStart, asciiTokens, notUtf8Tokens, orderedOffsets, orderedData, tokenStamp, tokenIds } = trie;
+  const loop = c.loopBytes;
+  let listed = notUtf8Tokens.length;
+  for (let b = 0; b < 128; b++) {
+    if (((loop[state * 8 + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
+  }
+  if (listed > c.numTokens >>> 3) return false;
+  const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch } = c;
+  const scalars = c.scalars;
+  const stamp = ++scalars[0]!;
+  const tokenMark = trie.nextTokenStamp();
+  let numSucc = 0;
+  let maxMinBytes = 0;
+  let cleared = 0;
+  let distinct = 0;
+  for (let b = -1; b < 128; b++) {
+    let from: number;
+    let to: number;
+    let list: Int32Array;
+    if (b < 0) {
+      list = notUtf8Tokens;
+      from = 0;
+      to = list.length;
+    } else {
+      if (((loop[state * 8 + (b >>> 5)]! >>> (b & 31)) & 1) !== 0) continue;
+      list = asciiTokens;
+      from = asciiTokenStart[b]!;
+      to = asciiTokenStart[b + 1]!;
+    }
+    for (let j = from; j < to; j++) {
+      const k = list[j]!;
+      if (tokenStamp[k] === tokenMark) continue;
+      tokenStamp[k] = tokenMark;
+      distinct++;
+      let s = state;
+      for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++) s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
+      if (s < 0) {
+        const id = tokenIds[k]!;
+        mask[id >>> 5]! &= ~(1 << (id & 31));
+        cleared++;
+      } else if (successorStamp[s] !== stamp) {
+        successorStamp[s] = stamp;
+        successorScratch[numSucc++] = s;
+        const mb = minBytesToAccept[s]!;
+        if (mb > maxMinBytes) maxMinBytes = mb;
+      }
+    }
+  }
+  // Every token on no list loops back to `state`.
+  if (distinct < c.numTokens && successorStamp[state] !== stamp) {
+    successorStamp[state] = stamp;
+    successorScratch[numSucc++] = state;
+    const mb = minBytesToAccept[state]!;
+    if (mb > maxMinBytes) maxMinBytes = mb;
+  }
+  scalars[1] = c.numTokens - cleared;
+  scalars[2] = numSucc;
+  scalars[3] = maxMinBytes;
+  return true;
 }
 
 /** Most minor token ranges kept per state for budgeted masks (beyond that, a second walk). */

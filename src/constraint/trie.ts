@@ -55,6 +55,23 @@ export class TokenTrie {
   /** The vocabulary the trie was built from: token bytes for advancing automata. */
   readonly offsets: Uint32Array;
   readonly data: Uint8Array;
+  /**
+   * For each ASCII byte b, the trie's tokens that contain b, as trie positions k (tokenIds[k] is
+   * the id; bytes at orderedData[orderedOffsets[k] .. orderedOffsets[k + 1])):
+   * asciiTokens[asciiTokenStart[b] .. asciiTokenStart[b + 1]), ascending. With `notUtf8Tokens`
+   * (tokens that are not whole, valid UTF-8 characters), a state that loops on all but a few ASCII
+   * bytes and on every multi-byte character keeps every token outside those few lists, so its mask
+   * needs only those tokens stepped, not a walk of nearly the whole trie. Positions and a copy of
+   * the bytes in trie order keep those reads moving forward through memory.
+   */
+  readonly asciiTokenStart: Uint32Array;
+  readonly asciiTokens: Int32Array;
+  readonly notUtf8Tokens: Int32Array;
+  readonly orderedOffsets: Uint32Array;
+  readonly orderedData: Uint8Array;
+  /** Scratch for walks that must count each token once (stamp per trie position; see nextTokenStamp). */
+  readonly tokenStamp: Int32Array;
+  private tokenStampValue = 0;
 
   private constructor(
     vocab: VocabularyBytes,
@@ -94,6 +111,22 @@ export class TokenTrie {
     const parent = parentsOf(numNodes, depth, maxTokenLength);
     this.belowBytes = computeBelowBytes(numNodes, nodeByte, parent);
     this.utf8Aligned = computeUtf8Aligned(numNodes, nodeByte, tokenStart, parent);
+    const index = asciiTokenIndex(tokenIds, vocab.offsets, vocab.data);
+    this.asciiTokenStart = index.start;
+    this.asciiTokens = index.tokens;
+    this.notUtf8Tokens = index.notUtf8;
+    this.orderedOffsets = index.orderedOffsets;
+    this.orderedData = index.orderedData;
+    this.tokenStamp = new Int32Array(tokenIds.length);
+  }
+
+  /** A fresh stamp for `tokenStamp` (cleared when the counter would wrap). */
+  nextTokenStamp(): number {
+    if (this.tokenStampValue === 0x7fffffff) {
+      this.tokenStamp.fill(0);
+      this.tokenStampValue = 0;
+    }
+    return ++this.tokenStampValue;
   }
 
   static build(vocab: VocabularyBytes): TokenTrie {
@@ -160,6 +193,49 @@ export class TokenTrie {
     }
     return p;
   }
+}
+
+/** See TokenTrie.asciiTokens: the bytes copied into trie order, then two passes over them (CSR). */
+function asciiTokenIndex(
+  ids: Int32Array,
+  offsets: Uint32Array,
+  data: Uint8Array,
+): { start: Uint32Array; tokens: Int32Array; notUtf8: Int32Array; orderedOffsets: Uint32Array; orderedData: Uint8Array } {
+  const orderedOffsets = new Uint32Array(ids.length + 1);
+  for (let k = 0; k < ids.length; k++) orderedOffsets[k + 1] = orderedOffsets[k]! + offsets[ids[k]! + 1]! - offsets[ids[k]!]!;
+  const orderedData = new Uint8Array(orderedOffsets[ids.length]!);
+  for (let k = 0; k < ids.length; k++) orderedData.set(data.subarray(offsets[ids[k]!]!, offsets[ids[k]! + 1]!), orderedOffsets[k]!);
+  const count = new Uint32Array(129);
+  const seen = new Int32Array(128).fill(-1);
+  const notUtf8: number[] = [];
+  const utf8 = new Int8Array(8 * 256);
+  for (let v = 0; v < 8; v++) for (let b = 0; b < 256; b++) utf8[v * 256 + b] = utf8Step(v, b);
+  for (let k = 0; k < ids.length; k++) {
+    let v = 0;
+    for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end; i++) {
+      const b = orderedData[i]!;
+      if (v >= 0) v = utf8[v * 256 + b]!;
+      if (b < 128 && seen[b] !== k) {
+        seen[b] = k;
+        count[b + 1]!++;
+      }
+    }
+    if (v !== 0) notUtf8.push(k);
+  }
+  for (let b = 0; b < 128; b++) count[b + 1]! += count[b]!;
+  const tokens = new Int32Array(count[128]!);
+  const fill = count.slice(0, 128);
+  seen.fill(-1);
+  for (let k = 0; k < ids.length; k++) {
+    for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end; i++) {
+      const b = orderedData[i]!;
+      if (b < 128 && seen[b] !== k) {
+        seen[b] = k;
+        tokens[fill[b]!++] = k;
+      }
+    }
+  }
+  return { start: count, tokens, notUtf8: Int32Array.from(notUtf8), orderedOffsets, orderedData };
 }
 
 function parentsOf(numNodes: number, depth: Uint16Array, maxDepth: number): Int32Array {
