@@ -198,7 +198,7 @@ export class GrammarTokenMatcher {
         mask = shared;
       }
     }
-    e = { mask, maskKey, distinct: Int32Array.from(collected), nearestFirst: null, allFitFrom: Number.POSITIVE_INFINITY };
+    e = { mask, maskKey, distinct: int32Of(collected), nearestFirst: null, allFitFrom: Number.POSITIVE_INFINITY };
     this.edges.set(state, e);
     return e;
   }
@@ -370,7 +370,7 @@ export class GrammarTokenMatcher {
         }
       }
     }
-    hit = { tokens: Int32Array.from(tokens), targets: Int32Array.from(targets) };
+    hit = { tokens: int32Of(tokens), targets: int32Of(targets) };
     if (this.prefixCache.size >= 256) this.prefixCache.delete(this.prefixCache.keys().next().value!);
     this.prefixCache.set(key, hit);
     return hit;
@@ -795,8 +795,8 @@ interface CommitGroup {
   readonly nodes: Int32Array;
   /** Subtree roots p where every node strictly below p commits: the next token starts two levels down. */
   readonly loops: Int32Array;
-  /** Walks below the nodes, per lexer-state set after the commit. */
-  readonly below: Map<number, LexerWalk>;
+  /** Walks below the nodes, per lexer-state set after the commit (null until the first). */
+  below: Map<number, LexerWalk> | null;
 }
 
 interface LexerWalk {
@@ -902,7 +902,7 @@ class LexerLevelWalks {
         const k = this.automaton.lexerCommitKey(m, byte);
         if (k >= 0 && !out.includes(k)) out.push(k);
       }
-      keys = Int32Array.from(out);
+      keys = int32Of(out);
       this.commitKeys.set(slot, keys);
     }
     return keys;
@@ -967,7 +967,7 @@ class LexerLevelWalks {
         }
       }
     }
-    hit = { keys: Int32Array.from(keys), bytes };
+    hit = { keys: int32Of(keys), bytes };
     this.ends.set(lex, hit);
     return hit;
   }
@@ -1102,7 +1102,7 @@ class LexerLevelWalks {
   /** The walk below a group's nodes from the lexer state the new token starts in. */
   subWalk(lex: number, group: CommitGroup): LexerWalk {
     const setId = this.setOfLexer(lex);
-    let w = group.below.get(setId);
+    let w = group.below?.get(setId);
     if (w === undefined) {
       // Where the new token starts: children of single nodes, and nodes two levels below a loop
       // root; only those whose byte the new token can begin with (subtrees without such a byte
@@ -1126,7 +1126,7 @@ class LexerLevelWalks {
         for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) if (hits(c)) childrenOf(c, true);
       }
       w = this.walkFrom(setId, starts, false);
-      group.below.set(setId, w);
+      (group.below ??= new Map()).set(setId, w);
     }
     return w;
   }
@@ -1300,15 +1300,15 @@ class LexerLevelWalks {
       out.push({
         commitKey,
         hasEnds: g.hasEnds,
-        deadEnds: Int32Array.from(g.dead),
-        aliveEnds: Int32Array.from(g.alive),
-        aliveRanges: Int32Array.from(g.ranges),
-        nodes: Int32Array.from(g.nodes),
-        loops: Int32Array.from(g.loops),
-        below: new Map(),
+        deadEnds: int32Of(g.dead),
+        aliveEnds: int32Of(g.alive),
+        aliveRanges: int32Of(g.ranges),
+        nodes: int32Of(g.nodes),
+        loops: int32Of(g.loops),
+        below: null,
       });
     }
-    return { owner: setId, mask, contSets: Int32Array.from(contSets), tokensByCont: dense ? [] : tokensByCont.map((t) => Int32Array.from(t)), groups: out };
+    return { owner: setId, mask, contSets: int32Of(contSets), tokensByCont: dense ? [] : tokensByCont.map(int32Of), groups: out };
   }
 
   /** Whether every valid multi-byte UTF-8 character takes the set back to itself without a commit. */
@@ -1359,6 +1359,14 @@ class LexerLevelWalks {
 }
 
 const EMPTY = new Int32Array(0);
+
+/** A list as a typed array (read only: the empty ones are all EMPTY); no iterator protocol. */
+function int32Of(list: readonly number[]): Int32Array {
+  if (list.length === 0) return EMPTY;
+  const out = new Int32Array(list.length);
+  for (let i = 0; i < list.length; i++) out[i] = list[i]!;
+  return out;
+}
 /** Sets an equivalence check between two lexer-state sets may pair up before it gives up. */
 const MAX_EQUIVALENT_SETS = 256;
 

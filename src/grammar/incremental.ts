@@ -347,15 +347,25 @@ export class GrammarAutomaton {
     const key = this.lexFields[f]! * 0x100000 + this.lexFields[f + 5]!;
     let reps = this.byteRepsMemo.get(key);
     if (reps === undefined) {
-      const dfas = [this.scannerDfas[this.lexFields[f]!]!.dfa];
+      // Bytes alike in every involved DFA's classes, refined one DFA at a time: label = class
+      // tuple so far, renumbered densely (a pair of label and next class → new label).
+      const label = Int32Array.from(this.scannerDfas[this.lexFields[f]!]!.dfa.byteClass);
       const cs = this.constraintLists[this.lexFields[f + 5]!]!;
-      for (let c = 0; c < cs.length; c += 3) dfas.push(this.scannerDfas[cs[c]!]!.dfa);
-      const seen = new Set<string>();
+      for (let c = 0; c < cs.length; c += 3) {
+        const byteClass = this.scannerDfas[cs[c]!]!.dfa.byteClass;
+        const renumber = new Map<number, number>();
+        for (let b = 0; b < 256; b++) {
+          const pair = label[b]! * 256 + byteClass[b]!;
+          let id = renumber.get(pair);
+          if (id === undefined) renumber.set(pair, (id = renumber.size));
+          label[b] = id;
+        }
+      }
+      const seen = new Uint8Array(256);
       const out: number[] = [];
       for (const b of BYTES_PRINTABLE_FIRST) {
-        const sig = dfas.map((d) => d.byteClass[b]).join(",");
-        if (!seen.has(sig)) {
-          seen.add(sig);
+        if (seen[label[b]!] === 0) {
+          seen[label[b]!] = 1;
           out.push(b);
         }
       }
