@@ -311,10 +311,12 @@ export class DfaTokenMatcher {
   precompute(budgetMs: number): number {
     const deadline = performance.now() + budgetMs;
     const { numStates, numClasses, next, byteClass } = this.dfa;
+    const classSize = new Uint16Array(numClasses);
+    for (let b = 0; b < 256; b++) classSize[byteClass[b]!]!++;
     const loops = new Uint16Array(numStates);
     for (let st = 0; st < numStates; st++) {
       let count = 0;
-      for (let b = 0; b < 256; b++) if (next[st * numClasses + byteClass[b]!] === st) count++;
+      for (let c = 0; c < numClasses; c++) if (next[st * numClasses + c] === st) count += classSize[c]!;
       loops[st] = count;
     }
     const order = Array.from({ length: numStates }, (_, i) => i).sort((a, b) => loops[b]! - loops[a]! || a - b);
@@ -814,8 +816,9 @@ class DfaWalkContext {
    * fields: reassigning a field that V8 had tracked as constant deoptimizes the walk.)
    */
   readonly scalars = new Int32Array(5);
-  /** The ids a narrow walk set, in order (while fewer than a mask has words). */
+  /** The ids a narrow walk set, in order (while fewer than a mask has words); the trie's scratch. */
   readonly narrowIds: Int32Array;
+  readonly rootChild: Int32Array;
 
   constructor(
     readonly matcher: DfaTokenMatcher,
@@ -840,7 +843,8 @@ class DfaWalkContext {
     this.numClasses = dfa.numClasses;
     this.minBytesToAccept = dfa.minBytesToAccept;
     this.numTokens = trie.numTokens;
-    this.narrowIds = new Int32Array(maskWords(trie.vocabSize));
+    this.narrowIds = trie.idScratch;
+    this.rootChild = trie.rootChild;
   }
 }
 
@@ -875,7 +879,7 @@ function subtreeLoopsOn(c: DfaWalkContext, p: number, state: number): boolean {
  * token count, the distinct successor states (in successorScratch) and their max byte distance.
  */
 function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void {
-  const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes, next, byteClass, numClasses, minBytesToAccept, narrowIds } = c;
+  const { nodeInfo, subtreeSize, tokenStart, tokenIds, next, byteClass, numClasses, minBytesToAccept, narrowIds, rootChild } = c;
   const { stateAtDepth, successorStamp, successorScratch, loopKind } = c;
   const scalars = c.scalars;
   const stamp = ++scalars[0]!;
@@ -886,46 +890,52 @@ function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void
   let hash = 0x811c9dc5;
   const hashCap = mask.length;
   stateAtDepth[0] = state;
-  let p = 1;
-  while (p < numNodes) {
-    const info = nodeInfo[p]!;
-    const d = (info >>> 8) & 0xffff;
-    const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
-    const size = subtreeSize[p]!;
-    if (ns < 0) {
-      p += size;
-      continue;
-    }
-    stateAtDepth[d] = ns;
-    // A subtree whose bytes all loop on ns: every token in it is allowed and ends in ns.
-    let bulk = false;
-    if (size > 8) {
-      let kind = loopKind[ns]!;
-      if (kind === 0) kind = c.matcher.computeLoop(ns);
-      bulk = kind === 2 && subtreeLoopsOn(c, p, ns);
-    }
-    if (bulk || (info & 0x80000000) !== 0) {
-      const from = tokenStart[p]!;
-      const to = bulk ? tokenStart[p + size]! : tokenStart[p + 1]!;
-      if (count < hashCap) {
-        for (let k = from; k < to && k - from + count < hashCap; k++) {
-          hash = Math.imul(hash ^ tokenIds[k]!, 0x01000193);
-          narrowIds[k - from + count] = tokenIds[k]!;
+  // Only the subtrees of live first bytes, in byte (= trie) order.
+  for (let b = 0; b < 256; b++) {
+    const root = rootChild[b]!;
+    if (root < 0 || next[state * numClasses + byteClass[b]!]! < 0) continue;
+    const end = root + subtreeSize[root]!;
+    let p = root;
+    while (p < end) {
+      const info = nodeInfo[p]!;
+      const d = (info >>> 8) & 0xffff;
+      const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
+      const size = subtreeSize[p]!;
+      if (ns < 0) {
+        p += size;
+        continue;
+      }
+      stateAtDepth[d] = ns;
+      // A subtree whose bytes all loop on ns: every token in it is allowed and ends in ns.
+      let bulk = false;
+      if (size > 8) {
+        let kind = loopKind[ns]!;
+        if (kind === 0) kind = c.matcher.computeLoop(ns);
+        bulk = kind === 2 && subtreeLoopsOn(c, p, ns);
+      }
+      if (bulk || (info & 0x80000000) !== 0) {
+        const from = tokenStart[p]!;
+        const to = bulk ? tokenStart[p + size]! : tokenStart[p + 1]!;
+        if (count < hashCap) {
+          for (let k = from; k < to && k - from + count < hashCap; k++) {
+            hash = Math.imul(hash ^ tokenIds[k]!, 0x01000193);
+            narrowIds[k - from + count] = tokenIds[k]!;
+          }
+        }
+        count += to - from;
+        for (let k = from; k < to; k++) {
+          const id = tokenIds[k]!;
+          mask[id >>> 5]! |= 1 << (id & 31);
+        }
+        if (successorStamp[ns] !== stamp) {
+          successorStamp[ns] = stamp;
+          successorScratch[numSucc++] = ns;
+          const mb = minBytesToAccept[ns]!;
+          if (mb > maxMinBytes) maxMinBytes = mb;
         }
       }
-      count += to - from;
-      for (let k = from; k < to; k++) {
-        const id = tokenIds[k]!;
-        mask[id >>> 5]! |= 1 << (id & 31);
-      }
-      if (successorStamp[ns] !== stamp) {
-        successorStamp[ns] = stamp;
-        successorScratch[numSucc++] = ns;
-        const mb = minBytesToAccept[ns]!;
-        if (mb > maxMinBytes) maxMinBytes = mb;
-      }
+      p += bulk ? size : 1;
     }
-    p += bulk ? size : 1;
   }
   scalars[1] = count;
   scalars[2] = numSucc;

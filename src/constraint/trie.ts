@@ -69,6 +69,10 @@ export class TokenTrie {
   readonly notUtf8Tokens: Int32Array;
   readonly orderedOffsets: Uint32Array;
   readonly orderedData: Uint8Array;
+  /** Trie node of each first byte (a child of the root), or -1: walks go straight to the live ones. */
+  readonly rootChild: Int32Array;
+  /** Scratch for walks that list the ids they set (one mask's worth of words; one walk at a time). */
+  readonly idScratch: Int32Array;
   /** Scratch for walks that must count each token once (stamp per trie position; see nextTokenStamp). */
   readonly tokenStamp: Int32Array;
   private tokenStampValue = 0;
@@ -118,6 +122,9 @@ export class TokenTrie {
     this.orderedOffsets = index.orderedOffsets;
     this.orderedData = index.orderedData;
     this.tokenStamp = new Int32Array(tokenIds.length);
+    this.idScratch = new Int32Array((vocab.size + 31) >>> 5);
+    this.rootChild = new Int32Array(256).fill(-1);
+    for (let c = 1; c < numNodes; c += subtreeSize[c]!) this.rootChild[nodeByte[c]!] = c;
   }
 
   /** A fresh stamp for `tokenStamp` (cleared when the counter would wrap). */
