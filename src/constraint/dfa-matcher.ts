@@ -363,7 +363,7 @@ export class DfaTokenMatcher {
   private derivedMask(state: number): Uint32Array | undefined {
     if (this.wideStates.length === 0) return undefined;
     const { next, numClasses, byteClass } = this.dfa;
-    const { subtreeSize, tokenStart, tokenIds, nodeByte, numNodes } = this.trie;
+    const { subtreeSize, tokenStart, tokenIds, rootChild } = this.trie;
     const base = state * numClasses;
     let best = -1;
     let bestCost = this.trie.numTokens >>> 4;
@@ -376,9 +376,10 @@ export class DfaTokenMatcher {
       }
       if (!ok) continue;
       let cost = 0;
-      for (let p = 1; p < numNodes; p += subtreeSize[p]!) {
-        const c = byteClass[nodeByte[p]!]!;
-        if (next[base + c]! < 0 && next[tb + c]! >= 0) cost += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+      for (let b = 0; b < 256; b++) {
+        const p = rootChild[b]!;
+        const c = byteClass[b]!;
+        if (p >= 0 && next[base + c]! < 0 && next[tb + c]! >= 0) cost += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
       }
       if (cost < bestCost) {
         best = t;
@@ -389,9 +390,10 @@ export class DfaTokenMatcher {
     const mask = this.fullMasks[best]!.slice();
     const tb = best * numClasses;
     let cleared = 0;
-    for (let p = 1; p < numNodes; p += subtreeSize[p]!) {
-      const c = byteClass[nodeByte[p]!]!;
-      if (next[base + c]! >= 0 || next[tb + c]! < 0) continue;
+    for (let b = 0; b < 256; b++) {
+      const p = rootChild[b]!;
+      const c = byteClass[b]!;
+      if (p < 0 || next[base + c]! >= 0 || next[tb + c]! < 0) continue;
       for (let k = tokenStart[p]!, end = tokenStart[p + subtreeSize[p]!]!; k < end; k++) {
         const id = tokenIds[k]!;
         const bit = 1 << (id & 31);

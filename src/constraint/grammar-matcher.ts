@@ -1014,9 +1014,7 @@ class LexerLevelWalks {
         if (correspondence !== null) w = { ...peer, contSets: peer.contSets.map((c) => correspondence.get(c)!) };
       }
       if (w === undefined) {
-        const starts: number[] = [];
-        const { subtreeSize, numNodes } = this.trie;
-        for (let c = 1; c < numNodes; c += subtreeSize[c]!) starts.push(c);
+        const starts = this.trie.rootChildren;
         w = this.walkFrom(setId, starts, true);
         if (peers === undefined) this.rootsBySignature.set(signature, [setId]);
         else peers.push(setId);
