@@ -6,8 +6,10 @@ import { compileRegex } from "../src/regex/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { vocabFile } from "./helpers/paths.js";
+import { bruteMinTokens, bruteTransitions, maskCount, maskDiff } from "./constraint-fixtures.js";
 
-const trie = tokenTrieFor(loadVocabulary(vocabFile("gpt-2")));
+const vocab = loadVocabulary(vocabFile("gpt-2"));
+const trie = tokenTrieFor(vocab);
 
 test("precomputed masks equal lazily computed ones for every reachable state", () => {
   for (const pattern of ['[a-z0-9.]+@[a-z]+\\.(com|org)', '\\{"name": "[^"\\n]*", "age": [0-9]{1,3}\\}', "(yes|no|maybe)"]) {
@@ -26,4 +28,29 @@ test("precomputed masks equal lazily computed ones for every reachable state", (
 test("a zero budget precomputes nothing beyond what is asked", () => {
   const matcher = new DfaTokenMatcher(trie, compileRegex("[a-z]+( [a-z]+)*"));
   assert.equal(matcher.precompute(0), 0);
+});
+
+test("precomputed narrow states keep token ids until a mask is read, then equal brute force", () => {
+  const dfa = compileRegex("(positive|negative|neutral|question|request|conquest)!?");
+  const matcher = new DfaTokenMatcher(trie, dfa);
+  assert.equal(matcher.precompute(10_000), dfa.numStates);
+  // Every state is narrow here: precomputing sized every mask but built only the first 16 bitsets.
+  assert.ok(dfa.numStates > 24, `${dfa.numStates} states`);
+  const ahead = matcher.listsMaterialized;
+  assert.ok(ahead > 0 && ahead <= 16, `${ahead} built ahead`);
+  const counts = Array.from({ length: dfa.numStates }, (_, s) => matcher.allowedTokenCount(s));
+  assert.equal(matcher.listsMaterialized, ahead);
+  const trans = bruteTransitions(dfa, vocab);
+  const minTok = bruteMinTokens(dfa, trans);
+  for (let s = dfa.numStates - 1; s >= 0; s--) {
+    const row = trans[s]!;
+    const live = (id: number): boolean => row[id]! >= 0 && minTok[row[id]!] !== Infinity;
+    assert.deepEqual(maskDiff(matcher.mask(s), vocab.size, live), [], `full mask of state ${s}`);
+    assert.equal(maskCount(matcher.mask(s)), counts[s], `token count of state ${s}`);
+    // A budget of exactly the state's distance: the budgeted mask is built from the full one.
+    const r = minTok[s]!;
+    const fits = (id: number): boolean => row[id]! >= 0 && minTok[row[id]!]! <= r - 1;
+    assert.deepEqual(maskDiff(matcher.mask(s, r), vocab.size, fits), [], `mask(${s}, ${r})`);
+  }
+  assert.ok(matcher.listsMaterialized > ahead && matcher.listsMaterialized <= dfa.numStates);
 });

@@ -38,7 +38,18 @@ export class DfaTokenMatcher {
   /** All-zero mask; shared, never written. */
   readonly emptyMask: Uint32Array;
 
+  /**
+   * Per state: its full mask once materialized. A computed state (tokenCount ≥ 0) may have none
+   * yet: a narrow walk keeps only its token ids (narrowLists) and the bitset is built on the first
+   * read, so precomputing a pattern's many small states (an alternation of words: ~50 states)
+   * does not zero a 19 KB mask per state at 152k tokens for states a request may never visit.
+   */
   private readonly fullMasks: (Uint32Array | undefined)[];
+  private readonly narrowLists: (NarrowList | undefined)[];
+  /** Distinct narrow id lists by the walk's hash (states with equal masks share one). */
+  private readonly listIntern = new Map<number, NarrowList[]>();
+  /** The mask the next walk writes into (zeroed); taken over by the state when its mask is wide. */
+  private walkScratch: Uint32Array | undefined;
   private readonly tokenCount: Int32Array;
   private readonly successors: (Int32Array | undefined)[];
   private readonly maxSuccessorMinBytes: Int32Array;
@@ -74,6 +85,8 @@ export class DfaTokenMatcher {
   statesComputed = 0;
   statesShared = 0;
   statesDerived = 0;
+  /** Narrow id lists turned into bitsets on a first read (tests). */
+  listsMaterialized = 0;
   /** Walks done by the per-byte token lists (exceptionComplementMask) instead of the trie (tests). */
   statesListed = 0;
   /** Computed states with wide masks (see noteWide, derivedMask). */
@@ -98,6 +111,7 @@ export class DfaTokenMatcher {
     this.emptyMask = new Uint32Array(this.words);
     const n = dfa.numStates;
     this.fullMasks = new Array<Uint32Array | undefined>(n);
+    this.narrowLists = new Array<NarrowList | undefined>(n);
     this.successors = new Array<Int32Array | undefined>(n);
     this.tokenCount = new Int32Array(n).fill(-1);
     this.maxSuccessorMinBytes = new Int32Array(n);
@@ -240,7 +254,7 @@ export class DfaTokenMatcher {
    */
   mask(state: number, remaining: number = UNREACHABLE): Uint32Array {
     if (state < 0 || remaining <= 0) return this.emptyMask;
-    const full = this.fullMasks[state] ?? this.firstMask(state);
+    const full = this.fullMasks[state] ?? this.fullMaskSlow(state);
     if (this.trie.everyByteIsToken && remaining - 1 >= this.maxSuccessorMinBytes[state]!) return full;
     return this.budgetMask(state, remaining - 1, full);
   }
@@ -248,7 +262,7 @@ export class DfaTokenMatcher {
   /** Whether any token is allowed in `state` with `remaining` tokens left. */
   hasAnyToken(state: number, remaining: number = UNREACHABLE): boolean {
     if (state < 0 || remaining <= 0) return false;
-    if (this.fullMasks[state] === undefined) this.firstMask(state);
+    if (this.tokenCount[state]! < 0) this.firstMask(state);
     if (this.tokenCount[state] === 0) return false;
     if (this.trie.everyByteIsToken && remaining - 1 >= this.maxSuccessorMinBytes[state]!) return true;
     return this.threshold(state, remaining - 1) >= 0;
@@ -292,7 +306,7 @@ export class DfaTokenMatcher {
   /** Number of tokens in the full (unbudgeted) mask of `state`. */
   allowedTokenCount(state: number): number {
     if (state < 0) return 0;
-    if (this.fullMasks[state] === undefined) this.firstMask(state);
+    if (this.tokenCount[state]! < 0) this.firstMask(state);
     return this.tokenCount[state]!;
   }
 
@@ -321,9 +335,16 @@ export class DfaTokenMatcher {
     }
     const order = Array.from({ length: numStates }, (_, i) => i).sort((a, b) => loops[b]! - loops[a]! || a - b);
     let done = 0;
+    let built = 0;
     while (done < order.length && performance.now() < deadline) {
       const st = order[done++]!;
-      if (this.fullMasks[st] === undefined) this.firstMask(st);
+      if (this.tokenCount[st]! < 0) this.firstMask(st);
+      // The first few narrow bitsets too (start-side states: the order is breadth-first after
+      // the loops), so a small pattern's decode never builds one; the rest wait for a read.
+      if (this.fullMasks[st] === undefined && built < EAGER_NARROW_MASKS) {
+        this.fullMaskSlow(st);
+        built++;
+      }
     }
     return done;
   }
@@ -335,22 +356,41 @@ export class DfaTokenMatcher {
    * liveBlocks), else one walk. A shared mask comes without successors; its max successor byte
    * distance is bounded by the states reachable within one token's bytes instead.
    */
-  private firstMask(state: number): Uint32Array {
+  private firstMask(state: number): void {
     const blocks = this.liveBlocks();
     if (blocks !== null) {
       const rep = this.blockRepresentative[blocks[state]!]!;
       if (rep >= 0 && rep !== state) {
-        const shared = this.fullMasks[rep]!;
-        this.fullMasks[state] = shared;
+        this.fullMasks[state] = this.fullMasks[rep];
+        this.narrowLists[state] = this.narrowLists[rep];
         this.tokenCount[state] = this.tokenCount[rep]!;
         this.maxSuccessorMinBytes[state] = this.reachableMaxMinBytes(state);
         this.noteWide(state);
         this.statesShared++;
-        return shared;
+        return;
       }
       if (rep < 0) this.blockRepresentative[blocks[state]!] = state;
     }
-    return this.derivedMask(state) ?? this.computeState(state);
+    if (!this.derivedMask(state)) this.computeState(state);
+  }
+
+  /** The full mask of a state not read before: computed first if need be, then materialized. */
+  private fullMaskSlow(state: number): Uint32Array {
+    if (this.tokenCount[state]! < 0) this.firstMask(state);
+    const ready = this.fullMasks[state];
+    if (ready !== undefined) return ready;
+    const list = this.narrowLists[state]!;
+    if (list.mask === undefined) {
+      // Its own allocation, not a slab's share: this runs on a decode step, where zeroing a
+      // slab for the masks of states not visited yet would be a latency spike.
+      const mask = new Uint32Array(this.words);
+      const ids = list.ids;
+      for (let i = 0; i < ids.length; i++) mask[ids[i]! >>> 5]! |= 1 << (ids[i]! & 31);
+      list.mask = mask;
+      this.listsMaterialized++;
+    }
+    this.fullMasks[state] = list.mask;
+    return list.mask;
   }
 
   /**
@@ -360,8 +400,8 @@ export class DfaTokenMatcher {
    * it allows cleared. Undefined when no wide state qualifies or the clearing would cost more than
    * a sixteenth of the vocabulary. Comes without successors, like a shared mask.
    */
-  private derivedMask(state: number): Uint32Array | undefined {
-    if (this.wideStates.length === 0) return undefined;
+  private derivedMask(state: number): boolean {
+    if (this.wideStates.length === 0) return false;
     const { next, numClasses, byteClass } = this.dfa;
     const { subtreeSize, tokenStart, tokenIds, rootChild } = this.trie;
     const base = state * numClasses;
@@ -386,8 +426,8 @@ export class DfaTokenMatcher {
         bestCost = cost;
       }
     }
-    if (best < 0) return undefined;
-    const mask = this.fullMasks[best]!.slice();
+    if (best < 0) return false;
+    const mask = (this.fullMasks[best] ?? this.fullMaskSlow(best)).slice();
     const tb = best * numClasses;
     let cleared = 0;
     for (let b = 0; b < 256; b++) {
@@ -404,13 +444,13 @@ export class DfaTokenMatcher {
       }
     }
     const count = this.tokenCount[best]! - cleared;
-    const interned = this.intern(mask, this.wordHash(mask), count, false);
+    const interned = this.intern(mask, this.wordHash(mask), count);
     this.fullMasks[state] = interned;
     this.tokenCount[state] = count;
     this.maxSuccessorMinBytes[state] = this.reachableMaxMinBytes(state);
     this.noteWide(state);
     this.statesDerived++;
-    return interned;
+    return true;
   }
 
   /** Keeps `state` as a candidate for derivedMask when its mask is wide (a costly walk). */
@@ -507,30 +547,65 @@ export class DfaTokenMatcher {
     return best;
   }
 
-  /** One trie walk: full mask, successor states, max successor byte distance. */
-  private computeState(state: number): Uint32Array {
+  /**
+   * One trie walk: full mask (or, when narrow, its token ids), successor states, max successor
+   * byte distance. A state computed before (shared or derived, now walked for its successors)
+   * keeps the mask it has: the walk's is the same set.
+   */
+  private computeState(state: number): void {
     const walk = this.walkContext;
-    const firstVisit = this.fullMasks[state] === undefined;
+    const firstVisit = this.tokenCount[state]! < 0;
     // States that loop on most bytes (free text, string bodies) allow most of the vocabulary:
     // start from every token and clear the dead subtrees instead of setting ~all bits one by one.
     const complement = this.isBroadLoop(state);
-    const mask = complement ? this.trie.generableMask.slice() : this.freshMask();
+    let mask: Uint32Array;
     if (complement) {
+      mask = this.trie.generableMask.slice();
       if (exceptionComplementMask(walk, this.trie, state, mask)) this.statesListed++;
       else walkComplementMask(walk, state, mask);
-    } else walkFullMask(walk, state, mask);
-    // A narrow walk hashed its few tokens as it set them; a mask of many tokens is hashed by word.
+    } else {
+      mask = this.walkScratch ??= this.freshMask();
+      walkFullMask(walk, state, mask);
+    }
     const count = walk.scalars[1]!;
+    // A narrow walk kept (and hashed) its few ids: the scratch is zeroed by them and reused.
     const narrow = !complement && count < this.words;
-    const interned = this.intern(mask, narrow ? walk.scalars[4]! : this.wordHash(mask), count, narrow);
-    if (interned !== mask && !complement) this.releaseFreshMask(mask, narrow ? count : -1);
-    this.fullMasks[state] = interned;
-    this.tokenCount[state] = walk.scalars[1]!;
+    if (narrow) {
+      const ids = walk.narrowIds;
+      for (let i = 0; i < count; i++) mask[ids[i]! >>> 5] = 0;
+      if (firstVisit) this.narrowLists[state] = this.internList(ids, count, walk.scalars[4]!);
+    } else if (!firstVisit) {
+      if (!complement) mask.fill(0);
+    } else {
+      if (!complement) this.walkScratch = undefined;
+      const interned = this.intern(mask, this.wordHash(mask), count);
+      if (interned !== mask && !complement) {
+        mask.fill(0);
+        this.walkScratch = mask;
+      }
+      this.fullMasks[state] = interned;
+    }
+    this.tokenCount[state] = count;
     this.successors[state] = this.successorScratch.slice(0, walk.scalars[2]!);
     this.maxSuccessorMinBytes[state] = walk.scalars[3]!;
     if (firstVisit) this.noteWide(state);
     this.statesComputed++;
-    return interned;
+  }
+
+  /** The shared list equal to ids[0..count) (hash `h`, the walk's over them in trie order), or a new one. */
+  private internList(ids: Int32Array, count: number, h: number): NarrowList {
+    const bucket = this.listIntern.get(h);
+    if (bucket !== undefined) {
+      outer: for (const list of bucket) {
+        if (list.ids.length !== count) continue;
+        for (let i = 0; i < count; i++) if (list.ids[i] !== ids[i]) continue outer;
+        return list;
+      }
+    }
+    const list = new NarrowList(ids.slice(0, count));
+    if (bucket === undefined) this.listIntern.set(h, [list]);
+    else bucket.push(list);
+    return list;
   }
 
   /** Largest successor token distance ≤ limit, or -1 when no successor fits. */
@@ -582,7 +657,7 @@ export class DfaTokenMatcher {
         }
       }
     }
-    const shared = this.intern(mask, this.wordHash(mask), popCount(mask), false);
+    const shared = this.intern(mask, this.wordHash(mask), popCount(mask));
     this.budgetMasks.set(key, shared);
     return shared;
   }
@@ -615,42 +690,18 @@ export class DfaTokenMatcher {
   }
 
   /**
-   * Gives back the last fresh mask (its state shares an equal interned one), zeroed again: by
-   * its `count` token ids when the walk kept them (narrow), else word by word.
+   * `h`: the mask's wordHash; `count`: its tokens. Returns an equal mask kept before, if any.
    */
-  private releaseFreshMask(mask: Uint32Array, count: number): void {
-    if (this.slabUsed > 0 && mask.buffer === this.slab.buffer && mask.byteOffset === this.words * 4 * (this.slabUsed - 1)) {
-      if (count >= 0) {
-        const ids = this.walkContext.narrowIds;
-        for (let i = 0; i < count; i++) mask[ids[i]! >>> 5] = 0;
-      } else mask.fill(0);
-      this.slabUsed--;
-    }
-  }
-
-  /**
-   * `h`: the mask's hash (equal masks must hash alike: wordHash, or the walk's own for narrow
-   * ones); `count`: its tokens. A narrow mask is compared by the ids its walk kept (same count and
-   * every id set means equal) instead of all words, a few µs per state at 152k tokens.
-   */
-  private intern(mask: Uint32Array, h: number, count: number, narrow: boolean): Uint32Array {
+  private intern(mask: Uint32Array, h: number, count: number): Uint32Array {
     const bucket = this.maskIntern.get(h);
     if (bucket === undefined) {
       this.maskIntern.set(h, { masks: [mask], counts: [count] });
       return mask;
     }
-    const ids = this.walkContext.narrowIds;
     outer: for (let j = 0; j < bucket.masks.length; j++) {
       if (bucket.counts[j] !== count) continue;
       const m = bucket.masks[j]!;
-      if (narrow) {
-        for (let i = 0; i < count; i++) {
-          const id = ids[i]!;
-          if (((m[id >>> 5]! >>> (id & 31)) & 1) === 0) continue outer;
-        }
-      } else {
-        for (let i = 0; i < mask.length; i++) if (m[i] !== mask[i]) continue outer;
-      }
+      for (let i = 0; i < mask.length; i++) if (m[i] !== mask[i]) continue outer;
       return m;
     }
     bucket.masks.push(mask);
@@ -955,6 +1006,15 @@ function popCount(mask: Uint32Array): number {
   }
   return n;
 }
+
+/** A narrow state's token ids (trie order), and its bitset once some state's mask was read. */
+class NarrowList {
+  mask: Uint32Array | undefined = undefined;
+  constructor(readonly ids: Int32Array) {}
+}
+
+/** Narrow masks precompute turns into bitsets ahead of any read (see precompute). */
+const EAGER_NARROW_MASKS = 16;
 
 /** Most wide states derivedMask compares a new state with. */
 const MAX_WIDE_STATES = 32;

@@ -1,6 +1,10 @@
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import type { ByteNfa } from "./nfa.js";
 import { Assertion } from "./parser.js";
+import { Int32Arena } from "./arena.js";
+
+/** Temporaries of one determinize call (finishDfa and minimize included); reset per call. */
+const arena = new Int32Arena();
 
 /** Contract in DESIGN.md: a byte DFA holding only live states. */
 export interface ByteDfa {
@@ -48,6 +52,7 @@ const DROP = -1;
  */
 export function determinize(nfa: ByteNfa, start: number, numPatterns: number, limits: DfaLimits): MultiByteDfa {
   const nStates = nfa.size;
+  arena.reset();
 
   // Alphabet compression: bytes that every NFA edge treats alike share a class. Refine the
   // partition of 0..255 by each distinct edge range.
@@ -71,11 +76,11 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     edgeCount += nfa.edges[q]!.length / 3;
     epsCount += nfa.eps[q]!.length;
   }
-  const edgeOff = new Int32Array(nStates + 1);
-  const edgeRange = new Int32Array(edgeCount);
-  const edgeTo = new Int32Array(edgeCount);
-  const epsOff = new Int32Array(nStates + 1);
-  const epsTo = new Int32Array(epsCount);
+  const edgeOff = arena.take(nStates + 1);
+  const edgeRange = arena.take(edgeCount);
+  const edgeTo = arena.take(edgeCount);
+  const epsOff = arena.take(nStates + 1);
+  const epsTo = arena.take(epsCount);
   let e = 0;
   let ep = 0;
   for (let q = 0; q < nStates; q++) {
@@ -91,10 +96,11 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   if (nfa.hasAssertions) internRange(0x0a, 0x0a);
   // Lookaround byte sets become class boundaries, so a class is entirely inside or outside each.
   for (const set of nfa.assertSets) for (let i = 0; i < set.length; i += 2) internRange(set[i]!, set[i + 1]!);
-  const byteClassRaw = new Int32Array(256);
+  const byteClassRaw = arena.take(256);
   let nextClassId = 1;
+  const remap = new Map<number, number>();
   for (let r = 0; r < rangeLo.length; r++) {
-    const remap = new Map<number, number>();
+    remap.clear();
     for (let b = rangeLo[r]!; b <= rangeHi[r]!; b++) {
       const old = byteClassRaw[b]!;
       let renamed = remap.get(old);
@@ -105,22 +111,20 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
       byteClassRaw[b] = renamed;
     }
   }
-  const dense = new Map<number, number>();
-  const classOfByte = new Uint8Array(256);
+  const dense = arena.take(nextClassId, -1);
+  const classOfByte = arena.take(256);
+  let numIntervals = 0;
   for (let b = 0; b < 256; b++) {
-    let id = dense.get(byteClassRaw[b]!);
-    if (id === undefined) {
-      id = dense.size;
-      dense.set(byteClassRaw[b]!, id);
-    }
-    classOfByte[b] = id;
+    const raw = byteClassRaw[b]!;
+    if (dense[raw] === -1) dense[raw] = numIntervals++;
+    classOfByte[b] = dense[raw]!;
   }
-  const k = dense.size;
+  const k = numIntervals;
   const newlineClass = nfa.hasAssertions ? classOfByte[0x0a]! : -1;
   // Classes covered by each distinct range (CSR).
-  const rangeClassOff = new Int32Array(rangeLo.length + 1);
+  const rangeClassOff = arena.take(rangeLo.length + 1);
   const rangeClassList: number[] = [];
-  const seen = new Int32Array(k).fill(-1);
+  const seen = arena.take(k, -1);
   for (let r = 0; r < rangeLo.length; r++) {
     for (let b = rangeLo[r]!; b <= rangeHi[r]!; b++) {
       const c = classOfByte[b]!;
@@ -131,11 +135,11 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     }
     rangeClassOff[r + 1] = rangeClassList.length;
   }
-  const rangeClasses = Int32Array.from(rangeClassList);
-  const assertion = Int32Array.from(nfa.assertion);
-  const assertSet = Int32Array.from(nfa.assertSet);
-  const inAssertSet = new Uint8Array(nfa.assertSets.length * k); // [set * k + class]
-  const newlineInSet = new Uint8Array(nfa.assertSets.length);
+  const rangeClasses = arena.copy(rangeClassList);
+  const assertion = arena.copy(nfa.assertion);
+  const assertSet = arena.copy(nfa.assertSet);
+  const inAssertSet = arena.take(nfa.assertSets.length * k); // [set * k + class]
+  const newlineInSet = arena.take(nfa.assertSets.length);
   nfa.assertSets.forEach((set, j) => {
     for (let i = 0; i < set.length; i += 2) {
       for (let b = set[i]!; b <= set[i + 1]!; b++) inAssertSet[j * k + classOfByte[b]!] = 1;
@@ -177,16 +181,16 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     }
     return refuseCombination(q);
   };
-  const assertTarget = Int32Array.from(nfa.assertTarget);
-  const acceptOf = Int32Array.from(nfa.accept);
-  const important = new Uint8Array(nStates);
+  const assertTarget = arena.copy(nfa.assertTarget);
+  const acceptOf = arena.copy(nfa.accept);
+  const important = arena.take(nStates);
   for (let q = 0; q < nStates; q++) if (edgeOff[q + 1]! > edgeOff[q]! || acceptOf[q]! >= 0) important[q] = 1;
 
   // Epsilon closure of thread ids (nfaState * numModes + mode) into closureOut, sorted.
-  const visitStamp = new Int32Array(nStates * numModes);
+  const visitStamp = arena.take(nStates * numModes);
   let stamp = 0;
-  let stack = new Int32Array(0);
-  let closureOut = new Int32Array(64);
+  const stack = arena.take(nStates * numModes); // each thread is pushed at most once per closure
+  let closureOut = arena.take(64);
   // prevClass: class of the byte just consumed, -1 at the start of the text.
   const closure = (seeds: Int32Array, from: number, to: number, prevClass: number): number => {
     const atStart = prevClass < 0;
@@ -194,7 +198,6 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     stamp++;
     let sp = 0;
     let n = 0;
-    if (stack.length < nStates * numModes) stack = new Int32Array(nStates * numModes); // each thread is pushed at most once
     for (let i = from; i < to; i++) {
       const t = seeds[i]!;
       if (visitStamp[t] !== stamp) {
@@ -208,7 +211,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
       const mode = thread - q * numModes;
       if (important[q] && (mode !== MODE_END || acceptOf[q]! >= 0)) {
         if (n === closureOut.length) {
-          const grown = new Int32Array(closureOut.length * 2);
+          const grown = arena.take(closureOut.length * 2);
           grown.set(closureOut);
           closureOut = grown;
         }
@@ -247,12 +250,12 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
 
   // DFA states: sorted thread lists in a pool, found through an open-addressing hash table.
   const startTime = performance.now();
-  let pool = new Int32Array(1024);
+  let pool = arena.take(1024);
   let poolUsed = 0;
-  let stateOff = new Int32Array(65);
+  let stateOff = arena.take(65);
   let numRaw = 0;
-  let table = new Int32Array(256).fill(-1);
-  let trans = new Int32Array(64 * k).fill(-1);
+  let table = arena.take(256, -1);
+  let trans = arena.take(64 * k, -1);
   const hashThreads = (src: Int32Array, from: number, to: number): number => {
     let h = 0x811c9dc5;
     for (let i = from; i < to; i++) h = Math.imul(h ^ src[i]!, 0x01000193);
@@ -290,25 +293,25 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     }
     numRaw++;
     if (poolUsed + n > pool.length) {
-      const grown = new Int32Array(Math.max(pool.length * 2, poolUsed + n));
+      const grown = arena.take(Math.max(pool.length * 2, poolUsed + n));
       grown.set(pool);
       pool = grown;
     }
     pool.set(closureOut.subarray(0, n), poolUsed);
     poolUsed += n;
     if (numRaw + 1 > stateOff.length) {
-      const grown = new Int32Array(stateOff.length * 2);
+      const grown = arena.take(stateOff.length * 2);
       grown.set(stateOff);
       stateOff = grown;
     }
     stateOff[numRaw] = poolUsed;
     if (numRaw * k > trans.length) {
-      const grown = new Int32Array(trans.length * 2).fill(-1);
+      const grown = arena.take(trans.length * 2, -1);
       grown.set(trans);
       trans = grown;
     }
     if (numRaw * 2 > table.length) {
-      table = new Int32Array(table.length * 2).fill(-1);
+      table = arena.take(table.length * 2, -1);
       for (let other = 0; other < numRaw - 1; other++) {
         insertInTable(other, hashThreads(pool, stateOff[other]!, stateOff[other + 1]!));
       }
@@ -317,9 +320,11 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     return id;
   };
 
-  internState(closure(Int32Array.of(start * numModes), 0, 1, -1));
-  const classCount = new Int32Array(k + 1);
-  let moves = new Int32Array(256); // seeds grouped by class
+  const seed = arena.take(1);
+  seed[0] = start * numModes;
+  internState(closure(seed, 0, 1, -1));
+  const classCount = arena.take(k + 1);
+  let moves = arena.take(256); // seeds grouped by class
   for (let s = 0; s < numRaw; s++) {
     // Pass 1 counts seeds per class, pass 2 places them (counting sort, no per-class arrays).
     classCount.fill(0);
@@ -350,7 +355,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
       }
       if (pass === 0) {
         for (let c = 0; c < k; c++) classCount[c + 1]! += classCount[c]!;
-        if (classCount[k]! > moves.length) moves = new Int32Array(classCount[k]! * 2);
+        if (classCount[k]! > moves.length) moves = arena.take(classCount[k]! * 2);
       }
     }
     // After pass 2, classCount[c] is the end of class c's seeds (and the start of c + 1's).
@@ -370,7 +375,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
 
   const rawCount = numRaw;
   const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
-  const rawMask = new Uint32Array(rawCount * acceptWords);
+  const rawMask = arena.take(rawCount * acceptWords);
   for (let s = 0; s < rawCount; s++) {
     for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
       const thread = pool[i]!;
@@ -385,18 +390,19 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   return finishDfa(rawCount, k, trans, rawMask, acceptWords, numPatterns, classOfByte);
 }
 
-function isAcceptingRaw(mask: Uint32Array, words: number, s: number): boolean {
+function isAcceptingRaw(mask: Int32Array | Uint32Array, words: number, s: number): boolean {
   for (let w = 0; w < words; w++) if (mask[s * words + w] !== 0) return true;
   return false;
 }
 
 /** Reverse adjacency in CSR form (sources of each target), ignoring labels. */
 function reverseEdges(n: number, k: number, trans: Int32Array): { offsets: Int32Array; sources: Int32Array } {
-  const counts = new Int32Array(n + 1);
+  const counts = arena.take(n + 1);
   for (let i = 0; i < n * k; i++) if (trans[i]! >= 0) counts[trans[i]! + 1]!++;
   for (let i = 0; i < n; i++) counts[i + 1]! += counts[i]!;
-  const sources = new Int32Array(counts[n]!);
-  const fill = counts.slice(0, n);
+  const sources = arena.take(counts[n]!);
+  const fill = arena.take(n);
+  fill.set(counts.subarray(0, n));
   for (let s = 0; s < n; s++) {
     for (let c = 0; c < k; c++) {
       const t = trans[s * k + c]!;
@@ -406,10 +412,10 @@ function reverseEdges(n: number, k: number, trans: Int32Array): { offsets: Int32
   return { offsets: counts, sources };
 }
 
-/** Multi-source BFS backwards from accepting states: shortest byte distance, -1 if none. */
-function distancesToAccept(n: number, k: number, trans: Int32Array, accepting: (s: number) => boolean): Int32Array {
-  const dist = new Int32Array(n).fill(-1);
-  const queue = new Int32Array(n);
+/** Multi-source BFS backwards from accepting states: shortest byte distance, -1 if none. `kept`: a result, not scratch. */
+function distancesToAccept(n: number, k: number, trans: Int32Array, accepting: (s: number) => boolean, kept: boolean): Int32Array {
+  const dist = kept ? new Int32Array(n).fill(-1) : arena.take(n, -1);
+  const queue = arena.take(n);
   let head = 0;
   let tail = 0;
   for (let s = 0; s < n; s++) {
@@ -436,24 +442,24 @@ function finishDfa(
   rawCount: number,
   k: number,
   rawTrans: Int32Array,
-  rawMask: Uint32Array,
+  rawMask: Int32Array,
   acceptWords: number,
   numPatterns: number,
-  intervalOf: Uint8Array,
+  intervalOf: Int32Array,
 ): MultiByteDfa {
   // 1. Prune states that cannot reach acceptance.
-  const dist = distancesToAccept(rawCount, k, rawTrans, (s) => isAcceptingRaw(rawMask, acceptWords, s));
+  const dist = distancesToAccept(rawCount, k, rawTrans, (s) => isAcceptingRaw(rawMask, acceptWords, s), false);
   if (dist[0] === -1) {
     return emptyDfa(numPatterns, acceptWords);
   }
-  const liveId = new Int32Array(rawCount).fill(-1);
+  const liveId = arena.take(rawCount, -1);
   let n = 0;
   for (let s = 0; s < rawCount; s++) if (dist[s]! >= 0) liveId[s] = n++;
   // 2. Hopcroft minimization on the live states plus an explicit dead sink (id n).
   const total = n + 1;
   const dead = n;
-  const delta = new Int32Array(total * k);
-  const liveMask = new Uint32Array(total * acceptWords); // the dead sink's mask stays 0
+  const delta = arena.take(total * k);
+  const liveMask = arena.take(total * acceptWords); // the dead sink's mask stays 0
   for (let s = 0; s < rawCount; s++) {
     const id = liveId[s]!;
     if (id < 0) continue;
@@ -466,7 +472,7 @@ function finishDfa(
   for (let c = 0; c < k; c++) delta[dead * k + c] = dead;
   // Initial partition: by acceptance mask, with the dead sink alone (its language is empty,
   // unlike every live state's), so it can be left off the initial worklist.
-  const initialBlock = new Int32Array(total);
+  const initialBlock = arena.take(total);
   const blockOfMask = new Map<string | number, number>();
   for (let s = 0; s < n; s++) {
     const key = acceptWords === 1 ? liveMask[s]! : liveMask.subarray(s * acceptWords, (s + 1) * acceptWords).join(",");
@@ -484,23 +490,24 @@ function finishDfa(
   const deadBlock = block[dead]!;
   let blockCount = 0;
   for (let s = 0; s < total; s++) if (block[s]! >= blockCount) blockCount = block[s]! + 1;
-  const representative = new Int32Array(blockCount).fill(-1);
+  const representative = arena.take(blockCount, -1);
   for (let s = 0; s < total; s++) if (representative[block[s]!] === -1) representative[block[s]!] = s;
-  const order = new Int32Array(blockCount).fill(-1);
-  const queue: number[] = [block[0]!];
+  const order = arena.take(blockCount, -1);
+  const queue = arena.take(blockCount);
+  queue[0] = block[0]!;
   order[block[0]!] = 0;
   let numStates = 1;
-  for (let h = 0; h < queue.length; h++) {
+  for (let h = 0; h < numStates; h++) {
     const rep = representative[queue[h]!]!;
     for (let c = 0; c < k; c++) {
       const b = block[delta[rep * k + c]!]!;
       if (b !== deadBlock && order[b] === -1) {
+        queue[numStates] = b;
         order[b] = numStates++;
-        queue.push(b);
       }
     }
   }
-  const interval = new Int32Array(numStates * k);
+  const interval = arena.take(numStates * k);
   const acceptMask = new Uint32Array(numStates * acceptWords);
   const accepting = new Uint8Array(numStates);
   for (let i = 0; i < numStates; i++) {
@@ -514,7 +521,7 @@ function finishDfa(
   }
 
   // 4. Merge intervals whose columns are identical into byte classes.
-  const classOfInterval = new Int32Array(k);
+  const classOfInterval = arena.take(k);
   const columnIndex = new Map<number, number[]>();
   let numClasses = 0;
   const columnsEqual = (a: number, b: number): boolean => {
@@ -542,7 +549,7 @@ function finishDfa(
   for (let s = 0; s < numStates; s++) {
     for (let cls = 0; cls < numClasses; cls++) next[s * numClasses + cls] = interval[s * k + firstIntervalOfClass[cls]!]!;
   }
-  const minBytesToAccept = distancesToAccept(numStates, numClasses, next, (s) => accepting[s] === 1);
+  const minBytesToAccept = distancesToAccept(numStates, numClasses, next, (s) => accepting[s] === 1, true);
   const reachMask = reachableAcceptance(numStates, numClasses, next, acceptMask, acceptWords);
   return {
     numStates, start: 0, numClasses, byteClass, next, accepting, minBytesToAccept,
@@ -554,11 +561,13 @@ function finishDfa(
 function reachableAcceptance(n: number, k: number, next: Int32Array, acceptMask: Uint32Array, words: number): Uint32Array {
   const reach = acceptMask.slice();
   const { offsets, sources } = reverseEdges(n, k, next);
-  const queue: number[] = [];
-  const queued = new Uint8Array(n).fill(1);
-  for (let s = 0; s < n; s++) queue.push(s);
-  while (queue.length > 0) {
-    const t = queue.pop()!;
+  // A stack holding each state at most once (queued), so n slots suffice.
+  const queue = arena.take(n);
+  const queued = arena.take(n, 1);
+  for (let s = 0; s < n; s++) queue[s] = s;
+  let top = n;
+  while (top > 0) {
+    const t = queue[--top]!;
     queued[t] = 0;
     for (let i = offsets[t]!; i < offsets[t + 1]!; i++) {
       const s = sources[i]!;
@@ -572,7 +581,7 @@ function reachableAcceptance(n: number, k: number, next: Int32Array, acceptMask:
       }
       if (changed && !queued[s]) {
         queued[s] = 1;
-        queue.push(s);
+        queue[top++] = s;
       }
     }
   }
@@ -614,22 +623,23 @@ function minimize(
   skipState: number,
 ): Int32Array {
   // Inverse transitions: preimage[(t * k + c)] lists s with delta(s, c) = t.
-  const invOffsets = new Int32Array(n * k + 1);
+  const invOffsets = arena.take(n * k + 1);
   for (let s = 0; s < n; s++) for (let c = 0; c < k; c++) invOffsets[delta[s * k + c]! * k + c + 1]!++;
   for (let i = 0; i < n * k; i++) invOffsets[i + 1]! += invOffsets[i]!;
-  const invSources = new Int32Array(n * k);
-  const fill = invOffsets.slice(0, n * k);
+  const invSources = arena.take(n * k);
+  const fill = arena.take(n * k);
+  fill.set(invOffsets.subarray(0, n * k));
   for (let s = 0; s < n; s++) for (let c = 0; c < k; c++) invSources[fill[delta[s * k + c]! * k + c]!++] = s;
 
-  const elems = new Int32Array(n);
-  const pos = new Int32Array(n);
-  const blk = new Int32Array(n);
+  const elems = arena.take(n);
+  const pos = arena.take(n);
+  const blk = arena.take(n);
   // At most n blocks exist and each is on the worklist at most once at a time.
-  const bStart = new Int32Array(n);
-  const bEnd = new Int32Array(n);
-  const bMarked = new Int32Array(n);
-  const inWork = new Uint8Array(n);
-  const work = new Int32Array(n);
+  const bStart = arena.take(n);
+  const bEnd = arena.take(n);
+  const bMarked = arena.take(n);
+  const inWork = arena.take(n);
+  const work = arena.take(n);
   let numBlocks = numInitial;
   let workSize = 0;
 
@@ -655,8 +665,8 @@ function minimize(
     work[workSize++] = b;
   }
 
-  const touched = new Int32Array(n);
-  const splitterElems = new Int32Array(n);
+  const touched = arena.take(n);
+  const splitterElems = arena.take(n);
   while (workSize > 0) {
     const a = work[--workSize]!;
     inWork[a] = 0;

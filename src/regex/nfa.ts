@@ -109,6 +109,16 @@ export class ByteNfa {
   private emitSet(set: CodeSet, entry: number): number {
     const exit = this.newState();
     if (set.length === 0) return exit; // matches nothing: exit is unreachable
+    const start = this.newState();
+    this.eps[entry]!.push(start);
+    let ascii = true;
+    for (let i = 1; i < set.length && ascii; i += 2) ascii = set[i]! < 0x80;
+    if (ascii) {
+      // ASCII only (literal text, most classes): one byte per character, nothing to share.
+      const edges = this.edges[start]!;
+      for (let i = 0; i < set.length; i += 2) edges.push(set[i]!, set[i + 1]!, exit);
+      return exit;
+    }
     const key = set.join(",");
     let sequences = this.sequenceCache.get(key);
     if (!sequences) {
@@ -116,8 +126,6 @@ export class ByteNfa {
       for (let i = 0; i < set.length; i += 2) utf8Sequences(set[i]!, set[i + 1]!, sequences);
       this.sequenceCache.set(key, sequences);
     }
-    const start = this.newState();
-    this.eps[entry]!.push(start);
     // Share suffixes (runs of continuation bytes) so the subset construction meets the same
     // NFA states on every path into them; lead bytes then fan out from `start`.
     const suffix = new Map<string, number>();
