@@ -16,6 +16,7 @@
  * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
 import { LEXER_COMMITS, searchCheapestGoal } from "../grammar/index.js";
+import { IntMap } from "../regex/index.js";
 import { loopsOnEveryUtf8Char, type TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
 import { maskWords, setTokenList, setTokenRange } from "./types.js";
@@ -86,7 +87,7 @@ export class GrammarTokenMatcher {
   /** Per state: the greedy completion's next commit (see greedyCompletion). */
   private readonly greedySteps = new Map<number, { bytes: Uint8Array; next: number } | null>();
   /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
-  private readonly finishMemo = new Map<number, number>();
+  private readonly finishMemo = new IntMap();
   private readonly budgetMasks = new Map<number, Uint32Array>();
   private searchLeft = 0;
   private searchGaveUp = false;
@@ -489,20 +490,24 @@ export class GrammarTokenMatcher {
     const lexer = this.lexer!;
     const automaton = lexer.automaton;
     const hyps = automaton.hypotheses(state);
-    let best: { bytes: Uint8Array; next: number } | null = null;
     let bestCost = Number.POSITIVE_INFINITY;
+    let bestBytes: Uint8Array | null = null;
+    let bestStack = -1;
+    let bestKey = -1;
     for (let h = 0; h < hyps.length; h += 2) {
       const ends = lexer.tokenEnds(hyps[h + 1]!);
       for (let i = 0; i < ends.keys.length; i++) {
-        const next = automaton.afterCommit(hyps[h]!, ends.keys[i]!);
-        if (next < 0) continue;
-        const cost = ends.bytes[i]!.length + automaton.minBytesLowerBound(next);
+        const cost = ends.bytes[i]!.length + automaton.lowerBoundAfterCommit(hyps[h]!, ends.keys[i]!);
         if (cost < bestCost) {
           bestCost = cost;
-          best = { bytes: ends.bytes[i]!, next };
+          bestBytes = ends.bytes[i]!;
+          bestStack = hyps[h]!;
+          bestKey = ends.keys[i]!;
         }
       }
     }
+    // Only the chosen commit's state is made (a dead one has an infinite bound, never chosen).
+    const best = bestBytes === null ? null : { bytes: bestBytes, next: automaton.afterCommit(bestStack, bestKey) };
     this.greedySteps.set(state, best);
     return best;
   }
@@ -633,7 +638,7 @@ export class GrammarTokenMatcher {
     if (this.tokenUpperBound(state, false) <= budget) return true;
     const key = state * 65536 + Math.min(budget, BUDGET_KEY_CAP);
     const memo = this.finishMemo.get(key);
-    if (memo !== undefined) return memo === 1;
+    if (memo !== IntMap.MISSING) return memo === 1;
     // The exact bound (an A*, once per state) is search effort too.
     if (this.searchLeft-- <= 0) {
       this.searchGaveUp = true;
@@ -770,13 +775,15 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   lexerCommitKey(lex: number, byte: number): number;
   /** The one-hypothesis state after the commit on `stack`; -1 when the parser refuses it. */
   afterCommit(stack: number, commitKey: number): number;
+  /** minBytesLowerBound of afterCommit's state, without making it (Infinity when refused). */
+  lowerBoundAfterCommit(stack: number, commitKey: number): number;
   /** The state of hypotheses (stack, l) for each lexer state l. */
   withStack(stack: number, lexers: readonly number[]): number;
 }
 
 function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
   const l = a as Partial<LexerLevelAutomaton>;
-  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.tokenStartLexers === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.withStack === "function";
+  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.tokenStartLexers === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.lowerBoundAfterCommit === "function" && typeof l.withStack === "function";
 }
 
 /** Trie nodes where one terminal commit (same terminal, same inherited constraints) happens. */

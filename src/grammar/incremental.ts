@@ -11,7 +11,7 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, compileRegex, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, compileRegex, IntMap, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
@@ -66,6 +66,8 @@ const BYTES_PRINTABLE_FIRST: readonly number[] = (() => {
   const rank = (b: number): number => (b >= 0x61 && b <= 0x7a ? 0 : b >= 0x30 && b <= 0x39 ? 1 : b >= 0x41 && b <= 0x5a ? 2 : b >= 0x20 && b < 0x7f ? 3 : 4);
   return Array.from({ length: 256 }, (_, b) => b).sort((x, y) => rank(x) - rank(y) || x - y);
 })();
+/** stackCostMemo's value for Infinity. */
+const COST_INFINITY = 0x7fffffff;
 const LEX_FIELDS = 6; // scanner, dfa state, first accepted, token length, ignored run, constraints id
 
 /**
@@ -92,8 +94,8 @@ export class GrammarAutomaton {
   private readonly stackParent: number[] = [-1];
   private readonly stackTop: number[];
   /** (parent * LALR states + state) → stack id: numeric keys, no string per lookup. */
-  private readonly stackIds = new Map<number, number>();
-  private readonly feedMemo = new Map<number, number>();
+  private readonly stackIds = new IntMap();
+  private readonly feedMemo = new IntMap();
   // Interned lexer states and their byte steps (slot = lexer state * 256 + byte).
   // Sized for a few lexer states and doubled as they come: a small grammar should not fill
   // 256 KB of step tables when it is compiled.
@@ -106,16 +108,17 @@ export class GrammarAutomaton {
   private lexRestart = new Int32Array(256 * 8).fill(-1);
   private lexCommitTerm = new Int32Array(256 * 8).fill(-1);
   private lexCommitAfter = new Int32Array(256 * 8);
-  private readonly startLexMemo = new Map<number, number>();
+  private readonly startLexMemo = new IntMap();
   private readonly byteRepsMemo = new Map<number, Uint8Array>();
-  private readonly afterCommitMemo = new Map<number, number>();
+  private readonly afterCommitMemo = new IntMap();
   // Interned hypothesis sets: sorted (stack, lexer state) pairs.
   private readonly sets: Int32Array[] = [];
   private readonly setIds = new Map<string, number>();
   /** One-hypothesis sets (most of them) by stack * 2^24 + lexer state, without a string key. */
-  private readonly singleSetIds = new Map<number, number>();
-  private readonly stepMemo = new Map<number, number>();
-  private readonly completeMemo = new Map<number, boolean>();
+  private readonly singleSetIds = new IntMap();
+  private readonly stepMemo = new IntMap();
+  /** 1 / 0 per state: whether the text so far is a complete sentence. */
+  private readonly completeMemo = new IntMap();
   private readonly scratch: number[] = [];
 
   constructor(readonly grammar: Grammar, opts: IncrementalOptions = {}) {
@@ -159,7 +162,7 @@ export class GrammarAutomaton {
   private pushStack(parent: number, state: number): number {
     const key = parent * this.grammar.table.numStates + state;
     let id = this.stackIds.get(key);
-    if (id === undefined) {
+    if (id === IntMap.MISSING) {
       id = this.stackTop.length;
       this.stackTop.push(state);
       this.stackParent.push(parent);
@@ -172,7 +175,7 @@ export class GrammarAutomaton {
   private feed(stack: number, terminal: number): number {
     const memoKey = stack * this.grammar.table.terminals.length + terminal;
     const hit = this.feedMemo.get(memoKey);
-    if (hit !== undefined) return hit;
+    if (hit !== IntMap.MISSING) return hit;
     const t = this.grammar.table;
     const TT = t.terminals.length, NT = t.nonterminals.length;
     let st = stack;
@@ -239,7 +242,7 @@ export class GrammarAutomaton {
   private startLex(scanner: number, constraints: number): number {
     const key = scanner * 0x100000 + constraints;
     let id = this.startLexMemo.get(key);
-    if (id === undefined) {
+    if (id === IntMap.MISSING) {
       id = this.internLex(scanner, this.scannerDfas[scanner]!.dfa.start, -1, 0, 0, constraints);
       this.startLexMemo.set(key, id);
     }
@@ -396,14 +399,24 @@ export class GrammarAutomaton {
    */
   afterCommit(stack: number, commitKey: number): number {
     const memoKey = commitKey < 0x400000 ? stack * 0x400000 + commitKey : -1; // exact below 2^53
-    const hit = memoKey < 0 ? undefined : this.afterCommitMemo.get(memoKey);
-    if (hit !== undefined) return hit;
+    const hit = memoKey < 0 ? IntMap.MISSING : this.afterCommitMemo.get(memoKey);
+    if (hit !== IntMap.MISSING) return hit;
     const TT = this.grammar.table.terminals.length;
     const term = commitKey % TT;
     const st = this.feed(stack, term);
     const result = st < 0 ? -1 : this.intern([st, this.startLex(this.scannerFor(st), (commitKey - term) / TT)]);
     if (memoKey >= 0) this.afterCommitMemo.set(memoKey, result);
     return result;
+  }
+
+  /**
+   * minBytesLowerBound(afterCommit(stack, commitKey)) without interning that state: a new token
+   * starts there, so the bound is the stack's own. A greedy completion weighs every commit a
+   * configuration offers and keeps one; interning the others' states would be wasted work.
+   */
+  lowerBoundAfterCommit(stack: number, commitKey: number): number {
+    const st = this.feed(stack, commitKey % this.grammar.table.terminals.length);
+    return st < 0 ? Infinity : this.stackCost(st);
   }
 
   /** The hypotheses of `state` as (stack, lexer state) pairs. Read only. */
@@ -449,8 +462,8 @@ export class GrammarAutomaton {
     // Numeric key while it stays exact (stack < 2^29, lexer state < 2^24); a string beyond.
     const numeric = stack < 0x20000000 && lex < 0x1000000;
     const key = numeric ? stack * 0x1000000 + lex : `${stack},${lex}`;
-    let id = numeric ? this.singleSetIds.get(key as number) : this.setIds.get(key as string);
-    if (id === undefined) {
+    let id = numeric ? this.singleSetIds.get(key as number) : (this.setIds.get(key as string) ?? IntMap.MISSING);
+    if (id === IntMap.MISSING) {
       id = this.sets.length;
       this.sets.push(Int32Array.of(stack, lex));
       if (numeric) this.singleSetIds.set(key as number, id);
@@ -464,7 +477,7 @@ export class GrammarAutomaton {
     if (state < 0) return -1;
     const memoKey = state * 256 + byte;
     const hit = this.stepMemo.get(memoKey);
-    if (hit !== undefined) return hit;
+    if (hit !== IntMap.MISSING) return hit;
     const hyps = this.sets[state]!;
     const out: number[] = [];
     for (let i = 0; i < hyps.length; i += 2) {
@@ -516,14 +529,14 @@ export class GrammarAutomaton {
   isComplete(state: number): boolean {
     if (state < 0) return false;
     const hit = this.completeMemo.get(state);
-    if (hit !== undefined) return hit;
+    if (hit !== IntMap.MISSING) return hit === 1;
     let result = false;
     const hyps = this.sets[state]!;
     for (let i = 0; i < hyps.length && !result; i += 2) {
       const st = this.stackAtEnd(hyps[i]!, hyps[i + 1]!);
       if (st >= 0 && this.feed(st, 0) === -2) result = true;
     }
-    this.completeMemo.set(state, result);
+    this.completeMemo.set(state, result ? 1 : 0);
     return result;
   }
 
@@ -546,7 +559,8 @@ export class GrammarAutomaton {
 
   // Lower bounds for minimal completion: bytes per terminal / nonterminal, then per parser stack.
   private symbolMin: Map<string, number> | null = null;
-  private readonly stackCostMemo = new Map<number, number>();
+  /** Per stack; COST_INFINITY for Infinity. */
+  private readonly stackCostMemo = new IntMap();
 
   private symbolCosts(): Map<string, number> {
     if (this.symbolMin) return this.symbolMin;
@@ -572,9 +586,9 @@ export class GrammarAutomaton {
   /** Lower bound on the bytes that complete the parse from an interned stack. */
   private stackCost(stack: number, depth = 0): number {
     const hit = this.stackCostMemo.get(stack);
-    if (hit !== undefined) return hit;
+    if (hit !== IntMap.MISSING) return hit === COST_INFINITY ? Infinity : hit;
     if (depth > 200) return 0; // keep it a lower bound on pathological chains
-    this.stackCostMemo.set(stack, Infinity); // cycles cannot be cheaper
+    this.stackCostMemo.set(stack, COST_INFINITY); // cycles cannot be cheaper
     const t = this.grammar.table;
     const m = this.symbolCosts();
     const top = this.stackTop[stack]!;
@@ -593,7 +607,7 @@ export class GrammarAutomaton {
       if (g < 0) continue;
       best = Math.min(best, rest + this.stackCost(this.pushStack(st, g), depth + 1));
     }
-    this.stackCostMemo.set(stack, best);
+    this.stackCostMemo.set(stack, best >= COST_INFINITY ? COST_INFINITY : best);
     return best;
   }
 

@@ -1,0 +1,48 @@
+// The typed-array helpers the compile stages share: IntMap against a JS Map, Int32Arena's views.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Int32Arena, IntMap, seededRandom } from "../src/regex/index.js";
+
+test("IntMap answers like a Map for keys up to 2^53, through growth", () => {
+  const rand = seededRandom(7);
+  const map = new IntMap(4);
+  const reference = new Map<number, number>();
+  const keyOf = (): number => {
+    const kind = rand();
+    if (kind < 0.3) return Math.floor(rand() * 64); // small, colliding often
+    if (kind < 0.6) return Math.floor(rand() * 5000) * 0x400000 + Math.floor(rand() * 40); // stack * 2^22 + key
+    return Math.floor(rand() * 2 ** 53);
+  };
+  for (let i = 0; i < 20_000; i++) {
+    const key = keyOf();
+    if (rand() < 0.5) {
+      const value = Math.floor(rand() * 2 ** 32) - 2 ** 31 + 1; // any int32 but MISSING
+      map.set(key, value);
+      reference.set(key, value);
+    } else {
+      assert.equal(map.get(key), reference.get(key) ?? IntMap.MISSING, `get(${key})`);
+      assert.equal(map.has(key), reference.has(key), `has(${key})`);
+    }
+  }
+  assert.equal(map.size, reference.size);
+  for (const [k, v] of reference) assert.equal(map.get(k), v);
+});
+
+test("Int32Arena hands out filled, disjoint views and its own arrays past its capacity", () => {
+  const arena = new Int32Arena(100);
+  const a = arena.take(40, -1);
+  const b = arena.take(50);
+  assert.deepEqual([...a], new Array(40).fill(-1));
+  assert.deepEqual([...b], new Array(50).fill(0));
+  b.fill(7);
+  assert.ok(a.every((x) => x === -1), "views do not overlap");
+  const big = arena.take(30, 3); // 40 + 50 + 30 > 100: an array of its own
+  assert.equal(big.length, 30);
+  assert.notEqual(big.buffer, a.buffer);
+  assert.ok(big.every((x) => x === 3));
+  arena.reset();
+  const again = arena.take(40, 5);
+  assert.equal(again.buffer, a.buffer, "reset reuses the buffer");
+  assert.ok(again.every((x) => x === 5), "and refills it");
+  assert.deepEqual([...arena.copy([4, 5, 6])], [4, 5, 6]);
+});
