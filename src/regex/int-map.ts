@@ -16,12 +16,14 @@ export class IntMap {
   private shift: number;
   private count = 0;
 
-  constructor(initialCapacity = 256) {
-    let bits = 4;
-    while (1 << bits < initialCapacity * 2) bits++;
-    this.keys = new Float64Array(1 << bits).fill(-1);
-    this.values = new Int32Array(1 << bits);
-    this.shift = 32 - bits;
+  /**
+   * `initialCapacity`: entries before the first growth. The tables are made on the first set: an
+   * automaton has a dozen of these maps, and a small grammar leaves several of them empty.
+   */
+  constructor(private readonly initialCapacity = 128) {
+    this.keys = NO_KEYS;
+    this.values = NO_VALUES;
+    this.shift = 32;
   }
 
   get size(): number {
@@ -30,6 +32,7 @@ export class IntMap {
 
   /** The value of `key`, or IntMap.MISSING. */
   get(key: number): number {
+    if (this.count === 0) return IntMap.MISSING;
     const keys = this.keys;
     const mask = keys.length - 1;
     let slot = this.slotOf(key);
@@ -42,6 +45,7 @@ export class IntMap {
   }
 
   has(key: number): boolean {
+    if (this.count === 0) return false;
     const keys = this.keys;
     const mask = keys.length - 1;
     let slot = this.slotOf(key);
@@ -54,6 +58,7 @@ export class IntMap {
   }
 
   set(key: number, value: number): void {
+    if (this.keys.length === 0) this.allocate();
     const keys = this.keys;
     const mask = keys.length - 1;
     let slot = this.slotOf(key);
@@ -79,6 +84,14 @@ export class IntMap {
     return Math.imul(lo ^ Math.imul(hi, 0x27d4eb2d), 0x9e3779b1) >>> this.shift;
   }
 
+  private allocate(): void {
+    let bits = 3;
+    while (1 << bits < this.initialCapacity * 2) bits++;
+    this.keys = new Float64Array(1 << bits).fill(-1);
+    this.values = new Int32Array(1 << bits);
+    this.shift = 32 - bits;
+  }
+
   private grow(): void {
     const oldKeys = this.keys;
     const oldValues = this.values;
@@ -96,3 +109,6 @@ export class IntMap {
     }
   }
 }
+
+const NO_KEYS = new Float64Array(0);
+const NO_VALUES = new Int32Array(0);
