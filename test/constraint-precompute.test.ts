@@ -30,16 +30,13 @@ test("a zero budget precomputes nothing beyond what is asked", () => {
   assert.equal(matcher.precompute(0), 0);
 });
 
-test("precomputed narrow states keep token ids until a mask is read, then equal brute force", () => {
+test("narrow states keep token ids until their mask is read, then equal brute force", () => {
   const dfa = compileRegex("(positive|negative|neutral|question|request|conquest)!?");
   const matcher = new DfaTokenMatcher(trie, dfa);
-  assert.equal(matcher.precompute(10_000), dfa.numStates);
-  // Every state is narrow here: precomputing sized every mask but built only the first 16 bitsets.
-  assert.ok(dfa.numStates > 24, `${dfa.numStates} states`);
-  const ahead = matcher.listsMaterialized;
-  assert.ok(ahead > 0 && ahead <= 16, `${ahead} built ahead`);
+  // Token counts, successors and distances need no bitset.
   const counts = Array.from({ length: dfa.numStates }, (_, s) => matcher.allowedTokenCount(s));
-  assert.equal(matcher.listsMaterialized, ahead);
+  for (let s = 0; s < dfa.numStates; s++) matcher.minTokensToAccept(s);
+  assert.equal(matcher.listsMaterialized, 0);
   const trans = bruteTransitions(dfa, vocab);
   const minTok = bruteMinTokens(dfa, trans);
   for (let s = dfa.numStates - 1; s >= 0; s--) {
@@ -52,5 +49,12 @@ test("precomputed narrow states keep token ids until a mask is read, then equal 
     const fits = (id: number): boolean => row[id]! >= 0 && minTok[row[id]!]! <= r - 1;
     assert.deepEqual(maskDiff(matcher.mask(s, r), vocab.size, fits), [], `mask(${s}, ${r})`);
   }
-  assert.ok(matcher.listsMaterialized > ahead && matcher.listsMaterialized <= dfa.numStates);
+  const built = matcher.listsMaterialized;
+  assert.ok(built > 0 && built <= dfa.numStates, `${built} bitsets built`);
+  // Precomputing builds them ahead: reading afterwards builds none.
+  const eager = new DfaTokenMatcher(trie, dfa);
+  assert.equal(eager.precompute(10_000), dfa.numStates);
+  assert.equal(eager.listsMaterialized, built);
+  for (let s = 0; s < dfa.numStates; s++) assert.deepEqual(eager.mask(s), matcher.mask(s), `precomputed state ${s}`);
+  assert.equal(eager.listsMaterialized, built);
 });

@@ -40,9 +40,10 @@ export class DfaTokenMatcher {
 
   /**
    * Per state: its full mask once materialized. A computed state (tokenCount ≥ 0) may have none
-   * yet: a narrow walk keeps only its token ids (narrowLists) and the bitset is built on the first
-   * read, so precomputing a pattern's many small states (an alternation of words: ~50 states)
-   * does not zero a 19 KB mask per state at 152k tokens for states a request may never visit.
+   * yet: a narrow walk keeps only its token ids (narrowLists) and the bitset is built when first
+   * read (precompute reads the states it reaches). Budget questions (token counts, successors,
+   * distances) never need it, and a narrow bitset of its own costs one 19 KB allocation at 152k
+   * tokens instead of a share of slabs zeroed ahead (~1 MB for a 10-word alternation).
    */
   private readonly fullMasks: (Uint32Array | undefined)[];
   private readonly narrowLists: (NarrowList | undefined)[];
@@ -335,16 +336,12 @@ export class DfaTokenMatcher {
     }
     const order = Array.from({ length: numStates }, (_, i) => i).sort((a, b) => loops[b]! - loops[a]! || a - b);
     let done = 0;
-    let built = 0;
     while (done < order.length && performance.now() < deadline) {
       const st = order[done++]!;
       if (this.tokenCount[st]! < 0) this.firstMask(st);
-      // The first few narrow bitsets too (start-side states: the order is breadth-first after
-      // the loops), so a small pattern's decode never builds one; the rest wait for a read.
-      if (this.fullMasks[st] === undefined && built < EAGER_NARROW_MASKS) {
-        this.fullMaskSlow(st);
-        built++;
-      }
+      // Its bitset too, so no decode step builds one (a walk-through of json_object's ~100
+      // states would otherwise pay ~2 µs on most steps, and its p99 with them).
+      if (this.fullMasks[st] === undefined) this.fullMaskSlow(st);
     }
     return done;
   }
@@ -1012,9 +1009,6 @@ class NarrowList {
   mask: Uint32Array | undefined = undefined;
   constructor(readonly ids: Int32Array) {}
 }
-
-/** Narrow masks precompute turns into bitsets ahead of any read (see precompute). */
-const EAGER_NARROW_MASKS = 16;
 
 /** Most wide states derivedMask compares a new state with. */
 const MAX_WIDE_STATES = 32;
