@@ -1,5 +1,5 @@
 import { loopsOnEveryUtf8Char, TokenTrie } from "./trie.js";
-import { maskWords, type ByteDfa } from "./types.js";
+import { maskWords, setTokenList, type ByteDfa } from "./types.js";
 
 /** minTokens value for a state from which acceptance is unreachable with whole tokens. */
 const UNREACHABLE = 0x7fffffff;
@@ -338,8 +338,7 @@ export class DfaTokenMatcher {
     let done = 0;
     while (done < order.length && performance.now() < deadline) {
       const st = order[done++]!;
-      if (this.tokenCount[st]! < 0) this.firstMask(st);
-      // Its bitset too, so no decode step builds one (a walk-through of json_object's ~100
+      // With its bitset, so no decode step builds one (a walk-through of json_object's ~100
       // states would otherwise pay ~2 µs on most steps, and its p99 with them).
       if (this.fullMasks[st] === undefined) this.fullMaskSlow(st);
     }
@@ -382,8 +381,7 @@ export class DfaTokenMatcher {
       // slab page-faults on every page the ids touch), and a decode step past precompute's
       // budget should not zero masks for states not visited yet.
       const mask = new Uint32Array(this.words);
-      const ids = list.ids;
-      for (let i = 0; i < ids.length; i++) mask[ids[i]! >>> 5]! |= 1 << (ids[i]! & 31);
+      setTokenList(mask, list.ids);
       list.mask = mask;
       this.listsMaterialized++;
     }
@@ -395,8 +393,8 @@ export class DfaTokenMatcher {
    * The mask of a state whose every live byte goes where some wide state's same byte goes (the
    * "one more letter needed" state in front of a [a-z]+ loop, say): below each first byte both
    * walks are the same walk, so the mask is the wide state's with the subtrees of the bytes only
-   * it allows cleared. Undefined when no wide state qualifies or the clearing would cost more than
-   * a sixteenth of the vocabulary. Comes without successors, like a shared mask.
+   * it allows cleared. False (nothing set) when no wide state qualifies or the clearing would cost
+   * more than a sixteenth of the vocabulary. Comes without successors, like a shared mask.
    */
   private derivedMask(state: number): boolean {
     if (this.wideStates.length === 0) return false;
@@ -672,8 +670,9 @@ export class DfaTokenMatcher {
   }
 
   /**
-   * A zeroed mask carved from a shared slab: most states' masks are narrow, and one allocation
-   * (and one backing store for the GC to track) per 32 of them is much cheaper than one each.
+   * A zeroed mask carved from a shared slab, for the walk's scratch: each wide state keeps the
+   * scratch it was walked into, and one allocation (one backing store for the GC to track) per
+   * 32 of them is much cheaper than one each.
    */
   private freshMask(): Uint32Array {
     const words = this.words;
@@ -1014,7 +1013,7 @@ class NarrowList {
 /** Most wide states derivedMask compares a new state with. */
 const MAX_WIDE_STATES = 32;
 
-/** Narrow masks carved from one slab allocation (see DfaTokenMatcher.freshMask). */
+/** Walk scratch masks carved from one slab allocation (see DfaTokenMatcher.freshMask). */
 const SLAB_MASKS = 32;
 
 /** Budget (states × classes × rounds) for the live-structure partition; beyond it, no sharing. */

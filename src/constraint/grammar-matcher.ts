@@ -19,7 +19,7 @@ import { LEXER_COMMITS, searchCheapestGoal } from "../grammar/index.js";
 import { IntMap } from "../regex/index.js";
 import { loopsOnEveryUtf8Char, type TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
-import { maskWords, setTokenList, setTokenRange } from "./types.js";
+import { maskWords, orInto, setTokenList, setTokenRange } from "./types.js";
 import { walkTrie } from "./walk.js";
 
 /** What the grammar stage's incremental recognizer offers. */
@@ -177,7 +177,7 @@ export class GrammarTokenMatcher {
         let shared = this.sharedMasks.get(maskKey);
         if (shared === undefined) {
           shared = new Uint32Array(this.words);
-          for (const part of parts) for (let w = 0; w < shared.length; w++) shared[w]! |= part.mask[w]!;
+          for (const part of parts) orInto(shared, part.mask);
           this.shareMask(maskKey, shared);
         }
         mask = shared;
@@ -271,7 +271,7 @@ export class GrammarTokenMatcher {
       const keep = new Set<number>();
       for (let i = 0; i < conts.length; i++) if (fits.get(lexer.stateOf(stack, conts[i]!)) === true) keep.add(conts[i]!);
       if (keep.size === conts.length) {
-        for (let w = 0; w < mask.length; w++) mask[w]! |= walk.mask![w]!;
+        orInto(mask, walk.mask!);
       } else if (keep.size > 0) lexer.maskOf(setId, keep, mask);
     }
     this.applyGroups(stack, walk.groups, mask, stamp, fits);
@@ -722,7 +722,7 @@ export class GrammarTokenMatcher {
         // Union of the hypotheses' own budget masks (see edgesOf).
         for (let i = 0; i < hyps.length; i += 2) {
           const part = this.mask(lexer.automaton.withStack(hyps[i]!, [hyps[i + 1]!]), limit + 1);
-          for (let w = 0; w < mask.length; w++) mask[w]! |= part[w]!;
+          orInto(mask, part);
         }
         return mask;
       }
@@ -848,7 +848,9 @@ class LexerLevelWalks {
   private loopsOnUtf8 = new Uint8Array(64);
   private readonly loopKeys = new Map<number, Int32Array>();
   private readonly atDepth: Int32Array;
+  /** Per set: the walk stamp that last met it, and its slot in that walk's contSets. */
   private seen = new Int32Array(64);
+  private seenSlot = new Int32Array(64);
   private stamp = 0;
 
   private constructor(
@@ -1153,42 +1155,40 @@ class LexerLevelWalks {
    */
   private loopBytes(setId: number): Uint32Array {
     if (setId < this.loopKnown.length && this.loopKnown[setId] === 1) return this.loopWords.subarray(setId * 8, setId * 8 + 8);
-    {
-      const l = new Uint32Array(8);
-      let code0 = -1;
-      let keys0: Int32Array | null = null;
-      for (let b = 0; b < 256; b++) {
-        const code = this.stepCode(setId, b);
-        if ((code & ~COMMIT) - 1 !== setId) continue;
-        const keys = (code & COMMIT) !== 0 ? this.commitKeysAt(setId, b) : EMPTY;
-        if (code0 < 0) {
-          code0 = code;
-          keys0 = keys;
-        } else if (code !== code0 || keys.length !== keys0!.length || keys.some((k, i) => k !== keys0![i])) continue;
-        l[b >>> 5]! |= 1 << (b & 31);
-      }
-      if (setId >= this.loopKnown.length) {
-        let n = this.loopKnown.length;
-        while (n <= setId) n *= 2;
-        const known = new Uint8Array(n);
-        known.set(this.loopKnown);
-        this.loopKnown = known;
-        const words = new Uint32Array(n * 8);
-        words.set(this.loopWords);
-        this.loopWords = words;
-        const codes = new Int32Array(n);
-        codes.set(this.loopCodes);
-        this.loopCodes = codes;
-        const utf8 = new Uint8Array(n);
-        utf8.set(this.loopsOnUtf8);
-        this.loopsOnUtf8 = utf8;
-      }
-      this.loopWords.set(l, setId * 8);
-      this.loopCodes[setId] = code0;
-      this.loopKnown[setId] = 1;
-      this.loopsOnUtf8[setId] = (code0 & COMMIT) === 0 && this.loopsOnEveryMultibyteChar(setId) ? 1 : 0;
-      return l;
+    const l = new Uint32Array(8);
+    let code0 = -1;
+    let keys0: Int32Array | null = null;
+    for (let b = 0; b < 256; b++) {
+      const code = this.stepCode(setId, b);
+      if ((code & ~COMMIT) - 1 !== setId) continue;
+      const keys = (code & COMMIT) !== 0 ? this.commitKeysAt(setId, b) : EMPTY;
+      if (code0 < 0) {
+        code0 = code;
+        keys0 = keys;
+      } else if (code !== code0 || keys.length !== keys0!.length || keys.some((k, i) => k !== keys0![i])) continue;
+      l[b >>> 5]! |= 1 << (b & 31);
     }
+    if (setId >= this.loopKnown.length) {
+      let n = this.loopKnown.length;
+      while (n <= setId) n *= 2;
+      const known = new Uint8Array(n);
+      known.set(this.loopKnown);
+      this.loopKnown = known;
+      const words = new Uint32Array(n * 8);
+      words.set(this.loopWords);
+      this.loopWords = words;
+      const codes = new Int32Array(n);
+      codes.set(this.loopCodes);
+      this.loopCodes = codes;
+      const utf8 = new Uint8Array(n);
+      utf8.set(this.loopsOnUtf8);
+      this.loopsOnUtf8 = utf8;
+    }
+    this.loopWords.set(l, setId * 8);
+    this.loopCodes[setId] = code0;
+    this.loopKnown[setId] = 1;
+    this.loopsOnUtf8[setId] = (code0 & COMMIT) === 0 && this.loopsOnEveryMultibyteChar(setId) ? 1 : 0;
+    return l;
   }
 
   /**
@@ -1214,17 +1214,21 @@ class LexerLevelWalks {
     const stamp = ++this.stamp;
     const slotOf = (cont: number): number => {
       if (cont >= this.seen.length) {
-        const grown = new Int32Array(Math.max(cont + 1, this.seen.length * 2));
+        const n = Math.max(cont + 1, this.seen.length * 2);
+        const grown = new Int32Array(n);
         grown.set(this.seen);
         this.seen = grown;
+        const slots = new Int32Array(n);
+        slots.set(this.seenSlot);
+        this.seenSlot = slots;
       }
       if (this.seen[cont] !== stamp) {
         this.seen[cont] = stamp;
+        this.seenSlot[cont] = contSets.length;
         contSets.push(cont);
         tokensByCont.push([]);
-        return contSets.length - 1;
       }
-      return contSets.indexOf(cont);
+      return this.seenSlot[cont]!;
     };
     const addTokens = (cont: number, from: number, to: number): void => {
       if (from >= to) return;

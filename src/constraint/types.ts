@@ -31,6 +31,11 @@ export function setTokenRange(mask: Uint32Array, tokenIds: Int32Array, from: num
   }
 }
 
+/** ORs every word of `from` into `into` (same length). */
+export function orInto(into: Uint32Array, from: Uint32Array): void {
+  for (let w = 0; w < into.length; w++) into[w]! |= from[w]!;
+}
+
 /** Sets the bits of every token in `ids`. */
 export function setTokenList(mask: Uint32Array, ids: Int32Array): void {
   for (let i = 0; i < ids.length; i++) {

@@ -49,6 +49,16 @@ interface ScannerDfa {
   readonly ignorable: Uint8Array;
 }
 
+/**
+ * The terminal a token of ordered pattern `pattern` commits as at scanner DFA state `dfaState`:
+ * the pattern's own, or the string terminal it shadows when that matches too (Lark's unless).
+ */
+function committedTerminal(sc: ScannerDfa, pattern: number, dfaState: number): LexTerminal {
+  const t = sc.termOf[pattern]!;
+  for (const [shadow, str] of sc.unless[t]!) if (sc.accept[dfaState * sc.numPatterns + shadow]) return str;
+  return sc.terms[t]!;
+}
+
 export interface IncrementalOptions {
   /** Most consecutive bytes of %ignore'd text (whitespace, comments) allowed anywhere. */
   maxIgnoredRun?: number;
@@ -292,11 +302,7 @@ export class GrammarAutomaton {
     const tokenLen = Math.min(tokenLen0 + 1, this.maxIgnoredRun + 2);
     const newlyAccepted = first >= 0 && first !== first0;
     if (first >= 0 && sc.accept[ns * P + first] && (!sc.shortest[first] || newlyAccepted)) {
-      // Commit: the terminal, or the string terminal it shadows (Lark's unless).
-      let term = sc.terms[sc.termOf[first]!]!;
-      for (const [shadow, str] of sc.unless[sc.termOf[first]!]!) {
-        if (sc.accept[ns * P + shadow]) { term = str; break; }
-      }
+      const term = committedTerminal(sc, first, ns);
       // Longest match: no terminal up to the winner may match a longer run from here. Only kept
       // while one still can (most commits, a closing quote or a keyword, end every such run).
       const upTo = sc.shortest[first] ? first - 1 : first;
@@ -511,10 +517,7 @@ export class GrammarAutomaton {
     const sc = this.scannerDfas[fields[f]!]!;
     const dfaState = fields[f + 1]!, i = fields[f + 2]!;
     if (i < 0 || sc.accept[dfaState * sc.numPatterns + i] !== 1 || sc.shortest[i]) return -1;
-    let term = sc.terms[sc.termOf[i]!]!;
-    for (const [shadow, str] of sc.unless[sc.termOf[i]!]!) {
-      if (sc.accept[dfaState * sc.numPatterns + shadow]) { term = str; break; }
-    }
+    const term = committedTerminal(sc, i, dfaState);
     if (term.ignored) return fields[f + 4]! + fields[f + 3]! <= this.maxIgnoredRun ? LEXER_END_KEEPS_STACK : -1;
     return term.tableIndex < 0 ? -1 : term.tableIndex;
   }

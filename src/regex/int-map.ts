@@ -45,16 +45,7 @@ export class IntMap {
   }
 
   has(key: number): boolean {
-    if (this.count === 0) return false;
-    const keys = this.keys;
-    const mask = keys.length - 1;
-    let slot = this.slotOf(key);
-    for (;;) {
-      const k = keys[slot]!;
-      if (k === key) return true;
-      if (k === -1) return false;
-      slot = (slot + 1) & mask;
-    }
+    return this.get(key) !== IntMap.MISSING;
   }
 
   set(key: number, value: number): void {
