@@ -80,12 +80,21 @@ export class GrammarTokenMatcher {
    * tokens or stepping the automaton along it (see byteBoundOf, carryByteBound).
    */
   private readonly byteBound = new Map<number, number>();
-  private readonly byteBoundPath = new Map<number, { bytes: Uint8Array; at: number }>();
+  /** Where along the greedy chain a state's byte bound goes on: `at` bytes into `node`'s step. */
+  private readonly byteBoundPath = new Map<number, { node: number; at: number }>();
   private readonly bytesAreTokens: boolean;
   /** States whose bound has had the shortest-completion search too. */
   private readonly exactBounded = new Set<number>();
-  /** Per state: the greedy completion's next commit (see greedyCompletion). */
+  /** Per state: the greedy completion's next commit (see greedyStep, greedyLength). */
   private readonly greedySteps = new Map<number, { bytes: Uint8Array; next: number } | null>();
+  /**
+   * Per state: the greedy completion's length in bytes (-1: none) and its commits. Memoized along
+   * the chain: the completions of sibling states (one token apart) soon reach the same shorter
+   * stack, so each pays only the steps until a state already measured.
+   */
+  private readonly greedyBytes = new IntMap();
+  private readonly greedyCommits = new IntMap();
+  private readonly greedyWalk: number[] = [];
   /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
   private readonly finishMemo = new IntMap();
   private readonly budgetMasks = new Map<number, Uint32Array>();
@@ -404,24 +413,73 @@ export class GrammarTokenMatcher {
     return path === null ? known : Math.min(known, this.boundAlong(state, path));
   }
 
-  /** The greedy completion, taken from the byte bound when that already built it. */
+  /** The greedy completion's bytes, spelled out from the memoized chain (null: none). */
   private greedyCompletionOf(state: number): Uint8Array | null {
-    const own = this.byteBoundPath.get(state);
-    return own !== undefined && own.at === 0 ? own.bytes : this.greedyCompletion(state);
+    const length = this.greedyLength(state);
+    if (length === Number.POSITIVE_INFINITY) return null;
+    const out = new Uint8Array(length);
+    for (let s = state, at = 0; at < length; ) {
+      const step = this.greedySteps.get(s)!;
+      out.set(step.bytes, at);
+      at += step.bytes.length;
+      s = step.next;
+    }
+    return out;
   }
 
   /** Bytes that surely suffice from `state` (Infinity: unknown): the greedy completion's length. */
   private byteBoundOf(state: number): number {
     const known = this.byteBound.get(state);
     if (known !== undefined) return known;
-    const path = this.greedyCompletion(state);
-    if (path === null) {
-      this.byteBound.set(state, Number.POSITIVE_INFINITY);
-      return Number.POSITIVE_INFINITY;
+    const length = this.greedyLength(state);
+    this.byteBound.set(state, length);
+    if (length !== Number.POSITIVE_INFINITY) this.byteBoundPath.set(state, { node: state, at: 0 });
+    return length;
+  }
+
+  /**
+   * The greedy completion's length from `state` (Infinity: it dead-ends, loops or runs past
+   * GREEDY_MAX_COMMITS): its steps until a state already measured (or complete), then the
+   * lengths of all the states walked, backwards.
+   */
+  private greedyLength(state: number): number {
+    const lengths = this.greedyBytes;
+    const commits = this.greedyCommits;
+    const automaton = this.automaton;
+    let tail = lengths.get(state);
+    if (tail !== IntMap.MISSING) return tail < 0 ? Number.POSITIVE_INFINITY : tail;
+    const walk = this.greedyWalk;
+    walk.length = 0;
+    let tailCommits = 0;
+    for (let s = state; ; ) {
+      if (automaton.isComplete(s)) {
+        tail = 0;
+        break;
+      }
+      const known = lengths.get(s);
+      if (known !== IntMap.MISSING) {
+        tail = known;
+        tailCommits = commits.get(s);
+        break;
+      }
+      const step = walk.length < GREEDY_MAX_COMMITS ? this.greedyStep(s) : null;
+      if (step === null) {
+        tail = -1;
+        break;
+      }
+      walk.push(s);
+      s = step.next;
     }
-    this.byteBound.set(state, path.length);
-    this.byteBoundPath.set(state, { bytes: path, at: 0 });
-    return path.length;
+    for (let i = walk.length - 1; i >= 0; i--) {
+      const s = walk[i]!;
+      if (tail >= 0) {
+        tail += this.greedySteps.get(s)!.bytes.length;
+        if (++tailCommits > GREEDY_MAX_COMMITS) tail = -1;
+      }
+      lengths.set(s, tail);
+      commits.set(s, tailCommits);
+    }
+    return tail < 0 ? Number.POSITIVE_INFINITY : tail;
   }
 
   /**
@@ -431,14 +489,24 @@ export class GrammarTokenMatcher {
    */
   private carryByteBound(state: number): void {
     const path = this.byteBoundPath.get(state);
-    if (path === undefined || path.at >= path.bytes.length) return;
-    const next = this.automaton.step(state, path.bytes[path.at]!);
+    if (path === undefined) return;
+    let node = path.node;
+    let at = path.at;
+    let step = this.greedySteps.get(node);
+    // Steps of no bytes (a terminal already lexed, only committed) are passed over.
+    while (step !== undefined && step !== null && at >= step.bytes.length) {
+      node = step.next;
+      at = 0;
+      step = this.greedySteps.get(node);
+    }
+    if (step === undefined || step === null) return;
+    const next = this.automaton.step(state, step.bytes[at]!);
     if (next < 0) return;
     const left = this.byteBound.get(state)! - 1;
     const old = this.byteBound.get(next);
     if (old !== undefined && old <= left) return;
     this.byteBound.set(next, left);
-    this.byteBoundPath.set(next, { bytes: path.bytes, at: path.at + 1 });
+    this.byteBoundPath.set(next, at + 1 < step.bytes.length ? { node, at: at + 1 } : { node: step.next, at: 0 });
   }
 
   /**
@@ -461,29 +529,11 @@ export class GrammarTokenMatcher {
   }
 
   /**
-   * Some completing byte string of `state`, found without search: from each configuration the
-   * terminal commit whose shortest bytes plus the automaton's lower bound after it is least
-   * (`lexer.tokenEnds`, afterCommit), step after step, each step's choice memoized per
-   * configuration. null when the greedy walk dead-ends or runs long (then A* decides).
+   * One step of the greedy completion (some completing byte string of a state, found without
+   * search): from the configuration, the terminal commit whose shortest bytes plus the
+   * automaton's lower bound after it is least (`lexer.tokenEnds`, afterCommit). Memoized per
+   * configuration; null when it dead-ends (then A* decides).
    */
-  private greedyCompletion(state: number): Uint8Array | null {
-    const automaton = this.automaton;
-    const segments: Uint8Array[] = [];
-    let length = 0;
-    let s = state;
-    for (let steps = 0; !automaton.isComplete(s); steps++) {
-      if (steps >= GREEDY_MAX_COMMITS) return null;
-      const step = this.greedyStep(s);
-      if (step === null) return null;
-      segments.push(step.bytes);
-      length += step.bytes.length;
-      s = step.next;
-    }
-    const out = new Uint8Array(length);
-    for (let i = 0, at = 0; i < segments.length; at += segments[i]!.length, i++) out.set(segments[i]!, at);
-    return out;
-  }
-
   private greedyStep(state: number): { bytes: Uint8Array; next: number } | null {
     const known = this.greedySteps.get(state);
     if (known !== undefined) return known;

@@ -44,14 +44,16 @@ const isSym = (n: Node | undefined): n is Sym => n !== undefined && n.kind === "
 const isTok = (n: Node | undefined): n is Token => n !== undefined && n.kind === "token";
 
 /** lark.Tree.iter_subtrees: reversed BFS (children reversed), each node once. */
+let traversal = 0;
 function iterSubtrees(root: Tree): Tree[] {
+  const stamp = ++traversal;
   const queue: Tree[] = [root];
-  const seen = new Set<Tree>([root]);
+  root.visited = stamp;
   for (let i = 0; i < queue.length; i++) {
     const kids = queue[i]!.children;
     for (let j = kids.length - 1; j >= 0; j--) {
       const c = kids[j]!;
-      if (isTree(c) && !seen.has(c)) { seen.add(c); queue.push(c); }
+      if (isTree(c) && c.visited !== stamp) { c.visited = stamp; queue.push(c); }
     }
   }
   return queue.reverse();

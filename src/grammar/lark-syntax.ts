@@ -16,6 +16,8 @@ export interface Tree {
   readonly kind: "tree";
   data: string;
   children: Node[];
+  /** The last traversal that reached this tree (see iterSubtrees): a stamp instead of a Set. */
+  visited: number;
 }
 export type Node = Tree | Token | Sym | PatternNode | EmptyMarker;
 
@@ -39,7 +41,7 @@ export interface EmptyMarker {
   readonly kind: "empty";
 }
 
-export const tree = (data: string, children: Node[]): Tree => ({ kind: "tree", data, children });
+export const tree = (data: string, children: Node[]): Tree => ({ kind: "tree", data, children, visited: 0 });
 
 // Sorted exactly as Lark's meta-lexer sorts them (priority, max width, pattern length, name);
 // the first one that matches at a position wins.
@@ -121,7 +123,13 @@ const META_RULES: Record<string, string[]> = {
 interface MetaParser {
   table: LalrTable;
   expand1: Set<string>;
-  regexps: RegExp[];
+  /**
+   * All meta terminals as one sticky alternation in their order, each wrapped in a group
+   * (`groupOf[i]`): the first alternative that matches wins, as when they are tried one by one,
+   * but one exec per token instead of up to thirty.
+   */
+  lexer: RegExp;
+  groupOf: Int32Array;
 }
 let metaParser: MetaParser | null = null;
 
@@ -136,7 +144,14 @@ function getMetaParser(): MetaParser {
   }
   const table = buildLalrTable(rules, META_TERMINALS.map(([n]) => n), "start");
   const regexps = META_TERMINALS.map(([, p]) => toJsRegExp(parsePyRegex(p)));
-  metaParser = { table, expand1, regexps };
+  const groupOf = new Int32Array(regexps.length);
+  let group = 1;
+  for (let i = 0; i < regexps.length; i++) {
+    groupOf[i] = group;
+    group += new RegExp(`${regexps[i]!.source}|`, "u").exec("")!.length; // its own groups and the wrapper
+  }
+  const lexer = new RegExp(regexps.map((r) => `(${r.source})`).join("|"), "uy");
+  metaParser = { table, expand1, lexer, groupOf };
   return metaParser;
 }
 
@@ -225,24 +240,27 @@ function matchExamples(f: MetaFailure): string | null {
 }
 
 function metaParse(text: string): Tree {
-  const { table, expand1, regexps } = getMetaParser();
+  const { table, expand1, lexer, groupOf } = getMetaParser();
   const TT = table.terminals.length;
   const NT = table.nonterminals.length;
   const states: number[] = [table.startState];
   const values: Node[][] = [];
   let pos = 0;
   const reduceRule = (r: number): void => {
-    const rule = table.rules[r]!;
+    const origin = table.rules[r]!.origin;
     const n = table.ruleLen[r]!;
-    const kids = n ? values.splice(values.length - n, n) : [];
-    states.length -= n;
     const children: Node[] = [];
-    for (const k of kids) children.push(...k);
+    for (let i = values.length - n; i < values.length; i++) {
+      const kid = values[i]!;
+      for (let j = 0; j < kid.length; j++) children.push(kid[j]!);
+    }
+    values.length -= n;
+    states.length -= n;
     // A kept token or tree is a one-element list; `_rule`s and filtered tokens hand up their lists.
     let result: Node[];
-    if (rule.origin.startsWith("_")) result = children;
-    else if (expand1.has(rule.origin) && children.length === 1) result = children;
-    else result = [tree(rule.origin, children)];
+    if (origin.charCodeAt(0) === 95 /* _ */) result = children;
+    else if (children.length === 1 && expand1.has(origin)) result = children;
+    else result = [tree(origin, children)];
     const g = table.goto[states[states.length - 1]! * NT + table.ruleLhs[r]!]!;
     states.push(g);
     values.push(result);
@@ -268,20 +286,23 @@ function metaParse(text: string): Tree {
     }
   };
   let lastTokenPos = 0;
+  // Line and column of `pos`, counted forward as the tokens go (lineCol from 0 would be quadratic).
+  let line = 1, lineStart = 0, counted = 0;
   while (pos < text.length) {
     let matched = -1;
     let value = "";
-    for (let i = 0; i < regexps.length; i++) {
-      const re = regexps[i]!;
-      re.lastIndex = pos;
-      const m = re.exec(text);
-      if (m) { matched = i; value = m[0]; break; }
+    lexer.lastIndex = pos;
+    const m = lexer.exec(text);
+    if (m !== null) {
+      for (let i = 0; i < groupOf.length; i++) {
+        if (m[groupOf[i]!] !== undefined) { matched = i; value = m[0]; break; }
+      }
     }
     if (matched < 0 || value === "") throw failure("chars", "", text[pos] ?? "", pos);
     const type = META_TERMINALS[matched]![0];
     if (!META_IGNORE.has(type)) {
-      const { line, column } = lineCol(text, pos);
-      const tok: Token = { kind: "token", type, value, line, column };
+      for (; counted < pos; counted++) if (text.charCodeAt(counted) === 10) { line++; lineStart = counted + 1; }
+      const tok: Token = { kind: "token", type, value, line, column: pos - lineStart + 1 };
       if (!feed(table.terminalIndex.get(type)!, tok)) throw failure("token", type, value, pos);
       lastTokenPos = pos;
     }

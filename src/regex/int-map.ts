@@ -11,18 +11,21 @@ export class IntMap {
   /** What get answers for a key without a value (no value stored may equal it). */
   static readonly MISSING = -0x80000000;
 
-  private keys: Float64Array;
-  private values: Int32Array;
+  /**
+   * Slot i is table[2i] (key, -1 when empty) and table[2i + 1] (value): one allocation per size
+   * and a key's value in the same cache line.
+   */
+  private table: Float64Array;
+  private mask = 0;
   private shift: number;
   private count = 0;
 
   /**
-   * `initialCapacity`: entries before the first growth. The tables are made on the first set: an
+   * `initialCapacity`: entries before the first growth. The table is made on the first set: an
    * automaton has a dozen of these maps, and a small grammar leaves several of them empty.
    */
   constructor(private readonly initialCapacity = 128) {
-    this.keys = NO_KEYS;
-    this.values = NO_VALUES;
+    this.table = NO_TABLE;
     this.shift = 32;
   }
 
@@ -33,12 +36,12 @@ export class IntMap {
   /** The value of `key`, or IntMap.MISSING. */
   get(key: number): number {
     if (this.count === 0) return IntMap.MISSING;
-    const keys = this.keys;
-    const mask = keys.length - 1;
+    const table = this.table;
+    const mask = this.mask;
     let slot = this.slotOf(key);
     for (;;) {
-      const k = keys[slot]!;
-      if (k === key) return this.values[slot]!;
+      const k = table[slot * 2]!;
+      if (k === key) return table[slot * 2 + 1]!;
       if (k === -1) return IntMap.MISSING;
       slot = (slot + 1) & mask;
     }
@@ -49,22 +52,22 @@ export class IntMap {
   }
 
   set(key: number, value: number): void {
-    if (this.keys.length === 0) this.allocate();
-    const keys = this.keys;
-    const mask = keys.length - 1;
+    if (this.table.length === 0) this.allocate();
+    const table = this.table;
+    const mask = this.mask;
     let slot = this.slotOf(key);
     for (;;) {
-      const k = keys[slot]!;
+      const k = table[slot * 2]!;
       if (k === key) {
-        this.values[slot] = value;
+        table[slot * 2 + 1] = value;
         return;
       }
       if (k === -1) break;
       slot = (slot + 1) & mask;
     }
-    keys[slot] = key;
-    this.values[slot] = value;
-    if (++this.count * 2 > keys.length) this.grow();
+    table[slot * 2] = key;
+    table[slot * 2 + 1] = value;
+    if (++this.count * 2 > mask + 1) this.grow();
   }
 
   private slotOf(key: number): number {
@@ -78,28 +81,31 @@ export class IntMap {
   private allocate(): void {
     let bits = 3;
     while (1 << bits < this.initialCapacity * 2) bits++;
-    this.keys = new Float64Array(1 << bits).fill(-1);
-    this.values = new Int32Array(1 << bits);
+    this.resize(bits);
+  }
+
+  private resize(bits: number): void {
+    this.table = new Float64Array(2 << bits).fill(-1);
+    this.mask = (1 << bits) - 1;
     this.shift = 32 - bits;
   }
 
+  /** Four times the slots while small (fewer rehashes during a grammar's first visits), then twice. */
   private grow(): void {
-    const oldKeys = this.keys;
-    const oldValues = this.values;
-    this.keys = new Float64Array(oldKeys.length * 2).fill(-1);
-    this.values = new Int32Array(oldKeys.length * 2);
-    this.shift--;
-    const mask = this.keys.length - 1;
-    for (let i = 0; i < oldKeys.length; i++) {
-      const k = oldKeys[i]!;
+    const old = this.table;
+    const bits = 32 - this.shift;
+    this.resize(bits + (bits < 13 ? 2 : 1));
+    const table = this.table;
+    const mask = this.mask;
+    for (let i = 0; i < old.length; i += 2) {
+      const k = old[i]!;
       if (k === -1) continue;
       let slot = this.slotOf(k);
-      while (this.keys[slot] !== -1) slot = (slot + 1) & mask;
-      this.keys[slot] = k;
-      this.values[slot] = oldValues[i]!;
+      while (table[slot * 2] !== -1) slot = (slot + 1) & mask;
+      table[slot * 2] = k;
+      table[slot * 2 + 1] = old[i + 1]!;
     }
   }
 }
 
-const NO_KEYS = new Float64Array(0);
-const NO_VALUES = new Int32Array(0);
+const NO_TABLE = new Float64Array(0);
