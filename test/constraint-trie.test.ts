@@ -8,6 +8,13 @@ import { loadVocabulary } from "../src/vocab/index.js";
 import { vocabFile } from "./helpers/paths.js";
 import { isGenerable, makeVocab } from "./constraint-fixtures.js";
 
+/** The parent of node `p` (the nearest node before it one level up). */
+function parentOf(trie: TokenTrie, p: number): number {
+  let q = p - 1;
+  while (trie.depth[q]! >= trie.depth[p]!) q--;
+  return q;
+}
+
 /**
  * Checks every structural invariant by a pre-order traversal that rebuilds each node's prefix:
  * children strictly byte-sorted, subtree sizes consistent, each node's tokens have exactly its
@@ -48,6 +55,14 @@ function checkTrie(trie: TokenTrie, vocab: VocabularyBytes): void {
       assert.equal(seen[id], 0, `token ${id} twice`);
       seen[id] = 1;
       assert.equal(trie.tokenNode[id], p);
+      assert.equal(trie.findNode(vocab.data.subarray(vocab.offsets[id]!, vocab.offsets[id + 1]!)), p, `findNode of token ${id}`);
+    }
+    if (p > 0) {
+      // No child by a byte missing between consecutive children (or past the last one).
+      const next = p + subtreeSize[p]!;
+      const parentEnd = ends[ends.length - 2]!;
+      const gap = next < parentEnd ? nodeByte[next]! - 1 : 255;
+      if (gap > nodeByte[p]!) assert.equal(trie.child(parentOf(trie, p), gap), -1, `no child by byte ${gap} beside node ${p}`);
     }
     // A leaf must end a token (no dangling prefixes).
     if (subtreeSize[p] === 1 && p > 0) assert.ok(tokenStart[p + 1]! > tokenStart[p]!, `leaf ${p} ends a token`);

@@ -217,9 +217,18 @@ export class GrammarTokenMatcher {
   private targetsByDistance(e: StateEdges): Int32Array {
     if (e.nearestFirst === null) {
       const automaton = this.automaton;
-      const lb = new Map<number, number>();
-      for (let i = 0; i < e.distinct.length; i++) lb.set(e.distinct[i]!, automaton.minBytesLowerBound(e.distinct[i]!));
-      e.nearestFirst = e.distinct.slice().sort((x, y) => lb.get(x)! - lb.get(y)!);
+      const n = e.distinct.length;
+      const lb = new Float64Array(n);
+      const order = new Int32Array(n);
+      for (let i = 0; i < n; i++) {
+        lb[i] = automaton.minBytesLowerBound(e.distinct[i]!);
+        order[i] = i;
+      }
+      // Stable on ties, as the sort of the targets themselves was.
+      order.sort((x, y) => lb[x]! - lb[y]! || x - y);
+      const nearest = new Int32Array(n);
+      for (let i = 0; i < n; i++) nearest[i] = e.distinct[order[i]!]!;
+      e.nearestFirst = nearest;
     }
     return e.nearestFirst;
   }
@@ -568,16 +577,14 @@ export class GrammarTokenMatcher {
     const best = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY);
     const from = new Int32Array(n + 1);
     best[0] = 0;
-    const { nodeByte, subtreeSize, tokenStart } = this.trie;
+    const trie = this.trie;
+    const tokenStart = trie.tokenStart;
     for (let i = 0; i < n; i++) {
       if (best[i] === Number.POSITIVE_INFINITY) continue;
       let p = 0;
       for (let j = i; j < n; j++) {
-        const end = p + subtreeSize[p]!;
-        let c = p + 1;
-        while (c < end && nodeByte[c]! < bytes[j]!) c += subtreeSize[c]!;
-        if (c >= end || nodeByte[c] !== bytes[j]) break;
-        p = c;
+        p = trie.child(p, bytes[j]!);
+        if (p < 0) break;
         if (tokenStart[p + 1]! > tokenStart[p]! && best[i]! + 1 < best[j + 1]!) {
           best[j + 1] = best[i]! + 1;
           from[j + 1] = i;

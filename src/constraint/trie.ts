@@ -197,15 +197,19 @@ export class TokenTrie {
   /** Node whose prefix is exactly `bytes`, or -1 when no token starts with them. */
   findNode(bytes: Uint8Array): number {
     let p = 0;
-    for (let i = 0; i < bytes.length; i++) {
-      const b = bytes[i]!;
-      const end = p + this.subtreeSize[p]!;
-      let c = p + 1;
-      while (c < end && this.nodeByte[c]! < b) c += this.subtreeSize[c]!;
-      if (c >= end || this.nodeByte[c] !== b) return -1;
-      p = c;
-    }
+    for (let i = 0; i < bytes.length && p >= 0; i++) p = this.child(p, bytes[i]!);
     return p;
+  }
+
+  /** The child of node `p` by byte `b`, or -1. */
+  child(p: number, b: number): number {
+    // The root has up to 256 children, a scan to the byte would read a hundred of them far apart.
+    if (p === 0) return this.rootChild[b]!;
+    const { nodeByte, subtreeSize } = this;
+    const end = p + subtreeSize[p]!;
+    let c = p + 1;
+    while (c < end && nodeByte[c]! < b) c += subtreeSize[c]!;
+    return c < end && nodeByte[c] === b ? c : -1;
   }
 }
 
