@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { compileRegex } from "../src/regex/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
+import { SMALL_LIST_IDS } from "../src/constraint/dfa-matcher.js";
 import { vocabFile } from "./helpers/paths.js";
 import { bruteMinTokens, bruteTransitions, maskCount, maskDiff } from "./constraint-fixtures.js";
 
@@ -30,16 +31,24 @@ test("a zero budget precomputes nothing beyond what is asked", () => {
   assert.equal(matcher.precompute(0), 0);
 });
 
-test("narrow states keep token ids until their mask is read, then equal brute force", () => {
-  const dfa = compileRegex("(positive|negative|neutral|question|request|conquest)!?");
+test("narrow states keep token ids until read; small ones share one rewritten mask; all equal brute force", () => {
+  const dfa = compileRegex("(positive|negative|neutral|question|request|conquest|[0-9]{1,4})!?");
   const matcher = new DfaTokenMatcher(trie, dfa);
-  // Token counts, successors and distances need no bitset.
+  // Token counts, successors and distances need no bitset (but a mask derived from a larger
+  // state's, like the digits after the first one, builds that state's).
   const counts = Array.from({ length: dfa.numStates }, (_, s) => matcher.allowedTokenCount(s));
   for (let s = 0; s < dfa.numStates; s++) matcher.minTokensToAccept(s);
-  assert.equal(matcher.listsMaterialized, 0);
+  const large = counts.filter((c) => c > SMALL_LIST_IDS && c < matcher.words).length;
+  assert.ok(matcher.listsMaterialized < large, `${matcher.listsMaterialized} bitsets before any read`);
+  assert.equal(matcher.smallListWrites, 0);
+  const small = counts.filter((c) => c > 0 && c <= SMALL_LIST_IDS).length;
+  assert.ok(large > 0 && small > 2, `${large} large and ${small} small narrow states`);
   const trans = bruteTransitions(dfa, vocab);
   const minTok = bruteMinTokens(dfa, trans);
-  for (let s = dfa.numStates - 1; s >= 0; s--) {
+  // Backwards, then forwards again: a small list's mask is mostly read right after another one's,
+  // so bits left over from the previous list would show.
+  const order = [...Array.from({ length: dfa.numStates }, (_, s) => dfa.numStates - 1 - s), ...Array.from({ length: dfa.numStates }, (_, s) => s)];
+  for (const s of order) {
     const row = trans[s]!;
     const live = (id: number): boolean => row[id]! >= 0 && minTok[row[id]!] !== Infinity;
     assert.deepEqual(maskDiff(matcher.mask(s), vocab.size, live), [], `full mask of state ${s}`);
@@ -50,11 +59,13 @@ test("narrow states keep token ids until their mask is read, then equal brute fo
     assert.deepEqual(maskDiff(matcher.mask(s, r), vocab.size, fits), [], `mask(${s}, ${r})`);
   }
   const built = matcher.listsMaterialized;
-  assert.ok(built > 0 && built <= dfa.numStates, `${built} bitsets built`);
-  // Precomputing builds them ahead: reading afterwards builds none.
+  assert.ok(built > 0 && built <= large, `${built} bitsets built for ${large} large states`);
+  assert.ok(matcher.smallListWrites > small, `${matcher.smallListWrites} small-list writes`);
+  // Precomputing builds the large ones ahead and none for the small ones: reading afterwards builds none.
   const eager = new DfaTokenMatcher(trie, dfa);
   assert.equal(eager.precompute(10_000), dfa.numStates);
   assert.equal(eager.listsMaterialized, built);
+  assert.equal(eager.smallListWrites, 0);
   for (let s = 0; s < dfa.numStates; s++) assert.deepEqual(eager.mask(s), matcher.mask(s), `precomputed state ${s}`);
   assert.equal(eager.listsMaterialized, built);
 });

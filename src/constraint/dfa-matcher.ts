@@ -51,6 +51,13 @@ export class DfaTokenMatcher {
   private readonly listIntern = new Map<number, NarrowList[]>();
   /** The mask the next walk writes into (zeroed); taken over by the state when its mask is wide. */
   private walkScratch: Uint32Array | undefined;
+  /**
+   * The mask of every state with at most SMALL_LIST_IDS tokens: a bitset of its own would cost
+   * one 19 KB allocation (~3 µs at 152k tokens, most of a small pattern's compile) for a few set
+   * bits, while rewriting these bits costs a fraction of a microsecond. Holds `scratchList`.
+   */
+  private smallScratch: Uint32Array | undefined;
+  private scratchList: NarrowList | null = null;
   private readonly tokenCount: Int32Array;
   private readonly successors: (Int32Array | undefined)[];
   private readonly maxSuccessorMinBytes: Int32Array;
@@ -88,6 +95,8 @@ export class DfaTokenMatcher {
   statesDerived = 0;
   /** Narrow id lists turned into bitsets on a first read (tests). */
   listsMaterialized = 0;
+  /** Reads of a small list's mask that rewrote the shared small-list mask (tests). */
+  smallListWrites = 0;
   /** Walks done by the per-byte token lists (exceptionComplementMask) instead of the trie (tests). */
   statesListed = 0;
   /** Computed states with wide masks (see noteWide, derivedMask). */
@@ -250,8 +259,9 @@ export class DfaTokenMatcher {
   }
 
   /**
-   * Tokens allowed in `state` with `remaining` tokens left (this one included). The returned
-   * bitset is cached and shared: read it, never write it.
+   * Tokens allowed in `state` with `remaining` tokens left (this one included). Read it, never
+   * write it, and use it before the next mask() of this matcher: the mask of a state with only a
+   * few tokens is one bitset shared by all such states, rewritten for each.
    */
   mask(state: number, remaining: number = UNREACHABLE): Uint32Array {
     if (state < 0 || remaining <= 0) return this.emptyMask;
@@ -338,9 +348,12 @@ export class DfaTokenMatcher {
     let done = 0;
     while (done < order.length && performance.now() < deadline) {
       const st = order[done++]!;
+      if (this.tokenCount[st]! < 0) this.firstMask(st);
       // With its bitset, so no decode step builds one (a walk-through of json_object's ~100
-      // states would otherwise pay ~2 µs on most steps, and its p99 with them).
-      if (this.fullMasks[st] === undefined) this.fullMaskSlow(st);
+      // states would otherwise pay ~2 µs on most steps, and its p99 with them). Small lists
+      // need none (see smallScratch).
+      const list = this.narrowLists[st];
+      if (this.fullMasks[st] === undefined && list !== undefined && list.ids.length > SMALL_LIST_IDS) this.fullMaskSlow(st);
     }
     return done;
   }
@@ -370,12 +383,16 @@ export class DfaTokenMatcher {
     if (!this.derivedMask(state)) this.computeState(state);
   }
 
-  /** The full mask of a state not read before: computed first if need be, then materialized. */
+  /**
+   * The full mask of a state not read before: computed first if need be, then materialized (a
+   * small list is written into the shared small-list mask instead).
+   */
   private fullMaskSlow(state: number): Uint32Array {
     if (this.tokenCount[state]! < 0) this.firstMask(state);
     const ready = this.fullMasks[state];
     if (ready !== undefined) return ready;
     const list = this.narrowLists[state]!;
+    if (list.mask === undefined && list.ids.length <= SMALL_LIST_IDS) return this.smallListMask(list);
     if (list.mask === undefined) {
       // Its own allocation: one shared slab for all of them measured slower (a fresh mmap'd
       // slab page-faults on every page the ids touch), and a decode step past precompute's
@@ -387,6 +404,22 @@ export class DfaTokenMatcher {
     }
     this.fullMasks[state] = list.mask;
     return list.mask;
+  }
+
+  /** `list`'s bits in the shared small-list mask: the previous list's words cleared, its own set. */
+  private smallListMask(list: NarrowList): Uint32Array {
+    let mask = this.smallScratch;
+    if (mask === undefined) mask = this.smallScratch = new Uint32Array(this.words);
+    const held = this.scratchList;
+    if (held === list) return mask;
+    if (held !== null) {
+      const ids = held.ids;
+      for (let i = 0; i < ids.length; i++) mask[ids[i]! >>> 5] = 0;
+    }
+    setTokenList(mask, list.ids);
+    this.scratchList = list;
+    this.smallListWrites++;
+    return mask;
   }
 
   /**
@@ -1009,6 +1042,9 @@ class NarrowList {
   mask: Uint32Array | undefined = undefined;
   constructor(readonly ids: Int32Array) {}
 }
+
+/** Narrow lists up to this many ids share one rewritten mask instead of a bitset each. */
+export const SMALL_LIST_IDS = 128;
 
 /** Most wide states derivedMask compares a new state with. */
 const MAX_WIDE_STATES = 32;

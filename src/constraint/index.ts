@@ -7,8 +7,9 @@
  *   const st = new DfaConstraintState(matcher, healedPromptTokenBytes?);   // per request
  *   const needed = st.minTokensToAccept(maxNewTokens);  // cheap when it clearly fits
  *   if (needed > maxNewTokens) → 422 "the pattern needs at least ${needed} tokens" (exact then)
- *   each step: mask = st.mask(maxNewTokens - generated)  (shared bitset, read only; EOG is the
- *              loop's decision: allowed when st.isAccepting()); sample; st.advance(token)
+ *   each step: mask = st.mask(maxNewTokens - generated)  (shared bitset, read only, valid until
+ *              the matcher's next mask(); EOG is the loop's decision: allowed when
+ *              st.isAccepting()); sample; st.advance(token)
  *   stop when st.isAccepting() and (stopAfterMatch or !st.hasAnyToken(remaining)).
  *
  * Grammar stage: walkTrie(trie, automaton, state, root, mask, visit) walks the same trie with any
