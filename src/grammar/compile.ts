@@ -43,8 +43,8 @@ const isTree = (n: Node | undefined): n is Tree => n !== undefined && n.kind ===
 const isSym = (n: Node | undefined): n is Sym => n !== undefined && n.kind === "sym";
 const isTok = (n: Node | undefined): n is Token => n !== undefined && n.kind === "token";
 
-/** lark.Tree.iter_subtrees: reversed BFS (children reversed), each node once. */
 let traversal = 0;
+/** lark.Tree.iter_subtrees: reversed BFS (children reversed), each node once. */
 function iterSubtrees(root: Tree): Tree[] {
   const stamp = ++traversal;
   const queue: Tree[] = [root];
