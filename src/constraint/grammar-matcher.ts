@@ -79,9 +79,10 @@ export class GrammarTokenMatcher {
    * a roomy budget is settled by the greedy completion's length alone, without spelling it in
    * tokens or stepping the automaton along it (see byteBoundOf, carryByteBound).
    */
-  private readonly byteBound = new Map<number, number>();
+  private readonly byteBound = new IntMap(); // -1: Infinity
   /** Where along the greedy chain a state's byte bound goes on: `at` bytes into `node`'s step. */
-  private readonly byteBoundPath = new Map<number, { node: number; at: number }>();
+  private readonly boundNode = new IntMap();
+  private readonly boundAt = new IntMap();
   private readonly bytesAreTokens: boolean;
   /** States whose bound has had the shortest-completion search too. */
   private readonly exactBounded = new Set<number>();
@@ -439,10 +440,15 @@ export class GrammarTokenMatcher {
   /** Bytes that surely suffice from `state` (Infinity: unknown): the greedy completion's length. */
   private byteBoundOf(state: number): number {
     const known = this.byteBound.get(state);
-    if (known !== undefined) return known;
+    if (known !== IntMap.MISSING) return known < 0 ? Number.POSITIVE_INFINITY : known;
     const length = this.greedyLength(state);
+    if (length === Number.POSITIVE_INFINITY) {
+      this.byteBound.set(state, -1);
+      return length;
+    }
     this.byteBound.set(state, length);
-    if (length !== Number.POSITIVE_INFINITY) this.byteBoundPath.set(state, { node: state, at: 0 });
+    this.boundNode.set(state, state);
+    this.boundAt.set(state, 0);
     return length;
   }
 
@@ -497,10 +503,9 @@ export class GrammarTokenMatcher {
    * that byte's own token still fits, so a mask never comes out empty because of this bound.
    */
   private carryByteBound(state: number): void {
-    const path = this.byteBoundPath.get(state);
-    if (path === undefined) return;
-    let node = path.node;
-    let at = path.at;
+    let node = this.boundNode.get(state);
+    if (node === IntMap.MISSING) return;
+    let at = this.boundAt.get(state);
     let step = this.greedySteps.get(node);
     // Steps of no bytes (a terminal already lexed, only committed) are passed over.
     while (step !== undefined && step !== null && at >= step.bytes.length) {
@@ -511,11 +516,13 @@ export class GrammarTokenMatcher {
     if (step === undefined || step === null) return;
     const next = this.automaton.step(state, step.bytes[at]!);
     if (next < 0) return;
-    const left = this.byteBound.get(state)! - 1;
+    const left = this.byteBound.get(state) - 1;
     const old = this.byteBound.get(next);
-    if (old !== undefined && old <= left) return;
+    if (old >= 0 && old <= left) return; // MISSING and -1 (Infinity) are negative
     this.byteBound.set(next, left);
-    this.byteBoundPath.set(next, at + 1 < step.bytes.length ? { node, at: at + 1 } : { node: step.next, at: 0 });
+    const stepEnds = at + 1 >= step.bytes.length;
+    this.boundNode.set(next, stepEnds ? step.next : node);
+    this.boundAt.set(next, stepEnds ? 0 : at + 1);
   }
 
   /**
@@ -892,6 +899,8 @@ class LexerLevelWalks {
   private readonly rootsBySignature = new Map<string, number[]>();
   private readonly endKeysOf = new Map<number, string>();
   private readonly setOfLex = new Map<number, number>();
+  /** stack * 2^20 + set → state: a set of several lexer states interns by sorting and a string key. */
+  private readonly stateMemo = new IntMap();
   private readonly setMembers: number[][] = [];
   private readonly setIds = new Map<string, number>();
   private setNext = new Int32Array(256 * 8).fill(UNKNOWN);
@@ -933,7 +942,15 @@ class LexerLevelWalks {
 
   /** The automaton state of the hypotheses (stack, l) for l in the set. */
   stateOf(stack: number, setId: number): number {
-    return this.automaton.withStack(stack, this.setMembers[setId]!);
+    const members = this.setMembers[setId]!;
+    if (members.length === 1 || setId >= 0x100000) return this.automaton.withStack(stack, members);
+    const key = stack * 0x100000 + setId;
+    let state = this.stateMemo.get(key);
+    if (state === IntMap.MISSING) {
+      state = this.automaton.withStack(stack, members);
+      this.stateMemo.set(key, state);
+    }
+    return state;
   }
 
   /** Next set + 1 (0: no token in progress can continue), | COMMIT when a terminal may end here. */

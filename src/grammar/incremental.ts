@@ -124,6 +124,9 @@ export class GrammarAutomaton {
   // Interned hypothesis sets: sorted (stack, lexer state) pairs.
   private readonly sets: Int32Array[] = [];
   private readonly setIds = new Map<string, number>();
+  /** Sets of several hypotheses by a hash of their pairs (see intern). */
+  private readonly multiSetIds = new Map<number, number[]>();
+  private readonly sortScratch: number[] = [];
   /** One-hypothesis sets (most of them) by stack * 2^24 + lexer state, without a string key. */
   private readonly singleSetIds = new IntMap();
   private readonly stepMemo = new IntMap();
@@ -443,24 +446,36 @@ export class GrammarAutomaton {
     const n = pairs.length >>> 1;
     if (n === 0) return -1;
     if (n === 1) return this.internSingle(pairs[0]!, pairs[1]!);
-    const order: number[] = [];
-    for (let i = 0; i < n; i++) order.push(i);
-    order.sort((a, b) => pairs[2 * a]! - pairs[2 * b]! || pairs[2 * a + 1]! - pairs[2 * b + 1]!);
-    const sorted: number[] = [];
-    for (const i of order) {
+    // Insertion sort by (stack, lexer state), dropping repeats: sets have a few pairs.
+    const sorted = this.sortScratch;
+    sorted.length = 0;
+    for (let i = 0; i < n; i++) {
       const s = pairs[2 * i]!, l = pairs[2 * i + 1]!;
-      const m = sorted.length;
-      if (m > 0 && sorted[m - 2] === s && sorted[m - 1] === l) continue;
-      sorted.push(s, l);
+      let at = sorted.length;
+      while (at > 0 && (sorted[at - 2]! > s || (sorted[at - 2] === s && sorted[at - 1]! > l))) at -= 2;
+      if (at > 0 && sorted[at - 2] === s && sorted[at - 1] === l) continue;
+      sorted.splice(at, 0, s, l);
     }
     if (sorted.length === 2) return this.internSingle(sorted[0]!, sorted[1]!);
-    const key = sorted.join(",");
-    let id = this.setIds.get(key);
-    if (id === undefined) {
-      id = this.sets.length;
-      this.sets.push(Int32Array.from(sorted));
-      this.setIds.set(key, id);
+    // By a hash of the pairs, candidates compared pair by pair (no string key per lookup).
+    let h = 0x811c9dc5;
+    for (let i = 0; i < sorted.length; i++) h = Math.imul(h ^ sorted[i]!, 0x01000193);
+    let bucket = this.multiSetIds.get(h);
+    if (bucket !== undefined) {
+      for (let b = 0; b < bucket.length; b++) {
+        const set = this.sets[bucket[b]!]!;
+        if (set.length !== sorted.length) continue;
+        let same = true;
+        for (let i = 0; i < set.length && same; i++) if (set[i] !== sorted[i]) same = false;
+        if (same) return bucket[b]!;
+      }
+    } else {
+      bucket = [];
+      this.multiSetIds.set(h, bucket);
     }
+    const id = this.sets.length;
+    this.sets.push(Int32Array.from(sorted));
+    bucket.push(id);
     return id;
   }
 
