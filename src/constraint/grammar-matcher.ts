@@ -1190,6 +1190,8 @@ class LexerLevelWalks {
       // are skipped by their byte summary).
       const { subtreeSize, nodeByte, belowBytes } = this.trie;
       const first = this.firstBytes(setId);
+      let last = 255;
+      while (last >= 0 && ((first[last >>> 5]! >>> (last & 31)) & 1) === 0) last--;
       const hits = (n: number): boolean => {
         for (let w = 0; w < 8; w++) if ((belowBytes[n * 8 + w]! & first[w]!) !== 0) return true;
         return false;
@@ -1198,6 +1200,8 @@ class LexerLevelWalks {
       const childrenOf = (n: number, deep: boolean): void => {
         for (let c = n + 1, end = n + subtreeSize[n]!; c < end; c += subtreeSize[c]!) {
           const b = nodeByte[c]!;
+          // Children come in byte order: past the set's last byte only loops can still hit.
+          if (b > last && !deep) break;
           if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0) starts.push(c);
           if (deep && hits(c)) childrenOf(c, true);
         }
