@@ -96,6 +96,8 @@ export class GrammarTokenMatcher {
   private readonly greedyBytes = new IntMap();
   private readonly greedyCommits = new IntMap();
   private readonly greedyWalk: number[] = [];
+  /** Per lexer state: the index (in tokenEnds) of the commit the last greedy step from it chose. */
+  private readonly greedyHint = new IntMap();
   /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
   private readonly finishMemo = new IntMap();
   private readonly budgetMasks = new Map<number, Uint32Array>();
@@ -556,22 +558,38 @@ export class GrammarTokenMatcher {
     const lexer = this.lexer!;
     const automaton = lexer.automaton;
     const hyps = automaton.hypotheses(state);
+    // No commit can cost less than the state's own lower bound: one that meets it is chosen at
+    // once. The commit chosen last time from the same lexer state is tried first (the next
+    // state down a chain usually repeats it: a closing bracket, the end of a string).
+    const floor = automaton.minBytesLowerBound(state);
     let bestCost = Number.POSITIVE_INFINITY;
     let bestBytes: Uint8Array | null = null;
     let bestStack = -1;
     let bestKey = -1;
-    for (let h = 0; h < hyps.length; h += 2) {
-      const ends = lexer.tokenEnds(hyps[h + 1]!);
-      for (let i = 0; i < ends.keys.length; i++) {
-        const cost = ends.bytes[i]!.length + automaton.lowerBoundAfterCommit(hyps[h]!, ends.keys[i]!);
+    let bestLex = -1;
+    let bestIndex = -1;
+    for (let h = 0; h < hyps.length && bestCost > floor; h += 2) {
+      const lex = hyps[h + 1]!;
+      const ends = lexer.tokenEnds(lex);
+      const n = ends.keys.length;
+      const hint = this.greedyHint.get(lex);
+      const first = hint === IntMap.MISSING || hint >= n ? 0 : hint;
+      for (let j = 0; j < n && bestCost > floor; j++) {
+        const i = j === 0 ? first : j <= first ? j - 1 : j;
+        const bytes = ends.bytes[i]!;
+        if (bytes.length >= bestCost) continue;
+        const cost = bytes.length + automaton.lowerBoundAfterCommit(hyps[h]!, ends.keys[i]!);
         if (cost < bestCost) {
           bestCost = cost;
-          bestBytes = ends.bytes[i]!;
+          bestBytes = bytes;
           bestStack = hyps[h]!;
           bestKey = ends.keys[i]!;
+          bestLex = lex;
+          bestIndex = i;
         }
       }
     }
+    if (bestLex >= 0) this.greedyHint.set(bestLex, bestIndex);
     // Only the chosen commit's state is made (a dead one has an infinite bound, never chosen).
     const best = bestBytes === null ? null : { bytes: bestBytes, next: automaton.afterCommit(bestStack, bestKey) };
     this.greedySteps.set(state, best);
