@@ -41,6 +41,13 @@ export interface LalrTable {
   readonly kernels: readonly Int32Array[];
 }
 
+/** `n` empty arrays (Array.from with a map function is several times slower in V8). */
+function arraysOf<T>(n: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < n; i++) out.push([]);
+  return out;
+}
+
 const ruleText = (r: BnfRule): string => `<${r.origin} : ${r.expansion.join(" ")}>`;
 
 export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonly string[], start = "start"): LalrTable {
@@ -81,8 +88,13 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   // Symbol ids: terminals 0..TT-1, nonterminals TT..TT+NT-1
   const symOf = (s: string): number => (terminalIndex.has(s) ? terminalIndex.get(s)! : TT + ntIndex.get(s)!);
   const R = allRules.length;
-  const rhs: Int32Array[] = allRules.map((r) => Int32Array.from(r.expansion.map(symOf)));
-  const lhs = Int32Array.from(allRules.map((r) => TT + ntIndex.get(r.origin)!));
+  const rhs: Int32Array[] = allRules.map((r) => {
+    const out = new Int32Array(r.expansion.length);
+    for (let i = 0; i < out.length; i++) out[i] = symOf(r.expansion[i]!);
+    return out;
+  });
+  const lhs = new Int32Array(allRules.length);
+  for (let r = 0; r < allRules.length; r++) lhs[r] = TT + ntIndex.get(allRules[r]!.origin)!;
   const rootRule = R - 1;
   // item id = itemBase[rule] + dot
   const itemBase = new Int32Array(R + 1);
@@ -95,7 +107,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     const d = it - itemBase[r]!;
     return d < rhs[r]!.length ? rhs[r]![d]! : -1;
   };
-  const rulesByNt: number[][] = Array.from({ length: NT }, () => []);
+  const rulesByNt = arraysOf<number>(NT);
   for (let r = 0; r < R; r++) rulesByNt[lhs[r]! - TT]!.push(r);
 
   // NULLABLE / FIRST (only NULLABLE is needed for DeRemer–Pennello)
@@ -174,8 +186,9 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     }
   }
   const X = ntTrans.length;
-  const directReads: Set<number>[] = Array.from({ length: X }, () => new Set());
-  const reads: number[][] = Array.from({ length: X }, () => []);
+  const directReads: Set<number>[] = [];
+  for (let x = 0; x < X; x++) directReads.push(new Set());
+  const reads = arraysOf<number>(X);
   for (let x = 0; x < X; x++) {
     const [s, nt] = ntTrans[x]!;
     if (s === startState && nt === rhs[rootRule]![0]) directReads[x]!.add(0);
@@ -187,8 +200,8 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
       if (nullable[s2]) reads[x]!.push(ntTransIndex.get(keyOf(next, s2))!);
     }
   }
-  const includes: number[][] = Array.from({ length: X }, () => []);
-  const lookback: [number, number][][] = Array.from({ length: X }, () => []);
+  const includes = arraysOf<number>(X);
+  const lookback = arraysOf<[number, number]>(X);
   for (let x = 0; x < X; x++) {
     const [s, nt] = ntTrans[x]!;
     for (const it of states[s]!.closure) {
@@ -239,7 +252,8 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   const readSets = digraph(reads, directReads);
   const followSets = digraph(includes, readSets);
 
-  const lookaheads: Map<number, Set<number>>[] = Array.from({ length: S }, () => new Map());
+  const lookaheads: Map<number, Set<number>>[] = [];
+  for (let s = 0; s < S; s++) lookaheads.push(new Map());
   for (let x = 0; x < X; x++) {
     for (const [st, r] of lookback[x]!) {
       for (const la of followSets[x]!) {
@@ -273,11 +287,15 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   if (rrMessages.length) throw new GrammarError(rrMessages.join("\n\n"));
 
   const endState = states[startState]!.transitions.get(rhs[rootRule]![0]!)!;
+  const ruleLengths = new Int32Array(R);
+  for (let r = 0; r < R; r++) ruleLengths[r] = rhs[r]!.length;
   const acceptsByState: Int32Array[] = [];
   for (let s = 0; s < S; s++) {
-    const acc: number[] = [];
-    for (let t = 0; t < TT; t++) if (action[s * TT + t] !== 0) acc.push(t);
-    acceptsByState.push(Int32Array.from(acc));
+    let n = 0;
+    for (let t = 0; t < TT; t++) if (action[s * TT + t] !== 0) n++;
+    const acc = new Int32Array(n);
+    for (let t = 0, i = 0; t < TT; t++) if (action[s * TT + t] !== 0) acc[i++] = t;
+    acceptsByState.push(acc);
   }
   return {
     numStates: S,
@@ -286,13 +304,20 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     rules: allRules,
     action,
     goto: gotoT,
-    ruleLhs: Int32Array.from(lhs, (l) => l - TT),
-    ruleLen: Int32Array.from(rhs, (r) => r.length),
+    ruleLhs: lhs.map((l) => l - TT),
+    ruleLen: ruleLengths,
     startState,
     endState,
     terminalIndex,
     acceptsByState,
-    kernels: states.map((st) => Int32Array.from(st.kernel.flatMap((it) => [itemRule[it]!, itemDot(it)]))),
+    kernels: states.map((st) => {
+      const k = new Int32Array(st.kernel.length * 2);
+      for (let i = 0; i < st.kernel.length; i++) {
+        k[2 * i] = itemRule[st.kernel[i]!]!;
+        k[2 * i + 1] = itemDot(st.kernel[i]!);
+      }
+      return k;
+    }),
   };
 }
 
