@@ -139,6 +139,7 @@ const sortFlags = (f: string): string => [...new Set(f)].sort().join("");
 
 /** Lark's eval_escaping: its escape rewriting followed by Python's literal_eval of u'''…'''. */
 export function evalEscaping(s: string): string {
+  if (s.indexOf("\\") < 0) return s; // nothing to unescape (the quotes it touches come back as they were)
   let w = "";
   for (let i = 0; i < s.length; i++) {
     const n = s[i]!;

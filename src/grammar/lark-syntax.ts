@@ -243,46 +243,48 @@ function metaParse(text: string): Tree {
   const { table, expand1, lexer, groupOf } = getMetaParser();
   const TT = table.terminals.length;
   const NT = table.nonterminals.length;
+  // The parse stack: states[0..top], and values[i] the nodes under states[i + 1]. Entries past
+  // `top` are stale (indexing, not shrinking the arrays: setting a length is a slow builtin).
   const states: number[] = [table.startState];
   const values: Node[][] = [];
+  let top = 0;
   let pos = 0;
   const reduceRule = (r: number): void => {
     const origin = table.rules[r]!.origin;
     const n = table.ruleLen[r]!;
     const children: Node[] = [];
-    for (let i = values.length - n; i < values.length; i++) {
+    for (let i = top - n; i < top; i++) {
       const kid = values[i]!;
       for (let j = 0; j < kid.length; j++) children.push(kid[j]!);
     }
-    values.length -= n;
-    states.length -= n;
+    top -= n;
     // A kept token or tree is a one-element list; `_rule`s and filtered tokens hand up their lists.
     let result: Node[];
     if (origin.charCodeAt(0) === 95 /* _ */) result = children;
     else if (children.length === 1 && expand1.has(origin)) result = children;
     else result = [tree(origin, children)];
-    const g = table.goto[states[states.length - 1]! * NT + table.ruleLhs[r]!]!;
-    states.push(g);
-    values.push(result);
+    const g = table.goto[states[top]! * NT + table.ruleLhs[r]!]!;
+    states[++top] = g;
+    values[top - 1] = result;
   };
   const failure = (kind: "token" | "chars", tokenType: string, tokenValue: string, at: number): MetaSyntaxFailure => {
     const { line, column } = lineCol(text, at);
-    const st = states[states.length - 1]!;
+    const st = states[top]!;
     const expected: string[] = [];
     for (let t = 0; t < TT; t++) if (table.action[st * TT + t] !== 0) expected.push(table.terminals[t]!);
-    return new MetaSyntaxFailure({ kind, stackLength: states.length, state: st, tokenType, tokenValue, pos: at, line, column, expected });
+    return new MetaSyntaxFailure({ kind, stackLength: top + 1, state: st, tokenType, tokenValue, pos: at, line, column, expected });
   };
   const feed = (t: number, tok: Token | null): boolean => {
     for (;;) {
-      const a = table.action[states[states.length - 1]! * TT + t]!;
+      const a = table.action[states[top]! * TT + t]!;
       if (a > 0) {
-        states.push(a - 1);
-        values.push(tok && !tok.type.startsWith("_") ? [tok] : []);
+        states[++top] = a - 1;
+        values[top - 1] = tok && tok.type.charCodeAt(0) !== 95 /* _ */ ? [tok] : [];
         return true;
       }
       if (a === 0) return false;
       reduceRule(-a - 1);
-      if (t === 0 && states[states.length - 1] === table.endState) return true;
+      if (t === 0 && states[top] === table.endState) return true;
     }
   };
   let lastTokenPos = 0;
@@ -309,5 +311,5 @@ function metaParse(text: string): Tree {
     pos += value.length;
   }
   if (!feed(0, null)) throw failure("token", "$END", "", lastTokenPos);
-  return values[values.length - 1]![0] as Tree;
+  return values[top - 1]![0] as Tree;
 }
