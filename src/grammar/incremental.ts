@@ -932,36 +932,42 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
       if ((dfa.acceptMask[s * dfa.acceptWords + (p >>> 5)]! & (1 << (p & 31))) !== 0) accept[s * P + p] = 1;
     }
   }
-  // canAccept: reverse reachability per pattern.
-  const canAccept = accept.slice();
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (let s = 0; s < S; s++) {
-      for (let c = 0; c < dfa.numClasses; c++) {
-        const ns = dfa.next[s * dfa.numClasses + c]!;
-        if (ns < 0) continue;
-        for (let p = 0; p < P; p++) {
-          if (canAccept[ns * P + p] && !canAccept[s * P + p]) { canAccept[s * P + p] = 1; changed = true; }
-        }
-      }
-    }
+  // dist: per pattern, the fewest bytes to a state accepting it (-1: none), by a breadth-first
+  // search per pattern over the reversed transitions; canAccept: dist >= 0.
+  const C = dfa.numClasses;
+  const predStart = new Int32Array(S + 1);
+  for (let i = 0; i < S * C; i++) if (dfa.next[i]! >= 0) predStart[dfa.next[i]! + 1]!++;
+  for (let st = 0; st < S; st++) predStart[st + 1]! += predStart[st]!;
+  const preds = new Int32Array(predStart[S]!);
+  const fillAt = predStart.slice(0, S);
+  for (let i = 0; i < S * C; i++) {
+    const ns = dfa.next[i]!;
+    if (ns >= 0) preds[fillAt[ns]!++] = (i / C) | 0;
   }
-  // dist: per-pattern shortest distance to acceptance (Bellman-Ford style relaxation).
   const dist = new Int32Array(S * P).fill(-1);
-  for (let i = 0; i < S * P; i++) if (accept[i]) dist[i] = 0;
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (let s = 0; s < S; s++) {
-      for (let c = 0; c < dfa.numClasses; c++) {
-        const ns = dfa.next[s * dfa.numClasses + c]!;
-        if (ns < 0) continue;
-        for (let p = 0; p < P; p++) {
-          const dn = dist[ns * P + p]!;
-          if (dn >= 0 && (dist[s * P + p]! < 0 || dist[s * P + p]! > dn + 1)) { dist[s * P + p] = dn + 1; changed = true; }
+  const queue = new Int32Array(S);
+  for (let p = 0; p < P; p++) {
+    let head = 0, tail = 0;
+    for (let st = 0; st < S; st++) {
+      if (accept[st * P + p]) {
+        dist[st * P + p] = 0;
+        queue[tail++] = st;
+      }
+    }
+    while (head < tail) {
+      const st = queue[head++]!;
+      const d = dist[st * P + p]! + 1;
+      for (let k = predStart[st]!; k < predStart[st + 1]!; k++) {
+        const from = preds[k]!;
+        if (dist[from * P + p]! < 0) {
+          dist[from * P + p] = d;
+          queue[tail++] = from;
         }
       }
     }
   }
+  const canAccept = new Uint8Array(S * P);
+  for (let i = 0; i < S * P; i++) if (dist[i]! >= 0) canAccept[i] = 1;
   const minLaterPattern = new Int32Array(S).fill(0x7fffffff);
   for (let st = 0; st < S; st++) {
     for (let c = 0; c < dfa.numClasses; c++) {
