@@ -74,12 +74,12 @@ export class GrammarTokenMatcher {
   /** Per state: tokens that surely suffice to complete (see tokenUpperBound). */
   private readonly tokenBound = new Map<number, number>();
   /**
-   * Per state: bytes that surely suffice to complete, and the completing bytes behind that bound
-   * (from offset `at`). With a single-byte token for every byte, n bytes are at most n tokens:
-   * a roomy budget is settled by the greedy completion's length alone, without spelling it in
-   * tokens or stepping the automaton along it (see byteBoundOf, carryByteBound).
+   * Per state: bytes that surely suffice to complete (-1: Infinity), and where the completing
+   * bytes behind that bound go on. With a single-byte token for every byte, n bytes are at most n
+   * tokens: a roomy budget is settled by the greedy completion's length alone, without spelling it
+   * in tokens or stepping the automaton along it (see byteBoundOf, carryByteBound).
    */
-  private readonly byteBound = new IntMap(); // -1: Infinity
+  private readonly byteBound = new IntMap();
   /** Where along the greedy chain a state's byte bound goes on: `at` bytes into `node`'s step. */
   private readonly boundNode = new IntMap();
   private readonly boundAt = new IntMap();
@@ -917,7 +917,7 @@ class LexerLevelWalks {
   private readonly rootsBySignature = new Map<string, number[]>();
   private readonly endKeysOf = new Map<number, string>();
   private readonly setOfLex = new Map<number, number>();
-  /** stack * 2^20 + set → state: a set of several lexer states interns by sorting and a string key. */
+  /** stack * 2^20 + set → state: interning a set of several hypotheses sorts and hashes its pairs. */
   private readonly stateMemo = new IntMap();
   private readonly setMembers: number[][] = [];
   private readonly setIds = new Map<string, number>();
