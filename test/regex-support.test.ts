@@ -1,7 +1,7 @@
 // The typed-array helpers the compile stages share: IntMap against a JS Map, Int32Arena's views.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Int32Arena, IntMap, seededRandom } from "../src/regex/index.js";
+import { grownTo, Int32Arena, IntMap, seededRandom } from "../src/regex/index.js";
 
 test("IntMap answers like a Map for keys up to 2^53, through growth", () => {
   const rand = seededRandom(7);
@@ -45,4 +45,14 @@ test("Int32Arena hands out filled, disjoint views and its own arrays past its ca
   assert.equal(again.buffer, a.buffer, "reset reuses the buffer");
   assert.ok(again.every((x) => x === 5), "and refills it");
   assert.deepEqual([...arena.copy([4, 5, 6])], [4, 5, 6]);
+});
+
+test("grownTo keeps the entries, fills only the new ones, and keeps the array type", () => {
+  const a = Int32Array.of(5, -1, 7);
+  const g = grownTo(a, 6, -2);
+  assert.ok(g instanceof Int32Array);
+  assert.deepEqual([...g], [5, -1, 7, -2, -2, -2]);
+  const u = grownTo(Uint8Array.of(1, 2), 4);
+  assert.ok(u instanceof Uint8Array);
+  assert.deepEqual([...u], [1, 2, 0, 0]);
 });

@@ -16,7 +16,7 @@
  * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
 import { LEXER_COMMITS, searchCheapestGoal } from "../grammar/index.js";
-import { IntMap } from "../regex/index.js";
+import { grownTo, IntMap } from "../regex/index.js";
 import { loopsOnEveryUtf8Char, type TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
 import { maskWords, orInto, setTokenList, setTokenRange } from "./types.js";
@@ -338,9 +338,7 @@ export class GrammarTokenMatcher {
   private growSeen(state: number): void {
     let n = this.seenStamp.length;
     while (n <= state) n *= 2;
-    const grown = new Int32Array(n);
-    grown.set(this.seenStamp);
-    this.seenStamp = grown;
+    this.seenStamp = grownTo(this.seenStamp, n);
   }
 
   /**
@@ -1016,11 +1014,7 @@ class LexerLevelWalks {
       id = this.setMembers.length;
       this.setMembers.push(members);
       this.setIds.set(key, id);
-      if ((id + 1) * 256 > this.setNext.length) {
-        const grown = new Int32Array(this.setNext.length * 2).fill(UNKNOWN);
-        grown.set(this.setNext);
-        this.setNext = grown;
-      }
+      if ((id + 1) * 256 > this.setNext.length) this.setNext = grownTo(this.setNext, this.setNext.length * 2, UNKNOWN);
     }
     return id;
   }
@@ -1267,18 +1261,10 @@ class LexerLevelWalks {
     if (setId >= this.loopKnown.length) {
       let n = this.loopKnown.length;
       while (n <= setId) n *= 2;
-      const known = new Uint8Array(n);
-      known.set(this.loopKnown);
-      this.loopKnown = known;
-      const words = new Uint32Array(n * 8);
-      words.set(this.loopWords);
-      this.loopWords = words;
-      const codes = new Int32Array(n);
-      codes.set(this.loopCodes);
-      this.loopCodes = codes;
-      const utf8 = new Uint8Array(n);
-      utf8.set(this.loopsOnUtf8);
-      this.loopsOnUtf8 = utf8;
+      this.loopKnown = grownTo(this.loopKnown, n);
+      this.loopWords = grownTo(this.loopWords, n * 8);
+      this.loopCodes = grownTo(this.loopCodes, n);
+      this.loopsOnUtf8 = grownTo(this.loopsOnUtf8, n);
     }
     this.loopWords.set(l, setId * 8);
     this.loopCodes[setId] = code0;
@@ -1311,12 +1297,8 @@ class LexerLevelWalks {
     const slotOf = (cont: number): number => {
       if (cont >= this.seen.length) {
         const n = Math.max(cont + 1, this.seen.length * 2);
-        const grown = new Int32Array(n);
-        grown.set(this.seen);
-        this.seen = grown;
-        const slots = new Int32Array(n);
-        slots.set(this.seenSlot);
-        this.seenSlot = slots;
+        this.seen = grownTo(this.seen, n);
+        this.seenSlot = grownTo(this.seenSlot, n);
       }
       if (this.seen[cont] !== stamp) {
         this.seen[cont] = stamp;

@@ -11,7 +11,7 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, compileRegex, IntMap, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, compileRegex, grownTo, IntMap, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
@@ -230,23 +230,21 @@ export class GrammarAutomaton {
     if (id !== undefined) return id;
     id = this.numLex++;
     this.lexIds.set(key, id);
-    if (this.numLex * LEX_FIELDS > this.lexFields.length) {
-      const grown = new Int32Array(this.lexFields.length * 2);
-      grown.set(this.lexFields);
-      this.lexFields = grown;
-    }
-    this.lexFields.set([scanner, dfaState, first, tokenLen, ignoredRun, constraints], id * LEX_FIELDS);
+    if (this.numLex * LEX_FIELDS > this.lexFields.length) this.lexFields = grownTo(this.lexFields, this.lexFields.length * 2);
+    const fields = this.lexFields;
+    const f = id * LEX_FIELDS;
+    fields[f] = scanner;
+    fields[f + 1] = dfaState;
+    fields[f + 2] = first;
+    fields[f + 3] = tokenLen;
+    fields[f + 4] = ignoredRun;
+    fields[f + 5] = constraints;
     if (this.numLex * 256 > this.lexCont.length) {
       const n = this.lexCont.length * 2;
-      const grow = (a: Int32Array, fill: number): Int32Array<ArrayBuffer> => {
-        const g = new Int32Array(n).fill(fill);
-        g.set(a);
-        return g;
-      };
-      this.lexCont = grow(this.lexCont, UNKNOWN);
-      this.lexRestart = grow(this.lexRestart, -1);
-      this.lexCommitTerm = grow(this.lexCommitTerm, -1);
-      this.lexCommitAfter = grow(this.lexCommitAfter, 0);
+      this.lexCont = grownTo(this.lexCont, n, UNKNOWN);
+      this.lexRestart = grownTo(this.lexRestart, n, -1);
+      this.lexCommitTerm = grownTo(this.lexCommitTerm, n, -1);
+      this.lexCommitAfter = grownTo(this.lexCommitAfter, n);
     }
     return id;
   }
@@ -474,7 +472,7 @@ export class GrammarAutomaton {
       this.multiSetIds.set(h, bucket);
     }
     const id = this.sets.length;
-    this.sets.push(Int32Array.from(sorted));
+    this.sets.push(new Int32Array(sorted));
     bucket.push(id);
     return id;
   }

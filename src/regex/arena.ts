@@ -46,3 +46,14 @@ export class Int32Arena {
     this.used = 0;
   }
 }
+
+/**
+ * A copy of `array` lengthened to `length`, the new entries `fill`: the one way the memo tables
+ * of the later stages grow (their sizes double as states are met).
+ */
+export function grownTo<T extends Int32Array | Uint32Array | Uint8Array>(array: T, length: number, fill = 0): T {
+  const out = new (array.constructor as new (n: number) => T)(length);
+  if (fill !== 0) out.fill(fill, array.length);
+  out.set(array);
+  return out;
+}
