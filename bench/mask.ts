@@ -207,11 +207,10 @@ async function main(): Promise<void> {
       "target's own token count (every step tight: the first step pays the exact-distance exploration of all " +
       "reachable states). oursWarmMatcher = same replays on a matcher kept from an earlier round (the " +
       "server caches matchers per pattern and vocabulary), i.e. steady state. One unrecorded warm-up round " +
-      "per workload plus a process-wide warm-up on the first vocabulary. Wall-clock on a shared VM: see loadAverage; cpu* fields = this process's CPU time " +
+      "per workload plus a JIT warm-up on each vocabulary. Wall-clock on a shared VM: see loadAverage; cpu* fields = this process's CPU time " +
       "(getrusage, 1 µs resolution, includes ~1 µs of timer calls), robust to other processes' load. " + GRAMMAR_NOTE,
     vocabularies: {} as Record<string, unknown>,
   };
-  let warmedUp = false;
   for (const vname of vocabNames) {
     const path = resolve(VOCAB_DIR, `ggml-vocab-${vname}.gguf`);
     if (!existsSync(path)) continue;
@@ -225,10 +224,14 @@ async function main(): Promise<void> {
     const tokenizerInfo = await xg.TokenizerInfo.createTokenizerInfo(enc, "byte_level", false, vocab.size, Array.from(vocab.eogTokens));
     const tokenizerInfoMs = performance.now() - t0;
     const perWorkload: Record<string, unknown> = {};
-    if (!warmedUp && workloads.length > 0) {
-      // Process-wide JIT warm-up (both sides) on the first vocabulary, not recorded: the first
-      // optimizing compiles take tens of ms on this busy 2-core VM and would land in round 1.
-      warmedUp = true;
+    if (workloads.length > 0) {
+      // JIT warm-up (both sides) on every vocabulary, not recorded: the first optimizing compiles
+      // take tens of ms on this busy 2-core VM and would land in round 1, and loading the next
+      // vocabulary (hundreds of thousands of strings and typed arrays) sets V8 recompiling the
+      // hot code again in the background. Measured with the warm-up on the first vocabulary only:
+      // on the last one, a plain compileRegex loop ran 3-7x slower until warmed (16-22 µs after,
+      // 68-132 µs before), and our compiles with it (qwen2 iso_date 0.32-0.62 ms against 0.08
+      // once warmed); --no-concurrent-recompilation removed it too.
       for (let i = 0; i < 2; i++) {
         for (const w of WORKLOADS) {
           const targets = w.targets.map((t) => tokenizer.tokenize(t));
