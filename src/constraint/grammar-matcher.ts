@@ -876,12 +876,13 @@ interface CommitGroup {
   readonly deadEnds: Int32Array;
   /** Tokens ending at a node of the group that the commit-free walk allows too (budget masks only). */
   readonly aliveEnds: Int32Array;
+  // Node lists are plain arrays: short, and a typed array each cost more to make than to read.
   /** Ranges [from, to) of trie token order, each ending at group nodes (budget masks only). */
-  readonly aliveRanges: Int32Array;
+  readonly aliveRanges: readonly number[];
   /** Single commit nodes: the next token starts at their children. */
-  readonly nodes: Int32Array;
+  readonly nodes: readonly number[];
   /** Subtree roots p where every node strictly below p commits: the next token starts two levels down. */
-  readonly loops: Int32Array;
+  readonly loops: readonly number[];
   /** Walks below the nodes, per lexer-state set after the commit (null until the first). */
   below: Map<number, LexerWalk> | null;
 }
@@ -892,7 +893,7 @@ interface LexerWalk {
   /** Root walks: the commit-free tokens (allowed whatever the stack). */
   readonly mask: Uint32Array | null;
   /** Distinct lexer-state sets at the ends of commit-free tokens. */
-  readonly contSets: Int32Array;
+  readonly contSets: readonly number[];
   /** Walks below commit nodes: the commit-free tokens per entry of contSets. */
   readonly tokensByCont: Int32Array[];
   readonly groups: CommitGroup[];
@@ -1202,13 +1203,19 @@ class LexerLevelWalks {
       // are skipped by their byte summary).
       const { subtreeSize, nodeByte, belowBytes } = this.trie;
       const first = this.firstBytes(setId);
-      let last = 255;
-      while (last >= 0 && ((first[last >>> 5]! >>> (last & 31)) & 1) === 0) last--;
+      let last = -1;
+      for (let w = 7; w >= 0 && last < 0; w--) if (first[w] !== 0) last = w * 32 + 31 - Math.clz32(first[w]!);
       const hits = (n: number): boolean => {
         for (let w = 0; w < 8; w++) if ((belowBytes[n * 8 + w]! & first[w]!) !== 0) return true;
         return false;
       };
       const starts: number[] = [];
+      if (last < 0) {
+        // Nothing can follow the commit (the end of the sentence, say): no token goes on below.
+        w = { owner: setId, mask: null, contSets: [], tokensByCont: [], groups: [] };
+        (group.below ??= new Map()).set(setId, w);
+        return w;
+      }
       const childrenOf = (n: number, deep: boolean): void => {
         for (let c = n + 1, end = n + subtreeSize[n]!; c < end; c += subtreeSize[c]!) {
           const b = nodeByte[c]!;
@@ -1389,13 +1396,13 @@ class LexerLevelWalks {
         hasEnds: g.hasEnds,
         deadEnds: int32Of(g.dead),
         aliveEnds: int32Of(g.alive),
-        aliveRanges: int32Of(g.ranges),
-        nodes: int32Of(g.nodes),
-        loops: int32Of(g.loops),
+        aliveRanges: g.ranges,
+        nodes: g.nodes,
+        loops: g.loops,
         below: null,
       });
     }
-    return { owner: setId, mask, contSets: int32Of(contSets), tokensByCont: dense ? [] : tokensByCont.map(int32Of), groups: out };
+    return { owner: setId, mask, contSets, tokensByCont: dense ? [] : tokensByCont.map(int32Of), groups: out };
   }
 
   /** Whether every valid multi-byte UTF-8 character takes the set back to itself without a commit. */

@@ -120,6 +120,7 @@ export class GrammarAutomaton {
   private lexCommitAfter = new Int32Array(256 * 8);
   private readonly startLexMemo = new IntMap();
   private readonly byteRepsMemo = new Map<number, Uint8Array>();
+  private readonly byteLabelsMemo = new Map<number, Uint8Array>();
   private readonly afterCommitMemo = new IntMap();
   // Interned hypothesis sets: sorted (stack, lexer state) pairs.
   private readonly sets: Int32Array[] = [];
@@ -268,8 +269,28 @@ export class GrammarAutomaton {
   /** Slot of (lexer state, byte) in the step tables, computed on first use. */
   private lexSlot(lex: number, byte: number): number {
     const slot = lex * 256 + byte;
-    if (this.lexCont[slot] === UNKNOWN) this.computeLexStep(lex, byte, slot);
+    if (this.lexCont[slot] === UNKNOWN) this.computeLexClass(lex, byte);
     return slot;
+  }
+
+  /**
+   * The step of `byte`, written for every byte the lexer cannot tell from it (see byteLabels):
+   * token-level walks ask for all 256 bytes of a state, and most share a handful of classes.
+   */
+  private computeLexClass(lex: number, byte: number): void {
+    const base = lex * 256;
+    this.computeLexStep(lex, byte, base + byte); // may grow the tables: read them after
+    const labels = this.byteLabels(lex);
+    const label = labels[byte]!;
+    const cont = this.lexCont[base + byte]!, restart = this.lexRestart[base + byte]!;
+    const term = this.lexCommitTerm[base + byte]!, after = this.lexCommitAfter[base + byte]!;
+    for (let b = 0; b < 256; b++) {
+      if (labels[b] !== label) continue;
+      this.lexCont[base + b] = cont;
+      this.lexRestart[base + b] = restart;
+      this.lexCommitTerm[base + b] = term;
+      this.lexCommitAfter[base + b] = after;
+    }
   }
 
   private computeLexStep(lex: number, byte: number, slot: number): void {
@@ -357,20 +378,7 @@ export class GrammarAutomaton {
     const key = this.lexFields[f]! * 0x100000 + this.lexFields[f + 5]!;
     let reps = this.byteRepsMemo.get(key);
     if (reps === undefined) {
-      // Bytes alike in every involved DFA's classes, refined one DFA at a time: label = class
-      // tuple so far, renumbered densely (a pair of label and next class → new label).
-      const label = Int32Array.from(this.scannerDfas[this.lexFields[f]!]!.dfa.byteClass);
-      const cs = this.constraintLists[this.lexFields[f + 5]!]!;
-      for (let c = 0; c < cs.length; c += 3) {
-        const byteClass = this.scannerDfas[cs[c]!]!.dfa.byteClass;
-        const renumber = new Map<number, number>();
-        for (let b = 0; b < 256; b++) {
-          const pair = label[b]! * 256 + byteClass[b]!;
-          let id = renumber.get(pair);
-          if (id === undefined) renumber.set(pair, (id = renumber.size));
-          label[b] = id;
-        }
-      }
+      const label = this.byteLabels(lex);
       const seen = new Uint8Array(256);
       const out: number[] = [];
       for (const b of BYTES_PRINTABLE_FIRST) {
@@ -383,6 +391,37 @@ export class GrammarAutomaton {
       this.byteRepsMemo.set(key, reps);
     }
     return reps;
+  }
+
+  /**
+   * Per byte, a label equal for bytes that step `lex` alike: alike in the classes of its scanner's
+   * DFA and of every DFA its pending constraints run (the lexer sees a byte only through them).
+   * Refined one DFA at a time: label = class tuple so far, renumbered densely. Read only.
+   */
+  private byteLabels(lex: number): Uint8Array {
+    const f = lex * LEX_FIELDS;
+    const cs = this.constraintLists[this.lexFields[f + 5]!]!;
+    const scannerClasses = this.scannerDfas[this.lexFields[f]!]!.dfa.byteClass;
+    if (cs.length === 0) return scannerClasses;
+    const key = this.lexFields[f]! * 0x100000 + this.lexFields[f + 5]!;
+    let labels = this.byteLabelsMemo.get(key);
+    if (labels === undefined) {
+      labels = Uint8Array.from(scannerClasses);
+      let numLabels = this.scannerDfas[this.lexFields[f]!]!.dfa.numClasses;
+      for (let c = 0; c < cs.length; c += 3) {
+        const { byteClass, numClasses } = this.scannerDfas[cs[c]!]!.dfa;
+        const renumber = new Int32Array(numLabels * numClasses).fill(-1);
+        let next = 0;
+        for (let b = 0; b < 256; b++) {
+          const pair = labels[b]! * numClasses + byteClass[b]!;
+          if (renumber[pair] === -1) renumber[pair] = next++;
+          labels[b] = renumber[pair]!;
+        }
+        numLabels = next;
+      }
+      this.byteLabelsMemo.set(key, labels);
+    }
+    return labels;
   }
 
   /** Lexer state after an ignored terminal ends at `byte` (same stack, new token), or -1. */
