@@ -16,7 +16,7 @@
  * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
 import { LEXER_COMMITS, searchCheapestGoal } from "../grammar/index.js";
-import { grownTo, IntMap } from "../regex/index.js";
+import { grownTo, int32Of, IntMap } from "../regex/index.js";
 import { loopsOnEveryUtf8Char, type TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
 import { maskWords, orInto, setTokenList, setTokenRange } from "./types.js";
@@ -211,7 +211,7 @@ export class GrammarTokenMatcher {
         mask = shared;
       }
     }
-    e = { mask, maskKey, distinct: int32Of(collected), nearestFirst: null, allFitFrom: Number.POSITIVE_INFINITY };
+    e = { mask, maskKey, distinct: listOf(collected), nearestFirst: null, allFitFrom: Number.POSITIVE_INFINITY };
     this.edges.set(state, e);
     return e;
   }
@@ -390,7 +390,7 @@ export class GrammarTokenMatcher {
         }
       }
     }
-    hit = { tokens: int32Of(tokens), targets: int32Of(targets) };
+    hit = { tokens: listOf(tokens), targets: listOf(targets) };
     if (this.prefixCache.size >= 256) this.prefixCache.delete(this.prefixCache.keys().next().value!);
     this.prefixCache.set(key, hit);
     return hit;
@@ -1002,7 +1002,7 @@ class LexerLevelWalks {
         const k = this.automaton.lexerCommitKey(m, byte);
         if (k >= 0 && !out.includes(k)) out.push(k);
       }
-      keys = int32Of(out);
+      keys = listOf(out);
       this.commitKeys.set(slot, keys);
     }
     return keys;
@@ -1063,7 +1063,7 @@ class LexerLevelWalks {
         }
       }
     }
-    hit = { keys: int32Of(keys), bytes };
+    hit = { keys: listOf(keys), bytes };
     this.ends.set(lex, hit);
     return hit;
   }
@@ -1394,15 +1394,15 @@ class LexerLevelWalks {
       out.push({
         commitKey,
         hasEnds: g.hasEnds,
-        deadEnds: int32Of(g.dead),
-        aliveEnds: int32Of(g.alive),
+        deadEnds: listOf(g.dead),
+        aliveEnds: listOf(g.alive),
         aliveRanges: g.ranges,
         nodes: g.nodes,
         loops: g.loops,
         below: null,
       });
     }
-    return { owner: setId, mask, contSets, tokensByCont: dense ? [] : tokensByCont.map(int32Of), groups: out };
+    return { owner: setId, mask, contSets, tokensByCont: dense ? [] : tokensByCont.map(listOf), groups: out };
   }
 
   /** Whether every valid multi-byte UTF-8 character takes the set back to itself without a commit. */
@@ -1455,11 +1455,8 @@ class LexerLevelWalks {
 const EMPTY = new Int32Array(0);
 
 /** A list as a typed array (read only: the empty ones are all EMPTY); no iterator protocol. */
-function int32Of(list: readonly number[]): Int32Array {
-  if (list.length === 0) return EMPTY;
-  const out = new Int32Array(list.length);
-  for (let i = 0; i < list.length; i++) out[i] = list[i]!;
-  return out;
+function listOf(list: readonly number[]): Int32Array {
+  return list.length === 0 ? EMPTY : int32Of(list);
 }
 /** Sets an equivalence check between two lexer-state sets may pair up before it gives up. */
 const MAX_EQUIVALENT_SETS = 256;

@@ -11,7 +11,7 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, compileRegex, grownTo, IntMap, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, compileRegex, grownTo, int32Of, IntMap, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
@@ -70,7 +70,6 @@ export const LEXER_COMMITS = 0x40000000;
 /** lexerEndKey: the text may end here and the parser stack stays as it is. */
 export const LEXER_END_KEEPS_STACK = -2;
 
-const UNKNOWN = -2;
 /** Letters, digits, then the rest of printable ASCII, then every other byte. */
 const BYTES_PRINTABLE_FIRST: readonly number[] = (() => {
   const rank = (b: number): number => (b >= 0x61 && b <= 0x7a ? 0 : b >= 0x30 && b <= 0x39 ? 1 : b >= 0x41 && b <= 0x5a ? 2 : b >= 0x20 && b < 0x7f ? 3 : 4);
@@ -79,6 +78,7 @@ const BYTES_PRINTABLE_FIRST: readonly number[] = (() => {
 /** stackCostMemo's value for Infinity. */
 const COST_INFINITY = 0x7fffffff;
 const LEX_FIELDS = 6; // scanner, dfa state, first accepted, token length, ignored run, constraints id
+const STEP_FIELDS = 4; // see GrammarAutomaton.lexSteps
 
 /**
  * States are sets of hypotheses (parser stack, lexer state). A lexer state is everything about the
@@ -114,10 +114,11 @@ export class GrammarAutomaton {
   private readonly lexIds = new Map<string, number>();
   private readonly constraintLists: number[][] = [[]];
   private readonly constraintIds = new Map<string, number>([["", 0]]);
-  private lexCont = new Int32Array(256 * 8).fill(UNKNOWN);
-  private lexRestart = new Int32Array(256 * 8).fill(-1);
-  private lexCommitTerm = new Int32Array(256 * 8).fill(-1);
-  private lexCommitAfter = new Int32Array(256 * 8);
+  // Per slot, STEP_FIELDS ints side by side (one cache line for a step, one allocation), offset
+  // so that a fresh zeroed table means "not computed yet": continued lexer state + 2 (1: none),
+  // restarted lexer state + 1 (0: none), committed terminal + 1 (0: none), the constraints
+  // the next token inherits after that commit.
+  private lexSteps = new Int32Array(256 * 4 * STEP_FIELDS);
   private readonly startLexMemo = new IntMap();
   private readonly byteRepsMemo = new Map<number, Uint8Array>();
   private readonly byteLabelsMemo = new Map<number, Uint8Array>();
@@ -240,13 +241,7 @@ export class GrammarAutomaton {
     fields[f + 3] = tokenLen;
     fields[f + 4] = ignoredRun;
     fields[f + 5] = constraints;
-    if (this.numLex * 256 > this.lexCont.length) {
-      const n = this.lexCont.length * 2;
-      this.lexCont = grownTo(this.lexCont, n, UNKNOWN);
-      this.lexRestart = grownTo(this.lexRestart, n, -1);
-      this.lexCommitTerm = grownTo(this.lexCommitTerm, n, -1);
-      this.lexCommitAfter = grownTo(this.lexCommitAfter, n);
-    }
+    if (this.numLex * 256 * STEP_FIELDS > this.lexSteps.length) this.lexSteps = grownTo(this.lexSteps, this.lexSteps.length * 2);
     return id;
   }
 
@@ -263,13 +258,15 @@ export class GrammarAutomaton {
 
   /** The lexer state at a token start of each scanner (no inherited constraints): where most tokens begin. */
   tokenStartLexers(): Int32Array {
-    return Int32Array.from(this.scannerDfas, (_, scanner) => this.startLex(scanner, 0));
+    const out = new Int32Array(this.scannerDfas.length);
+    for (let scanner = 0; scanner < out.length; scanner++) out[scanner] = this.startLex(scanner, 0);
+    return out;
   }
 
   /** Slot of (lexer state, byte) in the step tables, computed on first use. */
   private lexSlot(lex: number, byte: number): number {
     const slot = lex * 256 + byte;
-    if (this.lexCont[slot] === UNKNOWN) this.computeLexClass(lex, byte);
+    if (this.lexSteps[slot * STEP_FIELDS] === 0) this.computeLexClass(lex, byte);
     return slot;
   }
 
@@ -278,23 +275,21 @@ export class GrammarAutomaton {
    * token-level walks ask for all 256 bytes of a state, and most share a handful of classes.
    */
   private computeLexClass(lex: number, byte: number): void {
-    const base = lex * 256;
-    this.computeLexStep(lex, byte, base + byte); // may grow the tables: read them after
+    const base = lex * 256 * STEP_FIELDS;
+    this.computeLexStep(lex, byte, lex * 256 + byte);
+    const steps = this.lexSteps; // after the step, which may have grown it
     const labels = this.byteLabels(lex);
     const label = labels[byte]!;
-    const cont = this.lexCont[base + byte]!, restart = this.lexRestart[base + byte]!;
-    const term = this.lexCommitTerm[base + byte]!, after = this.lexCommitAfter[base + byte]!;
+    const from = base + byte * STEP_FIELDS;
     for (let b = 0; b < 256; b++) {
-      if (labels[b] !== label) continue;
-      this.lexCont[base + b] = cont;
-      this.lexRestart[base + b] = restart;
-      this.lexCommitTerm[base + b] = term;
-      this.lexCommitAfter[base + b] = after;
+      if (labels[b] !== label || b === byte) continue;
+      const to = base + b * STEP_FIELDS;
+      for (let k = 0; k < STEP_FIELDS; k++) steps[to + k] = steps[from + k]!;
     }
   }
 
   private computeLexStep(lex: number, byte: number, slot: number): void {
-    this.lexCont[slot] = -1;
+    this.lexSteps[slot * STEP_FIELDS] = 1; // no continuation (until found)
     const f = lex * LEX_FIELDS;
     const fields = this.lexFields;
     const scId = fields[f]!, dfaState = fields[f + 1]!, first0 = fields[f + 2]!, tokenLen0 = fields[f + 3]!, ignoredRun = fields[f + 4]!;
@@ -332,12 +327,12 @@ export class GrammarAutomaton {
       if (term.ignored) {
         const run = ignoredRun + tokenLen;
         if (run <= this.maxIgnoredRun) {
-          const restart = this.internLex(scId, d.start, -1, 0, run, after); // may grow the tables
-          this.lexRestart[slot] = restart;
+          const restart = this.internLex(scId, d.start, -1, 0, run, after); // may grow the table
+          this.lexSteps[slot * STEP_FIELDS + 1] = restart + 1;
         }
       } else if (term.tableIndex >= 0) {
-        this.lexCommitTerm[slot] = term.tableIndex;
-        this.lexCommitAfter[slot] = after;
+        this.lexSteps[slot * STEP_FIELDS + 2] = term.tableIndex + 1;
+        this.lexSteps[slot * STEP_FIELDS + 3] = after;
       }
     }
     // Continuing pays off only if a later byte can make a terminal ≤ the winner-to-be accept
@@ -356,7 +351,7 @@ export class GrammarAutomaton {
     const cont = mayBeIgnored
       ? this.internLex(scId, ns, first, tokenLen, ignoredRun, this.internConstraints(constraints))
       : this.internLex(scId, ns, first, 1, 0, this.internConstraints(constraints));
-    this.lexCont[slot] = cont; // after interning, which may have grown the tables
+    this.lexSteps[slot * STEP_FIELDS] = cont + 2; // after interning, which may have grown the table
   }
 
   /**
@@ -365,7 +360,8 @@ export class GrammarAutomaton {
    */
   lexerStep(lex: number, byte: number): number {
     const slot = this.lexSlot(lex, byte);
-    return (this.lexCont[slot]! + 1) | (this.lexCommitTerm[slot]! >= 0 ? LEXER_COMMITS : 0);
+    const steps = this.lexSteps;
+    return (steps[slot * STEP_FIELDS]! - 1) | (steps[slot * STEP_FIELDS + 2]! > 0 ? LEXER_COMMITS : 0);
   }
 
   /**
@@ -387,7 +383,7 @@ export class GrammarAutomaton {
           out.push(b);
         }
       }
-      reps = Uint8Array.from(out);
+      reps = uint8Of(out);
       this.byteRepsMemo.set(key, reps);
     }
     return reps;
@@ -406,7 +402,7 @@ export class GrammarAutomaton {
     const key = this.lexFields[f]! * 0x100000 + this.lexFields[f + 5]!;
     let labels = this.byteLabelsMemo.get(key);
     if (labels === undefined) {
-      labels = Uint8Array.from(scannerClasses);
+      labels = scannerClasses.slice();
       let numLabels = this.scannerDfas[this.lexFields[f]!]!.dfa.numClasses;
       for (let c = 0; c < cs.length; c += 3) {
         const { byteClass, numClasses } = this.scannerDfas[cs[c]!]!.dfa;
@@ -426,7 +422,7 @@ export class GrammarAutomaton {
 
   /** Lexer state after an ignored terminal ends at `byte` (same stack, new token), or -1. */
   lexerRestart(lex: number, byte: number): number {
-    return this.lexRestart[this.lexSlot(lex, byte)]!;
+    return this.lexSteps[this.lexSlot(lex, byte) * STEP_FIELDS + 1]! - 1;
   }
 
   /**
@@ -435,8 +431,8 @@ export class GrammarAutomaton {
    */
   lexerCommitKey(lex: number, byte: number): number {
     const slot = this.lexSlot(lex, byte);
-    const term = this.lexCommitTerm[slot]!;
-    return term < 0 ? -1 : this.lexCommitAfter[slot]! * this.grammar.table.terminals.length + term;
+    const term = this.lexSteps[slot * STEP_FIELDS + 2]! - 1;
+    return term < 0 ? -1 : this.lexSteps[slot * STEP_FIELDS + 3]! * this.grammar.table.terminals.length + term;
   }
 
   /**
@@ -540,15 +536,15 @@ export class GrammarAutomaton {
     const out: number[] = [];
     for (let i = 0; i < hyps.length; i += 2) {
       const stack = hyps[i]!;
-      const slot = this.lexSlot(hyps[i + 1]!, byte);
-      const cont = this.lexCont[slot]!;
+      const at = this.lexSlot(hyps[i + 1]!, byte) * STEP_FIELDS;
+      const cont = this.lexSteps[at]! - 2;
       if (cont >= 0) out.push(stack, cont);
-      const restart = this.lexRestart[slot]!;
+      const restart = this.lexSteps[at + 1]! - 1;
       if (restart >= 0) out.push(stack, restart);
-      const term = this.lexCommitTerm[slot]!;
+      const term = this.lexSteps[at + 2]! - 1;
       if (term >= 0) {
         const st = this.feed(stack, term);
-        if (st >= 0) out.push(st, this.startLex(this.scannerFor(st), this.lexCommitAfter[slot]!));
+        if (st >= 0) out.push(st, this.startLex(this.scannerFor(st), this.lexSteps[at + 3]!));
       }
     }
     const id = this.intern(out);
@@ -1018,9 +1014,10 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
     const ti = termOf[p]!;
     if (terms[ti]!.ignored || unless[ti]!.some(([, s]) => s.ignored)) ignorable[p] = 1;
   }
-  return { dfa, dist, minLaterPattern, terms, termOf: Int32Array.from(termOf), numOrdered, shortest: Uint8Array.from(shortest), canAccept, accept, unless, numPatterns: P, broken: sc.broken, ignorable };
+  return { dfa, dist, minLaterPattern, terms, termOf: int32Of(termOf), numOrdered, shortest: uint8Of(shortest), canAccept, accept, unless, numPatterns: P, broken: sc.broken, ignorable };
 }
 
 export function createGrammarAutomaton(grammar: Grammar, opts?: IncrementalOptions): GrammarAutomaton {
   return new GrammarAutomaton(grammar, opts);
 }
+
