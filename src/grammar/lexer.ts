@@ -37,32 +37,56 @@ export interface Scanner {
 
 const cpLength = (s: string): number => [...s].length;
 
+/**
+ * A terminal as the lexer uses it. Its JS regexps (for Lark's own verdict, `parses`, and the
+ * unless check between a regexp and the strings it matches) are made on first use: the byte
+ * automaton does not need them, and two RegExp compiles per terminal were a good part of a small
+ * grammar's compile time.
+ */
+class LarkTerminal implements LexTerminal {
+  private re: RegExp | null = null;
+  private whole: RegExp | null = null;
+
+  constructor(
+    readonly name: string,
+    readonly def: TerminalDef,
+    readonly parsed: ParsedRegex,
+    readonly minWidth: number,
+    readonly maxWidth: number,
+    readonly tableIndex: number,
+    readonly ignored: boolean,
+  ) {}
+
+  get regex(): RegExp {
+    return (this.re ??= this.compiled(() => toJsRegExp(this.parsed)));
+  }
+
+  get wholeRegex(): RegExp {
+    return (this.whole ??= this.compiled(() => toJsRegExp(parsePyRegex(patternToRegexp(this.def.pattern) + "$"))));
+  }
+
+  private compiled(make: () => RegExp): RegExp {
+    try {
+      return make();
+    } catch (e) {
+      throw new GrammarError(`Cannot compile token ${this.name}: ${(e as Error).message}`);
+    }
+  }
+}
+
 export function buildLexTerminals(defs: readonly TerminalDef[], ignore: readonly string[], terminalIndex: ReadonlyMap<string, number>): LexTerminal[] {
   const out: LexTerminal[] = [];
   for (const def of defs) {
     const source = patternToRegexp(def.pattern);
-    let parsed: ParsedRegex, whole: ParsedRegex, regex: RegExp, wholeRegex: RegExp;
+    let parsed: ParsedRegex;
     try {
       parsed = parsePyRegex(source);
-      whole = parsePyRegex(source + "$");
-      regex = toJsRegExp(parsed);
-      wholeRegex = toJsRegExp(whole);
     } catch (e) {
       throw new GrammarError(`Cannot compile token ${def.name}: ${(e as Error).message}`);
     }
     const [minWidth, maxWidth] = patternWidth(def.pattern);
     if (minWidth === 0) throw new GrammarError(`Lexer does not allow zero-width terminals. (${def.name}: ${pyRepr(source)})`);
-    out.push({
-      name: def.name,
-      def,
-      parsed,
-      regex,
-      wholeRegex,
-      minWidth,
-      maxWidth,
-      tableIndex: terminalIndex.get(def.name) ?? -1,
-      ignored: ignore.includes(def.name),
-    });
+    out.push(new LarkTerminal(def.name, def, parsed, minWidth, maxWidth, terminalIndex.get(def.name) ?? -1, ignore.includes(def.name)));
   }
   const names = new Set(out.map((t) => t.name));
   const missing = ignore.filter((n) => !names.has(n));
