@@ -286,13 +286,13 @@ export class GrammarTokenMatcher {
     const walk = lexer.rootWalk(setId);
     const conts = walk.contSets;
     if (fits === null) {
-      mask.set(walk.mask!);
+      if (walk.mask !== null) mask.set(walk.mask); // `mask` is fresh: all clear
       if (stamp !== 0) for (let i = 0; i < conts.length; i++) this.collect(lexer.stateOf(stack, conts[i]!), stamp);
     } else {
       const keep = new Set<number>();
       for (let i = 0; i < conts.length; i++) if (fits.get(lexer.stateOf(stack, conts[i]!)) === true) keep.add(conts[i]!);
       if (keep.size === conts.length) {
-        orInto(mask, walk.mask!);
+        if (walk.mask !== null) orInto(mask, walk.mask);
       } else if (keep.size > 0) lexer.maskOf(setId, keep, mask);
     }
     this.applyGroups(stack, walk.groups, mask, stamp, fits);
@@ -890,7 +890,7 @@ interface CommitGroup {
 interface LexerWalk {
   /** The set this walk was made for (a walk taken over from an equivalent set keeps its maker's). */
   readonly owner: number;
-  /** Root walks: the commit-free tokens (allowed whatever the stack). */
+  /** Root walks: the commit-free tokens (allowed whatever the stack); null: none, or not a root walk. */
   readonly mask: Uint32Array | null;
   /** Distinct lexer-state sets at the ends of commit-free tokens. */
   readonly contSets: readonly number[];
@@ -1110,7 +1110,12 @@ class LexerLevelWalks {
         if (correspondence !== null) w = { ...peer, contSets: peer.contSets.map((c) => correspondence.get(c)!) };
       }
       if (w === undefined) {
-        const starts = this.trie.rootChildren;
+        // Only the root children a token can begin with: most sets (a keyword's scanner, the end
+        // of a sentence) begin with a few bytes, and a visit is a cache miss or three.
+        const first = this.firstBytes(setId);
+        const rootChild = this.trie.rootChild;
+        const starts: number[] = [];
+        for (let b = 0; b < 256; b++) if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0 && rootChild[b]! >= 0) starts.push(rootChild[b]!);
         w = this.walkFrom(setId, starts, true);
         if (peers === undefined) this.rootsBySignature.set(signature, [setId]);
         else peers.push(setId);
@@ -1286,7 +1291,8 @@ class LexerLevelWalks {
    */
   private walkFrom(setId: number, starts: readonly number[], dense: boolean): LexerWalk {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth, belowBytes, utf8Aligned } = this.trie;
-    const mask = dense ? new Uint32Array(maskWords(this.trie.vocabSize)) : null;
+    // Made on the first commit-free token: many walks (a keyword's scanner) have none.
+    let mask: Uint32Array | null = null;
     const contSets: number[] = [];
     const tokensByCont: number[][] = [];
     interface Builder { nodes: number[]; loops: number[]; dead: number[]; alive: number[]; ranges: number[]; hasEnds: boolean }
@@ -1318,7 +1324,7 @@ class LexerLevelWalks {
     const addTokens = (cont: number, from: number, to: number): void => {
       if (from >= to) return;
       const slot = slotOf(cont);
-      if (mask !== null) setTokenRange(mask, tokenIds, from, to);
+      if (dense) setTokenRange((mask ??= new Uint32Array(maskWords(this.trie.vocabSize))), tokenIds, from, to);
       else {
         const list = tokensByCont[slot]!;
         for (let t = from; t < to; t++) list.push(tokenIds[t]!);
