@@ -232,7 +232,7 @@ function jitWarmUp(trie: TokenTrie, tokenize: (text: string) => Int32Array, ms: 
   // (text → tables → automaton → matcher → first mask) that many times.
   for (let i = 0; i < COMPILE_WARMUP_COMPILES; i++) {
     const w = WARMUP_WORKLOADS[i % WARMUP_WORKLOADS.length]!;
-    const matcher = new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(w.grammar), { maxIgnoredRun: MAX_IGNORED_RUN }));
+    const matcher = freshMatcher(w, trie);
     matcher.mask(matcher.start, 1000);
   }
 }
@@ -240,12 +240,17 @@ function jitWarmUp(trie: TokenTrie, tokenize: (text: string) => Int32Array, ms: 
 /** Compiles of the warm-up grammars in the JIT warm-up (see jitWarmUp; GRAMMAR_NOTE says the number). */
 const COMPILE_WARMUP_COMPILES = 8000;
 
+/** A matcher of the workload's grammar compiled from its text, nothing cached. */
+function freshMatcher(w: Workload, trie: TokenTrie): GrammarTokenMatcher {
+  return new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(w.grammar), { maxIgnoredRun: MAX_IGNORED_RUN }));
+}
+
 function runOurs(w: Workload, trie: TokenTrie, targets: Int32Array[], budget: "large" | "tight", out: Samples, reuse?: GrammarTokenMatcher): GrammarTokenMatcher {
   const cpu0 = cpuUs();
   const t0 = performance.now();
   let matcher = reuse;
   if (matcher === undefined) {
-    matcher = new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(w.grammar), { maxIgnoredRun: MAX_IGNORED_RUN }));
+    matcher = freshMatcher(w, trie);
     matcher.prewarm(GRAMMAR_PREWARM_MS); // as the server does when it compiles a grammar
   }
   matcher.mask(matcher.start, 1000);

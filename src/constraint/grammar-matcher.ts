@@ -1210,17 +1210,17 @@ class LexerLevelWalks {
       const first = this.firstBytes(setId);
       let last = -1;
       for (let w = 7; w >= 0 && last < 0; w--) if (first[w] !== 0) last = w * 32 + 31 - Math.clz32(first[w]!);
-      const hits = (n: number): boolean => {
-        for (let w = 0; w < 8; w++) if ((belowBytes[n * 8 + w]! & first[w]!) !== 0) return true;
-        return false;
-      };
-      const starts: number[] = [];
       if (last < 0) {
         // Nothing can follow the commit (the end of the sentence, say): no token goes on below.
         w = { owner: setId, mask: null, contSets: [], tokensByCont: [], groups: [] };
         (group.below ??= new Map()).set(setId, w);
         return w;
       }
+      const hits = (n: number): boolean => {
+        for (let w = 0; w < 8; w++) if ((belowBytes[n * 8 + w]! & first[w]!) !== 0) return true;
+        return false;
+      };
+      const starts: number[] = [];
       const childrenOf = (n: number, deep: boolean): void => {
         for (let c = n + 1, end = n + subtreeSize[n]!; c < end; c += subtreeSize[c]!) {
           const b = nodeByte[c]!;

@@ -71,8 +71,6 @@ export class TokenTrie {
   readonly orderedData: Uint8Array;
   /** Trie node of each first byte (a child of the root), or -1: walks go straight to the live ones. */
   readonly rootChild: Int32Array;
-  /** The root's children in byte order (the starts of a walk over the whole trie). */
-  readonly rootChildren: readonly number[];
   /** Scratch for walks that list the ids they set (one mask's worth of words; one walk at a time). */
   readonly idScratch: Int32Array;
   /** Scratch for walks that must count each token once (stamp per trie position; see nextTokenStamp). */
@@ -126,12 +124,7 @@ export class TokenTrie {
     this.tokenStamp = new Int32Array(tokenIds.length);
     this.idScratch = new Int32Array((vocab.size + 31) >>> 5);
     this.rootChild = new Int32Array(256).fill(-1);
-    const roots: number[] = [];
-    for (let c = 1; c < numNodes; c += subtreeSize[c]!) {
-      this.rootChild[nodeByte[c]!] = c;
-      roots.push(c);
-    }
-    this.rootChildren = roots;
+    for (let c = 1; c < numNodes; c += subtreeSize[c]!) this.rootChild[nodeByte[c]!] = c;
   }
 
   /** A fresh stamp for `tokenStamp` (cleared when the counter would wrap). */

@@ -11,7 +11,7 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, compileRegex, grownTo, int32Of, IntMap, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, compileRegex, grownTo, int32Of, IntMap, patternDistances, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
@@ -965,40 +965,7 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
       if ((dfa.acceptMask[s * dfa.acceptWords + (p >>> 5)]! & (1 << (p & 31))) !== 0) accept[s * P + p] = 1;
     }
   }
-  // dist: per pattern, the fewest bytes to a state accepting it (-1: none), by a breadth-first
-  // search per pattern over the reversed transitions; canAccept: dist >= 0.
-  const C = dfa.numClasses;
-  const predStart = new Int32Array(S + 1);
-  for (let i = 0; i < S * C; i++) if (dfa.next[i]! >= 0) predStart[dfa.next[i]! + 1]!++;
-  for (let st = 0; st < S; st++) predStart[st + 1]! += predStart[st]!;
-  const preds = new Int32Array(predStart[S]!);
-  const fillAt = predStart.slice(0, S);
-  for (let i = 0; i < S * C; i++) {
-    const ns = dfa.next[i]!;
-    if (ns >= 0) preds[fillAt[ns]!++] = (i / C) | 0;
-  }
-  const dist = new Int32Array(S * P).fill(-1);
-  const queue = new Int32Array(S);
-  for (let p = 0; p < P; p++) {
-    let head = 0, tail = 0;
-    for (let st = 0; st < S; st++) {
-      if (accept[st * P + p]) {
-        dist[st * P + p] = 0;
-        queue[tail++] = st;
-      }
-    }
-    while (head < tail) {
-      const st = queue[head++]!;
-      const d = dist[st * P + p]! + 1;
-      for (let k = predStart[st]!; k < predStart[st + 1]!; k++) {
-        const from = preds[k]!;
-        if (dist[from * P + p]! < 0) {
-          dist[from * P + p] = d;
-          queue[tail++] = from;
-        }
-      }
-    }
-  }
+  const dist = patternDistances(dfa);
   const canAccept = new Uint8Array(S * P);
   for (let i = 0; i < S * P; i++) if (dist[i]! >= 0) canAccept[i] = 1;
   const minLaterPattern = new Int32Array(S).fill(0x7fffffff);

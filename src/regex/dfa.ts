@@ -557,6 +557,43 @@ function finishDfa(
   };
 }
 
+/**
+ * Per state and pattern, the fewest bytes until that pattern accepts: dist[state * numPatterns +
+ * p], -1 when it never can. A breadth-first search per pattern backwards from its accepting
+ * states (the grammar lexer's budgets need each terminal's own distance, not the nearest one's).
+ */
+export function patternDistances(dfa: MultiByteDfa): Int32Array {
+  arena.reset(); // a stage of its own: nothing of a determinize call is alive here
+  const n = dfa.numStates;
+  const P = dfa.numPatterns;
+  const words = dfa.acceptWords;
+  const dist = new Int32Array(n * P).fill(-1);
+  const queue = arena.take(n);
+  const { offsets, sources } = reverseEdges(n, dfa.numClasses, dfa.next);
+  for (let p = 0; p < P; p++) {
+    let head = 0;
+    let tail = 0;
+    for (let s = 0; s < n; s++) {
+      if ((dfa.acceptMask[s * words + (p >>> 5)]! & (1 << (p & 31))) !== 0) {
+        dist[s * P + p] = 0;
+        queue[tail++] = s;
+      }
+    }
+    while (head < tail) {
+      const t = queue[head++]!;
+      const d = dist[t * P + p]! + 1;
+      for (let i = offsets[t]!; i < offsets[t + 1]!; i++) {
+        const from = sources[i]!;
+        if (dist[from * P + p]! < 0) {
+          dist[from * P + p] = d;
+          queue[tail++] = from;
+        }
+      }
+    }
+  }
+  return dist;
+}
+
 /** Backward fixed point: a state reaches every pattern that any successor reaches. */
 function reachableAcceptance(n: number, k: number, next: Int32Array, acceptMask: Uint32Array, words: number): Uint32Array {
   const reach = acceptMask.slice();

@@ -64,7 +64,7 @@ import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import { LruCache } from "./cache.js";
 
 export type { ByteDfa, MultiByteDfa } from "./dfa.js";
-export { isEmptyLanguage } from "./dfa.js";
+export { isEmptyLanguage, patternDistances } from "./dfa.js";
 export { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 export { LruCache } from "./cache.js";
 export { grownTo, Int32Arena, int32Of, uint8Of } from "./arena.js";
