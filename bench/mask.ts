@@ -200,7 +200,7 @@ async function main(): Promise<void> {
     loadAverageAtStart: loadavg().map((x) => Math.round(x * 100) / 100),
     rounds,
     note:
-      "perTokenUs = mask + accept per target token; maskOnlyUs = mask alone. Ours: fresh regex compile + " +
+      "perTokenUs = mask + accept per target token; maskOnlyUs = mask alone; roundMs = one round's compile plus all its masks and accepts (a request's whole constraint cost). Ours: fresh regex compile + " +
       `matcher per round (compile = regex→DFA + masks precomputed breadth-first for up to ${PRECOMPUTE_MS} ms, as the server does, + first mask). ` +
       "Theirs: XGrammar wasm, compile = compileGrammar + " +
       "matcher + first mask, tokenizer info excluded. Budget 'large' = 1000 - step; 'tight' = exactly the " +

@@ -11,12 +11,17 @@ export interface Samples {
   stepCpuUs: number[];
   compileCpuMs: number[];
   maskOnlyUs: number[];
+  /**
+   * Per round: its compile plus every mask and accept of its targets (ms), what the constraint
+   * costs one request from grammar text to the last token.
+   */
+  roundMs: number[];
   wronglyMasked: number;
   notAccepting: number;
   tokens: number;
 }
 
-export const newSamples = (): Samples => ({ compileMs: [], stepUs: [], stepCpuUs: [], compileCpuMs: [], maskOnlyUs: [], wronglyMasked: 0, notAccepting: 0, tokens: 0 });
+export const newSamples = (): Samples => ({ compileMs: [], stepUs: [], stepCpuUs: [], compileCpuMs: [], maskOnlyUs: [], roundMs: [], wronglyMasked: 0, notAccepting: 0, tokens: 0 });
 
 export function cpuUs(): number {
   const u = process.cpuUsage();
@@ -39,6 +44,7 @@ export interface ReplayState {
  * it. Budget 'large' = 1000 - step; 'tight' = exactly the tokens the target has left.
  */
 export function replayTargets(newState: () => ReplayState, targets: readonly Int32Array[], budget: "large" | "tight", out: Samples): void {
+  let stepsMs = 0;
   for (const tokens of targets) {
     const st = newState();
     const n = tokens.length;
@@ -55,11 +61,18 @@ export function replayTargets(newState: () => ReplayState, targets: readonly Int
       out.stepCpuUs.push(cpuUs() - cpu);
       out.maskOnlyUs.push((b - a) * 1000);
       out.stepUs.push((c - a) * 1000);
+      stepsMs += c - a;
       if (!ok) out.wronglyMasked++;
     }
     out.tokens += n;
     if (!st.isAccepting()) out.notAccepting++;
   }
+  endRound(out, stepsMs);
+}
+
+/** Records the round whose compile was pushed last and whose steps took `stepsMs`. */
+function endRound(out: Samples, stepsMs: number): void {
+  out.roundMs.push(out.compileMs[out.compileMs.length - 1]! + stepsMs);
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -74,6 +87,7 @@ export async function runTheirs(xg: any, tokenizerInfo: any, w: { ebnf: string }
   out.compileMs.push(performance.now() - t0);
   out.compileCpuMs.push((cpuUs() - cpu0) / 1000);
   first.dispose();
+  let stepsMs = 0;
   for (const tokens of targets) {
     const matcher = await xg.GrammarMatcher.createGrammarMatcher(compiled);
     const handle = matcher.handle;
@@ -92,11 +106,13 @@ export async function runTheirs(xg: any, tokenizerInfo: any, w: { ebnf: string }
       vec.delete();
       out.maskOnlyUs.push((b - a) * 1000);
       out.stepUs.push((c - a) * 1000 - 0); // accept included, like ours
+      stepsMs += c - a;
       if (((word >>> (tok & 31)) & 1) !== 1) out.wronglyMasked++;
     }
     out.tokens += n;
     matcher.dispose();
   }
+  endRound(out, stepsMs);
   compiled.dispose();
   compiler.dispose();
 }
@@ -143,6 +159,7 @@ export async function compareWorkload<M>(rounds: number, ours: OursRound<M>, the
       perTokenP50: round3(o.perTokenUsP50! / t.perTokenUsP50!),
       perTokenP99: round3(o.perTokenUsP99! / t.perTokenUsP99!),
       perTokenAvg: round3(o.perTokenUsAvg! / t.perTokenUsAvg!),
+      round: round3(o.roundMsMedian! / t.roundMsMedian!),
       perTokenP50WarmMatcher: round3(w.perTokenUsP50! / t.perTokenUsP50!),
       perTokenP99WarmMatcher: round3(w.perTokenUsP99! / t.perTokenUsP99!),
     },
@@ -156,11 +173,13 @@ export function summarize(s: Samples): Record<string, number> {
   const compile = [...s.compileMs].sort((a, b) => a - b);
   const cpuSteps = [...s.stepCpuUs].sort((a, b) => a - b);
   const cpuCompile = [...s.compileCpuMs].sort((a, b) => a - b);
+  const round = [...s.roundMs].sort((a, b) => a - b);
   const avg = steps.reduce((a, b) => a + b, 0) / Math.max(1, steps.length);
   return {
     compileMsMedian: round3(percentile(compile, 0.5)),
     compileMsMin: round3(compile[0] ?? NaN),
     compileMsMax: round3(compile[compile.length - 1] ?? NaN),
+    roundMsMedian: round3(percentile(round, 0.5)),
     perTokenUsAvg: round3(avg),
     perTokenUsP50: round3(percentile(steps, 0.5)),
     perTokenUsP99: round3(percentile(steps, 0.99)),
