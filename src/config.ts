@@ -26,6 +26,8 @@ export interface Config {
   maxPatternChars: number;
   maxPatterns: number;
   maxGrammarChars: number;
+  /** Upper bound accepted for max_ignored_run. */
+  maxIgnoredRunLimit: number;
   maxCategories: number;
   maxCategoryChars: number;
   /** Generation requests running at once inside the server gate. */
@@ -77,6 +79,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: "maxPatternChars", env: "TRELLIS_MAX_PATTERN_CHARS", flag: "--max-pattern-chars", kind: "int", min: 1, defaultText: "4096", description: "Longest regex pattern, in characters (each alternative)." },
   { key: "maxPatterns", env: "TRELLIS_MAX_PATTERNS", flag: "--max-patterns", kind: "int", min: 1, defaultText: "64", description: "Most patterns in one request's pattern array." },
   { key: "maxGrammarChars", env: "TRELLIS_MAX_GRAMMAR_CHARS", flag: "--max-grammar-chars", kind: "int", min: 1, defaultText: "65536", description: "Longest Lark grammar, in characters." },
+  { key: "maxIgnoredRunLimit", env: "TRELLIS_MAX_IGNORED_RUN", flag: "--max-ignored-run", kind: "int", min: 0, defaultText: "256", description: "Largest max_ignored_run a grammar request may ask for (each ignored byte of a run is a lexer state of the grammar's automaton)." },
   { key: "maxCategories", env: "TRELLIS_MAX_CATEGORIES", flag: "--max-categories", kind: "int", min: 1, defaultText: "256", description: "Most categories in one categorize request." },
   { key: "maxCategoryChars", env: "TRELLIS_MAX_CATEGORY_CHARS", flag: "--max-category-chars", kind: "int", min: 1, defaultText: "256", description: "Longest category, in characters." },
   { key: "concurrency", env: "TRELLIS_CONCURRENCY", flag: "--concurrency", kind: "int", min: 1, defaultText: "8", description: "Generation requests decoded together (continuous batching); more wait in the queue." },
@@ -106,6 +109,7 @@ export function defaultConfig(): Config {
     maxPatternChars: 4096,
     maxPatterns: 64,
     maxGrammarChars: 65536,
+    maxIgnoredRunLimit: 256,
     maxCategories: 256,
     maxCategoryChars: 256,
     concurrency: 8,

@@ -149,6 +149,29 @@ test("a budget no sentence fits is a 422 naming the grammar; a larger one comple
   assert.equal((res.json() as Completion).completion, "floccinaucinihilipilification");
 });
 
+test("max_ignored_run bounds %ignore'd whitespace: none at 0, runs of at most n otherwise", async () => {
+  // Whitespace outside string literals (inside them it is a string's own text, not ignored).
+  const longestRun = (text: string): number => Math.max(0, ...Array.from(text.matchAll(/[ \t\f\r\n]+/g), (m) => m[0].length));
+  const runs = new Map<number | undefined, number[]>();
+  for (const maxIgnoredRun of [undefined, 0, 2]) {
+    const seen: number[] = [];
+    for (let seed = 0; seed < 6; seed++) {
+      const payload = { prompt: "Data:", grammar: JSON_GRAMMAR, max_new_tokens: 24, stop_after_match: false, temperature: 1.5, seed, max_ignored_run: maxIgnoredRun };
+      const res = await post("/v1/completion/cfg", payload);
+      assert.equal(res.statusCode, 200, res.body);
+      const text = (res.json() as Completion).completion;
+      check(JSON_GRAMMAR, text);
+      seen.push(longestRun(text.replace(/"(?:\\.|[^"\\])*"/g, '""')));
+    }
+    runs.set(maxIgnoredRun, seen);
+  }
+  // The same seeds with the default run do produce whitespace, so the bounds below are not vacuous.
+  assert.ok(Math.max(...runs.get(undefined)!) > 2, `default runs ${runs.get(undefined)}`);
+  assert.ok(runs.get(undefined)!.every((n) => n <= 8), `default runs ${runs.get(undefined)}`);
+  assert.deepEqual(runs.get(0), [0, 0, 0, 0, 0, 0]);
+  assert.ok(runs.get(2)!.every((n) => n <= 2), `runs ${runs.get(2)}`);
+});
+
 test("concurrent grammar requests share the engine and all complete", async () => {
   const grammars = [ARITHMETIC, JSON_GRAMMAR, AS];
   const results = await Promise.all(

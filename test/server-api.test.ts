@@ -97,6 +97,12 @@ describe("API endpoints with a fake engine", () => {
       const res = await post(url, { prompt: "p", grammar: "start: \"a\"", max_new_tokens: 2 });
       assert.equal(res.statusCode, 200, res.body);
       assert.deepEqual(res.json(), { completion: "ok", tokens_generated: 2, stop_reason: "token_limit" });
+      assert.equal((engine.calls.at(-1)!.request as Record<string, unknown>).maxIgnoredRun, 8);
+    }
+    for (const [given, expected] of [[null, 8], [0, 0], [40, 40], [256, 256]] as const) {
+      const res = await post("/v1/completion/cfg", { prompt: "p", grammar: "start: \"a\"", max_ignored_run: given });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal((engine.calls.at(-1)!.request as Record<string, unknown>).maxIgnoredRun, expected);
     }
     let res = await post("/v1/categorize", { prompt: "What barks?", categories: ["dog", "cat"] });
     assert.equal(res.statusCode, 200, res.body);
@@ -134,6 +140,10 @@ describe("API endpoints with a fake engine", () => {
       assertErrorShape(await post("/v1/completion/regex", payload), 400, pattern);
     }
     assertErrorShape(await post("/v1/completion/cfg", { prompt: "x", grammar: "" }), 400, /^grammar must not be empty$/);
+    assertErrorShape(await post("/v1/completion/cfg", { prompt: "x", grammar: "start: \"a\"", max_ignored_run: -1 }), 400, /^max_ignored_run must be ≥ 0$/);
+    assertErrorShape(await post("/v1/completion/cfg", { prompt: "x", grammar: "start: \"a\"", max_ignored_run: 257 }), 400, /^max_ignored_run must be ≤ 256$/);
+    assertErrorShape(await post("/v1/completion/cfg", { prompt: "x", grammar: "start: \"a\"", max_ignored_run: 1.5 }), 400, /^max_ignored_run must be an integer$/);
+    assertErrorShape(await post("/v1/completion/regex", { prompt: "x", pattern: "a", max_ignored_run: 3 }), 400, /^unknown field "max_ignored_run"/);
     assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: [] }), 400, /^categories must be a non-empty array$/);
     assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: ["a", ""] }), 400, /^categories\[1\] must not be empty$/);
     assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: ["a", "b", "a"] }), 400, /^categories must not contain duplicates \(items 0 and 2 are equal\)$/);

@@ -7,10 +7,10 @@ import { LruCache } from "../regex/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
 import type { TokenTrie } from "../constraint/index.js";
 import type { TokenConstraint } from "./completion.js";
-import { InvalidRequestError } from "./types.js";
+import { InvalidRequestError, MAX_IGNORED_RUN } from "./types.js";
 
-/** Consecutive %ignore'd bytes allowed anywhere (so a model cannot loop on whitespace). */
-export const MAX_IGNORED_RUN = 8;
+export { MAX_IGNORED_RUN };
+
 
 /**
  * The recognizer memoizes every state it meets and every (state, byte) step in Maps; past this
@@ -40,27 +40,32 @@ interface CompiledConstraint {
 
 const matchers = new WeakMap<TokenTrie, LruCache<CompiledConstraint | GrammarError>>();
 
-export function grammarConstraintFor(trie: TokenTrie, source: string): (prefix: Uint8Array | undefined) => TokenConstraint {
+/**
+ * The constraint of `source` with at most `maxIgnoredRun` consecutive ignored bytes. The run is
+ * part of the automaton's lexer states, so each (grammar, run) pair has its own matcher.
+ */
+export function grammarConstraintFor(trie: TokenTrie, source: string, maxIgnoredRun = MAX_IGNORED_RUN): (prefix: Uint8Array | undefined) => TokenConstraint {
   let cache = matchers.get(trie);
   if (cache === undefined) {
     cache = new LruCache(32);
     matchers.set(trie, cache);
   }
-  let entry = cache.get(source);
+  const key = maxIgnoredRun === MAX_IGNORED_RUN ? source : `${maxIgnoredRun}\0${source}`;
+  let entry = cache.get(key);
   if (entry !== undefined && !(entry instanceof GrammarError) && entry.automaton.numStates > MAX_AUTOMATON_STATES) {
-    const automaton = createGrammarAutomaton(entry.automaton.grammar, { maxIgnoredRun: MAX_IGNORED_RUN });
+    const automaton = createGrammarAutomaton(entry.automaton.grammar, { maxIgnoredRun });
     entry = { automaton, matcher: newMatcher(trie, automaton) };
-    cache.set(source, entry);
+    cache.set(key, entry);
   }
   if (entry === undefined) {
     try {
-      const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: MAX_IGNORED_RUN });
+      const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun });
       entry = { automaton, matcher: newMatcher(trie, automaton) };
     } catch (error) {
       if (!(error instanceof GrammarError)) throw error;
       entry = error;
     }
-    cache.set(source, entry);
+    cache.set(key, entry);
   }
   if (entry instanceof GrammarError) {
     const where = entry.line !== undefined ? ` (line ${entry.line}${entry.column !== undefined ? `, column ${entry.column}` : ""})` : "";

@@ -108,7 +108,7 @@ export class GenerationRuntime {
   }
 
   async completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult> {
-    const constraint = grammarConstraintFor(this.trie, req.grammar);
+    const constraint = grammarConstraintFor(this.trie, req.grammar, req.maxIgnoredRun);
     return this.complete(req, constraint, "grammar");
   }
 

@@ -26,9 +26,17 @@ export interface RegexCompletionRequest extends CompletionOptions {
   pattern: string | string[];
 }
 
+/**
+ * Consecutive %ignore'd bytes allowed anywhere unless a request says otherwise: few enough that a
+ * model cannot loop on whitespace, enough for a newline and some indentation.
+ */
+export const MAX_IGNORED_RUN = 8;
+
 export interface GrammarCompletionRequest extends CompletionOptions {
   /** Lark grammar text, LALR, start rule `start`. */
   grammar: string;
+  /** Most consecutive bytes of %ignore'd text (whitespace, comments) anywhere; default MAX_IGNORED_RUN. */
+  maxIgnoredRun?: number;
 }
 
 export type StopReason = "pattern_match" | "token_limit";

@@ -362,10 +362,11 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
   for (const url of ["/v1/completion/cfg", "/v1/completion/grammar"]) {
     const summary = url.endsWith("cfg") ? "Completion constrained to a Lark (LALR) grammar" : "Alias of /v1/completion/cfg";
     app.post(url, apiRoute(summary, grammarSchema, completionResponse), async (request, reply) => {
-      const body = request.body as CompletionBody & { grammar: string };
+      const body = request.body as CompletionBody & { grammar: string; max_ignored_run?: number | null };
       checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
+      const maxIgnoredRun = body.max_ignored_run ?? DEFAULTS.max_ignored_run;
       const result = await generate(request, reply, (signal) =>
-        engine.completeGrammar({ ...completionOptions(body, signal), grammar: body.grammar }),
+        engine.completeGrammar({ ...completionOptions(body, signal), grammar: body.grammar, maxIgnoredRun }),
       );
       return completionReply(request, result);
     });

@@ -6,6 +6,7 @@
  * `null` for booleans it was not given.
  */
 import type { Config } from "../config.js";
+import { MAX_IGNORED_RUN } from "../generate/types.js";
 
 type Schema = Record<string, unknown>;
 
@@ -19,6 +20,7 @@ export const DEFAULTS = {
   allow_multiple_classes: false,
   allow_null_category: false,
   include_scores: false,
+  max_ignored_run: MAX_IGNORED_RUN,
 } as const;
 
 const nullable = (type: string): string[] => [type, "null"];
@@ -144,6 +146,13 @@ export function grammarBody(config: Config): Schema {
         minLength: 1,
         maxLength: config.maxGrammarChars,
         description: "Lark grammar (LALR), start rule `start`.",
+      },
+      max_ignored_run: {
+        type: nullable("integer"),
+        minimum: 0,
+        maximum: config.maxIgnoredRunLimit,
+        default: DEFAULTS.max_ignored_run,
+        description: `Most consecutive bytes of %ignore'd text (whitespace, comments) anywhere in the completion (0 to ${config.maxIgnoredRunLimit}; 0 = none).`,
       },
       ...samplingProperties(config),
     },
