@@ -846,6 +846,8 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   /** Lexer state after an ignored terminal ends at the byte (same stack), or -1. */
   lexerRestart(lex: number, byte: number): number;
   /** Ending the text here: the terminal fed (≥ 0), LEXER_END_KEEPS_STACK, or -1 (cannot end). */
+  /** Bytes of ignored run behind a lexer state (see GrammarAutomaton.lexerIgnoredRun). */
+  lexerIgnoredRun(lex: number): number;
   lexerEndKey(lex: number): number;
   /** The lexer state at a token start of each scanner. */
   tokenStartLexers(): Int32Array;
@@ -863,7 +865,7 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
 
 function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
   const l = a as Partial<LexerLevelAutomaton>;
-  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.tokenStartLexers === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.lowerBoundAfterCommit === "function" && typeof l.withStack === "function";
+  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.tokenStartLexers === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerIgnoredRun === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.lowerBoundAfterCommit === "function" && typeof l.withStack === "function";
 }
 
 /** Trie nodes where one terminal commit (same terminal, same inherited constraints) happens. */
@@ -1104,7 +1106,7 @@ class LexerLevelWalks {
     if (w === undefined) {
       const signature = this.behaviourSignature(setId);
       const peers = this.rootsBySignature.get(signature);
-      for (let i = 0; peers !== undefined && i < peers.length && w === undefined; i++) {
+      for (let i = 0; peers !== undefined && i < peers.length && i < MAX_EQUIVALENCE_TRIES && w === undefined; i++) {
         const peer = this.roots.get(peers[i]!)!;
         const correspondence = this.equivalence(peers[i]!, setId);
         if (correspondence !== null) w = { ...peer, contSets: peer.contSets.map((c) => correspondence.get(c)!) };
@@ -1156,7 +1158,12 @@ class LexerLevelWalks {
       }
       h = Math.imul(h ^ v, 0x01000193);
     }
-    return `${this.endKeys(setId)}#${h >>> 0}`;
+    // Sets that differ only in the ignored run behind them step alike until one reaches the bound:
+    // `equivalence` would explore that far to tell them apart, against every earlier peer, so a
+    // model emitting whitespace under a long bound paid quadratically in it.
+    let runs = 0;
+    for (const m of this.setMembers[setId]!) runs = (runs + Math.imul(this.automaton.lexerIgnoredRun(m) + 1, 0x9e3779b1)) | 0;
+    return `${this.endKeys(setId)}#${h >>> 0}#${runs >>> 0}`;
   }
 
   /**
@@ -1466,6 +1473,8 @@ function listOf(list: readonly number[]): Int32Array {
 }
 /** Sets an equivalence check between two lexer-state sets may pair up before it gives up. */
 const MAX_EQUIVALENT_SETS = 256;
+/** Peers of one signature a new set is compared with (each comparison may explore that many sets). */
+const MAX_EQUIVALENCE_TRIES = 16;
 
 function sameMembers(x: Int32Array, y: Int32Array): boolean {
   if (x.length !== y.length) return false;

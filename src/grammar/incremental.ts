@@ -558,6 +558,15 @@ export class GrammarAutomaton {
    * run limit), or -1 (the token cannot end here). A lazy winner ends only at its first match,
    * which a surviving hypothesis with that winner has just reached or already committed.
    */
+  /**
+   * Bytes of the ignored run a lexer state has behind it, its token included while that may still
+   * end up ignored (a constant for every other state: see computeLexStep).
+   */
+  lexerIgnoredRun(lex: number): number {
+    const f = lex * LEX_FIELDS;
+    return this.lexFields[f + 4]! + this.lexFields[f + 3]!;
+  }
+
   lexerEndKey(lex: number): number {
     const f = lex * LEX_FIELDS;
     const fields = this.lexFields;
