@@ -46,7 +46,7 @@ interface Workload {
 const ci = (word: string): string => word.split("").map((c) => `[${c.toUpperCase()}${c.toLowerCase()}]`).join(" ");
 const EBNF_NUMBER = 'number ::= [+\\-]? (int ("." [0-9]*)? | "." int) ([eE] [+\\-]? int)?\nint ::= [0-9]+';
 
-const WORKLOADS: Workload[] = [
+export const WORKLOADS: Workload[] = [
   {
     name: "json",
     grammar: `?start: value

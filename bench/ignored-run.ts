@@ -1,6 +1,6 @@
 /**
  * npm run bench:ignored-run — a model that emits nothing but whitespace where a JSON grammar
- * ignores it, one space token at a time, up to `max_ignored_run` (8, 64, 256) at the 152k qwen2
+ * ignores it (bench:grammar-mask's JSON grammar), one space token at a time, up to `max_ignored_run` (8, 64, 256) at the 152k qwen2
  * vocabulary: the cost of the masks along that run (each run length is its own lexer state, so
  * every step is a first visit), from a fresh matcher per run. Prints JSON.
  * Env: BENCH_RUNS (comma list, default 8,64,256).
@@ -11,19 +11,11 @@ import { grammarConstraintFor } from "../src/generate/grammar-constraint.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { percentile, round3 } from "./stats.js";
+import { WORKLOADS } from "./grammar-mask.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "..", "..");
 const RUNS = (process.env.BENCH_RUNS ?? "8,64,256").split(",").map(Number);
-const JSON_GRAMMAR = `?start: value
-?value: object | array | ESCAPED_STRING | SIGNED_NUMBER | "true" | "false" | "null"
-array: "[" [value ("," value)*] "]"
-object: "{" [pair ("," pair)*] "}"
-pair: ESCAPED_STRING ":" value
-%import common.ESCAPED_STRING
-%import common.SIGNED_NUMBER
-%import common.WS
-%ignore WS
-`;
+const JSON_GRAMMAR = WORKLOADS.find((w) => w.name === "json")!.grammar;
 
 const vocab = loadVocabulary(resolve(ROOT, "..", "shared", "models", "vocab", "ggml-vocab-qwen2.gguf"));
 const trie = tokenTrieFor(vocab);
