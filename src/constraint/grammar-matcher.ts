@@ -845,9 +845,9 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   lexerStep(lex: number, byte: number): number;
   /** Lexer state after an ignored terminal ends at the byte (same stack), or -1. */
   lexerRestart(lex: number, byte: number): number;
-  /** Ending the text here: the terminal fed (≥ 0), LEXER_END_KEEPS_STACK, or -1 (cannot end). */
   /** Bytes of ignored run behind a lexer state (see GrammarAutomaton.lexerIgnoredRun). */
   lexerIgnoredRun(lex: number): number;
+  /** Ending the text here: the terminal fed (≥ 0), LEXER_END_KEEPS_STACK, or -1 (cannot end). */
   lexerEndKey(lex: number): number;
   /** The lexer state at a token start of each scanner. */
   tokenStartLexers(): Int32Array;

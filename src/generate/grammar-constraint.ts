@@ -11,7 +11,6 @@ import { InvalidRequestError, MAX_IGNORED_RUN } from "./types.js";
 
 export { MAX_IGNORED_RUN };
 
-
 /**
  * The recognizer memoizes every state it meets and every (state, byte) step in Maps; past this
  * many states, the next request starts a fresh recognizer and matcher (in-flight requests keep the

@@ -553,12 +553,6 @@ export class GrammarAutomaton {
   }
 
   /**
-   * What ending the text here does to a lexer state's token in progress: the terminal the parser
-   * is then fed (≥ 0), LEXER_END_KEEPS_STACK (a token boundary, or an ignored terminal within the
-   * run limit), or -1 (the token cannot end here). A lazy winner ends only at its first match,
-   * which a surviving hypothesis with that winner has just reached or already committed.
-   */
-  /**
    * Bytes of the ignored run a lexer state has behind it, its token included while that may still
    * end up ignored (a constant for every other state: see computeLexStep).
    */
@@ -567,6 +561,12 @@ export class GrammarAutomaton {
     return this.lexFields[f + 4]! + this.lexFields[f + 3]!;
   }
 
+  /**
+   * What ending the text here does to a lexer state's token in progress: the terminal the parser
+   * is then fed (≥ 0), LEXER_END_KEEPS_STACK (a token boundary, or an ignored terminal within the
+   * run limit), or -1 (the token cannot end here). A lazy winner ends only at its first match,
+   * which a surviving hypothesis with that winner has just reached or already committed.
+   */
   lexerEndKey(lex: number): number {
     const f = lex * LEX_FIELDS;
     const fields = this.lexFields;
