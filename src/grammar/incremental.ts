@@ -575,7 +575,7 @@ export class GrammarAutomaton {
     const dfaState = fields[f + 1]!, i = fields[f + 2]!;
     if (i < 0 || sc.accept[dfaState * sc.numPatterns + i] !== 1 || sc.shortest[i]) return -1;
     const term = committedTerminal(sc, i, dfaState);
-    if (term.ignored) return fields[f + 4]! + fields[f + 3]! <= this.maxIgnoredRun ? LEXER_END_KEEPS_STACK : -1;
+    if (term.ignored) return this.lexerIgnoredRun(lex) <= this.maxIgnoredRun ? LEXER_END_KEEPS_STACK : -1;
     return term.tableIndex < 0 ? -1 : term.tableIndex;
   }
 
@@ -996,4 +996,3 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
 export function createGrammarAutomaton(grammar: Grammar, opts?: IncrementalOptions): GrammarAutomaton {
   return new GrammarAutomaton(grammar, opts);
 }
-

@@ -41,10 +41,10 @@ export interface LalrTable {
   readonly kernels: readonly Int32Array[];
 }
 
-/** `n` empty arrays (Array.from with a map function is several times slower in V8). */
-function arraysOf<T>(n: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < n; i++) out.push([]);
+/** `n` fresh values of `make` (Array.from with a map function is several times slower in V8). */
+function freshList<T>(n: number, make: () => T): T[] {
+  const out: T[] = [];
+  for (let i = 0; i < n; i++) out.push(make());
   return out;
 }
 
@@ -107,7 +107,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     const d = it - itemBase[r]!;
     return d < rhs[r]!.length ? rhs[r]![d]! : -1;
   };
-  const rulesByNt = arraysOf<number>(NT);
+  const rulesByNt = freshList<number[]>(NT, () => []);
   for (let r = 0; r < R; r++) rulesByNt[lhs[r]! - TT]!.push(r);
 
   // NULLABLE / FIRST (only NULLABLE is needed for DeRemer–Pennello)
@@ -186,9 +186,8 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     }
   }
   const X = ntTrans.length;
-  const directReads: Set<number>[] = [];
-  for (let x = 0; x < X; x++) directReads.push(new Set());
-  const reads = arraysOf<number>(X);
+  const directReads = freshList(X, () => new Set<number>());
+  const reads = freshList<number[]>(X, () => []);
   for (let x = 0; x < X; x++) {
     const [s, nt] = ntTrans[x]!;
     if (s === startState && nt === rhs[rootRule]![0]) directReads[x]!.add(0);
@@ -200,8 +199,8 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
       if (nullable[s2]) reads[x]!.push(ntTransIndex.get(keyOf(next, s2))!);
     }
   }
-  const includes = arraysOf<number>(X);
-  const lookback = arraysOf<[number, number]>(X);
+  const includes = freshList<number[]>(X, () => []);
+  const lookback = freshList<[number, number][]>(X, () => []);
   for (let x = 0; x < X; x++) {
     const [s, nt] = ntTrans[x]!;
     for (const it of states[s]!.closure) {
@@ -252,8 +251,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   const readSets = digraph(reads, directReads);
   const followSets = digraph(includes, readSets);
 
-  const lookaheads: Map<number, Set<number>>[] = [];
-  for (let s = 0; s < S; s++) lookaheads.push(new Map());
+  const lookaheads = freshList(S, () => new Map<number, Set<number>>());
   for (let x = 0; x < X; x++) {
     for (const [st, r] of lookback[x]!) {
       for (const la of followSets[x]!) {
