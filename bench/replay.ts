@@ -16,12 +16,17 @@ export interface Samples {
    * costs one request from grammar text to the last token.
    */
   roundMs: number[];
+  /**
+   * Per round (grammars): the matcher's walks ahead, which the server runs while the model
+   * evaluates the prompt, after the first mask; part of roundMs, not of compileMs.
+   */
+  walkAheadMs: number[];
   wronglyMasked: number;
   notAccepting: number;
   tokens: number;
 }
 
-export const newSamples = (): Samples => ({ compileMs: [], stepUs: [], stepCpuUs: [], compileCpuMs: [], maskOnlyUs: [], roundMs: [], wronglyMasked: 0, notAccepting: 0, tokens: 0 });
+export const newSamples = (): Samples => ({ compileMs: [], stepUs: [], stepCpuUs: [], compileCpuMs: [], maskOnlyUs: [], roundMs: [], walkAheadMs: [], wronglyMasked: 0, notAccepting: 0, tokens: 0 });
 
 export function cpuUs(): number {
   const u = process.cpuUsage();
@@ -72,7 +77,8 @@ export function replayTargets(newState: () => ReplayState, targets: readonly Int
 
 /** Records the round whose compile was pushed last and whose steps took `stepsMs`. */
 function endRound(out: Samples, stepsMs: number): void {
-  out.roundMs.push(out.compileMs[out.compileMs.length - 1]! + stepsMs);
+  const walkAhead = out.walkAheadMs.length === out.compileMs.length ? out.walkAheadMs[out.walkAheadMs.length - 1]! : 0;
+  out.roundMs.push(out.compileMs[out.compileMs.length - 1]! + walkAhead + stepsMs);
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -174,12 +180,14 @@ export function summarize(s: Samples): Record<string, number> {
   const cpuSteps = [...s.stepCpuUs].sort((a, b) => a - b);
   const cpuCompile = [...s.compileCpuMs].sort((a, b) => a - b);
   const round = [...s.roundMs].sort((a, b) => a - b);
+  const walkAhead = [...s.walkAheadMs].sort((a, b) => a - b);
   const avg = steps.reduce((a, b) => a + b, 0) / Math.max(1, steps.length);
   return {
     compileMsMedian: round3(percentile(compile, 0.5)),
     compileMsMin: round3(compile[0] ?? NaN),
     compileMsMax: round3(compile[compile.length - 1] ?? NaN),
     roundMsMedian: round3(percentile(round, 0.5)),
+    ...(walkAhead.length > 0 ? { walkAheadMsMedian: round3(percentile(walkAhead, 0.5)) } : {}),
     perTokenUsAvg: round3(avg),
     perTokenUsP50: round3(percentile(steps, 0.5)),
     perTokenUsP99: round3(percentile(steps, 0.99)),

@@ -16,7 +16,7 @@
  * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
 import { LEXER_COMMITS, searchCheapestGoal } from "../grammar/index.js";
-import { grownTo, int32Of, IntMap } from "../regex/index.js";
+import { grownTo, int32Of, IntMap, TableSlab } from "../regex/index.js";
 import { loopsOnEveryUtf8Char, type TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
 import { maskWords, orInto, setTokenList, setTokenRange } from "./types.js";
@@ -63,10 +63,25 @@ const MIN_TOKENS_SEARCH_LIMIT = 1024;
 const GREEDY_MAX_COMMITS = 256;
 /** Budgets above this are treated alike by the memo keys (they only ever mean "plenty"). */
 const BUDGET_KEY_CAP = 0xffff;
+/**
+ * Most time one matcher spends walking ahead (walkAhead), over all calls: enough for the token
+ * starts and bodies of a JSON or SQL grammar at 152k tokens, small next to a request.
+ */
+export const WALK_AHEAD_MS = 12;
+
+/** Entries of a memo map before its first growth. */
+const MEMO_CAPACITY = 128;
+/**
+ * A matcher's slab (TableSlab): the first tables of its and its lexer walks' eight memo maps
+ * (4 KB each), their step tables (about 16 KB), its empty mask (up to 32 KB at 262k tokens) and
+ * the depth stack of a walk.
+ */
+const MATCHER_SLAB_BYTES = 96 * 1024;
 
 export class GrammarTokenMatcher {
   readonly words: number;
   readonly emptyMask: Uint32Array;
+  private readonly tables = new TableSlab(MATCHER_SLAB_BYTES);
   private readonly edges = new Map<number, StateEdges>();
   private readonly sharedMasks = new Map<string, Uint32Array>();
   private readonly signature: number[] = [];
@@ -79,10 +94,10 @@ export class GrammarTokenMatcher {
    * tokens: a roomy budget is settled by the greedy completion's length alone, without spelling it
    * in tokens or stepping the automaton along it (see byteBoundOf, carryByteBound).
    */
-  private readonly byteBound = new IntMap();
+  private readonly byteBound = new IntMap(MEMO_CAPACITY, this.tables);
   /** Where along the greedy chain a state's byte bound goes on: `at` bytes into `node`'s step. */
-  private readonly boundNode = new IntMap();
-  private readonly boundAt = new IntMap();
+  private readonly boundNode = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly boundAt = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly bytesAreTokens: boolean;
   /** States whose bound has had the shortest-completion search too. */
   private readonly exactBounded = new Set<number>();
@@ -93,20 +108,22 @@ export class GrammarTokenMatcher {
    * the chain: the completions of sibling states (one token apart) soon reach the same shorter
    * stack, so each pays only the steps until a state already measured.
    */
-  private readonly greedyBytes = new IntMap();
-  private readonly greedyCommits = new IntMap();
+  private readonly greedyBytes = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly greedyCommits = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly greedyWalk: number[] = [];
   /** Per lexer state: the index (in tokenEnds) of the commit the last greedy step from it chose. */
-  private readonly greedyHint = new IntMap();
+  private readonly greedyHint = new IntMap(MEMO_CAPACITY, this.tables);
   /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
-  private readonly finishMemo = new IntMap();
+  private readonly finishMemo = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly budgetMasks = new Map<number, Uint32Array>();
+  /** What walkAhead may still spend (ms); 0 once it has walked everything. */
+  private walkAheadLeftMs = WALK_AHEAD_MS;
   private searchLeft = 0;
   private searchGaveUp = false;
   /** Effort left to the mask being computed (MASK_SEARCH_LIMIT); Infinity outside mask(). */
   private maskSearchLeft = Number.POSITIVE_INFINITY;
   /** Per automaton state, the walk stamp that last collected it (distinct-target dedup). */
-  private seenStamp = new Int32Array(1024);
+  private seenStamp = this.tables.int32(1024);
   private stamp = 0;
   private readonly collected: number[] = [];
   /** Lexer-level walks shared by all parser stacks; null when the automaton's shape is unknown. */
@@ -119,8 +136,8 @@ export class GrammarTokenMatcher {
     options: { lexerLevel?: boolean } = {},
   ) {
     this.words = maskWords(trie.vocabSize);
-    this.emptyMask = new Uint32Array(this.words);
-    this.lexer = options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton);
+    this.emptyMask = this.tables.uint32(this.words);
+    this.lexer = options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton, this.tables);
     this.bytesAreTokens = trie.everyByteIsToken && this.lexer !== null;
   }
 
@@ -134,15 +151,27 @@ export class GrammarTokenMatcher {
   }
 
   /**
-   * Walks ahead of need, for up to `budgetMs`: the trie walks of every scanner's token start and
-   * of the token bodies one byte in (string contents, names, numbers), which the first states of
-   * most sentences need and which cost the most (a few ms each at 152k tokens). Called once when a
-   * grammar is compiled, so first requests do not pay them token by token.
+   * Walks ahead of need, for up to `budgetMs` now: see walkAhead.
    */
   prewarm(budgetMs: number): void {
-    const deadline = performance.now() + budgetMs;
+    this.walkAhead(performance.now() + budgetMs);
+  }
+
+  /**
+   * Walks ahead of need until `deadline` (performance.now() time), within WALK_AHEAD_MS over the
+   * matcher's life: the start state's walk, then the trie walks of every scanner's token start and
+   * of the token bodies one byte in (string contents, names, numbers), which the first states of
+   * most sentences need and which cost the most (a few ms each at 152k tokens). The decode loop
+   * calls it ahead of the logits (while the model evaluates, where it leaves a core free), so first requests do not pay them token by token and the
+   * first mask does not wait for them. True when nothing is left to walk ahead.
+   */
+  walkAhead(deadline: number): boolean {
+    if (this.walkAheadLeftMs <= 0) return true;
+    const began = performance.now();
     this.allowedMask(this.start); // the first mask needs it anyway
-    this.lexer?.prewarm(deadline);
+    const done = this.lexer === null || this.lexer.prewarm(Math.min(deadline, began + this.walkAheadLeftMs));
+    this.walkAheadLeftMs = done ? 0 : this.walkAheadLeftMs - (performance.now() - began);
+    return this.walkAheadLeftMs <= 0;
   }
 
   /** Every token the grammar allows in `state`, whatever the budget. Read only. */
@@ -916,37 +945,49 @@ class LexerLevelWalks {
   private readonly roots = new Map<number, LexerWalk>();
   /** Sets with a walk of their own, by behaviourSignature: where rootWalk looks for an equivalent. */
   private readonly rootsBySignature = new Map<string, number[]>();
+  /** Walked sets not yet filed by signature (see rootWalk). */
+  private readonly unsigned: number[] = [];
   private readonly endKeysOf = new Map<number, string>();
   private readonly setOfLex = new Map<number, number>();
   /** stack * 2^20 + set → state: interning a set of several hypotheses sorts and hashes its pairs. */
-  private readonly stateMemo = new IntMap();
+  private readonly stateMemo: IntMap;
   private readonly setMembers: number[][] = [];
   private readonly setIds = new Map<string, number>();
-  private setNext = new Int32Array(256 * 8).fill(UNKNOWN);
+  private setNext: Int32Array;
   private readonly commitKeys = new Map<number, Int32Array>();
   private readonly ends = new Map<number, { keys: Int32Array; bytes: Uint8Array[] }>();
   private readonly firstBytesOf = new Map<number, Uint32Array>();
   /** Per set: loop bytes computed (1), the 8 words of loopBytes, the loop's step code. */
-  private loopKnown = new Uint8Array(64);
-  private loopWords = new Uint32Array(64 * 8);
-  private loopCodes = new Int32Array(64);
-  private loopsOnUtf8 = new Uint8Array(64);
+  private loopKnown: Uint8Array;
+  private loopWords: Uint32Array;
+  private loopCodes: Int32Array;
+  private loopsOnUtf8: Uint8Array;
   private readonly loopKeys = new Map<number, Int32Array>();
   private readonly atDepth: Int32Array;
   /** Per set: the walk stamp that last met it, and its slot in that walk's contSets. */
-  private seen = new Int32Array(64);
-  private seenSlot = new Int32Array(64);
+  private seen: Int32Array;
+  private seenSlot: Int32Array;
   private stamp = 0;
 
+  /** `tables`: the matcher's slab, for the first tables below. */
   private constructor(
     private readonly trie: TokenTrie,
     readonly automaton: LexerLevelAutomaton,
+    tables: TableSlab,
   ) {
-    this.atDepth = new Int32Array(trie.maxTokenLength + 2);
+    this.stateMemo = new IntMap(MEMO_CAPACITY, tables);
+    this.setNext = tables.int32(256 * 8, UNKNOWN);
+    this.loopKnown = tables.uint8(64);
+    this.loopWords = tables.uint32(64 * 8);
+    this.loopCodes = tables.int32(64);
+    this.loopsOnUtf8 = tables.uint8(64);
+    this.seen = tables.int32(64);
+    this.seenSlot = tables.int32(64);
+    this.atDepth = tables.int32(trie.maxTokenLength + 2);
   }
 
-  static over(trie: TokenTrie, automaton: CompletableAutomaton): LexerLevelWalks | null {
-    return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton) : null;
+  static over(trie: TokenTrie, automaton: CompletableAutomaton, tables: TableSlab): LexerLevelWalks | null {
+    return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables) : null;
   }
 
   /** The set holding just one lexer state. */
@@ -1071,7 +1112,8 @@ class LexerLevelWalks {
   }
 
   /** See GrammarTokenMatcher.prewarm. */
-  prewarm(deadline: number): void {
+  /** The walks of every token start and body, until `deadline`; true when all are done. */
+  prewarm(deadline: number): boolean {
     // Bodies first: they are the biggest walks, and equivalent ones (a string's contents in every
     // parser context) cost one walk between them.
     const starts = Array.from(this.automaton.tokenStartLexers(), (lex) => this.setOfLexer(lex));
@@ -1079,14 +1121,16 @@ class LexerLevelWalks {
       for (let b = 0; b < 256; b++) {
         const body = (this.stepCode(set, b) & ~COMMIT) - 1;
         if (body < 0 || this.roots.has(body) || !this.isBody(body)) continue;
-        if (performance.now() >= deadline) return;
+        if (performance.now() >= deadline) return false;
         this.rootWalk(body);
       }
     }
     for (const set of starts) {
-      if (performance.now() >= deadline) return;
+      if (this.roots.has(set)) continue;
+      if (performance.now() >= deadline) return false;
       this.rootWalk(set);
     }
+    return true;
   }
 
   /** A set that loops on many bytes (a string's contents, a name, a number): its walk is a big one. */
@@ -1104,8 +1148,15 @@ class LexerLevelWalks {
   rootWalk(setId: number): LexerWalk {
     let w = this.roots.get(setId);
     if (w === undefined) {
-      const signature = this.behaviourSignature(setId);
-      const peers = this.rootsBySignature.get(signature);
+      // A signature only finds peers among the walks made before: the first walk (a grammar's
+      // first mask, often) has none, and its own signature waits until another walk needs it.
+      let signature: string | null = null;
+      let peers: number[] | undefined;
+      if (this.roots.size > 0) {
+        this.signPending();
+        signature = this.behaviourSignature(setId);
+        peers = this.rootsBySignature.get(signature);
+      }
       for (let i = 0; peers !== undefined && i < peers.length && i < MAX_EQUIVALENCE_TRIES && w === undefined; i++) {
         const peer = this.roots.get(peers[i]!)!;
         const correspondence = this.equivalence(peers[i]!, setId);
@@ -1119,12 +1170,24 @@ class LexerLevelWalks {
         const starts: number[] = [];
         for (let b = 0; b < 256; b++) if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0 && rootChild[b]! >= 0) starts.push(rootChild[b]!);
         w = this.walkFrom(setId, starts, true);
-        if (peers === undefined) this.rootsBySignature.set(signature, [setId]);
+        if (signature === null) this.unsigned.push(setId);
+        else if (peers === undefined) this.rootsBySignature.set(signature, [setId]);
         else peers.push(setId);
       }
       this.roots.set(setId, w);
     }
     return w;
+  }
+
+  /** Files the walked sets still without a signature under theirs, in the order they were walked. */
+  private signPending(): void {
+    for (const set of this.unsigned) {
+      const signature = this.behaviourSignature(set);
+      const peers = this.rootsBySignature.get(signature);
+      if (peers === undefined) this.rootsBySignature.set(signature, [set]);
+      else peers.push(set);
+    }
+    this.unsigned.length = 0;
   }
 
   /** What ending the text does in a set: its members' distinct lexerEndKey values, sorted. */
@@ -1512,6 +1575,11 @@ export class GrammarConstraintState {
 
   isAccepting(): boolean {
     return this.state !== PREFIX_PENDING && this.matcher.isAccepting(this.state);
+  }
+
+  /** The matcher's walks ahead (shared by every state of it); true when none are left. */
+  walkAhead(deadline: number): boolean {
+    return this.matcher.walkAhead(deadline);
   }
 
   mask(remaining: number): Uint32Array {

@@ -30,6 +30,11 @@ export interface TokenConstraint {
    * tokens of any complete match, searching budgets up to `cap`.
    */
   minTokensAtLeast?(cap: number): number;
+  /**
+   * Work ahead of need until `deadline` (performance.now() time), done while the model evaluates
+   * (a new grammar's trie walks). True when nothing is left.
+   */
+  walkAhead?(deadline: number): boolean;
 }
 
 export interface CompletionJobOptions {
@@ -62,6 +67,10 @@ export class CompletionJob implements DecodeJob {
   private stop: StopReason = "pattern_match";
   /** Own copy of the mask for the steps where end-of-generation tokens are added to it. */
   private eogMask: Uint32Array | null = null;
+  /** The mask consume() will need, copied ahead of the logits (aheadOfLogits). */
+  private readyMask: Uint32Array | null = null;
+  private maskReady = false;
+  private walkedAhead = false;
 
   constructor(options: CompletionJobOptions) {
     this.o = options;
@@ -89,13 +98,33 @@ export class CompletionJob implements DecodeJob {
     this.row = slots.append(batch, this.seq, this.pending, true);
   }
 
+  /**
+   * The mask this round's logits will meet (it depends only on the tokens so far), then the
+   * constraint's work ahead: while the model evaluates, neither waits on the logits.
+   */
+  aheadOfLogits(deadline: number): void {
+    const constraint = this.o.constraint;
+    if (this.row >= 0) {
+      // A copy: a matcher may hand every caller the same scratch mask (a regex's small lists),
+      // and other jobs of this round ask for theirs before consume().
+      const mask = constraint.mask(this.o.maxNewTokens - this.generated.length);
+      this.readyMask ??= new Uint32Array(mask.length);
+      this.readyMask.set(mask);
+      this.maskReady = true;
+    }
+    if (this.walkedAhead || constraint.walkAhead === undefined) return;
+    this.walkedAhead = true; // a throw is not retried every round
+    this.walkedAhead = constraint.walkAhead(deadline);
+  }
+
   consume(ctx: LlamaContext): boolean {
     if (this.row < 0) return false; // a prompt chunk that is not the last
     const o = this.o;
     const logits = ctx.logits(this.row);
     const remaining = o.maxNewTokens - this.generated.length;
     const accepting = o.constraint.isAccepting();
-    let mask = o.constraint.mask(remaining);
+    let mask = this.maskReady ? this.readyMask! : o.constraint.mask(remaining);
+    this.maskReady = false;
     const eogAllowed = !o.stopAfterMatch && accepting;
     if (eogAllowed) mask = this.withEog(mask);
     const token = o.sampler.sample(logits, mask);

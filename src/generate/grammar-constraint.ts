@@ -19,17 +19,10 @@ export { MAX_IGNORED_RUN };
  */
 export const MAX_AUTOMATON_STATES = 50_000;
 
-/**
- * Milliseconds a new grammar's matcher spends walking ahead (GrammarTokenMatcher.prewarm) before
- * its first request: the big trie walks of token starts and bodies, which would otherwise land on
- * single decode steps (several ms each at 152k tokens).
- */
-export const GRAMMAR_PREWARM_MS = 12;
-
 function newMatcher(trie: TokenTrie, automaton: GrammarAutomaton): GrammarTokenMatcher {
-  const matcher = new GrammarTokenMatcher(trie, automaton);
-  matcher.prewarm(GRAMMAR_PREWARM_MS);
-  return matcher;
+  // Its walks ahead run in the first request's decode rounds (walkAhead through
+  // CompletionJob.aheadOfLogits), while the model evaluates the prompt where a core is free.
+  return new GrammarTokenMatcher(trie, automaton);
 }
 
 interface CompiledConstraint {

@@ -2,6 +2,7 @@
  * The generation runtime: one model, its exact-byte vocabulary and token trie, one context shared
  * by every request through the continuous-batching scheduler, and regex completion on top.
  */
+import { availableParallelism } from "node:os";
 import { compileRegexCached, regexConstraintFor } from "./regex-constraint.js";
 import { grammarConstraintFor } from "./grammar-constraint.js";
 import type { RegexLimits } from "../regex/index.js";
@@ -62,7 +63,7 @@ export class GenerationRuntime {
     this.vocab = vocab;
     this.trie = tokenTrieFor(vocab);
     this.context = context;
-    this.scheduler = new DecodeScheduler(context, { maxQueue });
+    this.scheduler = new DecodeScheduler(context, { maxQueue, overlapDecode: model.offloaded || model.threads < availableParallelism() });
   }
 
   static open(options: RuntimeOptions): GenerationRuntime {

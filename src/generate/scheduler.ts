@@ -7,6 +7,12 @@
 import { type LlamaBatch, type LlamaContext, SequenceSlots } from "../model/index.js";
 import { OverloadedError } from "./types.js";
 
+/**
+ * Most time per round for jobs' work ahead of the logits (DecodeJob.aheadOfLogits): a new
+ * grammar's walks ahead fit in it, and a round whose decode is shorter waits at most this long.
+ */
+const AHEAD_OF_LOGITS_MS = 12;
+
 export interface DecodeJob {
   /** Sequence ids the job holds while admitted. */
   readonly seqsNeeded: number;
@@ -26,6 +32,12 @@ export interface DecodeJob {
    * that adds no row and is not finished after consume() would spin, so the scheduler fails it).
    */
   fill(batch: LlamaBatch, slots: SequenceSlots, room: number): void;
+  /**
+   * Work that does not need this round's logits, until `deadline` (performance.now() time) where
+   * it can stop: run while the model evaluates the round (the decode runs on native threads) when
+   * the scheduler's overlapDecode allows, else just before the decode.
+   */
+  aheadOfLogits?(deadline: number): void;
   /** Reads the logits of its rows after the decode; true when the job has finished. */
   consume(ctx: LlamaContext): boolean;
   /** The abort signal of the request, checked every round. */
@@ -43,6 +55,13 @@ interface Admitted {
 export interface SchedulerOptions {
   /** Jobs waiting for sequences before submit() refuses with OverloadedError. */
   maxQueue: number;
+  /**
+   * Whether jobs' work ahead of the logits (DecodeJob.aheadOfLogits) runs while the model
+   * evaluates, or just before. Only when the decode leaves a core free (GPU, or fewer llama.cpp
+   * threads than cores): ggml's threads spin-wait for each other, and one of them preempted by
+   * this thread stalls them all (see DESIGN.md, Threads).
+   */
+  overlapDecode?: boolean;
 }
 
 export class DecodeScheduler {
@@ -132,6 +151,18 @@ export class DecodeScheduler {
     entry.job.settle(error);
   }
 
+  /** The round's jobs' work ahead of the logits; a failure here is left to consume(). */
+  private aheadOfLogits(filled: Admitted[]): void {
+    const deadline = performance.now() + AHEAD_OF_LOGITS_MS;
+    for (const entry of filled) {
+      try {
+        entry.job.aheadOfLogits?.(deadline);
+      } catch {
+        // consume() repeats whatever failed and fails the job there, with the decode's logits in hand.
+      }
+    }
+  }
+
   private async loop(): Promise<void> {
     this.loopActive = true;
     try {
@@ -168,7 +199,11 @@ export class DecodeScheduler {
           continue;
         }
         try {
-          await this.context.decodeAsync(batch);
+          const overlap = this.options.overlapDecode === true;
+          if (!overlap) this.aheadOfLogits(filled);
+          const decoding = this.context.decodeAsync(batch);
+          if (overlap) this.aheadOfLogits(filled);
+          await decoding;
         } catch (error) {
           for (const entry of filled) this.finish(entry, error);
           continue;

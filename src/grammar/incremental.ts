@@ -11,7 +11,7 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, compileRegex, grownTo, int32Of, IntMap, patternDistances, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, compileRegex, grownTo, int32Of, IntMap, patternDistances, TableSlab, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
@@ -75,10 +75,20 @@ const BYTES_PRINTABLE_FIRST: readonly number[] = (() => {
   const rank = (b: number): number => (b >= 0x61 && b <= 0x7a ? 0 : b >= 0x30 && b <= 0x39 ? 1 : b >= 0x41 && b <= 0x5a ? 2 : b >= 0x20 && b < 0x7f ? 3 : 4);
   return Array.from({ length: 256 }, (_, b) => b).sort((x, y) => rank(x) - rank(y) || x - y);
 })();
+/** Per rule r, base[r] + dot indexes rest: the fewest bytes from the dot to the rule's end; root[r]: r is $root_*. */
+interface ItemCosts {
+  readonly base: Int32Array;
+  readonly rest: Float64Array;
+  readonly root: Uint8Array;
+}
 /** stackCostMemo's value for Infinity. */
 const COST_INFINITY = 0x7fffffff;
 const LEX_FIELDS = 6; // scanner, dfa state, first accepted, token length, ignored run, constraints id
 const STEP_FIELDS = 4; // see GrammarAutomaton.lexSteps
+/** Entries of a memo map before its first growth. */
+const MEMO_CAPACITY = 128;
+/** Eight memo maps' first tables (256 slots of two doubles), the first step and lexer tables. */
+const AUTOMATON_SLAB_BYTES = 8 * 256 * 2 * 8 + 256 * 4 * STEP_FIELDS * 4 + LEX_FIELDS * 8 * 4;
 
 /**
  * States are sets of hypotheses (parser stack, lexer state). A lexer state is everything about the
@@ -102,14 +112,16 @@ export class GrammarAutomaton {
   private readonly scannerOfState: Int32Array;
   // Interned parser stacks: parent id, LALR state.
   private readonly stackParent: number[] = [-1];
+  /** The first tables of the memo maps and step tables below (see TableSlab). */
+  private readonly tables = new TableSlab(AUTOMATON_SLAB_BYTES);
   private readonly stackTop: number[];
   /** (parent * LALR states + state) → stack id: numeric keys, no string per lookup. */
-  private readonly stackIds = new IntMap();
-  private readonly feedMemo = new IntMap();
+  private readonly stackIds = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly feedMemo = new IntMap(MEMO_CAPACITY, this.tables);
   // Interned lexer states and their byte steps (slot = lexer state * 256 + byte).
   // Sized for a few lexer states and doubled as they come: a small grammar should not fill
   // 256 KB of step tables when it is compiled.
-  private lexFields = new Int32Array(LEX_FIELDS * 8);
+  private lexFields = this.tables.int32(LEX_FIELDS * 8);
   private numLex = 0;
   private readonly lexIds = new Map<string, number>();
   private readonly constraintLists: number[][] = [[]];
@@ -118,11 +130,11 @@ export class GrammarAutomaton {
   // so that a fresh zeroed table means "not computed yet": continued lexer state + 2 (1: none),
   // restarted lexer state + 1 (0: none), committed terminal + 1 (0: none), the constraints
   // the next token inherits after that commit.
-  private lexSteps = new Int32Array(256 * 4 * STEP_FIELDS);
-  private readonly startLexMemo = new IntMap();
+  private lexSteps = this.tables.int32(256 * 4 * STEP_FIELDS);
+  private readonly startLexMemo = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly byteRepsMemo = new Map<number, Uint8Array>();
   private readonly byteLabelsMemo = new Map<number, Uint8Array>();
-  private readonly afterCommitMemo = new IntMap();
+  private readonly afterCommitMemo = new IntMap(MEMO_CAPACITY, this.tables);
   // Interned hypothesis sets: sorted (stack, lexer state) pairs.
   private readonly sets: Int32Array[] = [];
   private readonly setIds = new Map<string, number>();
@@ -130,10 +142,10 @@ export class GrammarAutomaton {
   private readonly multiSetIds = new Map<number, number[]>();
   private readonly sortScratch: number[] = [];
   /** One-hypothesis sets (most of them) by stack * 2^24 + lexer state, without a string key. */
-  private readonly singleSetIds = new IntMap();
-  private readonly stepMemo = new IntMap();
+  private readonly singleSetIds = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly stepMemo = new IntMap(MEMO_CAPACITY, this.tables);
   /** 1 / 0 per state: whether the text so far is a complete sentence. */
-  private readonly completeMemo = new IntMap();
+  private readonly completeMemo = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly scratch: number[] = [];
 
   constructor(readonly grammar: Grammar, opts: IncrementalOptions = {}) {
@@ -618,12 +630,16 @@ export class GrammarAutomaton {
   }
 
   // Lower bounds for minimal completion: bytes per terminal / nonterminal, then per parser stack.
-  private symbolMin: Map<string, number> | null = null;
+  private itemCosts: ItemCosts | null = null;
   /** Per stack; COST_INFINITY for Infinity. */
-  private readonly stackCostMemo = new IntMap();
+  private readonly stackCostMemo = new IntMap(MEMO_CAPACITY, this.tables);
 
-  private symbolCosts(): Map<string, number> {
-    if (this.symbolMin) return this.symbolMin;
+  /**
+   * Fewest bytes of each symbol (terminals: their shortest match; rules: a fixpoint), summed per
+   * LR item from the dot to the rule's end: stackCost reads one number per kernel item.
+   */
+  private restCosts(): ItemCosts {
+    if (this.itemCosts) return this.itemCosts;
     const m = new Map<string, number>();
     for (const [name, t] of this.grammar.terminals) m.set(name, t.minWidth);
     const rules = this.grammar.table.rules;
@@ -639,8 +655,16 @@ export class GrammarAutomaton {
         if (c < (m.get(r.origin) ?? Infinity)) { m.set(r.origin, c); changed = true; }
       }
     }
-    this.symbolMin = m;
-    return m;
+    const base = new Int32Array(rules.length + 1);
+    for (let r = 0; r < rules.length; r++) base[r + 1] = base[r]! + rules[r]!.expansion.length + 1;
+    const rest = new Float64Array(base[rules.length]!);
+    const root = new Uint8Array(rules.length);
+    for (let r = 0; r < rules.length; r++) {
+      const expansion = rules[r]!.expansion;
+      for (let dot = expansion.length - 1; dot >= 0; dot--) rest[base[r]! + dot] = rest[base[r]! + dot + 1]! + (m.get(expansion[dot]!) ?? Infinity);
+      root[r] = rules[r]!.origin.startsWith("$root_") ? 1 : 0;
+    }
+    return (this.itemCosts = { base, rest, root });
   }
 
   /** Lower bound on the bytes that complete the parse from an interned stack. */
@@ -650,20 +674,19 @@ export class GrammarAutomaton {
     if (depth > 200) return 0; // keep it a lower bound on pathological chains
     this.stackCostMemo.set(stack, COST_INFINITY); // cycles cannot be cheaper
     const t = this.grammar.table;
-    const m = this.symbolCosts();
+    const { base, rest: restOf, root } = this.restCosts();
     const top = this.stackTop[stack]!;
     let best = Infinity;
     const kernel = t.kernels[top]!;
     for (let k = 0; k < kernel.length; k += 2) {
-      const rule = t.rules[kernel[k]!]!;
+      const rule = kernel[k]!;
       const dot = kernel[k + 1]!;
-      let rest = 0;
-      for (let i = dot; i < rule.expansion.length; i++) rest += m.get(rule.expansion[i]!) ?? Infinity;
+      const rest = restOf[base[rule]! + dot]!;
       if (rest >= best) continue;
-      if (rule.origin.startsWith("$root_")) { best = Math.min(best, rest); continue; }
+      if (root[rule] === 1) { best = Math.min(best, rest); continue; }
       let st = stack;
       for (let i = 0; i < dot; i++) st = this.stackParent[st]!;
-      const g = t.goto[this.stackTop[st]! * t.nonterminals.length + t.ruleLhs[kernel[k]!]!]!;
+      const g = t.goto[this.stackTop[st]! * t.nonterminals.length + t.ruleLhs[rule]!]!;
       if (g < 0) continue;
       best = Math.min(best, rest + this.stackCost(this.pushStack(st, g), depth + 1));
     }

@@ -172,15 +172,18 @@ export class LlamaModel {
   readonly addBos: boolean;
   readonly vocabOnly: boolean;
   readonly threads: number;
+  /** Whether layers run on a GPU (then a decode leaves the CPU cores mostly idle). */
+  readonly offloaded: boolean;
   private native: NativeModel | null;
   private readonly contexts = new Set<LlamaContext>();
   private eog: Int32Array | null = null;
 
   /** Use loadModel(). */
-  constructor(native: NativeModel, vocabOnly: boolean, threads: number) {
+  constructor(native: NativeModel, vocabOnly: boolean, threads: number, offloaded = false) {
     this.native = native;
     this.vocabOnly = vocabOnly;
     this.threads = threads;
+    this.offloaded = offloaded;
     const info = native.info();
     this.nVocab = info.nVocab;
     this.nCtxTrain = info.nCtxTrain;
@@ -427,5 +430,5 @@ export function loadModel(path: string, opts: LoadModelOptions = {}): LlamaModel
   const gpuLayers = opts.gpuLayers ?? (hasGpu ? -1 : 0);
   const vocabOnly = opts.vocabOnly ?? false;
   const native = new (nativeAddon().Model)(path, vocabOnly, gpuLayers, opts.useMmap ?? true);
-  return new LlamaModel(native, vocabOnly, opts.threads ?? defaultThreadCount());
+  return new LlamaModel(native, vocabOnly, opts.threads ?? defaultThreadCount(), hasGpu && gpuLayers !== 0);
 }

@@ -50,6 +50,53 @@ export class Int32Arena {
 }
 
 /**
+ * Tables that live as long as their owner (an automaton's memo maps, a matcher's step tables),
+ * carved from one buffer made on first use: a structure with a dozen such tables pays one
+ * off-heap allocation for them instead of a dozen (see Int32Arena for the cost). A table that no
+ * longer fits gets its own array, and tables that grow are copied out (grownTo) as before.
+ */
+export class TableSlab {
+  private buffer: ArrayBuffer | null = null;
+  private used = 0;
+
+  /** `bytes`: the buffer's size; the owner sizes it for its tables' first allocations. */
+  constructor(private readonly bytes: number) {}
+
+  int32(n: number, fill = 0): Int32Array {
+    const at = this.place(n * 4);
+    const view = at < 0 ? new Int32Array(n) : new Int32Array(this.buffer!, at, n);
+    if (fill !== 0) view.fill(fill);
+    return view;
+  }
+
+  uint32(n: number): Uint32Array {
+    const at = this.place(n * 4);
+    return at < 0 ? new Uint32Array(n) : new Uint32Array(this.buffer!, at, n);
+  }
+
+  uint8(n: number): Uint8Array {
+    const at = this.place(n);
+    return at < 0 ? new Uint8Array(n) : new Uint8Array(this.buffer!, at, n);
+  }
+
+  float64(n: number, fill = 0): Float64Array {
+    const at = this.place(n * 8);
+    const view = at < 0 ? new Float64Array(n) : new Float64Array(this.buffer!, at, n);
+    if (fill !== 0) view.fill(fill);
+    return view;
+  }
+
+  /** Byte offset of `size` fresh bytes (8-aligned), or -1 when they do not fit. */
+  private place(size: number): number {
+    const at = (this.used + 7) & ~7;
+    if (at + size > this.bytes) return -1;
+    this.buffer ??= new ArrayBuffer(this.bytes);
+    this.used = at + size;
+    return at;
+  }
+}
+
+/**
  * A copy of `array` lengthened to `length`, the new entries `fill`: the one way the memo tables
  * of the later stages grow (their sizes double as states are met).
  */

@@ -1,3 +1,5 @@
+import type { TableSlab } from "./arena.js";
+
 /**
  * Map from non-negative integer keys (exact up to 2^53) to int32 values, by open addressing over
  * typed arrays.
@@ -24,7 +26,11 @@ export class IntMap {
    * `initialCapacity`: entries before the first growth. The table is made on the first set: an
    * automaton has a dozen of these maps, and a small grammar leaves several of them empty.
    */
-  constructor(private readonly initialCapacity = 128) {
+  constructor(
+    private readonly initialCapacity = 128,
+    /** Where the first table comes from (the owner's other maps share it); none: its own array. */
+    private readonly slab?: TableSlab,
+  ) {
     this.table = NO_TABLE;
     this.shift = 32;
   }
@@ -81,11 +87,11 @@ export class IntMap {
   private allocate(): void {
     let bits = 3;
     while (1 << bits < this.initialCapacity * 2) bits++;
-    this.resize(bits);
+    this.resize(bits, this.slab);
   }
 
-  private resize(bits: number): void {
-    this.table = new Float64Array(2 << bits).fill(-1);
+  private resize(bits: number, slab?: TableSlab): void {
+    this.table = slab !== undefined ? slab.float64(2 << bits, -1) : new Float64Array(2 << bits).fill(-1);
     this.mask = (1 << bits) - 1;
     this.shift = 32 - bits;
   }
