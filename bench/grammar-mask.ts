@@ -10,8 +10,9 @@
  * of automaton and lexer states are inside the per-token numbers; compile = grammar → automaton →
  * matcher → first mask. Then the matcher's walks ahead (walkAhead), which the server runs while
  * the model evaluates the prompt: timed on their own (walkAheadMsMedian) and counted in roundMs
- * but not in compile, and done before the replay as in the server. `oursWarmMatcher` replays on a matcher kept from the first round (the server caches one
- * per grammar and vocabulary): steady state.
+ * but not in compile, and done before the replay as in the server. `oursWarmMatcher` replays on
+ * a matcher kept from the first round (the server caches one per grammar and vocabulary): steady
+ * state.
  *
  * XGrammar's WebAssembly build runs the same workloads in its EBNF (written by hand; where Lark's
  * %ignore allows whitespace between any two tokens, the EBNF has explicit `ws` in those places).
@@ -253,7 +254,8 @@ function runOurs(w: Workload, trie: TokenTrie, targets: Int32Array[], budget: "l
   matcher.mask(matcher.start, 1000);
   out.compileMs.push(performance.now() - t0);
   out.compileCpuMs.push((cpuUs() - cpu0) / 1000);
-  // As the server does in the first decode round, while the model evaluates the prompt (CompletionJob.aheadOfLogits).
+  // As the server does in the first decode round, while the model evaluates the prompt
+  // (CompletionJob.aheadOfLogits).
   const t1 = performance.now();
   matcher.walkAhead(t1 + WALK_AHEAD_MS);
   out.walkAheadMs.push(performance.now() - t1);

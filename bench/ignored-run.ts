@@ -1,8 +1,9 @@
 /**
  * npm run bench:ignored-run — a model that emits nothing but whitespace where a JSON grammar
- * ignores it (bench:grammar-mask's JSON grammar), one space token at a time, up to `max_ignored_run` (8, 64, 256) at the 152k qwen2
- * vocabulary: the cost of the masks along that run (each run length is its own lexer state, so
- * every step is a first visit), from a fresh matcher per run. Prints JSON.
+ * ignores it (bench:grammar-mask's JSON grammar), one space token at a time, up to
+ * `max_ignored_run` (8, 64, 256) at the 152k qwen2 vocabulary: the cost of the masks along that
+ * run (each run length is its own lexer state, so every step is a first visit), from a fresh
+ * matcher per run. Prints JSON.
  * Env: BENCH_RUNS (comma list, default 8,64,256).
  */
 import { resolve } from "node:path";

@@ -151,25 +151,18 @@ export class GrammarTokenMatcher {
   }
 
   /**
-   * Walks ahead of need, for up to `budgetMs` now: see walkAhead.
-   */
-  prewarm(budgetMs: number): void {
-    this.walkAhead(performance.now() + budgetMs);
-  }
-
-  /**
    * Walks ahead of need until `deadline` (performance.now() time), within WALK_AHEAD_MS over the
    * matcher's life: the start state's walk, then the trie walks of every scanner's token start and
    * of the token bodies one byte in (string contents, names, numbers), which the first states of
    * most sentences need and which cost the most (a few ms each at 152k tokens). The decode loop
-   * calls it ahead of the logits (while the model evaluates, where it leaves a core free), so first requests do not pay them token by token and the
-   * first mask does not wait for them. True when nothing is left to walk ahead.
+   * runs it ahead of the logits (CompletionJob.aheadOfLogits), so first requests do not pay these
+   * walks token by token, and the first mask does not wait for them. True when none are left.
    */
   walkAhead(deadline: number): boolean {
     if (this.walkAheadLeftMs <= 0) return true;
     const began = performance.now();
     this.allowedMask(this.start); // the first mask needs it anyway
-    const done = this.lexer === null || this.lexer.prewarm(Math.min(deadline, began + this.walkAheadLeftMs));
+    const done = this.lexer === null || this.lexer.walkAhead(Math.min(deadline, began + this.walkAheadLeftMs));
     this.walkAheadLeftMs = done ? 0 : this.walkAheadLeftMs - (performance.now() - began);
     return this.walkAheadLeftMs <= 0;
   }
@@ -1111,9 +1104,8 @@ class LexerLevelWalks {
     return hit;
   }
 
-  /** See GrammarTokenMatcher.prewarm. */
   /** The walks of every token start and body, until `deadline`; true when all are done. */
-  prewarm(deadline: number): boolean {
+  walkAhead(deadline: number): boolean {
     // Bodies first: they are the biggest walks, and equivalent ones (a string's contents in every
     // parser context) cost one walk between them.
     const starts = Array.from(this.automaton.tokenStartLexers(), (lex) => this.setOfLexer(lex));

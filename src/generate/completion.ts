@@ -99,12 +99,13 @@ export class CompletionJob implements DecodeJob {
   }
 
   /**
-   * The mask this round's logits will meet (it depends only on the tokens so far), then the
-   * constraint's work ahead: while the model evaluates, neither waits on the logits.
+   * While the model evaluates: the mask this round's logits will meet (it depends only on the
+   * tokens so far), so consume() does not compute it after the logits. Then, either way, the
+   * constraint's work ahead. Just before a decode the mask would only cost a copy more.
    */
-  aheadOfLogits(deadline: number): void {
+  aheadOfLogits(deadline: number, whileDecoding: boolean): void {
     const constraint = this.o.constraint;
-    if (this.row >= 0) {
+    if (whileDecoding && this.row >= 0) {
       // A copy: a matcher may hand every caller the same scratch mask (a regex's small lists),
       // and other jobs of this round ask for theirs before consume().
       const mask = constraint.mask(this.o.maxNewTokens - this.generated.length);

@@ -1,6 +1,8 @@
 /**
  * Lark grammars as decode-loop constraints: compiled once per grammar text (LRU), one incremental
  * recognizer and token matcher per (grammar, vocabulary), shared by every request using them.
+ * A new matcher's walks ahead are not made here: the first request's decode rounds make them
+ * (CompletionJob.aheadOfLogits), while the model evaluates its prompt where a core is free.
  */
 import { compileGrammar, createGrammarAutomaton, GrammarError, type GrammarAutomaton } from "../grammar/index.js";
 import { LruCache } from "../regex/index.js";
@@ -18,12 +20,6 @@ export { MAX_IGNORED_RUN };
  * 2^24-entry Map limit, which throws RangeError (seen in tests with unbounded exploration).
  */
 export const MAX_AUTOMATON_STATES = 50_000;
-
-function newMatcher(trie: TokenTrie, automaton: GrammarAutomaton): GrammarTokenMatcher {
-  // Its walks ahead run in the first request's decode rounds (walkAhead through
-  // CompletionJob.aheadOfLogits), while the model evaluates the prompt where a core is free.
-  return new GrammarTokenMatcher(trie, automaton);
-}
 
 interface CompiledConstraint {
   automaton: GrammarAutomaton;
@@ -46,13 +42,13 @@ export function grammarConstraintFor(trie: TokenTrie, source: string, maxIgnored
   let entry = cache.get(key);
   if (entry !== undefined && !(entry instanceof GrammarError) && entry.automaton.numStates > MAX_AUTOMATON_STATES) {
     const automaton = createGrammarAutomaton(entry.automaton.grammar, { maxIgnoredRun });
-    entry = { automaton, matcher: newMatcher(trie, automaton) };
+    entry = { automaton, matcher: new GrammarTokenMatcher(trie, automaton) };
     cache.set(key, entry);
   }
   if (entry === undefined) {
     try {
       const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun });
-      entry = { automaton, matcher: newMatcher(trie, automaton) };
+      entry = { automaton, matcher: new GrammarTokenMatcher(trie, automaton) };
     } catch (error) {
       if (!(error instanceof GrammarError)) throw error;
       entry = error;

@@ -35,9 +35,9 @@ export interface DecodeJob {
   /**
    * Work that does not need this round's logits, until `deadline` (performance.now() time) where
    * it can stop: run while the model evaluates the round (the decode runs on native threads) when
-   * the scheduler's overlapDecode allows, else just before the decode.
+   * the scheduler's overlapDecode allows (`whileDecoding`), else just before the decode.
    */
-  aheadOfLogits?(deadline: number): void;
+  aheadOfLogits?(deadline: number, whileDecoding: boolean): void;
   /** Reads the logits of its rows after the decode; true when the job has finished. */
   consume(ctx: LlamaContext): boolean;
   /** The abort signal of the request, checked every round. */
@@ -152,11 +152,11 @@ export class DecodeScheduler {
   }
 
   /** The round's jobs' work ahead of the logits; a failure here is left to consume(). */
-  private aheadOfLogits(filled: Admitted[]): void {
+  private aheadOfLogits(filled: Admitted[], whileDecoding: boolean): void {
     const deadline = performance.now() + AHEAD_OF_LOGITS_MS;
     for (const entry of filled) {
       try {
-        entry.job.aheadOfLogits?.(deadline);
+        entry.job.aheadOfLogits?.(deadline, whileDecoding);
       } catch {
         // consume() repeats whatever failed and fails the job there, with the decode's logits in hand.
       }
@@ -200,9 +200,9 @@ export class DecodeScheduler {
         }
         try {
           const overlap = this.options.overlapDecode === true;
-          if (!overlap) this.aheadOfLogits(filled);
+          if (!overlap) this.aheadOfLogits(filled, false);
           const decoding = this.context.decodeAsync(batch);
-          if (overlap) this.aheadOfLogits(filled);
+          if (overlap) this.aheadOfLogits(filled, true);
           await decoding;
         } catch (error) {
           for (const entry of filled) this.finish(entry, error);
