@@ -73,14 +73,16 @@ export const WALK_AHEAD_MS = 12;
 const MEMO_CAPACITY = 128;
 /**
  * A matcher's slab (TableSlab): the first tables of its and its lexer walks' eight memo maps
- * (4 KB each), their step tables (about 16 KB), its empty mask (up to 32 KB at 262k tokens) and
- * the depth stack of a walk.
+ * (4 KB each), their step tables (about 16 KB), the depth stack of a walk and the short token
+ * lists of the first walks (SLAB_LIST_MAX).
  */
-const MATCHER_SLAB_BYTES = 96 * 1024;
+const MATCHER_SLAB_BYTES = 64 * 1024;
+/** Token lists of a walk up to this length come from the slab while it lasts. */
+const SLAB_LIST_MAX = 256;
 
 export class GrammarTokenMatcher {
   readonly words: number;
-  readonly emptyMask: Uint32Array;
+  private empty: Uint32Array | null = null;
   private readonly tables = new TableSlab(MATCHER_SLAB_BYTES);
   private readonly edges = new Map<number, StateEdges>();
   private readonly sharedMasks = new Map<string, Uint32Array>();
@@ -136,9 +138,13 @@ export class GrammarTokenMatcher {
     options: { lexerLevel?: boolean } = {},
   ) {
     this.words = maskWords(trie.vocabSize);
-    this.emptyMask = this.tables.uint32(this.words);
     this.lexer = options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton, this.tables);
     this.bytesAreTokens = trie.everyByteIsToken && this.lexer !== null;
+  }
+
+  /** The mask of no token (made on first need: dead states and spent budgets are rare). */
+  get emptyMask(): Uint32Array {
+    return (this.empty ??= new Uint32Array(this.words));
   }
 
   get start(): number {
@@ -966,7 +972,7 @@ class LexerLevelWalks {
   private constructor(
     private readonly trie: TokenTrie,
     readonly automaton: LexerLevelAutomaton,
-    tables: TableSlab,
+    private readonly tables: TableSlab,
   ) {
     this.stateMemo = new IntMap(MEMO_CAPACITY, tables);
     this.setNext = tables.int32(256 * 8, UNKNOWN);
@@ -1462,15 +1468,28 @@ class LexerLevelWalks {
       out.push({
         commitKey,
         hasEnds: g.hasEnds,
-        deadEnds: listOf(g.dead),
-        aliveEnds: listOf(g.alive),
+        deadEnds: this.keptListOf(g.dead),
+        aliveEnds: this.keptListOf(g.alive),
         aliveRanges: g.ranges,
         nodes: g.nodes,
         loops: g.loops,
         below: null,
       });
     }
-    return { owner: setId, mask, contSets, tokensByCont: dense ? [] : tokensByCont.map(listOf), groups: out };
+    const lists: Int32Array[] = [];
+    if (!dense) for (let i = 0; i < tokensByCont.length; i++) lists.push(this.keptListOf(tokensByCont[i]!));
+    return { owner: setId, mask, contSets, tokensByCont: lists, groups: out };
+  }
+
+  /**
+   * A walk's token list, kept as long as the matcher: from the slab while it lasts and the list is
+   * short (a typed array of its own over 64 bytes costs 1–3 µs; see TableSlab).
+   */
+  private keptListOf(list: readonly number[]): Int32Array {
+    if (list.length <= 16 || list.length > SLAB_LIST_MAX) return listOf(list);
+    const out = this.tables.int32(list.length);
+    for (let i = 0; i < list.length; i++) out[i] = list[i]!;
+    return out;
   }
 
   /** Whether every valid multi-byte UTF-8 character takes the set back to itself without a commit. */

@@ -61,7 +61,14 @@ function iterSubtrees(root: Tree): Tree[] {
 
 /** lark.Transformer_InPlace.transform. `fn` returns the replacement for a tree (or the tree). */
 function transformInPlace(root: Tree, fn: (t: Tree) => Node): Node {
-  for (const sub of iterSubtrees(root)) sub.children = sub.children.map((c) => (isTree(c) ? fn(c) : c));
+  const subtrees = iterSubtrees(root);
+  for (let i = 0; i < subtrees.length; i++) {
+    const kids = subtrees[i]!.children;
+    for (let j = 0; j < kids.length; j++) {
+      const c = kids[j]!;
+      if (isTree(c)) kids[j] = fn(c);
+    }
+  }
   return fn(root);
 }
 
@@ -135,7 +142,7 @@ export function patternWidth(p: PatternNode): [number, number] {
 
 const patternStr = (value: string, flags: string, raw?: string): PatternNode => ({ kind: "pattern", type: "str", value, flags: sortFlags(flags), raw });
 const patternRe = (value: string, flags: string, raw?: string): PatternNode => ({ kind: "pattern", type: "re", value, flags: sortFlags(flags), raw });
-const sortFlags = (f: string): string => [...new Set(f)].sort().join("");
+const sortFlags = (f: string): string => (f.length < 2 ? f : [...new Set(f)].sort().join(""));
 
 /** Lark's eval_escaping: its escape rewriting followed by Python's literal_eval of u'''…'''. */
 export function evalEscaping(s: string): string {

@@ -44,21 +44,31 @@ function compileGrammarUnchecked(source: string): Grammar {
   const compiled = compileGrammarText(source, "start");
   const table = buildLalrTable(compiled.rules, compiled.terminals.map((t) => t.name), compiled.start);
   const lexTerms = buildLexTerminals(compiled.terminals, compiled.ignore, table.terminalIndex);
-  const byName = new Map(lexTerms.map((t) => [t.name, t]));
-  const ignoreTerms = lexTerms.filter((t) => t.ignored);
+  const byName = new Map<string, LexTerminal>();
+  const ignoreTerms: LexTerminal[] = [];
+  for (const t of lexTerms) {
+    byName.set(t.name, t);
+    if (t.ignored) ignoreTerms.push(t);
+  }
+  // A parser state's scanner: its acceptable terminals that have a definition, plus the ignored
+  // ones; states with the same acceptable terminals share one (keyed by their table indices).
+  const lexOfIndex: (LexTerminal | undefined)[] = table.terminals.map((n) => byName.get(n));
   const cache = new Map<string, Scanner>();
   const scanners: Scanner[] = [];
+  const members: LexTerminal[] = [];
   for (let s = 0; s < table.numStates; s++) {
-    const names = new Set<string>();
-    for (const t of table.acceptsByState[s]!) {
-      const n = table.terminals[t]!;
-      if (byName.has(n)) names.add(n);
-    }
-    for (const t of ignoreTerms) names.add(t.name);
-    const key = [...names].sort().join(" ");
+    const accepts = table.acceptsByState[s]!;
+    let key = "";
+    for (let i = 0; i < accepts.length; i++) if (lexOfIndex[accepts[i]!] !== undefined) key += accepts[i]! + ",";
     let sc = cache.get(key);
     if (!sc) {
-      sc = buildScanner([...names].map((n) => byName.get(n)!));
+      members.length = 0;
+      for (let i = 0; i < accepts.length; i++) {
+        const t = lexOfIndex[accepts[i]!];
+        if (t !== undefined && !t.ignored) members.push(t);
+      }
+      for (const t of ignoreTerms) members.push(t);
+      sc = buildScanner(members);
       cache.set(key, sc);
     }
     scanners.push(sc);

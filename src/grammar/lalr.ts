@@ -2,6 +2,8 @@
 // shift/reduce conflicts resolve to shift, reduce/reduce conflicts are resolved by rule priority
 // or refused with Lark's message.
 
+import { Int32Arena } from "../regex/index.js";
+
 export class GrammarError extends Error {
   constructor(message: string, readonly line?: number, readonly column?: number) {
     super(message);
@@ -41,30 +43,43 @@ export interface LalrTable {
   readonly kernels: readonly Int32Array[];
 }
 
-/** `n` fresh values of `make` (Array.from with a map function is several times slower in V8). */
-function freshList<T>(n: number, make: () => T): T[] {
-  const out: T[] = [];
-  for (let i = 0; i < n; i++) out.push(make());
-  return out;
-}
-
 const ruleText = (r: BnfRule): string => `<${r.origin} : ${r.expansion.join(" ")}>`;
 
+/** Scratch tables of one build (see Int32Arena: a typed array of its own costs 1–3 µs here). */
+const arena = new Int32Arena();
+
+/** Sorts `a[from..to)` ascending (kernels and closures are short: a few to a few dozen items). */
+function sortRange(a: number[] | Int32Array, from: number, to: number): void {
+  for (let i = from + 1; i < to; i++) {
+    const v = a[i]!;
+    let j = i - 1;
+    while (j >= from && a[j]! > v) { a[j + 1] = a[j]!; j--; }
+    a[j + 1] = v;
+  }
+}
+
+/**
+ * Everything below runs on integer ids (symbols: terminals 0..TT-1, then nonterminals; items:
+ * itemBase[rule] + dot) and bitsets of terminals, in arena tables and plain integer lists: grammars
+ * are compiled per request, and for a small one the Maps and Sets of symbol sets, and the typed
+ * arrays of their own, cost more than the analysis. State numbering, conflict resolution and
+ * messages follow the order Lark's analysis has.
+ */
 export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonly string[], start = "start"): LalrTable {
-  const terminals = ["$END", ...terminalNames.filter((t) => t !== "$END")];
-  const terminalIndex = new Map<string, number>();
-  terminals.forEach((t, i) => terminalIndex.set(t, i));
+  const terminals = ["$END"];
+  const terminalIndex = new Map<string, number>([["$END", 0]]);
+  for (const t of terminalNames) if (t !== "$END") { terminalIndex.set(t, terminals.length); terminals.push(t); }
 
   const rootName = "$root_" + start;
   const allRules: BnfRule[] = [...rules, { origin: rootName, expansion: [start], priority: null, order: 0 }];
 
   // Duplicate rules (GrammarAnalyzer)
-  const seen = new Map<string, BnfRule>();
+  const seen = new Set<string>();
   const dups: BnfRule[] = [];
   for (const r of allRules) {
     const key = r.origin + "\0" + r.expansion.join("\0");
     if (seen.has(key)) dups.push(r);
-    else seen.set(key, r);
+    else seen.add(key);
   }
   if (dups.length) throw new GrammarError("Rules defined twice: " + dups.map(ruleText).join(", "));
 
@@ -83,217 +98,351 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     }
   }
   if (!ntIndex.has(start)) throw new GrammarError(`Using an undefined rule: NonTerminal('${start}')`);
+  arena.reset();
   const NT = ntNames.length;
   const TT = terminals.length;
-  // Symbol ids: terminals 0..TT-1, nonterminals TT..TT+NT-1
-  const symOf = (s: string): number => (terminalIndex.has(s) ? terminalIndex.get(s)! : TT + ntIndex.get(s)!);
+  const SYMS = TT + NT;
   const R = allRules.length;
-  const rhs: Int32Array[] = allRules.map((r) => {
-    const out = new Int32Array(r.expansion.length);
-    for (let i = 0; i < out.length; i++) out[i] = symOf(r.expansion[i]!);
-    return out;
-  });
-  const lhs = new Int32Array(allRules.length);
-  for (let r = 0; r < allRules.length; r++) lhs[r] = TT + ntIndex.get(allRules[r]!.origin)!;
   const rootRule = R - 1;
-  // item id = itemBase[rule] + dot
-  const itemBase = new Int32Array(R + 1);
-  for (let r = 0; r < R; r++) itemBase[r + 1] = itemBase[r]! + rhs[r]!.length + 1;
-  const itemRule = new Int32Array(itemBase[R]!);
-  for (let r = 0; r < R; r++) for (let d = 0; d <= rhs[r]!.length; d++) itemRule[itemBase[r]! + d] = r;
-  const itemDot = (it: number): number => it - itemBase[itemRule[it]!]!;
-  const itemNext = (it: number): number => {
-    const r = itemRule[it]!;
-    const d = it - itemBase[r]!;
-    return d < rhs[r]!.length ? rhs[r]![d]! : -1;
-  };
-  const rulesByNt = freshList<number[]>(NT, () => []);
-  for (let r = 0; r < R; r++) rulesByNt[lhs[r]! - TT]!.push(r);
 
-  // NULLABLE / FIRST (only NULLABLE is needed for DeRemer–Pennello)
-  const nullable = new Uint8Array(TT + NT);
+  // Items: itemBase[rule] + dot; itemNext = the symbol after the dot, or -1.
+  const itemBase = arena.take(R + 1);
+  for (let r = 0; r < R; r++) itemBase[r + 1] = itemBase[r]! + allRules[r]!.expansion.length + 1;
+  const ITEMS = itemBase[R]!;
+  const itemRule = arena.take(ITEMS);
+  const itemNext = arena.take(ITEMS);
+  const lhs = arena.take(R);
+  for (let r = 0; r < R; r++) {
+    const rule = allRules[r]!;
+    const b = itemBase[r]!;
+    lhs[r] = TT + ntIndex.get(rule.origin)!;
+    for (let d = 0; d < rule.expansion.length; d++) {
+      const name = rule.expansion[d]!;
+      const t = terminalIndex.get(name);
+      itemRule[b + d] = r;
+      itemNext[b + d] = t !== undefined ? t : TT + ntIndex.get(name)!;
+    }
+    itemRule[b + rule.expansion.length] = r;
+    itemNext[b + rule.expansion.length] = -1;
+  }
+  const sym = (r: number, i: number): number => itemNext[itemBase[r]! + i]!;
+  const lenOf = (r: number): number => itemBase[r + 1]! - itemBase[r]! - 1;
+
+  // NULLABLE (DeRemer–Pennello needs no FIRST sets)
+  const nullable = arena.take(SYMS);
   for (let changed = true; changed; ) {
     changed = false;
     for (let r = 0; r < R; r++) {
       if (nullable[lhs[r]!]) continue;
-      if (rhs[r]!.every((s) => nullable[s])) { nullable[lhs[r]!] = 1; changed = true; }
+      let all = true;
+      for (let i = 0; i < lenOf(r) && all; i++) if (!nullable[sym(r, i)]) all = false;
+      if (all) { nullable[lhs[r]!] = 1; changed = true; }
     }
   }
 
-  const closureCache = new Map<number, number[]>(); // nonterminal → initial items reachable
-  const expandNt = (nt: number): number[] => {
-    let c = closureCache.get(nt);
-    if (c) return c;
-    const out: number[] = [];
-    const seenNt = new Set<number>([nt]);
-    const queue = [nt];
-    while (queue.length) {
-      const n = queue.shift()!;
-      for (const r of rulesByNt[n - TT]!) {
-        out.push(itemBase[r]!);
-        const nx = rhs[r]!.length ? rhs[r]![0]! : -1;
-        if (nx >= TT && !seenNt.has(nx)) { seenNt.add(nx); queue.push(nx); }
+  // Per nonterminal, the initial items of every rule reachable through leftmost nonterminals.
+  const ntRulesStart = arena.take(NT + 1);
+  for (let r = 0; r < R; r++) ntRulesStart[lhs[r]! - TT + 1]!++;
+  for (let n = 0; n < NT; n++) ntRulesStart[n + 1]! += ntRulesStart[n]!;
+  const rulesByNt = arena.take(R);
+  {
+    const fill = arena.copy(ntRulesStart);
+    for (let r = 0; r < R; r++) rulesByNt[fill[lhs[r]! - TT]!++] = r;
+  }
+  const ntExpansion: number[] = [];
+  const ntExpansionStart = arena.take(NT, -1);
+  const ntExpansionEnd = arena.take(NT);
+  const ntSeen = arena.take(NT);
+  const ntQueue = arena.take(NT);
+  const expandNt = (nt: number): void => {
+    if (ntExpansionStart[nt] !== -1) return;
+    ntExpansionStart[nt] = ntExpansion.length;
+    ntSeen[nt] = nt + 1;
+    let head = 0, tail = 0;
+    ntQueue[tail++] = nt;
+    while (head < tail) {
+      const n = ntQueue[head++]!;
+      for (let k = ntRulesStart[n]!; k < ntRulesStart[n + 1]!; k++) {
+        const r = rulesByNt[k]!;
+        ntExpansion.push(itemBase[r]!);
+        const nx = itemNext[itemBase[r]!]! - TT;
+        if (nx >= 0 && ntSeen[nx] !== nt + 1) { ntSeen[nx] = nt + 1; ntQueue[tail++] = nx; }
       }
     }
-    c = out;
-    closureCache.set(nt, c);
-    return c;
+    ntExpansionEnd[nt] = ntExpansion.length;
   };
 
-  interface State { kernel: number[]; closure: number[]; transitions: Map<number, number>; }
-  const states: State[] = [];
-  const stateByKernel = new Map<string, number>();
-  const makeState = (kernel: number[]): number => {
-    kernel.sort((a, b) => a - b);
-    const key = kernel.join(",");
-    const found = stateByKernel.get(key);
-    if (found !== undefined) return found;
-    const set = new Set(kernel);
-    for (const it of kernel) {
-      const nx = itemNext(it);
-      if (nx >= TT) for (const x of expandNt(nx)) set.add(x);
+  // LR(0) states: kernels and closures (item ids, ascending), flat; found again by a kernel hash.
+  const kernels: number[] = [];
+  const kernelStart: number[] = [0];
+  const closures: number[] = [];
+  const closureStart: number[] = [0];
+  const byHash = new Map<number, number>();
+  const sameHash: number[] = [];
+  const itemMark = arena.take(ITEMS);
+  let markStamp = 0;
+  const makeState = (kernel: Int32Array, from: number, to: number): number => {
+    sortRange(kernel, from, to);
+    let h = to - from;
+    for (let i = from; i < to; i++) h = (Math.imul(h, 31) + kernel[i]!) | 0;
+    for (let s = byHash.get(h) ?? -1; s >= 0; s = sameHash[s]!) {
+      const k0 = kernelStart[s]!;
+      if (kernelStart[s + 1]! - k0 !== to - from) continue;
+      let same = true;
+      for (let i = 0; i < to - from && same; i++) if (kernels[k0 + i] !== kernel[from + i]) same = false;
+      if (same) return s;
     }
-    const closure = [...set].sort((a, b) => a - b);
-    states.push({ kernel, closure, transitions: new Map() });
-    stateByKernel.set(key, states.length - 1);
-    return states.length - 1;
-  };
-  const startState = makeState([itemBase[rootRule]!]);
-  for (let s = 0; s < states.length; s++) {
-    const bySym = new Map<number, number[]>();
-    for (const it of states[s]!.closure) {
-      const nx = itemNext(it);
+    const id = kernelStart.length - 1;
+    sameHash.push(byHash.get(h) ?? -1);
+    byHash.set(h, id);
+    for (let i = from; i < to; i++) kernels.push(kernel[i]!);
+    kernelStart.push(kernels.length);
+    const stamp = ++markStamp;
+    const c0 = closures.length;
+    for (let i = from; i < to; i++) {
+      const it = kernel[i]!;
+      if (itemMark[it] !== stamp) { itemMark[it] = stamp; closures.push(it); }
+    }
+    for (let i = from; i < to; i++) {
+      const nx = itemNext[kernel[i]!]! - TT;
       if (nx < 0) continue;
-      let l = bySym.get(nx);
-      if (!l) bySym.set(nx, (l = []));
-      l.push(it + 1);
+      expandNt(nx);
+      for (let k = ntExpansionStart[nx]!; k < ntExpansionEnd[nx]!; k++) {
+        const it = ntExpansion[k]!;
+        if (itemMark[it] !== stamp) { itemMark[it] = stamp; closures.push(it); }
+      }
     }
-    for (const [sym, kernel] of bySym) states[s]!.transitions.set(sym, makeState(kernel));
-  }
-  const S = states.length;
+    sortRange(closures, c0, closures.length);
+    closureStart.push(closures.length);
+    return id;
+  };
 
-  // DeRemer–Pennello: nonterminal transitions (state, nt)
-  const ntTransIndex = new Map<number, number>(); // key state*(NT)+nt → index
-  const ntTrans: [number, number][] = [];
-  const keyOf = (s: number, nt: number): number => s * NT + (nt - TT);
+  // Transitions per state in the order their symbols first appear in the closure; the kernel of
+  // each target is built in `group` (counted per symbol, then placed).
+  const transSym: number[] = [];
+  const transTarget: number[] = [];
+  const transStart: number[] = [];
+  const symStamp = arena.take(SYMS);
+  const symCount = arena.take(SYMS);
+  const symAt = arena.take(SYMS);
+  const order: number[] = [];
+  const group = arena.take(ITEMS);
+  const seed = arena.take(1, itemBase[rootRule]!);
+  const startState = makeState(seed, 0, 1);
+  for (let s = 0; s < kernelStart.length - 1; s++) {
+    transStart.push(transSym.length);
+    const c0 = closureStart[s]!, c1 = closureStart[s + 1]!;
+    order.length = 0;
+    for (let c = c0; c < c1; c++) {
+      const nx = itemNext[closures[c]!]!;
+      if (nx < 0) continue;
+      if (symStamp[nx] !== s + 1) { symStamp[nx] = s + 1; symCount[nx] = 0; order.push(nx); }
+      symCount[nx]!++;
+    }
+    let at = 0;
+    for (let i = 0; i < order.length; i++) {
+      const x = order[i]!;
+      symAt[x] = at;
+      at += symCount[x]!;
+    }
+    for (let c = c0; c < c1; c++) {
+      const it = closures[c]!;
+      const nx = itemNext[it]!;
+      if (nx >= 0) group[symAt[nx]!++] = it + 1;
+    }
+    for (let i = 0, from = 0; i < order.length; i++) {
+      const x = order[i]!;
+      const to = from + symCount[x]!;
+      transSym.push(x);
+      transTarget.push(makeState(group, from, to));
+      from = to;
+    }
+  }
+  const S = kernelStart.length - 1;
+  transStart.push(transSym.length);
+  const next = arena.take(S * SYMS, -1);
   for (let s = 0; s < S; s++) {
-    for (const it of states[s]!.closure) {
-      const nx = itemNext(it);
-      if (nx >= TT && !ntTransIndex.has(keyOf(s, nx))) {
-        ntTransIndex.set(keyOf(s, nx), ntTrans.length);
-        ntTrans.push([s, nx]);
+    for (let k = transStart[s]!; k < transStart[s + 1]!; k++) next[s * SYMS + transSym[k]!] = transTarget[k]!;
+  }
+
+  // DeRemer–Pennello over the nonterminal transitions x = (state, nt), numbered in closure order.
+  const ntTransIndex = arena.take(S * NT, -1);
+  const ntTransState: number[] = [];
+  const ntTransNt: number[] = [];
+  for (let s = 0; s < S; s++) {
+    for (let c = closureStart[s]!; c < closureStart[s + 1]!; c++) {
+      const nx = itemNext[closures[c]!]!;
+      if (nx >= TT && ntTransIndex[s * NT + nx - TT] === -1) {
+        ntTransIndex[s * NT + nx - TT] = ntTransState.length;
+        ntTransState.push(s);
+        ntTransNt.push(nx);
       }
     }
   }
-  const X = ntTrans.length;
-  const directReads = freshList(X, () => new Set<number>());
-  const reads = freshList<number[]>(X, () => []);
+  const X = ntTransState.length;
+  const W = (TT + 31) >>> 5;
+  // Terminal bitsets per x: the direct reads, then (in place) Read, then Follow.
+  const follow = arena.take(X * W);
+  // Relations as singly linked lists (head per x; entries appended in order).
+  const readsHead = arena.take(X, -1), readsTail = arena.take(X, -1);
+  const includesHead = arena.take(X, -1), includesTail = arena.take(X, -1);
+  const relTo: number[] = [], relNext: number[] = [];
+  const relate = (head: Int32Array, tail: Int32Array, x: number, y: number): void => {
+    const e = relTo.length;
+    relTo.push(y);
+    relNext.push(-1);
+    if (tail[x] === -1) head[x] = e;
+    else relNext[tail[x]!] = e;
+    tail[x] = e;
+  };
+  const lookbackState: number[] = [], lookbackRule: number[] = [], lookbackX: number[] = [];
   for (let x = 0; x < X; x++) {
-    const [s, nt] = ntTrans[x]!;
-    if (s === startState && nt === rhs[rootRule]![0]) directReads[x]!.add(0);
-    const next = states[s]!.transitions.get(nt)!;
-    for (const it of states[next]!.closure) {
-      const s2 = itemNext(it);
+    const s = ntTransState[x]!, nt = ntTransNt[x]!;
+    if (s === startState && nt === sym(rootRule, 0)) follow[x * W]! |= 1;
+    const target = next[s * SYMS + nt]!;
+    for (let c = closureStart[target]!; c < closureStart[target + 1]!; c++) {
+      const s2 = itemNext[closures[c]!]!;
       if (s2 < 0) continue;
-      if (s2 < TT) directReads[x]!.add(s2);
-      if (nullable[s2]) reads[x]!.push(ntTransIndex.get(keyOf(next, s2))!);
+      if (s2 < TT) follow[x * W + (s2 >>> 5)]! |= 1 << (s2 & 31);
+      if (nullable[s2]) relate(readsHead, readsTail, x, ntTransIndex[target * NT + s2 - TT]!);
     }
   }
-  const includes = freshList<number[]>(X, () => []);
-  const lookback = freshList<[number, number][]>(X, () => []);
   for (let x = 0; x < X; x++) {
-    const [s, nt] = ntTrans[x]!;
-    for (const it of states[s]!.closure) {
+    const s = ntTransState[x]!, nt = ntTransNt[x]!;
+    for (let c = closureStart[s]!; c < closureStart[s + 1]!; c++) {
+      const it = closures[c]!;
       const r = itemRule[it]!;
       if (lhs[r] !== nt) continue;
       // Like Lark, items past their first symbol also contribute `includes` (an over-approximation
       // Lark makes; mirrored so that our conflicts are Lark's conflicts).
-      const dot = itemDot(it);
-      const exp = rhs[r]!;
+      const dot = it - itemBase[r]!;
+      const len = lenOf(r);
       let s2 = s;
-      for (let i = dot; i < exp.length; i++) {
-        const sym = exp[i]!;
-        if (sym >= TT) {
+      for (let i = dot; i < len; i++) {
+        const y = sym(r, i);
+        if (y >= TT) {
           let restNullable = true;
-          for (let j = i + 1; j < exp.length; j++) if (!nullable[exp[j]!]) { restNullable = false; break; }
-          if (restNullable) includes[ntTransIndex.get(keyOf(s2, sym))!]!.push(x);
+          for (let j = i + 1; j < len; j++) if (!nullable[sym(r, j)]) { restNullable = false; break; }
+          if (restNullable) relate(includesHead, includesTail, ntTransIndex[s2 * NT + y - TT]!, x);
         }
-        s2 = states[s2]!.transitions.get(sym)!;
+        s2 = next[s2 * SYMS + y]!;
       }
-      if (dot === 0) lookback[x]!.push([s2, r]);
+      if (dot === 0) { lookbackX.push(x); lookbackState.push(s2); lookbackRule.push(r); }
     }
   }
-  const digraph = (rel: number[][], base: Set<number>[]): Set<number>[] => {
-    const N = new Int32Array(X);
-    const F: Set<number>[] = base.map((b) => new Set(b));
-    const stack: number[] = [];
+  const depth = arena.take(X);
+  const stack = arena.take(X);
+  // Digraph (DeRemer–Pennello's SCC closure): F[x] = F[x] ∪ F[y] over the relation, in place.
+  const digraph = (head: Int32Array, F: Int32Array): void => {
+    depth.fill(0);
+    let sp = 0;
     const traverse = (x: number): void => {
-      stack.push(x);
-      const d = stack.length;
-      N[x] = d;
-      for (const y of rel[x]!) {
-        if (N[y] === 0) traverse(y);
-        if (N[y]! > 0 && N[y]! < N[x]!) N[x] = N[y]!;
-        for (const v of F[y]!) F[x]!.add(v);
+      stack[sp++] = x;
+      const d = sp;
+      depth[x] = d;
+      for (let e = head[x]!; e >= 0; e = relNext[e]!) {
+        const y = relTo[e]!;
+        if (depth[y] === 0) traverse(y);
+        if (depth[y]! > 0 && depth[y]! < depth[x]!) depth[x] = depth[y]!;
+        for (let w = 0; w < W; w++) F[x * W + w]! |= F[y * W + w]!;
       }
-      if (N[x] === d) {
+      if (depth[x] === d) {
         for (;;) {
-          const z = stack.pop()!;
-          N[z] = -1;
-          if (z !== x) F[z] = new Set(F[x]!);
+          const z = stack[--sp]!;
+          depth[z] = -1;
           if (z === x) break;
+          for (let w = 0; w < W; w++) F[z * W + w] = F[x * W + w]!;
         }
       }
     };
-    for (let x = 0; x < X; x++) if (N[x] === 0) traverse(x);
-    return F;
+    for (let x = 0; x < X; x++) if (depth[x] === 0) traverse(x);
   };
-  const readSets = digraph(reads, directReads);
-  const followSets = digraph(includes, readSets);
+  digraph(readsHead, follow);
+  digraph(includesHead, follow);
 
-  const lookaheads = freshList(S, () => new Map<number, Set<number>>());
-  for (let x = 0; x < X; x++) {
-    for (const [st, r] of lookback[x]!) {
-      for (const la of followSets[x]!) {
-        let set = lookaheads[st]!.get(la);
-        if (!set) lookaheads[st]!.set(la, (set = new Set()));
-        set.add(r);
+  // Lookaheads: per (state, terminal) the reducible rules, in the order Lark's sets meet them.
+  const laHead = arena.take(S * TT, -1), laTail = arena.take(S * TT, -1);
+  const laRule: number[] = [], laNext: number[] = [];
+  for (let k = 0; k < lookbackX.length; k++) {
+    const x = lookbackX[k]!, st = lookbackState[k]!, r = lookbackRule[k]!;
+    for (let w = 0; w < W; w++) {
+      for (let bits = follow[x * W + w]!; bits !== 0; bits &= bits - 1) {
+        const la = w * 32 + (31 - Math.clz32(bits & -bits));
+        const cell = st * TT + la;
+        let dup = false;
+        for (let e = laHead[cell]!; e >= 0 && !dup; e = laNext[e]!) if (laRule[e] === r) dup = true;
+        if (dup) continue;
+        const e = laRule.length;
+        laRule.push(r);
+        laNext.push(-1);
+        if (laTail[cell] === -1) laHead[cell] = e;
+        else laNext[laTail[cell]!] = e;
+        laTail[cell] = e;
       }
     }
   }
 
-  const action = new Int32Array(S * TT);
-  const gotoT = new Int32Array(S * NT).fill(-1);
+  // The tables kept with the grammar share one buffer (one allocation instead of 4 + 2 per state).
+  let acceptCount = 0;
+  for (let s = 0; s < S; s++) {
+    for (let k = transStart[s]!; k < transStart[s + 1]!; k++) if (transSym[k]! < TT) acceptCount++;
+    for (let la = 0; la < TT; la++) if (laHead[s * TT + la]! >= 0) acceptCount++;
+  }
+  const kept = new Int32Array(S * TT + S * NT + 2 * R + acceptCount + 2 * kernels.length);
+  let carved = 0;
+  const carve = (n: number): Int32Array => {
+    const view = new Int32Array(kept.buffer, carved * 4, n);
+    carved += n;
+    return view;
+  };
+  const action = carve(S * TT);
+  const gotoT = carve(S * NT).fill(-1);
   const rrMessages: string[] = [];
   for (let s = 0; s < S; s++) {
-    for (const [sym, next] of states[s]!.transitions) {
-      if (sym < TT) action[s * TT + sym] = next + 1;
-      else gotoT[s * NT + (sym - TT)] = next;
+    for (let k = transStart[s]!; k < transStart[s + 1]!; k++) {
+      const y = transSym[k]!;
+      if (y < TT) action[s * TT + y] = transTarget[k]! + 1;
+      else gotoT[s * NT + (y - TT)] = transTarget[k]!;
     }
-    const las = [...lookaheads[s]!.keys()].sort((a, b) => a - b);
-    for (const la of las) {
-      let rs = [...lookaheads[s]!.get(la)!];
-      if (rs.length > 1) {
+    for (let la = 0; la < TT; la++) {
+      const e0 = laHead[s * TT + la]!;
+      if (e0 < 0) continue;
+      let chosen = laRule[e0]!;
+      if (laNext[e0]! >= 0) {
+        const rs: number[] = [];
+        for (let e = e0; e >= 0; e = laNext[e]!) rs.push(laRule[e]!);
         const p = rs.map((r) => ({ pr: allRules[r]!.priority ?? 0, r })).sort((a, b) => b.pr - a.pr);
-        if (p[0]!.pr > p[1]!.pr) rs = [p[0]!.r];
+        if (p[0]!.pr > p[1]!.pr) chosen = p[0]!.r;
         else rrMessages.push(`Reduce/Reduce collision in Terminal('${terminals[la]}') between the following rules: ${rs.map((r) => "\n\t- " + ruleText(allRules[r]!)).join("")}`);
       }
       if (action[s * TT + la] !== 0) continue; // shift wins
-      action[s * TT + la] = -(rs[0]! + 1);
+      action[s * TT + la] = -(chosen + 1);
     }
   }
   if (rrMessages.length) throw new GrammarError(rrMessages.join("\n\n"));
 
-  const endState = states[startState]!.transitions.get(rhs[rootRule]![0]!)!;
-  const ruleLengths = new Int32Array(R);
-  for (let r = 0; r < R; r++) ruleLengths[r] = rhs[r]!.length;
+  const ruleLhs = carve(R);
+  const ruleLen = carve(R);
+  for (let r = 0; r < R; r++) {
+    ruleLhs[r] = lhs[r]! - TT;
+    ruleLen[r] = lenOf(r);
+  }
   const acceptsByState: Int32Array[] = [];
+  const kernelPairs: Int32Array[] = [];
   for (let s = 0; s < S; s++) {
     let n = 0;
     for (let t = 0; t < TT; t++) if (action[s * TT + t] !== 0) n++;
-    const acc = new Int32Array(n);
+    const acc = carve(n);
     for (let t = 0, i = 0; t < TT; t++) if (action[s * TT + t] !== 0) acc[i++] = t;
     acceptsByState.push(acc);
+    const k0 = kernelStart[s]!, k1 = kernelStart[s + 1]!;
+    const k = carve((k1 - k0) * 2);
+    for (let i = 0; i < k1 - k0; i++) {
+      const it = kernels[k0 + i]!;
+      k[2 * i] = itemRule[it]!;
+      k[2 * i + 1] = it - itemBase[itemRule[it]!]!;
+    }
+    kernelPairs.push(k);
   }
   return {
     numStates: S,
@@ -302,20 +451,13 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     rules: allRules,
     action,
     goto: gotoT,
-    ruleLhs: lhs.map((l) => l - TT),
-    ruleLen: ruleLengths,
+    ruleLhs,
+    ruleLen,
     startState,
-    endState,
+    endState: next[startState * SYMS + sym(rootRule, 0)]!,
     terminalIndex,
     acceptsByState,
-    kernels: states.map((st) => {
-      const k = new Int32Array(st.kernel.length * 2);
-      for (let i = 0; i < st.kernel.length; i++) {
-        k[2 * i] = itemRule[st.kernel[i]!]!;
-        k[2 * i + 1] = itemDot(st.kernel[i]!);
-      }
-      return k;
-    }),
+    kernels: kernelPairs,
   };
 }
 

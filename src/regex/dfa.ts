@@ -390,6 +390,48 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   return finishDfa(rawCount, k, trans, rawMask, acceptWords, numPatterns, classOfByte);
 }
 
+/**
+ * The DFA determinize makes for patterns that are each one literal byte string (keywords and
+ * punctuation: most of a grammar's terminals), built as their trie and finished the same way
+ * (finishDfa's minimization and numbering are canonical, so the result is the same DFA). It skips
+ * the NFA and the subset construction, which made a one-literal scanner cost about ten times more.
+ */
+export function determinizeLiterals(literals: readonly (readonly number[])[]): MultiByteDfa {
+  arena.reset();
+  const numPatterns = literals.length;
+  // Byte intervals as determinize refines 0..255 by single-byte edge ranges: each byte some
+  // literal uses on its own, all other bytes together; numbered by their first byte.
+  const rawClass = arena.take(256);
+  let numRaw = 1;
+  let total = 1;
+  for (const literal of literals) {
+    total += literal.length;
+    for (const b of literal) if (rawClass[b] === 0) rawClass[b] = numRaw++;
+  }
+  const dense = arena.take(numRaw, -1);
+  const classOfByte = arena.take(256);
+  let k = 0;
+  for (let b = 0; b < 256; b++) {
+    const raw = rawClass[b]!;
+    if (dense[raw] === -1) dense[raw] = k++;
+    classOfByte[b] = dense[raw]!;
+  }
+  const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
+  const trans = arena.take(total * k, -1);
+  const rawMask = arena.take(total * acceptWords);
+  let nodes = 1;
+  for (let p = 0; p < numPatterns; p++) {
+    let s = 0;
+    for (const b of literals[p]!) {
+      const at = s * k + classOfByte[b]!;
+      if (trans[at]! < 0) trans[at] = nodes++;
+      s = trans[at]!;
+    }
+    rawMask[s * acceptWords + (p >>> 5)]! |= 1 << (p & 31);
+  }
+  return finishDfa(nodes, k, trans, rawMask, acceptWords, numPatterns, classOfByte);
+}
+
 function isAcceptingRaw(mask: Int32Array | Uint32Array, words: number, s: number): boolean {
   for (let w = 0; w < words; w++) if (mask[s * words + w] !== 0) return true;
   return false;

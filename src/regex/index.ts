@@ -59,7 +59,7 @@
  */
 import { parseFlagString, parseRegex, type RegexNode } from "./parser.js";
 import { ByteNfa } from "./nfa.js";
-import { determinize, isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa.js";
+import { determinize, determinizeLiterals, isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import { LruCache } from "./cache.js";
 
@@ -126,6 +126,26 @@ function nfaSizeLowerBound(node: RegexNode): number {
   }
 }
 
+/** The UTF-8 bytes of a pattern that is one literal string (no class, repeat or assertion), or null. */
+function literalBytes(node: RegexNode): number[] | null {
+  const out: number[] = [];
+  const add = (n: RegexNode): boolean => {
+    if (n.kind === "concat") {
+      for (const item of n.items) if (!add(item)) return false;
+      return true;
+    }
+    if (n.kind !== "set" || n.set.length !== 2 || n.set[0] !== n.set[1]) return false;
+    const cp = n.set[0]!;
+    if (cp < 0x80) out.push(cp);
+    else if (cp < 0x800) out.push(0xc0 | (cp >> 6), 0x80 | (cp & 0x3f));
+    else if (cp >= 0xd800 && cp <= 0xdfff) return false; // no UTF-8 encoding: the NFA matches nothing
+    else if (cp < 0x10000) out.push(0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
+    else out.push(0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
+    return true;
+  };
+  return add(node) ? out : null;
+}
+
 function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
   const maxNfaStates = limits.maxNfaStates ?? DEFAULT_REGEX_LIMITS.maxNfaStates;
   let estimate = 0;
@@ -136,6 +156,16 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
       "nfaStates",
     );
   }
+  const literals: number[][] = [];
+  let trieSize = 1;
+  for (let i = 0; i < nodes.length && literals.length === i; i++) {
+    const bytes = literalBytes(nodes[i]!);
+    if (bytes !== null) {
+      literals.push(bytes);
+      trieSize += bytes.length;
+    }
+  }
+  if (literals.length === nodes.length && trieSize <= (limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates)) return determinizeLiterals(literals);
   const nfa = new ByteNfa(maxNfaStates);
   const start = nfa.newState();
   nodes.forEach((node, p) => {
