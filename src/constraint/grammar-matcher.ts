@@ -881,6 +881,8 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   tokenStartLexers(): Int32Array;
   /** One byte per class of bytes that step the lexer state alike. */
   lexerByteReps(lex: number): Uint8Array;
+  /** Per byte, a label equal for the bytes that step the lexer state alike. */
+  lexerByteLabels(lex: number): Uint8Array;
   /** The terminal commit at the byte, as a key for afterCommit; -1 when none. */
   lexerCommitKey(lex: number, byte: number): number;
   /** The one-hypothesis state after the commit on `stack`; -1 when the parser refuses it. */
@@ -893,7 +895,7 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
 
 function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
   const l = a as Partial<LexerLevelAutomaton>;
-  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.tokenStartLexers === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerIgnoredRun === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.lowerBoundAfterCommit === "function" && typeof l.withStack === "function";
+  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.lexerByteLabels === "function" && typeof l.tokenStartLexers === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerIgnoredRun === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.lowerBoundAfterCommit === "function" && typeof l.withStack === "function";
 }
 
 /** Trie nodes where one terminal commit (same terminal, same inherited constraints) happens. */
@@ -928,6 +930,28 @@ interface LexerWalk {
   readonly tokensByCont: Int32Array[];
   readonly groups: CommitGroup[];
 }
+
+/** A commit group while its walk goes on; its lists are made on first need. */
+interface GroupBuilder {
+  hasEnds: boolean;
+  nodes: number[] | null;
+  loops: number[] | null;
+  dead: number[] | null;
+  alive: number[] | null;
+  ranges: number[] | null;
+}
+
+/** The builder of `key`'s group among a walk's groups (a walk has a few: a linear search). */
+function builderOf(keys: number[], builders: GroupBuilder[], key: number): GroupBuilder {
+  for (let i = 0; i < keys.length; i++) if (keys[i] === key) return builders[i]!;
+  const g: GroupBuilder = { hasEnds: false, nodes: null, loops: null, dead: null, alive: null, ranges: null };
+  keys.push(key);
+  builders.push(g);
+  return g;
+}
+
+/** The node list of a group without such nodes (shared; read only). */
+const NO_NODES: readonly number[] = Object.freeze([]);
 
 /** Set in a lexer set step code, as in the grammar stage's lexer step codes. */
 const COMMIT = LEXER_COMMITS;
@@ -1031,6 +1055,14 @@ class LexerLevelWalks {
     }
     const result = commit | (next.length > 0 ? this.internSet(next.sort((a, b) => a - b)) + 1 : 0);
     this.setNext[slot] = result;
+    if (members.length === 1) {
+      // The bytes the member's lexer cannot tell from this one step the set alike: a walk's first
+      // and loop bytes ask for all 256, and most sets have a handful of classes.
+      const labels = automaton.lexerByteLabels(members[0]!);
+      const label = labels[byte]!;
+      const base = setId * 256;
+      for (let b = 0; b < 256; b++) if (labels[b] === label) this.setNext[base + b] = result;
+    }
     return result;
   }
 
@@ -1363,41 +1395,11 @@ class LexerLevelWalks {
     let mask: Uint32Array | null = null;
     const contSets: number[] = [];
     const tokensByCont: number[][] = [];
-    interface Builder { nodes: number[]; loops: number[]; dead: number[]; alive: number[]; ranges: number[]; hasEnds: boolean }
-    const groups = new Map<number, Builder>();
-    const groupOf = (key: number): Builder => {
-      let g = groups.get(key);
-      if (g === undefined) {
-        g = { nodes: [], loops: [], dead: [], alive: [], ranges: [], hasEnds: false };
-        groups.set(key, g);
-      }
-      return g;
-    };
+    // Commit groups in the order met (a walk has a few): their keys and builders, searched linearly.
+    const groupKeys: number[] = [];
+    const builders: GroupBuilder[] = [];
     const atDepth = this.atDepth;
     const stamp = ++this.stamp;
-    const slotOf = (cont: number): number => {
-      if (cont >= this.seen.length) {
-        const n = Math.max(cont + 1, this.seen.length * 2);
-        this.seen = grownTo(this.seen, n);
-        this.seenSlot = grownTo(this.seenSlot, n);
-      }
-      if (this.seen[cont] !== stamp) {
-        this.seen[cont] = stamp;
-        this.seenSlot[cont] = contSets.length;
-        contSets.push(cont);
-        tokensByCont.push([]);
-      }
-      return this.seenSlot[cont]!;
-    };
-    const addTokens = (cont: number, from: number, to: number): void => {
-      if (from >= to) return;
-      const slot = slotOf(cont);
-      if (dense) setTokenRange((mask ??= new Uint32Array(maskWords(this.trie.vocabSize))), tokenIds, from, to);
-      else {
-        const list = tokensByCont[slot]!;
-        for (let t = from; t < to; t++) list.push(tokenIds[t]!);
-      }
-    };
     for (let si = 0; si < starts.length; si++) {
       const start = starts[si]!;
       atDepth[depth[start]! - 1] = setId;
@@ -1414,11 +1416,11 @@ class LexerLevelWalks {
         if ((code & COMMIT) !== 0) {
           const keys = this.commitKeysAt(from, byte);
           for (let k = 0; k < keys.length; k++) {
-            const g = groupOf(keys[k]!);
-            if (subtreeSize[p]! > 1) g.nodes.push(p);
+            const g = builderOf(groupKeys, builders, keys[k]!);
+            if (subtreeSize[p]! > 1) (g.nodes ??= []).push(p);
             if (isEnd) {
               g.hasEnds = true;
-              const list = cont < 0 ? g.dead : g.alive;
+              const list = cont < 0 ? (g.dead ??= []) : (g.alive ??= []);
               for (let t = tokenStart[p]!, to = tokenStart[p + 1]!; t < to; t++) list.push(tokenIds[t]!);
             }
           }
@@ -1428,7 +1430,7 @@ class LexerLevelWalks {
           continue;
         }
         atDepth[d] = cont;
-        if (isEnd) addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!);
+        if (isEnd) mask = this.addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!, stamp, contSets, tokensByCont, dense, mask);
         const size = subtreeSize[p]!;
         if (size > 1) {
           // Everything below steps the set to itself the same way: take the subtree at once.
@@ -1443,16 +1445,16 @@ class LexerLevelWalks {
           if (inLoop && !ascii) inLoop = this.loopsOnUtf8[cont] === 1 && utf8Aligned[p] === 1;
           if (inLoop) {
             const below0 = tokenStart[p + 1]!, below1 = tokenStart[p + size]!;
-            addTokens(cont, below0, below1);
+            mask = this.addTokens(cont, below0, below1, stamp, contSets, tokensByCont, dense, mask);
             const loopCode = this.loopCodes[cont]!;
             if ((loopCode & COMMIT) !== 0) {
               const keys = this.commitKeysOfLoop(cont);
               for (let k = 0; k < keys.length; k++) {
-                const g = groupOf(keys[k]!);
-                g.loops.push(p);
+                const g = builderOf(groupKeys, builders, keys[k]!);
+                (g.loops ??= []).push(p);
                 if (below1 > below0) {
                   g.hasEnds = true;
-                  g.ranges.push(below0, below1);
+                  (g.ranges ??= []).push(below0, below1);
                 }
               }
             }
@@ -1464,21 +1466,50 @@ class LexerLevelWalks {
       }
     }
     const out: CommitGroup[] = [];
-    for (const [commitKey, g] of groups) {
+    for (let i = 0; i < builders.length; i++) {
+      const g = builders[i]!;
       out.push({
-        commitKey,
+        commitKey: groupKeys[i]!,
         hasEnds: g.hasEnds,
-        deadEnds: this.keptListOf(g.dead),
-        aliveEnds: this.keptListOf(g.alive),
-        aliveRanges: g.ranges,
-        nodes: g.nodes,
-        loops: g.loops,
+        deadEnds: g.dead === null ? EMPTY : this.keptListOf(g.dead),
+        aliveEnds: g.alive === null ? EMPTY : this.keptListOf(g.alive),
+        aliveRanges: g.ranges ?? NO_NODES,
+        nodes: g.nodes ?? NO_NODES,
+        loops: g.loops ?? NO_NODES,
         below: null,
       });
     }
     const lists: Int32Array[] = [];
     if (!dense) for (let i = 0; i < tokensByCont.length; i++) lists.push(this.keptListOf(tokensByCont[i]!));
     return { owner: setId, mask, contSets, tokensByCont: lists, groups: out };
+  }
+
+  /**
+   * Tokens [from, to) of trie order end a commit-free token in set `cont`: into the walk's dense
+   * mask (made on first need, returned), or into the list of `cont`'s slot in the walk.
+   */
+  private addTokens(cont: number, from: number, to: number, stamp: number, contSets: number[], tokensByCont: number[][], dense: boolean, mask: Uint32Array | null): Uint32Array | null {
+    if (from >= to) return mask;
+    if (cont >= this.seen.length) {
+      const n = Math.max(cont + 1, this.seen.length * 2);
+      this.seen = grownTo(this.seen, n);
+      this.seenSlot = grownTo(this.seenSlot, n);
+    }
+    if (this.seen[cont] !== stamp) {
+      this.seen[cont] = stamp;
+      this.seenSlot[cont] = contSets.length;
+      contSets.push(cont);
+      tokensByCont.push([]);
+    }
+    const tokenIds = this.trie.tokenIds;
+    if (dense) {
+      mask ??= new Uint32Array(maskWords(this.trie.vocabSize));
+      setTokenRange(mask, tokenIds, from, to);
+    } else {
+      const list = tokensByCont[this.seenSlot[cont]!]!;
+      for (let t = from; t < to; t++) list.push(tokenIds[t]!);
+    }
+    return mask;
   }
 
   /**

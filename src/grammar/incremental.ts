@@ -64,8 +64,13 @@ export interface IncrementalOptions {
   maxIgnoredRun?: number;
 }
 
-/** In a `lexerStep` code: a (non-ignored) terminal may end at this byte, so the parser is needed. */
-export const LEXER_COMMITS = 0x40000000;
+/**
+ * In a `lexerStep` code: a (non-ignored) terminal may end at this byte, so the parser is needed.
+ * Bit 29, not 30: codes then stay within V8's small integers (31 bits), which a call returns
+ * without allocating a heap number (a walk's step codes were a quarter of its allocations).
+ * Lexer states and their sets stay far below 2^29.
+ */
+export const LEXER_COMMITS = 0x20000000;
 
 /** lexerEndKey: the text may end here and the parser stack stays as it is. */
 export const LEXER_END_KEEPS_STACK = -2;
@@ -399,6 +404,11 @@ export class GrammarAutomaton {
       this.byteRepsMemo.set(key, reps);
     }
     return reps;
+  }
+
+  /** Per byte, a label equal for the bytes that step `lex` alike (see byteLabels). Read only. */
+  lexerByteLabels(lex: number): Uint8Array {
+    return this.byteLabels(lex);
   }
 
   /**

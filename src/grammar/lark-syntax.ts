@@ -78,6 +78,15 @@ const META_TERMINALS: [string, string][] = [
   ["_COMMA", ","],
 ];
 const META_IGNORE = new Set(["WS", "COMMENT", "BACKSLASH"]);
+/**
+ * Characters that only one meta terminal can start with and match alone (punctuation): the
+ * lexer takes them, and names, without running the combined regexp, most of a grammar's tokens.
+ */
+const SINGLE_CHAR_TERMINAL = new Int8Array(128).fill(-1);
+for (const [ch, name] of [["(", "_LPAR"], [")", "_RPAR"], ["[", "_LBRA"], ["]", "_RBRA"], ["{", "_LBRACE"], ["}", "_RBRACE"], ["|", "_OR"], ["~", "TILDE"], [":", "_COLON"], [",", "_COMMA"], ["*", "OP"]] as const)
+  SINGLE_CHAR_TERMINAL[ch.charCodeAt(0)] = META_TERMINALS.findIndex(([n]) => n === name);
+const RULE_TERMINAL = META_TERMINALS.findIndex(([n]) => n === "RULE");
+const TERMINAL_TERMINAL = META_TERMINALS.findIndex(([n]) => n === "TERMINAL");
 
 const META_RULES: Record<string, string[]> = {
   start: ["_list"],
@@ -293,11 +302,28 @@ function metaParse(text: string): Tree {
   while (pos < text.length) {
     let matched = -1;
     let value = "";
-    lexer.lastIndex = pos;
-    const m = lexer.exec(text);
-    if (m !== null) {
-      for (let i = 0; i < groupOf.length; i++) {
-        if (m[groupOf[i]!] !== undefined) { matched = i; value = m[0]; break; }
+    const c = text.charCodeAt(pos);
+    const single = c < 128 ? SINGLE_CHAR_TERMINAL[c]! : -1;
+    if (single >= 0) {
+      matched = single;
+      value = text[pos]!;
+    } else if ((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a)) {
+      // RULE or TERMINAL (no terminal before them in the order can start with a letter).
+      const lower = c >= 0x61;
+      let end = pos + 1;
+      for (; end < text.length; end++) {
+        const d = text.charCodeAt(end);
+        if (!(d === 0x5f || (d >= 0x30 && d <= 0x39) || (lower ? d >= 0x61 && d <= 0x7a : d >= 0x41 && d <= 0x5a))) break;
+      }
+      matched = lower ? RULE_TERMINAL : TERMINAL_TERMINAL;
+      value = text.slice(pos, end);
+    } else {
+      lexer.lastIndex = pos;
+      const m = lexer.exec(text);
+      if (m !== null) {
+        for (let i = 0; i < groupOf.length; i++) {
+          if (m[groupOf[i]!] !== undefined) { matched = i; value = m[0]; break; }
+        }
       }
     }
     if (matched < 0 || value === "") throw failure("chars", "", text[pos] ?? "", pos);
