@@ -78,13 +78,16 @@ function deepCopy(n: Node): Node {
   return n;
 }
 
-/** Structural key with Lark's equality (Symbols compare by kind+name, patterns by type/value/flags). */
+/**
+ * Structural key with Lark's equality (Symbols compare by kind+name, patterns by type/value/flags).
+ * Values go in length-prefixed (unambiguous, and cheaper than quoting them).
+ */
 function keyOf(n: Node): string {
   switch (n.kind) {
     case "tree": return `${n.data}(${n.children.map(keyOf).join(",")})`;
     case "sym": return (n.isTerm ? "T:" : "N:") + n.name;
-    case "pattern": return `P${n.type}:${n.flags}:${JSON.stringify(n.value)}`;
-    case "token": return `K:${JSON.stringify(n.value)}`;
+    case "pattern": return `P${n.type}:${n.flags}:${n.value.length}:${n.value}`;
+    case "token": return `K:${n.value.length}:${n.value}`;
     case "empty": return "E";
   }
 }
@@ -553,6 +556,20 @@ const TERMINAL_NAMES: Record<string, string> = {
 const ID_START = /^[\p{L}\p{Mn}\p{Mc}\p{Pc}]$/u;
 const ID_CONTINUE = /^[\p{L}\p{Mn}\p{Mc}\p{Pc}\p{Nd}\p{Nl}]+$/u;
 
+/**
+ * Python's str.isidentifier as Lark uses it to name a literal's terminal; ASCII by hand (the
+ * Unicode property regexps are costly to run in a cold process, and literals are mostly ASCII).
+ */
+function isIdentifier(v: string): boolean {
+  let ascii = true;
+  for (let i = 0; i < v.length && ascii; i++) {
+    const c = v.charCodeAt(i);
+    if (c >= 0x80) ascii = false;
+    else if (!(c === 0x5f || (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (i > 0 && c >= 0x30 && c <= 0x39))) return false;
+  }
+  return ascii || (ID_CONTINUE.test(v) && ID_START.test([...v][0]!));
+}
+
 const EMPTY: Node = { kind: "empty" };
 const SMALL_FACTOR_THRESHOLD = 5;
 const REPEAT_BREAK_THRESHOLD = 50;
@@ -607,7 +624,7 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
       if (known) termName = known.name;
       else {
         termName = TERMINAL_NAMES[p.value] ?? null;
-        if (termName === null && p.value && ID_CONTINUE.test(p.value) && ID_START.test([...p.value][0]!) && !termSet.has(p.value.toUpperCase()))
+        if (termName === null && p.value && isIdentifier(p.value) && !termSet.has(p.value.toUpperCase()))
           termName = p.value.toUpperCase();
         if (termName !== null && termSet.has(termName)) termName = null;
       }
@@ -822,6 +839,8 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
 function describe(n: Node): string {
   if (isSym(n)) return `${n.isTerm ? "Terminal" : "NonTerminal"}('${n.name}')`;
   if (isTree(n)) return `Tree('${n.data}', [${n.children.map(describe).join(", ")}])`;
+  if (n.kind === "pattern") return `P${n.type}:${n.flags}:${JSON.stringify(n.value)}`;
+  if (n.kind === "token") return `K:${JSON.stringify(n.value)}`;
   return keyOf(n);
 }
 

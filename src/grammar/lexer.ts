@@ -35,7 +35,18 @@ export interface Scanner {
   readonly unless: ReadonlyMap<string, readonly LexTerminal[]>;
 }
 
-const cpLength = (s: string): number => [...s].length;
+/** Code points in `s` (a sort key: counted without spreading the string). */
+function cpLength(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) { n--; i++; }
+    }
+  }
+  return n;
+}
 
 /**
  * A terminal as the lexer uses it. Its JS regexps (for Lark's own verdict, `parses`, and the
