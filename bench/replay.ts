@@ -21,6 +21,8 @@ export interface Samples {
    * evaluates the prompt, after the first mask; part of roundMs, not of compileMs.
    */
   walkAheadMs: number[];
+  /** Per compile stage (grammars: grammar, automaton, matcher, firstMask), ms: parts of compileMs. */
+  compilePhasesMs?: Record<string, number[]>;
   wronglyMasked: number;
   notAccepting: number;
   tokens: number;
@@ -156,7 +158,7 @@ export async function compareWorkload<M>(rounds: number, ours: OursRound<M>, the
   const w = summarize(warmed);
   const t = summarize(xgrammar);
   return {
-    ours: o,
+    ours: { ...o, ...compilePhases(large) },
     oursTightBudget: summarize(tight),
     oursWarmMatcher: w,
     xgrammar: t,
@@ -171,6 +173,14 @@ export async function compareWorkload<M>(rounds: number, ours: OursRound<M>, the
     },
     oursNotAcceptingAtEnd: large.notAccepting + tight.notAccepting,
   };
+}
+
+/** The median of each compile stage, where the samples time them (grammars). */
+function compilePhases(s: Samples): { compilePhasesMsMedian?: Record<string, number> } {
+  if (s.compilePhasesMs === undefined) return {};
+  const medians: Record<string, number> = {};
+  for (const [name, ms] of Object.entries(s.compilePhasesMs)) medians[name] = round3(percentile([...ms].sort((a, b) => a - b), 0.5));
+  return { compilePhasesMsMedian: medians };
 }
 
 export function summarize(s: Samples): Record<string, number> {

@@ -1,7 +1,7 @@
 // The typed-array helpers the compile stages share: IntMap against a JS Map, Int32Arena's views.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { grownTo, Int32Arena, IntMap, seededRandom } from "../src/regex/index.js";
+import { grownTo, IdMap, Int32Arena, IntMap, seededRandom, TableSlab } from "../src/regex/index.js";
 
 test("IntMap answers like a Map for keys up to 2^53, through growth", () => {
   const rand = seededRandom(7);
@@ -26,6 +26,34 @@ test("IntMap answers like a Map for keys up to 2^53, through growth", () => {
   }
   assert.equal(map.size, reference.size);
   for (const [k, v] of reference) assert.equal(map.get(k), v);
+});
+
+test("IntMap and IdMap start empty on a slab's zeroed bytes and answer like a Map through growth", () => {
+  const rand = seededRandom(11);
+  const slab = new TableSlab(4096);
+  const ints = new IntMap(8, slab);
+  const ids = new IdMap(8, slab);
+  const reference = new Map<number, number>();
+  assert.equal(ints.get(0), IntMap.MISSING);
+  assert.equal(ids.get(0), IntMap.MISSING);
+  assert.equal(ids.get(1_000_000), IntMap.MISSING, "past the table");
+  for (let i = 0; i < 5_000; i++) {
+    // Ids come densely, as states and stacks do, with a few jumps ahead.
+    const id = rand() < 0.9 ? Math.floor(rand() * (i + 1)) : Math.floor(rand() * 4 * (i + 1));
+    if (rand() < 0.5) {
+      const value = [0, -1, 0x7fffffff, Math.floor(rand() * 2 ** 32) - 2 ** 31 + 1][Math.floor(rand() * 4)]!;
+      ints.set(id, value);
+      ids.set(id, value);
+      reference.set(id, value);
+    } else {
+      assert.equal(ints.get(id), reference.get(id) ?? IntMap.MISSING, `IntMap.get(${id})`);
+      assert.equal(ids.get(id), reference.get(id) ?? IntMap.MISSING, `IdMap.get(${id})`);
+    }
+  }
+  for (const [k, v] of reference) {
+    assert.equal(ints.get(k), v);
+    assert.equal(ids.get(k), v);
+  }
 });
 
 test("Int32Arena hands out filled, disjoint views and its own arrays past its capacity", () => {

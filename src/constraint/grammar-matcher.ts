@@ -16,7 +16,7 @@
  * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
 import { LEXER_COMMITS, searchCheapestGoal } from "../grammar/index.js";
-import { grownTo, int32Of, IntMap, TableSlab } from "../regex/index.js";
+import { grownTo, IdMap, int32Of, IntMap, TableSlab } from "../regex/index.js";
 import { loopsOnEveryUtf8Char, type TokenTrie } from "./trie.js";
 import type { ByteAutomaton } from "./types.js";
 import { maskWords, orInto, setTokenList, setTokenRange } from "./types.js";
@@ -80,11 +80,31 @@ const MATCHER_SLAB_BYTES = 64 * 1024;
 /** Token lists of a walk up to this length come from the slab while it lasts. */
 const SLAB_LIST_MAX = 256;
 
+/**
+ * Values by a dense id (automaton states and walk slots are numbered 0, 1, 2… as they are made):
+ * an array indexed by the id. A Map keyed by small integers hashes every lookup; these are read
+ * on every first visit of a state, many times over.
+ */
+class DenseTable<T> {
+  private readonly values: (T | undefined)[] = [];
+
+  get(id: number): T | undefined {
+    return id < this.values.length ? this.values[id] : undefined;
+  }
+
+  set(id: number, value: T): void {
+    const values = this.values;
+    // Filled up to the id: an element far past the end would turn the array into a dictionary.
+    while (values.length < id) values.push(undefined);
+    values[id] = value;
+  }
+}
+
 export class GrammarTokenMatcher {
   readonly words: number;
   private empty: Uint32Array | null = null;
   private readonly tables = new TableSlab(MATCHER_SLAB_BYTES);
-  private readonly edges = new Map<number, StateEdges>();
+  private readonly edges = new DenseTable<StateEdges>();
   private readonly sharedMasks = new Map<string, Uint32Array>();
   private readonly signature: number[] = [];
   private readonly prefixCache = new Map<string, { tokens: Int32Array; targets: Int32Array }>();
@@ -96,25 +116,25 @@ export class GrammarTokenMatcher {
    * tokens: a roomy budget is settled by the greedy completion's length alone, without spelling it
    * in tokens or stepping the automaton along it (see byteBoundOf, carryByteBound).
    */
-  private readonly byteBound = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly byteBound = new IdMap(MEMO_CAPACITY, this.tables);
   /** Where along the greedy chain a state's byte bound goes on: `at` bytes into `node`'s step. */
-  private readonly boundNode = new IntMap(MEMO_CAPACITY, this.tables);
-  private readonly boundAt = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly boundNode = new IdMap(MEMO_CAPACITY, this.tables);
+  private readonly boundAt = new IdMap(MEMO_CAPACITY, this.tables);
   private readonly bytesAreTokens: boolean;
   /** States whose bound has had the shortest-completion search too. */
   private readonly exactBounded = new Set<number>();
   /** Per state: the greedy completion's next commit (see greedyStep, greedyLength). */
-  private readonly greedySteps = new Map<number, { bytes: Uint8Array; next: number } | null>();
+  private readonly greedySteps = new DenseTable<{ bytes: Uint8Array; next: number } | null>();
   /**
    * Per state: the greedy completion's length in bytes (-1: none) and its commits. Memoized along
    * the chain: the completions of sibling states (one token apart) soon reach the same shorter
    * stack, so each pays only the steps until a state already measured.
    */
-  private readonly greedyBytes = new IntMap(MEMO_CAPACITY, this.tables);
-  private readonly greedyCommits = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly greedyBytes = new IdMap(MEMO_CAPACITY, this.tables);
+  private readonly greedyCommits = new IdMap(MEMO_CAPACITY, this.tables);
   private readonly greedyWalk: number[] = [];
   /** Per lexer state: the index (in tokenEnds) of the commit the last greedy step from it chose. */
-  private readonly greedyHint = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly greedyHint = new IdMap(MEMO_CAPACITY, this.tables);
   /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
   private readonly finishMemo = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly budgetMasks = new Map<number, Uint32Array>();
@@ -977,7 +997,8 @@ class LexerLevelWalks {
   private readonly setMembers: number[][] = [];
   private readonly setIds = new Map<string, number>();
   private setNext: Int32Array;
-  private readonly commitKeys = new Map<number, Int32Array>();
+  /** By slot (set * 256 + byte). */
+  private readonly commitKeys = new DenseTable<Int32Array>();
   private readonly ends = new Map<number, { keys: Int32Array; bytes: Uint8Array[] }>();
   private readonly firstBytesOf = new Map<number, Uint32Array>();
   /** Per set: loop bytes computed (1), the 8 words of loopBytes, the loop's step code. */

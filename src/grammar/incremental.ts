@@ -11,7 +11,7 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, compileRegex, grownTo, int32Of, IntMap, patternDistances, TableSlab, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, compileRegex, grownTo, IdMap, int32Of, IntMap, patternDistances, TableSlab, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
@@ -150,7 +150,7 @@ export class GrammarAutomaton {
   private readonly singleSetIds = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly stepMemo = new IntMap(MEMO_CAPACITY, this.tables);
   /** 1 / 0 per state: whether the text so far is a complete sentence. */
-  private readonly completeMemo = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly completeMemo = new IdMap(MEMO_CAPACITY, this.tables);
   private readonly scratch: number[] = [];
 
   constructor(readonly grammar: Grammar, opts: IncrementalOptions = {}) {
@@ -642,7 +642,7 @@ export class GrammarAutomaton {
   // Lower bounds for minimal completion: bytes per terminal / nonterminal, then per parser stack.
   private itemCosts: ItemCosts | null = null;
   /** Per stack; COST_INFINITY for Infinity. */
-  private readonly stackCostMemo = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly stackCostMemo = new IdMap(MEMO_CAPACITY, this.tables);
 
   /**
    * Fewest bytes of each symbol (terminals: their shortest match; rules: a fixpoint), summed per

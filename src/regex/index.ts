@@ -68,7 +68,7 @@ export { isEmptyLanguage, patternDistances } from "./dfa.js";
 export { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 export { LruCache } from "./cache.js";
 export { grownTo, Int32Arena, int32Of, TableSlab, uint8Of } from "./arena.js";
-export { IntMap } from "./int-map.js";
+export { IdMap, IntMap } from "./int-map.js";
 export { matchesBytes, matchesString, sampleMember, sampleString, seededRandom, shortestCompletion, walkBytes } from "./sample.js";
 export type { SampleOptions } from "./sample.js";
 export { parseRegex, parseFlagString } from "./parser.js";
