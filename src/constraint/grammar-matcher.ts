@@ -72,11 +72,11 @@ export const WALK_AHEAD_MS = 12;
 /** Entries of a memo map before its first growth. */
 const MEMO_CAPACITY = 128;
 /**
- * A matcher's slab (TableSlab): the first tables of its and its lexer walks' eight memo maps
- * (4 KB each), their step tables (about 16 KB), the depth stack of a walk and the short token
- * lists of the first walks (SLAB_LIST_MAX).
+ * A matcher's slab (TableSlab): the first tables of its and its lexer walks' two IntMaps (4 KB
+ * each) and six IdMaps (0.5 KB each), their step tables (about 16 KB), the depth stack of a walk
+ * and the short token lists of the first walks (SLAB_LIST_MAX): about 20 KB at a first mask.
  */
-const MATCHER_SLAB_BYTES = 64 * 1024;
+const MATCHER_SLAB_BYTES = 48 * 1024;
 /** Token lists of a walk up to this length come from the slab while it lasts. */
 const SLAB_LIST_MAX = 256;
 

@@ -92,8 +92,11 @@ const LEX_FIELDS = 6; // scanner, dfa state, first accepted, token length, ignor
 const STEP_FIELDS = 4; // see GrammarAutomaton.lexSteps
 /** Entries of a memo map before its first growth. */
 const MEMO_CAPACITY = 128;
-/** Eight memo maps' first tables (256 slots of two doubles), the first step and lexer tables. */
-const AUTOMATON_SLAB_BYTES = 8 * 256 * 2 * 8 + 256 * 4 * STEP_FIELDS * 4 + LEX_FIELDS * 8 * 4;
+/**
+ * Six IntMaps' first tables (256 slots of two doubles), two IdMaps' (MEMO_CAPACITY ints), the first
+ * step and lexer tables.
+ */
+const AUTOMATON_SLAB_BYTES = 6 * 256 * 2 * 8 + 2 * MEMO_CAPACITY * 4 + 256 * 4 * STEP_FIELDS * 4 + LEX_FIELDS * 8 * 4;
 
 /**
  * States are sets of hypotheses (parser stack, lexer state). A lexer state is everything about the
