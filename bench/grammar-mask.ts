@@ -264,31 +264,33 @@ function jitWarmUp(trie: TokenTrie, tokenize: (text: string) => Int32Array, ms: 
 /** Compiles of the warm-up grammars in the JIT warm-up (see jitWarmUp; GRAMMAR_NOTE says the number). */
 const COMPILE_WARMUP_COMPILES = 8000;
 
-/** A matcher of the workload's grammar compiled from its text, nothing cached. */
-function freshMatcher(w: Workload, trie: TokenTrie): GrammarTokenMatcher {
-  return new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(w.grammar), { maxIgnoredRun: MAX_IGNORED_RUN }));
+/**
+ * A matcher of the workload's grammar compiled from its text, nothing cached; with `phases`, the
+ * time of each stage pushed there (compilePhasesMsMedian: where a compile's time goes).
+ */
+function freshMatcher(w: Workload, trie: TokenTrie, phases?: Record<string, number[]>): GrammarTokenMatcher {
+  const t0 = performance.now();
+  const grammar = compileGrammar(w.grammar);
+  const t1 = performance.now();
+  const automaton = createGrammarAutomaton(grammar, { maxIgnoredRun: MAX_IGNORED_RUN });
+  const t2 = performance.now();
+  const matcher = new GrammarTokenMatcher(trie, automaton);
+  if (phases !== undefined) {
+    (phases.grammar ??= []).push(t1 - t0);
+    (phases.automaton ??= []).push(t2 - t1);
+    (phases.matcher ??= []).push(performance.now() - t2);
+  }
+  return matcher;
 }
 
 function runOurs(w: Workload, trie: TokenTrie, targets: Int32Array[], budget: "large" | "tight", out: Samples, reuse?: GrammarTokenMatcher): GrammarTokenMatcher {
   const cpu0 = cpuUs();
   const t0 = performance.now();
-  let matcher: GrammarTokenMatcher;
-  if (reuse !== undefined) matcher = reuse;
-  else {
-    // freshMatcher's stages timed apart (compilePhasesMsMedian: where a compile's time goes).
-    const grammar = compileGrammar(w.grammar);
-    const t1 = performance.now();
-    const automaton = createGrammarAutomaton(grammar, { maxIgnoredRun: MAX_IGNORED_RUN });
-    const t2 = performance.now();
-    matcher = new GrammarTokenMatcher(trie, automaton);
-    const t3 = performance.now();
-    matcher.mask(matcher.start, 1000);
-    const phases = (out.compilePhasesMs ??= { grammar: [], automaton: [], matcher: [], firstMask: [] });
-    phases.grammar!.push(t1 - t0);
-    phases.automaton!.push(t2 - t1);
-    phases.matcher!.push(t3 - t2);
-    phases.firstMask!.push(performance.now() - t3);
-  }
+  const phases = reuse === undefined ? (out.compilePhasesMs ??= {}) : undefined;
+  const matcher = reuse ?? freshMatcher(w, trie, phases);
+  const tm = performance.now();
+  matcher.mask(matcher.start, 1000);
+  if (phases !== undefined) (phases.firstMask ??= []).push(performance.now() - tm);
   out.compileMs.push(performance.now() - t0);
   out.compileCpuMs.push((cpuUs() - cpu0) / 1000);
   // As the server does in the first decode round, while the model evaluates the prompt

@@ -79,11 +79,9 @@ export class TableSlab {
     return at < 0 ? new Uint8Array(n) : new Uint8Array(this.buffer!, at, n);
   }
 
-  float64(n: number, fill = 0): Float64Array {
+  float64(n: number): Float64Array {
     const at = this.place(n * 8);
-    const view = at < 0 ? new Float64Array(n) : new Float64Array(this.buffer!, at, n);
-    if (fill !== 0) view.fill(fill);
-    return view;
+    return at < 0 ? new Float64Array(n) : new Float64Array(this.buffer!, at, n);
   }
 
   /** Byte offset of `size` fresh bytes (8-aligned), or -1 when they do not fit. */
