@@ -153,3 +153,22 @@ test("minBytesToComplete equals a brute-force breadth-first search", () => {
     assert.ok(a.minBytesLowerBound(s) <= exact, prefix);
   }
 });
+
+test("scanners that surely become small DFAs wait for their first use; any other is built, or refused, at compile", () => {
+  const scanners = (a: GrammarAutomaton): (unknown | undefined)[] => (a as unknown as { scannerDfas: unknown[] }).scannerDfas;
+  const pal = new GrammarAutomaton(compileGrammar('start: pal\npal: "a" pal "a" | "b" pal "b" | MID\nMID: "a".."z"\n'));
+  const unbuilt = scanners(pal).filter((d) => d === undefined).length;
+  assert.ok(unbuilt >= 3, `palindrome: ${unbuilt} of ${scanners(pal).length} scanners left for later`);
+  // Built as the walk reaches them, with Lark's answers (verified against Lark 1.1.5).
+  assert.deepEqual(["aca", "abcba", "abba", "aba"].map((t) => pal.isComplete(pal.walk(pal.start, t))), [true, true, false, false]);
+  assert.equal(pal.walk(pal.start, "abcbb"), -1);
+  pal.tokenStartLexers();
+  assert.equal(scanners(pal).filter((d) => d === undefined).length, 0);
+  // A terminal Lark compiles but whose DFA is too big (2^21 states) is refused when the grammar
+  // is compiled, also in a scanner no first mask reaches; and a class with anything beyond plain
+  // ASCII characters and ranges is built at once.
+  assert.throws(() => new GrammarAutomaton(compileGrammar('start: "a" "b" X\nX: /(a|b)*a(a|b){20}/\n')), GrammarError);
+  const other = new GrammarAutomaton(compileGrammar('start: "a" X Y\nX: /[^a]/\nY: /[\\t-~]/\n'));
+  // Built: the start scanner, X's and Y's (the one after Y, end of text only, can wait).
+  assert.equal(scanners(other).filter((d) => d !== undefined).length, 3);
+});

@@ -116,7 +116,9 @@ export class GrammarAutomaton {
    */
   readonly approximate = new Set<string>();
   private readonly maxIgnoredRun: number;
-  private readonly scannerDfas: ScannerDfa[] = [];
+  /** Per scanner id: its terminals, and its byte DFA once built (see scannerDfa). */
+  private readonly scanners: Scanner[] = [];
+  private readonly scannerDfas: (ScannerDfa | undefined)[] = [];
   private readonly scannerOfState: Int32Array;
   // Interned parser stacks: parent id, LALR state.
   private readonly stackParent: number[] = [-1];
@@ -176,13 +178,23 @@ export class GrammarAutomaton {
       const sc = grammar.scanners[s]!;
       let id = byScanner.get(sc);
       if (id === undefined) {
-        id = this.scannerDfas.length;
-        this.scannerDfas.push(buildScannerDfa(sc, this.approximate));
+        id = this.scanners.length;
+        this.scanners.push(sc);
+        // Built now, so a scanner that cannot become a DFA (too many states, a timeout) is a
+        // GrammarError of the compile (a 400), never of a later request's walk. Only scanners
+        // that provably cannot fail wait for their first use: a small grammar's first mask
+        // reaches two of its five scanners, and each costs a DFA construction.
+        this.scannerDfas.push(cannotFailToBuild(sc) ? undefined : buildScannerDfa(sc, this.approximate));
         byScanner.set(sc, id);
       }
       this.scannerOfState[s] = id;
     }
     return this.intern([0, this.startLex(this.scannerOfState[table.startState]!, 0)]);
+  }
+
+  /** A scanner's byte DFA, built on first use when the compile left it (see build). */
+  private scannerDfa(id: number): ScannerDfa {
+    return this.scannerDfas[id] ?? (this.scannerDfas[id] = buildScannerDfa(this.scanners[id]!, this.approximate));
   }
 
   get numStates(): number {
@@ -270,7 +282,7 @@ export class GrammarAutomaton {
     const key = scanner * 0x100000 + constraints;
     let id = this.startLexMemo.get(key);
     if (id === IntMap.MISSING) {
-      id = this.internLex(scanner, this.scannerDfas[scanner]!.dfa.start, -1, 0, 0, constraints);
+      id = this.internLex(scanner, this.scannerDfa(scanner).dfa.start, -1, 0, 0, constraints);
       this.startLexMemo.set(key, id);
     }
     return id;
@@ -278,7 +290,7 @@ export class GrammarAutomaton {
 
   /** The lexer state at a token start of each scanner (no inherited constraints): where most tokens begin. */
   tokenStartLexers(): Int32Array {
-    const out = new Int32Array(this.scannerDfas.length);
+    const out = new Int32Array(this.scanners.length);
     for (let scanner = 0; scanner < out.length; scanner++) out[scanner] = this.startLex(scanner, 0);
     return out;
   }
@@ -317,7 +329,7 @@ export class GrammarAutomaton {
     // Advance pending constraints: a forbidden terminal accepting kills the hypothesis.
     const constraints: number[] = [];
     for (let c = 0; c < old.length; c += 3) {
-      const cs = this.scannerDfas[old[c]!]!;
+      const cs = this.scannerDfa(old[c]!);
       const ns = cs.dfa.next[old[c + 1]! * cs.dfa.numClasses + cs.dfa.byteClass[byte]!]!;
       if (ns < 0) continue;
       const upTo = old[c + 2]!;
@@ -326,7 +338,7 @@ export class GrammarAutomaton {
       for (let p = 0; p <= upTo && !alive; p++) if (cs.canAccept[ns * cs.numPatterns + p]) alive = true;
       if (alive) constraints.push(old[c]!, ns, upTo);
     }
-    const sc = this.scannerDfas[scId]!;
+    const sc = this.scannerDfa(scId);
     if (sc.broken) return;
     const d = sc.dfa;
     const P = sc.numPatterns;
@@ -422,15 +434,15 @@ export class GrammarAutomaton {
   private byteLabels(lex: number): Uint8Array {
     const f = lex * LEX_FIELDS;
     const cs = this.constraintLists[this.lexFields[f + 5]!]!;
-    const scannerClasses = this.scannerDfas[this.lexFields[f]!]!.dfa.byteClass;
+    const scannerClasses = this.scannerDfa(this.lexFields[f]!).dfa.byteClass;
     if (cs.length === 0) return scannerClasses;
     const key = this.lexFields[f]! * 0x100000 + this.lexFields[f + 5]!;
     let labels = this.byteLabelsMemo.get(key);
     if (labels === undefined) {
       labels = scannerClasses.slice();
-      let numLabels = this.scannerDfas[this.lexFields[f]!]!.dfa.numClasses;
+      let numLabels = this.scannerDfa(this.lexFields[f]!).dfa.numClasses;
       for (let c = 0; c < cs.length; c += 3) {
-        const { byteClass, numClasses } = this.scannerDfas[cs[c]!]!.dfa;
+        const { byteClass, numClasses } = this.scannerDfa(cs[c]!).dfa;
         const renumber = new Int32Array(numLabels * numClasses).fill(-1);
         let next = 0;
         for (let b = 0; b < 256; b++) {
@@ -596,7 +608,7 @@ export class GrammarAutomaton {
     const f = lex * LEX_FIELDS;
     const fields = this.lexFields;
     if (fields[f + 3] === 0) return LEXER_END_KEEPS_STACK;
-    const sc = this.scannerDfas[fields[f]!]!;
+    const sc = this.scannerDfa(fields[f]!);
     const dfaState = fields[f + 1]!, i = fields[f + 2]!;
     if (i < 0 || sc.accept[dfaState * sc.numPatterns + i] !== 1 || sc.shortest[i]) return -1;
     const term = committedTerminal(sc, i, dfaState);
@@ -720,7 +732,7 @@ export class GrammarAutomaton {
       const stack = hyps[i]!;
       const f = hyps[i + 1]! * LEX_FIELDS;
       if (fields[f + 3] === 0) { best = Math.min(best, this.stackCost(stack)); continue; }
-      const sc = this.scannerDfas[fields[f]!]!;
+      const sc = this.scannerDfa(fields[f]!);
       const dfaState = fields[f + 1]!, first = fields[f + 2]!;
       const bound = first < 0 ? sc.numOrdered - 1 : first;
       for (let p = 0; p <= bound; p++) {
@@ -970,6 +982,62 @@ function closingParen(src: string, open: number): number {
     else if (c === ")" && --depth === 0) return i;
   }
   return -1;
+}
+
+/** Raw DFA states below which determinization neither checks its clock nor nears a limit. */
+const SURELY_BUILT_STATES = 48;
+
+/**
+ * Whether a regexp is one class of printable ASCII characters and ordered ranges, nothing else
+ * (no negation, escapes or stray '-'): `[a-z]`, a Lark range `"a".."z"`. Such a class matches one
+ * byte, and its regexp surely compiles.
+ */
+function isSimpleAsciiClass(re: string): boolean {
+  const n = re.length - 1;
+  if (n < 2 || re.charCodeAt(0) !== 0x5b || re.charCodeAt(n) !== 0x5d) return false;
+  const plain = (c: number): boolean => c >= 0x20 && c <= 0x7e && c !== 0x5b && c !== 0x5c && c !== 0x5d && c !== 0x5e && c !== 0x2d;
+  for (let i = 1; i < n; ) {
+    const c = re.charCodeAt(i);
+    if (!plain(c)) return false;
+    if (i + 1 < n && re.charCodeAt(i + 1) === 0x2d) {
+      const d = re.charCodeAt(i + 2);
+      if (i + 2 >= n || !plain(d) || d < c) return false;
+      i += 3;
+    } else i++;
+  }
+  return true;
+}
+
+/**
+ * Whether buildScannerDfa surely succeeds and records nothing in `approximate`: every terminal
+ * (and every keyword its `unless` holds) a plain literal or one ASCII character of a class, and
+ * few of them. Each live prefix of such patterns is a literal's prefix or one class character, so
+ * the DFA has at most 2 + Σ literal bytes + #classes states: under the limits, and under the
+ * 64 new states at which determinization first reads its clock (so no timeout either).
+ */
+function cannotFailToBuild(sc: Scanner): boolean {
+  if (sc.broken) return false;
+  let states = 2;
+  const add = (t: LexTerminal): boolean => {
+    const p = t.def.pattern;
+    if (p.flags !== "") return false;
+    if (p.type === "str") states += utf8Length(p.value);
+    else if (isSimpleAsciiClass(p.value)) states += 1;
+    else return false;
+    return states < SURELY_BUILT_STATES;
+  };
+  for (const t of sc.order) if (!add(t)) return false;
+  for (const keywords of sc.unless.values()) for (const t of keywords) if (!add(t)) return false;
+  return true;
+}
+
+function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    n += c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c <= 0xdbff ? 2 : 3; // a surrogate pair: 4 in all
+  }
+  return n;
 }
 
 function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
