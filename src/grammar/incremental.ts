@@ -1021,7 +1021,7 @@ function cannotFailToBuild(sc: Scanner): boolean {
   const add = (t: LexTerminal): boolean => {
     const p = t.def.pattern;
     if (p.flags !== "") return false;
-    if (p.type === "str") states += utf8Length(p.value);
+    if (p.type === "str") states += Buffer.byteLength(p.value, "utf8");
     else if (isSimpleAsciiClass(p.value)) states += 1;
     else return false;
     return states < SURELY_BUILT_STATES;
@@ -1029,15 +1029,6 @@ function cannotFailToBuild(sc: Scanner): boolean {
   for (const t of sc.order) if (!add(t)) return false;
   for (const keywords of sc.unless.values()) for (const t of keywords) if (!add(t)) return false;
   return true;
-}
-
-function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    n += c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c <= 0xdfff ? 2 : 3; // each half of a surrogate pair: 4 in all
-  }
-  return n;
 }
 
 function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
