@@ -5,14 +5,17 @@
  * missing). Single mode; multi mode (yes/no per category) for 10 categories as well.
  * Prompt evaluation and categorization alternate within each round (timings on shared VMs drift)
  * and medians are reported. Target: 10 single-token categories ≤ 1.3 × the prompt evaluation.
- * Env: BENCH_ROUNDS (default 5), BENCH_THREADS (default 2), BENCH_MODELS (comma list: stories,qwen).
+ * Env: BENCH_ROUNDS (default 5), BENCH_THREADS (default 2), BENCH_MODELS (comma list: stories,qwen),
+ * BENCH_LSE (native|script: each row's log-sum-exp in the addon or in TypeScript; default native).
  */
 import { GenerationRuntime } from "../src/generate/runtime.js";
 import { Categorizer, formatSinglePrompt, answerText, PromptTokenizer } from "../src/categorize/index.js";
+import { useLogSumExpKernel } from "../src/categorize/scoring.js";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
+const LSE = useLogSumExpKernel(process.env.BENCH_LSE === "script" ? "script" : "native") ? "native" : "script";
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const THREADS = Number(process.env.BENCH_THREADS ?? 2);
 const MODELS = (process.env.BENCH_MODELS ?? "stories,qwen").split(",");
@@ -132,4 +135,4 @@ const target = out.flatMap((m) =>
       meets_1_3x: (r.ratio_to_prompt_eval as number) <= 1.3,
     })),
 );
-console.log(JSON.stringify({ benchmark: "categorize", models: out, target_10_single_token: target }, null, 2));
+console.log(JSON.stringify({ benchmark: "categorize", logSumExp: LSE, models: out, target_10_single_token: target }, null, 2));

@@ -7,11 +7,12 @@
  * The modes alternate in rounds (timings on shared VMs drift) and medians are reported.
  * Env: BENCH_ROUNDS, BENCH_STEPS (per round and mode), BENCH_QUANT (q8_0 | q4_0),
  * BENCH_MODEL (a GGUF path instead of the synthetic model), BENCH_THREADS,
- * BENCH_FLASH_ATTN (auto|on|off).
+ * BENCH_FLASH_ATTN (auto|on|off), BENCH_GATHER (native|script: the sampler's gather pass, see
+ * src/sampling/sampler.ts; default native when the addon is built).
  */
 import { availableParallelism } from "node:os";
 import { loadModel, SequenceSlots, type LlamaContext } from "../src/model/index.js";
-import { Sampler, Xoshiro128, maskWords } from "../src/sampling/index.js";
+import { Sampler, Xoshiro128, gatherKernelInUse, maskWords, useGatherKernel } from "../src/sampling/index.js";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
 import { round3 } from "./stats.js";
 
@@ -29,6 +30,7 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+useGatherKernel(process.env.BENCH_GATHER === "script" ? "script" : "native");
 const QUANT = process.env.BENCH_QUANT === "q4_0" ? "q4_0" : "q8_0";
 const modelPath = process.env.BENCH_MODEL ?? ensureSyntheticModel("qwen2-0.5b", QUANT);
 const model = loadModel(modelPath, { threads: THREADS });
@@ -181,7 +183,7 @@ console.log(
       threads: THREADS,
       rounds: ROUNDS,
       stepsPerRoundAndMode: STEPS,
-      sampler: { temperature: 1, topK: 50 },
+      sampler: { temperature: 1, topK: 50, gather: gatherKernelInUse() },
       masks: { dense: "random, ~50% of the vocabulary", sparse: "64 random tokens" },
       ...results,
       ratioDenseOverUnconstrained: results.seq1 && (results.seq1 as { ratioDenseOverUnconstrained: number }).ratioDenseOverUnconstrained,

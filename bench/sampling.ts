@@ -1,10 +1,12 @@
 /**
  * Masked sampling cost at a 151,936-token vocabulary (Qwen2 size), per knob setting and mask
- * density. Prints JSON: median microseconds per sample() call over repeated rounds.
+ * density, with the gather pass in the addon (native/kernels.cc) and in TypeScript, alternating
+ * within every round. Prints JSON: median microseconds per sample() call over repeated rounds,
+ * and script/native per case.
  *
  *   node --import tsx bench/sampling.ts [--rounds 7] [--calls 100]
  */
-import { Sampler, Xoshiro128, maskWords, type SamplingParams } from "../src/sampling/index.js";
+import { Sampler, Xoshiro128, gatherKernelInUse, maskWords, useGatherKernel, type SamplingParams } from "../src/sampling/index.js";
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: number): number => {
@@ -47,25 +49,31 @@ const prompt = Array.from({ length: 500 }, () => rng.nextUint32() % VOCAB);
 
 // CPU time as well as wall time: on a shared 2-core VM the wall clock includes waiting for a core.
 const samples = new Map<string, { wall: number[]; cpu: number[] }>();
+const nativeKernel = useGatherKernel("native") ? gatherKernelInUse() : null;
+const kernels = nativeKernel ? (["native", "script"] as const) : (["script"] as const);
 for (let round = 0; round < ROUNDS; round++) {
-  // alternate configurations within each round: this VM's speed drifts between minutes
+  // alternate configurations and kernels within each round: this VM's speed drifts between minutes
   for (const [configName, params] of Object.entries(configs)) {
-    const sampler = new Sampler(VOCAB, { ...params, seed: round });
-    sampler.reset(prompt);
-    for (const [maskName, mask] of Object.entries(masks)) {
-      for (let i = 0; i < 10; i++) sampler.sample(logits, mask);
-      const cpu0 = process.cpuUsage();
-      const t0 = process.hrtime.bigint();
-      for (let i = 0; i < CALLS; i++) sampler.sample(logits, mask);
-      const wallUs = Number(process.hrtime.bigint() - t0) / 1e3 / CALLS;
-      const cpu = process.cpuUsage(cpu0);
-      const key = `${configName} | mask ${maskName}`;
-      if (!samples.has(key)) samples.set(key, { wall: [], cpu: [] });
-      samples.get(key)!.wall.push(wallUs);
-      samples.get(key)!.cpu.push((cpu.user + cpu.system) / CALLS);
+    for (const kernel of kernels) {
+      useGatherKernel(kernel);
+      const sampler = new Sampler(VOCAB, { ...params, seed: round });
+      sampler.reset(prompt);
+      for (const [maskName, mask] of Object.entries(masks)) {
+        for (let i = 0; i < 10; i++) sampler.sample(logits, mask);
+        const cpu0 = process.cpuUsage();
+        const t0 = process.hrtime.bigint();
+        for (let i = 0; i < CALLS; i++) sampler.sample(logits, mask);
+        const wallUs = Number(process.hrtime.bigint() - t0) / 1e3 / CALLS;
+        const cpu = process.cpuUsage(cpu0);
+        const key = `${kernel}: ${configName} | mask ${maskName}`;
+        if (!samples.has(key)) samples.set(key, { wall: [], cpu: [] });
+        samples.get(key)!.wall.push(wallUs);
+        samples.get(key)!.cpu.push((cpu.user + cpu.system) / CALLS);
+      }
     }
   }
 }
+useGatherKernel("native");
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1]!;
@@ -76,4 +84,20 @@ const results = [...samples].map(([name, t]) => ({
   medianWallMicroseconds: round1(median(t.wall)),
   medianCpuMicroseconds: round1(median(t.cpu)),
 }));
-console.log(JSON.stringify({ bench: "sampling", vocabSize: VOCAB, rounds: ROUNDS, callsPerRound: CALLS, results }, null, 2));
+const speedup = nativeKernel
+  ? Object.fromEntries(
+      [...samples.keys()]
+        .filter((k) => k.startsWith("native: "))
+        .map((k) => {
+          const name = k.slice("native: ".length);
+          return [name, round1(median(samples.get(`script: ${name}`)!.wall) / median(samples.get(k)!.wall))];
+        }),
+    )
+  : null;
+console.log(
+  JSON.stringify(
+    { bench: "sampling", vocabSize: VOCAB, rounds: ROUNDS, callsPerRound: CALLS, nativeKernel, scriptOverNativeWall: speedup, results },
+    null,
+    2,
+  ),
+);

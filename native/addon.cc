@@ -5,12 +5,14 @@
 #include <node_api.h>
 
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "kernels.h"
 #include "llama_api.h"
 
 namespace {
@@ -844,17 +846,29 @@ napi_value ContextSetThreads(napi_env env, napi_callback_info info) {
 // ---------------------------------------------------------------------------------------------
 // Module
 
-// init(binsDir, logToStderr) -> { binsDir, devices: [{ name, description, type }], gpuOffload }
+bool HasGpuDevice() {
+  for (size_t i = 0, n = g_api.ggml_backend_dev_count(); i < n; i++) {
+    const auto type = g_api.ggml_backend_dev_type(g_api.ggml_backend_dev_get(i));
+    if (type == GGML_BACKEND_DEVICE_TYPE_GPU || type == GGML_BACKEND_DEVICE_TYPE_IGPU) return true;
+  }
+  return false;
+}
+
+// init(binsDir, logToStderr, fallbackBackend) -> { binsDir, devices: [{ name, description, type }],
+// gpuOffload }. fallbackBackend ("" for none) is one backend library loaded only when binsDir gave
+// no GPU device: node-llama-cpp's CUDA package ships a second libggml-cuda.so (the -ext package's
+// fallback/) for drivers the first one does not start on.
 // Loading twice from a different directory is refused: one process, one llama.cpp build.
 napi_value Init(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+  size_t argc = 3;
+  napi_value argv[3];
   CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
   std::string binsDir;
+  std::string fallbackBackend;
   bool logToStderr = false;
-  CHECK_ARG(env, argc == 2 && GetString(env, argv[0], &binsDir) &&
-                     GetBool(env, argv[1], &logToStderr),
-            "init(binsDir: string, logToStderr: boolean)");
+  CHECK_ARG(env, argc == 3 && GetString(env, argv[0], &binsDir) &&
+                     GetBool(env, argv[1], &logToStderr) && GetString(env, argv[2], &fallbackBackend),
+            "init(binsDir: string, logToStderr: boolean, fallbackBackend: string)");
   g_logToStderr = logToStderr;
   if (g_loaded && binsDir != g_binsDir)
     return Throw(env, "llama.cpp already loaded from " + g_binsDir);
@@ -864,6 +878,7 @@ napi_value Init(napi_env env, napi_callback_info info) {
     g_api.llama_log_set(LogCallback, nullptr);
     // Picks the best CPU variant (libggml-cpu-<arch>.so) plus any GPU backend in the directory.
     g_api.ggml_backend_load_all_from_path(binsDir.c_str());
+    if (!fallbackBackend.empty() && !HasGpuDevice()) g_api.ggml_backend_load(fallbackBackend.c_str());
     g_api.llama_backend_init();
     g_loaded = true;
     g_binsDir = binsDir;
@@ -893,6 +908,84 @@ napi_value Init(napi_env env, napi_callback_info info) {
   SetProperty(env, out, "devices", devices);
   SetProperty(env, out, "gpuOffload", MakeBool(env, g_api.llama_supports_gpu_offload()));
   return out;
+}
+
+
+// gatherCandidates(mode, logits, mask, exclude, n, k, ids, values, heap, state): the sampler's
+// gather pass (native/kernels.h). mask/exclude: Uint32Array or null; state: Float64Array
+// [count, maxValue, argmax, floor], read and written. Needs no llama.cpp: the sampler uses it
+// whenever the addon is built. Every length is checked, so a bad call throws instead of writing
+// out of bounds.
+napi_value GatherCandidatesFn(napi_env env, napi_callback_info info) {
+  size_t argc = 10;
+  napi_value argv[10];
+  CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
+  int32_t mode = -1, n = 0, k = 0;
+  float* logits = nullptr;
+  uint32_t* mask = nullptr;
+  uint32_t* exclude = nullptr;
+  int32_t* ids = nullptr;
+  double* values = nullptr;
+  double* heap = nullptr;
+  double* state = nullptr;
+  size_t logitsLen = 0, maskLen = 0, excludeLen = 0, idsLen = 0, valuesLen = 0, heapLen = 0, stateLen = 0;
+  const char* usage =
+      "gatherCandidates(mode: 0|1|2, logits: Float32Array, mask: Uint32Array | null, exclude: "
+      "Uint32Array | null, n, k, ids: Int32Array, values: Float64Array, heap: Float64Array, state: "
+      "Float64Array)";
+  CHECK_ARG(env,
+            argc == 10 && GetInt32(env, argv[0], &mode) && mode >= 0 && mode <= 2 &&
+                GetTypedArray(env, argv[1], napi_float32_array, &logits, &logitsLen) &&
+                (IsNullish(env, argv[2]) || GetTypedArray(env, argv[2], napi_uint32_array, &mask, &maskLen)) &&
+                (IsNullish(env, argv[3]) || GetTypedArray(env, argv[3], napi_uint32_array, &exclude, &excludeLen)) &&
+                GetInt32(env, argv[4], &n) && GetInt32(env, argv[5], &k) &&
+                GetTypedArray(env, argv[6], napi_int32_array, &ids, &idsLen) &&
+                GetTypedArray(env, argv[7], napi_float64_array, &values, &valuesLen) &&
+                GetTypedArray(env, argv[8], napi_float64_array, &heap, &heapLen) &&
+                GetTypedArray(env, argv[9], napi_float64_array, &state, &stateLen),
+            usage);
+  const size_t words = (size_t(n) + 31) / 32;
+  const auto gatherMode = static_cast<trellis::GatherMode>(mode);
+  CHECK_ARG(env,
+            n > 0 && logitsLen >= size_t(n) && (!mask || maskLen >= words) &&
+                (!exclude || excludeLen >= words) && stateLen >= 4 &&
+                (gatherMode != trellis::GatherMode::TopK || (k > 0 && heapLen >= size_t(k))),
+            "gatherCandidates: array shorter than n, its mask words or k");
+  const double stored = state[0];
+  CHECK_ARG(env, stored >= 0 && stored <= double(n) && idsLen >= size_t(n) + size_t(stored) &&
+                     valuesLen >= size_t(n) + size_t(stored),
+            "gatherCandidates: ids/values need room for count + n candidates");
+  trellis::GatherState s{int32_t(stored), state[1], int32_t(state[2]), state[3]};
+  trellis::GatherCandidates(gatherMode, logits, mask, exclude, n, k, ids, values, heap, &s);
+  state[0] = s.count;
+  state[1] = s.maxValue;
+  state[2] = s.argmax;
+  state[3] = s.floor;
+  return nullptr;
+}
+
+// logSumExp(logits: Float32Array, membership: Uint8Array | null, numSets, setLse: Float64Array |
+// null) -> log Σ exp over logits; setLse[k] the same over set k (native/kernels.h).
+napi_value LogSumExpFn(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
+  float* logits = nullptr;
+  uint8_t* membership = nullptr;
+  double* setLse = nullptr;
+  size_t logitsLen = 0, membershipLen = 0, setLen = 0;
+  int32_t numSets = 0;
+  CHECK_ARG(env,
+            argc == 4 && GetTypedArray(env, argv[0], napi_float32_array, &logits, &logitsLen) &&
+                (IsNullish(env, argv[1]) || GetTypedArray(env, argv[1], napi_uint8_array, &membership, &membershipLen)) &&
+                GetInt32(env, argv[2], &numSets) &&
+                (IsNullish(env, argv[3]) || GetTypedArray(env, argv[3], napi_float64_array, &setLse, &setLen)),
+            "logSumExp(logits: Float32Array, membership: Uint8Array | null, numSets: number, setLse: Float64Array | null)");
+  CHECK_ARG(env,
+            logitsLen > 0 && logitsLen < size_t(INT32_MAX) && numSets >= 0 && numSets <= 8 &&
+                (numSets == 0 || (membership && membershipLen >= logitsLen && setLse && setLen >= size_t(numSets))),
+            "logSumExp: numSets in 0..8 needs a membership byte per logit and numSets outputs");
+  return MakeNumber(env, trellis::LogSumExp(logits, int32_t(logitsLen), numSets > 0 ? membership : nullptr, numSets, setLse));
 }
 
 #define METHOD(name, fn) \
@@ -939,6 +1032,13 @@ napi_value ModuleInit(napi_env env, napi_value exports) {
   napi_value initFn;
   napi_create_function(env, "init", NAPI_AUTO_LENGTH, Init, nullptr, &initFn);
   napi_set_named_property(env, exports, "init", initFn);
+  napi_value gatherFn;
+  napi_create_function(env, "gatherCandidates", NAPI_AUTO_LENGTH, GatherCandidatesFn, nullptr, &gatherFn);
+  napi_set_named_property(env, exports, "gatherCandidates", gatherFn);
+  napi_value logSumExpFn;
+  napi_create_function(env, "logSumExp", NAPI_AUTO_LENGTH, LogSumExpFn, nullptr, &logSumExpFn);
+  napi_set_named_property(env, exports, "logSumExp", logSumExpFn);
+  napi_set_named_property(env, exports, "kernelsUseAvx2", MakeBool(env, trellis::KernelsUseAvx2()));
   napi_set_named_property(env, exports, "Model", modelClass);
   napi_set_named_property(env, exports, "Context", contextClass);
   return exports;

@@ -8,15 +8,17 @@
 
 namespace {
 
-// Versioned names (libllama.v0.5.0.so) differ between releases; the unversioned helper library
-// libllama-common.so must not be picked.
+// Release builds carry a version and, for GPU builds, the backend in the name
+// (libllama.v0.5.0.so, libllama.cuda.v0.5.0.so); a plain build is libllama.so. Helper libraries
+// (libllama-common.so, libggml-base.so, libggml-cpu-*.so) start with "stem-" and must not be
+// picked.
 std::string FindLibrary(const std::string& dir, const std::string& stem) {
   std::vector<std::string> candidates;
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* entry = readdir(d)) {
       std::string name = entry->d_name;
       if (name == stem + ".so") candidates.push_back(name);
-      else if (name.rfind(stem + ".v", 0) == 0 && name.size() > 3 &&
+      else if (name.rfind(stem + ".", 0) == 0 && name.size() > stem.size() + 4 &&
                name.compare(name.size() - 3, 3, ".so") == 0)
         candidates.push_back(name);
     }

@@ -11,6 +11,7 @@
 
 #define TRELLIS_GGML_FUNCTIONS(X)          \
   X(ggml_backend_load_all_from_path)       \
+  X(ggml_backend_load)                     \
   X(ggml_backend_dev_count)                \
   X(ggml_backend_dev_get)                  \
   X(ggml_backend_dev_name)                 \

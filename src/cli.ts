@@ -182,7 +182,7 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
-  io.err(`Trellis listening on http://${config.host}:${port} (dashboard: /dashboard, docs: /docs)`);
+  io.err(`Trellis listening on http://${config.host}:${port} (dashboard: /dashboard, docs: /docs)${engine.backend ? `; model on ${engine.backend}` : ""}`);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

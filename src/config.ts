@@ -58,6 +58,8 @@ interface Setting {
   defaultText: string;
   description: string;
   min?: number;
+  /** The values a string setting may take. */
+  oneOf?: readonly string[];
 }
 
 function defaultCacheDir(): string {
@@ -90,8 +92,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: "contextSize", env: "TRELLIS_CONTEXT_SIZE", flag: "--context-size", kind: "int", min: 16, defaultText: "4096", description: "Context window (tokens) per sequence; prompt + max_new_tokens must fit." },
   { key: "regexMaxStates", env: "TRELLIS_REGEX_MAX_STATES", flag: "--regex-max-states", kind: "int", min: 1, defaultText: "20000", description: "Most DFA states a pattern may compile to; a larger one is refused fast (422, too complex)." },
   { key: "regexTimeoutMs", env: "TRELLIS_REGEX_TIMEOUT_MS", flag: "--regex-timeout-ms", kind: "int", min: 1, defaultText: "500", description: "Longest a pattern may take to compile, in ms (422, too complex, beyond)." },
-  { key: "gpu", env: "TRELLIS_GPU", flag: "--gpu", kind: "string", defaultText: "(CPU)", description: "GPU backend, e.g. `cuda` (needs the matching @node-llama-cpp package)." },
-  { key: "logLevel", env: "TRELLIS_LOG_LEVEL", flag: "--log-level", kind: "string", defaultText: "info", description: "pino log level (fatal, error, warn, info, debug, trace, silent)." },
+  { key: "gpu", env: "TRELLIS_GPU", flag: "--gpu", kind: "string", oneOf: ["auto", "cpu", "cuda", "cuda-ext", "vulkan"], defaultText: "auto", description: "llama.cpp build: `auto` (an installed GPU package whose GPU starts, else the CPU), `cpu`, or `cuda` / `cuda-ext` / `vulkan`, which refuse to start without a GPU device (see GPU builds)." },
+  { key: "logLevel", env: "TRELLIS_LOG_LEVEL", flag: "--log-level", kind: "string", oneOf: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], defaultText: "info", description: "pino log level (fatal, error, warn, info, debug, trace, silent)." },
 ];
 
 export function defaultConfig(): Config {
@@ -135,6 +137,7 @@ export class ConfigError extends Error {
 function parseValue(setting: Setting, raw: string, source: string): string | number | string[] {
   switch (setting.kind) {
     case "string":
+      if (setting.oneOf && !setting.oneOf.includes(raw)) throw new ConfigError(`${source} must be one of ${setting.oneOf.join(", ")}, got "${raw}"`);
       return raw;
     case "list":
       return raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0);

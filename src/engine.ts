@@ -2,7 +2,7 @@
  * The library's front door: one loaded model serving regex completion, grammar completion and
  * categorization through one continuous-batching scheduler. The HTTP server wraps this.
  */
-import type { GpuChoice } from "./model/index.js";
+import { initRuntime, type GpuChoice } from "./model/index.js";
 import { GenerationRuntime } from "./generate/runtime.js";
 import { Categorizer } from "./categorize/index.js";
 import {
@@ -50,6 +50,12 @@ class TrellisEngine implements Engine {
 
   get queueDepth(): number {
     return this.runtime.scheduler.queueDepth;
+  }
+
+  get backend(): string {
+    const model = this.runtime.model;
+    const gpu = initRuntime().devices.find((d) => d.type === "gpu" || d.type === "igpu");
+    return model.offloaded && gpu ? `${gpu.name}: ${gpu.description}` : `CPU, ${model.threads} threads`;
   }
 
   countTokens(text: string): number {

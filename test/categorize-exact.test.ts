@@ -142,6 +142,23 @@ const SINGLE_CASES: Array<[string, string[]]> = [
   ["", ["a", "b"]],
 ];
 
+/**
+ * How far batched and unbatched scores may differ. On the CPU llama.cpp computes a row the same
+ * way whatever else is in the batch, to the last bits; a GPU backend picks other kernels for other
+ * batch shapes (matrix-vector with 8-bit activations for one row, tiled matrix products for more),
+ * so probabilities move by about 1e-3 there and a near tie may resolve either way.
+ */
+const scoreTolerance = (runtime: GenerationRuntime, cpu: number): number => (runtime.model.offloaded ? 2e-2 : cpu);
+
+/** Equal choices, except that on a GPU two options within `tol` of each other may swap. */
+function assertSameChoice(got: string[], want: string[], scores: Record<string, number>, tol: number, what: string): void {
+  if (got.length === 1 && want.length === 1 && got[0] !== want[0] && tol > 1e-3) {
+    assert.ok(Math.abs(scores[got[0]!]! - scores[want[0]!]!) < tol, `${what}: ${got[0]} vs ${want[0]} is no near tie`);
+    return;
+  }
+  assert.deepEqual(got, want, what);
+}
+
 for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random", LLAMA2_TINY_RANDOM]] as const) {
   describe(`categorization is exact on ${name}`, () => {
     let runtime: GenerationRuntime;
@@ -171,10 +188,11 @@ for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random
           const got = await categorizer.categorize(request(prompt, categories, { allowNullCategory: allowNull }));
           const best = ref.indexOf(max);
           const expected = best === categories.length ? [] : [categories[best]!];
-          assert.deepEqual(got.choices, expected, `${prompt} ${JSON.stringify(categories)} ref=${ref.map((v) => v.toFixed(4))}`);
+          const tol = scoreTolerance(runtime, 1e-3);
+          assertSameChoice(got.choices, expected, got.scores!, tol, `${prompt} ${JSON.stringify(categories)} ref=${ref.map((v) => v.toFixed(4))}`);
           categories.forEach((c, i) => {
             const want = Math.exp(ref[i]! - max) / total;
-            assert.ok(Math.abs(got.scores![c]! - want) < 1e-3, `${c}: ${got.scores![c]} vs ${want}`);
+            assert.ok(Math.abs(got.scores![c]! - want) < tol, `${c}: ${got.scores![c]} vs ${want}`);
           });
         }
       }
@@ -186,8 +204,10 @@ for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random
       for (const [prompt, categories] of SINGLE_CASES.slice(0, 5)) {
         const ref = reference.multiYes(prompt, categories, yes, no);
         const got = await categorizer.categorize(request(prompt, categories, { allowMultipleClasses: true, allowNullCategory: true }));
-        categories.forEach((c, i) => assert.ok(Math.abs(got.scores![c]! - ref[i]!) < 1e-3, `${c}: ${got.scores![c]} vs ${ref[i]}`));
-        assert.deepEqual(got.choices, categories.filter((_, i) => ref[i]! > 0.5));
+        const tol = scoreTolerance(runtime, 1e-3);
+        categories.forEach((c, i) => assert.ok(Math.abs(got.scores![c]! - ref[i]!) < tol, `${c}: ${got.scores![c]} vs ${ref[i]}`));
+        const nearHalf = (i: number): boolean => runtime.model.offloaded && Math.abs(ref[i]! - 0.5) < tol;
+        assert.deepEqual(got.choices, categories.filter((c, i) => (nearHalf(i) ? got.choices.includes(c) : ref[i]! > 0.5)));
       }
     });
 
@@ -197,8 +217,13 @@ for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random
       for (const multi of [false, true]) {
         const a = await categorizer.categorize(request("Colours:", categories, { allowMultipleClasses: multi }));
         const b = await waved.categorize(request("Colours:", categories, { allowMultipleClasses: multi }));
-        assert.deepEqual(b.choices, a.choices);
-        for (const c of categories) assert.ok(Math.abs(a.scores![c]! - b.scores![c]!) < 1e-4, c);
+        const tol = scoreTolerance(runtime, 1e-4);
+        const clear = (c: string): boolean => !runtime.model.offloaded || Math.abs(a.scores![c]! - 0.5) >= tol;
+        // Multiple answers with none above 0.5 fall back to the best one: a single choice again.
+        const fellBack = multi && categories.every((c) => a.scores![c]! < 0.5 - tol);
+        if (multi && !fellBack) assert.deepEqual(b.choices.filter(clear), a.choices.filter(clear));
+        else assertSameChoice(b.choices, a.choices, a.scores!, tol, multi ? "multi, none above 0.5" : "single");
+        for (const c of categories) assert.ok(Math.abs(a.scores![c]! - b.scores![c]!) < tol, c);
       }
     });
 
@@ -208,8 +233,10 @@ for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random
       for (const r of requests) sequential.push(await categorizer.categorize(r));
       const concurrent = await Promise.all(requests.map((r) => categorizer.categorize(r)));
       concurrent.forEach((got, i) => {
-        assert.deepEqual(got.choices, sequential[i]!.choices);
-        for (const c of requests[i]!.categories) assert.ok(Math.abs(got.scores![c]! - sequential[i]!.scores![c]!) < 1e-3, `${i} ${c} ${got.scores![c]} ${sequential[i]!.scores![c]}`);
+        const tol = scoreTolerance(runtime, 1e-3);
+        if (requests[i]!.allowMultipleClasses) assert.deepEqual(got.choices, sequential[i]!.choices);
+        else assertSameChoice(got.choices, sequential[i]!.choices, got.scores!, tol, `request ${i}`);
+        for (const c of requests[i]!.categories) assert.ok(Math.abs(got.scores![c]! - sequential[i]!.scores![c]!) < tol, `${i} ${c} ${got.scores![c]} ${sequential[i]!.scores![c]}`);
       });
     });
 

@@ -8,6 +8,8 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { ScoringJob, type ScoringRequest } from "../src/categorize/index.js";
+import { logSumExp, logSumExpWithSets } from "../src/categorize/scoring.js";
+import { nativeRowKernels } from "../src/model/native.js";
 import { LlamaBatch, type LlamaContext } from "../src/model/index.js";
 import { seededRandom } from "../src/regex/index.js";
 
@@ -195,4 +197,38 @@ describe("ScoringJob over a simulated KV cache", () => {
     assert.equal(result.tokenLogProb.length, 12);
     assert.throws(() => run({ prefix, branches, scoreFrom: new Int32Array(12), readAfter: [], maxBranchSeqs: 12, maxCells: 12 }, 512), RangeError);
   });
+});
+
+// The addon's normaliser (native/kernels.h) against the TypeScript one: every row read by a
+// categorization goes through it, so both must agree far inside the scores' tolerances.
+test("the native log-sum-exp agrees with the TypeScript one to 1e-6, with and without token sets", () => {
+  const kernels = nativeRowKernels();
+  assert.ok(kernels, "the addon is built (npm ci)");
+  const random = seededRandom(99);
+  let rows = 0;
+  for (let round = 0; round < 200; round++) {
+    const n = round % 40 === 0 ? 151_936 : 1 + Math.floor(random() * 3000);
+    const logits = new Float32Array(n);
+    const spread = [0.001, 5, 60][round % 3]!;
+    for (let i = 0; i < n; i++) logits[i] = Math.fround((random() - 0.5) * spread + (round % 4 === 1 ? 30 : 0));
+    const specials = round % 5;
+    for (let i = 0; i < specials; i++) logits[Math.floor(random() * n)] = [NaN, -Infinity, -200, 88][i % 4]!;
+    if (round === 7) logits.fill(-Infinity);
+    if (round === 11) logits[n >> 1] = Infinity;
+    const numSets = round % 9;
+    const membership = new Uint8Array(n);
+    for (let k = 0; k < numSets; k++) {
+      const size = k === 3 ? 0 : Math.floor(random() * Math.min(n, 500));
+      for (let j = 0; j < size; j++) membership[Math.floor(random() * n)]! |= 1 << k;
+    }
+    const want = new Float64Array(numSets);
+    const got = new Float64Array(numSets);
+    const lseWant = numSets > 0 ? logSumExpWithSets(logits, membership, numSets, want) : logSumExp(logits);
+    const lseGot = kernels.logSumExp(logits, numSets > 0 ? membership : null, numSets, numSets > 0 ? got : null);
+    const close = (a: number, b: number): boolean => a === b || Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a));
+    assert.ok(close(lseGot, lseWant), `round ${round}: ${lseGot} vs ${lseWant}`);
+    for (let k = 0; k < numSets; k++) assert.ok(close(got[k]!, want[k]!), `round ${round} set ${k}: ${got[k]} vs ${want[k]}`);
+    rows++;
+  }
+  assert.equal(rows, 200);
 });

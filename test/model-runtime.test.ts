@@ -1,6 +1,9 @@
 import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { loadModel, initRuntime, packageBinsDir, LlamaBatch, SequenceSlots, TokenAttr, KvCacheFullError, type LlamaContext } from "../src/model/index.js";
 import { LLAMA2_TINY_RANDOM, REPO_ROOT, STORIES_260K, vocabFile } from "./helpers/paths.js";
 
@@ -53,6 +56,44 @@ describe("backend selection", () => {
       stderr = String((e as { stderr?: Buffer }).stderr ?? e);
     }
     assert.match(stderr, /no libggml\*\.so \/ libllama\*\.so in \/nonexistent-bins/);
+  });
+
+  // node-llama-cpp's GPU packages name their libraries libllama.cuda.v0.5.0.so and
+  // libggml.cuda.v0.5.0.so; a directory laid out like that must load (the CPU build's files,
+  // renamed, stand in for them).
+  test("a bins directory named like the CUDA package (libllama.cuda.v*.so) loads; libllama-common.so is not taken for libllama", () => {
+    const cpu = packageBinsDir("cpu")!;
+    const dir = mkdtempSync(join(tmpdir(), "trellis-bins-"));
+    try {
+      for (const f of readdirSync(cpu)) {
+        const renamed = f.replace(/^lib(llama|ggml)\.v/, "lib$1.cuda.v");
+        if (f.endsWith(".so")) symlinkSync(join(cpu, f), join(dir, renamed));
+      }
+      assert.ok(existsSync(join(dir, "libllama.cuda.v0.5.0.so")) && existsSync(join(dir, "libllama-common.so")));
+      const script = `import("./src/model/index.js").then((m) => { const i = m.initRuntime(); const v = m.loadModel(process.env.VOCAB, { vocabOnly: true }); console.log(JSON.stringify({ binsDir: i.binsDir, cpu: i.devices.some((d) => d.type === "cpu"), nVocab: v.nVocab })); })`;
+      const out = execFileSync(process.execPath, ["--import", "tsx", "-e", script], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, TRELLIS_LLAMA_BINS: dir, VOCAB: vocabFile("gpt-2") },
+        encoding: "utf8",
+      });
+      assert.deepEqual(JSON.parse(out.trim().split("\n").pop()!), { binsDir: dir, cpu: true, nVocab: 50257 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("naming a GPU backend that is not installed fails at load, naming the package to install", () => {
+    for (const [gpu, pkg] of [["cuda", "@node-llama-cpp/linux-x64-cuda"], ["cuda-ext", "@node-llama-cpp/linux-x64-cuda-ext"], ["vulkan", "@node-llama-cpp/linux-x64-vulkan"]] as const) {
+      if (packageBinsDir(gpu === "cuda-ext" ? "cuda" : gpu) !== null) continue;
+      const script = `import("./src/model/index.js").then((m) => m.initRuntime({ gpu: process.env.GPU })).then(() => process.exit(0), (e) => { console.error(e.message); process.exit(3); })`;
+      const res = spawnSync(process.execPath, ["--import", "tsx", "-e", script], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, TRELLIS_LLAMA_BINS: "", GPU: gpu },
+        encoding: "utf8",
+      });
+      assert.equal(res.status, 3, res.stderr);
+      assert.match(res.stderr, new RegExp(`no llama\\.cpp build found for gpu=${gpu}: install ${pkg}`));
+    }
   });
 });
 

@@ -1,11 +1,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { nativeRowKernels } from "../src/model/native.js";
 import {
   EmptyMaskError,
   Sampler,
   SamplingParamsError,
   Xoshiro128,
+  gatherCandidatesScript,
+  gatherKernelInUse,
   maskWords,
+  useGatherKernel,
   type SamplingParams,
 } from "../src/sampling/index.js";
 
@@ -391,5 +395,99 @@ test("full-size vocabulary (152k): masks of every density sample only allowed to
       const id = s.sample(logits, mask);
       assert.ok(isAllowed(mask, id));
     }
+  }
+});
+
+// The addon's gather pass (native/kernels.cc) must be the TypeScript loop, candidate for
+// candidate: same seed, same inputs → the same token from both, for every knob and mask shape,
+// including NaN, ±Infinity, ties, partial last mask words and penalised (excluded) tokens.
+test("the native gather kernel draws exactly the tokens the TypeScript loop draws", () => {
+  assert.ok(useGatherKernel("native"), "the addon is built (npm ci), so the native kernel loads");
+  assert.match(gatherKernelInUse(), /^native/);
+  const rng = new Xoshiro128(4242);
+  let compared = 0;
+  let sawPrefilteredGroups = 0;
+  try {
+    for (let round = 0; round < 400; round++) {
+      // Sizes straddle word and 8-lane group boundaries; some rounds at a real vocabulary size.
+      const n = round % 50 === 0 ? 151_936 : 1 + (rng.nextUint32() % 3000);
+      const logits = new Float32Array(n);
+      const spread = [0.01, 1, 8][round % 3]!;
+      for (let i = 0; i < n; i++) logits[i] = Math.fround((rng.nextDouble() - 0.5) * spread);
+      const specials = n < 64 ? 1 : 8;
+      for (let i = 0; i < specials; i++) {
+        const id = rng.nextUint32() % n;
+        const r = rng.nextUint32() % 6;
+        logits[id] = r === 0 ? NaN : r === 1 ? -Infinity : r === 2 ? Infinity : r === 3 ? 3.5 : r === 4 ? logits[(id + 1) % n]! : 1e30;
+      }
+      if (round % 7 === 0) logits.fill(2, 0, Math.min(n, 40)); // ties at the top
+      let mask: Uint32Array | null = null;
+      const shape = round % 5;
+      if (shape > 0) {
+        const density = [0, 0.001, 0.5, 0.98, 1][shape]!;
+        mask = new Uint32Array(maskWords(n));
+        for (let id = 0; id < n; id++) if (rng.nextDouble() < density) mask[id >>> 5]! |= 1 << (id & 31);
+        const one = rng.nextUint32() % n;
+        mask[one >>> 5]! |= 1 << (one & 31);
+      }
+      const knobs: SamplingParams = {
+        temperature: [0, 0.7, 1, 1.5][rng.nextUint32() % 4]!,
+        topK: [0, 1, 5, 50, n + 3][rng.nextUint32() % 5]!,
+        topP: [1, 0.9, 0.3][rng.nextUint32() % 3]!,
+        repetitionPenalty: [1, 1.3, 0.8][rng.nextUint32() % 3]!,
+        seed: round,
+      };
+      const history = Array.from({ length: rng.nextUint32() % 30 }, () => rng.nextUint32() % n);
+      const draws: number[][] = [];
+      for (const kind of ["script", "native"] as const) {
+        useGatherKernel(kind);
+        const sampler = new Sampler(n, knobs);
+        sampler.reset(history);
+        const out: number[] = [];
+        for (let d = 0; d < 6; d++) {
+          const token = sampler.sample(logits, mask);
+          out.push(token);
+          sampler.accept(token);
+        }
+        draws.push(out);
+      }
+      assert.deepEqual(draws[1], draws[0], `round ${round}: n ${n}, mask shape ${shape}, ${JSON.stringify(knobs)}`);
+      compared += 6;
+      if (n >= 151_936 && knobs.topK > 0 && knobs.temperature > 0) sawPrefilteredGroups++;
+    }
+  } finally {
+    useGatherKernel("native");
+  }
+  assert.equal(compared, 2400);
+  assert.ok(sawPrefilteredGroups > 0);
+});
+
+test("the native gather pass stores the same candidates, heap and state as the TypeScript pass", () => {
+  const kernel = nativeRowKernels();
+  assert.ok(kernel, "the addon is built (npm ci)");
+  const rng = new Xoshiro128(77);
+  for (let round = 0; round < 300; round++) {
+    const n = round % 60 === 0 ? 151_936 : 1 + (rng.nextUint32() % 2500);
+    const logits = new Float32Array(n);
+    for (let i = 0; i < n; i++) logits[i] = Math.fround((rng.nextDouble() - 0.5) * [0.001, 2, 40][round % 3]!);
+    for (let i = 0; i < 6; i++) logits[rng.nextUint32() % n] = [NaN, -Infinity, Infinity, 0, 7][rng.nextUint32() % 5]!;
+    const density = [1, 0.7, 0.05, 0.0005][round % 4]!;
+    const mask = round % 5 === 0 ? null : new Uint32Array(maskWords(n));
+    if (mask) for (let id = 0; id < n; id++) if (rng.nextDouble() < density) mask[id >>> 5]! |= 1 << (id & 31);
+    const exclude = round % 3 === 0 ? new Uint32Array(maskWords(n)) : null;
+    if (exclude) for (let i = 0; i < 20; i++) { const id = rng.nextUint32() % n; exclude[id >>> 5]! |= 1 << (id & 31); }
+    const mode = (round % 3) as 0 | 1 | 2;
+    const k = 1 + (rng.nextUint32() % 64);
+    type Run = { state: number[]; ids: number[]; values: number[]; heap: number[] };
+    const runs: Run[] = [kernel.gather, gatherCandidatesScript].map((gather): Run => {
+      const ids = new Int32Array(n);
+      const values = new Float64Array(n);
+      const heap = new Float64Array(k).fill(-Infinity);
+      const state = Float64Array.of(0, -Infinity, -1, -Infinity);
+      gather(mode, logits, mask, exclude, n, k, ids, values, heap, state);
+      const count = state[0]!;
+      return { state: [...state], ids: [...ids.subarray(0, count)], values: [...values.subarray(0, count)], heap: mode === 1 ? [...heap] : [] };
+    });
+    assert.deepEqual(runs[0], runs[1], `round ${round}: mode ${mode}, n ${n}, k ${k}`);
   }
 });

@@ -86,6 +86,13 @@ test("config: environment, then flags; integers validated", () => {
   assert.throws(() => loadConfig({}, ["--max-new-tokens", "0"]), /--max-new-tokens must be ≥ 1/);
 });
 
+test("config: TRELLIS_GPU and TRELLIS_LOG_LEVEL take only their listed values", () => {
+  assert.equal(loadConfig({ TRELLIS_GPU: "cuda" }).config.gpu, "cuda");
+  assert.equal(loadConfig({}, ["--gpu", "cpu"]).config.gpu, "cpu");
+  assert.throws(() => loadConfig({ TRELLIS_GPU: "CUDA" }), /TRELLIS_GPU must be one of auto, cpu, cuda, cuda-ext, vulkan, got "CUDA"/);
+  assert.throws(() => loadConfig({}, ["--log-level", "verbose"]), /--log-level must be one of fatal, error, warn, info, debug, trace, silent/);
+});
+
 function pathToMissing(): string {
   return new URL("../src/engine-missing.js", import.meta.url).href;
 }

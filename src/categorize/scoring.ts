@@ -21,6 +21,7 @@
  */
 import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
 import type { DecodeJob } from "../generate/scheduler.js";
+import { nativeRowKernels, type LogSumExpKernel } from "../model/native.js";
 
 export interface ScoringRequest {
   prefix: Int32Array;
@@ -357,7 +358,10 @@ export class ScoringJob implements DecodeJob {
     const sets = this.req.readAfter;
     const ends = wave.endStart[node + 1]! - wave.endStart[node]!;
     // Where set probabilities are read, one pass over the vocabulary yields them all.
-    const lse = ends > 0 && sets.length > 0 ? logSumExpWithSets(logits, setMembership(sets, logits.length), sets.length, this.setLse) : logSumExp(logits);
+    const lse =
+      ends > 0 && sets.length > 0
+        ? logSumExpOf(logits, setMembership(sets, logits.length), sets.length, this.setLse)
+        : logSumExpOf(logits, null, 0, null);
     for (let i = wave.childStart[node]!; i < wave.childStart[node + 1]!; i++) {
       const child = wave.childList[i]!;
       wave.nodeLogProb[child] = logits[wave.nodeToken[child]!]! - lse;
@@ -416,6 +420,22 @@ function setMembership(sets: readonly Int32Array[], vocabSize: number): Uint8Arr
     memberships.set(sets, m);
   }
   return m;
+}
+
+// The normaliser of every row read (a whole vocabulary of exps) runs in the addon when it is
+// built (native/kernels.h: AVX2, exp in float, sums in double; these loops' Math.exp cost about
+// 1 ms a row at 152k here, several on a GPU host's slower cores). Both agree to ~1e-7.
+let nativeLogSumExp: LogSumExpKernel | null = nativeRowKernels()?.logSumExp ?? null;
+
+/** Which normaliser scoring uses: the addon's ("native", default when built) or these loops. */
+export function useLogSumExpKernel(kind: "native" | "script"): boolean {
+  nativeLogSumExp = kind === "native" ? (nativeRowKernels()?.logSumExp ?? null) : null;
+  return nativeLogSumExp !== null;
+}
+
+function logSumExpOf(logits: Float32Array, membership: Uint8Array | null, numSets: number, out: Float64Array | null): number {
+  if (nativeLogSumExp) return nativeLogSumExp(logits, membership, numSets, out);
+  return membership && out ? logSumExpWithSets(logits, membership, numSets, out) : logSumExp(logits);
 }
 
 /**

@@ -74,6 +74,8 @@ export interface Engine {
   countTokens(text: string): number;
   /** Requests waiting for the model (for /metrics and overload decisions). */
   readonly queueDepth: number;
+  /** Where the model runs, for the start-up line ("CUDA0: NVIDIA H100 80GB HBM3", "CPU, 2 threads"). */
+  readonly backend?: string;
   close(): Promise<void>;
 }
 

@@ -63,8 +63,28 @@ export interface RuntimeInfo {
   gpuOffload: boolean;
 }
 
+/** native/kernels.h: the sampler's gather pass; state = [count, maxValue, argmax, floor], in and out. */
+export type GatherCandidatesKernel = (
+  mode: 0 | 1 | 2,
+  logits: Float32Array,
+  mask: Uint32Array | null,
+  exclude: Uint32Array | null,
+  n: number,
+  k: number,
+  ids: Int32Array,
+  values: Float64Array,
+  heap: Float64Array,
+  state: Float64Array,
+) => void;
+
+/** native/kernels.h LogSumExp: log Σ exp over logits; setLse[k] over set k (membership bit k). */
+export type LogSumExpKernel = (logits: Float32Array, membership: Uint8Array | null, numSets: number, setLse: Float64Array | null) => number;
+
 interface Addon {
-  init(binsDir: string, logToStderr: boolean): RuntimeInfo;
+  gatherCandidates: GatherCandidatesKernel;
+  logSumExp: LogSumExpKernel;
+  kernelsUseAvx2: boolean;
+  init(binsDir: string, logToStderr: boolean, fallbackBackend: string): RuntimeInfo;
   Model: new (path: string, vocabOnly: boolean, gpuLayers: number, useMmap: boolean) => NativeModel;
   Context: new (
     model: NativeModel,
@@ -80,11 +100,14 @@ interface Addon {
 }
 
 /**
- * Which llama.cpp build to load (the @node-llama-cpp/linux-x64* packages). "cuda" and
- * "cuda-ext" are two CUDA builds for different CUDA runtime versions (install the one that fits
- * the driver). "auto" takes the first installed GPU package (cuda, cuda-ext, vulkan), else the
- * CPU one; when that GPU backend cannot start (no driver, wrong CUDA runtime) llama.cpp runs on
- * the CPU devices of that build — check RuntimeInfo.devices.
+ * Which llama.cpp build to load (the @node-llama-cpp/linux-x64* packages). "auto" takes the first
+ * installed GPU package (cuda, vulkan), else the CPU one, and runs on the CPU devices of that
+ * build when its GPU backend cannot start (no driver, wrong CUDA runtime): check
+ * RuntimeInfo.devices. Naming a GPU backend ("cuda", "vulkan") is a promise the caller relies on:
+ * when no GPU device comes up, loading fails instead of running on the CPU unasked.
+ * "cuda-ext" is "cuda" that requires @node-llama-cpp/linux-x64-cuda-ext, whose second
+ * libggml-cuda.so is tried when the first gives no device; "cuda" and "auto" try it too when it
+ * is installed.
  */
 export type GpuChoice = "auto" | "cpu" | "cuda" | "cuda-ext" | "vulkan";
 
@@ -111,6 +134,12 @@ const PACKAGES: Record<Exclude<GpuChoice, "auto">, string> = {
   vulkan: "@node-llama-cpp/linux-x64-vulkan",
 };
 
+/**
+ * libllama.so (a plain build), libllama.v0.5.0.so (a release), libllama.cuda.v0.5.0.so (a GPU
+ * release); not libllama-common.so. native/llama_api.cc picks the same names.
+ */
+const LIBLLAMA = /^libllama(\.[\w.]+)?\.so$/;
+
 /** The bins directory of an installed @node-llama-cpp/* package, or null when not installed. */
 export function packageBinsDir(choice: Exclude<GpuChoice, "auto">): string | null {
   let entry: string;
@@ -124,7 +153,7 @@ export function packageBinsDir(choice: Exclude<GpuChoice, "auto">): string | nul
   for (const sub of readdirSync(binsRoot)) {
     const dir = join(binsRoot, sub);
     try {
-      if (readdirSync(dir).some((f) => /^libllama(\.v[\d.]+)?\.so$/.test(f))) return dir;
+      if (readdirSync(dir).some((f) => LIBLLAMA.test(f))) return dir;
     } catch {
       // not a directory
     }
@@ -132,14 +161,51 @@ export function packageBinsDir(choice: Exclude<GpuChoice, "auto">): string | nul
   return null;
 }
 
-function chooseBinsDir(opts: RuntimeOptions): string {
+/** The second CUDA backend of @node-llama-cpp/linux-x64-cuda-ext (bins/<platform>/fallback/). */
+export function cudaExtFallbackBackend(): string | null {
+  let entry: string;
+  try {
+    entry = require.resolve(PACKAGES["cuda-ext"]);
+  } catch {
+    return null;
+  }
+  const binsRoot = join(dirname(dirname(entry)), "bins");
+  if (!existsSync(binsRoot)) return null;
+  for (const sub of readdirSync(binsRoot)) {
+    const lib = join(binsRoot, sub, "fallback", "libggml-cuda.so");
+    if (existsSync(lib)) return lib;
+  }
+  return null;
+}
+
+interface BackendPlan {
+  binsDir: string;
+  fallbackBackend: string;
+  /** The GPU backend the caller named, which must then give a GPU device. */
+  required: string | null;
+}
+
+function chooseBackend(opts: RuntimeOptions): BackendPlan {
   const explicit = opts.binsDir ?? process.env.TRELLIS_LLAMA_BINS;
-  if (explicit) return resolve(explicit);
+  if (explicit) return { binsDir: resolve(explicit), fallbackBackend: "", required: null };
   const gpu = opts.gpu ?? (process.env.TRELLIS_LLAMA_GPU as GpuChoice | undefined) ?? "auto";
-  const order: Exclude<GpuChoice, "auto">[] = gpu === "auto" ? ["cuda", "cuda-ext", "vulkan", "cpu"] : [gpu];
+  if (!(gpu in PACKAGES) && gpu !== "auto") {
+    throw new RuntimeLoadError(`unknown GPU backend "${gpu}": use one of auto, ${Object.keys(PACKAGES).join(", ")}`);
+  }
+  const order: Exclude<GpuChoice, "auto" | "cuda-ext">[] =
+    gpu === "auto" ? ["cuda", "vulkan", "cpu"] : [gpu === "cuda-ext" ? "cuda" : gpu];
+  const extFallback = cudaExtFallbackBackend();
+  if (gpu === "cuda-ext" && !extFallback) {
+    throw new RuntimeLoadError(`no llama.cpp build found for gpu=cuda-ext: install ${PACKAGES["cuda-ext"]} beside ${PACKAGES.cuda}`);
+  }
   for (const choice of order) {
     const dir = packageBinsDir(choice);
-    if (dir) return dir;
+    if (!dir) continue;
+    return {
+      binsDir: dir,
+      fallbackBackend: choice === "cuda" ? (extFallback ?? "") : "",
+      required: gpu === "auto" || gpu === "cpu" ? null : choice,
+    };
   }
   throw new RuntimeLoadError(
     `no llama.cpp build found for gpu=${gpu}: install ${gpu === "auto" ? PACKAGES.cpu : PACKAGES[gpu]}`,
@@ -166,14 +232,34 @@ function loadAddon(): Addon {
 }
 
 /**
+ * The addon's row kernels (native/kernels.h) when the addon is built (they need no llama.cpp),
+ * else null: the sampler and the categorizer then run their TypeScript loops instead.
+ */
+export function nativeRowKernels(): { gather: GatherCandidatesKernel; logSumExp: LogSumExpKernel; avx2: boolean } | null {
+  try {
+    const a = loadAddon();
+    return { gather: a.gatherCandidates, logSumExp: a.logSumExp, avx2: a.kernelsUseAvx2 };
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Loads the addon and llama.cpp (idempotent). The first call decides the backend for the whole
  * process; later calls with a different directory fail.
  */
 export function initRuntime(opts: RuntimeOptions = {}): RuntimeInfo {
   if (runtime && !opts.binsDir && !opts.gpu) return runtime;
-  const binsDir = chooseBinsDir(opts);
+  const plan = chooseBackend(opts);
   const log = opts.log ?? process.env.TRELLIS_LLAMA_LOG === "1";
-  runtime = loadAddon().init(binsDir, log);
+  const info = loadAddon().init(plan.binsDir, log, plan.fallbackBackend);
+  if (plan.required && !info.devices.some((d) => d.type === "gpu" || d.type === "igpu")) {
+    throw new RuntimeLoadError(
+      `gpu=${plan.required} was asked for, but its backend in ${plan.binsDir} found no GPU device ` +
+        `(no driver, or its CUDA/Vulkan runtime libraries are missing); TRELLIS_LLAMA_LOG=1 shows llama.cpp's reasons`,
+    );
+  }
+  runtime = info;
   return runtime;
 }
 

@@ -27,7 +27,29 @@
  * shared by all samplers of one vocabulary size (sampling is synchronous, so calls never
  * overlap) and nothing is allocated per call.
  */
+import { nativeRowKernels, type GatherCandidatesKernel } from "../model/native.js";
 import { Xoshiro128 } from "./rng.js";
+
+// The gather pass (one read of the whole vocabulary per token) runs in the addon when it is
+// built: native/kernels.cc is the same loop as gatherGreedy/gatherTopK/gatherAll below, candidate
+// for candidate, with AVX2 skipping groups of 8 logits that cannot enter. On a GPU the decode
+// takes about a millisecond and the script loop was most of each step (bench/gpu/README.md).
+let nativeGather: GatherCandidatesKernel | null = nativeRowKernels()?.gather ?? null;
+const gatherState = new Float64Array(4);
+
+/**
+ * Which gather loop sample() runs: "native" (the addon's, when built; the default) or "script"
+ * (the TypeScript one). Both give the same tokens; tests and benches compare them.
+ */
+export function useGatherKernel(kind: "native" | "script"): boolean {
+  nativeGather = kind === "native" ? (nativeRowKernels()?.gather ?? null) : null;
+  return nativeGather !== null;
+}
+
+export function gatherKernelInUse(): "native-avx2" | "native" | "script" {
+  if (!nativeGather) return "script";
+  return nativeRowKernels()?.avx2 ? "native-avx2" : "native";
+}
 
 /** The knobs; structurally the same as generate/'s SamplingOptions. */
 export interface SamplingParams {
@@ -214,11 +236,15 @@ export class Sampler {
     gathered.argmax = -1;
     if (greedy) {
       gathered.floor = -Infinity;
-      gatherGreedy(logits, mask, exclude, n, scratch);
+      if (nativeGather) gatherNative(nativeGather, 0, logits, mask, exclude, n, scratch, 0);
+      else gatherGreedy(logits, mask, exclude, n, scratch);
     } else if (topK > 0 && topK < n) {
       scratch.heap.fill(-Infinity, 0, topK);
       gathered.floor = -Infinity;
-      gatherTopK(logits, mask, exclude, n, scratch, topK);
+      if (nativeGather) gatherNative(nativeGather, 1, logits, mask, exclude, n, scratch, topK);
+      else gatherTopK(logits, mask, exclude, n, scratch, topK);
+    } else if (nativeGather) {
+      gatherNative(nativeGather, 2, logits, mask, exclude, n, scratch, 0);
     } else {
       gatherAll(logits, mask, exclude, n, scratch);
     }
@@ -422,6 +448,48 @@ const gathered = { count: 0, maxValue: -Infinity, argmax: -1, floor: -Infinity, 
 // directly, other set bits found with Math.clz32; `exclude` (the penalised tokens) is cleared
 // from each word first. They are separate small functions, one per mode, so that V8 optimises
 // each with complete type feedback (one big function deoptimised over and over).
+
+/**
+ * The TypeScript gather pass behind the kernel's signature, so tests can hold the two side by
+ * side candidate for candidate (scratch arrays are the caller's).
+ */
+export const gatherCandidatesScript: GatherCandidatesKernel = (mode, logits, mask, exclude, n, k, ids, values, heap, state) => {
+  const scratch = { ids, values, heap } as Scratch;
+  gathered.count = state[0]!;
+  gathered.maxValue = state[1]!;
+  gathered.argmax = state[2]!;
+  gathered.floor = -Infinity;
+  if (mode === 0) gatherGreedy(logits, mask, exclude, n, scratch);
+  else if (mode === 1) gatherTopK(logits, mask, exclude, n, scratch, k);
+  else gatherAll(logits, mask, exclude, n, scratch);
+  state[0] = gathered.count;
+  state[1] = gathered.maxValue;
+  state[2] = gathered.argmax;
+  state[3] = gathered.floor;
+};
+
+/** The addon's gather pass (mode 0 greedy, 1 top_k, 2 all) into the same scratch and state. */
+function gatherNative(
+  kernel: GatherCandidatesKernel,
+  mode: 0 | 1 | 2,
+  logits: Float32Array,
+  mask: Uint32Array | null,
+  exclude: Uint32Array | null,
+  n: number,
+  scratch: Scratch,
+  k: number,
+): void {
+  const state = gatherState;
+  state[0] = gathered.count;
+  state[1] = gathered.maxValue;
+  state[2] = gathered.argmax;
+  state[3] = -Infinity;
+  kernel(mode, logits, mask, exclude, n, k, scratch.ids, scratch.values, scratch.heap, state);
+  gathered.count = state[0]!;
+  gathered.maxValue = state[1]!;
+  gathered.argmax = state[2]!;
+  gathered.floor = state[3]!;
+}
 
 /** Greedy: only candidates at least as good as the best so far are stored. */
 function gatherGreedy(logits: Float32Array, mask: Uint32Array | null, exclude: Uint32Array | null, n: number, scratch: Scratch): void {
