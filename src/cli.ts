@@ -10,6 +10,7 @@ import { existsSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { ConfigError, SETTINGS, loadConfig, type Config } from "./config.js";
 import { DEFAULT_MODEL, ModelDownloadError, ensureModel, progressBar, type ModelSource } from "./model/download.js";
+import { RuntimeLoadError } from "./model/native.js";
 import { KeyNotFoundError, KeyStore, ensureAdminToken } from "./store/keys.js";
 import type { Engine } from "./generate/types.js";
 
@@ -161,15 +162,21 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
   if (admin.generated) {
     io.out(`Dashboard admin token (shown once, stored hashed in ${store.path}): ${admin.generated}`);
   }
-  const engine = await createEngine({
-    modelPath,
-    threads: config.threads,
-    contextSize: config.contextSize,
-    maxSequences: config.concurrency,
-    gpu: config.gpu,
-    regexMaxStates: config.regexMaxStates,
-    regexTimeoutMs: config.regexTimeoutMs,
-  });
+  let engine: Engine;
+  try {
+    engine = await createEngine({
+      modelPath,
+      threads: config.threads,
+      contextSize: config.contextSize,
+      maxSequences: config.concurrency,
+      gpu: config.gpu,
+      regexMaxStates: config.regexMaxStates,
+      regexTimeoutMs: config.regexTimeoutMs,
+    });
+  } catch (error) {
+    store.close();
+    throw error;
+  }
   const { createService } = await import("./dashboard/index.js");
   const app = await createService({
     engine,
@@ -226,7 +233,8 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
         throw new CliError(`unknown command "${command}"\n${USAGE}`);
     }
   } catch (error) {
-    if (error instanceof CliError || error instanceof ConfigError || error instanceof RangeError) {
+    // A missing or unstartable llama.cpp build is the operator's to fix: the message says how.
+    if (error instanceof CliError || error instanceof ConfigError || error instanceof RangeError || error instanceof RuntimeLoadError) {
       io.err(`trellis: ${error.message}`);
       return 1;
     }

@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { main, type CliIo } from "../src/cli.js";
 import { KeyStore } from "../src/store/keys.js";
 import { ConfigError, loadConfig } from "../src/config.js";
+import { packageBinsDir } from "../src/model/index.js";
+import { STORIES_260K } from "./helpers/paths.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "trellis-cli-"));
 after(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -53,6 +55,11 @@ test("serve fails clearly when the engine module is missing or the model path is
   const badModel = await run(["serve", "--model", "/nonexistent/model.gguf"], { engineModule: fakeEngineModule });
   assert.equal(badModel.code, 1);
   assert.match(badModel.err.join("\n"), /TRELLIS_MODEL points to \/nonexistent\/model\.gguf, which does not exist/);
+  if (packageBinsDir("vulkan") === null) {
+    const noGpuBuild = await run(["serve", "--model", STORIES_260K, "--gpu", "vulkan"]);
+    assert.equal(noGpuBuild.code, 1);
+    assert.deepEqual(noGpuBuild.err, ["trellis: no llama.cpp build found for gpu=vulkan: install @node-llama-cpp/linux-x64-vulkan"]);
+  }
 });
 
 test("serve without TRELLIS_MODEL and without network says how to set TRELLIS_MODEL", async () => {

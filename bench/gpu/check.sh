@@ -122,7 +122,7 @@ service() {
   for _ in $(seq 120); do curl -sf http://127.0.0.1:8799/readyz >/dev/null && break; sleep 0.5; done
   node bench/gpu/service.mjs http://127.0.0.1:8799 gpu-key 2>&1 | tee "$OUT/service.json"
   kill -TERM $pid; wait $pid
-  grep -iE 'cuda|gpu|device|offload' "$OUT/server.log" | head -5
+  grep -E 'Trellis listening|trellis:' "$OUT/server.log"
 }
 
 setup

@@ -1,22 +1,14 @@
 // The service on a GPU, end to end (bench/gpu/check.sh starts it): each endpoint answers, then
 // N concurrent clients per endpoint for a fixed number of requests each. Prints JSON.
 // Usage: node bench/gpu/service.mjs <base-url> <api-key> [clients=8] [requestsPerClient=6]
+import { readFileSync } from "node:fs";
+
 const [base, key, clientsArg, perClientArg] = process.argv.slice(2);
 const clients = Number(clientsArg ?? 8);
 const perClient = Number(perClientArg ?? 6);
 
-const JSON_GRAMMAR = String.raw`
-?start: value
-?value: object | array | string | SIGNED_NUMBER -> number | "true" -> true | "false" -> false | "null" -> null
-array: "[" [value ("," value)*] "]"
-object: "{" [pair ("," pair)*] "}"
-pair: string ":" value
-string: ESCAPED_STRING
-%import common.ESCAPED_STRING
-%import common.SIGNED_NUMBER
-%import common.WS
-%ignore WS
-`;
+// The JSON grammar of the corpus (the same one bench:grammar-mask measures).
+const JSON_GRAMMAR = readFileSync(new URL("../../test/grammars/json.lark", import.meta.url), "utf8");
 
 const requests = {
   regex: ["/v1/completion/regex", { prompt: "A list of words: ", pattern: "[a-z]+( [a-z]+)*", max_new_tokens: 64, stop_after_match: false, seed: 1 }],
