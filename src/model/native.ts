@@ -189,7 +189,7 @@ function chooseBackend(opts: RuntimeOptions): BackendPlan {
   const explicit = opts.binsDir ?? process.env.TRELLIS_LLAMA_BINS;
   if (explicit) return { binsDir: resolve(explicit), fallbackBackend: "", required: null };
   const gpu = opts.gpu ?? (process.env.TRELLIS_LLAMA_GPU as GpuChoice | undefined) ?? "auto";
-  if (!(gpu in PACKAGES) && gpu !== "auto") {
+  if (!Object.hasOwn(PACKAGES, gpu) && gpu !== "auto") {
     throw new RuntimeLoadError(`unknown GPU backend "${gpu}": use one of auto, ${Object.keys(PACKAGES).join(", ")}`);
   }
   const order: Exclude<GpuChoice, "auto" | "cuda-ext">[] =
