@@ -26,8 +26,7 @@ setup() {
     mkdir -p /tmp/nodebin && xz -dc .gpu/node.xz >/tmp/nodebin/node && chmod +x /tmp/nodebin/node
     export PATH=/tmp/nodebin:$PATH
   fi
-  [ -d node_modules/tsx ] || tar xJf .gpu/nm.tar.xz
-  [ -d node_modules/fastify ] || { [ -f .gpu/nm.tar.xz ] && tar xJf .gpu/nm.tar.xz; }
+  [ -d node_modules/fastify ] || tar xJf .gpu/nm.tar.xz
   # test/helpers/paths.ts reads ../shared/models beside the repository.
   if [ ! -f ../shared/models/stories260K.gguf ]; then
     mkdir -p ../shared && rm -rf ../shared/models && cp -r .gpu/models ../shared/models
@@ -91,6 +90,11 @@ run_tests() {
     test/server-api.test.ts test/server-cli.test.ts 2>&1 | tee "$OUT/tests.log" | grep -E '^not ok|^# (tests|pass|fail)|^    not ok'
 }
 
+# One line of a bench:runtime result: the gather kernel, tokens/s and scaling.
+runtime_summary() {
+  node -e 'const r=require(process.argv[1]); console.log(JSON.stringify({gather: r.sampler.gather, seq1: r.seq1, seq8: r.seq8, scaling8over1: r.scaling8over1, ceiling: r.batchedCeilingTokensPerSecond}))' "$1"
+}
+
 bench() {
   export LD_LIBRARY_PATH=$BINS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   log "bench:sampling (this machine's CPU, both gather kernels)"
@@ -100,7 +104,7 @@ bench() {
   for g in native script; do
     log "bench:runtime, GPU (q8_0), $g gather"
     BENCH_GATHER=$g BENCH_ROUNDS=5 BENCH_STEPS=16 node --import tsx bench/runtime.ts >"$OUT/runtime-gpu-$g.json" 2>"$OUT/runtime-gpu-$g.err"
-    node -e 'const r=require(process.argv[1]); console.log(JSON.stringify({gather: r.sampler.gather, seq1: r.seq1, seq8: r.seq8, scaling8over1: r.scaling8over1, ceiling: r.batchedCeilingTokensPerSecond}))' "$OUT/runtime-gpu-$g.json"
+    runtime_summary "$OUT/runtime-gpu-$g.json"
   done
   for g in native script; do
     log "bench:categorize, GPU, qwen2-0.5b, $g log-sum-exp"
@@ -109,7 +113,7 @@ bench() {
   done
   log "bench:runtime, CPU, $(nproc) threads (q8_0)"
   TRELLIS_LLAMA_GPU=cpu BENCH_ROUNDS=3 BENCH_STEPS=8 node --import tsx bench/runtime.ts >"$OUT/runtime-cpu.json" 2>"$OUT/runtime-cpu.err"
-  node -e 'const r=require(process.argv[1]); console.log(JSON.stringify({gather: r.sampler.gather, seq1: r.seq1, seq8: r.seq8, scaling8over1: r.scaling8over1, ceiling: r.batchedCeilingTokensPerSecond}))' "$OUT/runtime-cpu.json"
+  runtime_summary "$OUT/runtime-cpu.json"
 }
 
 service() {

@@ -140,16 +140,22 @@ const PACKAGES: Record<Exclude<GpuChoice, "auto">, string> = {
  */
 const LIBLLAMA = /^libllama(\.[\w.]+)?\.so$/;
 
-/** The bins directory of an installed @node-llama-cpp/* package, or null when not installed. */
-export function packageBinsDir(choice: Exclude<GpuChoice, "auto">): string | null {
+/** The bins/ folder of an installed @node-llama-cpp/* package, or null when not installed. */
+function packageBinsRoot(pkg: string): string | null {
   let entry: string;
   try {
-    entry = require.resolve(PACKAGES[choice]);
+    entry = require.resolve(pkg);
   } catch {
     return null;
   }
   const binsRoot = join(dirname(dirname(entry)), "bins");
-  if (!existsSync(binsRoot)) return null;
+  return existsSync(binsRoot) ? binsRoot : null;
+}
+
+/** The bins directory of an installed @node-llama-cpp/* package, or null when not installed. */
+export function packageBinsDir(choice: Exclude<GpuChoice, "auto">): string | null {
+  const binsRoot = packageBinsRoot(PACKAGES[choice]);
+  if (binsRoot === null) return null;
   for (const sub of readdirSync(binsRoot)) {
     const dir = join(binsRoot, sub);
     try {
@@ -163,14 +169,8 @@ export function packageBinsDir(choice: Exclude<GpuChoice, "auto">): string | nul
 
 /** The second CUDA backend of @node-llama-cpp/linux-x64-cuda-ext (bins/<platform>/fallback/). */
 export function cudaExtFallbackBackend(): string | null {
-  let entry: string;
-  try {
-    entry = require.resolve(PACKAGES["cuda-ext"]);
-  } catch {
-    return null;
-  }
-  const binsRoot = join(dirname(dirname(entry)), "bins");
-  if (!existsSync(binsRoot)) return null;
+  const binsRoot = packageBinsRoot(PACKAGES["cuda-ext"]);
+  if (binsRoot === null) return null;
   for (const sub of readdirSync(binsRoot)) {
     const lib = join(binsRoot, sub, "fallback", "libggml-cuda.so");
     if (existsSync(lib)) return lib;

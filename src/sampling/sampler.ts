@@ -234,21 +234,12 @@ export class Sampler {
     gathered.count = 0;
     gathered.maxValue = -Infinity;
     gathered.argmax = -1;
-    if (greedy) {
-      gathered.floor = -Infinity;
-      if (nativeGather) gatherNative(nativeGather, 0, logits, mask, exclude, n, scratch, 0);
-      else gatherGreedy(logits, mask, exclude, n, scratch);
-    } else if (topK > 0 && topK < n) {
-      scratch.heap.fill(-Infinity, 0, topK);
-      gathered.floor = -Infinity;
-      if (nativeGather) gatherNative(nativeGather, 1, logits, mask, exclude, n, scratch, topK);
-      else gatherTopK(logits, mask, exclude, n, scratch, topK);
-    } else if (nativeGather) {
-      gatherNative(nativeGather, 2, logits, mask, exclude, n, scratch, 0);
-    } else {
-      gatherAll(logits, mask, exclude, n, scratch);
-    }
-    if (penalize) gatherPenalised(logits, mask, this.seenIds, penalty, scratch, greedy ? -1 : topK > 0 && topK < n ? topK : 0);
+    gathered.floor = -Infinity;
+    const mode = greedy ? GATHER_GREEDY : topK > 0 && topK < n ? GATHER_TOP_K : GATHER_ALL;
+    if (mode === GATHER_TOP_K) scratch.heap.fill(-Infinity, 0, topK);
+    if (nativeGather) gatherNative(nativeGather, mode, logits, mask, exclude, n, scratch, topK);
+    else gatherScript(mode, logits, mask, exclude, n, scratch, topK);
+    if (penalize) gatherPenalised(logits, mask, this.seenIds, penalty, scratch, mode === GATHER_GREEDY ? -1 : mode === GATHER_TOP_K ? topK : 0);
 
     let count = gathered.count;
     if (count === 0) return this.fallback(logits, mask);
@@ -449,19 +440,27 @@ const gathered = { count: 0, maxValue: -Infinity, argmax: -1, floor: -Infinity, 
 // from each word first. They are separate small functions, one per mode, so that V8 optimises
 // each with complete type feedback (one big function deoptimised over and over).
 
+const GATHER_GREEDY = 0;
+const GATHER_TOP_K = 1;
+const GATHER_ALL = 2;
+
+/** The TypeScript gather pass (mode as the kernel's: 0 greedy, 1 top_k over k, 2 all). */
+function gatherScript(mode: 0 | 1 | 2, logits: Float32Array, mask: Uint32Array | null, exclude: Uint32Array | null, n: number, scratch: Scratch, k: number): void {
+  if (mode === GATHER_GREEDY) gatherGreedy(logits, mask, exclude, n, scratch);
+  else if (mode === GATHER_TOP_K) gatherTopK(logits, mask, exclude, n, scratch, k);
+  else gatherAll(logits, mask, exclude, n, scratch);
+}
+
 /**
- * The TypeScript gather pass behind the kernel's signature, so tests can hold the two side by
- * side candidate for candidate (scratch arrays are the caller's).
+ * gatherScript behind the kernel's signature, so tests can hold the two side by side candidate
+ * for candidate (scratch arrays are the caller's).
  */
 export const gatherCandidatesScript: GatherCandidatesKernel = (mode, logits, mask, exclude, n, k, ids, values, heap, state) => {
-  const scratch = { ids, values, heap } as Scratch;
   gathered.count = state[0]!;
   gathered.maxValue = state[1]!;
   gathered.argmax = state[2]!;
   gathered.floor = -Infinity;
-  if (mode === 0) gatherGreedy(logits, mask, exclude, n, scratch);
-  else if (mode === 1) gatherTopK(logits, mask, exclude, n, scratch, k);
-  else gatherAll(logits, mask, exclude, n, scratch);
+  gatherScript(mode, logits, mask, exclude, n, { ids, values, heap } as Scratch, k);
   state[0] = gathered.count;
   state[1] = gathered.maxValue;
   state[2] = gathered.argmax;
