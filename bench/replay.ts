@@ -164,6 +164,7 @@ export async function compareWorkload<M>(rounds: number, ours: OursRound<M>, the
     xgrammar: t,
     ratioOursOverTheirs: {
       compile: round3(o.compileMsMedian! / t.compileMsMedian!),
+      ...pairedCompile(large.compileMs, xgrammar.compileMs),
       perTokenP50: round3(o.perTokenUsP50! / t.perTokenUsP50!),
       perTokenP99: round3(o.perTokenUsP99! / t.perTokenUsP99!),
       perTokenAvg: round3(o.perTokenUsAvg! / t.perTokenUsAvg!),
@@ -173,6 +174,23 @@ export async function compareWorkload<M>(rounds: number, ours: OursRound<M>, the
     },
     oursNotAcceptingAtEnd: large.notAccepting + tight.notAccepting,
   };
+}
+
+/**
+ * Round by round, ours against theirs compiled right beside it (same machine state): the median
+ * of the per-round ratios, and in how many rounds ours compiled faster. The ratio of medians above
+ * moves with whatever the machine does across a run; these pairs cancel most of it.
+ */
+function pairedCompile(ours: readonly number[], theirs: readonly number[]): { compilePairedMedian: number; compileRoundsOursFaster: string } {
+  const n = Math.min(ours.length, theirs.length);
+  const ratios: number[] = [];
+  let faster = 0;
+  for (let r = 0; r < n; r++) {
+    ratios.push(ours[r]! / theirs[r]!);
+    if (ours[r]! < theirs[r]!) faster++;
+  }
+  ratios.sort((a, b) => a - b);
+  return { compilePairedMedian: round3(percentile(ratios, 0.5)), compileRoundsOursFaster: `${faster}/${n}` };
 }
 
 /** The median of each compile stage, where the samples time them (grammars). */

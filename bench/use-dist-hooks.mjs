@@ -1,9 +1,11 @@
 // Resolve hook for use-dist.mjs: file:///…/src/x.ts → file:///…/dist/x.js when that file exists.
+// TRELLIS_BENCH_DIST (a file: URL of another tsc output, in a folder whose package.json says
+// "type": "module") runs a bench against that build instead: before/after comparisons of a change.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const SRC = new URL("../src/", import.meta.url).href;
-const DIST = new URL("../dist/", import.meta.url).href;
+const DIST = new URL(process.env.TRELLIS_BENCH_DIST ?? "../dist/", import.meta.url).href;
 
 export async function resolve(specifier, context, next) {
   const resolved = await next(specifier, context);

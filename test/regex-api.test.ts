@@ -264,6 +264,20 @@ test("sets of literal patterns (built as a trie) give the very DFA the general c
     const general = compileMultiRegex(literals.map((l) => `(?:${l}){1}`));
     assert.equal(dump(viaTrie), dump(general), JSON.stringify(literals));
   }
+  // With classes of ASCII bytes among them (a grammar's `"a".."z"`, case-folded ones included):
+  // built from the trie too, and still the general construction's DFA.
+  const classes = ["[a-z]", "[ab]", "[0-9a-f]", "[xyz]", "[A-Z]", "[a-z]", "[\\x00-\\x7f]", "[b-d]", "[^\\s\\S]"];
+  for (let i = 0; i < 400; i++) {
+    const patterns: (string | { source: string; flags: string })[] = Array.from({ length: 1 + Math.floor(rng() * 6) }, () => {
+      if (rng() < 0.5) return classes[Math.floor(rng() * classes.length)]!;
+      let s = "";
+      for (let n = Math.floor(rng() * 4); n > 0; n--) s += pieces[Math.floor(rng() * pieces.length)];
+      return s;
+    });
+    if (rng() < 0.2) patterns.push({ source: "[a-c]", flags: "i" });
+    const general = patterns.map((p) => (typeof p === "string" ? `(?:${p}){1}` : { source: `(?:${p.source}){1}`, flags: p.flags }));
+    assert.equal(dump(compileMultiRegex(patterns)), dump(compileMultiRegex(general)), JSON.stringify(patterns));
+  }
   // A trie larger than the DFA limit still fails as the general construction does.
   assert.throws(() => compileMultiRegex(["x".repeat(30), "y".repeat(30)], { maxDfaStates: 40 }), RegexTooComplexError);
 });

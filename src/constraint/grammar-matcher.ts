@@ -935,8 +935,13 @@ interface CommitGroup {
   readonly nodes: readonly number[];
   /** Subtree roots p where every node strictly below p commits: the next token starts two levels down. */
   readonly loops: readonly number[];
-  /** Walks below the nodes, per lexer-state set after the commit (null until the first). */
-  below: Map<number, LexerWalk> | null;
+  /**
+   * Walks below the nodes, per lexer-state set after the commit: most groups meet one set, kept
+   * here (belowSet -1 until then); the others in `moreBelow`.
+   */
+  belowSet: number;
+  belowWalk: LexerWalk | null;
+  moreBelow: Map<number, LexerWalk> | null;
 }
 
 interface LexerWalk {
@@ -1008,6 +1013,8 @@ class LexerLevelWalks {
   private loopsOnUtf8: Uint8Array;
   private readonly loopKeys = new Map<number, Int32Array>();
   private readonly atDepth: Int32Array;
+  /** Where a sub-walk's tokens start (scratch: walkFrom reads it before the next sub-walk). */
+  private readonly starts: number[] = [];
   /** Per set: the walk stamp that last met it, and its slot in that walk's contSets. */
   private seen: Int32Array;
   private seenSlot: Int32Array;
@@ -1322,44 +1329,54 @@ class LexerLevelWalks {
   /** The walk below a group's nodes from the lexer state the new token starts in. */
   subWalk(lex: number, group: CommitGroup): LexerWalk {
     const setId = this.setOfLexer(lex);
-    let w = group.below?.get(setId);
+    let w = group.belowSet === setId ? group.belowWalk! : group.moreBelow?.get(setId);
     if (w === undefined) {
       // Where the new token starts: children of single nodes, and nodes two levels below a loop
       // root; only those whose byte the new token can begin with (subtrees without such a byte
       // are skipped by their byte summary).
-      const { subtreeSize, nodeByte, belowBytes } = this.trie;
       const first = this.firstBytes(setId);
       let last = -1;
-      for (let w = 7; w >= 0 && last < 0; w--) if (first[w] !== 0) last = w * 32 + 31 - Math.clz32(first[w]!);
+      for (let i = 7; i >= 0 && last < 0; i--) if (first[i] !== 0) last = i * 32 + 31 - Math.clz32(first[i]!);
       if (last < 0) {
         // Nothing can follow the commit (the end of the sentence, say): no token goes on below.
         w = { owner: setId, mask: null, contSets: [], tokensByCont: [], groups: [] };
-        (group.below ??= new Map()).set(setId, w);
-        return w;
-      }
-      const hits = (n: number): boolean => {
-        for (let w = 0; w < 8; w++) if ((belowBytes[n * 8 + w]! & first[w]!) !== 0) return true;
-        return false;
-      };
-      const starts: number[] = [];
-      const childrenOf = (n: number, deep: boolean): void => {
-        for (let c = n + 1, end = n + subtreeSize[n]!; c < end; c += subtreeSize[c]!) {
-          const b = nodeByte[c]!;
-          // Children come in byte order: past the set's last byte only loops can still hit.
-          if (b > last && !deep) break;
-          if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0) starts.push(c);
-          if (deep && hits(c)) childrenOf(c, true);
+      } else {
+        const starts = this.starts;
+        starts.length = 0;
+        const subtreeSize = this.trie.subtreeSize;
+        for (const n of group.nodes) if (this.below(n, first)) this.startsBelow(n, first, last, false);
+        for (const p of group.loops) {
+          for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) if (this.below(c, first)) this.startsBelow(c, first, last, true);
         }
-      };
-      for (const n of group.nodes) if (hits(n)) childrenOf(n, false);
-      for (const p of group.loops) {
-        for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) if (hits(c)) childrenOf(c, true);
+        w = this.walkFrom(setId, starts, false);
       }
-      w = this.walkFrom(setId, starts, false);
-      (group.below ??= new Map()).set(setId, w);
+      if (group.belowSet < 0) {
+        group.belowSet = setId;
+        group.belowWalk = w;
+      } else (group.moreBelow ??= new Map()).set(setId, w);
     }
     return w;
   }
+
+  /** Whether a byte of `first` occurs strictly below trie node `n`. */
+  private below(n: number, first: Uint32Array): boolean {
+    const belowBytes = this.trie.belowBytes;
+    for (let i = 0; i < 8; i++) if ((belowBytes[n * 8 + i]! & first[i]!) !== 0) return true;
+    return false;
+  }
+
+  /** Pushes to `starts` the children of `n` whose byte is in `first` (and, `deep`, those further down). */
+  private startsBelow(n: number, first: Uint32Array, last: number, deep: boolean): void {
+    const { subtreeSize, nodeByte } = this.trie;
+    for (let c = n + 1, end = n + subtreeSize[n]!; c < end; c += subtreeSize[c]!) {
+      const b = nodeByte[c]!;
+      // Children come in byte order: past the set's last byte only loops can still hit.
+      if (b > last && !deep) break;
+      if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0) this.starts.push(c);
+      if (deep && this.below(c, first)) this.startsBelow(c, first, last, true);
+    }
+  }
+
 
   /** Bytes a token can go on with from a set (continuing or committing), as 8 words. */
   private firstBytes(setId: number): Uint32Array {
@@ -1497,7 +1514,9 @@ class LexerLevelWalks {
         aliveRanges: g.ranges ?? NO_NODES,
         nodes: g.nodes ?? NO_NODES,
         loops: g.loops ?? NO_NODES,
-        below: null,
+        belowSet: -1,
+        belowWalk: null,
+        moreBelow: null,
       });
     }
     const lists: Int32Array[] = [];

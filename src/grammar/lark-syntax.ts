@@ -87,6 +87,53 @@ for (const [ch, name] of [["(", "_LPAR"], [")", "_RPAR"], ["[", "_LBRA"], ["]", 
   SINGLE_CHAR_TERMINAL[ch.charCodeAt(0)] = META_TERMINALS.findIndex(([n]) => n === name);
 const RULE_TERMINAL = META_TERMINALS.findIndex(([n]) => n === "RULE");
 const TERMINAL_TERMINAL = META_TERMINALS.findIndex(([n]) => n === "TERMINAL");
+const STRING_TERMINAL = META_TERMINALS.findIndex(([n]) => n === "STRING");
+const NL_TERMINAL = META_TERMINALS.findIndex(([n]) => n === "_NL");
+const WS_TERMINAL = META_TERMINALS.findIndex(([n]) => n === "WS");
+
+/** ASCII characters in Python's `\s` (the meta lexer's patterns are Python str patterns). */
+const isAsciiSpace = (c: number): boolean => c === 0x20 || (c >= 0x09 && c <= 0x0d);
+
+/**
+ * The meta terminal and its length at `pos` for the commonest tokens after names and
+ * punctuation — a string literal without escapes, spaces, line breaks — when the combined
+ * regexp would surely give the same: -1 when it must decide. The terminals are tried in order,
+ * the first that matches wins: a run of white space is a COMMENT when `//` follows it, a line
+ * break is _NL_OR when `|` follows its white space, and `\s` also takes characters past ASCII.
+ */
+function fastMetaToken(text: string, pos: number, out: { length: number }): number {
+  const c = text.charCodeAt(pos);
+  if (c === 0x22 /* " */) {
+    // STRING `"(\\"|\\\\|[^"\n])*?"i?`: lazily, the first quote closes it when no backslash comes first.
+    for (let j = pos + 1; j < text.length; j++) {
+      const d = text.charCodeAt(j);
+      if (d === 0x22) {
+        out.length = j + 1 - pos + (text.charCodeAt(j + 1) === 0x69 /* i */ ? 1 : 0);
+        return STRING_TERMINAL;
+      }
+      if (d === 0x5c || d === 0x0a) return -1;
+    }
+    return -1;
+  }
+  if (!isAsciiSpace(c)) return -1;
+  let end = pos;
+  while (end < text.length && isAsciiSpace(text.charCodeAt(end))) end++;
+  const after = end < text.length ? text.charCodeAt(end) : -1;
+  if (after === 0x2f /* / */ || after === 0x7c /* | */ || after >= 0x80 || (after >= 0x1c && after <= 0x1f)) return -1;
+  if (c === 0x20 || c === 0x09) {
+    let ws = pos;
+    while (ws < text.length && (text.charCodeAt(ws) === 0x20 || text.charCodeAt(ws) === 0x09)) ws++;
+    out.length = ws - pos;
+    return WS_TERMINAL;
+  }
+  // _NL `(\r?\n)+\s*` takes the whole run, once it begins with a line break.
+  if (c === 0x0a || (c === 0x0d && text.charCodeAt(pos + 1) === 0x0a)) {
+    out.length = end - pos;
+    return NL_TERMINAL;
+  }
+  return -1;
+}
+const fastLength = { length: 0 };
 
 const META_RULES: Record<string, string[]> = {
   start: ["_list"],
@@ -317,6 +364,8 @@ function metaParse(text: string): Tree {
       }
       matched = lower ? RULE_TERMINAL : TERMINAL_TERMINAL;
       value = text.slice(pos, end);
+    } else if ((matched = fastMetaToken(text, pos, fastLength)) >= 0) {
+      value = text.slice(pos, pos + fastLength.length);
     } else {
       lexer.lastIndex = pos;
       const m = lexer.exec(text);

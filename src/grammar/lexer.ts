@@ -117,6 +117,21 @@ function matchAt(re: RegExp, text: string, pos: number): string | null {
   return m ? m[0] : null;
 }
 
+/**
+ * Lark's `re.match(pattern, s).group(0) == s` for a string literal `s`: by the translated RegExp,
+ * or at once for a plain character class (a range `"a".."z"`), which matches exactly one
+ * character, without making and running a RegExp during the compile.
+ */
+function matchesWhole(t: LexTerminal, s: string): boolean {
+  const root = t.parsed.root;
+  if (root.k !== "set" || root.negated || root.caseless || root.classes.length > 0 || t.def.pattern.flags !== "") return matchAt(t.regex, s, 0) === s;
+  const c = s.codePointAt(0);
+  if (c === undefined || s.length !== (c > 0xffff ? 2 : 1)) return false;
+  const ranges = root.ranges;
+  for (let i = 0; i < ranges.length; i += 2) if (c >= ranges[i]! && c <= ranges[i + 1]!) return true;
+  return false;
+}
+
 /** BasicLexer for a set of terminals: Lark's sort, then `_create_unless`. */
 export function buildScanner(terms: readonly LexTerminal[]): Scanner {
   const sorted = [...terms].sort(sortKeyCompare);
@@ -128,7 +143,7 @@ export function buildScanner(terms: readonly LexTerminal[]): Scanner {
     for (const str of sorted) {
       if (str.def.pattern.type !== "str" || str.def.priority !== re.def.priority) continue;
       const s = str.def.pattern.value;
-      if (matchAt(re.regex, s, 0) === s) {
+      if (matchesWhole(re, s)) {
         list.push(str);
         if ([...str.def.pattern.flags].every((f) => re.def.pattern.flags.includes(f))) embedded.add(str);
       }

@@ -146,6 +146,19 @@ function literalBytes(node: RegexNode): number[] | null {
   return add(node) ? out : null;
 }
 
+/**
+ * The members of a pattern that is one class of ASCII characters (`[a-z]`, a range `"a".."z"` in a
+ * grammar), as 128 flags; null for anything else (non-ASCII members take several bytes).
+ */
+function asciiClassBytes(node: RegexNode): Uint8Array | null {
+  if (node.kind !== "set") return null;
+  const set = node.set;
+  for (let i = 1; i < set.length; i += 2) if (set[i]! >= 0x80) return null;
+  const member = new Uint8Array(128);
+  for (let i = 0; i < set.length; i += 2) member.fill(1, set[i]!, set[i + 1]! + 1);
+  return member;
+}
+
 function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
   const maxNfaStates = limits.maxNfaStates ?? DEFAULT_REGEX_LIMITS.maxNfaStates;
   let estimate = 0;
@@ -156,13 +169,13 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
       "nfaStates",
     );
   }
-  const literals: number[][] = [];
+  const literals: (number[] | Uint8Array)[] = [];
   let trieSize = 1;
   for (let i = 0; i < nodes.length && literals.length === i; i++) {
-    const bytes = literalBytes(nodes[i]!);
+    const bytes = literalBytes(nodes[i]!) ?? asciiClassBytes(nodes[i]!);
     if (bytes !== null) {
       literals.push(bytes);
-      trieSize += bytes.length;
+      trieSize += bytes instanceof Uint8Array ? bytes.reduce((n, m) => n + m, 0) : bytes.length;
     }
   }
   if (literals.length === nodes.length && trieSize <= (limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates)) return determinizeLiterals(literals);
