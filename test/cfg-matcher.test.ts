@@ -95,3 +95,35 @@ test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 voc
   assert.equal(lexerLevelGrammars, grammars, "the lexer-level cache did not recognise the automaton's shape");
   assert.deepEqual(mismatches, []);
 });
+
+test("budget masks where only some endings can still finish agree with plain walks (qwen2 vocabulary)", () => {
+  // At a small budget the lexer-level mask keeps the commit-free tokens whose end set can still
+  // finish (maskOf): digits that complete a number are kept while an open string is not, and
+  // whole subtrees of digits are taken at once. Plain walks check every token.
+  const vocab = loadVocabulary(vocabFile("qwen2"));
+  const trie = tokenTrieFor(vocab);
+  const cases: [string, string[]][] = [
+    ['start: NUMBER | STRING\nNUMBER: /[0-9]+/\nSTRING: /"[a-z ]*"/\n', ["", "1", '"ab']],
+    ['start: "[" [item ("," item)*] "]"\n?item: NUMBER | STRING | "x"\nNUMBER: /-?[0-9]+(\\.[0-9]+)?/\nSTRING: /"[^"]*"/\n%ignore " "\n', ["", "[", "[1", "[1, ", '["a', "[12.5"]],
+  ];
+  let compared = 0, mixed = 0;
+  for (const [source, prefixes] of cases) {
+    const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: 8 });
+    const fast = new GrammarTokenMatcher(trie, automaton);
+    const plain = new GrammarTokenMatcher(trie, automaton, { lexerLevel: false });
+    assert.ok(fast.lexerLevel);
+    for (const prefix of prefixes) {
+      const state = fast.advanceBytes(fast.start, new TextEncoder().encode(prefix));
+      assert.ok(state >= 0, prefix);
+      const all = setBits(fast.allowedMask(state)).length;
+      for (let budget = 1; budget <= 3; budget++) {
+        const bf = setBits(fast.mask(state, budget)), bp = setBits(plain.mask(state, budget));
+        assert.deepEqual(bf, bp, `${JSON.stringify(source)} after ${JSON.stringify(prefix)}, budget ${budget}`);
+        compared++;
+        if (bf.length > 0 && bf.length < all) mixed++;
+      }
+    }
+  }
+  // The cases do reach masks that keep some allowed tokens and drop others.
+  assert.ok(mixed >= 4, `only ${mixed} of ${compared} budget masks were partial`);
+});

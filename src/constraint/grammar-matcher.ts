@@ -33,8 +33,15 @@ export interface CompletableAutomaton extends ByteAutomaton {
 }
 
 interface StateEdges {
-  /** Shared between states with the same lexer-level outcome: read only. */
-  mask: Uint32Array;
+  /**
+   * Shared between states with the same lexer-level outcome: read only. Made on first need
+   * (edgeMask): a budget search reads many states' targets and few of their masks.
+   */
+  mask: Uint32Array | null;
+  /** What makes the mask: the one hypothesis (stack, lexer state), or the parts it is the union of. */
+  readonly stack: number;
+  readonly lex: number;
+  readonly parts: readonly StateEdges[] | null;
   /** What determines the mask (lexer walks and which commits the stack takes). */
   maskKey: string;
   /** Distinct target states of the allowed tokens. */
@@ -195,7 +202,7 @@ export class GrammarTokenMatcher {
 
   /** Every token the grammar allows in `state`, whatever the budget. Read only. */
   allowedMask(state: number): Uint32Array {
-    return state < 0 ? this.emptyMask : this.edgesOf(state).mask;
+    return state < 0 ? this.emptyMask : this.edgeMask(this.edgesOf(state));
   }
 
   /** Distinct states the allowed tokens of `state` lead to (tests, budgets). */
@@ -218,8 +225,10 @@ export class GrammarTokenMatcher {
     if (e !== undefined) return e;
     const collected = this.collected;
     const lexer = this.lexer;
-    let mask: Uint32Array;
+    let mask: Uint32Array | null = null;
     let maskKey: string;
+    let stack = -1, lex = -1;
+    let parts: StateEdges[] | null = null;
     if (lexer === null) {
       collected.length = 0;
       mask = new Uint32Array(this.words);
@@ -228,40 +237,42 @@ export class GrammarTokenMatcher {
     } else {
       const hyps = lexer.automaton.hypotheses(state);
       if (hyps.length > 2) {
-        const parts: StateEdges[] = [];
+        parts = [];
         for (let i = 0; i < hyps.length; i += 2) parts.push(this.edgesOf(lexer.automaton.withStack(hyps[i]!, [hyps[i + 1]!])));
         collected.length = 0;
         const stamp = ++this.stamp;
         for (const part of parts) for (let i = 0; i < part.distinct.length; i++) this.collect(part.distinct[i]!, stamp);
         maskKey = parts.map((part) => part.maskKey).sort().join("|");
-        let shared = this.sharedMasks.get(maskKey);
-        if (shared === undefined) {
-          shared = new Uint32Array(this.words);
-          for (const part of parts) orInto(shared, part.mask);
-          this.shareMask(maskKey, shared);
-        }
-        mask = shared;
       } else {
         // The mask follows from the root walk and, per commit group, the lexer state the next
         // token starts in (or none): states that agree there share one mask.
         collected.length = 0;
-        const setId = lexer.setOfLexer(hyps[1]!);
+        stack = hyps[0]!;
+        lex = hyps[1]!;
         const signature = this.signature;
         signature.length = 0;
-        this.collectHypothesis(hyps[0]!, setId, ++this.stamp, signature);
+        this.collectHypothesis(stack, lexer.setOfLexer(lex), ++this.stamp, signature);
         maskKey = signature.join(",");
-        let shared = this.sharedMasks.get(maskKey);
-        if (shared === undefined) {
-          shared = new Uint32Array(this.words);
-          this.applyHypothesis(hyps[0]!, hyps[1]!, shared, 0, null);
-          this.shareMask(maskKey, shared);
-        }
-        mask = shared;
       }
+      mask = this.sharedMasks.get(maskKey) ?? null;
     }
-    e = { mask, maskKey, distinct: listOf(collected), nearestFirst: null, allFitFrom: Number.POSITIVE_INFINITY };
+    e = { mask, stack, lex, parts, maskKey, distinct: listOf(collected), nearestFirst: null, allFitFrom: Number.POSITIVE_INFINITY };
     this.edges.set(state, e);
     return e;
+  }
+
+  /** The allowed tokens of the state `e` was made for (see StateEdges.mask). */
+  private edgeMask(e: StateEdges): Uint32Array {
+    if (e.mask !== null) return e.mask;
+    let shared = this.sharedMasks.get(e.maskKey);
+    if (shared === undefined) {
+      shared = new Uint32Array(this.words);
+      if (e.parts !== null) for (const part of e.parts) orInto(shared, this.edgeMask(part));
+      else this.applyHypothesis(e.stack, e.lex, shared, 0, null);
+      this.shareMask(e.maskKey, shared);
+    }
+    e.mask = shared;
+    return shared;
   }
 
   /** The targets nearest first (by lower bound), for the depth-first budget search; sorted once, on first need. */
@@ -825,12 +836,12 @@ export class GrammarTokenMatcher {
     if (this.bytesAreTokens) this.carryByteBound(state);
     const e = this.edgesOf(state);
     const limit = remaining - 1;
-    if (limit >= e.allFitFrom) return e.mask;
+    if (limit >= e.allFitFrom) return this.edgeMask(e);
     let all = true;
     for (let i = 0; i < e.distinct.length && all; i++) if (!this.canAcceptWithin(e.distinct[i]!, limit)) all = false;
     if (all) {
       e.allFitFrom = limit;
-      return e.mask;
+      return this.edgeMask(e);
     }
     const key = state * 65536 + Math.min(limit, BUDGET_KEY_CAP);
     let mask = this.budgetMasks.get(key);
@@ -1428,7 +1439,7 @@ class LexerLevelWalks {
    * commit-free tokens with the set each ends in, and every commit grouped by its kind.
    */
   private walkFrom(setId: number, starts: readonly number[], dense: boolean): LexerWalk {
-    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth, belowBytes, utf8Aligned } = this.trie;
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
     // Made on the first commit-free token: many walks (a keyword's scanner) have none.
     let mask: Uint32Array | null = null;
     const contSets: number[] = [];
@@ -1472,16 +1483,7 @@ class LexerLevelWalks {
         const size = subtreeSize[p]!;
         if (size > 1) {
           // Everything below steps the set to itself the same way: take the subtree at once.
-          if (cont >= this.loopKnown.length || this.loopKnown[cont] !== 1) this.loopBytes(cont);
-          const loop = this.loopWords;
-          const lw = cont * 8;
-          let inLoop = true;
-          for (let w = 0; w < 4 && inLoop; w++) if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) inLoop = false;
-          let ascii = true;
-          for (let w = 4; w < 8 && inLoop; w++) if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) ascii = false;
-          // Non-ASCII below: fine when whole characters loop and no token ends inside one.
-          if (inLoop && !ascii) inLoop = this.loopsOnUtf8[cont] === 1 && utf8Aligned[p] === 1;
-          if (inLoop) {
+          if (this.loopsBelow(cont, p)) {
             const below0 = tokenStart[p + 1]!, below1 = tokenStart[p + size]!;
             mask = this.addTokens(cont, below0, below1, stamp, contSets, tokensByCont, dense, mask);
             const loopCode = this.loopCodes[cont]!;
@@ -1588,7 +1590,25 @@ class LexerLevelWalks {
     return keys;
   }
 
-  /** Sets in `mask` the commit-free tokens of the root walk from `setId` that end in a set of `keep`. */
+  /** Whether every byte below trie node `p` steps set `cont` to itself alike (loopBytes): the subtree's tokens all end in `cont`. */
+  private loopsBelow(cont: number, p: number): boolean {
+    if (cont >= this.loopKnown.length || this.loopKnown[cont] !== 1) this.loopBytes(cont);
+    const { belowBytes, utf8Aligned } = this.trie;
+    const loop = this.loopWords;
+    const lw = cont * 8;
+    for (let w = 0; w < 4; w++) if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) return false;
+    for (let w = 4; w < 8; w++) {
+      // Non-ASCII below: fine when whole characters loop and no token ends inside one.
+      if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) return this.loopsOnUtf8[cont] === 1 && utf8Aligned[p] === 1;
+    }
+    return true;
+  }
+
+  /**
+   * Sets in `mask` the commit-free tokens of the root walk from `setId` that end in a set of
+   * `keep`, taking a subtree at once where the set loops on all of it, as the walk did (budget
+   * masks inside a string otherwise walked nearly the whole trie node by node).
+   */
   maskOf(setId: number, keep: Set<number>, mask: Uint32Array): void {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
     const atDepth = this.atDepth;
@@ -1605,6 +1625,12 @@ class LexerLevelWalks {
       }
       atDepth[d] = cont;
       if ((info & 0x80000000) !== 0 && keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p]!, tokenStart[p + 1]!);
+      const size = subtreeSize[p]!;
+      if (size > 1 && this.loopsBelow(cont, p)) {
+        if (keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p + 1]!, tokenStart[p + size]!);
+        p += size;
+        continue;
+      }
       p++;
     }
   }
