@@ -1,6 +1,7 @@
 // Resolve hook for use-dist.mjs: file:///…/src/x.ts → file:///…/dist/x.js when that file exists.
-// TRELLIS_BENCH_DIST (a file: URL of another tsc output, in a folder whose package.json says
-// "type": "module") runs a bench against that build instead: before/after comparisons of a change.
+// TRELLIS_BENCH_DIST (a file: URL of another tsc output, a copy of dist/ beside it such as
+// dist-base/, so that its paths to the addon and package.json resolve alike) runs a bench against
+// that build instead: before/after comparisons of a change.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 

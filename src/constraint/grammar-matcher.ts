@@ -1355,9 +1355,9 @@ class LexerLevelWalks {
         const starts = this.starts;
         starts.length = 0;
         const subtreeSize = this.trie.subtreeSize;
-        for (const n of group.nodes) if (this.below(n, first)) this.startsBelow(n, first, last, false);
+        for (const n of group.nodes) if (this.hasByteBelow(n, first)) this.startsBelow(n, first, last, false);
         for (const p of group.loops) {
-          for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) if (this.below(c, first)) this.startsBelow(c, first, last, true);
+          for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) if (this.hasByteBelow(c, first)) this.startsBelow(c, first, last, true);
         }
         w = this.walkFrom(setId, starts, false);
       }
@@ -1370,7 +1370,7 @@ class LexerLevelWalks {
   }
 
   /** Whether a byte of `first` occurs strictly below trie node `n`. */
-  private below(n: number, first: Uint32Array): boolean {
+  private hasByteBelow(n: number, first: Uint32Array): boolean {
     const belowBytes = this.trie.belowBytes;
     for (let i = 0; i < 8; i++) if ((belowBytes[n * 8 + i]! & first[i]!) !== 0) return true;
     return false;
@@ -1384,10 +1384,9 @@ class LexerLevelWalks {
       // Children come in byte order: past the set's last byte only loops can still hit.
       if (b > last && !deep) break;
       if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0) this.starts.push(c);
-      if (deep && this.below(c, first)) this.startsBelow(c, first, last, true);
+      if (deep && this.hasByteBelow(c, first)) this.startsBelow(c, first, last, true);
     }
   }
-
 
   /** Bytes a token can go on with from a set (continuing or committing), as 8 words. */
   private firstBytes(setId: number): Uint32Array {
