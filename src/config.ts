@@ -5,6 +5,7 @@
  */
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { GPU_CHOICES } from "./model/native.js";
 
 export interface Config {
   host: string;
@@ -92,7 +93,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: "contextSize", env: "TRELLIS_CONTEXT_SIZE", flag: "--context-size", kind: "int", min: 16, defaultText: "4096", description: "Context window (tokens) per sequence; prompt + max_new_tokens must fit." },
   { key: "regexMaxStates", env: "TRELLIS_REGEX_MAX_STATES", flag: "--regex-max-states", kind: "int", min: 1, defaultText: "20000", description: "Most DFA states a pattern may compile to; a larger one is refused fast (422, too complex)." },
   { key: "regexTimeoutMs", env: "TRELLIS_REGEX_TIMEOUT_MS", flag: "--regex-timeout-ms", kind: "int", min: 1, defaultText: "500", description: "Longest a pattern may take to compile, in ms (422, too complex, beyond)." },
-  { key: "gpu", env: "TRELLIS_GPU", flag: "--gpu", kind: "string", oneOf: ["auto", "cpu", "cuda", "cuda-ext", "vulkan"], defaultText: "auto", description: "llama.cpp build: `auto` (an installed GPU package whose GPU starts, else the CPU), `cpu`, or `cuda` / `cuda-ext` / `vulkan`, which refuse to start without a GPU device (see GPU builds)." },
+  { key: "gpu", env: "TRELLIS_GPU", flag: "--gpu", kind: "string", oneOf: GPU_CHOICES, defaultText: "auto", description: "llama.cpp build: `auto` (an installed GPU package whose GPU starts, else the CPU), `cpu`, or `cuda` / `cuda-ext` / `vulkan`, which refuse to start without a GPU device (see GPU builds)." },
   { key: "logLevel", env: "TRELLIS_LOG_LEVEL", flag: "--log-level", kind: "string", oneOf: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], defaultText: "info", description: "pino log level (fatal, error, warn, info, debug, trace, silent)." },
 ];
 

@@ -109,7 +109,8 @@ interface Addon {
  * libggml-cuda.so is tried when the first gives no device; "cuda" and "auto" try it too when it
  * is installed.
  */
-export type GpuChoice = "auto" | "cpu" | "cuda" | "cuda-ext" | "vulkan";
+export const GPU_CHOICES = ["auto", "cpu", "cuda", "cuda-ext", "vulkan"] as const;
+export type GpuChoice = (typeof GPU_CHOICES)[number];
 
 export interface RuntimeOptions {
   /** A directory holding libllama*.so / libggml*.so; overrides `gpu`. Env TRELLIS_LLAMA_BINS. */
@@ -189,8 +190,8 @@ function chooseBackend(opts: RuntimeOptions): BackendPlan {
   const explicit = opts.binsDir ?? process.env.TRELLIS_LLAMA_BINS;
   if (explicit) return { binsDir: resolve(explicit), fallbackBackend: "", required: null };
   const gpu = opts.gpu ?? (process.env.TRELLIS_LLAMA_GPU as GpuChoice | undefined) ?? "auto";
-  if (!Object.hasOwn(PACKAGES, gpu) && gpu !== "auto") {
-    throw new RuntimeLoadError(`unknown GPU backend "${gpu}": use one of auto, ${Object.keys(PACKAGES).join(", ")}`);
+  if (!(GPU_CHOICES as readonly string[]).includes(gpu)) {
+    throw new RuntimeLoadError(`unknown GPU backend "${gpu}": use one of ${GPU_CHOICES.join(", ")}`);
   }
   const order: Exclude<GpuChoice, "auto" | "cuda-ext">[] =
     gpu === "auto" ? ["cuda", "vulkan", "cpu"] : [gpu === "cuda-ext" ? "cuda" : gpu];

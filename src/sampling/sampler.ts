@@ -237,8 +237,7 @@ export class Sampler {
     gathered.floor = -Infinity;
     const mode = greedy ? GATHER_GREEDY : topK > 0 && topK < n ? GATHER_TOP_K : GATHER_ALL;
     if (mode === GATHER_TOP_K) scratch.heap.fill(-Infinity, 0, topK);
-    if (nativeGather) gatherNative(nativeGather, mode, logits, mask, exclude, n, scratch, topK);
-    else gatherScript(mode, logits, mask, exclude, n, scratch, topK);
+    (nativeGather ? gatherNative : gatherScript)(mode, logits, mask, exclude, n, scratch, topK);
     if (penalize) gatherPenalised(logits, mask, this.seenIds, penalty, scratch, mode === GATHER_GREEDY ? -1 : mode === GATHER_TOP_K ? topK : 0);
 
     let count = gathered.count;
@@ -467,23 +466,14 @@ export const gatherCandidatesScript: GatherCandidatesKernel = (mode, logits, mas
   state[3] = gathered.floor;
 };
 
-/** The addon's gather pass (mode 0 greedy, 1 top_k, 2 all) into the same scratch and state. */
-function gatherNative(
-  kernel: GatherCandidatesKernel,
-  mode: 0 | 1 | 2,
-  logits: Float32Array,
-  mask: Uint32Array | null,
-  exclude: Uint32Array | null,
-  n: number,
-  scratch: Scratch,
-  k: number,
-): void {
+/** The addon's gather pass (gatherScript's arguments) into the same scratch and state. */
+function gatherNative(mode: 0 | 1 | 2, logits: Float32Array, mask: Uint32Array | null, exclude: Uint32Array | null, n: number, scratch: Scratch, k: number): void {
   const state = gatherState;
   state[0] = gathered.count;
   state[1] = gathered.maxValue;
   state[2] = gathered.argmax;
   state[3] = -Infinity;
-  kernel(mode, logits, mask, exclude, n, k, scratch.ids, scratch.values, scratch.heap, state);
+  nativeGather!(mode, logits, mask, exclude, n, k, scratch.ids, scratch.values, scratch.heap, state);
   gathered.count = state[0]!;
   gathered.maxValue = state[1]!;
   gathered.argmax = state[2]!;
