@@ -25,6 +25,14 @@ export interface EngineFactoryOptions {
   gpu: string;
   regexMaxStates?: number;
   regexTimeoutMs?: number;
+  /** Compile workers, their limits and the compiled-constraint cache (see ConstraintCacheOptions). */
+  constraints?: {
+    compileTimeoutMs: number;
+    workers: number;
+    workerMemoryMb: number;
+    perClientQueued: number;
+    budgetBytes: number;
+  };
 }
 
 export interface CliIo {
@@ -172,6 +180,13 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
       gpu: config.gpu,
       regexMaxStates: config.regexMaxStates,
       regexTimeoutMs: config.regexTimeoutMs,
+      constraints: {
+        compileTimeoutMs: config.compileTimeoutMs,
+        workers: config.compileWorkers,
+        workerMemoryMb: config.compileMemoryMb,
+        perClientQueued: config.compileQueuePerKey,
+        budgetBytes: config.cacheMb * 1024 * 1024,
+      },
     });
   } catch (error) {
     store.close();

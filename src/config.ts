@@ -43,6 +43,20 @@ export interface Config {
   /** Regex automaton caps: DFA states and compile time (ms); beyond them 422 "too complex". */
   regexMaxStates: number;
   regexTimeoutMs: number;
+  /** Wall-clock limit of one regex or grammar compile on its worker thread (422 beyond). */
+  compileTimeoutMs: number;
+  /** Worker threads that compile patterns and grammars (off the event loop). */
+  compileWorkers: number;
+  /** Heap of one compile worker, MB (422 beyond). */
+  compileMemoryMb: number;
+  /** Compiles of one API key waiting at once (429 beyond). */
+  compileQueuePerKey: number;
+  /** Bytes (MB) of compiled patterns, grammars, matchers and refusals kept, LRU beyond. */
+  cacheMb: number;
+  /** HTTP: time to receive a request's headers / its whole body; idle keep-alive time (ms). */
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  keepAliveTimeoutMs: number;
   /** "" (CPU) or a node-llama-cpp GPU backend such as "cuda". */
   gpu: string;
   logLevel: string;
@@ -93,6 +107,14 @@ export const SETTINGS: readonly Setting[] = [
   { key: "contextSize", env: "TRELLIS_CONTEXT_SIZE", flag: "--context-size", kind: "int", min: 16, defaultText: "4096", description: "Context window (tokens) per sequence; prompt + max_new_tokens must fit." },
   { key: "regexMaxStates", env: "TRELLIS_REGEX_MAX_STATES", flag: "--regex-max-states", kind: "int", min: 1, defaultText: "20000", description: "Most DFA states a pattern may compile to; a larger one is refused fast (422, too complex)." },
   { key: "regexTimeoutMs", env: "TRELLIS_REGEX_TIMEOUT_MS", flag: "--regex-timeout-ms", kind: "int", min: 1, defaultText: "500", description: "Longest a pattern may take to compile, in ms (422, too complex, beyond)." },
+  { key: "compileTimeoutMs", env: "TRELLIS_COMPILE_TIMEOUT_MS", flag: "--compile-timeout-ms", kind: "int", min: 1, defaultText: "1000", description: "Longest one regex or grammar compile may run on its worker thread, in ms; past it the worker is stopped and the answer is 422 (too complex)." },
+  { key: "compileWorkers", env: "TRELLIS_COMPILE_WORKERS", flag: "--compile-workers", kind: "int", min: 1, defaultText: "1", description: "Worker threads compiling patterns and grammars, off the thread that serves requests." },
+  { key: "compileMemoryMb", env: "TRELLIS_COMPILE_MEMORY_MB", flag: "--compile-memory-mb", kind: "int", min: 16, defaultText: "512", description: "Heap of one compile worker, in MB; a compile needing more is refused (422, too complex)." },
+  { key: "compileQueuePerKey", env: "TRELLIS_COMPILE_QUEUE_PER_KEY", flag: "--compile-queue-per-key", kind: "int", min: 0, defaultText: "4", description: "Compiles of one API key that may wait while its one running compile finishes; beyond it the answer is 429." },
+  { key: "cacheMb", env: "TRELLIS_CACHE_MB", flag: "--cache-mb", kind: "int", min: 1, defaultText: "512", description: "Memory for compiled patterns and grammars, their token masks and cached refusals, in MB; least recently used ones are dropped beyond it." },
+  { key: "headersTimeoutMs", env: "TRELLIS_HEADERS_TIMEOUT_MS", flag: "--headers-timeout-ms", kind: "int", min: 1, defaultText: "10000", description: "Longest a client may take to send a request's headers, in ms (then the connection is closed)." },
+  { key: "bodyTimeoutMs", env: "TRELLIS_BODY_TIMEOUT_MS", flag: "--body-timeout-ms", kind: "int", min: 1, defaultText: "30000", description: "Longest a client may take to send a whole request, body included, in ms (408, then the connection is closed)." },
+  { key: "keepAliveTimeoutMs", env: "TRELLIS_KEEP_ALIVE_TIMEOUT_MS", flag: "--keep-alive-timeout-ms", kind: "int", min: 1, defaultText: "5000", description: "How long an idle keep-alive connection stays open, in ms." },
   { key: "gpu", env: "TRELLIS_GPU", flag: "--gpu", kind: "string", oneOf: GPU_CHOICES, defaultText: "auto", description: "llama.cpp build: `auto` (an installed GPU package whose GPU starts, else the CPU), `cpu`, or `cuda` / `cuda-ext` / `vulkan`, which refuse to start without a GPU device (see GPU builds)." },
   { key: "logLevel", env: "TRELLIS_LOG_LEVEL", flag: "--log-level", kind: "string", oneOf: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], defaultText: "info", description: "pino log level (fatal, error, warn, info, debug, trace, silent)." },
 ];
@@ -123,6 +145,14 @@ export function defaultConfig(): Config {
     contextSize: 4096,
     regexMaxStates: 20_000,
     regexTimeoutMs: 500,
+    compileTimeoutMs: 1000,
+    compileWorkers: 1,
+    compileMemoryMb: 512,
+    compileQueuePerKey: 4,
+    cacheMb: 512,
+    headersTimeoutMs: 10_000,
+    bodyTimeoutMs: 30_000,
+    keepAliveTimeoutMs: 5_000,
     gpu: "",
     logLevel: "info",
   };

@@ -3,7 +3,8 @@
  * categorization through one continuous-batching scheduler. The HTTP server wraps this.
  */
 import { initRuntime, type GpuChoice } from "./model/index.js";
-import { GenerationRuntime } from "./generate/runtime.js";
+import { GenerationRuntime, type ConstraintSpec } from "./generate/runtime.js";
+import type { CompileContext, ConstraintCacheOptions } from "./generate/constraint-cache.js";
 import { Categorizer } from "./categorize/index.js";
 import {
   type CategorizeRequest,
@@ -27,6 +28,8 @@ export interface EngineOptions {
   /** Regex automaton caps (DFA states, compile ms). */
   regexMaxStates?: number;
   regexTimeoutMs?: number;
+  /** Compile workers, their limits, and the byte budget of compiled constraints. */
+  constraints?: Partial<Omit<ConstraintCacheOptions, "regexLimits">>;
 }
 
 /** Sequences a context may hold (llama.cpp's LLAMA_MAX_SEQ). */
@@ -62,6 +65,14 @@ class TrellisEngine implements Engine {
     return this.runtime.countTokens(text);
   }
 
+  prepare(spec: ConstraintSpec, context: CompileContext): Promise<void> {
+    return this.runtime.prepare(spec, context);
+  }
+
+  constraintStats() {
+    return this.runtime.constraints.stats();
+  }
+
   completeRegex(req: RegexCompletionRequest): Promise<CompletionResult> {
     return this.runtime.completeRegex(req);
   }
@@ -90,7 +101,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     // Categorization scores every category on its own sequence next to running generations.
     maxSequences: Math.min(MAX_SEQUENCES, concurrency + 129),
     maxQueue: options.maxQueue,
-    regexLimits: { maxDfaStates: options.regexMaxStates, timeoutMs: options.regexTimeoutMs },
+    constraints: {
+      ...options.constraints,
+      regexLimits: { maxDfaStates: options.regexMaxStates, timeoutMs: options.regexTimeoutMs },
+    },
     gpu: options.gpu ? (options.gpu as GpuChoice) : undefined,
   });
   return new TrellisEngine(runtime);

@@ -8,7 +8,6 @@ import assert from "node:assert/strict";
 import { DecodeScheduler, runJob, type DecodeJob } from "../src/generate/scheduler.js";
 import { LlamaBatch, type LlamaContext, type SequenceSlots } from "../src/model/index.js";
 import { compileRegexCached, regexConstraintFor } from "../src/generate/regex-constraint.js";
-import { grammarConstraintFor } from "../src/generate/grammar-constraint.js";
 import { GrammarConstraintState } from "../src/constraint/grammar-matcher.js";
 import type { TokenConstraint } from "../src/generate/completion.js";
 import type { CompletionOptions } from "../src/generate/types.js";
@@ -127,8 +126,8 @@ describe("completion jobs ahead of the logits (random logits, gpt-2 vocabulary)"
 
   test("a new grammar walks ahead in its first request's decode rounds, not when compiled", async () => {
     const grammar = `start: "[" ITEM ("," ITEM)* "]"\nITEM: /"[a-z ]*"/ | /[0-9]+/\n`;
-    const probe = (): boolean => {
-      const state = grammarConstraintFor(rl.runtime.trie, grammar)(undefined);
+    const probe = async (): Promise<boolean> => {
+      const state = (await rl.runtime.constraints.grammar(grammar)).factory(undefined);
       assert.ok(state instanceof GrammarConstraintState);
       // The first mask before the probe: walkAhead counts its time against the walks' budget and
       // answers true once that budget is spent, which a loaded machine could make of a slow first
@@ -136,9 +135,9 @@ describe("completion jobs ahead of the logits (random logits, gpt-2 vocabulary)"
       state.mask(12);
       return state.walkAhead(Number.NEGATIVE_INFINITY);
     };
-    assert.equal(probe(), false, "compiling the grammar walked ahead");
+    assert.equal(await probe(), false, "compiling the grammar walked ahead");
     const r = await rl.runtime.completeGrammar({ ...base, grammar, maxNewTokens: 12, seed: 5 });
     assert.match(r.completion, /^\[("[a-z ]*"|[0-9]+)(,("[a-z ]*"|[0-9]+))*\]$/);
-    assert.equal(probe(), true, "the request's decode rounds did not walk ahead");
+    assert.equal(await probe(), true, "the request's decode rounds did not walk ahead");
   });
 });

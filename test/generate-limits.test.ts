@@ -6,7 +6,7 @@ import { GenerationRuntime } from "../src/generate/runtime.js";
 import { UnsatisfiableError } from "../src/generate/types.js";
 import { STORIES_260K } from "./helpers/paths.js";
 
-const strict = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 2, regexLimits: { maxDfaStates: 8 } });
+const strict = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 2, constraints: { regexLimits: { maxDfaStates: 8 } } });
 const lenient = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 2 });
 after(async () => {
   await strict.close();

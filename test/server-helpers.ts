@@ -14,6 +14,7 @@ import {
   type CategorizeRequest,
   type CategorizeResult,
   type CompletionResult,
+  type ConstraintSpec,
   type Engine,
   type GrammarCompletionRequest,
   type RegexCompletionRequest,
@@ -22,6 +23,8 @@ import { defaultConfig, type Config } from "../src/config.js";
 
 export interface FakeEngine extends Engine {
   calls: Array<{ kind: string; request: unknown }>;
+  /** Constraints prepared before admission, with the client that asked. */
+  prepared: Array<{ spec: ConstraintSpec; client: string | undefined }>;
   /** Signals passed to the engine, to check cancellation. */
   signals: AbortSignal[];
   /** Lets every "!slow" call finish. */
@@ -54,6 +57,7 @@ export function createFakeEngine(): FakeEngine {
   };
   const engine: FakeEngine = {
     calls: [],
+    prepared: [],
     signals: [],
     ready: true,
     contextLength: 64,
@@ -65,6 +69,9 @@ export function createFakeEngine(): FakeEngine {
     },
     get queueDepth() {
       return 0;
+    },
+    async prepare(spec: ConstraintSpec, context: { client?: string }) {
+      if (engine.record) engine.prepared.push({ spec, client: context.client });
     },
     countTokens(text: string) {
       return text.split(/\s+/).filter((w) => w.length > 0).length;

@@ -91,7 +91,8 @@ export class Categorizer {
     }
     const prompt = formatSinglePrompt(this.style, req.prompt, options);
     const promptTokens = this.tokenizer.tokens(prompt);
-    const full = options.map((o) => this.tokenizer.tokens(prompt, answerText(this.style, o)));
+    this.checkFits(promptTokens.length + 1);
+    const full = await this.tokenizeEach(options, req.signal, (o) => this.tokenizer.tokens(prompt, answerText(this.style, o)));
     full.forEach((f, i) => {
       if (f.length <= promptTokens.length) throw new InvalidRequestError(`category "${options[i]}" adds no token to the prompt`, "categories");
     });
@@ -114,7 +115,9 @@ export class Categorizer {
 
   private async multiple(req: CategorizeRequest): Promise<CategorizeResult> {
     const { question } = formatMultiPrompt(this.style, req.prompt, req.categories);
-    const full = req.categories.map((c) => this.tokenizer.tokens(question(c)));
+    // Every question holds the prompt and the listing: when the first does not fit, none does.
+    this.checkFits(this.tokenizer.tokens(question(req.categories[0]!)).length + 1);
+    const full = await this.tokenizeEach(req.categories, req.signal, (c) => this.tokenizer.tokens(question(c)));
     // The question is given, not scored: only what comes after it is read.
     const layout = this.layout(full, full.map((f) => f.length), null);
     const scored = await this.score(layout, this.yesNoSets, req.signal);
@@ -161,6 +164,32 @@ export class Categorizer {
     return { prefix: first.subarray(0, common), branches, scoreFrom: Int32Array.from(scoreFromFull, (s) => s - common) };
   }
 
+  /** A 400 before any per-category work when `tokens` (a lower bound of the need) exceed the context. */
+  private checkFits(tokens: number): void {
+    if (tokens > this.runtime.contextLength) {
+      throw new InvalidRequestError(`prompt and categories need at least ${tokens} tokens, the model context is ${this.runtime.contextLength}`, "prompt");
+    }
+  }
+
+  /**
+   * Tokenizes each category's text (the formatted prompt with it), giving the event loop back
+   * every few milliseconds: each text holds the whole prompt, and hundreds of them at once held
+   * the loop for a second or more.
+   */
+  private async tokenizeEach<T>(items: readonly T[], signal: AbortSignal | undefined, tokenize: (item: T) => Int32Array): Promise<Int32Array[]> {
+    const out: Int32Array[] = [];
+    let sliceStart = performance.now();
+    for (const item of items) {
+      out.push(tokenize(item));
+      if (performance.now() - sliceStart > TOKENIZE_SLICE_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        signal?.throwIfAborted();
+        sliceStart = performance.now();
+      }
+    }
+    return out;
+  }
+
   /** Adds the model's own first token of `word` as an answer after the answer slot. */
   private withFirstToken(ids: Int32Array, word: string): Int32Array {
     const prompt: PromptSegment[] = formatSinglePrompt(this.style, "", []);
@@ -186,6 +215,9 @@ export class Categorizer {
     return result;
   }
 }
+
+/** Longest the per-category tokenization holds the event loop before yielding. */
+const TOKENIZE_SLICE_MS = 8;
 
 /** Sequences one categorization holds at most besides its prefix (more categories go in waves). */
 const MAX_BRANCH_SEQUENCES = 128;

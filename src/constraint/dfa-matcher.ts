@@ -384,6 +384,46 @@ export class DfaTokenMatcher {
   }
 
   /**
+   * An estimate of the heap bytes it holds (the constraint cache's budget), erring high: its
+   * per-state tables, and every mask, id list, successor list and span list it has made (a
+   * buffer shared by several states, a slab or an interned mask, counted once). Measured again
+   * only when states were computed or masks made since the last call.
+   */
+  retainedBytes(): number {
+    const version = this.statesComputed + this.statesShared + this.statesDerived + this.listsMaterialized + this.budgetMasks.size + this.slabMasks;
+    if (version === this.measuredVersion) return this.measuredBytes;
+    const n = this.dfa.numStates;
+    let bytes = 1024 + n * PER_STATE_BYTES + this.emptyMask.byteLength + (this.smallScratch?.byteLength ?? 0);
+    const buffers = new Set<ArrayBufferLike>();
+    const add = (a: ArrayBufferView | undefined): void => {
+      if (a === undefined || buffers.has(a.buffer)) return;
+      buffers.add(a.buffer);
+      bytes += a.buffer.byteLength + 64;
+    };
+    for (let s = 0; s < n; s++) {
+      add(this.fullMasks[s]);
+      const list = this.narrowLists[s];
+      if (list !== undefined) {
+        add(list.ids);
+        add(list.mask);
+      }
+      add(this.successors[s]);
+      add(this.minorSpans[s]);
+    }
+    for (const mask of this.budgetMasks.values()) add(mask);
+    add(this.slab);
+    add(this.walkScratch);
+    bytes += (this.budgetMasks.size + this.listIntern.size + this.maskIntern.size) * 80;
+    if (this.blocks) bytes += this.blocks.byteLength + this.blockRepresentative.byteLength;
+    this.measuredVersion = version;
+    this.measuredBytes = bytes;
+    return bytes;
+  }
+
+  private measuredVersion = -1;
+  private measuredBytes = 0;
+
+  /**
    * The full mask of a state not read before: computed first if need be, then materialized (a
    * small list is written into the shared small-list mask instead).
    */
@@ -1042,6 +1082,12 @@ class NarrowList {
   mask: Uint32Array | undefined = undefined;
   constructor(readonly ids: Int32Array) {}
 }
+
+/**
+ * Bytes per DFA state of a matcher's fixed tables: ten typed-array entries (29 bytes), three
+ * array slots (24) and slack.
+ */
+const PER_STATE_BYTES = 64;
 
 /** Narrow lists up to this many ids share one rewritten mask instead of a bitset each. */
 export const SMALL_LIST_IDS = 128;

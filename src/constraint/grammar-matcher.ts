@@ -157,6 +157,11 @@ export class GrammarTokenMatcher {
   private readonly collected: number[] = [];
   /** Lexer-level walks shared by all parser stacks; null when the automaton's shape is unknown. */
   private readonly lexer: LexerLevelWalks | null;
+  /**
+   * Bytes of the masks and per-state records made so far (retainedBytes). Never lowered when a
+   * shared mask leaves sharedMasks: the states that took it keep it alive.
+   */
+  private madeBytes = 0;
 
   constructor(
     readonly trie: TokenTrie,
@@ -176,6 +181,19 @@ export class GrammarTokenMatcher {
 
   get start(): number {
     return this.automaton.start;
+  }
+
+  /**
+   * An estimate of the heap bytes it holds (the constraint cache's budget), erring high: every
+   * mask and per-state record it made, its memo tables, and its lexer walks.
+   */
+  retainedBytes(): number {
+    let bytes = MATCHER_SLAB_BYTES + this.madeBytes + (this.lexer?.retainedBytes() ?? 0);
+    for (const map of [this.byteBound, this.boundNode, this.boundAt, this.greedyBytes, this.greedyCommits, this.greedyHint]) bytes += map.byteLength;
+    bytes += this.finishMemo.byteLength + this.seenStamp.byteLength;
+    bytes += (this.tokenBound.size + this.exactBounded.size + this.sharedMasks.size + this.budgetMasks.size) * 80;
+    for (const cached of this.prefixCache.values()) bytes += 200 + cached.tokens.byteLength + cached.targets.byteLength;
+    return bytes;
   }
 
   /** Whether masks go through the lexer-level cache (the automaton's shape was recognised). */
@@ -232,6 +250,7 @@ export class GrammarTokenMatcher {
     if (lexer === null) {
       collected.length = 0;
       mask = new Uint32Array(this.words);
+      this.madeBytes += mask.byteLength;
       this.walkWhole(state, mask, ++this.stamp, null);
       maskKey = "";
     } else {
@@ -258,6 +277,8 @@ export class GrammarTokenMatcher {
     }
     e = { mask, stack, lex, parts, maskKey, distinct: listOf(collected), nearestFirst: null, allFitFrom: Number.POSITIVE_INFINITY };
     this.edges.set(state, e);
+    // The record, its target list (and the sorted copy a budget search may make), its key.
+    this.madeBytes += 200 + 8 * e.distinct.length + 2 * maskKey.length;
     return e;
   }
 
@@ -267,6 +288,7 @@ export class GrammarTokenMatcher {
     let shared = this.sharedMasks.get(e.maskKey);
     if (shared === undefined) {
       shared = new Uint32Array(this.words);
+      this.madeBytes += shared.byteLength;
       if (e.parts !== null) for (const part of e.parts) orInto(shared, this.edgeMask(part));
       else this.applyHypothesis(e.stack, e.lex, shared, 0, null);
       this.shareMask(e.maskKey, shared);
@@ -854,6 +876,7 @@ export class GrammarTokenMatcher {
   /** The walk again, keeping the tokens whose target can still finish within `limit` tokens. */
   private budgetMask(state: number, e: StateEdges, limit: number): Uint32Array {
     const mask = new Uint32Array(this.words);
+    this.madeBytes += mask.byteLength;
     const lexer = this.lexer;
     if (lexer !== null) {
       const hyps = lexer.automaton.hypotheses(state);
@@ -1048,6 +1071,24 @@ class LexerLevelWalks {
     this.atDepth = tables.int32(trie.maxTokenLength + 2);
   }
 
+  /** Bytes of the walks made so far (retainedBytes). */
+  private madeBytes = 0;
+  private commitKeysMade = 0;
+
+  /** An estimate of the heap bytes its walks and memos hold, erring high. */
+  retainedBytes(): number {
+    let bytes = this.madeBytes + this.stateMemo.byteLength + this.setNext.byteLength;
+    bytes += this.loopKnown.byteLength + this.loopWords.byteLength + this.loopCodes.byteLength + this.loopsOnUtf8.byteLength;
+    bytes += this.seen.byteLength + this.seenSlot.byteLength;
+    let members = 0;
+    for (const m of this.setMembers) members += m.length;
+    // A set: its member list and key, and its 256 slots of commit keys (DenseTable pointers).
+    bytes += this.setMembers.length * (240 + 256 * 8) + members * 16;
+    bytes += (this.roots.size + this.endKeysOf.size + this.setOfLex.size + this.ends.size + this.loopKeys.size) * 120;
+    bytes += this.firstBytesOf.size * 120 + this.commitKeysMade * 80;
+    return bytes;
+  }
+
   static over(trie: TokenTrie, automaton: CompletableAutomaton, tables: TableSlab): LexerLevelWalks | null {
     return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables) : null;
   }
@@ -1117,6 +1158,7 @@ class LexerLevelWalks {
       }
       keys = listOf(out);
       this.commitKeys.set(slot, keys);
+      this.commitKeysMade++;
     }
     return keys;
   }
@@ -1522,6 +1564,10 @@ class LexerLevelWalks {
     }
     const lists: Int32Array[] = [];
     if (!dense) for (let i = 0; i < tokensByCont.length; i++) lists.push(this.keptListOf(tokensByCont[i]!));
+    let bytes = 200 + (mask?.byteLength ?? 0) + 8 * contSets.length;
+    for (const list of lists) bytes += 64 + list.byteLength;
+    for (const g of out) bytes += 240 + g.deadEnds.byteLength + g.aliveEnds.byteLength + 8 * (g.aliveRanges.length + g.nodes.length + g.loops.length);
+    this.madeBytes += bytes;
     return { owner: setId, mask, contSets, tokensByCont: lists, groups: out };
   }
 

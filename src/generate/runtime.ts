@@ -3,9 +3,7 @@
  * by every request through the continuous-batching scheduler, and regex completion on top.
  */
 import { availableParallelism } from "node:os";
-import { compileRegexCached, regexConstraintFor } from "./regex-constraint.js";
-import { grammarConstraintFor } from "./grammar-constraint.js";
-import type { RegexLimits } from "../regex/index.js";
+import { ConstraintCache, type CompileContext, type ConstraintCacheOptions, type ConstraintEntry, type ConstraintFactory } from "./constraint-cache.js";
 import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
 import { Sampler } from "../sampling/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
@@ -13,6 +11,7 @@ import { tokenTrieFor, type TokenTrie } from "../constraint/index.js";
 import { CompletionJob, UNBOUNDED, type TokenConstraint } from "./completion.js";
 import { DecodeScheduler, runJob } from "./scheduler.js";
 import {
+  type ConstraintSpec,
   InvalidRequestError,
   UnsatisfiableError,
   type CompletionOptions,
@@ -31,8 +30,8 @@ export interface RuntimeOptions {
   maxSequences?: number;
   /** Requests waiting for a sequence before 503. */
   maxQueue?: number;
-  /** Regex automaton caps; unset fields keep the regex stage's defaults. */
-  regexLimits?: RegexLimits;
+  /** Compile workers, limits and the byte budget of compiled constraints (see ConstraintCache). */
+  constraints?: Partial<ConstraintCacheOptions>;
   /** GPU backend ("auto", "cpu", "cuda", "vulkan", ...); default: llama.cpp runtime's choice. */
   gpu?: GpuChoice;
 }
@@ -44,26 +43,28 @@ export interface RuntimeOptions {
  */
 const MIN_TOKENS_LOOKAHEAD = 64;
 
-/** Builds a request's constraint: the first generated token must begin with `forcedPrefix`. */
-export type ConstraintFactory = (forcedPrefix: Uint8Array | undefined) => TokenConstraint;
+export type { ConstraintFactory, ConstraintSpec };
 
 export class GenerationRuntime {
   readonly vocab: Vocabulary;
   readonly trie: TokenTrie;
   readonly context: LlamaContext;
   readonly scheduler: DecodeScheduler;
+  /** Compiled patterns and grammars with their matchers (compiled on worker threads). */
+  readonly constraints: ConstraintCache;
 
   private constructor(
     readonly model: LlamaModel,
     vocab: Vocabulary,
     context: LlamaContext,
     maxQueue: number,
-    private readonly regexLimits: RegexLimits,
+    constraints: Partial<ConstraintCacheOptions>,
   ) {
     this.vocab = vocab;
     this.trie = tokenTrieFor(vocab);
     this.context = context;
     this.scheduler = new DecodeScheduler(context, { maxQueue, overlapDecode: model.offloaded || model.threads < availableParallelism() });
+    this.constraints = new ConstraintCache(this.trie, constraints);
   }
 
   static open(options: RuntimeOptions): GenerationRuntime {
@@ -79,10 +80,7 @@ export class GenerationRuntime {
       nSeqMax: options.maxSequences ?? 64,
       nBatch: 512,
     });
-    const limits: RegexLimits = {};
-    if (options.regexLimits?.maxDfaStates !== undefined) limits.maxDfaStates = options.regexLimits.maxDfaStates;
-    if (options.regexLimits?.timeoutMs !== undefined) limits.timeoutMs = options.regexLimits.timeoutMs;
-    return new GenerationRuntime(model, vocab, context, options.maxQueue ?? 64, limits);
+    return new GenerationRuntime(model, vocab, context, options.maxQueue ?? 64, options.constraints ?? {});
   }
 
   get contextLength(): number {
@@ -102,15 +100,36 @@ export class GenerationRuntime {
     return this.tokenizePrompt(text).length;
   }
 
+  /**
+   * Compiles (on a worker) and caches a constraint without generating: the server does this
+   * before a request takes a generation slot, so a slow compile never holds one.
+   */
+  async prepare(spec: ConstraintSpec, context: CompileContext = {}): Promise<void> {
+    const entry = await this.constraintOf(spec, context);
+    this.constraints.release(entry);
+  }
+
   async completeRegex(req: RegexCompletionRequest): Promise<CompletionResult> {
-    const dfa = compileRegexCached(req.pattern, this.regexLimits);
-    const matcher = regexConstraintFor(this.trie, dfa);
-    return this.complete(req, (prefix) => matcher(prefix), "pattern");
+    return this.completeWith(req, { kind: "regex", pattern: req.pattern }, "pattern");
   }
 
   async completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult> {
-    const constraint = grammarConstraintFor(this.trie, req.grammar, req.maxIgnoredRun);
-    return this.complete(req, constraint, "grammar");
+    return this.completeWith(req, { kind: "grammar", grammar: req.grammar, maxIgnoredRun: req.maxIgnoredRun }, "grammar");
+  }
+
+  private constraintOf(spec: ConstraintSpec, context: CompileContext): Promise<ConstraintEntry> {
+    return spec.kind === "regex"
+      ? this.constraints.regex(spec.pattern, context)
+      : this.constraints.grammar(spec.grammar, spec.maxIgnoredRun, context);
+  }
+
+  private async completeWith(req: CompletionOptions, spec: ConstraintSpec, field: string): Promise<CompletionResult> {
+    const entry = await this.constraintOf(spec, { client: req.client, signal: req.signal });
+    try {
+      return await this.complete(req, entry.factory, field);
+    } finally {
+      this.constraints.release(entry);
+    }
   }
 
   /**
@@ -214,6 +233,7 @@ export class GenerationRuntime {
 
   async close(): Promise<void> {
     this.scheduler.close();
+    await this.constraints.close();
     while (this.scheduler.activeJobs > 0 || this.scheduler.queueDepth > 0) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }

@@ -19,6 +19,8 @@ export interface CompletionOptions extends SamplingOptions {
   stopAfterMatch: boolean;
   /** Aborted when the client disconnects or the request deadline passes. */
   signal?: AbortSignal;
+  /** Who asks (an API key's bucket): compiles are shared fairly between clients. */
+  client?: string;
 }
 
 export interface RegexCompletionRequest extends CompletionOptions {
@@ -62,7 +64,31 @@ export interface CategorizeResult {
   scores?: Record<string, number>;
 }
 
+/** A constraint as a request names it. */
+export type ConstraintSpec =
+  | { readonly kind: "regex"; readonly pattern: string | readonly string[] }
+  | { readonly kind: "grammar"; readonly grammar: string; readonly maxIgnoredRun?: number };
+
+/** Counters of the compiled-constraint cache and its compile workers (for /metrics). */
+export interface ConstraintStats {
+  entries: number;
+  bytes: number;
+  budgetBytes: number;
+  evictions: number;
+  compiles: number;
+  refusals: number;
+  hits: number;
+  pool: { workers: number; busy: number; queued: number; completed: number; timeouts: number; deaths: number; refused: number };
+}
+
 export interface Engine {
+  /**
+   * Compiles and caches a request's constraint (off the event loop) before it takes a generation
+   * slot; throws the request's 400/422/429 when it is refused. `client` shares compiles fairly.
+   */
+  prepare(spec: ConstraintSpec, context: { client?: string; signal?: AbortSignal }): Promise<void>;
+  /** Counters of compiled constraints, or undefined where the engine keeps none. */
+  constraintStats?(): ConstraintStats;
   completeRegex(req: RegexCompletionRequest): Promise<CompletionResult>;
   completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult>;
   categorize(req: CategorizeRequest): Promise<CategorizeResult>;
@@ -108,5 +134,13 @@ export class OverloadedError extends Error {
   constructor(message: string, readonly retryAfterSeconds: number) {
     super(message);
     this.name = "OverloadedError";
+  }
+}
+
+/** This client's own share is spent (its compiles waiting, say): a 429 with Retry-After. */
+export class ClientLimitError extends Error {
+  constructor(message: string, readonly retryAfterSeconds: number) {
+    super(message);
+    this.name = "ClientLimitError";
   }
 }

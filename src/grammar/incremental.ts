@@ -22,7 +22,7 @@ import { searchCheapestGoal } from "./search.js";
 
 const LARK_ESCAPED_STRING = String.raw`".*?(?<!\\)(\\\\)*?"`;
 
-interface ScannerDfa {
+export interface ScannerDfa {
   readonly dfa: MultiByteDfa;
   /** Terminals in Lark's order. */
   readonly terms: readonly LexTerminal[];
@@ -62,6 +62,18 @@ function committedTerminal(sc: ScannerDfa, pattern: number, dfaState: number): L
 export interface IncrementalOptions {
   /** Most consecutive bytes of %ignore'd text (whitespace, comments) allowed anywhere. */
   maxIgnoredRun?: number;
+  /**
+   * Scanner DFAs another automaton of the same grammar built (`scannerParts()`), e.g. in a
+   * compile worker: reused instead of built again. They do not depend on maxIgnoredRun.
+   */
+  prebuilt?: ScannerParts;
+}
+
+/** What an automaton's compile built for its scanners, as plain data (structured-cloneable). */
+export interface ScannerParts {
+  /** Per scanner id; undefined where the DFA is built on first use (see cannotFailToBuild). */
+  readonly scannerDfas: readonly (ScannerDfa | undefined)[];
+  readonly approximate: readonly string[];
 }
 
 /**
@@ -158,8 +170,12 @@ export class GrammarAutomaton {
   private readonly completeMemo = new IdMap(MEMO_CAPACITY, this.tables);
   private readonly scratch: number[] = [];
 
+  private readonly prebuilt: ScannerParts | undefined;
+
   constructor(readonly grammar: Grammar, opts: IncrementalOptions = {}) {
     this.maxIgnoredRun = opts.maxIgnoredRun ?? 8;
+    this.prebuilt = opts.prebuilt;
+    for (const name of opts.prebuilt?.approximate ?? []) this.approximate.add(name);
     this.scannerOfState = new Int32Array(grammar.table.numStates);
     this.stackTop = [grammar.table.startState];
     try {
@@ -184,12 +200,18 @@ export class GrammarAutomaton {
         // GrammarError of the compile (a 400), never of a later request's walk. Only scanners
         // that provably cannot fail wait for their first use: a small grammar's first mask
         // reaches two of its five scanners, and each costs a DFA construction.
-        this.scannerDfas.push(cannotFailToBuild(sc) ? undefined : buildScannerDfa(sc, this.approximate));
+        const prebuilt = this.prebuilt?.scannerDfas[id];
+        this.scannerDfas.push(prebuilt ?? (cannotFailToBuild(sc) ? undefined : buildScannerDfa(sc, this.approximate)));
         byScanner.set(sc, id);
       }
       this.scannerOfState[s] = id;
     }
     return this.intern([0, this.startLex(this.scannerOfState[table.startState]!, 0)]);
+  }
+
+  /** The scanner DFAs built so far, for another automaton of this grammar (IncrementalOptions.prebuilt). */
+  scannerParts(): ScannerParts {
+    return { scannerDfas: [...this.scannerDfas], approximate: [...this.approximate] };
   }
 
   /** A scanner's byte DFA, built on first use when the compile left it (see build). */
@@ -199,6 +221,29 @@ export class GrammarAutomaton {
 
   get numStates(): number {
     return this.sets.length;
+  }
+
+  /**
+   * An estimate of the heap bytes its memos hold beyond the grammar and the DFAs the compile
+   * built (the constraint cache's budget): the typed tables exactly, Maps and per-state records
+   * at a generous per-entry cost, so that it errs high.
+   */
+  retainedBytes(): number {
+    let bytes = AUTOMATON_SLAB_BYTES + this.lexFields.byteLength + this.lexSteps.byteLength;
+    for (const map of [this.stackIds, this.feedMemo, this.startLexMemo, this.afterCommitMemo, this.singleSetIds, this.stepMemo]) bytes += map.byteLength;
+    bytes += this.completeMemo.byteLength;
+    let setInts = 0;
+    for (const set of this.sets) setInts += set.length;
+    // A set: its Int32Array (header and store) and its keys in setIds / multiSetIds.
+    bytes += this.sets.length * 200 + setInts * 8;
+    bytes += this.numLex * 160 + (this.stackParent.length + this.stackTop.length) * 16;
+    bytes += (this.byteRepsMemo.size + this.byteLabelsMemo.size) * 400;
+    for (let id = 0; id < this.scannerDfas.length; id++) {
+      // Built here on first use (the compile's DFAs are accounted with the grammar).
+      const dfa = this.scannerDfas[id];
+      if (dfa !== undefined && this.prebuilt?.scannerDfas[id] === undefined) bytes += scannerDfaBytes(dfa);
+    }
+    return bytes;
   }
 
   /** Lexer states met so far (the token layer sizes its tables by it). */
@@ -1086,6 +1131,13 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
     if (terms[ti]!.ignored || unless[ti]!.some(([, s]) => s.ignored)) ignorable[p] = 1;
   }
   return { dfa, dist, minLaterPattern, terms, termOf: int32Of(termOf), numOrdered, shortest: uint8Of(shortest), canAccept, accept, unless, numPatterns: P, broken: sc.broken, ignorable };
+}
+
+/** Bytes of a scanner DFA's typed tables (its terminals belong to the grammar). */
+function scannerDfaBytes(sc: ScannerDfa): number {
+  let bytes = 400;
+  for (const part of [sc.dfa, sc]) for (const v of Object.values(part)) if (ArrayBuffer.isView(v)) bytes += v.byteLength;
+  return bytes;
 }
 
 export function createGrammarAutomaton(grammar: Grammar, opts?: IncrementalOptions): GrammarAutomaton {

@@ -12,9 +12,16 @@
 
 import { compileGrammarText, type CompiledGrammar, type TerminalDef } from "./compile.js";
 import { buildLalrTable, GrammarError, LalrRunner, type BnfRule, type LalrTable } from "./lalr.js";
-import { buildLexTerminals, buildScanner, scanToken, type LexTerminal, type Scanner } from "./lexer.js";
+import { buildLexTerminals, buildScanner, reviveLexTerminals, scanToken, type LexTerminal, type Scanner } from "./lexer.js";
 
-export { GrammarAutomaton, createGrammarAutomaton, LEXER_COMMITS, LEXER_END_KEEPS_STACK, type IncrementalOptions } from "./incremental.js";
+export {
+  GrammarAutomaton,
+  createGrammarAutomaton,
+  LEXER_COMMITS,
+  LEXER_END_KEEPS_STACK,
+  type IncrementalOptions,
+  type ScannerParts,
+} from "./incremental.js";
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";
 export { sampleSentence, mutateSentence, makeRng } from "./sampler.js";
 export { GrammarError, type LalrTable, type BnfRule, type TerminalDef, type CompiledGrammar, type LexTerminal, type Scanner };
@@ -74,6 +81,16 @@ function compileGrammarUnchecked(source: string): Grammar {
     scanners.push(sc);
   }
   return { source, compiled, table, terminals: byName, ignore: new Set(compiled.ignore), scanners };
+}
+
+/**
+ * A grammar as another thread compiled it (structured clone keeps fields and sharing, not
+ * classes): its terminals get their class back, in place. Scanner DFAs cloned in the same message
+ * share those terminal objects, so they are revived too.
+ */
+export function reviveGrammar(cloned: Grammar): Grammar {
+  reviveLexTerminals(cloned.terminals.values());
+  return cloned;
 }
 
 /** Lark's verdict on `text`: lexes contextually, parses, and requires the whole text + $END. */

@@ -85,6 +85,14 @@ class LarkTerminal implements LexTerminal {
   }
 }
 
+/**
+ * Gives terminals that crossed a thread as plain data (structured clone keeps their fields and
+ * sharing but not their class) their class back, in place, so every reference stays valid.
+ */
+export function reviveLexTerminals(terms: Iterable<LexTerminal>): void {
+  for (const t of terms) if (!(t instanceof LarkTerminal)) Object.setPrototypeOf(t, LarkTerminal.prototype);
+}
+
 export function buildLexTerminals(defs: readonly TerminalDef[], ignore: readonly string[], terminalIndex: ReadonlyMap<string, number>): LexTerminal[] {
   const out: LexTerminal[] = [];
   for (const def of defs) {

@@ -41,6 +41,11 @@ export class IntMap {
     return this.count;
   }
 
+  /** Bytes of its current table (for memory accounting). */
+  get byteLength(): number {
+    return this.table.byteLength;
+  }
+
   /** The value of `key`, or IntMap.MISSING. */
   get(key: number): number {
     if (this.count === 0) return IntMap.MISSING;
@@ -137,6 +142,11 @@ export class IdMap {
     /** Where the first table comes from (see IntMap); none: its own array. */
     private readonly slab?: TableSlab,
   ) {}
+
+  /** Bytes of its current table (for memory accounting). */
+  get byteLength(): number {
+    return this.table.byteLength;
+  }
 
   /** The value of `id`, or IntMap.MISSING. */
   get(id: number): number {

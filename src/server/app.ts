@@ -10,8 +10,9 @@ import Fastify, {
   type HTTPMethods,
 } from "fastify";
 import swagger from "@fastify/swagger";
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Config } from "../config.js";
-import type { Engine, CompletionResult } from "../generate/types.js";
+import type { Engine, CompletionResult, ConstraintSpec } from "../generate/types.js";
 import { KeyStore, sha256Hex } from "../store/keys.js";
 import { HttpError, mapError, type ErrorBody } from "./errors.js";
 import { ConcurrencyGate, TokenBucketLimiter } from "./limits.js";
@@ -71,6 +72,9 @@ declare module "fastify" {
   }
 }
 
+/** After generations drain at shutdown, how long other requests get before their sockets close. */
+const SHUTDOWN_GRACE_MS = 2000;
+
 const ALL_METHODS: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 
 class DeadlineExceeded extends Error {
@@ -115,14 +119,42 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     // Our onRequest hook answers 503 in the {error, code} shape while closing.
     return503OnClosing: false,
     forceCloseConnections: "idle",
+    // A client that trickles its headers or body holds a socket and, during shutdown, the
+    // process: Node checks these deadlines every connectionsCheckingInterval (30 s unless set).
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    requestTimeout: config.bodyTimeoutMs,
+    serverFactory: (handler) => {
+      const server = createHttpServer(
+        {
+          connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+          headersTimeout: Math.min(config.headersTimeoutMs, config.bodyTimeoutMs),
+          requestTimeout: config.bodyTimeoutMs,
+          keepAliveTimeout: config.keepAliveTimeoutMs,
+        },
+        handler,
+      );
+      // An Expect other than 100-continue is answered 417 in the JSON error shape (Node's own
+      // answer has no body).
+      server.on("checkExpectation", (request: IncomingMessage, response: ServerResponse) => {
+        const body = JSON.stringify({ error: `Expect: ${String(request.headers.expect)} is not supported`, code: 417 });
+        response.writeHead(417, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+        response.end(body);
+      });
+      return server;
+    },
     // Malformed HTTP never reaches routing; answer it in the same JSON error shape.
     clientErrorHandler: (error: Error & { code?: string }, socket) => {
       if (!socket.writable) {
         socket.destroy();
         return;
       }
-      const [status, reason] = error.code === "HPE_HEADER_OVERFLOW" ? [431, "Request Header Fields Too Large"] : [400, "Bad Request"];
-      const body = JSON.stringify({ error: status === 431 ? "request headers are too large" : "malformed HTTP request", code: status });
+      const [status, reason, message] =
+        error.code === "HPE_HEADER_OVERFLOW"
+          ? [431, "Request Header Fields Too Large", "request headers are too large"]
+          : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+            ? [408, "Request Timeout", `the request was not received in time (headers within ${config.headersTimeoutMs} ms, the whole request within ${config.bodyTimeoutMs} ms)`]
+            : [400, "Bad Request", "malformed HTTP request"];
+      const body = JSON.stringify({ error: message, code: status });
       socket.end(
         `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
@@ -135,11 +167,13 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
 
   const gate = new ConcurrencyGate(config.concurrency, config.queueSize);
   const limiter = new TokenBucketLimiter(config.rateLimit);
-  const metrics = createMetrics(
-    () => gate.waiting + safeQueueDepth(engine),
-    () => gate.running,
-    options.processMetrics ?? false,
-  );
+  const metrics = createMetrics({
+    queueDepth: () => gate.waiting + safeQueueDepth(engine),
+    inFlight: () => gate.running,
+    constraints: () => engine.constraintStats?.(),
+    processMetrics: options.processMetrics ?? false,
+  });
+  app.addHook("onClose", async () => metrics.stop());
 
   const envKeys = new Map<string, number>();
   config.apiKeys.forEach((key, index) => envKeys.set(sha256Hex(key), index));
@@ -160,7 +194,14 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
       while ((gate.running > 0 || gate.waiting > 0) && Date.now() < drainUntil) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      await app.close();
+      // Generations are done; what still holds a socket is a client that never finished sending
+      // or reading. Give them a moment, then close those sockets so the process can exit.
+      const stragglers = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(stragglers);
+      }
     },
   };
   app.decorate("trellis", state);
@@ -252,13 +293,16 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
   // --- generation endpoints -------------------------------------------------------------
 
   /**
-   * Runs one generation under the gate with an AbortSignal that fires on client disconnect or
-   * deadline; maps a deadline to 503.
+   * Runs one generation with an AbortSignal that fires on client disconnect or deadline, mapping
+   * a deadline to 503. Its constraint (`spec`) is compiled first, outside the gate, so a slow
+   * compile waits in the compile pool's per-key queue and never holds a generation slot; then the
+   * work runs under the gate.
    */
   async function generate<T>(
     request: FastifyRequest,
     reply: FastifyReply,
-    work: (signal: AbortSignal) => Promise<T>,
+    spec: ConstraintSpec | null,
+    work: (signal: AbortSignal, client: string | undefined) => Promise<T>,
   ): Promise<T> {
     if (!engine.ready) throw new HttpError(503, "model is still loading; retry shortly", { "retry-after": "5" });
     const controller = new AbortController();
@@ -267,10 +311,12 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
       if (!reply.raw.writableFinished) controller.abort(new ClientGone());
     };
     reply.raw.once("close", onClose);
+    const client = request.apiKey?.bucket;
     let release: (() => void) | undefined;
     try {
+      if (spec !== null) await engine.prepare(spec, { client, signal: controller.signal });
       release = await gate.acquire(controller.signal);
-      return await work(controller.signal);
+      return await work(controller.signal, client);
     } catch (error) {
       const reason: unknown = controller.signal.aborted ? controller.signal.reason : undefined;
       if (reason instanceof DeadlineExceeded) throw new HttpError(503, reason.message, { "retry-after": "1" });
@@ -308,8 +354,9 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     seed?: number | null;
   }
 
-  function completionOptions(body: CompletionBody, signal: AbortSignal) {
+  function completionOptions(body: CompletionBody, signal: AbortSignal, client: string | undefined) {
     const options = {
+      client,
       prompt: body.prompt,
       maxNewTokens: body.max_new_tokens ?? DEFAULTS.max_new_tokens,
       stopAfterMatch: body.stop_after_match ?? DEFAULTS.stop_after_match,
@@ -351,8 +398,8 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     }
     const maxNewTokens = body.max_new_tokens ?? DEFAULTS.max_new_tokens;
     checkContext(body.prompt, maxNewTokens);
-    const result = await generate(request, reply, (signal) =>
-      engine.completeRegex({ ...completionOptions(body, signal), pattern }),
+    const result = await generate(request, reply, { kind: "regex", pattern }, (signal, client) =>
+      engine.completeRegex({ ...completionOptions(body, signal, client), pattern }),
     );
     return completionReply(request, result);
   });
@@ -365,8 +412,9 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
       const body = request.body as CompletionBody & { grammar: string; max_ignored_run?: number | null };
       checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
       const maxIgnoredRun = body.max_ignored_run ?? DEFAULTS.max_ignored_run;
-      const result = await generate(request, reply, (signal) =>
-        engine.completeGrammar({ ...completionOptions(body, signal), grammar: body.grammar, maxIgnoredRun }),
+      const spec: ConstraintSpec = { kind: "grammar", grammar: body.grammar, maxIgnoredRun };
+      const result = await generate(request, reply, spec, (signal, client) =>
+        engine.completeGrammar({ ...completionOptions(body, signal, client), grammar: body.grammar, maxIgnoredRun }),
       );
       return completionReply(request, result);
     });
@@ -387,7 +435,7 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
       throw new HttpError(400, `prompt is ${promptTokens} tokens, but the model context is ${engine.contextLength} tokens`);
     }
     const includeScores = body.include_scores ?? DEFAULTS.include_scores;
-    const result = await generate(request, reply, (signal) =>
+    const result = await generate(request, reply, null, (signal) =>
       engine.categorize({
         prompt: body.prompt,
         categories: body.categories,

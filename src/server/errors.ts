@@ -3,7 +3,7 @@
  * This module turns library errors, Fastify errors and ajv validation errors into that shape.
  */
 import type { FastifyError } from "fastify";
-import { InvalidRequestError, OverloadedError, UnsatisfiableError } from "../generate/types.js";
+import { ClientLimitError, InvalidRequestError, OverloadedError, UnsatisfiableError } from "../generate/types.js";
 
 export interface ErrorBody {
   error: string;
@@ -160,6 +160,10 @@ export function mapError(
     const u = err as UnsatisfiableError;
     const message = u.field && !u.message.includes(u.field) ? `${u.field}: ${u.message}` : u.message;
     return statusOf(422, message);
+  }
+  if (err instanceof ClientLimitError || e.name === "ClientLimitError") {
+    const seconds = Math.max(1, Math.ceil(Number((err as ClientLimitError).retryAfterSeconds) || 1));
+    return statusOf(429, (err as Error).message, { "retry-after": String(seconds) });
   }
   if (err instanceof OverloadedError || e.name === "OverloadedError") {
     const seconds = Math.max(1, Math.ceil(Number((err as OverloadedError).retryAfterSeconds) || 1));

@@ -1,5 +1,7 @@
 /** Prometheus metrics, one registry per server instance (tests create many servers). */
+import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { ConstraintStats } from "../generate/types.js";
 
 export interface ServerMetrics {
   registry: Registry;
@@ -8,13 +10,55 @@ export interface ServerMetrics {
   tokens: Counter<"route">;
   queueDepth: Gauge;
   inFlight: Gauge;
+  /** The event loop's delay since start (perf_hooks), for /metrics and the hostile-input tests. */
+  eventLoopDelay: IntervalHistogram;
+  /** Stops the event-loop sampler (the server is closing). */
+  stop(): void;
 }
 
-export function createMetrics(readQueueDepth: () => number, readInFlight: () => number, defaults: boolean): ServerMetrics {
+export interface MetricsSources {
+  queueDepth: () => number;
+  inFlight: () => number;
+  /** Compiled-constraint cache and compile pool counters; undefined when the engine has none. */
+  constraints: () => ConstraintStats | undefined;
+  /** Node's default process metrics (off in tests: they are global timers). */
+  processMetrics: boolean;
+}
+
+/** Event-loop delay quantiles exported (1 = the largest delay seen). */
+const DELAY_QUANTILES = [0.5, 0.9, 0.99, 0.999, 1];
+
+export function createMetrics(sources: MetricsSources): ServerMetrics {
   const registry = new Registry();
-  if (defaults) collectDefaultMetrics({ register: registry, prefix: "trellis_" });
+  if (sources.processMetrics) collectDefaultMetrics({ register: registry, prefix: "trellis_" });
+  // 10 ms resolution: the delay that matters here (a request holding the loop) is tens of ms.
+  const eventLoopDelay = monitorEventLoopDelay({ resolution: 10 });
+  eventLoopDelay.enable();
+  new Gauge({
+    name: "trellis_event_loop_delay_seconds",
+    help: "Event-loop delay since start by quantile (perf_hooks.monitorEventLoopDelay, 10 ms resolution; quantile 1 is the largest).",
+    labelNames: ["quantile"],
+    registers: [registry],
+    collect() {
+      for (const q of DELAY_QUANTILES) {
+        const ns = q === 1 ? eventLoopDelay.max : eventLoopDelay.percentile(q * 100);
+        this.set({ quantile: String(q) }, Number.isFinite(ns) ? ns / 1e9 : 0);
+      }
+    },
+  });
+  new Gauge({
+    name: "trellis_event_loop_delay_samples",
+    help: "Samples behind trellis_event_loop_delay_seconds.",
+    registers: [registry],
+    collect() {
+      this.set(eventLoopDelay.count);
+    },
+  });
+  constraintMetrics(registry, sources.constraints);
   return {
     registry,
+    eventLoopDelay,
+    stop: () => eventLoopDelay.disable(),
     requests: new Counter({
       name: "trellis_http_requests_total",
       help: "HTTP requests by route, method and status code.",
@@ -39,7 +83,7 @@ export function createMetrics(readQueueDepth: () => number, readInFlight: () => 
       help: "Generation requests waiting (server gate plus engine scheduler).",
       registers: [registry],
       collect() {
-        this.set(readQueueDepth());
+        this.set(sources.queueDepth());
       },
     }),
     inFlight: new Gauge({
@@ -47,8 +91,35 @@ export function createMetrics(readQueueDepth: () => number, readInFlight: () => 
       help: "Generation requests admitted by the server gate.",
       registers: [registry],
       collect() {
-        this.set(readInFlight());
+        this.set(sources.inFlight());
       },
     }),
   };
+}
+
+/** Gauges read from the engine's counters at each scrape (they are kept by the engine, not here). */
+function constraintMetrics(registry: Registry, read: () => ConstraintStats | undefined): void {
+  const gauge = (name: string, help: string, value: (s: ConstraintStats) => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const stats = read();
+        if (stats !== undefined) this.set(value(stats));
+      },
+    });
+  };
+  gauge("trellis_constraint_cache_bytes", "Estimated bytes of compiled patterns, grammars, their matchers and cached refusals.", (s) => s.bytes);
+  gauge("trellis_constraint_cache_budget_bytes", "The cache's byte budget (TRELLIS_CACHE_MB).", (s) => s.budgetBytes);
+  gauge("trellis_constraint_cache_entries", "Compiled constraints and refusals cached.", (s) => s.entries);
+  gauge("trellis_constraint_cache_evictions_total", "Cache entries dropped to stay within the byte budget.", (s) => s.evictions);
+  gauge("trellis_constraint_cache_hits_total", "Constraint lookups answered from the cache (compiled or refused).", (s) => s.hits);
+  gauge("trellis_compiles_total", "Compiles started on the compile workers.", (s) => s.compiles);
+  gauge("trellis_compile_refusals_total", "Compiles refused (invalid, too complex, timed out, out of memory).", (s) => s.refusals);
+  gauge("trellis_compile_timeouts_total", "Compiles stopped at TRELLIS_COMPILE_TIMEOUT_MS (their worker terminated).", (s) => s.pool.timeouts);
+  gauge("trellis_compile_worker_deaths_total", "Compile workers that died during a compile (out of memory, crash).", (s) => s.pool.deaths);
+  gauge("trellis_compile_queue_depth", "Compiles waiting for a worker.", (s) => s.pool.queued);
+  gauge("trellis_compile_workers_busy", "Compile workers running a compile.", (s) => s.pool.busy);
+  gauge("trellis_compile_queue_refused_total", "Compiles refused because the client's or the whole queue was full.", (s) => s.pool.refused);
 }

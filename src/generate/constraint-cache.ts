@@ -1,0 +1,393 @@
+/**
+ * Compiled constraints for one vocabulary: patterns and grammars compiled on worker threads,
+ * never on the event loop, under a time limit (past it the worker is terminated) and a memory
+ * limit (the worker's heap); kept, with their token matchers, in one LRU bounded by bytes; refused
+ * ones kept too (cheaply), so a repeated bad request costs a hash and a lookup.
+ *
+ *   const cache = new ConstraintCache(trie, options);
+ *   const entry = await cache.regex(pattern, { client, signal });   // or cache.grammar(...)
+ *   try { ...entry.factory(forcedPrefix)... } finally { cache.release(entry) }
+ *
+ * Concurrent requests for the same constraint share one compile. Compiles are queued per client
+ * (see support/worker-pool.ts), so one API key cannot hold the pool.
+ */
+import { createHash } from "node:crypto";
+import { deserialize } from "node:v8";
+import { Worker } from "node:worker_threads";
+import type { ByteDfa, RegexLimits } from "../regex/index.js";
+import { createGrammarAutomaton, type Grammar, type GrammarAutomaton, type ScannerParts } from "../grammar/index.js";
+import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
+import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
+import { ByteLruCache, type Sized } from "../support/byte-lru.js";
+import {
+  PoolBusyError,
+  PoolClosedError,
+  PoolTimeoutError,
+  PoolWorkerDiedError,
+  WorkerPool,
+  WorkerTaskError,
+  type WorkerPoolStats,
+} from "../support/worker-pool.js";
+import { refusalError, reviveCompileOutput, type CompileOutput, type CompileTask, type Refusal } from "./compile-task.js";
+import type { CompileFailure } from "./compile-worker.js";
+import type { TokenConstraint } from "./completion.js";
+import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError } from "./types.js";
+
+export interface ConstraintCacheOptions {
+  /** Bytes of compiled constraints, matchers and refusals kept (LRU beyond). */
+  budgetBytes: number;
+  /** Wall-clock limit of one compile on its worker. */
+  compileTimeoutMs: number;
+  /** Compile workers. */
+  workers: number;
+  /** Heap of one compile worker, MB (a compile past it is refused as too complex). */
+  workerMemoryMb: number;
+  /** Compiles of one client running at once / waiting. */
+  perClientRunning: number;
+  perClientQueued: number;
+  /** Compiles waiting in all. */
+  maxQueued: number;
+  regexLimits: RegexLimits;
+}
+
+export const DEFAULT_CONSTRAINT_CACHE_OPTIONS: Readonly<ConstraintCacheOptions> = {
+  budgetBytes: 512 * 1024 * 1024,
+  compileTimeoutMs: 1000,
+  workers: 1,
+  workerMemoryMb: 512,
+  perClientRunning: 1,
+  perClientQueued: 4,
+  maxQueued: 256,
+  regexLimits: {},
+};
+
+/** Who asks for a constraint: the fairness unit, and what aborts the wait. */
+export interface CompileContext {
+  /** Whose share of the compile pool this uses (an API key); none: the request's own. */
+  client?: string;
+  signal?: AbortSignal;
+}
+
+/** Builds a request's constraint: the first generated token must begin with `forcedPrefix`. */
+export type ConstraintFactory = (forcedPrefix: Uint8Array | undefined) => TokenConstraint;
+
+/** A compiled constraint ready to serve requests. */
+export interface ConstraintEntry extends Sized {
+  readonly key: string;
+  readonly kind: "regex" | "grammar";
+  readonly factory: ConstraintFactory;
+}
+
+/**
+ * A refused compile whose cause depends on load (a timeout) is refused again for this long
+ * without retrying, so a client repeating it costs nothing; then it may compile on a calmer machine.
+ */
+export const TRANSIENT_REFUSAL_MS = 5 * 60_000;
+
+/**
+ * A recognizer memoizes every state it meets; past this many states the next request starts a
+ * fresh automaton and matcher (in-flight requests keep theirs), so its memos stay below V8's
+ * 2^24-entry Map limit (RangeError) and its bytes within what the cache last accounted.
+ */
+export const MAX_AUTOMATON_STATES = 50_000;
+
+/** Heap bytes a deserialized grammar keeps per byte of its serialized form (measured: ~2.2). */
+const GRAMMAR_HEAP_PER_SERIALIZED_BYTE = 3;
+
+class RefusalEntry implements Sized {
+  constructor(
+    readonly refusal: Refusal,
+    readonly expiresMs: number,
+  ) {}
+
+  retainedBytes(): number {
+    return 200 + 2 * this.refusal.message.length;
+  }
+}
+
+class RegexEntry implements ConstraintEntry {
+  readonly kind = "regex";
+  readonly factory: ConstraintFactory;
+  private readonly dfaBytes: number;
+
+  constructor(
+    readonly key: string,
+    readonly matcher: DfaTokenMatcher,
+    dfa: ByteDfa,
+  ) {
+    this.dfaBytes = typedArrayBytes(dfa);
+    this.factory = (prefix) => new DfaConstraintState(matcher, prefix);
+  }
+
+  retainedBytes(): number {
+    return this.dfaBytes + this.matcher.retainedBytes();
+  }
+}
+
+class GrammarEntry implements ConstraintEntry {
+  readonly kind = "grammar";
+  readonly factory: ConstraintFactory;
+  private automaton: GrammarAutomaton;
+  private matcher: GrammarTokenMatcher;
+
+  constructor(
+    readonly key: string,
+    private readonly trie: TokenTrie,
+    private readonly grammar: Grammar,
+    private readonly scanners: ScannerParts,
+    private readonly maxIgnoredRun: number,
+    /** The deserialized grammar and scanner DFAs. */
+    private readonly compiledBytes: number,
+  ) {
+    this.automaton = this.freshAutomaton();
+    this.matcher = new GrammarTokenMatcher(trie, this.automaton);
+    this.factory = (prefix) => {
+      if (this.automaton.numStates > MAX_AUTOMATON_STATES) {
+        this.automaton = this.freshAutomaton();
+        this.matcher = new GrammarTokenMatcher(this.trie, this.automaton);
+      }
+      return new GrammarConstraintState(this.matcher, prefix);
+    };
+  }
+
+  private freshAutomaton(): GrammarAutomaton {
+    return createGrammarAutomaton(this.grammar, { maxIgnoredRun: this.maxIgnoredRun, prebuilt: this.scanners });
+  }
+
+  retainedBytes(): number {
+    return this.compiledBytes + this.automaton.retainedBytes() + this.matcher.retainedBytes();
+  }
+}
+
+type CacheValue = RegexEntry | GrammarEntry | RefusalEntry;
+
+/** A compile running (or waiting for a worker) and how many requests wait for it. */
+interface InFlightCompile {
+  readonly promise: Promise<ConstraintEntry>;
+  readonly abort: AbortController;
+  waiters: number;
+}
+
+export interface ConstraintCacheStats {
+  entries: number;
+  bytes: number;
+  budgetBytes: number;
+  evictions: number;
+  compiles: number;
+  refusals: number;
+  hits: number;
+  pool: WorkerPoolStats;
+}
+
+export class ConstraintCache {
+  private readonly options: ConstraintCacheOptions;
+  private readonly entries: ByteLruCache<CacheValue>;
+  private readonly inFlight = new Map<string, InFlightCompile>();
+  private readonly pool: WorkerPool;
+  private readonly counters = { compiles: 0, refusals: 0, hits: 0 };
+  private anonymousRequests = 0;
+
+  constructor(
+    private readonly trie: TokenTrie,
+    options: Partial<ConstraintCacheOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_CONSTRAINT_CACHE_OPTIONS, ...options };
+    this.entries = new ByteLruCache(this.options.budgetBytes);
+    const memoryMb = this.options.workerMemoryMb;
+    this.pool = new WorkerPool({
+      size: this.options.workers,
+      spawn: () => spawnCompileWorker(memoryMb),
+      perClientRunning: this.options.perClientRunning,
+      perClientQueued: this.options.perClientQueued,
+      maxQueued: this.options.maxQueued,
+      // A worker keeps what it allocated; past half its limit a fresh one starts clean.
+      recycleHeapBytes: (memoryMb * 1024 * 1024) / 2,
+    });
+    this.pool.warm();
+  }
+
+  stats(): ConstraintCacheStats {
+    return { ...this.entries.stats(), ...this.counters, pool: this.pool.stats() };
+  }
+
+  regex(pattern: string | readonly string[], context: CompileContext = {}): Promise<ConstraintEntry> {
+    const key = digest("regex", JSON.stringify(pattern));
+    return this.lookup(key, context, { kind: "regex", pattern, limits: this.options.regexLimits }, (output) => {
+      if (output.kind !== "regex") throw new Error("compile worker answered a regex task with a grammar");
+      const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
+      matcher.precompute(MATCHER_PRECOMPUTE_MS);
+      return new RegexEntry(key, matcher, output.dfa);
+    });
+  }
+
+  grammar(source: string, maxIgnoredRun: number = MAX_IGNORED_RUN, context: CompileContext = {}): Promise<ConstraintEntry> {
+    const key = digest("grammar", `${maxIgnoredRun}\0${source}`);
+    return this.lookup(key, context, { kind: "grammar", source }, (output, serializedBytes) => {
+      if (output.kind !== "grammar") throw new Error("compile worker answered a grammar task with a regex");
+      const bytes = serializedBytes * GRAMMAR_HEAP_PER_SERIALIZED_BYTE;
+      return new GrammarEntry(key, this.trie, output.grammar, output.scanners, maxIgnoredRun, bytes);
+    });
+  }
+
+  /** After a request used the entry: its matcher may have grown; the budget is enforced again. */
+  release(entry: ConstraintEntry): void {
+    this.entries.resize(entry.key);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+    this.entries.clear();
+  }
+
+  private async lookup(
+    key: string,
+    context: CompileContext,
+    task: CompileTask,
+    build: (output: CompileOutput, serializedBytes: number) => ConstraintEntry & CacheValue,
+  ): Promise<ConstraintEntry> {
+    const cached = this.entries.get(key);
+    if (cached instanceof RefusalEntry) {
+      if (cached.expiresMs > Date.now()) {
+        this.counters.hits++;
+        throw refusalError(cached.refusal);
+      }
+      this.entries.delete(key);
+    } else if (cached !== undefined) {
+      this.counters.hits++;
+      return cached;
+    }
+    let compile = this.inFlight.get(key);
+    if (compile === undefined) {
+      const abort = new AbortController();
+      // Without a client (library use) every request is its own: only the pool's total bounds it.
+      const client = context.client ?? `request:${this.anonymousRequests++}`;
+      const promise = this.compile(key, client, abort.signal, task, build);
+      const started: InFlightCompile = { promise, abort, waiters: 0 };
+      compile = started;
+      this.inFlight.set(key, started);
+      const forget = (): void => {
+        if (this.inFlight.get(key) === started) this.inFlight.delete(key);
+      };
+      promise.then(forget, forget);
+    }
+    return this.await(compile, context.signal);
+  }
+
+  /**
+   * Waits for a shared compile until it settles or `signal` aborts. The compile itself is aborted
+   * (while it still waits for a worker) only when every request waiting for it has gone.
+   */
+  private await(compile: InFlightCompile, signal: AbortSignal | undefined): Promise<ConstraintEntry> {
+    compile.waiters++;
+    if (signal === undefined) return compile.promise;
+    if (signal.aborted) {
+      if (--compile.waiters === 0) compile.abort.abort(signal.reason);
+      return Promise.reject(signal.reason);
+    }
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        if (--compile.waiters === 0) compile.abort.abort(signal.reason);
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      compile.promise.then(
+        (entry) => {
+          signal.removeEventListener("abort", onAbort);
+          resolve(entry);
+        },
+        (error: unknown) => {
+          signal.removeEventListener("abort", onAbort);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  private async compile(
+    key: string,
+    client: string,
+    signal: AbortSignal,
+    task: CompileTask,
+    build: (output: CompileOutput, serializedBytes: number) => ConstraintEntry & CacheValue,
+  ): Promise<ConstraintEntry> {
+    const field = task.kind === "regex" ? "pattern" : "grammar";
+    let serialized: Uint8Array;
+    try {
+      this.counters.compiles++;
+      serialized = (await this.pool.run(task, { client, timeoutMs: this.options.compileTimeoutMs, signal })) as Uint8Array;
+    } catch (error) {
+      throw this.failure(key, field, error);
+    }
+    const output = reviveCompileOutput(deserialize(serialized) as CompileOutput);
+    const entry = build(output, serialized.byteLength);
+    this.entries.set(key, entry);
+    return entry;
+  }
+
+  /** The error a failed compile is answered with; refusals are remembered. */
+  private failure(key: string, field: string, error: unknown): unknown {
+    let refusal: Refusal | null = null;
+    if (error instanceof WorkerTaskError) {
+      const failure = error.detail as CompileFailure;
+      if ("bug" in failure) return new Error(`compile worker failed: ${failure.bug}`);
+      refusal = failure.refusal;
+    } else if (error instanceof PoolTimeoutError) {
+      refusal = {
+        status: "too_complex",
+        field,
+        message: `${field}: too complex: compiling it took longer than the limit of ${error.timeoutMs} ms (TRELLIS_COMPILE_TIMEOUT_MS)`,
+        lasting: false,
+      };
+    } else if (error instanceof PoolWorkerDiedError) {
+      if (error.code !== "ERR_WORKER_OUT_OF_MEMORY") return new Error(`compile worker died: ${error.message}`);
+      refusal = {
+        status: "too_complex",
+        field,
+        message: `${field}: too complex: compiling it needs more than the limit of ${this.options.workerMemoryMb} MB (TRELLIS_COMPILE_MEMORY_MB)`,
+        lasting: false,
+      };
+    } else if (error instanceof PoolBusyError) {
+      return error.perClient
+        ? new ClientLimitError(`too many ${field} compiles of this API key are waiting; retry when they are done`, 1)
+        : new OverloadedError("the compile queue is full; retry later", 1);
+    } else if (error instanceof PoolClosedError) {
+      return new OverloadedError("server is shutting down", 5);
+    } else {
+      return error; // the caller's abort reason, or a bug
+    }
+    this.counters.refusals++;
+    this.entries.set(key, new RefusalEntry(refusal, refusal.lasting ? Number.POSITIVE_INFINITY : Date.now() + TRANSIENT_REFUSAL_MS));
+    return refusalError(refusal);
+  }
+}
+
+/**
+ * Time a new regex matcher may spend computing masks ahead: the large states' first visits then
+ * happen once here instead of on decode steps.
+ */
+export const MATCHER_PRECOMPUTE_MS = 4;
+
+function digest(kind: string, text: string): string {
+  return `${kind}:${createHash("sha256").update(text).digest("base64url")}`;
+}
+
+function typedArrayBytes(value: object): number {
+  let bytes = 0;
+  for (const field of Object.values(value)) if (ArrayBuffer.isView(field)) bytes += field.byteLength;
+  return bytes;
+}
+
+/**
+ * A compile worker under a heap limit. From the tsc output the script is plain JavaScript; from
+ * the TypeScript sources (tests, `tsx`) the worker registers tsx first, since a worker does not
+ * inherit the loader hooks of its parent.
+ */
+function spawnCompileWorker(memoryMb: number): Worker {
+  const resourceLimits = { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(8, memoryMb >> 3)) };
+  if (import.meta.url.endsWith(".ts")) {
+    const script = new URL("./compile-worker.ts", import.meta.url).href;
+    const boot = `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(script)}); })`;
+    return new Worker(boot, { eval: true, execArgv: [], resourceLimits });
+  }
+  return new Worker(new URL("./compile-worker.js", import.meta.url), { execArgv: [], resourceLimits });
+}

@@ -1,0 +1,108 @@
+// The compiled-constraint cache: compiles run on a worker (a hung compile is stopped at its limit
+// and refused as too complex), requests for the same constraint share one compile, refusals are
+// remembered, one client's waiting compiles are capped, memory stays within the byte budget.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { ConstraintCache } from "../src/generate/constraint-cache.js";
+import { ClientLimitError, InvalidRequestError, UnsatisfiableError } from "../src/generate/types.js";
+import { tokenTrieFor } from "../src/constraint/index.js";
+import { loadVocabulary } from "../src/vocab/index.js";
+import { STORIES_260K } from "./helpers/paths.js";
+
+const trie = tokenTrieFor(loadVocabulary(STORIES_260K));
+const caches: ConstraintCache[] = [];
+function cache(options: ConstructorParameters<typeof ConstraintCache>[1] = {}): ConstraintCache {
+  const c = new ConstraintCache(trie, options);
+  caches.push(c);
+  return c;
+}
+after(async () => {
+  for (const c of caches) await c.close();
+});
+
+/** A pattern whose compile takes long enough to meet a short limit (a 2^15-state DFA). */
+const SLOW_PATTERN = "(a|b)*a(a|b){14}";
+/** One that compiles, slowly enough (tens of ms) to keep a worker busy meanwhile. */
+const BUSY_PATTERN = "(a|b)*a(a|b){11}";
+
+test("a compiled pattern serves requests; the same pattern asked at once compiles once", async () => {
+  const c = cache();
+  const entries = await Promise.all([0, 1, 2, 3].map(() => c.regex("[a-z]{3}[0-9]")));
+  assert.ok(entries.every((e) => e === entries[0]));
+  assert.equal(c.stats().compiles, 1);
+  const state = entries[0]!.factory(undefined);
+  assert.equal(state.minTokensToAccept(64) >= 1, true);
+  assert.equal(state.isAccepting(), false);
+  await c.regex("[a-z]{3}[0-9]");
+  assert.equal(c.stats().compiles, 1);
+  assert.equal(c.stats().hits, 1);
+});
+
+test("grammars compile on the worker and come back as working automata", async () => {
+  const c = cache();
+  const entry = await c.grammar('start: "[" W ("," W)* "]"\nW: /[a-z]+/');
+  const state = entry.factory(undefined);
+  assert.ok(state.minTokensToAccept(64) >= 3);
+  // The revived grammar's terminals are usable (their regexps are made on demand).
+  assert.ok(entry.retainedBytes() > 0);
+});
+
+test("refusals are remembered: the second ask is answered without compiling", async () => {
+  const c = cache();
+  for (let i = 0; i < 2; i++) {
+    await assert.rejects(c.regex("(ab"), (e: unknown) => e instanceof InvalidRequestError && e.field === "pattern");
+    await assert.rejects(c.grammar("start: UNDEFINED_TERMINAL"), (e: unknown) => e instanceof InvalidRequestError && e.field === "grammar");
+  }
+  assert.equal(c.stats().compiles, 2);
+  assert.equal(c.stats().refusals, 2);
+  assert.equal(c.stats().hits, 2);
+});
+
+test("a compile past its time limit is stopped and refused as too complex, then remembered", async () => {
+  const c = cache({ compileTimeoutMs: 30 });
+  const t0 = performance.now();
+  await assert.rejects(c.regex(SLOW_PATTERN), (e: unknown) => e instanceof UnsatisfiableError && /longer than the limit of 30 ms/.test(e.message));
+  assert.ok(performance.now() - t0 < 2000);
+  assert.equal(c.stats().pool.timeouts, 1);
+  await assert.rejects(c.regex(SLOW_PATTERN), UnsatisfiableError);
+  assert.equal(c.stats().pool.timeouts, 1, "a remembered timeout compiled again");
+  // The pool goes on with a fresh worker.
+  assert.ok(await c.regex("[0-9]+"));
+});
+
+test("a client's waiting compiles are capped (429); another client still gets through", async () => {
+  const c = cache({ perClientRunning: 1, perClientQueued: 1, compileTimeoutMs: 5000 });
+  await c.regex("warm"); // the worker loaded, as in a running service
+  const mine = [0, 1].map((i) => c.regex(`${BUSY_PATTERN}x${i}`, { client: "greedy" }));
+  await assert.rejects(c.regex(`${BUSY_PATTERN}x9`, { client: "greedy" }), (e: unknown) => e instanceof ClientLimitError);
+  assert.ok(await c.regex("[a-c]{2}", { client: "other" }));
+  await Promise.all(mine);
+});
+
+test("a waiting compile is aborted when its only request goes away", async () => {
+  const c = cache({ compileTimeoutMs: 5000 });
+  await c.regex("warm");
+  const blocker = c.regex(`${BUSY_PATTERN}b`, { client: "a" });
+  const controller = new AbortController();
+  const waiting = c.regex("[q-z]{4}", { client: "b", signal: controller.signal });
+  controller.abort(new Error("gone"));
+  await assert.rejects(waiting, /gone/);
+  await blocker;
+  assert.equal(c.stats().pool.queued, 0);
+  assert.equal(c.stats().compiles, 3);
+  assert.equal(c.stats().entries, 2, "the aborted compile ran anyway");
+});
+
+test("memory stays within the byte budget: least recently used entries are dropped", async () => {
+  const budget = 256 * 1024;
+  const c = cache({ budgetBytes: budget });
+  for (let i = 0; i < 40; i++) {
+    const entry = await c.regex(`[a-z]{${i + 1}}(x|y){1,${i + 3}}`);
+    // Use it, as a request would: masks fill, then the cache re-reads its size.
+    const state = entry.factory(undefined);
+    state.mask(64);
+    c.release(entry);
+    assert.ok(c.stats().bytes <= budget || c.stats().entries === 1, `${c.stats().bytes} bytes in ${c.stats().entries} entries`);
+  }
+  assert.ok(c.stats().evictions > 0);
+});
