@@ -11,7 +11,7 @@ import { pathToFileURL } from "node:url";
 import { ConfigError, SETTINGS, loadConfig, type Config } from "./config.js";
 import { DEFAULT_MODEL, ModelDownloadError, ensureModel, progressBar, type ModelSource } from "./model/download.js";
 import { RuntimeLoadError } from "./model/native.js";
-import { KeyNotFoundError, KeyStore, ensureAdminToken } from "./store/keys.js";
+import { KeyNameError, KeyNotFoundError, KeyStore, ensureAdminToken, printableKeyName } from "./store/keys.js";
 import type { Engine } from "./generate/types.js";
 
 /** What `serve` hands to `createEngine` of src/engine.ts. */
@@ -82,7 +82,7 @@ function keysCommand(config: Config, args: string[], io: CliIo): void {
         }
         const rows = keys.map((k) => [
           String(k.id),
-          k.name,
+          printableKeyName(k.name),
           `${k.prefix}…`,
           k.revokedAt ? "revoked" : "active",
           String(k.requests),
@@ -234,7 +234,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     }
   } catch (error) {
     // A missing or unstartable llama.cpp build is the operator's to fix: the message says how.
-    if (error instanceof CliError || error instanceof ConfigError || error instanceof RangeError || error instanceof RuntimeLoadError) {
+    if (error instanceof CliError || error instanceof ConfigError || error instanceof KeyNameError || error instanceof RuntimeLoadError) {
       io.err(`trellis: ${error.message}`);
       return 1;
     }

@@ -83,3 +83,31 @@ test("dashboard validation errors use the same shape and list allowed fields", a
   assert.deepEqual(res.json(), { error: 'unknown field "user"; allowed fields: token', code: 400 });
   assert.equal((await app.inject({ method: "GET", url: "/dashboard/api/login" })).statusCode, 405);
 });
+
+test("key names: length in code points as the schema counts; refusals are 400 naming the field", async () => {
+  const { cookie, csrf } = await signIn();
+  const create = (name: string) =>
+    app.inject({ method: "POST", url: "/dashboard/api/keys", headers: { cookie, "x-csrf-token": csrf }, payload: { name } });
+  const emoji = "\u{1F600}";
+  for (const count of [51, 100]) {
+    const res = await create(emoji.repeat(count));
+    assert.equal(res.statusCode, 200, `${count} emoji: ${res.body}`);
+    assert.equal((res.json() as { name: string }).name, emoji.repeat(count));
+  }
+  const tooLong = await create(emoji.repeat(101));
+  assert.deepEqual(tooLong.json(), { error: "name must be at most 100 characters", code: 400 });
+  const refused: Array<[string, RegExp]> = [
+    ["bell\u0007", /^name must not contain a control character: U\+0007/],
+    ["half \ud83d pair", /^name must not contain a lone surrogate/],
+    ["\u202Eevil", /^name must not contain a line separator or bidirectional formatting character/],
+  ];
+  for (const [name, message] of refused) {
+    const res = await create(name);
+    assert.equal(res.statusCode, 400, `${JSON.stringify(name)}: ${res.body}`);
+    const body = res.json() as { error: string; code: number };
+    assert.equal(body.code, 400);
+    assert.match(body.error, message);
+  }
+  const listed = (await app.inject({ url: "/dashboard/api/keys", headers: { cookie } })).json() as { keys: Array<{ name: string }> };
+  assert.equal(listed.keys.filter((k) => k.name.includes("\u0007") || k.name.includes("\u202E") || k.name.startsWith("half")).length, 0);
+});

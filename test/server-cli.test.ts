@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { main, type CliIo } from "../src/cli.js";
 import { KeyStore } from "../src/store/keys.js";
 import { ConfigError, loadConfig } from "../src/config.js";
@@ -98,6 +99,18 @@ test("config: TRELLIS_GPU and TRELLIS_LOG_LEVEL take only their listed values", 
   assert.equal(loadConfig({}, ["--gpu", "cpu"]).config.gpu, "cpu");
   assert.throws(() => loadConfig({ TRELLIS_GPU: "CUDA" }), /TRELLIS_GPU must be one of auto, cpu, cuda, cuda-ext, vulkan, got "CUDA"/);
   assert.throws(() => loadConfig({}, ["--log-level", "verbose"]), /--log-level must be one of fatal, error, warn, info, debug, trace, silent/);
+});
+
+test("keys create refuses a control character in one line; keys list escapes ones stored by earlier versions", async () => {
+  const refused = await run(["keys", "create", "red\u001b[31m"]);
+  assert.equal(refused.code, 1);
+  assert.deepEqual(refused.err, ["trellis: name must not contain a control character: U+001B at character 4"]);
+  const raw = new Database(join(dataDir, "trellis.db"));
+  raw.prepare("INSERT INTO api_keys (name, prefix, hash, created_at) VALUES (?, 'trl_old', 'old-hash', '2024-01-01T00:00:00.000Z')").run("old\u001b[2J\u202Ename");
+  raw.close();
+  const list = (await run(["keys", "list"])).out.join("\n");
+  assert.match(list, /old\\u\{1b\}\[2J\\u\{202e\}name/);
+  assert.equal(/[\u001b\u202e]/.test(list), false, "no raw escape or bidi character reaches the terminal");
 });
 
 function pathToMissing(): string {

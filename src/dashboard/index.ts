@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { createServer, methodNotAllowedFor, sendError, type CreateServerOptions } from "../server/app.js";
 import { TokenBucketLimiter } from "../server/limits.js";
 import { HttpError } from "../server/errors.js";
-import { KeyNotFoundError, digestsEqual, sha256Hex, type KeyStore } from "../store/keys.js";
+import { KEY_NAME_MAX_CHARS, KeyNameError, KeyNotFoundError, digestsEqual, sha256Hex, type KeyStore } from "../store/keys.js";
 
 export const SESSION_COOKIE = "trellis_session";
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
@@ -162,11 +162,18 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
     app.post("/dashboard/api/keys", {
       schema: {
         hide: true,
-        body: { type: "object", additionalProperties: false, required: ["name"], properties: { name: { type: "string", minLength: 1, maxLength: 100, pattern: "\\S" } } },
+        // maxLength counts code points, as the store does; the store decides the rest.
+        body: { type: "object", additionalProperties: false, required: ["name"], properties: { name: { type: "string", minLength: 1, maxLength: KEY_NAME_MAX_CHARS, pattern: "\\S" } } },
       },
     }, async (request) => {
       requireSession(request, true);
-      const created = store.createKey((request.body as { name: string }).name);
+      let created;
+      try {
+        created = store.createKey((request.body as { name: string }).name);
+      } catch (error) {
+        if (error instanceof KeyNameError) throw new HttpError(400, error.message);
+        throw error;
+      }
       return { id: created.id, name: created.name, key: created.key, prefix: created.prefix, created_at: created.createdAt };
     });
 

@@ -19,6 +19,9 @@ import { join } from "node:path";
 
 export const KEY_PREFIX = "trl_";
 
+/** Longest key name, in Unicode code points (what JSON Schema's maxLength counts). */
+export const KEY_NAME_MAX_CHARS = 100;
+
 /**
  * How long the usage flush waits for another connection's write lock, ms. Other writers (the
  * CLI's key commands, the dashboard) hold it for well under a millisecond, so this waits out
@@ -60,6 +63,15 @@ export class KeyNotFoundError extends Error {
   }
 }
 
+/** A key name the store refuses; the message names the field (`name`) and says why. */
+export class KeyNameError extends Error {
+  readonly field = "name";
+  constructor(message: string) {
+    super(message);
+    this.name = "KeyNameError";
+  }
+}
+
 /** Migration N brings the schema from version N to N + 1. Append only; never edit a shipped one. */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE api_keys (
@@ -94,6 +106,54 @@ export function digestsEqual(a: string, b: string): boolean {
 
 export function generateApiKey(): string {
   return KEY_PREFIX + randomBytes(32).toString("base64url");
+}
+
+/** Unicode code points in `text` (a lone surrogate counts as one). */
+export function codePointLength(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
+/**
+ * Characters a key name may not hold: C0/C1 controls (a name printed by `trellis keys list`
+ * must not drive the terminal), lone surrogates (not text: SQLite would store U+FFFD, so the
+ * name read back would differ from the one accepted), line/paragraph separators, and bidi
+ * embeddings/overrides/isolates (they make a listed name display as another).
+ */
+const FORBIDDEN_NAME_CHARS = "\\p{Cc}\\p{Cs}\\u2028\\u2029\\u202A-\\u202E\\u2066-\\u2069";
+const FORBIDDEN_NAME_CHAR = new RegExp(`[${FORBIDDEN_NAME_CHARS}]`, "u");
+const FORBIDDEN_NAME_CHAR_ALL = new RegExp(`[${FORBIDDEN_NAME_CHARS}]`, "gu");
+
+/**
+ * A stored name as it may be printed to a terminal: the characters names may not hold as
+ * \u{…} escapes. Rows written before names were checked may hold them, and an escape sequence
+ * in a name must not drive the operator's terminal.
+ */
+export function printableKeyName(name: string): string {
+  return name.replace(FORBIDDEN_NAME_CHAR_ALL, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
+/** The name as stored (trimmed), or a KeyNameError saying why it is refused. */
+export function normalizeKeyName(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length === 0) throw new KeyNameError("name must not be empty");
+  const length = codePointLength(trimmed);
+  if (length > KEY_NAME_MAX_CHARS) {
+    throw new KeyNameError(`name must be at most ${KEY_NAME_MAX_CHARS} characters (got ${length})`);
+  }
+  const bad = FORBIDDEN_NAME_CHAR.exec(trimmed);
+  if (bad) {
+    const char = bad[0].codePointAt(0)!;
+    const at = codePointLength(trimmed.slice(0, bad.index)) + 1;
+    const what = char >= 0xd800 && char <= 0xdfff
+      ? "a lone surrogate (not valid Unicode text)"
+      : char >= 0x2028
+        ? "a line separator or bidirectional formatting character"
+        : "a control character";
+    throw new KeyNameError(`name must not contain ${what}: U+${char.toString(16).toUpperCase().padStart(4, "0")} at character ${at}`);
+  }
+  return trimmed;
 }
 
 interface PendingUsage {
@@ -299,9 +359,9 @@ export class KeyStore {
     return this.db.pragma("user_version", { simple: true }) as number;
   }
 
+  /** Throws KeyNameError for a name normalizeKeyName refuses. */
   createKey(name: string): CreatedKey {
-    const trimmed = name.trim();
-    if (trimmed.length === 0 || trimmed.length > 100) throw new RangeError("key name must be 1 to 100 characters");
+    const trimmed = normalizeKeyName(name);
     const key = generateApiKey();
     const prefix = key.slice(0, KEY_PREFIX.length + 6);
     const createdAt = new Date().toISOString();
