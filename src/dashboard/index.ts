@@ -57,7 +57,14 @@ export interface DashboardOptions {
 export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstance) => void {
   const { store, adminTokenHash } = options;
   const sessions = new Map<string, Session>();
-  const loginLimiter = new TokenBucketLimiter(10);
+  // Counts wrong tokens only, per client IP (10 a minute, in bursts of 10). It used to be taken
+  // before the token was checked, so anyone sharing the admin's IP (every client, behind a
+  // reverse proxy) could keep the admin locked out with ten wrong guesses a minute. The right
+  // token always signs in, even from a throttled IP: that tells a guesser nothing useful, since
+  // what makes guessing infeasible is the token's length (at least 24 characters, see
+  // ensureAdminToken; generated ones carry 192 random bits), not this limiter, which only
+  // slows down a flood of wrong tokens.
+  const failedSignIns = new TokenBucketLimiter(10);
   const dir = assetsDir();
   const assets = new Map<string, { type: string; body: Buffer }>([
     ["index.html", { type: "text/html; charset=utf-8", body: readFileSync(join(dir, "index.html")) }],
@@ -120,12 +127,16 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         body: { type: "object", additionalProperties: false, required: ["token"], properties: { token: { type: "string", minLength: 1, maxLength: 500 } } },
       },
     }, async (request, reply) => {
-      const decision = loginLimiter.take(request.ip);
-      if (!decision.allowed) {
-        return sendError(reply, 429, "too many sign-in attempts; wait a minute", { "retry-after": String(decision.retryAfterSeconds) });
-      }
       const { token } = request.body as { token: string };
-      if (!digestsEqual(sha256Hex(token), adminTokenHash)) throw new HttpError(401, "wrong admin token");
+      if (!digestsEqual(sha256Hex(token), adminTokenHash)) {
+        const decision = failedSignIns.take(request.ip);
+        if (!decision.allowed) {
+          return sendError(reply, 429, "too many wrong admin tokens from this address; wait before trying again", {
+            "retry-after": String(decision.retryAfterSeconds),
+          });
+        }
+        throw new HttpError(401, "wrong admin token");
+      }
       const id = randomBytes(32).toString("base64url");
       const csrf = randomBytes(24).toString("base64url");
       sessions.set(sha256Hex(id), { csrf, expiresMs: Date.now() + SESSION_TTL_MS });
