@@ -48,6 +48,28 @@ function parseCookies(header: string | undefined): Map<string, string> {
   return cookies;
 }
 
+/**
+ * Whether the browser reached the service over TLS: this socket is encrypted, or a
+ * TLS-terminating proxy says so (X-Forwarded-Proto, or RFC 7239 Forwarded, first hop). The
+ * headers are believed without trustProxy because all they decide is the cookie's Secure flag,
+ * which only keeps a browser from sending the cookie over plain HTTP: a client that claims https
+ * falsely only withholds its own session from itself.
+ */
+export function requestIsHttps(request: FastifyRequest): boolean {
+  if (request.protocol === "https" || (request.raw.socket as { encrypted?: boolean } | undefined)?.encrypted === true) return true;
+  const forwardedProto = request.headers["x-forwarded-proto"];
+  const proto = (Array.isArray(forwardedProto) ? forwardedProto[0] : forwardedProto)?.split(",")[0]?.trim().toLowerCase();
+  if (proto === "https") return true;
+  const forwarded = request.headers.forwarded;
+  const firstHop = typeof forwarded === "string" ? forwarded.split(",")[0]! : "";
+  return /(?:^|;)\s*proto\s*=\s*"?https"?\s*(?:;|$)/i.test(firstHop);
+}
+
+function sessionCookie(request: FastifyRequest, value: string, maxAgeSeconds: number): string {
+  const secure = requestIsHttps(request) ? "; Secure" : "";
+  return `${SESSION_COOKIE}=${value}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
 export interface DashboardOptions {
   store: KeyStore;
   /** sha256 hex of the admin token. */
@@ -140,17 +162,14 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
       const id = randomBytes(32).toString("base64url");
       const csrf = randomBytes(24).toString("base64url");
       sessions.set(sha256Hex(id), { csrf, expiresMs: Date.now() + SESSION_TTL_MS });
-      reply.header(
-        "set-cookie",
-        `${SESSION_COOKIE}=${id}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}`,
-      );
+      reply.header("set-cookie", sessionCookie(request, id, SESSION_TTL_MS / 1000));
       return { signed_in: true, csrf };
     });
 
     app.post("/dashboard/api/logout", hidden, async (request, reply) => {
       const found = requireSession(request, true);
       sessions.delete(found.id);
-      reply.header("set-cookie", `${SESSION_COOKIE}=; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=0`);
+      reply.header("set-cookie", sessionCookie(request, "", 0));
       return { signed_in: false };
     });
 
