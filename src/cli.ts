@@ -11,7 +11,7 @@ import { pathToFileURL } from "node:url";
 import { ConfigError, SETTINGS, loadConfig, type Config } from "./config.js";
 import { DEFAULT_MODEL, ModelDownloadError, ensureModel, progressBar, type ModelSource } from "./model/download.js";
 import { RuntimeLoadError } from "./model/native.js";
-import { KeyNameError, KeyNotFoundError, KeyStore, ensureAdminToken, printableKeyName } from "./store/keys.js";
+import { AdminTokenError, KeyNameError, KeyNotFoundError, KeyStore, ensureAdminToken, printableKeyName } from "./store/keys.js";
 import type { Engine } from "./generate/types.js";
 
 /** What `serve` hands to `createEngine` of src/engine.ts. */
@@ -158,7 +158,13 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
   const createEngine = await loadEngineFactory(io);
   const modelPath = await resolveModelPath(config, io);
   const store = openStore(config);
-  const admin = ensureAdminToken(store, config.adminToken);
+  let admin: { hash: string; generated: string | null };
+  try {
+    admin = ensureAdminToken(store, config.adminToken);
+  } catch (error) {
+    store.close();
+    throw error;
+  }
   if (admin.generated) {
     io.out(`Dashboard admin token (shown once, stored hashed in ${store.path}): ${admin.generated}`);
   }
@@ -234,7 +240,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     }
   } catch (error) {
     // A missing or unstartable llama.cpp build is the operator's to fix: the message says how.
-    if (error instanceof CliError || error instanceof ConfigError || error instanceof KeyNameError || error instanceof RuntimeLoadError) {
+    if (error instanceof CliError || error instanceof ConfigError || error instanceof KeyNameError || error instanceof AdminTokenError || error instanceof RuntimeLoadError) {
       io.err(`trellis: ${error.message}`);
       return 1;
     }

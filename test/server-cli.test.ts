@@ -1,6 +1,6 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -111,6 +111,28 @@ test("keys create refuses a control character in one line; keys list escapes one
   const list = (await run(["keys", "list"])).out.join("\n");
   assert.match(list, /old\\u\{1b\}\[2J\\u\{202e\}name/);
   assert.equal(/[\u001b\u202e]/.test(list), false, "no raw escape or bidi character reaches the terminal");
+});
+
+/** A file that starts like a GGUF model: enough for serve's checks before the (fake) engine. */
+function ggufLookalike(): string {
+  const path = join(dataDir, "lookalike.gguf");
+  writeFileSync(path, Buffer.from([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0]));
+  return path;
+}
+
+const moduleUrl = (source: string) => "data:text/javascript," + encodeURIComponent(source);
+const engineNeverCalled = moduleUrl("export async function createEngine() { globalThis.trellisTestEngineCalls = (globalThis.trellisTestEngineCalls ?? 0) + 1; throw new Error('engine should not be created'); }");
+
+test("serve refuses a short TRELLIS_ADMIN_TOKEN in one line, before loading the model", async () => {
+  const res = await run(["serve", "--model", ggufLookalike()], {
+    engineModule: engineNeverCalled,
+    env: { TRELLIS_DATA_DIR: join(dataDir, "short-token"), TRELLIS_ADMIN_TOKEN: "hunter2" },
+  });
+  assert.equal(res.code, 1);
+  assert.deepEqual(res.err, [
+    "trellis: TRELLIS_ADMIN_TOKEN (--admin-token) is 7 characters; it must be at least 24: use a long random value (e.g. the output of: openssl rand -base64 32), or unset it to have one generated",
+  ]);
+  assert.equal((globalThis as { trellisTestEngineCalls?: number }).trellisTestEngineCalls, undefined);
 });
 
 function pathToMissing(): string {

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { KeyNameError, KeyStore, SCHEMA_VERSION, ensureAdminToken, printableKeyName, sha256Hex } from "../src/store/keys.js";
+import { AdminTokenError, KeyNameError, KeyStore, MIN_ADMIN_TOKEN_CHARS, SCHEMA_VERSION, ensureAdminToken, printableKeyName, sha256Hex } from "../src/store/keys.js";
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -92,12 +92,30 @@ test("migrations keep existing data; a newer schema is refused, not dropped", ()
 
 test("admin token: configured wins; otherwise generated once and stored hashed", () => {
   const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-  assert.deepEqual(ensureAdminToken(store, "configured"), { hash: sha256Hex("configured"), generated: null });
+  const configured = "configured-admin-token-0123";
+  assert.deepEqual(ensureAdminToken(store, configured), { hash: sha256Hex(configured), generated: null });
   const first = ensureAdminToken(store, "");
   assert.match(first.generated!, /^adm_/);
   assert.equal(first.hash, sha256Hex(first.generated!));
   const second = ensureAdminToken(store, "");
   assert.deepEqual(second, { hash: first.hash, generated: null });
+  store.close();
+});
+
+test("a configured admin token shorter than 24 characters is refused, naming the variable", () => {
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  for (const short of ["x", "a".repeat(MIN_ADMIN_TOKEN_CHARS - 1)]) {
+    assert.throws(() => ensureAdminToken(store, short), (e: unknown) =>
+      e instanceof AdminTokenError &&
+      e.message.startsWith(`TRELLIS_ADMIN_TOKEN (--admin-token) is ${short.length} characters; it must be at least 24`) &&
+      !e.message.includes("\n"));
+  }
+  // Counted in code points: 23 emoji are 46 UTF-16 units and still too short.
+  assert.throws(() => ensureAdminToken(store, "\u{1F511}".repeat(23)), /is 23 characters/);
+  assert.equal(ensureAdminToken(store, "a".repeat(MIN_ADMIN_TOKEN_CHARS)).hash, sha256Hex("a".repeat(MIN_ADMIN_TOKEN_CHARS)));
+  assert.equal(store.getSetting("admin_token_sha256"), null, "a refused token generates nothing either");
+  const generated = ensureAdminToken(store, "").generated!;
+  assert.ok(generated.length >= MIN_ADMIN_TOKEN_CHARS, "generated tokens meet the minimum");
   store.close();
 });
 

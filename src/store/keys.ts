@@ -22,6 +22,9 @@ export const KEY_PREFIX = "trl_";
 /** Longest key name, in Unicode code points (what JSON Schema's maxLength counts). */
 export const KEY_NAME_MAX_CHARS = 100;
 
+/** Shortest TRELLIS_ADMIN_TOKEN accepted; generated tokens are 36 characters (24 random bytes). */
+export const MIN_ADMIN_TOKEN_CHARS = 24;
+
 /**
  * How long the usage flush waits for another connection's write lock, ms. Other writers (the
  * CLI's key commands, the dashboard) hold it for well under a millisecond, so this waits out
@@ -69,6 +72,17 @@ export class KeyNameError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "KeyNameError";
+  }
+}
+
+/** TRELLIS_ADMIN_TOKEN is set but too short to resist guessing. */
+export class AdminTokenError extends Error {
+  constructor(readonly length: number) {
+    super(
+      `TRELLIS_ADMIN_TOKEN (--admin-token) is ${length} characters; it must be at least ${MIN_ADMIN_TOKEN_CHARS}: ` +
+        "use a long random value (e.g. the output of: openssl rand -base64 32), or unset it to have one generated",
+    );
+    this.name = "AdminTokenError";
   }
 }
 
@@ -601,12 +615,18 @@ export class KeyStore {
 /**
  * The dashboard's admin credential: TRELLIS_ADMIN_TOKEN when configured, else a token generated
  * at first start (returned once so the caller can print it) whose hash is kept in the store.
+ * A configured token shorter than MIN_ADMIN_TOKEN_CHARS is refused with an AdminTokenError:
+ * its length is what makes guessing infeasible (the sign-in limiter only throttles).
  */
 export function ensureAdminToken(
   store: KeyStore,
   configured: string,
 ): { hash: string; generated: string | null } {
-  if (configured.length > 0) return { hash: sha256Hex(configured), generated: null };
+  if (configured.length > 0) {
+    const length = codePointLength(configured);
+    if (length < MIN_ADMIN_TOKEN_CHARS) throw new AdminTokenError(length);
+    return { hash: sha256Hex(configured), generated: null };
+  }
   const stored = store.getSetting("admin_token_sha256");
   if (stored) return { hash: stored, generated: null };
   const token = "adm_" + randomBytes(24).toString("base64url");
