@@ -5,9 +5,7 @@
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -19,6 +17,7 @@ import {
   type FlushFailure,
   type UnwrittenUsage,
 } from "../src/store/keys.js";
+import { holdLock } from "./store-helpers.js";
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -26,44 +25,9 @@ const tmp = () => {
   dirs.push(d);
   return d;
 };
-const children: ChildProcess[] = [];
-after(() => {
-  for (const child of children) if (child.exitCode === null) child.kill();
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
-});
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Another process takes the database's write lock (BEGIN EXCLUSIVE) and keeps it for `holdMs`,
- * or until release() (also when this process dies: its stdin closes).
- */
-async function holdLock(dbPath: string, holdMs = 0): Promise<{ release(): Promise<void>; exited: Promise<void> }> {
-  const script = `
-    const [sqlite, path, holdMs] = process.argv.slice(-3);
-    const db = new (require(sqlite))(path);
-    db.exec("BEGIN EXCLUSIVE");
-    process.stdout.write("locked\\n");
-    const release = () => { db.exec("COMMIT"); db.close(); process.exit(0); };
-    if (Number(holdMs) > 0) setTimeout(release, Number(holdMs));
-    process.stdin.on("data", release);
-    process.stdin.on("end", release);`;
-  const sqlite = createRequire(import.meta.url).resolve("better-sqlite3");
-  const child = spawn(process.execPath, ["-e", script, sqlite, dbPath, String(holdMs)], { stdio: ["pipe", "pipe", "inherit"] });
-  children.push(child);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.once("data", () => resolve());
-    child.once("exit", (code) => reject(new Error(`lock holder exited early (${code})`)));
-  });
-  return {
-    exited,
-    async release() {
-      child.stdin!.end("release\n");
-      await exited;
-    },
-  };
-}
 
 /** requests and tokens per key id, read through a connection of its own. */
 function usageInDatabase(dataDir: string): Map<number, { requests: number; tokens: number }> {

@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { createServer, methodNotAllowedFor, sendError, type CreateServerOptions } from "../server/app.js";
 import { TokenBucketLimiter } from "../server/limits.js";
 import { HttpError } from "../server/errors.js";
-import { KEY_NAME_MAX_CHARS, KeyNameError, KeyNotFoundError, digestsEqual, sha256Hex, type KeyStore } from "../store/keys.js";
+import { KEY_NAME_MAX_CHARS, KeyNameError, KeyNotFoundError, KeyStoreError, digestsEqual, sha256Hex, type KeyStore } from "../store/keys.js";
 
 export const SESSION_COOKIE = "trellis_session";
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
@@ -68,6 +68,15 @@ export function requestIsHttps(request: FastifyRequest): boolean {
 function sessionCookie(request: FastifyRequest, value: string, maxAgeSeconds: number): string {
   const secure = requestIsHttps(request) ? "; Secure" : "";
   return `${SESSION_COOKIE}=${value}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
+/**
+ * The database could not take a key change (another process holds its lock past the server's
+ * short wait, the disk is full): the admin may retry, so 503 with the cause rather than a 500.
+ */
+function storeUnavailable(error: KeyStoreError): HttpError {
+  const retryAfter = error.failure === "locked" ? "1" : "30";
+  return new HttpError(503, `the key store cannot be written right now: ${error.reason}`, { "retry-after": retryAfter });
 }
 
 export interface DashboardOptions {
@@ -202,6 +211,7 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         created = store.createKey((request.body as { name: string }).name);
       } catch (error) {
         if (error instanceof KeyNameError) throw new HttpError(400, error.message);
+        if (error instanceof KeyStoreError) throw storeUnavailable(error);
         throw error;
       }
       return { id: created.id, name: created.name, key: created.key, prefix: created.prefix, created_at: created.createdAt };
@@ -216,6 +226,7 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         return { id, revoked: store.revokeKey(id) };
       } catch (error) {
         if (error instanceof KeyNotFoundError) throw new HttpError(404, error.message);
+        if (error instanceof KeyStoreError) throw storeUnavailable(error);
         throw error;
       }
     });

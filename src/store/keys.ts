@@ -14,7 +14,7 @@
  */
 import Database from "better-sqlite3";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 export const KEY_PREFIX = "trl_";
@@ -83,6 +83,33 @@ export class AdminTokenError extends Error {
         "use a long random value (e.g. the output of: openssl rand -base64 32), or unset it to have one generated",
     );
     this.name = "AdminTokenError";
+  }
+}
+
+/** Why the key store could not be opened or written, as far as the operator can act on it. */
+export type KeyStoreFailure =
+  | "not-a-directory"
+  | "not-writable"
+  | "locked"
+  | "disk-full"
+  | "not-a-database"
+  | "newer-schema"
+  | "io";
+
+/**
+ * The key store's database could not be opened, migrated or written. `message` names the
+ * database path and the cause; `failure` classifies it; `code` is SQLite's or the OS's code.
+ */
+export class KeyStoreError extends Error {
+  constructor(
+    readonly path: string,
+    readonly failure: KeyStoreFailure,
+    readonly reason: string,
+    readonly code: string | undefined,
+    options?: { cause?: unknown; operation?: string },
+  ) {
+    super(`${options?.operation ?? "cannot open the key store"} ${path}: ${reason}`, { cause: options?.cause });
+    this.name = "KeyStoreError";
   }
 }
 
@@ -286,8 +313,60 @@ export function formatUnwrittenUsage(path: string, usage: readonly UnwrittenUsag
   );
 }
 
+/** Names the cause of an open, migrate or write failure in words an operator can act on. */
+function classifyFailure(error: unknown, dataDir: string, path: string): { failure: KeyStoreFailure; reason: string } {
+  const code = errorCode(error) ?? "";
+  const message = describeError(error);
+  const isDir = (p: string): boolean | null => {
+    try {
+      return statSync(p).isDirectory();
+    } catch {
+      return null;
+    }
+  };
+  const writable = (p: string): boolean => {
+    try {
+      accessSync(p, constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (code === "EEXIST" || code === "ENOTDIR" || isDir(dataDir) === false) {
+    return { failure: "not-a-directory", reason: `the data folder ${dataDir} is not a directory (a file is in the way)` };
+  }
+  if (isDir(path) === true) {
+    return { failure: "not-a-directory", reason: `${path} is a directory, not a database file` };
+  }
+  if (SQLITE_BUSY_CODES.has(code)) {
+    return { failure: "locked", reason: `the database is locked by another process (${message})` };
+  }
+  if (code === "SQLITE_FULL" || code === "ENOSPC" || code === "EDQUOT") {
+    return { failure: "disk-full", reason: `the disk is full (${message})` };
+  }
+  if (code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT") {
+    return { failure: "not-a-database", reason: `the file is not a valid SQLite database (${message})` };
+  }
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
+    return { failure: "not-writable", reason: `the data folder ${dataDir} cannot be created or written (${message})` };
+  }
+  if (code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_READONLY") || code.startsWith("SQLITE_IOERR") || code === "SQLITE_PERM") {
+    if (isDir(dataDir) && !writable(dataDir)) {
+      return { failure: "not-writable", reason: `the data folder ${dataDir} is not writable by this user (SQLite creates the database and its -wal and -shm files there)` };
+    }
+    if (isDir(path) === false && !writable(path)) {
+      return { failure: "not-writable", reason: `the database file is not writable by this user (${message})` };
+    }
+    if (code.startsWith("SQLITE_READONLY")) {
+      return { failure: "not-writable", reason: `the database cannot be written (${message}); is the folder on a read-only file system?` };
+    }
+  }
+  return { failure: "io", reason: message };
+}
+
 export class KeyStore {
   readonly path: string;
+  private readonly dataDir: string;
   private readonly db: Database.Database;
   private readonly pending = new Map<number, PendingUsage>();
   private flushTimer: NodeJS.Timeout | undefined;
@@ -317,6 +396,7 @@ export class KeyStore {
   private readonly writeUsage: Database.Transaction<(batch: ReadonlyArray<[number, PendingUsage]>) => void>;
 
   constructor(options: KeyStoreOptions) {
+    this.dataDir = options.dataDir;
     this.flushIntervalMs = options.flushIntervalMs ?? 1000;
     this.maxFlushRetryDelayMs = Math.max(options.maxFlushRetryDelayMs ?? 30_000, this.flushIntervalMs);
     this.busyTimeoutMs = options.busyTimeoutMs ?? 5000;
@@ -334,12 +414,21 @@ export class KeyStore {
       for (const line of formatUnwrittenUsage(this.path, usage, error)) process.stderr.write(line + "\n");
     });
 
-    if (options.dataDir !== ":memory:") mkdirSync(options.dataDir, { recursive: true });
-    this.db = new Database(this.path);
-    this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
-    this.db.pragma("journal_mode = WAL");
-    this.db.pragma("synchronous = NORMAL");
-    this.migrate();
+    let db: Database.Database | undefined;
+    try {
+      if (options.dataDir !== ":memory:") mkdirSync(options.dataDir, { recursive: true });
+      db = new Database(this.path);
+      db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+      this.db = db;
+      this.migrate();
+    } catch (error) {
+      db?.close();
+      if (error instanceof KeyStoreError) throw error;
+      const { failure, reason } = classifyFailure(error, this.dataDir, this.path);
+      throw new KeyStoreError(this.path, failure, reason, errorCode(error), { cause: error });
+    }
     this.selectByHash = this.db.prepare("SELECT id, name, revoked_at FROM api_keys WHERE hash = ?");
     this.selectAll = this.db.prepare(
       "SELECT id, name, prefix, created_at, revoked_at, requests, tokens, last_used_at FROM api_keys ORDER BY id",
@@ -357,8 +446,11 @@ export class KeyStore {
   private migrate(): void {
     const current = this.db.pragma("user_version", { simple: true }) as number;
     if (current > MIGRATIONS.length) {
-      throw new Error(
-        `key store ${this.path} has schema version ${current}, newer than this Trellis (${MIGRATIONS.length}); upgrade Trellis`,
+      throw new KeyStoreError(
+        this.path,
+        "newer-schema",
+        `it has schema version ${current}, newer than this Trellis (${MIGRATIONS.length}); upgrade Trellis`,
+        undefined,
       );
     }
     for (let version = current; version < MIGRATIONS.length; version++) {
@@ -369,19 +461,32 @@ export class KeyStore {
     }
   }
 
+  /** Runs a key or setting write; SQLite failures become a KeyStoreError naming the database. */
+  private write<T>(operation: string, run: () => T): T {
+    try {
+      return run();
+    } catch (error) {
+      if (errorCode(error)?.startsWith("SQLITE_") !== true) throw error;
+      const { failure, reason } = classifyFailure(error, this.dataDir, this.path);
+      throw new KeyStoreError(this.path, failure, reason, errorCode(error), { cause: error, operation });
+    }
+  }
+
   get schemaVersion(): number {
     return this.db.pragma("user_version", { simple: true }) as number;
   }
 
-  /** Throws KeyNameError for a name normalizeKeyName refuses. */
+  /** Throws KeyNameError for a name normalizeKeyName refuses, KeyStoreError if it cannot be written. */
   createKey(name: string): CreatedKey {
     const trimmed = normalizeKeyName(name);
     const key = generateApiKey();
     const prefix = key.slice(0, KEY_PREFIX.length + 6);
     const createdAt = new Date().toISOString();
-    const info = this.db
-      .prepare("INSERT INTO api_keys (name, prefix, hash, created_at) VALUES (?, ?, ?, ?)")
-      .run(trimmed, prefix, sha256Hex(key), createdAt);
+    const info = this.write("cannot create the key in", () =>
+      this.db
+        .prepare("INSERT INTO api_keys (name, prefix, hash, created_at) VALUES (?, ?, ?, ?)")
+        .run(trimmed, prefix, sha256Hex(key), createdAt),
+    );
     return { id: Number(info.lastInsertRowid), name: trimmed, key, prefix, createdAt };
   }
 
@@ -392,7 +497,9 @@ export class KeyStore {
       | undefined;
     if (!row) throw new KeyNotFoundError(id);
     if (row.revoked_at !== null) return false;
-    this.db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?").run(new Date().toISOString(), id);
+    this.write("cannot revoke the key in", () =>
+      this.db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?").run(new Date().toISOString(), id),
+    );
     return true;
   }
 
@@ -579,9 +686,11 @@ export class KeyStore {
   }
 
   setSetting(name: string, value: string): void {
-    this.db
-      .prepare("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value")
-      .run(name, value);
+    this.write("cannot write a setting to", () =>
+      this.db
+        .prepare("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value")
+        .run(name, value),
+    );
   }
 
   /**
