@@ -253,7 +253,7 @@ export interface UsageFlushStats {
   lastFailureAtMs: number | null;
   /** Epoch ms of the latest flush that left nothing pending (also when nothing was). */
   lastSuccessAtMs: number | null;
-  /** Slowest flush attempt so far, ms: the longest the event loop stood still for usage. */
+  /** Slowest flush attempt so far (close() not counted), ms: the longest usage stalled the event loop. */
   maxFlushDurationMs: number;
 }
 
@@ -559,7 +559,11 @@ export class KeyStore {
     return this.tryFlush(FLUSH_BUSY_TIMEOUT_MS, true);
   }
 
-  private tryFlush(busyTimeoutMs: number, report: boolean): boolean {
+  /**
+   * `serving`: a flush while the service runs (counted in the stall statistic and reported);
+   * close()'s attempts may block on purpose and report once, through onUnwrittenUsage.
+   */
+  private tryFlush(busyTimeoutMs: number, serving: boolean): boolean {
     if (this.closed) return this.pending.size === 0;
     if (this.pending.size === 0) {
       this.lastSuccessAtMs = Date.now();
@@ -585,10 +589,10 @@ export class KeyStore {
     } catch {
       // The connection is unusable; the next statement reports that.
     }
-    this.noteFlushDuration(started);
+    if (serving) this.noteFlushDuration(started);
     if (failed) {
       for (const [id, usage] of batch) this.addPending(id, usage.requests, usage.tokens, usage.lastUsedAt);
-      this.noteFailure(failure, report);
+      this.noteFailure(failure, serving);
       return false;
     }
     this.flushesTotal++;
