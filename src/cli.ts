@@ -6,12 +6,24 @@
  * trellis keys revoke <id>   revoke a key
  * trellis download           fetch the default model into the cache and print its path
  */
-import { existsSync } from "node:fs";
+import { closeSync, openSync, readSync, statSync } from "node:fs";
+import type { FastifyInstance } from "fastify";
 import { pathToFileURL } from "node:url";
 import { ConfigError, SETTINGS, loadConfig, type Config } from "./config.js";
 import { DEFAULT_MODEL, ModelDownloadError, ensureModel, progressBar, type ModelSource } from "./model/download.js";
 import { RuntimeLoadError } from "./model/native.js";
-import { KeyNotFoundError, KeyStore, ensureAdminToken } from "./store/keys.js";
+import {
+  AdminTokenError,
+  KeyNameError,
+  KeyNotFoundError,
+  KeyStore,
+  KeyStoreError,
+  ensureAdminToken,
+  formatUnwrittenUsage,
+  printableKeyName,
+  type KeyStoreOptions,
+} from "./store/keys.js";
+import { GgufFormatError } from "./vocab/gguf.js";
 import type { Engine } from "./generate/types.js";
 
 /** What `serve` hands to `createEngine` of src/engine.ts. */
@@ -65,8 +77,41 @@ export class CliError extends Error {
   }
 }
 
-function openStore(config: Config): KeyStore {
-  return new KeyStore({ dataDir: config.dataDir });
+/**
+ * How long the server's own key and setting writes (dashboard create/revoke, the first admin
+ * token) wait for another process's lock, ms: the wait blocks the event loop, so every request
+ * in flight waits with it. The CLI's key commands keep the store's 5 s default (nothing else
+ * waits on them); the usage flush has its own, shorter wait.
+ */
+const SERVE_BUSY_TIMEOUT_MS = 100;
+
+function openStore(config: Config, options: Omit<KeyStoreOptions, "dataDir"> = {}): KeyStore {
+  try {
+    return new KeyStore({ ...options, dataDir: config.dataDir });
+  } catch (error) {
+    throw keyStoreFailure(error);
+  }
+}
+
+/** A KeyStoreError as one line saying what to do, naming TRELLIS_DATA_DIR; anything else as it is. */
+function keyStoreFailure(error: unknown): unknown {
+  if (!(error instanceof KeyStoreError)) return error;
+  const advice: Record<KeyStoreError["failure"], string> = {
+    "not-a-directory": "fix that or set TRELLIS_DATA_DIR (--data-dir) to another folder",
+    "not-writable": "make it writable by this user or set TRELLIS_DATA_DIR (--data-dir) to a writable folder",
+    "disk-full": "free some space or set TRELLIS_DATA_DIR (--data-dir) to a folder on another disk",
+    "not-a-database": "move that file away (it is not a Trellis key store) or set TRELLIS_DATA_DIR (--data-dir) to another folder",
+    locked: "let the other process finish (or stop it) and try again",
+    "newer-schema": "or set TRELLIS_DATA_DIR (--data-dir) to another folder",
+    io: "check the file and its folder, or set TRELLIS_DATA_DIR (--data-dir) to another folder",
+  };
+  return new CliError(`${oneLine(error.message)}; ${advice[error.failure]}`);
+}
+
+/** Multi-line causes (llama.cpp's log) folded into the one line a start-up failure prints. */
+function oneLine(text: string, maxChars = 400): string {
+  const line = text.split(/\r?\n/).map((part) => part.trim()).filter((part) => part.length > 0).join("; ");
+  return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }
 
 function keysCommand(config: Config, args: string[], io: CliIo): void {
@@ -90,7 +135,7 @@ function keysCommand(config: Config, args: string[], io: CliIo): void {
         }
         const rows = keys.map((k) => [
           String(k.id),
-          k.name,
+          printableKeyName(k.name),
           `${k.prefix}…`,
           k.revokedAt ? "revoked" : "active",
           String(k.requests),
@@ -120,16 +165,92 @@ function keysCommand(config: Config, args: string[], io: CliIo): void {
       default:
         throw new CliError("usage: trellis keys create <name> | keys list | keys revoke <id>");
     }
+  } catch (error) {
+    throw keyStoreFailure(error);
   } finally {
     store.close();
   }
 }
 
+/**
+ * TRELLIS_MODEL must be a readable file that starts like a GGUF model, checked here so that a
+ * wrong path is one line naming it rather than a failure deep inside the model loader.
+ */
+function checkModelFile(path: string): void {
+  const where = `TRELLIS_MODEL (--model) points to ${path}`;
+  let isFile: boolean;
+  try {
+    const stat = statSync(path);
+    if (stat.isDirectory()) throw new CliError(`${where}, which is a directory; give the path of a .gguf file`);
+    isFile = stat.isFile();
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    const code = (error as { code?: string }).code;
+    if (code === "ENOENT") throw new CliError(`${where}, which does not exist; give the path of a .gguf file, or unset it to use the default model`);
+    throw new CliError(`${where}, which cannot be read (${code ?? (error as Error).message}); check the path and its folders' permissions`);
+  }
+  if (!isFile) throw new CliError(`${where}, which is not a regular file; give the path of a .gguf file`);
+  const magic = Buffer.alloc(4);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, "r");
+    readSync(fd, magic, 0, 4, 0);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    throw new CliError(`${where}, which cannot be read (${code ?? (error as Error).message}); make it readable by this user`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  if (magic.toString("latin1") !== "GGUF") {
+    throw new CliError(`${where}, which is not a GGUF model file (it does not start with "GGUF"); give the path of a .gguf file`);
+  }
+}
+
+/**
+ * Engine start-up failures the operator causes (a damaged or unsupported model file) as one
+ * line; anything else is left to print its stack. llama.cpp's refusal has no type of its own
+ * yet, so it is recognised by the addon's message.
+ */
+function engineFailure(error: unknown, modelPath: string): unknown {
+  if (error instanceof GgufFormatError || (error as { name?: string } | null)?.name === "GgufFormatError") {
+    return new CliError(`TRELLIS_MODEL ${modelPath} is not a usable GGUF model: ${oneLine((error as Error).message)}`);
+  }
+  const message = error instanceof Error ? error.message : "";
+  if (message.startsWith("failed to load model")) {
+    return new CliError(
+      `llama.cpp could not load the model ${modelPath}: ${oneLine(message.replace(/^failed to load model \S*:?\s*/, "")) || "no detail"}; is it a complete GGUF file of an architecture this build supports?`,
+    );
+  }
+  return error;
+}
+
+/** listen() failures (port taken, not allowed, not an address here) as one line naming HOST/PORT. */
+function listenFailure(error: unknown, host: string, port: number): unknown {
+  const e = error as { code?: string; syscall?: string; message?: string };
+  const where = `cannot listen on ${host}:${port}`;
+  switch (e.code) {
+    case "EADDRINUSE":
+      return new CliError(`${where}: the port is already in use by another process; stop it or set PORT (--port) to a free port`);
+    case "EACCES":
+    case "EPERM":
+      return new CliError(`${where}: permission denied (ports below 1024 need privileges); set PORT (--port) to 1024 or above`);
+    case "EADDRNOTAVAIL":
+      return new CliError(`${where}: ${host} is not an address of this machine; set HOST (--host) to one of its addresses, or 0.0.0.0 for all`);
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+    case "EAI_FAIL":
+    case "EAI_NONAME":
+      return new CliError(`${where}: the host name ${host} does not resolve; set HOST (--host) to an IP address or a resolvable name`);
+  }
+  if (e.syscall === "listen" || e.syscall === "bind" || e.syscall === "getaddrinfo") {
+    return new CliError(`${where}: ${oneLine(e.message ?? String(e.code))}; check HOST (--host) and PORT (--port)`);
+  }
+  return error;
+}
+
 async function resolveModelPath(config: Config, io: CliIo): Promise<string> {
   if (config.modelPath) {
-    if (!existsSync(config.modelPath)) {
-      throw new CliError(`TRELLIS_MODEL points to ${config.modelPath}, which does not exist`);
-    }
+    checkModelFile(config.modelPath);
     return config.modelPath;
   }
   const source = io.modelSource ?? DEFAULT_MODEL;
@@ -138,6 +259,13 @@ async function resolveModelPath(config: Config, io: CliIo): Promise<string> {
     return await ensureModel({ source, cacheDir: config.modelCacheDir, onProgress: progressBar() });
   } catch (error) {
     if (error instanceof ModelDownloadError) throw new CliError(error.message);
+    // File system refusals in the cache folder (not a folder, not writable, disk full).
+    const e = error as { code?: string; syscall?: string; path?: string };
+    if (typeof e.code === "string" && typeof e.syscall === "string") {
+      throw new CliError(
+        `cannot use the model cache folder ${config.modelCacheDir}: ${e.code} on ${e.path ?? "a file in it"}; make it a writable folder, set TRELLIS_CACHE_DIR (--cache-dir) to one, or set TRELLIS_MODEL to a local .gguf file`,
+      );
+    }
     throw error;
   }
 }
@@ -164,47 +292,83 @@ async function loadEngineFactory(
 
 async function serveCommand(config: Config, io: CliIo): Promise<void> {
   const createEngine = await loadEngineFactory(io);
-  const modelPath = await resolveModelPath(config, io);
-  const store = openStore(config);
-  const admin = ensureAdminToken(store, config.adminToken);
-  if (admin.generated) {
-    io.out(`Dashboard admin token (shown once, stored hashed in ${store.path}): ${admin.generated}`);
-  }
-  let engine: Engine;
-  try {
-    engine = await createEngine({
-      modelPath,
-      threads: config.threads,
-      contextSize: config.contextSize,
-      maxSequences: config.concurrency,
-      gpu: config.gpu,
-      regexMaxStates: config.regexMaxStates,
-      regexTimeoutMs: config.regexTimeoutMs,
-      constraints: {
-        compileTimeoutMs: config.compileTimeoutMs,
-        workers: config.compileWorkers,
-        workerMemoryMb: config.compileMemoryMb,
-        perClientQueued: config.compileQueuePerKey,
-        budgetBytes: config.cacheMb * 1024 * 1024,
-      },
-    });
-  } catch (error) {
-    store.close();
-    throw error;
-  }
-  const { createService } = await import("./dashboard/index.js");
-  const app = await createService({
-    engine,
-    config,
-    store,
-    adminTokenHash: admin.hash,
-    logger: { level: config.logLevel },
-    processMetrics: true,
+  // Store failures are reported through io.err until the service's logger exists.
+  let report = (level: "warn" | "info", fields: Record<string, unknown>, message: string): void =>
+    io.err(`trellis: ${message} ${JSON.stringify(fields)}`);
+  // The key store and the admin token first: a wrong data folder or token is reported at once,
+  // not after a model download or load.
+  const store = openStore(config, {
+    busyTimeoutMs: SERVE_BUSY_TIMEOUT_MS,
+    onFlushError: (failure) =>
+      report("warn", {
+        err: failure.error.message,
+        code: failure.code,
+        consecutiveFailures: failure.consecutiveFailures,
+        retryInMs: failure.retryInMs,
+        pendingKeys: failure.pendingKeys,
+        pendingRequests: failure.pendingRequests,
+        pendingTokens: failure.pendingTokens,
+      }, `writing API key usage to ${store.path} failed; the counts are kept in memory and retried`),
+    onFlushRecovered: (info) => report("info", info, "writing API key usage works again"),
+    onUnwrittenUsage: (usage, error) => {
+      for (const line of formatUnwrittenUsage(store.path, usage, error)) io.err(line);
+    },
   });
-  await app.listen({ host: config.host, port: config.port });
-  const address = app.server.address();
+  let engine: Engine | undefined;
+  let app: FastifyInstance | undefined;
+  try {
+    const admin = ensureAdminToken(store, config.adminToken);
+    if (admin.generated) {
+      io.out(`Dashboard admin token (shown once, stored hashed in ${store.path}): ${admin.generated}`);
+    }
+    const modelPath = await resolveModelPath(config, io);
+    try {
+      engine = await createEngine({
+        modelPath,
+        threads: config.threads,
+        contextSize: config.contextSize,
+        maxSequences: config.concurrency,
+        gpu: config.gpu,
+        regexMaxStates: config.regexMaxStates,
+        regexTimeoutMs: config.regexTimeoutMs,
+        constraints: {
+          compileTimeoutMs: config.compileTimeoutMs,
+          workers: config.compileWorkers,
+          workerMemoryMb: config.compileMemoryMb,
+          perClientQueued: config.compileQueuePerKey,
+          budgetBytes: config.cacheMb * 1024 * 1024,
+        },
+      });
+    } catch (error) {
+      throw engineFailure(error, modelPath);
+    }
+    const { createService } = await import("./dashboard/index.js");
+    app = await createService({
+      engine,
+      config,
+      store,
+      adminTokenHash: admin.hash,
+      logger: { level: config.logLevel },
+      processMetrics: true,
+    });
+    const log = app.log;
+    report = (level, fields, message) => log[level](fields, message);
+    try {
+      await app.listen({ host: config.host, port: config.port });
+    } catch (error) {
+      throw listenFailure(error, config.host, config.port);
+    }
+  } catch (error) {
+    await app?.close();
+    await engine?.close();
+    store.close();
+    throw keyStoreFailure(error);
+  }
+  // The stop handler closes over these, where the narrowing above does not reach.
+  const running = { app, engine };
+  const address = running.app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
-  io.err(`Trellis listening on http://${config.host}:${port} (dashboard: /dashboard, docs: /docs)${engine.backend ? `; model on ${engine.backend}` : ""}`);
+  io.err(`Trellis listening on http://${config.host}:${port} (dashboard: /dashboard, docs: /docs)${running.engine.backend ? `; model on ${running.engine.backend}` : ""}`);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
@@ -212,8 +376,8 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
     stopping = true;
     io.err(`${signal}: finishing in-flight requests, refusing new ones`);
     try {
-      await app.trellis.shutdown();
-      await engine.close();
+      await running.app.trellis.shutdown();
+      await running.engine.close();
     } finally {
       store.close();
     }
@@ -249,7 +413,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     }
   } catch (error) {
     // A missing or unstartable llama.cpp build is the operator's to fix: the message says how.
-    if (error instanceof CliError || error instanceof ConfigError || error instanceof RangeError || error instanceof RuntimeLoadError) {
+    if (error instanceof CliError || error instanceof ConfigError || error instanceof KeyNameError || error instanceof AdminTokenError || error instanceof RuntimeLoadError) {
       io.err(`trellis: ${error.message}`);
       return 1;
     }

@@ -1,8 +1,12 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createService, SESSION_COOKIE } from "../src/dashboard/index.js";
 import { KeyStore, sha256Hex } from "../src/store/keys.js";
 import { auth, createFakeEngine, testConfig } from "./server-helpers.js";
+import { holdLock } from "./store-helpers.js";
 
 const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
 const app = await createService({
@@ -82,4 +86,61 @@ test("dashboard validation errors use the same shape and list allowed fields", a
   const res = await app.inject({ method: "POST", url: "/dashboard/api/login", payload: { token: "x", user: "y" } });
   assert.deepEqual(res.json(), { error: 'unknown field "user"; allowed fields: token', code: 400 });
   assert.equal((await app.inject({ method: "GET", url: "/dashboard/api/login" })).statusCode, 405);
+});
+
+test("key names: length in code points as the schema counts; refusals are 400 naming the field", async () => {
+  const { cookie, csrf } = await signIn();
+  const create = (name: string) =>
+    app.inject({ method: "POST", url: "/dashboard/api/keys", headers: { cookie, "x-csrf-token": csrf }, payload: { name } });
+  const emoji = "\u{1F600}";
+  for (const count of [51, 100]) {
+    const res = await create(emoji.repeat(count));
+    assert.equal(res.statusCode, 200, `${count} emoji: ${res.body}`);
+    assert.equal((res.json() as { name: string }).name, emoji.repeat(count));
+  }
+  const tooLong = await create(emoji.repeat(101));
+  assert.deepEqual(tooLong.json(), { error: "name must be at most 100 characters", code: 400 });
+  const refused: Array<[string, RegExp]> = [
+    ["bell\u0007", /^name must not contain a control character: U\+0007/],
+    ["half \ud83d pair", /^name must not contain a lone surrogate/],
+    ["\u202Eevil", /^name must not contain a line separator or bidirectional formatting character/],
+  ];
+  for (const [name, message] of refused) {
+    const res = await create(name);
+    assert.equal(res.statusCode, 400, `${JSON.stringify(name)}: ${res.body}`);
+    const body = res.json() as { error: string; code: number };
+    assert.equal(body.code, 400);
+    assert.match(body.error, message);
+  }
+  const listed = (await app.inject({ url: "/dashboard/api/keys", headers: { cookie } })).json() as { keys: Array<{ name: string }> };
+  assert.equal(listed.keys.filter((k) => k.name.includes("\u0007") || k.name.includes("\u202E") || k.name.startsWith("half")).length, 0);
+});
+
+test("a key store locked by another process answers 503 with Retry-After, not 500", async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), "trellis-dash-lock-"));
+  const fileStore = new KeyStore({ dataDir, flushIntervalMs: 0, busyTimeoutMs: 20 });
+  const service = await createService({ engine: createFakeEngine(), config: testConfig(), store: fileStore, adminTokenHash: sha256Hex("admin-secret") });
+  t.after(async () => {
+    await service.close();
+    fileStore.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const login = await service.inject({ method: "POST", url: "/dashboard/api/login", payload: { token: "admin-secret" } });
+  const headers = { cookie: String(login.headers["set-cookie"]).split(";")[0]!, "x-csrf-token": (login.json() as { csrf: string }).csrf };
+  const existing = fileStore.createKey("existing").id;
+  const lock = await holdLock(fileStore.path);
+  try {
+    const created = await service.inject({ method: "POST", url: "/dashboard/api/keys", headers, payload: { name: "blocked" } });
+    assert.equal(created.statusCode, 503, created.body);
+    assert.equal(created.headers["retry-after"], "1");
+    assert.match((created.json() as { error: string }).error, /^the key store cannot be written right now: the database is locked by another process/);
+    const revoked = await service.inject({ method: "POST", url: `/dashboard/api/keys/${existing}/revoke`, headers, payload: {} });
+    assert.equal(revoked.statusCode, 503, revoked.body);
+    const listed = await service.inject({ url: "/dashboard/api/keys", headers });
+    assert.equal(listed.statusCode, 200, "reads still work while another process writes (WAL)");
+  } finally {
+    await lock.release();
+  }
+  const retried = await service.inject({ method: "POST", url: "/dashboard/api/keys", headers, payload: { name: "blocked" } });
+  assert.equal(retried.statusCode, 200);
 });

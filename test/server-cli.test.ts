@@ -1,8 +1,10 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { main, type CliIo } from "../src/cli.js";
 import { KeyStore } from "../src/store/keys.js";
 import { ConfigError, loadConfig } from "../src/config.js";
@@ -54,7 +56,7 @@ test("serve fails clearly when the engine module is missing or the model path is
   const fakeEngineModule = "data:text/javascript,export async function createEngine() { throw new Error('unreachable'); }";
   const badModel = await run(["serve", "--model", "/nonexistent/model.gguf"], { engineModule: fakeEngineModule });
   assert.equal(badModel.code, 1);
-  assert.match(badModel.err.join("\n"), /TRELLIS_MODEL points to \/nonexistent\/model\.gguf, which does not exist/);
+  assert.deepEqual(badModel.err, ["trellis: TRELLIS_MODEL (--model) points to /nonexistent/model.gguf, which does not exist; give the path of a .gguf file, or unset it to use the default model"]);
   if (packageBinsDir("vulkan") === null) {
     const noGpuBuild = await run(["serve", "--model", STORIES_260K, "--gpu", "vulkan"]);
     assert.equal(noGpuBuild.code, 1);
@@ -98,6 +100,148 @@ test("config: TRELLIS_GPU and TRELLIS_LOG_LEVEL take only their listed values", 
   assert.equal(loadConfig({}, ["--gpu", "cpu"]).config.gpu, "cpu");
   assert.throws(() => loadConfig({ TRELLIS_GPU: "CUDA" }), /TRELLIS_GPU must be one of auto, cpu, cuda, cuda-ext, vulkan, got "CUDA"/);
   assert.throws(() => loadConfig({}, ["--log-level", "verbose"]), /--log-level must be one of fatal, error, warn, info, debug, trace, silent/);
+});
+
+test("keys create refuses a control character in one line; keys list escapes ones stored by earlier versions", async () => {
+  const refused = await run(["keys", "create", "red\u001b[31m"]);
+  assert.equal(refused.code, 1);
+  assert.deepEqual(refused.err, ["trellis: name must not contain a control character: U+001B at character 4"]);
+  const raw = new Database(join(dataDir, "trellis.db"));
+  raw.prepare("INSERT INTO api_keys (name, prefix, hash, created_at) VALUES (?, 'trl_old', 'old-hash', '2024-01-01T00:00:00.000Z')").run("old\u001b[2J\u202Ename");
+  raw.close();
+  const list = (await run(["keys", "list"])).out.join("\n");
+  assert.match(list, /old\\u\{1b\}\[2J\\u\{202e\}name/);
+  assert.equal(/[\u001b\u202e]/.test(list), false, "no raw escape or bidi character reaches the terminal");
+});
+
+/** A file that starts like a GGUF model: enough for serve's checks before the (fake) engine. */
+function ggufLookalike(): string {
+  const path = join(dataDir, "lookalike.gguf");
+  writeFileSync(path, Buffer.from([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0]));
+  return path;
+}
+
+const moduleUrl = (source: string) => "data:text/javascript," + encodeURIComponent(source);
+const engineNeverCalled = moduleUrl("export async function createEngine() { globalThis.trellisTestEngineCalls = (globalThis.trellisTestEngineCalls ?? 0) + 1; throw new Error('engine should not be created'); }");
+
+test("serve refuses a short TRELLIS_ADMIN_TOKEN in one line, before loading the model", async () => {
+  const res = await run(["serve", "--model", ggufLookalike()], {
+    engineModule: engineNeverCalled,
+    env: { TRELLIS_DATA_DIR: join(dataDir, "short-token"), TRELLIS_ADMIN_TOKEN: "hunter2" },
+  });
+  assert.equal(res.code, 1);
+  assert.deepEqual(res.err, [
+    "trellis: TRELLIS_ADMIN_TOKEN (--admin-token) is 7 characters; it must be at least 24: use a long random value (e.g. the output of: openssl rand -base64 32), or unset it to have one generated",
+  ]);
+  assert.equal((globalThis as { trellisTestEngineCalls?: number }).trellisTestEngineCalls, undefined);
+});
+
+/** One line, "trellis: …", and no stack: what an operator-caused start-up failure prints. */
+function assertOneLine(err: string[], pattern: RegExp): void {
+  assert.equal(err.length, 1, err.join("\n"));
+  assert.match(err[0]!, /^trellis: /);
+  assert.match(err[0]!, pattern);
+  assert.equal(/\n|\s+at\s/.test(err[0]!), false, err[0]);
+}
+
+const engineFailing = (message: string) =>
+  moduleUrl(`export async function createEngine() { throw new Error(${JSON.stringify(message)}); }`);
+
+test("serve: an unusable data folder is one line naming the database and TRELLIS_DATA_DIR", async (t) => {
+  const notAFolder = join(dataDir, "data-is-a-file");
+  writeFileSync(notAFolder, "");
+  const res = await run(["serve", "--model", ggufLookalike(), "--data-dir", notAFolder], { engineModule: engineNeverCalled });
+  assert.equal(res.code, 1);
+  assert.deepEqual(res.err, [
+    `trellis: cannot open the key store ${notAFolder}/trellis.db: the data folder ${notAFolder} is not a directory (a file is in the way); fix that or set TRELLIS_DATA_DIR (--data-dir) to another folder`,
+  ]);
+
+  const readOnly = mkdtempSync(join(dataDir, "read-only-"));
+  chmodSync(readOnly, 0o555);
+  t.after(() => chmodSync(readOnly, 0o755));
+  let rootWrites = true;
+  try {
+    writeFileSync(join(readOnly, ".probe"), "");
+  } catch {
+    rootWrites = false;
+  }
+  if (rootWrites) {
+    t.diagnostic("read-only folder case skipped: this process writes through mode bits (running as root)");
+  } else {
+    const denied = await run(["serve", "--model", ggufLookalike(), "--data-dir", readOnly], { engineModule: engineNeverCalled });
+    assert.equal(denied.code, 1);
+    assertOneLine(denied.err, new RegExp(`cannot open the key store ${readOnly}/trellis.db: the data folder ${readOnly} is not writable by this user .*; make it writable by this user or set TRELLIS_DATA_DIR`));
+  }
+  assert.equal((globalThis as { trellisTestEngineCalls?: number }).trellisTestEngineCalls, undefined);
+});
+
+test("serve: a model path that is a folder, or not a GGUF file, is one line naming TRELLIS_MODEL", async () => {
+  const folder = await run(["serve", "--model", dataDir], { engineModule: engineNeverCalled });
+  assert.equal(folder.code, 1);
+  assertOneLine(folder.err, new RegExp(`TRELLIS_MODEL \\(--model\\) points to ${dataDir}, which is a directory; give the path of a \\.gguf file`));
+  const text = join(dataDir, "notes.txt");
+  writeFileSync(text, "hello");
+  const notGguf = await run(["serve", "--model", text], { engineModule: engineNeverCalled });
+  assert.equal(notGguf.code, 1);
+  assertOneLine(notGguf.err, /points to .*notes\.txt, which is not a GGUF model file/);
+  assert.equal((globalThis as { trellisTestEngineCalls?: number }).trellisTestEngineCalls, undefined);
+});
+
+test("serve: a model cache folder that cannot be made is one line naming TRELLIS_CACHE_DIR", async () => {
+  const cacheFile = join(dataDir, "cache-is-a-file");
+  writeFileSync(cacheFile, "");
+  const res = await run(["serve", "--cache-dir", cacheFile], {
+    engineModule: engineNeverCalled,
+    modelSource: { url: "http://127.0.0.1:1/model.gguf", sha256: "0".repeat(64), fileName: "m.gguf" },
+  });
+  assert.equal(res.code, 1);
+  assert.equal(res.err.length, 2, res.err.join("\n"));
+  assert.match(res.err[0]!, /^TRELLIS_MODEL is not set: using the default model/);
+  assertOneLine(res.err.slice(1), new RegExp(`cannot use the model cache folder ${cacheFile}: EEXIST on ${cacheFile}; .*TRELLIS_CACHE_DIR \\(--cache-dir\\)`));
+});
+
+test("serve: llama.cpp refusing the model is one line; an engine bug still throws with its stack", async () => {
+  const model = ggufLookalike();
+  const refused = await run(["serve", "--model", model], {
+    engineModule: engineFailing(`failed to load model ${model}: llama_model_load: error loading model: unknown model architecture: 'x'\nllama_model_load_from_file_impl: failed to load model\n`),
+  });
+  assert.equal(refused.code, 1);
+  assertOneLine(refused.err, new RegExp(`llama\\.cpp could not load the model ${model}: llama_model_load: error loading model: unknown model architecture: 'x'; llama_model_load_from_file_impl: failed to load model; is it a complete GGUF file`));
+  await assert.rejects(run(["serve", "--model", model], { engineModule: engineFailing("a bug: undefined is not a function") }), /a bug: undefined is not a function/);
+});
+
+test("serve: a port already in use is one line naming it and PORT; the engine and store are closed", async () => {
+  const blocker = createNetServer();
+  await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+  const port = (blocker.address() as { port: number }).port;
+  const fakeEngine = moduleUrl(`export async function createEngine() {
+    return {
+      ready: true, contextLength: 64, queueDepth: 0, backend: "",
+      countTokens: () => 1,
+      completeRegex: async () => ({ completion: "", tokensGenerated: 0, stopReason: "eos" }),
+      completeGrammar: async () => ({ completion: "", tokensGenerated: 0, stopReason: "eos" }),
+      categorize: async () => ({ choices: [] }),
+      close: async () => { globalThis.trellisTestEngineClosed = true; },
+    };
+  }`);
+  const portDataDir = join(dataDir, "port-in-use");
+  try {
+    const res = await run(["serve", "--model", ggufLookalike(), "--host", "127.0.0.1", "--port", String(port), "--log-level", "silent"], {
+      engineModule: fakeEngine,
+      env: { TRELLIS_DATA_DIR: portDataDir, TRELLIS_ADMIN_TOKEN: "a-long-enough-admin-token-for-tests" },
+    });
+    assert.equal(res.code, 1);
+    assert.deepEqual(res.err, [
+      `trellis: cannot listen on 127.0.0.1:${port}: the port is already in use by another process; stop it or set PORT (--port) to a free port`,
+    ]);
+  } finally {
+    await new Promise<void>((resolve) => blocker.close(() => resolve()));
+  }
+  assert.equal((globalThis as { trellisTestEngineClosed?: boolean }).trellisTestEngineClosed, true, "the engine was closed");
+  // The store was closed too: its file lock is gone, and it opens with a short wait.
+  const reopened = new KeyStore({ dataDir: portDataDir, flushIntervalMs: 0, busyTimeoutMs: 10 });
+  reopened.createKey("after a failed start");
+  reopened.close();
 });
 
 function pathToMissing(): string {

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { KeyStore, SCHEMA_VERSION, ensureAdminToken, sha256Hex } from "../src/store/keys.js";
+import { AdminTokenError, KeyNameError, KeyStore, MIN_ADMIN_TOKEN_CHARS, SCHEMA_VERSION, ensureAdminToken, printableKeyName, sha256Hex } from "../src/store/keys.js";
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -92,7 +92,8 @@ test("migrations keep existing data; a newer schema is refused, not dropped", ()
 
 test("admin token: configured wins; otherwise generated once and stored hashed", () => {
   const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-  assert.deepEqual(ensureAdminToken(store, "configured"), { hash: sha256Hex("configured"), generated: null });
+  const configured = "configured-admin-token-0123";
+  assert.deepEqual(ensureAdminToken(store, configured), { hash: sha256Hex(configured), generated: null });
   const first = ensureAdminToken(store, "");
   assert.match(first.generated!, /^adm_/);
   assert.equal(first.hash, sha256Hex(first.generated!));
@@ -101,9 +102,60 @@ test("admin token: configured wins; otherwise generated once and stored hashed",
   store.close();
 });
 
+test("a configured admin token shorter than 24 characters is refused, naming the variable", () => {
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  for (const short of ["x", "a".repeat(MIN_ADMIN_TOKEN_CHARS - 1)]) {
+    assert.throws(() => ensureAdminToken(store, short), (e: unknown) =>
+      e instanceof AdminTokenError &&
+      e.message.startsWith(`TRELLIS_ADMIN_TOKEN (--admin-token) is ${short.length} characters; it must be at least 24`) &&
+      !e.message.includes("\n"));
+  }
+  // Counted in code points: 23 emoji are 46 UTF-16 units and still too short.
+  assert.throws(() => ensureAdminToken(store, "\u{1F511}".repeat(23)), /is 23 characters/);
+  assert.equal(ensureAdminToken(store, "a".repeat(MIN_ADMIN_TOKEN_CHARS)).hash, sha256Hex("a".repeat(MIN_ADMIN_TOKEN_CHARS)));
+  assert.equal(store.getSetting("admin_token_sha256"), null, "a refused token generates nothing either");
+  const generated = ensureAdminToken(store, "").generated!;
+  assert.ok(generated.length >= MIN_ADMIN_TOKEN_CHARS, "generated tokens meet the minimum");
+  store.close();
+});
+
 test("key names are validated", () => {
   const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-  assert.throws(() => store.createKey("   "), RangeError);
-  assert.throws(() => store.createKey("x".repeat(101)), RangeError);
+  assert.throws(() => store.createKey("   "), { name: "KeyNameError", message: "name must not be empty" });
+  assert.throws(() => store.createKey("x".repeat(101)), { name: "KeyNameError", message: "name must be at most 100 characters (got 101)" });
+  assert.equal(store.createKey("  padded\t ").name, "padded");
+  store.close();
+});
+
+test("key name length counts code points, as the dashboard's JSON Schema does", () => {
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  const emoji = "\u{1F600}"; // two UTF-16 units
+  const hundred = emoji.repeat(100);
+  assert.equal(hundred.length, 200);
+  const created = store.createKey(` ${hundred} `);
+  assert.equal(created.name, hundred);
+  assert.equal(store.listKeys()[0]!.name, hundred, "stored and read back unchanged");
+  assert.throws(() => store.createKey(emoji.repeat(101)), (e: unknown) => e instanceof KeyNameError && e.field === "name" && /at most 100 characters \(got 101\)/.test(e.message));
+  const family = "\u{1F468}\u200D\u{1F469}\u200D\u{1F467} ops"; // ZWJ sequences are ordinary text
+  assert.equal(store.createKey(family).name, family);
+  store.close();
+});
+
+test("key names may not hold control characters, lone surrogates or bidi overrides", () => {
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  const refused: Array<[string, RegExp]> = [
+    ["red\u001b[31m", /control character: U\+001B at character 4/],
+    ["tab\there", /control character: U\+0009 at character 4/],
+    ["c1\u0085x", /control character: U\+0085/],
+    ["\u{1F600}\ud800x", /lone surrogate .*U\+D800 at character 2/],
+    ["x\udc00", /lone surrogate .*U\+DC00/],
+    ["abc\u202Egpj.exe", /bidirectional formatting character: U\+202E at character 4/],
+    ["line\u2028break", /line separator .*U\+2028/],
+  ];
+  for (const [name, message] of refused) {
+    assert.throws(() => store.createKey(name), (e: unknown) => e instanceof KeyNameError && message.test(e.message), JSON.stringify(name));
+  }
+  assert.deepEqual(store.listKeys(), [], "nothing refused was stored");
+  assert.equal(printableKeyName("a\u001b[2Jb\u202Ec"), "a\\u{1b}[2Jb\\u{202e}c");
   store.close();
 });

@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { createServer, methodNotAllowedFor, sendError, type CreateServerOptions } from "../server/app.js";
 import { TokenBucketLimiter } from "../server/limits.js";
 import { HttpError } from "../server/errors.js";
-import { KeyNotFoundError, digestsEqual, sha256Hex, type KeyStore } from "../store/keys.js";
+import { KEY_NAME_MAX_CHARS, KeyNameError, KeyNotFoundError, KeyStoreError, digestsEqual, sha256Hex, type KeyStore } from "../store/keys.js";
 
 export const SESSION_COOKIE = "trellis_session";
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
@@ -48,6 +48,37 @@ function parseCookies(header: string | undefined): Map<string, string> {
   return cookies;
 }
 
+/**
+ * Whether the browser reached the service over TLS: this socket is encrypted, or a
+ * TLS-terminating proxy says so (X-Forwarded-Proto, or RFC 7239 Forwarded, first hop). The
+ * headers are believed without trustProxy because all they decide is the cookie's Secure flag,
+ * which only keeps a browser from sending the cookie over plain HTTP: a client that claims https
+ * falsely only withholds its own session from itself.
+ */
+export function requestIsHttps(request: FastifyRequest): boolean {
+  if (request.protocol === "https" || (request.raw.socket as { encrypted?: boolean } | undefined)?.encrypted === true) return true;
+  const forwardedProto = request.headers["x-forwarded-proto"];
+  const proto = (Array.isArray(forwardedProto) ? forwardedProto[0] : forwardedProto)?.split(",")[0]?.trim().toLowerCase();
+  if (proto === "https") return true;
+  const forwarded = request.headers.forwarded;
+  const firstHop = typeof forwarded === "string" ? forwarded.split(",")[0]! : "";
+  return /(?:^|;)\s*proto\s*=\s*"?https"?\s*(?:;|$)/i.test(firstHop);
+}
+
+function sessionCookie(request: FastifyRequest, value: string, maxAgeSeconds: number): string {
+  const secure = requestIsHttps(request) ? "; Secure" : "";
+  return `${SESSION_COOKIE}=${value}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
+/**
+ * The database could not take a key change (another process holds its lock past the server's
+ * short wait, the disk is full): the admin may retry, so 503 with the cause rather than a 500.
+ */
+function storeUnavailable(error: KeyStoreError): HttpError {
+  const retryAfter = error.failure === "locked" ? "1" : "30";
+  return new HttpError(503, `the key store cannot be written right now: ${error.reason}`, { "retry-after": retryAfter });
+}
+
 export interface DashboardOptions {
   store: KeyStore;
   /** sha256 hex of the admin token. */
@@ -57,7 +88,14 @@ export interface DashboardOptions {
 export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstance) => void {
   const { store, adminTokenHash } = options;
   const sessions = new Map<string, Session>();
-  const loginLimiter = new TokenBucketLimiter(10);
+  // Counts wrong tokens only, per client IP (10 a minute, in bursts of 10). It used to be taken
+  // before the token was checked, so anyone sharing the admin's IP (every client, behind a
+  // reverse proxy) could keep the admin locked out with ten wrong guesses a minute. The right
+  // token always signs in, even from a throttled IP: that tells a guesser nothing useful, since
+  // what makes guessing infeasible is the token's length (at least 24 characters, see
+  // ensureAdminToken; generated ones carry 192 random bits), not this limiter, which only
+  // slows down a flood of wrong tokens.
+  const failedSignIns = new TokenBucketLimiter(10);
   const dir = assetsDir();
   const assets = new Map<string, { type: string; body: Buffer }>([
     ["index.html", { type: "text/html; charset=utf-8", body: readFileSync(join(dir, "index.html")) }],
@@ -120,26 +158,27 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         body: { type: "object", additionalProperties: false, required: ["token"], properties: { token: { type: "string", minLength: 1, maxLength: 500 } } },
       },
     }, async (request, reply) => {
-      const decision = loginLimiter.take(request.ip);
-      if (!decision.allowed) {
-        return sendError(reply, 429, "too many sign-in attempts; wait a minute", { "retry-after": String(decision.retryAfterSeconds) });
-      }
       const { token } = request.body as { token: string };
-      if (!digestsEqual(sha256Hex(token), adminTokenHash)) throw new HttpError(401, "wrong admin token");
+      if (!digestsEqual(sha256Hex(token), adminTokenHash)) {
+        const decision = failedSignIns.take(request.ip);
+        if (!decision.allowed) {
+          return sendError(reply, 429, "too many wrong admin tokens from this address; wait before trying again", {
+            "retry-after": String(decision.retryAfterSeconds),
+          });
+        }
+        throw new HttpError(401, "wrong admin token");
+      }
       const id = randomBytes(32).toString("base64url");
       const csrf = randomBytes(24).toString("base64url");
       sessions.set(sha256Hex(id), { csrf, expiresMs: Date.now() + SESSION_TTL_MS });
-      reply.header(
-        "set-cookie",
-        `${SESSION_COOKIE}=${id}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}`,
-      );
+      reply.header("set-cookie", sessionCookie(request, id, SESSION_TTL_MS / 1000));
       return { signed_in: true, csrf };
     });
 
     app.post("/dashboard/api/logout", hidden, async (request, reply) => {
       const found = requireSession(request, true);
       sessions.delete(found.id);
-      reply.header("set-cookie", `${SESSION_COOKIE}=; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=0`);
+      reply.header("set-cookie", sessionCookie(request, "", 0));
       return { signed_in: false };
     });
 
@@ -162,11 +201,19 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
     app.post("/dashboard/api/keys", {
       schema: {
         hide: true,
-        body: { type: "object", additionalProperties: false, required: ["name"], properties: { name: { type: "string", minLength: 1, maxLength: 100, pattern: "\\S" } } },
+        // maxLength counts code points, as the store does; the store decides the rest.
+        body: { type: "object", additionalProperties: false, required: ["name"], properties: { name: { type: "string", minLength: 1, maxLength: KEY_NAME_MAX_CHARS, pattern: "\\S" } } },
       },
     }, async (request) => {
       requireSession(request, true);
-      const created = store.createKey((request.body as { name: string }).name);
+      let created;
+      try {
+        created = store.createKey((request.body as { name: string }).name);
+      } catch (error) {
+        if (error instanceof KeyNameError) throw new HttpError(400, error.message);
+        if (error instanceof KeyStoreError) throw storeUnavailable(error);
+        throw error;
+      }
       return { id: created.id, name: created.name, key: created.key, prefix: created.prefix, created_at: created.createdAt };
     });
 
@@ -179,6 +226,7 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         return { id, revoked: store.revokeKey(id) };
       } catch (error) {
         if (error instanceof KeyNotFoundError) throw new HttpError(404, error.message);
+        if (error instanceof KeyStoreError) throw storeUnavailable(error);
         throw error;
       }
     });
