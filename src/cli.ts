@@ -44,6 +44,8 @@ export interface EngineFactoryOptions {
     workerMemoryMb: number;
     perClientQueued: number;
     budgetBytes: number;
+    maskTimeoutMs: number;
+    probeBudgets: number[];
   };
 }
 
@@ -337,6 +339,8 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
           workerMemoryMb: config.compileMemoryMb,
           perClientQueued: config.compileQueuePerKey,
           budgetBytes: config.cacheMb * 1024 * 1024,
+          maskTimeoutMs: config.maskTimeoutMs,
+          probeBudgets: [8, config.maxNewTokensLimit],
         },
       });
     } catch (error) {

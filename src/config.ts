@@ -49,6 +49,8 @@ export interface Config {
   compileWorkers: number;
   /** Heap of one compile worker, MB (422 beyond). */
   compileMemoryMb: number;
+  /** Longest one token-mask computation may hold the serving thread, ms (422 beyond). */
+  maskTimeoutMs: number;
   /** Compiles of one API key waiting at once (429 beyond). */
   compileQueuePerKey: number;
   /** Bytes (MB) of compiled patterns, grammars, matchers and refusals kept, LRU beyond. */
@@ -89,7 +91,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: "modelCacheDir", env: "TRELLIS_CACHE_DIR", flag: "--cache-dir", kind: "string", defaultText: "$XDG_CACHE_HOME/trellis or ~/.cache/trellis", description: "Where the default model is downloaded." },
   { key: "dataDir", env: "TRELLIS_DATA_DIR", flag: "--data-dir", kind: "string", defaultText: "./data", description: "Folder of the SQLite key store (trellis.db)." },
   { key: "apiKeys", env: "TRELLIS_API_KEYS", flag: "--api-keys", kind: "list", defaultText: "(none)", description: "Comma-separated fixed API keys, for scripts and tests (not stored, no usage recorded)." },
-  { key: "adminToken", env: "TRELLIS_ADMIN_TOKEN", flag: "--admin-token", kind: "string", defaultText: "(generated)", description: "Dashboard sign-in token. Unset: one is generated at first start, printed once, and stored hashed." },
+  { key: "adminToken", env: "TRELLIS_ADMIN_TOKEN", flag: "--admin-token", kind: "string", defaultText: "(generated)", description: "Dashboard sign-in token, at least 24 characters. Unset: one is generated at first start, printed once, and stored hashed." },
   { key: "rateLimit", env: "TRELLIS_RATE_LIMIT", flag: "--rate-limit", kind: "int", min: 0, defaultText: "100", description: "Requests per minute per API key (token bucket); 0 = unlimited." },
   { key: "maxNewTokensLimit", env: "TRELLIS_MAX_NEW_TOKENS", flag: "--max-new-tokens", kind: "int", min: 1, defaultText: "512", description: "Largest max_new_tokens a request may ask for." },
   { key: "maxPromptChars", env: "TRELLIS_MAX_PROMPT_CHARS", flag: "--max-prompt-chars", kind: "int", min: 1, defaultText: "32768", description: "Longest prompt, in characters." },
@@ -110,6 +112,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: "compileTimeoutMs", env: "TRELLIS_COMPILE_TIMEOUT_MS", flag: "--compile-timeout-ms", kind: "int", min: 1, defaultText: "1000", description: "Longest one regex or grammar compile may run on its worker thread, in ms; past it the worker is stopped and the answer is 422 (too complex)." },
   { key: "compileWorkers", env: "TRELLIS_COMPILE_WORKERS", flag: "--compile-workers", kind: "int", min: 1, defaultText: "1", description: "Worker threads compiling patterns and grammars, off the thread that serves requests." },
   { key: "compileMemoryMb", env: "TRELLIS_COMPILE_MEMORY_MB", flag: "--compile-memory-mb", kind: "int", min: 16, defaultText: "512", description: "Heap of one compile worker, in MB; a compile needing more is refused (422, too complex)." },
+  { key: "maskTimeoutMs", env: "TRELLIS_MASK_TIMEOUT_MS", flag: "--mask-timeout-ms", kind: "int", min: 1, defaultText: "100", description: "Longest one token-mask computation may take on the thread that serves requests, in ms; a pattern or grammar needing more is refused (422, too complex). A new one's first masks are tried on its compile worker under half of it." },
   { key: "compileQueuePerKey", env: "TRELLIS_COMPILE_QUEUE_PER_KEY", flag: "--compile-queue-per-key", kind: "int", min: 0, defaultText: "4", description: "Compiles of one API key that may wait while its one running compile finishes; beyond it the answer is 429." },
   { key: "cacheMb", env: "TRELLIS_CACHE_MB", flag: "--cache-mb", kind: "int", min: 1, defaultText: "512", description: "Memory for compiled patterns and grammars, their token masks and cached refusals, in MB; least recently used ones are dropped beyond it." },
   { key: "headersTimeoutMs", env: "TRELLIS_HEADERS_TIMEOUT_MS", flag: "--headers-timeout-ms", kind: "int", min: 1, defaultText: "10000", description: "Longest a client may take to send a request's headers, in ms (then the connection is closed)." },
@@ -148,6 +151,7 @@ export function defaultConfig(): Config {
     compileTimeoutMs: 1000,
     compileWorkers: 1,
     compileMemoryMb: 512,
+    maskTimeoutMs: 100,
     compileQueuePerKey: 4,
     cacheMb: 512,
     headersTimeoutMs: 10_000,

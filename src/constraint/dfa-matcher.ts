@@ -1,5 +1,6 @@
 import { loopsOnEveryUtf8Char, TokenTrie } from "./trie.js";
 import { maskWords, setTokenList, type ByteDfa } from "./types.js";
+import { WorkMeter } from "./work-meter.js";
 
 /** minTokens value for a state from which acceptance is unreachable with whole tokens. */
 const UNREACHABLE = 0x7fffffff;
@@ -37,6 +38,8 @@ export class DfaTokenMatcher {
   readonly words: number;
   /** All-zero mask; shared, never written. */
   readonly emptyMask: Uint32Array;
+  /** Bounds each operation's walks (see work-meter.ts); the constraint state begins it. */
+  readonly work = new WorkMeter();
 
   /**
    * Per state: its full mask once materialized. A computed state (tokenCount ≥ 0) may have none
@@ -230,7 +233,9 @@ export class DfaTokenMatcher {
     stateAtDepth[(nodeInfo[root]! >>> 8) & 0xffff] = state;
     const end = root + subtreeSize[root]!;
     let p = root + 1;
+    let steps = 0;
     while (p < end) {
+      steps++;
       const info = nodeInfo[p]!;
       const d = (info >>> 8) & 0xffff;
       const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
@@ -246,6 +251,7 @@ export class DfaTokenMatcher {
       }
       p += bulk ? size : 1;
     }
+    this.work.charge(steps);
     return Int32Array.from(out);
   }
 
@@ -821,7 +827,9 @@ export class DfaTokenMatcher {
     const mask = new Uint32Array(this.words);
     stateAtDepth[0] = state;
     let p = 1;
+    let steps = 0;
     while (p < numNodes) {
+      steps++;
       const info = nodeInfo[p]!;
       const d = (info >>> 8) & 0xffff;
       const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
@@ -842,6 +850,7 @@ export class DfaTokenMatcher {
       }
       p += bulk ? size : 1;
     }
+    this.work.charge(steps);
     return mask;
   }
 
@@ -863,6 +872,7 @@ export class DfaTokenMatcher {
     visited[state] = 1;
     while (stack.length > 0) {
       const s = stack.pop()!;
+      this.work.charge(1);
       if (s !== state && (minTokens[s] !== UNKNOWN || accepting[s] === 1)) continue;
       const succ = this.successors[s] ?? (this.computeState(s), this.successors[s]!);
       for (let i = 0; i < succ.length; i++) {
@@ -1019,7 +1029,9 @@ function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void
     if (root < 0 || next[state * numClasses + byteClass[b]!]! < 0) continue;
     const end = root + subtreeSize[root]!;
     let p = root;
+    let steps = 0;
     while (p < end) {
+      steps++;
       const info = nodeInfo[p]!;
       const d = (info >>> 8) & 0xffff;
       const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
@@ -1059,6 +1071,7 @@ function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void
       }
       p += bulk ? size : 1;
     }
+    c.matcher.work.charge(steps);
   }
   scalars[1] = count;
   scalars[2] = numSucc;
@@ -1115,7 +1128,9 @@ function walkComplementMask(c: DfaWalkContext, state: number, mask: Uint32Array)
   let cleared = 0;
   stateAtDepth[0] = state;
   let p = 1;
+  let steps = 0;
   while (p < numNodes) {
+    steps++;
     const info = nodeInfo[p]!;
     const d = (info >>> 8) & 0xffff;
     const ns = next[stateAtDepth[d - 1]! * numClasses + byteClass[info & 0xff]!]!;
@@ -1146,6 +1161,7 @@ function walkComplementMask(c: DfaWalkContext, state: number, mask: Uint32Array)
     }
     p += bulk ? size : 1;
   }
+  c.matcher.work.charge(steps);
   scalars[1] = c.numTokens - cleared;
   scalars[2] = numSucc;
   scalars[3] = maxMinBytes;
@@ -1167,6 +1183,7 @@ function exceptionComplementMask(c: DfaWalkContext, trie: TokenTrie, state: numb
     if (((loop[state * 8 + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
   }
   if (listed > c.numTokens >>> 3) return false;
+  c.matcher.work.charge(listed);
   const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch } = c;
   const scalars = c.scalars;
   const stamp = ++scalars[0]!;

@@ -14,6 +14,9 @@ export const PREFIX_PENDING = -2;
  * caller strips P from the decoded output. The first token counts against the budget like any
  * other. Cost: one walk of P's trie subtree at the first step (token ranges with their target
  * states, computed once per request); every later step uses the matcher's shared caches.
+ *
+ * Each operation begins the matcher's work meter (work-meter.ts): one that would take more than
+ * its limit throws ConstraintTooCostlyError, as does every operation on that matcher afterwards.
  */
 export class DfaConstraintState {
   readonly matcher: DfaTokenMatcher;
@@ -45,11 +48,13 @@ export class DfaConstraintState {
 
   /** Allowed tokens with `remaining` tokens left (this one included). Shared bitset: read only. */
   mask(remaining?: number): Uint32Array {
+    this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.mask(this.state, remaining);
     return this.prefixStepMask(remaining ?? 0x7fffffff);
   }
 
   hasAnyToken(remaining?: number): boolean {
+    this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.hasAnyToken(this.state, remaining);
     const limit = (remaining ?? 0x7fffffff) - 1;
     if (limit < 0) return false;
@@ -64,6 +69,7 @@ export class DfaConstraintState {
    * DfaTokenMatcher.minTokensToAccept); exact otherwise.
    */
   minTokensToAccept(cap: number = Number.POSITIVE_INFINITY): number {
+    this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state, cap);
     const spans = this.spans();
     if (Number.isFinite(cap) && cap >= 1) {
@@ -82,6 +88,7 @@ export class DfaConstraintState {
 
   /** Whether a full match is reachable within `budget` tokens (cheap unless budgets are tight). */
   canAcceptWithin(budget: number): boolean {
+    this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.canAcceptWithin(this.state, budget);
     return this.hasAnyToken(budget);
   }
@@ -91,6 +98,7 @@ export class DfaConstraintState {
    * forced prefix) does not allow the token; budgets are the mask's business, not checked here.
    */
   advance(tokenId: number): boolean {
+    this.matcher.work.begin();
     let next: number;
     if (this.state === PREFIX_PENDING) {
       next = -1;

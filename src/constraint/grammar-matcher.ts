@@ -15,6 +15,7 @@
  * cached token transitions decides; when it gives up, the token is refused: budgets may then be
  * stricter than necessary, never looser, so a completion is never a truncated half sentence.
  */
+import { WorkMeter } from "./work-meter.js";
 import { LEXER_COMMITS, searchCheapestGoal } from "../grammar/index.js";
 import { grownTo, IdMap, int32Of, IntMap, TableSlab } from "../regex/index.js";
 import { loopsOnEveryUtf8Char, type TokenTrie } from "./trie.js";
@@ -157,6 +158,8 @@ export class GrammarTokenMatcher {
   private readonly collected: number[] = [];
   /** Lexer-level walks shared by all parser stacks; null when the automaton's shape is unknown. */
   private readonly lexer: LexerLevelWalks | null;
+  /** Bounds each operation's walks (see work-meter.ts); the constraint state begins it. */
+  readonly work = new WorkMeter();
   /**
    * Bytes of the masks and per-state records made so far (retainedBytes). Never lowered when a
    * shared mask leaves sharedMasks: the states that took it keep it alive.
@@ -170,7 +173,7 @@ export class GrammarTokenMatcher {
     options: { lexerLevel?: boolean } = {},
   ) {
     this.words = maskWords(trie.vocabSize);
-    this.lexer = options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton, this.tables);
+    this.lexer = options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton, this.tables, this.work);
     this.bytesAreTokens = trie.everyByteIsToken && this.lexer !== null;
   }
 
@@ -241,6 +244,7 @@ export class GrammarTokenMatcher {
   private edgesOf(state: number): StateEdges {
     let e = this.edges.get(state);
     if (e !== undefined) return e;
+    this.work.charge(1);
     const collected = this.collected;
     const lexer = this.lexer;
     let mask: Uint32Array | null = null;
@@ -428,7 +432,7 @@ export class GrammarTokenMatcher {
    * of reachable tokens whose target is marked true.
    */
   private walkWhole(state: number, mask: Uint32Array, stamp: number, fits: Map<number, boolean> | null): void {
-    if (fits === null) walkTrie(this.trie, this.automaton, state, 0, mask, (_from, _to, target) => this.collect(target, stamp));
+    if (fits === null) walkTrie(this.trie, this.automaton, state, 0, mask, (_from, _to, target) => this.collect(target, stamp), this.work);
     else {
       const tokenIds = this.trie.tokenIds;
       walkTrie(this.trie, this.automaton, state, 0, undefined, (from, to, target) => {
@@ -634,6 +638,7 @@ export class GrammarTokenMatcher {
   private greedyStep(state: number): { bytes: Uint8Array; next: number } | null {
     const known = this.greedySteps.get(state);
     if (known !== undefined) return known;
+    this.work.charge(1);
     const lexer = this.lexer!;
     const automaton = lexer.automaton;
     const hyps = automaton.hypotheses(state);
@@ -716,6 +721,7 @@ export class GrammarTokenMatcher {
       lowerBound: (s) => automaton.minBytesLowerBound(s),
       isGoal: (s) => automaton.isComplete(s),
       expand: (s, relax) => {
+        this.work.charge(256);
         const hyps = lexer === null ? null : lexer.automaton.hypotheses(s);
         codes.length = 0;
         for (let b = 0; b < 256; b++) {
@@ -763,6 +769,7 @@ export class GrammarTokenMatcher {
       expand: (c, relax) => {
         const h = automaton.hypotheses(c);
         const ends = lexer.tokenEnds(h[1]!);
+        this.work.charge(ends.keys.length);
         for (let i = 0; i < ends.keys.length; i++) {
           const next = automaton.afterCommit(h[0]!, ends.keys[i]!);
           if (next >= 0 && relax(next, ends.bytes[i]!.length)) via.set(next, { from: c, bytes: ends.bytes[i]! });
@@ -791,6 +798,7 @@ export class GrammarTokenMatcher {
 
   private finishable(state: number, budget: number): boolean {
     if (state < 0) return false;
+    this.work.charge(1);
     if (this.automaton.isComplete(state)) return true;
     if (budget <= 0) return false;
     const lower = this.automaton.minBytesLowerBound(state);
@@ -1059,6 +1067,7 @@ class LexerLevelWalks {
     private readonly trie: TokenTrie,
     readonly automaton: LexerLevelAutomaton,
     private readonly tables: TableSlab,
+    private readonly work: WorkMeter,
   ) {
     this.stateMemo = new IntMap(MEMO_CAPACITY, tables);
     this.setNext = tables.int32(256 * 8, UNKNOWN);
@@ -1089,8 +1098,8 @@ class LexerLevelWalks {
     return bytes;
   }
 
-  static over(trie: TokenTrie, automaton: CompletableAutomaton, tables: TableSlab): LexerLevelWalks | null {
-    return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables) : null;
+  static over(trie: TokenTrie, automaton: CompletableAutomaton, tables: TableSlab, work: WorkMeter): LexerLevelWalks | null {
+    return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables, work) : null;
   }
 
   /** The set holding just one lexer state. */
@@ -1196,6 +1205,7 @@ class LexerLevelWalks {
     for (let qi = 0; qi < queue.length && qi < MAX_TOKEN_END_STATES; qi++) {
       const x = queue[qi]!;
       const reps = automaton.lexerByteReps(x);
+      this.work.charge(reps.length);
       for (let r = 0; r < reps.length; r++) {
         const b = reps[r]!;
         const code = automaton.lexerStep(x, b);
@@ -1490,12 +1500,14 @@ class LexerLevelWalks {
     const builders: GroupBuilder[] = [];
     const atDepth = this.atDepth;
     const stamp = ++this.stamp;
+    let steps = 0;
     for (let si = 0; si < starts.length; si++) {
       const start = starts[si]!;
       atDepth[depth[start]! - 1] = setId;
       const end = start + subtreeSize[start]!;
       let p = start;
       while (p < end) {
+        steps++;
         const info = nodeInfo[p]!;
         const d = (info >>> 8) & 0xffff;
         const from = atDepth[d - 1]!;
@@ -1546,6 +1558,7 @@ class LexerLevelWalks {
         p++;
       }
     }
+    this.work.charge(steps);
     const out: CommitGroup[] = [];
     for (let i = 0; i < builders.length; i++) {
       const g = builders[i]!;
@@ -1659,7 +1672,9 @@ class LexerLevelWalks {
     const atDepth = this.atDepth;
     atDepth[0] = setId;
     let p = 1;
+    let steps = 0;
     while (p < numNodes) {
+      steps++;
       const info = nodeInfo[p]!;
       const d = (info >>> 8) & 0xffff;
       const code = this.stepCode(atDepth[d - 1]!, info & 0xff);
@@ -1678,6 +1693,7 @@ class LexerLevelWalks {
       }
       p++;
     }
+    this.work.charge(steps);
   }
 }
 
@@ -1721,6 +1737,7 @@ export class GrammarConstraintState {
       return;
     }
     this.state = PREFIX_PENDING;
+    matcher.work.begin();
     const edges = matcher.prefixEdges(forcedPrefix);
     this.prefixTokens = edges.tokens;
     this.prefixTargets = edges.targets;
@@ -1732,10 +1749,12 @@ export class GrammarConstraintState {
 
   /** The matcher's walks ahead (shared by every state of it); true when none are left. */
   walkAhead(deadline: number): boolean {
+    this.matcher.work.begin();
     return this.matcher.walkAhead(deadline);
   }
 
   mask(remaining: number): Uint32Array {
+    this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.mask(this.state, remaining);
     const mask = new Uint32Array(this.matcher.words);
     if (remaining <= 0) return mask;
@@ -1751,6 +1770,7 @@ export class GrammarConstraintState {
   }
 
   hasAnyToken(remaining: number): boolean {
+    this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.hasAnyToken(this.state, remaining);
     const mask = this.mask(remaining);
     for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) return true;
@@ -1759,11 +1779,13 @@ export class GrammarConstraintState {
 
   /** A proven lower bound on the tokens any complete sentence needs (see the matcher's). */
   minTokensAtLeast(cap: number): number {
+    this.matcher.work.begin();
     return this.state === PREFIX_PENDING ? 0 : this.matcher.minTokensAtLeast(this.state, cap);
   }
 
   /** Fewest tokens to a complete sentence, searched up to `cap`. */
   minTokensToAccept(cap = 64): number {
+    this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state, cap);
     let best = Number.POSITIVE_INFINITY;
     const targets = this.prefixTargets!;
@@ -1772,6 +1794,7 @@ export class GrammarConstraintState {
   }
 
   advance(token: number): boolean {
+    this.matcher.work.begin();
     let next = -1;
     if (this.state === PREFIX_PENDING) {
       const tokens = this.prefixTokens!;

@@ -1,4 +1,5 @@
 import type { TokenTrie } from "./trie.js";
+import type { WorkMeter } from "./work-meter.js";
 import { setTokenRange, type ByteAutomaton } from "./types.js";
 
 /**
@@ -23,6 +24,8 @@ export function walkTrie(
   root: number,
   mask: Uint32Array | undefined,
   visit: TrieTokenVisitor | undefined,
+  /** Charged with the nodes visited (see work-meter.ts). */
+  meter?: WorkMeter,
 ): number {
   const { depth, subtreeSize, nodeByte, tokenStart, tokenIds } = trie;
   const stateAtDepth = new Int32Array(trie.maxTokenLength + 2);
@@ -40,7 +43,9 @@ export function walkTrie(
   if (root !== 0) visitNode(root, startState);
   const end = root + subtreeSize[root]!;
   let p = root + 1;
+  let steps = 0;
   while (p < end) {
+    steps++;
     const d = depth[p]!;
     const ns = automaton.step(stateAtDepth[d - 1]!, nodeByte[p]!);
     if (ns < 0) {
@@ -51,5 +56,6 @@ export function walkTrie(
     visitNode(p, ns);
     p++;
   }
+  meter?.charge(steps);
   return count;
 }

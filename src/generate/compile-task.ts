@@ -5,11 +5,24 @@
  */
 import { compileRegex, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type RegexLimits } from "../regex/index.js";
 import { compileGrammar, createGrammarAutomaton, GrammarError, reviveGrammar, type Grammar, type ScannerParts } from "../grammar/index.js";
+import { DfaConstraintState, DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
+import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
+import { ConstraintTooCostlyError } from "../constraint/work-meter.js";
 import { InvalidRequestError, UnsatisfiableError } from "./types.js";
 
 export type CompileTask =
   | { readonly kind: "regex"; readonly pattern: string | readonly string[]; readonly limits: RegexLimits }
-  | { readonly kind: "grammar"; readonly source: string };
+  | { readonly kind: "grammar"; readonly source: string; readonly maxIgnoredRun: number };
+
+/**
+ * The operations a request starts with, tried on a compiled constraint before it is accepted:
+ * the budget question and the first mask at each of `budgets`, each within `limitMs` (see
+ * probeFirstOperations).
+ */
+export interface ProbeOptions {
+  readonly budgets: readonly number[];
+  readonly limitMs: number;
+}
 
 export type CompileOutput =
   | { readonly kind: "regex"; readonly dfa: ByteDfa }
@@ -28,12 +41,54 @@ export interface Refusal {
   readonly lasting: boolean;
 }
 
-export function runCompileTask(task: CompileTask): CompileOutput {
-  if (task.kind === "regex") return { kind: "regex", dfa: compileRegex(task.pattern as string | string[], task.limits) };
+/**
+ * Compiles the task; with a trie, also tries the operations a request starts with (`probe`), so
+ * that a constraint whose first masks would hold the serving thread is refused here instead.
+ */
+export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: ProbeOptions): CompileOutput {
+  if (task.kind === "regex") {
+    const dfa = compileRegex(task.pattern as string | string[], task.limits);
+    if (trie && probe) probeFirstOperations(() => new DfaTokenMatcher(trie, dfa), (m) => new DfaConstraintState(m), probe);
+    return { kind: "regex", dfa };
+  }
   const grammar = compileGrammar(task.source);
   // Building the automaton builds its scanner DFAs (the costly, refusable part) here too.
-  const scanners = createGrammarAutomaton(grammar).scannerParts();
+  const automaton = createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun });
+  const scanners = automaton.scannerParts();
+  if (trie && probe) {
+    const fresh = (): GrammarTokenMatcher => new GrammarTokenMatcher(trie, createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, prebuilt: scanners }));
+    probeFirstOperations(fresh, (m) => new GrammarConstraintState(m), probe);
+  }
   return { kind: "grammar", grammar, scanners };
+}
+
+/**
+ * Runs, at each probe budget, the budget question and the first mask, each under `limitMs`: they
+ * are what a request's first step asks of the serving thread, so one that takes longer here is
+ * refused (ConstraintTooCostlyError) before the serving thread ever runs it. A first attempt that
+ * runs out is tried once more on a fresh matcher: a worker's first walks run before the JIT has
+ * compiled them, several times slower than the serving thread's warm ones.
+ */
+function probeFirstOperations<M extends DfaTokenMatcher | GrammarTokenMatcher>(
+  makeMatcher: () => M,
+  stateOf: (matcher: M) => DfaConstraintState | GrammarConstraintState,
+  probe: ProbeOptions,
+): void {
+  for (let attempt = 0; ; attempt++) {
+    const matcher = makeMatcher();
+    matcher.work.limitMs = probe.limitMs;
+    const state = stateOf(matcher);
+    try {
+      for (const budget of probe.budgets) {
+        const needed = state.minTokensToAccept(budget);
+        if (needed <= budget) state.mask(budget);
+      }
+      return;
+    } catch (error) {
+      if (!(error instanceof ConstraintTooCostlyError)) throw error;
+      if (attempt > 0) throw new ConstraintTooCostlyError(probe.limitMs, "its first token masks");
+    }
+  }
 }
 
 /** The output of runCompileTask after a structured clone: classes restored where it has any. */
@@ -43,7 +98,15 @@ export function reviveCompileOutput(output: CompileOutput): CompileOutput {
 }
 
 /** The refusal a library error stands for, or null when the error is a bug. */
-export function refusalOf(error: unknown): Refusal | null {
+export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
+  if (error instanceof ConstraintTooCostlyError) {
+    return {
+      status: "too_complex",
+      field,
+      message: `${field}: too complex: ${error.message} (TRELLIS_MASK_TIMEOUT_MS)`,
+      lasting: false,
+    };
+  }
   if (error instanceof RegexSyntaxError) {
     const field = error.alternative !== undefined ? `pattern[${error.alternative}]` : "pattern";
     const construct = error.construct ? ` (${error.construct})` : "";

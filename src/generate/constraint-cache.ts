@@ -16,8 +16,9 @@ import { deserialize } from "node:v8";
 import { Worker } from "node:worker_threads";
 import type { ByteDfa, RegexLimits } from "../regex/index.js";
 import { createGrammarAutomaton, type Grammar, type GrammarAutomaton, type ScannerParts } from "../grammar/index.js";
-import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
+import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
+import type { ConstraintTooCostlyError } from "../constraint/work-meter.js";
 import { ByteLruCache, type Sized } from "../support/byte-lru.js";
 import {
   PoolBusyError,
@@ -28,8 +29,8 @@ import {
   WorkerTaskError,
   type WorkerPoolStats,
 } from "../support/worker-pool.js";
-import { refusalError, reviveCompileOutput, type CompileOutput, type CompileTask, type Refusal } from "./compile-task.js";
-import type { CompileFailure } from "./compile-worker.js";
+import { refusalError, refusalOf, reviveCompileOutput, type CompileOutput, type CompileTask, type Refusal } from "./compile-task.js";
+import type { CompileFailure, CompileWorkerData } from "./compile-worker.js";
 import type { TokenConstraint } from "./completion.js";
 import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError } from "./types.js";
 
@@ -48,6 +49,19 @@ export interface ConstraintCacheOptions {
   /** Compiles waiting in all. */
   maxQueued: number;
   regexLimits: RegexLimits;
+  /**
+   * Longest one constraint operation (a mask, a budget question) may hold the serving thread;
+   * past it the request is refused (422) and so is the constraint, for a while. Infinity (the
+   * library's default; the service sets TRELLIS_MASK_TIMEOUT_MS): no bound, and no probe.
+   */
+  maskTimeoutMs: number;
+  /**
+   * The vocabulary, for the compile workers' trie: with it (and a finite maskTimeoutMs) they also
+   * try a new constraint's first operations (at `probeBudgets`) under maskTimeoutMs, and refuse
+   * it when they take longer.
+   */
+  vocabulary: VocabularyBytes | null;
+  probeBudgets: readonly number[];
 }
 
 export const DEFAULT_CONSTRAINT_CACHE_OPTIONS: Readonly<ConstraintCacheOptions> = {
@@ -59,6 +73,9 @@ export const DEFAULT_CONSTRAINT_CACHE_OPTIONS: Readonly<ConstraintCacheOptions> 
   perClientQueued: 4,
   maxQueued: 256,
   regexLimits: {},
+  maskTimeoutMs: Number.POSITIVE_INFINITY,
+  vocabulary: null,
+  probeBudgets: [8, 512],
 };
 
 /** Who asks for a constraint: the fairness unit, and what aborts the wait. */
@@ -138,13 +155,14 @@ class GrammarEntry implements ConstraintEntry {
     private readonly maxIgnoredRun: number,
     /** The deserialized grammar and scanner DFAs. */
     private readonly compiledBytes: number,
+    private readonly maskTimeoutMs: number,
   ) {
     this.automaton = this.freshAutomaton();
-    this.matcher = new GrammarTokenMatcher(trie, this.automaton);
+    this.matcher = this.freshMatcher();
     this.factory = (prefix) => {
       if (this.automaton.numStates > MAX_AUTOMATON_STATES) {
         this.automaton = this.freshAutomaton();
-        this.matcher = new GrammarTokenMatcher(this.trie, this.automaton);
+        this.matcher = this.freshMatcher();
       }
       return new GrammarConstraintState(this.matcher, prefix);
     };
@@ -152,6 +170,12 @@ class GrammarEntry implements ConstraintEntry {
 
   private freshAutomaton(): GrammarAutomaton {
     return createGrammarAutomaton(this.grammar, { maxIgnoredRun: this.maxIgnoredRun, prebuilt: this.scanners });
+  }
+
+  private freshMatcher(): GrammarTokenMatcher {
+    const matcher = new GrammarTokenMatcher(this.trie, this.automaton);
+    matcher.work.limitMs = this.maskTimeoutMs;
+    return matcher;
   }
 
   retainedBytes(): number {
@@ -194,9 +218,16 @@ export class ConstraintCache {
     this.options = { ...DEFAULT_CONSTRAINT_CACHE_OPTIONS, ...options };
     this.entries = new ByteLruCache(this.options.budgetBytes);
     const memoryMb = this.options.workerMemoryMb;
+    const workerData: CompileWorkerData = {
+      vocabulary: this.options.vocabulary,
+      probe:
+        this.options.vocabulary && Number.isFinite(this.options.maskTimeoutMs)
+          ? { budgets: this.options.probeBudgets, limitMs: this.options.maskTimeoutMs }
+          : null,
+    };
     this.pool = new WorkerPool({
       size: this.options.workers,
-      spawn: () => spawnCompileWorker(memoryMb),
+      spawn: () => spawnCompileWorker(memoryMb, workerData),
       perClientRunning: this.options.perClientRunning,
       perClientQueued: this.options.perClientQueued,
       maxQueued: this.options.maxQueued,
@@ -215,6 +246,7 @@ export class ConstraintCache {
     return this.lookup(key, context, { kind: "regex", pattern, limits: this.options.regexLimits }, (output) => {
       if (output.kind !== "regex") throw new Error("compile worker answered a regex task with a grammar");
       const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
+      matcher.work.limitMs = this.options.maskTimeoutMs;
       matcher.precompute(MATCHER_PRECOMPUTE_MS);
       return new RegexEntry(key, matcher, output.dfa);
     });
@@ -222,16 +254,30 @@ export class ConstraintCache {
 
   grammar(source: string, maxIgnoredRun: number = MAX_IGNORED_RUN, context: CompileContext = {}): Promise<ConstraintEntry> {
     const key = digest("grammar", `${maxIgnoredRun}\0${source}`);
-    return this.lookup(key, context, { kind: "grammar", source }, (output, serializedBytes) => {
+    return this.lookup(key, context, { kind: "grammar", source, maxIgnoredRun }, (output, serializedBytes) => {
       if (output.kind !== "grammar") throw new Error("compile worker answered a grammar task with a regex");
       const bytes = serializedBytes * GRAMMAR_HEAP_PER_SERIALIZED_BYTE;
-      return new GrammarEntry(key, this.trie, output.grammar, output.scanners, maxIgnoredRun, bytes);
+      return new GrammarEntry(key, this.trie, output.grammar, output.scanners, maxIgnoredRun, bytes, this.options.maskTimeoutMs);
     });
   }
 
   /** After a request used the entry: its matcher may have grown; the budget is enforced again. */
   release(entry: ConstraintEntry): void {
     this.entries.resize(entry.key);
+  }
+
+  /**
+   * A request's operation on the entry ran past maskTimeoutMs: its matcher is unusable, so the
+   * constraint is refused from now on (for TRANSIENT_REFUSAL_MS: the verdict depends on load).
+   * Returns the request error to answer with.
+   */
+  refuse(entry: ConstraintEntry, error: ConstraintTooCostlyError): Error {
+    const refusal = refusalOf(error, entry.kind === "regex" ? "pattern" : "grammar")!;
+    if (this.entries.peek(entry.key) === entry) {
+      this.counters.refusals++;
+      this.entries.set(entry.key, new RefusalEntry(refusal, Date.now() + TRANSIENT_REFUSAL_MS));
+    }
+    return refusalError(refusal);
   }
 
   async close(): Promise<void> {
@@ -382,12 +428,12 @@ function typedArrayBytes(value: object): number {
  * the TypeScript sources (tests, `tsx`) the worker registers tsx first, since a worker does not
  * inherit the loader hooks of its parent.
  */
-function spawnCompileWorker(memoryMb: number): Worker {
+function spawnCompileWorker(memoryMb: number, workerData: CompileWorkerData): Worker {
   const resourceLimits = { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(8, memoryMb >> 3)) };
   if (import.meta.url.endsWith(".ts")) {
     const script = new URL("./compile-worker.ts", import.meta.url).href;
     const boot = `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(script)}); })`;
-    return new Worker(boot, { eval: true, execArgv: [], resourceLimits });
+    return new Worker(boot, { eval: true, execArgv: [], resourceLimits, workerData });
   }
-  return new Worker(new URL("./compile-worker.js", import.meta.url), { execArgv: [], resourceLimits });
+  return new Worker(new URL("./compile-worker.js", import.meta.url), { execArgv: [], resourceLimits, workerData });
 }

@@ -3,6 +3,7 @@
  * by every request through the continuous-batching scheduler, and regex completion on top.
  */
 import { availableParallelism } from "node:os";
+import { ConstraintTooCostlyError } from "../constraint/work-meter.js";
 import { ConstraintCache, type CompileContext, type ConstraintCacheOptions, type ConstraintEntry, type ConstraintFactory } from "./constraint-cache.js";
 import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
 import { Sampler } from "../sampling/index.js";
@@ -64,7 +65,7 @@ export class GenerationRuntime {
     this.trie = tokenTrieFor(vocab);
     this.context = context;
     this.scheduler = new DecodeScheduler(context, { maxQueue, overlapDecode: model.offloaded || model.threads < availableParallelism() });
-    this.constraints = new ConstraintCache(this.trie, constraints);
+    this.constraints = new ConstraintCache(this.trie, { vocabulary: vocab, ...constraints });
   }
 
   static open(options: RuntimeOptions): GenerationRuntime {
@@ -127,6 +128,9 @@ export class GenerationRuntime {
     const entry = await this.constraintOf(spec, { client: req.client, signal: req.signal });
     try {
       return await this.complete(req, entry.factory, field);
+    } catch (error) {
+      if (error instanceof ConstraintTooCostlyError) throw this.constraints.refuse(entry, error);
+      throw error;
     } finally {
       this.constraints.release(entry);
     }
