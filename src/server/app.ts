@@ -171,6 +171,7 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     queueDepth: () => gate.waiting + safeQueueDepth(engine),
     inFlight: () => gate.running,
     constraints: () => engine.constraintStats?.(),
+    usage: () => store.stats(),
     processMetrics: options.processMetrics ?? false,
   });
   app.addHook("onClose", async () => metrics.stop());

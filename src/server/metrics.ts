@@ -2,6 +2,7 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { ConstraintStats } from "../generate/types.js";
+import type { UsageFlushStats } from "../store/keys.js";
 
 export interface ServerMetrics {
   registry: Registry;
@@ -21,6 +22,8 @@ export interface MetricsSources {
   inFlight: () => number;
   /** Compiled-constraint cache and compile pool counters; undefined when the engine has none. */
   constraints: () => ConstraintStats | undefined;
+  /** The key store's buffered usage and its flushes. */
+  usage: () => UsageFlushStats;
   /** Node's default process metrics (off in tests: they are global timers). */
   processMetrics: boolean;
 }
@@ -55,6 +58,7 @@ export function createMetrics(sources: MetricsSources): ServerMetrics {
     },
   });
   constraintMetrics(registry, sources.constraints);
+  usageMetrics(registry, sources.usage);
   return {
     registry,
     eventLoopDelay,
@@ -97,9 +101,9 @@ export function createMetrics(sources: MetricsSources): ServerMetrics {
   };
 }
 
-/** Gauges read from the engine's counters at each scrape (they are kept by the engine, not here). */
-function constraintMetrics(registry: Registry, read: () => ConstraintStats | undefined): void {
-  const gauge = (name: string, help: string, value: (s: ConstraintStats) => number): void => {
+/** A gauge set from `read()` at each scrape (the counters are kept by their owner, not here). */
+function scraped<S>(registry: Registry, read: () => S | undefined) {
+  return (name: string, help: string, value: (s: S) => number): void => {
     new Gauge({
       name,
       help,
@@ -110,6 +114,24 @@ function constraintMetrics(registry: Registry, read: () => ConstraintStats | und
       },
     });
   };
+}
+
+/** The key store's usage buffer: counts waiting for a write, and how the writes fare. */
+function usageMetrics(registry: Registry, read: () => UsageFlushStats): void {
+  const gauge = scraped(registry, read);
+  gauge("trellis_usage_pending_requests", "Requests counted in memory, not yet written to the key store.", (s) => s.pendingRequests);
+  gauge("trellis_usage_pending_tokens", "Tokens counted in memory, not yet written to the key store.", (s) => s.pendingTokens);
+  gauge("trellis_usage_pending_keys", "API keys with usage not yet written.", (s) => s.pendingKeys);
+  gauge("trellis_usage_flushes_total", "Usage writes to the key store.", (s) => s.flushesTotal);
+  gauge("trellis_usage_flush_failures_total", "Usage writes that failed (their counts kept and retried).", (s) => s.flushFailuresTotal);
+  gauge("trellis_usage_flush_consecutive_failures", "Failed usage writes since the last success (0 when healthy).", (s) => s.consecutiveFailures);
+  gauge("trellis_usage_last_flush_success_timestamp_seconds", "When usage was last written completely (Unix time).", (s) => (s.lastSuccessAtMs ?? 0) / 1000);
+  gauge("trellis_usage_flush_max_duration_seconds", "Slowest usage write so far (it holds the event loop).", (s) => s.maxFlushDurationMs / 1000);
+}
+
+/** The engine's compiled-constraint cache and compile pool. */
+function constraintMetrics(registry: Registry, read: () => ConstraintStats | undefined): void {
+  const gauge = scraped(registry, read);
   gauge("trellis_constraint_cache_bytes", "Estimated bytes of compiled patterns, grammars, their matchers and cached refusals.", (s) => s.bytes);
   gauge("trellis_constraint_cache_budget_bytes", "The cache's byte budget (TRELLIS_CACHE_MB).", (s) => s.budgetBytes);
   gauge("trellis_constraint_cache_entries", "Compiled constraints and refusals cached.", (s) => s.entries);

@@ -1,0 +1,131 @@
+// Connections that never finish: headers or a body trickled forever are closed at their deadline
+// with a JSON 408; an unknown Expect is a JSON 417; shutdown closes a stalled upload instead of
+// waiting for it; /metrics carries the event-loop delay, compile and usage gauges.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { createServer } from "../src/server/app.js";
+import { KeyStore } from "../src/store/keys.js";
+import { ClientLimitError } from "../src/generate/types.js";
+import { createFakeEngine, testConfig } from "./server-helpers.js";
+
+async function start(overrides: Parameters<typeof testConfig>[0] = {}) {
+  const config = testConfig({ headersTimeoutMs: 400, bodyTimeoutMs: 600, keepAliveTimeoutMs: 300, ...overrides });
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  const app = await createServer({ engine: createFakeEngine(), config, store });
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const port = (app.server.address() as { port: number }).port;
+  return { app, store, port };
+}
+
+/** Sends `data` raw and resolves with what came back and when the server closed the socket. */
+function raw(port: number, data: string, giveUpMs = 10_000): Promise<{ text: string; closedAfterMs: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const socket = connect(port, "127.0.0.1", () => socket.write(data));
+    let text = "";
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`socket still open after ${giveUpMs} ms; got ${JSON.stringify(text)}`));
+    }, giveUpMs);
+    socket.on("data", (chunk) => (text += chunk.toString()));
+    socket.on("error", () => {});
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve({ text, closedAfterMs: performance.now() - t0 });
+    });
+  });
+}
+
+const jsonBody = (text: string): { error: string; code: number } => JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as { error: string; code: number };
+
+test("headers or a body trickled forever are cut off at their deadline with a JSON 408", async () => {
+  const { app, store, port } = await start();
+  try {
+    const [headers, body] = await Promise.all([
+      raw(port, "POST /v1/completion/regex HTTP/1.1\r\nHost: x\r\n"),
+      raw(port, 'POST /dashboard/api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"tok'),
+    ]);
+    for (const r of [headers, body]) {
+      assert.match(r.text, /^HTTP\/1\.1 408 /);
+      const e = jsonBody(r.text);
+      assert.equal(e.code, 408);
+      assert.match(e.error, /not received in time/);
+      // Deadlines are checked every second at most (connectionsCheckingInterval).
+      assert.ok(r.closedAfterMs < 3000, `closed after ${r.closedAfterMs} ms`);
+    }
+  } finally {
+    await app.close();
+    store.close();
+  }
+});
+
+test("an Expect the server does not support is a JSON 417", async () => {
+  const { app, store, port } = await start();
+  try {
+    const r = await raw(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n");
+    assert.match(r.text, /^HTTP\/1\.1 417 /);
+    assert.deepEqual(jsonBody(r.text), { error: "Expect: 200-ok is not supported", code: 417 });
+  } finally {
+    await app.close();
+    store.close();
+  }
+});
+
+test("shutdown does not wait for a stalled upload: its socket is closed after the grace period", async () => {
+  // Long HTTP deadlines, so only the shutdown can end the stalled request.
+  const { app, store, port } = await start({ headersTimeoutMs: 60_000, bodyTimeoutMs: 60_000 });
+  const stalled = raw(port, 'POST /dashboard/api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"tok', 30_000);
+  await new Promise((r) => setTimeout(r, 100));
+  const t0 = performance.now();
+  await app.trellis.shutdown();
+  const took = performance.now() - t0;
+  store.close();
+  assert.ok(took < 5000, `shutdown took ${took} ms`);
+  const r = await stalled;
+  assert.ok(r.closedAfterMs < 6000);
+});
+
+test("/metrics has the event-loop delay, usage buffer and compile gauges", async () => {
+  const { app, store } = await start();
+  try {
+    const text = (await app.inject({ method: "GET", url: "/metrics" })).body;
+    for (const name of [
+      'trellis_event_loop_delay_seconds{quantile="0.99"}',
+      'trellis_event_loop_delay_seconds{quantile="1"}',
+      "trellis_usage_pending_requests",
+      "trellis_usage_flush_failures_total",
+      "trellis_usage_last_flush_success_timestamp_seconds",
+    ]) {
+      assert.ok(text.includes(name), `${name} missing from /metrics`);
+    }
+  } finally {
+    await app.close();
+    store.close();
+  }
+});
+
+test("a constraint is prepared before the generation slot, per API key; a key's full compile queue is a 429", async () => {
+  const engine = createFakeEngine();
+  const config = testConfig();
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  const app = await createServer({ engine, config, store });
+  try {
+    const headers = { authorization: `Bearer ${config.apiKeys[0]}`, "content-type": "application/json" };
+    const ok = await app.inject({ method: "POST", url: "/v1/completion/regex", headers, payload: { prompt: "hi", pattern: "[a-z]+" } });
+    assert.equal(ok.statusCode, 200);
+    assert.deepEqual(engine.prepared, [{ spec: { kind: "regex", pattern: "[a-z]+" }, client: "env:0" }]);
+    engine.prepare = async () => {
+      throw new ClientLimitError("too many pattern compiles of this API key are waiting", 2);
+    };
+    const before = engine.calls.length;
+    const refused = await app.inject({ method: "POST", url: "/v1/completion/regex", headers, payload: { prompt: "hi", pattern: "[a-z]+x" } });
+    assert.equal(refused.statusCode, 429);
+    assert.equal(refused.headers["retry-after"], "2");
+    assert.deepEqual(refused.json(), { error: "too many pattern compiles of this API key are waiting", code: 429 });
+    assert.equal(engine.calls.length, before, "the engine generated although the constraint was refused");
+  } finally {
+    await app.close();
+    store.close();
+  }
+});
