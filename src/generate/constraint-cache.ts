@@ -29,7 +29,7 @@ import {
   WorkerTaskError,
   type WorkerPoolStats,
 } from "../support/worker-pool.js";
-import { refusalError, refusalOf, reviveCompileOutput, type CompileOutput, type CompileTask, type Refusal } from "./compile-task.js";
+import { refusalError, refusalOf, reviveCompileOutput, runCompileTask, type CompileOutput, type CompileTask, type Refusal } from "./compile-task.js";
 import type { CompileFailure, CompileWorkerData } from "./compile-worker.js";
 import type { TokenConstraint } from "./completion.js";
 import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError } from "./types.js";
@@ -412,6 +412,17 @@ export class ConstraintCache {
  * happen once here instead of on decode steps.
  */
 export const MATCHER_PRECOMPUTE_MS = 4;
+
+/**
+ * A grammar constraint compiled on this thread, without cache or limits: for tests and benches
+ * that need one synchronously (the service compiles on workers, ConstraintCache.grammar). Throws
+ * GrammarError for a grammar Lark refuses.
+ */
+export function grammarConstraintInThread(trie: TokenTrie, source: string, maxIgnoredRun: number = MAX_IGNORED_RUN): ConstraintEntry {
+  const output = runCompileTask({ kind: "grammar", source, maxIgnoredRun });
+  if (output.kind !== "grammar") throw new Error("unreachable");
+  return new GrammarEntry(`in-thread`, trie, output.grammar, output.scanners, maxIgnoredRun, 0, Number.POSITIVE_INFINITY);
+}
 
 function digest(kind: string, text: string): string {
   return `${kind}:${createHash("sha256").update(text).digest("base64url")}`;
