@@ -28,6 +28,9 @@ export interface MetricsSources {
   processMetrics: boolean;
 }
 
+/** The event-loop sampler's period, ms. */
+const DELAY_RESOLUTION_MS = 10;
+
 /** Event-loop delay quantiles exported (1 = the largest delay seen). */
 const DELAY_QUANTILES = [0.5, 0.9, 0.99, 0.999, 1];
 
@@ -35,17 +38,18 @@ export function createMetrics(sources: MetricsSources): ServerMetrics {
   const registry = new Registry();
   if (sources.processMetrics) collectDefaultMetrics({ register: registry, prefix: "trellis_" });
   // 10 ms resolution: the delay that matters here (a request holding the loop) is tens of ms.
-  const eventLoopDelay = monitorEventLoopDelay({ resolution: 10 });
+  const eventLoopDelay = monitorEventLoopDelay({ resolution: DELAY_RESOLUTION_MS });
   eventLoopDelay.enable();
   new Gauge({
     name: "trellis_event_loop_delay_seconds",
-    help: "Event-loop delay since start by quantile (perf_hooks.monitorEventLoopDelay, 10 ms resolution; quantile 1 is the largest).",
+    help: "Event-loop delay since start by quantile: how late the loop ran a 10 ms timer (perf_hooks.monitorEventLoopDelay); quantile 1 is the largest.",
     labelNames: ["quantile"],
     registers: [registry],
     collect() {
       for (const q of DELAY_QUANTILES) {
+        // The histogram holds whole intervals between the sampler's ticks: the delay is the excess.
         const ns = q === 1 ? eventLoopDelay.max : eventLoopDelay.percentile(q * 100);
-        this.set({ quantile: String(q) }, Number.isFinite(ns) ? ns / 1e9 : 0);
+        this.set({ quantile: String(q) }, Number.isFinite(ns) ? Math.max(0, ns / 1e9 - DELAY_RESOLUTION_MS / 1000) : 0);
       }
     },
   });
