@@ -16,7 +16,7 @@
  *      TRELLIS_BENCH_RATE_LIMIT (per-key requests/minute, default 0 = off).
  */
 import { existsSync } from "node:fs";
-import { createService } from "../src/dashboard/index.js";
+import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/keys.js";
 import { defaultConfig, type Config } from "../src/config.js";
 import type { Engine } from "../src/generate/types.js";

@@ -346,7 +346,7 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
     } catch (error) {
       throw engineFailure(error, modelPath);
     }
-    const { createService } = await import("./dashboard/index.js");
+    const { createService } = await import("./service.js");
     app = await createService({
       engine,
       config,

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 import type { FastifyInstance } from "fastify";
-import { createService } from "../src/dashboard/index.js";
+import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/keys.js";
 import { auth, createFakeEngine, testConfig } from "./server-helpers.js";
 

@@ -10,7 +10,8 @@ import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
-import { createService, SESSION_COOKIE } from "../src/dashboard/index.js";
+import { SESSION_COOKIE } from "../src/dashboard/index.js";
+import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/keys.js";
 import { createFakeEngine, testConfig } from "./server-helpers.js";
 

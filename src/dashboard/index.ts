@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { createServer, methodNotAllowedFor, sendError, type CreateServerOptions } from "../server/app.js";
+import { sendError } from "../server/app.js";
 import { TokenBucketLimiter } from "../server/limits.js";
 import { HttpError } from "../server/errors.js";
 import { KEY_NAME_MAX_CHARS, KeyNameError, KeyNotFoundError, KeyStoreError, digestsEqual, sha256Hex, type KeyStore } from "../store/keys.js";
@@ -231,20 +231,5 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
       }
     });
 
-    methodNotAllowedFor(app, "/dashboard", ["GET"]);
-    methodNotAllowedFor(app, "/dashboard/api/login", ["POST"]);
-    methodNotAllowedFor(app, "/dashboard/api/logout", ["POST"]);
-    methodNotAllowedFor(app, "/dashboard/api/keys", ["GET", "POST"]);
-    methodNotAllowedFor(app, "/dashboard/api/keys/:id/revoke", ["POST"]);
   };
-}
-
-/** The whole service: API server plus dashboard. */
-export async function createService(
-  options: CreateServerOptions & { adminTokenHash: string },
-): Promise<FastifyInstance> {
-  return createServer({
-    ...options,
-    plugins: [...(options.plugins ?? []), dashboardPlugin({ store: options.store, adminTokenHash: options.adminTokenHash })],
-  });
 }

@@ -1,0 +1,56 @@
+/**
+ * The API's front check, before a body is read: refusal while shutting down, the bearer key
+ * (fixed keys from TRELLIS_API_KEYS, or the store's), the key's rate limit, and a JSON content
+ * type. Registered as an onRequest hook in the API's own context, so routes outside it (health,
+ * metrics, docs, dashboard) never see it.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { sha256Hex } from "../store/keys.js";
+import { sendError, type TrellisState } from "./state.js";
+
+function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^\s*bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+function isJsonContentType(header: string | undefined): boolean {
+  if (!header) return false;
+  const media = header.split(";", 1)[0]!.trim().toLowerCase();
+  return media === "application/json";
+}
+
+export function apiKeyCheck(state: TrellisState): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined> {
+  const { config, store, limiter } = state;
+  const envKeys = new Map<string, number>();
+  config.apiKeys.forEach((key, index) => envKeys.set(sha256Hex(key), index));
+  return async (request, reply) => {
+    if (state.closing) return sendError(reply, 503, "server is shutting down", { "retry-after": "5" });
+    const secret = bearerToken(request.headers.authorization);
+    if (secret === null) {
+      return sendError(reply, 401, "missing API key: send the header Authorization: Bearer <key>", { "www-authenticate": "Bearer" });
+    }
+    const envIndex = envKeys.get(sha256Hex(secret));
+    let identity: { bucket: string; storeId: number | null } | null = null;
+    if (envIndex !== undefined) identity = { bucket: `env:${envIndex}`, storeId: null };
+    else {
+      const key = store.authenticate(secret);
+      if (key) identity = { bucket: `key:${key.id}`, storeId: key.id };
+    }
+    if (!identity) return sendError(reply, 401, "invalid or revoked API key", { "www-authenticate": 'Bearer error="invalid_token"' });
+    if (limiter.enabled) {
+      const decision = limiter.take(identity.bucket);
+      reply.header("x-ratelimit-limit", String(decision.limit));
+      reply.header("x-ratelimit-remaining", String(decision.remaining));
+      reply.header("x-ratelimit-reset", String(decision.resetSeconds));
+      if (!decision.allowed) {
+        return sendError(reply, 429, `rate limit of ${decision.limit} requests per minute exceeded for this API key`, {
+          "retry-after": String(decision.retryAfterSeconds),
+        });
+      }
+    }
+    request.apiKey = identity;
+    if (!isJsonContentType(request.headers["content-type"])) return sendError(reply, 415, "Content-Type must be application/json");
+    return undefined;
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * Admission of one generation: the model must be ready, the prompt must fit the context, the
+ * request's constraint is compiled before it takes a slot (a slow compile waits in the compile
+ * pool's per-key queue, never in a generation slot), then the work runs under the concurrency
+ * gate with an AbortSignal that fires when the client goes away or the deadline passes (a 503).
+ * Route plugins share it (the Thiggle API today, the OpenAI API next).
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { ConstraintSpec } from "../generate/types.js";
+import { HttpError } from "./errors.js";
+import type { TrellisState } from "./state.js";
+
+class DeadlineExceeded extends Error {
+  constructor(readonly ms: number) {
+    super(`request deadline of ${ms} ms exceeded; the generation was cancelled`);
+    this.name = "DeadlineExceeded";
+  }
+}
+
+class ClientGone extends Error {
+  constructor() {
+    super("client closed the connection");
+    this.name = "ClientGone";
+  }
+}
+
+export interface Generation {
+  /**
+   * Runs `work` under the gate after preparing `spec` (null: no constraint); `work` gets the
+   * request's abort signal and its client (the API key's bucket).
+   */
+  run<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    spec: ConstraintSpec | null,
+    work: (signal: AbortSignal, client: string | undefined) => Promise<T>,
+  ): Promise<T>;
+  /** A 400 unless the prompt's tokens (and `maxNewTokens` more) fit the model's context. */
+  checkContext(prompt: string, maxNewTokens: number): void;
+}
+
+export function generation(state: TrellisState): Generation {
+  const { engine, config, gate } = state;
+  return {
+    async run(request, reply, spec, work) {
+      if (!engine.ready) throw new HttpError(503, "model is still loading; retry shortly", { "retry-after": "5" });
+      const controller = new AbortController();
+      const deadline = setTimeout(() => controller.abort(new DeadlineExceeded(config.requestTimeoutMs)), config.requestTimeoutMs);
+      const onClose = (): void => {
+        if (!reply.raw.writableFinished) controller.abort(new ClientGone());
+      };
+      reply.raw.once("close", onClose);
+      const client = request.apiKey?.bucket;
+      let release: (() => void) | undefined;
+      try {
+        if (spec !== null) await engine.prepare(spec, { client, signal: controller.signal });
+        release = await gate.acquire(controller.signal);
+        return await work(controller.signal, client);
+      } catch (error) {
+        const reason: unknown = controller.signal.aborted ? controller.signal.reason : undefined;
+        if (reason instanceof DeadlineExceeded) throw new HttpError(503, reason.message, { "retry-after": "1" });
+        if (reason instanceof ClientGone) throw new HttpError(499 as number, reason.message);
+        throw error;
+      } finally {
+        clearTimeout(deadline);
+        reply.raw.removeListener("close", onClose);
+        release?.();
+      }
+    },
+
+    checkContext(prompt, maxNewTokens) {
+      const promptTokens = engine.countTokens(prompt);
+      const context = engine.contextLength;
+      if (promptTokens >= context) {
+        throw new HttpError(400, `prompt is ${promptTokens} tokens, but the model context is ${context} tokens`);
+      }
+      if (promptTokens + maxNewTokens > context) {
+        throw new HttpError(400, `max_new_tokens must be ≤ ${context - promptTokens}: the prompt takes ${promptTokens} of the model's ${context}-token context`);
+      }
+    },
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * The Thiggle API (its paths, fields, defaults and answers): regex and grammar completion and
+ * categorization. Registered as its own context: the API key check applies to these routes only.
+ */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { CompletionResult, ConstraintSpec } from "../../generate/types.js";
+import { apiKeyCheck } from "../auth.js";
+import { HttpError } from "../errors.js";
+import { generation } from "../generation.js";
+import { DEFAULTS, categorizeBody, categorizeResponse, completionResponse, errorResponse, grammarBody, regexBody } from "../schemas.js";
+
+interface CompletionBody {
+  prompt: string;
+  max_new_tokens?: number | null;
+  stop_after_match?: boolean | null;
+  top_k?: number | null;
+  top_p?: number | null;
+  temperature?: number | null;
+  repetition_penalty?: number | null;
+  seed?: number | null;
+}
+
+function completionOptions(body: CompletionBody, signal: AbortSignal, client: string | undefined) {
+  const options = {
+    client,
+    prompt: body.prompt,
+    maxNewTokens: body.max_new_tokens ?? DEFAULTS.max_new_tokens,
+    stopAfterMatch: body.stop_after_match ?? DEFAULTS.stop_after_match,
+    topK: body.top_k ?? DEFAULTS.top_k,
+    topP: body.top_p ?? DEFAULTS.top_p,
+    temperature: body.temperature ?? DEFAULTS.temperature,
+    repetitionPenalty: body.repetition_penalty ?? DEFAULTS.repetition_penalty,
+    signal,
+  };
+  return body.seed === null || body.seed === undefined ? options : { ...options, seed: body.seed };
+}
+
+function completionReply(request: FastifyRequest, result: CompletionResult) {
+  request.tokensGenerated = result.tokensGenerated;
+  return { completion: result.completion, tokens_generated: result.tokensGenerated, stop_reason: result.stopReason };
+}
+
+/** Options of an authenticated JSON API route: summary, body schema, 200 schema, error shape. */
+const apiRoute = (summary: string, body: unknown, ok: Record<string, unknown>) => ({
+  schema: {
+    summary,
+    security: [{ bearer: [] }],
+    body,
+    response: { 200: ok, "4xx": errorResponse, "5xx": errorResponse },
+  },
+});
+
+export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
+  const state = api.trellis;
+  const { engine, config } = state;
+  const generate = generation(state);
+  api.addHook("onRequest", apiKeyCheck(state));
+
+  api.post("/v1/completion/regex", apiRoute("Completion constrained to match a regular expression", regexBody(config), completionResponse), async (request, reply) => {
+    const body = request.body as CompletionBody & { pattern?: string | string[]; patterns?: string | string[] };
+    if (body.pattern !== undefined && body.patterns !== undefined) {
+      throw new HttpError(400, "give either pattern or patterns (an alias), not both");
+    }
+    const pattern = body.pattern ?? body.patterns;
+    if (pattern === undefined) {
+      throw new HttpError(400, "pattern is required (a string or a non-empty array of strings; patterns is accepted as an alias)");
+    }
+    generate.checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
+    const result = await generate.run(request, reply, { kind: "regex", pattern }, (signal, client) =>
+      engine.completeRegex({ ...completionOptions(body, signal, client), pattern }),
+    );
+    return completionReply(request, result);
+  });
+
+  const grammarSchema = grammarBody(config);
+  for (const url of ["/v1/completion/cfg", "/v1/completion/grammar"]) {
+    const summary = url.endsWith("cfg") ? "Completion constrained to a Lark (LALR) grammar" : "Alias of /v1/completion/cfg";
+    api.post(url, apiRoute(summary, grammarSchema, completionResponse), async (request, reply) => {
+      const body = request.body as CompletionBody & { grammar: string; max_ignored_run?: number | null };
+      generate.checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
+      const maxIgnoredRun = body.max_ignored_run ?? DEFAULTS.max_ignored_run;
+      const spec: ConstraintSpec = { kind: "grammar", grammar: body.grammar, maxIgnoredRun };
+      const result = await generate.run(request, reply, spec, (signal, client) =>
+        engine.completeGrammar({ ...completionOptions(body, signal, client), grammar: body.grammar, maxIgnoredRun }),
+      );
+      return completionReply(request, result);
+    });
+  }
+
+  api.post("/v1/categorize", apiRoute("Choose among categories", categorizeBody(config), categorizeResponse), async (request, reply) => {
+    const body = request.body as {
+      prompt: string;
+      categories: string[];
+      allow_multiple_classes?: boolean | null;
+      allow_null_category?: boolean | null;
+      include_scores?: boolean | null;
+    };
+    generate.checkContext(body.prompt, 0);
+    const includeScores = body.include_scores ?? DEFAULTS.include_scores;
+    const result = await generate.run(request, reply, null, (signal) =>
+      engine.categorize({
+        prompt: body.prompt,
+        categories: body.categories,
+        allowMultipleClasses: body.allow_multiple_classes ?? DEFAULTS.allow_multiple_classes,
+        allowNullCategory: body.allow_null_category ?? DEFAULTS.allow_null_category,
+        includeScores,
+        signal,
+      }),
+    );
+    return includeScores && result.scores ? { choices: result.choices, scores: result.scores } : { choices: result.choices };
+  });
+}

@@ -1,0 +1,44 @@
+/**
+ * What every part of the server shares: the state decorated on the Fastify instance
+ * (`app.trellis`), the per-request fields, and the one way errors are written.
+ */
+import type { FastifyReply } from "fastify";
+import type { Config } from "../config.js";
+import type { Engine } from "../generate/types.js";
+import type { KeyStore } from "../store/keys.js";
+import type { ErrorBody } from "./errors.js";
+import type { ConcurrencyGate, TokenBucketLimiter } from "./limits.js";
+import type { ServerMetrics } from "./metrics.js";
+
+export interface TrellisState {
+  config: Config;
+  engine: Engine;
+  store: KeyStore;
+  metrics: ServerMetrics;
+  gate: ConcurrencyGate;
+  limiter: TokenBucketLimiter;
+  /** True once shutdown began: new API requests get 503. */
+  closing: boolean;
+  /** Refuse new requests, let in-flight ones finish, then close the HTTP server. */
+  shutdown(): Promise<void>;
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    trellis: TrellisState;
+  }
+  interface FastifyRequest {
+    /** Set by the API key check; its bucket is also the client of the compile pool. */
+    apiKey: { bucket: string; storeId: number | null } | null;
+    tokensGenerated: number;
+  }
+  interface FastifyContextConfig {
+    /** The 405 routes the method sweep adds (not recorded as routes of their own). */
+    methodNotAllowed?: boolean;
+  }
+}
+
+export function sendError(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}): FastifyReply {
+  const body: ErrorBody = { error: message, code: status };
+  return reply.code(status).headers(headers).type("application/json; charset=utf-8").send(body);
+}
