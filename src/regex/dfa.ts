@@ -689,7 +689,8 @@ function reachableAcceptance(n: number, k: number, next: Int32Array, acceptMask:
       const s = sources[i]!;
       let changed = false;
       for (let w = 0; w < words; w++) {
-        const merged = reach[s * words + w]! | reach[t * words + w]!;
+        // `|` gives a signed int32 and reach holds uint32: unsigned, or bit 31 never compares equal.
+        const merged = (reach[s * words + w]! | reach[t * words + w]!) >>> 0;
         if (merged !== reach[s * words + w]) {
           reach[s * words + w] = merged;
           changed = true;
