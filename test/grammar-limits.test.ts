@@ -40,6 +40,13 @@ const chain = (n: number): string => `start: T0\n${lines(n, (i) => `T${i}: T${i 
 const doubling = (n: number): string => `start: T0\n${lines(n, (i) => `T${i}: T${i + 1} T${i + 1}\n`)}T${n}: "a"\n`;
 const nestedParens = (n: number): string => `start: ${"(".repeat(n)}"a"${")".repeat(n)}\n`;
 const nestedRegexp = (n: number): string => `start: A\nA: /${"(".repeat(n)}a${")".repeat(n)}/\n`;
+/** `depth` parentheses around "a", each closed by a repeat, an option or an alternative in turn. */
+function nestedOperators(depth: number): string {
+  const ops = [")~2", ")*", ")?", ")+", ' | "b")', ")~1..3"];
+  let rule = '"a"';
+  for (let i = 0; i < depth; i++) rule = i % 7 === 6 ? `[${rule}]` : `(${rule}${ops[i % ops.length]}`;
+  return `start: ${rule}\n`;
+}
 const literals = (n: number): string => `start: ${Array.from({ length: n }, (_, i) => `"a${i}"`).join(" | ")}\n`;
 
 interface Case {
@@ -60,6 +67,7 @@ const CASES: Record<string, Case> = {
   brackets10000: { source: `start: ${"[".repeat(10_000)}"a"${"]".repeat(10_000)}\n` },
   regexpGroups10000: { source: nestedRegexp(10_000) },
   templateArgs10000: { source: `t{x}: x\nstart: ${"t{".repeat(10_000)}"a"${"}".repeat(10_000)}\n` },
+  operatorsNested: { source: nestedOperators(99) },
   optionalsNested: { source: `start: ${"(".repeat(5000)}"a"${")?".repeat(5000)}\n` },
   referencesNested: { source: `start: T0\n${lines(99, (i) => `T${i}: (T${i + 1})?\n`)}T99: ${"(".repeat(99)}"a"${")?".repeat(99)}\n` },
   ruleRepeat: { source: 'start: "a" ~ 100000\n', sentences: ["a".repeat(100_000), "a".repeat(99_999)] },
@@ -256,6 +264,12 @@ if (isMainThread) {
     assertTooComplex(await outcome(runner, "terminalRepeatNested"), "maxNfaStates", '("a" ~ 1000) ~ 1000 in a terminal');
     assertTooComplex(await outcome(runner, "smallRepeatsNested"), "maxRuleSymbols", "nested ~ 0..49");
     assertTooComplex(await outcome(runner, "fixedRepeatsNested"), "maxRuleSymbols", "nested ~ 49");
+  });
+
+  test("nested optional and repeated parts: the LALR analysis is bounded", async () => {
+    // 99 nested groups, each repeated or optional: millions of closure items and lookahead
+    // relations (24M relations, 6 s and half a GB before the analysis was bounded).
+    assertTooComplex(await outcome(runner, "operatorsNested", 3000), "maxTableCells", "99 nested operators");
   });
 
   test("alternatives distributed out of optionals and groups are counted before they are made", async () => {

@@ -45,8 +45,17 @@ const ruleText = (r: BnfRule): string => `<${r.origin} : ${r.expansion.join(" ")
 /** Scratch tables of one build (see Int32Arena: a typed array of its own costs 1–3 µs here). */
 const arena = new Int32Arena();
 
-/** Sorts `a[from..to)` ascending (kernels and closures are short: a few to a few dozen items). */
+/**
+ * Sorts `a[from..to)` ascending. Kernels and closures are short (a few to a few dozen items):
+ * insertion sort; long ones (nested optional parts give closures of thousands) go through a
+ * typed array's sort, since insertion sort is quadratic.
+ */
 function sortRange(a: number[] | Int32Array, from: number, to: number): void {
+  if (to - from > 64) {
+    const sorted = Int32Array.from(a.slice(from, to)).sort();
+    for (let i = from; i < to; i++) a[i] = sorted[i - from]!;
+    return;
+  }
   for (let i = from + 1; i < to; i++) {
     const v = a[i]!;
     let j = i - 1;
@@ -230,6 +239,8 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     }
     sortRange(closures, c0, closures.length);
     clock.spend(closures.length - c0 + to - from);
+    if (closures.length > limits.maxTableCells)
+      throw tooComplex(limits, "maxTableCells", closures.length, "LALR closure items (nullable rules nested deep?)");
     closureStart.push(closures.length);
     return id;
   };
@@ -249,6 +260,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   for (let s = 0; s < kernelStart.length - 1; s++) {
     transStart.push(transSym.length);
     const c0 = closureStart[s]!, c1 = closureStart[s + 1]!;
+    clock.spend(2 * (c1 - c0));
     order.length = 0;
     for (let c = c0; c < c1; c++) {
       const nx = itemNext[closures[c]!]!;
@@ -287,6 +299,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   const ntTransState: number[] = [];
   const ntTransNt: number[] = [];
   for (let s = 0; s < S; s++) {
+    clock.spend(closureStart[s + 1]! - closureStart[s]!);
     for (let c = closureStart[s]!; c < closureStart[s + 1]!; c++) {
       const nx = itemNext[closures[c]!]!;
       if (nx >= TT && ntTransIndex[s * NT + nx - TT] === -1) {
@@ -308,6 +321,9 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   const relTo: number[] = [], relNext: number[] = [];
   const relate = (head: Int32Array, tail: Int32Array, x: number, y: number): void => {
     const e = relTo.length;
+    // Nested optional and repeated parts make states whose every item reads through nullable
+    // symbols: millions of relations (and their lists' memory) from a short rule.
+    if (e >= limits.maxTableCells) throw tooComplex(limits, "maxTableCells", e + 1, "LALR lookahead relations (nullable rules nested deep?)");
     relTo.push(y);
     relNext.push(-1);
     if (tail[x] === -1) head[x] = e;
@@ -319,6 +335,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     const s = ntTransState[x]!, nt = ntTransNt[x]!;
     if (s === startState && nt === sym(rootRule, 0)) follow[x * W]! |= 1;
     const target = next[s * SYMS + nt]!;
+    clock.spend(closureStart[target + 1]! - closureStart[target]!);
     for (let c = closureStart[target]!; c < closureStart[target + 1]!; c++) {
       const s2 = itemNext[closures[c]!]!;
       if (s2 < 0) continue;
@@ -335,6 +352,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   }
   for (let x = 0; x < X; x++) {
     const s = ntTransState[x]!, nt = ntTransNt[x]!;
+    clock.spend(closureStart[s + 1]! - closureStart[s]!);
     for (let c = closureStart[s]!; c < closureStart[s + 1]!; c++) {
       const it = closures[c]!;
       const r = itemRule[it]!;
@@ -387,6 +405,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
             continue;
           }
           if (depth[y]! > 0 && depth[y]! < depth[x]!) depth[x] = depth[y]!;
+          clock.spend(W);
           for (let w = 0; w < W; w++) F[x * W + w]! |= F[y * W + w]!;
           frameEdge[fp - 1] = relNext[e]!;
           continue;

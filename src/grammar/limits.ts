@@ -47,7 +47,11 @@ export interface GrammarLimits {
   maxScannerCells: number;
   /** Σ symbols over the BNF rules (the LALR items), and the size a `~` repeat spells out. */
   maxRuleSymbols: number;
-  /** LALR states × (terminals + nonterminals): the action and goto tables, 4 bytes a cell. */
+  /**
+   * LALR states × (terminals + nonterminals): the action and goto tables, 4 bytes a cell. The
+   * analysis's other sizes are held to it too: closure items over all states, and lookahead
+   * relations (deeply nested optional parts make millions of them from one short rule).
+   */
   maxTableCells: number;
   /**
    * Longest rule name a template instance may get: its arguments' names are spelled inside it,

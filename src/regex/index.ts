@@ -45,8 +45,9 @@
  *   possessive quantifiers, conditionals, \b \B (word boundaries), \N{...}, \p{...}, flag L.
  *   A pattern that can match nothing throws RegexSyntaxError with construct "empty language".
  * - Too large/slow automata throw RegexTooComplexError fast: NFA state cap (huge counted
- *   repeats, checked on the AST before building), DFA state cap, elapsed-time checks during
- *   determinization, and a group nesting cap. Defaults: DEFAULT_REGEX_LIMITS.
+ *   repeats, checked on the AST before building), DFA state cap, a time limit on the whole
+ *   compile (every phase counts its work; clock.ts), and a group nesting cap. Defaults:
+ *   DEFAULT_REGEX_LIMITS.
  *
  * PIPELINE: parser.ts (AST over code point sets, flags resolved) → nfa.ts (Thompson NFA over
  * UTF-8 byte ranges) → dfa.ts (subset construction over byte classes, with '$'/'\Z' as
