@@ -7,7 +7,7 @@
 import { COMMON_LARK } from "./common-lark.js";
 import { GrammarError, type BnfRule } from "./lalr.js";
 import { parseLarkSyntax, regexpGroupDepth, tree, type Node, type PatternNode, type Sym, type Token, type Tree } from "./lark-syntax.js";
-import { compileBudget, nestingTooDeep, tooComplex, type CompileBudget, type GrammarLimits } from "./limits.js";
+import { compileBudget, nestingTooDeep, shortName, tooComplex, type CompileBudget, type GrammarLimits } from "./limits.js";
 import { parsePyRegex, PY_RE_SPECIAL, pyReEscape, PyRegexNestingError, regexWidth } from "./pyregex.js";
 
 export interface TerminalDef {
@@ -299,7 +299,7 @@ function terminalTreeToPattern(t: Tree, kids: Node[], name: string): Node {
     case "expansions": {
       if (kids.length === 1) return kids[0]!;
       const ps = kids.map((k) => asPattern(k, name));
-      const keyed = ps.map((p) => ({ p, w: patternWidth(p, `terminal '${name}'`) }));
+      const keyed = ps.map((p) => ({ p, w: patternWidth(p, `terminal '${shortName(name)}'`) }));
       keyed.sort((x, y) => (y.w[1] - x.w[1]) || (y.w[0] - x.w[0]) || (cpLength(y.p.value) - cpLength(x.p.value)));
       return patternRe(`(?:${keyed.map((k) => patternToRegexp(k.p)).join("|")})`, "");
     }
@@ -721,7 +721,7 @@ function resolveTermReferences(termDefs: Map<string, Tree | null>, budget: Compi
   const depth = longestPaths(refs);
   for (let i = 0; i < names.length; i++) {
     if (depth[i]! > budget.limits.maxReferenceDepth)
-      throw tooComplex(budget.limits, "maxReferenceDepth", depth[i]!, "terminal references in a chain", `terminal '${names[i]}'`);
+      throw tooComplex(budget.limits, "maxReferenceDepth", depth[i]!, "terminal references in a chain", `terminal '${shortName(names[i]!)}'`);
   }
   return own;
 }
@@ -930,12 +930,12 @@ function compileTerminals(termDefs: readonly [string, Tree | null, number][], bu
     });
     const shape = shapes.get(t)!;
     if (shape.length > limits.maxPatternChars)
-      throw tooComplex(limits, "maxPatternChars", shape.length, "characters in its pattern", `terminal '${name}'`);
+      throw tooComplex(limits, "maxPatternChars", shape.length, "characters in its pattern", `terminal '${shortName(name)}'`);
     if (patternChars + shape.length > limits.maxTotalPatternChars)
       throw tooComplex(limits, "maxTotalPatternChars", patternChars + shape.length, "characters in the terminals' patterns");
     if (shape.depth > limits.maxNesting) {
       const d = builder.definitions.get(name);
-      throw nestingTooDeep(limits.maxNesting, `terminal '${name}' (its references substituted): regexp groups`, d?.line, d?.column);
+      throw nestingTooDeep(limits.maxNesting, `terminal '${shortName(name)}' (its references substituted): regexp groups`, d?.line, d?.column);
     }
     patternChars += shape.length;
     postOrder(t, (x) => built.has(x), (x) => {
@@ -1021,18 +1021,18 @@ function compileText(text: string, start: string, budget: CompileBudget): Compil
     let nameLength = name.length + args.length + 1;
     for (const a of argNames) nameLength += a.length;
     if (nameLength > limits.maxNameChars)
-      throw tooComplex(limits, "maxNameChars", nameLength, "characters in the name of an instance", `template '${name}'`);
+      throw tooComplex(limits, "maxNameChars", nameLength, "characters in the name of an instance", `template '${shortName(name)}'`);
     const resultName = `${name}{${argNames.join(",")}}`;
     if (!createdTemplates.has(resultName)) {
       if (ruleDefs.length >= limits.maxRules)
-        throw tooComplex(limits, "maxRules", ruleDefs.length + 1, "rules with the template instances", `template '${name}'`);
+        throw tooComplex(limits, "maxRules", ruleDefs.length + 1, "rules with the template instances", `template '${shortName(name)}'`);
       createdTemplates.add(resultName);
       const def = templateDefs.get(name)!;
       let size = bodySizes.get(name);
       if (size === undefined) bodySizes.set(name, (size = spelledSize(def[2])));
       copiedSymbols += size;
       if (copiedSymbols > limits.maxRuleSymbols)
-        throw tooComplex(limits, "maxRuleSymbols", copiedSymbols, "symbols in the template instances' bodies", `template '${name}'`);
+        throw tooComplex(limits, "maxRuleSymbols", copiedSymbols, "symbols in the template instances' bodies", `template '${shortName(name)}'`);
       const names = new Map<string, Node>(def[1].map((p, i) => [p, args[i]!]));
       const body = deepCopy(def[2]) as Tree;
       transformInPlace(body, (x) => {
@@ -1067,7 +1067,7 @@ function compileText(text: string, start: string, budget: CompileBudget): Compil
    * it is keyed, measured or copied: nested repeats spell exponentially much from a DAG.
    */
   const boundedOperand = (node: Node, spelled: number): void => {
-    if (spelled > limits.maxRuleSymbols) throw tooComplex(limits, "maxRuleSymbols", spelled, "symbols spelled out by an EBNF operator", `rule '${prefix}'`);
+    if (spelled > limits.maxRuleSymbols) throw tooComplex(limits, "maxRuleSymbols", spelled, "symbols spelled out by an EBNF operator", `rule '${shortName(prefix)}'`);
     spend(spelled);
   };
   const addRecurseRule = (type: string, expr: Node): Sym => {
@@ -1352,8 +1352,8 @@ function alternativesOf(n: Tree, ctx: AlternativesContext): Alt[] {
         for (const o of opts) optSymbols += o.syms.length;
         const count = acc.length * opts.length;
         const symbols = accSymbols * opts.length + optSymbols * acc.length;
-        if (count > ctx.limits.maxRules) throw tooComplex(ctx.limits, "maxRules", count, "alternatives after expansion", `rule '${ctx.rule}'`);
-        if (symbols > ctx.limits.maxRuleSymbols) throw tooComplex(ctx.limits, "maxRuleSymbols", symbols, "symbols in its alternatives after expansion", `rule '${ctx.rule}'`);
+        if (count > ctx.limits.maxRules) throw tooComplex(ctx.limits, "maxRules", count, "alternatives after expansion", `rule '${shortName(ctx.rule)}'`);
+        if (symbols > ctx.limits.maxRuleSymbols) throw tooComplex(ctx.limits, "maxRuleSymbols", symbols, "symbols in its alternatives after expansion", `rule '${shortName(ctx.rule)}'`);
         spend(count + symbols);
         accSymbols = symbols;
         const next: Alt[] = [];

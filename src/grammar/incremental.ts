@@ -17,7 +17,7 @@ import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
 import { GrammarError } from "./lalr.js";
 import type { LexTerminal, Scanner } from "./lexer.js";
-import { CompileClock, GrammarTooComplexError, nestingTooDeep, resolveLimits, timeExceeded, tooComplex, type GrammarLimits } from "./limits.js";
+import { CompileClock, GrammarTooComplexError, nestingTooDeep, resolveLimits, shortName, timeExceeded, tooComplex, type GrammarLimits } from "./limits.js";
 import { parsePyRegex, type RegexNode } from "./pyregex.js";
 import { searchCheapestGoal } from "./search.js";
 
@@ -1141,7 +1141,7 @@ function refuseUnsupportedTerminals(grammar: Grammar): void {
   for (const t of grammar.terminals.values()) {
     const ref = firstBackref(t.parsed.root);
     if (ref !== null)
-      throw new GrammarError(`terminal ${t.name}: backreference \\${ref} is unsupported: the byte automaton cannot represent it (in /${excerpt(patternToRegexp(t.def.pattern))}/)`);
+      throw new GrammarError(`terminal ${shortName(t.name)}: backreference \\${ref} is unsupported: the byte automaton cannot represent it (in /${excerpt(patternToRegexp(t.def.pattern))}/)`);
   }
 }
 
@@ -1164,12 +1164,12 @@ function scannerDfaError(e: unknown, specOwner: readonly LexTerminal[], specSour
   if (e instanceof RegexSyntaxError) {
     const i = e.alternative;
     const owner = i === undefined ? undefined : specOwner[i];
-    const where = owner === undefined ? "a terminal" : `terminal ${owner.name}`;
+    const where = owner === undefined ? "a terminal" : `terminal ${shortName(owner.name)}`;
     const what = e.construct === undefined ? "cannot be turned into a byte automaton" : `${e.construct} is unsupported: the byte automaton cannot represent it`;
     return new GrammarError(`${where}: ${what} (${e.message} in /${excerpt(specSource[i ?? 0] ?? "")}/)`);
   }
   if (e instanceof RegexTooComplexError) {
-    const names = specOwner.filter((t, j) => specOwner.indexOf(t) === j).map((t) => t.name);
+    const names = specOwner.filter((t, j) => specOwner.indexOf(t) === j).map((t) => shortName(t.name));
     const scanner = `the lexer of ${names.slice(0, 5).join(", ")}${names.length > 5 ? `, … (${names.length} terminals)` : ""}`;
     switch (e.limit) {
       case "dfaStates": return new GrammarTooComplexError(`grammar too complex: ${scanner} needs a DFA of more than the limit of ${limits.maxDfaStates.toLocaleString("en-US")} states (maxDfaStates)`, "maxDfaStates");

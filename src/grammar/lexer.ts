@@ -8,7 +8,7 @@
 import { compileRegex, matchesString, RegexTooComplexError, type ByteDfa } from "../regex/index.js";
 import { GrammarError } from "./lalr.js";
 import { activeMaxNesting, patternToRegexp, patternWidth, pyRepr, type TerminalDef } from "./compile.js";
-import { nestingTooDeep, type CompileClock } from "./limits.js";
+import { nestingTooDeep, shortName, type CompileClock } from "./limits.js";
 import { parsePyRegex, PyRegexNestingError, toJsRegExp, type ParsedRegex, type RegexNode } from "./pyregex.js";
 
 export interface LexTerminal {
@@ -95,10 +95,10 @@ export function buildLexTerminals(defs: readonly TerminalDef[], ignore: readonly
     try {
       parsed = parsePyRegex(source, activeMaxNesting());
     } catch (e) {
-      if (e instanceof PyRegexNestingError) throw nestingTooDeep(e.maxNesting, `terminal '${def.name}': regexp groups`);
+      if (e instanceof PyRegexNestingError) throw nestingTooDeep(e.maxNesting, `terminal '${shortName(def.name)}': regexp groups`);
       throw new GrammarError(`Cannot compile token ${def.name}: ${(e as Error).message}`);
     }
-    const [minWidth, maxWidth] = patternWidth(def.pattern, `terminal '${def.name}'`);
+    const [minWidth, maxWidth] = patternWidth(def.pattern, `terminal '${shortName(def.name)}'`);
     if (minWidth === 0) throw new GrammarError(`Lexer does not allow zero-width terminals. (${def.name}: ${pyRepr(source)})`);
     out.push(new LarkTerminal(def.name, def, parsed, minWidth, maxWidth, terminalIndex.get(def.name) ?? -1, ignore.includes(def.name)));
   }

@@ -128,6 +128,11 @@ export class GrammarTooComplexError extends GrammarError {
   }
 }
 
+/** A name as the messages print it: a literal's terminal or a template instance can be kilobytes long. */
+export function shortName(name: string): string {
+  return name.length <= 48 ? name : `${name.slice(0, 45)}…`;
+}
+
 /** A count as the messages print it: digits grouped, astronomically large ones as a power. */
 export function formatCount(n: number): string {
   if (!Number.isFinite(n) || n >= 1e15) return "more than 10^15";
