@@ -681,12 +681,12 @@ class GrammarBuilder {
 /**
  * Lark's resolve_term_references: every `value` node naming a terminal gets that terminal's tree
  * (the same object, so the terminals become one DAG), then a terminal reachable from itself is
- * refused. Lark repeats whole passes over the growing DAGs until nothing changes, cubic in a
- * chain's length. Every value node is in one terminal's own tree, and Lark's first pass visits
- * each terminal's own tree before substituting into it (its later passes find nothing left), so
- * one pass over the own trees in Lark's order makes the same DAG and meets errors in the same
- * order. Cycles are then found on the reference graph (Tarjan's SCCs), and the first terminal
- * in definition order on one is the one Lark names.
+ * refused. Lark repeats whole passes over the growing DAGs until nothing changes: quadratic in a
+ * chain's length (13 s for 10,000). Every value node is in one terminal's own tree, and Lark's
+ * first pass visits each terminal's own tree before substituting into it (its later passes find
+ * nothing left), so one pass over the own trees in Lark's order makes the same DAG and meets
+ * errors in the same order. Cycles are then found on the reference graph (Tarjan's SCCs), and the
+ * first terminal in definition order on one is the one Lark names.
  *
  * Returns each terminal's own subtrees (iter_subtrees order, before substitution).
  */
