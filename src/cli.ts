@@ -25,6 +25,7 @@ import {
 } from "./store/keys.js";
 import { GgufFormatError } from "./vocab/gguf.js";
 import type { Engine } from "./generate/types.js";
+import type { GrammarLimits } from "./grammar/index.js";
 
 /** What `serve` hands to `createEngine` of src/engine.ts. */
 export interface EngineFactoryOptions {
@@ -46,6 +47,7 @@ export interface EngineFactoryOptions {
     budgetBytes: number;
     maskTimeoutMs: number;
     probeBudgets: number[];
+    grammarLimits: Partial<GrammarLimits>;
   };
 }
 
@@ -341,6 +343,14 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
           budgetBytes: config.cacheMb * 1024 * 1024,
           maskTimeoutMs: config.maskTimeoutMs,
           probeBudgets: [8, config.maxNewTokensLimit],
+          grammarLimits: {
+            maxNesting: config.grammarMaxNesting,
+            maxTerminals: config.grammarMaxTerminals,
+            maxRules: config.grammarMaxRules,
+            maxReferenceDepth: config.grammarMaxReferenceDepth,
+            maxScannerCells: config.grammarMaxScannerCells,
+            maxDfaStates: config.regexMaxStates,
+          },
         },
       });
     } catch (error) {

@@ -43,6 +43,12 @@ export interface Config {
   /** Regex automaton caps: DFA states and compile time (ms); beyond them 422 "too complex". */
   regexMaxStates: number;
   regexTimeoutMs: number;
+  /** Grammar compile limits (422 beyond; nesting: 400). */
+  grammarMaxNesting: number;
+  grammarMaxTerminals: number;
+  grammarMaxRules: number;
+  grammarMaxReferenceDepth: number;
+  grammarMaxScannerCells: number;
   /** Wall-clock limit of one regex or grammar compile on its worker thread (422 beyond). */
   compileTimeoutMs: number;
   /** Worker threads that compile patterns and grammars (off the event loop). */
@@ -109,10 +115,15 @@ export const SETTINGS: readonly Setting[] = [
   { key: "contextSize", env: "TRELLIS_CONTEXT_SIZE", flag: "--context-size", kind: "int", min: 16, defaultText: "4096", description: "Context window (tokens) per sequence; prompt + max_new_tokens must fit." },
   { key: "regexMaxStates", env: "TRELLIS_REGEX_MAX_STATES", flag: "--regex-max-states", kind: "int", min: 1, defaultText: "20000", description: "Most DFA states a pattern may compile to; a larger one is refused fast (422, too complex)." },
   { key: "regexTimeoutMs", env: "TRELLIS_REGEX_TIMEOUT_MS", flag: "--regex-timeout-ms", kind: "int", min: 1, defaultText: "500", description: "Longest a pattern may take to compile, in ms (422, too complex, beyond)." },
+  { key: "grammarMaxNesting", env: "TRELLIS_GRAMMAR_MAX_NESTING", flag: "--grammar-max-nesting", kind: "int", min: 1, defaultText: "100", description: "Deepest nesting of parentheses, brackets and regexp groups in a grammar (400 beyond)." },
+  { key: "grammarMaxTerminals", env: "TRELLIS_GRAMMAR_MAX_TERMINALS", flag: "--grammar-max-terminals", kind: "int", min: 1, defaultText: "5000", description: "Most terminals in a compiled grammar, anonymous ones included (422, too complex, beyond)." },
+  { key: "grammarMaxRules", env: "TRELLIS_GRAMMAR_MAX_RULES", flag: "--grammar-max-rules", kind: "int", min: 1, defaultText: "20000", description: "Most rules a grammar expands to once `?`, `*`, `+`, `~` and templates are expanded (422 beyond)." },
+  { key: "grammarMaxReferenceDepth", env: "TRELLIS_GRAMMAR_MAX_REFERENCE_DEPTH", flag: "--grammar-max-reference-depth", kind: "int", min: 1, defaultText: "100", description: "Longest chain of terminals defined by other terminals (`A: B`, `B: C`, …) (422 beyond)." },
+  { key: "grammarMaxScannerCells", env: "TRELLIS_GRAMMAR_MAX_SCANNER_CELLS", flag: "--grammar-max-scanner-cells", kind: "int", min: 1, defaultText: "6000000", description: "Largest total size of a grammar's lexer automata (DFA states × (byte classes + terminals); about 6.5 bytes each) (422 beyond)." },
   { key: "compileTimeoutMs", env: "TRELLIS_COMPILE_TIMEOUT_MS", flag: "--compile-timeout-ms", kind: "int", min: 1, defaultText: "1000", description: "Longest one regex or grammar compile may run on its worker thread, in ms; past it the worker is stopped and the answer is 422 (too complex)." },
   { key: "compileWorkers", env: "TRELLIS_COMPILE_WORKERS", flag: "--compile-workers", kind: "int", min: 1, defaultText: "1", description: "Worker threads compiling patterns and grammars, off the thread that serves requests." },
   { key: "compileMemoryMb", env: "TRELLIS_COMPILE_MEMORY_MB", flag: "--compile-memory-mb", kind: "int", min: 16, defaultText: "512", description: "Heap of one compile worker, in MB; a compile needing more is refused (422, too complex)." },
-  { key: "maskTimeoutMs", env: "TRELLIS_MASK_TIMEOUT_MS", flag: "--mask-timeout-ms", kind: "int", min: 1, defaultText: "100", description: "Longest one token-mask computation may take on the thread that serves requests, in ms; a pattern or grammar needing more is refused (422, too complex). A new one's first masks are tried on its compile worker under half of it." },
+  { key: "maskTimeoutMs", env: "TRELLIS_MASK_TIMEOUT_MS", flag: "--mask-timeout-ms", kind: "int", min: 1, defaultText: "50", description: "Longest one token-mask computation (or budget question) may take on the thread that serves requests, in ms; a pattern or grammar needing more is refused (422, too complex). A new one's first masks are tried on its compile worker first, under the same limit." },
   { key: "compileQueuePerKey", env: "TRELLIS_COMPILE_QUEUE_PER_KEY", flag: "--compile-queue-per-key", kind: "int", min: 0, defaultText: "4", description: "Compiles of one API key that may wait while its one running compile finishes; beyond it the answer is 429." },
   { key: "cacheMb", env: "TRELLIS_CACHE_MB", flag: "--cache-mb", kind: "int", min: 1, defaultText: "512", description: "Memory for compiled patterns and grammars, their token masks and cached refusals, in MB; least recently used ones are dropped beyond it." },
   { key: "headersTimeoutMs", env: "TRELLIS_HEADERS_TIMEOUT_MS", flag: "--headers-timeout-ms", kind: "int", min: 1, defaultText: "10000", description: "Longest a client may take to send a request's headers, in ms (then the connection is closed)." },
@@ -148,10 +159,15 @@ export function defaultConfig(): Config {
     contextSize: 4096,
     regexMaxStates: 20_000,
     regexTimeoutMs: 500,
+    grammarMaxNesting: 100,
+    grammarMaxTerminals: 5000,
+    grammarMaxRules: 20_000,
+    grammarMaxReferenceDepth: 100,
+    grammarMaxScannerCells: 6_000_000,
     compileTimeoutMs: 1000,
     compileWorkers: 1,
     compileMemoryMb: 512,
-    maskTimeoutMs: 100,
+    maskTimeoutMs: 50,
     compileQueuePerKey: 4,
     cacheMb: 512,
     headersTimeoutMs: 10_000,

@@ -4,7 +4,7 @@
  * which request field is at fault and why. The same functions run in-thread for tests.
  */
 import { compileRegex, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type RegexLimits } from "../regex/index.js";
-import { compileGrammar, createGrammarAutomaton, GrammarError, reviveGrammar, type Grammar, type ScannerParts } from "../grammar/index.js";
+import { compileGrammar, createGrammarAutomaton, GrammarError, reviveGrammar, type Grammar, type GrammarLimits, type ScannerParts } from "../grammar/index.js";
 import { DfaConstraintState, DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
 import { ConstraintTooCostlyError } from "../constraint/work-meter.js";
@@ -12,7 +12,7 @@ import { InvalidRequestError, UnsatisfiableError } from "./types.js";
 
 export type CompileTask =
   | { readonly kind: "regex"; readonly pattern: string | readonly string[]; readonly limits: RegexLimits }
-  | { readonly kind: "grammar"; readonly source: string; readonly maxIgnoredRun: number };
+  | { readonly kind: "grammar"; readonly source: string; readonly maxIgnoredRun: number; readonly limits: Partial<GrammarLimits> };
 
 /**
  * The operations a request starts with, tried on a compiled constraint before it is accepted:
@@ -51,9 +51,9 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
     if (trie && probe) probeFirstOperations(() => new DfaTokenMatcher(trie, dfa), (m) => new DfaConstraintState(m), probe);
     return { kind: "regex", dfa };
   }
-  const grammar = compileGrammar(task.source);
+  const grammar = compileGrammar(task.source, task.limits);
   // Building the automaton builds its scanner DFAs (the costly, refusable part) here too.
-  const automaton = createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun });
+  const automaton = createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, limits: task.limits });
   const scanners = automaton.scannerParts();
   if (trie && probe) {
     const fresh = (): GrammarTokenMatcher => new GrammarTokenMatcher(trie, createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, prebuilt: scanners }));
@@ -97,6 +97,28 @@ export function reviveCompileOutput(output: CompileOutput): CompileOutput {
   return output;
 }
 
+/**
+ * The service settings of the grammar limits a request may meet (the others are fixed; their
+ * messages name the limit itself).
+ */
+export const GRAMMAR_LIMIT_SETTINGS: Partial<Record<keyof GrammarLimits, string>> = {
+  maxNesting: "TRELLIS_GRAMMAR_MAX_NESTING",
+  maxTerminals: "TRELLIS_GRAMMAR_MAX_TERMINALS",
+  maxRules: "TRELLIS_GRAMMAR_MAX_RULES",
+  maxReferenceDepth: "TRELLIS_GRAMMAR_MAX_REFERENCE_DEPTH",
+  maxScannerCells: "TRELLIS_GRAMMAR_MAX_SCANNER_CELLS",
+  maxDfaStates: "TRELLIS_REGEX_MAX_STATES",
+  timeoutMs: "TRELLIS_COMPILE_TIMEOUT_MS",
+};
+
+/** A grammar message's "(maxTerminals)" as the setting that raises it, where there is one. */
+function withSetting(message: string): string {
+  return message.replace(/\((max[A-Za-z]+|timeoutMs)\)/g, (whole, limit: keyof GrammarLimits) => {
+    const setting = GRAMMAR_LIMIT_SETTINGS[limit];
+    return setting ? `(${setting})` : whole;
+  });
+}
+
 /** The refusal a library error stands for, or null when the error is a bug. */
 export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
   if (error instanceof ConstraintTooCostlyError) {
@@ -122,7 +144,7 @@ export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
     return {
       status: tooComplex ? "too_complex" : "invalid",
       field: "grammar",
-      message: `grammar: ${error.message}${where}`,
+      message: `grammar: ${withSetting(error.message)}${where}`,
       lasting: limit !== "timeoutMs",
     };
   }

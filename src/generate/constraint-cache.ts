@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import { deserialize } from "node:v8";
 import { Worker } from "node:worker_threads";
 import type { ByteDfa, RegexLimits } from "../regex/index.js";
-import { createGrammarAutomaton, type Grammar, type GrammarAutomaton, type ScannerParts } from "../grammar/index.js";
+import { createGrammarAutomaton, type Grammar, type GrammarAutomaton, type GrammarLimits, type ScannerParts } from "../grammar/index.js";
 import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
 import type { ConstraintTooCostlyError } from "../constraint/work-meter.js";
@@ -49,6 +49,8 @@ export interface ConstraintCacheOptions {
   /** Compiles waiting in all. */
   maxQueued: number;
   regexLimits: RegexLimits;
+  /** Grammar compile limits (the grammar stage's defaults for what is left out). */
+  grammarLimits: Partial<GrammarLimits>;
   /**
    * Longest one constraint operation (a mask, a budget question) may hold the serving thread;
    * past it the request is refused (422) and so is the constraint, for a while. Infinity (the
@@ -73,6 +75,7 @@ export const DEFAULT_CONSTRAINT_CACHE_OPTIONS: Readonly<ConstraintCacheOptions> 
   perClientQueued: 4,
   maxQueued: 256,
   regexLimits: {},
+  grammarLimits: {},
   maskTimeoutMs: Number.POSITIVE_INFINITY,
   vocabulary: null,
   probeBudgets: [8, 512],
@@ -107,6 +110,9 @@ export const TRANSIENT_REFUSAL_MS = 5 * 60_000;
  * 2^24-entry Map limit (RangeError) and its bytes within what the cache last accounted.
  */
 export const MAX_AUTOMATON_STATES = 50_000;
+
+/** The share of compileTimeoutMs the regex and grammar stages' own time limits get. */
+const COMPILE_SOFT_SHARE = 0.8;
 
 /** Heap bytes a deserialized grammar keeps per byte of its serialized form (measured: ~2.2). */
 const GRAMMAR_HEAP_PER_SERIALIZED_BYTE = 3;
@@ -210,12 +216,22 @@ export class ConstraintCache {
   private readonly pool: WorkerPool;
   private readonly counters = { compiles: 0, refusals: 0, hits: 0 };
   private anonymousRequests = 0;
+  /**
+   * The stages' own time limits sit below the worker's hard one (COMPILE_SOFT_SHARE of it), so a
+   * slow compile is mostly refused by its stage, naming what was slow, and the worker is rarely
+   * killed.
+   */
+  private readonly regexLimits: RegexLimits;
+  private readonly grammarLimits: Partial<GrammarLimits>;
 
   constructor(
     private readonly trie: TokenTrie,
     options: Partial<ConstraintCacheOptions> = {},
   ) {
     this.options = { ...DEFAULT_CONSTRAINT_CACHE_OPTIONS, ...options };
+    const soft = Math.max(1, Math.floor(this.options.compileTimeoutMs * COMPILE_SOFT_SHARE));
+    this.regexLimits = { ...this.options.regexLimits, timeoutMs: Math.min(this.options.regexLimits.timeoutMs ?? soft, soft) };
+    this.grammarLimits = { ...this.options.grammarLimits, timeoutMs: Math.min(this.options.grammarLimits.timeoutMs ?? soft, soft) };
     this.entries = new ByteLruCache(this.options.budgetBytes);
     const memoryMb = this.options.workerMemoryMb;
     const workerData: CompileWorkerData = {
@@ -243,7 +259,7 @@ export class ConstraintCache {
 
   regex(pattern: string | readonly string[], context: CompileContext = {}): Promise<ConstraintEntry> {
     const key = digest("regex", JSON.stringify(pattern));
-    return this.lookup(key, context, { kind: "regex", pattern, limits: this.options.regexLimits }, (output) => {
+    return this.lookup(key, context, { kind: "regex", pattern, limits: this.regexLimits }, (output) => {
       if (output.kind !== "regex") throw new Error("compile worker answered a regex task with a grammar");
       const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
       matcher.work.limitMs = this.options.maskTimeoutMs;
@@ -254,7 +270,7 @@ export class ConstraintCache {
 
   grammar(source: string, maxIgnoredRun: number = MAX_IGNORED_RUN, context: CompileContext = {}): Promise<ConstraintEntry> {
     const key = digest("grammar", `${maxIgnoredRun}\0${source}`);
-    return this.lookup(key, context, { kind: "grammar", source, maxIgnoredRun }, (output, serializedBytes) => {
+    return this.lookup(key, context, { kind: "grammar", source, maxIgnoredRun, limits: this.grammarLimits }, (output, serializedBytes) => {
       if (output.kind !== "grammar") throw new Error("compile worker answered a grammar task with a regex");
       const bytes = serializedBytes * GRAMMAR_HEAP_PER_SERIALIZED_BYTE;
       return new GrammarEntry(key, this.trie, output.grammar, output.scanners, maxIgnoredRun, bytes, this.options.maskTimeoutMs);
@@ -419,7 +435,7 @@ export const MATCHER_PRECOMPUTE_MS = 4;
  * GrammarError for a grammar Lark refuses.
  */
 export function grammarConstraintInThread(trie: TokenTrie, source: string, maxIgnoredRun: number = MAX_IGNORED_RUN): ConstraintEntry {
-  const output = runCompileTask({ kind: "grammar", source, maxIgnoredRun });
+  const output = runCompileTask({ kind: "grammar", source, maxIgnoredRun, limits: {} });
   if (output.kind !== "grammar") throw new Error("unreachable");
   return new GrammarEntry(`in-thread`, trie, output.grammar, output.scanners, maxIgnoredRun, 0, Number.POSITIVE_INFINITY);
 }

@@ -7,7 +7,8 @@ import { GrammarError } from "../grammar/index.js";
 import { LruCache } from "../regex/index.js";
 import type { TokenTrie } from "../constraint/index.js";
 import { grammarConstraintInThread, type ConstraintEntry, type ConstraintFactory } from "./constraint-cache.js";
-import { InvalidRequestError, MAX_IGNORED_RUN } from "./types.js";
+import { refusalError, refusalOf } from "./compile-task.js";
+import { MAX_IGNORED_RUN } from "./types.js";
 
 export { MAX_IGNORED_RUN };
 
@@ -28,9 +29,6 @@ export function grammarConstraintFor(trie: TokenTrie, source: string, maxIgnored
     }
     cache.set(key, entry);
   }
-  if (entry instanceof GrammarError) {
-    const where = entry.line !== undefined ? ` (line ${entry.line}${entry.column !== undefined ? `, column ${entry.column}` : ""})` : "";
-    throw new InvalidRequestError(`grammar: ${entry.message}${where}`, "grammar");
-  }
+  if (entry instanceof GrammarError) throw refusalError(refusalOf(entry, "grammar")!);
   return entry.factory;
 }

@@ -44,6 +44,9 @@ export interface RuntimeOptions {
  */
 const MIN_TOKENS_LOOKAHEAD = 64;
 
+/** A planning step longer than this gives the event loop back before the next one. */
+const YIELD_AFTER_MS = 5;
+
 export type { ConstraintFactory, ConstraintSpec };
 
 export class GenerationRuntime {
@@ -149,7 +152,11 @@ export class GenerationRuntime {
       );
     }
     const plain = makeConstraint(undefined);
+    const began = performance.now();
     const needed = plain.minTokensToAccept(req.maxNewTokens);
+    // Each constraint operation is bounded on its own (TRELLIS_MASK_TIMEOUT_MS); the thread is
+    // given back between this one and healing's, so two slow ones do not add up to one stall.
+    if (performance.now() - began > YIELD_AFTER_MS) await new Promise<void>((resolve) => setImmediate(resolve));
     let constraint = plain;
     let fed = prompt;
     let prefixLength = 0;

@@ -6,8 +6,9 @@
 
 import { COMMON_LARK } from "./common-lark.js";
 import { GrammarError, type BnfRule } from "./lalr.js";
-import { parseLarkSyntax, tree, type Node, type PatternNode, type Sym, type Token, type Tree } from "./lark-syntax.js";
-import { parsePyRegex, pyReEscape, regexWidth } from "./pyregex.js";
+import { parseLarkSyntax, regexpGroupDepth, tree, type Node, type PatternNode, type Sym, type Token, type Tree } from "./lark-syntax.js";
+import { compileBudget, nestingTooDeep, shortName, tooComplex, type CompileBudget, type GrammarLimits } from "./limits.js";
+import { parsePyRegex, PY_RE_SPECIAL, pyReEscape, PyRegexNestingError, regexWidth } from "./pyregex.js";
 
 export interface TerminalDef {
   readonly name: string;
@@ -34,6 +35,9 @@ interface Definition {
   tree: Tree | null;
   params: string[];
   options: RuleOptions | number;
+  /** Where its name is in the text (for messages about the definition as a whole). */
+  line?: number;
+  column?: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -44,6 +48,28 @@ const isSym = (n: Node | undefined): n is Sym => n !== undefined && n.kind === "
 const isTok = (n: Node | undefined): n is Token => n !== undefined && n.kind === "token";
 
 let traversal = 0;
+/**
+ * The budget of the compile in progress (compiles are synchronous: one at a time per thread), so
+ * the tree and pattern helpers below count their work, and parse regexps under its nesting
+ * limit, without every caller passing it down. Set by withCompileBudget.
+ */
+let active: CompileBudget | null = null;
+const spend = (units: number): void => active?.clock.spend(units);
+
+/** Runs `fn` with `budget` as the compile in progress (see `active`); its pattern caches die with it. */
+export function withCompileBudget<T>(budget: CompileBudget, fn: () => T): T {
+  const outer = active;
+  active = budget;
+  try {
+    return fn();
+  } finally {
+    active = outer;
+    // The widths are per compile: kept across compiles, every distinct regexp of every grammar
+    // ever compiled stayed in this map.
+    if (outer === null) widthCache.clear();
+  }
+}
+
 /** lark.Tree.iter_subtrees: reversed BFS (children reversed), each node once. */
 function iterSubtrees(root: Tree): Tree[] {
   const stamp = ++traversal;
@@ -56,6 +82,7 @@ function iterSubtrees(root: Tree): Tree[] {
       if (isTree(c) && c.visited !== stamp) { c.visited = stamp; queue.push(c); }
     }
   }
+  spend(queue.length);
   return queue.reverse();
 }
 
@@ -96,22 +123,32 @@ function findData(root: Tree, data: string): Tree[] {
   return iterSubtrees(root).filter((t) => t.data === data);
 }
 
-function scanSymbols(root: Tree, out: Set<string>): void {
-  const seen = new Set<Tree>();
-  const walk = (t: Tree): void => {
-    if (seen.has(t)) return;
-    seen.add(t);
-    for (const c of t.children) {
-      if (isTree(c)) walk(c);
-      else if (isSym(c)) out.add(c.name);
+/**
+ * The symbols below each of `roots` into `out`, depth-first and left to right (Lark's
+ * scan_values), without recursion: a terminal's tree is a DAG as deep as its chain of references.
+ * A subtree met before is skipped: every symbol in it is in `out` already, so the set and its
+ * insertion order are those of scanning each root on its own (Lark does, once per expansion).
+ */
+function scanSymbols(roots: readonly Tree[], out: Set<string>): void {
+  const stamp = ++traversal;
+  const stack: Node[] = [];
+  for (const root of roots) {
+    stack.push(root);
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if (isSym(n)) { out.add(n.name); continue; }
+      if (!isTree(n) || n.visited === stamp) continue;
+      n.visited = stamp;
+      spend(1);
+      // Children pushed right to left: they come out in order, as the recursive walk meets them.
+      for (let j = n.children.length - 1; j >= 0; j--) stack.push(n.children[j]!);
     }
-  };
-  walk(root);
+  }
 }
 
 function usedSymbols(t: Tree): Set<string> {
   const out = new Set<string>();
-  for (const e of findData(t, "expansion")) scanSymbols(e, out);
+  scanSymbols(findData(t, "expansion"), out);
   return out;
 }
 
@@ -128,19 +165,26 @@ export function patternToRegexp(p: PatternNode): string {
 
 const cpLength = (s: string): number => [...s].length;
 
-export function patternWidth(p: PatternNode): [number, number] {
+/** `where`: what the pattern is (a terminal), for a nesting error. */
+export function patternWidth(p: PatternNode, where?: string): [number, number] {
   if (p.type === "str") return [cpLength(p.value), cpLength(p.value)];
   const re = patternToRegexp(p);
   let w = widthCache.get(re);
   if (!w) {
     try {
-      w = regexWidth(parsePyRegex(re));
+      w = regexWidth(parsePyRegex(re, activeMaxNesting()));
     } catch (e) {
+      if (e instanceof PyRegexNestingError) throw nestingTooDeep(e.maxNesting, `${where ?? "a terminal"}: regexp groups`);
       throw new GrammarError(`Cannot compile regexp ${re}: ${(e as Error).message}`);
     }
     widthCache.set(re, w);
   }
   return w;
+}
+
+/** The nesting limit of the compile in progress (none outside a compile). */
+export function activeMaxNesting(): number {
+  return active?.limits.maxNesting ?? Infinity;
 }
 
 const patternStr = (value: string, flags: string, raw?: string): PatternNode => ({ kind: "pattern", type: "str", value, flags: sortFlags(flags), raw });
@@ -242,9 +286,8 @@ function prepareLiterals(t: Tree): Node {
   return t;
 }
 
-// TerminalTreeToPattern
-function terminalTreeToPattern(t: Tree, name: string): Node {
-  const kids = t.children;
+// TerminalTreeToPattern: `kids` are t's children already transformed.
+function terminalTreeToPattern(t: Tree, kids: Node[], name: string): Node {
   switch (t.data) {
     case "pattern": return kids[0]!;
     case "value": return kids[0]!;
@@ -256,7 +299,7 @@ function terminalTreeToPattern(t: Tree, name: string): Node {
     case "expansions": {
       if (kids.length === 1) return kids[0]!;
       const ps = kids.map((k) => asPattern(k, name));
-      const keyed = ps.map((p) => ({ p, w: patternWidth(p) }));
+      const keyed = ps.map((p) => ({ p, w: patternWidth(p, `terminal '${shortName(name)}'`) }));
       keyed.sort((x, y) => (y.w[1] - x.w[1]) || (y.w[0] - x.w[0]) || (cpLength(y.p.value) - cpLength(x.p.value)));
       return patternRe(`(?:${keyed.map((k) => patternToRegexp(k.p)).join("|")})`, "");
     }
@@ -282,7 +325,97 @@ function terminalTreeToPattern(t: Tree, name: string): Node {
     case "alias": throw new GrammarError("Aliasing not allowed in terminals (You used -> in the wrong place)");
     case "template_usage": throw new GrammarError(`Templates are not allowed inside terminals (${name})`);
   }
-  return t;
+  return kids === t.children ? t : tree(t.data, kids);
+}
+
+/** Children of `t` that are trees, for the DAG walks below. */
+function eachTreeChild(t: Tree, fn: (c: Tree) => void): void {
+  for (const c of t.children) if (isTree(c)) fn(c);
+}
+
+/**
+ * Visits every tree below `root` (each once) after its children, left to right: Lark's
+ * Transformer_NonRecursive order on the tree a DAG spells, where a subtree met again is already
+ * done. No recursion: a terminal's DAG is as deep as its chain of references.
+ */
+function postOrder(root: Tree, isDone: (t: Tree) => boolean, visit: (t: Tree) => void): void {
+  const trees: Tree[] = [root];
+  const expanded: boolean[] = [false];
+  while (trees.length > 0) {
+    const i = trees.length - 1;
+    const t = trees[i]!;
+    if (isDone(t)) { trees.pop(); expanded.pop(); continue; }
+    if (expanded[i]) {
+      trees.pop();
+      expanded.pop();
+      visit(t);
+      continue;
+    }
+    expanded[i] = true;
+    spend(t.children.length + 1);
+    for (let j = t.children.length - 1; j >= 0; j--) {
+      const c = t.children[j]!;
+      if (isTree(c) && !isDone(c)) { trees.push(c); expanded.push(false); }
+    }
+  }
+}
+
+/**
+ * What a terminal tree's pattern will be, measured without building it: the length of its
+ * regexp (patternToRegexp), how deep its groups nest, and its flags (which the regexp carries as
+ * `(?f:…)` wrappers). References make a terminal a DAG that can spell exponentially much
+ * (`A: B B`, `B: C C`, …), so the sizes are computed over the DAG and checked before any string.
+ */
+interface PatternShape {
+  readonly length: number;
+  readonly depth: number;
+  readonly flags: string;
+}
+
+const NO_SHAPE: PatternShape = { length: 0, depth: 0, flags: "" };
+
+function shapeOfPattern(p: PatternNode): PatternShape {
+  let length = p.value.length;
+  let depth = 0;
+  if (p.type === "str") {
+    for (const ch of p.value) if (RE_ESCAPED.has(ch)) length++;
+  } else depth = regexpGroupDepth(p.value, p.flags.includes("x"));
+  return withFlags(length, depth, p.flags);
+}
+
+const RE_ESCAPED = new Set(PY_RE_SPECIAL);
+const withFlags = (valueLength: number, valueDepth: number, flags: string): PatternShape =>
+  ({ length: valueLength + 5 * flags.length, depth: valueDepth + flags.length, flags });
+
+/** The shape terminalTreeToPattern gives `t`, from its children's shapes (see PatternShape). */
+function shapeOfTree(t: Tree, kids: readonly PatternShape[]): PatternShape {
+  switch (t.data) {
+    case "pattern": case "value": return kids[0] ?? NO_SHAPE;
+    case "expansion": {
+      if (kids.length === 1) return kids[0]!;
+      let length = 0, depth = 0;
+      for (const k of kids) { length += k.length; depth = Math.max(depth, k.depth); }
+      return withFlags(length, depth, "");
+    }
+    case "expansions": {
+      if (kids.length === 1) return kids[0]!;
+      let length = 3 + kids.length, depth = 0;
+      for (const k of kids) { length += k.length; depth = Math.max(depth, k.depth); }
+      return withFlags(length, depth + 1, "");
+    }
+    case "expr": case "maybe": {
+      const inner = kids[0] ?? NO_SHAPE;
+      let op = 1;
+      if (t.data === "expr") {
+        const opTok = t.children[1] as Token | string;
+        const opv = typeof opTok === "string" ? opTok : opTok.value;
+        // `~ n` is written `{n}`, `~ n..m` `{n,m}` (see terminalTreeToPattern).
+        op = opv === "~" ? 2 + t.children.slice(2).map((c) => String(Number((c as Token).value))).join(",").length : opv.length;
+      }
+      return withFlags(4 + inner.length + op, inner.depth + 1, inner.flags);
+    }
+  }
+  return NO_SHAPE;
 }
 
 function asPattern(n: Node, name: string): PatternNode {
@@ -319,6 +452,10 @@ function prepareGrammar(root: Tree): Tree {
 class GrammarBuilder {
   definitions = new Map<string, Definition>();
   ignoreNames: string[] = [];
+  /** Each terminal's own subtrees, before references were substituted (resolveTermReferences). */
+  ownSubtrees = new Map<string, Tree[]>();
+
+  constructor(private readonly budget: CompileBudget) {}
 
   private error(isTerm: boolean, msg: string, ...names: string[]): never {
     let m = msg;
@@ -330,12 +467,12 @@ class GrammarBuilder {
     throw new GrammarError(m);
   }
 
-  private define(name: string, isTerm: boolean, exp: Tree | null, params: string[], options: RuleOptions | number, override = false): void {
+  private define(name: string, isTerm: boolean, exp: Tree | null, params: string[], options: RuleOptions | number, override = false, at?: Token): void {
     if (this.definitions.has(name)) {
       if (!override) this.error(isTerm, "{Type} '{name}' defined more than once", name);
     } else if (override) this.error(isTerm, "Cannot override a nonexisting {type} {name}", name);
     if (name.startsWith("__")) this.error(isTerm, "Names starting with double-underscore are reserved (Error at {name})", name);
-    this.definitions.set(name, { isTerm, tree: exp, params, options });
+    this.definitions.set(name, { isTerm, tree: exp, params, options, line: at?.line, column: at?.column });
   }
 
   private extend(name: string, isTerm: boolean, exp: Tree, params: string[]): void {
@@ -363,11 +500,12 @@ class GrammarBuilder {
     this.definitions.set(name, { isTerm: true, tree: exp, params: [], options: 0 });
   }
 
-  private unpackDefinition(t: Tree, mangle: Mangle): { name: string; isTerm: boolean; exp: Tree; params: string[]; opts: RuleOptions | number } {
-    let name: string, params: string[], exp: Tree, opts: RuleOptions | number, isTerm: boolean;
+  private unpackDefinition(t: Tree, mangle: Mangle): { name: string; isTerm: boolean; exp: Tree; params: string[]; opts: RuleOptions | number; at: Token } {
+    let name: string, params: string[], exp: Tree, opts: RuleOptions | number, isTerm: boolean, at: Token;
     if (t.data === "rule") {
       const [mods, nameTok, paramsTree, prio, expansions] = t.children as [Tree, Token, Tree, Tree, Tree];
       name = nameTok.value;
+      at = nameTok;
       let keepAllTokens = false, expand1 = false;
       if (mods.children.length) {
         const m = (mods.children[0] as Token).value;
@@ -381,7 +519,8 @@ class GrammarBuilder {
       opts = { keepAllTokens, expand1, priority };
       isTerm = false;
     } else {
-      name = (t.children[0] as Token).value;
+      at = t.children[0] as Token;
+      name = at.value;
       params = [];
       opts = t.children.length === 3 ? Number((t.children[1] as Token).value) : 0;
       exp = t.children[t.children.length - 1] as Tree;
@@ -391,11 +530,11 @@ class GrammarBuilder {
       params = params.map(mangle);
       name = mangle(name);
     }
-    return { name, isTerm, exp: renameSyms(exp, mangle), params, opts };
+    return { name, isTerm, exp: renameSyms(exp, mangle), params, opts, at };
   }
 
   loadGrammar(text: string, mangle: Mangle): void {
-    const root = prepareGrammar(parseLarkSyntax(text));
+    const root = prepareGrammar(parseLarkSyntax(text, this.budget.limits.maxNesting, this.budget.clock));
     const imports = new Map<string, Map<string, string>>();
     for (const stmt of root.children as Tree[]) {
       if (stmt.data !== "import") continue;
@@ -426,12 +565,12 @@ class GrammarBuilder {
       switch (stmt.data) {
         case "term": case "rule": {
           const d = this.unpackDefinition(stmt, mangle);
-          this.define(d.name, d.isTerm, d.exp, d.params, d.opts);
+          this.define(d.name, d.isTerm, d.exp, d.params, d.opts, false, d.at);
           break;
         }
         case "override": {
           const d = this.unpackDefinition(stmt.children[0] as Tree, mangle);
-          this.define(d.name, d.isTerm, d.exp, d.params, d.opts, true);
+          this.define(d.name, d.isTerm, d.exp, d.params, d.opts, true, d.at);
           break;
         }
         case "extend": {
@@ -450,7 +589,7 @@ class GrammarBuilder {
     }
     const termDefs = new Map<string, Tree | null>();
     for (const [name, d] of this.definitions) if (d.isTerm) termDefs.set(name, d.tree);
-    resolveTermReferences(termDefs);
+    this.ownSubtrees = resolveTermReferences(termDefs, this.budget);
   }
 
   private doImport(dotted: string, aliases: Map<string, string>, baseMangle: Mangle): void {
@@ -462,7 +601,7 @@ class GrammarBuilder {
       if (baseMangle) r = baseMangle(r);
       return r;
     };
-    const gb = new GrammarBuilder();
+    const gb = new GrammarBuilder(this.budget);
     gb.loadGrammar(COMMON_LARK, mangle);
     for (const [orig] of aliases) {
       // Lark fails in _remove_unused → later validation; report clearly instead.
@@ -489,6 +628,7 @@ class GrammarBuilder {
   }
 
   validate(): void {
+    const terminalsClean = this.ownTreesAreValid();
     for (const [name, d] of this.definitions) {
       const params = d.params;
       params.forEach((p, i) => {
@@ -496,6 +636,7 @@ class GrammarBuilder {
         if (params.slice(0, i).includes(p)) throw new GrammarError(`Duplicate Template Parameter ${p} (in template ${name})`);
       });
       if (!d.tree) continue;
+      if (d.isTerm && terminalsClean) continue;
       for (const temp of findData(d.tree, "template_usage")) {
         const sym = (temp.children[0] as Sym).name;
         const args = temp.children.slice(1);
@@ -514,32 +655,153 @@ class GrammarBuilder {
     const missing = this.ignoreNames.filter((n) => !this.definitions.has(n));
     if (missing.length) throw new GrammarError(`Terminals {'${missing.join("', '")}'} were marked to ignore but were not defined!`);
   }
-}
 
-function resolveTermReferences(termDefs: Map<string, Tree | null>): void {
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (const [name, t] of termDefs) {
-      if (!t) continue;
-      for (const exp of findData(t, "value")) {
-        const item = exp.children[0]!;
-        if (isSym(item) && !item.isTerm) throw new GrammarError(`Rules aren't allowed inside terminals (NonTerminal('${item.name}') in ${name})`);
-        if (isSym(item)) {
-          const v = termDefs.get(item.name);
-          if (v === undefined) throw new GrammarError(`Terminal used but not defined: ${item.name}`);
-          exp.children[0] = v!;
-          changed = true;
-        }
+  /**
+   * Whether validate surely finds nothing wrong in any terminal: no template use and no undefined
+   * symbol in any terminal's own tree. A terminal's tree is a DAG over the trees it references,
+   * and validate's searches of it (Lark's, each over the whole DAG) are quadratic in a chain of
+   * references; every node is in some terminal's own tree, so when no own tree has anything to
+   * report, no DAG has. Otherwise the full searches run, and name the terminal Lark names (which
+   * can be one referencing the culprit).
+   */
+  private ownTreesAreValid(): boolean {
+    for (const [name, d] of this.definitions) {
+      if (!d.isTerm || !d.tree) continue;
+      const own = this.ownSubtrees.get(name);
+      if (own === undefined) return false;
+      for (const t of own) {
+        if (t.data === "template_usage") return false;
+        for (const c of t.children) if (isSym(c) && !this.definitions.has(c.name)) return false;
       }
     }
+    return true;
   }
-  for (const [name, t] of termDefs) {
-    if (!t) continue;
-    for (const child of t.children) {
-      if (isTree(child) && iterSubtrees(child).includes(t))
-        throw new GrammarError(`Recursion in terminal '${name}' (recursion is only allowed in rules, not terminals)`);
+}
+
+/**
+ * Lark's resolve_term_references: every `value` node naming a terminal gets that terminal's tree
+ * (the same object, so the terminals become one DAG), then a terminal reachable from itself is
+ * refused. Lark repeats whole passes over the growing DAGs until nothing changes: quadratic in a
+ * chain's length (13 s for 10,000). Every value node is in one terminal's own tree, and Lark's
+ * first pass visits each terminal's own tree before substituting into it (its later passes find
+ * nothing left), so one pass over the own trees in Lark's order makes the same DAG and meets
+ * errors in the same order. Cycles are then found on the reference graph (Tarjan's SCCs), and the
+ * first terminal in definition order on one is the one Lark names.
+ *
+ * Returns each terminal's own subtrees (iter_subtrees order, before substitution).
+ */
+function resolveTermReferences(termDefs: Map<string, Tree | null>, budget: CompileBudget): Map<string, Tree[]> {
+  const names = [...termDefs.keys()];
+  const indexOf = new Map<string, number>();
+  names.forEach((n, i) => indexOf.set(n, i));
+  const refs: number[][] = names.map(() => []);
+  const own = new Map<string, Tree[]>();
+  names.forEach((name, i) => {
+    const t = termDefs.get(name);
+    if (!t) return;
+    const subtrees = iterSubtrees(t);
+    own.set(name, subtrees);
+    for (const exp of subtrees) {
+      if (exp.data !== "value") continue;
+      const item = exp.children[0]!;
+      if (isSym(item) && !item.isTerm) throw new GrammarError(`Rules aren't allowed inside terminals (NonTerminal('${item.name}') in ${name})`);
+      if (isSym(item)) {
+        const v = termDefs.get(item.name);
+        if (v === undefined) throw new GrammarError(`Terminal used but not defined: ${item.name}`);
+        exp.children[0] = v!;
+        refs[i]!.push(indexOf.get(item.name)!);
+      }
+    }
+  });
+  const cyclic = onCycle(refs);
+  for (let i = 0; i < names.length; i++) {
+    if (cyclic[i] && termDefs.get(names[i]!))
+      throw new GrammarError(`Recursion in terminal '${names[i]}' (recursion is only allowed in rules, not terminals)`);
+  }
+  const depth = longestPaths(refs);
+  for (let i = 0; i < names.length; i++) {
+    if (depth[i]! > budget.limits.maxReferenceDepth)
+      throw tooComplex(budget.limits, "maxReferenceDepth", depth[i]!, "terminal references in a chain", `terminal '${shortName(names[i]!)}'`);
+  }
+  return own;
+}
+
+/** 1 for each node on a cycle of `edges` (in an SCC of two or more, or with an edge to itself). */
+function onCycle(edges: readonly number[][]): Uint8Array {
+  const n = edges.length;
+  const index = new Int32Array(n).fill(-1);
+  const low = new Int32Array(n);
+  const onStack = new Uint8Array(n);
+  const cyclic = new Uint8Array(n);
+  const sccStack: number[] = [];
+  // Tarjan without recursion: frames of (node, next edge to follow).
+  const frameNode: number[] = [];
+  const frameEdge: number[] = [];
+  let counter = 0;
+  const enter = (v: number): void => {
+    index[v] = low[v] = counter++;
+    sccStack.push(v);
+    onStack[v] = 1;
+    frameNode.push(v);
+    frameEdge.push(0);
+  };
+  for (let root = 0; root < n; root++) {
+    if (index[root] !== -1) continue;
+    enter(root);
+    while (frameNode.length > 0) {
+      const top = frameNode.length - 1;
+      const v = frameNode[top]!;
+      const out = edges[v]!;
+      if (frameEdge[top]! < out.length) {
+        const w = out[frameEdge[top]!++]!;
+        spend(1);
+        if (w === v) cyclic[v] = 1;
+        if (index[w] === -1) enter(w);
+        else if (onStack[w]) low[v] = Math.min(low[v]!, index[w]!);
+        continue;
+      }
+      frameNode.pop();
+      frameEdge.pop();
+      if (frameNode.length > 0) {
+        const parent = frameNode[frameNode.length - 1]!;
+        low[parent] = Math.min(low[parent]!, low[v]!);
+      }
+      if (low[v] !== index[v]) continue;
+      // v roots an SCC: the stack holds it from v up.
+      const from = sccStack.lastIndexOf(v);
+      if (sccStack.length - from > 1) for (let k = from; k < sccStack.length; k++) cyclic[sccStack[k]!] = 1;
+      for (let k = from; k < sccStack.length; k++) onStack[sccStack[k]!] = 0;
+      sccStack.length = from;
     }
   }
+  return cyclic;
+}
+
+/** Per node of an acyclic graph, the most edges on a path from it (0 for a sink). */
+function longestPaths(edges: readonly number[][]): Int32Array {
+  const n = edges.length;
+  const depth = new Int32Array(n).fill(-1);
+  const stack: number[] = [];
+  for (let root = 0; root < n; root++) {
+    if (depth[root] !== -1) continue;
+    stack.push(root);
+    while (stack.length > 0) {
+      const v = stack[stack.length - 1]!;
+      if (depth[v] === -2) {
+        // Every successor is done: this is the node's second visit.
+        let d = 0;
+        for (const w of edges[v]!) d = Math.max(d, depth[w]! + 1);
+        depth[v] = d;
+        stack.pop();
+        continue;
+      }
+      if (depth[v]! >= 0) { stack.pop(); continue; }
+      depth[v] = -2;
+      spend(edges[v]!.length + 1);
+      for (const w of edges[v]!) if (depth[w] === -1) stack.push(w);
+    }
+  }
+  return depth;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -584,8 +846,115 @@ function smallFactors(n: number, maxFactor: number): [number, number][] {
   throw new GrammarError(`Failed to factorize ${n}`);
 }
 
-export function compileGrammarText(text: string, start = "start"): CompiledGrammar {
-  const builder = new GrammarBuilder();
+/**
+ * Lark's "Terminals cannot be empty" test, `len(find_data('expansion')) == 1` and that one
+ * empty, without listing the DAG: the first non-empty expansion met answers no, and a
+ * terminal's tree begins with one.
+ */
+function isOneEmptyExpansion(root: Tree): boolean {
+  const stamp = ++traversal;
+  const stack: Tree[] = [root];
+  root.visited = stamp;
+  let found = 0;
+  while (stack.length > 0) {
+    const t = stack.pop()!;
+    if (t.data === "expansion" && (t.children.length > 0 || ++found > 1)) return false;
+    eachTreeChild(t, (c) => {
+      if (c.visited !== stamp) { c.visited = stamp; stack.push(c); }
+    });
+  }
+  return found === 1;
+}
+
+/**
+ * Grammar.compile's terminals: PrepareLiterals then TerminalTreeToPattern on each terminal's
+ * tree, in definition order. Lark deep-copies each tree first (a DAG spelled out as a tree: every
+ * referenced terminal copied again, exponentially for `A: B B`, `B: C C`…); here the passes run
+ * on the DAG, each node once, which gives the same patterns, and the same first error:
+ *   - literals are checked (and turned into patterns in place: the same result in every copy)
+ *     once; an invalid one is reported for the first terminal whose DAG holds one, and the one
+ *     Lark's reversed-BFS order meets first there (the deepest, then leftmost, occurrence);
+ *   - patterns are made in post-order, as Lark's non-recursive transformer does, memoized;
+ *   - before a terminal's pattern is built, its length and group nesting are measured on the DAG
+ *     (PatternShape) and checked against maxPatternChars, maxTotalPatternChars and maxNesting.
+ */
+function compileTerminals(termDefs: readonly [string, Tree | null, number][], builder: GrammarBuilder, budget: CompileBudget): { terminals: TerminalDef[]; patternChars: number } {
+  const limits = budget.limits;
+  const invalid = new Map<Tree, GrammarError>();
+  for (const [name, t] of termDefs) {
+    if (!t) continue;
+    const own = builder.ownSubtrees.get(name) ?? iterSubtrees(t);
+    for (const x of own) {
+      const kids = x.children;
+      for (let j = 0; j < kids.length; j++) {
+        const c = kids[j]!;
+        if (!isTree(c) || (c.data !== "literal" && c.data !== "range") || invalid.has(c)) continue;
+        try {
+          kids[j] = prepareLiterals(c);
+        } catch (e) {
+          if (!(e instanceof GrammarError)) throw e;
+          invalid.set(c, e);
+        }
+      }
+    }
+  }
+  const deepestInvalid = new Map<Tree, { depth: number; literal: Tree } | null>();
+  const shapes = new Map<Tree, PatternShape>();
+  const built = new Map<Tree, Node>();
+  const terminals: TerminalDef[] = [];
+  let patternChars = 0;
+  for (const [name, t, priority] of termDefs) {
+    if (!t) continue;
+    if (invalid.size > 0) {
+      postOrder(t, (x) => deepestInvalid.has(x), (x) => {
+        let best: { depth: number; literal: Tree } | null = null;
+        for (const c of x.children) {
+          if (!isTree(c)) continue;
+          const below = deepestInvalid.get(c);
+          const here = invalid.has(c) ? { depth: 1, literal: c } : below ? { depth: below.depth + 1, literal: below.literal } : null;
+          // Strictly deeper only: on a tie the leftmost stays.
+          if (here !== null && (best === null || here.depth > best.depth)) best = here;
+        }
+        deepestInvalid.set(x, best);
+      });
+      const found = deepestInvalid.get(t);
+      if (found) throw invalid.get(found.literal)!;
+    }
+    postOrder(t, (x) => shapes.has(x), (x) => {
+      const kids: PatternShape[] = [];
+      for (const c of x.children) {
+        if (isTree(c)) kids.push(shapes.get(c)!);
+        else if (c.kind === "pattern") kids.push(shapeOfPattern(c));
+      }
+      shapes.set(x, shapeOfTree(x, kids));
+    });
+    const shape = shapes.get(t)!;
+    if (shape.length > limits.maxPatternChars)
+      throw tooComplex(limits, "maxPatternChars", shape.length, "characters in its pattern", `terminal '${shortName(name)}'`);
+    if (patternChars + shape.length > limits.maxTotalPatternChars)
+      throw tooComplex(limits, "maxTotalPatternChars", patternChars + shape.length, "characters in the terminals' patterns");
+    if (shape.depth > limits.maxNesting) {
+      const d = builder.definitions.get(name);
+      throw nestingTooDeep(limits.maxNesting, `terminal '${shortName(name)}' (its references substituted): regexp groups`, d?.line, d?.column);
+    }
+    patternChars += shape.length;
+    postOrder(t, (x) => built.has(x), (x) => {
+      const kids = x.children.map((c) => (isTree(c) ? built.get(c)! : c));
+      spend(kids.length);
+      built.set(x, terminalTreeToPattern(x, kids, name));
+    });
+    terminals.push({ name, pattern: asPattern(built.get(t)!, name), priority });
+  }
+  return { terminals, patternChars };
+}
+
+export function compileGrammarText(text: string, start = "start", budget: CompileBudget = compileBudget()): CompiledGrammar {
+  return withCompileBudget(budget, () => compileText(text, start, budget));
+}
+
+function compileText(text: string, start: string, budget: CompileBudget): CompiledGrammar {
+  const limits = budget.limits;
+  const builder = new GrammarBuilder(budget);
   builder.loadGrammar(text, null);
   builder.validate();
 
@@ -598,18 +967,10 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
 
   // Terminals
   for (const [name, t] of termDefs) {
-    if (!t) continue;
-    const exps = findData(t, "expansion");
-    if (exps.length === 1 && exps[0]!.children.length === 0) throw new GrammarError(`Terminals cannot be empty (${name})`);
+    if (t && isOneEmptyExpansion(t)) throw new GrammarError(`Terminals cannot be empty (${name})`);
   }
-  const terminals: TerminalDef[] = [];
-  for (const [name, t, priority] of termDefs) {
-    if (!t) continue;
-    const copy = deepCopy(t) as Tree;
-    let p = transformInPlace(copy, prepareLiterals);
-    if (isTree(p)) p = transformInPlace(p, (x) => terminalTreeToPattern(x, name));
-    terminals.push({ name, pattern: asPattern(p, name), priority });
-  }
+  const { terminals, patternChars } = compileTerminals(termDefs, builder, budget);
+  let totalPatternChars = patternChars;
 
   // Anonymous terminals
   const termSet = new Set(terminals.map((t) => t.name));
@@ -632,6 +993,9 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
     if (termName === null) termName = `__ANON_${anonIndex++}`;
     if (!termSet.has(termName)) {
       termSet.add(termName);
+      totalPatternChars += patternToRegexp(p).length;
+      if (totalPatternChars > limits.maxTotalPatternChars)
+        throw tooComplex(limits, "maxTotalPatternChars", totalPatternChars, "characters in the terminals' patterns");
       const td: TerminalDef = { name: termName, pattern: p, priority: 0 };
       termReverse.set(keyOf(p), td);
       terminals.push(td);
@@ -639,8 +1003,14 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
     return { kind: "sym", isTerm: true, name: termName, filterOut: keepAllTokensNow ? false : p.type === "str" };
   };
 
-  // Templates
+  // Templates. Instances are rules (so they count against maxRules), and instances of templates
+  // passed instances nest their names (`a{b{c{x}}}`), so names are bounded too; a body copied
+  // for each instance counts its symbols, as the rules it becomes will.
   const createdTemplates = new Set<string>();
+  const templateDefs = new Map<string, [string, string[], Tree, RuleOptions]>();
+  for (const def of ruleDefs) if (!templateDefs.has(def[0])) templateDefs.set(def[0], def);
+  const bodySizes = new Map<string, number>();
+  let copiedSymbols = 0;
   const applyTemplate = (t: Tree): Node => {
     const name = (t.children[0] as Sym).name;
     const args = t.children.slice(1);
@@ -648,10 +1018,21 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
       if (!isSym(a)) throw new GrammarError(`Template arguments must be symbols or literals (in ${name})`);
       return a.name;
     });
+    let nameLength = name.length + args.length + 1;
+    for (const a of argNames) nameLength += a.length;
+    if (nameLength > limits.maxNameChars)
+      throw tooComplex(limits, "maxNameChars", nameLength, "characters in the name of an instance", `template '${shortName(name)}'`);
     const resultName = `${name}{${argNames.join(",")}}`;
     if (!createdTemplates.has(resultName)) {
+      if (ruleDefs.length >= limits.maxRules)
+        throw tooComplex(limits, "maxRules", ruleDefs.length + 1, "rules with the template instances", `template '${shortName(name)}'`);
       createdTemplates.add(resultName);
-      const def = ruleDefs.find((r) => r[0] === name)!;
+      const def = templateDefs.get(name)!;
+      let size = bodySizes.get(name);
+      if (size === undefined) bodySizes.set(name, (size = spelledSize(def[2])));
+      copiedSymbols += size;
+      if (copiedSymbols > limits.maxRuleSymbols)
+        throw tooComplex(limits, "maxRuleSymbols", copiedSymbols, "symbols in the template instances' bodies", `template '${shortName(name)}'`);
       const names = new Map<string, Node>(def[1].map((p, i) => [p, args[i]!]));
       const body = deepCopy(def[2]) as Tree;
       transformInPlace(body, (x) => {
@@ -681,7 +1062,16 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
     rulesCache.set(key, t);
     return t;
   };
+  /**
+   * Refuses an EBNF operand (or what a `~` repeat spells out) larger than maxRuleSymbols before
+   * it is keyed, measured or copied: nested repeats spell exponentially much from a DAG.
+   */
+  const boundedOperand = (node: Node, spelled: number): void => {
+    if (spelled > limits.maxRuleSymbols) throw tooComplex(limits, "maxRuleSymbols", spelled, "symbols spelled out by an EBNF operator", `rule '${shortName(prefix)}'`);
+    spend(spelled);
+  };
   const addRecurseRule = (type: string, expr: Node): Sym => {
+    boundedOperand(expr, spelledSize(expr));
     const key = keyOf(expr);
     const hit = rulesCache.get(key);
     if (hit) return hit;
@@ -756,11 +1146,16 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
           mx = Number((t.children[3] as Token).value);
           if (mx < mn || mn < 0) throw new GrammarError(`Bad Range for ${describe(rule)} (${mn}..${mx} isn't allowed)`);
         }
+        const size = spelledSize(rule);
+        // Below REPEAT_BREAK_THRESHOLD the repeat is spelled out (mn + … + mx copies), above it
+        // rules of at most SMALL_FACTOR_THRESHOLD copies each are made, keyed by the operand.
+        boundedOperand(rule, mx < REPEAT_BREAK_THRESHOLD ? size * ((mn + mx) * (mx - mn + 1)) / 2 : size);
         return generateRepeats(rule, mn, mx);
       }
     }
     if (t.data === "maybe") {
       const rule = t.children[0]!;
+      boundedOperand(rule, spelledSize(rule));
       const size = ruleSize(rule);
       return tree("expansions", [rule, tree("expansion", Array(size).fill(EMPTY))]);
     }
@@ -785,10 +1180,17 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
   }
   for (const r of newRules) rules.push(r);
 
-  // Simplify + compile to BNF rules
+  // Simplify + compile to BNF rules. Alternatives are distributed out ([a] [b] … gives 2^n), so
+  // each product is counted before it is made (see alternatives).
   const compiled: (BnfRule & { emptyOnly?: boolean })[] = [];
+  let ruleSymbols = 0;
   for (const [name, t, options] of rules) {
-    const alts = alternatives(t);
+    const alts = alternatives(t, { memo: new Map(), limits, rule: name });
+    let symbols = 0;
+    for (const alt of alts) symbols += alt.syms.length;
+    if (compiled.length + alts.length > limits.maxRules) throw tooComplex(limits, "maxRules", compiled.length + alts.length, "BNF rules after expansion");
+    ruleSymbols += symbols;
+    if (ruleSymbols > limits.maxRuleSymbols) throw tooComplex(limits, "maxRuleSymbols", ruleSymbols, "symbols in the BNF rules after expansion");
     alts.forEach((alt, order) => {
       if (alt.alias && name.startsWith("_"))
         throw new GrammarError(`Rule ${name} is marked for expansion (it starts with an underscore) and isn't allowed to have aliases (alias=${alt.alias})`);
@@ -819,20 +1221,66 @@ export function compileGrammarText(text: string, start = "start"): CompiledGramm
     finalRules = [...byKey.values()].map((l) => l[0]!);
   }
 
-  // Unused rules
-  for (;;) {
-    const c = finalRules.length;
-    const used = new Set<string>([start]);
-    for (const r of finalRules) for (const s of r.expansion) if (s !== r.origin && !termSet.has(s)) used.add(s);
-    finalRules = finalRules.filter((r) => used.has(r.origin));
-    if (finalRules.length === c) break;
-  }
+  finalRules = withoutUnusedRules(finalRules, start, termSet);
   // Unused terminals
   const usedTerms = new Set<string>();
   for (const r of finalRules) for (const s of r.expansion) if (termSet.has(s)) usedTerms.add(s);
   const ignore = builder.ignoreNames;
   const finalTerminals = terminals.filter((t) => usedTerms.has(t.name) || ignore.includes(t.name));
+  if (finalTerminals.length > limits.maxTerminals) throw tooComplex(limits, "maxTerminals", finalTerminals.length, "terminals");
   return { terminals: finalTerminals, rules: finalRules, ignore: [...ignore], start };
+}
+
+/**
+ * Lark's removal of unused rules: rules whose origin no rule of another origin uses go, again
+ * and again until none goes (a cycle of unused rules stays, as in Lark). Lark rescans all rules
+ * per round, quadratic in a chain; peeling origins as their last user goes gives the same rules.
+ */
+function withoutUnusedRules(rules: BnfRule[], start: string, termSet: ReadonlySet<string>): BnfRule[] {
+  const uses = new Map<string, number>();
+  const byOrigin = new Map<string, BnfRule[]>();
+  for (const r of rules) {
+    let list = byOrigin.get(r.origin);
+    if (!list) byOrigin.set(r.origin, (list = []));
+    list.push(r);
+    for (const s of r.expansion) if (s !== r.origin && !termSet.has(s)) uses.set(s, (uses.get(s) ?? 0) + 1);
+  }
+  const removed = new Set<string>();
+  const queue: string[] = [];
+  for (const origin of byOrigin.keys()) if (origin !== start && !uses.get(origin)) queue.push(origin);
+  while (queue.length > 0) {
+    const origin = queue.pop()!;
+    removed.add(origin);
+    for (const r of byOrigin.get(origin)!) {
+      spend(r.expansion.length);
+      for (const s of r.expansion) {
+        if (s === r.origin || termSet.has(s)) continue;
+        const n = uses.get(s)! - 1;
+        uses.set(s, n);
+        if (n === 0 && s !== start && byOrigin.has(s) && !removed.has(s)) queue.push(s);
+      }
+    }
+  }
+  return removed.size === 0 ? rules : rules.filter((r) => !removed.has(r.origin));
+}
+
+/** Saturated count arithmetic: past this, a count only needs to stay above every limit. */
+const COUNT_CAP = 1e15;
+const spelledMemo = new WeakMap<Tree, number>();
+
+/**
+ * How many nodes `n` spells as a tree (a DAG's shared subtrees counted at each use), memoized;
+ * saturates at COUNT_CAP. Only asked of finished trees (EBNF operands, template bodies), which
+ * are not changed afterwards.
+ */
+function spelledSize(n: Node): number {
+  if (!isTree(n)) return 1;
+  const known = spelledMemo.get(n);
+  if (known !== undefined) return known;
+  let size = 1;
+  for (const c of n.children) size = Math.min(COUNT_CAP, size + spelledSize(c));
+  spelledMemo.set(n, size);
+  return size;
 }
 
 /** Python repr of a Lark symbol / tree, as it appears in Lark's messages. */
@@ -861,8 +1309,29 @@ export function pyRepr(s: string): string {
 
 interface Alt { syms: Node[]; alias?: string; }
 
-/** SimplifyRule_Visitor + RuleTreeToText: the rule's alternatives, distributed and deduplicated. */
-function alternatives(n: Node): Alt[] {
+interface AlternativesContext {
+  /** Per subtree: a rule's tree is a DAG after `~` repeats (the lists are never mutated). */
+  readonly memo: Map<Tree, Alt[]>;
+  readonly limits: GrammarLimits;
+  readonly rule: string;
+}
+
+/**
+ * SimplifyRule_Visitor + RuleTreeToText: the rule's alternatives, distributed and deduplicated.
+ * An expansion's alternatives are the product of its children's, so each product is measured
+ * (alternatives, and symbols in them) against maxRules and maxRuleSymbols before it is made.
+ */
+function alternatives(n: Node, ctx: AlternativesContext): Alt[] {
+  if (!isTree(n)) return [{ syms: [n] }];
+  let alts = ctx.memo.get(n);
+  if (alts === undefined) {
+    alts = alternativesOf(n, ctx);
+    ctx.memo.set(n, alts);
+  }
+  return alts;
+}
+
+function alternativesOf(n: Tree, ctx: AlternativesContext): Alt[] {
   const dedup = (alts: Alt[]): Alt[] => {
     const seen = new Set<string>();
     return alts.filter((a) => {
@@ -872,13 +1341,21 @@ function alternatives(n: Node): Alt[] {
       return true;
     });
   };
-  if (!isTree(n)) return [{ syms: [n] }];
   switch (n.data) {
-    case "expansions": return dedup(n.children.flatMap(alternatives));
+    case "expansions": return dedup(n.children.flatMap((c) => alternatives(c, ctx)));
     case "expansion": {
       let acc: Alt[] = [{ syms: [] }];
+      let accSymbols = 0;
       for (const c of n.children) {
-        const opts = alternatives(c);
+        const opts = alternatives(c, ctx);
+        let optSymbols = 0;
+        for (const o of opts) optSymbols += o.syms.length;
+        const count = acc.length * opts.length;
+        const symbols = accSymbols * opts.length + optSymbols * acc.length;
+        if (count > ctx.limits.maxRules) throw tooComplex(ctx.limits, "maxRules", count, "alternatives after expansion", `rule '${shortName(ctx.rule)}'`);
+        if (symbols > ctx.limits.maxRuleSymbols) throw tooComplex(ctx.limits, "maxRuleSymbols", symbols, "symbols in its alternatives after expansion", `rule '${shortName(ctx.rule)}'`);
+        spend(count + symbols);
+        accSymbols = symbols;
         const next: Alt[] = [];
         for (const a of acc) for (const o of opts) {
           if (o.alias) throw new GrammarError(`Aliases (->) are only allowed at the top level of a rule's alternatives (alias=${o.alias})`);
@@ -889,7 +1366,7 @@ function alternatives(n: Node): Alt[] {
       return acc;
     }
     case "alias": {
-      const inner = alternatives(n.children[0]!);
+      const inner = alternatives(n.children[0]!, ctx);
       const name = (n.children[1] as Sym).name;
       return inner.map((a) => {
         if (a.alias) throw new GrammarError("Double alias not allowed");

@@ -11,12 +11,13 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, compileRegex, grownTo, IdMap, int32Of, IntMap, patternDistances, TableSlab, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, compileRegex, grownTo, IdMap, int32Of, IntMap, patternDistances, RegexSyntaxError, RegexTooComplexError, TableSlab, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
 import { GrammarError } from "./lalr.js";
 import type { LexTerminal, Scanner } from "./lexer.js";
+import { CompileClock, GrammarTooComplexError, nestingTooDeep, resolveLimits, shortName, timeExceeded, tooComplex, type GrammarLimits } from "./limits.js";
 import { parsePyRegex, type RegexNode } from "./pyregex.js";
 import { searchCheapestGoal } from "./search.js";
 
@@ -67,13 +68,27 @@ export interface IncrementalOptions {
    * compile worker: reused instead of built again. They do not depend on maxIgnoredRun.
    */
   prebuilt?: ScannerParts;
+  /**
+   * The compile's limits (DEFAULT_GRAMMAR_LIMITS for what is left out): the scanner DFAs built
+   * with the automaton are bounded by maxDfaStates, maxNfaStates and maxScannerCells, and get
+   * what compileGrammar left of timeoutMs (Grammar.compileMs).
+   */
+  limits?: Partial<GrammarLimits>;
 }
 
 /** What an automaton's compile built for its scanners, as plain data (structured-cloneable). */
 export interface ScannerParts {
-  /** Per scanner id; undefined where the DFA is built on first use (see cannotFailToBuild). */
+  /** Per scanner id; undefined where the DFA is built on first use (see surelyBuiltStates). */
   readonly scannerDfas: readonly (ScannerDfa | undefined)[];
   readonly approximate: readonly string[];
+}
+
+/** What building a grammar's scanner DFAs may still spend. */
+interface ScannerBudget {
+  readonly limits: GrammarLimits;
+  readonly clock: CompileClock;
+  /** Cells (states × (byte classes + patterns)) of the scanner DFAs so far, or bounds on them. */
+  cells: number;
 }
 
 /**
@@ -179,16 +194,19 @@ export class GrammarAutomaton {
     this.scannerOfState = new Int32Array(grammar.table.numStates);
     this.stackTop = [grammar.table.startState];
     try {
-      this.start = this.build();
+      this.start = this.build(resolveLimits(opts.limits));
     } catch (e) {
       if (e instanceof GrammarError) throw e;
       throw new GrammarError(`Grammar terminals cannot be turned into a byte automaton: ${(e as Error).message}`);
     }
   }
 
-  private build(): number {
+  private build(limits: GrammarLimits): number {
     const grammar = this.grammar;
     const table = grammar.table;
+    refuseUnsupportedTerminals(grammar);
+    const clock = new CompileClock(limits.timeoutMs, performance.now(), Math.max(0, limits.timeoutMs - (grammar.compileMs ?? 0)));
+    const budget: ScannerBudget = { limits, clock, cells: 0 };
     const byScanner = new Map<Scanner, number>();
     for (let s = 0; s < table.numStates; s++) {
       const sc = grammar.scanners[s]!;
@@ -199,9 +217,13 @@ export class GrammarAutomaton {
         // Built now, so a scanner that cannot become a DFA (too many states, a timeout) is a
         // GrammarError of the compile (a 400), never of a later request's walk. Only scanners
         // that provably cannot fail wait for their first use: a small grammar's first mask
-        // reaches two of its five scanners, and each costs a DFA construction.
+        // reaches two of its five scanners, and each costs a DFA construction. Their tables
+        // count against maxScannerCells now, by a bound on their size. A DFA another automaton of
+        // this grammar built (a compile worker's) is taken as it is.
         const prebuilt = this.prebuilt?.scannerDfas[id];
-        this.scannerDfas.push(prebuilt ?? (cannotFailToBuild(sc) ? undefined : buildScannerDfa(sc, this.approximate)));
+        const surelyBuilt = surelyBuiltStates(sc);
+        if (prebuilt === undefined && surelyBuilt > 0) addScannerCells(budget, surelyBuilt * (surelyBuilt + 1 + scannerPatterns(sc)));
+        this.scannerDfas.push(prebuilt ?? (surelyBuilt > 0 ? undefined : buildScannerDfa(sc, this.approximate, budget)));
         byScanner.set(sc, id);
       }
       this.scannerOfState[s] = id;
@@ -818,12 +840,15 @@ export class GrammarAutomaton {
   }
 }
 
-function preferenceModelled(src: string): boolean {
+/** `clock`: the compile's, charged for the prefix checks between alternatives (see noProperPrefix). */
+function preferenceModelled(src: string, clock?: CompileClock): boolean {
+  let root: RegexNode;
   try {
-    return pythonPreferenceModelled(parsePyRegex(src).root);
+    root = parsePyRegex(src).root;
   } catch {
     return false;
   }
+  return pythonPreferenceModelled(root, clock);
 }
 
 function hasLazy(src: string): boolean {
@@ -881,12 +906,18 @@ function toPySource(n: RegexNode): string {
   }
 }
 
-/** True when no string of `earlier` is a proper prefix of a string of `later` (byte DFAs). */
-function noProperPrefix(earlier: RegexNode, later: RegexNode): boolean {
+/**
+ * True when no string of `earlier` is a proper prefix of a string of `later` (byte DFAs). A
+ * terminal of n overlapping alternatives asks this of n²/2 pairs, each two DFAs and a product
+ * walk: `clock` (the compile's) is charged for them, and bounds the DFAs' time.
+ */
+function noProperPrefix(earlier: RegexNode, later: RegexNode, clock?: CompileClock): boolean {
   let a: ByteDfa, b: ByteDfa;
+  clock?.check();
   try {
-    a = compileRegex(toPySource(earlier));
-    b = compileRegex(toPySource(later));
+    const limits = clock === undefined ? {} : { timeoutMs: clock.remainingMs() };
+    a = compileRegex(toPySource(earlier), limits);
+    b = compileRegex(toPySource(later), limits);
   } catch {
     return false;
   }
@@ -894,6 +925,7 @@ function noProperPrefix(earlier: RegexNode, later: RegexNode): boolean {
   const queue = [a.start * b.numStates + b.start];
   seen.add(queue[0]!);
   while (queue.length) {
+    clock?.spend(256);
     const key = queue.pop()!;
     const qa = Math.floor(key / b.numStates), qb = key % b.numStates;
     if (a.accepting[qa]) {
@@ -911,18 +943,77 @@ function noProperPrefix(earlier: RegexNode, later: RegexNode): boolean {
   return true;
 }
 
+/** Prefix checks (noProperPrefix) one pattern may make before it counts as approximated. */
+const MAX_PREFIX_CHECKS = 256;
+
 /**
  * Whether Python's preferred match of this pattern is what the automaton models: the longest
  * match (greedy, and every choice decided by the next character: alternation branches and
  * repeat-vs-continue start with disjoint characters), or the shortest (a single variable-length
  * part, lazy). Anything else is approximated.
  */
-export function pythonPreferenceModelled(root: RegexNode): boolean {
+export function pythonPreferenceModelled(root: RegexNode, clock?: CompileClock): boolean {
   let unsafe = false;
   let variableParts = 0;
   let lazyParts = 0;
-  let counting = true; // the first pass over a repeat body only computes its FIRST set
   let overlappingAlternation = false; // "longest" there, which a lazy (shortest) pattern is not
+  // FIRST and nullable of a node do not depend on what follows it: computed once per node. (A
+  // repeat's body needs them before it is walked, and walking the body twice instead, once just
+  // for them, was exponential in nested repeats: 30 nested `+` never finished.)
+  const firsts = new Map<RegexNode, { first: CharSet; nullable: boolean }>();
+  const firstOf = (n: RegexNode): { first: CharSet; nullable: boolean } => {
+    let known = firsts.get(n);
+    if (known !== undefined) return known;
+    switch (n.k) {
+      case "set": known = { first: firstCharsOfSet(n), nullable: false }; break;
+      case "any": {
+        const f = emptySet().fill(1);
+        if (!n.dotAll) f[10] = 0;
+        known = { first: f, nullable: false };
+        break;
+      }
+      case "assert": case "look": known = { first: emptySet(), nullable: true }; break;
+      case "backref": known = { first: emptySet().fill(1), nullable: true }; break;
+      case "group": known = firstOf(n.body); break;
+      case "seq": {
+        let first = emptySet();
+        let nullable = true;
+        for (let i = n.items.length - 1; i >= 0; i--) {
+          const r = firstOf(n.items[i]!);
+          first = r.nullable ? union(r.first, first) : r.first;
+          nullable = nullable && r.nullable;
+        }
+        known = { first, nullable };
+        break;
+      }
+      case "alt": {
+        let first = emptySet();
+        let nullable = false;
+        for (const a of n.alts) {
+          const r = firstOf(a);
+          first = union(first, r.first);
+          nullable = nullable || r.nullable;
+        }
+        known = { first, nullable };
+        break;
+      }
+      case "rep": {
+        const r = firstOf(n.body);
+        known = { first: r.first, nullable: n.min === 0 || r.nullable };
+        break;
+      }
+    }
+    firsts.set(n, known);
+    return known;
+  };
+  // Each prefix check compiles two DFAs: past MAX_PREFIX_CHECKS the pattern counts as
+  // approximated (what the flag is for) rather than spending the compile's time on n² pairs.
+  let prefixChecks = 0;
+  const prefixFree = (alts: readonly RegexNode[], i: number): boolean => {
+    if ((prefixChecks += i) > MAX_PREFIX_CHECKS) return false;
+    for (let e = 0; e < i; e++) if (!noProperPrefix(alts[e]!, alts[i]!, clock)) return false;
+    return true;
+  };
   const walk = (n: RegexNode, follow: CharSet): { first: CharSet; nullable: boolean } => {
     switch (n.k) {
       case "set": return { first: firstCharsOfSet(n), nullable: false };
@@ -959,7 +1050,7 @@ export function pythonPreferenceModelled(root: RegexNode): boolean {
           // prefix of a later branch's string.
           if (overlaps(first, r.first)) {
             overlappingAlternation = true;
-            if (!(tail && n.alts.slice(0, i).every((e) => noProperPrefix(e, a)))) unsafe = true;
+            if (!(tail && prefixFree(n.alts, i))) unsafe = true;
           }
           first = union(first, r.first);
           nullable = nullable || r.nullable;
@@ -968,14 +1059,9 @@ export function pythonPreferenceModelled(root: RegexNode): boolean {
         return { first, nullable };
       }
       case "rep": {
-        const saved = counting;
-        const savedUnsafe = unsafe;
-        counting = false;
-        const inner = walk(n.body, follow);
-        counting = saved;
-        unsafe = savedUnsafe;
+        const inner = firstOf(n.body);
         const r = walk(n.body, n.max > 1 ? union(inner.first, follow) : follow);
-        if (n.min !== n.max && counting) {
+        if (n.min !== n.max) {
           variableParts++;
           if (n.lazy) lazyParts++;
           else if (overlaps(r.first, follow) || r.nullable) unsafe = true;
@@ -1054,14 +1140,14 @@ function isSimpleAsciiClass(re: string): boolean {
 }
 
 /**
- * Whether buildScannerDfa surely succeeds and records nothing in `approximate`: every terminal
- * (and every keyword its `unless` holds) a plain literal or one ASCII character of a class, and
- * few of them. Each live prefix of such patterns is a literal's prefix or one class character, so
- * the DFA has at most 2 + Σ literal bytes + #classes states: under the limits, and under the
- * 64 new states at which determinization first reads its clock (so no timeout either).
+ * A bound on the states of the scanner's DFA when buildScannerDfa surely succeeds and records
+ * nothing in `approximate`, else 0: every terminal (and every keyword its `unless` holds) a plain
+ * literal or one ASCII character of a class, and few of them. Each live prefix of such patterns
+ * is a literal's prefix or one class character, so the DFA has at most 2 + Σ literal bytes +
+ * #classes states: far under every limit, and a few microseconds of work.
  */
-function cannotFailToBuild(sc: Scanner): boolean {
-  if (sc.broken) return false;
+function surelyBuiltStates(sc: Scanner): number {
+  if (sc.broken) return 0;
   let states = 2;
   const add = (t: LexTerminal): boolean => {
     const p = t.def.pattern;
@@ -1071,12 +1157,78 @@ function cannotFailToBuild(sc: Scanner): boolean {
     else return false;
     return states < SURELY_BUILT_STATES;
   };
-  for (const t of sc.order) if (!add(t)) return false;
-  for (const keywords of sc.unless.values()) for (const t of keywords) if (!add(t)) return false;
-  return true;
+  for (const t of sc.order) if (!add(t)) return 0;
+  for (const keywords of sc.unless.values()) for (const t of keywords) if (!add(t)) return 0;
+  return states;
 }
 
-function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
+/** A bound on a scanner DFA's patterns: its terminals and their unless keywords (simple ones are not split). */
+function scannerPatterns(sc: Scanner): number {
+  let n = sc.order.length;
+  for (const keywords of sc.unless.values()) n += keywords.length;
+  return n;
+}
+
+function addScannerCells(budget: ScannerBudget, cells: number): void {
+  budget.cells += cells;
+  if (budget.cells > budget.limits.maxScannerCells)
+    throw tooComplex(budget.limits, "maxScannerCells", budget.cells, "cells in the lexers' tables (scanner DFA states × (byte classes + terminals))");
+}
+
+const excerpt = (s: string): string => (s.length <= 80 ? s : `${s.slice(0, 77)}...`);
+
+/**
+ * Terminals the byte automaton cannot represent, refused by name. A backreference is the one
+ * construct the lexer leaves out of its scanners (Lark's joined regexp renumbers groups, so such a
+ * terminal never matches or breaks its scanner), so the DFAs never meet it: without this check
+ * the grammar compiled and matched nothing, and requests failed later with a 422.
+ */
+function refuseUnsupportedTerminals(grammar: Grammar): void {
+  for (const t of grammar.terminals.values()) {
+    const ref = firstBackref(t.parsed.root);
+    if (ref !== null)
+      throw new GrammarError(`terminal ${shortName(t.name)}: backreference \\${ref} is unsupported: the byte automaton cannot represent it (in /${excerpt(patternToRegexp(t.def.pattern))}/)`);
+  }
+}
+
+function firstBackref(n: RegexNode): number | null {
+  switch (n.k) {
+    case "backref": return n.index;
+    case "seq": for (const x of n.items) { const r = firstBackref(x); if (r !== null) return r; } return null;
+    case "alt": for (const x of n.alts) { const r = firstBackref(x); if (r !== null) return r; } return null;
+    case "group": case "rep": case "look": return firstBackref(n.body);
+    default: return null;
+  }
+}
+
+/**
+ * A regex-stage refusal of a scanner's patterns as a GrammarError naming the terminal: a
+ * construct the byte DFA cannot represent is "unsupported" (400), a limit is
+ * GrammarTooComplexError (422).
+ */
+function scannerDfaError(e: unknown, specOwner: readonly LexTerminal[], specSource: readonly string[], limits: GrammarLimits): Error {
+  if (e instanceof RegexSyntaxError) {
+    const i = e.alternative;
+    const owner = i === undefined ? undefined : specOwner[i];
+    const where = owner === undefined ? "a terminal" : `terminal ${shortName(owner.name)}`;
+    const what = e.construct === undefined ? "cannot be turned into a byte automaton" : `${e.construct} is unsupported: the byte automaton cannot represent it`;
+    return new GrammarError(`${where}: ${what} (${e.message} in /${excerpt(specSource[i ?? 0] ?? "")}/)`);
+  }
+  if (e instanceof RegexTooComplexError) {
+    const names = specOwner.filter((t, j) => specOwner.indexOf(t) === j).map((t) => shortName(t.name));
+    const scanner = `the lexer of ${names.slice(0, 5).join(", ")}${names.length > 5 ? `, … (${names.length} terminals)` : ""}`;
+    switch (e.limit) {
+      case "dfaStates": return new GrammarTooComplexError(`grammar too complex: ${scanner} needs a DFA of more than the limit of ${limits.maxDfaStates.toLocaleString("en-US")} states (maxDfaStates)`, "maxDfaStates");
+      case "nfaStates": return new GrammarTooComplexError(`grammar too complex: ${scanner} needs an NFA of more than the limit of ${limits.maxNfaStates.toLocaleString("en-US")} states (maxNfaStates; large counted repeats?)`, "maxNfaStates");
+      case "time": return timeExceeded(limits.timeoutMs);
+      case "nesting": return nestingTooDeep(limits.maxNesting, `${scanner}: regexp groups`);
+    }
+  }
+  if (e instanceof GrammarError) return e;
+  return new GrammarError(`Grammar terminals cannot be turned into a byte automaton: ${(e as Error).message}`);
+}
+
+function buildScannerDfa(sc: Scanner, approximate: Set<string>, budget?: ScannerBudget): ScannerDfa {
   const terms = sc.order;
   const specs: { source: string }[] = [];
   const shortest: number[] = [];
@@ -1086,7 +1238,7 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
     if (src === LARK_ESCAPED_STRING) src = ESCAPED_STRING_REGULAR;
     const alts = t.def.pattern.type === "re" ? splitTopAlternatives(src) : [src];
     for (const alt of alts) {
-      if (t.def.pattern.type === "re" && src !== ESCAPED_STRING_REGULAR && !preferenceModelled(alt)) approximate.add(t.name);
+      if (t.def.pattern.type === "re" && src !== ESCAPED_STRING_REGULAR && !preferenceModelled(alt, budget?.clock)) approximate.add(t.name);
       specs.push({ source: alt });
       shortest.push(t.def.pattern.type === "re" && hasLazy(alt) ? 1 : 0);
       termOf.push(ti);
@@ -1100,30 +1252,44 @@ function buildScannerDfa(sc: Scanner, approximate: Set<string>): ScannerDfa {
       specs.push({ source: patternToRegexp(s.def.pattern) });
     }
   });
+  const specOwner: LexTerminal[] = termOf.map((ti) => terms[ti]!);
+  for (const list of unless) for (const [, s] of list) specOwner.push(s);
+  const limits = budget?.limits;
+  // Read the clock before each DFA: the compile may have used up the budget already.
+  budget?.clock.check();
+  const timeoutMs = budget === undefined ? undefined : budget.clock.remainingMs();
   let dfa: MultiByteDfa;
+  let dist: Int32Array;
   try {
-    dfa = compileMultiRegex(specs);
+    dfa = compileMultiRegex(specs, limits === undefined ? {} : { maxDfaStates: limits.maxDfaStates, maxNfaStates: limits.maxNfaStates, timeoutMs });
+    // The per-pattern tables below are states × patterns: counted before they are made.
+    if (budget !== undefined) addScannerCells(budget, dfa.numStates * (dfa.numClasses + specs.length));
+    dist = patternDistances(dfa, budget === undefined ? Infinity : budget.clock.remainingMs());
   } catch (e) {
-    throw new GrammarError(`Grammar terminals cannot be turned into a byte automaton: ${(e as Error).message}`);
+    throw scannerDfaError(e, specOwner, specs.map((x) => x.source), limits ?? resolveLimits());
   }
   const P = specs.length;
   const S = dfa.numStates;
+  budget?.clock.spend(S * P);
   const accept = new Uint8Array(S * P);
   for (let s = 0; s < S; s++) {
     for (let p = 0; p < P; p++) {
       if ((dfa.acceptMask[s * dfa.acceptWords + (p >>> 5)]! & (1 << (p & 31))) !== 0) accept[s * P + p] = 1;
     }
   }
-  const dist = patternDistances(dfa);
   const canAccept = new Uint8Array(S * P);
   for (let i = 0; i < S * P; i++) if (dist[i]! >= 0) canAccept[i] = 1;
   const minLaterPattern = new Int32Array(S).fill(0x7fffffff);
   for (let st = 0; st < S; st++) {
+    let scanned = dfa.numClasses;
     for (let c = 0; c < dfa.numClasses; c++) {
       const ns = dfa.next[st * dfa.numClasses + c]!;
       if (ns < 0) continue;
-      for (let p = 0; p < minLaterPattern[st]! && p < P; p++) if (canAccept[ns * P + p]) { minLaterPattern[st] = p; break; }
+      let p = 0;
+      for (; p < minLaterPattern[st]! && p < P; p++) if (canAccept[ns * P + p]) { minLaterPattern[st] = p; break; }
+      scanned += p;
     }
+    budget?.clock.spend(scanned);
   }
   const ignorable = new Uint8Array(numOrdered);
   for (let p = 0; p < numOrdered; p++) {

@@ -2,7 +2,8 @@
 // recognizer that accepts exactly what `Lark(grammar, parser='lalr').parse(text)` accepts
 // (Lark 1.1.5, lexer 'contextual').
 //
-//   compileGrammar(text) → Grammar          throws GrammarError (line/column for syntax errors)
+//   compileGrammar(text, limits?) → Grammar  throws GrammarError (line/column for syntax errors),
+//                                           GrammarTooComplexError past a GrammarLimits limit
 //   parses(grammar, text) → boolean         Lark's verdict; terminals matched with Python-re
 //                                           preferences via translated JS RegExps
 //   new GrammarAutomaton(grammar, { maxIgnoredRun }) — byte-level incremental form over byte
@@ -10,9 +11,10 @@
 //     allowedBytes, walk, minBytesToComplete (exact, A*), minBytesLowerBound; `approximate`
 //     lists terminals whose Python match preference it can only approximate.
 
-import { compileGrammarText, type CompiledGrammar, type TerminalDef } from "./compile.js";
+import { compileGrammarText, withCompileBudget, type CompiledGrammar, type TerminalDef } from "./compile.js";
 import { buildLalrTable, GrammarError, LalrRunner, type BnfRule, type LalrTable } from "./lalr.js";
-import { buildLexTerminals, buildScanner, reviveLexTerminals, scanToken, type LexTerminal, type Scanner } from "./lexer.js";
+import { buildLexTerminals, buildScanner, reviveLexTerminals, scanToken, type LexTerminal, type Scanner, type WholeMatchDfas } from "./lexer.js";
+import { compileBudget, type CompileBudget, type GrammarLimits } from "./limits.js";
 
 export {
   GrammarAutomaton,
@@ -25,6 +27,7 @@ export {
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";
 export { sampleSentence, mutateSentence, makeRng } from "./sampler.js";
 export { GrammarError, type LalrTable, type BnfRule, type TerminalDef, type CompiledGrammar, type LexTerminal, type Scanner };
+export { DEFAULT_GRAMMAR_LIMITS, GrammarTooComplexError, resolveLimits, type GrammarLimits } from "./limits.js";
 
 export interface Grammar {
   readonly source: string;
@@ -35,11 +38,22 @@ export interface Grammar {
   readonly ignore: ReadonlySet<string>;
   /** Contextual scanner for each parser state (shared between states with equal accept sets). */
   readonly scanners: readonly Scanner[];
+  /**
+   * Wall-clock ms the compile took: the automaton's scanner DFAs get what is left of the same
+   * timeoutMs (GrammarLimits), so the limit bounds the two together.
+   */
+  readonly compileMs: number;
 }
 
-export function compileGrammar(source: string): Grammar {
+/**
+ * Lark text → LALR(1) table and contextual scanners, under `limits` (DEFAULT_GRAMMAR_LIMITS for
+ * what is left out): GrammarTooComplexError past a resource limit, GrammarError otherwise.
+ */
+export function compileGrammar(source: string, limits?: Partial<GrammarLimits>): Grammar {
+  const started = performance.now();
+  const budget = compileBudget(limits, started);
   try {
-    return compileGrammarUnchecked(source);
+    return withCompileBudget(budget, () => compileGrammarUnchecked(source, budget, started));
   } catch (e) {
     // Lark itself fails on odd grammars with assorted exception types; ours are all typed.
     if (e instanceof GrammarError) throw e;
@@ -47,9 +61,9 @@ export function compileGrammar(source: string): Grammar {
   }
 }
 
-function compileGrammarUnchecked(source: string): Grammar {
-  const compiled = compileGrammarText(source, "start");
-  const table = buildLalrTable(compiled.rules, compiled.terminals.map((t) => t.name), compiled.start);
+function compileGrammarUnchecked(source: string, budget: CompileBudget, started: number): Grammar {
+  const compiled = compileGrammarText(source, "start", budget);
+  const table = buildLalrTable(compiled.rules, compiled.terminals.map((t) => t.name), compiled.start, budget);
   const lexTerms = buildLexTerminals(compiled.terminals, compiled.ignore, table.terminalIndex);
   const byName = new Map<string, LexTerminal>();
   const ignoreTerms: LexTerminal[] = [];
@@ -61,10 +75,12 @@ function compileGrammarUnchecked(source: string): Grammar {
   // ones; states with the same acceptable terminals share one (keyed by their table indices).
   const lexOfIndex: (LexTerminal | undefined)[] = table.terminals.map((n) => byName.get(n));
   const cache = new Map<string, Scanner>();
+  const wholeMatchDfas: WholeMatchDfas = new Map();
   const scanners: Scanner[] = [];
   const members: LexTerminal[] = [];
   for (let s = 0; s < table.numStates; s++) {
     const accepts = table.acceptsByState[s]!;
+    budget.clock.spend(accepts.length);
     let key = "";
     for (let i = 0; i < accepts.length; i++) if (lexOfIndex[accepts[i]!] !== undefined) key += accepts[i]! + ",";
     let sc = cache.get(key);
@@ -75,12 +91,13 @@ function compileGrammarUnchecked(source: string): Grammar {
         if (t !== undefined && !t.ignored) members.push(t);
       }
       for (const t of ignoreTerms) members.push(t);
-      sc = buildScanner(members);
+      sc = buildScanner(members, budget.clock, wholeMatchDfas);
       cache.set(key, sc);
     }
     scanners.push(sc);
   }
-  return { source, compiled, table, terminals: byName, ignore: new Set(compiled.ignore), scanners };
+  budget.clock.check();
+  return { source, compiled, table, terminals: byName, ignore: new Set(compiled.ignore), scanners, compileMs: performance.now() - started };
 }
 
 /**

@@ -3,13 +3,10 @@
 // or refused with Lark's message.
 
 import { Int32Arena } from "../regex/index.js";
+import { GrammarError } from "./errors.js";
+import { compileBudget, tooComplex, type CompileBudget } from "./limits.js";
 
-export class GrammarError extends Error {
-  constructor(message: string, readonly line?: number, readonly column?: number) {
-    super(message);
-    this.name = "GrammarError";
-  }
-}
+export { GrammarError };
 
 /** One BNF production. `expansion` holds symbol names; terminals are the names in `terminals`. */
 export interface BnfRule {
@@ -48,8 +45,17 @@ const ruleText = (r: BnfRule): string => `<${r.origin} : ${r.expansion.join(" ")
 /** Scratch tables of one build (see Int32Arena: a typed array of its own costs 1–3 µs here). */
 const arena = new Int32Arena();
 
-/** Sorts `a[from..to)` ascending (kernels and closures are short: a few to a few dozen items). */
+/**
+ * Sorts `a[from..to)` ascending. Kernels and closures are short (a few to a few dozen items):
+ * insertion sort; long ones (nested optional parts give closures of thousands) go through a
+ * typed array's sort, since insertion sort is quadratic.
+ */
 function sortRange(a: number[] | Int32Array, from: number, to: number): void {
+  if (to - from > 64) {
+    const sorted = Int32Array.from(a.slice(from, to)).sort();
+    for (let i = from; i < to; i++) a[i] = sorted[i - from]!;
+    return;
+  }
   for (let i = from + 1; i < to; i++) {
     const v = a[i]!;
     let j = i - 1;
@@ -65,7 +71,8 @@ function sortRange(a: number[] | Int32Array, from: number, to: number): void {
  * arrays of their own, cost more than the analysis. State numbering, conflict resolution and
  * messages follow the order Lark's analysis has.
  */
-export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonly string[], start = "start"): LalrTable {
+export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonly string[], start = "start", budget: CompileBudget = compileBudget()): LalrTable {
+  const { limits, clock } = budget;
   const terminals = ["$END"];
   const terminalIndex = new Map<string, number>([["$END", 0]]);
   for (const t of terminalNames) if (t !== "$END") { terminalIndex.set(t, terminals.length); terminals.push(t); }
@@ -128,17 +135,32 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   const sym = (r: number, i: number): number => itemNext[itemBase[r]! + i]!;
   const lenOf = (r: number): number => itemBase[r + 1]! - itemBase[r]! - 1;
 
-  // NULLABLE (DeRemer–Pennello needs no FIRST sets)
+  // NULLABLE (DeRemer–Pennello needs no FIRST sets): a worklist over each rule's count of
+  // symbols not yet known nullable (the fixed point rescanning all rules is quadratic in a chain).
   const nullable = arena.take(SYMS);
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (let r = 0; r < R; r++) {
-      if (nullable[lhs[r]!]) continue;
-      let all = true;
-      for (let i = 0; i < lenOf(r) && all; i++) if (!nullable[sym(r, i)]) all = false;
-      if (all) { nullable[lhs[r]!] = 1; changed = true; }
+  const pending = arena.take(R);
+  const usesStart = arena.take(SYMS + 1);
+  for (let r = 0; r < R; r++) {
+    pending[r] = lenOf(r);
+    for (let i = 0; i < lenOf(r); i++) usesStart[sym(r, i) + 1]!++;
+  }
+  for (let x = 0; x < SYMS; x++) usesStart[x + 1]! += usesStart[x]!;
+  const usesRule = arena.take(usesStart[SYMS]!);
+  {
+    const fill = arena.copy(usesStart);
+    for (let r = 0; r < R; r++) for (let i = 0; i < lenOf(r); i++) usesRule[fill[sym(r, i)]!++] = r;
+  }
+  const nullQueue = arena.take(SYMS);
+  let nullTail = 0;
+  for (let r = 0; r < R; r++) if (pending[r] === 0 && !nullable[lhs[r]!]) { nullable[lhs[r]!] = 1; nullQueue[nullTail++] = lhs[r]!; }
+  for (let head = 0; head < nullTail; head++) {
+    const x = nullQueue[head]!;
+    for (let k = usesStart[x]!; k < usesStart[x + 1]!; k++) {
+      const r = usesRule[k]!;
+      if (--pending[r]! === 0 && !nullable[lhs[r]!]) { nullable[lhs[r]!] = 1; nullQueue[nullTail++] = lhs[r]!; }
     }
   }
+  clock.spend(ITEMS);
 
   // Per nonterminal, the initial items of every rule reachable through leftmost nonterminals.
   const ntRulesStart = arena.take(NT + 1);
@@ -193,6 +215,9 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
       if (same) return s;
     }
     const id = kernelStart.length - 1;
+    // The tables hold a row of terminals + nonterminals per state (and the build a few more).
+    if ((id + 1) * SYMS > limits.maxTableCells)
+      throw tooComplex(limits, "maxTableCells", (id + 1) * SYMS, `LALR table cells (${SYMS.toLocaleString("en-US")} symbols × more than ${id.toLocaleString("en-US")} states)`);
     sameHash.push(byHash.get(h) ?? -1);
     byHash.set(h, id);
     for (let i = from; i < to; i++) kernels.push(kernel[i]!);
@@ -213,6 +238,9 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
       }
     }
     sortRange(closures, c0, closures.length);
+    clock.spend(closures.length - c0 + to - from);
+    if (closures.length > limits.maxTableCells)
+      throw tooComplex(limits, "maxTableCells", closures.length, "LALR closure items (nullable rules nested deep?)");
     closureStart.push(closures.length);
     return id;
   };
@@ -232,6 +260,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   for (let s = 0; s < kernelStart.length - 1; s++) {
     transStart.push(transSym.length);
     const c0 = closureStart[s]!, c1 = closureStart[s + 1]!;
+    clock.spend(2 * (c1 - c0));
     order.length = 0;
     for (let c = c0; c < c1; c++) {
       const nx = itemNext[closures[c]!]!;
@@ -270,6 +299,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   const ntTransState: number[] = [];
   const ntTransNt: number[] = [];
   for (let s = 0; s < S; s++) {
+    clock.spend(closureStart[s + 1]! - closureStart[s]!);
     for (let c = closureStart[s]!; c < closureStart[s + 1]!; c++) {
       const nx = itemNext[closures[c]!]!;
       if (nx >= TT && ntTransIndex[s * NT + nx - TT] === -1) {
@@ -281,6 +311,8 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   }
   const X = ntTransState.length;
   const W = (TT + 31) >>> 5;
+  if (X * W > limits.maxTableCells)
+    throw tooComplex(limits, "maxTableCells", X * W, "words of LALR lookahead sets");
   // Terminal bitsets per x: the direct reads, then (in place) Read, then Follow.
   const follow = arena.take(X * W);
   // Relations as singly linked lists (head per x; entries appended in order).
@@ -289,6 +321,9 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   const relTo: number[] = [], relNext: number[] = [];
   const relate = (head: Int32Array, tail: Int32Array, x: number, y: number): void => {
     const e = relTo.length;
+    // Nested optional and repeated parts make states whose every item reads through nullable
+    // symbols: millions of relations (and their lists' memory) from a short rule.
+    if (e >= limits.maxTableCells) throw tooComplex(limits, "maxTableCells", e + 1, "LALR lookahead relations (nullable rules nested deep?)");
     relTo.push(y);
     relNext.push(-1);
     if (tail[x] === -1) head[x] = e;
@@ -300,6 +335,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
     const s = ntTransState[x]!, nt = ntTransNt[x]!;
     if (s === startState && nt === sym(rootRule, 0)) follow[x * W]! |= 1;
     const target = next[s * SYMS + nt]!;
+    clock.spend(closureStart[target + 1]! - closureStart[target]!);
     for (let c = closureStart[target]!; c < closureStart[target + 1]!; c++) {
       const s2 = itemNext[closures[c]!]!;
       if (s2 < 0) continue;
@@ -307,8 +343,16 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
       if (nullable[s2]) relate(readsHead, readsTail, x, ntTransIndex[target * NT + s2 - TT]!);
     }
   }
+  // suffixNullable[item]: every symbol from the item's dot to the rule's end is nullable.
+  const suffixNullable = arena.take(ITEMS);
+  for (let r = 0; r < R; r++) {
+    const b = itemBase[r]!;
+    suffixNullable[b + lenOf(r)] = 1;
+    for (let i = lenOf(r) - 1; i >= 0; i--) suffixNullable[b + i] = suffixNullable[b + i + 1]! && nullable[sym(r, i)]! ? 1 : 0;
+  }
   for (let x = 0; x < X; x++) {
     const s = ntTransState[x]!, nt = ntTransNt[x]!;
+    clock.spend(closureStart[s + 1]! - closureStart[s]!);
     for (let c = closureStart[s]!; c < closureStart[s + 1]!; c++) {
       const it = closures[c]!;
       const r = itemRule[it]!;
@@ -317,14 +361,11 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
       // Lark makes; mirrored so that our conflicts are Lark's conflicts).
       const dot = it - itemBase[r]!;
       const len = lenOf(r);
+      clock.spend(len - dot + 1);
       let s2 = s;
       for (let i = dot; i < len; i++) {
         const y = sym(r, i);
-        if (y >= TT) {
-          let restNullable = true;
-          for (let j = i + 1; j < len; j++) if (!nullable[sym(r, j)]) { restNullable = false; break; }
-          if (restNullable) relate(includesHead, includesTail, ntTransIndex[s2 * NT + y - TT]!, x);
-        }
+        if (y >= TT && suffixNullable[itemBase[r]! + i + 1]) relate(includesHead, includesTail, ntTransIndex[s2 * NT + y - TT]!, x);
         s2 = next[s2 * SYMS + y]!;
       }
       if (dot === 0) { lookbackX.push(x); lookbackState.push(s2); lookbackRule.push(r); }
@@ -332,30 +373,62 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   }
   const depth = arena.take(X);
   const stack = arena.take(X);
+  // The traversal's own frames (node, edge being followed): a chain of relations as long as the
+  // grammar would overflow the call stack as recursion.
+  const frameNode = arena.take(X);
+  const frameEdge = arena.take(X);
+  const frameDepth = arena.take(X);
   // Digraph (DeRemer–Pennello's SCC closure): F[x] = F[x] ∪ F[y] over the relation, in place.
   const digraph = (head: Int32Array, F: Int32Array): void => {
     depth.fill(0);
     let sp = 0;
-    const traverse = (x: number): void => {
-      stack[sp++] = x;
-      const d = sp;
-      depth[x] = d;
-      for (let e = head[x]!; e >= 0; e = relNext[e]!) {
-        const y = relTo[e]!;
-        if (depth[y] === 0) traverse(y);
-        if (depth[y]! > 0 && depth[y]! < depth[x]!) depth[x] = depth[y]!;
-        for (let w = 0; w < W; w++) F[x * W + w]! |= F[y * W + w]!;
-      }
-      if (depth[x] === d) {
-        for (;;) {
-          const z = stack[--sp]!;
-          depth[z] = -1;
-          if (z === x) break;
-          for (let w = 0; w < W; w++) F[z * W + w] = F[x * W + w]!;
+    for (let root = 0; root < X; root++) {
+      if (depth[root] !== 0) continue;
+      let fp = 0;
+      stack[sp++] = root;
+      depth[root] = sp;
+      frameNode[fp] = root;
+      frameDepth[fp] = sp;
+      frameEdge[fp++] = head[root]!;
+      while (fp > 0) {
+        const x = frameNode[fp - 1]!;
+        const e = frameEdge[fp - 1]!;
+        if (e >= 0) {
+          const y = relTo[e]!;
+          if (depth[y] === 0) {
+            // Descend; the edge is finished (the merge below) when y's frame returns.
+            stack[sp++] = y;
+            depth[y] = sp;
+            frameNode[fp] = y;
+            frameDepth[fp] = sp;
+            frameEdge[fp++] = head[y]!;
+            continue;
+          }
+          if (depth[y]! > 0 && depth[y]! < depth[x]!) depth[x] = depth[y]!;
+          clock.spend(W);
+          for (let w = 0; w < W; w++) F[x * W + w]! |= F[y * W + w]!;
+          frameEdge[fp - 1] = relNext[e]!;
+          continue;
+        }
+        // x is done: close its SCC if it roots one, then finish the parent's edge to x.
+        clock.spend(W + 1);
+        if (depth[x] === frameDepth[fp - 1]) {
+          for (;;) {
+            const z = stack[--sp]!;
+            depth[z] = -1;
+            if (z === x) break;
+            for (let w = 0; w < W; w++) F[z * W + w] = F[x * W + w]!;
+          }
+        }
+        fp--;
+        if (fp > 0) {
+          const parent = frameNode[fp - 1]!;
+          if (depth[x]! > 0 && depth[x]! < depth[parent]!) depth[parent] = depth[x]!;
+          for (let w = 0; w < W; w++) F[parent * W + w]! |= F[x * W + w]!;
+          frameEdge[fp - 1] = relNext[frameEdge[fp - 1]!]!;
         }
       }
-    };
-    for (let x = 0; x < X; x++) if (depth[x] === 0) traverse(x);
+    }
   };
   digraph(readsHead, follow);
   digraph(includesHead, follow);
@@ -365,6 +438,7 @@ export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonl
   const laRule: number[] = [], laNext: number[] = [];
   for (let k = 0; k < lookbackX.length; k++) {
     const x = lookbackX[k]!, st = lookbackState[k]!, r = lookbackRule[k]!;
+    clock.spend(W);
     for (let w = 0; w < W; w++) {
       for (let bits = follow[x * W + w]!; bits !== 0; bits &= bits - 1) {
         const la = w * 32 + (31 - Math.clz32(bits & -bits));

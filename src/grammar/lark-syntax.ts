@@ -3,6 +3,7 @@
 // builder, so the parse tree (and which texts are malformed) is Lark's.
 
 import { buildLalrTable, GrammarError, type BnfRule, type LalrTable } from "./lalr.js";
+import { nestingTooDeep, type CompileClock } from "./limits.js";
 import { parsePyRegex, toJsRegExp } from "./pyregex.js";
 
 export interface Token {
@@ -259,10 +260,15 @@ const GRAMMAR_ERRORS: [string, string[]][] = [
   ["%ignore expects a value", ["%ignore %import\n"]],
 ];
 
-/** Parses grammar text into Lark's grammar parse tree (after its tree-shaping rules). */
-export function parseLarkSyntax(source: string): Tree {
+/**
+ * Parses grammar text into Lark's grammar parse tree (after its tree-shaping rules). Brackets
+ * (`()`, `[]`, `{}`) nested deeper than `maxNesting`, or groups nested deeper in a regexp
+ * literal, are refused as the lexer meets them, with their line and column: the compile's passes
+ * over the tree and over regexps recurse per level.
+ */
+export function parseLarkSyntax(source: string, maxNesting = Infinity, clock?: CompileClock): Tree {
   try {
-    return metaParse(source + "\n");
+    return metaParse(source + "\n", maxNesting, clock);
   } catch (e) {
     if (!(e instanceof MetaSyntaxFailure)) throw e;
     const f = e.failure;
@@ -295,7 +301,55 @@ function matchExamples(f: MetaFailure): string | null {
   return candidate;
 }
 
-function metaParse(text: string): Tree {
+/**
+ * How deep the groups of a Python regexp nest, by a scan of its text: `\` escapes a character,
+ * a class `[…]` holds no groups (`]` first in it, or after `^`, is a member), `(?#…)` is a
+ * comment to the next `)`, and with the x flag a `#` comments to the end of the line. With
+ * `stopAbove`, returns -1 - i for the index i of the first `(` deeper than it.
+ */
+export function regexpGroupDepth(src: string, verbose: boolean, stopAbove = Infinity): number {
+  let depth = 0, deepest = 0;
+  for (let i = 0; i < src.length; i++) {
+    const c = src.charCodeAt(i);
+    if (c === 0x5c /* \ */) { i++; continue; }
+    if (c === 0x5b /* [ */) {
+      let j = i + 1;
+      if (src.charCodeAt(j) === 0x5e /* ^ */) j++;
+      if (src.charCodeAt(j) === 0x5d /* ] */) j++;
+      for (; j < src.length && src.charCodeAt(j) !== 0x5d; j++) if (src.charCodeAt(j) === 0x5c) j++;
+      i = j;
+      continue;
+    }
+    if (verbose && c === 0x23 /* # */) {
+      while (i + 1 < src.length && src.charCodeAt(i + 1) !== 0x0a) i++;
+      continue;
+    }
+    if (c === 0x28 /* ( */) {
+      if (src.startsWith("(?#", i)) {
+        const end = src.indexOf(")", i);
+        if (end < 0) break;
+        i = end;
+        continue;
+      }
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > stopAbove) return -1 - i;
+      }
+    } else if (c === 0x29 /* ) */ && depth > 0) depth--;
+  }
+  return deepest;
+}
+
+/** Line and column (1-based) of offset `at` of a token's text, from the token's own. */
+function positionIn(tok: Token, at: number): { line: number; column: number } {
+  let line = tok.line, column = tok.column;
+  for (let i = 0; i < at; i++) {
+    if (tok.value.charCodeAt(i) === 10) { line++; column = 1; } else column++;
+  }
+  return { line, column };
+}
+
+function metaParse(text: string, maxNesting = Infinity, clock?: CompileClock): Tree {
   const { table, expand1, lexer, groupOf } = getMetaParser();
   const TT = table.terminals.length;
   const NT = table.nonterminals.length;
@@ -308,8 +362,11 @@ function metaParse(text: string): Tree {
   const reduceRule = (r: number): void => {
     const origin = table.rules[r]!.origin;
     const n = table.ruleLen[r]!;
-    const children: Node[] = [];
-    for (let i = top - n; i < top; i++) {
+    // The first child's list is extended in place (every slot's list is its own and is consumed
+    // here): left-recursive `_list: _list _item` otherwise copies the list so far at each item,
+    // quadratic in the statements of a grammar (seconds for 20,000 rules).
+    const children: Node[] = n > 0 ? values[top - n]! : [];
+    for (let i = top - n + 1; i < top; i++) {
       const kid = values[i]!;
       for (let j = 0; j < kid.length; j++) children.push(kid[j]!);
     }
@@ -346,6 +403,7 @@ function metaParse(text: string): Tree {
   let lastTokenPos = 0;
   // Line and column of `pos`, counted forward as the tokens go (lineCol from 0 would be quadratic).
   let line = 1, lineStart = 0, counted = 0;
+  let brackets = 0;
   while (pos < text.length) {
     let matched = -1;
     let value = "";
@@ -376,10 +434,22 @@ function metaParse(text: string): Tree {
       }
     }
     if (matched < 0 || value === "") throw failure("chars", "", text[pos] ?? "", pos);
+    clock?.spend(1);
     const type = META_TERMINALS[matched]![0];
     if (!META_IGNORE.has(type)) {
       for (; counted < pos; counted++) if (text.charCodeAt(counted) === 10) { line++; lineStart = counted + 1; }
       const tok: Token = { kind: "token", type, value, line, column: pos - lineStart + 1 };
+      if (type === "_LPAR" || type === "_LBRA" || type === "_LBRACE") {
+        if (++brackets > maxNesting) throw nestingTooDeep(maxNesting, "grammar: brackets", tok.line, tok.column);
+      } else if (type === "_RPAR" || type === "_RBRA" || type === "_RBRACE") brackets--;
+      else if (type === "REGEXP" && maxNesting !== Infinity) {
+        const flags = value.slice(value.lastIndexOf("/") + 1);
+        const at = regexpGroupDepth(value.slice(1, value.lastIndexOf("/")), flags.includes("x") || /^\/\(\?[aiLmsu]*x/.test(value), maxNesting);
+        if (at < 0) {
+          const where = positionIn(tok, -at);
+          throw nestingTooDeep(maxNesting, "regexp: groups", where.line, where.column);
+        }
+      }
       if (!feed(table.terminalIndex.get(type)!, tok)) throw failure("token", type, value, pos);
       lastTokenPos = pos;
     }

@@ -5,9 +5,11 @@
 // String terminals that a same-priority regexp terminal matches exactly are handled like Lark's
 // `_create_unless`: the regexp's token is retyped to the string terminal.
 
+import { compileRegex, matchesString, RegexTooComplexError, type ByteDfa } from "../regex/index.js";
 import { GrammarError } from "./lalr.js";
-import { patternToRegexp, patternWidth, pyRepr, type TerminalDef } from "./compile.js";
-import { parsePyRegex, toJsRegExp, type ParsedRegex, type RegexNode } from "./pyregex.js";
+import { activeMaxNesting, patternToRegexp, patternWidth, pyRepr, type TerminalDef } from "./compile.js";
+import { nestingTooDeep, shortName, type CompileClock } from "./limits.js";
+import { parsePyRegex, PyRegexNestingError, toJsRegExp, type ParsedRegex, type RegexNode } from "./pyregex.js";
 
 export interface LexTerminal {
   readonly name: string;
@@ -99,11 +101,12 @@ export function buildLexTerminals(defs: readonly TerminalDef[], ignore: readonly
     const source = patternToRegexp(def.pattern);
     let parsed: ParsedRegex;
     try {
-      parsed = parsePyRegex(source);
+      parsed = parsePyRegex(source, activeMaxNesting());
     } catch (e) {
+      if (e instanceof PyRegexNestingError) throw nestingTooDeep(e.maxNesting, `terminal '${shortName(def.name)}': regexp groups`);
       throw new GrammarError(`Cannot compile token ${def.name}: ${(e as Error).message}`);
     }
-    const [minWidth, maxWidth] = patternWidth(def.pattern);
+    const [minWidth, maxWidth] = patternWidth(def.pattern, `terminal '${shortName(def.name)}'`);
     if (minWidth === 0) throw new GrammarError(`Lexer does not allow zero-width terminals. (${def.name}: ${pyRepr(source)})`);
     out.push(new LarkTerminal(def.name, def, parsed, minWidth, maxWidth, terminalIndex.get(def.name) ?? -1, ignore.includes(def.name)));
   }
@@ -126,13 +129,42 @@ function matchAt(re: RegExp, text: string, pos: number): string | null {
 }
 
 /**
+ * The byte DFAs of a compile's regexp terminals, for matchesWhole (null: the regex stage cannot
+ * represent the pattern). Per compile, not kept with the terminals.
+ */
+export type WholeMatchDfas = Map<LexTerminal, ByteDfa | null>;
+
+/** Whether `s` is ASCII: there the byte DFA's language is Python's (\d, \w, \s and case folding differ only beyond ASCII). */
+const isAscii = (s: string): boolean => {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
+  return true;
+};
+
+/**
  * Lark's `re.match(pattern, s).group(0) == s` for a string literal `s`: by the translated RegExp,
  * or at once for a plain character class (a range `"a".."z"`), which matches exactly one
- * character, without making and running a RegExp during the compile.
+ * character, without making and running a RegExp during the compile. A string the terminal's
+ * byte DFA does not fully match is answered no without the RegExp: a backtracking RegExp that
+ * fails takes exponential time on patterns such as `(a*)*b` (seconds for 26 letters).
  */
-function matchesWhole(t: LexTerminal, s: string): boolean {
+function matchesWhole(t: LexTerminal, s: string, dfas?: WholeMatchDfas, clock?: CompileClock): boolean {
   const root = t.parsed.root;
-  if (root.k !== "set" || root.negated || root.caseless || root.classes.length > 0 || t.def.pattern.flags !== "") return matchAt(t.regex, s, 0) === s;
+  if (root.k !== "set" || root.negated || root.caseless || root.classes.length > 0 || t.def.pattern.flags !== "") {
+    if (dfas !== undefined && isAscii(s)) {
+      let dfa = dfas.get(t);
+      if (dfa === undefined) {
+        try {
+          dfa = compileRegex(patternToRegexp(t.def.pattern), clock === undefined ? {} : { timeoutMs: clock.remainingMs() });
+        } catch (e) {
+          if (e instanceof RegexTooComplexError && e.limit === "time") clock?.check();
+          dfa = null;
+        }
+        dfas.set(t, dfa);
+      }
+      if (dfa !== null && !matchesString(dfa, s)) return false;
+    }
+    return matchAt(t.regex, s, 0) === s;
+  }
   const c = s.codePointAt(0);
   if (c === undefined || s.length !== (c > 0xffff ? 2 : 1)) return false;
   const ranges = root.ranges;
@@ -140,18 +172,22 @@ function matchesWhole(t: LexTerminal, s: string): boolean {
   return false;
 }
 
-/** BasicLexer for a set of terminals: Lark's sort, then `_create_unless`. */
-export function buildScanner(terms: readonly LexTerminal[]): Scanner {
+/**
+ * BasicLexer for a set of terminals: Lark's sort, then `_create_unless`. `clock`: the compile's,
+ * read as the regexp × string pairs are tried (quadratic in the scanner's terminals).
+ */
+export function buildScanner(terms: readonly LexTerminal[], clock?: CompileClock, dfas?: WholeMatchDfas): Scanner {
   const sorted = [...terms].sort(sortKeyCompare);
   const unless = new Map<string, LexTerminal[]>();
   const embedded = new Set<LexTerminal>();
   for (const re of sorted) {
     if (re.def.pattern.type !== "re") continue;
+    clock?.spend(sorted.length);
     const list: LexTerminal[] = [];
     for (const str of sorted) {
       if (str.def.pattern.type !== "str" || str.def.priority !== re.def.priority) continue;
       const s = str.def.pattern.value;
-      if (matchesWhole(re, s)) {
+      if (matchesWhole(re, s, dfas, clock)) {
         list.push(str);
         if ([...str.def.pattern.flags].every((f) => re.def.pattern.flags.includes(f))) embedded.add(str);
       }

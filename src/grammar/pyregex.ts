@@ -14,6 +14,14 @@ export class PyRegexError extends Error {
   }
 }
 
+/** Groups nested deeper than the parser's limit (its passes recurse once or more per group). */
+export class PyRegexNestingError extends PyRegexError {
+  constructor(readonly maxNesting: number, pattern: string, position: number) {
+    super(`groups nested deeper than ${maxNesting}`, pattern, position);
+    this.name = "PyRegexNestingError";
+  }
+}
+
 /** Python's sre MAXREPEAT: widths saturate here, so two unbounded terminals compare equal. */
 export const MAXREPEAT = 4294967295;
 
@@ -46,9 +54,14 @@ export interface ParsedRegex {
 const cp = (s: string, i: number): number => s.codePointAt(i)!;
 const cpLen = (c: number): number => (c > 0xffff ? 2 : 1);
 
-export function parsePyRegex(pattern: string): ParsedRegex {
+/**
+ * `maxNesting`: the deepest group nesting accepted (PyRegexNestingError beyond): parsing and every
+ * pass over the tree recurse per group level, so a hostile pattern must stop here.
+ */
+export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRegex {
   let pos = 0;
   let groupCount = 0;
+  let depth = 0;
   const groupNames = new Map<string, number>();
   const fail = (msg: string, at = pos): never => {
     throw new PyRegexError(msg, pattern, at);
@@ -161,6 +174,16 @@ export function parsePyRegex(pattern: string): ParsedRegex {
   }
 
   function parseGroup(f: Flags): RegexNode | null {
+    if (depth >= maxNesting) throw new PyRegexNestingError(maxNesting, pattern, pos);
+    depth++;
+    try {
+      return parseGroupBody(f);
+    } finally {
+      depth--;
+    }
+  }
+
+  function parseGroupBody(f: Flags): RegexNode | null {
     const start = pos;
     pos++; // (
     if (pattern[pos] === "?") {
@@ -575,9 +598,12 @@ export function sampleRegex(parsed: ParsedRegex, rng: Rng, maxRepeat = 4): strin
   return gen(parsed.root);
 }
 
-/** Python's re.escape (3.7+): only these characters are escaped. */
+/** The characters Python's re.escape (3.7+) escapes. */
+export const PY_RE_SPECIAL = "()[]{}?*+-|^$\\.&~# \t\n\r\v\f";
+
+/** Python's re.escape (3.7+): only PY_RE_SPECIAL is escaped. */
 export function pyReEscape(s: string): string {
   let out = "";
-  for (const ch of s) out += "()[]{}?*+-|^$\\.&~# \t\n\r\v\f".includes(ch) ? "\\" + ch : ch;
+  for (const ch of s) out += PY_RE_SPECIAL.includes(ch) ? "\\" + ch : ch;
   return out;
 }

@@ -2,6 +2,10 @@ import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import type { ByteNfa } from "./nfa.js";
 import { Assertion } from "./parser.js";
 import { Int32Arena } from "./arena.js";
+import { regexClock } from "./clock.js";
+
+/** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
+const clock = regexClock;
 
 /** Temporaries of one determinize call (finishDfa and minimize included); reset per call. */
 const arena = new Int32Arena();
@@ -33,7 +37,6 @@ export interface MultiByteDfa extends ByteDfa {
 
 export interface DfaLimits {
   maxDfaStates: number;
-  timeoutMs: number;
 }
 
 // Thread modes: what a pending end assertion still demands of the remaining input.
@@ -76,6 +79,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     edgeCount += nfa.edges[q]!.length / 3;
     epsCount += nfa.eps[q]!.length;
   }
+  clock.tick(nStates);
   const edgeOff = arena.take(nStates + 1);
   const edgeRange = arena.take(edgeCount);
   const edgeTo = arena.take(edgeCount);
@@ -85,6 +89,8 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   let ep = 0;
   for (let q = 0; q < nStates; q++) {
     const list = nfa.edges[q]!;
+    // A range is interned through a Map: a few units each.
+    clock.tick(list.length + nfa.eps[q]!.length + 1);
     for (let i = 0; i < list.length; i += 3) {
       edgeRange[e] = internRange(list[i]!, list[i + 1]!);
       edgeTo[e++] = list[i + 2]!;
@@ -100,6 +106,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   let nextClassId = 1;
   const remap = new Map<number, number>();
   for (let r = 0; r < rangeLo.length; r++) {
+    clock.tick(4 * (rangeHi[r]! - rangeLo[r]! + 1));
     remap.clear();
     for (let b = rangeLo[r]!; b <= rangeHi[r]!; b++) {
       const old = byteClassRaw[b]!;
@@ -126,6 +133,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   const rangeClassList: number[] = [];
   const seen = arena.take(k, -1);
   for (let r = 0; r < rangeLo.length; r++) {
+    clock.tick(rangeHi[r]! - rangeLo[r]! + 1);
     for (let b = rangeLo[r]!; b <= rangeHi[r]!; b++) {
       const c = classOfByte[b]!;
       if (seen[c] !== r) {
@@ -245,11 +253,11 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
       }
     }
     closureOut.subarray(0, n).sort();
+    clock.tick(n + to - from);
     return n;
   };
 
   // DFA states: sorted thread lists in a pool, found through an open-addressing hash table.
-  const startTime = performance.now();
   let pool = arena.take(1024);
   let poolUsed = 0;
   let stateOff = arena.take(65);
@@ -287,9 +295,6 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
     const id = numRaw;
     if (id >= limits.maxDfaStates) {
       throw new RegexTooComplexError(`pattern too complex: its DFA needs more than ${limits.maxDfaStates} states`, "dfaStates");
-    }
-    if ((id & 63) === 63 && performance.now() - startTime > limits.timeoutMs) {
-      throw new RegexTooComplexError(`pattern too complex: DFA construction exceeded ${limits.timeoutMs} ms`, "time");
     }
     numRaw++;
     if (poolUsed + n > pool.length) {
@@ -359,6 +364,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
       }
     }
     // After pass 2, classCount[c] is the end of class c's seeds (and the start of c + 1's).
+    clock.tick(k + 2 * (stateOff[s + 1]! - stateOff[s]!) + classCount[k]!);
     let from = 0;
     for (let c = 0; c < k; c++) {
       const to = classCount[c]!;
@@ -376,7 +382,9 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   const rawCount = numRaw;
   const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
   const rawMask = arena.take(rawCount * acceptWords);
+  const rawAccepting = arena.take(rawCount);
   for (let s = 0; s < rawCount; s++) {
+    clock.tick(stateOff[s + 1]! - stateOff[s]! + 1);
     for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
       const thread = pool[i]!;
       const q = (thread / numModes) | 0;
@@ -384,10 +392,13 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
       const p = acceptOf[q]!;
       // A pending positive lookahead needs one more character, so it cannot accept at the end.
       const needsMore = mode >= MODE_LOOKAHEAD_BASE && ((mode - MODE_LOOKAHEAD_BASE) & 1) === 0;
-      if (p >= 0 && !needsMore) rawMask[s * acceptWords + (p >>> 5)]! |= 1 << (p & 31);
+      if (p >= 0 && !needsMore) {
+        rawMask[s * acceptWords + (p >>> 5)]! |= 1 << (p & 31);
+        rawAccepting[s] = 1;
+      }
     }
   }
-  return finishDfa(rawCount, k, trans, rawMask, acceptWords, numPatterns, classOfByte);
+  return finishDfa(rawCount, k, trans, rawMask, rawAccepting, acceptWords, numPatterns, classOfByte);
 }
 
 /**
@@ -444,6 +455,7 @@ export function determinizeLiterals(patterns: readonly (readonly number[] | Uint
   const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
   const trans = arena.take(total * k, -1);
   const rawMask = arena.take(total * acceptWords);
+  const rawAccepting = arena.take(total);
   let nodes = 1;
   for (let p = 0; p < numPatterns; p++) {
     const pattern = patterns[p]!;
@@ -455,18 +467,21 @@ export function determinizeLiterals(patterns: readonly (readonly number[] | Uint
         const at = classOfByte[b]!;
         if (trans[at]! < 0) trans[at] = nodes++;
         rawMask[trans[at]! * acceptWords + (p >>> 5)]! |= 1 << (p & 31);
+        rawAccepting[trans[at]!] = 1;
       }
       continue;
     }
     let s = 0;
+    clock.tick(pattern.length + 1);
     for (const b of pattern) {
       const at = s * k + classOfByte[b]!;
       if (trans[at]! < 0) trans[at] = nodes++;
       s = trans[at]!;
     }
     rawMask[s * acceptWords + (p >>> 5)]! |= 1 << (p & 31);
+    rawAccepting[s] = 1;
   }
-  return finishDfa(nodes, k, trans, rawMask, acceptWords, numPatterns, classOfByte);
+  return finishDfa(nodes, k, trans, rawMask, rawAccepting, acceptWords, numPatterns, classOfByte);
 }
 
 function isAcceptingRaw(mask: Int32Array | Uint32Array, words: number, s: number): boolean {
@@ -477,12 +492,16 @@ function isAcceptingRaw(mask: Int32Array | Uint32Array, words: number, s: number
 /** Reverse adjacency in CSR form (sources of each target), ignoring labels. */
 function reverseEdges(n: number, k: number, trans: Int32Array): { offsets: Int32Array; sources: Int32Array } {
   const counts = arena.take(n + 1);
-  for (let i = 0; i < n * k; i++) if (trans[i]! >= 0) counts[trans[i]! + 1]!++;
+  for (let s = 0; s < n; s++) {
+    clock.tick(k);
+    for (let i = s * k; i < (s + 1) * k; i++) if (trans[i]! >= 0) counts[trans[i]! + 1]!++;
+  }
   for (let i = 0; i < n; i++) counts[i + 1]! += counts[i]!;
   const sources = arena.take(counts[n]!);
   const fill = arena.take(n);
   fill.set(counts.subarray(0, n));
   for (let s = 0; s < n; s++) {
+    clock.tick(k);
     for (let c = 0; c < k; c++) {
       const t = trans[s * k + c]!;
       if (t >= 0) sources[fill[t]!++] = s;
@@ -504,8 +523,10 @@ function distancesToAccept(n: number, k: number, trans: Int32Array, accepting: (
     }
   }
   const { offsets, sources } = reverseEdges(n, k, trans);
+  clock.tick(n);
   while (head < tail) {
     const t = queue[head++]!;
+    clock.tick(offsets[t + 1]! - offsets[t]! + 1);
     for (let i = offsets[t]!; i < offsets[t + 1]!; i++) {
       const s = sources[i]!;
       if (dist[s] === -1) {
@@ -522,12 +543,14 @@ function finishDfa(
   k: number,
   rawTrans: Int32Array,
   rawMask: Int32Array,
+  /** 1 where rawMask's row is not all zero (read per state, it was states × words of scanning). */
+  rawAccepting: Int32Array,
   acceptWords: number,
   numPatterns: number,
   intervalOf: Int32Array,
 ): MultiByteDfa {
   // 1. Prune states that cannot reach acceptance.
-  const dist = distancesToAccept(rawCount, k, rawTrans, (s) => isAcceptingRaw(rawMask, acceptWords, s), false);
+  const dist = distancesToAccept(rawCount, k, rawTrans, (s) => rawAccepting[s] === 1, false);
   if (dist[0] === -1) {
     return emptyDfa(numPatterns, acceptWords);
   }
@@ -542,6 +565,7 @@ function finishDfa(
   for (let s = 0; s < rawCount; s++) {
     const id = liveId[s]!;
     if (id < 0) continue;
+    clock.tick(k + acceptWords);
     for (let w = 0; w < acceptWords; w++) liveMask[id * acceptWords + w] = rawMask[s * acceptWords + w]!;
     for (let c = 0; c < k; c++) {
       const t = rawTrans[s * k + c]!;
@@ -554,6 +578,7 @@ function finishDfa(
   const initialBlock = arena.take(total);
   const blockOfMask = new Map<string | number, number>();
   for (let s = 0; s < n; s++) {
+    clock.tick(acceptWords);
     const key = acceptWords === 1 ? liveMask[s]! : liveMask.subarray(s * acceptWords, (s + 1) * acceptWords).join(",");
     let b = blockOfMask.get(key);
     if (b === undefined) {
@@ -577,6 +602,7 @@ function finishDfa(
   order[block[0]!] = 0;
   let numStates = 1;
   for (let h = 0; h < numStates; h++) {
+    clock.tick(k);
     const rep = representative[queue[h]!]!;
     for (let c = 0; c < k; c++) {
       const b = block[delta[rep * k + c]!]!;
@@ -590,6 +616,7 @@ function finishDfa(
   const acceptMask = new Uint32Array(numStates * acceptWords);
   const accepting = new Uint8Array(numStates);
   for (let i = 0; i < numStates; i++) {
+    clock.tick(k + acceptWords);
     const rep = representative[queue[i]!]!;
     for (let c = 0; c < k; c++) {
       const b = block[delta[rep * k + c]!]!;
@@ -609,6 +636,7 @@ function finishDfa(
   };
   const firstIntervalOfClass: number[] = [];
   for (let c = 0; c < k; c++) {
+    clock.tick(numStates);
     let h = 0x811c9dc5;
     for (let s = 0; s < numStates; s++) h = Math.imul(h ^ (interval[s * k + c]! + 1), 0x01000193);
     const candidates = columnIndex.get(h);
@@ -626,6 +654,7 @@ function finishDfa(
   for (let b = 0; b < 256; b++) byteClass[b] = classOfInterval[intervalOf[b]!]!;
   const next = new Int32Array(numStates * numClasses);
   for (let s = 0; s < numStates; s++) {
+    clock.tick(numClasses);
     for (let cls = 0; cls < numClasses; cls++) next[s * numClasses + cls] = interval[s * k + firstIntervalOfClass[cls]!]!;
   }
   const minBytesToAccept = distancesToAccept(numStates, numClasses, next, (s) => accepting[s] === 1, true);
@@ -641,7 +670,16 @@ function finishDfa(
  * p], -1 when it never can. A breadth-first search per pattern backwards from its accepting
  * states (the grammar lexer's budgets need each terminal's own distance, not the nearest one's).
  */
-export function patternDistances(dfa: MultiByteDfa): Int32Array {
+export function patternDistances(dfa: MultiByteDfa, timeoutMs = Infinity): Int32Array {
+  const previous = clock.start(timeoutMs);
+  try {
+    return distancesPerPattern(dfa);
+  } finally {
+    clock.stop(previous);
+  }
+}
+
+function distancesPerPattern(dfa: MultiByteDfa): Int32Array {
   arena.reset(); // a stage of its own: nothing of a determinize call is alive here
   const n = dfa.numStates;
   const P = dfa.numPatterns;
@@ -652,6 +690,7 @@ export function patternDistances(dfa: MultiByteDfa): Int32Array {
   for (let p = 0; p < P; p++) {
     let head = 0;
     let tail = 0;
+    clock.tick(n);
     for (let s = 0; s < n; s++) {
       if ((dfa.acceptMask[s * words + (p >>> 5)]! & (1 << (p & 31))) !== 0) {
         dist[s * P + p] = 0;
@@ -660,6 +699,7 @@ export function patternDistances(dfa: MultiByteDfa): Int32Array {
     }
     while (head < tail) {
       const t = queue[head++]!;
+      clock.tick(offsets[t + 1]! - offsets[t]! + 1);
       const d = dist[t * P + p]! + 1;
       for (let i = offsets[t]!; i < offsets[t + 1]!; i++) {
         const from = sources[i]!;
@@ -685,11 +725,13 @@ function reachableAcceptance(n: number, k: number, next: Int32Array, acceptMask:
   while (top > 0) {
     const t = queue[--top]!;
     queued[t] = 0;
+    clock.tick((offsets[t + 1]! - offsets[t]!) * words + 1);
     for (let i = offsets[t]!; i < offsets[t + 1]!; i++) {
       const s = sources[i]!;
       let changed = false;
       for (let w = 0; w < words; w++) {
-        const merged = reach[s * words + w]! | reach[t * words + w]!;
+        // `|` gives a signed int32 and reach holds uint32: unsigned, or bit 31 never compares equal.
+        const merged = (reach[s * words + w]! | reach[t * words + w]!) >>> 0;
         if (merged !== reach[s * words + w]) {
           reach[s * words + w] = merged;
           changed = true;
@@ -740,7 +782,10 @@ function minimize(
 ): Int32Array {
   // Inverse transitions: preimage[(t * k + c)] lists s with delta(s, c) = t.
   const invOffsets = arena.take(n * k + 1);
-  for (let s = 0; s < n; s++) for (let c = 0; c < k; c++) invOffsets[delta[s * k + c]! * k + c + 1]!++;
+  for (let s = 0; s < n; s++) {
+    clock.tick(3 * k);
+    for (let c = 0; c < k; c++) invOffsets[delta[s * k + c]! * k + c + 1]!++;
+  }
   for (let i = 0; i < n * k; i++) invOffsets[i + 1]! += invOffsets[i]!;
   const invSources = arena.take(n * k);
   const fill = arena.take(n * k);
@@ -789,6 +834,7 @@ function minimize(
     let splitterSize = 0;
     for (let i = bStart[a]!; i < bEnd[a]!; i++) splitterElems[splitterSize++] = elems[i]!;
     for (let c = 0; c < k; c++) {
+      clock.tick(splitterSize);
       let touchedCount = 0;
       for (let x = 0; x < splitterSize; x++) {
         const t = splitterElems[x]!;
@@ -809,6 +855,7 @@ function minimize(
           bMarked[b]!++;
         }
       }
+      clock.tick(touchedCount);
       for (let x = 0; x < touchedCount; x++) {
         const b = touched[x]!;
         const marked = bMarked[b]!;

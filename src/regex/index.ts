@@ -45,8 +45,9 @@
  *   possessive quantifiers, conditionals, \b \B (word boundaries), \N{...}, \p{...}, flag L.
  *   A pattern that can match nothing throws RegexSyntaxError with construct "empty language".
  * - Too large/slow automata throw RegexTooComplexError fast: NFA state cap (huge counted
- *   repeats, checked on the AST before building), DFA state cap, elapsed-time checks during
- *   determinization, and a group nesting cap. Defaults: DEFAULT_REGEX_LIMITS.
+ *   repeats, checked on the AST before building), DFA state cap, a time limit on the whole
+ *   compile (every phase counts its work; clock.ts), and a group nesting cap. Defaults:
+ *   DEFAULT_REGEX_LIMITS.
  *
  * PIPELINE: parser.ts (AST over code point sets, flags resolved) → nfa.ts (Thompson NFA over
  * UTF-8 byte ranges) → dfa.ts (subset construction over byte classes, with '$'/'\Z' as
@@ -62,6 +63,10 @@ import { ByteNfa } from "./nfa.js";
 import { determinize, determinizeLiterals, isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import { LruCache } from "./cache.js";
+import { regexClock } from "./clock.js";
+
+/** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
+const clock = regexClock;
 
 export type { ByteDfa, MultiByteDfa } from "./dfa.js";
 export { isEmptyLanguage, patternDistances } from "./dfa.js";
@@ -79,7 +84,10 @@ export interface RegexLimits {
   maxNfaStates?: number;
   /** Cap on DFA states during subset construction. */
   maxDfaStates?: number;
-  /** Wall-clock budget for determinization, checked every 64 new states. */
+  /**
+   * Wall-clock budget for the whole compile (parse, NFA, subset construction, minimization),
+   * overshot by well under a millisecond (see clock.ts).
+   */
   timeoutMs?: number;
 }
 
@@ -100,6 +108,7 @@ export interface PatternSpec {
 }
 
 function parseAlternative(source: string, flags: string | undefined, alternative: number | undefined): RegexNode {
+  clock.tick(source.length + 1);
   try {
     return parseRegex(source, parseFlagString(flags));
   } catch (err) {
@@ -172,6 +181,7 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
   const literals: (number[] | Uint8Array)[] = [];
   let trieSize = 1;
   for (let i = 0; i < nodes.length && literals.length === i; i++) {
+    clock.tick(1);
     const bytes = literalBytes(nodes[i]!) ?? asciiClassBytes(nodes[i]!);
     if (bytes !== null) {
       literals.push(bytes);
@@ -182,6 +192,7 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
   const nfa = new ByteNfa(maxNfaStates);
   const start = nfa.newState();
   nodes.forEach((node, p) => {
+    clock.tick(1);
     const entry = nfa.newState();
     nfa.eps[start]!.push(entry);
     const exit = nfa.emit(node, entry);
@@ -189,10 +200,17 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
     nfa.eps[exit]!.push(accept);
     nfa.accept[accept] = p;
   });
-  return determinize(nfa, start, nodes.length, {
-    maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates,
-    timeoutMs: limits.timeoutMs ?? DEFAULT_REGEX_LIMITS.timeoutMs,
-  });
+  return determinize(nfa, start, nodes.length, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates });
+}
+
+/** `compile` under the time limit of `limits`, started now. */
+function timed<T>(limits: RegexLimits, compile: () => T): T {
+  const previous = clock.start(limits.timeoutMs ?? DEFAULT_REGEX_LIMITS.timeoutMs);
+  try {
+    return compile();
+  } finally {
+    clock.stop(previous);
+  }
 }
 
 /**
@@ -200,6 +218,10 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
  * into a minimal byte DFA with only live states.
  */
 export function compileRegex(pattern: string | readonly string[], opts: RegexOptions = {}): ByteDfa {
+  return timed(opts, () => compileRegexNow(pattern, opts));
+}
+
+function compileRegexNow(pattern: string | readonly string[], opts: RegexOptions): ByteDfa {
   const sources = typeof pattern === "string" ? [pattern] : pattern;
   if (sources.length === 0) throw new RegexSyntaxError("empty list of alternatives matches no string", 0, "empty language");
   const nodes = sources.map((s, i) => parseAlternative(s, opts.flags, typeof pattern === "string" ? undefined : i));
@@ -219,10 +241,12 @@ export function compileRegex(pattern: string | readonly string[], opts: RegexOpt
  * RegexSyntaxError.alternative holds the index of the offending pattern.
  */
 export function compileMultiRegex(patterns: ReadonlyArray<string | PatternSpec>, limits: RegexLimits = {}): MultiByteDfa {
-  const nodes = patterns.map((p, i) =>
-    typeof p === "string" ? parseAlternative(p, undefined, i) : parseAlternative(p.source, p.flags, i),
-  );
-  return buildDfa(nodes, limits);
+  return timed(limits, () => {
+    const nodes = patterns.map((p, i) =>
+      typeof p === "string" ? parseAlternative(p, undefined, i) : parseAlternative(p.source, p.flags, i),
+    );
+    return buildDfa(nodes, limits);
+  });
 }
 
 /** Whether pattern `p` fully matches at `state` of a multi-pattern DFA. */

@@ -1,6 +1,10 @@
 import { utf8Sequences, type CodeSet } from "./charset.js";
+import { regexClock } from "./clock.js";
 import { RegexTooComplexError } from "./errors.js";
 import type { RegexNode } from "./parser.js";
+
+/** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
+const clock = regexClock;
 
 /**
  * Thompson NFA over bytes. A state has epsilon successors, byte-range edges, optionally one
@@ -30,6 +34,7 @@ export class ByteNfa {
 
   newState(): number {
     const id = this.eps.length;
+    clock.tick(1);
     if (id >= this.maxStates) {
       throw new RegexTooComplexError(
         `pattern too complex: its automaton needs more than ${this.maxStates} NFA states (large counted repeats?)`,
@@ -130,6 +135,8 @@ export class ByteNfa {
     // NFA states on every path into them; lead bytes then fan out from `start`.
     const suffix = new Map<string, number>();
     for (const seq of sequences) {
+      // A suffix lookup (a string key and a Map probe) costs about as much as a dozen new states.
+      clock.tick(8 * seq.length);
       let cur = exit;
       for (let k = seq.length - 2; k >= 2; k -= 2) {
         const key = `${seq[k]},${seq[k + 1]},${cur}`;

@@ -1,0 +1,114 @@
+// Limits of the regex stage that hostile inputs reach: multi-pattern DFAs past 32 patterns (one
+// bitset word), and the compile's time limit, which must hold within a few milliseconds whatever
+// phase the time goes to. Cases that used to hang run in a worker thread that is terminated when
+// it takes too long, so a hang fails the test instead of stalling the run.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { isMainThread, parentPort, Worker } from "node:worker_threads";
+import { acceptedPatterns, canReachPattern, compileMultiRegex, compileRegex, RegexTooComplexError, walkBytes } from "../src/regex/index.js";
+
+const SIZES = [31, 32, 33, 63, 64, 65];
+
+/**
+ * n patterns that all match a run of letters (so every letter state accepts all of them, and the
+ * start reaches all of them), and each alone its own number followed by "#": pattern p is the
+ * only one accepting after "p#", and after a digit d only the patterns numbered d… are reachable.
+ */
+function collidingPatterns(n: number): string[] {
+  return Array.from({ length: n }, (_, p) => `[a-z]+|${p}#`);
+}
+
+/** The checks of one size, in the worker: a list of failures (empty when all hold). */
+function checkColliding(n: number): string[] {
+  const failures: string[] = [];
+  const dfa = compileMultiRegex(collidingPatterns(n));
+  const all = Array.from({ length: n }, (_, p) => p);
+  const enc = new TextEncoder();
+  const letters = walkBytes(dfa, enc.encode("abc"));
+  if (JSON.stringify(acceptedPatterns(dfa, letters)) !== JSON.stringify(all)) failures.push(`n=${n}: "abc" accepts ${acceptedPatterns(dfa, letters)}`);
+  for (let p = 0; p < n; p++) {
+    if (!canReachPattern(dfa, dfa.start, p)) failures.push(`n=${n}: pattern ${p} unreachable from the start`);
+    const own = walkBytes(dfa, enc.encode(`${p}#`));
+    if (JSON.stringify(acceptedPatterns(dfa, own)) !== JSON.stringify([p])) failures.push(`n=${n}: "${p}#" accepts ${acceptedPatterns(dfa, own)}`);
+  }
+  for (const d of [3, 6]) {
+    const afterDigit = walkBytes(dfa, enc.encode(String(d)));
+    for (let p = 0; p < n; p++) {
+      const expected = String(p).startsWith(String(d));
+      if (canReachPattern(dfa, afterDigit, p) !== expected) failures.push(`n=${n}: after "${d}" pattern ${p} reachable=${!expected}`);
+    }
+  }
+  return failures;
+}
+
+if (!isMainThread) {
+  parentPort!.on("message", (n: number) => {
+    const t0 = performance.now();
+    parentPort!.postMessage({ failures: checkColliding(n), ms: performance.now() - t0 });
+  });
+}
+
+/** Runs checkColliding(n) in a worker thread; "hang" when it gives no answer in `limitMs`. */
+async function collidingInWorker(sizes: number[], limitMs: number): Promise<({ failures: string[]; ms: number } | "hang")[]> {
+  // The worker loads this file again, through tsx's loader (worker threads do not inherit it).
+  const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(import.meta.url)});`;
+  const out: ({ failures: string[]; ms: number } | "hang")[] = [];
+  let worker: Worker | null = null;
+  for (const n of sizes) {
+    worker ??= new Worker(new URL("data:text/javascript," + encodeURIComponent(boot)));
+    const w = worker;
+    const answer = await new Promise<{ failures: string[]; ms: number } | "hang">((resolve, reject) => {
+      // The first answer includes the worker's start (loading the modules): a second more.
+      const timer = setTimeout(() => resolve("hang"), limitMs + (out.length === 0 ? 5000 : 0));
+      w.once("error", reject);
+      w.once("message", (m: { failures: string[]; ms: number }) => { clearTimeout(timer); resolve(m); });
+      w.postMessage(n);
+    });
+    out.push(answer);
+    if (answer === "hang") {
+      await w.terminate();
+      worker = null;
+    }
+  }
+  await worker?.terminate();
+  return out;
+}
+
+if (isMainThread) {
+  test("multi-pattern DFAs at 31, 32, 33, 63, 64, 65 patterns: acceptance and reachability of every pattern", async () => {
+    // Before the fix, 32 patterns made reachableAcceptance loop forever (bit 31 of a merged word,
+    // a signed int, never equalled the Uint32Array's element).
+    const results = await collidingInWorker(SIZES, 1000);
+    results.forEach((r, i) => {
+      assert.notEqual(r, "hang", `${SIZES[i]} patterns: no answer within 1 s`);
+      if (r !== "hang") assert.deepEqual(r.failures, [], `${SIZES[i]} patterns`);
+    });
+  });
+
+  test("the time limit holds in every phase, not only between DFA states", () => {
+    // Patterns whose time goes to NFA building, wide byte classes and minimization rather than
+    // to new DFA states: the old clock (read every 64 new states) let them run 200-750 ms past a
+    // 100 ms limit, or finish. Limits on states are lifted so only the clock can stop them.
+    const roomy = { maxDfaStates: 1e7, maxNfaStates: 1e7, timeoutMs: 100 };
+    for (const pattern of ["(?:[^\\n]{0,100}\\n){0,100}", "[\\u0000-\\U0010ffff]{0,30000}", "(a|b)*a(a|b){25}"]) {
+      const t0 = performance.now();
+      assert.throws(() => compileRegex(pattern, roomy), (e: unknown) => e instanceof RegexTooComplexError && e.limit === "time", pattern);
+      const over = performance.now() - t0 - roomy.timeoutMs;
+      // Measured: under 15 ms here; the bound leaves room for a loaded machine.
+      assert.ok(over < 60, `${pattern}: ${over.toFixed(1)} ms past the limit`);
+    }
+    // The same holds for a lexer's multi-pattern DFA (many patterns, each cheap).
+    const t0 = performance.now();
+    assert.throws(
+      () => compileMultiRegex(Array.from({ length: 3000 }, (_, i) => `k${i}[a-z]*`), { ...roomy, timeoutMs: 50 }),
+      (e: unknown) => e instanceof RegexTooComplexError && e.limit === "time",
+    );
+    assert.ok(performance.now() - t0 - 50 < 60, `multi-pattern: ${(performance.now() - t0 - 50).toFixed(1)} ms past the limit`);
+  });
+
+  test("the default limits still refuse the exponential DFA quickly", () => {
+    const t0 = performance.now();
+    assert.throws(() => compileRegex("(a|b)*a(a|b){25}"), RegexTooComplexError);
+    assert.ok(performance.now() - t0 < 1000, `took ${(performance.now() - t0).toFixed(0)} ms`);
+  });
+}
