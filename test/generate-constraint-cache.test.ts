@@ -58,15 +58,16 @@ test("refusals are remembered: the second ask is answered without compiling", as
   assert.equal(c.stats().hits, 2);
 });
 
-test("a compile past its time limit is stopped and refused as too complex, then remembered", async () => {
+test("a compile past its time limit is refused as too complex, then remembered", async () => {
   const c = cache({ compileTimeoutMs: 30 });
   const t0 = performance.now();
-  await assert.rejects(c.regex(SLOW_PATTERN), (e: unknown) => e instanceof UnsatisfiableError && /longer than the limit of 30 ms/.test(e.message));
+  // The stage's own limit (COMPILE_SOFT_SHARE of it) refuses it first, naming what was slow; the
+  // worker's hard limit (support-worker-pool.test.ts) is the backstop.
+  await assert.rejects(c.regex(SLOW_PATTERN), (e: unknown) => e instanceof UnsatisfiableError && /too complex/.test(e.message) && /24 ms/.test(e.message));
   assert.ok(performance.now() - t0 < 2000);
-  assert.equal(c.stats().pool.timeouts, 1);
+  const compiles = c.stats().compiles;
   await assert.rejects(c.regex(SLOW_PATTERN), UnsatisfiableError);
-  assert.equal(c.stats().pool.timeouts, 1, "a remembered timeout compiled again");
-  // The pool goes on with a fresh worker.
+  assert.equal(c.stats().compiles, compiles, "a remembered refusal compiled again");
   assert.ok(await c.regex("[0-9]+"));
 });
 
