@@ -18,7 +18,7 @@
 import { existsSync } from "node:fs";
 import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/keys.js";
-import { defaultConfig, type Config } from "../src/config.js";
+import { defaultConfig, engineOptions, type Config } from "../src/config.js";
 import type { Engine } from "../src/generate/types.js";
 import { STORIES_260K } from "../test/helpers/paths.js";
 import { hostileCases, type HostileCase } from "../test/helpers/hostile-cases.js";
@@ -31,6 +31,8 @@ const wantFake = process.argv.includes("--fake") || process.env.TRELLIS_BENCH_FA
 const hostileMode = process.argv.includes("--hostile");
 const HOSTILE_SHARE = 0.1;
 const KEY = "bench-key";
+/** The hostile requests come from another API key, as an attacker's would. */
+const HOSTILE_KEY = "bench-hostile-key";
 
 interface Request {
   path: string;
@@ -45,11 +47,27 @@ const LEGIT: Request[] = [
 
 const asRequest = (c: HostileCase): Request => ({ path: c.path, body: c.raw ?? JSON.stringify(c.body) });
 
-async function makeEngine(): Promise<{ engine: Engine; label: string }> {
+/** The service's configuration for the bench (its defaults, as `trellis serve` would run). */
+function benchConfig(): Config {
+  return {
+    ...defaultConfig(),
+    host: "127.0.0.1",
+    port: 0,
+    apiKeys: [KEY, HOSTILE_KEY],
+    rateLimit,
+    dataDir: ":memory:",
+    concurrency: 4,
+    contextSize: 512,
+    queueSize: 64,
+    requestTimeoutMs: 30_000,
+  };
+}
+
+async function makeEngine(config: Config): Promise<{ engine: Engine; label: string }> {
   if (!wantFake) {
     const module = await import("../src/engine.js");
     if (!existsSync(STORIES_260K)) throw new Error(`${STORIES_260K} missing`);
-    const engine = await module.createEngine({ modelPath: STORIES_260K, threads: 2, contextSize: 512, maxSequences: 4, gpu: "" });
+    const engine = await module.createEngine(engineOptions(config, STORIES_260K));
     return { engine, label: "real:stories260K.gguf" };
   }
   const engine = createFakeEngine();
@@ -72,6 +90,7 @@ const emptyStats = (): PhaseStats => ({ latencies: [], statuses: {}, failures: 0
 async function phase(url: string, seconds: number, hostileShare: number, legit: PhaseStats, hostile: PhaseStats): Promise<void> {
   const cases = hostileCases().map(asRequest);
   const headers = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
+  const hostileHeaders = { authorization: `Bearer ${HOSTILE_KEY}`, "content-type": "application/json" };
   const until = performance.now() + seconds * 1000;
   let turn = 0;
   let hostileTurn = 0;
@@ -82,7 +101,7 @@ async function phase(url: string, seconds: number, hostileShare: number, legit: 
       const stats = isHostile ? hostile : legit;
       const t0 = performance.now();
       try {
-        const response = await fetch(url + request.path, { method: "POST", headers, body: request.body, signal: AbortSignal.timeout(30_000) });
+        const response = await fetch(url + request.path, { method: "POST", headers: isHostile ? hostileHeaders : headers, body: request.body, signal: AbortSignal.timeout(30_000) });
         await response.arrayBuffer();
         stats.latencies.push(performance.now() - t0);
         stats.statuses[response.status] = (stats.statuses[response.status] ?? 0) + 1;
@@ -107,19 +126,8 @@ function summary(stats: PhaseStats, seconds: number) {
 }
 
 async function main(): Promise<number> {
-  const { engine, label } = await makeEngine();
-  const config: Config = {
-    ...defaultConfig(),
-    host: "127.0.0.1",
-    port: 0,
-    apiKeys: [KEY],
-    rateLimit,
-    dataDir: ":memory:",
-    threads: 2,
-    concurrency: 4,
-    queueSize: 64,
-    requestTimeoutMs: 30_000,
-  };
+  const config = benchConfig();
+  const { engine, label } = await makeEngine(config);
   const store = new KeyStore({ dataDir: ":memory:" });
   const app = await createService({ engine, config, store, adminTokenHash: sha256Hex("unused") });
   await app.listen({ host: "127.0.0.1", port: 0 });
@@ -147,6 +155,7 @@ async function main(): Promise<number> {
   }
   if (typeof global.gc === "function") global.gc();
   const rssAfter = rssMb();
+  const constraints = engine.constraintStats?.();
   await app.close();
   await engine.close();
   store.close();
@@ -171,6 +180,7 @@ async function main(): Promise<number> {
     server_errors_5xx: serverErrors,
     failed_requests: failures,
     rss_mb: { before: rssBefore, after: rssAfter },
+    ...(constraints ? { constraint_cache: { entries: constraints.entries, mb: Math.round(constraints.bytes / 1_048_576), evictions: constraints.evictions, compiles: constraints.compiles, hits: constraints.hits, refusals: constraints.refusals } } : {}),
     ok: serverErrors === 0 && failures === 0,
   };
   process.stdout.write(JSON.stringify(report, null, 2) + "\n");

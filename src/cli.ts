@@ -9,7 +9,7 @@
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { pathToFileURL } from "node:url";
-import { ConfigError, SETTINGS, loadConfig, type Config } from "./config.js";
+import { ConfigError, SETTINGS, engineOptions, loadConfig, type Config, type EngineFactoryOptions } from "./config.js";
 import { DEFAULT_MODEL, ModelDownloadError, ensureModel, progressBar, type ModelSource } from "./model/download.js";
 import { RuntimeLoadError } from "./model/native.js";
 import {
@@ -25,31 +25,8 @@ import {
 } from "./store/keys.js";
 import { GgufFormatError } from "./vocab/gguf.js";
 import type { Engine } from "./generate/types.js";
-import type { GrammarLimits } from "./grammar/index.js";
 
-/** What `serve` hands to `createEngine` of src/engine.ts. */
-export interface EngineFactoryOptions {
-  modelPath: string;
-  threads: number;
-  contextSize: number;
-  /** Sequences decoded together (the server admits this many generations at once). */
-  maxSequences: number;
-  /** "" = CPU, else a node-llama-cpp GPU backend name such as "cuda". */
-  gpu: string;
-  regexMaxStates?: number;
-  regexTimeoutMs?: number;
-  /** Compile workers, their limits and the compiled-constraint cache (see ConstraintCacheOptions). */
-  constraints?: {
-    compileTimeoutMs: number;
-    workers: number;
-    workerMemoryMb: number;
-    perClientQueued: number;
-    budgetBytes: number;
-    maskTimeoutMs: number;
-    probeBudgets: number[];
-    grammarLimits: Partial<GrammarLimits>;
-  };
-}
+export type { EngineFactoryOptions };
 
 export interface CliIo {
   out: (line: string) => void;
@@ -327,32 +304,7 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
     }
     const modelPath = await resolveModelPath(config, io);
     try {
-      engine = await createEngine({
-        modelPath,
-        threads: config.threads,
-        contextSize: config.contextSize,
-        maxSequences: config.concurrency,
-        gpu: config.gpu,
-        regexMaxStates: config.regexMaxStates,
-        regexTimeoutMs: config.regexTimeoutMs,
-        constraints: {
-          compileTimeoutMs: config.compileTimeoutMs,
-          workers: config.compileWorkers,
-          workerMemoryMb: config.compileMemoryMb,
-          perClientQueued: config.compileQueuePerKey,
-          budgetBytes: config.cacheMb * 1024 * 1024,
-          maskTimeoutMs: config.maskTimeoutMs,
-          probeBudgets: [8, config.maxNewTokensLimit],
-          grammarLimits: {
-            maxNesting: config.grammarMaxNesting,
-            maxTerminals: config.grammarMaxTerminals,
-            maxRules: config.grammarMaxRules,
-            maxReferenceDepth: config.grammarMaxReferenceDepth,
-            maxScannerCells: config.grammarMaxScannerCells,
-            maxDfaStates: config.regexMaxStates,
-          },
-        },
-      });
+      engine = await createEngine(engineOptions(config, modelPath));
     } catch (error) {
       throw engineFailure(error, modelPath);
     }

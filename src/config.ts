@@ -6,6 +6,7 @@
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { GPU_CHOICES } from "./model/native.js";
+import type { GrammarLimits } from "./grammar/index.js";
 
 export interface Config {
   host: string;
@@ -111,7 +112,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: "queueSize", env: "TRELLIS_QUEUE_SIZE", flag: "--queue-size", kind: "int", min: 0, defaultText: "64", description: "Generation requests waiting for a slot; beyond it the answer is 503 with Retry-After." },
   { key: "requestTimeoutMs", env: "TRELLIS_REQUEST_TIMEOUT_MS", flag: "--request-timeout-ms", kind: "int", min: 1, defaultText: "60000", description: "Deadline of one generation request (queueing included); past it the generation is cancelled and the answer is 503." },
   { key: "bodyLimitBytes", env: "TRELLIS_BODY_LIMIT", flag: "--body-limit", kind: "int", min: 1, defaultText: "1048576", description: "Largest request body, in bytes (413 beyond)." },
-  { key: "threads", env: "TRELLIS_THREADS", flag: "--threads", kind: "int", min: 1, defaultText: "number of CPU cores", description: "CPU threads for llama.cpp." },
+  { key: "threads", env: "TRELLIS_THREADS", flag: "--threads", kind: "int", min: 1, defaultText: "CPU cores − 1 (at least 1)", description: "CPU threads for llama.cpp. One core is left to the thread that serves requests and to the compile workers: llama.cpp's threads spin-wait, so a compile (a hostile one) taking a core from a decode would stall every request." },
   { key: "contextSize", env: "TRELLIS_CONTEXT_SIZE", flag: "--context-size", kind: "int", min: 16, defaultText: "4096", description: "Context window (tokens) per sequence; prompt + max_new_tokens must fit." },
   { key: "regexMaxStates", env: "TRELLIS_REGEX_MAX_STATES", flag: "--regex-max-states", kind: "int", min: 1, defaultText: "20000", description: "Most DFA states a pattern may compile to; a larger one is refused fast (422, too complex)." },
   { key: "regexTimeoutMs", env: "TRELLIS_REGEX_TIMEOUT_MS", flag: "--regex-timeout-ms", kind: "int", min: 1, defaultText: "500", description: "Longest a pattern may take to compile, in ms (422, too complex, beyond)." },
@@ -155,7 +156,7 @@ export function defaultConfig(): Config {
     queueSize: 64,
     requestTimeoutMs: 60_000,
     bodyLimitBytes: 1_048_576,
-    threads: availableParallelism(),
+    threads: Math.max(1, availableParallelism() - 1),
     contextSize: 4096,
     regexMaxStates: 20_000,
     regexTimeoutMs: 500,
@@ -246,4 +247,58 @@ export function loadConfig(
   config.modelCacheDir = resolve(config.modelCacheDir);
   if (config.modelPath) config.modelPath = resolve(config.modelPath);
   return { config, positional };
+}
+
+/** What `serve` hands to `createEngine` of src/engine.ts. */
+export interface EngineFactoryOptions {
+  modelPath: string;
+  threads: number;
+  contextSize: number;
+  /** Sequences decoded together (the server admits this many generations at once). */
+  maxSequences: number;
+  /** "" = CPU, else a node-llama-cpp GPU backend name such as "cuda". */
+  gpu: string;
+  regexMaxStates?: number;
+  regexTimeoutMs?: number;
+  /** Compile workers, their limits and the compiled-constraint cache (see ConstraintCacheOptions). */
+  constraints?: {
+    compileTimeoutMs: number;
+    workers: number;
+    workerMemoryMb: number;
+    perClientQueued: number;
+    budgetBytes: number;
+    maskTimeoutMs: number;
+    probeBudgets: number[];
+    grammarLimits: Partial<GrammarLimits>;
+  };
+}
+
+/** The engine the service runs for `config` (also what the load bench starts). */
+export function engineOptions(config: Config, modelPath: string): EngineFactoryOptions {
+  return {
+    modelPath,
+    threads: config.threads,
+    contextSize: config.contextSize,
+    maxSequences: config.concurrency,
+    gpu: config.gpu,
+    regexMaxStates: config.regexMaxStates,
+    regexTimeoutMs: config.regexTimeoutMs,
+    constraints: {
+      compileTimeoutMs: config.compileTimeoutMs,
+      workers: config.compileWorkers,
+      workerMemoryMb: config.compileMemoryMb,
+      perClientQueued: config.compileQueuePerKey,
+      budgetBytes: config.cacheMb * 1024 * 1024,
+      maskTimeoutMs: config.maskTimeoutMs,
+      probeBudgets: [8, config.maxNewTokensLimit],
+      grammarLimits: {
+        maxNesting: config.grammarMaxNesting,
+        maxTerminals: config.grammarMaxTerminals,
+        maxRules: config.grammarMaxRules,
+        maxReferenceDepth: config.grammarMaxReferenceDepth,
+        maxScannerCells: config.grammarMaxScannerCells,
+        maxDfaStates: config.regexMaxStates,
+      },
+    },
+  };
 }

@@ -6,6 +6,8 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { getHeapStatistics, serialize } from "node:v8";
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
 import { TokenTrie, type VocabularyBytes } from "../constraint/index.js";
 import { refusalOf, runCompileTask, type CompileTask, type ProbeOptions } from "./compile-task.js";
 
@@ -19,8 +21,26 @@ export interface CompileWorkerData {
 export type CompileFailure = { readonly refusal: ReturnType<typeof refusalOf> & object } | { readonly bug: string };
 
 
+/**
+ * The worker's thread runs at a lower scheduling priority than the serving thread and
+ * llama.cpp's: on a machine whose cores the model's threads fill, a busy compile (a hostile one,
+ * most often) would otherwise take a core from a decode, whose spin-waiting threads then stall
+ * every request. Linux only (a thread is a task with its own nice value); elsewhere a no-op.
+ */
+const COMPILE_NICE = 19;
+
+function lowerThreadPriority(): void {
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, COMPILE_NICE);
+  } catch {
+    // not Linux, or not permitted: the compile runs at the process's priority
+  }
+}
+
 const port = parentPort;
 if (port) {
+  lowerThreadPriority();
   const data = workerData as CompileWorkerData | null;
   // Built once per worker (~0.1 s at 152k tokens), before it reports ready.
   const trie = data?.vocabulary ? TokenTrie.build(data.vocabulary) : undefined;
