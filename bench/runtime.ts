@@ -12,7 +12,8 @@
  */
 import { availableParallelism } from "node:os";
 import { loadModel, SequenceSlots, type LlamaContext } from "../src/model/index.js";
-import { Sampler, Xoshiro128, gatherKernelInUse, maskWords, useGatherKernel } from "../src/sampling/index.js";
+import { Sampler, Xoshiro128, gatherKernelInUse, useGatherKernel } from "../src/sampling/index.js";
+import { maskWords } from "../src/support/index.js";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
 import { round3 } from "./stats.js";
 

@@ -6,7 +6,8 @@
  *
  *   node --import tsx bench/sampling.ts [--rounds 7] [--calls 100]
  */
-import { Sampler, Xoshiro128, gatherKernelInUse, maskWords, useGatherKernel, type SamplingParams } from "../src/sampling/index.js";
+import { Sampler, Xoshiro128, gatherKernelInUse, useGatherKernel, type SamplingParams } from "../src/sampling/index.js";
+import { maskWords } from "../src/support/index.js";
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: number): number => {

@@ -10,7 +10,7 @@ import { GenerationRuntime } from "../src/generate/runtime.js";
 import { Categorizer } from "../src/categorize/index.js";
 import { InvalidRequestError, type CategorizeRequest, type CategorizeResult } from "../src/generate/types.js";
 import { STORIES_260K, LLAMA2_TINY_RANDOM } from "./helpers/paths.js";
-import { seededRandom } from "../src/regex/index.js";
+import { seededRandom } from "../src/support/index.js";
 
 /** Seeded (mulberry32), so a failure reproduces. */
 const rng = seededRandom;

@@ -11,7 +11,7 @@ import { ScoringJob, type ScoringRequest } from "../src/categorize/index.js";
 import { logSumExp, logSumExpWithSets } from "../src/categorize/scoring.js";
 import { nativeRowKernels } from "../src/model/native.js";
 import { LlamaBatch, type LlamaContext } from "../src/model/index.js";
-import { seededRandom } from "../src/regex/index.js";
+import { seededRandom } from "../src/support/index.js";
 
 const VOCAB = 37;
 

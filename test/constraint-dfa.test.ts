@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { TokenTrie, tokenTrieFor } from "../src/constraint/trie.js";
 import { DfaTokenMatcher, dfaTokenMatcherFor } from "../src/constraint/dfa-matcher.js";
-import { DfaConstraintState, PREFIX_PENDING } from "../src/constraint/dfa-state.js";
+import { DfaConstraintState, PREFIX_PENDING } from "../src/constraint/index.js";
 import { walkTrie } from "../src/constraint/walk.js";
 import type { ByteDfa, VocabularyBytes } from "../src/constraint/types.js";
 import { loadVocabulary } from "../src/vocab/index.js";

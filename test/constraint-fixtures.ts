@@ -2,7 +2,7 @@
 import type { ByteDfa, VocabularyBytes } from "../src/constraint/types.js";
 import { TokenKind } from "../src/vocab/index.js";
 
-export { seededRandom as rng } from "../src/regex/index.js";
+export { seededRandom as rng } from "../src/support/index.js";
 
 /** A vocabulary from byte strings (kinds default Normal). */
 export function makeVocab(tokens: (string | Uint8Array)[], kinds?: number[]): VocabularyBytes {

@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { loadModel, SequenceSlots } from "../src/model/index.js";
-import { Sampler, Xoshiro128, maskWords, type SamplingParams } from "../src/sampling/index.js";
+import { Sampler, Xoshiro128, type SamplingParams } from "../src/sampling/index.js";
+import { maskWords } from "../src/support/index.js";
 import { LLAMA2_TINY_RANDOM } from "./helpers/paths.js";
 
 const SEQUENCES = 16;

@@ -3,24 +3,8 @@
 // the LRU cache and member sampling.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  RegexCache,
-  RegexSyntaxError,
-  RegexTooComplexError,
-  acceptedPatterns,
-  acceptsPattern,
-  canReachPattern,
-  compileMultiRegex,
-  compileRegex,
-  matchesBytes,
-  matchesString,
-  sampleMember,
-  sampleString,
-  seededRandom,
-  shortestCompletion,
-  walkBytes,
-  type ByteDfa,
-} from "../src/regex/index.js";
+import { RegexCache, RegexSyntaxError, RegexTooComplexError, acceptedPatterns, acceptsPattern, canReachPattern, compileMultiRegex, compileRegex, matchesBytes, matchesString, sampleMember, sampleString, shortestCompletion, walkBytes, type ByteDfa } from "../src/regex/index.js";
+import { seededRandom } from "../src/support/index.js";
 
 function syntaxError(pattern: string | string[], flags?: string): RegexSyntaxError {
   try {

@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface } from "node:readline";
 import { ORACLE_PYTHON } from "./helpers/paths.js";
-import { RegexSyntaxError, compileRegex, matchesString, sampleString, seededRandom, type ByteDfa } from "../src/regex/index.js";
+import { RegexSyntaxError, compileRegex, matchesString, sampleString, type ByteDfa } from "../src/regex/index.js";
+import { seededRandom } from "../src/support/index.js";
 
 // ---------- Python oracle ----------
 const ORACLE_SOURCE = String.raw`

@@ -1,7 +1,7 @@
 // The typed-array helpers the compile stages share: IntMap against a JS Map, Int32Arena's views.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { grownTo, IdMap, Int32Arena, IntMap, seededRandom, TableSlab } from "../src/regex/index.js";
+import { grownTo, IdMap, Int32Arena, IntMap, seededRandom, TableSlab } from "../src/support/index.js";
 
 test("IntMap answers like a Map for keys up to 2^53, through growth", () => {
   const rand = seededRandom(7);

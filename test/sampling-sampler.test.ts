@@ -1,17 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { nativeRowKernels } from "../src/model/native.js";
-import {
-  EmptyMaskError,
-  Sampler,
-  SamplingParamsError,
-  Xoshiro128,
-  gatherCandidatesScript,
-  gatherKernelInUse,
-  maskWords,
-  useGatherKernel,
-  type SamplingParams,
-} from "../src/sampling/index.js";
+import { EmptyMaskError, Sampler, SamplingParamsError, Xoshiro128, gatherCandidatesScript, gatherKernelInUse, useGatherKernel, type SamplingParams } from "../src/sampling/index.js";
+import { maskWords } from "../src/support/index.js";
 
 const params = (p: Partial<SamplingParams> = {}): SamplingParams => ({
   temperature: 1,

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/keys.js";
 import { TEST_KEY, createFakeEngine, testConfig } from "./server-helpers.js";
-import { seededRandom } from "../src/regex/index.js";
+import { seededRandom } from "../src/support/index.js";
 
 const CASES = Number(process.env.TRELLIS_FUZZ_CASES ?? 1500);
 

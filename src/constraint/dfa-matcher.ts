@@ -1,5 +1,6 @@
 import { loopsOnEveryUtf8Char, TokenTrie } from "./trie.js";
-import { maskWords, setTokenList, type ByteDfa } from "./types.js";
+import { maskWords, setTokenList } from "../support/index.js";
+import type { ByteDfa } from "./types.js";
 import { WorkMeter } from "./work-meter.js";
 
 /** minTokens value for a state from which acceptance is unreachable with whole tokens. */

@@ -1,8 +1,7 @@
 import type { DfaTokenMatcher } from "./dfa-matcher.js";
-import { setTokenRange } from "./types.js";
+import { setTokenRange } from "../support/index.js";
+import { PREFIX_PENDING } from "./types.js";
 
-/** `state` value while the forced prefix has not been generated yet. */
-export const PREFIX_PENDING = -2;
 
 /**
  * One request's position in a `DfaTokenMatcher`: the decode loop's view of a regex constraint.

@@ -17,10 +17,9 @@
  */
 import { WorkMeter } from "./work-meter.js";
 import { LEXER_COMMITS, searchCheapestGoal } from "../grammar/index.js";
-import { grownTo, IdMap, int32Of, IntMap, TableSlab } from "../regex/index.js";
+import { DenseTable, grownTo, IdMap, int32Of, IntMap, maskWords, orInto, setTokenList, setTokenRange, TableSlab } from "../support/index.js";
 import { loopsOnEveryUtf8Char, type TokenTrie } from "./trie.js";
-import type { ByteAutomaton } from "./types.js";
-import { maskWords, orInto, setTokenList, setTokenRange } from "./types.js";
+import { PREFIX_PENDING, type ByteAutomaton } from "./types.js";
 import { walkTrie } from "./walk.js";
 
 /** What the grammar stage's incremental recognizer offers. */
@@ -88,25 +87,6 @@ const MATCHER_SLAB_BYTES = 48 * 1024;
 /** Token lists of a walk up to this length come from the slab while it lasts. */
 const SLAB_LIST_MAX = 256;
 
-/**
- * Values by a dense id (automaton states and walk slots are numbered 0, 1, 2… as they are made):
- * an array indexed by the id. A Map keyed by small integers hashes every lookup; these are read
- * on every first visit of a state, many times over.
- */
-class DenseTable<T> {
-  private readonly values: (T | undefined)[] = [];
-
-  get(id: number): T | undefined {
-    return id < this.values.length ? this.values[id] : undefined;
-  }
-
-  set(id: number, value: T): void {
-    const values = this.values;
-    // Filled up to the id: an element far past the end would turn the array into a dictionary.
-    while (values.length < id) values.push(undefined);
-    values[id] = value;
-  }
-}
 
 export class GrammarTokenMatcher {
   readonly words: number;
@@ -1716,8 +1696,6 @@ function sameMembers(x: Int32Array, y: Int32Array): boolean {
 /** Lexer states a token-end search visits at most (a token's own states; ample for real terminals). */
 const MAX_TOKEN_END_STATES = 4096;
 
-/** `state` value while a healed prompt's forced prefix is still to come. */
-const PREFIX_PENDING = -2;
 
 /**
  * One request's position in a GrammarTokenMatcher, with optional prompt-boundary healing: the

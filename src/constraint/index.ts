@@ -17,6 +17,6 @@
  */
 export { TokenTrie, tokenTrieFor, utf8Step } from "./trie.js";
 export { DfaTokenMatcher, dfaTokenMatcherFor } from "./dfa-matcher.js";
-export { DfaConstraintState, PREFIX_PENDING } from "./dfa-state.js";
+export { DfaConstraintState } from "./dfa-state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
-export { maskWords, setTokenList, setTokenRange, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";
+export { PREFIX_PENDING, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";

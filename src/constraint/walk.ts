@@ -1,6 +1,7 @@
 import type { TokenTrie } from "./trie.js";
 import type { WorkMeter } from "./work-meter.js";
-import { setTokenRange, type ByteAutomaton } from "./types.js";
+import { setTokenRange } from "../support/index.js";
+import type { ByteAutomaton } from "./types.js";
 
 /**
  * Called once per trie node that ends at least one token and is reachable: the tokens are

@@ -19,7 +19,7 @@ import { createGrammarAutomaton, type Grammar, type GrammarAutomaton, type Gramm
 import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
 import type { ConstraintTooCostlyError } from "../constraint/work-meter.js";
-import { ByteLruCache, type Sized } from "../support/byte-lru.js";
+import { ByteLruCache, type Sized } from "../support/index.js";
 import {
   PoolBusyError,
   PoolClosedError,
@@ -28,7 +28,7 @@ import {
   WorkerPool,
   WorkerTaskError,
   type WorkerPoolStats,
-} from "../support/worker-pool.js";
+} from "../support/index.js";
 import { refusalError, refusalOf, reviveCompileOutput, runCompileTask, type CompileOutput, type CompileTask, type Refusal } from "./compile-task.js";
 import type { CompileFailure, CompileWorkerData } from "./compile-worker.js";
 import type { TokenConstraint } from "./completion.js";

@@ -4,7 +4,7 @@
  * this: it compiles on worker threads through ConstraintCache (constraint-cache.ts).
  */
 import { GrammarError } from "../grammar/index.js";
-import { LruCache } from "../regex/index.js";
+import { LruCache } from "../support/index.js";
 import type { TokenTrie } from "../constraint/index.js";
 import { grammarConstraintInThread, type ConstraintEntry, type ConstraintFactory } from "./constraint-cache.js";
 import { refusalError, refusalOf } from "./compile-task.js";

@@ -21,7 +21,7 @@ import {
   type RegexCompletionRequest,
 } from "./types.js";
 
-export interface RuntimeOptions {
+export interface GenerationRuntimeOptions {
   modelPath: string;
   /** llama.cpp threads; default: the machine's cores. */
   threads?: number;
@@ -71,7 +71,7 @@ export class GenerationRuntime {
     this.constraints = new ConstraintCache(this.trie, { vocabulary: vocab, ...constraints });
   }
 
-  static open(options: RuntimeOptions): GenerationRuntime {
+  static open(options: GenerationRuntimeOptions): GenerationRuntime {
     const vocab = loadVocabulary(options.modelPath);
     const model = loadModel(options.modelPath, { threads: options.threads, gpu: options.gpu });
     if (model.nVocab !== vocab.size) {

@@ -11,14 +11,15 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, compileRegex, grownTo, IdMap, int32Of, IntMap, patternDistances, RegexSyntaxError, RegexTooComplexError, TableSlab, uint8Of, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, compileRegex, patternDistances, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { grownTo, IdMap, int32Of, IntMap, TableSlab, uint8Of } from "../support/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
 import type { Grammar } from "./index.js";
 import { GrammarError } from "./lalr.js";
 import type { LexTerminal, Scanner } from "./lexer.js";
 import { CompileClock, GrammarTooComplexError, nestingTooDeep, resolveLimits, shortName, timeExceeded, tooComplex, type GrammarLimits } from "./limits.js";
-import { parsePyRegex, type RegexNode } from "./pyregex.js";
+import { parsePyRegex, type PyRegexNode } from "./pyregex.js";
 import { searchCheapestGoal } from "./search.js";
 
 const LARK_ESCAPED_STRING = String.raw`".*?(?<!\\)(\\\\)*?"`;
@@ -842,7 +843,7 @@ export class GrammarAutomaton {
 
 /** `clock`: the compile's, charged for the prefix checks between alternatives (see noProperPrefix). */
 function preferenceModelled(src: string, clock?: CompileClock): boolean {
-  let root: RegexNode;
+  let root: PyRegexNode;
   try {
     root = parsePyRegex(src).root;
   } catch {
@@ -869,7 +870,7 @@ const union = (a: CharSet, b: CharSet): CharSet => {
   return out;
 };
 
-function firstCharsOfSet(n: Extract<RegexNode, { k: "set" }>): CharSet {
+function firstCharsOfSet(n: Extract<PyRegexNode, { k: "set" }>): CharSet {
   const out = emptySet();
   const member = emptySet();
   for (let i = 0; i < n.ranges.length; i += 2) {
@@ -887,7 +888,7 @@ function firstCharsOfSet(n: Extract<RegexNode, { k: "set" }>): CharSet {
 }
 
 /** Python source for an AST node (for the byte-DFA checks below); throws on non-regular nodes. */
-function toPySource(n: RegexNode): string {
+function toPySource(n: PyRegexNode): string {
   const cp = (c: number): string => (c > 0xffff ? `\\U${c.toString(16).padStart(8, "0")}` : `\\u${c.toString(16).padStart(4, "0")}`);
   switch (n.k) {
     case "set": {
@@ -911,7 +912,7 @@ function toPySource(n: RegexNode): string {
  * terminal of n overlapping alternatives asks this of n²/2 pairs, each two DFAs and a product
  * walk: `clock` (the compile's) is charged for them, and bounds the DFAs' time.
  */
-function noProperPrefix(earlier: RegexNode, later: RegexNode, clock?: CompileClock): boolean {
+function noProperPrefix(earlier: PyRegexNode, later: PyRegexNode, clock?: CompileClock): boolean {
   let a: ByteDfa, b: ByteDfa;
   clock?.check();
   try {
@@ -952,7 +953,7 @@ const MAX_PREFIX_CHECKS = 256;
  * repeat-vs-continue start with disjoint characters), or the shortest (a single variable-length
  * part, lazy). Anything else is approximated.
  */
-export function pythonPreferenceModelled(root: RegexNode, clock?: CompileClock): boolean {
+export function pythonPreferenceModelled(root: PyRegexNode, clock?: CompileClock): boolean {
   let unsafe = false;
   let variableParts = 0;
   let lazyParts = 0;
@@ -960,8 +961,8 @@ export function pythonPreferenceModelled(root: RegexNode, clock?: CompileClock):
   // FIRST and nullable of a node do not depend on what follows it: computed once per node. (A
   // repeat's body needs them before it is walked, and walking the body twice instead, once just
   // for them, was exponential in nested repeats: 30 nested `+` never finished.)
-  const firsts = new Map<RegexNode, { first: CharSet; nullable: boolean }>();
-  const firstOf = (n: RegexNode): { first: CharSet; nullable: boolean } => {
+  const firsts = new Map<PyRegexNode, { first: CharSet; nullable: boolean }>();
+  const firstOf = (n: PyRegexNode): { first: CharSet; nullable: boolean } => {
     let known = firsts.get(n);
     if (known !== undefined) return known;
     switch (n.k) {
@@ -1009,12 +1010,12 @@ export function pythonPreferenceModelled(root: RegexNode, clock?: CompileClock):
   // Each prefix check compiles two DFAs: past MAX_PREFIX_CHECKS the pattern counts as
   // approximated (what the flag is for) rather than spending the compile's time on n² pairs.
   let prefixChecks = 0;
-  const prefixFree = (alts: readonly RegexNode[], i: number): boolean => {
+  const prefixFree = (alts: readonly PyRegexNode[], i: number): boolean => {
     if ((prefixChecks += i) > MAX_PREFIX_CHECKS) return false;
     for (let e = 0; e < i; e++) if (!noProperPrefix(alts[e]!, alts[i]!, clock)) return false;
     return true;
   };
-  const walk = (n: RegexNode, follow: CharSet): { first: CharSet; nullable: boolean } => {
+  const walk = (n: PyRegexNode, follow: CharSet): { first: CharSet; nullable: boolean } => {
     switch (n.k) {
       case "set": return { first: firstCharsOfSet(n), nullable: false };
       case "any": {
@@ -1191,7 +1192,7 @@ function refuseUnsupportedTerminals(grammar: Grammar): void {
   }
 }
 
-function firstBackref(n: RegexNode): number | null {
+function firstBackref(n: PyRegexNode): number | null {
   switch (n.k) {
     case "backref": return n.index;
     case "seq": for (const x of n.items) { const r = firstBackref(x); if (r !== null) return r; } return null;

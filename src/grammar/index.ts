@@ -25,7 +25,7 @@ export {
   type ScannerParts,
 } from "./incremental.js";
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";
-export { sampleSentence, mutateSentence, makeRng } from "./sampler.js";
+export { sampleSentence, mutateSentence, makeRng } from "./sentences.js";
 export { GrammarError, type LalrTable, type BnfRule, type TerminalDef, type CompiledGrammar, type LexTerminal, type Scanner };
 export { DEFAULT_GRAMMAR_LIMITS, GrammarTooComplexError, resolveLimits, type GrammarLimits } from "./limits.js";
 

@@ -2,7 +2,7 @@
 // shift/reduce conflicts resolve to shift, reduce/reduce conflicts are resolved by rule priority
 // or refused with Lark's message.
 
-import { Int32Arena } from "../regex/index.js";
+import { Int32Arena } from "../support/index.js";
 import { GrammarError } from "./errors.js";
 import { compileBudget, tooComplex, type CompileBudget } from "./limits.js";
 

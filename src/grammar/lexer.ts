@@ -9,7 +9,7 @@ import { compileRegex, matchesString, RegexTooComplexError, type ByteDfa } from 
 import { GrammarError } from "./lalr.js";
 import { activeMaxNesting, patternToRegexp, patternWidth, pyRepr, type TerminalDef } from "./compile.js";
 import { nestingTooDeep, shortName, type CompileClock } from "./limits.js";
-import { parsePyRegex, PyRegexNestingError, toJsRegExp, type ParsedRegex, type RegexNode } from "./pyregex.js";
+import { parsePyRegex, PyRegexNestingError, toJsRegExp, type ParsedRegex, type PyRegexNode } from "./pyregex.js";
 
 export interface LexTerminal {
   readonly name: string;
@@ -208,7 +208,7 @@ export function buildScanner(terms: readonly LexTerminal[], clock?: CompileClock
   return { order: usable, unless, broken };
 }
 
-function backrefs(n: RegexNode): number[] {
+function backrefs(n: PyRegexNode): number[] {
   switch (n.k) {
     case "backref": return [n.index];
     case "seq": return n.items.flatMap(backrefs);

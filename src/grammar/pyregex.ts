@@ -27,15 +27,15 @@ export const MAXREPEAT = 4294967295;
 
 export type ClassEscape = "d" | "D" | "w" | "W" | "s" | "S";
 
-export type RegexNode =
+export type PyRegexNode =
   | { k: "set"; ranges: number[]; classes: ClassEscape[]; negated: boolean; caseless: boolean }
   | { k: "any"; dotAll: boolean }
-  | { k: "seq"; items: RegexNode[] }
-  | { k: "alt"; alts: RegexNode[] }
-  | { k: "group"; body: RegexNode; index: number; name?: string }
-  | { k: "rep"; body: RegexNode; min: number; max: number; lazy: boolean }
+  | { k: "seq"; items: PyRegexNode[] }
+  | { k: "alt"; alts: PyRegexNode[] }
+  | { k: "group"; body: PyRegexNode; index: number; name?: string }
+  | { k: "rep"; body: PyRegexNode; min: number; max: number; lazy: boolean }
   | { k: "assert"; kind: "bol" | "eol" | "bos" | "eos" | "wordb" | "nwordb"; multiline: boolean }
-  | { k: "look"; body: RegexNode; behind: boolean; negated: boolean }
+  | { k: "look"; body: PyRegexNode; behind: boolean; negated: boolean }
   | { k: "backref"; index: number };
 
 interface Flags {
@@ -46,7 +46,7 @@ interface Flags {
 }
 
 export interface ParsedRegex {
-  root: RegexNode;
+  root: PyRegexNode;
   groupCount: number;
   groupNames: Map<string, number>;
 }
@@ -97,8 +97,8 @@ export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRege
     }
   }
 
-  function parseAlt(f: Flags): RegexNode {
-    const alts: RegexNode[] = [parseSeq(f)];
+  function parseAlt(f: Flags): PyRegexNode {
+    const alts: PyRegexNode[] = [parseSeq(f)];
     while (pattern[pos] === "|") {
       pos++;
       alts.push(parseSeq(f));
@@ -106,8 +106,8 @@ export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRege
     return alts.length === 1 ? alts[0]! : { k: "alt", alts };
   }
 
-  function parseSeq(f: Flags): RegexNode {
-    const items: RegexNode[] = [];
+  function parseSeq(f: Flags): PyRegexNode {
+    const items: PyRegexNode[] = [];
     for (;;) {
       skipVerbose(f);
       const c = pattern[pos];
@@ -154,7 +154,7 @@ export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRege
     return { min, max, lazy };
   }
 
-  function parseAtom(f: Flags): RegexNode | null {
+  function parseAtom(f: Flags): PyRegexNode | null {
     const c = pattern[pos]!;
     if (c === "(") return parseGroup(f);
     if (c === "[") return parseClass(f);
@@ -169,11 +169,11 @@ export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRege
     return literal(ch, f);
   }
 
-  function literal(ch: number, f: Flags): RegexNode {
+  function literal(ch: number, f: Flags): PyRegexNode {
     return { k: "set", ranges: [ch, ch], classes: [], negated: false, caseless: f.caseless };
   }
 
-  function parseGroup(f: Flags): RegexNode | null {
+  function parseGroup(f: Flags): PyRegexNode | null {
     if (depth >= maxNesting) throw new PyRegexNestingError(maxNesting, pattern, pos);
     depth++;
     try {
@@ -183,7 +183,7 @@ export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRege
     }
   }
 
-  function parseGroupBody(f: Flags): RegexNode | null {
+  function parseGroupBody(f: Flags): PyRegexNode | null {
     const start = pos;
     pos++; // (
     if (pattern[pos] === "?") {
@@ -253,18 +253,18 @@ export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRege
     return { k: "group", body: closeGroup(body, start), index };
   }
 
-  function closeGroup(body: RegexNode, start: number): RegexNode {
+  function closeGroup(body: PyRegexNode, start: number): PyRegexNode {
     if (pattern[pos] !== ")") fail("missing ), unterminated subpattern", start);
     pos++;
     return body;
   }
 
-  function classEscapeRanges(e: ClassEscape): RegexNode {
+  function classEscapeRanges(e: ClassEscape): PyRegexNode {
     return { k: "set", ranges: [], classes: [e], negated: false, caseless: false };
   }
 
   // Returns a code point, or a class escape for \d etc. inside or outside classes.
-  function parseEscapeValue(inClass: boolean): number | ClassEscape | RegexNode {
+  function parseEscapeValue(inClass: boolean): number | ClassEscape | PyRegexNode {
     const start = pos;
     pos++; // backslash
     const c = pattern[pos];
@@ -327,14 +327,14 @@ export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRege
     return ch;
   }
 
-  function parseEscape(f: Flags, inClass: boolean): RegexNode {
+  function parseEscape(f: Flags, inClass: boolean): PyRegexNode {
     const v = parseEscapeValue(inClass);
     if (typeof v === "number") return literal(v, f);
     if (typeof v === "string") return classEscapeRanges(v);
     return v;
   }
 
-  function parseClass(f: Flags): RegexNode {
+  function parseClass(f: Flags): PyRegexNode {
     const start = pos;
     pos++;
     let negated = false;
@@ -419,7 +419,7 @@ function caseClose(ranges: number[]): number[] {
 // ---------------------------------------------------------------------------------------------
 // Width (sre_parse getwidth)
 
-function widthOf(n: RegexNode, groups?: Map<number, [number, number]>): [number, number] {
+function widthOf(n: PyRegexNode, groups?: Map<number, [number, number]>): [number, number] {
   switch (n.k) {
     case "set": case "any": return [1, 1];
     case "seq": {
@@ -464,7 +464,7 @@ export function regexWidth(parsed: ParsedRegex): [number, number] {
 
 const hexEsc = (c: number): string => `\\u{${c.toString(16)}}`;
 
-function classBody(n: Extract<RegexNode, { k: "set" }>): string {
+function classBody(n: Extract<PyRegexNode, { k: "set" }>): string {
   const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
   let s = "";
   for (let i = 0; i < ranges.length; i += 2) {
@@ -482,7 +482,7 @@ function classBody(n: Extract<RegexNode, { k: "set" }>): string {
   return s;
 }
 
-function emit(n: RegexNode): string {
+function emit(n: PyRegexNode): string {
   switch (n.k) {
     case "set": {
       const body = classBody(n);
@@ -531,7 +531,7 @@ const PRINTABLE: number[] = [];
 for (let c = 32; c < 127; c++) PRINTABLE.push(c);
 PRINTABLE.push(9, 10);
 
-function setContains(n: Extract<RegexNode, { k: "set" }>, c: number): boolean {
+function setContains(n: Extract<PyRegexNode, { k: "set" }>, c: number): boolean {
   const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
   let hit = false;
   for (let i = 0; i < ranges.length && !hit; i += 2) hit = c >= ranges[i]! && c <= ranges[i + 1]!;
@@ -548,7 +548,7 @@ function setContains(n: Extract<RegexNode, { k: "set" }>, c: number): boolean {
   return hit !== n.negated;
 }
 
-function pickFromSet(n: Extract<RegexNode, { k: "set" }>, rng: Rng): number | null {
+function pickFromSet(n: Extract<PyRegexNode, { k: "set" }>, rng: Rng): number | null {
   if (!n.negated && n.classes.length === 0) {
     // Prefer printable members; fall back to any member.
     const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
@@ -567,7 +567,7 @@ function pickFromSet(n: Extract<RegexNode, { k: "set" }>, rng: Rng): number | nu
 /** A random string the pattern is likely to match (lookarounds are ignored). */
 export function sampleRegex(parsed: ParsedRegex, rng: Rng, maxRepeat = 4): string {
   const groups = new Map<number, string>();
-  const gen = (n: RegexNode): string => {
+  const gen = (n: PyRegexNode): string => {
     switch (n.k) {
       case "set": {
         const c = pickFromSet(n, rng);

@@ -112,7 +112,7 @@ interface Addon {
 export const GPU_CHOICES = ["auto", "cpu", "cuda", "cuda-ext", "vulkan"] as const;
 export type GpuChoice = (typeof GPU_CHOICES)[number];
 
-export interface RuntimeOptions {
+export interface LlamaRuntimeOptions {
   /** A directory holding libllama*.so / libggml*.so; overrides `gpu`. Env TRELLIS_LLAMA_BINS. */
   binsDir?: string;
   /** Env TRELLIS_LLAMA_GPU; default "auto". */
@@ -186,7 +186,7 @@ interface BackendPlan {
   required: string | null;
 }
 
-function chooseBackend(opts: RuntimeOptions): BackendPlan {
+function chooseBackend(opts: LlamaRuntimeOptions): BackendPlan {
   const explicit = opts.binsDir ?? process.env.TRELLIS_LLAMA_BINS;
   if (explicit) return { binsDir: resolve(explicit), fallbackBackend: "", required: null };
   const gpu = opts.gpu ?? (process.env.TRELLIS_LLAMA_GPU as GpuChoice | undefined) ?? "auto";
@@ -249,7 +249,7 @@ export function nativeRowKernels(): { gather: GatherCandidatesKernel; logSumExp:
  * Loads the addon and llama.cpp (idempotent). The first call decides the backend for the whole
  * process; later calls with a different directory fail.
  */
-export function initRuntime(opts: RuntimeOptions = {}): RuntimeInfo {
+export function initRuntime(opts: LlamaRuntimeOptions = {}): RuntimeInfo {
   if (runtime && !opts.binsDir && !opts.gpu) return runtime;
   const plan = chooseBackend(opts);
   const log = opts.log ?? process.env.TRELLIS_LLAMA_LOG === "1";

@@ -3,9 +3,9 @@
  * typed-array batch, zero-copy logits. See DESIGN.md (`model/`).
  */
 import { availableParallelism } from "node:os";
-import { initRuntime, nativeAddon, type NativeContext, type NativeModel, type RuntimeOptions } from "./native.js";
+import { initRuntime, nativeAddon, type NativeContext, type NativeModel, type LlamaRuntimeOptions } from "./native.js";
 
-export interface LoadModelOptions extends RuntimeOptions {
+export interface LoadModelOptions extends LlamaRuntimeOptions {
   /** Default threads for contexts of this model; default = the machine's core count. */
   threads?: number;
   /** Layers to offload to a GPU; default all when a GPU device is present, else 0. */

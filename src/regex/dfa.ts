@@ -1,7 +1,7 @@
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import type { ByteNfa } from "./nfa.js";
 import { Assertion } from "./parser.js";
-import { Int32Arena } from "./arena.js";
+import { Int32Arena } from "../support/index.js";
 import { regexClock } from "./clock.js";
 
 /** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */

@@ -62,7 +62,7 @@ import { parseFlagString, parseRegex, type RegexNode } from "./parser.js";
 import { ByteNfa } from "./nfa.js";
 import { determinize, determinizeLiterals, isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
-import { LruCache } from "./cache.js";
+import { LruCache } from "../support/index.js";
 import { regexClock } from "./clock.js";
 
 /** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
@@ -71,10 +71,7 @@ const clock = regexClock;
 export type { ByteDfa, MultiByteDfa } from "./dfa.js";
 export { isEmptyLanguage, patternDistances } from "./dfa.js";
 export { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
-export { LruCache } from "./cache.js";
-export { grownTo, Int32Arena, int32Of, TableSlab, uint8Of } from "./arena.js";
-export { IdMap, IntMap } from "./int-map.js";
-export { matchesBytes, matchesString, sampleMember, sampleString, seededRandom, shortestCompletion, walkBytes } from "./sample.js";
+export { matchesBytes, matchesString, sampleMember, sampleString, shortestCompletion, walkBytes } from "./sample.js";
 export type { SampleOptions } from "./sample.js";
 export { parseRegex, parseFlagString } from "./parser.js";
 export type { RegexNode, RegexFlags } from "./parser.js";

@@ -29,6 +29,7 @@
  */
 import { nativeRowKernels, type GatherCandidatesKernel } from "../model/native.js";
 import { Xoshiro128 } from "./rng.js";
+import { maskWords } from "../support/index.js";
 
 // The gather pass (one read of the whole vocabulary per token) runs in the addon when it is
 // built: native/kernels.cc is the same loop as gatherGreedy/gatherTopK/gatherAll below, candidate
@@ -101,10 +102,6 @@ export function validateSamplingParams(p: SamplingParams): void {
   }
 }
 
-/** Words in a token mask of `vocabSize` bits (DESIGN.md layout: bit id&31 of word id>>>5). */
-export function maskWords(vocabSize: number): number {
-  return (vocabSize + 31) >>> 5;
-}
 
 class Scratch {
   /** Candidate token ids, then (after top_k) the kept ones. */

@@ -4,12 +4,12 @@
 
 import type { Grammar } from "./index.js";
 import { sampleRegex, type Rng } from "./pyregex.js";
-import { seededRandom } from "../regex/index.js";
+import { seededRandom } from "../support/index.js";
 
 /** Deterministic PRNG (mulberry32), the regex stage's. */
 export const makeRng: (seed: number) => Rng = seededRandom;
 
-export interface SampleOptions {
+export interface SentenceOptions {
   maxDepth?: number;
   /** Probability of inserting an ignored terminal between two tokens. */
   ignoreProbability?: number;
@@ -28,7 +28,7 @@ export function sampleTerminal(grammar: Grammar, name: string, rng: Rng): string
 }
 
 /** A random sentence, or null when the derivation ran past the limits. */
-export function sampleSentence(grammar: Grammar, rng: Rng, opts: SampleOptions = {}): string | null {
+export function sampleSentence(grammar: Grammar, rng: Rng, opts: SentenceOptions = {}): string | null {
   const maxDepth = opts.maxDepth ?? 12;
   const maxTokens = opts.maxTokens ?? 60;
   const ignoreP = opts.ignoreProbability ?? 0.3;

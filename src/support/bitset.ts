@@ -1,0 +1,29 @@
+/**
+ * Token masks as bitsets: `Uint32Array`s of `maskWords(vocabSize)` words, token `id` at bit
+ * `id & 31` of word `id >>> 5`. The constraint stage writes them, the sampler reads them.
+ */
+/** Mask words for a vocabulary: bit `id & 31` of word `id >>> 5`. */
+export function maskWords(vocabSize: number): number {
+  return (vocabSize + 31) >>> 5;
+}
+
+/** Sets the bits of the tokens tokenIds[from .. to) (a trie subtree's tokens are one such range). */
+export function setTokenRange(mask: Uint32Array, tokenIds: Int32Array, from: number, to: number): void {
+  for (let k = from; k < to; k++) {
+    const id = tokenIds[k]!;
+    mask[id >>> 5]! |= 1 << (id & 31);
+  }
+}
+
+/** ORs every word of `from` into `into` (same length). */
+export function orInto(into: Uint32Array, from: Uint32Array): void {
+  for (let w = 0; w < into.length; w++) into[w]! |= from[w]!;
+}
+
+/** Sets the bits of every token in `ids`. */
+export function setTokenList(mask: Uint32Array, ids: Int32Array): void {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    mask[id >>> 5]! |= 1 << (id & 31);
+  }
+}

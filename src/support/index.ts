@@ -1,0 +1,30 @@
+/**
+ * support/ — helpers with no stage knowledge, importable by every stage (and importing none).
+ *
+ *   Typed-array tables:  Int32Arena (scratch views of one buffer), TableSlab (an owner's first
+ *                        tables carved from one buffer), grownTo / int32Of / uint8Of
+ *   Integer memos:       IntMap (integer keys below 2^53 → int32), IdMap (dense ids → int32),
+ *                        DenseTable (dense ids → values)
+ *   Token masks:         maskWords, setTokenRange, setTokenList, orInto (bitsets of token ids)
+ *   Caches:              LruCache (by entries), ByteLruCache (by the bytes entries report)
+ *   Threads:             WorkerPool (time-limited tasks, per-client round-robin)
+ *   Tests and fuzzers:   seededRandom
+ */
+export { grownTo, Int32Arena, int32Of, TableSlab, uint8Of } from "./arena.js";
+export { IdMap, IntMap } from "./int-map.js";
+export { DenseTable } from "./dense-table.js";
+export { maskWords, orInto, setTokenList, setTokenRange } from "./bitset.js";
+export { LruCache } from "./lru.js";
+export { ByteLruCache, type ByteLruStats, type Sized } from "./byte-lru.js";
+export {
+  PoolBusyError,
+  PoolClosedError,
+  PoolTimeoutError,
+  PoolWorkerDiedError,
+  WorkerPool,
+  WorkerTaskError,
+  type TaskOptions,
+  type WorkerPoolOptions,
+  type WorkerPoolStats,
+} from "./worker-pool.js";
+export { seededRandom } from "./rng.js";
