@@ -20,14 +20,15 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileRegex } from "../src/regex/index.js";
 import { loadVocabulary, type Vocabulary } from "../src/vocab/index.js";
-import { TokenTrie } from "../src/constraint/trie.js";
-import { DfaTokenMatcher } from "../src/constraint/dfa-matcher.js";
-import { DfaConstraintState } from "../src/constraint/dfa-state.js";
+import { DfaConstraintState, DfaTokenMatcher, TokenTrie, warmUpMatchers } from "../src/constraint/index.js";
 import { MATCHER_PRECOMPUTE_MS } from "../src/generate/regex-constraint.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
 import { argValue, round3 } from "./stats.js";
 import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";
 import { GRAMMAR_NOTE, grammarWorkloadResults } from "./grammar-mask.js";
+
+// As the runtime does when it starts (the walks' JIT warm-up on a toy vocabulary).
+warmUpMatchers();
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const VOCAB_DIR = resolve(REPO_ROOT, "..", "shared", "models", "vocab");

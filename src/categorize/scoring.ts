@@ -425,7 +425,9 @@ function setMembership(sets: readonly Int32Array[], vocabSize: number): Uint8Arr
 // The normaliser of every row read (a whole vocabulary of exps) runs in the addon when it is
 // built (native/kernels.h: AVX2, exp in float, sums in double; these loops' Math.exp cost about
 // 1 ms a row at 152k here, several on a GPU host's slower cores). Both agree to ~1e-7.
-let nativeLogSumExp: LogSumExpKernel | null = nativeRowKernels()?.logSumExp ?? null;
+// Chosen on first use (the addon is loaded then, not when this module is imported), or by
+// useLogSumExpKernel.
+let nativeLogSumExp: LogSumExpKernel | null | undefined;
 
 /** Which normaliser scoring uses: the addon's ("native", default when built) or these loops. */
 export function useLogSumExpKernel(kind: "native" | "script"): boolean {
@@ -434,6 +436,7 @@ export function useLogSumExpKernel(kind: "native" | "script"): boolean {
 }
 
 function logSumExpOf(logits: Float32Array, membership: Uint8Array | null, numSets: number, out: Float64Array | null): number {
+  if (nativeLogSumExp === undefined) nativeLogSumExp = nativeRowKernels()?.logSumExp ?? null;
   if (nativeLogSumExp) return nativeLogSumExp(logits, membership, numSets, out);
   return membership && out ? logSumExpWithSets(logits, membership, numSets, out) : logSumExp(logits);
 }

@@ -1260,11 +1260,16 @@ export function dfaTokenMatcherFor(trie: TokenTrie, dfa: ByteDfa): DfaTokenMatch
 }
 
 /**
- * Runs every path of the walks once on a toy vocabulary at module load, so V8 has type feedback
+ * Runs every path of the walks once on a toy vocabulary (once per thread: the runtime and the
+ * compile worker call it when they start, not the import), so V8 has type feedback
  * for all of them before the first real walk; without it the first real walks ran deoptimized
  * and recompiled several times (tens of ms each on a busy machine).
  */
-function warmUpWalks(): void {
+let warmedUp = false;
+
+export function warmUpMatchers(): void {
+  if (warmedUp) return;
+  warmedUp = true;
   const enc = new TextEncoder();
   const words = ["a", "b", "ab", "ba", "aaaaaaaaaaaa", "abababababab", "bbbbbbbbbbbbb", "c", "ca", "\u00e9\u00e9", "\u4e2d"];
   const parts = words.map((w) => enc.encode(w));
@@ -1293,4 +1298,3 @@ function warmUpWalks(): void {
     m.advance(0, 2);
   }
 }
-warmUpWalks();

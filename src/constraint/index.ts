@@ -16,7 +16,7 @@
  * ByteAutomaton ({ step(state, byte) → state | -1 }), skipping dead subtrees.
  */
 export { TokenTrie, tokenTrieFor, utf8Step } from "./trie.js";
-export { DfaTokenMatcher, dfaTokenMatcherFor } from "./dfa-matcher.js";
+export { DfaTokenMatcher, dfaTokenMatcherFor, warmUpMatchers } from "./dfa-matcher.js";
 export { DfaConstraintState } from "./dfa-state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
 export { PREFIX_PENDING, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";

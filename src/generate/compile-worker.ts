@@ -8,7 +8,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { getHeapStatistics, serialize } from "node:v8";
 import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
-import { TokenTrie, type VocabularyBytes } from "../constraint/index.js";
+import { TokenTrie, warmUpMatchers, type VocabularyBytes } from "../constraint/index.js";
 import { refusalOf, runCompileTask, type CompileTask, type ProbeOptions } from "./compile-task.js";
 
 /** What the pool starts a worker with: the vocabulary (for the probe's trie) and the probe. */
@@ -44,6 +44,7 @@ if (port) {
   const data = workerData as CompileWorkerData | null;
   // Built once per worker (~0.1 s at 152k tokens), before it reports ready.
   const trie = data?.vocabulary ? TokenTrie.build(data.vocabulary) : undefined;
+  if (trie) warmUpMatchers();
   const probe = data?.probe ?? undefined;
   port.on("message", (message: { id: number; payload: CompileTask }) => {
     let reply: { id: number; value?: Uint8Array; error?: CompileFailure; heapUsed: number };

@@ -8,7 +8,7 @@ import { ConstraintCache, type CompileContext, type ConstraintCacheOptions, type
 import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
 import { Sampler } from "../sampling/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
-import { tokenTrieFor, type TokenTrie } from "../constraint/index.js";
+import { tokenTrieFor, warmUpMatchers, type TokenTrie } from "../constraint/index.js";
 import { CompletionJob, UNBOUNDED, type TokenConstraint } from "./completion.js";
 import { DecodeScheduler, runJob } from "./scheduler.js";
 import {
@@ -72,6 +72,7 @@ export class GenerationRuntime {
   }
 
   static open(options: GenerationRuntimeOptions): GenerationRuntime {
+    warmUpMatchers();
     const vocab = loadVocabulary(options.modelPath);
     const model = loadModel(options.modelPath, { threads: options.threads, gpu: options.gpu });
     if (model.nVocab !== vocab.size) {

@@ -35,7 +35,9 @@ import { maskWords } from "../support/index.js";
 // built: native/kernels.cc is the same loop as gatherGreedy/gatherTopK/gatherAll below, candidate
 // for candidate, with AVX2 skipping groups of 8 logits that cannot enter. On a GPU the decode
 // takes about a millisecond and the script loop was most of each step (bench/gpu/README.md).
-let nativeGather: GatherCandidatesKernel | null = nativeRowKernels()?.gather ?? null;
+// Chosen on first use (the addon is loaded then, not when this module is imported), or by
+// useGatherKernel.
+let nativeGather: GatherCandidatesKernel | null | undefined;
 const gatherState = new Float64Array(4);
 
 /**
@@ -47,8 +49,14 @@ export function useGatherKernel(kind: "native" | "script"): boolean {
   return nativeGather !== null;
 }
 
+/** The gather kernel, chosen on first need: the addon's when it is built. */
+function gatherKernel(): GatherCandidatesKernel | null {
+  if (nativeGather === undefined) nativeGather = nativeRowKernels()?.gather ?? null;
+  return nativeGather;
+}
+
 export function gatherKernelInUse(): "native-avx2" | "native" | "script" {
-  if (!nativeGather) return "script";
+  if (!gatherKernel()) return "script";
   return nativeRowKernels()?.avx2 ? "native-avx2" : "native";
 }
 
@@ -234,7 +242,7 @@ export class Sampler {
     gathered.floor = -Infinity;
     const mode = greedy ? GATHER_GREEDY : topK > 0 && topK < n ? GATHER_TOP_K : GATHER_ALL;
     if (mode === GATHER_TOP_K) scratch.heap.fill(-Infinity, 0, topK);
-    (nativeGather ? gatherNative : gatherScript)(mode, logits, mask, exclude, n, scratch, topK);
+    (gatherKernel() ? gatherNative : gatherScript)(mode, logits, mask, exclude, n, scratch, topK);
     if (penalize) gatherPenalised(logits, mask, this.seenIds, penalty, scratch, mode === GATHER_GREEDY ? -1 : mode === GATHER_TOP_K ? topK : 0);
 
     let count = gathered.count;
