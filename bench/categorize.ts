@@ -8,9 +8,9 @@
  * Env: BENCH_ROUNDS (default 5), BENCH_THREADS (default 2), BENCH_MODELS (comma list: stories,qwen),
  * BENCH_LSE (native|script: each row's log-sum-exp in the addon or in TypeScript; default native).
  */
-import { GenerationRuntime } from "../src/generate/runtime.js";
+import { GenerationRuntime } from "../src/generate/index.js";
 import { Categorizer, formatSinglePrompt, answerText, PromptTokenizer } from "../src/categorize/index.js";
-import { useLogSumExpKernel } from "../src/categorize/scoring.js";
+import { useLogSumExpKernel } from "../src/categorize/index.js";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";

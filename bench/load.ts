@@ -17,9 +17,9 @@
  */
 import { existsSync } from "node:fs";
 import { createService } from "../src/service.js";
-import { KeyStore, sha256Hex } from "../src/store/keys.js";
+import { KeyStore, sha256Hex } from "../src/store/index.js";
 import { defaultConfig, engineOptions, type Config } from "../src/config.js";
-import type { Engine } from "../src/generate/types.js";
+import type { Engine } from "../src/generate/index.js";
 import { STORIES_260K } from "../test/helpers/paths.js";
 import { hostileCases, type HostileCase } from "../test/helpers/hostile-cases.js";
 import { createFakeEngine } from "../test/server-helpers.js";

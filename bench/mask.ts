@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import { compileRegex } from "../src/regex/index.js";
 import { loadVocabulary, type Vocabulary } from "../src/vocab/index.js";
 import { DfaConstraintState, DfaTokenMatcher, TokenTrie, warmUpMatchers } from "../src/constraint/index.js";
-import { MATCHER_PRECOMPUTE_MS } from "../src/generate/regex-constraint.js";
+import { MATCHER_PRECOMPUTE_MS } from "../src/generate/index.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
 import { argValue, round3 } from "./stats.js";
 import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";

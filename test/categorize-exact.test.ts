@@ -6,11 +6,11 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { GenerationRuntime } from "../src/generate/runtime.js";
+import { GenerationRuntime } from "../src/generate/index.js";
 import { Categorizer, NULL_OPTION, formatMultiPrompt, formatSinglePrompt } from "../src/categorize/index.js";
 import { loadModel, LlamaBatch, TokenAttr, type LlamaContext, type LlamaModel } from "../src/model/index.js";
 import { STORIES_260K, LLAMA2_TINY_RANDOM } from "./helpers/paths.js";
-import type { CategorizeRequest, CategorizeResult } from "../src/generate/types.js";
+import type { CategorizeRequest, CategorizeResult } from "../src/generate/index.js";
 
 /** Log-softmax of one logits row, in doubles. */
 function logSoftmax(logits: Float32Array): Float64Array {

@@ -16,7 +16,7 @@ import {
   Categorizer,
 } from "../src/categorize/index.js";
 import { loadModel, type LlamaModel } from "../src/model/index.js";
-import { GenerationRuntime } from "../src/generate/runtime.js";
+import { GenerationRuntime } from "../src/generate/index.js";
 import { STORIES_260K, LLAMA2_TINY_RANDOM, vocabFile } from "./helpers/paths.js";
 
 const LLAMA3 = "{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] }}<|eot_id|>{% endfor %}";

@@ -6,10 +6,10 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";
-import { createServer } from "../src/server/app.js";
-import { KeyStore } from "../src/store/keys.js";
+import { createServer } from "../src/server/index.js";
+import { KeyStore } from "../src/store/index.js";
 import { createEngine } from "../src/engine.js";
-import type { Engine } from "../src/generate/types.js";
+import type { Engine } from "../src/generate/index.js";
 import { auth, testConfig } from "./server-helpers.js";
 import { STORIES_260K } from "./helpers/paths.js";
 

@@ -6,9 +6,9 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { GenerationRuntime } from "../src/generate/runtime.js";
+import { GenerationRuntime } from "../src/generate/index.js";
 import { Categorizer } from "../src/categorize/index.js";
-import { InvalidRequestError, type CategorizeRequest, type CategorizeResult } from "../src/generate/types.js";
+import { InvalidRequestError, type CategorizeRequest, type CategorizeResult } from "../src/generate/index.js";
 import { STORIES_260K, LLAMA2_TINY_RANDOM } from "./helpers/paths.js";
 import { seededRandom } from "../src/support/index.js";
 

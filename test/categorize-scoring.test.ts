@@ -8,8 +8,8 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { ScoringJob, type ScoringRequest } from "../src/categorize/index.js";
-import { logSumExp, logSumExpWithSets } from "../src/categorize/scoring.js";
-import { nativeRowKernels } from "../src/model/native.js";
+import { logSumExp, logSumExpWithSets } from "../src/categorize/index.js";
+import { nativeRowKernels } from "../src/model/index.js";
 import { LlamaBatch, type LlamaContext } from "../src/model/index.js";
 import { seededRandom } from "../src/support/index.js";
 

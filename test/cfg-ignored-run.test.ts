@@ -2,8 +2,8 @@
 // no longer, whichever tokens spell them; each run has its own matcher (the cache keys on it).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { grammarConstraintFor, MAX_IGNORED_RUN } from "../src/generate/grammar-constraint.js";
-import type { TokenConstraint } from "../src/generate/completion.js";
+import { grammarConstraintFor, MAX_IGNORED_RUN } from "../src/generate/index.js";
+import type { TokenConstraint } from "../src/generate/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { vocabFile } from "./helpers/paths.js";

@@ -1,11 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { TokenTrie, tokenTrieFor } from "../src/constraint/trie.js";
-import { DfaTokenMatcher, dfaTokenMatcherFor } from "../src/constraint/dfa-matcher.js";
+import { TokenTrie, tokenTrieFor } from "../src/constraint/index.js";
+import { DfaTokenMatcher, dfaTokenMatcherFor } from "../src/constraint/index.js";
 import { DfaConstraintState, PREFIX_PENDING } from "../src/constraint/index.js";
-import { walkTrie } from "../src/constraint/walk.js";
-import type { ByteDfa, VocabularyBytes } from "../src/constraint/types.js";
+import { walkTrie } from "../src/constraint/index.js";
+import type { ByteDfa, VocabularyBytes } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { compileRegex } from "../src/regex/index.js";
 import { vocabFile } from "./helpers/paths.js";

@@ -1,5 +1,5 @@
 /** Shared fixtures for test/constraint-*.test.ts: random DFAs, small vocabularies, brute force. */
-import type { ByteDfa, VocabularyBytes } from "../src/constraint/types.js";
+import type { ByteDfa, VocabularyBytes } from "../src/constraint/index.js";
 import { TokenKind } from "../src/vocab/index.js";
 
 export { seededRandom as rng } from "../src/support/index.js";

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { compileRegex } from "../src/regex/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
-import { SMALL_LIST_IDS } from "../src/constraint/dfa-matcher.js";
+import { SMALL_LIST_IDS } from "../src/constraint/index.js";
 import { vocabFile } from "./helpers/paths.js";
 import { bruteMinTokens, bruteTransitions, maskCount, maskDiff } from "./constraint-fixtures.js";
 

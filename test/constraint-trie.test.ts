@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { TokenTrie, tokenTrieFor } from "../src/constraint/trie.js";
-import type { VocabularyBytes } from "../src/constraint/types.js";
+import { TokenTrie, tokenTrieFor } from "../src/constraint/index.js";
+import type { VocabularyBytes } from "../src/constraint/index.js";
 import { TokenKind } from "../src/vocab/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { vocabFile } from "./helpers/paths.js";

@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { compileRegex } from "../src/regex/index.js";
 import { compileGrammar, createGrammarAutomaton } from "../src/grammar/index.js";
 import { DfaConstraintState, DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
-import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/grammar-matcher.js";
-import { ConstraintTooCostlyError } from "../src/constraint/work-meter.js";
-import { ConstraintCache } from "../src/generate/constraint-cache.js";
-import { UnsatisfiableError } from "../src/generate/types.js";
+import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/index.js";
+import { ConstraintTooCostlyError } from "../src/constraint/index.js";
+import { ConstraintCache } from "../src/generate/index.js";
+import { UnsatisfiableError } from "../src/generate/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { vocabFile } from "./helpers/paths.js";
 

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SESSION_COOKIE } from "../src/dashboard/index.js";
 import { createService } from "../src/service.js";
-import { KeyStore, sha256Hex } from "../src/store/keys.js";
+import { KeyStore, sha256Hex } from "../src/store/index.js";
 import { auth, createFakeEngine, testConfig } from "./server-helpers.js";
 import { holdLock } from "./store-helpers.js";
 

@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 import type { FastifyInstance } from "fastify";
 import { createService } from "../src/service.js";
-import { KeyStore, sha256Hex } from "../src/store/keys.js";
+import { KeyStore, sha256Hex } from "../src/store/index.js";
 import { auth, createFakeEngine, testConfig } from "./server-helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";

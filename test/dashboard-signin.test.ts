@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
 import { SESSION_COOKIE } from "../src/dashboard/index.js";
 import { createService } from "../src/service.js";
-import { KeyStore, sha256Hex } from "../src/store/keys.js";
+import { KeyStore, sha256Hex } from "../src/store/index.js";
 import { createFakeEngine, testConfig } from "./server-helpers.js";
 
 const TOKEN = "correct-horse-battery-staple-42";

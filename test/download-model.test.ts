@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:http";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ChecksumMismatchError, ModelDownloadError, ensureModel, type ModelSource } from "../src/model/download.js";
+import { ChecksumMismatchError, ModelDownloadError, ensureModel, type ModelSource } from "../src/model/index.js";
 import { STORIES_260K } from "./helpers/paths.js";
 
 const MODEL = readFileSync(STORIES_260K);

@@ -5,12 +5,12 @@
  */
 import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
-import { DecodeScheduler, runJob, type DecodeJob } from "../src/generate/scheduler.js";
+import { DecodeScheduler, runJob, type DecodeJob } from "../src/generate/index.js";
 import { LlamaBatch, type LlamaContext, type SequenceSlots } from "../src/model/index.js";
-import { compileRegexCached, regexConstraintFor } from "../src/generate/regex-constraint.js";
-import { GrammarConstraintState } from "../src/constraint/grammar-matcher.js";
-import type { TokenConstraint } from "../src/generate/completion.js";
-import type { CompletionOptions } from "../src/generate/types.js";
+import { compileRegexCached, regexConstraintFor } from "../src/generate/index.js";
+import { GrammarConstraintState } from "../src/constraint/index.js";
+import type { TokenConstraint } from "../src/generate/index.js";
+import type { CompletionOptions } from "../src/generate/index.js";
 import { matchesString } from "../src/regex/index.js";
 import { openRandomLogitsRuntime } from "./generate-helpers.js";
 import { vocabFile } from "./helpers/paths.js";

@@ -6,9 +6,9 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { GenerationRuntime } from "../src/generate/runtime.js";
-import { ClientLimitError, InvalidRequestError, UnsatisfiableError, type ConstraintSpec } from "../src/generate/types.js";
-import { makeRng } from "../src/grammar/index.js";
+import { GenerationRuntime } from "../src/generate/index.js";
+import { ClientLimitError, InvalidRequestError, UnsatisfiableError, type ConstraintSpec } from "../src/generate/index.js";
+import { makeRng } from "../src/grammar/testing.js";
 import { STORIES_260K } from "./helpers/paths.js";
 
 const MB = 1024 * 1024;

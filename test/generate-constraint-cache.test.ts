@@ -3,8 +3,8 @@
 // remembered, one client's waiting compiles are capped, memory stays within the byte budget.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { ConstraintCache } from "../src/generate/constraint-cache.js";
-import { ClientLimitError, InvalidRequestError, UnsatisfiableError } from "../src/generate/types.js";
+import { ConstraintCache } from "../src/generate/index.js";
+import { ClientLimitError, InvalidRequestError, UnsatisfiableError } from "../src/generate/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { STORIES_260K } from "./helpers/paths.js";

@@ -10,9 +10,9 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
-import { GenerationRuntime } from "../src/generate/runtime.js";
-import { compileRegexCached, regexConstraintFor } from "../src/generate/regex-constraint.js";
-import { UnsatisfiableError, type CompletionResult, type RegexCompletionRequest } from "../src/generate/types.js";
+import { GenerationRuntime } from "../src/generate/index.js";
+import { compileRegexCached, regexConstraintFor } from "../src/generate/index.js";
+import { UnsatisfiableError, type CompletionResult, type RegexCompletionRequest } from "../src/generate/index.js";
 import { TokenKind } from "../src/vocab/index.js";
 import type { ByteDfa } from "../src/regex/index.js";
 import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";

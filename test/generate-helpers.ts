@@ -7,8 +7,8 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface, type Interface } from "node:readline";
-import { GenerationRuntime } from "../src/generate/runtime.js";
-import type { TokenConstraint } from "../src/generate/completion.js";
+import { GenerationRuntime } from "../src/generate/index.js";
+import type { TokenConstraint } from "../src/generate/index.js";
 import { loadModel, LlamaBatch, type LlamaContext, type LlamaModel } from "../src/model/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../src/vocab/index.js";
 import type { ByteDfa } from "../src/regex/index.js";

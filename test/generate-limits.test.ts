@@ -2,8 +2,8 @@
 // front as too complex (422), while the same pattern compiles under the default caps.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { GenerationRuntime } from "../src/generate/runtime.js";
-import { UnsatisfiableError } from "../src/generate/types.js";
+import { GenerationRuntime } from "../src/generate/index.js";
+import { UnsatisfiableError } from "../src/generate/index.js";
 import { STORIES_260K } from "./helpers/paths.js";
 
 const strict = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 2, constraints: { regexLimits: { maxDfaStates: 8 } } });

@@ -5,14 +5,14 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { GenerationRuntime } from "../src/generate/runtime.js";
-import { compileRegexCached, regexConstraintFor } from "../src/generate/regex-constraint.js";
+import { GenerationRuntime } from "../src/generate/index.js";
+import { compileRegexCached, regexConstraintFor } from "../src/generate/index.js";
 import {
   InvalidRequestError,
   UnsatisfiableError,
   type CompletionResult,
   type RegexCompletionRequest,
-} from "../src/generate/types.js";
+} from "../src/generate/index.js";
 import { matchesString } from "../src/regex/index.js";
 import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";
 import { COMPLEMENT_SHORTHAND_PATTERNS } from "./generate-patterns.js";

@@ -6,9 +6,10 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { spawnSync } from "node:child_process";
-import { compileGrammar, parses, type Grammar } from "../src/grammar/index.js";
-import { GrammarAutomaton } from "../src/grammar/incremental.js";
-import { literalAlphabet, makeRng, mutateSentence, sampleSentence } from "../src/grammar/sentences.js";
+import { compileGrammar, type Grammar } from "../src/grammar/index.js";
+import { parses } from "../src/grammar/testing.js";
+import { GrammarAutomaton } from "../src/grammar/index.js";
+import { literalAlphabet, makeRng, mutateSentence, sampleSentence } from "../src/grammar/testing.js";
 import { ORACLE_PYTHON, REPO_ROOT } from "./helpers/paths.js";
 
 const CORPUS_DIR = resolve(REPO_ROOT, "test", "grammars");

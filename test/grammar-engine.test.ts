@@ -2,10 +2,12 @@
 // (terminal order, literal/regexp collisions, priorities), and the incremental byte automaton.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { compileGrammar, GrammarError, parses } from "../src/grammar/index.js";
-import { GrammarAutomaton, splitTopAlternatives } from "../src/grammar/incremental.js";
-import { parsePyRegex, regexWidth, toJsRegExp, MAXREPEAT } from "../src/grammar/pyregex.js";
-import { evalEscaping } from "../src/grammar/compile.js";
+import { compileGrammar, GrammarError } from "../src/grammar/index.js";
+import { parses } from "../src/grammar/testing.js";
+import { GrammarAutomaton } from "../src/grammar/index.js";
+import { splitTopAlternatives } from "../src/grammar/testing.js";
+import { parsePyRegex, regexWidth, toJsRegExp, MAXREPEAT } from "../src/grammar/testing.js";
+import { evalEscaping } from "../src/grammar/testing.js";
 
 const refusal = (source: string): GrammarError => {
   try {

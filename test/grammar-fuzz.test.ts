@@ -5,9 +5,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { resolve } from "node:path";
 import { spawnSync } from "node:child_process";
-import { compileGrammar, parses, type Grammar } from "../src/grammar/index.js";
-import { GrammarAutomaton } from "../src/grammar/incremental.js";
-import { literalAlphabet, makeRng, mutateSentence, sampleSentence } from "../src/grammar/sentences.js";
+import { compileGrammar, type Grammar } from "../src/grammar/index.js";
+import { parses } from "../src/grammar/testing.js";
+import { GrammarAutomaton } from "../src/grammar/index.js";
+import { literalAlphabet, makeRng, mutateSentence, sampleSentence } from "../src/grammar/testing.js";
 import { ORACLE_PYTHON, REPO_ROOT } from "./helpers/paths.js";
 
 const ORACLE = resolve(REPO_ROOT, "test", "grammars", "lark_oracle.py");

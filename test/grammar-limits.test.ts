@@ -7,15 +7,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isMainThread, parentPort, Worker } from "node:worker_threads";
-import {
-  compileGrammar,
-  createGrammarAutomaton,
-  DEFAULT_GRAMMAR_LIMITS,
-  GrammarError,
-  GrammarTooComplexError,
-  parses,
-  type GrammarLimits,
-} from "../src/grammar/index.js";
+import { compileGrammar, createGrammarAutomaton, DEFAULT_GRAMMAR_LIMITS, GrammarError, GrammarTooComplexError, type GrammarLimits } from "../src/grammar/index.js";
+import { parses } from "../src/grammar/testing.js";
 
 // ---------------------------------------------------------------------------------------------
 // Grammars

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadModel } from "../src/model/index.js";
-import { readGguf } from "../src/vocab/gguf.js";
+import { readGguf } from "../src/vocab/index.js";
 import { SHAPES, synthesizeModel } from "../scripts/synth-model/synthesize.js";
 import { vocabFile } from "./helpers/paths.js";
 

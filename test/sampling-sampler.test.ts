@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { nativeRowKernels } from "../src/model/native.js";
+import { nativeRowKernels } from "../src/model/index.js";
 import { EmptyMaskError, Sampler, SamplingParamsError, Xoshiro128, gatherCandidatesScript, gatherKernelInUse, useGatherKernel, type SamplingParams } from "../src/sampling/index.js";
 import { maskWords } from "../src/support/index.js";
 

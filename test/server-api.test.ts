@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";
 import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
-import { createServer } from "../src/server/app.js";
-import { KeyStore } from "../src/store/keys.js";
+import { createServer } from "../src/server/index.js";
+import { KeyStore } from "../src/store/index.js";
 import { auth, createFakeEngine, testConfig, TEST_KEY, type FakeEngine } from "./server-helpers.js";
 import type { Config } from "../src/config.js";
 

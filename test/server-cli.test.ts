@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { main, type CliIo } from "../src/cli.js";
-import { KeyStore } from "../src/store/keys.js";
+import { KeyStore } from "../src/store/index.js";
 import { ConfigError, loadConfig } from "../src/config.js";
 import { packageBinsDir } from "../src/model/index.js";
 import { STORIES_260K } from "./helpers/paths.js";

@@ -4,9 +4,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { connect } from "node:net";
-import { createServer } from "../src/server/app.js";
-import { KeyStore } from "../src/store/keys.js";
-import { ClientLimitError } from "../src/generate/types.js";
+import { createServer } from "../src/server/index.js";
+import { KeyStore } from "../src/store/index.js";
+import { ClientLimitError } from "../src/generate/index.js";
 import { createFakeEngine, testConfig } from "./server-helpers.js";
 
 async function start(overrides: Parameters<typeof testConfig>[0] = {}) {

@@ -5,7 +5,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { createService } from "../src/service.js";
-import { KeyStore, sha256Hex } from "../src/store/keys.js";
+import { KeyStore, sha256Hex } from "../src/store/index.js";
 import { TEST_KEY, createFakeEngine, testConfig } from "./server-helpers.js";
 import { seededRandom } from "../src/support/index.js";
 

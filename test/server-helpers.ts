@@ -18,7 +18,7 @@ import {
   type Engine,
   type GrammarCompletionRequest,
   type RegexCompletionRequest,
-} from "../src/generate/types.js";
+} from "../src/generate/index.js";
 import { defaultConfig, type Config } from "../src/config.js";
 
 export interface FakeEngine extends Engine {

@@ -16,7 +16,7 @@ import {
   formatUnwrittenUsage,
   type FlushFailure,
   type UnwrittenUsage,
-} from "../src/store/keys.js";
+} from "../src/store/index.js";
 import { holdLock } from "./store-helpers.js";
 
 const dirs: string[] = [];

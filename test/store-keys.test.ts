@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { AdminTokenError, KeyNameError, KeyStore, MIN_ADMIN_TOKEN_CHARS, SCHEMA_VERSION, ensureAdminToken, printableKeyName, sha256Hex } from "../src/store/keys.js";
+import { AdminTokenError, KeyNameError, KeyStore, MIN_ADMIN_TOKEN_CHARS, SCHEMA_VERSION, ensureAdminToken, printableKeyName, sha256Hex } from "../src/store/index.js";
 
 const dirs: string[] = [];
 const tmp = () => {

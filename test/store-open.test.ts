@@ -9,7 +9,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { KeyStore, KeyStoreError, SCHEMA_VERSION, type KeyStoreFailure } from "../src/store/keys.js";
+import { KeyStore, KeyStoreError, SCHEMA_VERSION, type KeyStoreFailure } from "../src/store/index.js";
 import { holdLock } from "./store-helpers.js";
 
 const dirs: string[] = [];

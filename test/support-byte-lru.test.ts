@@ -2,7 +2,7 @@
 // exceed the budget, growth after insertion accounted by resize, totals kept by deltas.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ByteLruCache } from "../src/support/byte-lru.js";
+import { ByteLruCache } from "../src/support/index.js";
 
 class Blob {
   constructor(public bytes: number) {}

@@ -4,7 +4,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { Worker } from "node:worker_threads";
-import { PoolBusyError, PoolTimeoutError, PoolWorkerDiedError, WorkerPool, WorkerTaskError } from "../src/support/worker-pool.js";
+import { PoolBusyError, PoolTimeoutError, PoolWorkerDiedError, WorkerPool, WorkerTaskError } from "../src/support/index.js";
 
 /**
  * A worker answering `{ op }` payloads: "echo" (value back after `ms`, busy-waiting: no yield),

@@ -12,7 +12,7 @@ import {
   type GgufArray,
   type GgufKv,
   type GgufValue,
-} from "../../src/vocab/gguf.js";
+} from "../../src/vocab/index.js";
 
 export interface TensorSpec {
   name: string;

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { GgmlType, readGguf, type GgufKv } from "../../src/vocab/gguf.js";
+import { GgmlType, readGguf, type GgufKv } from "../../src/vocab/index.js";
 import { kv, writeGguf, type TensorSpec } from "./gguf-writer.js";
 
 export interface ModelShape {

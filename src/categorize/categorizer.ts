@@ -20,9 +20,9 @@
  * Deterministic: no sampling; the same request decodes the same batches. (Requests decoded
  * concurrently share batches, which can move scores by float noise: ~1e-4 measured.)
  */
-import type { GenerationRuntime } from "../generate/runtime.js";
-import { runJob } from "../generate/scheduler.js";
-import { InvalidRequestError, type CategorizeRequest, type CategorizeResult } from "../generate/types.js";
+import type { GenerationRuntime } from "../generate/index.js";
+import { runJob } from "../generate/index.js";
+import { InvalidRequestError, type CategorizeRequest, type CategorizeResult } from "../generate/index.js";
 import { TokenKind, type Vocabulary } from "../vocab/index.js";
 import { ScoringJob, type ScoringResult, type ScoringStats } from "./scoring.js";
 import {

@@ -20,8 +20,8 @@
  * sequences are cleared before the next one.
  */
 import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
-import type { DecodeJob } from "../generate/scheduler.js";
-import { nativeRowKernels, type LogSumExpKernel } from "../model/native.js";
+import type { DecodeJob } from "../generate/index.js";
+import { nativeRowKernels, type LogSumExpKernel } from "../model/index.js";
 
 export interface ScoringRequest {
   prefix: Int32Array;

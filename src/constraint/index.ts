@@ -15,8 +15,16 @@
  * Grammar stage: walkTrie(trie, automaton, state, root, mask, visit) walks the same trie with any
  * ByteAutomaton ({ step(state, byte) → state | -1 }), skipping dead subtrees.
  */
-export { TokenTrie, tokenTrieFor, utf8Step } from "./trie.js";
-export { DfaTokenMatcher, dfaTokenMatcherFor, warmUpMatchers } from "./dfa-matcher.js";
+export { loopsOnEveryUtf8Char, TokenTrie, tokenTrieFor, utf8Step } from "./trie.js";
+export { DfaTokenMatcher, dfaTokenMatcherFor, SMALL_LIST_IDS, warmUpMatchers } from "./dfa-matcher.js";
+export {
+  GrammarConstraintState,
+  GrammarTokenMatcher,
+  WALK_AHEAD_MS,
+  type CompletableAutomaton,
+  type LexerLevelAutomaton,
+} from "./grammar-matcher.js";
+export { ConstraintTooCostlyError, WorkMeter } from "./work-meter.js";
 export { DfaConstraintState } from "./dfa-state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
 export { PREFIX_PENDING, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";

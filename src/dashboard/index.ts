@@ -11,10 +11,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { sendError } from "../server/app.js";
-import { TokenBucketLimiter } from "../server/limits.js";
-import { HttpError } from "../server/errors.js";
-import { KEY_NAME_MAX_CHARS, KeyNameError, KeyNotFoundError, KeyStoreError, digestsEqual, sha256Hex, type KeyStore } from "../store/keys.js";
+import { sendError } from "../server/index.js";
+import { TokenBucketLimiter } from "../server/index.js";
+import { HttpError } from "../server/index.js";
+import { KEY_NAME_MAX_CHARS, KeyNameError, KeyNotFoundError, KeyStoreError, digestsEqual, sha256Hex, type KeyStore } from "../store/index.js";
 
 export const SESSION_COOKIE = "trellis_session";
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;

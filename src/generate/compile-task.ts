@@ -6,8 +6,8 @@
 import { compileRegex, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type RegexLimits } from "../regex/index.js";
 import { compileGrammar, createGrammarAutomaton, GrammarError, reviveGrammar, type Grammar, type GrammarLimits, type ScannerParts } from "../grammar/index.js";
 import { DfaConstraintState, DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
-import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
-import { ConstraintTooCostlyError } from "../constraint/work-meter.js";
+import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
+import { ConstraintTooCostlyError } from "../constraint/index.js";
 import { InvalidRequestError, UnsatisfiableError } from "./types.js";
 
 export type CompileTask =

@@ -17,8 +17,8 @@ import { Worker } from "node:worker_threads";
 import type { ByteDfa, RegexLimits } from "../regex/index.js";
 import { createGrammarAutomaton, type Grammar, type GrammarAutomaton, type GrammarLimits, type ScannerParts } from "../grammar/index.js";
 import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
-import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/grammar-matcher.js";
-import type { ConstraintTooCostlyError } from "../constraint/work-meter.js";
+import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
+import type { ConstraintTooCostlyError } from "../constraint/index.js";
 import { ByteLruCache, type Sized } from "../support/index.js";
 import {
   PoolBusyError,

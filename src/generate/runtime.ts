@@ -3,7 +3,7 @@
  * by every request through the continuous-batching scheduler, and regex completion on top.
  */
 import { availableParallelism } from "node:os";
-import { ConstraintTooCostlyError } from "../constraint/work-meter.js";
+import { ConstraintTooCostlyError } from "../constraint/index.js";
 import { ConstraintCache, type CompileContext, type ConstraintCacheOptions, type ConstraintEntry, type ConstraintFactory } from "./constraint-cache.js";
 import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
 import { Sampler } from "../sampling/index.js";

@@ -15,7 +15,7 @@ import { compileMultiRegex, compileRegex, patternDistances, RegexSyntaxError, Re
 import { grownTo, IdMap, int32Of, IntMap, TableSlab, uint8Of } from "../support/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
-import type { Grammar } from "./index.js";
+import type { Grammar } from "./grammar.js";
 import { GrammarError } from "./lalr.js";
 import type { LexTerminal, Scanner } from "./lexer.js";
 import { CompileClock, GrammarTooComplexError, nestingTooDeep, resolveLimits, shortName, timeExceeded, tooComplex, type GrammarLimits } from "./limits.js";

@@ -1,21 +1,21 @@
-// Public entry of the grammar stage: Lark grammar text → LALR(1) table + contextual lexer, and a
-// recognizer that accepts exactly what `Lark(grammar, parser='lalr').parse(text)` accepts
-// (Lark 1.1.5, lexer 'contextual').
-//
-//   compileGrammar(text, limits?) → Grammar  throws GrammarError (line/column for syntax errors),
-//                                           GrammarTooComplexError past a GrammarLimits limit
-//   parses(grammar, text) → boolean         Lark's verdict; terminals matched with Python-re
-//                                           preferences via translated JS RegExps
-//   new GrammarAutomaton(grammar, { maxIgnoredRun }) — byte-level incremental form over byte
-//     DFAs from regex/: integer states, step(state, byte) → state | -1, isComplete(state),
-//     allowedBytes, walk, minBytesToComplete (exact, A*), minBytesLowerBound; `approximate`
-//     lists terminals whose Python match preference it can only approximate.
-
-import { compileGrammarText, withCompileBudget, type CompiledGrammar, type TerminalDef } from "./compile.js";
-import { buildLalrTable, GrammarError, LalrRunner, type BnfRule, type LalrTable } from "./lalr.js";
-import { buildLexTerminals, buildScanner, reviveLexTerminals, scanToken, type LexTerminal, type Scanner, type WholeMatchDfas } from "./lexer.js";
-import { compileBudget, type CompileBudget, type GrammarLimits } from "./limits.js";
-
+/**
+ * grammar/ — Lark grammar text → LALR(1) tables and contextual lexers → a byte-level automaton
+ * accepting exactly what `Lark(grammar, parser='lalr').parse(text)` accepts (Lark 1.1.5, lexer
+ * 'contextual').
+ *
+ * Key types: `Grammar` (compiled, plain data: it crosses threads), `GrammarAutomaton` (integer
+ * states, each a set of (parser stack, lexer state) hypotheses: step(state, byte) → state | -1,
+ * isComplete, lexer-level steps for the token layer, byte distances), `GrammarLimits`.
+ * Errors: `GrammarError` (Lark's message, line/column → 400), `GrammarTooComplexError` (→ 422).
+ *
+ *   const grammar = compileGrammar(text, limits);       // throws GrammarError
+ *   const automaton = createGrammarAutomaton(grammar, { maxIgnoredRun, limits });
+ *   let s = automaton.start; for (const b of bytes) s = automaton.step(s, b);  // -1: refused
+ *   automaton.isComplete(s);                              // a whole sentence
+ *
+ * Test support (sentence samplers, Lark's verdict by translated RegExps) is in testing.ts.
+ */
+export { compileGrammar, reviveGrammar, type Grammar } from "./grammar.js";
 export {
   GrammarAutomaton,
   createGrammarAutomaton,
@@ -25,102 +25,8 @@ export {
   type ScannerParts,
 } from "./incremental.js";
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";
-export { sampleSentence, mutateSentence, makeRng } from "./sentences.js";
-export { GrammarError, type LalrTable, type BnfRule, type TerminalDef, type CompiledGrammar, type LexTerminal, type Scanner };
+export { GrammarError } from "./errors.js";
+export type { LalrTable, BnfRule } from "./lalr.js";
+export type { TerminalDef, CompiledGrammar } from "./compile.js";
+export type { LexTerminal, Scanner } from "./lexer.js";
 export { DEFAULT_GRAMMAR_LIMITS, GrammarTooComplexError, resolveLimits, type GrammarLimits } from "./limits.js";
-
-export interface Grammar {
-  readonly source: string;
-  readonly compiled: CompiledGrammar;
-  readonly table: LalrTable;
-  /** All lexer terminals (used + ignored), by name. */
-  readonly terminals: ReadonlyMap<string, LexTerminal>;
-  readonly ignore: ReadonlySet<string>;
-  /** Contextual scanner for each parser state (shared between states with equal accept sets). */
-  readonly scanners: readonly Scanner[];
-  /**
-   * Wall-clock ms the compile took: the automaton's scanner DFAs get what is left of the same
-   * timeoutMs (GrammarLimits), so the limit bounds the two together.
-   */
-  readonly compileMs: number;
-}
-
-/**
- * Lark text → LALR(1) table and contextual scanners, under `limits` (DEFAULT_GRAMMAR_LIMITS for
- * what is left out): GrammarTooComplexError past a resource limit, GrammarError otherwise.
- */
-export function compileGrammar(source: string, limits?: Partial<GrammarLimits>): Grammar {
-  const started = performance.now();
-  const budget = compileBudget(limits, started);
-  try {
-    return withCompileBudget(budget, () => compileGrammarUnchecked(source, budget, started));
-  } catch (e) {
-    // Lark itself fails on odd grammars with assorted exception types; ours are all typed.
-    if (e instanceof GrammarError) throw e;
-    throw new GrammarError(`Invalid grammar: ${(e as Error).message}`);
-  }
-}
-
-function compileGrammarUnchecked(source: string, budget: CompileBudget, started: number): Grammar {
-  const compiled = compileGrammarText(source, "start", budget);
-  const table = buildLalrTable(compiled.rules, compiled.terminals.map((t) => t.name), compiled.start, budget);
-  const lexTerms = buildLexTerminals(compiled.terminals, compiled.ignore, table.terminalIndex);
-  const byName = new Map<string, LexTerminal>();
-  const ignoreTerms: LexTerminal[] = [];
-  for (const t of lexTerms) {
-    byName.set(t.name, t);
-    if (t.ignored) ignoreTerms.push(t);
-  }
-  // A parser state's scanner: its acceptable terminals that have a definition, plus the ignored
-  // ones; states with the same acceptable terminals share one (keyed by their table indices).
-  const lexOfIndex: (LexTerminal | undefined)[] = table.terminals.map((n) => byName.get(n));
-  const cache = new Map<string, Scanner>();
-  const wholeMatchDfas: WholeMatchDfas = new Map();
-  const scanners: Scanner[] = [];
-  const members: LexTerminal[] = [];
-  for (let s = 0; s < table.numStates; s++) {
-    const accepts = table.acceptsByState[s]!;
-    budget.clock.spend(accepts.length);
-    let key = "";
-    for (let i = 0; i < accepts.length; i++) if (lexOfIndex[accepts[i]!] !== undefined) key += accepts[i]! + ",";
-    let sc = cache.get(key);
-    if (!sc) {
-      members.length = 0;
-      for (let i = 0; i < accepts.length; i++) {
-        const t = lexOfIndex[accepts[i]!];
-        if (t !== undefined && !t.ignored) members.push(t);
-      }
-      for (const t of ignoreTerms) members.push(t);
-      sc = buildScanner(members, budget.clock, wholeMatchDfas);
-      cache.set(key, sc);
-    }
-    scanners.push(sc);
-  }
-  budget.clock.check();
-  return { source, compiled, table, terminals: byName, ignore: new Set(compiled.ignore), scanners, compileMs: performance.now() - started };
-}
-
-/**
- * A grammar as another thread compiled it (structured clone keeps fields and sharing, not
- * classes): its terminals get their class back, in place. Scanner DFAs cloned in the same message
- * share those terminal objects, so they are revived too.
- */
-export function reviveGrammar(cloned: Grammar): Grammar {
-  reviveLexTerminals(cloned.terminals.values());
-  return cloned;
-}
-
-/** Lark's verdict on `text`: lexes contextually, parses, and requires the whole text + $END. */
-export function parses(grammar: Grammar, text: string): boolean {
-  const runner = new LalrRunner(grammar.table);
-  let pos = 0;
-  while (pos < text.length) {
-    const scanner = grammar.scanners[runner.state]!;
-    const tok = scanToken(scanner, text, pos);
-    if (!tok || tok.value.length === 0) return false;
-    pos += tok.value.length;
-    if (grammar.ignore.has(tok.term.name)) continue;
-    if (tok.term.tableIndex < 0 || !runner.feed(tok.term.tableIndex)) return false;
-  }
-  return runner.feed(0);
-}

@@ -2,7 +2,7 @@
 // terminals instantiated from their patterns, optional ignored text between tokens. Used by the
 // corpus tests (our recognizer vs Lark) and handy for fuzzing the constraint layer.
 
-import type { Grammar } from "./index.js";
+import type { Grammar } from "./grammar.js";
 import { sampleRegex, type Rng } from "./pyregex.js";
 import { seededRandom } from "../support/index.js";
 

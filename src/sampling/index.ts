@@ -1,2 +1,12 @@
+/**
+ * sampling/ — Hugging Face sampling over masked logits: repetition_penalty (CTRL rule) →
+ * temperature → top_k → top_p, greedy at temperature 0, a seeded generator for reproducible
+ * requests; only masked-in tokens can ever be drawn. The one pass over the vocabulary (gather)
+ * runs in the addon when it is built, its TypeScript twin otherwise.
+ *
+ *   const sampler = new Sampler(vocabSize, { temperature, topK, topP, repetitionPenalty, seed });
+ *   sampler.reset(promptTokens);
+ *   const token = sampler.sample(logits, mask);  sampler.accept(token);
+ */
 export * from "./rng.js";
 export * from "./sampler.js";

@@ -27,7 +27,7 @@
  * shared by all samplers of one vocabulary size (sampling is synchronous, so calls never
  * overlap) and nothing is allocated per call.
  */
-import { nativeRowKernels, type GatherCandidatesKernel } from "../model/native.js";
+import { nativeRowKernels, type GatherCandidatesKernel } from "../model/index.js";
 import { Xoshiro128 } from "./rng.js";
 import { maskWords } from "../support/index.js";
 

@@ -15,8 +15,8 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import swagger from "@fastify/swagger";
 import type { Config } from "../config.js";
-import type { Engine } from "../generate/types.js";
-import type { KeyStore } from "../store/keys.js";
+import type { Engine } from "../generate/index.js";
+import type { KeyStore } from "../store/index.js";
 import { mapError } from "./errors.js";
 import { httpOptions } from "./http.js";
 import { ConcurrencyGate, TokenBucketLimiter } from "./limits.js";

@@ -5,7 +5,7 @@
  * metrics, docs, dashboard) never see it.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { sha256Hex } from "../store/keys.js";
+import { sha256Hex } from "../store/index.js";
 import { sendError, type TrellisState } from "./state.js";
 
 function bearerToken(header: string | undefined): string | null {

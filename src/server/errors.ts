@@ -3,7 +3,7 @@
  * This module turns library errors, Fastify errors and ajv validation errors into that shape.
  */
 import type { FastifyError } from "fastify";
-import { ClientLimitError, InvalidRequestError, OverloadedError, UnsatisfiableError } from "../generate/types.js";
+import { ClientLimitError, InvalidRequestError, OverloadedError, UnsatisfiableError } from "../generate/index.js";
 
 export interface ErrorBody {
   error: string;

@@ -6,7 +6,7 @@
  * Route plugins share it (the Thiggle API today, the OpenAI API next).
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { ConstraintSpec } from "../generate/types.js";
+import type { ConstraintSpec } from "../generate/index.js";
 import { HttpError } from "./errors.js";
 import type { TrellisState } from "./state.js";
 

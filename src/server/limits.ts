@@ -3,7 +3,7 @@
  * concurrency gate with a bounded wait queue. Both only decide who may proceed; generation itself
  * is the engine's business.
  */
-import { OverloadedError } from "../generate/types.js";
+import { OverloadedError } from "../generate/index.js";
 
 export interface RateDecision {
   allowed: boolean;

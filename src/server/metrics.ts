@@ -1,8 +1,8 @@
 /** Prometheus metrics, one registry per server instance (tests create many servers). */
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { ConstraintStats } from "../generate/types.js";
-import type { UsageFlushStats } from "../store/keys.js";
+import type { ConstraintStats } from "../generate/index.js";
+import type { UsageFlushStats } from "../store/index.js";
 
 export interface ServerMetrics {
   registry: Registry;

@@ -6,7 +6,7 @@
  * `null` for booleans it was not given.
  */
 import type { Config } from "../config.js";
-import { MAX_IGNORED_RUN } from "../generate/types.js";
+import { MAX_IGNORED_RUN } from "../generate/index.js";
 
 type Schema = Record<string, unknown>;
 

@@ -4,8 +4,8 @@
  */
 import type { FastifyReply } from "fastify";
 import type { Config } from "../config.js";
-import type { Engine } from "../generate/types.js";
-import type { KeyStore } from "../store/keys.js";
+import type { Engine } from "../generate/index.js";
+import type { KeyStore } from "../store/index.js";
 import type { ErrorBody } from "./errors.js";
 import type { ConcurrencyGate, TokenBucketLimiter } from "./limits.js";
 import type { ServerMetrics } from "./metrics.js";

@@ -1,0 +1,301 @@
+/**
+ * Pattern → byte-level DFA (full-match semantics, like Python's re.fullmatch): the regex
+ * stage's compile, and the dialect it reads.
+ *
+ * DIALECT: what Python `re` and JavaScript agree on, plus Python's extras, parsed the way
+ * Python 3.11 parses (Python wins where the two differ):
+ * - literals; escapes \n \t \r \f \v \a \0 \ooo (octal) \xHH \uHHHH \UHHHHHHHH; escaped
+ *   punctuation; an escaped ASCII letter or digit we do not know is an error (as Python).
+ * - classes [..] with ranges and negation; ']' first in a class is literal; \b in a class is
+ *   backspace; a '{' that does not form a counted repeat is a literal (Python).
+ * - groups ( ), (?: ), (?P<n> ), (?<n> ) (JS spelling), (?#comment); alternation;
+ *   * + ? {m} {m,} {,n} {m,n} and their lazy forms (same language under full match).
+ * - flags as compile options ("imsxau") and inline: global (?imsxau) only at the start
+ *   (Python 3.11 rule), scoped (?i: ), (?-i: ), (?s-m: ) etc.
+ *
+ * SEMANTIC DECISIONS where Python and JS differ:
+ * - \d \w \s are ASCII: exactly [0-9], [a-zA-Z0-9_], [ \t\n\r\f\v] (as JavaScript, and as
+ *   Python's re.ASCII). Where a set ends up complemented — \D \W \S, or \d \w \s inside
+ *   [^...] — the complement is taken of Python's full Unicode class (data generated from Python
+ *   by gen-unicode-classes.py), so \S rejects U+00A0 as Python does. Result: everything we
+ *   accept is accepted by plain Python re.fullmatch (Unicode mode): positives are subsets,
+ *   complements are exact. Under (?i) the classes are folded like the explicit classes are in
+ *   Python, e.g. (?i)\w also matches 'K' (U+212A) and 'ſ' (U+017F). With the a flag every class
+ *   is ASCII, as re.ASCII.
+ * - '.' is any code point except "\n" (Python; JS also excludes \r \u2028 \u2029); with s: any.
+ * - '^' = start of text (\A); with m: start or after "\n".
+ * - '$' exactly as Python: end of text, or before a final "\n" ("a$\n" matches "a\n",
+ *   "a$" does not). With m: before any "\n" or at the end. \Z = end of text only.
+ * - (?i) is Python's IGNORECASE for str patterns: sre's simple lowercase plus its extra
+ *   case table (so 'ſ'~'s', 'K'~'k', 'ı'/'İ'~'i', 'µ'~'μ'...), data generated from Python by
+ *   gen-casefold.py. With the a flag, only ASCII letters fold (re.ASCII|re.IGNORECASE).
+ *   Negated classes complement after folding ([^a] under (?i) excludes 'A').
+ * - Full Unicode: the DFA runs on UTF-8 bytes; code point sets become UTF-8 byte-sequence
+ *   automata. Surrogates U+D800..U+DFFF never match (not encodable in UTF-8); "\uD83D\uDE00"
+ *   is two surrogate escapes as in Python, so it matches nothing.
+ * - One-character lookarounds are regular and supported: (?<=X) (?<!X) test the previous
+ *   character, (?=X) (?!X) the next, when X is an ASCII class or the complement of one
+ *   (e.g. (?<!\\), (?![a-z]), (?=[^a]), (?!\d)); Lark's common.ESCAPED_STRING needs (?<!\\),
+ *   lark.lark/python.lark use (?![a-z]) / (?![1-9]). At the start of the text (?<!X) holds and
+ *   (?<=X) fails; at the end (?!X) holds and (?=X) fails. Refused: longer lookarounds, sets
+ *   with only part of non-ASCII (e.g. [a-z] under (?i) gains 'K' U+212A), and two different
+ *   lookaheads (or a positive lookahead and a '$') applying at the same place
+ *   (construct "lookahead combination").
+ * - Refused with RegexSyntaxError { position, construct } (position in code points):
+ *   backreferences (\1, (?P=n), \k<n>), longer lookarounds, atomic groups,
+ *   possessive quantifiers, conditionals, \b \B (word boundaries), \N{...}, \p{...}, flag L.
+ *   A pattern that can match nothing throws RegexSyntaxError with construct "empty language".
+ * - Too large/slow automata throw RegexTooComplexError fast: NFA state cap (huge counted
+ *   repeats, checked on the AST before building), DFA state cap, a time limit on the whole
+ *   compile (every phase counts its work; clock.ts), and a group nesting cap. Defaults:
+ *   DEFAULT_REGEX_LIMITS.
+ *
+ * PIPELINE: parser.ts (AST over code point sets, flags resolved) → nfa.ts (Thompson NFA over
+ * UTF-8 byte ranges) → dfa.ts (subset construction over byte classes, with '$'/'\Z' as
+ * per-thread modes on the remaining input and '^' resolved from the previous byte; dead-state
+ * pruning; Hopcroft minimization; BFS numbering; byte classes merged by identical columns).
+ *
+ * MULTI-PATTERN (lexers): compileMultiRegex gives one DFA whose acceptMask says which patterns
+ * fully match the bytes so far and whose reachMask says which can still be completed. '$' there
+ * still means "end of the text being matched" (the token), as in a full match.
+ */
+import { parseFlagString, parseRegex, type RegexNode } from "./parser.js";
+import { ByteNfa } from "./nfa.js";
+import { determinize, determinizeLiterals, isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa.js";
+import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
+import { LruCache } from "../support/index.js";
+import { regexClock } from "./clock.js";
+
+/** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
+const clock = regexClock;
+
+
+export interface RegexLimits {
+  /** Cap on Thompson NFA states (bounds counted repeats such as (?:a{1000}){1000}). */
+  maxNfaStates?: number;
+  /** Cap on DFA states during subset construction. */
+  maxDfaStates?: number;
+  /**
+   * Wall-clock budget for the whole compile (parse, NFA, subset construction, minimization),
+   * overshot by well under a millisecond (see clock.ts).
+   */
+  timeoutMs?: number;
+}
+
+export interface RegexOptions extends RegexLimits {
+  /** Python flag letters: i (IGNORECASE), s (DOTALL), m (MULTILINE), x (VERBOSE), a (ASCII case), u (no-op). */
+  flags?: string;
+}
+
+export const DEFAULT_REGEX_LIMITS: Readonly<Required<RegexLimits>> = {
+  maxNfaStates: 200_000,
+  maxDfaStates: 20_000,
+  timeoutMs: 500,
+};
+
+export interface PatternSpec {
+  source: string;
+  flags?: string;
+}
+
+function parseAlternative(source: string, flags: string | undefined, alternative: number | undefined): RegexNode {
+  clock.tick(source.length + 1);
+  try {
+    return parseRegex(source, parseFlagString(flags));
+  } catch (err) {
+    if (err instanceof RegexSyntaxError && alternative !== undefined) err.alternative = alternative;
+    throw err;
+  }
+}
+
+/** A lower bound on the NFA states emit() creates, so huge counted repeats fail before building. */
+function nfaSizeLowerBound(node: RegexNode): number {
+  switch (node.kind) {
+    case "set":
+      return 2;
+    case "assert":
+      return 2;
+    case "concat":
+      return node.items.reduce((sum, item) => sum + nfaSizeLowerBound(item), 0);
+    case "alt":
+      return node.items.reduce((sum, item) => sum + 1 + nfaSizeLowerBound(item), 1);
+    case "repeat": {
+      const copies = node.max === -1 ? node.min + 1 : node.max;
+      return copies * nfaSizeLowerBound(node.item);
+    }
+  }
+}
+
+/** The UTF-8 bytes of a pattern that is one literal string (no class, repeat or assertion), or null. */
+function literalBytes(node: RegexNode): number[] | null {
+  const out: number[] = [];
+  const add = (n: RegexNode): boolean => {
+    if (n.kind === "concat") {
+      for (const item of n.items) if (!add(item)) return false;
+      return true;
+    }
+    if (n.kind !== "set" || n.set.length !== 2 || n.set[0] !== n.set[1]) return false;
+    const cp = n.set[0]!;
+    if (cp < 0x80) out.push(cp);
+    else if (cp < 0x800) out.push(0xc0 | (cp >> 6), 0x80 | (cp & 0x3f));
+    else if (cp >= 0xd800 && cp <= 0xdfff) return false; // no UTF-8 encoding: the NFA matches nothing
+    else if (cp < 0x10000) out.push(0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
+    else out.push(0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
+    return true;
+  };
+  return add(node) ? out : null;
+}
+
+/**
+ * The members of a pattern that is one class of ASCII characters (`[a-z]`, a range `"a".."z"` in a
+ * grammar), as 128 flags; null for anything else (non-ASCII members take several bytes).
+ */
+function asciiClassBytes(node: RegexNode): Uint8Array | null {
+  if (node.kind !== "set") return null;
+  const set = node.set;
+  for (let i = 1; i < set.length; i += 2) if (set[i]! >= 0x80) return null;
+  const member = new Uint8Array(128);
+  for (let i = 0; i < set.length; i += 2) member.fill(1, set[i]!, set[i + 1]! + 1);
+  return member;
+}
+
+function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
+  const maxNfaStates = limits.maxNfaStates ?? DEFAULT_REGEX_LIMITS.maxNfaStates;
+  let estimate = 0;
+  for (const node of nodes) estimate += nfaSizeLowerBound(node);
+  if (estimate > maxNfaStates) {
+    throw new RegexTooComplexError(
+      `pattern too complex: its automaton needs more than ${maxNfaStates} NFA states (large counted repeats?)`,
+      "nfaStates",
+    );
+  }
+  const literals: (number[] | Uint8Array)[] = [];
+  let trieSize = 1;
+  for (let i = 0; i < nodes.length && literals.length === i; i++) {
+    clock.tick(1);
+    const bytes = literalBytes(nodes[i]!) ?? asciiClassBytes(nodes[i]!);
+    if (bytes !== null) {
+      literals.push(bytes);
+      trieSize += bytes instanceof Uint8Array ? bytes.reduce((n, m) => n + m, 0) : bytes.length;
+    }
+  }
+  if (literals.length === nodes.length && trieSize <= (limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates)) return determinizeLiterals(literals);
+  const nfa = new ByteNfa(maxNfaStates);
+  const start = nfa.newState();
+  nodes.forEach((node, p) => {
+    clock.tick(1);
+    const entry = nfa.newState();
+    nfa.eps[start]!.push(entry);
+    const exit = nfa.emit(node, entry);
+    const accept = nfa.newState();
+    nfa.eps[exit]!.push(accept);
+    nfa.accept[accept] = p;
+  });
+  return determinize(nfa, start, nodes.length, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates });
+}
+
+/** `compile` under the time limit of `limits`, started now. */
+function timed<T>(limits: RegexLimits, compile: () => T): T {
+  const previous = clock.start(limits.timeoutMs ?? DEFAULT_REGEX_LIMITS.timeoutMs);
+  try {
+    return compile();
+  } finally {
+    clock.stop(previous);
+  }
+}
+
+/**
+ * Compiles a pattern (or an array of alternatives: the text must fully match at least one)
+ * into a minimal byte DFA with only live states.
+ */
+export function compileRegex(pattern: string | readonly string[], opts: RegexOptions = {}): ByteDfa {
+  return timed(opts, () => compileRegexNow(pattern, opts));
+}
+
+function compileRegexNow(pattern: string | readonly string[], opts: RegexOptions): ByteDfa {
+  const sources = typeof pattern === "string" ? [pattern] : pattern;
+  if (sources.length === 0) throw new RegexSyntaxError("empty list of alternatives matches no string", 0, "empty language");
+  const nodes = sources.map((s, i) => parseAlternative(s, opts.flags, typeof pattern === "string" ? undefined : i));
+  const union: RegexNode = nodes.length === 1 ? nodes[0]! : { kind: "alt", items: nodes };
+  const multi = buildDfa([union], opts);
+  if (isEmptyLanguage(multi)) throw new RegexSyntaxError("pattern matches no string", 0, "empty language");
+  const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = multi;
+  return { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
+}
+
+/**
+ * One DFA for N patterns (e.g. a lexer's terminals): acceptMask tells which patterns fully
+ * match at each state. States are live if they can still reach acceptance of any pattern;
+ * minBytesToAccept is the distance to the nearest acceptance of any pattern. A pattern
+ * that matches nothing is allowed (it never appears in acceptMask); if all do, the result
+ * has a single non-accepting state with minBytesToAccept -1 (see isEmptyLanguage).
+ * RegexSyntaxError.alternative holds the index of the offending pattern.
+ */
+export function compileMultiRegex(patterns: ReadonlyArray<string | PatternSpec>, limits: RegexLimits = {}): MultiByteDfa {
+  return timed(limits, () => {
+    const nodes = patterns.map((p, i) =>
+      typeof p === "string" ? parseAlternative(p, undefined, i) : parseAlternative(p.source, p.flags, i),
+    );
+    return buildDfa(nodes, limits);
+  });
+}
+
+/** Whether pattern `p` fully matches at `state` of a multi-pattern DFA. */
+export function acceptsPattern(dfa: MultiByteDfa, state: number, p: number): boolean {
+  return (dfa.acceptMask[state * dfa.acceptWords + (p >>> 5)]! & (1 << (p & 31))) !== 0;
+}
+
+/** Whether pattern `p` can still fully match by continuing from `state`. */
+export function canReachPattern(dfa: MultiByteDfa, state: number, p: number): boolean {
+  return (dfa.reachMask[state * dfa.acceptWords + (p >>> 5)]! & (1 << (p & 31))) !== 0;
+}
+
+/** Sorted indices of the patterns that fully match at `state`. */
+export function acceptedPatterns(dfa: MultiByteDfa, state: number): number[] {
+  const out: number[] = [];
+  for (let w = 0; w < dfa.acceptWords; w++) {
+    let bits = dfa.acceptMask[state * dfa.acceptWords + w]!;
+    while (bits !== 0) {
+      const low = bits & -bits;
+      out.push(w * 32 + 31 - Math.clz32(low));
+      bits ^= low;
+    }
+  }
+  return out;
+}
+
+/**
+ * Bounded LRU cache of compiled patterns keyed by pattern text, flags and limits. Refusals
+ * are cached too, so a repeated bad pattern is rejected without recompiling.
+ */
+export class RegexCache {
+  private readonly cache: LruCache<{ dfa: ByteDfa } | { error: RegexSyntaxError | RegexTooComplexError }>;
+  constructor(capacity = 256) {
+    this.cache = new LruCache(capacity);
+  }
+  get size(): number {
+    return this.cache.size;
+  }
+  compile(pattern: string | readonly string[], opts: RegexOptions = {}): ByteDfa {
+    const key = JSON.stringify([pattern, opts.flags ?? "", opts.maxNfaStates, opts.maxDfaStates, opts.timeoutMs]);
+    let entry = this.cache.get(key);
+    if (!entry) {
+      try {
+        entry = { dfa: compileRegex(pattern, opts) };
+      } catch (err) {
+        // Time-limit refusals depend on machine load, so only deterministic errors are kept.
+        if (err instanceof RegexSyntaxError || (err instanceof RegexTooComplexError && err.limit !== "time")) {
+          entry = { error: err };
+        } else {
+          throw err;
+        }
+      }
+      this.cache.set(key, entry);
+    }
+    if ("error" in entry) throw entry.error;
+    return entry.dfa;
+  }
+  clear(): void {
+    this.cache.clear();
+  }
+}
