@@ -10,8 +10,8 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { pathToFileURL } from "node:url";
 import { ConfigError, SETTINGS, engineOptions, loadConfig, type Config, type EngineFactoryOptions } from "./config.js";
-import { DEFAULT_MODEL, ModelDownloadError, ensureModel, progressBar, type ModelSource } from "./model/download.js";
-import { RuntimeLoadError } from "./model/native.js";
+import { DEFAULT_MODEL, ModelDownloadError, ensureModel, progressBar, type ModelSource } from "./model/index.js";
+import { RuntimeLoadError } from "./model/index.js";
 import {
   AdminTokenError,
   KeyNameError,
@@ -22,9 +22,9 @@ import {
   formatUnwrittenUsage,
   printableKeyName,
   type KeyStoreOptions,
-} from "./store/keys.js";
-import { GgufFormatError } from "./vocab/gguf.js";
-import type { Engine } from "./generate/types.js";
+} from "./store/index.js";
+import { GgufFormatError } from "./vocab/index.js";
+import type { Engine } from "./generate/index.js";
 
 export type { EngineFactoryOptions };
 

@@ -5,7 +5,7 @@
  */
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { GPU_CHOICES } from "./model/native.js";
+import { GPU_CHOICES } from "./model/index.js";
 import type { GrammarLimits } from "./grammar/index.js";
 
 export interface Config {

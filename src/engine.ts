@@ -3,8 +3,8 @@
  * categorization through one continuous-batching scheduler. The HTTP server wraps this.
  */
 import { initRuntime, type GpuChoice } from "./model/index.js";
-import { GenerationRuntime, type ConstraintSpec } from "./generate/runtime.js";
-import type { CompileContext, ConstraintCacheOptions } from "./generate/constraint-cache.js";
+import { GenerationRuntime, type ConstraintSpec } from "./generate/index.js";
+import type { CompileContext, ConstraintCacheOptions } from "./generate/index.js";
 import { Categorizer } from "./categorize/index.js";
 import {
   type CategorizeRequest,
@@ -13,7 +13,7 @@ import {
   type Engine,
   type GrammarCompletionRequest,
   type RegexCompletionRequest,
-} from "./generate/types.js";
+} from "./generate/index.js";
 
 export interface EngineOptions {
   modelPath: string;

@@ -3,7 +3,7 @@
  * root of what `trellis serve` runs (cli.ts) and what the service tests and the load bench start.
  */
 import type { FastifyInstance } from "fastify";
-import { createServer, type CreateServerOptions } from "./server/app.js";
+import { createServer, type CreateServerOptions } from "./server/index.js";
 import { dashboardPlugin } from "./dashboard/index.js";
 
 export async function createService(options: CreateServerOptions & { adminTokenHash: string }): Promise<FastifyInstance> {

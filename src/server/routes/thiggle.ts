@@ -3,7 +3,7 @@
  * categorization. Registered as its own context: the API key check applies to these routes only.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { CompletionResult, ConstraintSpec } from "../../generate/types.js";
+import type { CompletionResult, ConstraintSpec } from "../../generate/index.js";
 import { apiKeyCheck } from "../auth.js";
 import { HttpError } from "../errors.js";
 import { generation } from "../generation.js";

@@ -1,0 +1,235 @@
+/**
+ * The admin dashboard at /dashboard: static page + small JSON API for keys and usage.
+ *
+ * Sign-in compares the admin token's sha256 with the configured/stored hash; the session is a
+ * random id in an HttpOnly, SameSite=Strict cookie (kept in memory: a restart signs everyone
+ * out). Every state-changing call must also carry the session's CSRF token in a header, which a
+ * cross-site form cannot set, and a JSON content type.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { sendError } from "../server/index.js";
+import { TokenBucketLimiter } from "../server/index.js";
+import { HttpError } from "../server/index.js";
+import { KEY_NAME_MAX_CHARS, KeyNameError, KeyNotFoundError, KeyStoreError, digestsEqual, sha256Hex, type KeyStore } from "../store/index.js";
+
+export const SESSION_COOKIE = "trellis_session";
+const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+
+interface Session {
+  csrf: string;
+  expiresMs: number;
+}
+
+/** Finds this folder's static files also when running from dist/ (tsc copies only .ts output). */
+function assetsDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  if (existsSync(join(here, "index.html"))) return here;
+  let dir = here;
+  for (let i = 0; i < 5; i++) {
+    const candidate = join(dir, "src", "dashboard");
+    if (existsSync(join(candidate, "index.html"))) return candidate;
+    dir = resolve(dir, "..");
+  }
+  throw new Error(`dashboard assets (index.html) not found near ${here}`);
+}
+
+function parseCookies(header: string | undefined): Map<string, string> {
+  const cookies = new Map<string, string>();
+  if (!header) return cookies;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq <= 0) continue;
+    cookies.set(part.slice(0, eq).trim(), part.slice(eq + 1).trim());
+  }
+  return cookies;
+}
+
+/**
+ * Whether the browser reached the service over TLS: this socket is encrypted, or a
+ * TLS-terminating proxy says so (X-Forwarded-Proto, or RFC 7239 Forwarded, first hop). The
+ * headers are believed without trustProxy because all they decide is the cookie's Secure flag,
+ * which only keeps a browser from sending the cookie over plain HTTP: a client that claims https
+ * falsely only withholds its own session from itself.
+ */
+export function requestIsHttps(request: FastifyRequest): boolean {
+  if (request.protocol === "https" || (request.raw.socket as { encrypted?: boolean } | undefined)?.encrypted === true) return true;
+  const forwardedProto = request.headers["x-forwarded-proto"];
+  const proto = (Array.isArray(forwardedProto) ? forwardedProto[0] : forwardedProto)?.split(",")[0]?.trim().toLowerCase();
+  if (proto === "https") return true;
+  const forwarded = request.headers.forwarded;
+  const firstHop = typeof forwarded === "string" ? forwarded.split(",")[0]! : "";
+  return /(?:^|;)\s*proto\s*=\s*"?https"?\s*(?:;|$)/i.test(firstHop);
+}
+
+function sessionCookie(request: FastifyRequest, value: string, maxAgeSeconds: number): string {
+  const secure = requestIsHttps(request) ? "; Secure" : "";
+  return `${SESSION_COOKIE}=${value}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
+/**
+ * The database could not take a key change (another process holds its lock past the server's
+ * short wait, the disk is full): the admin may retry, so 503 with the cause rather than a 500.
+ */
+function storeUnavailable(error: KeyStoreError): HttpError {
+  const retryAfter = error.failure === "locked" ? "1" : "30";
+  return new HttpError(503, `the key store cannot be written right now: ${error.reason}`, { "retry-after": retryAfter });
+}
+
+export interface DashboardOptions {
+  store: KeyStore;
+  /** sha256 hex of the admin token. */
+  adminTokenHash: string;
+}
+
+export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstance) => void {
+  const { store, adminTokenHash } = options;
+  const sessions = new Map<string, Session>();
+  // Counts wrong tokens only, per client IP (10 a minute, in bursts of 10). It used to be taken
+  // before the token was checked, so anyone sharing the admin's IP (every client, behind a
+  // reverse proxy) could keep the admin locked out with ten wrong guesses a minute. The right
+  // token always signs in, even from a throttled IP: that tells a guesser nothing useful, since
+  // what makes guessing infeasible is the token's length (at least 24 characters, see
+  // ensureAdminToken; generated ones carry 192 random bits), not this limiter, which only
+  // slows down a flood of wrong tokens.
+  const failedSignIns = new TokenBucketLimiter(10);
+  const dir = assetsDir();
+  const assets = new Map<string, { type: string; body: Buffer }>([
+    ["index.html", { type: "text/html; charset=utf-8", body: readFileSync(join(dir, "index.html")) }],
+    ["app.js", { type: "text/javascript; charset=utf-8", body: readFileSync(join(dir, "app.js")) }],
+    ["style.css", { type: "text/css; charset=utf-8", body: readFileSync(join(dir, "style.css")) }],
+  ]);
+
+  const sessionOf = (request: FastifyRequest): { id: string; session: Session } | null => {
+    const id = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
+    if (!id) return null;
+    const key = sha256Hex(id);
+    const session = sessions.get(key);
+    if (!session) return null;
+    if (session.expiresMs < Date.now()) {
+      sessions.delete(key);
+      return null;
+    }
+    return { id: key, session };
+  };
+
+  const requireSession = (request: FastifyRequest, mutating: boolean): { id: string; session: Session } => {
+    const found = sessionOf(request);
+    if (!found) throw new HttpError(401, "not signed in");
+    if (mutating) {
+      const header = request.headers["x-csrf-token"];
+      if (typeof header !== "string" || header !== found.session.csrf) {
+        throw new HttpError(403, "missing or wrong X-CSRF-Token header");
+      }
+    }
+    return found;
+  };
+
+  const sendAsset = (name: string) => async (_request: FastifyRequest, reply: FastifyReply) => {
+    const asset = assets.get(name)!;
+    return reply
+      .type(asset.type)
+      .header("cache-control", "no-store")
+      .header("content-security-policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+      .header("x-frame-options", "DENY")
+      .header("x-content-type-options", "nosniff")
+      .send(asset.body);
+  };
+
+  return (app: FastifyInstance) => {
+    const hidden = { schema: { hide: true } };
+    app.get("/dashboard", hidden, sendAsset("index.html"));
+    app.get("/dashboard/", hidden, sendAsset("index.html"));
+    app.get("/dashboard/app.js", hidden, sendAsset("app.js"));
+    app.get("/dashboard/style.css", hidden, sendAsset("style.css"));
+
+    app.get("/dashboard/api/session", hidden, async (request) => {
+      const found = sessionOf(request);
+      return found ? { signed_in: true, csrf: found.session.csrf } : { signed_in: false };
+    });
+
+    app.post("/dashboard/api/login", {
+      ...hidden,
+      schema: {
+        hide: true,
+        body: { type: "object", additionalProperties: false, required: ["token"], properties: { token: { type: "string", minLength: 1, maxLength: 500 } } },
+      },
+    }, async (request, reply) => {
+      const { token } = request.body as { token: string };
+      if (!digestsEqual(sha256Hex(token), adminTokenHash)) {
+        const decision = failedSignIns.take(request.ip);
+        if (!decision.allowed) {
+          return sendError(reply, 429, "too many wrong admin tokens from this address; wait before trying again", {
+            "retry-after": String(decision.retryAfterSeconds),
+          });
+        }
+        throw new HttpError(401, "wrong admin token");
+      }
+      const id = randomBytes(32).toString("base64url");
+      const csrf = randomBytes(24).toString("base64url");
+      sessions.set(sha256Hex(id), { csrf, expiresMs: Date.now() + SESSION_TTL_MS });
+      reply.header("set-cookie", sessionCookie(request, id, SESSION_TTL_MS / 1000));
+      return { signed_in: true, csrf };
+    });
+
+    app.post("/dashboard/api/logout", hidden, async (request, reply) => {
+      const found = requireSession(request, true);
+      sessions.delete(found.id);
+      reply.header("set-cookie", sessionCookie(request, "", 0));
+      return { signed_in: false };
+    });
+
+    app.get("/dashboard/api/keys", hidden, async (request) => {
+      requireSession(request, false);
+      return {
+        keys: store.listKeys().map((k) => ({
+          id: k.id,
+          name: k.name,
+          prefix: k.prefix,
+          created_at: k.createdAt,
+          revoked_at: k.revokedAt,
+          requests: k.requests,
+          tokens: k.tokens,
+          last_used_at: k.lastUsedAt,
+        })),
+      };
+    });
+
+    app.post("/dashboard/api/keys", {
+      schema: {
+        hide: true,
+        // maxLength counts code points, as the store does; the store decides the rest.
+        body: { type: "object", additionalProperties: false, required: ["name"], properties: { name: { type: "string", minLength: 1, maxLength: KEY_NAME_MAX_CHARS, pattern: "\\S" } } },
+      },
+    }, async (request) => {
+      requireSession(request, true);
+      let created;
+      try {
+        created = store.createKey((request.body as { name: string }).name);
+      } catch (error) {
+        if (error instanceof KeyNameError) throw new HttpError(400, error.message);
+        if (error instanceof KeyStoreError) throw storeUnavailable(error);
+        throw error;
+      }
+      return { id: created.id, name: created.name, key: created.key, prefix: created.prefix, created_at: created.createdAt };
+    });
+
+    app.post("/dashboard/api/keys/:id/revoke", {
+      schema: { hide: true, params: { type: "object", properties: { id: { type: "string", pattern: "^[0-9]{1,15}$" } } } },
+    }, async (request) => {
+      requireSession(request, true);
+      const id = Number((request.params as { id: string }).id);
+      try {
+        return { id, revoked: store.revokeKey(id) };
+      } catch (error) {
+        if (error instanceof KeyNotFoundError) throw new HttpError(404, error.message);
+        if (error instanceof KeyStoreError) throw storeUnavailable(error);
+        throw error;
+      }
+    });
+
+  };
+}
