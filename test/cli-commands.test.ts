@@ -9,7 +9,7 @@ import { main, type CliIo } from "../src/cli.js";
 import { KeyStore } from "../src/store/index.js";
 import { ConfigError, loadConfig } from "../src/config.js";
 import { packageBinsDir } from "../src/model/index.js";
-import { STORIES_260K } from "./helpers/paths.js";
+import { STORIES_260K } from "./support/paths.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "trellis-cli-"));
 after(() => rmSync(dataDir, { recursive: true, force: true }));

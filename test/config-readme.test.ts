@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SETTINGS } from "../src/config.js";
-import { REPO_ROOT } from "./helpers/paths.js";
+import { REPO_ROOT } from "./support/paths.js";
 
 const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
 

@@ -8,7 +8,7 @@ import { walkTrie } from "../src/constraint/index.js";
 import type { ByteDfa, VocabularyBytes } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { compileRegex } from "../src/regex/index.js";
-import { vocabFile } from "./helpers/paths.js";
+import { vocabFile } from "./support/paths.js";
 import {
   bruteMinTokens,
   bruteTransitions,
@@ -20,7 +20,7 @@ import {
   randomDfa,
   rng,
   runDfa,
-} from "./constraint-fixtures.js";
+} from "./support/constraint-fixtures.js";
 
 /** Full check of one (DFA, vocabulary) pair against brute force, for every state and budget. */
 function checkAgainstBruteForce(dfa: ByteDfa, vocab: VocabularyBytes, trie: TokenTrie, label: string): void {

@@ -5,8 +5,8 @@ import { TokenTrie, tokenTrieFor } from "../src/constraint/index.js";
 import type { VocabularyBytes } from "../src/constraint/index.js";
 import { TokenKind } from "../src/vocab/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
-import { vocabFile } from "./helpers/paths.js";
-import { isGenerable, makeVocab } from "./constraint-fixtures.js";
+import { vocabFile } from "./support/paths.js";
+import { isGenerable, makeVocab } from "./support/constraint-fixtures.js";
 
 /** The parent of node `p` (the nearest node before it one level up). */
 function parentOf(trie: TokenTrie, p: number): number {

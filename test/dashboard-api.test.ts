@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { SESSION_COOKIE } from "../src/dashboard/index.js";
 import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/index.js";
-import { auth, createFakeEngine, testConfig } from "./server-helpers.js";
-import { holdLock } from "./store-helpers.js";
+import { auth, createFakeEngine, testConfig } from "./support/fake-engine.js";
+import { holdLock } from "./support/hold-lock.js";
 
 const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
 const app = await createService({

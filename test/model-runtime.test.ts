@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadModel, initRuntime, packageBinsDir, LlamaBatch, SequenceSlots, TokenAttr, KvCacheFullError, type LlamaContext } from "../src/model/index.js";
-import { LLAMA2_TINY_RANDOM, REPO_ROOT, STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { LLAMA2_TINY_RANDOM, REPO_ROOT, STORIES_260K, vocabFile } from "./support/paths.js";
 
 // One thread for most tests: on a busy 2-core machine ggml's spinning barriers make 2 threads
 // many times slower. The batching test below also runs with 2 (threads split the rows).

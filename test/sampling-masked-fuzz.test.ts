@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { loadModel, SequenceSlots } from "../src/model/index.js";
 import { Sampler, Xoshiro128, type SamplingParams } from "../src/sampling/index.js";
 import { maskWords } from "../src/support/index.js";
-import { LLAMA2_TINY_RANDOM } from "./helpers/paths.js";
+import { LLAMA2_TINY_RANDOM } from "./support/paths.js";
 
 const SEQUENCES = 16;
 const STEPS_PER_SEQUENCE = 700; // 16 × 700 = 11,200 masked steps

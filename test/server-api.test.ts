@@ -5,7 +5,7 @@ import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
 import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
-import { auth, createFakeEngine, testConfig, TEST_KEY, type FakeEngine } from "./server-helpers.js";
+import { auth, createFakeEngine, testConfig, TEST_KEY, type FakeEngine } from "./support/fake-engine.js";
 import type { Config } from "../src/config.js";
 
 async function setup(overrides: Partial<Config> = {}) {

@@ -13,7 +13,7 @@ import {
   readGguf,
   type GgufTypedArray,
 } from "../src/vocab/index.js";
-import { STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { STORIES_260K, vocabFile } from "./support/paths.js";
 
 /** Minimal GGUF byte builder for the reader's tests (little-endian, like the format). */
 class Bytes {

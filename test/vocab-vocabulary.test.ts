@@ -15,7 +15,7 @@ import {
   type Vocabulary,
   type VocabularyLoadStats,
 } from "../src/vocab/index.js";
-import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./support/paths.js";
 
 const VOCAB_NAMES = ["gpt-2", "llama-spm", "llama-bpe", "qwen2", "phi-3", "gemma-4", "deepseek-llm", "starcoder"];
 const cache = new Map<string, { vocab: Vocabulary; stats: VocabularyLoadStats }>();
