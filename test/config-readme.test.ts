@@ -1,3 +1,5 @@
+// The README stays true to the code: its configuration table lists every setting of
+// src/config.ts with its flag, default and description, and its test command is what .ci/run runs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";

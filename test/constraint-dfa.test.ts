@@ -1,3 +1,7 @@
+// The regex token matcher (DfaTokenMatcher, DfaConstraintState) against brute force: masks, token
+// distances and budgets for every state, over hand-built and random DFAs with small vocabularies
+// and over real vocabularies (gpt-2, qwen2); prompt-boundary healing's forced prefix; budgeted
+// generation always ends in a full match; shared masks, shared walks and derived masks stay exact.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";

@@ -1,3 +1,6 @@
+// The token trie (TokenTrie, tokenTrieFor): structure, duplicates, excluded kinds and empty tokens
+// on small vocabularies, single-byte tokens, the per-byte token lists, and the invariants and
+// caching of the build on real vocabularies (gpt-2, qwen2, llama-spm).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";

@@ -1,3 +1,6 @@
+// The dashboard over HTTP (fake engine): page and assets served locally under a strict CSP,
+// sign-in and sign-out, CSRF-guarded key creation, use, listing with usage and revocation,
+// validation errors in the API's shape, key-name rules, and a locked key store answering 503.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";

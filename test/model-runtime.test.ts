@@ -1,3 +1,7 @@
+// The llama.cpp runtime (src/model): backend package selection and its errors, vocab-only models
+// (tokenize round trips, special tokens, metadata), greedy decoding on stories260K, zero-copy
+// logits views, and on llama-2-tiny-random batching and KV cache operations (shared rows,
+// continuous batching, seqRemove rewinds, async decode, a full KV cache).
 import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";

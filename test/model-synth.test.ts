@@ -1,3 +1,5 @@
+// Synthetic GGUF models (scripts/synth-model): a real tokenizer, the requested shape and finite
+// logits when llama.cpp loads them, for q8_0 and q4_0.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,3 +1,6 @@
+// The sampler's masks over a real model's logits (llama-2-tiny-random, 32k vocabulary): 11,200
+// masked steps of 16 sequences with varied knobs, masks of every shape and adversarial EOG logits
+// never sample a disallowed token, and EOG is sampled where it is the only token allowed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { loadModel, SequenceSlots } from "../src/model/index.js";

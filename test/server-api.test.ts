@@ -1,3 +1,7 @@
+// The HTTP API with a fake engine: response shapes, defaults and the seed API clients' bodies,
+// validation and error mapping (400, 401, 404, 405, 413, 415, 422, 503, 500 without internals),
+// operational endpoints, rate limits, a full queue, deadlines, client disconnects, malformed HTTP
+// on a real socket, and shutdown.
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";

@@ -1,3 +1,6 @@
+// The GGUF reader: every metadata value type, string arrays as exact bytes, tensor infos, the data
+// offset and general.alignment on synthetic files; bad magic, versions and truncation refused with
+// GgufFormatError; real model headers read without the tensor data; the ggml type table.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -1,3 +1,6 @@
+// Vocabularies from GGUF: every shared vocabulary loads with a consistent layout, kinds and EOG
+// ids; each tokenizer family's token bytes (SentencePiece, byte-level BPE, DeepSeek's user-defined
+// tokens, gemma-4, phi-3, the real models) and llama.cpp's text-based EOG and control rules.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
