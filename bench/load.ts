@@ -20,9 +20,9 @@ import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/index.js";
 import { defaultConfig, engineOptions, type Config } from "../src/config.js";
 import type { Engine } from "../src/generate/index.js";
-import { STORIES_260K } from "../test/helpers/paths.js";
-import { hostileCases, type HostileCase } from "../test/helpers/hostile-cases.js";
-import { createFakeEngine } from "../test/server-helpers.js";
+import { STORIES_260K } from "../test/support/paths.js";
+import { hostileCases, type HostileCase } from "../test/support/hostile-cases.js";
+import { createFakeEngine } from "../test/support/fake-engine.js";
 
 const durationS = Number(process.env.TRELLIS_BENCH_DURATION ?? 60);
 const connections = Number(process.env.TRELLIS_BENCH_CONNECTIONS ?? 32);

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { Categorizer, NULL_OPTION, formatMultiPrompt, formatSinglePrompt } from "../src/categorize/index.js";
 import { loadModel, LlamaBatch, TokenAttr, type LlamaContext, type LlamaModel } from "../src/model/index.js";
-import { STORIES_260K, LLAMA2_TINY_RANDOM } from "./helpers/paths.js";
+import { STORIES_260K, LLAMA2_TINY_RANDOM } from "./support/paths.js";
 import type { CategorizeRequest, CategorizeResult } from "../src/generate/index.js";
 
 /** Log-softmax of one logits row, in doubles. */

@@ -17,7 +17,7 @@ import {
 } from "../src/categorize/index.js";
 import { loadModel, type LlamaModel } from "../src/model/index.js";
 import { GenerationRuntime } from "../src/generate/index.js";
-import { STORIES_260K, LLAMA2_TINY_RANDOM, vocabFile } from "./helpers/paths.js";
+import { STORIES_260K, LLAMA2_TINY_RANDOM, vocabFile } from "./support/paths.js";
 
 const LLAMA3 = "{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] }}<|eot_id|>{% endfor %}";
 const LLAMA2 = "{% if messages[0]['role'] == 'system' %}...{% endif %}{{ bos_token + '[INST] ' + content + ' [/INST]' }}";

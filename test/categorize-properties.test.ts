@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { Categorizer } from "../src/categorize/index.js";
 import { InvalidRequestError, type CategorizeRequest, type CategorizeResult } from "../src/generate/index.js";
-import { STORIES_260K, LLAMA2_TINY_RANDOM } from "./helpers/paths.js";
+import { STORIES_260K, LLAMA2_TINY_RANDOM } from "./support/paths.js";
 import { seededRandom } from "../src/support/index.js";
 
 /** Seeded (mulberry32), so a failure reproduces. */

@@ -1,3 +1,7 @@
+// The regex token matcher (DfaTokenMatcher, DfaConstraintState) against brute force: masks, token
+// distances and budgets for every state, over hand-built and random DFAs with small vocabularies
+// and over real vocabularies (gpt-2, qwen2); prompt-boundary healing's forced prefix; budgeted
+// generation always ends in a full match; shared masks, shared walks and derived masks stay exact.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
@@ -8,7 +12,7 @@ import { walkTrie } from "../src/constraint/index.js";
 import type { ByteDfa, VocabularyBytes } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { compileRegex } from "../src/regex/index.js";
-import { vocabFile } from "./helpers/paths.js";
+import { vocabFile } from "./support/paths.js";
 import {
   bruteMinTokens,
   bruteTransitions,
@@ -20,7 +24,7 @@ import {
   randomDfa,
   rng,
   runDfa,
-} from "./constraint-fixtures.js";
+} from "./support/constraint-fixtures.js";
 
 /** Full check of one (DFA, vocabulary) pair against brute force, for every state and budget. */
 function checkAgainstBruteForce(dfa: ByteDfa, vocab: VocabularyBytes, trie: TokenTrie, label: string): void {

@@ -6,8 +6,8 @@ import { compileRegex } from "../src/regex/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { SMALL_LIST_IDS } from "../src/constraint/index.js";
-import { vocabFile } from "./helpers/paths.js";
-import { bruteMinTokens, bruteTransitions, maskCount, maskDiff } from "./constraint-fixtures.js";
+import { vocabFile } from "./support/paths.js";
+import { bruteMinTokens, bruteTransitions, maskCount, maskDiff } from "./support/constraint-fixtures.js";
 
 const vocab = loadVocabulary(vocabFile("gpt-2"));
 const trie = tokenTrieFor(vocab);

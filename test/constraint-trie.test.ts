@@ -1,3 +1,6 @@
+// The token trie (TokenTrie, tokenTrieFor): structure, duplicates, excluded kinds and empty tokens
+// on small vocabularies, single-byte tokens, the per-byte token lists, and the invariants and
+// caching of the build on real vocabularies (gpt-2, qwen2, llama-spm).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
@@ -5,8 +8,8 @@ import { TokenTrie, tokenTrieFor } from "../src/constraint/index.js";
 import type { VocabularyBytes } from "../src/constraint/index.js";
 import { TokenKind } from "../src/vocab/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
-import { vocabFile } from "./helpers/paths.js";
-import { isGenerable, makeVocab } from "./constraint-fixtures.js";
+import { vocabFile } from "./support/paths.js";
+import { isGenerable, makeVocab } from "./support/constraint-fixtures.js";
 
 /** The parent of node `p` (the nearest node before it one level up). */
 function parentOf(trie: TokenTrie, p: number): number {

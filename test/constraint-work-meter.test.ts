@@ -12,7 +12,7 @@ import { ConstraintTooCostlyError } from "../src/constraint/index.js";
 import { ConstraintCache } from "../src/generate/index.js";
 import { UnsatisfiableError } from "../src/generate/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
-import { vocabFile } from "./helpers/paths.js";
+import { vocabFile } from "./support/paths.js";
 
 const vocab = loadVocabulary(vocabFile("qwen2"));
 const trie = tokenTrieFor(vocab);

@@ -1,3 +1,6 @@
+// The dashboard over HTTP (fake engine): page and assets served locally under a strict CSP,
+// sign-in and sign-out, CSRF-guarded key creation, use, listing with usage and revocation,
+// validation errors in the API's shape, key-name rules, and a locked key store answering 503.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -6,8 +9,8 @@ import { join } from "node:path";
 import { SESSION_COOKIE } from "../src/dashboard/index.js";
 import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/index.js";
-import { auth, createFakeEngine, testConfig } from "./server-helpers.js";
-import { holdLock } from "./store-helpers.js";
+import { auth, createFakeEngine, testConfig } from "./support/fake-engine.js";
+import { holdLock } from "./support/hold-lock.js";
 
 const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
 const app = await createService({

@@ -9,7 +9,7 @@ import { chromium, type Browser } from "playwright-core";
 import type { FastifyInstance } from "fastify";
 import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/index.js";
-import { auth, createFakeEngine, testConfig } from "./server-helpers.js";
+import { auth, createFakeEngine, testConfig } from "./support/fake-engine.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const SCREENSHOT = process.env.TRELLIS_DASHBOARD_SCREENSHOT ?? "/tmp/trellis-dashboard.png";

@@ -13,7 +13,7 @@ import { createServer as createTlsServer, type Server as TlsServer } from "node:
 import { SESSION_COOKIE } from "../src/dashboard/index.js";
 import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/index.js";
-import { createFakeEngine, testConfig } from "./server-helpers.js";
+import { createFakeEngine, testConfig } from "./support/fake-engine.js";
 
 const TOKEN = "correct-horse-battery-staple-42";
 

@@ -12,8 +12,8 @@ import { GrammarConstraintState } from "../src/constraint/index.js";
 import type { TokenConstraint } from "../src/generate/index.js";
 import type { CompletionOptions } from "../src/generate/index.js";
 import { matchesString } from "../src/regex/index.js";
-import { openRandomLogitsRuntime } from "./generate-helpers.js";
-import { vocabFile } from "./helpers/paths.js";
+import { openRandomLogitsRuntime } from "./support/generate-harness.js";
+import { vocabFile } from "./support/paths.js";
 
 /** A context whose decode takes one event-loop turn and says when it starts and ends. */
 function recordingContext(events: string[]): LlamaContext {

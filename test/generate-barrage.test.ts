@@ -9,7 +9,7 @@ import { runInNewContext } from "node:vm";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { ClientLimitError, InvalidRequestError, UnsatisfiableError, type ConstraintSpec } from "../src/generate/index.js";
 import { makeRng } from "../src/grammar/testing.js";
-import { STORIES_260K } from "./helpers/paths.js";
+import { STORIES_260K } from "./support/paths.js";
 
 const MB = 1024 * 1024;
 const BUDGET = 48 * MB;

@@ -7,7 +7,7 @@ import { ConstraintCache } from "../src/generate/index.js";
 import { ClientLimitError, InvalidRequestError, UnsatisfiableError } from "../src/generate/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
-import { STORIES_260K } from "./helpers/paths.js";
+import { STORIES_260K } from "./support/paths.js";
 
 const trie = tokenTrieFor(loadVocabulary(STORIES_260K));
 const caches: ConstraintCache[] = [];

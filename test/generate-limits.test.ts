@@ -4,7 +4,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { UnsatisfiableError } from "../src/generate/index.js";
-import { STORIES_260K } from "./helpers/paths.js";
+import { STORIES_260K } from "./support/paths.js";
 
 const strict = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 2, constraints: { regexLimits: { maxDfaStates: 8 } } });
 const lenient = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 2 });

@@ -14,8 +14,8 @@ import {
   type RegexCompletionRequest,
 } from "../src/generate/index.js";
 import { matchesString } from "../src/regex/index.js";
-import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";
-import { COMPLEMENT_SHORTHAND_PATTERNS } from "./generate-patterns.js";
+import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./support/paths.js";
+import { COMPLEMENT_SHORTHAND_PATTERNS } from "./support/regex-patterns.js";
 import {
   FullmatchOracle,
   openRandomLogitsRuntime,
@@ -23,7 +23,7 @@ import {
   tokenBytesConcat,
   type RandomLogitsRuntime,
   type Recording,
-} from "./generate-helpers.js";
+} from "./support/generate-harness.js";
 
 const BASE = {
   prompt: "Once upon a time",

@@ -9,7 +9,7 @@ import { compileGrammar, type Grammar } from "../src/grammar/index.js";
 import { parses } from "../src/grammar/testing.js";
 import { GrammarAutomaton } from "../src/grammar/index.js";
 import { literalAlphabet, makeRng, mutateSentence, sampleSentence } from "../src/grammar/testing.js";
-import { ORACLE_PYTHON, REPO_ROOT } from "./helpers/paths.js";
+import { ORACLE_PYTHON, REPO_ROOT } from "./support/paths.js";
 
 const ORACLE = resolve(REPO_ROOT, "test", "grammars", "lark_oracle.py");
 const GRAMMARS = 300;

@@ -1,3 +1,7 @@
+// The llama.cpp runtime (src/model): backend package selection and its errors, vocab-only models
+// (tokenize round trips, special tokens, metadata), greedy decoding on stories260K, zero-copy
+// logits views, and on llama-2-tiny-random batching and KV cache operations (shared rows,
+// continuous batching, seqRemove rewinds, async decode, a full KV cache).
 import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
@@ -5,7 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadModel, initRuntime, packageBinsDir, LlamaBatch, SequenceSlots, TokenAttr, KvCacheFullError, type LlamaContext } from "../src/model/index.js";
-import { LLAMA2_TINY_RANDOM, REPO_ROOT, STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { LLAMA2_TINY_RANDOM, REPO_ROOT, STORIES_260K, vocabFile } from "./support/paths.js";
 
 // One thread for most tests: on a busy 2-core machine ggml's spinning barriers make 2 threads
 // many times slower. The batching test below also runs with 2 (threads split the rows).

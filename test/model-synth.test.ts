@@ -1,3 +1,5 @@
+// Synthetic GGUF models (scripts/synth-model): a real tokenizer, the requested shape and finite
+// logits when llama.cpp loads them, for q8_0 and q4_0.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -6,7 +8,7 @@ import { join } from "node:path";
 import { loadModel } from "../src/model/index.js";
 import { readGguf } from "../src/vocab/index.js";
 import { SHAPES, synthesizeModel } from "../scripts/synth-model/synthesize.js";
-import { vocabFile } from "./helpers/paths.js";
+import { vocabFile } from "./support/paths.js";
 
 test("synthetic GGUF: real tokenizer, requested shape, finite logits (q8_0 and q4_0)", () => {
   const dir = mkdtempSync(join(tmpdir(), "trellis-synth-"));

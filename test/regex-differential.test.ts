@@ -5,7 +5,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface } from "node:readline";
-import { ORACLE_PYTHON } from "./helpers/paths.js";
+import { ORACLE_PYTHON } from "./support/paths.js";
 import { RegexSyntaxError, compileRegex, matchesString, sampleString, type ByteDfa } from "../src/regex/index.js";
 import { seededRandom } from "../src/support/index.js";
 

@@ -1,3 +1,7 @@
+// The sampler against reference computations: greedy and its ties, top_k, top_p, temperature and
+// repetition penalty, frequencies against the reference distribution, seeds, masked-out tokens
+// never sampled, fallbacks and refused parameters, a full-size (152k) vocabulary, and the native
+// gather kernel drawing exactly what the TypeScript loop draws.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { nativeRowKernels } from "../src/model/index.js";

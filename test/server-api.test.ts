@@ -1,3 +1,7 @@
+// The HTTP API with a fake engine: response shapes, defaults and the seed API clients' bodies,
+// validation and error mapping (400, 401, 404, 405, 413, 415, 422, 503, 500 without internals),
+// operational endpoints, rate limits, a full queue, deadlines, client disconnects, malformed HTTP
+// on a real socket, and shutdown.
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";
@@ -5,7 +9,7 @@ import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
 import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
-import { auth, createFakeEngine, testConfig, TEST_KEY, type FakeEngine } from "./server-helpers.js";
+import { auth, createFakeEngine, testConfig, TEST_KEY, type FakeEngine } from "./support/fake-engine.js";
 import type { Config } from "../src/config.js";
 
 async function setup(overrides: Partial<Config> = {}) {

@@ -7,7 +7,7 @@ import { connect } from "node:net";
 import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
 import { ClientLimitError } from "../src/generate/index.js";
-import { createFakeEngine, testConfig } from "./server-helpers.js";
+import { createFakeEngine, testConfig } from "./support/fake-engine.js";
 
 async function start(overrides: Parameters<typeof testConfig>[0] = {}) {
   const config = testConfig({ headersTimeoutMs: 400, bodyTimeoutMs: 600, keepAliveTimeoutMs: 300, ...overrides });

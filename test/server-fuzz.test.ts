@@ -6,7 +6,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/index.js";
-import { TEST_KEY, createFakeEngine, testConfig } from "./server-helpers.js";
+import { TEST_KEY, createFakeEngine, testConfig } from "./support/fake-engine.js";
 import { seededRandom } from "../src/support/index.js";
 
 const CASES = Number(process.env.TRELLIS_FUZZ_CASES ?? 1500);

@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { REPO_ROOT, STORIES_260K } from "./helpers/paths.js";
-import { hostileCases, type HostileCase } from "./helpers/hostile-cases.js";
+import { REPO_ROOT, STORIES_260K } from "./support/paths.js";
+import { hostileCases, type HostileCase } from "./support/hostile-cases.js";
 
 const KEY = "hostile-suite-key";
 const ANSWER_WITHIN_MS = 1500;

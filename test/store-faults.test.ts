@@ -17,7 +17,7 @@ import {
   type FlushFailure,
   type UnwrittenUsage,
 } from "../src/store/index.js";
-import { holdLock } from "./store-helpers.js";
+import { holdLock } from "./support/hold-lock.js";
 
 const dirs: string[] = [];
 const tmp = () => {

@@ -1,3 +1,6 @@
+// The key store: keys stored only as hashes, revocation, buffered and periodic usage flushes,
+// schema migrations (a newer schema refused, not dropped), the admin token, and key-name rules
+// (length in code points, no control characters, lone surrogates or bidi overrides).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";

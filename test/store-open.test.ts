@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { KeyStore, KeyStoreError, SCHEMA_VERSION, type KeyStoreFailure } from "../src/store/index.js";
-import { holdLock } from "./store-helpers.js";
+import { holdLock } from "./support/hold-lock.js";
 
 const dirs: string[] = [];
 const tmp = () => {

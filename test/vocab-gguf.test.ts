@@ -1,3 +1,6 @@
+// The GGUF reader: every metadata value type, string arrays as exact bytes, tensor infos, the data
+// offset and general.alignment on synthetic files; bad magic, versions and truncation refused with
+// GgufFormatError; real model headers read without the tensor data; the ggml type table.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -13,7 +16,7 @@ import {
   readGguf,
   type GgufTypedArray,
 } from "../src/vocab/index.js";
-import { STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { STORIES_260K, vocabFile } from "./support/paths.js";
 
 /** Minimal GGUF byte builder for the reader's tests (little-endian, like the format). */
 class Bytes {

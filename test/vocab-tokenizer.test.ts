@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { loadModel, TokenAttr } from "../src/model/index.js";
 import { TokenKind, decodeTokens, loadVocabulary, stripSpacePrefix } from "../src/vocab/index.js";
-import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./support/paths.js";
 
 const FILES: Array<[string, string]> = [
   ["llama-spm", vocabFile("llama-spm")],

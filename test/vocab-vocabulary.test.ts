@@ -1,3 +1,6 @@
+// Vocabularies from GGUF: every shared vocabulary loads with a consistent layout, kinds and EOG
+// ids; each tokenizer family's token bytes (SentencePiece, byte-level BPE, DeepSeek's user-defined
+// tokens, gemma-4, phi-3, the real models) and llama.cpp's text-based EOG and control rules.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
@@ -15,7 +18,7 @@ import {
   type Vocabulary,
   type VocabularyLoadStats,
 } from "../src/vocab/index.js";
-import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./support/paths.js";
 
 const VOCAB_NAMES = ["gpt-2", "llama-spm", "llama-bpe", "qwen2", "phi-3", "gemma-4", "deepseek-llm", "starcoder"];
 const cache = new Map<string, { vocab: Vocabulary; stats: VocabularyLoadStats }>();

@@ -1,3 +1,8 @@
+// The `trellis` CLI (src/cli.ts) and the configuration it reads: `keys create / list / revoke`
+// store keys hashed and print names safely; `serve` reports an unusable setting (model path, admin
+// token, data or cache folder, a port in use, a missing engine) in one line naming it, while an
+// engine bug still throws with its stack; unknown commands and options list the known ones; config
+// reads the environment, then flags, and validates integers and listed values.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -9,7 +14,7 @@ import { main, type CliIo } from "../src/cli.js";
 import { KeyStore } from "../src/store/index.js";
 import { ConfigError, loadConfig } from "../src/config.js";
 import { packageBinsDir } from "../src/model/index.js";
-import { STORIES_260K } from "./helpers/paths.js";
+import { STORIES_260K } from "./support/paths.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "trellis-cli-"));
 after(() => rmSync(dataDir, { recursive: true, force: true }));

@@ -15,7 +15,7 @@ import { compileRegexCached, regexConstraintFor } from "../src/generate/index.js
 import { UnsatisfiableError, type CompletionResult, type RegexCompletionRequest } from "../src/generate/index.js";
 import { TokenKind } from "../src/vocab/index.js";
 import type { ByteDfa } from "../src/regex/index.js";
-import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./support/paths.js";
 import {
   alternatives,
   BruteDistances,
@@ -28,8 +28,8 @@ import {
   seededRandom,
   tokenBytesConcat,
   type Recording,
-} from "./generate-helpers.js";
-import { PATTERNS } from "./generate-patterns.js";
+} from "./support/generate-harness.js";
+import { PATTERNS } from "./support/regex-patterns.js";
 
 /** Multiplies the request counts; FUZZ_SCALE=0.1 for a quick run. */
 const SCALE = Number(process.env.FUZZ_SCALE ?? 1);

@@ -1,18 +1,19 @@
 /**
- * Shared by the generate-* tests: Python `re.fullmatch` oracle (one process, JSON batches), a
- * recording wrapper around constraints (to see the exact generated token sequence), a
- * random-logits runtime (the real GenerationRuntime / scheduler / CompletionJob over a fake
- * llama.cpp context, for vocab-only GGUFs), and a brute-force token-distance oracle that walks
- * the compiled DFA over every generable token (independent of src/constraint's trie and caches).
+ * Shared by the generate-* tests (and server-regex): Python `re.fullmatch` oracle (one process,
+ * JSON batches), a recording wrapper around constraints (to see the exact generated token
+ * sequence), a random-logits runtime (the real GenerationRuntime / scheduler / CompletionJob over
+ * a fake llama.cpp context, for vocab-only GGUFs), and a brute-force token-distance oracle that
+ * walks the compiled DFA over every generable token (independent of src/constraint's trie and
+ * caches).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface, type Interface } from "node:readline";
-import { GenerationRuntime } from "../src/generate/index.js";
-import type { TokenConstraint } from "../src/generate/index.js";
-import { loadModel, LlamaBatch, type LlamaContext, type LlamaModel } from "../src/model/index.js";
-import { loadVocabulary, TokenKind, type Vocabulary } from "../src/vocab/index.js";
-import type { ByteDfa } from "../src/regex/index.js";
-import { ORACLE_PYTHON } from "./helpers/paths.js";
+import { GenerationRuntime } from "../../src/generate/index.js";
+import type { TokenConstraint } from "../../src/generate/index.js";
+import { loadModel, LlamaBatch, type LlamaContext, type LlamaModel } from "../../src/model/index.js";
+import { loadVocabulary, TokenKind, type Vocabulary } from "../../src/vocab/index.js";
+import type { ByteDfa } from "../../src/regex/index.js";
+import { ORACLE_PYTHON } from "./paths.js";
 
 // ---------------------------------------------------------------------------------------------
 // Python oracle

@@ -11,8 +11,8 @@ import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
 import { createEngine } from "../src/engine.js";
 import type { Engine } from "../src/generate/index.js";
-import { auth, testConfig } from "./server-helpers.js";
-import { ORACLE_PYTHON, REPO_ROOT, STORIES_260K } from "./helpers/paths.js";
+import { auth, testConfig } from "./support/fake-engine.js";
+import { ORACLE_PYTHON, REPO_ROOT, STORIES_260K } from "./support/paths.js";
 
 const ARITHMETIC = `?start: sum
 ?sum: product | sum "+" product -> add | sum "-" product -> sub

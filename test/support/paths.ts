@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { dirname, resolve } from "node:path";
 
-/** Repository root (this file lives in test/helpers/). */
+/** Repository root (this file lives in test/support/). */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 /** Read-only real GGUF files provided beside the repository (never copied into it). */
 export const SHARED_MODELS = resolve(REPO_ROOT, "..", "shared", "models");

@@ -6,7 +6,7 @@ import { grammarConstraintFor, MAX_IGNORED_RUN } from "../src/generate/index.js"
 import type { TokenConstraint } from "../src/generate/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
-import { vocabFile } from "./helpers/paths.js";
+import { vocabFile } from "./support/paths.js";
 
 const vocab = loadVocabulary(vocabFile("gpt-2"));
 const trie = tokenTrieFor(vocab);

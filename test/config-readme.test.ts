@@ -1,9 +1,11 @@
+// The README stays true to the code: its configuration table lists every setting of
+// src/config.ts with its flag, default and description, and its test command is what .ci/run runs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SETTINGS } from "../src/config.js";
-import { REPO_ROOT } from "./helpers/paths.js";
+import { REPO_ROOT } from "./support/paths.js";
 
 const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
 

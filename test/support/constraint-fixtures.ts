@@ -1,8 +1,8 @@
 /** Shared fixtures for test/constraint-*.test.ts: random DFAs, small vocabularies, brute force. */
-import type { ByteDfa, VocabularyBytes } from "../src/constraint/index.js";
-import { TokenKind } from "../src/vocab/index.js";
+import type { ByteDfa, VocabularyBytes } from "../../src/constraint/index.js";
+import { TokenKind } from "../../src/vocab/index.js";
 
-export { seededRandom as rng } from "../src/support/index.js";
+export { seededRandom as rng } from "../../src/support/index.js";
 
 /** A vocabulary from byte strings (kinds default Normal). */
 export function makeVocab(tokens: (string | Uint8Array)[], kinds?: number[]): VocabularyBytes {

@@ -10,8 +10,8 @@ import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
 import { createEngine } from "../src/engine.js";
 import type { Engine } from "../src/generate/index.js";
-import { auth, testConfig } from "./server-helpers.js";
-import { STORIES_260K } from "./helpers/paths.js";
+import { auth, testConfig } from "./support/fake-engine.js";
+import { STORIES_260K } from "./support/paths.js";
 
 describe("POST /v1/categorize with stories260K", () => {
   let app: FastifyInstance;

@@ -12,7 +12,7 @@ import { makeRng } from "../src/grammar/testing.js";
 import { GrammarTokenMatcher } from "../src/constraint/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
-import { REPO_ROOT, vocabFile } from "./helpers/paths.js";
+import { REPO_ROOT, vocabFile } from "./support/paths.js";
 
 const CORPUS_DIR = resolve(REPO_ROOT, "test", "grammars");
 const WALKS_PER_GRAMMAR = 3;

@@ -26,7 +26,7 @@ import { Sampler, type SamplingParams } from "../src/sampling/index.js";
 import { loadVocabulary, type Vocabulary } from "../src/vocab/index.js";
 import { tokenTrieFor, type TokenTrie } from "../src/constraint/index.js";
 import { loadModel } from "../src/model/index.js";
-import { LLAMA2_TINY_RANDOM, ORACLE_PYTHON, REPO_ROOT, STORIES_260K, vocabFile } from "./helpers/paths.js";
+import { LLAMA2_TINY_RANDOM, ORACLE_PYTHON, REPO_ROOT, STORIES_260K, vocabFile } from "./support/paths.js";
 
 const SCALE = Math.max(0.01, Number(process.env.TRELLIS_FUZZ_SCALE ?? 2.5));
 const CORPUS_DIR = resolve(REPO_ROOT, "test", "grammars");

@@ -9,9 +9,9 @@ import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
 import { createEngine } from "../src/engine.js";
 import type { Engine } from "../src/generate/index.js";
-import { STORIES_260K } from "./helpers/paths.js";
-import { auth, testConfig } from "./server-helpers.js";
-import { FullmatchOracle } from "./generate-helpers.js";
+import { STORIES_260K } from "./support/paths.js";
+import { auth, testConfig } from "./support/fake-engine.js";
+import { FullmatchOracle } from "./support/generate-harness.js";
 
 const MAX_NEW_TOKENS_LIMIT = 32;
 

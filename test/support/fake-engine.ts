@@ -18,8 +18,8 @@ import {
   type Engine,
   type GrammarCompletionRequest,
   type RegexCompletionRequest,
-} from "../src/generate/index.js";
-import { defaultConfig, type Config } from "../src/config.js";
+} from "../../src/generate/index.js";
+import { defaultConfig, type Config } from "../../src/config.js";
 
 export interface FakeEngine extends Engine {
   calls: Array<{ kind: string; request: unknown }>;

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChecksumMismatchError, ModelDownloadError, ensureModel, type ModelSource } from "../src/model/index.js";
-import { STORIES_260K } from "./helpers/paths.js";
+import { STORIES_260K } from "./support/paths.js";
 
 const MODEL = readFileSync(STORIES_260K);
 const SHA = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d";
