@@ -4,7 +4,7 @@
  * requests.
  *
  * `--hostile`: the same load, alternating clean phases with phases where 10% of the requests are
- * hostile (test/helpers/hostile-cases.ts: slow-to-refuse patterns, exploding grammars, huge
+ * hostile (test/support/hostile-cases.ts: slow-to-refuse patterns, exploding grammars, huge
  * categorize requests) — two rounds of clean then mixed, each a quarter of the duration, so drift
  * of the machine hits both alike. It reports the legitimate requests' latency in each and their
  * p99 ratio (mixed / clean).

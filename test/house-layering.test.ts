@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
-import { REPO_ROOT } from "./helpers/paths.js";
+import { REPO_ROOT } from "./support/paths.js";
 
 const SRC = join(REPO_ROOT, "src");
 

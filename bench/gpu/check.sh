@@ -27,7 +27,7 @@ setup() {
     export PATH=/tmp/nodebin:$PATH
   fi
   [ -d node_modules/fastify ] || tar xJf .gpu/nm.tar.xz
-  # test/helpers/paths.ts reads ../shared/models beside the repository.
+  # test/support/paths.ts reads ../shared/models beside the repository.
   if [ ! -f ../shared/models/stories260K.gguf ]; then
     mkdir -p ../shared && rm -rf ../shared/models && cp -r .gpu/models ../shared/models
   fi
@@ -83,11 +83,11 @@ run_tests() {
   log "tests"
   # The oracle tests need Debian's python3-lark, which this machine lacks; these need a model.
   node --import tsx --test --test-concurrency=2 \
-    test/model-runtime.test.ts test/model-masked-fuzz.test.ts test/model-synth.test.ts \
-    test/generate-regex.test.ts test/generate-limits.test.ts test/generate-http.test.ts \
+    test/model-runtime.test.ts test/sampling-masked-fuzz.test.ts test/model-synth.test.ts \
+    test/generate-regex.test.ts test/generate-limits.test.ts test/server-regex.test.ts \
     test/generate-ahead.test.ts test/categorize-exact.test.ts test/categorize-scoring.test.ts \
-    test/categorize-properties.test.ts test/categorize-http.test.ts test/sampling-sampler.test.ts \
-    test/server-api.test.ts test/server-cli.test.ts 2>&1 | tee "$OUT/tests.log" | grep -E '^not ok|^# (tests|pass|fail)|^    not ok'
+    test/categorize-properties.test.ts test/server-categorize.test.ts test/sampling-sampler.test.ts \
+    test/server-api.test.ts test/cli-commands.test.ts 2>&1 | tee "$OUT/tests.log" | grep -E '^not ok|^# (tests|pass|fail)|^    not ok'
 }
 
 # One line of a bench:runtime result: the gather kernel, tokens/s and scaling.

@@ -68,7 +68,8 @@ export interface ConstraintCacheOptions {
 
 export const DEFAULT_CONSTRAINT_CACHE_OPTIONS: Readonly<ConstraintCacheOptions> = {
   budgetBytes: 512 * 1024 * 1024,
-  compileTimeoutMs: 1000,
+  // Library use (tests, scripts) trusts its input; the service sets TRELLIS_COMPILE_TIMEOUT_MS.
+  compileTimeoutMs: 10_000,
   workers: 1,
   workerMemoryMb: 512,
   perClientRunning: 1,
