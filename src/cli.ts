@@ -22,7 +22,7 @@ import {
   formatUnwrittenUsage,
   printableKeyName,
   type KeyStoreOptions,
-} from "./store/keys.js";
+} from "./store/index.js";
 import { GgufFormatError } from "./vocab/gguf.js";
 import type { Engine } from "./generate/types.js";
 
