@@ -8,7 +8,7 @@
  * Env: BENCH_ROUNDS, BENCH_STEPS (per round and mode), BENCH_QUANT (q8_0 | q4_0),
  * BENCH_MODEL (a GGUF path instead of the synthetic model), BENCH_THREADS,
  * BENCH_FLASH_ATTN (auto|on|off), BENCH_GATHER (native|script: the sampler's gather pass, see
- * src/sampling/sampler.ts; default native when the addon is built).
+ * src/sampling/gather.ts; default native when the addon is built).
  */
 import { availableParallelism } from "node:os";
 import { loadModel, SequenceSlots, type LlamaContext } from "../src/model/index.js";

@@ -2,12 +2,12 @@
 // decode step: on a GPU the forward pass takes about a millisecond and these loops in script
 // took as long or longer on the slower cores GPU hosts come with (bench/gpu/README.md).
 //
-// GatherCandidates: the sampler's candidate gathering (src/sampling/sampler.ts). Same semantics
+// GatherCandidates: the sampler's candidate gathering (src/sampling/gather.ts). Same semantics
 // as the TypeScript gather functions, candidate for candidate and in the same order, so the
 // native and script paths draw the same tokens; only faster (AVX2 skips groups of 8 logits that
 // cannot enter at once: after the first few hundred tokens, nearly all of them).
 //
-// LogSumExp: categorization's normaliser (src/categorize/scoring.ts), log Σ exp over the row and
+// LogSumExp: categorization's normaliser (src/categorize/logsumexp.ts), log Σ exp over the row and
 // over up to 8 token sets in one pass.
 #pragma once
 

@@ -10,7 +10,8 @@
  *   await categorizer.categorize({ prompt, categories, allowMultipleClasses, ... });
  */
 export { Categorizer, answerEndTokens, wordTokens, type CategorizerOptions } from "./categorizer.js";
-export { ScoringJob, logSumExp, logSumExpWithSets, useLogSumExpKernel, type ScoringRequest, type ScoringResult, type ScoringStats } from "./scoring.js";
+export { ScoringJob, type ScoringRequest, type ScoringResult, type ScoringStats } from "./scoring.js";
+export { logSumExp, logSumExpWithSets, useLogSumExpKernel } from "./logsumexp.js";
 export {
   NULL_OPTION,
   NULL_OPTION_ALTERNATIVE,

@@ -21,7 +21,7 @@
  */
 import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
 import type { DecodeJob } from "../generate/index.js";
-import { nativeRowKernels, type LogSumExpKernel } from "../model/index.js";
+import { MAX_READ_SETS, logSumExpOf, setMembership } from "./logsumexp.js";
 
 export interface ScoringRequest {
   prefix: Int32Array;
@@ -83,40 +83,7 @@ class Wave {
 
   constructor(branchIds: number[], all: Int32Array[], scoreFrom: Int32Array, readsAfter: boolean) {
     this.branches = Int32Array.from(branchIds);
-    // Nodes are numbered in depth-first order, a chain's nodes consecutively: branches arrive
-    // sorted, so a new node always extends the most recent path.
-    const token: number[] = [-1];
-    const depth: number[] = [-1];
-    const parent: number[] = [-1];
-    const first: number[] = [0];
-    const last: number[] = [branchIds.length - 1];
-    const paths: Int32Array[] = [];
-    let previous: Int32Array = new Int32Array(0);
-    let previousPath: Int32Array = new Int32Array(0);
-    for (let w = 0; w < branchIds.length; w++) {
-      const tokens = all[branchIds[w]!]!;
-      const path = new Int32Array(tokens.length);
-      let d = 0;
-      while (d < tokens.length && d < previous.length && tokens[d] === previous[d]) {
-        path[d] = previousPath[d]!;
-        last[path[d]!] = w;
-        d++;
-      }
-      let node = d === 0 ? 0 : path[d - 1]!;
-      for (; d < tokens.length; d++) {
-        const child = token.length;
-        token.push(tokens[d]!);
-        depth.push(d);
-        parent.push(node);
-        first.push(w);
-        last.push(w);
-        path[d] = child;
-        node = child;
-      }
-      paths.push(path);
-      previous = tokens;
-      previousPath = path;
-    }
+    const { token, depth, parent, first, last, paths } = numberNodes(branchIds, all);
     const n = token.length;
     this.nodeToken = Int32Array.from(token);
     this.nodeDepth = Int32Array.from(depth);
@@ -140,14 +107,25 @@ class Wave {
     const endAt = this.endStart.slice(0, n);
     paths.forEach((path, w) => (this.endList[endAt[path.length === 0 ? 0 : path[path.length - 1]!]!++] = w));
     this.needsLogits = new Uint8Array(n);
-    paths.forEach((path, w) => {
+    this.markLogitsRead(branchIds, scoreFrom, readsAfter);
+    this.chainsBelow = Array.from({ length: n }, () => []);
+    this.cutChains(childCount, first);
+  }
+
+  /** needsLogits: the parent of every scored token, and each branch's end where sets are read after it. */
+  private markLogitsRead(branchIds: number[], scoreFrom: Int32Array, readsAfter: boolean): void {
+    this.paths.forEach((path, w) => {
       const from = scoreFrom[branchIds[w]!]!;
       for (let d = Math.max(0, from); d < path.length; d++) this.needsLogits[d === 0 ? 0 : path[d - 1]!] = 1;
       if (readsAfter) this.needsLogits[path.length === 0 ? 0 : path[path.length - 1]!] = 1;
     });
-    this.chainsBelow = Array.from({ length: n }, () => []);
+  }
+
+  /** Cuts the trie into chains (maximal single-child runs), each decoded on its first branch's sequence. */
+  private cutChains(childCount: Int32Array, first: number[]): void {
+    const n = this.nodeToken.length;
     for (let c = 1; c < n; c++) {
-      const p = parent[c]!;
+      const p = this.nodeParent[c]!;
       if (p !== 0 && childCount[p] === 1) continue; // inside a chain
       let end = c;
       while (childCount[end] === 1) end = this.childList[this.childStart[end]!]!;
@@ -162,6 +140,57 @@ class Wave {
   get nodeCount(): number {
     return this.nodeToken.length;
   }
+}
+
+/** A wave's trie nodes (node 0 the end of the prefix), before Wave indexes them. */
+interface NumberedNodes {
+  token: number[];
+  depth: number[];
+  parent: number[];
+  /** First and last wave-local branch through each node. */
+  first: number[];
+  last: number[];
+  /** Node path of each wave-local branch. */
+  paths: Int32Array[];
+}
+
+/** Numbers the trie nodes of a wave's branches (sorted, as ScoringJob orders them). */
+function numberNodes(branchIds: number[], all: Int32Array[]): NumberedNodes {
+  // Nodes are numbered in depth-first order, a chain's nodes consecutively: branches arrive
+  // sorted, so a new node always extends the most recent path.
+  const token: number[] = [-1];
+  const depth: number[] = [-1];
+  const parent: number[] = [-1];
+  const first: number[] = [0];
+  const last: number[] = [branchIds.length - 1];
+  const paths: Int32Array[] = [];
+  let previous: Int32Array = new Int32Array(0);
+  let previousPath: Int32Array = new Int32Array(0);
+  for (let w = 0; w < branchIds.length; w++) {
+    const tokens = all[branchIds[w]!]!;
+    const path = new Int32Array(tokens.length);
+    let d = 0;
+    while (d < tokens.length && d < previous.length && tokens[d] === previous[d]) {
+      path[d] = previousPath[d]!;
+      last[path[d]!] = w;
+      d++;
+    }
+    let node = d === 0 ? 0 : path[d - 1]!;
+    for (; d < tokens.length; d++) {
+      const child = token.length;
+      token.push(tokens[d]!);
+      depth.push(d);
+      parent.push(node);
+      first.push(w);
+      last.push(w);
+      path[d] = child;
+      node = child;
+    }
+    paths.push(path);
+    previous = tokens;
+    previousPath = path;
+  }
+  return { token, depth, parent, first, last, paths };
 }
 
 export class ScoringJob implements DecodeJob {
@@ -239,64 +268,74 @@ export class ScoringJob implements DecodeJob {
     this.completed.length = 0;
     const start = batch.length;
     let left = room;
-    if (this.wave < 0) {
-      const prefix = this.req.prefix;
-      const end = Math.min(prefix.length, this.prefilled + room);
-      const seq = this.seqs[0]!;
-      const first = this.waves[0];
-      const fuse = end === prefix.length && first !== undefined && first.chainsBelow[0]!.length > 0;
-      // The last chunk's cells go to the first wave's sequences too; earlier chunks are shared now.
-      const owners = fuse ? this.seqs.subarray(0, 1 + first.branches.length) : null;
-      if (owners !== null && this.prefilled > 0) {
-        for (let k = 1; k < owners.length; k++) slots.context.seqCopy(seq, owners[k]!, 0, this.prefilled);
-      }
-      for (let i = this.prefilled; i < end; i++) {
-        const last = i === prefix.length - 1;
-        const row = owners !== null ? batch.addShared(prefix[i]!, i, owners, last) : batch.add(prefix[i]!, i, seq, last);
-        if (last) {
-          this.rowIndex.push(row);
-          this.rowNode.push(0);
-        }
-      }
-      left -= end - this.prefilled;
-      this.prefilled = end;
-      if (owners !== null) {
-        this.wave = 0;
-        this.ready = [...first!.chainsBelow[0]!];
-        this.readyHead = 0;
-        this.headDone = 0;
-      }
-    }
-    if (this.wave >= 0) {
-      const wave = this.waves[this.wave]!;
-      const base = this.req.prefix.length;
-      while (left > 0 && this.readyHead < this.ready.length) {
-        const chain = this.ready[this.readyHead]!;
-        const first = wave.chainFirst[chain]!;
-        const last = wave.chainLast[chain]!;
-        const seq = this.seqs[1 + wave.chainRep[chain]!]!;
-        const stop = Math.min(last + 1, first + this.headDone + left);
-        for (let node = first + this.headDone; node < stop; node++) {
-          const wants = wave.needsLogits[node] === 1;
-          const row = batch.add(wave.nodeToken[node]!, base + wave.nodeDepth[node]!, seq, wants);
-          if (wants) {
-            this.rowIndex.push(row);
-            this.rowNode.push(node);
-          }
-        }
-        left -= stop - (first + this.headDone);
-        if (stop > last) {
-          this.completed.push(chain);
-          this.readyHead++;
-          this.headDone = 0;
-        } else {
-          this.headDone = stop - first;
-        }
-      }
-    }
+    if (this.wave < 0) left -= this.fillPrefix(batch, slots, room);
+    if (this.wave >= 0) this.fillChains(batch, left);
     this.stats.rounds++;
     this.stats.rows += batch.length - start;
     this.stats.logitRows += this.rowIndex.length;
+  }
+
+  /**
+   * The prefix's next chunk; its last chunk goes to the first wave's sequences too, which starts
+   * that wave in the same round. Returns the rows added.
+   */
+  private fillPrefix(batch: LlamaBatch, slots: SequenceSlots, room: number): number {
+    const prefix = this.req.prefix;
+    const end = Math.min(prefix.length, this.prefilled + room);
+    const seq = this.seqs[0]!;
+    const first = this.waves[0];
+    const fuse = end === prefix.length && first !== undefined && first.chainsBelow[0]!.length > 0;
+    // The last chunk's cells go to the first wave's sequences too; earlier chunks are shared now.
+    const owners = fuse ? this.seqs.subarray(0, 1 + first.branches.length) : null;
+    if (owners !== null && this.prefilled > 0) {
+      for (let k = 1; k < owners.length; k++) slots.context.seqCopy(seq, owners[k]!, 0, this.prefilled);
+    }
+    for (let i = this.prefilled; i < end; i++) {
+      const last = i === prefix.length - 1;
+      const row = owners !== null ? batch.addShared(prefix[i]!, i, owners, last) : batch.add(prefix[i]!, i, seq, last);
+      if (last) {
+        this.rowIndex.push(row);
+        this.rowNode.push(0);
+      }
+    }
+    const added = end - this.prefilled;
+    this.prefilled = end;
+    if (owners !== null) {
+      this.wave = 0;
+      this.ready = [...first!.chainsBelow[0]!];
+      this.readyHead = 0;
+      this.headDone = 0;
+    }
+    return added;
+  }
+
+  /** The ready chains' tokens, in order, while `left` rows fit (a long chain spans rounds). */
+  private fillChains(batch: LlamaBatch, left: number): void {
+    const wave = this.waves[this.wave]!;
+    const base = this.req.prefix.length;
+    while (left > 0 && this.readyHead < this.ready.length) {
+      const chain = this.ready[this.readyHead]!;
+      const first = wave.chainFirst[chain]!;
+      const last = wave.chainLast[chain]!;
+      const seq = this.seqs[1 + wave.chainRep[chain]!]!;
+      const stop = Math.min(last + 1, first + this.headDone + left);
+      for (let node = first + this.headDone; node < stop; node++) {
+        const wants = wave.needsLogits[node] === 1;
+        const row = batch.add(wave.nodeToken[node]!, base + wave.nodeDepth[node]!, seq, wants);
+        if (wants) {
+          this.rowIndex.push(row);
+          this.rowNode.push(node);
+        }
+      }
+      left -= stop - (first + this.headDone);
+      if (stop > last) {
+        this.completed.push(chain);
+        this.readyHead++;
+        this.headDone = 0;
+      } else {
+        this.headDone = stop - first;
+      }
+    }
   }
 
   consume(ctx: LlamaContext): boolean {
@@ -402,88 +441,4 @@ function compareTokens(a: Int32Array, b: Int32Array): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
   return a.length - b.length;
-}
-
-/** Token sets read after a branch, at most (one bit each in a membership byte). */
-const MAX_READ_SETS = 8;
-const memberships = new WeakMap<readonly Int32Array[], Uint8Array>();
-
-/** Per token, bit k set when the token is in sets[k]; cached per sets array (fixed per vocabulary). */
-function setMembership(sets: readonly Int32Array[], vocabSize: number): Uint8Array {
-  let m = memberships.get(sets);
-  if (m === undefined || m.length !== vocabSize) {
-    if (sets.length > MAX_READ_SETS) throw new RangeError(`at most ${MAX_READ_SETS} token sets can be read after a branch`);
-    m = new Uint8Array(vocabSize);
-    sets.forEach((set, k) => {
-      for (let i = 0; i < set.length; i++) m![set[i]!]! |= 1 << k;
-    });
-    memberships.set(sets, m);
-  }
-  return m;
-}
-
-// The normaliser of every row read (a whole vocabulary of exps) runs in the addon when it is
-// built (native/kernels.h: AVX2, exp in float, sums in double; these loops' Math.exp cost about
-// 1 ms a row at 152k here, several on a GPU host's slower cores). Both agree to ~1e-7.
-// Chosen on first use (the addon is loaded then, not when this module is imported), or by
-// useLogSumExpKernel.
-let nativeLogSumExp: LogSumExpKernel | null | undefined;
-
-/** Which normaliser scoring uses: the addon's ("native", default when built) or these loops. */
-export function useLogSumExpKernel(kind: "native" | "script"): boolean {
-  nativeLogSumExp = kind === "native" ? (nativeRowKernels()?.logSumExp ?? null) : null;
-  return nativeLogSumExp !== null;
-}
-
-function logSumExpOf(logits: Float32Array, membership: Uint8Array | null, numSets: number, out: Float64Array | null): number {
-  if (nativeLogSumExp === undefined) nativeLogSumExp = nativeRowKernels()?.logSumExp ?? null;
-  if (nativeLogSumExp) return nativeLogSumExp(logits, membership, numSets, out);
-  return membership && out ? logSumExpWithSets(logits, membership, numSets, out) : logSumExp(logits);
-}
-
-/**
- * log Σ exp over all logits, and into out[k] log Σ exp over the tokens of set k, in one pass
- * (NaN counts as -Infinity; an empty or all -Infinity set gives -Infinity).
- */
-export function logSumExpWithSets(logits: Float32Array, membership: Uint8Array, numSets: number, out: Float64Array): number {
-  let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) {
-    const v = logits[i]!;
-    if (v > max) max = v;
-  }
-  if (!Number.isFinite(max)) {
-    out.fill(max, 0, numSets);
-    return max;
-  }
-  const sums = out;
-  sums.fill(0, 0, numSets);
-  let total = 0;
-  for (let i = 0; i < logits.length; i++) {
-    const v = logits[i]!;
-    if (v !== v) continue;
-    const e = Math.exp(v - max);
-    total += e;
-    const bits = membership[i]!;
-    if (bits !== 0) {
-      for (let k = 0; k < numSets; k++) if (bits & (1 << k)) sums[k]! += e;
-    }
-  }
-  for (let k = 0; k < numSets; k++) sums[k] = max + Math.log(sums[k]!);
-  return max + Math.log(total);
-}
-
-/** log Σ exp(x) over all logits, in doubles (NaN counts as -Infinity). */
-export function logSumExp(logits: Float32Array): number {
-  let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) {
-    const v = logits[i]!;
-    if (v > max) max = v;
-  }
-  if (!Number.isFinite(max)) return max;
-  let sum = 0;
-  for (let i = 0; i < logits.length; i++) {
-    const v = logits[i]!;
-    if (v === v) sum += Math.exp(v - max);
-  }
-  return max + Math.log(sum);
 }

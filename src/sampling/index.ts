@@ -10,3 +10,4 @@
  */
 export * from "./rng.js";
 export * from "./sampler.js";
+export { gatherCandidatesScript, gatherKernelInUse, useGatherKernel } from "./gather.js";

@@ -8,3 +8,4 @@
  */
 export * from "./gguf.js";
 export * from "./vocabulary.js";
+export { TokenKind } from "./token-kinds.js";

@@ -1,0 +1,61 @@
+/**
+ * The store's secrets: API keys (generated once, kept only as sha256 hashes, compared in constant
+ * time) and the dashboard's admin token (configured, or generated at first start).
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import type { KeyStore } from "./keys.js";
+import { codePointLength } from "./names.js";
+
+export const KEY_PREFIX = "trl_";
+
+/** Shortest TRELLIS_ADMIN_TOKEN accepted; generated tokens are 36 characters (24 random bytes). */
+export const MIN_ADMIN_TOKEN_CHARS = 24;
+
+/** TRELLIS_ADMIN_TOKEN is set but too short to resist guessing. */
+export class AdminTokenError extends Error {
+  constructor(readonly length: number) {
+    super(
+      `TRELLIS_ADMIN_TOKEN (--admin-token) is ${length} characters; it must be at least ${MIN_ADMIN_TOKEN_CHARS}: ` +
+        "use a long random value (e.g. the output of: openssl rand -base64 32), or unset it to have one generated",
+    );
+    this.name = "AdminTokenError";
+  }
+}
+
+export function sha256Hex(text: string): string {
+  return createHash("sha256").update(text, "utf8").digest("hex");
+}
+
+/** Constant-time comparison of two hex digests of equal length. */
+export function digestsEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a, "hex");
+  const y = Buffer.from(b, "hex");
+  return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
+}
+
+export function generateApiKey(): string {
+  return KEY_PREFIX + randomBytes(32).toString("base64url");
+}
+
+/**
+ * The dashboard's admin credential: TRELLIS_ADMIN_TOKEN when configured, else a token generated
+ * at first start (returned once so the caller can print it) whose hash is kept in the store.
+ * A configured token shorter than MIN_ADMIN_TOKEN_CHARS is refused with an AdminTokenError:
+ * its length is what makes guessing infeasible (the sign-in limiter only throttles).
+ */
+export function ensureAdminToken(
+  store: KeyStore,
+  configured: string,
+): { hash: string; generated: string | null } {
+  if (configured.length > 0) {
+    const length = codePointLength(configured);
+    if (length < MIN_ADMIN_TOKEN_CHARS) throw new AdminTokenError(length);
+    return { hash: sha256Hex(configured), generated: null };
+  }
+  const stored = store.getSetting("admin_token_sha256");
+  if (stored) return { hash: stored, generated: null };
+  const token = "adm_" + randomBytes(24).toString("base64url");
+  const hash = sha256Hex(token);
+  store.setSetting("admin_token_sha256", hash);
+  return { hash, generated: token };
+}
