@@ -4,7 +4,8 @@
  * parser state (lexer.ts), all plain data; and `parses`, Lark's verdict on a text, the reference
  * the tests compare the byte automaton with.
  */
-import { compileGrammarText, withCompileBudget, type CompiledGrammar, type TerminalDef } from "./compile.js";
+import { compileGrammarText, type CompiledGrammar, type TerminalDef } from "./compile.js";
+import { withCompileBudget } from "./lark/compile-context.js";
 import { buildLalrTable, GrammarError, LalrRunner, type BnfRule, type LalrTable } from "./lalr.js";
 import { buildLexTerminals, buildScanner, reviveLexTerminals, scanToken, type LexTerminal, type Scanner, type WholeMatchDfas } from "./lexer.js";
 import { compileBudget, type CompileBudget, type GrammarLimits } from "./limits.js";

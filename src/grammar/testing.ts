@@ -8,4 +8,4 @@ export { sampleSentence, mutateSentence, makeRng, literalAlphabet, type Sentence
 export { parses } from "./grammar.js";
 export { splitTopAlternatives } from "./incremental.js";
 export { MAXREPEAT, parsePyRegex, regexWidth, toJsRegExp } from "./pyregex.js";
-export { evalEscaping } from "./compile.js";
+export { evalEscaping } from "./lark/literals.js";
