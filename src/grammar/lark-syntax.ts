@@ -4,7 +4,8 @@
 
 import { buildLalrTable, GrammarError, type BnfRule, type LalrTable } from "./lalr.js";
 import { nestingTooDeep, type CompileClock } from "./limits.js";
-import { parsePyRegex, toJsRegExp } from "./pyregex.js";
+import { parsePyRegex } from "./pyregex.js";
+import { toJsRegExp } from "./pyregex-js.js";
 
 export interface Token {
   readonly kind: "token";

@@ -12,7 +12,8 @@ import { activeMaxNesting } from "./lark/compile-context.js";
 import { pyRepr } from "./lark/literals.js";
 import { patternToRegexp, patternWidth } from "./lark/patterns.js";
 import { nestingTooDeep, shortName, type CompileClock } from "./limits.js";
-import { parsePyRegex, PyRegexNestingError, toJsRegExp, type ParsedRegex, type PyRegexNode } from "./pyregex.js";
+import { parsePyRegex, PyRegexNestingError, type ParsedRegex, type PyRegexNode } from "./pyregex.js";
+import { toJsRegExp } from "./pyregex-js.js";
 
 export interface LexTerminal {
   readonly name: string;
