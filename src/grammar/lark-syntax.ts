@@ -3,6 +3,7 @@
 // builder, so the parse tree (and which texts are malformed) is Lark's.
 
 import { buildLalrTable, GrammarError, type BnfRule, type LalrTable } from "./lalr.js";
+import { END_TERMINAL } from "./lark/grammar-analysis.js";
 import { nestingTooDeep, type CompileClock } from "./limits.js";
 import { parsePyRegex } from "./pyregex.js";
 import { toJsRegExp } from "./pyregex-js.js";
@@ -456,6 +457,6 @@ function metaParse(text: string, maxNesting = Infinity, clock?: CompileClock): T
     }
     pos += value.length;
   }
-  if (!feed(0, null)) throw failure("token", "$END", "", lastTokenPos);
+  if (!feed(0, null)) throw failure("token", END_TERMINAL, "", lastTokenPos);
   return values[top - 1]![0] as Tree;
 }

@@ -14,6 +14,11 @@ import { GrammarError } from "../errors.js";
 import type { BnfRule } from "../lalr.js";
 import type { CompileClock, GrammarLimits } from "../limits.js";
 
+/** The end-of-input terminal, terminal 0 of every table (LalrRunner feeds 0 at the end). */
+export const END_TERMINAL = "$END";
+/** The origin of the root rule `$root_<start>: <start>` the analysis adds. */
+export const ROOT_RULE_PREFIX = "$root_";
+
 export const ruleText = (r: BnfRule): string => `<${r.origin} : ${r.expansion.join(" ")}>`;
 
 /**
@@ -101,11 +106,11 @@ export function analyzeGrammar(
 
 /** The checks and names of GrammarAnalyzer.__init__ (see analyzeGrammar). */
 function checkGrammar(rules: readonly BnfRule[], terminalNames: readonly string[], start: string): CheckedGrammar {
-  const terminals = ["$END"];
-  const terminalIndex = new Map<string, number>([["$END", 0]]);
-  for (const t of terminalNames) if (t !== "$END") { terminalIndex.set(t, terminals.length); terminals.push(t); }
+  const terminals = [END_TERMINAL];
+  const terminalIndex = new Map<string, number>([[END_TERMINAL, 0]]);
+  for (const t of terminalNames) if (t !== END_TERMINAL) { terminalIndex.set(t, terminals.length); terminals.push(t); }
 
-  const rootName = "$root_" + start;
+  const rootName = ROOT_RULE_PREFIX + start;
   const allRules: BnfRule[] = [...rules, { origin: rootName, expansion: [start], priority: null, order: 0 }];
 
   // Duplicate rules (GrammarAnalyzer)

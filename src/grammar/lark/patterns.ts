@@ -13,6 +13,9 @@ export const patternStr = (value: string, flags: string, raw?: string): PatternN
 export const patternRe = (value: string, flags: string, raw?: string): PatternNode => ({ kind: "pattern", type: "re", value, flags: sortFlags(flags), raw });
 const sortFlags = (f: string): string => (f.length < 2 ? f : [...new Set(f)].sort().join(""));
 
+/** The characters patternToRegexp adds per flag, `(?f:` and `)` (PatternShape counts them). */
+export const FLAG_WRAPPER_CHARS = 5;
+
 /** Pattern.to_regexp: a string's text escaped as Python's re.escape does, each flag a wrapper. */
 export function patternToRegexp(p: PatternNode): string {
   let v = p.type === "str" ? pyReEscape(p.value) : p.value;

@@ -6,7 +6,7 @@ import { GrammarError } from "../errors.js";
 import { regexpGroupDepth, tree, type Node, type PatternNode, type Token, type Tree } from "../lark-syntax.js";
 import { shortName } from "../limits.js";
 import { PY_RE_SPECIAL } from "../pyregex.js";
-import { asPattern, cpLength, patternRe, patternToRegexp, patternWidth } from "./patterns.js";
+import { asPattern, cpLength, FLAG_WRAPPER_CHARS, patternRe, patternToRegexp, patternWidth } from "./patterns.js";
 
 /** TerminalTreeToPattern's rule for `t`, whose children are already transformed into `kids`. */
 export function terminalTreeToPattern(t: Tree, kids: Node[], name: string): Node {
@@ -75,7 +75,9 @@ export function shapeOfPattern(p: PatternNode): PatternShape {
 
 const RE_ESCAPED = new Set(PY_RE_SPECIAL);
 const withFlags = (valueLength: number, valueDepth: number, flags: string): PatternShape =>
-  ({ length: valueLength + 5 * flags.length, depth: valueDepth + flags.length, flags });
+  ({ length: valueLength + FLAG_WRAPPER_CHARS * flags.length, depth: valueDepth + flags.length, flags });
+/** `(?:` and `)`, which terminalTreeToPattern wraps alternatives and repeated operands in. */
+const NON_CAPTURING_GROUP_CHARS = 4;
 
 /** The shape terminalTreeToPattern gives `t`, from its children's shapes (see PatternShape). */
 export function shapeOfTree(t: Tree, kids: readonly PatternShape[]): PatternShape {
@@ -89,7 +91,8 @@ export function shapeOfTree(t: Tree, kids: readonly PatternShape[]): PatternShap
     }
     case "expansions": {
       if (kids.length === 1) return kids[0]!;
-      let length = 3 + kids.length, depth = 0;
+      // `(?:a|b|c)`: the group, and a `|` between each two.
+      let length = NON_CAPTURING_GROUP_CHARS + (kids.length - 1), depth = 0;
       for (const k of kids) { length += k.length; depth = Math.max(depth, k.depth); }
       return withFlags(length, depth + 1, "");
     }
@@ -102,7 +105,7 @@ export function shapeOfTree(t: Tree, kids: readonly PatternShape[]): PatternShap
         // `~ n` is written `{n}`, `~ n..m` `{n,m}` (see terminalTreeToPattern).
         op = opv === "~" ? 2 + t.children.slice(2).map((c) => String(Number((c as Token).value))).join(",").length : opv.length;
       }
-      return withFlags(4 + inner.length + op, inner.depth + 1, inner.flags);
+      return withFlags(NON_CAPTURING_GROUP_CHARS + inner.length + op, inner.depth + 1, inner.flags);
     }
   }
   return NO_SHAPE;
