@@ -4,10 +4,10 @@
 // DeRemer–Pennello lookaheads need no FIRST or FOLLOW), and expand_rule (163–186), the initial
 // items reachable from a nonterminal through leftmost nonterminals.
 //
-// Everything here runs on integer ids (symbols: terminals 0..TT-1, then nonterminals; items:
-// itemBase[rule] + dot) in arena tables and plain integer lists: grammars are compiled per
-// request, and for a small one the Maps and Sets of symbol sets, and the typed arrays of their
-// own, cost more than the analysis.
+// Everything here and in the LALR phases runs on integer ids (symbols: terminals 0..TT-1, then
+// nonterminals; items: itemBase[rule] + dot) and bitsets of terminals, in arena tables and plain
+// integer lists: grammars are compiled per request, and for a small one the Maps and Sets of
+// symbol sets, and the typed arrays of their own, cost more than the analysis.
 
 import type { Int32Arena } from "../../support/index.js";
 import { GrammarError } from "../errors.js";
