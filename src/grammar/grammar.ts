@@ -1,11 +1,12 @@
 /**
- * A compiled Lark grammar (`Grammar`): text → Lark's rules and terminals (compile.ts, as
- * load_grammar.py) → LALR(1) tables (lalr.ts, as lalr_analysis.py) → a contextual scanner per
- * parser state (lexer.ts), all plain data; and `parses`, Lark's verdict on a text, the reference
- * the tests compare the byte automaton with.
+ * A compiled Lark grammar (`Grammar`): text → Lark's rules and terminals (compile.ts and lark/,
+ * as load_grammar.py) → LALR(1) tables (lalr.ts and lark/, as lalr_analysis.py) → a contextual
+ * scanner per parser state (lexer.ts), all plain data; and `parses`, Lark's verdict on a text,
+ * the reference the tests compare the byte automaton with.
  */
-import { compileGrammarText, withCompileBudget, type CompiledGrammar, type TerminalDef } from "./compile.js";
-import { buildLalrTable, GrammarError, LalrRunner, type BnfRule, type LalrTable } from "./lalr.js";
+import { compileGrammarText, type CompiledGrammar } from "./compile.js";
+import { withCompileBudget } from "./lark/compile-context.js";
+import { buildLalrTable, GrammarError, LalrRunner, type LalrTable } from "./lalr.js";
 import { buildLexTerminals, buildScanner, reviveLexTerminals, scanToken, type LexTerminal, type Scanner, type WholeMatchDfas } from "./lexer.js";
 import { compileBudget, type CompileBudget, type GrammarLimits } from "./limits.js";
 

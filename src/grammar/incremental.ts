@@ -14,7 +14,7 @@
 import { compileMultiRegex, compileRegex, patternDistances, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
 import { grownTo, IdMap, int32Of, IntMap, TableSlab, uint8Of } from "../support/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
-import { patternToRegexp } from "./compile.js";
+import { patternToRegexp } from "./lark/patterns.js";
 import type { Grammar } from "./grammar.js";
 import { GrammarError } from "./lalr.js";
 import type { LexTerminal, Scanner } from "./lexer.js";

@@ -7,9 +7,13 @@
 
 import { compileRegex, matchesString, RegexTooComplexError, type ByteDfa } from "../regex/index.js";
 import { GrammarError } from "./lalr.js";
-import { activeMaxNesting, patternToRegexp, patternWidth, pyRepr, type TerminalDef } from "./compile.js";
+import type { TerminalDef } from "./compile.js";
+import { activeMaxNesting } from "./lark/compile-context.js";
+import { pyRepr } from "./lark/literals.js";
+import { patternToRegexp, patternWidth } from "./lark/patterns.js";
 import { nestingTooDeep, shortName, type CompileClock } from "./limits.js";
-import { parsePyRegex, PyRegexNestingError, toJsRegExp, type ParsedRegex, type PyRegexNode } from "./pyregex.js";
+import { parsePyRegex, PyRegexNestingError, type ParsedRegex, type PyRegexNode } from "./pyregex.js";
+import { toJsRegExp } from "./pyregex-js.js";
 
 export interface LexTerminal {
   readonly name: string;

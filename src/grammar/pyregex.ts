@@ -1,11 +1,16 @@
 // Python `re` pattern syntax (the dialect Lark terminals are written in) parsed into a small AST.
-// The AST serves three purposes inside the grammar stage:
-//   - `toJsRegExp`: a JS RegExp (sticky, unicode) with the same backtracking preferences as
-//     Python's `re`, so the lexer picks exactly the match Lark's combined alternation picks;
-//   - `regexWidth`: sre_parse's getwidth() (Lark sorts terminals by it and refuses zero-width ones);
-//   - `sampleRegex`: random strings for the corpus sentence sampler.
+// The AST serves three purposes inside the grammar stage, each in a file of its own:
+//   - `toJsRegExp` (pyregex-js.ts): a JS RegExp (sticky, unicode) with the same backtracking
+//     preferences as Python's `re`, so the lexer picks exactly the match Lark's combined
+//     alternation picks;
+//   - `regexWidth` (pyregex-width.ts): sre_parse's getwidth() (Lark sorts terminals by it and
+//     refuses zero-width ones);
+//   - `sampleRegex` (pyregex-sample.ts): random strings for the corpus sentence sampler.
 // Scoped flags (`(?i:...)`, which Lark emits for `"..."i` and /.../i) are folded into the AST
-// because Node 20's RegExp has no inline modifiers.
+// because Node 20's RegExp has no inline modifiers. Here: the AST, the parser (a recursive
+// descent, as sre_parse's), the code point range lists of its sets, and Python's re.escape.
+
+import { widthOf } from "./pyregex-width.js";
 
 export class PyRegexError extends Error {
   constructor(message: string, readonly pattern: string, readonly position: number) {
@@ -22,9 +27,6 @@ export class PyRegexNestingError extends PyRegexError {
   }
 }
 
-/** Python's sre MAXREPEAT: widths saturate here, so two unbounded terminals compare equal. */
-export const MAXREPEAT = 4294967295;
-
 export type ClassEscape = "d" | "D" | "w" | "W" | "s" | "S";
 
 export type PyRegexNode =
@@ -37,6 +39,8 @@ export type PyRegexNode =
   | { k: "assert"; kind: "bol" | "eol" | "bos" | "eos" | "wordb" | "nwordb"; multiline: boolean }
   | { k: "look"; body: PyRegexNode; behind: boolean; negated: boolean }
   | { k: "backref"; index: number };
+
+export type SetNode = Extract<PyRegexNode, { k: "set" }>;
 
 interface Flags {
   caseless: boolean;
@@ -59,217 +63,245 @@ const cpLen = (c: number): number => (c > 0xffff ? 2 : 1);
  * pass over the tree recurse per group level, so a hostile pattern must stop here.
  */
 export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRegex {
-  let pos = 0;
-  let groupCount = 0;
-  let depth = 0;
-  const groupNames = new Map<string, number>();
-  const fail = (msg: string, at = pos): never => {
-    throw new PyRegexError(msg, pattern, at);
-  };
-  const flags: Flags = { caseless: false, dotAll: false, multiline: false, verbose: false };
+  return new PyRegexParser(pattern, maxNesting).parse();
+}
 
-  // Global flags are only legal at the very start in Python 3.11.
-  const globalFlags = /^\(\?([aiLmsux]+)\)/.exec(pattern);
-  if (globalFlags) {
-    for (const f of globalFlags[1]!) applyFlag(flags, f, true);
-    pos = globalFlags[0].length;
+const literal = (ch: number, f: Flags): PyRegexNode => ({ k: "set", ranges: [ch, ch], classes: [], negated: false, caseless: f.caseless });
+const classEscapeRanges = (e: ClassEscape): PyRegexNode => ({ k: "set", ranges: [], classes: [e], negated: false, caseless: false });
+
+/** sre_parse's recursive descent over one pattern: alternation, sequence, atom, group, escape, class. */
+class PyRegexParser {
+  private pos = 0;
+  private groupCount = 0;
+  /** Groups open around the current position (against maxNesting). */
+  private depth = 0;
+  private readonly groupNames = new Map<string, number>();
+
+  constructor(private readonly pattern: string, private readonly maxNesting: number) {}
+
+  parse(): ParsedRegex {
+    const pattern = this.pattern;
+    const flags: Flags = { caseless: false, dotAll: false, multiline: false, verbose: false };
+    // Global flags are only legal at the very start in Python 3.11.
+    const globalFlags = /^\(\?([aiLmsux]+)\)/.exec(pattern);
+    if (globalFlags) {
+      for (const f of globalFlags[1]!) this.applyFlag(flags, f, true);
+      this.pos = globalFlags[0].length;
+    }
+    const root = this.parseAlt(flags);
+    if (this.pos < pattern.length) {
+      if (pattern[this.pos] === ")") this.fail("unbalanced parenthesis");
+      this.fail("unexpected character");
+    }
+    return { root, groupCount: this.groupCount, groupNames: this.groupNames };
   }
 
-  function applyFlag(target: Flags, f: string, on: boolean): void {
+  private fail(msg: string, at = this.pos): never {
+    throw new PyRegexError(msg, this.pattern, at);
+  }
+
+  private applyFlag(target: Flags, f: string, on: boolean): void {
     if (f === "i") target.caseless = on;
     else if (f === "s") target.dotAll = on;
     else if (f === "m") target.multiline = on;
     else if (f === "x") target.verbose = on;
     else if (f === "u" || f === "a" || f === "L") {
-      if (f === "L") fail("bad inline flags: cannot use 'L' flag with a str pattern");
-    } else fail(`unknown flag ${f}`);
+      if (f === "L") this.fail("bad inline flags: cannot use 'L' flag with a str pattern");
+    } else this.fail(`unknown flag ${f}`);
   }
 
-  function skipVerbose(f: Flags): void {
+  /** Under the `x` flag, whitespace and `#` comments between items. */
+  private skipVerbose(f: Flags): void {
     if (!f.verbose) return;
+    const pattern = this.pattern;
     for (;;) {
-      const c = pattern[pos];
+      const c = pattern[this.pos];
       if (c === undefined) return;
-      if (c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\f" || c === "\v") pos++;
+      if (c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\f" || c === "\v") this.pos++;
       else if (c === "#") {
-        while (pos < pattern.length && pattern[pos] !== "\n") pos++;
+        while (this.pos < pattern.length && pattern[this.pos] !== "\n") this.pos++;
       } else return;
     }
   }
 
-  function parseAlt(f: Flags): PyRegexNode {
-    const alts: PyRegexNode[] = [parseSeq(f)];
-    while (pattern[pos] === "|") {
-      pos++;
-      alts.push(parseSeq(f));
+  private parseAlt(f: Flags): PyRegexNode {
+    const alts: PyRegexNode[] = [this.parseSeq(f)];
+    while (this.pattern[this.pos] === "|") {
+      this.pos++;
+      alts.push(this.parseSeq(f));
     }
     return alts.length === 1 ? alts[0]! : { k: "alt", alts };
   }
 
-  function parseSeq(f: Flags): PyRegexNode {
+  private parseSeq(f: Flags): PyRegexNode {
+    const pattern = this.pattern;
     const items: PyRegexNode[] = [];
     for (;;) {
-      skipVerbose(f);
-      const c = pattern[pos];
+      this.skipVerbose(f);
+      const c = pattern[this.pos];
       if (c === undefined || c === "|" || c === ")") break;
-      let atom = parseAtom(f);
+      let atom = this.parseAtom(f);
       if (atom === null) continue;
-      skipVerbose(f);
-      const q = parseQuantifier();
+      this.skipVerbose(f);
+      const q = this.parseQuantifier();
       if (q !== null) {
-        if (pattern[pos] === "+") fail("possessive quantifiers are not supported");
+        if (pattern[this.pos] === "+") this.fail("possessive quantifiers are not supported");
         atom = { k: "rep", body: atom, min: q.min, max: q.max, lazy: q.lazy };
-        skipVerbose(f);
+        this.skipVerbose(f);
         // Python: a quantifier directly after a quantified atom is "multiple repeat".
-        if (pattern[pos] !== undefined && "*+?".includes(pattern[pos]!)) fail("multiple repeat");
-        if (pattern[pos] === "{" && quantifierAhead()) fail("multiple repeat");
+        if (pattern[this.pos] !== undefined && "*+?".includes(pattern[this.pos]!)) this.fail("multiple repeat");
+        if (pattern[this.pos] === "{" && this.quantifierAhead()) this.fail("multiple repeat");
       }
       items.push(atom);
     }
     return items.length === 1 ? items[0]! : { k: "seq", items };
   }
 
-  function quantifierAhead(): boolean {
-    const m = /^\{(\d*)(,(\d*))?\}/.exec(pattern.slice(pos));
+  private quantifierAhead(): boolean {
+    const m = /^\{(\d*)(,(\d*))?\}/.exec(this.pattern.slice(this.pos));
     return m !== null && !(m[1] === "" && m[2] === undefined);
   }
 
-  function parseQuantifier(): { min: number; max: number; lazy: boolean } | null {
-    const c = pattern[pos];
+  private parseQuantifier(): { min: number; max: number; lazy: boolean } | null {
+    const pattern = this.pattern;
+    const c = pattern[this.pos];
     let min: number;
     let max: number;
-    if (c === "*") { min = 0; max = Infinity; pos++; }
-    else if (c === "+") { min = 1; max = Infinity; pos++; }
-    else if (c === "?") { min = 0; max = 1; pos++; }
+    if (c === "*") { min = 0; max = Infinity; this.pos++; }
+    else if (c === "+") { min = 1; max = Infinity; this.pos++; }
+    else if (c === "?") { min = 0; max = 1; this.pos++; }
     else if (c === "{") {
-      const m = /^\{(\d*)(?:(,)(\d*))?\}/.exec(pattern.slice(pos));
+      const m = /^\{(\d*)(?:(,)(\d*))?\}/.exec(pattern.slice(this.pos));
       if (!m || (m[1] === "" && m[2] === undefined)) return null; // literal '{'
       min = m[1] === "" ? 0 : Number(m[1]);
       max = m[2] === undefined ? min : m[3] === "" ? Infinity : Number(m[3]);
-      if (max < min) fail("min repeat greater than max repeat");
-      pos += m[0].length;
+      if (max < min) this.fail("min repeat greater than max repeat");
+      this.pos += m[0].length;
     } else return null;
     let lazy = false;
-    if (pattern[pos] === "?") { lazy = true; pos++; }
+    if (pattern[this.pos] === "?") { lazy = true; this.pos++; }
     return { min, max, lazy };
   }
 
-  function parseAtom(f: Flags): PyRegexNode | null {
-    const c = pattern[pos]!;
-    if (c === "(") return parseGroup(f);
-    if (c === "[") return parseClass(f);
-    if (c === ".") { pos++; return { k: "any", dotAll: f.dotAll }; }
-    if (c === "^") { pos++; return { k: "assert", kind: "bol", multiline: f.multiline }; }
-    if (c === "$") { pos++; return { k: "assert", kind: "eol", multiline: f.multiline }; }
-    if (c === "*" || c === "+" || c === "?") fail("nothing to repeat");
-    if (c === "{" && quantifierAhead()) fail("nothing to repeat");
-    if (c === "\\") return parseEscape(f, false);
-    const ch = cp(pattern, pos);
-    pos += cpLen(ch);
+  private parseAtom(f: Flags): PyRegexNode | null {
+    const pattern = this.pattern;
+    const c = pattern[this.pos]!;
+    if (c === "(") return this.parseGroup(f);
+    if (c === "[") return this.parseClass(f);
+    if (c === ".") { this.pos++; return { k: "any", dotAll: f.dotAll }; }
+    if (c === "^") { this.pos++; return { k: "assert", kind: "bol", multiline: f.multiline }; }
+    if (c === "$") { this.pos++; return { k: "assert", kind: "eol", multiline: f.multiline }; }
+    if (c === "*" || c === "+" || c === "?") this.fail("nothing to repeat");
+    if (c === "{" && this.quantifierAhead()) this.fail("nothing to repeat");
+    if (c === "\\") return this.parseEscape(f, false);
+    const ch = cp(pattern, this.pos);
+    this.pos += cpLen(ch);
     return literal(ch, f);
   }
 
-  function literal(ch: number, f: Flags): PyRegexNode {
-    return { k: "set", ranges: [ch, ch], classes: [], negated: false, caseless: f.caseless };
-  }
-
-  function parseGroup(f: Flags): PyRegexNode | null {
-    if (depth >= maxNesting) throw new PyRegexNestingError(maxNesting, pattern, pos);
-    depth++;
+  private parseGroup(f: Flags): PyRegexNode | null {
+    if (this.depth >= this.maxNesting) throw new PyRegexNestingError(this.maxNesting, this.pattern, this.pos);
+    this.depth++;
     try {
-      return parseGroupBody(f);
+      return this.parseGroupBody(f);
     } finally {
-      depth--;
+      this.depth--;
     }
   }
 
-  function parseGroupBody(f: Flags): PyRegexNode | null {
-    const start = pos;
-    pos++; // (
-    if (pattern[pos] === "?") {
-      pos++;
-      const c = pattern[pos];
-      if (c === ":") { pos++; return closeGroup(parseAlt({ ...f }), start); }
-      if (c === "#") {
-        const end = pattern.indexOf(")", pos);
-        if (end < 0) fail("missing ), unterminated comment", start);
-        pos = end + 1;
-        return null;
-      }
-      if (c === "=" || c === "!") {
-        pos++;
-        const body = parseAlt({ ...f });
-        return { k: "look", body: closeGroup(body, start), behind: false, negated: c === "!" };
-      }
-      if (c === "<" && (pattern[pos + 1] === "=" || pattern[pos + 1] === "!")) {
-        const negated = pattern[pos + 1] === "!";
-        pos += 2;
-        const body = closeGroup(parseAlt({ ...f }), start);
-        const w = widthOf(body);
-        if (w[0] !== w[1]) fail("look-behind requires fixed-width pattern", start);
-        return { k: "look", body, behind: true, negated };
-      }
-      if (c === "P") {
-        pos++;
-        if (pattern[pos] === "<") {
-          const end = pattern.indexOf(">", pos);
-          if (end < 0) fail("missing >, unterminated name");
-          const name = pattern.slice(pos + 1, end);
-          if (!/^[A-Za-z_]\w*$/.test(name)) fail(`bad character in group name '${name}'`);
-          if (groupNames.has(name)) fail(`redefinition of group name '${name}'`);
-          pos = end + 1;
-          const index = ++groupCount;
-          groupNames.set(name, index);
-          const body = parseAlt({ ...f });
-          return { k: "group", body: closeGroup(body, start), index, name };
-        }
-        if (pattern[pos] === "=") {
-          const end = pattern.indexOf(")", pos);
-          if (end < 0) fail("missing ), unterminated name");
-          const name = pattern.slice(pos + 1, end);
-          const index = groupNames.get(name);
-          if (index === undefined) fail(`unknown group name '${name}'`);
-          pos = end + 1;
-          return { k: "backref", index: index! };
-        }
-        fail("unknown extension ?P");
-      }
-      if (c === ">") fail("atomic groups are not supported");
-      if (c === "(") fail("conditional groups are not supported");
-      // Scoped flags (?imsx-imsx:...)
-      const m = /^([aiLmsux]*)(?:-([imsx]*))?(:|\))/.exec(pattern.slice(pos));
-      if (m && (m[1] !== "" || m[2] !== undefined)) {
-        if (m[3] === ")") fail("global flags not at the start of the expression", start);
-        const inner: Flags = { ...f };
-        for (const fl of m[1]!) applyFlag(inner, fl, true);
-        for (const fl of m[2] ?? "") applyFlag(inner, fl, false);
-        pos += m[0].length;
-        return closeGroup(parseAlt(inner), start);
-      }
-      fail("unknown extension ?" + (c ?? ""));
-    }
-    const index = ++groupCount;
-    const body = parseAlt({ ...f });
-    return { k: "group", body: closeGroup(body, start), index };
+  /** A group from its `(`: a capturing one, or an extension `(?…`; null for a comment. */
+  private parseGroupBody(f: Flags): PyRegexNode | null {
+    const start = this.pos;
+    this.pos++; // (
+    if (this.pattern[this.pos] === "?") return this.parseExtension(f, start);
+    const index = ++this.groupCount;
+    const body = this.parseAlt({ ...f });
+    return { k: "group", body: this.closeGroup(body, start), index };
   }
 
-  function closeGroup(body: PyRegexNode, start: number): PyRegexNode {
-    if (pattern[pos] !== ")") fail("missing ), unterminated subpattern", start);
-    pos++;
+  /** `(?…` from the `?`: non-capturing, comment, lookaround, named, or scoped flags. */
+  private parseExtension(f: Flags, start: number): PyRegexNode | null {
+    const pattern = this.pattern;
+    this.pos++;
+    const c = pattern[this.pos];
+    if (c === ":") { this.pos++; return this.closeGroup(this.parseAlt({ ...f }), start); }
+    if (c === "#") {
+      const end = pattern.indexOf(")", this.pos);
+      if (end < 0) this.fail("missing ), unterminated comment", start);
+      this.pos = end + 1;
+      return null;
+    }
+    if (c === "=" || c === "!") {
+      this.pos++;
+      const body = this.parseAlt({ ...f });
+      return { k: "look", body: this.closeGroup(body, start), behind: false, negated: c === "!" };
+    }
+    if (c === "<" && (pattern[this.pos + 1] === "=" || pattern[this.pos + 1] === "!")) {
+      const negated = pattern[this.pos + 1] === "!";
+      this.pos += 2;
+      const body = this.closeGroup(this.parseAlt({ ...f }), start);
+      const w = widthOf(body);
+      if (w[0] !== w[1]) this.fail("look-behind requires fixed-width pattern", start);
+      return { k: "look", body, behind: true, negated };
+    }
+    if (c === "P") return this.parseNamed(f, start);
+    if (c === ">") this.fail("atomic groups are not supported");
+    if (c === "(") this.fail("conditional groups are not supported");
+    // Scoped flags (?imsx-imsx:...)
+    const m = /^([aiLmsux]*)(?:-([imsx]*))?(:|\))/.exec(pattern.slice(this.pos));
+    if (m && (m[1] !== "" || m[2] !== undefined)) {
+      if (m[3] === ")") this.fail("global flags not at the start of the expression", start);
+      const inner: Flags = { ...f };
+      for (const fl of m[1]!) this.applyFlag(inner, fl, true);
+      for (const fl of m[2] ?? "") this.applyFlag(inner, fl, false);
+      this.pos += m[0].length;
+      return this.closeGroup(this.parseAlt(inner), start);
+    }
+    this.fail("unknown extension ?" + (c ?? ""));
+  }
+
+  /** `(?P<name>…)` or `(?P=name)`, from the `P`. */
+  private parseNamed(f: Flags, start: number): PyRegexNode {
+    const pattern = this.pattern;
+    this.pos++;
+    if (pattern[this.pos] === "<") {
+      const end = pattern.indexOf(">", this.pos);
+      if (end < 0) this.fail("missing >, unterminated name");
+      const name = pattern.slice(this.pos + 1, end);
+      if (!/^[A-Za-z_]\w*$/.test(name)) this.fail(`bad character in group name '${name}'`);
+      if (this.groupNames.has(name)) this.fail(`redefinition of group name '${name}'`);
+      this.pos = end + 1;
+      const index = ++this.groupCount;
+      this.groupNames.set(name, index);
+      const body = this.parseAlt({ ...f });
+      return { k: "group", body: this.closeGroup(body, start), index, name };
+    }
+    if (pattern[this.pos] === "=") {
+      const end = pattern.indexOf(")", this.pos);
+      if (end < 0) this.fail("missing ), unterminated name");
+      const name = pattern.slice(this.pos + 1, end);
+      const index = this.groupNames.get(name);
+      if (index === undefined) this.fail(`unknown group name '${name}'`);
+      this.pos = end + 1;
+      return { k: "backref", index: index! };
+    }
+    this.fail("unknown extension ?P");
+  }
+
+  private closeGroup(body: PyRegexNode, start: number): PyRegexNode {
+    if (this.pattern[this.pos] !== ")") this.fail("missing ), unterminated subpattern", start);
+    this.pos++;
     return body;
   }
 
-  function classEscapeRanges(e: ClassEscape): PyRegexNode {
-    return { k: "set", ranges: [], classes: [e], negated: false, caseless: false };
-  }
-
   // Returns a code point, or a class escape for \d etc. inside or outside classes.
-  function parseEscapeValue(inClass: boolean): number | ClassEscape | PyRegexNode {
-    const start = pos;
-    pos++; // backslash
-    const c = pattern[pos];
-    if (c === undefined) fail("bad escape (end of pattern)", start);
-    pos++;
+  private parseEscapeValue(inClass: boolean): number | ClassEscape | PyRegexNode {
+    const pattern = this.pattern;
+    const start = this.pos;
+    this.pos++; // backslash
+    const c = pattern[this.pos];
+    if (c === undefined) this.fail("bad escape (end of pattern)", start);
+    this.pos++;
     switch (c) {
       case "n": return 10;
       case "t": return 9;
@@ -280,95 +312,84 @@ export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRege
       case "\\": return 92;
       case "d": case "D": case "w": case "W": case "s": case "S": return c as ClassEscape;
       case "x": {
-        const m = /^[0-9a-fA-F]{2}/.exec(pattern.slice(pos));
-        if (!m) fail("incomplete escape \\x", start);
-        pos += 2;
+        const m = /^[0-9a-fA-F]{2}/.exec(pattern.slice(this.pos));
+        if (!m) this.fail("incomplete escape \\x", start);
+        this.pos += 2;
         return parseInt(m![0], 16);
       }
       case "u": case "U": {
         const n = c === "u" ? 4 : 8;
-        const hex = pattern.slice(pos, pos + n);
-        if (!new RegExp(`^[0-9a-fA-F]{${n}}$`).test(hex)) fail(`incomplete escape \\${c}`, start);
-        pos += n;
+        const hex = pattern.slice(this.pos, this.pos + n);
+        if (!new RegExp(`^[0-9a-fA-F]{${n}}$`).test(hex)) this.fail(`incomplete escape \\${c}`, start);
+        this.pos += n;
         const v = parseInt(hex, 16);
-        if (v > 0x10ffff) fail("bad escape", start);
+        if (v > 0x10ffff) this.fail("bad escape", start);
         return v;
       }
-      case "N": fail("\\N{...} escapes are not supported", start);
+      case "N": this.fail("\\N{...} escapes are not supported", start);
     }
-    if (c! >= "0" && c! <= "9") {
-      if (c === "0" || inClass) {
-        // octal escape
-        pos--;
-        const m = /^[0-7]{1,3}/.exec(pattern.slice(pos));
-        if (!m) fail("bad escape", start);
-        pos += m![0].length;
-        return parseInt(m![0], 8);
-      }
-      // \1..\99 backreference, or 3-digit octal
-      const m3 = /^[0-7]{3}/.exec(pattern.slice(pos - 1));
-      if (m3) { pos += 2; return parseInt(m3[0], 8); }
-      const m = /^\d{1,2}/.exec(pattern.slice(pos - 1))!;
-      pos += m[0].length - 1;
-      const index = Number(m[0]);
-      if (index > groupCount) fail("invalid group reference " + index, start);
-      return { k: "backref", index };
-    }
+    if (c! >= "0" && c! <= "9") return this.parseNumericEscape(c!, inClass, start);
     if (!inClass) {
       if (c === "A") return { k: "assert", kind: "bos", multiline: false };
       if (c === "Z") return { k: "assert", kind: "eos", multiline: false };
       if (c === "b") return { k: "assert", kind: "wordb", multiline: false };
       if (c === "B") return { k: "assert", kind: "nwordb", multiline: false };
     } else if (c === "b") return 8;
-    if (/[A-Za-z]/.test(c!)) fail(`bad escape \\${c}`, start);
-    pos--;
-    const ch = cp(pattern, pos);
-    pos += cpLen(ch);
+    if (/[A-Za-z]/.test(c!)) this.fail(`bad escape \\${c}`, start);
+    this.pos--;
+    const ch = cp(pattern, this.pos);
+    this.pos += cpLen(ch);
     return ch;
   }
 
-  function parseEscape(f: Flags, inClass: boolean): PyRegexNode {
-    const v = parseEscapeValue(inClass);
+  /** `\` and a digit `c` (pos is past it): an octal escape, or a backreference outside classes. */
+  private parseNumericEscape(c: string, inClass: boolean, start: number): number | PyRegexNode {
+    const pattern = this.pattern;
+    if (c === "0" || inClass) {
+      // octal escape
+      this.pos--;
+      const m = /^[0-7]{1,3}/.exec(pattern.slice(this.pos));
+      if (!m) this.fail("bad escape", start);
+      this.pos += m![0].length;
+      return parseInt(m![0], 8);
+    }
+    // \1..\99 backreference, or 3-digit octal
+    const m3 = /^[0-7]{3}/.exec(pattern.slice(this.pos - 1));
+    if (m3) { this.pos += 2; return parseInt(m3[0], 8); }
+    const m = /^\d{1,2}/.exec(pattern.slice(this.pos - 1))!;
+    this.pos += m[0].length - 1;
+    const index = Number(m[0]);
+    if (index > this.groupCount) this.fail("invalid group reference " + index, start);
+    return { k: "backref", index };
+  }
+
+  private parseEscape(f: Flags, inClass: boolean): PyRegexNode {
+    const v = this.parseEscapeValue(inClass);
     if (typeof v === "number") return literal(v, f);
     if (typeof v === "string") return classEscapeRanges(v);
     return v;
   }
 
-  function parseClass(f: Flags): PyRegexNode {
-    const start = pos;
-    pos++;
+  private parseClass(f: Flags): PyRegexNode {
+    const pattern = this.pattern;
+    const start = this.pos;
+    this.pos++;
     let negated = false;
-    if (pattern[pos] === "^") { negated = true; pos++; }
+    if (pattern[this.pos] === "^") { negated = true; this.pos++; }
     const ranges: number[] = [];
     const classes: ClassEscape[] = [];
     let first = true;
     for (;;) {
-      const c = pattern[pos];
-      if (c === undefined) fail("unterminated character set", start);
-      if (c === "]" && !first) { pos++; break; }
+      const c = pattern[this.pos];
+      if (c === undefined) this.fail("unterminated character set", start);
+      if (c === "]" && !first) { this.pos++; break; }
       first = false;
-      let lo: number | ClassEscape;
-      if (c === "\\") {
-        const v = parseEscapeValue(true);
-        if (typeof v === "object") fail("bad escape in class", start);
-        lo = v as number | ClassEscape;
-      } else {
-        lo = cp(pattern, pos);
-        pos += cpLen(lo);
-      }
-      if (pattern[pos] === "-" && pattern[pos + 1] !== "]" && pattern[pos + 1] !== undefined) {
-        pos++;
-        let hi: number | ClassEscape;
-        if (pattern[pos] === "\\") {
-          const v = parseEscapeValue(true);
-          if (typeof v === "object") fail("bad escape in class", start);
-          hi = v as number | ClassEscape;
-        } else {
-          hi = cp(pattern, pos);
-          pos += cpLen(hi);
-        }
-        if (typeof lo === "string" || typeof hi === "string") fail("bad character range", start);
-        if ((hi as number) < (lo as number)) fail("bad character range", start);
+      const lo = this.parseClassAtom(start);
+      if (pattern[this.pos] === "-" && pattern[this.pos + 1] !== "]" && pattern[this.pos + 1] !== undefined) {
+        this.pos++;
+        const hi = this.parseClassAtom(start);
+        if (typeof lo === "string" || typeof hi === "string") this.fail("bad character range", start);
+        if ((hi as number) < (lo as number)) this.fail("bad character range", start);
         ranges.push(lo as number, hi as number);
       } else if (typeof lo === "string") classes.push(lo);
       else ranges.push(lo, lo);
@@ -376,15 +397,23 @@ export function parsePyRegex(pattern: string, maxNesting = Infinity): ParsedRege
     return { k: "set", ranges: normalizeRanges(ranges), classes, negated, caseless: f.caseless };
   }
 
-  const root = parseAlt(flags);
-  if (pos < pattern.length) {
-    if (pattern[pos] === ")") fail("unbalanced parenthesis");
-    fail("unexpected character");
+  /** One item of a class (`start`: the class's `[`): a code point, or a class escape like \d. */
+  private parseClassAtom(start: number): number | ClassEscape {
+    if (this.pattern[this.pos] === "\\") {
+      const v = this.parseEscapeValue(true);
+      if (typeof v === "object") this.fail("bad escape in class", start);
+      return v as number | ClassEscape;
+    }
+    const ch = cp(this.pattern, this.pos);
+    this.pos += cpLen(ch);
+    return ch;
   }
-  return { root, groupCount, groupNames };
 }
 
-function normalizeRanges(r: number[]): number[] {
+// ---------------------------------------------------------------------------------------------
+// Code point range lists (a set node's `ranges`: [lo, hi] pairs)
+
+export function normalizeRanges(r: number[]): number[] {
   const pairs: [number, number][] = [];
   for (let i = 0; i < r.length; i += 2) pairs.push([r[i]!, r[i + 1]!]);
   pairs.sort((a, b) => a[0] - b[0]);
@@ -398,7 +427,7 @@ function normalizeRanges(r: number[]): number[] {
 }
 
 /** Adds simple case variants (what Python's IGNORECASE matches for most letters). */
-function caseClose(ranges: number[]): number[] {
+export function caseClose(ranges: number[]): number[] {
   const extra: number[] = [];
   let budget = 0x20000;
   for (let i = 0; i < ranges.length; i += 2) {
@@ -414,188 +443,6 @@ function caseClose(ranges: number[]): number[] {
     }
   }
   return extra.length ? normalizeRanges(ranges.concat(extra)) : ranges;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Width (sre_parse getwidth)
-
-function widthOf(n: PyRegexNode, groups?: Map<number, [number, number]>): [number, number] {
-  switch (n.k) {
-    case "set": case "any": return [1, 1];
-    case "seq": {
-      let lo = 0, hi = 0;
-      for (const it of n.items) {
-        const [a, b] = widthOf(it, groups);
-        lo += a; hi += b;
-      }
-      return [Math.min(lo, MAXREPEAT - 1), Math.min(hi, MAXREPEAT)];
-    }
-    case "alt": {
-      let lo = MAXREPEAT - 1, hi = 0;
-      for (const a of n.alts) {
-        const [x, y] = widthOf(a, groups);
-        lo = Math.min(lo, x); hi = Math.max(hi, y);
-      }
-      return [lo, hi];
-    }
-    case "group": {
-      const w = widthOf(n.body, groups);
-      groups?.set(n.index, w);
-      return w;
-    }
-    case "rep": {
-      const [a, b] = widthOf(n.body, groups);
-      const lo = Math.min(a * n.min, MAXREPEAT - 1);
-      const hi = n.max === Infinity && b ? MAXREPEAT : Math.min(b * (n.max === Infinity ? MAXREPEAT : n.max), MAXREPEAT);
-      return [lo, hi];
-    }
-    case "assert": case "look": return [0, 0];
-    case "backref": return groups?.get(n.index) ?? [0, 0];
-  }
-}
-
-/** [min, max] match width exactly as Python's sre_parse reports it (max saturates at MAXREPEAT). */
-export function regexWidth(parsed: ParsedRegex): [number, number] {
-  return widthOf(parsed.root, new Map());
-}
-
-// ---------------------------------------------------------------------------------------------
-// JS emission
-
-const hexEsc = (c: number): string => `\\u{${c.toString(16)}}`;
-
-function classBody(n: Extract<PyRegexNode, { k: "set" }>): string {
-  const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
-  let s = "";
-  for (let i = 0; i < ranges.length; i += 2) {
-    const lo = ranges[i]!, hi = ranges[i + 1]!;
-    s += lo === hi ? hexEsc(lo) : `${hexEsc(lo)}-${hexEsc(hi)}`;
-  }
-  for (const c of n.classes) {
-    if (c === "d") s += "\\p{Nd}";
-    else if (c === "D") s += "\\P{Nd}";
-    else if (c === "w") s += "\\p{L}\\p{N}_";
-    else if (c === "W") s += "\\W";
-    else if (c === "s") s += "\\s\\x1c-\\x1f";
-    else s += "\\S";
-  }
-  return s;
-}
-
-function emit(n: PyRegexNode): string {
-  switch (n.k) {
-    case "set": {
-      const body = classBody(n);
-      if (!n.negated && n.classes.length === 0 && n.ranges.length === 2 && n.ranges[0] === n.ranges[1] && !n.caseless)
-        return hexEsc(n.ranges[0]!);
-      return n.negated ? `[^${body}]` : body === "" ? "[]" : `[${body}]`;
-    }
-    case "any": return n.dotAll ? "[^]" : "[^\\n]";
-    case "seq": return n.items.map((it) => emit(it)).join("");
-    case "alt": return `(?:${n.alts.map((a) => emit(a)).join("|")})`;
-    case "group": return `(${emit(n.body)})`;
-    case "rep": {
-      const q = n.min === 0 && n.max === Infinity ? "*" : n.min === 1 && n.max === Infinity ? "+"
-        : n.min === 0 && n.max === 1 ? "?" : n.max === Infinity ? `{${n.min},}` : n.min === n.max ? `{${n.min}}` : `{${n.min},${n.max}}`;
-      return `(?:${emit(n.body)})${q}${n.lazy ? "?" : ""}`;
-    }
-    case "assert":
-      switch (n.kind) {
-        case "bol": return n.multiline ? "(?<![^\\n])" : "(?<![^])";
-        case "eol": return n.multiline ? "(?=\\n|(?![^]))" : "(?=\\n?(?![^]))";
-        case "bos": return "(?<![^])";
-        case "eos": return "(?![^])";
-        case "wordb": return "\\b";
-        case "nwordb": return "\\B";
-      }
-      break;
-    case "look": return `(?${n.behind ? "<" : ""}${n.negated ? "!" : "="}${emit(n.body)})`;
-    case "backref": return `(?:\\${n.index})`;
-  }
-  return "";
-}
-
-/** Sticky unicode RegExp with Python's match preferences: `re.match(p, text, pos)` ≙ lastIndex = pos; exec. */
-export function toJsRegExp(parsed: ParsedRegex): RegExp {
-  return new RegExp(emit(parsed.root), "uy");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Sampling
-
-export interface Rng {
-  (): number; // uniform in [0, 1)
-}
-
-const PRINTABLE: number[] = [];
-for (let c = 32; c < 127; c++) PRINTABLE.push(c);
-PRINTABLE.push(9, 10);
-
-function setContains(n: Extract<PyRegexNode, { k: "set" }>, c: number): boolean {
-  const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
-  let hit = false;
-  for (let i = 0; i < ranges.length && !hit; i += 2) hit = c >= ranges[i]! && c <= ranges[i + 1]!;
-  for (const e of n.classes) {
-    if (hit) break;
-    const s = String.fromCodePoint(c);
-    if (e === "d") hit = /\d/.test(s);
-    else if (e === "D") hit = !/\d/.test(s);
-    else if (e === "w") hit = /\w/.test(s);
-    else if (e === "W") hit = !/\w/.test(s);
-    else if (e === "s") hit = /\s/.test(s);
-    else hit = !/\s/.test(s);
-  }
-  return hit !== n.negated;
-}
-
-function pickFromSet(n: Extract<PyRegexNode, { k: "set" }>, rng: Rng): number | null {
-  if (!n.negated && n.classes.length === 0) {
-    // Prefer printable members; fall back to any member.
-    const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
-    const printable = PRINTABLE.filter((c) => setContains(n, c));
-    if (printable.length && (rng() < 0.9 || ranges.length === 0)) return printable[Math.floor(rng() * printable.length)]!;
-    if (ranges.length === 0) return null;
-    const r = Math.floor(rng() * (ranges.length / 2)) * 2;
-    const lo = ranges[r]!, hi = Math.min(ranges[r + 1]!, lo + 200);
-    return lo + Math.floor(rng() * (hi - lo + 1));
-  }
-  const printable = PRINTABLE.filter((c) => setContains(n, c));
-  if (!printable.length) return null;
-  return printable[Math.floor(rng() * printable.length)]!;
-}
-
-/** A random string the pattern is likely to match (lookarounds are ignored). */
-export function sampleRegex(parsed: ParsedRegex, rng: Rng, maxRepeat = 4): string {
-  const groups = new Map<number, string>();
-  const gen = (n: PyRegexNode): string => {
-    switch (n.k) {
-      case "set": {
-        const c = pickFromSet(n, rng);
-        return c === null ? "" : String.fromCodePoint(c);
-      }
-      case "any": {
-        const pool = n.dotAll ? PRINTABLE : PRINTABLE.filter((c) => c !== 10);
-        return String.fromCodePoint(pool[Math.floor(rng() * pool.length)]!);
-      }
-      case "seq": return n.items.map(gen).join("");
-      case "alt": return gen(n.alts[Math.floor(rng() * n.alts.length)]!);
-      case "group": {
-        const s = gen(n.body);
-        groups.set(n.index, s);
-        return s;
-      }
-      case "rep": {
-        const hi = Math.min(n.max, n.min + maxRepeat);
-        const count = n.min + Math.floor(rng() * (hi - n.min + 1));
-        let s = "";
-        for (let i = 0; i < count; i++) s += gen(n.body);
-        return s;
-      }
-      case "assert": case "look": return "";
-      case "backref": return groups.get(n.index) ?? "";
-    }
-  };
-  return gen(parsed.root);
 }
 
 /** The characters Python's re.escape (3.7+) escapes. */

@@ -3,7 +3,7 @@
 // corpus tests (our recognizer vs Lark) and handy for fuzzing the constraint layer.
 
 import type { Grammar } from "./grammar.js";
-import { sampleRegex, type Rng } from "./pyregex.js";
+import { sampleRegex, type Rng } from "./pyregex-sample.js";
 import { seededRandom } from "../support/index.js";
 
 /** Deterministic PRNG (mulberry32), the regex stage's. */

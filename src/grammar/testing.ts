@@ -7,5 +7,7 @@
 export { sampleSentence, mutateSentence, makeRng, literalAlphabet, type SentenceOptions } from "./sentences.js";
 export { parses } from "./grammar.js";
 export { splitTopAlternatives } from "./incremental.js";
-export { MAXREPEAT, parsePyRegex, regexWidth, toJsRegExp } from "./pyregex.js";
-export { evalEscaping } from "./compile.js";
+export { parsePyRegex } from "./pyregex.js";
+export { MAXREPEAT, regexWidth } from "./pyregex-width.js";
+export { toJsRegExp } from "./pyregex-js.js";
+export { evalEscaping } from "./lark/literals.js";
