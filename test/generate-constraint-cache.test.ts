@@ -61,9 +61,10 @@ test("refusals are remembered: the second ask is answered without compiling", as
 test("a compile past its time limit is refused as too complex, then remembered", async () => {
   const c = cache({ compileTimeoutMs: 30 });
   const t0 = performance.now();
-  // The stage's own limit (COMPILE_SOFT_SHARE of it) refuses it first, naming what was slow; the
-  // worker's hard limit (support-worker-pool.test.ts) is the backstop.
-  await assert.rejects(c.regex(SLOW_PATTERN), (e: unknown) => e instanceof UnsatisfiableError && /too complex/.test(e.message) && /24 ms/.test(e.message));
+  // The stage's own limit (COMPILE_SOFT_SHARE of it: 24 ms) refuses it first, naming what was
+  // slow; the worker's hard limit (30 ms) is the backstop, and on a loaded machine it may be the
+  // one that answers.
+  await assert.rejects(c.regex(SLOW_PATTERN), (e: unknown) => e instanceof UnsatisfiableError && /too complex/.test(e.message) && /\b(24|30) ms/.test(e.message));
   assert.ok(performance.now() - t0 < 2000);
   const compiles = c.stats().compiles;
   await assert.rejects(c.regex(SLOW_PATTERN), UnsatisfiableError);
