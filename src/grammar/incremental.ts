@@ -11,7 +11,7 @@
 // a constraint "terminals 0..i of that scanner must never accept on the continued run" that lives
 // until that run's DFA dies.
 
-import { compileMultiRegex, compileRegex, patternDistances, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type MultiByteDfa } from "../regex/index.js";
+import { compileMultiRegex, patternDistances, RegexSyntaxError, RegexTooComplexError, type MultiByteDfa } from "../regex/index.js";
 import { grownTo, IdMap, int32Of, IntMap, TableSlab, uint8Of } from "../support/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./compile.js";
@@ -19,7 +19,8 @@ import type { Grammar } from "./grammar.js";
 import { GrammarError } from "./lalr.js";
 import type { LexTerminal, Scanner } from "./lexer.js";
 import { CompileClock, GrammarTooComplexError, nestingTooDeep, resolveLimits, shortName, timeExceeded, tooComplex, type GrammarLimits } from "./limits.js";
-import { parsePyRegex, type PyRegexNode } from "./pyregex.js";
+import { preferenceModelled } from "./python-preference.js";
+import type { PyRegexNode } from "./pyregex.js";
 import { searchCheapestGoal } from "./search.js";
 
 const LARK_ESCAPED_STRING = String.raw`".*?(?<!\\)(\\\\)*?"`;
@@ -841,240 +842,8 @@ export class GrammarAutomaton {
   }
 }
 
-/** `clock`: the compile's, charged for the prefix checks between alternatives (see noProperPrefix). */
-function preferenceModelled(src: string, clock?: CompileClock): boolean {
-  let root: PyRegexNode;
-  try {
-    root = parsePyRegex(src).root;
-  } catch {
-    return false;
-  }
-  return pythonPreferenceModelled(root, clock);
-}
-
 function hasLazy(src: string): boolean {
   return /(\*|\+|\?|\})\?/.test(src.replace(/\\./g, ""));
-}
-
-// ASCII characters 0..127 plus slot 128 for "some non-ASCII character".
-type CharSet = Uint8Array;
-const NON_ASCII = 128;
-const emptySet = (): CharSet => new Uint8Array(129);
-const overlaps = (a: CharSet, b: CharSet): boolean => {
-  for (let i = 0; i < 129; i++) if (a[i] && b[i]) return true;
-  return false;
-};
-const union = (a: CharSet, b: CharSet): CharSet => {
-  const out = a.slice();
-  for (let i = 0; i < 129; i++) if (b[i]) out[i] = 1;
-  return out;
-};
-
-function firstCharsOfSet(n: Extract<PyRegexNode, { k: "set" }>): CharSet {
-  const out = emptySet();
-  const member = emptySet();
-  for (let i = 0; i < n.ranges.length; i += 2) {
-    for (let c = n.ranges[i]!; c <= Math.min(n.ranges[i + 1]!, 127); c++) member[c] = 1;
-    if (n.ranges[i + 1]! > 127) member[NON_ASCII] = 1;
-  }
-  for (const e of n.classes) {
-    const re = e === "d" ? /\d/ : e === "D" ? /\D/ : e === "w" ? /\w/ : e === "W" ? /\W/ : e === "s" ? /\s/ : /\S/;
-    for (let c = 0; c < 128; c++) if (re.test(String.fromCharCode(c))) member[c] = 1;
-    member[NON_ASCII] = 1;
-  }
-  if (n.caseless) for (let c = 65; c <= 90; c++) if (member[c] || member[c + 32]) { member[c] = 1; member[c + 32] = 1; }
-  for (let c = 0; c < 129; c++) out[c] = n.negated ? (c === NON_ASCII ? 1 : 1 - member[c]!) : member[c]!;
-  return out;
-}
-
-/** Python source for an AST node (for the byte-DFA checks below); throws on non-regular nodes. */
-function toPySource(n: PyRegexNode): string {
-  const cp = (c: number): string => (c > 0xffff ? `\\U${c.toString(16).padStart(8, "0")}` : `\\u${c.toString(16).padStart(4, "0")}`);
-  switch (n.k) {
-    case "set": {
-      let body = "";
-      for (let i = 0; i < n.ranges.length; i += 2) body += n.ranges[i] === n.ranges[i + 1] ? cp(n.ranges[i]!) : `${cp(n.ranges[i]!)}-${cp(n.ranges[i + 1]!)}`;
-      for (const c of n.classes) body += "\\" + c;
-      const cls = body === "" && !n.negated ? "(?!)" : `[${n.negated ? "^" : ""}${body}]`;
-      return n.caseless ? `(?i:${cls})` : cls;
-    }
-    case "any": return n.dotAll ? "(?s:.)" : ".";
-    case "seq": return n.items.map(toPySource).join("");
-    case "alt": return `(?:${n.alts.map(toPySource).join("|")})`;
-    case "group": return `(?:${toPySource(n.body)})`;
-    case "rep": return `(?:${toPySource(n.body)}){${n.min},${n.max === Infinity ? "" : n.max}}`;
-    default: throw new Error("not regular");
-  }
-}
-
-/**
- * True when no string of `earlier` is a proper prefix of a string of `later` (byte DFAs). A
- * terminal of n overlapping alternatives asks this of n²/2 pairs, each two DFAs and a product
- * walk: `clock` (the compile's) is charged for them, and bounds the DFAs' time.
- */
-function noProperPrefix(earlier: PyRegexNode, later: PyRegexNode, clock?: CompileClock): boolean {
-  let a: ByteDfa, b: ByteDfa;
-  clock?.check();
-  try {
-    const limits = clock === undefined ? {} : { timeoutMs: clock.remainingMs() };
-    a = compileRegex(toPySource(earlier), limits);
-    b = compileRegex(toPySource(later), limits);
-  } catch {
-    return false;
-  }
-  const seen = new Set<number>();
-  const queue = [a.start * b.numStates + b.start];
-  seen.add(queue[0]!);
-  while (queue.length) {
-    clock?.spend(256);
-    const key = queue.pop()!;
-    const qa = Math.floor(key / b.numStates), qb = key % b.numStates;
-    if (a.accepting[qa]) {
-      // `later` continues beyond this point to a longer string?
-      for (let c = 0; c < b.numClasses; c++) if (b.next[qb * b.numClasses + c]! >= 0) return false;
-    }
-    for (let byte = 0; byte < 256; byte++) {
-      const na = a.next[qa * a.numClasses + a.byteClass[byte]!]!;
-      const nb = b.next[qb * b.numClasses + b.byteClass[byte]!]!;
-      if (na < 0 || nb < 0) continue;
-      const k = na * b.numStates + nb;
-      if (!seen.has(k)) { seen.add(k); queue.push(k); }
-    }
-  }
-  return true;
-}
-
-/** Prefix checks (noProperPrefix) one pattern may make before it counts as approximated. */
-const MAX_PREFIX_CHECKS = 256;
-
-/**
- * Whether Python's preferred match of this pattern is what the automaton models: the longest
- * match (greedy, and every choice decided by the next character: alternation branches and
- * repeat-vs-continue start with disjoint characters), or the shortest (a single variable-length
- * part, lazy). Anything else is approximated.
- */
-export function pythonPreferenceModelled(root: PyRegexNode, clock?: CompileClock): boolean {
-  let unsafe = false;
-  let variableParts = 0;
-  let lazyParts = 0;
-  let overlappingAlternation = false; // "longest" there, which a lazy (shortest) pattern is not
-  // FIRST and nullable of a node do not depend on what follows it: computed once per node. (A
-  // repeat's body needs them before it is walked, and walking the body twice instead, once just
-  // for them, was exponential in nested repeats: 30 nested `+` never finished.)
-  const firsts = new Map<PyRegexNode, { first: CharSet; nullable: boolean }>();
-  const firstOf = (n: PyRegexNode): { first: CharSet; nullable: boolean } => {
-    let known = firsts.get(n);
-    if (known !== undefined) return known;
-    switch (n.k) {
-      case "set": known = { first: firstCharsOfSet(n), nullable: false }; break;
-      case "any": {
-        const f = emptySet().fill(1);
-        if (!n.dotAll) f[10] = 0;
-        known = { first: f, nullable: false };
-        break;
-      }
-      case "assert": case "look": known = { first: emptySet(), nullable: true }; break;
-      case "backref": known = { first: emptySet().fill(1), nullable: true }; break;
-      case "group": known = firstOf(n.body); break;
-      case "seq": {
-        let first = emptySet();
-        let nullable = true;
-        for (let i = n.items.length - 1; i >= 0; i--) {
-          const r = firstOf(n.items[i]!);
-          first = r.nullable ? union(r.first, first) : r.first;
-          nullable = nullable && r.nullable;
-        }
-        known = { first, nullable };
-        break;
-      }
-      case "alt": {
-        let first = emptySet();
-        let nullable = false;
-        for (const a of n.alts) {
-          const r = firstOf(a);
-          first = union(first, r.first);
-          nullable = nullable || r.nullable;
-        }
-        known = { first, nullable };
-        break;
-      }
-      case "rep": {
-        const r = firstOf(n.body);
-        known = { first: r.first, nullable: n.min === 0 || r.nullable };
-        break;
-      }
-    }
-    firsts.set(n, known);
-    return known;
-  };
-  // Each prefix check compiles two DFAs: past MAX_PREFIX_CHECKS the pattern counts as
-  // approximated (what the flag is for) rather than spending the compile's time on n² pairs.
-  let prefixChecks = 0;
-  const prefixFree = (alts: readonly PyRegexNode[], i: number): boolean => {
-    if ((prefixChecks += i) > MAX_PREFIX_CHECKS) return false;
-    for (let e = 0; e < i; e++) if (!noProperPrefix(alts[e]!, alts[i]!, clock)) return false;
-    return true;
-  };
-  const walk = (n: PyRegexNode, follow: CharSet): { first: CharSet; nullable: boolean } => {
-    switch (n.k) {
-      case "set": return { first: firstCharsOfSet(n), nullable: false };
-      case "any": {
-        const f = emptySet().fill(1);
-        if (!n.dotAll) f[10] = 0;
-        return { first: f, nullable: false };
-      }
-      case "assert": case "look": return { first: emptySet(), nullable: true };
-      case "backref": unsafe = true; return { first: emptySet().fill(1), nullable: true };
-      case "group": return walk(n.body, follow);
-      case "seq": {
-        // Right to left so each item knows what can follow it.
-        let after = follow;
-        let first = emptySet();
-        let nullable = true;
-        for (let i = n.items.length - 1; i >= 0; i--) {
-          const r = walk(n.items[i]!, after);
-          first = r.nullable ? union(r.first, first) : r.first;
-          nullable = nullable && r.nullable;
-          after = r.nullable ? union(r.first, after) : r.first;
-        }
-        return { first, nullable };
-      }
-      case "alt": {
-        let first = emptySet();
-        let nullable = false;
-        const tail = follow.every((x) => x === 0);
-        n.alts.forEach((a, i) => {
-          const r = walk(a, follow);
-          if (r.nullable && nullable) unsafe = true;
-          // Python takes the first branch that matches. That is the longest match when branches
-          // start differently, or (in tail position) when no earlier branch's string is a proper
-          // prefix of a later branch's string.
-          if (overlaps(first, r.first)) {
-            overlappingAlternation = true;
-            if (!(tail && prefixFree(n.alts, i))) unsafe = true;
-          }
-          first = union(first, r.first);
-          nullable = nullable || r.nullable;
-        });
-        if (nullable) unsafe = true;
-        return { first, nullable };
-      }
-      case "rep": {
-        const inner = firstOf(n.body);
-        const r = walk(n.body, n.max > 1 ? union(inner.first, follow) : follow);
-        if (n.min !== n.max) {
-          variableParts++;
-          if (n.lazy) lazyParts++;
-          else if (overlaps(r.first, follow) || r.nullable) unsafe = true;
-        }
-        // A lazy repeat stops as soon as what follows matches: overlap there is its purpose.
-        return { first: r.first, nullable: n.min === 0 || r.nullable };
-      }
-    }
-  };
-  walk(root, emptySet());
-  if (lazyParts > 0) return lazyParts === 1 && variableParts === 1 && !unsafe && !overlappingAlternation;
-  return !unsafe;
 }
 
 /** Python tries a top-level alternation's branches in order, like a scanner's terminals. */
