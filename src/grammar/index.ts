@@ -22,8 +22,8 @@ export {
   LEXER_COMMITS,
   LEXER_END_KEEPS_STACK,
   type IncrementalOptions,
-  type ScannerParts,
 } from "./incremental.js";
+export type { ScannerParts } from "./scanner-dfa.js";
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";
 export { GrammarError } from "./errors.js";
 export type { LalrTable, BnfRule } from "./lalr.js";

@@ -6,6 +6,6 @@
  */
 export { sampleSentence, mutateSentence, makeRng, literalAlphabet, type SentenceOptions } from "./sentences.js";
 export { parses } from "./grammar.js";
-export { splitTopAlternatives } from "./incremental.js";
+export { splitTopAlternatives } from "./scanner-dfa.js";
 export { MAXREPEAT, parsePyRegex, regexWidth, toJsRegExp } from "./pyregex.js";
 export { evalEscaping } from "./compile.js";
