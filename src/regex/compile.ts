@@ -64,7 +64,7 @@
 import { parseFlagString, parseRegex, type RegexNode } from "./parser.js";
 import { ByteNfa } from "./nfa.js";
 import { determinizeLiterals } from "./dfa/literals.js";
-import { determinize } from "./dfa.js";
+import { determinize } from "./dfa/subset.js";
 import { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import { LruCache } from "../support/index.js";
