@@ -39,6 +39,30 @@ export interface ClassedNfa {
  * partition of 0..255 by each distinct edge range.
  */
 export function compressAlphabet(nfa: ByteNfa): ClassedNfa {
+  const edges = flatEdges(nfa);
+  const { rangeLo, rangeHi } = edges;
+  const { classOfByte, k } = byteClasses(rangeLo, rangeHi);
+  const newlineClass = nfa.hasAssertions ? classOfByte[0x0a]! : -1;
+  const { rangeClassOff, rangeClasses } = classesOfRanges(rangeLo, rangeHi, classOfByte, k);
+  const inAssertSet = arena.take(nfa.assertSets.length * k); // [set * k + class]
+  const newlineInSet = arena.take(nfa.assertSets.length);
+  nfa.assertSets.forEach((set, j) => {
+    for (let i = 0; i < set.length; i += 2) {
+      for (let b = set[i]!; b <= set[i + 1]!; b++) inAssertSet[j * k + classOfByte[b]!] = 1;
+      if (set[i]! <= 0x0a && 0x0a <= set[i + 1]!) newlineInSet[j] = 1;
+    }
+  });
+  const { edgeOff, edgeRange, edgeTo, epsOff, epsTo } = edges;
+  return { edgeOff, edgeRange, edgeTo, epsOff, epsTo, k, classOfByte, newlineClass, rangeClassOff, rangeClasses, inAssertSet, newlineInSet };
+}
+
+/**
+ * The NFA's edges in CSR form, byte edges labelled by interned ranges (rangeLo[r]..rangeHi[r]),
+ * and the ranges "\n" and the lookaround sets add as class boundaries.
+ */
+function flatEdges(nfa: ByteNfa): {
+  edgeOff: Int32Array; edgeRange: Int32Array; edgeTo: Int32Array; epsOff: Int32Array; epsTo: Int32Array; rangeLo: number[]; rangeHi: number[];
+} {
   const nStates = nfa.size;
   const rangeIds = new Map<number, number>();
   const rangeLo: number[] = [];
@@ -83,6 +107,11 @@ export function compressAlphabet(nfa: ByteNfa): ClassedNfa {
   if (nfa.hasAssertions) internRange(0x0a, 0x0a);
   // Lookaround byte sets become class boundaries, so a class is entirely inside or outside each.
   for (const set of nfa.assertSets) for (let i = 0; i < set.length; i += 2) internRange(set[i]!, set[i + 1]!);
+  return { edgeOff, edgeRange, edgeTo, epsOff, epsTo, rangeLo, rangeHi };
+}
+
+/** The partition of 0..255 refined by each range, its classes numbered by their first byte. */
+function byteClasses(rangeLo: readonly number[], rangeHi: readonly number[]): { classOfByte: Int32Array; k: number } {
   const byteClassRaw = arena.take(256);
   let nextClassId = 1;
   const remap = new Map<number, number>();
@@ -107,9 +136,11 @@ export function compressAlphabet(nfa: ByteNfa): ClassedNfa {
     if (dense[raw] === -1) dense[raw] = numIntervals++;
     classOfByte[b] = dense[raw]!;
   }
-  const k = numIntervals;
-  const newlineClass = nfa.hasAssertions ? classOfByte[0x0a]! : -1;
-  // Classes covered by each distinct range (CSR).
+  return { classOfByte, k: numIntervals };
+}
+
+/** Classes covered by each distinct range (CSR). */
+function classesOfRanges(rangeLo: readonly number[], rangeHi: readonly number[], classOfByte: Int32Array, k: number): { rangeClassOff: Int32Array; rangeClasses: Int32Array } {
   const rangeClassOff = arena.take(rangeLo.length + 1);
   const rangeClassList: number[] = [];
   const seen = arena.take(k, -1);
@@ -124,14 +155,5 @@ export function compressAlphabet(nfa: ByteNfa): ClassedNfa {
     }
     rangeClassOff[r + 1] = rangeClassList.length;
   }
-  const rangeClasses = arena.copy(rangeClassList);
-  const inAssertSet = arena.take(nfa.assertSets.length * k); // [set * k + class]
-  const newlineInSet = arena.take(nfa.assertSets.length);
-  nfa.assertSets.forEach((set, j) => {
-    for (let i = 0; i < set.length; i += 2) {
-      for (let b = set[i]!; b <= set[i + 1]!; b++) inAssertSet[j * k + classOfByte[b]!] = 1;
-      if (set[i]! <= 0x0a && 0x0a <= set[i + 1]!) newlineInSet[j] = 1;
-    }
-  });
-  return { edgeOff, edgeRange, edgeTo, epsOff, epsTo, k, classOfByte, newlineClass, rangeClassOff, rangeClasses, inAssertSet, newlineInSet };
+  return { rangeClassOff, rangeClasses: arena.copy(rangeClassList) };
 }

@@ -23,46 +23,11 @@ const arena = dfaArena;
 export function determinizeLiterals(patterns: readonly (readonly number[] | Uint8Array)[]): MultiByteDfa {
   arena.reset();
   const numPatterns = patterns.length;
-  // Byte intervals as determinize refines 0..255, numbered by their first byte: each byte some
-  // literal uses on its own, the others grouped by the classes they are in (all other bytes
-  // together when there are none).
-  const literalByte = arena.take(256);
-  const classes: Uint8Array[] = [];
+  const { classOfByte, k, numClasses } = literalIntervals(patterns);
   let total = 1;
-  for (const pattern of patterns) {
-    if (pattern instanceof Uint8Array) {
-      classes.push(pattern);
-      total++;
-    } else {
-      total += pattern.length;
-      for (const b of pattern) literalByte[b] = 1;
-    }
-  }
-  const classOfByte = arena.take(256);
-  let k = 0;
-  let otherBytes = -1;
-  const byMembership = classes.length === 0 ? null : new Map<string, number>();
-  for (let b = 0; b < 256; b++) {
-    if (literalByte[b] === 1) {
-      classOfByte[b] = k++;
-      continue;
-    }
-    let key = "";
-    if (b < 128) for (let c = 0; c < classes.length; c++) if (classes[c]![b] === 1) key += c + ",";
-    if (key === "") {
-      if (otherBytes < 0) otherBytes = k++;
-      classOfByte[b] = otherBytes;
-      continue;
-    }
-    let id = byMembership!.get(key);
-    if (id === undefined) {
-      id = k++;
-      byMembership!.set(key, id);
-    }
-    classOfByte[b] = id;
-  }
+  for (const pattern of patterns) total += pattern instanceof Uint8Array ? 1 : pattern.length;
   // A class's bytes take the root to at most one node per interval; bounded by the intervals.
-  if (classes.length > 0) total += k;
+  if (numClasses > 0) total += k;
   const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
   const trans = arena.take(total * k, -1);
   const rawMask = arena.take(total * acceptWords);
@@ -93,4 +58,44 @@ export function determinizeLiterals(patterns: readonly (readonly number[] | Uint
     rawAccepting[s] = 1;
   }
   return finishDfa(nodes, k, trans, rawMask, rawAccepting, acceptWords, numPatterns, classOfByte);
+}
+
+/**
+ * The byte intervals of a set of literals and ASCII classes (classOfByte, k of them) and how many
+ * of the patterns are classes.
+ */
+function literalIntervals(patterns: readonly (readonly number[] | Uint8Array)[]): { classOfByte: Int32Array; k: number; numClasses: number } {
+  // Byte intervals as determinize refines 0..255, numbered by their first byte: each byte some
+  // literal uses on its own, the others grouped by the classes they are in (all other bytes
+  // together when there are none).
+  const literalByte = arena.take(256);
+  const classes: Uint8Array[] = [];
+  for (const pattern of patterns) {
+    if (pattern instanceof Uint8Array) classes.push(pattern);
+    else for (const b of pattern) literalByte[b] = 1;
+  }
+  const classOfByte = arena.take(256);
+  let k = 0;
+  let otherBytes = -1;
+  const byMembership = classes.length === 0 ? null : new Map<string, number>();
+  for (let b = 0; b < 256; b++) {
+    if (literalByte[b] === 1) {
+      classOfByte[b] = k++;
+      continue;
+    }
+    let key = "";
+    if (b < 128) for (let c = 0; c < classes.length; c++) if (classes[c]![b] === 1) key += c + ",";
+    if (key === "") {
+      if (otherBytes < 0) otherBytes = k++;
+      classOfByte[b] = otherBytes;
+      continue;
+    }
+    let id = byMembership!.get(key);
+    if (id === undefined) {
+      id = k++;
+      byMembership!.set(key, id);
+    }
+    classOfByte[b] = id;
+  }
+  return { classOfByte, k, numClasses: classes.length };
 }
