@@ -16,7 +16,13 @@
  * Test support (sentence samplers, Lark's verdict by translated RegExps) is in testing.ts.
  */
 export { compileGrammar, reviveGrammar, type Grammar } from "./grammar.js";
-export { GrammarAutomaton, createGrammarAutomaton, LEXER_COMMITS, type IncrementalOptions } from "./automaton/grammar-automaton.js";
+export {
+  GrammarAutomaton,
+  createGrammarAutomaton,
+  DEFAULT_MAX_IGNORED_RUN,
+  LEXER_COMMITS,
+  type IncrementalOptions,
+} from "./automaton/grammar-automaton.js";
 export { LEXER_END_KEEPS_STACK } from "./automaton/lexer-states.js";
 export type { ScannerParts } from "./scanner-dfa.js";
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";

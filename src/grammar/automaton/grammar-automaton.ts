@@ -35,8 +35,11 @@ const STEP_FIELDS = LEXER_STEP_FIELDS;
  */
 export const LEXER_COMMITS = 0x20000000;
 
+/** IncrementalOptions.maxIgnoredRun when left out (generate/'s MAX_IGNORED_RUN is the requests' default). */
+export const DEFAULT_MAX_IGNORED_RUN = 8;
+
 export interface IncrementalOptions {
-  /** Most consecutive bytes of %ignore'd text (whitespace, comments) allowed anywhere. */
+  /** Most consecutive bytes of %ignore'd text (whitespace, comments) allowed anywhere (DEFAULT_MAX_IGNORED_RUN). */
   maxIgnoredRun?: number;
   /**
    * Scanner DFAs another automaton of the same grammar built (`scannerParts()`), e.g. in a
@@ -96,7 +99,7 @@ export class GrammarAutomaton {
   private readonly scratch: number[] = [];
 
   constructor(readonly grammar: Grammar, opts: IncrementalOptions = {}) {
-    const maxIgnoredRun = opts.maxIgnoredRun ?? 8;
+    const maxIgnoredRun = opts.maxIgnoredRun ?? DEFAULT_MAX_IGNORED_RUN;
     for (const name of opts.prebuilt?.approximate ?? []) this.approximate.add(name);
     this.stacks = new ParserStacks(grammar, this.tables);
     try {
