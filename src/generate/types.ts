@@ -2,6 +2,7 @@
  * The library-level contract between the decode loop (generate/, categorize/) and its callers
  * (server/, cli). The server is a thin shell over an `Engine`; tests may supply a fake one.
  */
+import { DEFAULT_MAX_IGNORED_RUN } from "../grammar/index.js";
 
 export interface SamplingOptions {
   /** Hugging Face semantics; defaults come from the seed API (see server schemas). */
@@ -32,7 +33,7 @@ export interface RegexCompletionRequest extends CompletionOptions {
  * Consecutive %ignore'd bytes allowed anywhere unless a request says otherwise: few enough that a
  * model cannot loop on whitespace, enough for a newline and some indentation.
  */
-export const MAX_IGNORED_RUN = 8;
+export const MAX_IGNORED_RUN = DEFAULT_MAX_IGNORED_RUN;
 
 export interface GrammarCompletionRequest extends CompletionOptions {
   /** Lark grammar text, LALR, start rule `start`. */

@@ -19,11 +19,12 @@ export { compileGrammar, reviveGrammar, type Grammar } from "./grammar.js";
 export {
   GrammarAutomaton,
   createGrammarAutomaton,
+  DEFAULT_MAX_IGNORED_RUN,
   LEXER_COMMITS,
-  LEXER_END_KEEPS_STACK,
   type IncrementalOptions,
-  type ScannerParts,
-} from "./incremental.js";
+} from "./automaton/grammar-automaton.js";
+export { LEXER_END_KEEPS_STACK } from "./automaton/lexer-states.js";
+export type { ScannerParts } from "./scanner-dfa.js";
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";
 export { GrammarError } from "./errors.js";
 export type { LalrTable, BnfRule } from "./lalr.js";

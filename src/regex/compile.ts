@@ -51,9 +51,11 @@
  *   DEFAULT_REGEX_LIMITS.
  *
  * PIPELINE: parser.ts (AST over code point sets, flags resolved) → nfa.ts (Thompson NFA over
- * UTF-8 byte ranges) → dfa.ts (subset construction over byte classes, with '$'/'\Z' as
- * per-thread modes on the remaining input and '^' resolved from the previous byte; dead-state
- * pruning; Hopcroft minimization; BFS numbering; byte classes merged by identical columns).
+ * UTF-8 byte ranges) → dfa/ (alphabet.ts: byte classes; subset.ts: subset construction over
+ * them, with '$'/'\Z' as per-thread modes on the remaining input and '^' resolved from the
+ * previous byte; finish.ts: dead-state pruning, Hopcroft minimization (minimize.ts), BFS
+ * numbering, byte classes merged by identical columns; literals.ts: the same DFA for sets of
+ * literals, from their trie).
  *
  * MULTI-PATTERN (lexers): compileMultiRegex gives one DFA whose acceptMask says which patterns
  * fully match the bytes so far and whose reachMask says which can still be completed. '$' there
@@ -61,7 +63,9 @@
  */
 import { parseFlagString, parseRegex, type RegexNode } from "./parser.js";
 import { ByteNfa } from "./nfa.js";
-import { determinize, determinizeLiterals, isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa.js";
+import { determinizeLiterals } from "./dfa/literals.js";
+import { determinize } from "./dfa/subset.js";
+import { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import { LruCache } from "../support/index.js";
 import { regexClock } from "./clock.js";

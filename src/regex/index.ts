@@ -10,10 +10,10 @@
  *   const lexer = compileMultiRegex([{ source: "[a-z]+" }, { source: "if" }]);
  *
  * The dialect (what is read, and what Python and JavaScript disagree on) is in compile.ts;
- * the pipeline parser.ts → nfa.ts → dfa.ts.
+ * the pipeline parser.ts → nfa.ts → dfa/ (subset.ts's determinize).
  */
-export type { ByteDfa, MultiByteDfa } from "./dfa.js";
-export { isEmptyLanguage, patternDistances } from "./dfa.js";
+export { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
+export { patternDistances } from "./dfa/distances.js";
 export { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 export { matchesBytes, matchesString, sampleMember, sampleString, shortestCompletion, walkBytes } from "./sample.js";
 export type { SampleOptions } from "./sample.js";

@@ -1,4 +1,4 @@
-import type { ByteDfa } from "./dfa.js";
+import type { ByteDfa } from "./dfa/types.js";
 
 
 /** Runs the DFA over bytes from `state`; returns the state reached or -1 (dead). */

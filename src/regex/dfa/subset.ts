@@ -1,0 +1,348 @@
+// The subset construction over byte classes: DFA states are ε-closed sets of NFA threads, a
+// thread being an NFA state with a mode saying what a pending end assertion or lookahead still
+// demands of the rest of the input ('^' and lookbehinds are decided from the previous byte).
+// `determinize` runs it between the alphabet compression (alphabet.ts) and finishDfa (finish.ts).
+
+import { RegexSyntaxError, RegexTooComplexError } from "../errors.js";
+import { regexClock } from "../clock.js";
+import type { ByteNfa } from "../nfa.js";
+import { Assertion } from "../parser.js";
+import { compressAlphabet, type ClassedNfa } from "./alphabet.js";
+import { finishDfa } from "./finish.js";
+import { dfaArena } from "./scratch.js";
+import type { DfaLimits, MultiByteDfa } from "./types.js";
+
+/** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
+const clock = regexClock;
+/** See scratch.ts. */
+const arena = dfaArena;
+
+// Thread modes: what a pending end assertion still demands of the remaining input.
+const MODE_FREE = 0;
+const MODE_EOL = 1; // next byte is "\n" or the text ends
+const MODE_END_OR_NL = 2; // the rest is "" or "\n"
+const MODE_END = 3; // the rest is ""
+// Modes 4 + 2j / 5 + 2j: the next byte must be in / must not be in (or the text ends) assertion set j.
+const MODE_LOOKAHEAD_BASE = 4;
+const DROP = -1;
+
+/**
+ * Subset construction over byte classes, then dead-state pruning, Hopcroft minimization,
+ * BFS renumbering and merging of classes whose columns agree.
+ */
+export function determinize(nfa: ByteNfa, start: number, numPatterns: number, limits: DfaLimits): MultiByteDfa {
+  arena.reset();
+  const alphabet = compressAlphabet(nfa);
+  const subset = new SubsetConstruction(nfa, alphabet, limits);
+  subset.explore(start);
+  const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
+  const { rawMask, rawAccepting } = subset.acceptance(acceptWords);
+  return finishDfa(subset.numRaw, alphabet.k, subset.trans, rawMask, rawAccepting, acceptWords, numPatterns, alphabet.classOfByte);
+}
+
+function hashThreads(src: Int32Array, from: number, to: number): number {
+  let h = 0x811c9dc5;
+  for (let i = from; i < to; i++) h = Math.imul(h ^ src[i]!, 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * The raw DFA of one determinize call, built state by state in the arena's scratch: its states
+ * (sorted thread lists in a pool, found through an open-addressing hash table) and transitions.
+ */
+class SubsetConstruction {
+  /** Thread ids are nfaState * numModes + mode. */
+  private readonly numModes: number;
+  private readonly assertion: Int32Array;
+  private readonly assertSet: Int32Array;
+  private readonly assertTarget: Int32Array;
+  private readonly acceptOf: Int32Array;
+  /** 1 for the NFA states a closure keeps: those with byte edges or accepting. */
+  private readonly important: Int32Array;
+  // Epsilon closure of thread ids (nfaState * numModes + mode) into closureOut, sorted.
+  private readonly visitStamp: Int32Array;
+  private stamp = 0;
+  private readonly stack: Int32Array; // each thread is pushed at most once per closure
+  private closureOut: Int32Array;
+  // DFA states: sorted thread lists in a pool, found through an open-addressing hash table.
+  private pool: Int32Array;
+  private poolUsed = 0;
+  private stateOff: Int32Array;
+  numRaw = 0;
+  private table: Int32Array;
+  /** trans[state * k + class]: the raw DFA's transitions, -1 where none. */
+  trans: Int32Array;
+
+  constructor(
+    private readonly nfa: ByteNfa,
+    private readonly alphabet: ClassedNfa,
+    private readonly limits: DfaLimits,
+  ) {
+    const nStates = nfa.size;
+    const numModes = MODE_LOOKAHEAD_BASE + 2 * nfa.assertSets.length;
+    if (nStates * numModes > 1 << 25) {
+      throw new RegexTooComplexError("pattern too complex: too many distinct lookaround sets for its size", "nfaStates");
+    }
+    this.numModes = numModes;
+    this.assertion = arena.copy(nfa.assertion);
+    this.assertSet = arena.copy(nfa.assertSet);
+    this.assertTarget = arena.copy(nfa.assertTarget);
+    const acceptOf = (this.acceptOf = arena.copy(nfa.accept));
+    const edgeOff = alphabet.edgeOff;
+    const important = (this.important = arena.take(nStates));
+    for (let q = 0; q < nStates; q++) if (edgeOff[q + 1]! > edgeOff[q]! || acceptOf[q]! >= 0) important[q] = 1;
+    this.visitStamp = arena.take(nStates * numModes);
+    this.stack = arena.take(nStates * numModes);
+    this.closureOut = arena.take(64);
+    this.pool = arena.take(1024);
+    this.stateOff = arena.take(65);
+    this.table = arena.take(256, -1);
+    this.trans = arena.take(64 * alphabet.k, -1);
+  }
+
+  private refuseCombination(q: number): never {
+    throw new RegexSyntaxError(
+      "a lookahead combined with another lookahead or end assertion at the same place is not supported",
+      Math.max(0, this.nfa.assertPosition[q]!),
+      "lookahead combination",
+    );
+  }
+
+  /** The mode after crossing end/lookahead assertion `a` (state q) in `mode`, or DROP. */
+  private modeAfter(mode: number, a: number, q: number): number {
+    const newlineInSet = this.alphabet.newlineInSet;
+    if (a === Assertion.EndOfLine || a === Assertion.EndOrFinalNewline || a === Assertion.EndOfText) {
+      const demanded = a === Assertion.EndOfLine ? MODE_EOL : a === Assertion.EndOrFinalNewline ? MODE_END_OR_NL : MODE_END;
+      if (mode <= MODE_END) return Math.max(mode, demanded); // ordered by strictness
+      const j = (mode - MODE_LOOKAHEAD_BASE) >> 1;
+      const positive = ((mode - MODE_LOOKAHEAD_BASE) & 1) === 0;
+      if (positive) {
+        if (!newlineInSet[j] || demanded === MODE_END) return DROP;
+        return this.refuseCombination(q);
+      }
+      return demanded === MODE_END || newlineInSet[j] ? MODE_END : demanded;
+    }
+    const j = this.assertSet[q]!;
+    const positive = a === Assertion.FollowedBy;
+    const own = MODE_LOOKAHEAD_BASE + 2 * j + (positive ? 0 : 1);
+    if (mode === MODE_FREE || mode === own) return own;
+    if (mode === MODE_END) return positive ? DROP : MODE_END;
+    if (mode === MODE_EOL || mode === MODE_END_OR_NL) {
+      if (!positive) return newlineInSet[j] ? MODE_END : mode;
+      if (!newlineInSet[j]) return DROP;
+    }
+    return this.refuseCombination(q);
+  }
+
+  /**
+   * The ε-closure of seeds[from..to) into closureOut, sorted; returns its size.
+   * prevClass: class of the byte just consumed, -1 at the start of the text.
+   */
+  private closure(seeds: Int32Array, from: number, to: number, prevClass: number): number {
+    const { numModes, important, acceptOf, assertion, assertTarget, assertSet, visitStamp, stack } = this;
+    const { epsOff, epsTo, inAssertSet, k, newlineClass } = this.alphabet;
+    let closureOut = this.closureOut;
+    const atStart = prevClass < 0;
+    const atLineStart = atStart || prevClass === newlineClass;
+    const stamp = ++this.stamp;
+    let sp = 0;
+    let n = 0;
+    for (let i = from; i < to; i++) {
+      const t = seeds[i]!;
+      if (visitStamp[t] !== stamp) {
+        visitStamp[t] = stamp;
+        stack[sp++] = t;
+      }
+    }
+    while (sp > 0) {
+      const thread = stack[--sp]!;
+      const q = (thread / numModes) | 0;
+      const mode = thread - q * numModes;
+      if (important[q] && (mode !== MODE_END || acceptOf[q]! >= 0)) {
+        if (n === closureOut.length) {
+          const grown = arena.take(closureOut.length * 2);
+          grown.set(closureOut);
+          closureOut = this.closureOut = grown;
+        }
+        closureOut[n++] = thread;
+      }
+      for (let i = epsOff[q]!; i < epsOff[q + 1]!; i++) {
+        const t = epsTo[i]! * numModes + mode;
+        if (visitStamp[t] !== stamp) {
+          visitStamp[t] = stamp;
+          stack[sp++] = t;
+        }
+      }
+      const a = assertion[q]!;
+      if (a !== 0) {
+        let t = -1;
+        if (a === Assertion.StartOfText) {
+          if (atStart) t = assertTarget[q]! * numModes + mode;
+        } else if (a === Assertion.StartOfLine) {
+          if (atLineStart) t = assertTarget[q]! * numModes + mode;
+        } else if (a === Assertion.PrecededBy || a === Assertion.NotPrecededBy) {
+          const inside = !atStart && inAssertSet[assertSet[q]! * k + prevClass] === 1;
+          if (inside === (a === Assertion.PrecededBy)) t = assertTarget[q]! * numModes + mode;
+        } else {
+          const next = this.modeAfter(mode, a, q);
+          if (next !== DROP) t = assertTarget[q]! * numModes + next;
+        }
+        if (t >= 0 && visitStamp[t] !== stamp) {
+          visitStamp[t] = stamp;
+          stack[sp++] = t;
+        }
+      }
+    }
+    closureOut.subarray(0, n).sort();
+    clock.tick(n + to - from);
+    return n;
+  }
+
+  private sameThreads(id: number, n: number): boolean {
+    const { pool, stateOff, closureOut } = this;
+    const off = stateOff[id]!;
+    if (stateOff[id + 1]! - off !== n) return false;
+    for (let i = 0; i < n; i++) if (pool[off + i] !== closureOut[i]) return false;
+    return true;
+  }
+
+  private insertInTable(id: number, h: number): void {
+    const table = this.table;
+    const mask = table.length - 1;
+    let slot = h & mask;
+    while (table[slot] !== -1) slot = (slot + 1) & mask;
+    table[slot] = id;
+  }
+
+  /** Looks up or adds the state whose threads are closureOut[0..n). */
+  private internState(n: number): number {
+    const h = hashThreads(this.closureOut, 0, n);
+    let table = this.table;
+    const mask = table.length - 1;
+    let slot = h & mask;
+    for (;;) {
+      const id = table[slot]!;
+      if (id === -1) break;
+      if (this.sameThreads(id, n)) return id;
+      slot = (slot + 1) & mask;
+    }
+    const id = this.numRaw;
+    if (id >= this.limits.maxDfaStates) {
+      throw new RegexTooComplexError(`pattern too complex: its DFA needs more than ${this.limits.maxDfaStates} states`, "dfaStates");
+    }
+    const numRaw = ++this.numRaw;
+    if (this.poolUsed + n > this.pool.length) {
+      const grown = arena.take(Math.max(this.pool.length * 2, this.poolUsed + n));
+      grown.set(this.pool);
+      this.pool = grown;
+    }
+    this.pool.set(this.closureOut.subarray(0, n), this.poolUsed);
+    this.poolUsed += n;
+    if (numRaw + 1 > this.stateOff.length) {
+      const grown = arena.take(this.stateOff.length * 2);
+      grown.set(this.stateOff);
+      this.stateOff = grown;
+    }
+    this.stateOff[numRaw] = this.poolUsed;
+    if (numRaw * this.alphabet.k > this.trans.length) {
+      const grown = arena.take(this.trans.length * 2, -1);
+      grown.set(this.trans);
+      this.trans = grown;
+    }
+    if (numRaw * 2 > table.length) {
+      table = this.table = arena.take(table.length * 2, -1);
+      const { pool, stateOff } = this;
+      for (let other = 0; other < numRaw - 1; other++) {
+        this.insertInTable(other, hashThreads(pool, stateOff[other]!, stateOff[other + 1]!));
+      }
+    }
+    this.insertInTable(id, h);
+    return id;
+  }
+
+  /** The states reachable from NFA state `start` at the start of the text, and their transitions. */
+  explore(start: number): void {
+    const numModes = this.numModes;
+    const { edgeOff, edgeRange, edgeTo, rangeClassOff, rangeClasses, inAssertSet, k, newlineClass } = this.alphabet;
+    const seed = arena.take(1);
+    seed[0] = start * numModes;
+    this.internState(this.closure(seed, 0, 1, -1));
+    const classCount = arena.take(k + 1);
+    let moves = arena.take(256); // seeds grouped by class
+    for (let s = 0; s < this.numRaw; s++) {
+      // This state's threads (internState, below, may move them to larger tables).
+      const pool = this.pool;
+      const stateOff = this.stateOff;
+      // Pass 1 counts seeds per class, pass 2 places them (counting sort, no per-class arrays).
+      classCount.fill(0);
+      for (let pass = 0; pass < 2; pass++) {
+        for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
+          const thread = pool[i]!;
+          const q = (thread / numModes) | 0;
+          const mode = thread - q * numModes;
+          if (mode === MODE_END) continue;
+          for (let j = edgeOff[q]!; j < edgeOff[q + 1]!; j++) {
+            const r = edgeRange[j]!;
+            const target = edgeTo[j]! * numModes;
+            for (let x = rangeClassOff[r]!; x < rangeClassOff[r + 1]!; x++) {
+              const c = rangeClasses[x]!;
+              let t = target;
+              if (mode >= MODE_LOOKAHEAD_BASE) {
+                const la = mode - MODE_LOOKAHEAD_BASE;
+                const inside = inAssertSet[(la >> 1) * k + c] === 1;
+                if (inside !== ((la & 1) === 0)) continue;
+              } else if (mode !== MODE_FREE) {
+                if (c !== newlineClass) continue;
+                t = target + (mode === MODE_EOL ? MODE_FREE : MODE_END);
+              }
+              if (pass === 0) classCount[c + 1]!++;
+              else moves[classCount[c]!++] = t;
+            }
+          }
+        }
+        if (pass === 0) {
+          for (let c = 0; c < k; c++) classCount[c + 1]! += classCount[c]!;
+          if (classCount[k]! > moves.length) moves = arena.take(classCount[k]! * 2);
+        }
+      }
+      // After pass 2, classCount[c] is the end of class c's seeds (and the start of c + 1's).
+      clock.tick(k + 2 * (stateOff[s + 1]! - stateOff[s]!) + classCount[k]!);
+      let from = 0;
+      for (let c = 0; c < k; c++) {
+        const to = classCount[c]!;
+        if (to > from) {
+          const n = this.closure(moves, from, to, c);
+          if (n > 0) {
+            const target = this.internState(n);
+            this.trans[s * k + c] = target;
+          }
+        }
+        from = to;
+      }
+    }
+  }
+
+  /** Per raw state, the patterns accepting there (acceptWords words each) and whether any does. */
+  acceptance(acceptWords: number): { rawMask: Int32Array; rawAccepting: Int32Array } {
+    const { numModes, acceptOf, pool, stateOff } = this;
+    const rawCount = this.numRaw;
+    const rawMask = arena.take(rawCount * acceptWords);
+    const rawAccepting = arena.take(rawCount);
+    for (let s = 0; s < rawCount; s++) {
+      clock.tick(stateOff[s + 1]! - stateOff[s]! + 1);
+      for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
+        const thread = pool[i]!;
+        const q = (thread / numModes) | 0;
+        const mode = thread - q * numModes;
+        const p = acceptOf[q]!;
+        // A pending positive lookahead needs one more character, so it cannot accept at the end.
+        const needsMore = mode >= MODE_LOOKAHEAD_BASE && ((mode - MODE_LOOKAHEAD_BASE) & 1) === 0;
+        if (p >= 0 && !needsMore) {
+          rawMask[s * acceptWords + (p >>> 5)]! |= 1 << (p & 31);
+          rawAccepting[s] = 1;
+        }
+      }
+    }
+    return { rawMask, rawAccepting };
+  }
+}
