@@ -17,13 +17,9 @@
  */
 export { loopsOnEveryUtf8Char, TokenTrie, tokenTrieFor, utf8Step } from "./trie.js";
 export { DfaTokenMatcher, dfaTokenMatcherFor, SMALL_LIST_IDS, warmUpMatchers } from "./dfa-matcher.js";
-export {
-  GrammarConstraintState,
-  GrammarTokenMatcher,
-  WALK_AHEAD_MS,
-  type CompletableAutomaton,
-  type LexerLevelAutomaton,
-} from "./grammar-matcher.js";
+export { GrammarTokenMatcher, WALK_AHEAD_MS } from "./grammar/matcher.js";
+export { GrammarConstraintState } from "./grammar/state.js";
+export type { CompletableAutomaton, LexerLevelAutomaton } from "./grammar/contracts.js";
 export { ConstraintTooCostlyError, WorkMeter } from "./work-meter.js";
 export { DfaConstraintState } from "./dfa-state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
