@@ -249,7 +249,22 @@ export class DfaBudgets {
     const minTokens = this.minTokens;
     const accepting = this.dfa.accepting;
     const n = this.dfa.numStates;
-    const visited = new Uint8Array(n);
+    const visited = this.exploreUnknown(state);
+    const dist = this.distancesToAccept();
+    for (let s = 0; s < n; s++) {
+      if (visited[s] === 1 || accepting[s] === 1) minTokens[s] = dist[s]!;
+    }
+    this.successorsExact[state] = 1;
+  }
+
+  /**
+   * The states reachable from `state` through states of unknown distance (accepting ones are not
+   * expanded), as 1s by state, each expanded one with its successors computed.
+   */
+  private exploreUnknown(state: number): Uint8Array {
+    const minTokens = this.minTokens;
+    const accepting = this.dfa.accepting;
+    const visited = new Uint8Array(this.dfa.numStates);
     const stack: number[] = [state];
     visited[state] = 1;
     while (stack.length > 0) {
@@ -265,6 +280,16 @@ export class DfaBudgets {
         }
       }
     }
+    return visited;
+  }
+
+  /**
+   * Fewest tokens from every state to an accepting one over the successor lists computed so far
+   * (UNREACHABLE: none): a BFS backwards from the accepting states over the edges reversed (CSR).
+   */
+  private distancesToAccept(): Int32Array {
+    const accepting = this.dfa.accepting;
+    const n = this.dfa.numStates;
     const inStart = new Int32Array(n + 1);
     for (let s = 0; s < n; s++) {
       const succ = this.successors[s];
@@ -300,9 +325,6 @@ export class DfaBudgets {
         }
       }
     }
-    for (let s = 0; s < n; s++) {
-      if (visited[s] === 1 || accepting[s] === 1) minTokens[s] = dist[s]!;
-    }
-    this.successorsExact[state] = 1;
+    return dist;
   }
 }
