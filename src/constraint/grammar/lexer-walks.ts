@@ -85,9 +85,10 @@ const NO_NODES: readonly number[] = Object.freeze([]);
 
 /**
  * Trie walks over sets of lexer states (a hypothesis's token in progress, and the fresh tokens
- * that ignored terminals ending on the way start; see LexerSets), cached per set and shared by every stack.
- * Commits are not followed: the walk records where each kind of commit happens (CommitGroup), and
- * the walk below a group's nodes from the next token's lexer state is cached in its turn.
+ * that ignored terminals ending on the way start; see LexerSets), cached per set and shared by
+ * every stack. Commits are not followed: the walk records where each kind of commit happens
+ * (CommitGroup), and the walk below a group's nodes from the next token's lexer state is cached
+ * in its turn.
  */
 export class LexerLevelWalks extends LexerSets {
   private readonly roots = new Map<number, LexerWalk>();
