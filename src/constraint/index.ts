@@ -16,15 +16,13 @@
  * ByteAutomaton ({ step(state, byte) → state | -1 }), skipping dead subtrees.
  */
 export { loopsOnEveryUtf8Char, TokenTrie, tokenTrieFor, utf8Step } from "./trie.js";
-export { DfaTokenMatcher, dfaTokenMatcherFor, SMALL_LIST_IDS, warmUpMatchers } from "./dfa-matcher.js";
-export {
-  GrammarConstraintState,
-  GrammarTokenMatcher,
-  WALK_AHEAD_MS,
-  type CompletableAutomaton,
-  type LexerLevelAutomaton,
-} from "./grammar-matcher.js";
+export { DfaTokenMatcher } from "./regex/matcher.js";
+export { dfaTokenMatcherFor, warmUpMatchers } from "./regex/shared-matchers.js";
+export { SMALL_LIST_IDS } from "./regex/mask-store.js";
+export { GrammarTokenMatcher, WALK_AHEAD_MS } from "./grammar/matcher.js";
+export { GrammarConstraintState } from "./grammar/state.js";
+export type { CompletableAutomaton, LexerLevelAutomaton } from "./grammar/contracts.js";
 export { ConstraintTooCostlyError, WorkMeter } from "./work-meter.js";
-export { DfaConstraintState } from "./dfa-state.js";
+export { DfaConstraintState } from "./regex/state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
 export { PREFIX_PENDING, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";

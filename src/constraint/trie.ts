@@ -398,15 +398,15 @@ function buildSorted(
     if (len > maxLen) maxLen = len;
   }
   const cap = totalBytes + 1;
-  const nodeByte = new Uint8Array(cap);
-  const depth = new Uint16Array(cap);
-  const subtreeSize = new Uint32Array(cap);
-  const tokenStart = new Uint32Array(cap + 1);
-  const tmp = new Int32Array(n);
-  const counts = new Int32Array(257);
-  const pos = new Int32Array(257);
-  const touched = new Int32Array(257);
-  let numTouched = 0;
+  const nodes: TrieNodes = {
+    nodeByte: new Uint8Array(cap),
+    depth: new Uint16Array(cap),
+    subtreeSize: new Uint32Array(cap),
+    tokenStart: new Uint32Array(cap + 1),
+  };
+  const { nodeByte, depth, subtreeSize, tokenStart } = nodes;
+  const radix: RadixScratch = { tmp: new Int32Array(n), counts: new Int32Array(257), pos: new Int32Array(257), touched: new Int32Array(257) };
+  const { counts, pos, touched } = radix;
   const stLo: number[] = [];
   const stHi: number[] = [];
   const stDepth: number[] = [];
@@ -432,52 +432,10 @@ function buildSorted(
     depth[node] = d;
     tokenStart[node] = lo;
     if (hi - lo === 1) {
-      // One token left: a chain of single-child nodes, no sorting needed.
-      const id = ids[lo]!;
-      const s = offsets[id]!;
-      const len = offsets[id + 1]! - s;
-      for (let i = d; i < len; i++) {
-        const c = numNodes++;
-        nodeByte[c] = data[s + i]!;
-        depth[c] = i + 1;
-        tokenStart[c] = lo;
-      }
-      // Every chain node's range is empty except the last (the next node starts at hi).
-      for (let c = node; c < numNodes - 1; c++) {
-        tokenStart[c] = lo;
-        subtreeSize[c] = numNodes - c;
-      }
-      subtreeSize[numNodes - 1] = 1;
+      numNodes = emitChain(nodes, node, numNodes, lo, d, ids[lo]!, offsets, data);
       continue;
     }
-    // Bucket by the byte at depth d; key 0 = the token ends here.
-    for (let k = lo; k < hi; k++) {
-      const id = ids[k]!;
-      const s = offsets[id]!;
-      const key = offsets[id + 1]! - s === d ? 0 : data[s + d]! + 1;
-      if (counts[key]!++ === 0) {
-        // Insertion into the sorted list of distinct keys (usually a handful).
-        let i = numTouched++;
-        while (i > 0 && touched[i - 1]! > key) {
-          touched[i] = touched[i - 1]!;
-          i--;
-        }
-        touched[i] = key;
-      }
-    }
-    let at = lo;
-    for (let i = 0; i < numTouched; i++) {
-      const key = touched[i]!;
-      pos[key] = at;
-      at += counts[key]!;
-    }
-    for (let k = lo; k < hi; k++) {
-      const id = ids[k]!;
-      const s = offsets[id]!;
-      const key = offsets[id + 1]! - s === d ? 0 : data[s + d]! + 1;
-      tmp[pos[key]!++] = id;
-    }
-    for (let k = lo; k < hi; k++) ids[k] = tmp[k]!;
+    const numTouched = bucketByByte(radix, ids, lo, hi, d, offsets, data);
     // Children in byte order: push in reverse, after the close marker.
     stLo.push(node);
     stHi.push(0);
@@ -496,7 +454,6 @@ function buildSorted(
       end = begin;
       counts[key] = 0;
     }
-    numTouched = 0;
   }
   tokenStart[numNodes] = n;
   return {
@@ -507,4 +464,85 @@ function buildSorted(
     tokenStart: tokenStart.slice(0, numNodes + 1),
     maxLen,
   };
+}
+
+/** The node tables buildSorted fills, one entry per token byte at most (cut to size at the end). */
+interface TrieNodes {
+  readonly nodeByte: Uint8Array;
+  readonly depth: Uint16Array;
+  readonly subtreeSize: Uint32Array;
+  readonly tokenStart: Uint32Array;
+}
+
+/**
+ * One token left in a group (whose node is `node`): a chain of single-child nodes for the rest of
+ * its bytes, no sorting needed. Returns the node count after the chain.
+ */
+function emitChain(nodes: TrieNodes, node: number, numNodes: number, lo: number, d: number, id: number, offsets: Uint32Array, data: Uint8Array): number {
+  const { nodeByte, depth, subtreeSize, tokenStart } = nodes;
+  const s = offsets[id]!;
+  const len = offsets[id + 1]! - s;
+  for (let i = d; i < len; i++) {
+    const c = numNodes++;
+    nodeByte[c] = data[s + i]!;
+    depth[c] = i + 1;
+    tokenStart[c] = lo;
+  }
+  // Every chain node's range is empty except the last (the next node starts at hi).
+  for (let c = node; c < numNodes - 1; c++) {
+    tokenStart[c] = lo;
+    subtreeSize[c] = numNodes - c;
+  }
+  subtreeSize[numNodes - 1] = 1;
+  return numNodes;
+}
+
+/**
+ * The radix step's scratch, reused by every group: per key (0 = the token ends here, else byte +
+ * 1) its count and where its next id goes, and the distinct keys met, ascending.
+ */
+interface RadixScratch {
+  readonly tmp: Int32Array;
+  readonly counts: Int32Array;
+  readonly pos: Int32Array;
+  readonly touched: Int32Array;
+}
+
+/**
+ * Sorts ids[lo..hi) by the byte at depth d (stable; key 0, the tokens that end at d, first).
+ * Leaves per key its count and end position in `counts` and `pos`, the distinct keys ascending
+ * in `touched`; returns how many there are.
+ */
+function bucketByByte(radix: RadixScratch, ids: Int32Array, lo: number, hi: number, d: number, offsets: Uint32Array, data: Uint8Array): number {
+  const { tmp, counts, pos, touched } = radix;
+  let numTouched = 0;
+  // Bucket by the byte at depth d; key 0 = the token ends here.
+  for (let k = lo; k < hi; k++) {
+    const id = ids[k]!;
+    const s = offsets[id]!;
+    const key = offsets[id + 1]! - s === d ? 0 : data[s + d]! + 1;
+    if (counts[key]!++ === 0) {
+      // Insertion into the sorted list of distinct keys (usually a handful).
+      let i = numTouched++;
+      while (i > 0 && touched[i - 1]! > key) {
+        touched[i] = touched[i - 1]!;
+        i--;
+      }
+      touched[i] = key;
+    }
+  }
+  let at = lo;
+  for (let i = 0; i < numTouched; i++) {
+    const key = touched[i]!;
+    pos[key] = at;
+    at += counts[key]!;
+  }
+  for (let k = lo; k < hi; k++) {
+    const id = ids[k]!;
+    const s = offsets[id]!;
+    const key = offsets[id + 1]! - s === d ? 0 : data[s + d]! + 1;
+    tmp[pos[key]!++] = id;
+  }
+  for (let k = lo; k < hi; k++) ids[k] = tmp[k]!;
+  return numTouched;
 }

@@ -1,7 +1,11 @@
-import type { DfaTokenMatcher } from "./dfa-matcher.js";
-import { setTokenRange } from "../support/index.js";
-import { PREFIX_PENDING } from "./types.js";
-
+/**
+ * One regex request's position (DfaConstraintState): the decode loop's view of a regex
+ * constraint over a shared DfaTokenMatcher, with prompt-boundary healing.
+ */
+import { setTokenRange } from "../../support/index.js";
+import { PREFIX_PENDING } from "../types.js";
+import { NO_BUDGET } from "./budget.js";
+import type { DfaTokenMatcher } from "./matcher.js";
 
 /**
  * One request's position in a `DfaTokenMatcher`: the decode loop's view of a regex constraint.
@@ -49,13 +53,13 @@ export class DfaConstraintState {
   mask(remaining?: number): Uint32Array {
     this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.mask(this.state, remaining);
-    return this.prefixStepMask(remaining ?? 0x7fffffff);
+    return this.prefixStepMask(remaining ?? NO_BUDGET);
   }
 
   hasAnyToken(remaining?: number): boolean {
     this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.hasAnyToken(this.state, remaining);
-    const limit = (remaining ?? 0x7fffffff) - 1;
+    const limit = (remaining ?? NO_BUDGET) - 1;
     if (limit < 0) return false;
     const spans = this.spans();
     for (let i = 0; i < spans.length; i += 3) if (this.matcher.canAcceptWithin(spans[i + 2]!, limit)) return true;

@@ -1,0 +1,214 @@
+/**
+ * Token budgets over the grammar matcher's masks: a token is allowed with `remaining` tokens left
+ * only if a complete sentence is still reachable within remaining-1 tokens after it. "Surely
+ * reachable" comes from an upper bound (bounds.ts); otherwise a bounded depth-first search over
+ * cached token transitions decides; when it gives up, the token is refused: budgets may then be
+ * stricter than necessary, never looser, so a completion is never a truncated half sentence.
+ * The search effort is bounded per query and per mask, so a tight budget holds a decode step for
+ * tens of ms at most.
+ */
+import { IntMap, orInto, type TableSlab } from "../../support/index.js";
+import type { TokenTrie } from "../trie.js";
+import type { WorkMeter } from "../work-meter.js";
+import type { CompletionBounds } from "./bounds.js";
+import type { CompletableAutomaton } from "./contracts.js";
+import type { StateEdgeCache, StateEdges } from "./edges.js";
+import type { LexerLevelWalks } from "./lexer-walks.js";
+import { MEMO_CAPACITY } from "./tables.js";
+
+/** Depth-first search effort per budget query before refusing (conservative). */
+const SEARCH_LIMIT = 64;
+/**
+ * Search effort for all the budget queries of one mask together. A tight budget asks one query
+ * per target, and each new state a query visits costs a mask walk and an A*: without this cap
+ * one decode step could hold the event loop for tens of ms. Queries past it only get the cheap
+ * answers (known bounds, memo), so the mask may leave out a token that would have fit; never one
+ * that does not.
+ */
+const MASK_SEARCH_LIMIT = 256;
+/** Search effort for all the budgets minTokensAtLeast tries together. */
+const MIN_TOKENS_SEARCH_LIMIT = 1024;
+/** Budgets above this are treated alike by the memo keys (they only ever mean "plenty"). */
+const BUDGET_KEY_CAP = 0xffff;
+
+/** The budget answers and budget masks of one matcher, with their memos and search effort. */
+export class TokenBudgets {
+  /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
+  private readonly finishMemo: IntMap;
+  private readonly budgetMasks = new Map<number, Uint32Array>();
+  private searchLeft = 0;
+  private searchGaveUp = false;
+  /** Effort left to the mask being computed (MASK_SEARCH_LIMIT); Infinity outside mask(). */
+  private maskSearchLeft = Number.POSITIVE_INFINITY;
+  private readonly bytesAreTokens: boolean;
+  private readonly words: number;
+  /** Bytes of the budget masks made so far (retainedBytes). */
+  private madeBytes = 0;
+
+  /** `tables`: the matcher's slab. */
+  constructor(
+    private readonly trie: TokenTrie,
+    private readonly automaton: CompletableAutomaton,
+    private readonly lexer: LexerLevelWalks | null,
+    private readonly edges: StateEdgeCache,
+    private readonly bounds: CompletionBounds,
+    tables: TableSlab,
+    private readonly work: WorkMeter,
+  ) {
+    this.finishMemo = new IntMap(MEMO_CAPACITY, tables);
+    this.bytesAreTokens = bounds.bytesAreTokens;
+    this.words = edges.words;
+  }
+
+  /** An estimate of the heap bytes of its masks and memo, erring high (see the matcher's). */
+  retainedBytes(): number {
+    return this.madeBytes + this.finishMemo.byteLength + this.budgetMasks.size * 80;
+  }
+
+  /** Whether a complete sentence is reachable from `state` within `budget` tokens. */
+  canAcceptWithin(state: number, budget: number): boolean {
+    const effort = Math.min(SEARCH_LIMIT, this.maskSearchLeft);
+    this.searchLeft = effort;
+    this.searchGaveUp = false;
+    const found = this.finishable(state, budget);
+    this.maskSearchLeft -= effort - Math.max(0, this.searchLeft);
+    return found;
+  }
+
+  private finishable(state: number, budget: number): boolean {
+    if (state < 0) return false;
+    this.work.charge(1);
+    if (this.automaton.isComplete(state)) return true;
+    if (budget <= 0) return false;
+    const lower = this.automaton.minBytesLowerBound(state);
+    if (lower === Infinity || lower > budget * this.trie.maxTokenLength) return false;
+    if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
+    if (this.bounds.tokenUpperBound(state, false) <= budget) return true;
+    const key = state * 65536 + Math.min(budget, BUDGET_KEY_CAP);
+    const memo = this.finishMemo.get(key);
+    if (memo !== IntMap.MISSING) return memo === 1;
+    // The exact bound (an A*, once per state) is search effort too.
+    if (this.searchLeft-- <= 0) {
+      this.searchGaveUp = true;
+      return false;
+    }
+    if (this.bounds.tokenUpperBound(state, true) <= budget) return true;
+    let found = false;
+    const distinct = this.targetsByDistance(this.edges.edgesOf(state));
+    for (let i = 0; i < distinct.length && !found; i++) found = this.finishable(distinct[i]!, budget - 1);
+    // A give-up answer is not memoized as "no": another query with more effort may find a way.
+    if (found || !this.searchGaveUp) this.finishMemo.set(key, found ? 1 : 0);
+    return found;
+  }
+
+  /** The targets nearest first (by lower bound), for the depth-first budget search; sorted once, on first need. */
+  private targetsByDistance(e: StateEdges): Int32Array {
+    if (e.nearestFirst === null) {
+      const automaton = this.automaton;
+      const n = e.distinct.length;
+      const lb = new Float64Array(n);
+      const order = new Int32Array(n);
+      for (let i = 0; i < n; i++) {
+        lb[i] = automaton.minBytesLowerBound(e.distinct[i]!);
+        order[i] = i;
+      }
+      // Stable on ties, as the sort of the targets themselves was.
+      order.sort((x, y) => lb[x]! - lb[y]! || x - y);
+      const nearest = new Int32Array(n);
+      for (let i = 0; i < n; i++) nearest[i] = e.distinct[order[i]!]!;
+      e.nearestFirst = nearest;
+    }
+    return e.nearestFirst;
+  }
+
+  /** Fewest tokens to a complete sentence, searched up to `cap` (Infinity beyond it). */
+  minTokensToAccept(state: number, cap: number): number {
+    for (let k = 0; k <= cap; k++) if (this.canAcceptWithin(state, k)) return k;
+    return Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * A proven lower bound on the tokens of every complete sentence from `state`: one more than the
+   * largest budget up to `cap` that a finished search (not one that gave up) showed too small.
+   * For the 422 message, which must not overstate what a grammar needs.
+   */
+  minTokensAtLeast(state: number, cap: number): number {
+    // One effort budget for all the budgets tried (a 422 should come back fast); past it only
+    // the cheap answers remain, and a query that gives up proves nothing.
+    const outer = this.maskSearchLeft;
+    if (outer === Number.POSITIVE_INFINITY) this.maskSearchLeft = MIN_TOKENS_SEARCH_LIMIT;
+    try {
+      let atLeast = 0;
+      for (let k = 0; k <= cap; k++) {
+        if (this.canAcceptWithin(state, k)) return k;
+        if (!this.searchGaveUp) atLeast = k + 1;
+      }
+      return atLeast;
+    } finally {
+      if (outer === Number.POSITIVE_INFINITY) this.maskSearchLeft = outer;
+    }
+  }
+
+  /** Tokens allowed in `state` with `remaining` tokens left (this one included). Read only. */
+  mask(state: number, remaining: number): Uint32Array {
+    if (state < 0 || remaining <= 0) return this.edges.emptyMask;
+    if (this.maskSearchLeft !== Number.POSITIVE_INFINITY) return this.boundedMask(state, remaining);
+    this.maskSearchLeft = MASK_SEARCH_LIMIT;
+    try {
+      return this.boundedMask(state, remaining);
+    } finally {
+      this.maskSearchLeft = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  private boundedMask(state: number, remaining: number): Uint32Array {
+    if (this.bytesAreTokens) this.bounds.carryByteBound(state);
+    const e = this.edges.edgesOf(state);
+    const limit = remaining - 1;
+    if (limit >= e.allFitFrom) return this.edges.edgeMask(e);
+    let all = true;
+    for (let i = 0; i < e.distinct.length && all; i++) if (!this.canAcceptWithin(e.distinct[i]!, limit)) all = false;
+    if (all) {
+      e.allFitFrom = limit;
+      return this.edges.edgeMask(e);
+    }
+    const key = state * 65536 + Math.min(limit, BUDGET_KEY_CAP);
+    let mask = this.budgetMasks.get(key);
+    if (mask !== undefined) return mask;
+    mask = this.budgetMask(state, e, limit);
+    this.budgetMasks.set(key, mask);
+    return mask;
+  }
+
+  /** The walk again, keeping the tokens whose target can still finish within `limit` tokens. */
+  private budgetMask(state: number, e: StateEdges, limit: number): Uint32Array {
+    const mask = new Uint32Array(this.words);
+    this.madeBytes += mask.byteLength;
+    const lexer = this.lexer;
+    if (lexer !== null) {
+      const hyps = lexer.automaton.hypotheses(state);
+      if (hyps.length > 2) {
+        // Union of the hypotheses' own budget masks (see edgesOf).
+        for (let i = 0; i < hyps.length; i += 2) {
+          const part = this.mask(lexer.automaton.withStack(hyps[i]!, [hyps[i + 1]!]), limit + 1);
+          orInto(mask, part);
+        }
+        return mask;
+      }
+    }
+    const fits = new Map<number, boolean>();
+    for (let i = 0; i < e.distinct.length; i++) fits.set(e.distinct[i]!, this.canAcceptWithin(e.distinct[i]!, limit));
+    if (lexer === null) this.edges.walkWhole(state, mask, 0, fits);
+    else {
+      const hyps = lexer.automaton.hypotheses(state);
+      this.edges.applyHypothesis(hyps[0]!, hyps[1]!, mask, 0, fits);
+    }
+    return mask;
+  }
+
+  hasAnyToken(state: number, remaining: number): boolean {
+    const mask = this.mask(state, remaining);
+    for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) return true;
+    return false;
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * What the grammar matcher needs of an automaton: `CompletableAutomaton` (any byte automaton that
+ * can say how far it is from a complete sentence) and, when the grammar stage's automaton offers
+ * its stack-independent view, `LexerLevelAutomaton`, recognised by duck typing (`isLexerLevel`):
+ * the grammar stage does not import this one, so its automaton cannot declare that it implements
+ * the interface.
+ */
+import type { ByteAutomaton } from "../types.js";
+
+/** What the grammar stage's incremental recognizer offers. */
+export interface CompletableAutomaton extends ByteAutomaton {
+  readonly start: number;
+  isComplete(state: number): boolean;
+  /** Admissible lower bound on bytes to a complete sentence (Infinity when dead). */
+  minBytesLowerBound(state: number): number;
+  /** Exact fewest bytes to a complete sentence, or -1 when the search gave up. */
+  minBytesToComplete(state: number, maxExpansions?: number): number;
+}
+
+/** The grammar stage's stack-independent view of its states (GrammarAutomaton has it). */
+export interface LexerLevelAutomaton extends CompletableAutomaton {
+  /** (stack, lexer state) pairs of a state. */
+  hypotheses(state: number): Int32Array;
+  /** (continued lexer state + 1, or 0) | LEXER_COMMITS when a terminal may end at the byte. */
+  lexerStep(lex: number, byte: number): number;
+  /** Lexer state after an ignored terminal ends at the byte (same stack), or -1. */
+  lexerRestart(lex: number, byte: number): number;
+  /** Bytes of ignored run behind a lexer state (see GrammarAutomaton.lexerIgnoredRun). */
+  lexerIgnoredRun(lex: number): number;
+  /** Ending the text here: the terminal fed (≥ 0), LEXER_END_KEEPS_STACK, or -1 (cannot end). */
+  lexerEndKey(lex: number): number;
+  /** The lexer state at a token start of each scanner. */
+  tokenStartLexers(): Int32Array;
+  /** One byte per class of bytes that step the lexer state alike. */
+  lexerByteReps(lex: number): Uint8Array;
+  /** Per byte, a label equal for the bytes that step the lexer state alike. */
+  lexerByteLabels(lex: number): Uint8Array;
+  /** The terminal commit at the byte, as a key for afterCommit; -1 when none. */
+  lexerCommitKey(lex: number, byte: number): number;
+  /** The one-hypothesis state after the commit on `stack`; -1 when the parser refuses it. */
+  afterCommit(stack: number, commitKey: number): number;
+  /** minBytesLowerBound of afterCommit's state, without making it (Infinity when refused). */
+  lowerBoundAfterCommit(stack: number, commitKey: number): number;
+  /** The state of hypotheses (stack, l) for each lexer state l. */
+  withStack(stack: number, lexers: readonly number[]): number;
+}
+
+export function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
+  const l = a as Partial<LexerLevelAutomaton>;
+  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.lexerByteLabels === "function" && typeof l.tokenStartLexers === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerIgnoredRun === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.lowerBoundAfterCommit === "function" && typeof l.withStack === "function";
+}

@@ -1,0 +1,246 @@
+/**
+ * Sets of lexer states (a hypothesis's token in progress, and the fresh tokens that ignored
+ * terminals ending on the way start), interned as small ids, and what a byte does to one: the
+ * next set and whether a terminal may end (`stepCode`, one table slot per set and byte, written
+ * for the whole class of bytes a lone lexer state cannot tell apart), the terminals it commits,
+ * the bytes a set begins tokens with and the bytes it loops on. The lexer-level walks
+ * (lexer-walks.ts) walk the trie over these; nothing here depends on a parser stack.
+ */
+import { LEXER_COMMITS } from "../../grammar/index.js";
+import { DenseTable, grownTo, IntMap, type TableSlab } from "../../support/index.js";
+import { loopsOnEveryUtf8Char, type TokenTrie } from "../trie.js";
+import type { LexerLevelAutomaton } from "./contracts.js";
+import { EMPTY, listOf, MEMO_CAPACITY } from "./tables.js";
+
+/** Set in a lexer set step code, as in the grammar stage's lexer step codes. */
+export const COMMIT = LEXER_COMMITS;
+const UNKNOWN = -1;
+
+/**
+ * The interned lexer-state sets of one matcher and their byte steps, memoized. The lexer-level
+ * walks extend it, so their loops call these steps on themselves (one class: monomorphic).
+ */
+export class LexerSets {
+  private readonly setOfLex = new Map<number, number>();
+  /** stack * 2^20 + set → state: interning a set of several hypotheses sorts and hashes its pairs. */
+  private readonly stateMemo: IntMap;
+  private readonly setMembers: number[][] = [];
+  private readonly setIds = new Map<string, number>();
+  private setNext: Int32Array;
+  /** By slot (set * 256 + byte). */
+  private readonly commitKeys = new DenseTable<Int32Array>();
+  private commitKeysMade = 0;
+  private readonly firstBytesOf = new Map<number, Uint32Array>();
+  /** Per set: loop bytes computed (1), the 8 words of loopBytes, the loop's step code. */
+  private loopKnown: Uint8Array;
+  private loopWords: Uint32Array;
+  protected loopCodes: Int32Array;
+  private loopsOnUtf8: Uint8Array;
+  private readonly loopKeys = new Map<number, Int32Array>();
+
+  /** `tables`: the matcher's slab, for the first tables below. */
+  protected constructor(
+    protected readonly trie: TokenTrie,
+    readonly automaton: LexerLevelAutomaton,
+    tables: TableSlab,
+  ) {
+    this.stateMemo = new IntMap(MEMO_CAPACITY, tables);
+    this.setNext = tables.int32(256 * 8, UNKNOWN);
+    this.loopKnown = tables.uint8(64);
+    this.loopWords = tables.uint32(64 * 8);
+    this.loopCodes = tables.int32(64);
+    this.loopsOnUtf8 = tables.uint8(64);
+  }
+
+  /** An estimate of the heap bytes of the sets and their step memos, erring high. */
+  protected retainedSetBytes(): number {
+    let bytes = this.stateMemo.byteLength + this.setNext.byteLength;
+    bytes += this.loopKnown.byteLength + this.loopWords.byteLength + this.loopCodes.byteLength + this.loopsOnUtf8.byteLength;
+    let members = 0;
+    for (const m of this.setMembers) members += m.length;
+    // A set: its member list and key, and its 256 slots of commit keys (DenseTable pointers).
+    bytes += this.setMembers.length * (240 + 256 * 8) + members * 16;
+    bytes += (this.setOfLex.size + this.loopKeys.size) * 120;
+    bytes += this.firstBytesOf.size * 120 + this.commitKeysMade * 80;
+    return bytes;
+  }
+
+  /** The set holding just one lexer state. */
+  setOfLexer(lex: number): number {
+    let id = this.setOfLex.get(lex);
+    if (id === undefined) {
+      id = this.internSet([lex]);
+      this.setOfLex.set(lex, id);
+    }
+    return id;
+  }
+
+  /** The lexer states of a set. */
+  membersOf(setId: number): readonly number[] {
+    return this.setMembers[setId]!;
+  }
+
+  /** The automaton state of the hypotheses (stack, l) for l in the set. */
+  stateOf(stack: number, setId: number): number {
+    const members = this.setMembers[setId]!;
+    if (members.length === 1 || setId >= 0x100000) return this.automaton.withStack(stack, members);
+    const key = stack * 0x100000 + setId;
+    let state = this.stateMemo.get(key);
+    if (state === IntMap.MISSING) {
+      state = this.automaton.withStack(stack, members);
+      this.stateMemo.set(key, state);
+    }
+    return state;
+  }
+
+  /** Next set + 1 (0: no token in progress can continue), | COMMIT when a terminal may end here. */
+  stepCode(setId: number, byte: number): number {
+    const slot = setId * 256 + byte;
+    const hit = this.setNext[slot]!;
+    if (hit !== UNKNOWN) return hit;
+    const automaton = this.automaton;
+    const members = this.setMembers[setId]!;
+    let commit = 0;
+    const next: number[] = [];
+    for (let j = 0; j < members.length; j++) {
+      const code = automaton.lexerStep(members[j]!, byte);
+      commit |= code & COMMIT;
+      const cont = (code & ~COMMIT) - 1;
+      if (cont >= 0 && !next.includes(cont)) next.push(cont);
+      const restarted = automaton.lexerRestart(members[j]!, byte);
+      if (restarted >= 0 && !next.includes(restarted)) next.push(restarted);
+    }
+    const result = commit | (next.length > 0 ? this.internSet(next.sort((a, b) => a - b)) + 1 : 0);
+    this.setNext[slot] = result;
+    if (members.length === 1) {
+      // The bytes the member's lexer cannot tell from this one step the set alike: a walk's first
+      // and loop bytes ask for all 256, and most sets have a handful of classes.
+      const labels = automaton.lexerByteLabels(members[0]!);
+      const label = labels[byte]!;
+      const base = setId * 256;
+      for (let b = 0; b < 256; b++) if (labels[b] === label) this.setNext[base + b] = result;
+    }
+    return result;
+  }
+
+  /** The distinct commit keys of the set's members at `byte`. */
+  commitKeysAt(setId: number, byte: number): Int32Array {
+    const slot = setId * 256 + byte;
+    let keys = this.commitKeys.get(slot);
+    if (keys === undefined) {
+      const out: number[] = [];
+      for (const m of this.setMembers[setId]!) {
+        const k = this.automaton.lexerCommitKey(m, byte);
+        if (k >= 0 && !out.includes(k)) out.push(k);
+      }
+      keys = listOf(out);
+      this.commitKeys.set(slot, keys);
+      this.commitKeysMade++;
+    }
+    return keys;
+  }
+
+  private internSet(members: number[]): number {
+    const key = members.join(".");
+    let id = this.setIds.get(key);
+    if (id === undefined) {
+      id = this.setMembers.length;
+      this.setMembers.push(members);
+      this.setIds.set(key, id);
+      if ((id + 1) * 256 > this.setNext.length) this.setNext = grownTo(this.setNext, this.setNext.length * 2, UNKNOWN);
+    }
+    return id;
+  }
+
+  /** Bytes a token can go on with from a set (continuing or committing), as 8 words. */
+  protected firstBytes(setId: number): Uint32Array {
+    let f = this.firstBytesOf.get(setId);
+    if (f === undefined) {
+      f = new Uint32Array(8);
+      for (let b = 0; b < 256; b++) if (this.stepCode(setId, b) !== 0) f[b >>> 5]! |= 1 << (b & 31);
+      this.firstBytesOf.set(setId, f);
+    }
+    return f;
+  }
+
+  /** A set that loops on many bytes (a string's contents, a name, a number): its walk is a big one. */
+  protected isBody(setId: number): boolean {
+    const loop = this.loopBytes(setId);
+    let n = 0;
+    for (let w = 0; w < 8; w++) for (let x = loop[w]!; x !== 0; x &= x - 1) n++;
+    return n >= 10;
+  }
+
+  /**
+   * Bytes on which a set steps to itself with one and the same outcome (the same commits, if
+   * any), as 8 words: a subtree whose bytes are all such takes one step for all its tokens.
+   */
+  private loopBytes(setId: number): Uint32Array {
+    if (setId < this.loopKnown.length && this.loopKnown[setId] === 1) return this.loopWords.subarray(setId * 8, setId * 8 + 8);
+    const l = new Uint32Array(8);
+    let code0 = -1;
+    let keys0: Int32Array | null = null;
+    for (let b = 0; b < 256; b++) {
+      const code = this.stepCode(setId, b);
+      if ((code & ~COMMIT) - 1 !== setId) continue;
+      const keys = (code & COMMIT) !== 0 ? this.commitKeysAt(setId, b) : EMPTY;
+      if (code0 < 0) {
+        code0 = code;
+        keys0 = keys;
+      } else if (code !== code0 || keys.length !== keys0!.length || keys.some((k, i) => k !== keys0![i])) continue;
+      l[b >>> 5]! |= 1 << (b & 31);
+    }
+    if (setId >= this.loopKnown.length) {
+      let n = this.loopKnown.length;
+      while (n <= setId) n *= 2;
+      this.loopKnown = grownTo(this.loopKnown, n);
+      this.loopWords = grownTo(this.loopWords, n * 8);
+      this.loopCodes = grownTo(this.loopCodes, n);
+      this.loopsOnUtf8 = grownTo(this.loopsOnUtf8, n);
+    }
+    this.loopWords.set(l, setId * 8);
+    this.loopCodes[setId] = code0;
+    this.loopKnown[setId] = 1;
+    this.loopsOnUtf8[setId] = (code0 & COMMIT) === 0 && this.loopsOnEveryMultibyteChar(setId) ? 1 : 0;
+    return l;
+  }
+
+  /** Whether every valid multi-byte UTF-8 character takes the set back to itself without a commit. */
+  private loopsOnEveryMultibyteChar(setId: number): boolean {
+    return loopsOnEveryUtf8Char(setId, (x, b) => {
+      const code = this.stepCode(x, b);
+      return (code & COMMIT) !== 0 ? -1 : code - 1;
+    });
+  }
+
+  /** The commit keys of a set's self-loop (see loopBytes); cached, walks ask once per loop subtree. */
+  protected commitKeysOfLoop(setId: number): Int32Array {
+    let keys = this.loopKeys.get(setId);
+    if (keys === undefined) {
+      const loop = this.loopBytes(setId);
+      keys = EMPTY;
+      for (let b = 0; b < 256; b++) {
+        if (((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0) {
+          keys = this.commitKeysAt(setId, b);
+          break;
+        }
+      }
+      this.loopKeys.set(setId, keys);
+    }
+    return keys;
+  }
+
+  /** Whether every byte below trie node `p` steps set `cont` to itself alike (loopBytes): the subtree's tokens all end in `cont`. */
+  protected loopsBelow(cont: number, p: number): boolean {
+    if (cont >= this.loopKnown.length || this.loopKnown[cont] !== 1) this.loopBytes(cont);
+    const { belowBytes, utf8Aligned } = this.trie;
+    const loop = this.loopWords;
+    const lw = cont * 8;
+    for (let w = 0; w < 4; w++) if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) return false;
+    for (let w = 4; w < 8; w++) {
+      // Non-ASCII below: fine when whole characters loop and no token ends inside one.
+      if ((belowBytes[p * 8 + w]! & ~loop[lw + w]!) !== 0) return this.loopsOnUtf8[cont] === 1 && utf8Aligned[p] === 1;
+    }
+    return true;
+  }
+}

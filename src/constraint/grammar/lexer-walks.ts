@@ -1,0 +1,406 @@
+/**
+ * Lexer-level walks (XGrammar's context-independent tokens, for this automaton).
+ *
+ * A state of the grammar stage's GrammarAutomaton is a set of hypotheses (parser stack, lexer
+ * state), and step() treats each hypothesis on its own. While a hypothesis only extends its token
+ * in progress (no terminal is committed), what happens depends on its lexer state alone
+ * (`lexerStep`), not on the stack. So one trie walk per tuple of lexer states (one entry per
+ * hypothesis) serves every set of stacks: it gives the tokens whose bytes never commit a terminal
+ * (allowed whatever the stack) and the trie nodes where a commit happens; only those subtrees
+ * (after a closing quote, a delimiter...) are walked with the real automaton. Inside a JSON string
+ * that turns a walk over the whole 152k vocabulary per parser stack into a lookup.
+ * test/cfg-matcher.test.ts compares both ways mask for mask.
+ *
+ * This file holds the walks; the sets of lexer states they walk over and their byte steps are
+ * lexer-sets.ts, and which sets behave alike, so that one takes over another's walk, is
+ * equivalence.ts.
+ */
+import { grownTo, maskWords, setTokenRange, type TableSlab } from "../../support/index.js";
+import type { TokenTrie } from "../trie.js";
+import type { WorkMeter } from "../work-meter.js";
+import { isLexerLevel, type CompletableAutomaton, type LexerLevelAutomaton } from "./contracts.js";
+import { SetEquivalence } from "./equivalence.js";
+import { COMMIT, LexerSets } from "./lexer-sets.js";
+import { EMPTY, listOf, SLAB_LIST_MAX } from "./tables.js";
+
+/** Trie nodes where one terminal commit (same terminal, same inherited constraints) happens. */
+export interface CommitGroup {
+  /** The automaton's lexerCommitKey: what afterCommit() needs with a stack. */
+  readonly commitKey: number;
+  /** Some token ends at a node of the group (so the state after the commit is a target). */
+  readonly hasEnds: boolean;
+  /** Tokens ending at a node of the group where nothing else continues (needed whatever the budget). */
+  readonly deadEnds: Int32Array;
+  /** Tokens ending at a node of the group that the commit-free walk allows too (budget masks only). */
+  readonly aliveEnds: Int32Array;
+  // Node lists are plain arrays: short, and a typed array each cost more to make than to read.
+  /** Ranges [from, to) of trie token order, each ending at group nodes (budget masks only). */
+  readonly aliveRanges: readonly number[];
+  /** Single commit nodes: the next token starts at their children. */
+  readonly nodes: readonly number[];
+  /** Subtree roots p where every node strictly below p commits: the next token starts two levels down. */
+  readonly loops: readonly number[];
+  /**
+   * Walks below the nodes, per lexer-state set after the commit: most groups meet one set, kept
+   * here (belowSet -1 until then); the others in `moreBelow`.
+   */
+  belowSet: number;
+  belowWalk: LexerWalk | null;
+  moreBelow: Map<number, LexerWalk> | null;
+}
+
+export interface LexerWalk {
+  /** The set this walk was made for (a walk taken over from an equivalent set keeps its maker's). */
+  readonly owner: number;
+  /** Root walks: the commit-free tokens (allowed whatever the stack); null: none, or not a root walk. */
+  readonly mask: Uint32Array | null;
+  /** Distinct lexer-state sets at the ends of commit-free tokens. */
+  readonly contSets: readonly number[];
+  /** Walks below commit nodes: the commit-free tokens per entry of contSets. */
+  readonly tokensByCont: Int32Array[];
+  readonly groups: CommitGroup[];
+}
+
+/** A commit group while its walk goes on; its lists are made on first need. */
+interface GroupBuilder {
+  hasEnds: boolean;
+  nodes: number[] | null;
+  loops: number[] | null;
+  dead: number[] | null;
+  alive: number[] | null;
+  ranges: number[] | null;
+}
+
+/** The builder of `key`'s group among a walk's groups (a walk has a few: a linear search). */
+function builderOf(keys: number[], builders: GroupBuilder[], key: number): GroupBuilder {
+  for (let i = 0; i < keys.length; i++) if (keys[i] === key) return builders[i]!;
+  const g: GroupBuilder = { hasEnds: false, nodes: null, loops: null, dead: null, alive: null, ranges: null };
+  keys.push(key);
+  builders.push(g);
+  return g;
+}
+
+/** The node list of a group without such nodes (shared; read only). */
+const NO_NODES: readonly number[] = Object.freeze([]);
+
+/**
+ * Trie walks over sets of lexer states (a hypothesis's token in progress, and the fresh tokens
+ * that ignored terminals ending on the way start; see LexerSets), cached per set and shared by
+ * every stack. Commits are not followed: the walk records where each kind of commit happens
+ * (CommitGroup), and the walk below a group's nodes from the next token's lexer state is cached
+ * in its turn.
+ */
+export class LexerLevelWalks extends LexerSets {
+  private readonly roots = new Map<number, LexerWalk>();
+  /** Where rootWalk looks for an earlier set that behaves the same (see equivalence.ts). */
+  private readonly equivalents = new SetEquivalence(this);
+  private readonly atDepth: Int32Array;
+  /** Where a sub-walk's tokens start (scratch: walkFrom reads it before the next sub-walk). */
+  private readonly starts: number[] = [];
+  /** Per set: the walk stamp that last met it, and its slot in that walk's contSets. */
+  private seen: Int32Array;
+  private seenSlot: Int32Array;
+  private stamp = 0;
+
+  /** `tables`: the matcher's slab, for the first tables below (and the sets'). */
+  private constructor(
+    trie: TokenTrie,
+    automaton: LexerLevelAutomaton,
+    private readonly tables: TableSlab,
+    private readonly work: WorkMeter,
+  ) {
+    super(trie, automaton, tables);
+    this.seen = tables.int32(64);
+    this.seenSlot = tables.int32(64);
+    this.atDepth = tables.int32(trie.maxTokenLength + 2);
+  }
+
+  /** Bytes of the walks made so far (retainedBytes). */
+  private madeBytes = 0;
+
+  /** An estimate of the heap bytes its walks and memos hold, erring high. */
+  retainedBytes(): number {
+    let bytes = this.madeBytes + this.retainedSetBytes();
+    bytes += this.seen.byteLength + this.seenSlot.byteLength;
+    bytes += this.roots.size * 120 + this.equivalents.retainedBytes();
+    return bytes;
+  }
+
+  static over(trie: TokenTrie, automaton: CompletableAutomaton, tables: TableSlab, work: WorkMeter): LexerLevelWalks | null {
+    return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables, work) : null;
+  }
+
+  /** The walks of every token start and body, until `deadline`; true when all are done. */
+  walkAhead(deadline: number): boolean {
+    // Bodies first: they are the biggest walks, and equivalent ones (a string's contents in every
+    // parser context) cost one walk between them.
+    const starts = Array.from(this.automaton.tokenStartLexers(), (lex) => this.setOfLexer(lex));
+    for (const set of starts) {
+      for (let b = 0; b < 256; b++) {
+        const body = (this.stepCode(set, b) & ~COMMIT) - 1;
+        if (body < 0 || this.roots.has(body) || !this.isBody(body)) continue;
+        if (performance.now() >= deadline) return false;
+        this.rootWalk(body);
+      }
+    }
+    for (const set of starts) {
+      if (this.roots.has(set)) continue;
+      if (performance.now() >= deadline) return false;
+      this.rootWalk(set);
+    }
+    return true;
+  }
+
+  /**
+   * The walk over the whole trie from a set; taken over from an earlier set that behaves the same
+   * (the same string body in another parser context, say) when there is one.
+   */
+  rootWalk(setId: number): LexerWalk {
+    let w = this.roots.get(setId);
+    if (w === undefined) {
+      // A signature only finds peers among the walks made before: the first walk (a grammar's
+      // first mask, often) has none, and its own signature waits until another walk needs it.
+      const signature = this.roots.size > 0 ? this.equivalents.signatureAmongWalked(setId) : null;
+      const same = signature === null ? null : this.equivalents.equivalentOf(setId, signature);
+      if (same !== null) {
+        const peer = this.roots.get(same.peer)!;
+        const renaming = same.renaming;
+        w = { ...peer, contSets: peer.contSets.map((c) => renaming.get(c)!) };
+      } else {
+        // Only the root children a token can begin with: most sets (a keyword's scanner, the end
+        // of a sentence) begin with a few bytes, and a visit is a cache miss or three.
+        const first = this.firstBytes(setId);
+        const rootChild = this.trie.rootChild;
+        const starts: number[] = [];
+        for (let b = 0; b < 256; b++) if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0 && rootChild[b]! >= 0) starts.push(rootChild[b]!);
+        w = this.walkFrom(setId, starts, true);
+        this.equivalents.file(setId, signature);
+      }
+      this.roots.set(setId, w);
+    }
+    return w;
+  }
+
+  /** The walk below a group's nodes from the lexer state the new token starts in. */
+  subWalk(lex: number, group: CommitGroup): LexerWalk {
+    const setId = this.setOfLexer(lex);
+    let w = group.belowSet === setId ? group.belowWalk! : group.moreBelow?.get(setId);
+    if (w === undefined) {
+      // Where the new token starts: children of single nodes, and nodes two levels below a loop
+      // root; only those whose byte the new token can begin with (subtrees without such a byte
+      // are skipped by their byte summary).
+      const first = this.firstBytes(setId);
+      let last = -1;
+      for (let i = 7; i >= 0 && last < 0; i--) if (first[i] !== 0) last = i * 32 + 31 - Math.clz32(first[i]!);
+      if (last < 0) {
+        // Nothing can follow the commit (the end of the sentence, say): no token goes on below.
+        w = { owner: setId, mask: null, contSets: [], tokensByCont: [], groups: [] };
+      } else {
+        const starts = this.starts;
+        starts.length = 0;
+        const subtreeSize = this.trie.subtreeSize;
+        for (const n of group.nodes) if (this.hasByteBelow(n, first)) this.startsBelow(n, first, last, false);
+        for (const p of group.loops) {
+          for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) if (this.hasByteBelow(c, first)) this.startsBelow(c, first, last, true);
+        }
+        w = this.walkFrom(setId, starts, false);
+      }
+      if (group.belowSet < 0) {
+        group.belowSet = setId;
+        group.belowWalk = w;
+      } else (group.moreBelow ??= new Map()).set(setId, w);
+    }
+    return w;
+  }
+
+  /** Whether a byte of `first` occurs strictly below trie node `n`. */
+  private hasByteBelow(n: number, first: Uint32Array): boolean {
+    const belowBytes = this.trie.belowBytes;
+    for (let i = 0; i < 8; i++) if ((belowBytes[n * 8 + i]! & first[i]!) !== 0) return true;
+    return false;
+  }
+
+  /** Pushes to `starts` the children of `n` whose byte is in `first` (and, `deep`, those further down). */
+  private startsBelow(n: number, first: Uint32Array, last: number, deep: boolean): void {
+    const { subtreeSize, nodeByte } = this.trie;
+    for (let c = n + 1, end = n + subtreeSize[n]!; c < end; c += subtreeSize[c]!) {
+      const b = nodeByte[c]!;
+      // Children come in byte order: past the set's last byte only loops can still hit.
+      if (b > last && !deep) break;
+      if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0) this.starts.push(c);
+      if (deep && this.hasByteBelow(c, first)) this.startsBelow(c, first, last, true);
+    }
+  }
+
+  /**
+   * Walks the subtrees of `starts` (nodes whose parent is in lexer-state set `setId`): the
+   * commit-free tokens with the set each ends in, and every commit grouped by its kind.
+   */
+  private walkFrom(setId: number, starts: readonly number[], dense: boolean): LexerWalk {
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
+    // Made on the first commit-free token: many walks (a keyword's scanner) have none.
+    let mask: Uint32Array | null = null;
+    const contSets: number[] = [];
+    const tokensByCont: number[][] = [];
+    // Commit groups in the order met (a walk has a few): their keys and builders, searched linearly.
+    const groupKeys: number[] = [];
+    const builders: GroupBuilder[] = [];
+    const atDepth = this.atDepth;
+    const stamp = ++this.stamp;
+    let steps = 0;
+    for (let si = 0; si < starts.length; si++) {
+      const start = starts[si]!;
+      atDepth[depth[start]! - 1] = setId;
+      const end = start + subtreeSize[start]!;
+      let p = start;
+      while (p < end) {
+        steps++;
+        const info = nodeInfo[p]!;
+        const d = (info >>> 8) & 0xffff;
+        const from = atDepth[d - 1]!;
+        const byte = info & 0xff;
+        const code = this.stepCode(from, byte);
+        const isEnd = (info & 0x80000000) !== 0;
+        const cont = (code & ~COMMIT) - 1;
+        if ((code & COMMIT) !== 0) {
+          const keys = this.commitKeysAt(from, byte);
+          for (let k = 0; k < keys.length; k++) {
+            const g = builderOf(groupKeys, builders, keys[k]!);
+            if (subtreeSize[p]! > 1) (g.nodes ??= []).push(p);
+            if (isEnd) {
+              g.hasEnds = true;
+              const list = cont < 0 ? (g.dead ??= []) : (g.alive ??= []);
+              for (let t = tokenStart[p]!, to = tokenStart[p + 1]!; t < to; t++) list.push(tokenIds[t]!);
+            }
+          }
+        }
+        if (cont < 0) {
+          p += subtreeSize[p]!;
+          continue;
+        }
+        atDepth[d] = cont;
+        if (isEnd) mask = this.addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!, stamp, contSets, tokensByCont, dense, mask);
+        const size = subtreeSize[p]!;
+        if (size > 1) {
+          // Everything below steps the set to itself the same way: take the subtree at once.
+          if (this.loopsBelow(cont, p)) {
+            const below0 = tokenStart[p + 1]!, below1 = tokenStart[p + size]!;
+            mask = this.addTokens(cont, below0, below1, stamp, contSets, tokensByCont, dense, mask);
+            const loopCode = this.loopCodes[cont]!;
+            if ((loopCode & COMMIT) !== 0) {
+              const keys = this.commitKeysOfLoop(cont);
+              for (let k = 0; k < keys.length; k++) {
+                const g = builderOf(groupKeys, builders, keys[k]!);
+                (g.loops ??= []).push(p);
+                if (below1 > below0) {
+                  g.hasEnds = true;
+                  (g.ranges ??= []).push(below0, below1);
+                }
+              }
+            }
+            p += size;
+            continue;
+          }
+        }
+        p++;
+      }
+    }
+    this.work.charge(steps);
+    const out: CommitGroup[] = [];
+    for (let i = 0; i < builders.length; i++) {
+      const g = builders[i]!;
+      out.push({
+        commitKey: groupKeys[i]!,
+        hasEnds: g.hasEnds,
+        deadEnds: g.dead === null ? EMPTY : this.keptListOf(g.dead),
+        aliveEnds: g.alive === null ? EMPTY : this.keptListOf(g.alive),
+        aliveRanges: g.ranges ?? NO_NODES,
+        nodes: g.nodes ?? NO_NODES,
+        loops: g.loops ?? NO_NODES,
+        belowSet: -1,
+        belowWalk: null,
+        moreBelow: null,
+      });
+    }
+    const lists: Int32Array[] = [];
+    if (!dense) for (let i = 0; i < tokensByCont.length; i++) lists.push(this.keptListOf(tokensByCont[i]!));
+    let bytes = 200 + (mask?.byteLength ?? 0) + 8 * contSets.length;
+    for (const list of lists) bytes += 64 + list.byteLength;
+    for (const g of out) bytes += 240 + g.deadEnds.byteLength + g.aliveEnds.byteLength + 8 * (g.aliveRanges.length + g.nodes.length + g.loops.length);
+    this.madeBytes += bytes;
+    return { owner: setId, mask, contSets, tokensByCont: lists, groups: out };
+  }
+
+  /**
+   * Tokens [from, to) of trie order end a commit-free token in set `cont`: into the walk's dense
+   * mask (made on first need, returned), or into the list of `cont`'s slot in the walk.
+   */
+  private addTokens(cont: number, from: number, to: number, stamp: number, contSets: number[], tokensByCont: number[][], dense: boolean, mask: Uint32Array | null): Uint32Array | null {
+    if (from >= to) return mask;
+    if (cont >= this.seen.length) {
+      const n = Math.max(cont + 1, this.seen.length * 2);
+      this.seen = grownTo(this.seen, n);
+      this.seenSlot = grownTo(this.seenSlot, n);
+    }
+    if (this.seen[cont] !== stamp) {
+      this.seen[cont] = stamp;
+      this.seenSlot[cont] = contSets.length;
+      contSets.push(cont);
+      tokensByCont.push([]);
+    }
+    const tokenIds = this.trie.tokenIds;
+    if (dense) {
+      mask ??= new Uint32Array(maskWords(this.trie.vocabSize));
+      setTokenRange(mask, tokenIds, from, to);
+    } else {
+      const list = tokensByCont[this.seenSlot[cont]!]!;
+      for (let t = from; t < to; t++) list.push(tokenIds[t]!);
+    }
+    return mask;
+  }
+
+  /**
+   * A walk's token list, kept as long as the matcher: from the slab while it lasts and the list is
+   * short (a typed array of its own over 64 bytes costs 1–3 µs; see TableSlab).
+   */
+  private keptListOf(list: readonly number[]): Int32Array {
+    if (list.length <= 16 || list.length > SLAB_LIST_MAX) return listOf(list);
+    const out = this.tables.int32(list.length);
+    for (let i = 0; i < list.length; i++) out[i] = list[i]!;
+    return out;
+  }
+
+  /**
+   * Sets in `mask` the commit-free tokens of the root walk from `setId` that end in a set of
+   * `keep`, taking a subtree at once where the set loops on all of it, as the walk did (budget
+   * masks inside a string otherwise walked nearly the whole trie node by node).
+   */
+  maskOf(setId: number, keep: Set<number>, mask: Uint32Array): void {
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
+    const atDepth = this.atDepth;
+    atDepth[0] = setId;
+    let p = 1;
+    let steps = 0;
+    while (p < numNodes) {
+      steps++;
+      const info = nodeInfo[p]!;
+      const d = (info >>> 8) & 0xffff;
+      const code = this.stepCode(atDepth[d - 1]!, info & 0xff);
+      const cont = (code & ~COMMIT) - 1;
+      if (cont < 0) {
+        p += subtreeSize[p]!;
+        continue;
+      }
+      atDepth[d] = cont;
+      if ((info & 0x80000000) !== 0 && keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p]!, tokenStart[p + 1]!);
+      const size = subtreeSize[p]!;
+      if (size > 1 && this.loopsBelow(cont, p)) {
+        if (keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p + 1]!, tokenStart[p + size]!);
+        p += size;
+        continue;
+      }
+      p++;
+    }
+    this.work.charge(steps);
+  }
+}

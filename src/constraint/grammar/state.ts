@@ -1,0 +1,101 @@
+/**
+ * One grammar request's position (GrammarConstraintState): the decode loop's view of a grammar
+ * constraint over a shared GrammarTokenMatcher, with prompt-boundary healing.
+ */
+import { PREFIX_PENDING } from "../types.js";
+import type { GrammarTokenMatcher } from "./matcher.js";
+
+/**
+ * One request's position in a GrammarTokenMatcher, with optional prompt-boundary healing: the
+ * first token must begin with `forcedPrefix`, whose bytes are not part of the sentence.
+ *
+ * Healing follows the rule DfaConstraintState documents (regex/state.ts), not its code: here the
+ * first step's edges are a token list the matcher caches per prefix (prefixEdges, made when the
+ * state is), and a budgeted first mask is made afresh on each call, since a grammar's budget
+ * answers may improve between calls (a search that gave up is not remembered as "no"); the regex
+ * state walks the prefix's subtree into token ranges on first use and keeps one mask per budget.
+ */
+export class GrammarConstraintState {
+  state: number;
+  private readonly prefixTokens: Int32Array | undefined;
+  private readonly prefixTargets: Int32Array | undefined;
+
+  constructor(
+    readonly matcher: GrammarTokenMatcher,
+    forcedPrefix?: Uint8Array,
+  ) {
+    if (forcedPrefix === undefined || forcedPrefix.length === 0) {
+      this.state = matcher.start;
+      return;
+    }
+    this.state = PREFIX_PENDING;
+    matcher.work.begin();
+    const edges = matcher.prefixEdges(forcedPrefix);
+    this.prefixTokens = edges.tokens;
+    this.prefixTargets = edges.targets;
+  }
+
+  isAccepting(): boolean {
+    return this.state !== PREFIX_PENDING && this.matcher.isAccepting(this.state);
+  }
+
+  /** The matcher's walks ahead (shared by every state of it); true when none are left. */
+  walkAhead(deadline: number): boolean {
+    this.matcher.work.begin();
+    return this.matcher.walkAhead(deadline);
+  }
+
+  mask(remaining: number): Uint32Array {
+    this.matcher.work.begin();
+    if (this.state !== PREFIX_PENDING) return this.matcher.mask(this.state, remaining);
+    const mask = new Uint32Array(this.matcher.words);
+    if (remaining <= 0) return mask;
+    const tokens = this.prefixTokens!;
+    const targets = this.prefixTargets!;
+    for (let i = 0; i < tokens.length; i++) {
+      if (this.matcher.canAcceptWithin(targets[i]!, remaining - 1)) {
+        const id = tokens[i]!;
+        mask[id >>> 5]! |= 1 << (id & 31);
+      }
+    }
+    return mask;
+  }
+
+  hasAnyToken(remaining: number): boolean {
+    this.matcher.work.begin();
+    if (this.state !== PREFIX_PENDING) return this.matcher.hasAnyToken(this.state, remaining);
+    const mask = this.mask(remaining);
+    for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) return true;
+    return false;
+  }
+
+  /** A proven lower bound on the tokens any complete sentence needs (see the matcher's). */
+  minTokensAtLeast(cap: number): number {
+    this.matcher.work.begin();
+    return this.state === PREFIX_PENDING ? 0 : this.matcher.minTokensAtLeast(this.state, cap);
+  }
+
+  /** Fewest tokens to a complete sentence, searched up to `cap`. */
+  minTokensToAccept(cap = 64): number {
+    this.matcher.work.begin();
+    if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state, cap);
+    let best = Number.POSITIVE_INFINITY;
+    const targets = this.prefixTargets!;
+    for (let i = 0; i < targets.length; i++) best = Math.min(best, 1 + this.matcher.minTokensToAccept(targets[i]!, Math.min(cap, best - 2)));
+    return best;
+  }
+
+  advance(token: number): boolean {
+    this.matcher.work.begin();
+    let next = -1;
+    if (this.state === PREFIX_PENDING) {
+      const tokens = this.prefixTokens!;
+      for (let i = 0; i < tokens.length; i++) if (tokens[i] === token) next = this.prefixTargets![i]!;
+    } else {
+      next = this.matcher.advance(this.state, token);
+    }
+    if (next < 0) return false;
+    this.state = next;
+    return true;
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * Mask sharing between the states of one regex matcher, so that a state's first mask need not be
+ * a walk: states with the same live/dead structure up to the longest token have the same mask
+ * (liveBlocks: the first state of a block walks, the others take its mask), and a state whose
+ * every live byte goes where a wide state's same byte goes takes that state's mask with the
+ * subtrees of the bytes only the wide state allows cleared (derivationBase, clearBaseOnly).
+ * Either way the mask comes without successors (see reachableMaxMinBytes).
+ */
+import type { TokenTrie } from "../trie.js";
+import type { ByteDfa } from "../types.js";
+
+/** Most wide states derivedMask compares a new state with. */
+const MAX_WIDE_STATES = 32;
+
+/** Budget (states × classes × rounds) for the live-structure partition; beyond it, no sharing. */
+const LIVE_BLOCK_WORK_CAP = 2_000_000;
+
+/** The blocks of states with equal masks, and the wide states other masks can derive from. */
+export class MaskSharing {
+  /** Computed states with wide masks (see noteWide, derivationBase). */
+  private readonly wideStates: number[] = [];
+  /** See liveBlocks: undefined = not computed yet, null = not worth it for this DFA. */
+  private blocks: Int32Array | null | undefined;
+  /** Per block, the state whose walk serves the block (-1: none yet). */
+  private blockRepresentative = new Int32Array(0);
+
+  constructor(
+    private readonly trie: TokenTrie,
+    private readonly dfa: ByteDfa,
+  ) {}
+
+  /** Bytes of its block tables (see DfaTokenMatcher.retainedBytes). */
+  retainedBytes(): number {
+    return this.blocks ? this.blocks.byteLength + this.blockRepresentative.byteLength : 0;
+  }
+
+  /**
+   * An earlier state of `state`'s block, whose mask `state` takes as it is; -1 when there is
+   * none (then `state` serves its block from now on) or the DFA has no blocks.
+   */
+  equivalentOf(state: number): number {
+    const blocks = this.liveBlocks();
+    if (blocks === null) return -1;
+    const rep = this.blockRepresentative[blocks[state]!]!;
+    if (rep >= 0 && rep !== state) return rep;
+    if (rep < 0) this.blockRepresentative[blocks[state]!] = state;
+    return -1;
+  }
+
+  /** Keeps `state` as a candidate for derivedMask when its mask is wide (a costly walk). */
+  noteWide(state: number, tokenCount: number): void {
+    if (this.wideStates.length < MAX_WIDE_STATES && tokenCount >= this.trie.numTokens >>> 6) this.wideStates.push(state);
+  }
+
+  /**
+   * The wide state whose mask `state` derives from most cheaply: every live byte of `state` goes
+   * where its same byte goes, and clearing the subtrees of the bytes only it allows costs less
+   * than a sixteenth of the vocabulary; -1 when none qualifies.
+   */
+  derivationBase(state: number): number {
+    if (this.wideStates.length === 0) return -1;
+    const { next, numClasses, byteClass } = this.dfa;
+    const { subtreeSize, tokenStart, rootChild } = this.trie;
+    const base = state * numClasses;
+    let best = -1;
+    let bestCost = this.trie.numTokens >>> 4;
+    for (const t of this.wideStates) {
+      const tb = t * numClasses;
+      let ok = true;
+      for (let c = 0; c < numClasses && ok; c++) {
+        const ns = next[base + c]!;
+        if (ns >= 0 && ns !== next[tb + c]) ok = false;
+      }
+      if (!ok) continue;
+      let cost = 0;
+      for (let b = 0; b < 256; b++) {
+        const p = rootChild[b]!;
+        const c = byteClass[b]!;
+        if (p >= 0 && next[base + c]! < 0 && next[tb + c]! >= 0) cost += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+      }
+      if (cost < bestCost) {
+        best = t;
+        bestCost = cost;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * Clears from `mask` (a copy of `best`'s) the subtrees of the first bytes `best` allows and
+   * `state` does not; returns the tokens cleared.
+   */
+  clearBaseOnly(state: number, best: number, mask: Uint32Array): number {
+    const { next, numClasses, byteClass } = this.dfa;
+    const { subtreeSize, tokenStart, tokenIds, rootChild } = this.trie;
+    const base = state * numClasses;
+    const tb = best * numClasses;
+    let cleared = 0;
+    for (let b = 0; b < 256; b++) {
+      const p = rootChild[b]!;
+      const c = byteClass[b]!;
+      if (p < 0 || next[base + c]! >= 0 || next[tb + c]! < 0) continue;
+      for (let k = tokenStart[p]!, end = tokenStart[p + subtreeSize[p]!]!; k < end; k++) {
+        const id = tokenIds[k]!;
+        const bit = 1 << (id & 31);
+        if ((mask[id >>> 5]! & bit) !== 0) {
+          mask[id >>> 5]! &= ~bit;
+          cleared++;
+        }
+      }
+    }
+    return cleared;
+  }
+
+  /**
+   * States with the same live/dead structure for every byte string up to the longest token have
+   * identical full masks. Partition refinement ignoring acceptance (Moore), stopped once stable
+   * or after maxTokenLength rounds; null when the DFA is too big for it to pay (work cap).
+   */
+  private liveBlocks(): Int32Array | null {
+    if (this.blocks !== undefined) return this.blocks;
+    this.blocks = null;
+    const { numStates: n, numClasses: k, next } = this.dfa;
+    const maxRounds = this.trie.maxTokenLength + 1;
+    if (n < 2 || n * k * 8 > LIVE_BLOCK_WORK_CAP) return null;
+    let block = new Int32Array(n);
+    let numBlocks = 1;
+    let work = 0;
+    const signature = (b: Int32Array, s: number, c: number): number => {
+      const t = next[s * k + c]!;
+      return t < 0 ? -1 : b[t]!;
+    };
+    for (let round = 0; round < maxRounds; round++) {
+      const nextBlock = new Int32Array(n).fill(-1);
+      const reps: number[] = [];
+      const byHash = new Map<number, number[]>();
+      for (let s = 0; s < n; s++) {
+        let h = block[s]! | 0;
+        for (let c = 0; c < k; c++) h = Math.imul(h ^ (signature(block, s, c) + 1), 0x01000193);
+        const candidates = byHash.get(h);
+        let found = -1;
+        if (candidates !== undefined) {
+          for (const id of candidates) {
+            const r = reps[id]!;
+            if (block[r] !== block[s]) continue;
+            let same = true;
+            for (let c = 0; c < k && same; c++) same = signature(block, r, c) === signature(block, s, c);
+            if (same) {
+              found = id;
+              break;
+            }
+          }
+        }
+        if (found < 0) {
+          found = reps.length;
+          reps.push(s);
+          if (candidates === undefined) byHash.set(h, [found]);
+          else candidates.push(found);
+        }
+        nextBlock[s] = found;
+      }
+      work += n * k;
+      const stable = reps.length === numBlocks;
+      block = nextBlock;
+      numBlocks = reps.length;
+      if (stable) break;
+      if (work > LIVE_BLOCK_WORK_CAP && round + 1 < maxRounds) return null;
+    }
+    this.blocks = block;
+    this.blockRepresentative = new Int32Array(numBlocks).fill(-1);
+    return block;
+  }
+
+  /** Max byte distance to acceptance over states reachable from `state` in 1..maxTokenLength bytes. */
+  reachableMaxMinBytes(state: number): number {
+    const { next, numClasses, minBytesToAccept, numStates } = this.dfa;
+    const depth = new Int32Array(numStates).fill(-1);
+    const queue = new Int32Array(numStates);
+    let head = 0;
+    let tail = 0;
+    let best = 0;
+    const limit = this.trie.maxTokenLength;
+    depth[state] = 0;
+    queue[tail++] = state;
+    let startSeenAgain = false;
+    while (head < tail) {
+      const s = queue[head++]!;
+      if (depth[s]! >= limit) continue;
+      for (let c = 0; c < numClasses; c++) {
+        const t = next[s * numClasses + c]!;
+        if (t < 0) continue;
+        if (t === state) startSeenAgain = true;
+        if (depth[t] !== -1) continue;
+        depth[t] = depth[s]! + 1;
+        queue[tail++] = t;
+        const mb = minBytesToAccept[t]!;
+        if (mb > best) best = mb;
+      }
+    }
+    if (startSeenAgain) best = Math.max(best, minBytesToAccept[state]!);
+    return best;
+  }
+}
