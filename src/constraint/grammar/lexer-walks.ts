@@ -9,7 +9,7 @@
  * (allowed whatever the stack) and the trie nodes where a commit happens; only those subtrees
  * (after a closing quote, a delimiter...) are walked with the real automaton. Inside a JSON string
  * that turns a walk over the whole 152k vocabulary per parser stack into a lookup.
- * test/cfg-matcher.test.ts compares both ways mask for mask.
+ * test/constraint-grammar-matcher.test.ts compares both ways mask for mask.
  *
  * This file holds the walks; the sets of lexer states they walk over and their byte steps are
  * lexer-sets.ts, and which sets behave alike, so that one takes over another's walk, is
