@@ -25,7 +25,11 @@ const PROMPT = "Tom and Lily found a small box in the garden. Inside was an old 
 const CANDIDATES =
   "dog cat sun box key door tree park ball girl boy home sad happy red blue big small fish bird car toy book hat cup bed man day way mom dad food water sky moon star rain snow cake milk bear duck frog cow pig hen egg bee ant owl fox bus van pen ink map bag jam pie nut fan"
     .split(" ")
-    .concat("one two three four five six seven eight nine ten run jump play sing read walk look help find make good bad new old hot cold fast slow up down in out on off yes no".split(" "));
+    .concat(
+      "one two three four five six seven eight nine ten run jump play sing read walk look help find make good bad new old hot cold fast slow up down in out on off yes no".split(
+        " ",
+      ),
+    );
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -100,7 +104,12 @@ async function benchModel(name: string, modelPath: string) {
     results.push({
       mode: multi ? "multiple" : "single",
       categories: n,
-      single_token_categories: categories.filter((c) => words.indexOf(c) >= 0 && tokenizer.tokens(formatSinglePrompt(categorizer.style, "", []), answerText(categorizer.style, c)).length === tokenizer.tokens(formatSinglePrompt(categorizer.style, "", [])).length + 1).length,
+      single_token_categories: categories.filter(
+        (c) =>
+          words.indexOf(c) >= 0 &&
+          tokenizer.tokens(formatSinglePrompt(categorizer.style, "", []), answerText(categorizer.style, c)).length ===
+            tokenizer.tokens(formatSinglePrompt(categorizer.style, "", [])).length + 1,
+      ).length,
       formatted_prompt_tokens: formatted.length,
       prompt_eval_ms: ms(prompt),
       raw_prompt_tokens: rawTokens.length,

@@ -45,7 +45,11 @@ interface Workload {
 }
 
 /** A case-insensitive keyword in XGrammar's EBNF (it has no `i` flag). */
-const ci = (word: string): string => word.split("").map((c) => `[${c.toUpperCase()}${c.toLowerCase()}]`).join(" ");
+const ci = (word: string): string =>
+  word
+    .split("")
+    .map((c) => `[${c.toUpperCase()}${c.toLowerCase()}]`)
+    .join(" ");
 const EBNF_NUMBER = 'number ::= [+\\-]? (int ("." [0-9]*)? | "." int) ([eE] [+\\-]? int)?\nint ::= [0-9]+';
 
 export const WORKLOADS: Workload[] = [
@@ -74,7 +78,18 @@ string : ESCAPED_STRING
     ].join("\n"),
     targets: [
       JSON.stringify({ name: "Ada Lovelace", age: 36, email: "ada@analytical.engine", tags: ["math", "poetry"], active: true }),
-      JSON.stringify({ id: 1042, items: [{ sku: "A-17", qty: 3, price: 9.99 }, { sku: "B-2", qty: 1, price: -0.5e2 }], note: null }, null, 2),
+      JSON.stringify(
+        {
+          id: 1042,
+          items: [
+            { sku: "A-17", qty: 3, price: 9.99 },
+            { sku: "B-2", qty: 1, price: -0.5e2 },
+          ],
+          note: null,
+        },
+        null,
+        2,
+      ),
       JSON.stringify([1, 2, 3, [4, [5, { deep: { deeper: ["x", "y z", false] } }]]]),
       JSON.stringify({ city: "São Paulo", temp: 21.5, forecast: ["sunny", "cloudy"], alerts: [] }, null, 1),
     ],
@@ -140,7 +155,7 @@ STRING: /'[^']*'/
       'op ::= "=" | "<>" | "<" | ">" | "<=" | ">="',
       `order_clause ::= ${ci("order")} ws1 ${ci("by")} ws1 name (ws1 (${ci("asc")} | ${ci("desc")}))?`,
       `limit_clause ::= ${ci("limit")} ws1 [0-9]+`,
-      "string ::= \"'\" [^']* \"'\"",
+      'string ::= "\'" [^\']* "\'"',
       "name ::= [a-zA-Z_] [a-zA-Z0-9_]*",
       EBNF_NUMBER,
       "ws ::= [ \\t\\n\\r\\f]*",
@@ -298,7 +313,14 @@ function freshMatcher(w: Workload, trie: TokenTrie, phases?: Record<string, numb
   return matcher;
 }
 
-function runOurs(w: Workload, trie: TokenTrie, targets: Int32Array[], budget: "large" | "tight", out: Samples, reuse?: GrammarTokenMatcher): GrammarTokenMatcher {
+function runOurs(
+  w: Workload,
+  trie: TokenTrie,
+  targets: Int32Array[],
+  budget: "large" | "tight",
+  out: Samples,
+  reuse?: GrammarTokenMatcher,
+): GrammarTokenMatcher {
   const cpu0 = cpuUs();
   const t0 = performance.now();
   const phases = reuse === undefined ? (out.compilePhasesMs ??= {}) : undefined;

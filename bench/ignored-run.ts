@@ -52,4 +52,15 @@ for (const run of RUNS) {
     maxMs: round3(sorted[sorted.length - 1]!),
   };
 }
-console.log(JSON.stringify({ bench: "ignored-run", vocabulary: "qwen2", note: "'{' then one space token per step up to the run, a mask before each (the last must refuse the space)", runs: results }, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      bench: "ignored-run",
+      vocabulary: "qwen2",
+      note: "'{' then one space token per step up to the run, a mask before each (the last must refuse the space)",
+      runs: results,
+    },
+    null,
+    2,
+  ),
+);

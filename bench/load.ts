@@ -40,8 +40,14 @@ interface Request {
 }
 
 const LEGIT: Request[] = [
-  { path: "/v1/completion/regex", body: JSON.stringify({ prompt: "Once upon a time", pattern: "[a-z ]{1,12}", max_new_tokens: 5, temperature: 0.7, seed: 1 }) },
-  { path: "/v1/completion/cfg", body: JSON.stringify({ prompt: "The answer is", grammar: "start: WORD\nWORD: /[a-z]+/", max_new_tokens: 5 }) },
+  {
+    path: "/v1/completion/regex",
+    body: JSON.stringify({ prompt: "Once upon a time", pattern: "[a-z ]{1,12}", max_new_tokens: 5, temperature: 0.7, seed: 1 }),
+  },
+  {
+    path: "/v1/completion/cfg",
+    body: JSON.stringify({ prompt: "The answer is", grammar: "start: WORD\nWORD: /[a-z]+/", max_new_tokens: 5 }),
+  },
   { path: "/v1/categorize", body: JSON.stringify({ prompt: "The dog barked at the cat.", categories: ["dog", "cat", "bird"] }) },
 ];
 
@@ -101,7 +107,12 @@ async function phase(url: string, seconds: number, hostileShare: number, legit: 
       const stats = isHostile ? hostile : legit;
       const t0 = performance.now();
       try {
-        const response = await fetch(url + request.path, { method: "POST", headers: isHostile ? hostileHeaders : headers, body: request.body, signal: AbortSignal.timeout(30_000) });
+        const response = await fetch(url + request.path, {
+          method: "POST",
+          headers: isHostile ? hostileHeaders : headers,
+          body: request.body,
+          signal: AbortSignal.timeout(30_000),
+        });
         await response.arrayBuffer();
         stats.latencies.push(performance.now() - t0);
         stats.statuses[response.status] = (stats.statuses[response.status] ?? 0) + 1;
@@ -115,7 +126,8 @@ async function phase(url: string, seconds: number, hostileShare: number, legit: 
 
 function summary(stats: PhaseStats, seconds: number) {
   const sorted = [...stats.latencies].sort((a, b) => a - b);
-  const at = (q: number) => (sorted.length === 0 ? 0 : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10);
+  const at = (q: number) =>
+    sorted.length === 0 ? 0 : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
   return {
     requests: sorted.length,
     requests_per_s: Math.round((sorted.length / seconds) * 10) / 10,
@@ -161,7 +173,14 @@ async function main(): Promise<number> {
   store.close();
 
   const all = [clean, mixedLegit, mixedHostile];
-  const serverErrors = all.reduce((n, s) => n + Object.entries(s.statuses).filter(([status]) => Number(status) >= 500 && status !== "503").reduce((m, [, c]) => m + c, 0), 0);
+  const serverErrors = all.reduce(
+    (n, s) =>
+      n +
+      Object.entries(s.statuses)
+        .filter(([status]) => Number(status) >= 500 && status !== "503")
+        .reduce((m, [, c]) => m + c, 0),
+    0,
+  );
   const failures = all.reduce((n, s) => n + s.failures, 0);
   const cleanSummary = summary(clean, cleanSeconds);
   const report: Record<string, unknown> = {
@@ -174,13 +193,30 @@ async function main(): Promise<number> {
           clean: cleanSummary,
           mixed_legitimate: summary(mixedLegit, mixedSeconds),
           mixed_hostile: summary(mixedHostile, mixedSeconds),
-          legit_p99_ratio_mixed_over_clean: Math.round((summary(mixedLegit, mixedSeconds).latency_ms.p99 / Math.max(1e-9, cleanSummary.latency_ms.p99)) * 100) / 100,
+          legit_p99_ratio_mixed_over_clean:
+            Math.round((summary(mixedLegit, mixedSeconds).latency_ms.p99 / Math.max(1e-9, cleanSummary.latency_ms.p99)) * 100) / 100,
         }
-      : { requests_total: cleanSummary.requests, requests_per_s: cleanSummary.requests_per_s, latency_ms: cleanSummary.latency_ms, status_counts: cleanSummary.status_counts }),
+      : {
+          requests_total: cleanSummary.requests,
+          requests_per_s: cleanSummary.requests_per_s,
+          latency_ms: cleanSummary.latency_ms,
+          status_counts: cleanSummary.status_counts,
+        }),
     server_errors_5xx: serverErrors,
     failed_requests: failures,
     rss_mb: { before: rssBefore, after: rssAfter },
-    ...(constraints ? { constraint_cache: { entries: constraints.entries, mb: Math.round(constraints.bytes / 1_048_576), evictions: constraints.evictions, compiles: constraints.compiles, hits: constraints.hits, refusals: constraints.refusals } } : {}),
+    ...(constraints
+      ? {
+          constraint_cache: {
+            entries: constraints.entries,
+            mb: Math.round(constraints.bytes / 1_048_576),
+            evictions: constraints.evictions,
+            compiles: constraints.compiles,
+            hits: constraints.hits,
+            refusals: constraints.refusals,
+          },
+        }
+      : {}),
     ok: serverErrors === 0 && failures === 0,
   };
   process.stdout.write(JSON.stringify(report, null, 2) + "\n");

@@ -85,7 +85,7 @@ const WORKLOADS: Workload[] = [
     targets: [
       "The meeting is scheduled for 3:30 PM on Tuesday, March 5th (room 204).",
       "Café owners in São Paulo reported a 12.5% increase in sales — surprising everyone!",
-      'She said: "It\'s not about the money; it\'s about the principle." Then she left.',
+      "She said: \"It's not about the money; it's about the principle.\" Then she left.",
       "Error: cannot read property 'length' of undefined at line 42, column 17.",
       WORDS.toUpperCase() + " 1234567890 !@#$%^&*()",
     ],
@@ -93,8 +93,7 @@ const WORKLOADS: Workload[] = [
   {
     name: "alternation_10",
     regex: "(positive|negative|neutral|mixed|unknown|question|complaint|praise|request|spam)",
-    ebnf:
-      'root ::= "positive" | "negative" | "neutral" | "mixed" | "unknown" | "question" | "complaint" | "praise" | "request" | "spam"',
+    ebnf: 'root ::= "positive" | "negative" | "neutral" | "mixed" | "unknown" | "question" | "complaint" | "praise" | "request" | "spam"',
     targets: ["positive", "negative", "neutral", "mixed", "unknown", "question", "complaint", "praise", "request", "spam"],
   },
   {
@@ -209,7 +208,8 @@ async function main(): Promise<void> {
       "reachable states). oursWarmMatcher = same replays on a matcher kept from an earlier round (the " +
       "server caches matchers per pattern and vocabulary), i.e. steady state. One unrecorded warm-up round " +
       "per workload plus a JIT warm-up on each vocabulary. Wall-clock on a shared VM: see loadAverage; cpu* fields = this process's CPU time " +
-      "(getrusage, 1 µs resolution, includes ~1 µs of timer calls), robust to other processes' load. " + GRAMMAR_NOTE,
+      "(getrusage, 1 µs resolution, includes ~1 µs of timer calls), robust to other processes' load. " +
+      GRAMMAR_NOTE,
     vocabularies: {} as Record<string, unknown>,
   };
   for (const vname of vocabNames) {

@@ -28,7 +28,18 @@ export interface Samples {
   tokens: number;
 }
 
-export const newSamples = (): Samples => ({ compileMs: [], stepUs: [], stepCpuUs: [], compileCpuMs: [], maskOnlyUs: [], roundMs: [], walkAheadMs: [], wronglyMasked: 0, notAccepting: 0, tokens: 0 });
+export const newSamples = (): Samples => ({
+  compileMs: [],
+  stepUs: [],
+  stepCpuUs: [],
+  compileCpuMs: [],
+  maskOnlyUs: [],
+  roundMs: [],
+  walkAheadMs: [],
+  wronglyMasked: 0,
+  notAccepting: 0,
+  tokens: 0,
+});
 
 export function cpuUs(): number {
   const u = process.cpuUsage();
@@ -84,7 +95,14 @@ function endRound(out: Samples, stepsMs: number): void {
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
-export async function runTheirs(xg: any, tokenizerInfo: any, w: { ebnf: string }, targets: Int32Array[], vocabSize: number, out: Samples): Promise<void> {
+export async function runTheirs(
+  xg: any,
+  tokenizerInfo: any,
+  w: { ebnf: string },
+  targets: Int32Array[],
+  vocabSize: number,
+  out: Samples,
+): Promise<void> {
   const cpu0 = cpuUs();
   const t0 = performance.now();
   const compiler = await xg.GrammarCompiler.createGrammarCompiler(tokenizerInfo, false);
@@ -125,8 +143,6 @@ export async function runTheirs(xg: any, tokenizerInfo: any, w: { ebnf: string }
   compiler.dispose();
 }
 
-
-
 /** Our side of one workload: a round (fresh compile, or on `reuse`) returning the matcher it used. */
 export type OursRound<M> = (budget: "large" | "tight", out: Samples, reuse?: M) => M;
 
@@ -135,7 +151,11 @@ export type OursRound<M> = (budget: "large" | "tight", out: Samples, reuse?: M) 
  * `rounds` rounds alternating who goes first (so drift hits both alike); each round also replays
  * ours with tight budgets and on the matcher kept from the warm-up (the server's cached matcher).
  */
-export async function compareWorkload<M>(rounds: number, ours: OursRound<M>, theirs: (out: Samples) => Promise<void>): Promise<Record<string, unknown>> {
+export async function compareWorkload<M>(
+  rounds: number,
+  ours: OursRound<M>,
+  theirs: (out: Samples) => Promise<void>,
+): Promise<Record<string, unknown>> {
   const large = newSamples();
   const tight = newSamples();
   const warmed = newSamples();
@@ -181,7 +201,10 @@ export async function compareWorkload<M>(rounds: number, ours: OursRound<M>, the
  * of the per-round ratios, and in how many rounds ours compiled faster. The ratio of medians above
  * moves with whatever the machine does across a run; these pairs cancel most of it.
  */
-function pairedCompile(ours: readonly number[], theirs: readonly number[]): { compilePairedMedian: number; compileRoundsOursFaster: string } {
+function pairedCompile(
+  ours: readonly number[],
+  theirs: readonly number[],
+): { compilePairedMedian: number; compileRoundsOursFaster: string } {
   const n = Math.min(ours.length, theirs.length);
   const ratios: number[] = [];
   let faster = 0;
@@ -197,7 +220,13 @@ function pairedCompile(ours: readonly number[], theirs: readonly number[]): { co
 function compilePhases(s: Samples): { compilePhasesMsMedian?: Record<string, number> } {
   if (s.compilePhasesMs === undefined) return {};
   const medians: Record<string, number> = {};
-  for (const [name, ms] of Object.entries(s.compilePhasesMs)) medians[name] = round3(percentile([...ms].sort((a, b) => a - b), 0.5));
+  for (const [name, ms] of Object.entries(s.compilePhasesMs))
+    medians[name] = round3(
+      percentile(
+        [...ms].sort((a, b) => a - b),
+        0.5,
+      ),
+    );
   return { compilePhasesMsMedian: medians };
 }
 
@@ -228,5 +257,3 @@ export function summarize(s: Samples): Record<string, number> {
     wronglyMasked: s.wronglyMasked,
   };
 }
-
-

@@ -59,12 +59,7 @@ function byteToUnicode(): string[] {
  * non-generable tokens (control, end-of-generation, unused, empty) become "" which XGrammar
  * treats as special, never allowed by a grammar.
  */
-export function byteLevelVocab(
-  size: number,
-  offsets: Uint32Array,
-  data: Uint8Array,
-  generable: (id: number) => boolean,
-): string[] {
+export function byteLevelVocab(size: number, offsets: Uint32Array, data: Uint8Array, generable: (id: number) => boolean): string[] {
   const map = byteToUnicode();
   const out = new Array<string>(size);
   for (let id = 0; id < size; id++) {

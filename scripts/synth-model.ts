@@ -20,7 +20,9 @@ for (let i = 0; i < args.length; i++) {
   else shapes.push(a);
 }
 if (shapes.length === 0 || (type !== "q8_0" && type !== "q4_0")) {
-  console.error(`usage: synth-model <${Object.keys(SHAPES).join("|")}> [--type q8_0|q4_0] [--vocab gpt-2|llama-spm|qwen2|...] [--out path] [--force]`);
+  console.error(
+    `usage: synth-model <${Object.keys(SHAPES).join("|")}> [--type q8_0|q4_0] [--vocab gpt-2|llama-spm|qwen2|...] [--out path] [--force]`,
+  );
   process.exit(2);
 }
 for (const name of shapes) {

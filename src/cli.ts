@@ -91,7 +91,11 @@ function keyStoreFailure(error: unknown): unknown {
 
 /** Multi-line causes (llama.cpp's log) folded into the one line a start-up failure prints. */
 function oneLine(text: string, maxChars = 400): string {
-  const line = text.split(/\r?\n/).map((part) => part.trim()).filter((part) => part.length > 0).join("; ");
+  const line = text
+    .split(/\r?\n/)
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0)
+    .join("; ");
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }
 
@@ -126,7 +130,11 @@ function keysCommand(config: Config, args: string[], io: CliIo): void {
         ]);
         const header = ["id", "name", "key", "status", "requests", "tokens", "last used", "created"];
         const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-        const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+        const line = (cells: string[]) =>
+          cells
+            .map((c, i) => c.padEnd(widths[i]!))
+            .join("  ")
+            .trimEnd();
         io.out(line(header));
         for (const row of rows) io.out(line(row));
         return;
@@ -167,7 +175,8 @@ function checkModelFile(path: string): void {
   } catch (error) {
     if (error instanceof CliError) throw error;
     const code = (error as { code?: string }).code;
-    if (code === "ENOENT") throw new CliError(`${where}, which does not exist; give the path of a .gguf file, or unset it to use the default model`);
+    if (code === "ENOENT")
+      throw new CliError(`${where}, which does not exist; give the path of a .gguf file, or unset it to use the default model`);
     throw new CliError(`${where}, which cannot be read (${code ?? (error as Error).message}); check the path and its folders' permissions`);
   }
   if (!isFile) throw new CliError(`${where}, which is not a regular file; give the path of a .gguf file`);
@@ -216,7 +225,9 @@ function listenFailure(error: unknown, host: string, port: number): unknown {
     case "EPERM":
       return new CliError(`${where}: permission denied (ports below 1024 need privileges); set PORT (--port) to 1024 or above`);
     case "EADDRNOTAVAIL":
-      return new CliError(`${where}: ${host} is not an address of this machine; set HOST (--host) to one of its addresses, or 0.0.0.0 for all`);
+      return new CliError(
+        `${where}: ${host} is not an address of this machine; set HOST (--host) to one of its addresses, or 0.0.0.0 for all`,
+      );
     case "ENOTFOUND":
     case "EAI_AGAIN":
     case "EAI_FAIL":
@@ -251,9 +262,7 @@ async function resolveModelPath(config: Config, io: CliIo): Promise<string> {
   }
 }
 
-async function loadEngineFactory(
-  io: CliIo,
-): Promise<(options: EngineFactoryOptions) => Promise<Engine>> {
+async function loadEngineFactory(io: CliIo): Promise<(options: EngineFactoryOptions) => Promise<Engine>> {
   const specifier = io.engineModule ?? new URL("./engine.js", import.meta.url).href;
   let module: { createEngine?: unknown };
   try {
@@ -274,22 +283,26 @@ async function loadEngineFactory(
 async function serveCommand(config: Config, io: CliIo): Promise<void> {
   const createEngine = await loadEngineFactory(io);
   // Store failures are reported through io.err until the service's logger exists.
-  let report = (level: "warn" | "info", fields: Record<string, unknown>, message: string): void =>
+  let report = (_level: "warn" | "info", fields: Record<string, unknown>, message: string): void =>
     io.err(`trellis: ${message} ${JSON.stringify(fields)}`);
   // The key store and the admin token first: a wrong data folder or token is reported at once,
   // not after a model download or load.
   const store = openStore(config, {
     busyTimeoutMs: SERVE_BUSY_TIMEOUT_MS,
     onFlushError: (failure) =>
-      report("warn", {
-        err: failure.error.message,
-        code: failure.code,
-        consecutiveFailures: failure.consecutiveFailures,
-        retryInMs: failure.retryInMs,
-        pendingKeys: failure.pendingKeys,
-        pendingRequests: failure.pendingRequests,
-        pendingTokens: failure.pendingTokens,
-      }, `writing API key usage to ${store.path} failed; the counts are kept in memory and retried`),
+      report(
+        "warn",
+        {
+          err: failure.error.message,
+          code: failure.code,
+          consecutiveFailures: failure.consecutiveFailures,
+          retryInMs: failure.retryInMs,
+          pendingKeys: failure.pendingKeys,
+          pendingRequests: failure.pendingRequests,
+          pendingTokens: failure.pendingTokens,
+        },
+        `writing API key usage to ${store.path} failed; the counts are kept in memory and retried`,
+      ),
     onFlushRecovered: (info) => report("info", info, "writing API key usage works again"),
     onUnwrittenUsage: (usage, error) => {
       for (const line of formatUnwrittenUsage(store.path, usage, error)) io.err(line);
@@ -334,7 +347,9 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
   const running = { app, engine };
   const address = running.app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
-  io.err(`Trellis listening on http://${config.host}:${port} (dashboard: /dashboard, docs: /docs)${running.engine.backend ? `; model on ${running.engine.backend}` : ""}`);
+  io.err(
+    `Trellis listening on http://${config.host}:${port} (dashboard: /dashboard, docs: /docs)${running.engine.backend ? `; model on ${running.engine.backend}` : ""}`,
+  );
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
@@ -379,7 +394,13 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     }
   } catch (error) {
     // A missing or unstartable llama.cpp build is the operator's to fix: the message says how.
-    if (error instanceof CliError || error instanceof ConfigError || error instanceof KeyNameError || error instanceof AdminTokenError || error instanceof RuntimeLoadError) {
+    if (
+      error instanceof CliError ||
+      error instanceof ConfigError ||
+      error instanceof KeyNameError ||
+      error instanceof AdminTokenError ||
+      error instanceof RuntimeLoadError
+    ) {
       io.err(`trellis: ${error.message}`);
       return 1;
     }

@@ -6,13 +6,13 @@ import { initRuntime, type GpuChoice } from "./model/index.js";
 import { GenerationRuntime, type ConstraintSpec } from "./generate/index.js";
 import type { CompileContext, ConstraintCacheOptions } from "./generate/index.js";
 import { Categorizer } from "./categorize/index.js";
-import {
-  type CategorizeRequest,
-  type CategorizeResult,
-  type CompletionResult,
-  type Engine,
-  type GrammarCompletionRequest,
-  type RegexCompletionRequest,
+import type {
+  CategorizeRequest,
+  CategorizeResult,
+  CompletionResult,
+  Engine,
+  GrammarCompletionRequest,
+  RegexCompletionRequest,
 } from "./generate/index.js";
 
 export interface EngineOptions {

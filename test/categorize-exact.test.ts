@@ -159,7 +159,10 @@ function assertSameChoice(got: string[], want: string[], scores: Record<string, 
   assert.deepEqual(got, want, what);
 }
 
-for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random", LLAMA2_TINY_RANDOM]] as const) {
+for (const [name, path] of [
+  ["stories260K", STORIES_260K],
+  ["llama-2-tiny-random", LLAMA2_TINY_RANDOM],
+] as const) {
   describe(`categorization is exact on ${name}`, () => {
     let runtime: GenerationRuntime;
     let small: GenerationRuntime;
@@ -189,7 +192,13 @@ for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random
           const best = ref.indexOf(max);
           const expected = best === categories.length ? [] : [categories[best]!];
           const tol = scoreTolerance(runtime, 1e-3);
-          assertSameChoice(got.choices, expected, got.scores!, tol, `${prompt} ${JSON.stringify(categories)} ref=${ref.map((v) => v.toFixed(4))}`);
+          assertSameChoice(
+            got.choices,
+            expected,
+            got.scores!,
+            tol,
+            `${prompt} ${JSON.stringify(categories)} ref=${ref.map((v) => v.toFixed(4))}`,
+          );
           categories.forEach((c, i) => {
             const want = Math.exp(ref[i]! - max) / total;
             assert.ok(Math.abs(got.scores![c]! - want) < tol, `${c}: ${got.scores![c]} vs ${want}`);
@@ -207,13 +216,19 @@ for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random
         const tol = scoreTolerance(runtime, 1e-3);
         categories.forEach((c, i) => assert.ok(Math.abs(got.scores![c]! - ref[i]!) < tol, `${c}: ${got.scores![c]} vs ${ref[i]}`));
         const nearHalf = (i: number): boolean => runtime.model.offloaded && Math.abs(ref[i]! - 0.5) < tol;
-        assert.deepEqual(got.choices, categories.filter((c, i) => (nearHalf(i) ? got.choices.includes(c) : ref[i]! > 0.5)));
+        assert.deepEqual(
+          got.choices,
+          categories.filter((c, i) => (nearHalf(i) ? got.choices.includes(c) : ref[i]! > 0.5)),
+        );
       }
     });
 
     test("waves over few sequences give the same answers as one wave", async () => {
       const waved = new Categorizer(small);
-      const categories = Array.from({ length: 23 }, (_, i) => ["red", "redder", "blue", "blu", "green"][i % 5]! + (i >= 5 ? String(i) : ""));
+      const categories = Array.from(
+        { length: 23 },
+        (_, i) => ["red", "redder", "blue", "blu", "green"][i % 5]! + (i >= 5 ? String(i) : ""),
+      );
       for (const multi of [false, true]) {
         const a = await categorizer.categorize(request("Colours:", categories, { allowMultipleClasses: multi }));
         const b = await waved.categorize(request("Colours:", categories, { allowMultipleClasses: multi }));
@@ -236,14 +251,20 @@ for (const [name, path] of [["stories260K", STORIES_260K], ["llama-2-tiny-random
         const tol = scoreTolerance(runtime, 1e-3);
         if (requests[i]!.allowMultipleClasses) assert.deepEqual(got.choices, sequential[i]!.choices);
         else assertSameChoice(got.choices, sequential[i]!.choices, got.scores!, tol, `request ${i}`);
-        for (const c of requests[i]!.categories) assert.ok(Math.abs(got.scores![c]! - sequential[i]!.scores![c]!) < tol, `${i} ${c} ${got.scores![c]} ${sequential[i]!.scores![c]}`);
+        for (const c of requests[i]!.categories)
+          assert.ok(
+            Math.abs(got.scores![c]! - sequential[i]!.scores![c]!) < tol,
+            `${i} ${c} ${got.scores![c]} ${sequential[i]!.scores![c]}`,
+          );
       });
     });
 
     test("decode rounds: the prompt with the first chains, then one per deeper branch level", async () => {
       // Multi mode: every question diverges once after the shared stem, right below the prompt:
       // the prompt rows are shared by the branches' sequences, so one decode does it all.
-      await categorizer.categorize(request("The weather today is", ["sunny", "rainy", "a very long category name with many tokens"], { allowMultipleClasses: true }));
+      await categorizer.categorize(
+        request("The weather today is", ["sunny", "rainy", "a very long category name with many tokens"], { allowMultipleClasses: true }),
+      );
       assert.equal(categorizer.lastStats!.rounds, 1);
       // Single mode: one round, plus one per deeper trie branch point, however long the
       // categories are (a small vocabulary may spell the leading space as its own token).

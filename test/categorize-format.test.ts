@@ -19,7 +19,8 @@ import { loadModel, type LlamaModel } from "../src/model/index.js";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { STORIES_260K, LLAMA2_TINY_RANDOM, vocabFile } from "./support/paths.js";
 
-const LLAMA3 = "{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] }}<|eot_id|>{% endfor %}";
+const LLAMA3 =
+  "{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] }}<|eot_id|>{% endfor %}";
 const LLAMA2 = "{% if messages[0]['role'] == 'system' %}...{% endif %}{{ bos_token + '[INST] ' + content + ' [/INST]' }}";
 const GEMMA = "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{{'<start_of_turn>model\n'}}";
 
@@ -48,7 +49,10 @@ describe("format choice", () => {
     const segments = formatSinglePrompt(style, "Line 1\nLine 2", ["a", "b c"]);
     assert.equal(segments.length, 1);
     assert.equal(segments[0]!.special, false);
-    assert.equal(segments[0]!.text, "Line 1\nLine 2\n\nCategories:\n- a\n- b c\n\nThe best category is one of the above, written exactly.\nAnswer:");
+    assert.equal(
+      segments[0]!.text,
+      "Line 1\nLine 2\n\nCategories:\n- a\n- b c\n\nThe best category is one of the above, written exactly.\nAnswer:",
+    );
     assert.equal(answerText(style, "dog"), " dog");
     const { question } = formatMultiPrompt(style, "P", ["x", "y"]);
     const qx = question("x")[0]!.text;
@@ -92,7 +96,7 @@ describe("chat formats tokenize markers as special tokens and user text as text"
   };
 
   test("qwen2 (ChatML): markers are their tokens, a prompt spelling a marker stays text", () => {
-    const m = models["qwen2"]!;
+    const m = models.qwen2!;
     const style = promptStyleFor(m.chatTemplate());
     assert.equal(style.kind === "chat" && style.format.name, "chatml");
     const imStart = special(m, "<|im_start|>");
@@ -143,7 +147,13 @@ describe("a categorizer given a chat template answers well-formed", () => {
       const categorizer = new Categorizer(runtime, { chatTemplate: template });
       assert.equal(categorizer.style.kind, "chat");
       for (const multi of [false, true]) {
-        const got = await categorizer.categorize({ prompt: "Lily has a pet.", categories: ["dog", "cat", "cats"], allowMultipleClasses: multi, allowNullCategory: false, includeScores: true });
+        const got = await categorizer.categorize({
+          prompt: "Lily has a pet.",
+          categories: ["dog", "cat", "cats"],
+          allowMultipleClasses: multi,
+          allowNullCategory: false,
+          includeScores: true,
+        });
         assert.ok(got.choices.length >= 1 && got.choices.every((c) => ["dog", "cat", "cats"].includes(c)));
         assert.deepEqual(Object.keys(got.scores!).sort(), ["cat", "cats", "dog"]);
       }

@@ -37,7 +37,9 @@ function randomCategories(next: () => number, count: number): string[] {
       // A prefix of an existing one, or an existing one extended: prefixes of each other.
       const base = pick(existing);
       const chars = [...base];
-      out.add(next() < 0.5 && chars.length > 1 ? chars.slice(0, 1 + Math.floor(next() * (chars.length - 1))).join("") : base + randomString());
+      out.add(
+        next() < 0.5 && chars.length > 1 ? chars.slice(0, 1 + Math.floor(next() * (chars.length - 1))).join("") : base + randomString(),
+      );
     } else if (r < 0.65 && existing.length > 0) out.add(`${pick(existing)} ${pick(WORDS)}`);
     else out.add(randomString());
   }
@@ -72,14 +74,18 @@ function checkWellFormed(req: CategorizeRequest, got: CategorizeResult): void {
         for (const c of req.categories) assert.ok(got.scores[c]! <= chosen, `${c} scores above the choice`);
       }
     } else {
-      for (const c of req.categories) assert.equal(got.choices.includes(c), got.scores[c]! > 0.5 || (got.choices.length === 1 && got.choices[0] === c), c);
+      for (const c of req.categories)
+        assert.equal(got.choices.includes(c), got.scores[c]! > 0.5 || (got.choices.length === 1 && got.choices[0] === c), c);
     }
   } else {
     assert.equal(got.scores, undefined);
   }
 }
 
-for (const [name, path, cases] of [["stories260K", STORIES_260K, 24], ["llama-2-tiny-random", LLAMA2_TINY_RANDOM, 30]] as const) {
+for (const [name, path, cases] of [
+  ["stories260K", STORIES_260K, 24],
+  ["llama-2-tiny-random", LLAMA2_TINY_RANDOM, 30],
+] as const) {
   describe(`random category lists on ${name}`, () => {
     let runtime: GenerationRuntime;
     let categorizer: Categorizer;
@@ -121,7 +127,13 @@ for (const [name, path, cases] of [["stories260K", STORIES_260K, 24], ["llama-2-
     });
 
     test("a category spelled like the null option still competes as itself", async () => {
-      const req: CategorizeRequest = { prompt: "Pick one.", categories: ["none of these", "red"], allowMultipleClasses: false, allowNullCategory: true, includeScores: true };
+      const req: CategorizeRequest = {
+        prompt: "Pick one.",
+        categories: ["none of these", "red"],
+        allowMultipleClasses: false,
+        allowNullCategory: true,
+        includeScores: true,
+      };
       const got = await categorizer.categorize(req);
       checkWellFormed(req, got);
     });
@@ -129,7 +141,13 @@ for (const [name, path, cases] of [["stories260K", STORIES_260K, 24], ["llama-2-
     test("a prompt longer than the context is a 400-type error, not a crash", async () => {
       const prompt = "word ".repeat(3000);
       await assert.rejects(
-        categorizer.categorize({ prompt, categories: ["a", "b"], allowMultipleClasses: false, allowNullCategory: false, includeScores: false }),
+        categorizer.categorize({
+          prompt,
+          categories: ["a", "b"],
+          allowMultipleClasses: false,
+          allowNullCategory: false,
+          includeScores: false,
+        }),
         InvalidRequestError,
       );
     });
@@ -154,7 +172,13 @@ describe("what stories260K knows decides", () => {
   ];
   for (const [prompt, categories, expected] of cases) {
     test(`${prompt} … → ${expected}`, async () => {
-      const got = await categorizer.categorize({ prompt, categories, allowMultipleClasses: false, allowNullCategory: false, includeScores: true });
+      const got = await categorizer.categorize({
+        prompt,
+        categories,
+        allowMultipleClasses: false,
+        allowNullCategory: false,
+        includeScores: true,
+      });
       assert.deepEqual(got.choices, [expected], JSON.stringify(got.scores));
     });
   }

@@ -148,7 +148,14 @@ function randomRequest(next: () => number): Omit<ScoringRequest, "signal"> {
     branches.push(b);
   }
   const scoreFrom = Int32Array.from(branches, (b) => (next() < 0.7 ? 0 : Math.floor(next() * b.length)));
-  return { prefix, branches, scoreFrom, readAfter: [Int32Array.of(0, 5, 9), Int32Array.of(1)], maxBranchSeqs: 1 + Math.floor(next() * 8), maxCells: 1000 };
+  return {
+    prefix,
+    branches,
+    scoreFrom,
+    readAfter: [Int32Array.of(0, 5, 9), Int32Array.of(1)],
+    maxBranchSeqs: 1 + Math.floor(next() * 8),
+    maxCells: 1000,
+  };
 }
 
 describe("ScoringJob over a simulated KV cache", () => {
@@ -169,7 +176,12 @@ describe("ScoringJob over a simulated KV cache", () => {
   test("each trie node is decoded once, chains in one round, the prefix once across waves", () => {
     const prefix = Int32Array.of(1, 2, 3, 4);
     // Trie: [5 6 7 8] [5 6 9] [5 6 9 10 11] [12 13 14 15 16 17]: nodes 5,6,7,8,9,10,11,12..17 = 13.
-    const branches = [Int32Array.of(5, 6, 7, 8), Int32Array.of(5, 6, 9), Int32Array.of(5, 6, 9, 10, 11), Int32Array.of(12, 13, 14, 15, 16, 17)];
+    const branches = [
+      Int32Array.of(5, 6, 7, 8),
+      Int32Array.of(5, 6, 9),
+      Int32Array.of(5, 6, 9, 10, 11),
+      Int32Array.of(12, 13, 14, 15, 16, 17),
+    ];
     const req = { prefix, branches, scoreFrom: new Int32Array(4), readAfter: [Int32Array.of(0)], maxBranchSeqs: 8, maxCells: 100 };
     const { stats } = run(req, 64);
     assert.equal(stats.rows, 4 + 13);
@@ -192,10 +204,16 @@ describe("ScoringJob over a simulated KV cache", () => {
   test("waves keep within the KV cell budget", () => {
     const prefix = Int32Array.from({ length: 10 }, (_, i) => i);
     const branches = Array.from({ length: 12 }, (_, i) => Int32Array.of(20 + i, 1, 2, 3, 4));
-    const { ctx, result } = run({ prefix, branches, scoreFrom: new Int32Array(12), readAfter: [], maxBranchSeqs: 12, maxCells: 10 + 5 * 3 }, 512);
+    const { ctx, result } = run(
+      { prefix, branches, scoreFrom: new Int32Array(12), readAfter: [], maxBranchSeqs: 12, maxCells: 10 + 5 * 3 },
+      512,
+    );
     assert.ok(ctx.maxLiveCells <= 25, `live cells ${ctx.maxLiveCells}`);
     assert.equal(result.tokenLogProb.length, 12);
-    assert.throws(() => run({ prefix, branches, scoreFrom: new Int32Array(12), readAfter: [], maxBranchSeqs: 12, maxCells: 12 }, 512), RangeError);
+    assert.throws(
+      () => run({ prefix, branches, scoreFrom: new Int32Array(12), readAfter: [], maxBranchSeqs: 12, maxCells: 12 }, 512),
+      RangeError,
+    );
   });
 });
 

@@ -61,7 +61,9 @@ test("serve fails clearly when the engine module is missing or the model path is
   const fakeEngineModule = "data:text/javascript,export async function createEngine() { throw new Error('unreachable'); }";
   const badModel = await run(["serve", "--model", "/nonexistent/model.gguf"], { engineModule: fakeEngineModule });
   assert.equal(badModel.code, 1);
-  assert.deepEqual(badModel.err, ["trellis: TRELLIS_MODEL (--model) points to /nonexistent/model.gguf, which does not exist; give the path of a .gguf file, or unset it to use the default model"]);
+  assert.deepEqual(badModel.err, [
+    "trellis: TRELLIS_MODEL (--model) points to /nonexistent/model.gguf, which does not exist; give the path of a .gguf file, or unset it to use the default model",
+  ]);
   if (packageBinsDir("vulkan") === null) {
     const noGpuBuild = await run(["serve", "--model", STORIES_260K, "--gpu", "vulkan"]);
     assert.equal(noGpuBuild.code, 1);
@@ -89,7 +91,12 @@ test("unknown commands and options are reported with the known ones", async () =
 });
 
 test("config: environment, then flags; integers validated", () => {
-  const { config, positional } = loadConfig({ PORT: "9000", TRELLIS_RATE_LIMIT: "0", TRELLIS_API_KEYS: "a, b,,c" }, ["serve", "--port", "9100", "--queue-size=3"]);
+  const { config, positional } = loadConfig({ PORT: "9000", TRELLIS_RATE_LIMIT: "0", TRELLIS_API_KEYS: "a, b,,c" }, [
+    "serve",
+    "--port",
+    "9100",
+    "--queue-size=3",
+  ]);
   assert.deepEqual(positional, ["serve"]);
   assert.equal(config.port, 9100);
   assert.equal(config.queueSize, 3);
@@ -104,7 +111,10 @@ test("config: TRELLIS_GPU and TRELLIS_LOG_LEVEL take only their listed values", 
   assert.equal(loadConfig({ TRELLIS_GPU: "cuda" }).config.gpu, "cuda");
   assert.equal(loadConfig({}, ["--gpu", "cpu"]).config.gpu, "cpu");
   assert.throws(() => loadConfig({ TRELLIS_GPU: "CUDA" }), /TRELLIS_GPU must be one of auto, cpu, cuda, cuda-ext, vulkan, got "CUDA"/);
-  assert.throws(() => loadConfig({}, ["--log-level", "verbose"]), /--log-level must be one of fatal, error, warn, info, debug, trace, silent/);
+  assert.throws(
+    () => loadConfig({}, ["--log-level", "verbose"]),
+    /--log-level must be one of fatal, error, warn, info, debug, trace, silent/,
+  );
 });
 
 test("keys create refuses a control character in one line; keys list escapes ones stored by earlier versions", async () => {
@@ -112,7 +122,9 @@ test("keys create refuses a control character in one line; keys list escapes one
   assert.equal(refused.code, 1);
   assert.deepEqual(refused.err, ["trellis: name must not contain a control character: U+001B at character 4"]);
   const raw = new Database(join(dataDir, "trellis.db"));
-  raw.prepare("INSERT INTO api_keys (name, prefix, hash, created_at) VALUES (?, 'trl_old', 'old-hash', '2024-01-01T00:00:00.000Z')").run("old\u001b[2J\u202Ename");
+  raw
+    .prepare("INSERT INTO api_keys (name, prefix, hash, created_at) VALUES (?, 'trl_old', 'old-hash', '2024-01-01T00:00:00.000Z')")
+    .run("old\u001b[2J\u202Ename");
   raw.close();
   const list = (await run(["keys", "list"])).out.join("\n");
   assert.match(list, /old\\u\{1b\}\[2J\\u\{202e\}name/);
@@ -127,7 +139,9 @@ function ggufLookalike(): string {
 }
 
 const moduleUrl = (source: string) => "data:text/javascript," + encodeURIComponent(source);
-const engineNeverCalled = moduleUrl("export async function createEngine() { globalThis.trellisTestEngineCalls = (globalThis.trellisTestEngineCalls ?? 0) + 1; throw new Error('engine should not be created'); }");
+const engineNeverCalled = moduleUrl(
+  "export async function createEngine() { globalThis.trellisTestEngineCalls = (globalThis.trellisTestEngineCalls ?? 0) + 1; throw new Error('engine should not be created'); }",
+);
 
 test("serve refuses a short TRELLIS_ADMIN_TOKEN in one line, before loading the model", async () => {
   const res = await run(["serve", "--model", ggufLookalike()], {
@@ -175,7 +189,12 @@ test("serve: an unusable data folder is one line naming the database and TRELLIS
   } else {
     const denied = await run(["serve", "--model", ggufLookalike(), "--data-dir", readOnly], { engineModule: engineNeverCalled });
     assert.equal(denied.code, 1);
-    assertOneLine(denied.err, new RegExp(`cannot open the key store ${readOnly}/trellis.db: the data folder ${readOnly} is not writable by this user .*; make it writable by this user or set TRELLIS_DATA_DIR`));
+    assertOneLine(
+      denied.err,
+      new RegExp(
+        `cannot open the key store ${readOnly}/trellis.db: the data folder ${readOnly} is not writable by this user .*; make it writable by this user or set TRELLIS_DATA_DIR`,
+      ),
+    );
   }
   assert.equal((globalThis as { trellisTestEngineCalls?: number }).trellisTestEngineCalls, undefined);
 });
@@ -183,7 +202,10 @@ test("serve: an unusable data folder is one line naming the database and TRELLIS
 test("serve: a model path that is a folder, or not a GGUF file, is one line naming TRELLIS_MODEL", async () => {
   const folder = await run(["serve", "--model", dataDir], { engineModule: engineNeverCalled });
   assert.equal(folder.code, 1);
-  assertOneLine(folder.err, new RegExp(`TRELLIS_MODEL \\(--model\\) points to ${dataDir}, which is a directory; give the path of a \\.gguf file`));
+  assertOneLine(
+    folder.err,
+    new RegExp(`TRELLIS_MODEL \\(--model\\) points to ${dataDir}, which is a directory; give the path of a \\.gguf file`),
+  );
   const text = join(dataDir, "notes.txt");
   writeFileSync(text, "hello");
   const notGguf = await run(["serve", "--model", text], { engineModule: engineNeverCalled });
@@ -202,17 +224,30 @@ test("serve: a model cache folder that cannot be made is one line naming TRELLIS
   assert.equal(res.code, 1);
   assert.equal(res.err.length, 2, res.err.join("\n"));
   assert.match(res.err[0]!, /^TRELLIS_MODEL is not set: using the default model/);
-  assertOneLine(res.err.slice(1), new RegExp(`cannot use the model cache folder ${cacheFile}: EEXIST on ${cacheFile}; .*TRELLIS_CACHE_DIR \\(--cache-dir\\)`));
+  assertOneLine(
+    res.err.slice(1),
+    new RegExp(`cannot use the model cache folder ${cacheFile}: EEXIST on ${cacheFile}; .*TRELLIS_CACHE_DIR \\(--cache-dir\\)`),
+  );
 });
 
 test("serve: llama.cpp refusing the model is one line; an engine bug still throws with its stack", async () => {
   const model = ggufLookalike();
   const refused = await run(["serve", "--model", model], {
-    engineModule: engineFailing(`failed to load model ${model}: llama_model_load: error loading model: unknown model architecture: 'x'\nllama_model_load_from_file_impl: failed to load model\n`),
+    engineModule: engineFailing(
+      `failed to load model ${model}: llama_model_load: error loading model: unknown model architecture: 'x'\nllama_model_load_from_file_impl: failed to load model\n`,
+    ),
   });
   assert.equal(refused.code, 1);
-  assertOneLine(refused.err, new RegExp(`llama\\.cpp could not load the model ${model}: llama_model_load: error loading model: unknown model architecture: 'x'; llama_model_load_from_file_impl: failed to load model; is it a complete GGUF file`));
-  await assert.rejects(run(["serve", "--model", model], { engineModule: engineFailing("a bug: undefined is not a function") }), /a bug: undefined is not a function/);
+  assertOneLine(
+    refused.err,
+    new RegExp(
+      `llama\\.cpp could not load the model ${model}: llama_model_load: error loading model: unknown model architecture: 'x'; llama_model_load_from_file_impl: failed to load model; is it a complete GGUF file`,
+    ),
+  );
+  await assert.rejects(
+    run(["serve", "--model", model], { engineModule: engineFailing("a bug: undefined is not a function") }),
+    /a bug: undefined is not a function/,
+  );
 });
 
 test("serve: a port already in use is one line naming it and PORT; the engine and store are closed", async () => {

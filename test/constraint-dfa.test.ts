@@ -89,13 +89,22 @@ test("hand-built DFA for [0-9]{3} over a digit vocabulary: budgets in tokens, no
   assert.ok(!maskHas(full, 12));
   // One token left: only the 3-digit token completes the match.
   const one = m.mask(dfa.start, 1);
-  assert.deepEqual(maskDiff(one, vocab.size, (id) => id === 11), []);
+  assert.deepEqual(
+    maskDiff(one, vocab.size, (id) => id === 11),
+    [],
+  );
   // Two left: "12" then a digit, or a digit then "12", or "345".
   const two = m.mask(dfa.start, 2);
-  assert.deepEqual(maskDiff(two, vocab.size, (id) => id === 10 || id === 11 || id < 10), []);
+  assert.deepEqual(
+    maskDiff(two, vocab.size, (id) => id === 10 || id === 11 || id < 10),
+    [],
+  );
   const after12 = m.advance(dfa.start, 10);
   assert.equal(m.minTokensToAccept(after12), 1);
-  assert.deepEqual(maskDiff(m.mask(after12, 1), vocab.size, (id) => id < 10), []);
+  assert.deepEqual(
+    maskDiff(m.mask(after12, 1), vocab.size, (id) => id < 10),
+    [],
+  );
   assert.equal(m.hasAnyToken(m.advance(after12, 3), 5), false, "accepting end state has no continuation");
   assert.equal(m.isAccepting(m.advance(after12, 3)), true);
   checkAgainstBruteForce(dfa, vocab, trie, "digits");
@@ -177,9 +186,15 @@ test("forced prefix (prompt-boundary healing): first token starts with the prefi
   assert.equal(st.isAccepting(), false);
   // Tokens starting with " " whose rest matches a prefix of a b*: " ", " a", " ab", " abb", and
   // the duplicate " " (id 9). " b" is out: "b" is not a live start.
-  assert.deepEqual(maskDiff(st.mask(), vocab.size, (id) => [2, 3, 4, 7, 9].includes(id)), []);
+  assert.deepEqual(
+    maskDiff(st.mask(), vocab.size, (id) => [2, 3, 4, 7, 9].includes(id)),
+    [],
+  );
   // Budget 1: the token must complete the match.
-  assert.deepEqual(maskDiff(st.mask(1), vocab.size, (id) => [3, 4, 7].includes(id)), []);
+  assert.deepEqual(
+    maskDiff(st.mask(1), vocab.size, (id) => [3, 4, 7].includes(id)),
+    [],
+  );
   assert.equal(st.minTokensToAccept(), 1);
   assert.equal(st.canAcceptWithin(1), true);
   assert.equal(st.canAcceptWithin(0), false);
@@ -327,7 +342,12 @@ if (realVocabs.includes("qwen2")) {
     const vocab = loadVocabulary(vocabFile("qwen2"));
     const trie = tokenTrieFor(vocab);
     const rand = rng(5);
-    for (const pattern of ["[0-9]{4}-[0-9]{2}-[0-9]{2}", "(positive|negative|neutral)", "[a-z]{3,12}@[a-z]{2,8}\\.(com|org)", '\\{"n": [0-9]{1,3}\\}']) {
+    for (const pattern of [
+      "[0-9]{4}-[0-9]{2}-[0-9]{2}",
+      "(positive|negative|neutral)",
+      "[a-z]{3,12}@[a-z]{2,8}\\.(com|org)",
+      '\\{"n": [0-9]{1,3}\\}',
+    ]) {
       randomGenerations(new DfaTokenMatcher(trie, compileRegex(pattern)), vocab.size, rand, 25, `/${pattern}/`);
     }
   });
@@ -347,8 +367,14 @@ test("identical masks of different states are stored once", () => {
   const m = new DfaTokenMatcher(TokenTrie.build(vocab), dfa);
   assert.equal(m.mask(0), m.mask(35), "same bits → same object");
   assert.notEqual(m.mask(0), m.mask(37));
-  assert.deepEqual(maskDiff(m.mask(37), vocab.size, (id) => tokens[id]!.length <= 3 && id !== 8), []);
-  assert.deepEqual(maskDiff(m.mask(0), vocab.size, (id) => id !== 8), []);
+  assert.deepEqual(
+    maskDiff(m.mask(37), vocab.size, (id) => tokens[id]!.length <= 3 && id !== 8),
+    [],
+  );
+  assert.deepEqual(
+    maskDiff(m.mask(0), vocab.size, (id) => id !== 8),
+    [],
+  );
 });
 
 if (realVocabs.includes("qwen2")) {
@@ -379,7 +405,11 @@ if (realVocabs.includes("qwen2")) {
         const st = new DfaConstraintState(matcher, prefix);
         const mask = st.mask(remaining);
         const expected = (id: number): boolean => targets[id]! >= 0 && matcher.minTokensToAccept(targets[id]!) <= remaining - 1;
-        assert.deepEqual(maskDiff(mask, vocab.size, expected), [], `/${pattern}/ prefix ${JSON.stringify(prefixText)} remaining ${remaining}`);
+        assert.deepEqual(
+          maskDiff(mask, vocab.size, expected),
+          [],
+          `/${pattern}/ prefix ${JSON.stringify(prefixText)} remaining ${remaining}`,
+        );
         assert.equal(st.minTokensToAccept(), best);
         const capped = new DfaConstraintState(new DfaTokenMatcher(trie, dfa), prefix).minTokensToAccept(remaining);
         if (best <= remaining) assert.ok(capped >= best && capped <= remaining, `capped ${capped} best ${best} cap ${remaining}`);
@@ -408,7 +438,11 @@ test("states with the same live structure share one walk, and their masks stay e
     // mask() first (the sharing path), with a large budget, then a budget just above each bound.
     for (let s = 0; s < dfa.numStates; s++) {
       const row = trans[s]!;
-      assert.deepEqual(maskDiff(matcher.mask(s, 1 << 20), vocab.size, (id) => row[id]! >= 0), [], `/${pattern}/ state ${s}`);
+      assert.deepEqual(
+        maskDiff(matcher.mask(s, 1 << 20), vocab.size, (id) => row[id]! >= 0),
+        [],
+        `/${pattern}/ state ${s}`,
+      );
     }
     assert.ok(matcher.statesShared > 0, `/${pattern}/: some state reused another's walk`);
     assert.ok(matcher.statesComputed < dfa.numStates);
@@ -450,7 +484,11 @@ test("a state in front of a loop derives its mask from the loop state's, exactly
       if (pattern !== "x[0-9]+y") assert.ok(matcher.statesDerived > 0, `${name} /${pattern}/: some mask was derived`);
       for (let s = 0; s < dfa.numStates; s++) {
         const row = trans[s]!;
-        assert.deepEqual(maskDiff(matcher.mask(s, 1 << 20), vocab.size, (id) => row[id]! >= 0), [], `${name} /${pattern}/ state ${s}`);
+        assert.deepEqual(
+          maskDiff(matcher.mask(s, 1 << 20), vocab.size, (id) => row[id]! >= 0),
+          [],
+          `${name} /${pattern}/ state ${s}`,
+        );
         assert.equal(matcher.allowedTokenCount(s), row.filter((t) => t >= 0).length, `${name} /${pattern}/ count(${s})`);
       }
       // Budgets on derived states: their successors come from a walk when first needed.

@@ -34,8 +34,12 @@ function setBits(mask: Uint32Array): number[] {
 test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 vocabulary)", () => {
   const vocab = loadVocabulary(vocabFile("gpt-2"));
   const trie = tokenTrieFor(vocab);
-  const files = readdirSync(CORPUS_DIR).filter((f) => f.endsWith(".lark")).sort();
-  let grammars = 0, states = 0, lexerLevelGrammars = 0;
+  const files = readdirSync(CORPUS_DIR)
+    .filter((f) => f.endsWith(".lark"))
+    .sort();
+  let grammars = 0,
+    states = 0,
+    lexerLevelGrammars = 0;
   const mismatches: string[] = [];
   files.forEach((file, fi) => {
     const source = readFileSync(resolve(CORPUS_DIR, file), "utf8");
@@ -53,11 +57,14 @@ test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 voc
     if (fast.lexerLevel) lexerLevelGrammars++;
     const rng = makeRng(500 + fi);
     for (let w = 0; w < WALKS_PER_GRAMMAR; w++) {
-      let sf = fast.start, sp = plain.start;
+      let sf = fast.start,
+        sp = plain.start;
       for (let step = 0; step < WALK_LENGTH && sf >= 0; step++) {
         states++;
-        const mf = fast.allowedMask(sf), mp = plain.allowedMask(sp);
-        const bf = setBits(mf), bp = setBits(mp);
+        const mf = fast.allowedMask(sf),
+          mp = plain.allowedMask(sp);
+        const bf = setBits(mf),
+          bp = setBits(mp);
         if (bf.join() !== bp.join()) {
           mismatches.push(`${file} step ${step}: ${bf.length} vs ${bp.length} tokens`);
           break;
@@ -73,11 +80,13 @@ test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 voc
         };
         if (hypsOf(fast.targetsOf(sf)) !== hypsOf(plain.targetsOf(sp))) mismatches.push(`${file} step ${step}: target hypotheses differ`);
         // With one token left only completing tokens remain (exact, no search): same either way.
-        if (setBits(fast.mask(sf, 1)).join() !== setBits(plain.mask(sp, 1)).join()) mismatches.push(`${file} step ${step}: last-token masks differ`);
+        if (setBits(fast.mask(sf, 1)).join() !== setBits(plain.mask(sp, 1)).join())
+          mismatches.push(`${file} step ${step}: last-token masks differ`);
         if (bf.length === 0) break;
         // Spot-check advance() against the mask: allowed tokens advance, a disallowed one does not.
         const token = bf[Math.floor(rng() * bf.length)]!;
-        const nf = fast.advance(sf, token), np = plain.advance(sp, token);
+        const nf = fast.advance(sf, token),
+          np = plain.advance(sp, token);
         assert.ok(nf >= 0 && np >= 0, `${file}: allowed token ${token} did not advance`);
         assert.equal(fast.isAccepting(nf), plain.isAccepting(np));
         const probe = Math.floor(rng() * vocab.size);
@@ -105,9 +114,13 @@ test("budget masks where only some endings can still finish agree with plain wal
   const trie = tokenTrieFor(vocab);
   const cases: [string, string[]][] = [
     ['start: NUMBER | STRING\nNUMBER: /[0-9]+/\nSTRING: /"[a-z ]*"/\n', ["", "1", '"ab']],
-    ['start: "[" [item ("," item)*] "]"\n?item: NUMBER | STRING | "x"\nNUMBER: /-?[0-9]+(\\.[0-9]+)?/\nSTRING: /"[^"]*"/\n%ignore " "\n', ["", "[", "[1", "[1, ", '["a', "[12.5"]],
+    [
+      'start: "[" [item ("," item)*] "]"\n?item: NUMBER | STRING | "x"\nNUMBER: /-?[0-9]+(\\.[0-9]+)?/\nSTRING: /"[^"]*"/\n%ignore " "\n',
+      ["", "[", "[1", "[1, ", '["a', "[12.5"],
+    ],
   ];
-  let compared = 0, mixed = 0;
+  let compared = 0,
+    mixed = 0;
   for (const [source, prefixes] of cases) {
     const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: 8 });
     const fast = new GrammarTokenMatcher(trie, automaton);
@@ -118,7 +131,8 @@ test("budget masks where only some endings can still finish agree with plain wal
       assert.ok(state >= 0, prefix);
       const all = setBits(fast.allowedMask(state)).length;
       for (let budget = 1; budget <= 3; budget++) {
-        const bf = setBits(fast.mask(state, budget)), bp = setBits(plain.mask(state, budget));
+        const bf = setBits(fast.mask(state, budget)),
+          bp = setBits(plain.mask(state, budget));
         assert.deepEqual(bf, bp, `${JSON.stringify(source)} after ${JSON.stringify(prefix)}, budget ${budget}`);
         compared++;
         if (bf.length > 0 && bf.length < all) mixed++;

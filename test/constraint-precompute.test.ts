@@ -13,7 +13,7 @@ const vocab = loadVocabulary(vocabFile("gpt-2"));
 const trie = tokenTrieFor(vocab);
 
 test("precomputed masks equal lazily computed ones for every reachable state", () => {
-  for (const pattern of ['[a-z0-9.]+@[a-z]+\\.(com|org)', '\\{"name": "[^"\\n]*", "age": [0-9]{1,3}\\}', "(yes|no|maybe)"]) {
+  for (const pattern of ["[a-z0-9.]+@[a-z]+\\.(com|org)", '\\{"name": "[^"\\n]*", "age": [0-9]{1,3}\\}', "(yes|no|maybe)"]) {
     const dfa = compileRegex(pattern);
     const eager = new DfaTokenMatcher(trie, dfa);
     const visited = eager.precompute(10_000);
@@ -47,7 +47,10 @@ test("narrow states keep token ids until read; small ones share one rewritten ma
   const minTok = bruteMinTokens(dfa, trans);
   // Backwards, then forwards again: a small list's mask is mostly read right after another one's,
   // so bits left over from the previous list would show.
-  const order = [...Array.from({ length: dfa.numStates }, (_, s) => dfa.numStates - 1 - s), ...Array.from({ length: dfa.numStates }, (_, s) => s)];
+  const order = [
+    ...Array.from({ length: dfa.numStates }, (_, s) => dfa.numStates - 1 - s),
+    ...Array.from({ length: dfa.numStates }, (_, s) => s),
+  ];
   for (const s of order) {
     const row = trans[s]!;
     const live = (id: number): boolean => row[id]! >= 0 && minTok[row[id]!] !== Infinity;

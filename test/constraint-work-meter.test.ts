@@ -60,7 +60,10 @@ after(() => cache.close());
 test("the compile worker tries a new constraint's first masks and refuses a slow one before this thread runs it", async () => {
   await cache.regex("warm");
   const t0 = performance.now();
-  await assert.rejects(cache.regex(COSTLY_PATTERN), (e: unknown) => e instanceof UnsatisfiableError && /first token masks/.test(e.message) && /TRELLIS_MASK_TIMEOUT_MS/.test(e.message));
+  await assert.rejects(
+    cache.regex(COSTLY_PATTERN),
+    (e: unknown) => e instanceof UnsatisfiableError && /first token masks/.test(e.message) && /TRELLIS_MASK_TIMEOUT_MS/.test(e.message),
+  );
   assert.ok(performance.now() - t0 < 3000);
   const ok = await cache.grammar('start: "[" V ("," V)* "]"\nV: /[0-9]+/');
   assert.ok(ok.factory(undefined).minTokensToAccept(16) <= 16);

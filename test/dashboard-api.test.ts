@@ -59,13 +59,28 @@ test("mutations need the CSRF header; keys are created, used, listed with usage,
   const { cookie, csrf } = await signIn();
   const noCsrf = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers: { cookie }, payload: { name: "x" } });
   assert.equal(noCsrf.statusCode, 403);
-  const badCsrf = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers: { cookie, "x-csrf-token": "forged" }, payload: { name: "x" } });
+  const badCsrf = await app.inject({
+    method: "POST",
+    url: "/dashboard/api/keys",
+    headers: { cookie, "x-csrf-token": "forged" },
+    payload: { name: "x" },
+  });
   assert.equal(badCsrf.statusCode, 403);
-  const created = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers: { cookie, "x-csrf-token": csrf }, payload: { name: "svc" } });
+  const created = await app.inject({
+    method: "POST",
+    url: "/dashboard/api/keys",
+    headers: { cookie, "x-csrf-token": csrf },
+    payload: { name: "svc" },
+  });
   assert.equal(created.statusCode, 200, created.body);
   const { id, key } = created.json() as { id: number; key: string };
   assert.match(key, /^trl_[A-Za-z0-9_-]{43}$/);
-  const use = await app.inject({ method: "POST", url: "/v1/completion/cfg", headers: auth(key), payload: { prompt: "p", grammar: "g", max_new_tokens: 4 } });
+  const use = await app.inject({
+    method: "POST",
+    url: "/v1/completion/cfg",
+    headers: auth(key),
+    payload: { prompt: "p", grammar: "g", max_new_tokens: 4 },
+  });
   assert.equal(use.statusCode, 200);
   const list = (await app.inject({ url: "/dashboard/api/keys", headers: { cookie } })).json() as { keys: Array<Record<string, unknown>> };
   const row = list.keys.find((k) => k.id === id)!;
@@ -73,10 +88,23 @@ test("mutations need the CSRF header; keys are created, used, listed with usage,
   assert.equal(row.tokens, 4);
   assert.ok(row.last_used_at);
   assert.equal(JSON.stringify(list).includes(key), false, "the secret is never listed");
-  const revoke = await app.inject({ method: "POST", url: `/dashboard/api/keys/${id}/revoke`, headers: { cookie, "x-csrf-token": csrf }, payload: {} });
+  const revoke = await app.inject({
+    method: "POST",
+    url: `/dashboard/api/keys/${id}/revoke`,
+    headers: { cookie, "x-csrf-token": csrf },
+    payload: {},
+  });
   assert.deepEqual(revoke.json(), { id, revoked: true });
-  assert.equal((await app.inject({ method: "POST", url: "/v1/completion/cfg", headers: auth(key), payload: { prompt: "p", grammar: "g" } })).statusCode, 401);
-  assert.equal((await app.inject({ method: "POST", url: "/dashboard/api/keys/9999/revoke", headers: { cookie, "x-csrf-token": csrf }, payload: {} })).statusCode, 404);
+  assert.equal(
+    (await app.inject({ method: "POST", url: "/v1/completion/cfg", headers: auth(key), payload: { prompt: "p", grammar: "g" } }))
+      .statusCode,
+    401,
+  );
+  assert.equal(
+    (await app.inject({ method: "POST", url: "/dashboard/api/keys/9999/revoke", headers: { cookie, "x-csrf-token": csrf }, payload: {} }))
+      .statusCode,
+    404,
+  );
 });
 
 test("sign-out ends the session", async () => {
@@ -123,7 +151,12 @@ test("key names: length in code points as the schema counts; refusals are 400 na
 test("a key store locked by another process answers 503 with Retry-After, not 500", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "trellis-dash-lock-"));
   const fileStore = new KeyStore({ dataDir, flushIntervalMs: 0, busyTimeoutMs: 20 });
-  const service = await createService({ engine: createFakeEngine(), config: testConfig(), store: fileStore, adminTokenHash: sha256Hex("admin-secret") });
+  const service = await createService({
+    engine: createFakeEngine(),
+    config: testConfig(),
+    store: fileStore,
+    adminTokenHash: sha256Hex("admin-secret"),
+  });
   t.after(async () => {
     await service.close();
     fileStore.close();
@@ -137,7 +170,10 @@ test("a key store locked by another process answers 503 with Retry-After, not 50
     const created = await service.inject({ method: "POST", url: "/dashboard/api/keys", headers, payload: { name: "blocked" } });
     assert.equal(created.statusCode, 503, created.body);
     assert.equal(created.headers["retry-after"], "1");
-    assert.match((created.json() as { error: string }).error, /^the key store cannot be written right now: the database is locked by another process/);
+    assert.match(
+      (created.json() as { error: string }).error,
+      /^the key store cannot be written right now: the database is locked by another process/,
+    );
     const revoked = await service.inject({ method: "POST", url: `/dashboard/api/keys/${existing}/revoke`, headers, payload: {} });
     assert.equal(revoked.statusCode, 503, revoked.body);
     const listed = await service.inject({ url: "/dashboard/api/keys", headers });

@@ -26,7 +26,16 @@ before(async () => {
   base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 });
 
@@ -36,7 +45,9 @@ after(async () => {
   store?.close();
 });
 
-test("sign in, create + copy a key, use it, revoke it, usage shows", { skip: !existsSync(CHROMIUM) && "no /usr/bin/chromium" }, async () => {
+test("sign in, create + copy a key, use it, revoke it, usage shows", {
+  skip: !existsSync(CHROMIUM) && "no /usr/bin/chromium",
+}, async () => {
   const context = await browser.newContext({ viewport: { width: 1100, height: 700 } });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
   const page = await context.newPage();
@@ -69,7 +80,11 @@ test("sign in, create + copy a key, use it, revoke it, usage shows", { skip: !ex
   await page.locator("#copy-status").filter({ hasText: "Copied" }).waitFor();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key);
 
-  const use = await fetch(`${base}/v1/completion/regex`, { method: "POST", headers: auth(key), body: JSON.stringify({ prompt: "hi", pattern: "abc", max_new_tokens: 3 }) });
+  const use = await fetch(`${base}/v1/completion/regex`, {
+    method: "POST",
+    headers: auth(key),
+    body: JSON.stringify({ prompt: "hi", pattern: "abc", max_new_tokens: 3 }),
+  });
   assert.equal(use.status, 200);
 
   // Usage shows after a refresh of the list (reload keeps the session cookie).
@@ -84,7 +99,11 @@ test("sign in, create + copy a key, use it, revoke it, usage shows", { skip: !ex
 
   await row.locator("button", { hasText: "Revoke" }).click();
   await row.locator(".badge.revoked").waitFor();
-  const after = await fetch(`${base}/v1/completion/regex`, { method: "POST", headers: auth(key), body: JSON.stringify({ prompt: "hi", pattern: "abc" }) });
+  const after = await fetch(`${base}/v1/completion/regex`, {
+    method: "POST",
+    headers: auth(key),
+    body: JSON.stringify({ prompt: "hi", pattern: "abc" }),
+  });
   assert.equal(after.status, 401);
 
   await page.locator("#sign-out").click();

@@ -71,7 +71,11 @@ test("session cookie: no Secure over plain HTTP; Secure when a TLS proxy says ht
     assert.equal(res.statusCode, 200);
     assert.match(cookieOf(res), new RegExp(`^${SESSION_COOKIE}=[^;]+;.*; Secure$`), JSON.stringify(headers));
   }
-  const plainHttp: Array<Record<string, string>> = [{ "x-forwarded-proto": "http" }, { "x-forwarded-proto": "http, https" }, { forwarded: "proto=http" }];
+  const plainHttp: Array<Record<string, string>> = [
+    { "x-forwarded-proto": "http" },
+    { "x-forwarded-proto": "http, https" },
+    { forwarded: "proto=http" },
+  ];
   for (const headers of plainHttp) {
     assert.doesNotMatch(cookieOf(await login(TOKEN, "10.0.1.1", headers)), /Secure/, JSON.stringify(headers));
   }
@@ -80,17 +84,39 @@ test("session cookie: no Secure over plain HTTP; Secure when a TLS proxy says ht
   const signedIn = await login(TOKEN, "10.0.1.1", proxied);
   const cookie = cookieOf(signedIn).split(";")[0]!;
   const csrf = (signedIn.json() as { csrf: string }).csrf;
-  const out = await app.inject({ method: "POST", url: "/dashboard/api/logout", headers: { cookie, "x-csrf-token": csrf, ...proxied }, payload: {} });
+  const out = await app.inject({
+    method: "POST",
+    url: "/dashboard/api/logout",
+    headers: { cookie, "x-csrf-token": csrf, ...proxied },
+    payload: {},
+  });
   assert.equal(out.statusCode, 200);
   assert.match(cookieOf(out), /Max-Age=0; Secure$/, "the clearing cookie matches the one it replaces");
 });
 
 function selfSignedCertificate(dir: string): { key: Buffer; cert: Buffer } | null {
   try {
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-      "-subj", "/CN=localhost", "-days", "1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-days",
+        "1",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
   } catch {
     return null;
   }
@@ -120,7 +146,15 @@ test("session cookie: Secure when the request itself came over TLS", async (t) =
   const body = JSON.stringify({ token: TOKEN });
   const setCookie = await new Promise<string>((resolve, reject) => {
     const req = httpsRequest(
-      { host: "127.0.0.1", port, method: "POST", path: "/dashboard/api/login", rejectUnauthorized: false, agent: false, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      {
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: "/dashboard/api/login",
+        rejectUnauthorized: false,
+        agent: false,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      },
       (res) => {
         res.resume();
         if (res.statusCode !== 200) reject(new Error(`sign-in over TLS answered ${res.statusCode}`));

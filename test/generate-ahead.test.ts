@@ -31,7 +31,12 @@ function recordingContext(events: string[]): LlamaContext {
 }
 
 /** A one-round job: a row, then done; its aheadOfLogits records itself (and may throw). */
-function oneRoundJob(events: string[], name: string, throwAhead: boolean, settle: (error?: unknown) => void): DecodeJob & { result(): string } {
+function oneRoundJob(
+  events: string[],
+  name: string,
+  throwAhead: boolean,
+  settle: (error?: unknown) => void,
+): DecodeJob & { result(): string } {
   let consumed = false;
   return {
     seqsNeeded: 1,

@@ -46,13 +46,19 @@ function constraint(i: number, rng: () => number): ConstraintSpec {
     case 5:
       return { kind: "grammar", grammar: `start: "[" V ("," V)* "]"\nV: /[a-z]{1,${n}}/ | "k${i}"` };
     case 6:
-      return { kind: "grammar", grammar: `?start: sum\n?sum: product | sum "+" product\n?product: atom | product "*" atom\natom: /[0-9]{1,${n}}/ | "x${i}" | "(" sum ")"` };
+      return {
+        kind: "grammar",
+        grammar: `?start: sum\n?sum: product | sum "+" product\n?product: atom | product "*" atom\natom: /[0-9]{1,${n}}/ | "x${i}" | "(" sum ")"`,
+      };
     case 7:
       return { kind: "grammar", grammar: `start: ${Array.from({ length: 30 }, (_, k) => `"kw${i}_${k}"`).join(" | ")}` };
     case 8:
       return { kind: "grammar", grammar: `start: a${i}\na${i}: UNDEFINED${i}` }; // refused: 400
     default:
-      return { kind: "grammar", grammar: `%import common.WS\n%ignore WS\nstart: pair+\npair: KEY${i} ":" VAL\nKEY${i}: /[a-z]{${n}}/\nVAL: /[0-9]+/` };
+      return {
+        kind: "grammar",
+        grammar: `%import common.WS\n%ignore WS\nstart: pair+\npair: KEY${i} ":" VAL\nKEY${i}: /[a-z]{${n}}/\nVAL: /[0-9]+/`,
+      };
   }
 }
 
@@ -65,9 +71,20 @@ test(`${DISTINCT} distinct patterns and grammars: memory stays under warm RSS + 
       await runtime.prepare(spec, { client: `c${i % 4}` });
       outcomes.compiled++;
       if (i % 25 === 0) {
-        const base = { prompt: "Once", maxNewTokens: 6, stopAfterMatch: true, temperature: 0.8, topK: 40, topP: 1, repetitionPenalty: 1, seed: i };
+        const base = {
+          prompt: "Once",
+          maxNewTokens: 6,
+          stopAfterMatch: true,
+          temperature: 0.8,
+          topK: 40,
+          topP: 1,
+          repetitionPenalty: 1,
+          seed: i,
+        };
         try {
-          await (spec.kind === "regex" ? runtime.completeRegex({ ...base, pattern: spec.pattern as string }) : runtime.completeGrammar({ ...base, grammar: spec.grammar }));
+          await (spec.kind === "regex"
+            ? runtime.completeRegex({ ...base, pattern: spec.pattern as string })
+            : runtime.completeGrammar({ ...base, grammar: spec.grammar }));
           outcomes.generated++;
         } catch (e) {
           if (!(e instanceof UnsatisfiableError)) throw e;
@@ -82,9 +99,11 @@ test(`${DISTINCT} distinct patterns and grammars: memory stays under warm RSS + 
   const run = async (from: number, to: number): Promise<void> => {
     let next = from;
     // Four clients at once, as several API keys would send them.
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      while (next < to) await prepare(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < to) await prepare(next++);
+      }),
+    );
   };
   await run(0, 300);
   gc();
@@ -97,9 +116,19 @@ test(`${DISTINCT} distinct patterns and grammars: memory stays under warm RSS + 
     assert.ok(runtime.constraints.stats().bytes <= BUDGET, `cache at ${runtime.constraints.stats().bytes} bytes`);
   }
   const stats = runtime.constraints.stats();
-  const report = { ...outcomes, warmRssMb: Math.round(warmRss / MB), peakRssMb: Math.round(peakRss / MB), cacheMb: Math.round(stats.bytes / MB), entries: stats.entries, evictions: stats.evictions };
+  const report = {
+    ...outcomes,
+    warmRssMb: Math.round(warmRss / MB),
+    peakRssMb: Math.round(peakRss / MB),
+    cacheMb: Math.round(stats.bytes / MB),
+    entries: stats.entries,
+    evictions: stats.evictions,
+  };
   process.stdout.write(`# ${JSON.stringify(report)}\n`);
   assert.ok(outcomes.compiled > 2000 && outcomes.invalid > 500 && outcomes.tooComplex > 100, JSON.stringify(outcomes));
   assert.ok(stats.evictions > 0, "the budget never bound: the test proves nothing");
-  assert.ok(peakRss <= warmRss + BUDGET + WORKER_MEMORY_MB * MB + SLACK, `RSS ${Math.round(peakRss / MB)} MB after warm ${Math.round(warmRss / MB)} MB`);
+  assert.ok(
+    peakRss <= warmRss + BUDGET + WORKER_MEMORY_MB * MB + SLACK,
+    `RSS ${Math.round(peakRss / MB)} MB after warm ${Math.round(warmRss / MB)} MB`,
+  );
 });

@@ -64,7 +64,10 @@ test("a compile past its time limit is refused as too complex, then remembered",
   // The stage's own limit (COMPILE_SOFT_SHARE of it: 24 ms) refuses it first, naming what was
   // slow; the worker's hard limit (30 ms) is the backstop, and on a loaded machine it may be the
   // one that answers.
-  await assert.rejects(c.regex(SLOW_PATTERN), (e: unknown) => e instanceof UnsatisfiableError && /too complex/.test(e.message) && /\b(24|30) ms/.test(e.message));
+  await assert.rejects(
+    c.regex(SLOW_PATTERN),
+    (e: unknown) => e instanceof UnsatisfiableError && /too complex/.test(e.message) && /\b(24|30) ms/.test(e.message),
+  );
   assert.ok(performance.now() - t0 < 2000);
   const compiles = c.stats().compiles;
   await assert.rejects(c.regex(SLOW_PATTERN), UnsatisfiableError);

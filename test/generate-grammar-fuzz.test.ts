@@ -36,7 +36,7 @@ const RANDOM_LOGITS_PER_GRAMMAR = { "gpt-2": 6, qwen2: 4 } as const;
 const MODEL_RUNS_PER_GRAMMAR = 4;
 const IN_FLIGHT = 24;
 const UNBOUNDED = 0x3fffffff;
-const PROMPTS = ["", "Once upon a time", "Answer: ", "x =", "{\"a\": 1}", "SELECT"];
+const PROMPTS = ["", "Once upon a time", "Answer: ", "x =", '{"a": 1}', "SELECT"];
 
 type Rng = () => number;
 
@@ -61,7 +61,9 @@ interface Outcome {
 function loadCorpus(): { usable: CorpusGrammar[]; refused: string[] } {
   const usable: CorpusGrammar[] = [];
   const refused: string[] = [];
-  const files = readdirSync(CORPUS_DIR).filter((f) => f.endsWith(".lark")).sort();
+  const files = readdirSync(CORPUS_DIR)
+    .filter((f) => f.endsWith(".lark"))
+    .sort();
   files.forEach((file, fi) => {
     const source = readFileSync(resolve(CORPUS_DIR, file), "utf8");
     let grammar: Grammar;
@@ -161,19 +163,32 @@ function randomLogitsCompletion(
  * A counterexample to "nothing fits within `budget` tokens": a sampled sentence whose real
  * tokenization walks a fresh constraint to a complete sentence within the budget.
  */
-function counterexample(g: CorpusGrammar, budget: number, makeConstraint: () => TokenConstraint, tokenize: (s: string) => Int32Array): string | null {
+function counterexample(
+  g: CorpusGrammar,
+  budget: number,
+  makeConstraint: () => TokenConstraint,
+  tokenize: (s: string) => Int32Array,
+): string | null {
   for (const s of g.sentences) {
     const tokens = tokenize(s);
     if (tokens.length > budget) continue;
     const c = makeConstraint();
     let ok = true;
-    for (const t of tokens) if (!c.advance(t)) { ok = false; break; }
+    for (const t of tokens)
+      if (!c.advance(t)) {
+        ok = false;
+        break;
+      }
     if (ok && c.isAccepting()) return s;
   }
   return null;
 }
 
-interface OracleAnswer { ok: boolean; results?: boolean[]; error?: string }
+interface OracleAnswer {
+  ok: boolean;
+  results?: boolean[];
+  error?: string;
+}
 
 function askLark(batches: { source: string; texts: string[] }[]): OracleAnswer[] {
   const input = batches.map((b) => JSON.stringify({ grammar: b.source, texts: b.texts })).join("\n") + "\n";
@@ -238,7 +253,14 @@ for (const name of ["gpt-2", "qwen2"] as const) {
             outcomes.push({ grammar: g, driver: name, budget, unsatisfiable: r.unsatisfiable });
           } else {
             assert.ok(r.tokens.length <= budget);
-            outcomes.push({ grammar: g, driver: name, budget, text: textOf(vocab, r.tokens), tokens: r.tokens.length, stopReason: r.stopReason });
+            outcomes.push({
+              grammar: g,
+              driver: name,
+              budget,
+              text: textOf(vocab, r.tokens),
+              tokens: r.tokens.length,
+              stopReason: r.stopReason,
+            });
           }
         }
       }
@@ -250,7 +272,10 @@ for (const name of ["gpt-2", "qwen2"] as const) {
   });
 }
 
-for (const [label, modelPath] of [["llama-2-tiny-random", LLAMA2_TINY_RANDOM], ["stories260K", STORIES_260K]] as const) {
+for (const [label, modelPath] of [
+  ["llama-2-tiny-random", LLAMA2_TINY_RANDOM],
+  ["stories260K", STORIES_260K],
+] as const) {
   test(`real runtime (${label}): concurrent grammar completions across the corpus`, async () => {
     const t0 = performance.now();
     const runtime = GenerationRuntime.open({ modelPath, threads: 1, maxSequences: IN_FLIGHT, maxQueue: 4 * IN_FLIGHT, contextSize: 1024 });
@@ -258,11 +283,9 @@ for (const [label, modelPath] of [["llama-2-tiny-random", LLAMA2_TINY_RANDOM], [
     const tokenize = (s: string): Int32Array => runtime.model.tokenize(s, { addSpecial: false, parseSpecial: false });
     const jobs: { g: CorpusGrammar; budget: number; run: () => Promise<void> }[] = [];
     const perGrammar = Math.max(1, Math.round(MODEL_RUNS_PER_GRAMMAR * SCALE));
-    let refusedGrammars = 0;
     for (const g of corpus.usable) {
       const make = constraintFactory(runtime.trie, g);
       if (make === null) {
-        refusedGrammars++;
         continue;
       }
       for (let i = 0; i < perGrammar; i++) {
@@ -277,7 +300,14 @@ for (const [label, modelPath] of [["llama-2-tiny-random", LLAMA2_TINY_RANDOM], [
           budget,
           run: async () => {
             try {
-              const r = await runtime.completeGrammar({ ...params, prompt, grammar: g.source, maxNewTokens: budget, stopAfterMatch, maxIgnoredRun });
+              const r = await runtime.completeGrammar({
+                ...params,
+                prompt,
+                grammar: g.source,
+                maxNewTokens: budget,
+                stopAfterMatch,
+                maxIgnoredRun,
+              });
               assert.ok(r.tokensGenerated <= budget);
               outcomes.push({ grammar: g, driver: label, budget, text: r.completion, tokens: r.tokensGenerated, stopReason: r.stopReason });
             } catch (e) {
@@ -288,7 +318,8 @@ for (const [label, modelPath] of [["llama-2-tiny-random", LLAMA2_TINY_RANDOM], [
               const claim = stated === null ? budget : Number(stated[1]) - 1;
               assert.ok(claim >= budget, e.message);
               const witness = counterexample(g, claim, makeWithRun, tokenize);
-              if (witness !== null) unjustified.push(`${label} ${g.file} budget ${budget}: ${e.message}, but ${JSON.stringify(witness)} fits`);
+              if (witness !== null)
+                unjustified.push(`${label} ${g.file} budget ${budget}: ${e.message}, but ${JSON.stringify(witness)} fits`);
               outcomes.push({ grammar: g, driver: label, budget, unsatisfiable: e.message });
             }
           },
@@ -336,21 +367,23 @@ test("Lark accepts every completion; every 422 is justified", () => {
   const stated = runtime422.filter((o) => /needs at least \d+ tokens/.test(o.unsatisfiable!)).length;
   const perDriver: Record<string, number> = {};
   for (const o of outcomes) perDriver[o.driver] = (perDriver[o.driver] ?? 0) + 1;
-  console.log(JSON.stringify({
-    scale: SCALE,
-    grammarsUsable: corpus.usable.length,
-    grammarsRefusedByCompiler: corpus.refused.length,
-    completions,
-    larkAccepted: completions - rejected.length,
-    unsatisfiable: unsat,
-    unjustifiedUnsatisfiable: unjustified.length,
-    runtimeUnsatisfiable: runtime422.length,
-    runtimeUnsatisfiableStatingTokens: stated,
-    stopAfterBudget: outcomes.filter((o) => o.stopReason === "token_limit").length,
-    perDriver,
-    perMaxIgnoredRun: ignoredRunsUsed,
-    timingsMs: timings,
-  }));
+  console.log(
+    JSON.stringify({
+      scale: SCALE,
+      grammarsUsable: corpus.usable.length,
+      grammarsRefusedByCompiler: corpus.refused.length,
+      completions,
+      larkAccepted: completions - rejected.length,
+      unsatisfiable: unsat,
+      unjustifiedUnsatisfiable: unjustified.length,
+      runtimeUnsatisfiable: runtime422.length,
+      runtimeUnsatisfiableStatingTokens: stated,
+      stopAfterBudget: outcomes.filter((o) => o.stopReason === "token_limit").length,
+      perDriver,
+      perMaxIgnoredRun: ignoredRunsUsed,
+      timingsMs: timings,
+    }),
+  );
   for (const r of rejected.slice(0, 30)) console.log("LARK REJECTED " + r);
   for (const u of unjustified.slice(0, 30)) console.log("UNJUSTIFIED " + u);
   assert.ok(completions > 0);

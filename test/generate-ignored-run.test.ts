@@ -46,7 +46,8 @@ test("runs of ignored bytes up to max_ignored_run pass, one more is masked out",
     assert.equal(allows(c, byteToken[0x20]!), false, `run ${run}: a space past the limit`);
     const mask = c.mask(1000);
     for (let id = 0; id < vocab.size; id++) {
-      if (((mask[id >>> 5]! >>> (id & 31)) & 1) === 1) assert.notEqual(vocab.tokenBytes(id)[0], 0x20, `run ${run}: ${JSON.stringify(vocab.tokenText(id))}`);
+      if (((mask[id >>> 5]! >>> (id & 31)) & 1) === 1)
+        assert.notEqual(vocab.tokenBytes(id)[0], 0x20, `run ${run}: ${JSON.stringify(vocab.tokenText(id))}`);
     }
   }
 });

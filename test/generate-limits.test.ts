@@ -6,7 +6,12 @@ import { GenerationRuntime } from "../src/generate/index.js";
 import { UnsatisfiableError } from "../src/generate/index.js";
 import { STORIES_260K } from "./support/paths.js";
 
-const strict = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 2, constraints: { regexLimits: { maxDfaStates: 8 } } });
+const strict = GenerationRuntime.open({
+  modelPath: STORIES_260K,
+  threads: 1,
+  maxSequences: 2,
+  constraints: { regexLimits: { maxDfaStates: 8 } },
+});
 const lenient = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 2 });
 after(async () => {
   await strict.close();
@@ -25,7 +30,10 @@ const request = {
 };
 
 test("a pattern over the configured DFA-state cap is a 422 'too complex'", async () => {
-  await assert.rejects(strict.completeRegex(request), (e: unknown) => e instanceof UnsatisfiableError && /too complex/.test(e.message) && e.field === "pattern");
+  await assert.rejects(
+    strict.completeRegex(request),
+    (e: unknown) => e instanceof UnsatisfiableError && /too complex/.test(e.message) && e.field === "pattern",
+  );
 });
 
 test("the same pattern completes under the default caps", async () => {

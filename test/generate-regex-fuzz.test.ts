@@ -44,7 +44,7 @@ const PROMPTS = [
   "The date is ",
   "Email: ",
   "Answer yes or no:",
-  "Lily said \"",
+  'Lily said "',
   "数字 ",
   "αβγ",
   "Hello\n",
@@ -233,7 +233,10 @@ async function fuzz(
       assert.equal(tokens.length, result.tokensGenerated, where());
       for (const t of tokens) {
         const kind = vocab.kinds[t];
-        assert.ok(kind === TokenKind.Normal || kind === TokenKind.Byte || kind === TokenKind.UserDefined, `${where()}: token ${t} of kind ${kind}`);
+        assert.ok(
+          kind === TokenKind.Normal || kind === TokenKind.Byte || kind === TokenKind.UserDefined,
+          `${where()}: token ${t} of kind ${kind}`,
+        );
       }
       const prefix = tokens.length > 0 ? rec.prefix : undefined;
       assert.equal(prefix !== undefined, heals, `${where()}: healing ${heals ? "expected" : "not expected"} (${JSON.stringify(healing)})`);
@@ -270,7 +273,10 @@ async function fuzz(
           assert.ok(successors.length > 0, `${where()}: token_limit but the pattern admits no longer text`);
           if (left > 0) {
             for (const s of successors) {
-              assert.ok(info.brute.minTokens(s, left - 1) > left - 1, `${where()}: token_limit with ${left} tokens left that could be used`);
+              assert.ok(
+                info.brute.minTokens(s, left - 1) > left - 1,
+                `${where()}: token_limit with ${left} tokens left that could be used`,
+              );
             }
           }
         } else if (left === 0) {
@@ -331,7 +337,10 @@ describe("regex completion fuzz (real models)", () => {
         assertCoverage(stats, n);
         // llama.cpp's CPU kernels give a sequence's logits ~1e-6 differences depending on the
         // rest of the batch, so a near tie can flip; it must stay rare.
-        assert.ok(stats.notReproduced <= Math.max(2, stats.reproduced * 0.05), `${stats.notReproduced} of ${stats.reproduced} twins differ`);
+        assert.ok(
+          stats.notReproduced <= Math.max(2, stats.reproduced * 0.05),
+          `${stats.notReproduced} of ${stats.reproduced} twins differ`,
+        );
         if (label === "llama-2-tiny-random") assert.ok(stats.healed > 0, "prompts ending in a space should heal");
       } finally {
         await runtime.close();
@@ -365,4 +374,3 @@ describe("regex completion fuzz (random logits over BPE vocabularies)", () => {
     });
   }
 });
-

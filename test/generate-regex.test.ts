@@ -7,12 +7,7 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { compileRegexCached, regexConstraintFor } from "../src/generate/index.js";
-import {
-  InvalidRequestError,
-  UnsatisfiableError,
-  type CompletionResult,
-  type RegexCompletionRequest,
-} from "../src/generate/index.js";
+import { InvalidRequestError, UnsatisfiableError, type CompletionResult, type RegexCompletionRequest } from "../src/generate/index.js";
 import { matchesString } from "../src/regex/index.js";
 import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./support/paths.js";
 import { COMPLEMENT_SHORTHAND_PATTERNS } from "./support/regex-patterns.js";
@@ -76,13 +71,19 @@ describe("regex completion on stories260K", () => {
       assert.equal(r.tokensGenerated, 1, JSON.stringify(r));
       assert.equal(r.stopReason, "pattern_match");
     }
-    await assertFullMatches("[a-z]+( [a-z]+)*", results.map((r) => r.completion));
+    await assertFullMatches(
+      "[a-z]+( [a-z]+)*",
+      results.map((r) => r.completion),
+    );
   });
 
   test("stop_after_match false keeps generating while the pattern allows, within the budget", async () => {
     const results = await Promise.all(
       seeds(24).map((seed) =>
-        recorded(runtime, request({ prompt: "Once upon a time there", pattern: "[a-z ]{1,200}", seed, stopAfterMatch: false, maxNewTokens: 6 })),
+        recorded(
+          runtime,
+          request({ prompt: "Once upon a time there", pattern: "[a-z ]{1,200}", seed, stopAfterMatch: false, maxNewTokens: 6 }),
+        ),
       ),
     );
     let full = 0;
@@ -97,7 +98,10 @@ describe("regex completion on stories260K", () => {
       }
     }
     assert.ok(full > 0, "with a pattern that allows 200 characters most runs hit the budget");
-    await assertFullMatches("[a-z ]{1,200}", results.map((r) => r.completion));
+    await assertFullMatches(
+      "[a-z ]{1,200}",
+      results.map((r) => r.completion),
+    );
   });
 
   test("pattern_match when the pattern admits no longer text, token_limit when the budget cuts it", async () => {
@@ -117,7 +121,10 @@ describe("regex completion on stories260K", () => {
         runtime.completeRegex(request({ pattern, seed, stopAfterMatch: false, maxNewTokens: 3 + (i % 6), temperature: 2, topK: 0 })),
       ),
     );
-    await assertFullMatches(pattern, results.map((r) => r.completion));
+    await assertFullMatches(
+      pattern,
+      results.map((r) => r.completion),
+    );
   });
 
   test("same seed, same output; different seeds differ", async () => {
@@ -151,16 +158,13 @@ describe("regex completion on stories260K", () => {
   });
 
   test("unsatisfiable budgets are refused before generating, naming the tokens needed", async () => {
-    await assert.rejects(
-      runtime.completeRegex(request({ pattern: "[0-9]{24}", maxNewTokens: 5 })),
-      (error: unknown) => {
-        assert.ok(error instanceof UnsatisfiableError);
-        assert.equal(error.field, "pattern");
-        // stories260K writes digits one token each.
-        assert.match(error.message, /needs at least 24 tokens but max_new_tokens is 5/);
-        return true;
-      },
-    );
+    await assert.rejects(runtime.completeRegex(request({ pattern: "[0-9]{24}", maxNewTokens: 5 })), (error: unknown) => {
+      assert.ok(error instanceof UnsatisfiableError);
+      assert.equal(error.field, "pattern");
+      // stories260K writes digits one token each.
+      assert.match(error.message, /needs at least 24 tokens but max_new_tokens is 5/);
+      return true;
+    });
     const exact = await runtime.completeRegex(request({ pattern: "[0-9]{24}", maxNewTokens: 24 }));
     assert.match(exact.completion, /^[0-9]{24}$/);
     assert.equal(exact.tokensGenerated, 24);
@@ -200,7 +204,9 @@ describe("regex completion on stories260K", () => {
 
   test("special and control tokens are never generated, the text never contains them", async () => {
     const results = await Promise.all(
-      seeds(16).map((seed) => recorded(runtime, request({ pattern: "(?s).{1,40}", seed, stopAfterMatch: false, maxNewTokens: 10, temperature: 1.5 }))),
+      seeds(16).map((seed) =>
+        recorded(runtime, request({ pattern: "(?s).{1,40}", seed, stopAfterMatch: false, maxNewTokens: 10, temperature: 1.5 })),
+      ),
     );
     for (const r of results) {
       for (const t of r.rec.tokens) {
@@ -253,7 +259,10 @@ describe("prompt-boundary healing", () => {
       const runtime = driver.runtime;
       const results = await Promise.all(
         seeds(24).map((seed) =>
-          recorded(runtime, request({ prompt: "The answer is ", pattern: "[a-z]{2,12}", seed, maxNewTokens: 4, temperature: 1.5, topK: 0 })),
+          recorded(
+            runtime,
+            request({ prompt: "The answer is ", pattern: "[a-z]{2,12}", seed, maxNewTokens: 4, temperature: 1.5, topK: 0 }),
+          ),
         ),
       );
       let merged = 0;
@@ -271,7 +280,12 @@ describe("prompt-boundary healing", () => {
 
     test("healing never puts prompt text in the completion and respects the budget", async () => {
       const runtime = driver.runtime;
-      for (const [pattern, budget] of [["\\d{4}", 4], ["(cat|dog)", 1], [".{0,3}", 2], ["x", 1]] as const) {
+      for (const [pattern, budget] of [
+        ["\\d{4}", 4],
+        ["(cat|dog)", 1],
+        [".{0,3}", 2],
+        ["x", 1],
+      ] as const) {
         const r = await recorded(runtime, request({ prompt: "Pick one: ", pattern, maxNewTokens: budget, seed: 9 }));
         assert.ok(r.tokensGenerated <= budget);
         assert.ok(!r.completion.startsWith("Pick"), r.completion);
@@ -316,18 +330,15 @@ describe("end of generation (random logits that always prefer EOG)", () => {
 });
 
 describe("regex classes against Python's Unicode re", () => {
-  test(
-    "complement shorthands never admit what Python's \\S \\D \\W reject",
-    async () => {
-      const texts = ["\u00a0", "\u3000", "\u2003", "\u0663", "\u00e9", "\u00df", "x"];
-      const patterns = [...COMPLEMENT_SHORTHAND_PATTERNS, "\\S", "\\D", "\\W", "[^\\s]", "[^\\d]", "[^\\w]"];
-      const items = patterns.flatMap((p) => texts.map((t) => [[p], t] as const));
-      const python = await oracle.fullmatch(items);
-      const ours = items.map(([[p], t]) => matchesString(compileRegexCached(p!), t));
-      const extra = items.filter((_, i) => ours[i] && !python[i]).map(([[p], t]) => `${p} ~ ${JSON.stringify(t)}`);
-      assert.deepEqual(extra, [], "texts our DFA accepts but Python's re.fullmatch rejects");
-    },
-  );
+  test("complement shorthands never admit what Python's \\S \\D \\W reject", async () => {
+    const texts = ["\u00a0", "\u3000", "\u2003", "\u0663", "\u00e9", "\u00df", "x"];
+    const patterns = [...COMPLEMENT_SHORTHAND_PATTERNS, "\\S", "\\D", "\\W", "[^\\s]", "[^\\d]", "[^\\w]"];
+    const items = patterns.flatMap((p) => texts.map((t) => [[p], t] as const));
+    const python = await oracle.fullmatch(items);
+    const ours = items.map(([[p], t]) => matchesString(compileRegexCached(p!), t));
+    const extra = items.filter((_, i) => ours[i] && !python[i]).map(([[p], t]) => `${p} ~ ${JSON.stringify(t)}`);
+    assert.deepEqual(extra, [], "texts our DFA accepts but Python's re.fullmatch rejects");
+  });
 });
 
 describe("KV cache shared by concurrent requests", () => {
@@ -368,7 +379,10 @@ describe("cancellation", () => {
       assert.equal(runtime.scheduler.activeJobs, 0);
       assert.equal(runtime.scheduler.slots.available, runtime.scheduler.slots.capacity);
       // Already aborted before it starts: refused without generating.
-      await assert.rejects(runtime.completeRegex(request({ pattern: "a", signal: AbortSignal.abort(reason) })), (e: unknown) => e === reason);
+      await assert.rejects(
+        runtime.completeRegex(request({ pattern: "a", signal: AbortSignal.abort(reason) })),
+        (e: unknown) => e === reason,
+      );
     } finally {
       await driver.close();
     }

@@ -32,10 +32,16 @@ interface Case {
   texts: string[];
 }
 
-interface OracleAnswer { ok: boolean; results?: boolean[]; error?: string }
+interface OracleAnswer {
+  ok: boolean;
+  results?: boolean[];
+  error?: string;
+}
 
 function buildCases(): Case[] {
-  const files = readdirSync(CORPUS_DIR).filter((f) => f.endsWith(".lark")).sort();
+  const files = readdirSync(CORPUS_DIR)
+    .filter((f) => f.endsWith(".lark"))
+    .sort();
   return files.map((file, fi) => {
     const source = readFileSync(resolve(CORPUS_DIR, file), "utf8");
     let grammar: Grammar | null = null;
@@ -52,7 +58,10 @@ function buildCases(): Case[] {
       const samples: string[] = [];
       for (let i = 0; i < SAMPLES_PER_GRAMMAR * 3 && samples.length < SAMPLES_PER_GRAMMAR; i++) {
         const s = sampleSentence(grammar, rng, { maxDepth: 4 + (i % 8) });
-        if (s !== null) { samples.push(s); texts.add(s); }
+        if (s !== null) {
+          samples.push(s);
+          texts.add(s);
+        }
       }
       for (let i = 0; i < MUTATIONS_PER_GRAMMAR && samples.length; i++) {
         texts.add(mutateSentence(samples[i % samples.length]!, rng, alphabet));
@@ -76,7 +85,11 @@ test("corpus: grammar verdicts and sentence verdicts agree with Lark", () => {
   const cases = buildCases();
   assert.ok(cases.length >= 100, `corpus has ${cases.length} grammars`);
   const answers = askLark(cases);
-  let grammarAgree = 0, sentenceAgree = 0, sentences = 0, accepted = 0, larkTrue = 0;
+  let grammarAgree = 0,
+    sentenceAgree = 0,
+    sentences = 0,
+    accepted = 0,
+    larkTrue = 0;
   const disagreements: string[] = [];
   cases.forEach((c, i) => {
     const a = answers[i]!;
@@ -87,7 +100,10 @@ test("corpus: grammar verdicts and sentence verdicts agree with Lark", () => {
       return;
     }
     if (ours === a.ok) grammarAgree++;
-    else disagreements.push(`${c.file}: grammar ours=${ours ? "accept" : "refuse (" + c.error + ")"} lark=${a.ok ? "accept" : "refuse (" + a.error + ")"}`);
+    else
+      disagreements.push(
+        `${c.file}: grammar ours=${ours ? "accept" : "refuse (" + c.error + ")"} lark=${a.ok ? "accept" : "refuse (" + a.error + ")"}`,
+      );
     if (!ours || !a.ok) return;
     accepted++;
     c.texts.forEach((t, j) => {
@@ -99,16 +115,28 @@ test("corpus: grammar verdicts and sentence verdicts agree with Lark", () => {
       else disagreements.push(`${c.file}: ${JSON.stringify(t)} ours=${mine} lark=${lark}`);
     });
   });
-  console.log(JSON.stringify({
-    grammars: cases.length, intendedRefusals: INTENDED_REFUSALS.size, grammarAgree, acceptedByBoth: accepted,
-    sentences, sentenceAgree, sentencesLarkAccepts: larkTrue,
-  }));
+  console.log(
+    JSON.stringify({
+      grammars: cases.length,
+      intendedRefusals: INTENDED_REFUSALS.size,
+      grammarAgree,
+      acceptedByBoth: accepted,
+      sentences,
+      sentenceAgree,
+      sentencesLarkAccepts: larkTrue,
+    }),
+  );
   for (const d of disagreements.slice(0, 40)) console.log("DISAGREE " + d);
   assert.deepEqual(disagreements, []);
 
   // The byte-level incremental automaton (DFA lexing) against the same Lark verdicts.
-  let automata = 0, automatonRefused = 0, checked = 0, automatonAgree = 0, prefixesChecked = 0;
-  let approximateGrammars = 0, approximateDiffs = 0;
+  let automata = 0,
+    automatonRefused = 0,
+    checked = 0,
+    automatonAgree = 0,
+    prefixesChecked = 0;
+  let approximateGrammars = 0,
+    approximateDiffs = 0;
   const automatonDisagreements: string[] = [];
   cases.forEach((c, i) => {
     const a = answers[i]!;
@@ -134,12 +162,18 @@ test("corpus: grammar verdicts and sentence verdicts agree with Lark", () => {
         // Every prefix of an accepted sentence must stay alive.
         const bytes = new TextEncoder().encode(t);
         let s = auto.start;
-        for (const b of bytes) { s = auto.step(s, b); prefixesChecked++; if (s < 0) break; }
+        for (const b of bytes) {
+          s = auto.step(s, b);
+          prefixesChecked++;
+          if (s < 0) break;
+        }
         if (s < 0 && !auto.approximate.size) automatonDisagreements.push(`${c.file}: prefix of accepted ${JSON.stringify(t)} died`);
       }
     });
   });
-  console.log(JSON.stringify({ automata, automatonRefused, checked, automatonAgree, prefixesChecked, approximateGrammars, approximateDiffs }));
+  console.log(
+    JSON.stringify({ automata, automatonRefused, checked, automatonAgree, prefixesChecked, approximateGrammars, approximateDiffs }),
+  );
   for (const d of automatonDisagreements.slice(0, 40)) console.log("AUTOMATON DISAGREE " + d);
   assert.deepEqual(automatonDisagreements, []);
 });

@@ -33,8 +33,8 @@ test("LALR refusals name the rules as Lark does", () => {
   assert.match(refusal('start: a | b\na: "x"\nb: "x"\n').message, /Reduce\/Reduce collision in Terminal\('\$END'\)[^]*<a : X>[^]*<b : X>/);
   assert.match(refusal('start: [b] [b]\nb: "b"\n').message, /Rules defined twice/);
   assert.match(refusal("start: A\nA: /a*/\n").message, /zero-width terminals. \(A: 'a\*'\)/);
-  assert.match(refusal('%declare X\nstart: X\n').message, /%declare/);
-  assert.match(refusal('%import .foo.BAR\nstart: BAR\n').message, /Relative %import/);
+  assert.match(refusal("%declare X\nstart: X\n").message, /%declare/);
+  assert.match(refusal("%import .foo.BAR\nstart: BAR\n").message, /Relative %import/);
   // Rule priority resolves the reduce/reduce collision like Lark.
   assert.equal(parses(compileGrammar('start: a | b\na.2: X\nb: X\nX: "x"\n'), "x"), true);
 });
@@ -46,14 +46,20 @@ test("LALR table is typed arrays with one action row per state", () => {
   assert.equal(t.action.length, t.numStates * t.terminals.length);
   assert.equal(t.goto.length, t.numStates * t.nonterminals.length);
   assert.equal(t.terminals[0], "$END");
-  assert.deepEqual(["((x))", "x", "(x", "()", ""].map((s) => parses(g, s)), [true, true, false, false, false]);
+  assert.deepEqual(
+    ["((x))", "x", "(x", "()", ""].map((s) => parses(g, s)),
+    [true, true, false, false, false],
+  );
 });
 
 test("palindrome with a range middle: letters that are also literals are never the middle", () => {
   const g = compileGrammar('start: pal\npal: "a" pal "a" | "b" pal "b" | MID\nMID: "a".."z"\n');
   // MID ('[a-z]') matches "a" and "b" exactly, so Lark's unless-callback retypes those tokens to
   // the literals: the middle can only be c..z (verified against Lark 1.1.5).
-  assert.deepEqual(["a", "c", "aba", "aca", "bab", "bcb", "abcba", ""].map((s) => parses(g, s)), [false, true, false, true, false, true, true, false]);
+  assert.deepEqual(
+    ["a", "c", "aba", "aca", "bab", "bcb", "abcba", ""].map((s) => parses(g, s)),
+    [false, true, false, true, false, true, true, false],
+  );
 });
 
 test("keywords matched by a regexp terminal are retyped (Lark's unless) per parser state", () => {
@@ -82,7 +88,9 @@ test("terminal priorities reorder the contextual lexer", () => {
 });
 
 test("templates, %override, %extend and common imports compile", () => {
-  const g = compileGrammar('start: _sep{item, ","}\n_sep{x, s}: x (s x)*\nitem: WORD | NUM\n%import common.WORD\n%import common.SIGNED_NUMBER -> NUM\n%ignore " "\n');
+  const g = compileGrammar(
+    'start: _sep{item, ","}\n_sep{x, s}: x (s x)*\nitem: WORD | NUM\n%import common.WORD\n%import common.SIGNED_NUMBER -> NUM\n%ignore " "\n',
+  );
   assert.equal(parses(g, "a, -1.5e3 ,b"), true);
   assert.equal(parses(g, "a,,b"), false);
   const o = compileGrammar('start: a\na: "x"\n%override a: "y"\n');
@@ -121,14 +129,18 @@ test("incremental automaton: next bytes, completeness, ignore-run limit, minimal
   assert.equal(a.walk(a.start, "[1,   2]"), -1); // three ignored spaces exceed the limit of 2
   assert.equal(a.walk(a.start, "[1 2]"), -1);
   // Keyword retyping and first-match order hold byte by byte too.
-  const kw = new GrammarAutomaton(compileGrammar('start: stmt*\nstmt: "if" NAME ":" NAME | NAME "=" NAME\nNAME: /[a-z]+/\n%ignore " "\n'), { maxIgnoredRun: 4 });
+  const kw = new GrammarAutomaton(compileGrammar('start: stmt*\nstmt: "if" NAME ":" NAME | NAME "=" NAME\nNAME: /[a-z]+/\n%ignore " "\n'), {
+    maxIgnoredRun: 4,
+  });
   assert.equal(kw.isComplete(kw.walk(kw.start, "if x : y")), true);
   assert.equal(kw.walk(kw.start, "if ="), -1);
   assert.equal(kw.isComplete(kw.walk(kw.start, "iff = y")), true);
 });
 
 test("minBytesToComplete equals a brute-force breadth-first search", () => {
-  const g = compileGrammar('start: value\n?value: "{" [pair ("," pair)*] "}" | "[" [value ("," value)*] "]" | ESCAPED_STRING | "true"\npair: ESCAPED_STRING ":" value\n%import common.ESCAPED_STRING\n%import common.WS\n%ignore WS\n');
+  const g = compileGrammar(
+    'start: value\n?value: "{" [pair ("," pair)*] "}" | "[" [value ("," value)*] "]" | ESCAPED_STRING | "true"\npair: ESCAPED_STRING ":" value\n%import common.ESCAPED_STRING\n%import common.WS\n%ignore WS\n',
+  );
   const a = new GrammarAutomaton(g, { maxIgnoredRun: 2 });
   const bfs = (s0: number): number => {
     let frontier = [s0];
@@ -139,7 +151,10 @@ test("minBytesToComplete equals a brute-force breadth-first search", () => {
         if (a.isComplete(s)) return d;
         for (let b = 0; b < 128; b++) {
           const ns = a.step(s, b);
-          if (ns >= 0 && !seen.has(ns)) { seen.add(ns); next.push(ns); }
+          if (ns >= 0 && !seen.has(ns)) {
+            seen.add(ns);
+            next.push(ns);
+          }
         }
       }
       frontier = next;
@@ -162,7 +177,10 @@ test("scanners that surely become small DFAs wait for their first use; any other
   const unbuilt = scanners(pal).filter((d) => d === undefined).length;
   assert.ok(unbuilt >= 3, `palindrome: ${unbuilt} of ${scanners(pal).length} scanners left for later`);
   // Built as the walk reaches them, with Lark's answers (verified against Lark 1.1.5).
-  assert.deepEqual(["aca", "abcba", "abba", "aba"].map((t) => pal.isComplete(pal.walk(pal.start, t))), [true, true, false, false]);
+  assert.deepEqual(
+    ["aca", "abcba", "abba", "aba"].map((t) => pal.isComplete(pal.walk(pal.start, t))),
+    [true, true, false, false],
+  );
   assert.equal(pal.walk(pal.start, "abcbb"), -1);
   pal.tokenStartLexers();
   assert.equal(scanners(pal).filter((d) => d === undefined).length, 0);

@@ -33,7 +33,8 @@ function randomGrammar(rng: () => number): string {
     return r < 0.12 ? a + "?" : r < 0.22 ? a + "*" : r < 0.32 ? a + "+" : r < 0.36 ? `${a}~1..2` : a;
   };
   const expansion = (depth: number): string => Array.from({ length: Math.floor(rng() * 4) }, () => item(depth)).join(" ");
-  const expansions = (depth: number): string => Array.from({ length: 1 + Math.floor(rng() * 3) }, () => expansion(depth) || '"w"').join(" | ");
+  const expansions = (depth: number): string =>
+    Array.from({ length: 1 + Math.floor(rng() * 3) }, () => expansion(depth) || '"w"').join(" | ");
   const lines = ruleNames.map((n) => `${rng() < 0.15 ? "?" : ""}${n}${rng() < 0.1 ? ".2" : ""}: ${expansions(0)}`);
   lines.push("NAME: /[a-z]+/", "NUM: /[0-9]+/", `X${rng() < 0.3 ? ".3" : ""}: "x" | "xx"`);
   if (rng() < 0.6) lines.push('%ignore " "');
@@ -54,7 +55,9 @@ function randomLexerGrammar(rng: () => number): string {
   const lines: string[] = [];
   const items = [...names, '"a"', '"ab"', '"b"', '"c"i'];
   lines.push(`start: item+`);
-  lines.push(`item: ${Array.from({ length: 2 + Math.floor(rng() * 3) }, () => pick(items) + (rng() < 0.3 ? " " + pick(items) : "")).join(" | ")}`);
+  lines.push(
+    `item: ${Array.from({ length: 2 + Math.floor(rng() * 3) }, () => pick(items) + (rng() < 0.3 ? " " + pick(items) : "")).join(" | ")}`,
+  );
   for (const n of names) {
     const prio = rng() < 0.3 ? `.${pick([-1, 1, 2])}` : "";
     const body = Array.from({ length: 1 + Math.floor(rng() * 2) }, piece).join(" ");
@@ -68,7 +71,11 @@ test("random lexer-heavy grammars: same verdicts as Lark", () => {
   const rng = makeRng(777);
   const sources = Array.from({ length: 200 }, () => randomLexerGrammar(rng));
   const grammars: (Grammar | null)[] = sources.map((s) => {
-    try { return compileGrammar(s); } catch { return null; }
+    try {
+      return compileGrammar(s);
+    } catch {
+      return null;
+    }
   });
   const texts: string[][] = grammars.map((g, i) => {
     if (!g) return [];
@@ -76,7 +83,10 @@ test("random lexer-heavy grammars: same verdicts as Lark", () => {
     const out = new Set<string>();
     for (let k = 0; k < 25; k++) {
       const s = sampleSentence(g, r, { maxDepth: 6, maxTokens: 12 });
-      if (s !== null) { out.add(s); out.add(mutateSentence(s, r, "abc ")); }
+      if (s !== null) {
+        out.add(s);
+        out.add(mutateSentence(s, r, "abc "));
+      }
     }
     for (let k = 0; k < 10; k++) out.add(Array.from({ length: 1 + Math.floor(r() * 6) }, () => "abc "[Math.floor(r() * 4)]).join(""));
     return [...out];
@@ -84,9 +94,17 @@ test("random lexer-heavy grammars: same verdicts as Lark", () => {
   const input = sources.map((g, i) => JSON.stringify({ grammar: g, texts: texts[i] })).join("\n") + "\n";
   const r = spawnSync(ORACLE_PYTHON, [ORACLE], { input, encoding: "utf8", maxBuffer: 64 << 20 });
   assert.equal(r.status, 0, r.stderr);
-  const answers = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { ok: boolean; results?: boolean[]; error?: string });
-  let grammarAgree = 0, sentences = 0, sentenceAgree = 0, larkTrue = 0, automatonAgree = 0;
-  let approximateGrammars = 0, approximateDiffs = 0;
+  const answers = r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { ok: boolean; results?: boolean[]; error?: string });
+  let grammarAgree = 0,
+    sentences = 0,
+    sentenceAgree = 0,
+    larkTrue = 0,
+    automatonAgree = 0;
+  let approximateGrammars = 0,
+    approximateDiffs = 0;
   const diffs: string[] = [];
   sources.forEach((src, i) => {
     const g = grammars[i]!;
@@ -108,7 +126,18 @@ test("random lexer-heavy grammars: same verdicts as Lark", () => {
       else diffs.push(`grammar ${i} automaton text ${JSON.stringify(t)} lark=${lark}\n${src}`);
     });
   });
-  console.log(JSON.stringify({ lexerGrammars: sources.length, grammarAgree, sentences, sentenceAgree, larkTrue, automatonAgree, approximateGrammars, approximateDiffs }));
+  console.log(
+    JSON.stringify({
+      lexerGrammars: sources.length,
+      grammarAgree,
+      sentences,
+      sentenceAgree,
+      larkTrue,
+      automatonAgree,
+      approximateGrammars,
+      approximateDiffs,
+    }),
+  );
   for (const d of diffs.slice(0, 10)) console.log("DIFF " + d);
   assert.deepEqual(diffs, []);
 });
@@ -117,7 +146,11 @@ test("random grammars: Lark and we refuse the same ones and agree on sentences",
   const rng = makeRng(424242);
   const sources = Array.from({ length: GRAMMARS }, () => randomGrammar(rng));
   const grammars: (Grammar | null)[] = sources.map((s) => {
-    try { return compileGrammar(s); } catch { return null; }
+    try {
+      return compileGrammar(s);
+    } catch {
+      return null;
+    }
   });
   const texts: string[][] = grammars.map((g, i) => {
     if (!g) return [];
@@ -125,15 +158,25 @@ test("random grammars: Lark and we refuse the same ones and agree on sentences",
     const out = new Set<string>([""]);
     for (let k = 0; k < 25; k++) {
       const s = sampleSentence(g, r, { maxDepth: 3 + (k % 5), maxTokens: 30 });
-      if (s !== null) { out.add(s); out.add(mutateSentence(s, r, literalAlphabet(g))); }
+      if (s !== null) {
+        out.add(s);
+        out.add(mutateSentence(s, r, literalAlphabet(g)));
+      }
     }
     return [...out];
   });
   const input = sources.map((g, i) => JSON.stringify({ grammar: g, texts: texts[i] })).join("\n") + "\n";
   const r = spawnSync(ORACLE_PYTHON, [ORACLE], { input, encoding: "utf8", maxBuffer: 64 << 20 });
   assert.equal(r.status, 0, r.stderr);
-  const answers = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { ok: boolean; results?: boolean[]; error?: string });
-  let grammarAgree = 0, refusedByBoth = 0, sentenceAgree = 0, sentences = 0, automatonAgree = 0;
+  const answers = r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { ok: boolean; results?: boolean[]; error?: string });
+  let grammarAgree = 0,
+    refusedByBoth = 0,
+    sentenceAgree = 0,
+    sentences = 0,
+    automatonAgree = 0;
   const diffs: string[] = [];
   sources.forEach((src, i) => {
     const g = grammars[i]!;

@@ -7,7 +7,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isMainThread, parentPort, Worker } from "node:worker_threads";
-import { compileGrammar, createGrammarAutomaton, DEFAULT_GRAMMAR_LIMITS, GrammarError, GrammarTooComplexError, type GrammarLimits } from "../src/grammar/index.js";
+import {
+  compileGrammar,
+  createGrammarAutomaton,
+  DEFAULT_GRAMMAR_LIMITS,
+  GrammarError,
+  GrammarTooComplexError,
+  type GrammarLimits,
+} from "../src/grammar/index.js";
 import { parses } from "../src/grammar/testing.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -22,12 +29,26 @@ const lines = (n: number, f: (i: number) => string): string => Array.from({ leng
  */
 function collidingTerminals(n: number): string {
   const names = Array.from({ length: n }, (_, i) => `T${String(i).padStart(2, "0")}`);
-  return `start: ${names.slice(0, -1).join(" | ")} | ${names[n - 1]} "!"\n`
-    + names.slice(0, -1).map((t) => `${t}: /[a-z]+/\n`).join("")
-    + `${names[n - 1]}.-1: /[a-z0-9]+/\n`;
+  return (
+    `start: ${names.slice(0, -1).join(" | ")} | ${names[n - 1]} "!"\n` +
+    names
+      .slice(0, -1)
+      .map((t) => `${t}: /[a-z]+/\n`)
+      .join("") +
+    `${names[n - 1]}.-1: /[a-z0-9]+/\n`
+  );
 }
 /** Lark 1.1.5's verdicts on collidingTerminals(n), the same for 31 … 65 (checked with the oracle). */
-const COLLIDING_VERDICTS: Record<string, boolean> = { abc: true, "a9!": false, "abc!": false, a9: false, "": false, "9!": true, "abc9!": false, z: true };
+const COLLIDING_VERDICTS: Record<string, boolean> = {
+  abc: true,
+  "a9!": false,
+  "abc!": false,
+  a9: false,
+  "": false,
+  "9!": true,
+  "abc9!": false,
+  z: true,
+};
 
 const chain = (n: number): string => `start: T0\n${lines(n, (i) => `T${i}: T${i + 1}\n`)}T${n}: "a"\n`;
 const doubling = (n: number): string => `start: T0\n${lines(n, (i) => `T${i}: T${i + 1} T${i + 1}\n`)}T${n}: "a"\n`;
@@ -75,7 +96,7 @@ const CASES: Record<string, Case> = {
   templateRecursion: { source: 'a{x}: a{b{x}} | x\nb{x}: x\nstart: a{"q"}\n' },
   templateNames: { source: `${lines(30, (i) => `t${i}{x}: t${i + 1}{c{x, x}}\n`)}t30{x}: x\nc{x, y}: x y\nstart: t0{"a"}\n` },
   manyLiterals: { source: literals(5001) },
-  backreference: { source: 'start: A\nA: /(a)\\1/\n' },
+  backreference: { source: "start: A\nA: /(a)\\1/\n" },
   lookahead: { source: 'start: A+ "b"\nA: /a(?=a|b)/\n' },
   bigDfa: { source: "start: A\nA: /(a|b)*a(a|b){25}/\n" },
   slowDfa: { source: "start: A\nA: /(a|b)*a(a|b){25}/\n", limits: { maxDfaStates: 1e7, timeoutMs: 150 } },
@@ -87,7 +108,8 @@ const CASES: Record<string, Case> = {
   },
   backtrackingUnless: { source: `start: A | "${"a".repeat(40)}"\nA: /(a*)*b/\n`, sentences: ["a".repeat(40), "aab"], automatonOnly: true },
 };
-for (const n of [31, 32, 33, 63, 64, 65]) CASES[`colliding${n}`] = { source: collidingTerminals(n), sentences: Object.keys(COLLIDING_VERDICTS) };
+for (const n of [31, 32, 33, 63, 64, 65])
+  CASES[`colliding${n}`] = { source: collidingTerminals(n), sentences: Object.keys(COLLIDING_VERDICTS) };
 
 // ---------------------------------------------------------------------------------------------
 // The worker: compiles a case, builds its automaton, reports what happened.
@@ -122,8 +144,15 @@ function runCase(name: string): Outcome {
   } catch (e) {
     const err = e as Error & { limit?: string; line?: number; column?: number };
     return {
-      ok: false, ms: performance.now() - t0, error: err.constructor.name, message: err.message, limit: err.limit, line: err.line, column: err.column,
-      tooComplex: e instanceof GrammarTooComplexError, grammarError: e instanceof GrammarError,
+      ok: false,
+      ms: performance.now() - t0,
+      error: err.constructor.name,
+      message: err.message,
+      limit: err.limit,
+      line: err.line,
+      column: err.column,
+      tooComplex: e instanceof GrammarTooComplexError,
+      grammarError: e instanceof GrammarError,
     };
   }
 }
@@ -144,14 +173,21 @@ class CaseRunner {
   async run(name: string, limitMs: number): Promise<Answer> {
     if (this.worker === null) {
       const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(import.meta.url)});`;
-      this.worker = new Worker(new URL("data:text/javascript," + encodeURIComponent(boot)), { resourceLimits: { maxOldGenerationSizeMb: 1024 } });
+      this.worker = new Worker(new URL("data:text/javascript," + encodeURIComponent(boot)), {
+        resourceLimits: { maxOldGenerationSizeMb: 1024 },
+      });
       this.started = false;
     }
     const w = this.worker;
     // A fresh worker loads the grammar modules first: its first answer gets 10 s more.
     const allowed = limitMs + (this.started ? 0 : 10_000);
     const answer = await new Promise<Answer>((resolve) => {
-      const done = (a: Answer): void => { clearTimeout(timer); w.off("message", onMessage); w.off("error", onError); resolve(a); };
+      const done = (a: Answer): void => {
+        clearTimeout(timer);
+        w.off("message", onMessage);
+        w.off("error", onError);
+        resolve(a);
+      };
       const onMessage = (m: Outcome): void => done(m);
       const onError = (): void => done("crash");
       const timer = setTimeout(() => done("hang"), allowed);
@@ -211,7 +247,11 @@ if (isMainThread) {
       const o = await outcome(runner, `colliding${n}`);
       assert.ok(o.ok, `${n} terminals: ${o.message}`);
       for (const [s, expected] of Object.entries(COLLIDING_VERDICTS)) {
-        assert.deepEqual(o.verdicts![s], [expected, expected], `${n} terminals, ${JSON.stringify(s)}: [automaton, parses] vs Lark's ${expected}`);
+        assert.deepEqual(
+          o.verdicts![s],
+          [expected, expected],
+          `${n} terminals, ${JSON.stringify(s)}: [automaton, parses] vs Lark's ${expected}`,
+        );
       }
     }
   });
@@ -251,7 +291,10 @@ if (isMainThread) {
   test("huge repeats: spelled out in rules by Lark's factoring, refused in terminals and when nested", async () => {
     const rule = await outcome(runner, "ruleRepeat");
     assert.ok(rule.ok, rule.message);
-    assert.deepEqual(Object.values(rule.verdicts!), [[true, true], [false, false]]);
+    assert.deepEqual(Object.values(rule.verdicts!), [
+      [true, true],
+      [false, false],
+    ]);
     assert.ok((await outcome(runner, "ruleRepeatNested")).ok);
     assertTooComplex(await outcome(runner, "terminalRepeat"), "maxNfaStates", '"a" ~ 100000 in a terminal');
     assertTooComplex(await outcome(runner, "terminalRepeatNested"), "maxNfaStates", '("a" ~ 1000) ~ 1000 in a terminal');
@@ -293,12 +336,19 @@ if (isMainThread) {
     // 2,000 overlapping alternatives: a prefix check (two DFAs) per pair took 58 s.
     const alts = await outcome(runner, "overlappingAlternatives", 3000);
     assert.ok(alts.ok, alts.message);
-    assert.deepEqual(Object.values(alts.verdicts!), [[true, true], [true, true], [false, false]]);
+    assert.deepEqual(Object.values(alts.verdicts!), [
+      [true, true],
+      [true, true],
+      [false, false],
+    ]);
     // Lark's unless check runs the terminal's regexp on each literal: a backtracking RegExp
     // takes exponential time to fail `(a*)*b` on 40 letters (3.6 s at 26); the byte DFA says no first.
     const unless = await outcome(runner, "backtrackingUnless");
     assert.ok(unless.ok, unless.message);
-    assert.deepEqual(Object.values(unless.verdicts!), [[true, true], [true, true]]);
+    assert.deepEqual(Object.values(unless.verdicts!), [
+      [true, true],
+      [true, true],
+    ]);
   });
 
   test("regexp constructs the byte automaton cannot represent: a 400 naming the terminal and the construct", async () => {
@@ -319,11 +369,16 @@ if (isMainThread) {
     createGrammarAutomaton(compileGrammar(source, limits), { maxIgnoredRun: 8, limits });
   };
   const refusedBy = (source: string, limits: Partial<GrammarLimits>, limit: keyof GrammarLimits): void => {
-    assert.throws(() => build(source, limits), (e: unknown) => e instanceof GrammarTooComplexError && e.limit === limit && e.message.includes(`(${limit}`), `${limit}: ${JSON.stringify(limits)}`);
+    assert.throws(
+      () => build(source, limits),
+      (e: unknown) => e instanceof GrammarTooComplexError && e.limit === limit && e.message.includes(`(${limit}`),
+      `${limit}: ${JSON.stringify(limits)}`,
+    );
   };
   /** The least value of `limit` that `source` compiles under, found by bisection (each refusal checked to name `limit`). */
   const threshold = (source: string, limit: keyof GrammarLimits): number => {
-    let lo = 0, hi = 1 << 24;
+    let lo = 0,
+      hi = 1 << 24;
     build(source, { [limit]: hi });
     while (lo < hi) {
       const mid = Math.floor((lo + hi) / 2);
@@ -340,7 +395,10 @@ if (isMainThread) {
 
   test("maxNesting binds at exactly the limit, in the text and in regexps", () => {
     build(nestedParens(100), {});
-    assert.throws(() => build(nestedParens(101), {}), (e: unknown) => e instanceof GrammarError && !(e instanceof GrammarTooComplexError) && /nesting deeper than 100/.test(e.message));
+    assert.throws(
+      () => build(nestedParens(101), {}),
+      (e: unknown) => e instanceof GrammarError && !(e instanceof GrammarTooComplexError) && /nesting deeper than 100/.test(e.message),
+    );
     build(nestedRegexp(100), {});
     assert.throws(() => build(nestedRegexp(101), {}), /nesting deeper than 100/);
     build(nestedParens(3), { maxNesting: 3 });
@@ -350,7 +408,10 @@ if (isMainThread) {
   test("maxTerminals, maxRules, maxReferenceDepth, maxPatternChars, maxTotalPatternChars bind at exactly the limit", () => {
     build(literals(10), { maxTerminals: 10 });
     refusedBy(literals(11), { maxTerminals: 10 }, "maxTerminals");
-    assert.throws(() => build(literals(11), { maxTerminals: 10 }), (e: unknown) => (e as Error).message === "grammar too complex: 11 terminals, more than the limit of 10 (maxTerminals)");
+    assert.throws(
+      () => build(literals(11), { maxTerminals: 10 }),
+      (e: unknown) => (e as Error).message === "grammar too complex: 11 terminals, more than the limit of 10 (maxTerminals)",
+    );
     build(literals(10), { maxRules: 10 });
     refusedBy(literals(11), { maxRules: 10 }, "maxRules");
     build('start: ["a"] ["b"] ["c"]\n', { maxRules: 8 });
@@ -365,13 +426,25 @@ if (isMainThread) {
 
   test("the size limits bind exactly where the grammar's size is", () => {
     // Each grammar's threshold is its own size by that measure: one less refuses, with that limit named.
-    const json = '?value: object | array | STRING | NUMBER\nobject: "{" [pair ("," pair)*] "}"\npair: STRING ":" value\narray: "[" [value ("," value)*] "]"\nSTRING: /"[^"]*"/\nNUMBER: /-?[0-9]+/\nstart: value\n%ignore " "\n';
-    for (const limit of ["maxTableCells", "maxScannerCells", "maxRuleSymbols", "maxDfaStates", "maxNfaStates", "maxRules", "maxTotalPatternChars"] as const) {
+    const json =
+      '?value: object | array | STRING | NUMBER\nobject: "{" [pair ("," pair)*] "}"\npair: STRING ":" value\narray: "[" [value ("," value)*] "]"\nSTRING: /"[^"]*"/\nNUMBER: /-?[0-9]+/\nstart: value\n%ignore " "\n';
+    for (const limit of [
+      "maxTableCells",
+      "maxScannerCells",
+      "maxRuleSymbols",
+      "maxDfaStates",
+      "maxNfaStates",
+      "maxRules",
+      "maxTotalPatternChars",
+    ] as const) {
       const at = threshold(json, limit);
       assert.ok(at > 0, `${limit}: ${at}`);
-      assert.ok(at <= DEFAULT_GRAMMAR_LIMITS[limit] / 4, `${limit}: the JSON grammar needs ${at}, near the default ${DEFAULT_GRAMMAR_LIMITS[limit]}`);
+      assert.ok(
+        at <= DEFAULT_GRAMMAR_LIMITS[limit] / 4,
+        `${limit}: the JSON grammar needs ${at}, near the default ${DEFAULT_GRAMMAR_LIMITS[limit]}`,
+      );
     }
-    assert.equal(threshold('t{x}: x\nstart: t{"a"}\n', "maxNameChars"), 't{A}'.length);
+    assert.equal(threshold('t{x}: x\nstart: t{"a"}\n', "maxNameChars"), "t{A}".length);
     refusedBy('start: "a" ~ 10\n', { maxRuleSymbols: 9 }, "maxRuleSymbols");
   });
 
@@ -391,7 +464,9 @@ if (isMainThread) {
   test("real grammars stay far below the default limits", () => {
     // Lark's own grammar (the largest that our automaton takes whole) and JSON compile with
     // every limit a quarter of its default.
-    const quarter = Object.fromEntries(Object.entries(DEFAULT_GRAMMAR_LIMITS).map(([k, v]) => [k, k === "timeoutMs" ? v : Math.floor(v / 4)])) as Partial<GrammarLimits>;
+    const quarter = Object.fromEntries(
+      Object.entries(DEFAULT_GRAMMAR_LIMITS).map(([k, v]) => [k, k === "timeoutMs" ? v : Math.floor(v / 4)]),
+    ) as Partial<GrammarLimits>;
     const larkGrammar = `start: (_item? _NL)* _item?
 _item: rule | token | statement
 rule: RULE template_params priority? ":" expansions

@@ -46,10 +46,18 @@ function importsOf(file: string): ImportEdge[] {
   const visit = (node: ts.Node): void => {
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
       const clause = node.importClause;
-      const typeOnly = clause !== undefined && (clause.isTypeOnly || (clause.name === undefined && clause.namedBindings !== undefined && ts.isNamedImports(clause.namedBindings) && clause.namedBindings.elements.every((e) => e.isTypeOnly)));
+      const typeOnly =
+        clause !== undefined &&
+        (clause.isTypeOnly ||
+          (clause.name === undefined &&
+            clause.namedBindings !== undefined &&
+            ts.isNamedImports(clause.namedBindings) &&
+            clause.namedBindings.elements.every((e) => e.isTypeOnly)));
       add(node.moduleSpecifier.text, typeOnly);
     } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
-      const typeOnly = node.isTypeOnly || (node.exportClause !== undefined && ts.isNamedExports(node.exportClause) && node.exportClause.elements.every((e) => e.isTypeOnly));
+      const typeOnly =
+        node.isTypeOnly ||
+        (node.exportClause !== undefined && ts.isNamedExports(node.exportClause) && node.exportClause.elements.every((e) => e.isTypeOnly));
       add(node.moduleSpecifier.text, typeOnly);
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
       const arg = node.arguments[0];
@@ -98,7 +106,8 @@ test("a door holds re-exports and a module comment, no logic", () => {
   for (const file of sourceFiles(SRC).filter((f) => f.endsWith("/index.ts") && relative(SRC, f).includes("/"))) {
     const sf = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.ES2022, true);
     for (const statement of sf.statements) {
-      if (!ts.isExportDeclaration(statement) || statement.moduleSpecifier === undefined) wrong.push(`${relative(SRC, file)}: ${statement.getText().split("\n")[0]}`);
+      if (!ts.isExportDeclaration(statement) || statement.moduleSpecifier === undefined)
+        wrong.push(`${relative(SRC, file)}: ${statement.getText().split("\n")[0]}`);
     }
     if (!/^\/\*\*/.test(sf.getFullText().trimStart())) wrong.push(`${relative(SRC, file)}: no module comment`);
   }

@@ -14,7 +14,10 @@ import { STORIES_260K } from "./support/paths.js";
 const MODEL = readFileSync(STORIES_260K);
 const SHA = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d";
 
-interface Hit { path: string; range: string | undefined }
+interface Hit {
+  path: string;
+  range: string | undefined;
+}
 const hits: Hit[] = [];
 let mode: "normal" | "ignore-range" | "cut" = "normal";
 let server: Server;
@@ -61,14 +64,26 @@ function cacheDir(): string {
   return dir;
 }
 
-const source = (overrides: Partial<ModelSource> = {}): ModelSource => ({ url: `${base}/model.gguf`, sha256: SHA, fileName: "model.gguf", ...overrides });
+const source = (overrides: Partial<ModelSource> = {}): ModelSource => ({
+  url: `${base}/model.gguf`,
+  sha256: SHA,
+  fileName: "model.gguf",
+  ...overrides,
+});
 
 test("downloads, verifies, renames atomically, reports progress, then reuses without network", async () => {
   mode = "normal";
   const dir = cacheDir();
   const progress: number[] = [];
   let total: number | null = null;
-  const path = await ensureModel({ source: source(), cacheDir: dir, onProgress: (p) => { progress.push(p.receivedBytes); total = p.totalBytes; } });
+  const path = await ensureModel({
+    source: source(),
+    cacheDir: dir,
+    onProgress: (p) => {
+      progress.push(p.receivedBytes);
+      total = p.totalBytes;
+    },
+  });
   assert.equal(path, join(dir, "model.gguf"));
   assert.ok(readFileSync(path).equals(MODEL));
   assert.equal(existsSync(`${path}.part`), false);
@@ -139,11 +154,17 @@ test("unreachable host and HTTP errors give a clear message naming TRELLIS_MODEL
   await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
   const port = (closed.address() as { port: number }).port;
   await new Promise<void>((resolve) => closed.close(() => resolve()));
-  await assert.rejects(ensureModel({ source: source({ url: `http://127.0.0.1:${port}/model.gguf` }), cacheDir: cacheDir() }), (e: unknown) => {
-    assert.ok(e instanceof ModelDownloadError);
-    assert.match((e as Error).message, /could not download the default model from http:\/\/127\.0\.0\.1:\d+\/model\.gguf \(ECONNREFUSED\)/);
-    assert.match((e as Error).message, /TRELLIS_MODEL=/);
-    return true;
-  });
+  await assert.rejects(
+    ensureModel({ source: source({ url: `http://127.0.0.1:${port}/model.gguf` }), cacheDir: cacheDir() }),
+    (e: unknown) => {
+      assert.ok(e instanceof ModelDownloadError);
+      assert.match(
+        (e as Error).message,
+        /could not download the default model from http:\/\/127\.0\.0\.1:\d+\/model\.gguf \(ECONNREFUSED\)/,
+      );
+      assert.match((e as Error).message, /TRELLIS_MODEL=/);
+      return true;
+    },
+  );
   await assert.rejects(ensureModel({ source: source({ url: `${base}/missing.gguf` }), cacheDir: cacheDir() }), /HTTP 404.*TRELLIS_MODEL/);
 });

@@ -8,7 +8,16 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadModel, initRuntime, packageBinsDir, LlamaBatch, SequenceSlots, TokenAttr, KvCacheFullError, type LlamaContext } from "../src/model/index.js";
+import {
+  loadModel,
+  initRuntime,
+  packageBinsDir,
+  LlamaBatch,
+  SequenceSlots,
+  TokenAttr,
+  KvCacheFullError,
+  type LlamaContext,
+} from "../src/model/index.js";
 import { LLAMA2_TINY_RANDOM, REPO_ROOT, STORIES_260K, vocabFile } from "./support/paths.js";
 
 // One thread for most tests: on a busy 2-core machine ggml's spinning barriers make 2 threads
@@ -38,7 +47,7 @@ function assertClose(a: Float32Array, b: Float32Array, what: string): void {
 describe("backend selection", () => {
   test("the CPU package is found and loads; a GPU package that is not installed is not picked", () => {
     const cpu = packageBinsDir("cpu");
-    assert.ok(cpu && cpu.endsWith("bins/linux-x64"), String(cpu));
+    assert.ok(cpu?.endsWith("bins/linux-x64"), String(cpu));
     const info = initRuntime();
     if (!process.env.TRELLIS_LLAMA_BINS && packageBinsDir("cuda") === null && packageBinsDir("vulkan") === null) {
       assert.equal(info.binsDir, cpu);
@@ -87,7 +96,11 @@ describe("backend selection", () => {
   });
 
   test("naming a GPU backend that is not installed fails at load, naming the package to install", () => {
-    for (const [gpu, pkg] of [["cuda", "@node-llama-cpp/linux-x64-cuda"], ["cuda-ext", "@node-llama-cpp/linux-x64-cuda-ext"], ["vulkan", "@node-llama-cpp/linux-x64-vulkan"]] as const) {
+    for (const [gpu, pkg] of [
+      ["cuda", "@node-llama-cpp/linux-x64-cuda"],
+      ["cuda-ext", "@node-llama-cpp/linux-x64-cuda-ext"],
+      ["vulkan", "@node-llama-cpp/linux-x64-vulkan"],
+    ] as const) {
       if (packageBinsDir(gpu === "cuda-ext" ? "cuda" : gpu) !== null) continue;
       const script = `import("./src/model/index.js").then((m) => m.initRuntime({ gpu: process.env.GPU })).then(() => process.exit(0), (e) => { console.error(e.message); process.exit(3); })`;
       const res = spawnSync(process.execPath, ["--import", "tsx", "-e", script], {
@@ -168,10 +181,12 @@ describe("stories260K", () => {
     const text = Buffer.concat(out.map((t) => Buffer.from(model.tokenPiece(t)))).toString("utf8");
     const words = text.toLowerCase().match(/[a-z]+/g) ?? [];
     const common = new Set(
-      ("a an the and but to of in on at with was were is it he she they her his there one day " +
+      (
+        "a an the and but to of in on at with was were is it he she they her his there one day " +
         "little girl boy named lily tim ben big red ball play played loved liked wanted saw went " +
         "very happy sad friend friends mom said time upon once park outside tree dog cat toy " +
-        "for so too had have not up out be could can would all said see").split(" "),
+        "for so too had have not up out be could can would all said see"
+      ).split(" "),
     );
     assert.ok(words.length >= 30, `too few words: ${text}`);
     const known = words.filter((w) => common.has(w)).length;
@@ -215,20 +230,21 @@ describe("llama-2-tiny-random: batching and KV cache operations", () => {
     return out;
   }
 
-  for (const threads of [1, 2]) test(`many sequences in one decode give the same logits as one sequence at a time (${threads} threads)`, () => {
-    const ctx = model.createContext({ nCtx: 512, nSeqMax: 4, nBatch: 64, threads });
-    const refA = singleRun(ctx, promptA);
-    const refB = singleRun(ctx, promptB);
-    ctx.clearMemory();
-    // Prompts of A (seq 0) and B (seq 2) in one batch, every row with logits.
-    const batch = ctx.createBatch();
-    const rowsA = [...promptA].map((t, i) => batch.add(t, i, 0, true));
-    const rowsB = [...promptB].map((t, i) => batch.add(t, i, 2, true));
-    ctx.decode(batch);
-    rowsA.forEach((row, i) => assertClose(ctx.logits(row), refA[i]!, `A[${i}]`));
-    rowsB.forEach((row, i) => assertClose(ctx.logits(row), refB[i]!, `B[${i}]`));
-    ctx.dispose();
-  });
+  for (const threads of [1, 2])
+    test(`many sequences in one decode give the same logits as one sequence at a time (${threads} threads)`, () => {
+      const ctx = model.createContext({ nCtx: 512, nSeqMax: 4, nBatch: 64, threads });
+      const refA = singleRun(ctx, promptA);
+      const refB = singleRun(ctx, promptB);
+      ctx.clearMemory();
+      // Prompts of A (seq 0) and B (seq 2) in one batch, every row with logits.
+      const batch = ctx.createBatch();
+      const rowsA = [...promptA].map((t, i) => batch.add(t, i, 0, true));
+      const rowsB = [...promptB].map((t, i) => batch.add(t, i, 2, true));
+      ctx.decode(batch);
+      rowsA.forEach((row, i) => assertClose(ctx.logits(row), refA[i]!, `A[${i}]`));
+      rowsB.forEach((row, i) => assertClose(ctx.logits(row), refB[i]!, `B[${i}]`));
+      ctx.dispose();
+    });
 
   test("rows shared by several sequences: one decode of a shared prompt plus each continuation", () => {
     const ctx = model.createContext({ nCtx: 512, nSeqMax: 4, nBatch: 64 });
@@ -278,27 +294,28 @@ describe("llama-2-tiny-random: batching and KV cache operations", () => {
     ctx.dispose();
   });
 
-  for (const kvUnified of [true, false]) test(`seqCopy prefix reuse gives the same logits as re-evaluating (kvUnified ${kvUnified})`, () => {
-    const ctx = model.createContext({ nCtx: 512, nSeqMax: 4, nBatch: 64, kvUnified });
-    const prefix = promptA.subarray(0, 6);
-    const suffix = promptB.subarray(1);
-    const full = Int32Array.from([...prefix, ...suffix]);
-    const ref = singleRun(ctx, full);
-    ctx.clearMemory();
-    const slots = new SequenceSlots(ctx);
-    const src = slots.acquire();
-    slots.prefill(src, prefix);
-    const forks = [slots.fork(src), slots.fork(src), slots.fork(src, 3)];
-    assert.deepEqual(ctx.seqPosRange(forks[0]!), [0, prefix.length - 1]);
-    assert.deepEqual(ctx.seqPosRange(forks[2]!), [0, 2]);
-    // The source goes away; the forks keep the shared cells.
-    slots.release(src);
-    const logits = slots.prefill(forks[1]!, suffix);
-    assertClose(logits, ref[full.length - 1]!, "forked continuation");
-    const logitsShort = slots.prefill(forks[2]!, full.subarray(3));
-    assertClose(logitsShort, ref[full.length - 1]!, "fork of a shorter prefix");
-    ctx.dispose();
-  });
+  for (const kvUnified of [true, false])
+    test(`seqCopy prefix reuse gives the same logits as re-evaluating (kvUnified ${kvUnified})`, () => {
+      const ctx = model.createContext({ nCtx: 512, nSeqMax: 4, nBatch: 64, kvUnified });
+      const prefix = promptA.subarray(0, 6);
+      const suffix = promptB.subarray(1);
+      const full = Int32Array.from([...prefix, ...suffix]);
+      const ref = singleRun(ctx, full);
+      ctx.clearMemory();
+      const slots = new SequenceSlots(ctx);
+      const src = slots.acquire();
+      slots.prefill(src, prefix);
+      const forks = [slots.fork(src), slots.fork(src), slots.fork(src, 3)];
+      assert.deepEqual(ctx.seqPosRange(forks[0]!), [0, prefix.length - 1]);
+      assert.deepEqual(ctx.seqPosRange(forks[2]!), [0, 2]);
+      // The source goes away; the forks keep the shared cells.
+      slots.release(src);
+      const logits = slots.prefill(forks[1]!, suffix);
+      assertClose(logits, ref[full.length - 1]!, "forked continuation");
+      const logitsShort = slots.prefill(forks[2]!, full.subarray(3));
+      assertClose(logitsShort, ref[full.length - 1]!, "fork of a shorter prefix");
+      ctx.dispose();
+    });
 
   test("seqRemove truncation: rewinding and re-decoding reproduces the logits", () => {
     const ctx = model.createContext({ nCtx: 512, nSeqMax: 1, nBatch: 64 });

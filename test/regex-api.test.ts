@@ -3,7 +3,23 @@
 // the LRU cache and member sampling.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { RegexCache, RegexSyntaxError, RegexTooComplexError, acceptedPatterns, acceptsPattern, canReachPattern, compileMultiRegex, compileRegex, matchesBytes, matchesString, sampleMember, sampleString, shortestCompletion, walkBytes, type ByteDfa } from "../src/regex/index.js";
+import {
+  RegexCache,
+  RegexSyntaxError,
+  RegexTooComplexError,
+  acceptedPatterns,
+  acceptsPattern,
+  canReachPattern,
+  compileMultiRegex,
+  compileRegex,
+  matchesBytes,
+  matchesString,
+  sampleMember,
+  sampleString,
+  shortestCompletion,
+  walkBytes,
+  type ByteDfa,
+} from "../src/regex/index.js";
 import { seededRandom } from "../src/support/index.js";
 
 function syntaxError(pattern: string | string[], flags?: string): RegexSyntaxError {
@@ -46,7 +62,11 @@ test("non-regular constructs are refused with their name and position", () => {
     assert.match(err.message, /not supported|supported only/, pattern);
   }
   // Single-character lookarounds are regular and supported.
-  for (const [pattern, yes, no] of [["a(?!b)[a-z]", "ac", "ab"], ["(?<!\\\\)\"", "\"", "x"], ["x(?=\\d)\\w", "x1", "xa"]]) {
+  for (const [pattern, yes, no] of [
+    ["a(?!b)[a-z]", "ac", "ab"],
+    ['(?<!\\\\)"', '"', "x"],
+    ["x(?=\\d)\\w", "x1", "xa"],
+  ]) {
     const dfa = compileRegex(pattern!);
     assert.ok(matchesString(dfa, yes!), pattern);
     assert.ok(!matchesString(dfa, no!), pattern);
@@ -55,9 +75,27 @@ test("non-regular constructs are refused with their name and position", () => {
 
 test("malformed patterns are syntax errors at the positions Python reports", () => {
   const cases: Array<[string, number]> = [
-    ["(ab", 0], ["ab)", 2], ["[ab", 0], ["*a", 0], ["a|?", 2], ["a**", 2], ["a{2}{3}", 4], ["[z-a]", 1],
-    ["[\\d-z]", 1], ["\\q", 0], ["a{3,2}", 2], ["\\x4", 0], ["\\u12", 0], ["a\\", 1], ["^*", 1],
-    ["a(?i)b", 1], ["(?z)", 1], ["(?P<1a>x)", 4], ["(?P<n>a)(?P<n>b)", 12], ["[]", 0], ["\\U00110000", 0],
+    ["(ab", 0],
+    ["ab)", 2],
+    ["[ab", 0],
+    ["*a", 0],
+    ["a|?", 2],
+    ["a**", 2],
+    ["a{2}{3}", 4],
+    ["[z-a]", 1],
+    ["[\\d-z]", 1],
+    ["\\q", 0],
+    ["a{3,2}", 2],
+    ["\\x4", 0],
+    ["\\u12", 0],
+    ["a\\", 1],
+    ["^*", 1],
+    ["a(?i)b", 1],
+    ["(?z)", 1],
+    ["(?P<1a>x)", 4],
+    ["(?P<n>a)(?P<n>b)", 12],
+    ["[]", 0],
+    ["\\U00110000", 0],
   ];
   for (const [pattern, position] of cases) {
     assert.equal(syntaxError(pattern).position, position, pattern);
@@ -82,7 +120,12 @@ test("automata that would blow up are refused fast, never hang", () => {
   };
   let elapsed = timed(() => assert.throws(() => compileRegex("(a|b)*a(a|b){25}"), RegexTooComplexError));
   assert.ok(elapsed < 5000, `took ${elapsed} ms`);
-  elapsed = timed(() => assert.throws(() => compileRegex("(?:a{1000}){1000}"), (e: unknown) => e instanceof RegexTooComplexError && e.limit === "nfaStates"));
+  elapsed = timed(() =>
+    assert.throws(
+      () => compileRegex("(?:a{1000}){1000}"),
+      (e: unknown) => e instanceof RegexTooComplexError && e.limit === "nfaStates",
+    ),
+  );
   assert.ok(elapsed < 5000, `took ${elapsed} ms`);
   assert.throws(() => compileRegex("((a{100}){100}){100}"), RegexTooComplexError);
   // Python also rejects stacked quantifiers: "multiple repeat".
@@ -92,12 +135,21 @@ test("automata that would blow up are refused fast, never hang", () => {
   assert.ok(!matchesString(exponential, "xy"));
   assert.ok(!matchesString(exponential, "x".repeat(40)));
   // Limits are configurable.
-  assert.throws(() => compileRegex("(a|b)*a(a|b){5}", { maxDfaStates: 16 }), (e: unknown) => e instanceof RegexTooComplexError && e.limit === "dfaStates");
+  assert.throws(
+    () => compileRegex("(a|b)*a(a|b){5}", { maxDfaStates: 16 }),
+    (e: unknown) => e instanceof RegexTooComplexError && e.limit === "dfaStates",
+  );
   assert.throws(() => compileRegex("a{50}", { maxNfaStates: 20 }), RegexTooComplexError);
-  assert.throws(() => compileRegex("(a|b)*a(a|b){12}", { timeoutMs: 0 }), (e: unknown) => e instanceof RegexTooComplexError && e.limit === "time");
+  assert.throws(
+    () => compileRegex("(a|b)*a(a|b){12}", { timeoutMs: 0 }),
+    (e: unknown) => e instanceof RegexTooComplexError && e.limit === "time",
+  );
   assert.equal(compileRegex("(a|b)*a(a|b){5}").numStates, 64);
   // Deep nesting is refused instead of overflowing the stack; moderate nesting works.
-  assert.throws(() => compileRegex("(".repeat(5000) + "a" + ")".repeat(5000)), (e: unknown) => e instanceof RegexTooComplexError && e.limit === "nesting");
+  assert.throws(
+    () => compileRegex("(".repeat(5000) + "a" + ")".repeat(5000)),
+    (e: unknown) => e instanceof RegexTooComplexError && e.limit === "nesting",
+  );
   assert.ok(matchesString(compileRegex("(?:".repeat(150) + "a" + ")*".repeat(150)), "aaa"));
 });
 
@@ -134,16 +186,22 @@ function checkInvariants(dfa: ByteDfa, label: string): void {
       }
     }
   }
-  assert.ok(seen.every((x) => x === 1), `${label}: unreachable state`);
+  assert.ok(
+    seen.every((x) => x === 1),
+    `${label}: unreachable state`,
+  );
   // Minimal: Moore refinement from {accepting, rejecting} separates every state.
   let partition = Array.from(accepting, (a) => a);
   for (;;) {
     const keys = new Map<string, number>();
     const refined = partition.map((p, s) => {
-      const key = [p, ...Array.from({ length: numClasses }, (_, c) => {
-        const t = next[s * numClasses + c]!;
-        return t < 0 ? -1 : partition[t];
-      })].join(",");
+      const key = [
+        p,
+        ...Array.from({ length: numClasses }, (_, c) => {
+          const t = next[s * numClasses + c]!;
+          return t < 0 ? -1 : partition[t];
+        }),
+      ].join(",");
       if (!keys.has(key)) keys.set(key, keys.size);
       return keys.get(key)!;
     });
@@ -162,8 +220,20 @@ function checkInvariants(dfa: ByteDfa, label: string): void {
 
 test("compiled DFAs are live, reachable, minimal, with exact minBytesToAccept", () => {
   const patterns = [
-    "abc", "[a-z]+( [a-z]+)*", "[^\\n]*", "\\d{4}-\\d{2}-\\d{2}", "(?i)straße", "(cat|dog|bird)s?", ".{0,20}",
-    "[\\u0100-\\U0010FFFF]+", "a$\\n?", "(?m)^a$\\n^b$", "(a|ab)(c|bcd)(d*)", "[^a]", "é|e", "x*",
+    "abc",
+    "[a-z]+( [a-z]+)*",
+    "[^\\n]*",
+    "\\d{4}-\\d{2}-\\d{2}",
+    "(?i)straße",
+    "(cat|dog|bird)s?",
+    ".{0,20}",
+    "[\\u0100-\\U0010FFFF]+",
+    "a$\\n?",
+    "(?m)^a$\\n^b$",
+    "(a|ab)(c|bcd)(d*)",
+    "[^a]",
+    "é|e",
+    "x*",
   ];
   for (const p of patterns) checkInvariants(compileRegex(p), p);
 });
@@ -179,7 +249,16 @@ test("the DFA runs on UTF-8 bytes: partial characters, invalid UTF-8 and surroga
   assert.ok(matchesString(any, "\u{10ffff}"));
   assert.ok(matchesString(any, "\ud7ff"));
   assert.ok(matchesString(any, "\ue000"));
-  for (const bad of [[0x80], [0xff], [0xc0, 0x80], [0xc1, 0xbf], [0xe0, 0x80, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xf5, 0x80, 0x80, 0x80]]) {
+  for (const bad of [
+    [0x80],
+    [0xff],
+    [0xc0, 0x80],
+    [0xc1, 0xbf],
+    [0xe0, 0x80, 0x80],
+    [0xed, 0xa0, 0x80],
+    [0xf4, 0x90, 0x80, 0x80],
+    [0xf5, 0x80, 0x80, 0x80],
+  ]) {
     assert.ok(!matchesBytes(any, Uint8Array.from(bad)), `accepted invalid UTF-8 ${bad.map((b) => b.toString(16))}`);
   }
   assert.ok(!matchesString(compileRegex("[^a]"), "\ud800")); // lone surrogate never matches
@@ -235,7 +314,8 @@ test("multi-pattern DFA reports which patterns accept in each state", () => {
 test("sets of literal patterns (built as a trie) give the very DFA the general construction gives", () => {
   // `(?:lit){1}` is the same language through the NFA and the subset construction; the literal
   // path must agree field for field (state numbering and byte classes included).
-  const dump = (d: object): string => JSON.stringify(Object.entries(d).map(([k, v]) => [k, ArrayBuffer.isView(v) ? [...(v as Int32Array)] : v]));
+  const dump = (d: object): string =>
+    JSON.stringify(Object.entries(d).map(([k, v]) => [k, ArrayBuffer.isView(v) ? [...(v as Int32Array)] : v]));
   const pieces = ["a", "b", "ab", "\\(", "\\)", "\\.", "é", "€", "😀", "\\n", " ", "\\\\", ""];
   const rng = seededRandom(11);
   for (let i = 0; i < 400; i++) {
@@ -289,8 +369,16 @@ test("RegexCache is a bounded LRU keyed by pattern and flags, caching refusals",
   assert.notEqual(cache.compile("[a-z]+", { flags: "i" }), folded); // was evicted, compiled afresh
   let first: unknown;
   let second: unknown;
-  try { cache.compile("(?=x)"); } catch (e) { first = e; }
-  try { cache.compile("(?=x)"); } catch (e) { second = e; }
+  try {
+    cache.compile("(?=x)");
+  } catch (e) {
+    first = e;
+  }
+  try {
+    cache.compile("(?=x)");
+  } catch (e) {
+    second = e;
+  }
   assert.ok(first instanceof RegexSyntaxError);
   assert.equal(second, first);
 });

@@ -25,11 +25,13 @@ function checkColliding(n: number): string[] {
   const all = Array.from({ length: n }, (_, p) => p);
   const enc = new TextEncoder();
   const letters = walkBytes(dfa, enc.encode("abc"));
-  if (JSON.stringify(acceptedPatterns(dfa, letters)) !== JSON.stringify(all)) failures.push(`n=${n}: "abc" accepts ${acceptedPatterns(dfa, letters)}`);
+  if (JSON.stringify(acceptedPatterns(dfa, letters)) !== JSON.stringify(all))
+    failures.push(`n=${n}: "abc" accepts ${acceptedPatterns(dfa, letters)}`);
   for (let p = 0; p < n; p++) {
     if (!canReachPattern(dfa, dfa.start, p)) failures.push(`n=${n}: pattern ${p} unreachable from the start`);
     const own = walkBytes(dfa, enc.encode(`${p}#`));
-    if (JSON.stringify(acceptedPatterns(dfa, own)) !== JSON.stringify([p])) failures.push(`n=${n}: "${p}#" accepts ${acceptedPatterns(dfa, own)}`);
+    if (JSON.stringify(acceptedPatterns(dfa, own)) !== JSON.stringify([p]))
+      failures.push(`n=${n}: "${p}#" accepts ${acceptedPatterns(dfa, own)}`);
   }
   for (const d of [3, 6]) {
     const afterDigit = walkBytes(dfa, enc.encode(String(d)));
@@ -61,7 +63,10 @@ async function collidingInWorker(sizes: number[], limitMs: number): Promise<({ f
       // The first answer includes the worker's start (loading the modules): a second more.
       const timer = setTimeout(() => resolve("hang"), limitMs + (out.length === 0 ? 5000 : 0));
       w.once("error", reject);
-      w.once("message", (m: { failures: string[]; ms: number }) => { clearTimeout(timer); resolve(m); });
+      w.once("message", (m: { failures: string[]; ms: number }) => {
+        clearTimeout(timer);
+        resolve(m);
+      });
       w.postMessage(n);
     });
     out.push(answer);
@@ -92,7 +97,11 @@ if (isMainThread) {
     const roomy = { maxDfaStates: 1e7, maxNfaStates: 1e7, timeoutMs: 100 };
     for (const pattern of ["(?:[^\\n]{0,100}\\n){0,100}", "[\\u0000-\\U0010ffff]{0,30000}", "(a|b)*a(a|b){25}"]) {
       const t0 = performance.now();
-      assert.throws(() => compileRegex(pattern, roomy), (e: unknown) => e instanceof RegexTooComplexError && e.limit === "time", pattern);
+      assert.throws(
+        () => compileRegex(pattern, roomy),
+        (e: unknown) => e instanceof RegexTooComplexError && e.limit === "time",
+        pattern,
+      );
       const over = performance.now() - t0 - roomy.timeoutMs;
       // Measured: under 15 ms here; the bound leaves room for a loaded machine.
       assert.ok(over < 60, `${pattern}: ${over.toFixed(1)} ms past the limit`);
@@ -100,7 +109,11 @@ if (isMainThread) {
     // The same holds for a lexer's multi-pattern DFA (many patterns, each cheap).
     const t0 = performance.now();
     assert.throws(
-      () => compileMultiRegex(Array.from({ length: 3000 }, (_, i) => `k${i}[a-z]*`), { ...roomy, timeoutMs: 50 }),
+      () =>
+        compileMultiRegex(
+          Array.from({ length: 3000 }, (_, i) => `k${i}[a-z]*`),
+          { ...roomy, timeoutMs: 50 },
+        ),
       (e: unknown) => e instanceof RegexTooComplexError && e.limit === "time",
     );
     assert.ok(performance.now() - t0 - 50 < 60, `multi-pattern: ${(performance.now() - t0 - 50).toFixed(1)} ms past the limit`);

@@ -5,7 +5,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { nativeRowKernels } from "../src/model/index.js";
-import { EmptyMaskError, Sampler, SamplingParamsError, Xoshiro128, gatherCandidatesScript, gatherKernelInUse, useGatherKernel, type SamplingParams } from "../src/sampling/index.js";
+import {
+  EmptyMaskError,
+  Sampler,
+  SamplingParamsError,
+  Xoshiro128,
+  gatherCandidatesScript,
+  gatherKernelInUse,
+  useGatherKernel,
+  type SamplingParams,
+} from "../src/sampling/index.js";
 import { maskWords } from "../src/support/index.js";
 
 const params = (p: Partial<SamplingParams> = {}): SamplingParams => ({
@@ -470,7 +479,11 @@ test("the native gather pass stores the same candidates, heap and state as the T
     const mask = round % 5 === 0 ? null : new Uint32Array(maskWords(n));
     if (mask) for (let id = 0; id < n; id++) if (rng.nextDouble() < density) mask[id >>> 5]! |= 1 << (id & 31);
     const exclude = round % 3 === 0 ? new Uint32Array(maskWords(n)) : null;
-    if (exclude) for (let i = 0; i < 20; i++) { const id = rng.nextUint32() % n; exclude[id >>> 5]! |= 1 << (id & 31); }
+    if (exclude)
+      for (let i = 0; i < 20; i++) {
+        const id = rng.nextUint32() % n;
+        exclude[id >>> 5]! |= 1 << (id & 31);
+      }
     const mode = (round % 3) as 0 | 1 | 2;
     const k = 1 + (rng.nextUint32() % 64);
     type Run = { state: number[]; ids: number[]; values: number[]; heap: number[] };
@@ -481,7 +494,12 @@ test("the native gather pass stores the same candidates, heap and state as the T
       const state = Float64Array.of(0, -Infinity, -1, -Infinity);
       gather(mode, logits, mask, exclude, n, k, ids, values, heap, state);
       const count = state[0]!;
-      return { state: [...state], ids: [...ids.subarray(0, count)], values: [...values.subarray(0, count)], heap: mode === 1 ? [...heap] : [] };
+      return {
+        state: [...state],
+        ids: [...ids.subarray(0, count)],
+        values: [...values.subarray(0, count)],
+        heap: mode === 1 ? [...heap] : [],
+      };
     });
     assert.deepEqual(runs[0], runs[1], `round ${round}: mode ${mode}, n ${n}, k ${k}`);
   }

@@ -79,17 +79,38 @@ describe("API endpoints with a fake engine", () => {
   test("request bodies exactly as the seed API's TS, Python and Go clients send them", async () => {
     const ua = (name: string) => ({ ...auth(), "user-agent": `${name}/0.0.2` });
     // Python client: every knob explicit, `patterns` list.
-    let res = await post("/v1/completion/regex", { prompt: "p", patterns: ["T[a-z]+"], max_new_tokens: 5, stop_after_match: true, temperature: 1.0, top_p: 1.0, top_k: 50, repetition_penalty: 1.0 }, ua("thiggle-client-py"));
+    let res = await post(
+      "/v1/completion/regex",
+      {
+        prompt: "p",
+        patterns: ["T[a-z]+"],
+        max_new_tokens: 5,
+        stop_after_match: true,
+        temperature: 1.0,
+        top_p: 1.0,
+        top_k: 50,
+        repetition_penalty: 1.0,
+      },
+      ua("thiggle-client-py"),
+    );
     assert.equal(res.statusCode, 200, res.body);
-    res = await post("/v1/categorize", { prompt: "What animal barks?", categories: ["dog", "cat"], allow_null_category: false, allow_multiple_classes: false }, ua("thiggle-client-py"));
+    res = await post(
+      "/v1/categorize",
+      { prompt: "What animal barks?", categories: ["dog", "cat"], allow_null_category: false, allow_multiple_classes: false },
+      ua("thiggle-client-py"),
+    );
     assert.deepEqual(res.json(), { choices: ["dog"] });
     // TypeScript client: only what the caller set.
-    res = await post("/v1/completion/cfg", { prompt: "p", grammar: "start: \"a\"" }, ua("thiggle-client-ts"));
+    res = await post("/v1/completion/cfg", { prompt: "p", grammar: 'start: "a"' }, ua("thiggle-client-ts"));
     assert.equal(res.statusCode, 200, res.body);
     // Go client: `pattern` string, zero numbers omitted, unset Bool marshalled as null.
     res = await post("/v1/completion/regex", { prompt: "p", pattern: "[0-9]+", stop_after_match: null }, ua("thiggle-client-go"));
     assert.equal(res.statusCode, 200, res.body);
-    res = await post("/v1/categorize", { prompt: "p", categories: ["a", "b"], allow_null_category: null, allow_multiple_classes: null }, ua("thiggle-client-go"));
+    res = await post(
+      "/v1/categorize",
+      { prompt: "p", categories: ["a", "b"], allow_null_category: null, allow_multiple_classes: null },
+      ua("thiggle-client-go"),
+    );
     assert.deepEqual(res.json(), { choices: ["a"] });
     const call = engine.calls.at(-1)!.request as Record<string, unknown>;
     assert.equal(call.allowNullCategory, false);
@@ -98,13 +119,18 @@ describe("API endpoints with a fake engine", () => {
 
   test("cfg and its grammar alias, categorize with and without scores", async () => {
     for (const url of ["/v1/completion/cfg", "/v1/completion/grammar"]) {
-      const res = await post(url, { prompt: "p", grammar: "start: \"a\"", max_new_tokens: 2 });
+      const res = await post(url, { prompt: "p", grammar: 'start: "a"', max_new_tokens: 2 });
       assert.equal(res.statusCode, 200, res.body);
       assert.deepEqual(res.json(), { completion: "ok", tokens_generated: 2, stop_reason: "token_limit" });
       assert.equal((engine.calls.at(-1)!.request as Record<string, unknown>).maxIgnoredRun, 8);
     }
-    for (const [given, expected] of [[null, 8], [0, 0], [40, 40], [256, 256]] as const) {
-      const res = await post("/v1/completion/cfg", { prompt: "p", grammar: "start: \"a\"", max_ignored_run: given });
+    for (const [given, expected] of [
+      [null, 8],
+      [0, 0],
+      [40, 40],
+      [256, 256],
+    ] as const) {
+      const res = await post("/v1/completion/cfg", { prompt: "p", grammar: 'start: "a"', max_ignored_run: given });
       assert.equal(res.statusCode, 200, res.body);
       assert.equal((engine.calls.at(-1)!.request as Record<string, unknown>).maxIgnoredRun, expected);
     }
@@ -137,28 +163,63 @@ describe("API endpoints with a fake engine", () => {
       [{ prompt: "x", pattern: ["a", 3] }, /^pattern\[1\] must be a string$/],
       [{ prompt: "x", pattern: 3 }, /^pattern must be a string or a non-empty array of strings$/],
       [{ prompt: "x", pattern: "a".repeat(5000) }, /^pattern must be at most 4096 characters$/],
-      [{ prompt: "x", pattern: "a", bogus: 1 }, /^unknown field "bogus"; allowed fields: prompt, pattern, patterns, max_new_tokens, stop_after_match, top_k, top_p, temperature, repetition_penalty, seed$/],
+      [
+        { prompt: "x", pattern: "a", bogus: 1 },
+        /^unknown field "bogus"; allowed fields: prompt, pattern, patterns, max_new_tokens, stop_after_match, top_k, top_p, temperature, repetition_penalty, seed$/,
+      ],
       [[1, 2], /^body must be a JSON object$/],
     ];
     for (const [payload, pattern] of cases) {
       assertErrorShape(await post("/v1/completion/regex", payload), 400, pattern);
     }
     assertErrorShape(await post("/v1/completion/cfg", { prompt: "x", grammar: "" }), 400, /^grammar must not be empty$/);
-    assertErrorShape(await post("/v1/completion/cfg", { prompt: "x", grammar: "start: \"a\"", max_ignored_run: -1 }), 400, /^max_ignored_run must be ≥ 0$/);
-    assertErrorShape(await post("/v1/completion/cfg", { prompt: "x", grammar: "start: \"a\"", max_ignored_run: 257 }), 400, /^max_ignored_run must be ≤ 256$/);
-    assertErrorShape(await post("/v1/completion/cfg", { prompt: "x", grammar: "start: \"a\"", max_ignored_run: 1.5 }), 400, /^max_ignored_run must be an integer$/);
-    assertErrorShape(await post("/v1/completion/regex", { prompt: "x", pattern: "a", max_ignored_run: 3 }), 400, /^unknown field "max_ignored_run"/);
+    assertErrorShape(
+      await post("/v1/completion/cfg", { prompt: "x", grammar: 'start: "a"', max_ignored_run: -1 }),
+      400,
+      /^max_ignored_run must be ≥ 0$/,
+    );
+    assertErrorShape(
+      await post("/v1/completion/cfg", { prompt: "x", grammar: 'start: "a"', max_ignored_run: 257 }),
+      400,
+      /^max_ignored_run must be ≤ 256$/,
+    );
+    assertErrorShape(
+      await post("/v1/completion/cfg", { prompt: "x", grammar: 'start: "a"', max_ignored_run: 1.5 }),
+      400,
+      /^max_ignored_run must be an integer$/,
+    );
+    assertErrorShape(
+      await post("/v1/completion/regex", { prompt: "x", pattern: "a", max_ignored_run: 3 }),
+      400,
+      /^unknown field "max_ignored_run"/,
+    );
     assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: [] }), 400, /^categories must be a non-empty array$/);
     assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: ["a", ""] }), 400, /^categories\[1\] must not be empty$/);
-    assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: ["a", "b", "a"] }), 400, /^categories must not contain duplicates \(items 0 and 2 are equal\)$/);
-    assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: ["a"], allow_multiple: true }), 400, /allowed fields: prompt, categories, allow_multiple_classes, allow_null_category, include_scores$/);
+    assertErrorShape(
+      await post("/v1/categorize", { prompt: "x", categories: ["a", "b", "a"] }),
+      400,
+      /^categories must not contain duplicates \(items 0 and 2 are equal\)$/,
+    );
+    assertErrorShape(
+      await post("/v1/categorize", { prompt: "x", categories: ["a"], allow_multiple: true }),
+      400,
+      /allowed fields: prompt, categories, allow_multiple_classes, allow_null_category, include_scores$/,
+    );
   });
 
   test("prompt + max_new_tokens must fit the model context", async () => {
     const long = Array.from({ length: 64 }, () => "w").join(" ");
-    assertErrorShape(await post("/v1/completion/regex", { prompt: long, pattern: "a" }), 400, /^prompt is 64 tokens, but the model context is 64 tokens$/);
+    assertErrorShape(
+      await post("/v1/completion/regex", { prompt: long, pattern: "a" }),
+      400,
+      /^prompt is 64 tokens, but the model context is 64 tokens$/,
+    );
     const sixty = Array.from({ length: 60 }, () => "w").join(" ");
-    assertErrorShape(await post("/v1/completion/regex", { prompt: sixty, pattern: "a", max_new_tokens: 5 }), 400, /^max_new_tokens must be ≤ 4/);
+    assertErrorShape(
+      await post("/v1/completion/regex", { prompt: sixty, pattern: "a", max_new_tokens: 5 }),
+      400,
+      /^max_new_tokens must be ≤ 4/,
+    );
     assert.equal((await post("/v1/completion/regex", { prompt: sixty, pattern: "a", max_new_tokens: 4 })).statusCode, 200);
   });
 
@@ -166,17 +227,46 @@ describe("API endpoints with a fake engine", () => {
     assertErrorShape(await post("/v1/completion/regex", "{not json"), 400, /not valid JSON/);
     assertErrorShape(await post("/v1/completion/regex", ""), 400, /empty/);
     assertErrorShape(await post("/v1/completion/regex", '{"__proto__": {"x": 1}, "prompt": "a"}'), 400);
-    assertErrorShape(await post("/v1/completion/regex", { prompt: "x", pattern: "a" }, { authorization: `Bearer ${TEST_KEY}`, "content-type": "text/plain" }), 415, /application\/json/);
+    assertErrorShape(
+      await post(
+        "/v1/completion/regex",
+        { prompt: "x", pattern: "a" },
+        { authorization: `Bearer ${TEST_KEY}`, "content-type": "text/plain" },
+      ),
+      415,
+      /application\/json/,
+    );
     assertErrorShape(await post("/v1/completion/regex", { prompt: "x", pattern: "a" }, { authorization: `Bearer ${TEST_KEY}` }), 415);
-    const res = await app.inject({ method: "POST", url: "/v1/completion/regex", headers: auth(), payload: JSON.stringify({ prompt: "x".repeat(1_100_000), pattern: "a" }) });
+    const res = await app.inject({
+      method: "POST",
+      url: "/v1/completion/regex",
+      headers: auth(),
+      payload: JSON.stringify({ prompt: "x".repeat(1_100_000), pattern: "a" }),
+    });
     assertErrorShape(res, 413, /1048576 bytes/);
-    assert.equal((await post("/v1/completion/regex", { prompt: "x", pattern: "a" }, { authorization: `Bearer ${TEST_KEY}`, "content-type": "application/json; charset=utf-8" })).statusCode, 200);
+    assert.equal(
+      (
+        await post(
+          "/v1/completion/regex",
+          { prompt: "x", pattern: "a" },
+          { authorization: `Bearer ${TEST_KEY}`, "content-type": "application/json; charset=utf-8" },
+        )
+      ).statusCode,
+      200,
+    );
   });
 
   test("authentication: missing, wrong and store keys; revoked keys get 401", async () => {
-    assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: ["a"] }, { "content-type": "application/json" }), 401, /missing API key/);
+    assertErrorShape(
+      await post("/v1/categorize", { prompt: "x", categories: ["a"] }, { "content-type": "application/json" }),
+      401,
+      /missing API key/,
+    );
     assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: ["a"] }, auth("nope")), 401, /invalid or revoked/);
-    assertErrorShape(await post("/v1/categorize", { prompt: "x", categories: ["a"] }, { authorization: "Basic abc", "content-type": "application/json" }), 401);
+    assertErrorShape(
+      await post("/v1/categorize", { prompt: "x", categories: ["a"] }, { authorization: "Basic abc", "content-type": "application/json" }),
+      401,
+    );
     const created = store.createKey("ci");
     assert.equal((await post("/v1/categorize", { prompt: "x", categories: ["a"] }, auth(created.key))).statusCode, 200);
     store.revokeKey(created.id);
@@ -188,7 +278,11 @@ describe("API endpoints with a fake engine", () => {
   });
 
   test("library errors map to 400 (with position), 422, 503 + Retry-After, 500 without internals", async () => {
-    assertErrorShape(await post("/v1/completion/regex", { prompt: "!invalid", pattern: "(a" }), 400, /^pattern: unbalanced parenthesis \(at position 3\)$/);
+    assertErrorShape(
+      await post("/v1/completion/regex", { prompt: "!invalid", pattern: "(a" }),
+      400,
+      /^pattern: unbalanced parenthesis \(at position 3\)$/,
+    );
     assertErrorShape(await post("/v1/completion/cfg", { prompt: "!unsat", grammar: "g" }), 422, /^grammar: no token sequence/);
     const overloaded = await post("/v1/categorize", { prompt: "!overload", categories: ["a"] });
     assertErrorShape(overloaded, 503, /queue is full/);
@@ -218,8 +312,24 @@ describe("API endpoints with a fake engine", () => {
     assert.match(metrics.body, /trellis_http_request_duration_seconds_bucket/);
     assert.match(metrics.body, /trellis_tokens_generated_total\{route="\/v1\/completion\/regex"\} \d+/);
     assert.match(metrics.body, /trellis_queue_depth 0/);
-    const openapi = (await app.inject({ url: "/openapi.json" })).json() as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties: Record<string, { maximum?: number; default?: unknown }> } }> } }>> };
-    for (const path of ["/v1/completion/regex", "/v1/completion/cfg", "/v1/completion/grammar", "/v1/categorize", "/healthz", "/readyz", "/metrics"]) {
+    const openapi = (await app.inject({ url: "/openapi.json" })).json() as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          { requestBody?: { content: Record<string, { schema: { properties: Record<string, { maximum?: number; default?: unknown }> } }> } }
+        >
+      >;
+    };
+    for (const path of [
+      "/v1/completion/regex",
+      "/v1/completion/cfg",
+      "/v1/completion/grammar",
+      "/v1/categorize",
+      "/healthz",
+      "/readyz",
+      "/metrics",
+    ]) {
       assert.ok(openapi.paths[path], path);
     }
     const maxNew = openapi.paths["/v1/completion/regex"]!.post!.requestBody!.content["application/json"]!.schema.properties.max_new_tokens!;
@@ -238,7 +348,7 @@ describe("limits, deadlines, cancellation and shutdown", () => {
   test("rate limit: headers, then 429 with Retry-After", async () => {
     const { app, store } = await setup({ rateLimit: 3 });
     const statuses: number[] = [];
-    let last;
+    let last: Awaited<ReturnType<typeof app.inject>> | undefined;
     for (let i = 0; i < 4; i++) {
       last = await app.inject({ method: "POST", url: "/v1/categorize", headers: auth(), payload: { prompt: "x", categories: ["a"] } });
       statuses.push(last.statusCode);
@@ -254,7 +364,11 @@ describe("limits, deadlines, cancellation and shutdown", () => {
     assert.equal(last!.headers["x-ratelimit-remaining"], "0");
     // Another key has its own bucket.
     const other = store.createKey("other");
-    assert.equal((await app.inject({ method: "POST", url: "/v1/categorize", headers: auth(other.key), payload: { prompt: "x", categories: ["a"] } })).statusCode, 200);
+    assert.equal(
+      (await app.inject({ method: "POST", url: "/v1/categorize", headers: auth(other.key), payload: { prompt: "x", categories: ["a"] } }))
+        .statusCode,
+      200,
+    );
     await app.close();
     store.close();
   });
@@ -272,7 +386,8 @@ describe("limits, deadlines, cancellation and shutdown", () => {
 
   test("a full queue answers 503 with Retry-After; queued requests run when slots free", async () => {
     const { app, engine, store } = await setup({ concurrency: 1, queueSize: 1, rateLimit: 0 });
-    const slow = () => app.inject({ method: "POST", url: "/v1/completion/regex", headers: auth(), payload: { prompt: "!slow", pattern: "a" } });
+    const slow = () =>
+      app.inject({ method: "POST", url: "/v1/completion/regex", headers: auth(), payload: { prompt: "!slow", pattern: "a" } });
     const first = slow();
     const second = slow();
     await new Promise((r) => setTimeout(r, 20));
@@ -294,7 +409,12 @@ describe("limits, deadlines, cancellation and shutdown", () => {
 
   test("the request deadline cancels the generation and answers 503", async () => {
     const { app, engine, store } = await setup({ requestTimeoutMs: 50 });
-    const res = await app.inject({ method: "POST", url: "/v1/completion/regex", headers: auth(), payload: { prompt: "!slow", pattern: "a" } });
+    const res = await app.inject({
+      method: "POST",
+      url: "/v1/completion/regex",
+      headers: auth(),
+      payload: { prompt: "!slow", pattern: "a" },
+    });
     assertErrorShape(res, 503, /deadline of 50 ms exceeded/);
     assert.equal(engine.signals.at(-1)!.aborted, true);
     await app.close();
@@ -306,7 +426,13 @@ describe("limits, deadlines, cancellation and shutdown", () => {
     await app.listen({ port: 0, host: "127.0.0.1" });
     const port = (app.server.address() as { port: number }).port;
     const body = JSON.stringify({ prompt: "!slow", pattern: "a" });
-    const clientRequest = httpRequest({ host: "127.0.0.1", port, method: "POST", path: "/v1/completion/regex", headers: { ...auth(), "content-length": String(Buffer.byteLength(body)) } });
+    const clientRequest = httpRequest({
+      host: "127.0.0.1",
+      port,
+      method: "POST",
+      path: "/v1/completion/regex",
+      headers: { ...auth(), "content-length": String(Buffer.byteLength(body)) },
+    });
     clientRequest.on("error", () => {});
     clientRequest.end(body);
     for (let i = 0; i < 100 && engine.signals.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
@@ -339,11 +465,21 @@ describe("limits, deadlines, cancellation and shutdown", () => {
 
   test("shutdown refuses new requests with 503 and lets in-flight ones finish", async () => {
     const { app, engine, store } = await setup();
-    const inFlight = app.inject({ method: "POST", url: "/v1/completion/regex", headers: auth(), payload: { prompt: "!slow", pattern: "a" } });
+    const inFlight = app.inject({
+      method: "POST",
+      url: "/v1/completion/regex",
+      headers: auth(),
+      payload: { prompt: "!slow", pattern: "a" },
+    });
     await new Promise((r) => setTimeout(r, 20));
     const closing = app.trellis.shutdown();
     assert.equal(app.trellis.closing, true);
-    const refused = await app.inject({ method: "POST", url: "/v1/categorize", headers: auth(), payload: { prompt: "x", categories: ["a"] } });
+    const refused = await app.inject({
+      method: "POST",
+      url: "/v1/categorize",
+      headers: auth(),
+      payload: { prompt: "x", categories: ["a"] },
+    });
     assertErrorShape(refused, 503, /shutting down/);
     assert.equal(refused.headers["retry-after"], "5");
     setTimeout(() => engine.release(), 50);

@@ -30,9 +30,18 @@ describe("POST /v1/categorize with stories260K", () => {
   });
 
   const post = (payload: unknown) =>
-    app.inject({ method: "POST", url: "/v1/categorize", headers: auth(), payload: typeof payload === "string" ? payload : JSON.stringify(payload) });
+    app.inject({
+      method: "POST",
+      url: "/v1/categorize",
+      headers: auth(),
+      payload: typeof payload === "string" ? payload : JSON.stringify(payload),
+    });
 
-  function wellFormed(body: { choices: string[]; scores?: Record<string, number> }, categories: string[], opts: { multi?: boolean; allowNull?: boolean; scores?: boolean }) {
+  function wellFormed(
+    body: { choices: string[]; scores?: Record<string, number> },
+    categories: string[],
+    opts: { multi?: boolean; allowNull?: boolean; scores?: boolean },
+  ) {
     let last = -1;
     for (const c of body.choices) {
       const at = categories.indexOf(c);
@@ -59,7 +68,12 @@ describe("POST /v1/categorize with stories260K", () => {
     res = await post({ prompt: "Which animals have four legs?", categories: animals, allow_multiple_classes: true, include_scores: true });
     assert.equal(res.statusCode, 200, res.body);
     wellFormed(res.json(), animals, { multi: true, scores: true });
-    res = await post({ prompt: "Which animals have four legs?", categories: animals, allow_multiple_classes: true, allow_null_category: true });
+    res = await post({
+      prompt: "Which animals have four legs?",
+      categories: animals,
+      allow_multiple_classes: true,
+      allow_null_category: true,
+    });
     assert.equal(res.statusCode, 200, res.body);
     wellFormed(res.json(), animals, { multi: true, allowNull: true });
 
@@ -73,7 +87,12 @@ describe("POST /v1/categorize with stories260K", () => {
     const total = Object.values(body.scores as Record<string, number>).reduce((a, b) => a + b, 0);
     assert.ok(Math.abs(total - 1) < 1e-9);
 
-    res = await post({ prompt: "Nothing here fits.\nSecond line.", categories: sentiment, allow_null_category: true, include_scores: true });
+    res = await post({
+      prompt: "Nothing here fits.\nSecond line.",
+      categories: sentiment,
+      allow_null_category: true,
+      include_scores: true,
+    });
     assert.equal(res.statusCode, 200, res.body);
     wellFormed(res.json(), sentiment, { allowNull: true, scores: true });
   });
@@ -118,7 +137,13 @@ describe("POST /v1/categorize with stories260K", () => {
       assert.match(res.json().error, pattern);
     }
     // Null booleans mean the defaults (the Go client sends them).
-    const res = await post({ prompt: "x", categories: ["a", "b"], allow_multiple_classes: null, allow_null_category: null, include_scores: null });
+    const res = await post({
+      prompt: "x",
+      categories: ["a", "b"],
+      allow_multiple_classes: null,
+      allow_null_category: null,
+      include_scores: null,
+    });
     assert.equal(res.statusCode, 200, res.body);
     wellFormed(res.json(), ["a", "b"], {});
   });

@@ -37,7 +37,8 @@ function raw(port: number, data: string, giveUpMs = 10_000): Promise<{ text: str
   });
 }
 
-const jsonBody = (text: string): { error: string; code: number } => JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as { error: string; code: number };
+const jsonBody = (text: string): { error: string; code: number } =>
+  JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as { error: string; code: number };
 
 test("headers or a body trickled forever are cut off at their deadline with a JSON 408", async () => {
   const { app, store, port } = await start();
@@ -75,7 +76,11 @@ test("an Expect the server does not support is a JSON 417", async () => {
 test("shutdown does not wait for a stalled upload: its socket is closed after the grace period", async () => {
   // Long HTTP deadlines, so only the shutdown can end the stalled request.
   const { app, store, port } = await start({ headersTimeoutMs: 60_000, bodyTimeoutMs: 60_000 });
-  const stalled = raw(port, 'POST /dashboard/api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"tok', 30_000);
+  const stalled = raw(
+    port,
+    'POST /dashboard/api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"tok',
+    30_000,
+  );
   await new Promise((r) => setTimeout(r, 100));
   const t0 = performance.now();
   await app.trellis.shutdown();
@@ -119,7 +124,12 @@ test("a constraint is prepared before the generation slot, per API key; a key's 
       throw new ClientLimitError("too many pattern compiles of this API key are waiting", 2);
     };
     const before = engine.calls.length;
-    const refused = await app.inject({ method: "POST", url: "/v1/completion/regex", headers, payload: { prompt: "hi", pattern: "[a-z]+x" } });
+    const refused = await app.inject({
+      method: "POST",
+      url: "/v1/completion/regex",
+      headers,
+      payload: { prompt: "hi", pattern: "[a-z]+x" },
+    });
     assert.equal(refused.statusCode, 429);
     assert.equal(refused.headers["retry-after"], "2");
     assert.deepEqual(refused.json(), { error: "too many pattern compiles of this API key are waiting", code: 429 });

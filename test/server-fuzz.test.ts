@@ -33,15 +33,45 @@ const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.le
 const int = (n: number) => Math.floor(random() * n);
 
 const PATHS = [
-  "/v1/completion/regex", "/v1/completion/cfg", "/v1/completion/grammar", "/v1/categorize",
-  "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/dashboard", "/dashboard/api/login",
-  "/dashboard/api/keys", "/dashboard/api/keys/1/revoke", "/dashboard/api/keys/abc/revoke", "/dashboard/api/session",
+  "/v1/completion/regex",
+  "/v1/completion/cfg",
+  "/v1/completion/grammar",
+  "/v1/categorize",
+  "/healthz",
+  "/readyz",
+  "/metrics",
+  "/openapi.json",
+  "/docs",
+  "/dashboard",
+  "/dashboard/api/login",
+  "/dashboard/api/keys",
+  "/dashboard/api/keys/1/revoke",
+  "/dashboard/api/keys/abc/revoke",
+  "/dashboard/api/session",
 ];
 const METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"] as const;
 const FIELDS = [
-  "prompt", "pattern", "patterns", "grammar", "categories", "max_new_tokens", "stop_after_match", "top_k", "top_p",
-  "temperature", "repetition_penalty", "seed", "allow_multiple_classes", "allow_null_category", "include_scores",
-  "__proto__", "constructor", "token", "name", "", "x".repeat(300),
+  "prompt",
+  "pattern",
+  "patterns",
+  "grammar",
+  "categories",
+  "max_new_tokens",
+  "stop_after_match",
+  "top_k",
+  "top_p",
+  "temperature",
+  "repetition_penalty",
+  "seed",
+  "allow_multiple_classes",
+  "allow_null_category",
+  "include_scores",
+  "__proto__",
+  "constructor",
+  "token",
+  "name",
+  "",
+  "x".repeat(300),
 ];
 
 function randomString(max = 40): string {
@@ -54,20 +84,29 @@ function randomString(max = 40): string {
 
 function randomValue(depth = 0): unknown {
   switch (int(depth > 3 ? 7 : 10)) {
-    case 0: return randomString();
-    case 1: return int(2) ? int(100) : -int(1e9);
-    case 2: return pick([0, 1, -1, 0.5, 1e308, -1e-300, 2 ** 53, 3.7, 1e21]);
-    case 3: return pick([true, false]);
-    case 4: return null;
-    case 5: return "x".repeat(int(5000));
-    case 6: return pick(["", "dog", "[a-z]+", "start: \"a\""]);
-    case 7: return Array.from({ length: int(5) }, () => randomValue(depth + 1));
+    case 0:
+      return randomString();
+    case 1:
+      return int(2) ? int(100) : -int(1e9);
+    case 2:
+      return pick([0, 1, -1, 0.5, 1e308, -1e-300, 2 ** 53, 3.7, 1e21]);
+    case 3:
+      return pick([true, false]);
+    case 4:
+      return null;
+    case 5:
+      return "x".repeat(int(5000));
+    case 6:
+      return pick(["", "dog", "[a-z]+", 'start: "a"']);
+    case 7:
+      return Array.from({ length: int(5) }, () => randomValue(depth + 1));
     case 8: {
       const o: Record<string, unknown> = {};
       for (let i = int(4); i > 0; i--) o[pick(FIELDS)] = randomValue(depth + 1);
       return o;
     }
-    default: return [];
+    default:
+      return [];
   }
 }
 
@@ -76,49 +115,87 @@ function validishBody(): Record<string, unknown> {
   const extra = int(6);
   for (let i = 0; i < extra; i++) body[pick(FIELDS)] = randomValue();
   if (int(2)) body.pattern = pick(["a", "[0-9]+", ["x", "y"], randomString()]);
-  if (int(2)) body.grammar = "start: \"a\"";
+  if (int(2)) body.grammar = 'start: "a"';
   if (int(2)) body.categories = pick([["a", "b"], ["a", "a"], [], [""], ["x".repeat(300)], [1, 2]]);
   return body;
 }
 
 function randomBody(): string | undefined {
   switch (int(9)) {
-    case 0: return undefined;
-    case 1: return "";
-    case 2: return JSON.stringify(validishBody());
-    case 3: return JSON.stringify(validishBody()).slice(0, int(30));
-    case 4: return JSON.stringify(randomValue());
-    case 5: return Buffer.from(Array.from({ length: int(200) }, () => int(256))).toString("latin1");
-    case 6: return '{"__proto__":{"admin":true},"constructor":{"prototype":{"x":1}},"prompt":"a","pattern":"b"}';
-    case 7: return "[".repeat(int(3000)) + "]".repeat(int(3000));
-    default: return JSON.stringify({ ...validishBody(), prompt: "y".repeat(int(2) ? 70_000 : 10) });
+    case 0:
+      return undefined;
+    case 1:
+      return "";
+    case 2:
+      return JSON.stringify(validishBody());
+    case 3:
+      return JSON.stringify(validishBody()).slice(0, int(30));
+    case 4:
+      return JSON.stringify(randomValue());
+    case 5:
+      return Buffer.from(Array.from({ length: int(200) }, () => int(256))).toString("latin1");
+    case 6:
+      return '{"__proto__":{"admin":true},"constructor":{"prototype":{"x":1}},"prompt":"a","pattern":"b"}';
+    case 7:
+      return "[".repeat(int(3000)) + "]".repeat(int(3000));
+    default:
+      return JSON.stringify({ ...validishBody(), prompt: "y".repeat(int(2) ? 70_000 : 10) });
   }
 }
 
 function randomPath(): string {
   const base = pick(PATHS);
   switch (int(8)) {
-    case 0: return base + "?" + encodeURIComponent(randomString(10).replace(/[\ud800-\udfff]/g, "x")) + "=" + randomString(5).replace(/[^a-z0-9]/g, "");
-    case 1: return base + "/" + randomString(8).replace(/[^a-z]/g, "x");
-    case 2: return "/%" + pick(["", "zz", "E0%A4%A", "00"]);
-    case 3: return "/" + "a/".repeat(int(200));
-    case 4: return base.toUpperCase();
-    case 5: return base + "//";
-    default: return base;
+    case 0:
+      return (
+        base + "?" + encodeURIComponent(randomString(10).replace(/[\ud800-\udfff]/g, "x")) + "=" + randomString(5).replace(/[^a-z0-9]/g, "")
+      );
+    case 1:
+      return base + "/" + randomString(8).replace(/[^a-z]/g, "x");
+    case 2:
+      return "/%" + pick(["", "zz", "E0%A4%A", "00"]);
+    case 3:
+      return "/" + "a/".repeat(int(200));
+    case 4:
+      return base.toUpperCase();
+    case 5:
+      return base + "//";
+    default:
+      return base;
   }
 }
 
 function randomHeaders(): Record<string, string> {
   const headers: Record<string, string> = {};
   switch (int(6)) {
-    case 0: break;
-    case 1: headers.authorization = `Bearer ${TEST_KEY}`; break;
-    case 2: headers.authorization = pick(["Bearer", "Bearer  ", "Basic Zm9vOmJhcg==", "bearer " + TEST_KEY, "Bearer trl_" + "A".repeat(43), "Bearer " + "k".repeat(5000)]); break;
-    default: headers.authorization = `Bearer ${TEST_KEY}`;
+    case 0:
+      break;
+    case 1:
+      headers.authorization = `Bearer ${TEST_KEY}`;
+      break;
+    case 2:
+      headers.authorization = pick([
+        "Bearer",
+        "Bearer  ",
+        "Basic Zm9vOmJhcg==",
+        "bearer " + TEST_KEY,
+        "Bearer trl_" + "A".repeat(43),
+        "Bearer " + "k".repeat(5000),
+      ]);
+      break;
+    default:
+      headers.authorization = `Bearer ${TEST_KEY}`;
   }
   headers["content-type"] = pick([
-    "application/json", "application/json; charset=utf-8", "text/plain", "application/x-www-form-urlencoded",
-    "multipart/form-data; boundary=x", "application/json; charset=latin1", "APPLICATION/JSON", "", "application/jsonx",
+    "application/json",
+    "application/json; charset=utf-8",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data; boundary=x",
+    "application/json; charset=latin1",
+    "APPLICATION/JSON",
+    "",
+    "application/jsonx",
   ]);
   if (headers["content-type"] === "") delete headers["content-type"];
   if (int(4) === 0) headers.cookie = pick(["trellis_session=abc", "trellis_session=", "=;;;", "a=b; trellis_session=" + "z".repeat(100)]);

@@ -62,10 +62,13 @@ after(async () => {
   await engine.close();
 });
 
-const post = (url: string, payload: unknown) =>
-  app.inject({ method: "POST", url, headers: auth(), payload: JSON.stringify(payload) });
+const post = (url: string, payload: unknown) => app.inject({ method: "POST", url, headers: auth(), payload: JSON.stringify(payload) });
 
-interface Completion { completion: string; tokens_generated: number; stop_reason: string }
+interface Completion {
+  completion: string;
+  tokens_generated: number;
+  stop_reason: string;
+}
 
 function errorOf(res: { statusCode: number; body: string }, status: number): string {
   assert.equal(res.statusCode, status, res.body);
@@ -76,9 +79,19 @@ function errorOf(res: { statusCode: number; body: string }, status: number): str
 }
 
 test("cfg: valid grammars complete with the documented response shape", async () => {
-  for (const [grammar, max] of [[ARITHMETIC, 12], [JSON_GRAMMAR, 24], [AS, 6]] as const) {
+  for (const [grammar, max] of [
+    [ARITHMETIC, 12],
+    [JSON_GRAMMAR, 24],
+    [AS, 6],
+  ] as const) {
     for (const stop of [true, false]) {
-      const res = await post("/v1/completion/cfg", { prompt: "Once upon a time", grammar, max_new_tokens: max, stop_after_match: stop, seed: 7 });
+      const res = await post("/v1/completion/cfg", {
+        prompt: "Once upon a time",
+        grammar,
+        max_new_tokens: max,
+        stop_after_match: stop,
+        seed: 7,
+      });
       assert.equal(res.statusCode, 200, res.body);
       const body = res.json() as Completion;
       assert.deepEqual(Object.keys(body).sort(), ["completion", "stop_reason", "tokens_generated"]);
@@ -90,7 +103,14 @@ test("cfg: valid grammars complete with the documented response shape", async ()
 });
 
 test("grammar alias: same request, same seed, same completion as /cfg", async () => {
-  const payload = { prompt: "The answer is", grammar: ARITHMETIC, max_new_tokens: 10, temperature: 0.8, seed: 1234, stop_after_match: false };
+  const payload = {
+    prompt: "The answer is",
+    grammar: ARITHMETIC,
+    max_new_tokens: 10,
+    temperature: 0.8,
+    seed: 1234,
+    stop_after_match: false,
+  };
   const a = await post("/v1/completion/cfg", payload);
   const b = await post("/v1/completion/grammar", payload);
   assert.equal(a.statusCode, 200, a.body);
@@ -156,7 +176,15 @@ test("max_ignored_run bounds %ignore'd whitespace: none at 0, runs of at most n 
   for (const maxIgnoredRun of [undefined, 0, 2]) {
     const seen: number[] = [];
     for (let seed = 0; seed < 6; seed++) {
-      const payload = { prompt: "Data:", grammar: JSON_GRAMMAR, max_new_tokens: 24, stop_after_match: false, temperature: 1.5, seed, max_ignored_run: maxIgnoredRun };
+      const payload = {
+        prompt: "Data:",
+        grammar: JSON_GRAMMAR,
+        max_new_tokens: 24,
+        stop_after_match: false,
+        temperature: 1.5,
+        seed,
+        max_ignored_run: maxIgnoredRun,
+      };
       const res = await post("/v1/completion/cfg", payload);
       assert.equal(res.statusCode, 200, res.body);
       const text = (res.json() as Completion).completion;
@@ -167,9 +195,15 @@ test("max_ignored_run bounds %ignore'd whitespace: none at 0, runs of at most n 
   }
   // The same seeds with the default run do produce whitespace, so the bounds below are not vacuous.
   assert.ok(Math.max(...runs.get(undefined)!) > 2, `default runs ${runs.get(undefined)}`);
-  assert.ok(runs.get(undefined)!.every((n) => n <= 8), `default runs ${runs.get(undefined)}`);
+  assert.ok(
+    runs.get(undefined)!.every((n) => n <= 8),
+    `default runs ${runs.get(undefined)}`,
+  );
   assert.deepEqual(runs.get(0), [0, 0, 0, 0, 0, 0]);
-  assert.ok(runs.get(2)!.every((n) => n <= 2), `runs ${runs.get(2)}`);
+  assert.ok(
+    runs.get(2)!.every((n) => n <= 2),
+    `runs ${runs.get(2)}`,
+  );
 });
 
 test("concurrent grammar requests share the engine and all complete", async () => {
@@ -197,9 +231,16 @@ test("Lark accepts every completion served above", () => {
   const input = grammars.map((g) => JSON.stringify({ grammar: g, texts: toCheck.get(g) })).join("\n") + "\n";
   const r = spawnSync(ORACLE_PYTHON, [resolve(REPO_ROOT, "test", "grammars", "lark_oracle.py")], { input, encoding: "utf8" });
   assert.equal(r.status, 0, r.stderr);
-  const answers = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { ok: boolean; results: boolean[] });
+  const answers = r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { ok: boolean; results: boolean[] });
   grammars.forEach((g, i) => {
     assert.ok(answers[i]!.ok);
-    toCheck.get(g)!.forEach((text, j) => assert.ok(answers[i]!.results[j], `Lark rejects ${JSON.stringify(text)} for grammar ${JSON.stringify(g.slice(0, 30))}`));
+    toCheck
+      .get(g)!
+      .forEach((text, j) =>
+        assert.ok(answers[i]!.results[j], `Lark rejects ${JSON.stringify(text)} for grammar ${JSON.stringify(g.slice(0, 30))}`),
+      );
   });
 });

@@ -150,7 +150,9 @@ test("every hostile request is answered fast, in the JSON shape, while /healthz 
   const health = await poller.stop();
   const metrics = await (await fetch(base + "/metrics")).text();
   const delay99 = Number(/trellis_event_loop_delay_seconds\{quantile="0\.99"\} ([0-9.e+-]+)/.exec(metrics)?.[1]);
-  const slowest = Object.entries(timings).sort((a, b) => b[1] - a[1]).slice(0, 5);
+  const slowest = Object.entries(timings)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5);
   const summary = {
     cases: cases.length,
     statusCounts,

@@ -93,12 +93,27 @@ describe("POST /v1/completion/regex with the real engine (stories260K)", () => {
       repetition_penalty: 1,
     });
     assert.deepEqual(implicit, explicit);
-    const nulls = await ok({ ...prompt, max_new_tokens: null, stop_after_match: null, temperature: null, top_k: null, top_p: null, repetition_penalty: null });
+    const nulls = await ok({
+      ...prompt,
+      max_new_tokens: null,
+      stop_after_match: null,
+      temperature: null,
+      top_k: null,
+      top_p: null,
+      repetition_penalty: null,
+    });
     assert.deepEqual(nulls, explicit);
   });
 
   test("the same seed gives the same output over HTTP", async () => {
-    const payload = { prompt: "Once upon a time", pattern: "[a-z ,.]{5,80}", seed: 4242, max_new_tokens: 12, stop_after_match: false, temperature: 1.3 };
+    const payload = {
+      prompt: "Once upon a time",
+      pattern: "[a-z ,.]{5,80}",
+      seed: 4242,
+      max_new_tokens: 12,
+      stop_after_match: false,
+      temperature: 1.3,
+    };
     assert.deepEqual(await ok(payload), await ok(payload));
   });
 

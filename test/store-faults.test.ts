@@ -10,13 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import Database from "better-sqlite3";
-import {
-  FLUSH_BUSY_TIMEOUT_MS,
-  KeyStore,
-  formatUnwrittenUsage,
-  type FlushFailure,
-  type UnwrittenUsage,
-} from "../src/store/index.js";
+import { FLUSH_BUSY_TIMEOUT_MS, KeyStore, formatUnwrittenUsage, type FlushFailure, type UnwrittenUsage } from "../src/store/index.js";
 import { holdLock } from "./support/hold-lock.js";
 
 const dirs: string[] = [];
@@ -92,8 +86,14 @@ test("a full disk (SQLITE_FULL): flushes fail and keep the counts; once space is
   assert.equal(stats.lastErrorCode, "SQLITE_FULL");
   assert.equal(stats.pendingKeys, 200);
   assert.equal(stats.pendingRequests, 250);
-  assert.equal(stats.pendingTokens, [...tally.byKey.values()].reduce((sum, u) => sum + u.tokens, 0));
-  assert.ok([...usageInDatabase(dataDir).values()].every((u) => u.requests === 0 && u.tokens === 0), "a failed flush wrote nothing");
+  assert.equal(
+    stats.pendingTokens,
+    [...tally.byKey.values()].reduce((sum, u) => sum + u.tokens, 0),
+  );
+  assert.ok(
+    [...usageInDatabase(dataDir).values()].every((u) => u.requests === 0 && u.tokens === 0),
+    "a failed flush wrote nothing",
+  );
   const listed = new Map(store.listKeys().map((k) => [k.id, { requests: k.requests, tokens: k.tokens }]));
   assert.deepEqual(listed, tally.byKey, "listed usage includes the kept counts");
 
@@ -103,7 +103,10 @@ test("a full disk (SQLITE_FULL): flushes fail and keep the counts; once space is
   assert.equal(stats.pendingRequests, 0);
   assert.equal(stats.consecutiveFailures, 0);
   assert.equal(stats.flushesTotal, 1);
-  assert.deepEqual(recovered.map((r) => r.failures), [2]);
+  assert.deepEqual(
+    recovered.map((r) => r.failures),
+    [2],
+  );
   assert.deepEqual(usageInDatabase(dataDir), tally.byKey);
   store.close();
   assert.deepEqual(usageInDatabase(dataDir), tally.byKey, "nothing counted twice at close");
@@ -134,14 +137,32 @@ test("close() while another process holds the lock reports exactly the unwritten
   assert.ok(took < 2000, `close() gave up after a bounded time (took ${took} ms)`);
   assert.equal(reports.length, 1);
   const byKey = new Map(reports[0]!.usage.map((u) => [u.keyId, { requests: u.requests, tokens: u.tokens }]));
-  assert.deepEqual(byKey, new Map([[a, { requests: 2, tokens: 8 }], [b, { requests: 1, tokens: 3 }]]));
+  assert.deepEqual(
+    byKey,
+    new Map([
+      [a, { requests: 2, tokens: 8 }],
+      [b, { requests: 1, tokens: 3 }],
+    ]),
+  );
   assert.match(reports[0]!.error.message, /SQLITE_BUSY|locked/);
   await lock.release();
   // The report is the only record of those counts: the database holds what was flushed before.
-  assert.deepEqual(usageInDatabase(dataDir), new Map([[a, { requests: 1, tokens: 5 }], [b, { requests: 0, tokens: 0 }]]));
+  assert.deepEqual(
+    usageInDatabase(dataDir),
+    new Map([
+      [a, { requests: 1, tokens: 5 }],
+      [b, { requests: 0, tokens: 0 }],
+    ]),
+  );
 
   const lines = formatUnwrittenUsage(store.path, reports[0]!.usage, reports[0]!.error).map((l) => JSON.parse(l) as Record<string, unknown>);
-  assert.deepEqual(lines.map((l) => [l.key_id, l.requests, l.tokens, l.database]), [[a, 2, 8, store.path], [b, 1, 3, store.path]]);
+  assert.deepEqual(
+    lines.map((l) => [l.key_id, l.requests, l.tokens, l.database]),
+    [
+      [a, 2, 8, store.path],
+      [b, 1, 3, store.path],
+    ],
+  );
 });
 
 test("close() without a reporter writes one JSON line per unwritten key on stderr", async () => {
@@ -171,7 +192,13 @@ test("close() without a reporter writes one JSON line per unwritten key on stder
 test("close() waits for a lock released within its timeout and writes everything", async () => {
   const dataDir = tmp();
   const reports: UnwrittenUsage[][] = [];
-  const store = new KeyStore({ dataDir, flushIntervalMs: 0, closeTimeoutMs: 5000, onFlushError: () => {}, onUnwrittenUsage: (u) => reports.push(u) });
+  const store = new KeyStore({
+    dataDir,
+    flushIntervalMs: 0,
+    closeTimeoutMs: 5000,
+    onFlushError: () => {},
+    onUnwrittenUsage: (u) => reports.push(u),
+  });
   const id = store.createKey("d").id;
   const lock = await holdLock(store.path, 300);
   store.recordUsage(id, 4);
@@ -212,7 +239,9 @@ test("a throwing reporter does not turn a failed flush into a crash", async () =
   assert.deepEqual(usageInDatabase(dataDir).get(id), { requests: 1, tokens: 1 });
 });
 
-test("another process holds the write lock for 30 s while usage keeps coming: no crash, no stall, exact totals", { timeout: 120_000 }, async (t) => {
+test("another process holds the write lock for 30 s while usage keeps coming: no crash, no stall, exact totals", {
+  timeout: 120_000,
+}, async (t) => {
   const LOCK_MS = 30_000;
   const dataDir = tmp();
   const failures: FlushFailure[] = [];
@@ -244,7 +273,10 @@ test("another process holds the write lock for 30 s while usage keeps coming: no
   await sleep(LOCK_MS / 2);
   // Midway: flushes fail, the counts are all still there.
   assert.ok(failures.length >= 3, `failed flushes were reported (${failures.length})`);
-  assert.ok(failures.every((f) => f.code === "SQLITE_BUSY"), failures.map((f) => f.code).join(", "));
+  assert.ok(
+    failures.every((f) => f.code === "SQLITE_BUSY"),
+    failures.map((f) => f.code).join(", "),
+  );
   const listed = new Map(store.listKeys().map((k) => [k.id, { requests: k.requests, tokens: k.tokens }]));
   assert.deepEqual(listed, tally.byKey);
   await lock.exited;
@@ -258,8 +290,13 @@ test("another process holds the write lock for 30 s while usage keeps coming: no
   while (store.stats().pendingRequests > 0 && Date.now() < deadline) await sleep(50);
   const stats = store.stats();
   const maxStallMs = delay.max / 1e6;
-  t.diagnostic(`${n} requests, ${failures.length} failed flushes, slowest flush ${stats.maxFlushDurationMs.toFixed(1)} ms, longest event-loop stall ${maxStallMs.toFixed(1)} ms`);
-  assert.ok(stats.maxFlushDurationMs < 100, `slowest flush took ${stats.maxFlushDurationMs.toFixed(1)} ms (busy wait ${FLUSH_BUSY_TIMEOUT_MS} ms)`);
+  t.diagnostic(
+    `${n} requests, ${failures.length} failed flushes, slowest flush ${stats.maxFlushDurationMs.toFixed(1)} ms, longest event-loop stall ${maxStallMs.toFixed(1)} ms`,
+  );
+  assert.ok(
+    stats.maxFlushDurationMs < 100,
+    `slowest flush took ${stats.maxFlushDurationMs.toFixed(1)} ms (busy wait ${FLUSH_BUSY_TIMEOUT_MS} ms)`,
+  );
   assert.ok(maxStallMs < 100, `the event loop stood still for ${maxStallMs.toFixed(1)} ms at most`);
   assert.equal(stats.pendingRequests, 0, `pending usage was written after the lock went (${JSON.stringify(stats)})`);
   assert.ok(lockedFor >= LOCK_MS - 100, `the lock was held ${lockedFor} ms`);

@@ -7,7 +7,16 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { AdminTokenError, KeyNameError, KeyStore, MIN_ADMIN_TOKEN_CHARS, SCHEMA_VERSION, ensureAdminToken, printableKeyName, sha256Hex } from "../src/store/index.js";
+import {
+  AdminTokenError,
+  KeyNameError,
+  KeyStore,
+  MIN_ADMIN_TOKEN_CHARS,
+  SCHEMA_VERSION,
+  ensureAdminToken,
+  printableKeyName,
+  sha256Hex,
+} from "../src/store/index.js";
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -108,10 +117,13 @@ test("admin token: configured wins; otherwise generated once and stored hashed",
 test("a configured admin token shorter than 24 characters is refused, naming the variable", () => {
   const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
   for (const short of ["x", "a".repeat(MIN_ADMIN_TOKEN_CHARS - 1)]) {
-    assert.throws(() => ensureAdminToken(store, short), (e: unknown) =>
-      e instanceof AdminTokenError &&
-      e.message.startsWith(`TRELLIS_ADMIN_TOKEN (--admin-token) is ${short.length} characters; it must be at least 24`) &&
-      !e.message.includes("\n"));
+    assert.throws(
+      () => ensureAdminToken(store, short),
+      (e: unknown) =>
+        e instanceof AdminTokenError &&
+        e.message.startsWith(`TRELLIS_ADMIN_TOKEN (--admin-token) is ${short.length} characters; it must be at least 24`) &&
+        !e.message.includes("\n"),
+    );
   }
   // Counted in code points: 23 emoji are 46 UTF-16 units and still too short.
   assert.throws(() => ensureAdminToken(store, "\u{1F511}".repeat(23)), /is 23 characters/);
@@ -138,7 +150,10 @@ test("key name length counts code points, as the dashboard's JSON Schema does", 
   const created = store.createKey(` ${hundred} `);
   assert.equal(created.name, hundred);
   assert.equal(store.listKeys()[0]!.name, hundred, "stored and read back unchanged");
-  assert.throws(() => store.createKey(emoji.repeat(101)), (e: unknown) => e instanceof KeyNameError && e.field === "name" && /at most 100 characters \(got 101\)/.test(e.message));
+  assert.throws(
+    () => store.createKey(emoji.repeat(101)),
+    (e: unknown) => e instanceof KeyNameError && e.field === "name" && /at most 100 characters \(got 101\)/.test(e.message),
+  );
   const family = "\u{1F468}\u200D\u{1F469}\u200D\u{1F467} ops"; // ZWJ sequences are ordinary text
   assert.equal(store.createKey(family).name, family);
   store.close();
@@ -156,7 +171,11 @@ test("key names may not hold control characters, lone surrogates or bidi overrid
     ["line\u2028break", /line separator .*U\+2028/],
   ];
   for (const [name, message] of refused) {
-    assert.throws(() => store.createKey(name), (e: unknown) => e instanceof KeyNameError && message.test(e.message), JSON.stringify(name));
+    assert.throws(
+      () => store.createKey(name),
+      (e: unknown) => e instanceof KeyNameError && message.test(e.message),
+      JSON.stringify(name),
+    );
   }
   assert.deepEqual(store.listKeys(), [], "nothing refused was stored");
   assert.equal(printableKeyName("a\u001b[2Jb\u202Ec"), "a\\u{1b}[2Jb\\u{202e}c");

@@ -79,7 +79,11 @@ test("a newer schema is refused, naming the versions", () => {
   const raw = new Database(join(dataDir, "trellis.db"));
   raw.pragma(`user_version = ${SCHEMA_VERSION + 3}`);
   raw.close();
-  openFails(dataDir, "newer-schema", new RegExp(`schema version ${SCHEMA_VERSION + 3}, newer than this Trellis \\(${SCHEMA_VERSION}\\); upgrade Trellis`));
+  openFails(
+    dataDir,
+    "newer-schema",
+    new RegExp(`schema version ${SCHEMA_VERSION + 3}, newer than this Trellis \\(${SCHEMA_VERSION}\\); upgrade Trellis`),
+  );
 });
 
 test("a database locked by another process while it needs migrating", async () => {
@@ -115,9 +119,17 @@ test("a key write that meets a lock past the busy timeout is a KeyStoreError, no
   const id = store.createKey("k").id;
   const lock = await holdLock(store.path);
   try {
-    assert.throws(() => store.createKey("blocked"), (e: unknown) =>
-      e instanceof KeyStoreError && e.failure === "locked" && e.message.startsWith(`cannot create the key in ${store.path}: the database is locked`));
-    assert.throws(() => store.revokeKey(id), (e: unknown) => e instanceof KeyStoreError && e.failure === "locked");
+    assert.throws(
+      () => store.createKey("blocked"),
+      (e: unknown) =>
+        e instanceof KeyStoreError &&
+        e.failure === "locked" &&
+        e.message.startsWith(`cannot create the key in ${store.path}: the database is locked`),
+    );
+    assert.throws(
+      () => store.revokeKey(id),
+      (e: unknown) => e instanceof KeyStoreError && e.failure === "locked",
+    );
   } finally {
     await lock.release();
   }

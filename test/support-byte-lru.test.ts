@@ -24,7 +24,10 @@ test("the total is the sum of the entries' sizes plus overhead; least recently u
   cache.set("d", new Blob(3000));
   assert.deepEqual(evicted, ["b"]);
   assert.ok(cache.bytes <= 10_000);
-  assert.deepEqual([cache.peek("a"), cache.peek("b")].map((v) => v !== undefined), [true, false]);
+  assert.deepEqual(
+    [cache.peek("a"), cache.peek("b")].map((v) => v !== undefined),
+    [true, false],
+  );
 });
 
 test("an entry that grows is accounted by resize and pushes older ones out", () => {

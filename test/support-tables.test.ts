@@ -63,7 +63,10 @@ test("Int32Arena hands out filled, disjoint views and its own arrays past its ca
   assert.deepEqual([...a], new Array(40).fill(-1));
   assert.deepEqual([...b], new Array(50).fill(0));
   b.fill(7);
-  assert.ok(a.every((x) => x === -1), "views do not overlap");
+  assert.ok(
+    a.every((x) => x === -1),
+    "views do not overlap",
+  );
   const big = arena.take(30, 3); // 40 + 50 + 30 > 100: an array of its own
   assert.equal(big.length, 30);
   assert.notEqual(big.buffer, a.buffer);
@@ -71,7 +74,10 @@ test("Int32Arena hands out filled, disjoint views and its own arrays past its ca
   arena.reset();
   const again = arena.take(40, 5);
   assert.equal(again.buffer, a.buffer, "reset reuses the buffer");
-  assert.ok(again.every((x) => x === 5), "and refills it");
+  assert.ok(
+    again.every((x) => x === 5),
+    "and refills it",
+  );
   assert.deepEqual([...arena.copy([4, 5, 6])], [4, 5, 6]);
 });
 

@@ -54,14 +54,20 @@ test("a task answers with its value; an error answer rejects with its descriptio
   const p = pool();
   const answer = (await p.run({ op: "echo", value: 42 }, { client: "a", timeoutMs: 5000 })) as Answer;
   assert.equal(answer.value, 42);
-  await assert.rejects(p.run({ op: "fail" }, { client: "a", timeoutMs: 5000 }), (e: unknown) => e instanceof WorkerTaskError && (e.detail as { reason: string }).reason === "bad input");
+  await assert.rejects(
+    p.run({ op: "fail" }, { client: "a", timeoutMs: 5000 }),
+    (e: unknown) => e instanceof WorkerTaskError && (e.detail as { reason: string }).reason === "bad input",
+  );
 });
 
 test("a task that never yields is stopped at its limit; its worker is replaced and the next task runs", async () => {
   const p = pool();
   const first = (await p.run({ op: "echo", value: 1 }, { client: "a", timeoutMs: 5000 })) as Answer;
   const t0 = performance.now();
-  await assert.rejects(p.run({ op: "spin" }, { client: "a", timeoutMs: 200 }), (e: unknown) => e instanceof PoolTimeoutError && e.timeoutMs === 200);
+  await assert.rejects(
+    p.run({ op: "spin" }, { client: "a", timeoutMs: 200 }),
+    (e: unknown) => e instanceof PoolTimeoutError && e.timeoutMs === 200,
+  );
   const waited = performance.now() - t0;
   assert.ok(waited >= 190 && waited < 2000, `timed out after ${waited} ms`);
   const next = (await p.run({ op: "echo", value: 2 }, { client: "a", timeoutMs: 5000 })) as Answer;
@@ -72,7 +78,10 @@ test("a task that never yields is stopped at its limit; its worker is replaced a
 
 test("a worker out of memory fails only its task, with Node's out-of-memory code", async () => {
   const p = pool();
-  await assert.rejects(p.run({ op: "grow" }, { client: "a", timeoutMs: 30_000 }), (e: unknown) => e instanceof PoolWorkerDiedError && e.code === "ERR_WORKER_OUT_OF_MEMORY");
+  await assert.rejects(
+    p.run({ op: "grow" }, { client: "a", timeoutMs: 30_000 }),
+    (e: unknown) => e instanceof PoolWorkerDiedError && e.code === "ERR_WORKER_OUT_OF_MEMORY",
+  );
   assert.equal(((await p.run({ op: "echo", value: 3 }, { client: "a", timeoutMs: 5000 })) as Answer).value, 3);
   assert.equal(p.stats().deaths, 1);
 });
@@ -82,7 +91,9 @@ test("clients are served round-robin: a client with many tasks does not delay an
   await warm(p);
   const order: string[] = [];
   const run = (client: string, i: number) =>
-    p.run({ op: "echo", value: `${client}${i}`, ms: 20 }, { client, timeoutMs: 5000 }).then((a) => order.push((a as Answer).value as string));
+    p
+      .run({ op: "echo", value: `${client}${i}`, ms: 20 }, { client, timeoutMs: 5000 })
+      .then((a) => order.push((a as Answer).value as string));
   const greedy = Array.from({ length: 6 }, (_, i) => run("greedy", i));
   const polite = run("polite", 0);
   await Promise.all([...greedy, polite]);
@@ -94,7 +105,10 @@ test("a client past its waiting share is refused at once; others are not", async
   const p = pool({ perClientRunning: 1, perClientQueued: 2 });
   await warm(p);
   const running = [0, 1, 2].map((i) => p.run({ op: "echo", value: i, ms: 100 }, { client: "x", timeoutMs: 5000 }));
-  await assert.rejects(p.run({ op: "echo", value: 3 }, { client: "x", timeoutMs: 5000 }), (e: unknown) => e instanceof PoolBusyError && e.perClient);
+  await assert.rejects(
+    p.run({ op: "echo", value: 3 }, { client: "x", timeoutMs: 5000 }),
+    (e: unknown) => e instanceof PoolBusyError && e.perClient,
+  );
   assert.equal(((await p.run({ op: "echo", value: "y" }, { client: "y", timeoutMs: 5000 })) as Answer).value, "y");
   await Promise.all(running);
   assert.equal(p.stats().refused, 1);
@@ -106,7 +120,11 @@ test("one client never runs more than its share at once, even with workers free"
   const threads = new Set<number>();
   let busyMax = 0;
   const timer = setInterval(() => (busyMax = Math.max(busyMax, p.stats().busy)), 2);
-  await Promise.all([0, 1, 2].map((i) => p.run({ op: "echo", value: i, ms: 60 }, { client: "solo", timeoutMs: 5000 }).then((a) => threads.add((a as Answer).threadId))));
+  await Promise.all(
+    [0, 1, 2].map((i) =>
+      p.run({ op: "echo", value: i, ms: 60 }, { client: "solo", timeoutMs: 5000 }).then((a) => threads.add((a as Answer).threadId)),
+    ),
+  );
   clearInterval(timer);
   assert.equal(busyMax, 1);
 });

@@ -111,7 +111,9 @@ function syntheticGguf(version: number, alignment?: number): Buffer {
     (b) => b.key("arr.bool", GgufValueType.ARRAY).u32(GgufValueType.BOOL).u64(3).u8(1).u8(0).u8(1),
     (b) => b.key("arr.u64", GgufValueType.ARRAY).u32(GgufValueType.UINT64).u64(1).u64(99),
     (b) => {
-      b.key("arr.str", GgufValueType.ARRAY).u32(GgufValueType.STRING).u64(manyStrings.length + 1);
+      b.key("arr.str", GgufValueType.ARRAY)
+        .u32(GgufValueType.STRING)
+        .u64(manyStrings.length + 1);
       for (const s of manyStrings) b.str(s);
       b.str(invalidUtf8);
     },
@@ -125,7 +127,11 @@ function syntheticGguf(version: number, alignment?: number): Buffer {
   const b = new Bytes().u32(0x46554747).u32(version).u64(2).u64(kvs.length);
   for (const kv of kvs) kv(b);
   b.str("token_embd.weight").u32(2).u64(64).u64(512).u32(GgmlType.Q8_0).u64(0);
-  b.str("output_norm.weight").u32(1).u64(64).u32(GgmlType.F32).u64(34 * 2 * 512);
+  b.str("output_norm.weight")
+    .u32(1)
+    .u64(64)
+    .u32(GgmlType.F32)
+    .u64(34 * 2 * 512);
   const headerEnd = b.length;
   const align = alignment ?? 32;
   const padded = Math.ceil(headerEnd / align) * align;
@@ -167,7 +173,11 @@ test("reads every metadata value type, string arrays as exact bytes, tensor info
     // key order and declared types survive (a writer copies them)
     assert.deepEqual(
       file.kvs.slice(0, 3).map((kv) => [kv.key, kv.type]),
-      [["general.architecture", GgufValueType.STRING], ["u8", GgufValueType.UINT8], ["i8", GgufValueType.INT8]],
+      [
+        ["general.architecture", GgufValueType.STRING],
+        ["u8", GgufValueType.UINT8],
+        ["i8", GgufValueType.INT8],
+      ],
     );
     assert.deepEqual(file.tensors, [
       { name: "token_embd.weight", dims: [64, 512], type: GgmlType.Q8_0, offset: 0 },
@@ -200,7 +210,15 @@ test("rejects bad magic, unsupported versions and truncated headers with GgufFor
     assert.throws(() => readGguf(writeTemp(good.subarray(0, cut))), GgufFormatError, `cut at ${cut}`);
   }
   // a corrupt array length fails fast instead of allocating
-  const hugeArray = new Bytes().u32(0x46554747).u32(3).u64(0).u64(1).key("a", GgufValueType.ARRAY).u32(GgufValueType.INT64).u64(2 ** 27).build();
+  const hugeArray = new Bytes()
+    .u32(0x46554747)
+    .u32(3)
+    .u64(0)
+    .u64(1)
+    .key("a", GgufValueType.ARRAY)
+    .u32(GgufValueType.INT64)
+    .u64(2 ** 27)
+    .build();
   assert.throws(() => readGguf(writeTemp(hugeArray)), /does not fit/);
   const badType = new Bytes().u32(0x46554747).u32(3).u64(0).u64(1).key("k", 99).u32(0).build();
   assert.throws(() => readGguf(writeTemp(badType)), /unknown value type 99/);

@@ -31,7 +31,7 @@ const CORPUS = [
   "tabs\tand\t\ttabs\nnew\n\nlines\r\nCRLF\n",
   "whitespace runs:      six, then\u00a0nbsp and\u3000ideographic space",
   "def fib(n: int) -> int:\n    return n if n < 2 else fib(n - 1) + fib(n - 2)  # 🐍\n",
-  "const x = { a: [1, 2, 3], 'b': \"c\" }; // JSON-ish {\"k\": null}",
+  'const x = { a: [1, 2, 3], \'b\': "c" }; // JSON-ish {"k": null}',
   "日本語のテキストと中文字符，还有한국어 문장。",
   "emoji: 😀 👍🏽 👩‍👩‍👧‍👦 🏳️‍🌈 🇫🇷 🤖✨",
   "العربية: مرحبا بالعالم، كيف حالك؟",
@@ -52,7 +52,19 @@ function fuzzCorpus(count: number, seed: number): string[] {
     ..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
     ..." \t\n  .,;:!?'\"()[]{}<>/\\|-_=+*&^%$#@~`",
     ..."éèüßøåçñ中文字日本語한국ÄÖЖжΩλπ∑∫√€£¥",
-    "😀", "👍🏽", "👩‍💻", "🇯🇵", "𓀀", "𝔘", "\u{10FFFD}", "\u0301", "\u200d", "\u00a0", "\u3000", "\u0600", "ः",
+    "😀",
+    "👍🏽",
+    "👩‍💻",
+    "🇯🇵",
+    "𓀀",
+    "𝔘",
+    "\u{10FFFD}",
+    "\u0301",
+    "\u200d",
+    "\u00a0",
+    "\u3000",
+    "\u0600",
+    "ः",
   ];
   let s = seed >>> 0;
   const next = (n: number): number => {
@@ -105,9 +117,11 @@ for (const [name, path] of FILES) {
         const piece = model.tokenPiece(id, true);
         const kind = vocab.kinds[id]!;
         // unused tokens render as nothing in llama.cpp; we keep their text (they are never generated)
-        if (kind !== TokenKind.Unused && !sameBytes(piece, vocab.tokenBytes(id))) badBytes.push(`${id} ${JSON.stringify(vocab.tokenText(id))}`);
+        if (kind !== TokenKind.Unused && !sameBytes(piece, vocab.tokenBytes(id)))
+          badBytes.push(`${id} ${JSON.stringify(vocab.tokenText(id))}`);
         const asAttr = kind === TokenKind.EndOfGeneration ? TokenKind.Control : kind;
-        if (asAttr !== expectedKind(attrs[id]!)) badKinds.push(`${id} ${JSON.stringify(vocab.tokenText(id))} kind ${kind} attr ${attrs[id]}`);
+        if (asAttr !== expectedKind(attrs[id]!))
+          badKinds.push(`${id} ${JSON.stringify(vocab.tokenText(id))} kind ${kind} attr ${attrs[id]}`);
       }
       assert.deepEqual(badBytes.slice(0, 10), [], `${badBytes.length} tokens differ from llama.cpp's pieces`);
       assert.deepEqual(badKinds.slice(0, 10), [], `${badKinds.length} kinds disagree with llama.cpp's attributes`);

@@ -204,12 +204,16 @@ function syntheticVocab(model: string, texts: string[], types: number[], extra: 
 }
 
 test("llama.cpp's text-based rules: EOG texts, unused control tokens, gpt-oss and <|end|> exceptions", () => {
-  const N = 1, C = 3, U = 5, UD = 4;
+  const N = 1,
+    C = 3;
   const v = syntheticVocab(
     "gpt2",
     ["a", "<|endoftext|>", "<|im_end|>", "<|reserved_unused_1|>", "<|channel|>", "<|end|>", "<|return|>", "<|call|>", "Ġb", "<|fim_pad|>"],
     [N, C, N, C, C, C, C, C, N, C],
-    [["tokenizer.ggml.eos_token_id", 1], ["tokenizer.ggml.pre", "qwen2"]],
+    [
+      ["tokenizer.ggml.eos_token_id", 1],
+      ["tokenizer.ggml.pre", "qwen2"],
+    ],
   );
   assert.equal(v.kinds[0], TokenKind.Normal);
   // <|im_end|> is typed normal but llama.cpp makes it control + EOG by its text
@@ -222,9 +226,12 @@ test("llama.cpp's text-based rules: EOG texts, unused control tokens, gpt-oss an
   assert.equal(v.addBos, false);
 
   // gemma4: </s> is ordinary text when <|tool_response> exists
-  const g = syntheticVocab("gemma4", ["<pad>", "<eos>", "</s>", "<|tool_response>", "▁x", "<0x41>"], [C, C, C, C, N, 6], [
-    ["tokenizer.ggml.eos_token_id", 1],
-  ]);
+  const g = syntheticVocab(
+    "gemma4",
+    ["<pad>", "<eos>", "</s>", "<|tool_response>", "▁x", "<0x41>"],
+    [C, C, C, C, N, 6],
+    [["tokenizer.ggml.eos_token_id", 1]],
+  );
   assert.deepEqual(Array.from(g.eogTokens), [1, 3]);
   assert.equal(g.kinds[2], TokenKind.Normal);
   assert.deepEqual(bytesOf(g, 4), utf8(" x"));

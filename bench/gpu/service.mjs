@@ -11,9 +11,19 @@ const perClient = Number(perClientArg ?? 6);
 const JSON_GRAMMAR = readFileSync(new URL("../../test/grammars/json.lark", import.meta.url), "utf8");
 
 const requests = {
-  regex: ["/v1/completion/regex", { prompt: "A list of words: ", pattern: "[a-z]+( [a-z]+)*", max_new_tokens: 64, stop_after_match: false, seed: 1 }],
+  regex: [
+    "/v1/completion/regex",
+    { prompt: "A list of words: ", pattern: "[a-z]+( [a-z]+)*", max_new_tokens: 64, stop_after_match: false, seed: 1 },
+  ],
   cfg: ["/v1/completion/cfg", { prompt: "A JSON document: ", grammar: JSON_GRAMMAR, max_new_tokens: 64, stop_after_match: false, seed: 1 }],
-  categorize: ["/v1/categorize", { prompt: "What animal barks?", categories: ["dog", "cat", "bird", "fish", "horse", "cow", "sheep", "goat", "duck", "mouse"], include_scores: true }],
+  categorize: [
+    "/v1/categorize",
+    {
+      prompt: "What animal barks?",
+      categories: ["dog", "cat", "bird", "fish", "horse", "cow", "sheep", "goat", "duck", "mouse"],
+      include_scores: true,
+    },
+  ],
 };
 
 async function call(path, body) {

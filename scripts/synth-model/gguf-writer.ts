@@ -109,19 +109,44 @@ class ByteSink {
 
 function writeScalar(sink: ByteSink, type: number, value: GgufValue): void {
   switch (type) {
-    case GgufValueType.UINT8: return sink.u8(Number(value));
-    case GgufValueType.INT8: return sink.i8(Number(value));
-    case GgufValueType.UINT16: return sink.u16(Number(value));
-    case GgufValueType.INT16: return sink.i16(Number(value));
-    case GgufValueType.UINT32: return sink.u32(Number(value));
-    case GgufValueType.INT32: return sink.i32(Number(value));
-    case GgufValueType.FLOAT32: return sink.f32(Number(value));
-    case GgufValueType.FLOAT64: return sink.f64(Number(value));
-    case GgufValueType.BOOL: return sink.u8(value ? 1 : 0);
-    case GgufValueType.UINT64: return sink.u64(value as bigint | number);
-    case GgufValueType.INT64: return sink.i64(value as bigint | number);
-    case GgufValueType.STRING: return sink.string(value as string);
-    default: throw new Error(`cannot write GGUF value type ${type} as a scalar`);
+    case GgufValueType.UINT8:
+      sink.u8(Number(value));
+      return;
+    case GgufValueType.INT8:
+      sink.i8(Number(value));
+      return;
+    case GgufValueType.UINT16:
+      sink.u16(Number(value));
+      return;
+    case GgufValueType.INT16:
+      sink.i16(Number(value));
+      return;
+    case GgufValueType.UINT32:
+      sink.u32(Number(value));
+      return;
+    case GgufValueType.INT32:
+      sink.i32(Number(value));
+      return;
+    case GgufValueType.FLOAT32:
+      sink.f32(Number(value));
+      return;
+    case GgufValueType.FLOAT64:
+      sink.f64(Number(value));
+      return;
+    case GgufValueType.BOOL:
+      sink.u8(value ? 1 : 0);
+      return;
+    case GgufValueType.UINT64:
+      sink.u64(value as bigint | number);
+      return;
+    case GgufValueType.INT64:
+      sink.i64(value as bigint | number);
+      return;
+    case GgufValueType.STRING:
+      sink.string(value as string);
+      return;
+    default:
+      throw new Error(`cannot write GGUF value type ${type} as a scalar`);
   }
 }
 

@@ -27,18 +27,45 @@ export interface ModelShape {
 export const SHAPES: Record<string, ModelShape> = {
   // Qwen2-0.5B: tied embeddings, q/k/v biases, 151,936-token BPE vocabulary.
   "qwen2-0.5b": {
-    architecture: "qwen2", vocab: "qwen2", nEmbd: 896, nLayer: 24, nFf: 4864, nHead: 14, nHeadKv: 2,
-    ropeTheta: 1e6, rmsEps: 1e-6, contextLength: 32768, qkvBias: true,
+    architecture: "qwen2",
+    vocab: "qwen2",
+    nEmbd: 896,
+    nLayer: 24,
+    nFf: 4864,
+    nHead: 14,
+    nHeadKv: 2,
+    ropeTheta: 1e6,
+    rmsEps: 1e-6,
+    contextLength: 32768,
+    qkvBias: true,
   },
   // SmolLM2-135M: llama architecture, tied embeddings.
   "smollm2-135m": {
-    architecture: "llama", vocab: "llama-spm", nEmbd: 576, nLayer: 30, nFf: 1536, nHead: 9, nHeadKv: 3,
-    ropeTheta: 1e5, rmsEps: 1e-5, contextLength: 8192, qkvBias: false,
+    architecture: "llama",
+    vocab: "llama-spm",
+    nEmbd: 576,
+    nLayer: 30,
+    nFf: 1536,
+    nHead: 9,
+    nHeadKv: 3,
+    ropeTheta: 1e5,
+    rmsEps: 1e-5,
+    contextLength: 8192,
+    qkvBias: false,
   },
   // A few-MB model for tests of the writer itself.
   "tiny-test": {
-    architecture: "llama", vocab: "gpt-2", nEmbd: 64, nLayer: 2, nFf: 128, nHead: 4, nHeadKv: 2,
-    ropeTheta: 1e4, rmsEps: 1e-5, contextLength: 2048, qkvBias: false,
+    architecture: "llama",
+    vocab: "gpt-2",
+    nEmbd: 64,
+    nLayer: 2,
+    nFf: 128,
+    nHead: 4,
+    nHeadKv: 2,
+    ropeTheta: 1e4,
+    rmsEps: 1e-5,
+    contextLength: 2048,
+    qkvBias: false,
   },
 };
 

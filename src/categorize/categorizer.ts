@@ -94,10 +94,15 @@ export class Categorizer {
     this.checkFits(promptTokens.length + 1);
     const full = await this.tokenizeEach(options, req.signal, (o) => this.tokenizer.tokens(prompt, answerText(this.style, o)));
     full.forEach((f, i) => {
-      if (f.length <= promptTokens.length) throw new InvalidRequestError(`category "${options[i]}" adds no token to the prompt`, "categories");
+      if (f.length <= promptTokens.length)
+        throw new InvalidRequestError(`category "${options[i]}" adds no token to the prompt`, "categories");
     });
     // Tokens that re-tokenize prompt text (a merge at the boundary) are context, not answer.
-    const layout = this.layout(full, full.map(() => promptTokens.length), promptTokens);
+    const layout = this.layout(
+      full,
+      full.map(() => promptTokens.length),
+      promptTokens,
+    );
     const scored = await this.score(layout, this.endSets, req.signal);
     const logp = options.map((_, i) => scored.tokenLogProb[i]! + scored.after[i]!);
     let best = 0;
@@ -119,7 +124,11 @@ export class Categorizer {
     this.checkFits(this.tokenizer.tokens(question(req.categories[0]!)).length + 1);
     const full = await this.tokenizeEach(req.categories, req.signal, (c) => this.tokenizer.tokens(question(c)));
     // The question is given, not scored: only what comes after it is read.
-    const layout = this.layout(full, full.map((f) => f.length), null);
+    const layout = this.layout(
+      full,
+      full.map((f) => f.length),
+      null,
+    );
     const scored = await this.score(layout, this.yesNoSets, req.signal);
     const pYes = req.categories.map((_, i) => {
       const yes = scored.after[2 * i]!;
@@ -154,12 +163,16 @@ export class Categorizer {
     let limit = Math.min(...scoreFromFull, ...full.map((f) => f.length - 1));
     if (promptTokens) limit = Math.min(limit, promptTokens.length);
     let common = 0;
-    while (common < limit && full.every((f) => f[common] === first[common]) && (!promptTokens || promptTokens[common] === first[common])) common++;
+    while (common < limit && full.every((f) => f[common] === first[common]) && (!promptTokens || promptTokens[common] === first[common]))
+      common++;
     if (common === 0) throw new Error("prompt and categories share no token prefix");
     const branches = full.map((f) => f.subarray(common));
     const needed = common + Math.max(...branches.map((b) => b.length));
     if (needed > this.runtime.contextLength) {
-      throw new InvalidRequestError(`prompt and categories need ${needed} tokens, the model context is ${this.runtime.contextLength}`, "prompt");
+      throw new InvalidRequestError(
+        `prompt and categories need ${needed} tokens, the model context is ${this.runtime.contextLength}`,
+        "prompt",
+      );
     }
     return { prefix: first.subarray(0, common), branches, scoreFrom: Int32Array.from(scoreFromFull, (s) => s - common) };
   }
@@ -167,7 +180,10 @@ export class Categorizer {
   /** A 400 before any per-category work when `tokens` (a lower bound of the need) exceed the context. */
   private checkFits(tokens: number): void {
     if (tokens > this.runtime.contextLength) {
-      throw new InvalidRequestError(`prompt and categories need at least ${tokens} tokens, the model context is ${this.runtime.contextLength}`, "prompt");
+      throw new InvalidRequestError(
+        `prompt and categories need at least ${tokens} tokens, the model context is ${this.runtime.contextLength}`,
+        "prompt",
+      );
     }
   }
 
@@ -176,7 +192,11 @@ export class Categorizer {
    * every few milliseconds: each text holds the whole prompt, and hundreds of them at once held
    * the loop for a second or more.
    */
-  private async tokenizeEach<T>(items: readonly T[], signal: AbortSignal | undefined, tokenize: (item: T) => Int32Array): Promise<Int32Array[]> {
+  private async tokenizeEach<T>(
+    items: readonly T[],
+    signal: AbortSignal | undefined,
+    tokenize: (item: T) => Int32Array,
+  ): Promise<Int32Array[]> {
     const out: Int32Array[] = [];
     let sliceStart = performance.now();
     for (const item of items) {
@@ -202,15 +222,14 @@ export class Categorizer {
     return Int32Array.from([...ids, first]).sort();
   }
 
-  private async score(
-    layout: Layout,
-    readAfter: Int32Array[],
-    signal: AbortSignal | undefined,
-  ): Promise<ScoringResult> {
+  private async score(layout: Layout, readAfter: Int32Array[], signal: AbortSignal | undefined): Promise<ScoringResult> {
     const scheduler = this.runtime.scheduler;
     const maxBranchSeqs = Math.max(1, Math.min(MAX_BRANCH_SEQUENCES, scheduler.slots.capacity - 1));
     let job: ScoringJob | null = null;
-    const result = await runJob(scheduler, (settle) => (job = new ScoringJob({ ...layout, readAfter, maxBranchSeqs, maxCells: this.runtime.contextLength, signal }, settle)));
+    const result = await runJob(
+      scheduler,
+      (settle) => (job = new ScoringJob({ ...layout, readAfter, maxBranchSeqs, maxCells: this.runtime.contextLength, signal }, settle)),
+    );
     this.lastStats = job!.stats;
     return result;
   }

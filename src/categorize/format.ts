@@ -45,7 +45,11 @@ const plain = (text: string): PromptSegment => ({ text, special: false });
 export function chatFormatFor(template: string | null): ChatFormat | null {
   if (!template) return null;
   if (template.includes("<|im_start|>")) {
-    return { name: "chatml", userStart: [mark("<|im_start|>"), plain("user\n")], assistantStart: [mark("<|im_end|>"), plain("\n"), mark("<|im_start|>"), plain("assistant\n")] };
+    return {
+      name: "chatml",
+      userStart: [mark("<|im_start|>"), plain("user\n")],
+      assistantStart: [mark("<|im_end|>"), plain("\n"), mark("<|im_start|>"), plain("assistant\n")],
+    };
   }
   if (template.includes("<|start_header_id|>")) {
     return {
@@ -55,7 +59,11 @@ export function chatFormatFor(template: string | null): ChatFormat | null {
     };
   }
   if (template.includes("<|turn>")) {
-    return { name: "gemma4", userStart: [mark("<|turn>"), plain("user\n")], assistantStart: [mark("<turn|>"), plain("\n"), mark("<|turn>"), plain("model\n")] };
+    return {
+      name: "gemma4",
+      userStart: [mark("<|turn>"), plain("user\n")],
+      assistantStart: [mark("<turn|>"), plain("\n"), mark("<|turn>"), plain("model\n")],
+    };
   }
   if (template.includes("<start_of_turn>")) {
     return {
@@ -65,7 +73,11 @@ export function chatFormatFor(template: string | null): ChatFormat | null {
     };
   }
   if (template.includes("<|user|>") && template.includes("<|assistant|>") && template.includes("<|end|>")) {
-    return { name: "phi3", userStart: [mark("<|user|>"), plain("\n")], assistantStart: [mark("<|end|>"), plain("\n"), mark("<|assistant|>"), plain("\n")] };
+    return {
+      name: "phi3",
+      userStart: [mark("<|user|>"), plain("\n")],
+      assistantStart: [mark("<|end|>"), plain("\n"), mark("<|assistant|>"), plain("\n")],
+    };
   }
   if (template.includes("[INST]")) {
     // Llama 2 / Mistral: the reply follows "[/INST]" after a space, as the model writes it.
@@ -107,7 +119,11 @@ export function formatSinglePrompt(style: PromptStyle, prompt: string, options: 
  * shared by all (one KV prefix); each prompt's own tokens are just the name and the answer slot,
  * which is read for yes / no.
  */
-export function formatMultiPrompt(style: PromptStyle, prompt: string, categories: readonly string[]): { question: (category: string) => PromptSegment[] } {
+export function formatMultiPrompt(
+  style: PromptStyle,
+  prompt: string,
+  categories: readonly string[],
+): { question: (category: string) => PromptSegment[] } {
   const shared = `${prompt}\n\nCategories:\n${listing(categories)}\n\nDoes the following category apply? Answer yes or no.\nCategory: `;
   return { question: (category) => wrap(style, `${shared}${category}`, "\nAnswer:") };
 }

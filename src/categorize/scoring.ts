@@ -240,7 +240,8 @@ export class ScoringJob implements DecodeJob {
         cells = 0;
       }
       cells += tokens.length - (wave.length === 0 ? 0 : shared);
-      if (cells > cellBudget) throw new RangeError(`a branch needs ${req.prefix.length + tokens.length} KV cells, the job may use ${req.maxCells}`);
+      if (cells > cellBudget)
+        throw new RangeError(`a branch needs ${req.prefix.length + tokens.length} KV cells, the job may use ${req.maxCells}`);
       wave.push(order[i]!);
       widest = Math.max(widest, wave.length);
       mostCells = Math.max(mostCells, cells);

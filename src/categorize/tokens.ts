@@ -46,7 +46,7 @@ export class PromptTokenizer {
   tokens(segments: readonly PromptSegment[], answer = ""): Int32Array {
     const merged = this.stripAroundMarkers(mergePlain(segments));
     const last = merged.pop();
-    if (last && last.special) throw new Error("a formatted prompt must end with plain text");
+    if (last?.special) throw new Error("a formatted prompt must end with plain text");
     const headKey = JSON.stringify(merged);
     let head = this.headCache.get(headKey);
     if (!head) {
@@ -56,7 +56,8 @@ export class PromptTokenizer {
       this.headCache.set(headKey, head);
     }
     const tailText = (last?.text ?? "") + answer;
-    const tail = tailText.length > 0 ? this.tokenizer.tokenize(tailText, { addSpecial: merged.length === 0, parseSpecial: false }) : new Int32Array(0);
+    const tail =
+      tailText.length > 0 ? this.tokenizer.tokenize(tailText, { addSpecial: merged.length === 0, parseSpecial: false }) : new Int32Array(0);
     const all = head.length === 0 ? tail : concat([head, tail]);
     return all.length > 0 ? all : Int32Array.of(this.startToken);
   }

@@ -141,10 +141,7 @@ export class TokenTrie {
     const candidates: number[] = [];
     for (let id = 0; id < size; id++) {
       const kind = kinds[id];
-      if (
-        (kind === TokenKind.Normal || kind === TokenKind.Byte || kind === TokenKind.UserDefined) &&
-        offsets[id + 1]! > offsets[id]!
-      ) {
+      if ((kind === TokenKind.Normal || kind === TokenKind.Byte || kind === TokenKind.UserDefined) && offsets[id + 1]! > offsets[id]!) {
         candidates.push(id);
       }
     }
@@ -164,18 +161,7 @@ export class TokenTrie {
     let everyByteIsToken = true;
     for (let b = 0; b < 256; b++) if (singleByteSeen[b] === 0) everyByteIsToken = false;
 
-    return new TokenTrie(
-      vocab,
-      numNodes,
-      nodeByte,
-      depth,
-      subtreeSize,
-      tokenStart,
-      ids,
-      tokenNode,
-      maxLen,
-      everyByteIsToken,
-    );
+    return new TokenTrie(vocab, numNodes, nodeByte, depth, subtreeSize, tokenStart, ids, tokenNode, maxLen, everyByteIsToken);
   }
 
   /** Whether the token can ever be in a mask. */
@@ -405,7 +391,12 @@ function buildSorted(
     tokenStart: new Uint32Array(cap + 1),
   };
   const { nodeByte, depth, subtreeSize, tokenStart } = nodes;
-  const radix: RadixScratch = { tmp: new Int32Array(n), counts: new Int32Array(257), pos: new Int32Array(257), touched: new Int32Array(257) };
+  const radix: RadixScratch = {
+    tmp: new Int32Array(n),
+    counts: new Int32Array(257),
+    pos: new Int32Array(257),
+    touched: new Int32Array(257),
+  };
   const { counts, pos, touched } = radix;
   const stLo: number[] = [];
   const stHi: number[] = [];
@@ -478,7 +469,16 @@ interface TrieNodes {
  * One token left in a group (whose node is `node`): a chain of single-child nodes for the rest of
  * its bytes, no sorting needed. Returns the node count after the chain.
  */
-function emitChain(nodes: TrieNodes, node: number, numNodes: number, lo: number, d: number, id: number, offsets: Uint32Array, data: Uint8Array): number {
+function emitChain(
+  nodes: TrieNodes,
+  node: number,
+  numNodes: number,
+  lo: number,
+  d: number,
+  id: number,
+  offsets: Uint32Array,
+  data: Uint8Array,
+): number {
   const { nodeByte, depth, subtreeSize, tokenStart } = nodes;
   const s = offsets[id]!;
   const len = offsets[id + 1]! - s;
@@ -513,7 +513,15 @@ interface RadixScratch {
  * Leaves per key its count and end position in `counts` and `pos`, the distinct keys ascending
  * in `touched`; returns how many there are.
  */
-function bucketByByte(radix: RadixScratch, ids: Int32Array, lo: number, hi: number, d: number, offsets: Uint32Array, data: Uint8Array): number {
+function bucketByByte(
+  radix: RadixScratch,
+  ids: Int32Array,
+  lo: number,
+  hi: number,
+  d: number,
+  offsets: Uint32Array,
+  data: Uint8Array,
+): number {
   const { tmp, counts, pos, touched } = radix;
   let numTouched = 0;
   // Bucket by the byte at depth d; key 0 = the token ends here.

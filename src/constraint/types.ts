@@ -18,6 +18,5 @@ export interface ByteAutomaton {
   step(state: number, byte: number): number;
 }
 
-
 /** A constraint state's position while a healed prompt's forced prefix is still to come. */
 export const PREFIX_PENDING = -2;

@@ -44,6 +44,7 @@ export class WorkMeter {
 
   charge(steps: number): void {
     this.steps += steps;
-    if (this.deadline !== Number.POSITIVE_INFINITY && performance.now() > this.deadline) throw (this.exhausted = new ConstraintTooCostlyError(this.limitMs));
+    if (this.deadline !== Number.POSITIVE_INFINITY && performance.now() > this.deadline)
+      throw (this.exhausted = new ConstraintTooCostlyError(this.limitMs));
   }
 }

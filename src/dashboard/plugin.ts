@@ -14,7 +14,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { sendError } from "../server/index.js";
 import { TokenBucketLimiter } from "../server/index.js";
 import { HttpError } from "../server/index.js";
-import { KEY_NAME_MAX_CHARS, KeyNameError, KeyNotFoundError, KeyStoreError, digestsEqual, sha256Hex, type KeyStore } from "../store/index.js";
+import {
+  KEY_NAME_MAX_CHARS,
+  KeyNameError,
+  KeyNotFoundError,
+  KeyStoreError,
+  digestsEqual,
+  sha256Hex,
+  type KeyStore,
+  type CreatedKey,
+} from "../store/index.js";
 
 export const SESSION_COOKIE = "trellis_session";
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
@@ -151,29 +160,38 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
       return found ? { signed_in: true, csrf: found.session.csrf } : { signed_in: false };
     });
 
-    app.post("/dashboard/api/login", {
-      ...hidden,
-      schema: {
-        hide: true,
-        body: { type: "object", additionalProperties: false, required: ["token"], properties: { token: { type: "string", minLength: 1, maxLength: 500 } } },
+    app.post(
+      "/dashboard/api/login",
+      {
+        ...hidden,
+        schema: {
+          hide: true,
+          body: {
+            type: "object",
+            additionalProperties: false,
+            required: ["token"],
+            properties: { token: { type: "string", minLength: 1, maxLength: 500 } },
+          },
+        },
       },
-    }, async (request, reply) => {
-      const { token } = request.body as { token: string };
-      if (!digestsEqual(sha256Hex(token), adminTokenHash)) {
-        const decision = failedSignIns.take(request.ip);
-        if (!decision.allowed) {
-          return sendError(reply, 429, "too many wrong admin tokens from this address; wait before trying again", {
-            "retry-after": String(decision.retryAfterSeconds),
-          });
+      async (request, reply) => {
+        const { token } = request.body as { token: string };
+        if (!digestsEqual(sha256Hex(token), adminTokenHash)) {
+          const decision = failedSignIns.take(request.ip);
+          if (!decision.allowed) {
+            return sendError(reply, 429, "too many wrong admin tokens from this address; wait before trying again", {
+              "retry-after": String(decision.retryAfterSeconds),
+            });
+          }
+          throw new HttpError(401, "wrong admin token");
         }
-        throw new HttpError(401, "wrong admin token");
-      }
-      const id = randomBytes(32).toString("base64url");
-      const csrf = randomBytes(24).toString("base64url");
-      sessions.set(sha256Hex(id), { csrf, expiresMs: Date.now() + SESSION_TTL_MS });
-      reply.header("set-cookie", sessionCookie(request, id, SESSION_TTL_MS / 1000));
-      return { signed_in: true, csrf };
-    });
+        const id = randomBytes(32).toString("base64url");
+        const csrf = randomBytes(24).toString("base64url");
+        sessions.set(sha256Hex(id), { csrf, expiresMs: Date.now() + SESSION_TTL_MS });
+        reply.header("set-cookie", sessionCookie(request, id, SESSION_TTL_MS / 1000));
+        return { signed_in: true, csrf };
+      },
+    );
 
     app.post("/dashboard/api/logout", hidden, async (request, reply) => {
       const found = requireSession(request, true);
@@ -198,38 +216,50 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
       };
     });
 
-    app.post("/dashboard/api/keys", {
-      schema: {
-        hide: true,
-        // maxLength counts code points, as the store does; the store decides the rest.
-        body: { type: "object", additionalProperties: false, required: ["name"], properties: { name: { type: "string", minLength: 1, maxLength: KEY_NAME_MAX_CHARS, pattern: "\\S" } } },
+    app.post(
+      "/dashboard/api/keys",
+      {
+        schema: {
+          hide: true,
+          // maxLength counts code points, as the store does; the store decides the rest.
+          body: {
+            type: "object",
+            additionalProperties: false,
+            required: ["name"],
+            properties: { name: { type: "string", minLength: 1, maxLength: KEY_NAME_MAX_CHARS, pattern: "\\S" } },
+          },
+        },
       },
-    }, async (request) => {
-      requireSession(request, true);
-      let created;
-      try {
-        created = store.createKey((request.body as { name: string }).name);
-      } catch (error) {
-        if (error instanceof KeyNameError) throw new HttpError(400, error.message);
-        if (error instanceof KeyStoreError) throw storeUnavailable(error);
-        throw error;
-      }
-      return { id: created.id, name: created.name, key: created.key, prefix: created.prefix, created_at: created.createdAt };
-    });
+      async (request) => {
+        requireSession(request, true);
+        let created: CreatedKey;
+        try {
+          created = store.createKey((request.body as { name: string }).name);
+        } catch (error) {
+          if (error instanceof KeyNameError) throw new HttpError(400, error.message);
+          if (error instanceof KeyStoreError) throw storeUnavailable(error);
+          throw error;
+        }
+        return { id: created.id, name: created.name, key: created.key, prefix: created.prefix, created_at: created.createdAt };
+      },
+    );
 
-    app.post("/dashboard/api/keys/:id/revoke", {
-      schema: { hide: true, params: { type: "object", properties: { id: { type: "string", pattern: "^[0-9]{1,15}$" } } } },
-    }, async (request) => {
-      requireSession(request, true);
-      const id = Number((request.params as { id: string }).id);
-      try {
-        return { id, revoked: store.revokeKey(id) };
-      } catch (error) {
-        if (error instanceof KeyNotFoundError) throw new HttpError(404, error.message);
-        if (error instanceof KeyStoreError) throw storeUnavailable(error);
-        throw error;
-      }
-    });
-
+    app.post(
+      "/dashboard/api/keys/:id/revoke",
+      {
+        schema: { hide: true, params: { type: "object", properties: { id: { type: "string", pattern: "^[0-9]{1,15}$" } } } },
+      },
+      async (request) => {
+        requireSession(request, true);
+        const id = Number((request.params as { id: string }).id);
+        try {
+          return { id, revoked: store.revokeKey(id) };
+        } catch (error) {
+          if (error instanceof KeyNotFoundError) throw new HttpError(404, error.message);
+          if (error instanceof KeyStoreError) throw storeUnavailable(error);
+          throw error;
+        }
+      },
+    );
   };
 }

@@ -4,7 +4,15 @@
  * which request field is at fault and why. The same functions run in-thread for tests.
  */
 import { compileRegex, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type RegexLimits } from "../regex/index.js";
-import { compileGrammar, createGrammarAutomaton, GrammarError, reviveGrammar, type Grammar, type GrammarLimits, type ScannerParts } from "../grammar/index.js";
+import {
+  compileGrammar,
+  createGrammarAutomaton,
+  GrammarError,
+  reviveGrammar,
+  type Grammar,
+  type GrammarLimits,
+  type ScannerParts,
+} from "../grammar/index.js";
 import { DfaConstraintState, DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
 import { ConstraintTooCostlyError } from "../constraint/index.js";
@@ -48,7 +56,12 @@ export interface Refusal {
 export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: ProbeOptions): CompileOutput {
   if (task.kind === "regex") {
     const dfa = compileRegex(task.pattern as string | string[], task.limits);
-    if (trie && probe) probeFirstOperations(() => new DfaTokenMatcher(trie, dfa), (m) => new DfaConstraintState(m), probe);
+    if (trie && probe)
+      probeFirstOperations(
+        () => new DfaTokenMatcher(trie, dfa),
+        (m) => new DfaConstraintState(m),
+        probe,
+      );
     return { kind: "regex", dfa };
   }
   const grammar = compileGrammar(task.source, task.limits);
@@ -56,7 +69,8 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
   const automaton = createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, limits: task.limits });
   const scanners = automaton.scannerParts();
   if (trie && probe) {
-    const fresh = (): GrammarTokenMatcher => new GrammarTokenMatcher(trie, createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, prebuilt: scanners }));
+    const fresh = (): GrammarTokenMatcher =>
+      new GrammarTokenMatcher(trie, createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, prebuilt: scanners }));
     probeFirstOperations(fresh, (m) => new GrammarConstraintState(m), probe);
   }
   return { kind: "grammar", grammar, scanners };

@@ -20,7 +20,6 @@ export interface CompileWorkerData {
 /** How the worker answers an error: a refusal (the request's fault) or a bug (a 500). */
 export type CompileFailure = { readonly refusal: ReturnType<typeof refusalOf> & object } | { readonly bug: string };
 
-
 /**
  * The worker's thread runs at a lower scheduling priority than the serving thread and
  * llama.cpp's: on a machine whose cores the model's threads fill, a busy compile (a hostile one,

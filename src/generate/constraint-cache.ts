@@ -29,7 +29,15 @@ import {
   WorkerTaskError,
   type WorkerPoolStats,
 } from "../support/index.js";
-import { refusalError, refusalOf, reviveCompileOutput, runCompileTask, type CompileOutput, type CompileTask, type Refusal } from "./compile-task.js";
+import {
+  refusalError,
+  refusalOf,
+  reviveCompileOutput,
+  runCompileTask,
+  type CompileOutput,
+  type CompileTask,
+  type Refusal,
+} from "./compile-task.js";
 import type { CompileFailure, CompileWorkerData } from "./compile-worker.js";
 import type { TokenConstraint } from "./completion.js";
 import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError } from "./types.js";

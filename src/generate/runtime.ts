@@ -4,7 +4,13 @@
  */
 import { availableParallelism } from "node:os";
 import { ConstraintTooCostlyError } from "../constraint/index.js";
-import { ConstraintCache, type CompileContext, type ConstraintCacheOptions, type ConstraintEntry, type ConstraintFactory } from "./constraint-cache.js";
+import {
+  ConstraintCache,
+  type CompileContext,
+  type ConstraintCacheOptions,
+  type ConstraintEntry,
+  type ConstraintFactory,
+} from "./constraint-cache.js";
 import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
 import { Sampler } from "../sampling/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
@@ -176,10 +182,7 @@ export class GenerationRuntime {
         field,
       );
     } else if (needed > req.maxNewTokens) {
-      throw new UnsatisfiableError(
-        `the ${field} needs at least ${needed} tokens but max_new_tokens is ${req.maxNewTokens}`,
-        field,
-      );
+      throw new UnsatisfiableError(`the ${field} needs at least ${needed} tokens but max_new_tokens is ${req.maxNewTokens}`, field);
     }
     if (prefixLength === 0 && constraint.isAccepting() && (req.stopAfterMatch || !constraint.hasAnyToken(req.maxNewTokens))) {
       // Same rule as CompletionJob after a token: longer text the budget cannot hold is token_limit.

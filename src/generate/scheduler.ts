@@ -228,7 +228,10 @@ export class DecodeScheduler {
 }
 
 /** Runs a job through the scheduler as a promise. */
-export function runJob<T>(scheduler: DecodeScheduler, make: (settle: (error?: unknown) => void) => DecodeJob & { result(): T }): Promise<T> {
+export function runJob<T>(
+  scheduler: DecodeScheduler,
+  make: (settle: (error?: unknown) => void) => DecodeJob & { result(): T },
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const job = make((error) => {
       if (error !== undefined) reject(error);

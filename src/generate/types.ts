@@ -125,14 +125,20 @@ export class InvalidRequestError extends Error {
 }
 
 export class UnsatisfiableError extends Error {
-  constructor(message: string, readonly field: string) {
+  constructor(
+    message: string,
+    readonly field: string,
+  ) {
     super(message);
     this.name = "UnsatisfiableError";
   }
 }
 
 export class OverloadedError extends Error {
-  constructor(message: string, readonly retryAfterSeconds: number) {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
     super(message);
     this.name = "OverloadedError";
   }
@@ -140,7 +146,10 @@ export class OverloadedError extends Error {
 
 /** This client's own share is spent (its compiles waiting, say): a 429 with Retry-After. */
 export class ClientLimitError extends Error {
-  constructor(message: string, readonly retryAfterSeconds: number) {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
     super(message);
     this.name = "ClientLimitError";
   }

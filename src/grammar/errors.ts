@@ -3,7 +3,11 @@
 
 /** A grammar Lark refuses, or one we cannot serve: the server answers 400 with the message. */
 export class GrammarError extends Error {
-  constructor(message: string, readonly line?: number, readonly column?: number) {
+  constructor(
+    message: string,
+    readonly line?: number,
+    readonly column?: number,
+  ) {
     super(message);
     this.name = "GrammarError";
   }

@@ -7,9 +7,16 @@
 import { compileGrammarText, type CompiledGrammar } from "./compile.js";
 import { withCompileBudget } from "./lark/compile-context.js";
 import { buildLalrTable, GrammarError, LalrRunner, type LalrTable } from "./lalr.js";
-import { buildLexTerminals, buildScanner, reviveLexTerminals, scanToken, type LexTerminal, type Scanner, type WholeMatchDfas } from "./lexer.js";
+import {
+  buildLexTerminals,
+  buildScanner,
+  reviveLexTerminals,
+  scanToken,
+  type LexTerminal,
+  type Scanner,
+  type WholeMatchDfas,
+} from "./lexer.js";
 import { compileBudget, type CompileBudget, type GrammarLimits } from "./limits.js";
-
 
 export interface Grammar {
   readonly source: string;
@@ -45,7 +52,12 @@ export function compileGrammar(source: string, limits?: Partial<GrammarLimits>):
 
 function compileGrammarUnchecked(source: string, budget: CompileBudget, started: number): Grammar {
   const compiled = compileGrammarText(source, "start", budget);
-  const table = buildLalrTable(compiled.rules, compiled.terminals.map((t) => t.name), compiled.start, budget);
+  const table = buildLalrTable(
+    compiled.rules,
+    compiled.terminals.map((t) => t.name),
+    compiled.start,
+    budget,
+  );
   const lexTerms = buildLexTerminals(compiled.terminals, compiled.ignore, table.terminalIndex);
   const byName = new Map<string, LexTerminal>();
   const ignoreTerms: LexTerminal[] = [];

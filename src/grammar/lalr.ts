@@ -52,7 +52,12 @@ const arena = new Int32Arena();
  * Lark's LALR_Analyzer.compute_lalr over `rules` (GrammarAnalyzer's checks and numbering first),
  * phase by phase; see lark/grammar-analysis.ts and lark/lalr-analysis.ts.
  */
-export function buildLalrTable(rules: readonly BnfRule[], terminalNames: readonly string[], start = "start", budget: CompileBudget = compileBudget()): LalrTable {
+export function buildLalrTable(
+  rules: readonly BnfRule[],
+  terminalNames: readonly string[],
+  start = "start",
+  budget: CompileBudget = compileBudget(),
+): LalrTable {
   const a = analyzeGrammar(rules, terminalNames, start, arena, budget.limits, budget.clock);
   const nullable = computeNullable(a);
   const lr0 = computeLr0States(a);
@@ -79,7 +84,10 @@ export class LalrRunner {
     const st = this.stack;
     for (;;) {
       const a = t.action[st[st.length - 1]! * TT + terminal]!;
-      if (a > 0) { st.push(a - 1); return true; }
+      if (a > 0) {
+        st.push(a - 1);
+        return true;
+      }
       if (a === 0) return false;
       const r = -a - 1;
       st.length -= t.ruleLen[r]!;

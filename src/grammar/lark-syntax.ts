@@ -48,8 +48,13 @@ export interface EmptyMarker {
 export const tree = (data: string, children: Node[]): Tree => ({ kind: "tree", data, children, visited: 0 });
 
 function lineCol(text: string, pos: number): { line: number; column: number } {
-  let line = 1, lineStart = 0;
-  for (let i = 0; i < pos; i++) if (text.charCodeAt(i) === 10) { line++; lineStart = i + 1; }
+  let line = 1,
+    lineStart = 0;
+  for (let i = 0; i < pos; i++)
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
   return { line, column: pos - lineStart + 1 };
 }
 
@@ -108,12 +113,17 @@ export function parseLarkSyntax(source: string, maxNesting = Infinity, clock?: C
     if (!(e instanceof MetaSyntaxFailure)) throw e;
     const f = e.failure;
     if (f.kind === "chars")
-      throw new GrammarError(`Unexpected input at line ${f.line} column ${f.column} in <string>: ${contextAt(source, f.pos)}`, f.line, f.column);
+      throw new GrammarError(
+        `Unexpected input at line ${f.line} column ${f.column} in <string>: ${contextAt(source, f.pos)}`,
+        f.line,
+        f.column,
+      );
     const label = matchExamples(f) ?? (f.expected.includes("STRING") ? "Expecting a value" : null);
     if (label) throw new GrammarError(`${label}, at line ${f.line} column ${f.column}${contextAt(source, f.pos)}`, f.line, f.column);
     throw new GrammarError(
       `Unexpected token ${JSON.stringify(f.tokenValue)} (${f.tokenType}) at line ${f.line}, column ${f.column}. Expected one of: ${f.expected.join(", ")}${contextAt(source, f.pos)}`,
-      f.line, f.column,
+      f.line,
+      f.column,
     );
   }
 }
@@ -143,10 +153,14 @@ function matchExamples(f: MetaFailure): string | null {
  * `stopAbove`, returns -1 - i for the index i of the first `(` deeper than it.
  */
 export function regexpGroupDepth(src: string, verbose: boolean, stopAbove = Infinity): number {
-  let depth = 0, deepest = 0;
+  let depth = 0,
+    deepest = 0;
   for (let i = 0; i < src.length; i++) {
     const c = src.charCodeAt(i);
-    if (c === 0x5c /* \ */) { i++; continue; }
+    if (c === 0x5c /* \ */) {
+      i++;
+      continue;
+    }
     if (c === 0x5b /* [ */) {
       let j = i + 1;
       if (src.charCodeAt(j) === 0x5e /* ^ */) j++;
@@ -177,9 +191,13 @@ export function regexpGroupDepth(src: string, verbose: boolean, stopAbove = Infi
 
 /** Line and column (1-based) of offset `at` of a token's text, from the token's own. */
 function positionIn(tok: Token, at: number): { line: number; column: number } {
-  let line = tok.line, column = tok.column;
+  let line = tok.line,
+    column = tok.column;
   for (let i = 0; i < at; i++) {
-    if (tok.value.charCodeAt(i) === 10) { line++; column = 1; } else column++;
+    if (tok.value.charCodeAt(i) === 10) {
+      line++;
+      column = 1;
+    } else column++;
   }
   return { line, column };
 }
@@ -195,13 +213,18 @@ class MetaParse {
   private readonly values: Node[][] = [];
   private top = 0;
 
-  constructor(private readonly text: string, private readonly table: LalrTable, private readonly expand1: ReadonlySet<string>) {
+  constructor(
+    private readonly text: string,
+    private readonly table: LalrTable,
+    private readonly expand1: ReadonlySet<string>,
+  ) {
     this.states = [table.startState];
   }
 
   /** Feeds terminal `t` (its token, null for $END): false if the parser refuses it. */
   feed(t: number, tok: Token | null): boolean {
-    const table = this.table, states = this.states;
+    const table = this.table,
+      states = this.states;
     const TT = table.terminals.length;
     for (;;) {
       const a = table.action[states[this.top]! * TT + t]!;
@@ -217,7 +240,8 @@ class MetaParse {
   }
 
   private reduceRule(r: number): void {
-    const table = this.table, values = this.values;
+    const table = this.table,
+      values = this.values;
     const NT = table.nonterminals.length;
     const origin = table.rules[r]!.origin;
     const n = table.ruleLen[r]!;
@@ -273,7 +297,9 @@ function metaParse(text: string, maxNesting = Infinity, clock?: CompileClock): T
   let pos = 0;
   let lastTokenPos = 0;
   // Line and column of `pos`, counted forward as the tokens go (lineCol from 0 would be quadratic).
-  let line = 1, lineStart = 0, counted = 0;
+  let line = 1,
+    lineStart = 0,
+    counted = 0;
   let brackets = 0;
   while (pos < text.length) {
     const matched = lexMetaToken(text, pos, lexer, groupOf, lexed);
@@ -282,14 +308,22 @@ function metaParse(text: string, maxNesting = Infinity, clock?: CompileClock): T
     clock?.spend(1);
     const type = META_TERMINALS[matched]![0];
     if (!META_IGNORE.has(type)) {
-      for (; counted < pos; counted++) if (text.charCodeAt(counted) === 10) { line++; lineStart = counted + 1; }
+      for (; counted < pos; counted++)
+        if (text.charCodeAt(counted) === 10) {
+          line++;
+          lineStart = counted + 1;
+        }
       const tok: Token = { kind: "token", type, value, line, column: pos - lineStart + 1 };
       if (type === "_LPAR" || type === "_LBRA" || type === "_LBRACE") {
         if (++brackets > maxNesting) throw nestingTooDeep(maxNesting, "grammar: brackets", tok.line, tok.column);
       } else if (type === "_RPAR" || type === "_RBRA" || type === "_RBRACE") brackets--;
       else if (type === "REGEXP" && maxNesting !== Infinity) {
         const flags = value.slice(value.lastIndexOf("/") + 1);
-        const at = regexpGroupDepth(value.slice(1, value.lastIndexOf("/")), flags.includes("x") || /^\/\(\?[aiLmsu]*x/.test(value), maxNesting);
+        const at = regexpGroupDepth(
+          value.slice(1, value.lastIndexOf("/")),
+          flags.includes("x") || /^\/\(\?[aiLmsu]*x/.test(value),
+          maxNesting,
+        );
         if (at < 0) {
           const where = positionIn(tok, -at);
           throw nestingTooDeep(maxNesting, "regexp: groups", where.line, where.column);

@@ -48,7 +48,10 @@ function cpLength(s: string): number {
     const c = s.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
       const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) { n--; i++; }
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
     }
   }
   return n;
@@ -99,7 +102,11 @@ export function reviveLexTerminals(terms: Iterable<LexTerminal>): void {
   for (const t of terms) if (!(t instanceof LarkTerminal)) Object.setPrototypeOf(t, LarkTerminal.prototype);
 }
 
-export function buildLexTerminals(defs: readonly TerminalDef[], ignore: readonly string[], terminalIndex: ReadonlyMap<string, number>): LexTerminal[] {
+export function buildLexTerminals(
+  defs: readonly TerminalDef[],
+  ignore: readonly string[],
+  terminalIndex: ReadonlyMap<string, number>,
+): LexTerminal[] {
   const out: LexTerminal[] = [];
   for (const def of defs) {
     const source = patternToRegexp(def.pattern);
@@ -121,9 +128,9 @@ export function buildLexTerminals(defs: readonly TerminalDef[], ignore: readonly
 }
 
 const sortKeyCompare = (a: LexTerminal, b: LexTerminal): number =>
-  (b.def.priority - a.def.priority) ||
-  (b.maxWidth - a.maxWidth) ||
-  (cpLength(b.def.pattern.value) - cpLength(a.def.pattern.value)) ||
+  b.def.priority - a.def.priority ||
+  b.maxWidth - a.maxWidth ||
+  cpLength(b.def.pattern.value) - cpLength(a.def.pattern.value) ||
   (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 function matchAt(re: RegExp, text: string, pos: number): string | null {
@@ -214,11 +221,18 @@ export function buildScanner(terms: readonly LexTerminal[], clock?: CompileClock
 
 function backrefs(n: PyRegexNode): number[] {
   switch (n.k) {
-    case "backref": return [n.index];
-    case "seq": return n.items.flatMap(backrefs);
-    case "alt": return n.alts.flatMap(backrefs);
-    case "group": case "rep": case "look": return backrefs(n.body);
-    default: return [];
+    case "backref":
+      return [n.index];
+    case "seq":
+      return n.items.flatMap(backrefs);
+    case "alt":
+      return n.alts.flatMap(backrefs);
+    case "group":
+    case "rep":
+    case "look":
+      return backrefs(n.body);
+    default:
+      return [];
   }
 }
 

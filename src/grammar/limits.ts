@@ -143,7 +143,13 @@ export function formatCount(n: number): string {
  * `grammar too complex: 1,204 terminals, more than the limit of 1,000 (maxTerminals)`; `where`
  * says what had that much when it is one part of the grammar (a terminal, a rule).
  */
-export function tooComplex(limits: GrammarLimits, limit: keyof GrammarLimits, value: number, unit: string, where?: string): GrammarTooComplexError {
+export function tooComplex(
+  limits: GrammarLimits,
+  limit: keyof GrammarLimits,
+  value: number,
+  unit: string,
+  where?: string,
+): GrammarTooComplexError {
   const subject = where === undefined ? "" : `${where}: `;
   return new GrammarTooComplexError(
     `grammar too complex: ${subject}${formatCount(value)} ${unit}, more than the limit of ${formatCount(limits[limit])} (${limit})`,
@@ -176,7 +182,11 @@ export class CompileClock {
    * `timeoutMs`: the limit (what messages name); `budgetMs`: what is left of it from `start`
    * (less when an earlier stage used part of it: the automaton's scanners after compileGrammar).
    */
-  constructor(readonly timeoutMs: number, start = performance.now(), budgetMs = timeoutMs) {
+  constructor(
+    readonly timeoutMs: number,
+    start = performance.now(),
+    budgetMs = timeoutMs,
+  ) {
     this.deadline = start + budgetMs;
   }
 

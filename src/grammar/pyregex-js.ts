@@ -10,7 +10,8 @@ function classBody(n: SetNode): string {
   const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
   let s = "";
   for (let i = 0; i < ranges.length; i += 2) {
-    const lo = ranges[i]!, hi = ranges[i + 1]!;
+    const lo = ranges[i]!,
+      hi = ranges[i + 1]!;
     s += lo === hi ? hexEsc(lo) : `${hexEsc(lo)}-${hexEsc(hi)}`;
   }
   for (const c of n.classes) {
@@ -32,27 +33,49 @@ function emit(n: PyRegexNode): string {
         return hexEsc(n.ranges[0]!);
       return n.negated ? `[^${body}]` : body === "" ? "[]" : `[${body}]`;
     }
-    case "any": return n.dotAll ? "[^]" : "[^\\n]";
-    case "seq": return n.items.map((it) => emit(it)).join("");
-    case "alt": return `(?:${n.alts.map((a) => emit(a)).join("|")})`;
-    case "group": return `(${emit(n.body)})`;
+    case "any":
+      return n.dotAll ? "[^]" : "[^\\n]";
+    case "seq":
+      return n.items.map((it) => emit(it)).join("");
+    case "alt":
+      return `(?:${n.alts.map((a) => emit(a)).join("|")})`;
+    case "group":
+      return `(${emit(n.body)})`;
     case "rep": {
-      const q = n.min === 0 && n.max === Infinity ? "*" : n.min === 1 && n.max === Infinity ? "+"
-        : n.min === 0 && n.max === 1 ? "?" : n.max === Infinity ? `{${n.min},}` : n.min === n.max ? `{${n.min}}` : `{${n.min},${n.max}}`;
+      const q =
+        n.min === 0 && n.max === Infinity
+          ? "*"
+          : n.min === 1 && n.max === Infinity
+            ? "+"
+            : n.min === 0 && n.max === 1
+              ? "?"
+              : n.max === Infinity
+                ? `{${n.min},}`
+                : n.min === n.max
+                  ? `{${n.min}}`
+                  : `{${n.min},${n.max}}`;
       return `(?:${emit(n.body)})${q}${n.lazy ? "?" : ""}`;
     }
     case "assert":
       switch (n.kind) {
-        case "bol": return n.multiline ? "(?<![^\\n])" : "(?<![^])";
-        case "eol": return n.multiline ? "(?=\\n|(?![^]))" : "(?=\\n?(?![^]))";
-        case "bos": return "(?<![^])";
-        case "eos": return "(?![^])";
-        case "wordb": return "\\b";
-        case "nwordb": return "\\B";
+        case "bol":
+          return n.multiline ? "(?<![^\\n])" : "(?<![^])";
+        case "eol":
+          return n.multiline ? "(?=\\n|(?![^]))" : "(?=\\n?(?![^]))";
+        case "bos":
+          return "(?<![^])";
+        case "eos":
+          return "(?![^])";
+        case "wordb":
+          return "\\b";
+        case "nwordb":
+          return "\\B";
       }
       break;
-    case "look": return `(?${n.behind ? "<" : ""}${n.negated ? "!" : "="}${emit(n.body)})`;
-    case "backref": return `(?:\\${n.index})`;
+    case "look":
+      return `(?${n.behind ? "<" : ""}${n.negated ? "!" : "="}${emit(n.body)})`;
+    case "backref":
+      return `(?:\\${n.index})`;
   }
   return "";
 }

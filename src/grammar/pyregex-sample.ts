@@ -3,9 +3,8 @@
 
 import { caseClose, type ParsedRegex, type PyRegexNode, type SetNode } from "./pyregex.js";
 
-export interface Rng {
-  (): number; // uniform in [0, 1)
-}
+/** Uniform in [0, 1). */
+export type Rng = () => number;
 
 const PRINTABLE: number[] = [];
 for (let c = 32; c < 127; c++) PRINTABLE.push(c);
@@ -36,7 +35,8 @@ function pickFromSet(n: SetNode, rng: Rng): number | null {
     if (printable.length && (rng() < 0.9 || ranges.length === 0)) return printable[Math.floor(rng() * printable.length)]!;
     if (ranges.length === 0) return null;
     const r = Math.floor(rng() * (ranges.length / 2)) * 2;
-    const lo = ranges[r]!, hi = Math.min(ranges[r + 1]!, lo + 200);
+    const lo = ranges[r]!,
+      hi = Math.min(ranges[r + 1]!, lo + 200);
     return lo + Math.floor(rng() * (hi - lo + 1));
   }
   const printable = PRINTABLE.filter((c) => setContains(n, c));
@@ -57,8 +57,10 @@ export function sampleRegex(parsed: ParsedRegex, rng: Rng, maxRepeat = 4): strin
         const pool = n.dotAll ? PRINTABLE : PRINTABLE.filter((c) => c !== 10);
         return String.fromCodePoint(pool[Math.floor(rng() * pool.length)]!);
       }
-      case "seq": return n.items.map(gen).join("");
-      case "alt": return gen(n.alts[Math.floor(rng() * n.alts.length)]!);
+      case "seq":
+        return n.items.map(gen).join("");
+      case "alt":
+        return gen(n.alts[Math.floor(rng() * n.alts.length)]!);
       case "group": {
         const s = gen(n.body);
         groups.set(n.index, s);
@@ -71,8 +73,11 @@ export function sampleRegex(parsed: ParsedRegex, rng: Rng, maxRepeat = 4): strin
         for (let i = 0; i < count; i++) s += gen(n.body);
         return s;
       }
-      case "assert": case "look": return "";
-      case "backref": return groups.get(n.index) ?? "";
+      case "assert":
+      case "look":
+        return "";
+      case "backref":
+        return groups.get(n.index) ?? "";
     }
   };
   return gen(parsed.root);

@@ -8,20 +8,26 @@ export const MAXREPEAT = 4294967295;
 
 export function widthOf(n: PyRegexNode, groups?: Map<number, [number, number]>): [number, number] {
   switch (n.k) {
-    case "set": case "any": return [1, 1];
+    case "set":
+    case "any":
+      return [1, 1];
     case "seq": {
-      let lo = 0, hi = 0;
+      let lo = 0,
+        hi = 0;
       for (const it of n.items) {
         const [a, b] = widthOf(it, groups);
-        lo += a; hi += b;
+        lo += a;
+        hi += b;
       }
       return [Math.min(lo, MAXREPEAT - 1), Math.min(hi, MAXREPEAT)];
     }
     case "alt": {
-      let lo = MAXREPEAT - 1, hi = 0;
+      let lo = MAXREPEAT - 1,
+        hi = 0;
       for (const a of n.alts) {
         const [x, y] = widthOf(a, groups);
-        lo = Math.min(lo, x); hi = Math.max(hi, y);
+        lo = Math.min(lo, x);
+        hi = Math.max(hi, y);
       }
       return [lo, hi];
     }
@@ -36,8 +42,11 @@ export function widthOf(n: PyRegexNode, groups?: Map<number, [number, number]>):
       const hi = n.max === Infinity && b ? MAXREPEAT : Math.min(b * (n.max === Infinity ? MAXREPEAT : n.max), MAXREPEAT);
       return [lo, hi];
     }
-    case "assert": case "look": return [0, 0];
-    case "backref": return groups?.get(n.index) ?? [0, 0];
+    case "assert":
+    case "look":
+      return [0, 0];
+    case "backref":
+      return groups?.get(n.index) ?? [0, 0];
   }
 }
 

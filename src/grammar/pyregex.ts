@@ -13,7 +13,11 @@
 import { widthOf } from "./pyregex-width.js";
 
 export class PyRegexError extends Error {
-  constructor(message: string, readonly pattern: string, readonly position: number) {
+  constructor(
+    message: string,
+    readonly pattern: string,
+    readonly position: number,
+  ) {
     super(`${message} at position ${position} in /${pattern}/`);
     this.name = "PyRegexError";
   }
@@ -21,7 +25,11 @@ export class PyRegexError extends Error {
 
 /** Groups nested deeper than the parser's limit (its passes recurse once or more per group). */
 export class PyRegexNestingError extends PyRegexError {
-  constructor(readonly maxNesting: number, pattern: string, position: number) {
+  constructor(
+    readonly maxNesting: number,
+    pattern: string,
+    position: number,
+  ) {
     super(`groups nested deeper than ${maxNesting}`, pattern, position);
     this.name = "PyRegexNestingError";
   }
@@ -77,7 +85,10 @@ class PyRegexParser {
   private depth = 0;
   private readonly groupNames = new Map<string, number>();
 
-  constructor(private readonly pattern: string, private readonly maxNesting: number) {}
+  constructor(
+    private readonly pattern: string,
+    private readonly maxNesting: number,
+  ) {}
 
   parse(): ParsedRegex {
     const pattern = this.pattern;
@@ -167,10 +178,19 @@ class PyRegexParser {
     const c = pattern[this.pos];
     let min: number;
     let max: number;
-    if (c === "*") { min = 0; max = Infinity; this.pos++; }
-    else if (c === "+") { min = 1; max = Infinity; this.pos++; }
-    else if (c === "?") { min = 0; max = 1; this.pos++; }
-    else if (c === "{") {
+    if (c === "*") {
+      min = 0;
+      max = Infinity;
+      this.pos++;
+    } else if (c === "+") {
+      min = 1;
+      max = Infinity;
+      this.pos++;
+    } else if (c === "?") {
+      min = 0;
+      max = 1;
+      this.pos++;
+    } else if (c === "{") {
       const m = /^\{(\d*)(?:(,)(\d*))?\}/.exec(pattern.slice(this.pos));
       if (!m || (m[1] === "" && m[2] === undefined)) return null; // literal '{'
       min = m[1] === "" ? 0 : Number(m[1]);
@@ -179,7 +199,10 @@ class PyRegexParser {
       this.pos += m[0].length;
     } else return null;
     let lazy = false;
-    if (pattern[this.pos] === "?") { lazy = true; this.pos++; }
+    if (pattern[this.pos] === "?") {
+      lazy = true;
+      this.pos++;
+    }
     return { min, max, lazy };
   }
 
@@ -188,9 +211,18 @@ class PyRegexParser {
     const c = pattern[this.pos]!;
     if (c === "(") return this.parseGroup(f);
     if (c === "[") return this.parseClass(f);
-    if (c === ".") { this.pos++; return { k: "any", dotAll: f.dotAll }; }
-    if (c === "^") { this.pos++; return { k: "assert", kind: "bol", multiline: f.multiline }; }
-    if (c === "$") { this.pos++; return { k: "assert", kind: "eol", multiline: f.multiline }; }
+    if (c === ".") {
+      this.pos++;
+      return { k: "any", dotAll: f.dotAll };
+    }
+    if (c === "^") {
+      this.pos++;
+      return { k: "assert", kind: "bol", multiline: f.multiline };
+    }
+    if (c === "$") {
+      this.pos++;
+      return { k: "assert", kind: "eol", multiline: f.multiline };
+    }
     if (c === "*" || c === "+" || c === "?") this.fail("nothing to repeat");
     if (c === "{" && this.quantifierAhead()) this.fail("nothing to repeat");
     if (c === "\\") return this.parseEscape(f, false);
@@ -224,7 +256,10 @@ class PyRegexParser {
     const pattern = this.pattern;
     this.pos++;
     const c = pattern[this.pos];
-    if (c === ":") { this.pos++; return this.closeGroup(this.parseAlt({ ...f }), start); }
+    if (c === ":") {
+      this.pos++;
+      return this.closeGroup(this.parseAlt({ ...f }), start);
+    }
     if (c === "#") {
       const end = pattern.indexOf(")", this.pos);
       if (end < 0) this.fail("missing ), unterminated comment", start);
@@ -303,21 +338,35 @@ class PyRegexParser {
     if (c === undefined) this.fail("bad escape (end of pattern)", start);
     this.pos++;
     switch (c) {
-      case "n": return 10;
-      case "t": return 9;
-      case "r": return 13;
-      case "f": return 12;
-      case "v": return 11;
-      case "a": return 7;
-      case "\\": return 92;
-      case "d": case "D": case "w": case "W": case "s": case "S": return c as ClassEscape;
+      case "n":
+        return 10;
+      case "t":
+        return 9;
+      case "r":
+        return 13;
+      case "f":
+        return 12;
+      case "v":
+        return 11;
+      case "a":
+        return 7;
+      case "\\":
+        return 92;
+      case "d":
+      case "D":
+      case "w":
+      case "W":
+      case "s":
+      case "S":
+        return c as ClassEscape;
       case "x": {
         const m = /^[0-9a-fA-F]{2}/.exec(pattern.slice(this.pos));
         if (!m) this.fail("incomplete escape \\x", start);
         this.pos += 2;
         return parseInt(m![0], 16);
       }
-      case "u": case "U": {
+      case "u":
+      case "U": {
         const n = c === "u" ? 4 : 8;
         const hex = pattern.slice(this.pos, this.pos + n);
         if (!new RegExp(`^[0-9a-fA-F]{${n}}$`).test(hex)) this.fail(`incomplete escape \\${c}`, start);
@@ -326,7 +375,8 @@ class PyRegexParser {
         if (v > 0x10ffff) this.fail("bad escape", start);
         return v;
       }
-      case "N": this.fail("\\N{...} escapes are not supported", start);
+      case "N":
+        this.fail("\\N{...} escapes are not supported", start);
     }
     if (c! >= "0" && c! <= "9") return this.parseNumericEscape(c!, inClass, start);
     if (!inClass) {
@@ -355,7 +405,10 @@ class PyRegexParser {
     }
     // \1..\99 backreference, or 3-digit octal
     const m3 = /^[0-7]{3}/.exec(pattern.slice(this.pos - 1));
-    if (m3) { this.pos += 2; return parseInt(m3[0], 8); }
+    if (m3) {
+      this.pos += 2;
+      return parseInt(m3[0], 8);
+    }
     const m = /^\d{1,2}/.exec(pattern.slice(this.pos - 1))!;
     this.pos += m[0].length - 1;
     const index = Number(m[0]);
@@ -375,14 +428,20 @@ class PyRegexParser {
     const start = this.pos;
     this.pos++;
     let negated = false;
-    if (pattern[this.pos] === "^") { negated = true; this.pos++; }
+    if (pattern[this.pos] === "^") {
+      negated = true;
+      this.pos++;
+    }
     const ranges: number[] = [];
     const classes: ClassEscape[] = [];
     let first = true;
     for (;;) {
       const c = pattern[this.pos];
       if (c === undefined) this.fail("unterminated character set", start);
-      if (c === "]" && !first) { this.pos++; break; }
+      if (c === "]" && !first) {
+        this.pos++;
+        break;
+      }
       first = false;
       const lo = this.parseClassAtom(start);
       if (pattern[this.pos] === "-" && pattern[this.pos + 1] !== "]" && pattern[this.pos + 1] !== undefined) {
@@ -431,7 +490,8 @@ export function caseClose(ranges: number[]): number[] {
   const extra: number[] = [];
   let budget = 0x20000;
   for (let i = 0; i < ranges.length; i += 2) {
-    const lo = ranges[i]!, hi = ranges[i + 1]!;
+    const lo = ranges[i]!,
+      hi = ranges[i + 1]!;
     if (hi - lo > budget) continue;
     budget -= hi - lo;
     for (let c = lo; c <= hi; c++) {

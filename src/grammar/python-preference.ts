@@ -50,7 +50,12 @@ function firstCharsOfSet(n: Extract<PyRegexNode, { k: "set" }>): CharSet {
     for (let c = 0; c < 128; c++) if (re.test(String.fromCharCode(c))) member[c] = 1;
     member[NON_ASCII] = 1;
   }
-  if (n.caseless) for (let c = 65; c <= 90; c++) if (member[c] || member[c + 32]) { member[c] = 1; member[c + 32] = 1; }
+  if (n.caseless)
+    for (let c = 65; c <= 90; c++)
+      if (member[c] || member[c + 32]) {
+        member[c] = 1;
+        member[c + 32] = 1;
+      }
   for (let c = 0; c < 129; c++) out[c] = n.negated ? (c === NON_ASCII ? 1 : 1 - member[c]!) : member[c]!;
   return out;
 }
@@ -65,16 +70,25 @@ function startOf(n: PyRegexNode, firsts: Map<PyRegexNode, NodeStart>): NodeStart
   let known = firsts.get(n);
   if (known !== undefined) return known;
   switch (n.k) {
-    case "set": known = { first: firstCharsOfSet(n), nullable: false }; break;
+    case "set":
+      known = { first: firstCharsOfSet(n), nullable: false };
+      break;
     case "any": {
       const f = emptySet().fill(1);
       if (!n.dotAll) f[10] = 0;
       known = { first: f, nullable: false };
       break;
     }
-    case "assert": case "look": known = { first: emptySet(), nullable: true }; break;
-    case "backref": known = { first: emptySet().fill(1), nullable: true }; break;
-    case "group": known = startOf(n.body, firsts); break;
+    case "assert":
+    case "look":
+      known = { first: emptySet(), nullable: true };
+      break;
+    case "backref":
+      known = { first: emptySet().fill(1), nullable: true };
+      break;
+    case "group":
+      known = startOf(n.body, firsts);
+      break;
     case "seq": {
       let first = emptySet();
       let nullable = true;
@@ -113,17 +127,24 @@ function toPySource(n: PyRegexNode): string {
   switch (n.k) {
     case "set": {
       let body = "";
-      for (let i = 0; i < n.ranges.length; i += 2) body += n.ranges[i] === n.ranges[i + 1] ? cp(n.ranges[i]!) : `${cp(n.ranges[i]!)}-${cp(n.ranges[i + 1]!)}`;
+      for (let i = 0; i < n.ranges.length; i += 2)
+        body += n.ranges[i] === n.ranges[i + 1] ? cp(n.ranges[i]!) : `${cp(n.ranges[i]!)}-${cp(n.ranges[i + 1]!)}`;
       for (const c of n.classes) body += "\\" + c;
       const cls = body === "" && !n.negated ? "(?!)" : `[${n.negated ? "^" : ""}${body}]`;
       return n.caseless ? `(?i:${cls})` : cls;
     }
-    case "any": return n.dotAll ? "(?s:.)" : ".";
-    case "seq": return n.items.map(toPySource).join("");
-    case "alt": return `(?:${n.alts.map(toPySource).join("|")})`;
-    case "group": return `(?:${toPySource(n.body)})`;
-    case "rep": return `(?:${toPySource(n.body)}){${n.min},${n.max === Infinity ? "" : n.max}}`;
-    default: throw new Error("not regular");
+    case "any":
+      return n.dotAll ? "(?s:.)" : ".";
+    case "seq":
+      return n.items.map(toPySource).join("");
+    case "alt":
+      return `(?:${n.alts.map(toPySource).join("|")})`;
+    case "group":
+      return `(?:${toPySource(n.body)})`;
+    case "rep":
+      return `(?:${toPySource(n.body)}){${n.min},${n.max === Infinity ? "" : n.max}}`;
+    default:
+      throw new Error("not regular");
   }
 }
 
@@ -148,7 +169,8 @@ function noProperPrefix(earlier: PyRegexNode, later: PyRegexNode, clock?: Compil
   while (queue.length) {
     clock?.spend(256);
     const key = queue.pop()!;
-    const qa = Math.floor(key / b.numStates), qb = key % b.numStates;
+    const qa = Math.floor(key / b.numStates),
+      qb = key % b.numStates;
     if (a.accepting[qa]) {
       // `later` continues beyond this point to a longer string?
       for (let c = 0; c < b.numClasses; c++) if (b.next[qb * b.numClasses + c]! >= 0) return false;
@@ -158,7 +180,10 @@ function noProperPrefix(earlier: PyRegexNode, later: PyRegexNode, clock?: Compil
       const nb = b.next[qb * b.numClasses + b.byteClass[byte]!]!;
       if (na < 0 || nb < 0) continue;
       const k = na * b.numStates + nb;
-      if (!seen.has(k)) { seen.add(k); queue.push(k); }
+      if (!seen.has(k)) {
+        seen.add(k);
+        queue.push(k);
+      }
     }
   }
   return true;
@@ -191,15 +216,21 @@ class PreferenceWalk {
 
   walk(n: PyRegexNode, follow: CharSet): NodeStart {
     switch (n.k) {
-      case "set": return { first: firstCharsOfSet(n), nullable: false };
+      case "set":
+        return { first: firstCharsOfSet(n), nullable: false };
       case "any": {
         const f = emptySet().fill(1);
         if (!n.dotAll) f[10] = 0;
         return { first: f, nullable: false };
       }
-      case "assert": case "look": return { first: emptySet(), nullable: true };
-      case "backref": this.unsafe = true; return { first: emptySet().fill(1), nullable: true };
-      case "group": return this.walk(n.body, follow);
+      case "assert":
+      case "look":
+        return { first: emptySet(), nullable: true };
+      case "backref":
+        this.unsafe = true;
+        return { first: emptySet().fill(1), nullable: true };
+      case "group":
+        return this.walk(n.body, follow);
       case "seq": {
         // Right to left so each item knows what can follow it.
         let after = follow;

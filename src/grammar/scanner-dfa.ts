@@ -11,7 +11,16 @@ import { patternToRegexp } from "./lark/patterns.js";
 import { GrammarError } from "./errors.js";
 import type { Grammar } from "./grammar.js";
 import type { LexTerminal, Scanner } from "./lexer.js";
-import { CompileClock, GrammarTooComplexError, nestingTooDeep, resolveLimits, shortName, timeExceeded, tooComplex, type GrammarLimits } from "./limits.js";
+import {
+  CompileClock,
+  GrammarTooComplexError,
+  nestingTooDeep,
+  resolveLimits,
+  shortName,
+  timeExceeded,
+  tooComplex,
+  type GrammarLimits,
+} from "./limits.js";
 import { preferenceModelled } from "./python-preference.js";
 import type { PyRegexNode } from "./pyregex.js";
 
@@ -83,7 +92,12 @@ export interface GrammarScanners {
  * Numbers the scanners of the grammar's parser states and builds their DFAs, under `limits`
  * with what compileGrammar left of its time. Terminals in `approximate` are recorded there.
  */
-export function buildGrammarScanners(grammar: Grammar, limits: GrammarLimits, approximate: Set<string>, prebuilt: ScannerParts | undefined): GrammarScanners {
+export function buildGrammarScanners(
+  grammar: Grammar,
+  limits: GrammarLimits,
+  approximate: Set<string>,
+  prebuilt: ScannerParts | undefined,
+): GrammarScanners {
   const table = grammar.table;
   const clock = new CompileClock(limits.timeoutMs, performance.now(), Math.max(0, limits.timeoutMs - (grammar.compileMs ?? 0)));
   const budget: ScannerBudget = { limits, clock, cells: 0 };
@@ -126,17 +140,34 @@ export function refuseUnsupportedTerminals(grammar: Grammar): void {
   for (const t of grammar.terminals.values()) {
     const ref = firstBackref(t.parsed.root);
     if (ref !== null)
-      throw new GrammarError(`terminal ${shortName(t.name)}: backreference \\${ref} is unsupported: the byte automaton cannot represent it (in /${excerpt(patternToRegexp(t.def.pattern))}/)`);
+      throw new GrammarError(
+        `terminal ${shortName(t.name)}: backreference \\${ref} is unsupported: the byte automaton cannot represent it (in /${excerpt(patternToRegexp(t.def.pattern))}/)`,
+      );
   }
 }
 
 function firstBackref(n: PyRegexNode): number | null {
   switch (n.k) {
-    case "backref": return n.index;
-    case "seq": for (const x of n.items) { const r = firstBackref(x); if (r !== null) return r; } return null;
-    case "alt": for (const x of n.alts) { const r = firstBackref(x); if (r !== null) return r; } return null;
-    case "group": case "rep": case "look": return firstBackref(n.body);
-    default: return null;
+    case "backref":
+      return n.index;
+    case "seq":
+      for (const x of n.items) {
+        const r = firstBackref(x);
+        if (r !== null) return r;
+      }
+      return null;
+    case "alt":
+      for (const x of n.alts) {
+        const r = firstBackref(x);
+        if (r !== null) return r;
+      }
+      return null;
+    case "group":
+    case "rep":
+    case "look":
+      return firstBackref(n.body);
+    default:
+      return null;
   }
 }
 
@@ -155,15 +186,31 @@ export function splitTopAlternatives(src: string): string[] {
     return prefix === "(?:" ? parts : parts.map((p) => `${prefix}${p})`);
   }
   const parts: string[] = [];
-  let depth = 0, inClass = false, last = 0;
+  let depth = 0,
+    inClass = false,
+    last = 0;
   for (let i = 0; i < src.length; i++) {
     const c = src[i];
-    if (c === "\\") { i++; continue; }
-    if (inClass) { if (c === "]") inClass = false; continue; }
-    if (c === "[") { inClass = true; if (src[i + 1] === "^") i++; if (src[i + 1] === "]") i++; continue; }
+    if (c === "\\") {
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (c === "]") inClass = false;
+      continue;
+    }
+    if (c === "[") {
+      inClass = true;
+      if (src[i + 1] === "^") i++;
+      if (src[i + 1] === "]") i++;
+      continue;
+    }
     if (c === "(") depth++;
     else if (c === ")") depth--;
-    else if (c === "|" && depth === 0) { parts.push(src.slice(last, i)); last = i + 1; }
+    else if (c === "|" && depth === 0) {
+      parts.push(src.slice(last, i));
+      last = i + 1;
+    }
   }
   if (parts.length === 0) return [src];
   parts.push(src.slice(last));
@@ -171,12 +218,24 @@ export function splitTopAlternatives(src: string): string[] {
 }
 
 function closingParen(src: string, open: number): number {
-  let depth = 0, inClass = false;
+  let depth = 0,
+    inClass = false;
   for (let i = open; i < src.length; i++) {
     const c = src[i];
-    if (c === "\\") { i++; continue; }
-    if (inClass) { if (c === "]") inClass = false; continue; }
-    if (c === "[") { inClass = true; if (src[i + 1] === "^") i++; if (src[i + 1] === "]") i++; continue; }
+    if (c === "\\") {
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (c === "]") inClass = false;
+      continue;
+    }
+    if (c === "[") {
+      inClass = true;
+      if (src[i + 1] === "^") i++;
+      if (src[i + 1] === "]") i++;
+      continue;
+    }
     if (c === "(") depth++;
     else if (c === ")" && --depth === 0) return i;
   }
@@ -240,7 +299,12 @@ function scannerPatterns(sc: Scanner): number {
 function addScannerCells(budget: ScannerBudget, cells: number): void {
   budget.cells += cells;
   if (budget.cells > budget.limits.maxScannerCells)
-    throw tooComplex(budget.limits, "maxScannerCells", budget.cells, "cells in the lexers' tables (scanner DFA states × (byte classes + terminals))");
+    throw tooComplex(
+      budget.limits,
+      "maxScannerCells",
+      budget.cells,
+      "cells in the lexers' tables (scanner DFA states × (byte classes + terminals))",
+    );
 }
 
 /**
@@ -253,17 +317,30 @@ function scannerDfaError(e: unknown, specOwner: readonly LexTerminal[], specSour
     const i = e.alternative;
     const owner = i === undefined ? undefined : specOwner[i];
     const where = owner === undefined ? "a terminal" : `terminal ${shortName(owner.name)}`;
-    const what = e.construct === undefined ? "cannot be turned into a byte automaton" : `${e.construct} is unsupported: the byte automaton cannot represent it`;
+    const what =
+      e.construct === undefined
+        ? "cannot be turned into a byte automaton"
+        : `${e.construct} is unsupported: the byte automaton cannot represent it`;
     return new GrammarError(`${where}: ${what} (${e.message} in /${excerpt(specSource[i ?? 0] ?? "")}/)`);
   }
   if (e instanceof RegexTooComplexError) {
     const names = specOwner.filter((t, j) => specOwner.indexOf(t) === j).map((t) => shortName(t.name));
     const scanner = `the lexer of ${names.slice(0, 5).join(", ")}${names.length > 5 ? `, … (${names.length} terminals)` : ""}`;
     switch (e.limit) {
-      case "dfaStates": return new GrammarTooComplexError(`grammar too complex: ${scanner} needs a DFA of more than the limit of ${limits.maxDfaStates.toLocaleString("en-US")} states (maxDfaStates)`, "maxDfaStates");
-      case "nfaStates": return new GrammarTooComplexError(`grammar too complex: ${scanner} needs an NFA of more than the limit of ${limits.maxNfaStates.toLocaleString("en-US")} states (maxNfaStates; large counted repeats?)`, "maxNfaStates");
-      case "time": return timeExceeded(limits.timeoutMs);
-      case "nesting": return nestingTooDeep(limits.maxNesting, `${scanner}: regexp groups`);
+      case "dfaStates":
+        return new GrammarTooComplexError(
+          `grammar too complex: ${scanner} needs a DFA of more than the limit of ${limits.maxDfaStates.toLocaleString("en-US")} states (maxDfaStates)`,
+          "maxDfaStates",
+        );
+      case "nfaStates":
+        return new GrammarTooComplexError(
+          `grammar too complex: ${scanner} needs an NFA of more than the limit of ${limits.maxNfaStates.toLocaleString("en-US")} states (maxNfaStates; large counted repeats?)`,
+          "maxNfaStates",
+        );
+      case "time":
+        return timeExceeded(limits.timeoutMs);
+      case "nesting":
+        return nestingTooDeep(limits.maxNesting, `${scanner}: regexp groups`);
     }
   }
   if (e instanceof GrammarError) return e;
@@ -321,18 +398,31 @@ function compileScannerPatterns(patterns: ScannerPatterns, budget: ScannerBudget
   let dfa: MultiByteDfa;
   let dist: Int32Array;
   try {
-    dfa = compileMultiRegex(specs, limits === undefined ? {} : { maxDfaStates: limits.maxDfaStates, maxNfaStates: limits.maxNfaStates, timeoutMs });
+    dfa = compileMultiRegex(
+      specs,
+      limits === undefined ? {} : { maxDfaStates: limits.maxDfaStates, maxNfaStates: limits.maxNfaStates, timeoutMs },
+    );
     // The per-pattern tables below are states × patterns: counted before they are made.
     if (budget !== undefined) addScannerCells(budget, dfa.numStates * (dfa.numClasses + specs.length));
     dist = patternDistances(dfa, budget === undefined ? Infinity : budget.clock.remainingMs());
   } catch (e) {
-    throw scannerDfaError(e, specOwner, specs.map((x) => x.source), limits ?? resolveLimits());
+    throw scannerDfaError(
+      e,
+      specOwner,
+      specs.map((x) => x.source),
+      limits ?? resolveLimits(),
+    );
   }
   return { dfa, dist };
 }
 
 /** Per state and pattern, acceptance and reachability; per state, the lowest pattern still reachable a byte on. */
-function patternTables(dfa: MultiByteDfa, dist: Int32Array, P: number, clock: CompileClock | undefined): { accept: Uint8Array; canAccept: Uint8Array; minLaterPattern: Int32Array } {
+function patternTables(
+  dfa: MultiByteDfa,
+  dist: Int32Array,
+  P: number,
+  clock: CompileClock | undefined,
+): { accept: Uint8Array; canAccept: Uint8Array; minLaterPattern: Int32Array } {
   const S = dfa.numStates;
   clock?.spend(S * P);
   const accept = new Uint8Array(S * P);
@@ -350,7 +440,11 @@ function patternTables(dfa: MultiByteDfa, dist: Int32Array, P: number, clock: Co
       const ns = dfa.next[st * dfa.numClasses + c]!;
       if (ns < 0) continue;
       let p = 0;
-      for (; p < minLaterPattern[st]! && p < P; p++) if (canAccept[ns * P + p]) { minLaterPattern[st] = p; break; }
+      for (; p < minLaterPattern[st]! && p < P; p++)
+        if (canAccept[ns * P + p]) {
+          minLaterPattern[st] = p;
+          break;
+        }
       scanned += p;
     }
     clock?.spend(scanned);
@@ -371,7 +465,21 @@ export function buildScannerDfa(sc: Scanner, approximate: Set<string>, budget?: 
     const ti = termOf[p]!;
     if (terms[ti]!.ignored || unless[ti]!.some(([, s]) => s.ignored)) ignorable[p] = 1;
   }
-  return { dfa, dist, minLaterPattern, terms, termOf: int32Of(termOf), numOrdered, shortest: uint8Of(patterns.shortest), canAccept, accept, unless, numPatterns: P, broken: sc.broken, ignorable };
+  return {
+    dfa,
+    dist,
+    minLaterPattern,
+    terms,
+    termOf: int32Of(termOf),
+    numOrdered,
+    shortest: uint8Of(patterns.shortest),
+    canAccept,
+    accept,
+    unless,
+    numPatterns: P,
+    broken: sc.broken,
+    ignorable,
+  };
 }
 
 /** Bytes of a scanner DFA's typed tables (its terminals belong to the grammar). */

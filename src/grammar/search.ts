@@ -12,7 +12,11 @@ export interface CompletionSearch {
 }
 
 /** The first goal reached and its cost, or null when none is found within `maxExpansions` nodes. */
-export function searchCheapestGoal(starts: readonly number[], search: CompletionSearch, maxExpansions: number): { goal: number; cost: number } | null {
+export function searchCheapestGoal(
+  starts: readonly number[],
+  search: CompletionSearch,
+  maxExpansions: number,
+): { goal: number; cost: number } | null {
   const g = new Map<number, number>();
   const buckets: number[][] = [];
   let f = 0;

@@ -49,17 +49,26 @@ export function sampleSentence(grammar: Grammar, rng: Rng, opts: SentenceOptions
       for (const s of r.expansion) {
         if (!byOrigin.has(s)) continue;
         const hs = height.get(s);
-        if (hs === undefined) { ok = false; break; }
+        if (hs === undefined) {
+          ok = false;
+          break;
+        }
         h = Math.max(h, hs + 1);
       }
-      if (ok && (height.get(r.origin) ?? Infinity) > h) { height.set(r.origin, h); changed = true; }
+      if (ok && (height.get(r.origin) ?? Infinity) > h) {
+        height.set(r.origin, h);
+        changed = true;
+      }
     }
   }
   const tokens: string[] = [];
   let overflow = false;
   const expand = (sym: string, depth: number): void => {
     if (overflow) return;
-    if (depth > maxDepth + 40) { overflow = true; return; } // unproductive recursion
+    if (depth > maxDepth + 40) {
+      overflow = true;
+      return;
+    } // unproductive recursion
     const alts = byOrigin.get(sym);
     if (!alts) {
       tokens.push(sym);
@@ -85,7 +94,8 @@ export function sampleSentence(grammar: Grammar, rng: Rng, opts: SentenceOptions
   const ignored = [...grammar.ignore];
   let out = "";
   for (let i = 0; i < tokens.length; i++) {
-    if (ignored.length && (i > 0 || rng() < 0.2) && rng() < ignoreP) out += sampleTerminal(grammar, ignored[Math.floor(rng() * ignored.length)]!, rng);
+    if (ignored.length && (i > 0 || rng() < 0.2) && rng() < ignoreP)
+      out += sampleTerminal(grammar, ignored[Math.floor(rng() * ignored.length)]!, rng);
     out += sampleTerminal(grammar, tokens[i]!, rng);
     if (ignored.length && i > 0 && i === tokens.length - 1 && rng() < 0.1) out += sampleTerminal(grammar, ignored[0]!, rng);
   }
@@ -102,19 +112,27 @@ export function mutateSentence(s: string, rng: Rng, alphabet: string): string {
     return a.length ? a[Math.floor(rng() * a.length)]! : "x";
   };
   switch (kind) {
-    case 0: if (chars.length) chars.splice(Math.min(at, chars.length - 1), 1); break;
-    case 1: chars.splice(at, 0, pickChar()); break;
+    case 0:
+      if (chars.length) chars.splice(Math.min(at, chars.length - 1), 1);
+      break;
+    case 1:
+      chars.splice(at, 0, pickChar());
+      break;
     case 2: {
       const len = 1 + Math.floor(rng() * 4);
       chars.splice(at, 0, ...chars.slice(at, at + len));
       break;
     }
-    case 3: if (chars.length > 1) {
-      const i = Math.min(at, chars.length - 2);
-      [chars[i], chars[i + 1]] = [chars[i + 1]!, chars[i]!];
+    case 3:
+      if (chars.length > 1) {
+        const i = Math.min(at, chars.length - 2);
+        [chars[i], chars[i + 1]] = [chars[i + 1]!, chars[i]!];
+        break;
+      } else chars.push(pickChar());
       break;
-    } else chars.push(pickChar()); break;
-    case 4: chars.length = Math.floor(chars.length * rng()); break;
+    case 4:
+      chars.length = Math.floor(chars.length * rng());
+      break;
   }
   return chars.join("");
 }

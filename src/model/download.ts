@@ -62,8 +62,7 @@ export interface EnsureModelOptions {
   idleTimeoutMs?: number;
 }
 
-const SET_TRELLIS_MODEL =
-  "Set TRELLIS_MODEL=/path/to/model.gguf to use a local GGUF model file instead (no download needed).";
+const SET_TRELLIS_MODEL = "Set TRELLIS_MODEL=/path/to/model.gguf to use a local GGUF model file instead (no download needed).";
 
 async function sha256OfFile(path: string): Promise<string> {
   const hash = createHash("sha256");
@@ -103,7 +102,7 @@ export async function ensureModel(options: EnsureModelOptions): Promise<string> 
   }
 
   const hash = createHash("sha256");
-  let offset = (await fileSize(partPath)) ?? 0;
+  const offset = (await fileSize(partPath)) ?? 0;
   if (offset > 0) {
     // Resume: hash what is already there so the final digest covers the whole file.
     for await (const chunk of createReadStream(partPath)) hash.update(chunk as Buffer);
@@ -128,10 +127,9 @@ export async function ensureModel(options: EnsureModelOptions): Promise<string> 
     clearTimeout(idleTimer);
     const reason = (error as { cause?: { code?: string; message?: string } }).cause;
     const detail = reason?.code ?? reason?.message ?? (error as Error).message;
-    throw new ModelDownloadError(
-      `could not download the default model from ${source.url} (${detail}). ${SET_TRELLIS_MODEL}`,
-      { cause: error },
-    );
+    throw new ModelDownloadError(`could not download the default model from ${source.url} (${detail}). ${SET_TRELLIS_MODEL}`, {
+      cause: error,
+    });
   }
 
   try {
@@ -220,7 +218,9 @@ export function progressBar(stream: NodeJS.WriteStream = process.stderr): (progr
         lastDraw = now;
         const width = 30;
         const filled = Math.round(fraction * width);
-        stream.write(`\rdownloading model [${"#".repeat(filled)}${"-".repeat(width - filled)}] ${percent}% ${mb(receivedBytes)}/${mb(totalBytes)} MB`);
+        stream.write(
+          `\rdownloading model [${"#".repeat(filled)}${"-".repeat(width - filled)}] ${percent}% ${mb(receivedBytes)}/${mb(totalBytes)} MB`,
+        );
         if (fraction >= 1) stream.write("\n");
       } else if (percent >= lastShown + 10 || (fraction >= 1 && lastShown < 100)) {
         lastShown = percent - (percent % 10);

@@ -40,8 +40,24 @@ export interface NativeContext {
   info(): { nCtx: number; nBatch: number; nSeqMax: number; nVocab: number };
   /** 0 ok, 1 no room in the KV cache, 2 aborted; throws on errors. */
   /** seqCounts/extraSeqs (both or neither): rows that belong to several sequences. */
-  decode(n: number, tokens: Int32Array, positions: Int32Array, seqIds: Int32Array, wantLogits: Uint8Array, seqCounts?: Int32Array, extraSeqs?: Int32Array): number;
-  decodeAsync(n: number, tokens: Int32Array, positions: Int32Array, seqIds: Int32Array, wantLogits: Uint8Array, seqCounts?: Int32Array, extraSeqs?: Int32Array): Promise<number>;
+  decode(
+    n: number,
+    tokens: Int32Array,
+    positions: Int32Array,
+    seqIds: Int32Array,
+    wantLogits: Uint8Array,
+    seqCounts?: Int32Array,
+    extraSeqs?: Int32Array,
+  ): number;
+  decodeAsync(
+    n: number,
+    tokens: Int32Array,
+    positions: Int32Array,
+    seqIds: Int32Array,
+    wantLogits: Uint8Array,
+    seqCounts?: Int32Array,
+    extraSeqs?: Int32Array,
+  ): Promise<number>;
   logits(row: number): Float32Array;
   seqRemove(seq: number, p0: number, p1: number): boolean;
   seqCopy(src: number, dst: number, p0: number, p1: number): void;
@@ -193,8 +209,7 @@ function chooseBackend(opts: LlamaRuntimeOptions): BackendPlan {
   if (!(GPU_CHOICES as readonly string[]).includes(gpu)) {
     throw new RuntimeLoadError(`unknown GPU backend "${gpu}": use one of ${GPU_CHOICES.join(", ")}`);
   }
-  const order: Exclude<GpuChoice, "auto" | "cuda-ext">[] =
-    gpu === "auto" ? ["cuda", "vulkan", "cpu"] : [gpu === "cuda-ext" ? "cuda" : gpu];
+  const order: Exclude<GpuChoice, "auto" | "cuda-ext">[] = gpu === "auto" ? ["cuda", "vulkan", "cpu"] : [gpu === "cuda-ext" ? "cuda" : gpu];
   const extFallback = cudaExtFallbackBackend();
   if (gpu === "cuda-ext" && !extFallback) {
     throw new RuntimeLoadError(`no llama.cpp build found for gpu=cuda-ext: install ${PACKAGES["cuda-ext"]} beside ${PACKAGES.cuda}`);
@@ -208,9 +223,7 @@ function chooseBackend(opts: LlamaRuntimeOptions): BackendPlan {
       required: gpu === "auto" || gpu === "cpu" ? null : choice,
     };
   }
-  throw new RuntimeLoadError(
-    `no llama.cpp build found for gpu=${gpu}: install ${gpu === "auto" ? PACKAGES.cpu : PACKAGES[gpu]}`,
-  );
+  throw new RuntimeLoadError(`no llama.cpp build found for gpu=${gpu}: install ${gpu === "auto" ? PACKAGES.cpu : PACKAGES[gpu]}`);
 }
 
 let addon: Addon | null = null;
@@ -218,15 +231,10 @@ let runtime: RuntimeInfo | null = null;
 
 function loadAddon(): Addon {
   if (addon) return addon;
-  const candidates = [
-    join(REPO_ROOT, "build", "Release", "trellis_llama.node"),
-    join(REPO_ROOT, "build", "Debug", "trellis_llama.node"),
-  ];
+  const candidates = [join(REPO_ROOT, "build", "Release", "trellis_llama.node"), join(REPO_ROOT, "build", "Debug", "trellis_llama.node")];
   const path = candidates.find((p) => existsSync(p));
   if (!path) {
-    throw new RuntimeLoadError(
-      `native addon not built (looked for ${candidates[0]}); run \`npx node-gyp rebuild\` or \`npm ci\``,
-    );
+    throw new RuntimeLoadError(`native addon not built (looked for ${candidates[0]}); run \`npx node-gyp rebuild\` or \`npm ci\``);
   }
   addon = require(path) as Addon;
   return addon;

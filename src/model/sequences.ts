@@ -4,7 +4,7 @@
  * token (plus the prompt tokens of sequences joining now), then one decode. The request scheduler
  * itself lives in src/generate.
  */
-import { LlamaBatch, type LlamaContext } from "./runtime.js";
+import type { LlamaBatch, LlamaContext } from "./runtime.js";
 
 export class NoFreeSequenceError extends Error {
   override name = "NoFreeSequenceError";

@@ -95,9 +95,11 @@ export function caseClose(a: CodeSet, asciiOnly: boolean): CodeSet {
     for (let i = 0; i < a.length; i += 2) {
       const lo = a[i]!;
       const hi = a[i + 1]!;
-      const ulo = Math.max(lo, 0x41), uhi = Math.min(hi, 0x5a);
+      const ulo = Math.max(lo, 0x41),
+        uhi = Math.min(hi, 0x5a);
       if (ulo <= uhi) extra.push(ulo + 32, uhi + 32);
-      const llo = Math.max(lo, 0x61), lhi = Math.min(hi, 0x7a);
+      const llo = Math.max(lo, 0x61),
+        lhi = Math.min(hi, 0x7a);
       if (llo <= lhi) extra.push(llo - 32, lhi - 32);
     }
   } else {

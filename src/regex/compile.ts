@@ -73,7 +73,6 @@ import { regexClock } from "./clock.js";
 /** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
 const clock = regexClock;
 
-
 export interface RegexLimits {
   /** Cap on Thompson NFA states (bounds counted repeats such as (?:a{1000}){1000}). */
   maxNfaStates?: number;
@@ -142,7 +141,8 @@ function literalBytes(node: RegexNode): number[] | null {
     const cp = n.set[0]!;
     if (cp < 0x80) out.push(cp);
     else if (cp < 0x800) out.push(0xc0 | (cp >> 6), 0x80 | (cp & 0x3f));
-    else if (cp >= 0xd800 && cp <= 0xdfff) return false; // no UTF-8 encoding: the NFA matches nothing
+    else if (cp >= 0xd800 && cp <= 0xdfff)
+      return false; // no UTF-8 encoding: the NFA matches nothing
     else if (cp < 0x10000) out.push(0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
     else out.push(0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
     return true;
@@ -183,7 +183,8 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
       trieSize += bytes instanceof Uint8Array ? bytes.reduce((n, m) => n + m, 0) : bytes.length;
     }
   }
-  if (literals.length === nodes.length && trieSize <= (limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates)) return determinizeLiterals(literals);
+  if (literals.length === nodes.length && trieSize <= (limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates))
+    return determinizeLiterals(literals);
   const nfa = new ByteNfa(maxNfaStates);
   const start = nfa.newState();
   nodes.forEach((node, p) => {

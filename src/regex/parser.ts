@@ -1,10 +1,4 @@
-import {
-  type CodeSet,
-  MAX_CODE_POINT,
-  caseClose,
-  complementSet,
-  normalizeRanges,
-} from "./charset.js";
+import { type CodeSet, MAX_CODE_POINT, caseClose, complementSet, normalizeRanges } from "./charset.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import { UNICODE_DIGIT, UNICODE_SPACE, UNICODE_WORD } from "./unicode-classes-data.js";
 
@@ -56,13 +50,26 @@ export function parseFlagString(flags: string | undefined): RegexFlags {
   let sawUnicode = false;
   for (const ch of flags ?? "") {
     switch (ch) {
-      case "i": result.ignoreCase = true; break;
-      case "s": result.dotAll = true; break;
-      case "m": result.multiline = true; break;
-      case "x": result.verbose = true; break;
-      case "a": result.asciiCase = true; break;
-      case "u": sawUnicode = true; break;
-      case "L": case "l":
+      case "i":
+        result.ignoreCase = true;
+        break;
+      case "s":
+        result.dotAll = true;
+        break;
+      case "m":
+        result.multiline = true;
+        break;
+      case "x":
+        result.verbose = true;
+        break;
+      case "a":
+        result.asciiCase = true;
+        break;
+      case "u":
+        sawUnicode = true;
+        break;
+      case "L":
+      case "l":
         throw new RegexSyntaxError("locale flag L is not supported (Python allows it only for bytes patterns)", 0, "flag L");
       default:
         throw new RegexSyntaxError(`unknown flag '${ch}'`, 0, `flag ${ch}`);
@@ -81,14 +88,17 @@ const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30
 const isOctal = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x37;
 const isHex = (c: number | undefined): boolean =>
   c !== undefined && ((c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66));
-const isAsciiAlnum = (c: number): boolean =>
-  (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+const isAsciiAlnum = (c: number): boolean => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
 const isVerboseSpace = (c: number): boolean => c === 0x20 || (c >= 0x09 && c <= 0x0d);
 
 /** A class escape's value: one code point, or a category set (not usable as a range end). */
 type ClassAtom = { cp: number; set?: undefined } | { cp?: undefined; set: CodeSet };
 
-const enum ItemType { Atom, Repeat, Assert }
+const enum ItemType {
+  Atom,
+  Repeat,
+  Assert,
+}
 
 class Parser {
   private readonly cps: number[];
@@ -96,7 +106,10 @@ class Parser {
   private globalFlags: RegexFlags;
   private readonly groupNames = new Set<string>();
 
-  constructor(pattern: string, private readonly topFlags: RegexFlags) {
+  constructor(
+    pattern: string,
+    private readonly topFlags: RegexFlags,
+  ) {
     this.cps = Array.from(pattern, (ch) => ch.codePointAt(0)!);
     this.globalFlags = topFlags;
   }
@@ -122,11 +135,6 @@ class Parser {
     return this.cps[this.pos + offset];
   }
 
-  private lookingAt(text: string): boolean {
-    for (let i = 0; i < text.length; i++) if (this.cps[this.pos + i] !== text.charCodeAt(i)) return false;
-    return true;
-  }
-
   private fold(set: CodeSet, flags: RegexFlags): CodeSet {
     return flags.ignoreCase ? caseClose(set, flags.asciiCase) : set;
   }
@@ -150,7 +158,10 @@ class Parser {
       if (c === undefined || c === 0x7c || c === 0x29 /* ) */) break;
       const start = this.pos;
       if (flags.verbose) {
-        if (isVerboseSpace(c)) { this.pos++; continue; }
+        if (isVerboseSpace(c)) {
+          this.pos++;
+          continue;
+        }
         if (c === 0x23 /* # */) {
           while (this.pos < this.cps.length && this.cps[this.pos] !== NEWLINE) this.pos++;
           continue;
@@ -169,7 +180,8 @@ class Parser {
         const lastType = types[types.length - 1];
         if (items.length === 0 || lastType === ItemType.Assert) this.error("nothing to repeat", start, "nothing to repeat");
         if (lastType === ItemType.Repeat) this.error("multiple repeat", start, "multiple repeat");
-        if (this.peek() === 0x3f) this.pos++; // lazy: same language under full match
+        if (this.peek() === 0x3f)
+          this.pos++; // lazy: same language under full match
         else if (this.peek() === 0x2b) this.refuse("possessive quantifier", this.pos);
         items[items.length - 1] = { kind: "repeat", item: items[items.length - 1]!, min: quant.min, max: quant.max };
         types[types.length - 1] = ItemType.Repeat;
@@ -205,7 +217,8 @@ class Parser {
           items.push({ kind: "assert", assertion: flags.multiline ? Assertion.EndOfLine : Assertion.EndOrFinalNewline });
           types.push(ItemType.Assert);
           break;
-        case 0x5c: { // backslash
+        case 0x5c: {
+          // backslash
           const node = this.parseEscape(flags, start);
           items.push(node);
           types.push(node.kind === "assert" ? ItemType.Assert : ItemType.Atom);
@@ -354,7 +367,10 @@ class Parser {
           continue;
         }
       }
-      if (this.globalFlags.verbose && isVerboseSpace(this.cps[p]!)) { p++; continue; }
+      if (this.globalFlags.verbose && isVerboseSpace(this.cps[p]!)) {
+        p++;
+        continue;
+      }
       return true;
     }
     return false;
@@ -385,10 +401,18 @@ class Parser {
       }
       const on = !negative;
       switch (c) {
-        case 0x69: result.ignoreCase = on; break;
-        case 0x73: result.dotAll = on; break;
-        case 0x6d: result.multiline = on; break;
-        case 0x78: result.verbose = on; break;
+        case 0x69:
+          result.ignoreCase = on;
+          break;
+        case 0x73:
+          result.dotAll = on;
+          break;
+        case 0x6d:
+          result.multiline = on;
+          break;
+        case 0x78:
+          result.verbose = on;
+          break;
         case 0x61:
           if (negative) this.error("bad inline flags: cannot turn off flags 'a', 'u' and 'L'", this.pos - 1, "inline flags");
           result.asciiCase = true;
@@ -426,12 +450,16 @@ class Parser {
     const c = this.peek();
     if (c === undefined) this.error("bad escape (end of pattern)", start, "trailing backslash");
     switch (c) {
-      case 0x41: this.pos++; return { kind: "assert", assertion: Assertion.StartOfText }; // \A
-      case 0x5a: this.pos++; return { kind: "assert", assertion: Assertion.EndOfText }; // \Z
-      case 0x62: this.refuse("word boundary \\b", start, "is not supported (needs lookaround; not expressible in our byte DFA)");
-      // falls through (refuse throws)
-      case 0x42: this.refuse("non-word boundary \\B", start, "is not supported (needs lookaround; not expressible in our byte DFA)");
-      // falls through
+      case 0x41:
+        this.pos++;
+        return { kind: "assert", assertion: Assertion.StartOfText }; // \A
+      case 0x5a:
+        this.pos++;
+        return { kind: "assert", assertion: Assertion.EndOfText }; // \Z
+      case 0x62:
+        return this.refuse("word boundary \\b", start, "is not supported (needs lookaround; not expressible in our byte DFA)");
+      case 0x42:
+        return this.refuse("non-word boundary \\B", start, "is not supported (needs lookaround; not expressible in our byte DFA)");
       case 0x6b: // \k<name>
         if (this.peek(1) === 0x3c) this.refuse("backreference \\k<name>", start);
         break;
@@ -475,35 +503,50 @@ class Parser {
       // Positive classes are ASCII (a subset of Python's); where the class ends up negated
       // (\D, or \d inside [^...]) the full Unicode class is complemented, so the result is
       // still a subset of what Python accepts.
-      case 0x64: return { set: this.fold(this.category(DIGIT_SET, UNICODE_DIGIT, f, false), f) }; // \d
-      case 0x44: return { set: complementSet(this.fold(this.category(DIGIT_SET, UNICODE_DIGIT, f, true), f)) };
-      case 0x77: return { set: this.fold(this.category(WORD_SET, UNICODE_WORD, f, false), f) };
-      case 0x57: return { set: complementSet(this.fold(this.category(WORD_SET, UNICODE_WORD, f, true), f)) };
-      case 0x73: return { set: this.category(SPACE_SET, UNICODE_SPACE, f, false) };
-      case 0x53: return { set: complementSet(this.category(SPACE_SET, UNICODE_SPACE, f, true)) };
-      case 0x6e: return { cp: 0x0a };
-      case 0x74: return { cp: 0x09 };
-      case 0x72: return { cp: 0x0d };
-      case 0x66: return { cp: 0x0c };
-      case 0x76: return { cp: 0x0b };
-      case 0x61: return { cp: 0x07 };
-      case 0x30: { // \0 plus up to two octal digits
+      case 0x64:
+        return { set: this.fold(this.category(DIGIT_SET, UNICODE_DIGIT, f, false), f) }; // \d
+      case 0x44:
+        return { set: complementSet(this.fold(this.category(DIGIT_SET, UNICODE_DIGIT, f, true), f)) };
+      case 0x77:
+        return { set: this.fold(this.category(WORD_SET, UNICODE_WORD, f, false), f) };
+      case 0x57:
+        return { set: complementSet(this.fold(this.category(WORD_SET, UNICODE_WORD, f, true), f)) };
+      case 0x73:
+        return { set: this.category(SPACE_SET, UNICODE_SPACE, f, false) };
+      case 0x53:
+        return { set: complementSet(this.category(SPACE_SET, UNICODE_SPACE, f, true)) };
+      case 0x6e:
+        return { cp: 0x0a };
+      case 0x74:
+        return { cp: 0x09 };
+      case 0x72:
+        return { cp: 0x0d };
+      case 0x66:
+        return { cp: 0x0c };
+      case 0x76:
+        return { cp: 0x0b };
+      case 0x61:
+        return { cp: 0x07 };
+      case 0x30: {
+        // \0 plus up to two octal digits
         let digits = "0";
         while (digits.length < 3 && isOctal(this.peek())) digits += String.fromCodePoint(this.cps[this.pos++]!);
         return { cp: parseInt(digits, 8) };
       }
-      case 0x78: return { cp: this.readHex(2, start, "\\x") };
-      case 0x75: return { cp: this.readHex(4, start, "\\u") };
+      case 0x78:
+        return { cp: this.readHex(2, start, "\\x") };
+      case 0x75:
+        return { cp: this.readHex(4, start, "\\u") };
       case 0x55: {
         const cp = this.readHex(8, start, "\\U");
         if (cp > MAX_CODE_POINT) this.error(`bad escape \\U${cp.toString(16)}`, start, "\\U escape");
         return { cp };
       }
-      case 0x4e: this.refuse("named character escape \\N{...}", start);
-      // falls through
-      case 0x70: case 0x50:
-        this.refuse(`Unicode property escape \\${String.fromCodePoint(c)}`, start, "is not supported (Python re has no \\p)");
-      // falls through
+      case 0x4e:
+        return this.refuse("named character escape \\N{...}", start);
+      case 0x70:
+      case 0x50:
+        return this.refuse(`Unicode property escape \\${String.fromCodePoint(c)}`, start, "is not supported (Python re has no \\p)");
       default:
         break;
     }
@@ -578,7 +621,10 @@ class Parser {
   private parseClassEscape(flags: RegexFlags, start: number): ClassAtom {
     const c = this.peek();
     if (c === undefined) this.error("unterminated character set", start, "unterminated class");
-    if (c === 0x62) { this.pos++; return { cp: 0x08 }; } // \b is backspace inside a class
+    if (c === 0x62) {
+      this.pos++;
+      return { cp: 0x08 };
+    } // \b is backspace inside a class
     if (isOctal(c) && c !== 0x30) {
       let digits = "";
       while (digits.length < 3 && isOctal(this.peek())) digits += String.fromCodePoint(this.cps[this.pos++]!);
@@ -586,7 +632,7 @@ class Parser {
       if (value > 0o377) this.error("octal escape value outside of range 0-0o377", start, "octal escape");
       return { cp: value };
     }
-    if (c === 0x41 || c === 0x5a || c === 0x42 || isDigit(c) && c !== 0x30) {
+    if (c === 0x41 || c === 0x5a || c === 0x42 || (isDigit(c) && c !== 0x30)) {
       this.pos++;
       this.error(`bad escape \\${String.fromCodePoint(c)}`, start, `escape \\${String.fromCodePoint(c)}`);
     }
@@ -620,4 +666,3 @@ function boundaryBytes(set: CodeSet, highByte: number): number[] | null {
 export function parseRegex(pattern: string, flags: RegexFlags): RegexNode {
   return new Parser(pattern, flags).parse();
 }
-

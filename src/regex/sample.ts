@@ -1,6 +1,5 @@
 import type { ByteDfa } from "./dfa/types.js";
 
-
 /** Runs the DFA over bytes from `state`; returns the state reached or -1 (dead). */
 export function walkBytes(dfa: ByteDfa, bytes: Uint8Array, state: number = dfa.start): number {
   let s = state;

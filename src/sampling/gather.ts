@@ -66,7 +66,15 @@ export const GATHER_TOP_K = 1;
 export const GATHER_ALL = 2;
 
 /** The TypeScript gather pass (mode as the kernel's: 0 greedy, 1 top_k over k, 2 all). */
-export function gatherScript(mode: 0 | 1 | 2, logits: Float32Array, mask: Uint32Array | null, exclude: Uint32Array | null, n: number, scratch: Scratch, k: number): void {
+export function gatherScript(
+  mode: 0 | 1 | 2,
+  logits: Float32Array,
+  mask: Uint32Array | null,
+  exclude: Uint32Array | null,
+  n: number,
+  scratch: Scratch,
+  k: number,
+): void {
   if (mode === GATHER_GREEDY) gatherGreedy(logits, mask, exclude, n, scratch);
   else if (mode === GATHER_TOP_K) gatherTopK(logits, mask, exclude, n, scratch, k);
   else gatherAll(logits, mask, exclude, n, scratch);
@@ -89,7 +97,15 @@ export const gatherCandidatesScript: GatherCandidatesKernel = (mode, logits, mas
 };
 
 /** The addon's gather pass (gatherScript's arguments) into the same scratch and state. */
-export function gatherNative(mode: 0 | 1 | 2, logits: Float32Array, mask: Uint32Array | null, exclude: Uint32Array | null, n: number, scratch: Scratch, k: number): void {
+export function gatherNative(
+  mode: 0 | 1 | 2,
+  logits: Float32Array,
+  mask: Uint32Array | null,
+  exclude: Uint32Array | null,
+  n: number,
+  scratch: Scratch,
+  k: number,
+): void {
   const state = gatherState;
   state[0] = gathered.count;
   state[1] = gathered.maxValue;

@@ -27,7 +27,7 @@ export class Xoshiro128 {
       if (!Number.isFinite(seed)) throw new RangeError(`seed must be a finite number, got ${seed}`);
       const n = Math.trunc(seed);
       const abs = Math.abs(n);
-      lo = abs % 0x100000000 >>> 0;
+      lo = (abs % 0x100000000) >>> 0;
       hi = (Math.floor(abs / 0x100000000) >>> 0) ^ (n < 0 ? 0x80000000 : 0);
     }
     // (s0, s1) is a bijection of (lo, hi), so distinct seeds give distinct states; s2, s3 mix both.

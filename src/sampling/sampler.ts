@@ -144,7 +144,8 @@ export class Sampler {
     const mode = greedy ? GATHER_GREEDY : topK > 0 && topK < n ? GATHER_TOP_K : GATHER_ALL;
     if (mode === GATHER_TOP_K) scratch.heap.fill(-Infinity, 0, topK);
     (gatherKernel() ? gatherNative : gatherScript)(mode, logits, mask, exclude, n, scratch, topK);
-    if (penalize) gatherPenalised(logits, mask, this.seenIds, penalty, scratch, mode === GATHER_GREEDY ? -1 : mode === GATHER_TOP_K ? topK : 0);
+    if (penalize)
+      gatherPenalised(logits, mask, this.seenIds, penalty, scratch, mode === GATHER_GREEDY ? -1 : mode === GATHER_TOP_K ? topK : 0);
 
     let count = gathered.count;
     if (count === 0) return this.fallback(logits, mask);

@@ -17,7 +17,7 @@ import type { Scratch } from "./scratch.js";
 // first two from tables and exp(r) by its degree-4 Taylor polynomial (relative error < 2e-12,
 // far finer than the float32 softmax HF computes). m orders probabilities in 1/32-octave buckets,
 // which is how top_p finds its cut without sorting.
-const EXP_SCALE = 32 * 1.4426950408889634; // 32 / ln 2
+const EXP_SCALE = 32 * Math.LOG2E; // 32 / ln 2
 const LN2_32_HI = 0.6931471803691238 / 32;
 const LN2_32_LO = 1.9082149292705877e-10 / 32;
 const EXP_UNDERFLOW = -745.1332191019411;
@@ -26,12 +26,12 @@ const EXP_BUCKETS = 1077;
 export const NUCLEUS_BUCKETS = 34402;
 const POW2_NEG = (() => {
   const t = new Float64Array(EXP_BUCKETS);
-  for (let i = 0; i < EXP_BUCKETS; i++) t[i] = Math.pow(2, -i);
+  for (let i = 0; i < EXP_BUCKETS; i++) t[i] = 2 ** -i;
   return t;
 })();
 const POW2_NEG_FRACTION = (() => {
   const t = new Float64Array(32);
-  for (let j = 0; j < 32; j++) t[j] = Math.pow(2, -j / 32);
+  for (let j = 0; j < 32; j++) t[j] = 2 ** (-j / 32);
   return t;
 })();
 

@@ -13,9 +13,7 @@ function typeOf(schema: Json): string {
   if (Array.isArray(schema.anyOf)) return (schema.anyOf as Json[]).map(typeOf).join(" | ");
   const type = schema.type;
   const types = Array.isArray(type) ? type.filter((t) => t !== "null") : [type ?? "any"];
-  return types
-    .map((t) => (t === "array" && schema.items ? `${typeOf(schema.items as Json)}[]` : String(t)))
-    .join(" | ");
+  return types.map((t) => (t === "array" && schema.items ? `${typeOf(schema.items as Json)}[]` : String(t))).join(" | ");
 }
 
 function constraints(schema: Json): string {
@@ -28,10 +26,11 @@ function constraints(schema: Json): string {
   if (schema.minItems !== undefined) parts.push(`items ≥ ${String(schema.minItems)}`);
   if (schema.maxItems !== undefined) parts.push(`items ≤ ${String(schema.maxItems)}`);
   if (schema.uniqueItems) parts.push("distinct");
-  if (Array.isArray(schema.anyOf)) for (const branch of schema.anyOf as Json[]) {
-    const inner = constraints(branch.items ? { ...branch, ...(branch.items as Json) } : branch);
-    if (inner) parts.push(`${typeOf(branch)}: ${inner}`);
-  }
+  if (Array.isArray(schema.anyOf))
+    for (const branch of schema.anyOf as Json[]) {
+      const inner = constraints(branch.items ? { ...branch, ...(branch.items as Json) } : branch);
+      if (inner) parts.push(`${typeOf(branch)}: ${inner}`);
+    }
   return parts.join(", ");
 }
 
@@ -53,9 +52,7 @@ export function renderDocsPage(openapi: Json): string {
   for (const [path, operations] of Object.entries(paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       const secured = Array.isArray(operation.security) && operation.security.length > 0;
-      const body = ((operation.requestBody as Json | undefined)?.content as Json | undefined)?.["application/json"] as
-        | Json
-        | undefined;
+      const body = ((operation.requestBody as Json | undefined)?.content as Json | undefined)?.["application/json"] as Json | undefined;
       const ok = ((operation.responses as Json | undefined)?.["200"] as Json | undefined)?.content as Json | undefined;
       const okSchema = (ok?.["application/json"] as Json | undefined)?.schema as Json | undefined;
       sections.push(

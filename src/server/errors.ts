@@ -68,9 +68,7 @@ export function describeValidationErrors(errors: readonly AjvError[], allowedFie
   if (union) {
     const deeper = errors.find((e) => e.instancePath.startsWith(union.instancePath + "/"));
     if (deeper) return describeOne(deeper, allowedFields);
-    const sameLevel = errors.find(
-      (e) => e.instancePath === union.instancePath && e.keyword !== "type" && e !== union,
-    );
+    const sameLevel = errors.find((e) => e.instancePath === union.instancePath && e.keyword !== "type" && e !== union);
     if (sameLevel) return describeOne(sameLevel, allowedFields);
     return `${fieldName(union.instancePath)} must be a string or a non-empty array of strings`;
   }
@@ -101,19 +99,14 @@ function describeOne(e: AjvError, allowedFields: readonly string[]): string {
     case "exclusiveMaximum":
       return `${field} must be < ${String(p.limit)}`;
     case "minLength":
-      return Number(p.limit) === 1
-        ? `${field} must not be empty`
-        : `${field} must be at least ${String(p.limit)} characters`;
+      return Number(p.limit) === 1 ? `${field} must not be empty` : `${field} must be at least ${String(p.limit)} characters`;
     case "maxLength":
       return `${field} must be at most ${String(p.limit)} characters`;
     case "minItems":
-      return Number(p.limit) === 1
-        ? `${field} must be a non-empty array`
-        : `${field} must have at least ${String(p.limit)} items`;
+      return Number(p.limit) === 1 ? `${field} must be a non-empty array` : `${field} must have at least ${String(p.limit)} items`;
     case "maxItems":
       return `${field} must have at most ${String(p.limit)} items`;
-    case "uniqueItems":
-      {
+    case "uniqueItems": {
       const a = Number(p.i);
       const b = Number(p.j);
       return `${field} must not contain duplicates (items ${Math.min(a, b)} and ${Math.max(a, b)} are equal)`;
@@ -147,10 +140,7 @@ const statusOf = (status: number, message: string, headers: Record<string, strin
   internal: false,
 });
 
-export function mapError(
-  err: unknown,
-  context: { allowedFields: readonly string[]; bodyLimitBytes: number },
-): MappedError {
+export function mapError(err: unknown, context: { allowedFields: readonly string[]; bodyLimitBytes: number }): MappedError {
   if (err instanceof HttpError) return statusOf(err.statusCode, err.message, err.headers);
   const e = err as Partial<FastifyError> & { name?: string; retryAfterSeconds?: number; field?: string };
   if (err instanceof InvalidRequestError || e.name === "InvalidRequestError") {

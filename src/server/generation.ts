@@ -75,7 +75,10 @@ export function generation(state: TrellisState): Generation {
         throw new HttpError(400, `prompt is ${promptTokens} tokens, but the model context is ${context} tokens`);
       }
       if (promptTokens + maxNewTokens > context) {
-        throw new HttpError(400, `max_new_tokens must be ≤ ${context - promptTokens}: the prompt takes ${promptTokens} of the model's ${context}-token context`);
+        throw new HttpError(
+          400,
+          `max_new_tokens must be ≤ ${context - promptTokens}: the prompt takes ${promptTokens} of the model's ${context}-token context`,
+        );
       }
     },
   };

@@ -32,7 +32,11 @@ export function httpOptions(config: Config): HttpOptions {
       // Node's own 417 has no body.
       server.on("checkExpectation", (request: IncomingMessage, response: ServerResponse) => {
         const body = JSON.stringify({ error: `Expect: ${String(request.headers.expect)} is not supported`, code: 417 });
-        response.writeHead(417, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+        response.writeHead(417, {
+          "content-type": "application/json; charset=utf-8",
+          "content-length": Buffer.byteLength(body),
+          connection: "close",
+        });
         response.end(body);
       });
       return server;
@@ -47,7 +51,11 @@ export function httpOptions(config: Config): HttpOptions {
         error.code === "HPE_HEADER_OVERFLOW"
           ? [431, "Request Header Fields Too Large", "request headers are too large"]
           : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-            ? [408, "Request Timeout", `the request was not received in time (headers within ${config.headersTimeoutMs} ms, the whole request within ${config.bodyTimeoutMs} ms)`]
+            ? [
+                408,
+                "Request Timeout",
+                `the request was not received in time (headers within ${config.headersTimeoutMs} ms, the whole request within ${config.bodyTimeoutMs} ms)`,
+              ]
             : [400, "Bad Request", "malformed HTTP request"];
       const body = JSON.stringify({ error: message, code: status });
       socket.end(

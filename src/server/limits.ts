@@ -97,10 +97,7 @@ export class ConcurrencyGate {
     }
     if (this.waiters.length >= this.queueSize) {
       return Promise.reject(
-        new OverloadedError(
-          `server is overloaded: ${this.active} requests running and ${this.waiters.length} queued; retry later`,
-          1,
-        ),
+        new OverloadedError(`server is overloaded: ${this.active} requests running and ${this.waiters.length} queued; retry later`, 1),
       );
     }
     return new Promise<Release>((resolve, reject) => {

@@ -30,7 +30,8 @@ export function methodNotAllowed(app: FastifyInstance): { sweep(): void } {
           url,
           config: { methodNotAllowed: true },
           schema: { hide: true },
-          handler: async (request, reply) => sendError(reply, 405, `method ${request.method} is not allowed on ${url}; allowed: ${allow}`, { allow }),
+          handler: async (request, reply) =>
+            sendError(reply, 405, `method ${request.method} is not allowed on ${url}; allowed: ${allow}`, { allow }),
         });
       }
     },

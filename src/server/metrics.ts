@@ -128,22 +128,42 @@ function usageMetrics(registry: Registry, read: () => UsageFlushStats): void {
   gauge("trellis_usage_pending_keys", "API keys with usage not yet written.", (s) => s.pendingKeys);
   gauge("trellis_usage_flushes_total", "Usage writes to the key store.", (s) => s.flushesTotal);
   gauge("trellis_usage_flush_failures_total", "Usage writes that failed (their counts kept and retried).", (s) => s.flushFailuresTotal);
-  gauge("trellis_usage_flush_consecutive_failures", "Failed usage writes since the last success (0 when healthy).", (s) => s.consecutiveFailures);
-  gauge("trellis_usage_last_flush_success_timestamp_seconds", "When usage was last written completely (Unix time).", (s) => (s.lastSuccessAtMs ?? 0) / 1000);
-  gauge("trellis_usage_flush_max_duration_seconds", "Slowest usage write so far (it holds the event loop).", (s) => s.maxFlushDurationMs / 1000);
+  gauge(
+    "trellis_usage_flush_consecutive_failures",
+    "Failed usage writes since the last success (0 when healthy).",
+    (s) => s.consecutiveFailures,
+  );
+  gauge(
+    "trellis_usage_last_flush_success_timestamp_seconds",
+    "When usage was last written completely (Unix time).",
+    (s) => (s.lastSuccessAtMs ?? 0) / 1000,
+  );
+  gauge(
+    "trellis_usage_flush_max_duration_seconds",
+    "Slowest usage write so far (it holds the event loop).",
+    (s) => s.maxFlushDurationMs / 1000,
+  );
 }
 
 /** The engine's compiled-constraint cache and compile pool. */
 function constraintMetrics(registry: Registry, read: () => ConstraintStats | undefined): void {
   const gauge = scraped(registry, read);
-  gauge("trellis_constraint_cache_bytes", "Estimated bytes of compiled patterns, grammars, their matchers and cached refusals.", (s) => s.bytes);
+  gauge(
+    "trellis_constraint_cache_bytes",
+    "Estimated bytes of compiled patterns, grammars, their matchers and cached refusals.",
+    (s) => s.bytes,
+  );
   gauge("trellis_constraint_cache_budget_bytes", "The cache's byte budget (TRELLIS_CACHE_MB).", (s) => s.budgetBytes);
   gauge("trellis_constraint_cache_entries", "Compiled constraints and refusals cached.", (s) => s.entries);
   gauge("trellis_constraint_cache_evictions_total", "Cache entries dropped to stay within the byte budget.", (s) => s.evictions);
   gauge("trellis_constraint_cache_hits_total", "Constraint lookups answered from the cache (compiled or refused).", (s) => s.hits);
   gauge("trellis_compiles_total", "Compiles started on the compile workers.", (s) => s.compiles);
   gauge("trellis_compile_refusals_total", "Compiles refused (invalid, too complex, timed out, out of memory).", (s) => s.refusals);
-  gauge("trellis_compile_timeouts_total", "Compiles stopped at TRELLIS_COMPILE_TIMEOUT_MS (their worker terminated).", (s) => s.pool.timeouts);
+  gauge(
+    "trellis_compile_timeouts_total",
+    "Compiles stopped at TRELLIS_COMPILE_TIMEOUT_MS (their worker terminated).",
+    (s) => s.pool.timeouts,
+  );
   gauge("trellis_compile_worker_deaths_total", "Compile workers that died during a compile (out of memory, crash).", (s) => s.pool.deaths);
   gauge("trellis_compile_queue_depth", "Compiles waiting for a worker.", (s) => s.pool.queued);
   gauge("trellis_compile_workers_busy", "Compile workers running a compile.", (s) => s.pool.busy);

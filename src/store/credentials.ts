@@ -43,10 +43,7 @@ export function generateApiKey(): string {
  * A configured token shorter than MIN_ADMIN_TOKEN_CHARS is refused with an AdminTokenError:
  * its length is what makes guessing infeasible (the sign-in limiter only throttles).
  */
-export function ensureAdminToken(
-  store: KeyStore,
-  configured: string,
-): { hash: string; generated: string | null } {
+export function ensureAdminToken(store: KeyStore, configured: string): { hash: string; generated: string | null } {
   if (configured.length > 0) {
     const length = codePointLength(configured);
     if (length < MIN_ADMIN_TOKEN_CHARS) throw new AdminTokenError(length);

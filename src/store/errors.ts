@@ -14,14 +14,7 @@ export class KeyNotFoundError extends Error {
 }
 
 /** Why the key store could not be opened or written, as far as the operator can act on it. */
-export type KeyStoreFailure =
-  | "not-a-directory"
-  | "not-writable"
-  | "locked"
-  | "disk-full"
-  | "not-a-database"
-  | "newer-schema"
-  | "io";
+export type KeyStoreFailure = "not-a-directory" | "not-writable" | "locked" | "disk-full" | "not-a-database" | "newer-schema" | "io";
 
 /**
  * The key store's database could not be opened, migrated or written. `message` names the
@@ -41,7 +34,14 @@ export class KeyStoreError extends Error {
 }
 
 /** SQLite's codes for a lock held by another connection: waited for inside SQLite, not slept on. */
-export const SQLITE_BUSY_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_RECOVERY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_TIMEOUT", "SQLITE_LOCKED", "SQLITE_LOCKED_SHAREDCACHE"]);
+export const SQLITE_BUSY_CODES = new Set([
+  "SQLITE_BUSY",
+  "SQLITE_BUSY_RECOVERY",
+  "SQLITE_BUSY_SNAPSHOT",
+  "SQLITE_BUSY_TIMEOUT",
+  "SQLITE_LOCKED",
+  "SQLITE_LOCKED_SHAREDCACHE",
+]);
 
 export function errorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
@@ -91,9 +91,17 @@ export function classifyFailure(error: unknown, dataDir: string, path: string): 
   if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
     return { failure: "not-writable", reason: `the data folder ${dataDir} cannot be created or written (${message})` };
   }
-  if (code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_READONLY") || code.startsWith("SQLITE_IOERR") || code === "SQLITE_PERM") {
+  if (
+    code.startsWith("SQLITE_CANTOPEN") ||
+    code.startsWith("SQLITE_READONLY") ||
+    code.startsWith("SQLITE_IOERR") ||
+    code === "SQLITE_PERM"
+  ) {
     if (isDir(dataDir) && !writable(dataDir)) {
-      return { failure: "not-writable", reason: `the data folder ${dataDir} is not writable by this user (SQLite creates the database and its -wal and -shm files there)` };
+      return {
+        failure: "not-writable",
+        reason: `the data folder ${dataDir} is not writable by this user (SQLite creates the database and its -wal and -shm files there)`,
+      };
     }
     if (isDir(path) === false && !writable(path)) {
       return { failure: "not-writable", reason: `the database file is not writable by this user (${message})` };

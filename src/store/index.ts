@@ -10,7 +10,15 @@
  *   store.recordUsage(id, tokens); … store.close();
  */
 export { KeyStore, type ApiKeyInfo, type AuthenticatedKey, type CreatedKey, type KeyStoreOptions } from "./keys.js";
-export { AdminTokenError, KEY_PREFIX, MIN_ADMIN_TOKEN_CHARS, digestsEqual, ensureAdminToken, generateApiKey, sha256Hex } from "./credentials.js";
+export {
+  AdminTokenError,
+  KEY_PREFIX,
+  MIN_ADMIN_TOKEN_CHARS,
+  digestsEqual,
+  ensureAdminToken,
+  generateApiKey,
+  sha256Hex,
+} from "./credentials.js";
 export { KEY_NAME_MAX_CHARS, KeyNameError, codePointLength, normalizeKeyName, printableKeyName } from "./names.js";
 export { SCHEMA_VERSION } from "./migrations.js";
 export { FLUSH_BUSY_TIMEOUT_MS, formatUnwrittenUsage, type FlushFailure, type UnwrittenUsage, type UsageFlushStats } from "./usage.js";

@@ -141,9 +141,7 @@ export class KeyStore {
 
   /** Marks a key revoked (kept for its usage history). Returns false if it was revoked already. */
   revokeKey(id: number): boolean {
-    const row = this.db.prepare("SELECT revoked_at FROM api_keys WHERE id = ?").get(id) as
-      | { revoked_at: string | null }
-      | undefined;
+    const row = this.db.prepare("SELECT revoked_at FROM api_keys WHERE id = ?").get(id) as { revoked_at: string | null } | undefined;
     if (!row) throw new KeyNotFoundError(id);
     if (row.revoked_at !== null) return false;
     this.write("cannot revoke the key in", () =>
@@ -159,7 +157,6 @@ export class KeyStore {
     if (!row || row.revoked_at !== null) return null;
     return { id: row.id, name: row.name };
   }
-
 
   /** Buffers one request's usage; written by the next flush. */
   recordUsage(id: number, tokens: number): void {
@@ -183,9 +180,7 @@ export class KeyStore {
   listKeys(): ApiKeyInfo[] {
     return this.selectAll.all().map((row) => {
       const extra = this.usage.pendingFor(row.id);
-      const lastUsed = extra && (row.last_used_at === null || extra.lastUsedAt > row.last_used_at)
-        ? extra.lastUsedAt
-        : row.last_used_at;
+      const lastUsed = extra && (row.last_used_at === null || extra.lastUsedAt > row.last_used_at) ? extra.lastUsedAt : row.last_used_at;
       return {
         id: row.id,
         name: row.name,

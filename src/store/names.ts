@@ -54,11 +54,12 @@ export function normalizeKeyName(name: string): string {
   if (bad) {
     const char = bad[0].codePointAt(0)!;
     const at = codePointLength(trimmed.slice(0, bad.index)) + 1;
-    const what = char >= 0xd800 && char <= 0xdfff
-      ? "a lone surrogate (not valid Unicode text)"
-      : char >= 0x2028
-        ? "a line separator or bidirectional formatting character"
-        : "a control character";
+    const what =
+      char >= 0xd800 && char <= 0xdfff
+        ? "a lone surrogate (not valid Unicode text)"
+        : char >= 0x2028
+          ? "a line separator or bidirectional formatting character"
+          : "a control character";
     throw new KeyNameError(`name must not contain ${what}: U+${char.toString(16).toUpperCase().padStart(4, "0")} at character ${at}`);
   }
   return trimmed;

@@ -130,17 +130,21 @@ export class UsageBuffer {
     this.flushIntervalMs = options.flushIntervalMs ?? 1000;
     this.maxFlushRetryDelayMs = Math.max(options.maxFlushRetryDelayMs ?? 30_000, this.flushIntervalMs);
     this.closeTimeoutMs = options.closeTimeoutMs ?? 5000;
-    this.onFlushError = options.onFlushError ?? ((failure) => {
-      process.stderr.write(
-        `trellis: writing API key usage to ${path} failed (${describeError(failure.error)}); ` +
-          `${failure.pendingRequests} requests of ${failure.pendingKeys} keys kept in memory` +
-          (failure.retryInMs === null ? "\n" : `, retrying in ${failure.retryInMs} ms\n`),
-      );
-    });
+    this.onFlushError =
+      options.onFlushError ??
+      ((failure) => {
+        process.stderr.write(
+          `trellis: writing API key usage to ${path} failed (${describeError(failure.error)}); ` +
+            `${failure.pendingRequests} requests of ${failure.pendingKeys} keys kept in memory` +
+            (failure.retryInMs === null ? "\n" : `, retrying in ${failure.retryInMs} ms\n`),
+        );
+      });
     this.onFlushRecovered = options.onFlushRecovered;
-    this.onUnwrittenUsage = options.onUnwrittenUsage ?? ((usage, error) => {
-      for (const line of formatUnwrittenUsage(path, usage, error)) process.stderr.write(line + "\n");
-    });
+    this.onUnwrittenUsage =
+      options.onUnwrittenUsage ??
+      ((usage, error) => {
+        for (const line of formatUnwrittenUsage(path, usage, error)) process.stderr.write(line + "\n");
+      });
     this.addUsage = this.db.prepare(
       `UPDATE api_keys SET requests = requests + ?, tokens = tokens + ?,
          last_used_at = max(coalesce(last_used_at, ''), ?) WHERE id = ?`,

@@ -128,7 +128,10 @@ export const GGUF_MAGIC = 0x46554747; // "GGUF" read as little-endian u32
 export const GGUF_DEFAULT_ALIGNMENT = 32;
 
 export class GgufFormatError extends Error {
-  constructor(message: string, readonly position?: number) {
+  constructor(
+    message: string,
+    readonly position?: number,
+  ) {
     super(position === undefined ? message : `${message} (at byte ${position})`);
     this.name = "GgufFormatError";
   }

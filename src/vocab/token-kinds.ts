@@ -57,20 +57,75 @@ function attrOfTokenType(t: number): number {
 
 // Texts llama.cpp (llama_vocab::impl::load) recognises; keep in step with src/llama-vocab.cpp.
 const EOT_TEXTS = [
-  "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
-  "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>",
+  "<|eot_id|>",
+  "<|im_end|>",
+  "<|end|>",
+  "<end_of_turn>",
+  "<|endoftext|>",
+  "<|end_of_text|>",
+  "<EOT>",
+  "_<EOT>",
+  "[EOT]",
+  "<｜end▁of▁sentence｜>",
+  "<end_of_utterance>",
 ];
 const EOM_TEXTS = ["<|eom_id|>"];
-const FIM_PRE_TEXTS = ["<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"];
-const FIM_SUF_TEXTS = ["<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"];
-const FIM_MID_TEXTS = ["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"];
+const FIM_PRE_TEXTS = [
+  "<|fim_prefix|>",
+  "<fim-prefix>",
+  "<fim_prefix>",
+  "<｜fim▁begin｜>",
+  "<PRE>",
+  "▁<PRE>",
+  "<|code_prefix|>",
+  "<|prefix|>",
+];
+const FIM_SUF_TEXTS = [
+  "<|fim_suffix|>",
+  "<fim-suffix>",
+  "<fim_suffix>",
+  "<｜fim▁hole｜>",
+  "<SUF>",
+  "▁<SUF>",
+  "<|code_suffix|>",
+  "<|suffix|>",
+];
+const FIM_MID_TEXTS = [
+  "<|fim_middle|>",
+  "<fim-middle>",
+  "<fim_middle>",
+  "<｜fim▁end｜>",
+  "<MID>",
+  "▁<MID>",
+  "<|code_middle|>",
+  "<|middle|>",
+];
 const FIM_PAD_TEXTS = ["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"];
 const FIM_REP_TEXTS = ["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"];
 const FIM_SEP_TEXTS = ["<|file_sep|>"];
 const EOG_TEXTS = [
-  "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
-  "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
-  "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
+  "<|eot_id|>",
+  "<|im_end|>",
+  "<|end|>",
+  "<|return|>",
+  "<|call|>",
+  "<|flush|>",
+  "<|calls|>",
+  "<end_of_turn>",
+  "<|endoftext|>",
+  "</s>",
+  "<|eom_id|>",
+  "<EOT>",
+  "_<EOT>",
+  "[EOT]",
+  "[EOS]",
+  "<|end_of_text|>",
+  "<end_of_utterance>",
+  "<eos>",
+  "<turn|>",
+  "<|tool_response>",
+  "<｜end▁of▁sentence｜>",
+  "[e~[",
 ];
 const ALWAYS_RENDERED_TEXTS = ["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"];
 
@@ -121,8 +176,16 @@ export function idsOfSpecialTexts(tokens: GgufStringArray): Map<string, number> 
   // llama.cpp maps token text → id with later duplicates winning; special detection goes by text.
   const idByText = new Map<string, number>();
   const candidateTexts = new Set([
-    ...EOT_TEXTS, ...EOM_TEXTS, ...FIM_PRE_TEXTS, ...FIM_SUF_TEXTS, ...FIM_MID_TEXTS, ...FIM_PAD_TEXTS,
-    ...FIM_REP_TEXTS, ...FIM_SEP_TEXTS, ...EOG_TEXTS, ...ALWAYS_RENDERED_TEXTS,
+    ...EOT_TEXTS,
+    ...EOM_TEXTS,
+    ...FIM_PRE_TEXTS,
+    ...FIM_SUF_TEXTS,
+    ...FIM_MID_TEXTS,
+    ...FIM_PAD_TEXTS,
+    ...FIM_REP_TEXTS,
+    ...FIM_SEP_TEXTS,
+    ...EOG_TEXTS,
+    ...ALWAYS_RENDERED_TEXTS,
   ]);
   const maxCandidateBytes = Math.max(...[...candidateTexts].map((t) => utf8Encoder.encode(t).length));
   for (let i = 0; i < tokens.length; i++) {
@@ -172,7 +235,12 @@ export function markUnusedControls(tokens: GgufStringArray, attrs: Uint8Array): 
  * The end-of-generation ids (llama_vocab_is_eog), with the tokens found by their text marked
  * control, the always-rendered ones user-defined, and the exceptions of gpt-oss and gemma4.
  */
-export function endOfGenerationTokens(ids: SpecialTokenIds, idByText: ReadonlyMap<string, number>, attrs: Uint8Array, tokens: GgufStringArray): Set<number> {
+export function endOfGenerationTokens(
+  ids: SpecialTokenIds,
+  idByText: ReadonlyMap<string, number>,
+  attrs: Uint8Array,
+  tokens: GgufStringArray,
+): Set<number> {
   const eog = new Set<number>();
   for (const id of [ids.fimPad, ids.fimRep, ids.fimSep]) if (id >= 0) eog.add(id);
   for (const t of EOG_TEXTS) {

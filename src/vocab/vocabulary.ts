@@ -68,9 +68,7 @@ export interface Vocabulary {
   isEog(id: number): boolean;
 }
 
-const LLAMA3_PRE = new Set([
-  "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano",
-]);
+const LLAMA3_PRE = new Set(["llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"]);
 const ADD_BOS_PRE = new Set([...LLAMA3_PRE, "tekken", "chameleon"]);
 /** BPE pre-tokenizers whose vocabularies use SentencePiece-style `▁` for spaces. */
 const ESCAPED_WHITESPACE_PRE = new Set(["gemma4", "granite-embed-multi-311m", "sarvam-moe"]);
@@ -178,7 +176,18 @@ export function vocabularyFromGguf(file: GgufFile, stats?: VocabularyLoadStats):
   if (stats) stats.nonByteLevelNormalTokens = nonByteLevel;
   const eogTokens = Int32Array.from([...eog].sort((a, b) => a - b));
   return new GgufVocabulary(
-    size, tokenizerModel, tokenizerPre, offsets, data, kinds, eogTokens, ids.eos, ids.bos, addBos, addSpacePrefix, tokens,
+    size,
+    tokenizerModel,
+    tokenizerPre,
+    offsets,
+    data,
+    kinds,
+    eogTokens,
+    ids.eos,
+    ids.bos,
+    addBos,
+    addSpacePrefix,
+    tokens,
   );
 }
 
@@ -187,7 +196,11 @@ export function vocabularyFromGguf(file: GgufFile, stats?: VocabularyLoadStats):
  * spelling, the others their text as stored. `nonByteLevel` counts the normal byte-level tokens
  * kept as UTF-8.
  */
-function spellTokens(tokens: GgufStringArray, kinds: Uint8Array, normalSpelling: NormalSpelling): { offsets: Uint32Array; data: Uint8Array; nonByteLevel: number } {
+function spellTokens(
+  tokens: GgufStringArray,
+  kinds: Uint8Array,
+  normalSpelling: NormalSpelling,
+): { offsets: Uint32Array; data: Uint8Array; nonByteLevel: number } {
   const size = tokens.length;
   const offsets = new Uint32Array(size + 1);
   // Decoded bytes never exceed the stored text (▁ shrinks 3→1, byte-level 2→1, <0xNN> 6→1).

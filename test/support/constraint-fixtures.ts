@@ -38,13 +38,21 @@ export function finishDfa(
   for (let b = 0; b < 256; b++) usedClass[byteClass[b]!] = 1;
   const dist = new Int32Array(numStates).fill(-1);
   const queue: number[] = [];
-  for (let s = 0; s < numStates; s++) if (accepting[s]) { dist[s] = 0; queue.push(s); }
+  for (let s = 0; s < numStates; s++)
+    if (accepting[s]) {
+      dist[s] = 0;
+      queue.push(s);
+    }
   while (queue.length > 0) {
     const t = queue.shift()!;
     for (let s = 0; s < numStates; s++) {
       if (dist[s] !== -1) continue;
       for (let c = 0; c < numClasses; c++) {
-        if (usedClass[c] && table[s * numClasses + c] === t) { dist[s] = dist[t]! + 1; queue.push(s); break; }
+        if (usedClass[c] && table[s * numClasses + c] === t) {
+          dist[s] = dist[t]! + 1;
+          queue.push(s);
+          break;
+        }
       }
     }
   }
@@ -56,7 +64,10 @@ export function finishDfa(
     const s = stack.pop()!;
     for (let c = 0; c < numClasses; c++) {
       const t = table[s * numClasses + c]!;
-      if (usedClass[c] && t >= 0 && dist[t] !== -1 && !reach[t]) { reach[t] = 1; stack.push(t); }
+      if (usedClass[c] && t >= 0 && dist[t] !== -1 && !reach[t]) {
+        reach[t] = 1;
+        stack.push(t);
+      }
     }
   }
   const newId = new Int32Array(numStates).fill(-1);
@@ -127,10 +138,7 @@ export function runDfa(dfa: ByteDfa, state: number, bytes: Uint8Array): number {
 
 export function isGenerable(vocab: VocabularyBytes, id: number): boolean {
   const k = vocab.kinds[id];
-  return (
-    (k === TokenKind.Normal || k === TokenKind.Byte || k === TokenKind.UserDefined) &&
-    vocab.offsets[id + 1]! > vocab.offsets[id]!
-  );
+  return (k === TokenKind.Normal || k === TokenKind.Byte || k === TokenKind.UserDefined) && vocab.offsets[id + 1]! > vocab.offsets[id]!;
 }
 
 /** Brute-force token transition table: trans[state][token] (−1 dead or not generable). */
@@ -160,7 +168,10 @@ export function bruteMinTokens(dfa: ByteDfa, trans: Int32Array[]): number[] {
     changed = false;
     for (let s = 0; s < dfa.numStates; s++) {
       for (const t of targets[s]!) {
-        if (dist[t]! + 1 < dist[s]!) { dist[s] = dist[t]! + 1; changed = true; }
+        if (dist[t]! + 1 < dist[s]!) {
+          dist[s] = dist[t]! + 1;
+          changed = true;
+        }
       }
     }
   }
@@ -175,7 +186,10 @@ export function maskCount(mask: Uint32Array): number {
   let n = 0;
   for (let i = 0; i < mask.length; i++) {
     let w = mask[i]!;
-    while (w !== 0) { w &= w - 1; n++; }
+    while (w !== 0) {
+      w &= w - 1;
+      n++;
+    }
   }
   return n;
 }

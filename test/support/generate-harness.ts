@@ -74,8 +74,7 @@ export class FullmatchOracle {
   }
 }
 
-export const alternatives = (pattern: string | readonly string[]): string[] =>
-  typeof pattern === "string" ? [pattern] : [...pattern];
+export const alternatives = (pattern: string | readonly string[]): string[] => (typeof pattern === "string" ? [pattern] : [...pattern]);
 
 // ---------------------------------------------------------------------------------------------
 // Recording constraint
@@ -91,9 +90,10 @@ export interface Recording {
  * the factory for the plain constraint and, when it considers healing, again with the prefix;
  * the recording that saw advance() calls (or, with none, the last one made) is the one used.
  */
-export function recordingFactory(
-  make: (prefix: Uint8Array | undefined) => TokenConstraint,
-): { factory: (prefix: Uint8Array | undefined) => TokenConstraint; used: () => Recording } {
+export function recordingFactory(make: (prefix: Uint8Array | undefined) => TokenConstraint): {
+  factory: (prefix: Uint8Array | undefined) => TokenConstraint;
+  used: () => Recording;
+} {
   const made: Recording[] = [];
   const factory = (prefix: Uint8Array | undefined): TokenConstraint => {
     const inner = make(prefix);

@@ -76,7 +76,8 @@ export class CompletionBounds {
   /** An estimate of the heap bytes of its memos, erring high (see the matcher's). */
   retainedBytes(): number {
     let bytes = 0;
-    for (const map of [this.byteBound, this.boundNode, this.boundAt, this.greedyBytes, this.greedyCommits, this.greedyHint]) bytes += map.byteLength;
+    for (const map of [this.byteBound, this.boundNode, this.boundAt, this.greedyBytes, this.greedyCommits, this.greedyHint])
+      bytes += map.byteLength;
     bytes += (this.tokenBound.size + this.exactBounded.size) * 80;
     return bytes + this.ends.size * 120;
   }
@@ -322,7 +323,6 @@ export class CompletionBounds {
     return hit;
   }
 
-
   /** Token boundaries (end offsets) of the fewest-token spelling of `bytes`; null when none. */
   private fewestTokensSpelling(bytes: Uint8Array): number[] | null {
     const n = bytes.length;
@@ -360,28 +360,32 @@ export class CompletionBounds {
     const lexer = this.lexer;
     const via = new Map<number, number>(); // state → previous state * 256 + byte
     const codes: number[] = [];
-    const found = searchCheapestGoal([state], {
-      lowerBound: (s) => automaton.minBytesLowerBound(s),
-      isGoal: (s) => automaton.isComplete(s),
-      expand: (s, relax) => {
-        this.work.charge(256);
-        const hyps = lexer === null ? null : lexer.automaton.hypotheses(s);
-        codes.length = 0;
-        for (let b = 0; b < 256; b++) {
-          if (hyps !== null && hyps.length === 2) {
-            // Without a commit, bytes with the same lexer successor lead to the same state.
-            const code = lexer!.stepCode(lexer!.setOfLexer(hyps[1]!), b);
-            if (code === 0) continue;
-            if ((code & COMMIT) === 0) {
-              if (codes.includes(code)) continue;
-              codes.push(code);
+    const found = searchCheapestGoal(
+      [state],
+      {
+        lowerBound: (s) => automaton.minBytesLowerBound(s),
+        isGoal: (s) => automaton.isComplete(s),
+        expand: (s, relax) => {
+          this.work.charge(256);
+          const hyps = lexer === null ? null : lexer.automaton.hypotheses(s);
+          codes.length = 0;
+          for (let b = 0; b < 256; b++) {
+            if (hyps !== null && hyps.length === 2) {
+              // Without a commit, bytes with the same lexer successor lead to the same state.
+              const code = lexer!.stepCode(lexer!.setOfLexer(hyps[1]!), b);
+              if (code === 0) continue;
+              if ((code & COMMIT) === 0) {
+                if (codes.includes(code)) continue;
+                codes.push(code);
+              }
             }
+            const ns = automaton.step(s, b);
+            if (ns >= 0 && relax(ns, 1)) via.set(ns, s * 256 + b);
           }
-          const ns = automaton.step(s, b);
-          if (ns >= 0 && relax(ns, 1)) via.set(ns, s * 256 + b);
-        }
+        },
       },
-    }, maxExpansions);
+      maxExpansions,
+    );
     if (found === null) return null;
     const path = new Uint8Array(found.cost);
     for (let at = found.goal, i = found.cost - 1; i >= 0; i--) {
@@ -406,19 +410,23 @@ export class CompletionBounds {
     const hyps = automaton.hypotheses(state);
     const starts: number[] = [];
     for (let i = 0; i < hyps.length; i += 2) starts.push(hyps.length === 2 ? state : automaton.withStack(hyps[i]!, [hyps[i + 1]!]));
-    const found = searchCheapestGoal(starts, {
-      lowerBound: (c) => automaton.minBytesLowerBound(c),
-      isGoal: (c) => automaton.isComplete(c),
-      expand: (c, relax) => {
-        const h = automaton.hypotheses(c);
-        const ends = this.tokenEnds(h[1]!);
-        this.work.charge(ends.keys.length);
-        for (let i = 0; i < ends.keys.length; i++) {
-          const next = automaton.afterCommit(h[0]!, ends.keys[i]!);
-          if (next >= 0 && relax(next, ends.bytes[i]!.length)) via.set(next, { from: c, bytes: ends.bytes[i]! });
-        }
+    const found = searchCheapestGoal(
+      starts,
+      {
+        lowerBound: (c) => automaton.minBytesLowerBound(c),
+        isGoal: (c) => automaton.isComplete(c),
+        expand: (c, relax) => {
+          const h = automaton.hypotheses(c);
+          const ends = this.tokenEnds(h[1]!);
+          this.work.charge(ends.keys.length);
+          for (let i = 0; i < ends.keys.length; i++) {
+            const next = automaton.afterCommit(h[0]!, ends.keys[i]!);
+            if (next >= 0 && relax(next, ends.bytes[i]!.length)) via.set(next, { from: c, bytes: ends.bytes[i]! });
+          }
+        },
       },
-    }, maxExpansions);
+      maxExpansions,
+    );
     if (found === null) return null;
     const out = new Uint8Array(found.cost);
     for (let at = found.goal, o = found.cost; via.has(at); at = via.get(at)!.from) {

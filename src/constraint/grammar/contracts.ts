@@ -47,5 +47,18 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
 
 export function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
   const l = a as Partial<LexerLevelAutomaton>;
-  return typeof l.hypotheses === "function" && typeof l.lexerStep === "function" && typeof l.lexerRestart === "function" && typeof l.lexerByteReps === "function" && typeof l.lexerByteLabels === "function" && typeof l.tokenStartLexers === "function" && typeof l.lexerEndKey === "function" && typeof l.lexerIgnoredRun === "function" && typeof l.lexerCommitKey === "function" && typeof l.afterCommit === "function" && typeof l.lowerBoundAfterCommit === "function" && typeof l.withStack === "function";
+  return (
+    typeof l.hypotheses === "function" &&
+    typeof l.lexerStep === "function" &&
+    typeof l.lexerRestart === "function" &&
+    typeof l.lexerByteReps === "function" &&
+    typeof l.lexerByteLabels === "function" &&
+    typeof l.tokenStartLexers === "function" &&
+    typeof l.lexerEndKey === "function" &&
+    typeof l.lexerIgnoredRun === "function" &&
+    typeof l.lexerCommitKey === "function" &&
+    typeof l.afterCommit === "function" &&
+    typeof l.lowerBoundAfterCommit === "function" &&
+    typeof l.withStack === "function"
+  );
 }

@@ -92,7 +92,8 @@ export class StateEdgeCache {
     const lexer = this.lexer;
     let mask: Uint32Array | null = null;
     let maskKey: string;
-    let stack = -1, lex = -1;
+    let stack = -1,
+      lex = -1;
     let parts: StateEdges[] | null = null;
     if (lexer === null) {
       collected.length = 0;
@@ -108,7 +109,10 @@ export class StateEdgeCache {
         collected.length = 0;
         const stamp = ++this.stamp;
         for (const part of parts) for (let i = 0; i < part.distinct.length; i++) this.collect(part.distinct[i]!, stamp);
-        maskKey = parts.map((part) => part.maskKey).sort().join("|");
+        maskKey = parts
+          .map((part) => part.maskKey)
+          .sort()
+          .join("|");
       } else {
         // The mask follows from the root walk and, per commit group, the lexer state the next
         // token starts in (or none): states that agree there share one mask.
@@ -206,7 +210,13 @@ export class StateEdgeCache {
     this.applyGroups(stack, walk.groups, mask, stamp, fits);
   }
 
-  private applyGroups(stack: number, groups: readonly CommitGroup[], mask: Uint32Array, stamp: number, fits: Map<number, boolean> | null): void {
+  private applyGroups(
+    stack: number,
+    groups: readonly CommitGroup[],
+    mask: Uint32Array,
+    stamp: number,
+    fits: Map<number, boolean> | null,
+  ): void {
     const lexer = this.lexer!;
     const automaton = lexer.automaton;
     for (let g = 0; g < groups.length; g++) {

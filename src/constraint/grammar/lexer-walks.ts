@@ -201,7 +201,8 @@ export class LexerLevelWalks extends LexerSets {
         const subtreeSize = this.trie.subtreeSize;
         for (const n of group.nodes) if (this.hasByteBelow(n, first)) this.startsBelow(n, first, last, false);
         for (const p of group.loops) {
-          for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) if (this.hasByteBelow(c, first)) this.startsBelow(c, first, last, true);
+          for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!)
+            if (this.hasByteBelow(c, first)) this.startsBelow(c, first, last, true);
         }
         w = this.walkFrom(setId, starts, false);
       }
@@ -284,7 +285,8 @@ export class LexerLevelWalks extends LexerSets {
         if (size > 1) {
           // Everything below steps the set to itself the same way: take the subtree at once.
           if (this.loopsBelow(cont, p)) {
-            const below0 = tokenStart[p + 1]!, below1 = tokenStart[p + size]!;
+            const below0 = tokenStart[p + 1]!,
+              below1 = tokenStart[p + size]!;
             mask = this.addTokens(cont, below0, below1, stamp, contSets, tokensByCont, dense, mask);
             const loopCode = this.loopCodes[cont]!;
             if ((loopCode & COMMIT) !== 0) {
@@ -326,7 +328,8 @@ export class LexerLevelWalks extends LexerSets {
     if (!dense) for (let i = 0; i < tokensByCont.length; i++) lists.push(this.keptListOf(tokensByCont[i]!));
     let bytes = 200 + (mask?.byteLength ?? 0) + 8 * contSets.length;
     for (const list of lists) bytes += 64 + list.byteLength;
-    for (const g of out) bytes += 240 + g.deadEnds.byteLength + g.aliveEnds.byteLength + 8 * (g.aliveRanges.length + g.nodes.length + g.loops.length);
+    for (const g of out)
+      bytes += 240 + g.deadEnds.byteLength + g.aliveEnds.byteLength + 8 * (g.aliveRanges.length + g.nodes.length + g.loops.length);
     this.madeBytes += bytes;
     return { owner: setId, mask, contSets, tokensByCont: lists, groups: out };
   }
@@ -335,7 +338,16 @@ export class LexerLevelWalks extends LexerSets {
    * Tokens [from, to) of trie order end a commit-free token in set `cont`: into the walk's dense
    * mask (made on first need, returned), or into the list of `cont`'s slot in the walk.
    */
-  private addTokens(cont: number, from: number, to: number, stamp: number, contSets: number[], tokensByCont: number[][], dense: boolean, mask: Uint32Array | null): Uint32Array | null {
+  private addTokens(
+    cont: number,
+    from: number,
+    to: number,
+    stamp: number,
+    contSets: number[],
+    tokensByCont: number[][],
+    dense: boolean,
+    mask: Uint32Array | null,
+  ): Uint32Array | null {
     if (from >= to) return mask;
     if (cont >= this.seen.length) {
       const n = Math.max(cont + 1, this.seen.length * 2);

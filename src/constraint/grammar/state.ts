@@ -81,7 +81,8 @@ export class GrammarConstraintState {
     if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state, cap);
     let best = Number.POSITIVE_INFINITY;
     const targets = this.prefixTargets!;
-    for (let i = 0; i < targets.length; i++) best = Math.min(best, 1 + this.matcher.minTokensToAccept(targets[i]!, Math.min(cap, best - 2)));
+    for (let i = 0; i < targets.length; i++)
+      best = Math.min(best, 1 + this.matcher.minTokensToAccept(targets[i]!, Math.min(cap, best - 2)));
     return best;
   }
 

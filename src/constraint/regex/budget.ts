@@ -91,7 +91,12 @@ export class DfaBudgets {
   minTokensToAccept(state: number, cap: number = Number.POSITIVE_INFINITY): number {
     if (state < 0) return Number.POSITIVE_INFINITY;
     if (this.dfa.accepting[state] === 1) return 0;
-    if (Number.isFinite(cap) && this.minTokens[state] === UNKNOWN && this.trie.everyByteIsToken && this.dfa.minBytesToAccept[state]! <= cap) {
+    if (
+      Number.isFinite(cap) &&
+      this.minTokens[state] === UNKNOWN &&
+      this.trie.everyByteIsToken &&
+      this.dfa.minBytesToAccept[state]! <= cap
+    ) {
       return this.dfa.minBytesToAccept[state]!;
     }
     this.ensureExactDistances(state);

@@ -107,10 +107,29 @@ export class DfaTokenMatcher {
     this.loopKind = new Uint8Array(n);
     this.loopBytes = new Uint32Array(n * 8);
     this.multibyteLoop = new Uint8Array(n);
-    this.walkContext = new DfaWalkContext(this, trie, dfa, this.stateAtDepth, this.successorStamp, this.successorScratch, this.loopKind, this.loopBytes, this.multibyteLoop);
+    this.walkContext = new DfaWalkContext(
+      this,
+      trie,
+      dfa,
+      this.stateAtDepth,
+      this.successorStamp,
+      this.successorScratch,
+      this.loopKind,
+      this.loopBytes,
+      this.multibyteLoop,
+    );
     this.store = new MaskStore(this.words);
     this.sharing = new MaskSharing(trie, dfa);
-    this.budgets = new DfaBudgets(this, trie, dfa, this.successors, this.store, this.stateAtDepth, this.work, opts.maxMinorSpans ?? MAX_MINOR_SPANS);
+    this.budgets = new DfaBudgets(
+      this,
+      trie,
+      dfa,
+      this.successors,
+      this.store,
+      this.stateAtDepth,
+      this.work,
+      opts.maxMinorSpans ?? MAX_MINOR_SPANS,
+    );
   }
 
   /** Narrow id lists turned into bitsets on a first read (tests). */
@@ -360,7 +379,13 @@ export class DfaTokenMatcher {
    * only when states were computed or masks made since the last call.
    */
   retainedBytes(): number {
-    const version = this.statesComputed + this.statesShared + this.statesDerived + this.store.listsMaterialized + this.budgets.maskCount + this.store.slabMasks;
+    const version =
+      this.statesComputed +
+      this.statesShared +
+      this.statesDerived +
+      this.store.listsMaterialized +
+      this.budgets.maskCount +
+      this.store.slabMasks;
     if (version === this.measuredVersion) return this.measuredBytes;
     const n = this.dfa.numStates;
     const tally = new BufferTally();

@@ -261,7 +261,8 @@ export function exceptionComplementMask(c: DfaWalkContext, trie: TokenTrie, stat
       tokenStamp[k] = tokenMark;
       distinct++;
       let s = state;
-      for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++) s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
+      for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++)
+        s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
       if (s < 0) {
         const id = tokenIds[k]!;
         mask[id >>> 5]! &= ~(1 << (id & 31));

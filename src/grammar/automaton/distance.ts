@@ -55,10 +55,16 @@ export class CompletionDistances {
         let c = 0;
         for (const s of r.expansion) {
           const v = m.get(s);
-          if (v === undefined) { c = Infinity; break; }
+          if (v === undefined) {
+            c = Infinity;
+            break;
+          }
           c += v;
         }
-        if (c < (m.get(r.origin) ?? Infinity)) { m.set(r.origin, c); changed = true; }
+        if (c < (m.get(r.origin) ?? Infinity)) {
+          m.set(r.origin, c);
+          changed = true;
+        }
       }
     }
     const base = new Int32Array(rules.length + 1);
@@ -67,7 +73,8 @@ export class CompletionDistances {
     const root = new Uint8Array(rules.length);
     for (let r = 0; r < rules.length; r++) {
       const expansion = rules[r]!.expansion;
-      for (let dot = expansion.length - 1; dot >= 0; dot--) rest[base[r]! + dot] = rest[base[r]! + dot + 1]! + (m.get(expansion[dot]!) ?? Infinity);
+      for (let dot = expansion.length - 1; dot >= 0; dot--)
+        rest[base[r]! + dot] = rest[base[r]! + dot + 1]! + (m.get(expansion[dot]!) ?? Infinity);
       root[r] = rules[r]!.origin.startsWith(ROOT_RULE_PREFIX) ? 1 : 0;
     }
     return (this.itemCosts = { base, rest, root });
@@ -90,7 +97,10 @@ export class CompletionDistances {
       const dot = kernel[k + 1]!;
       const rest = restOf[base[rule]! + dot]!;
       if (rest >= best) continue;
-      if (root[rule] === 1) { best = Math.min(best, rest); continue; }
+      if (root[rule] === 1) {
+        best = Math.min(best, rest);
+        continue;
+      }
       let st = stack;
       for (let i = 0; i < dot; i++) st = stacks.stackParent[st]!;
       const g = t.goto[stacks.stackTop[st]! * t.nonterminals.length + t.ruleLhs[rule]!]!;
@@ -112,9 +122,13 @@ export class CompletionDistances {
     for (let i = 0; i < hyps.length; i += 2) {
       const stack = hyps[i]!;
       const f = hyps[i + 1]! * LEX_FIELDS;
-      if (fields[f + 3] === 0) { best = Math.min(best, this.stackCost(stack)); continue; }
+      if (fields[f + 3] === 0) {
+        best = Math.min(best, this.stackCost(stack));
+        continue;
+      }
       const sc = lexers.scannerDfa(fields[f]!);
-      const dfaState = fields[f + 1]!, first = fields[f + 2]!;
+      const dfaState = fields[f + 1]!,
+        first = fields[f + 2]!;
       const bound = first < 0 ? sc.numOrdered - 1 : first;
       for (let p = 0; p <= bound; p++) {
         const d = sc.dist[dfaState * sc.numPatterns + p]!;
@@ -148,15 +162,19 @@ export interface ByteStates {
  */
 export function fewestBytesToComplete(automaton: ByteStates, state: number, maxExpansions: number): number {
   if (state < 0) return -1;
-  const found = searchCheapestGoal([state], {
-    lowerBound: (s) => automaton.minBytesLowerBound(s),
-    isGoal: (s) => automaton.isComplete(s),
-    expand: (s, relax) => {
-      for (let b = 0; b < 256; b++) {
-        const ns = automaton.step(s, b);
-        if (ns >= 0) relax(ns, 1);
-      }
+  const found = searchCheapestGoal(
+    [state],
+    {
+      lowerBound: (s) => automaton.minBytesLowerBound(s),
+      isGoal: (s) => automaton.isComplete(s),
+      expand: (s, relax) => {
+        for (let b = 0; b < 256; b++) {
+          const ns = automaton.step(s, b);
+          if (ns >= 0) relax(ns, 1);
+        }
+      },
     },
-  }, maxExpansions);
+    maxExpansions,
+  );
   return found === null ? -1 : found.cost;
 }

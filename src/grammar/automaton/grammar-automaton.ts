@@ -98,7 +98,10 @@ export class GrammarAutomaton {
   private readonly completeMemo = new IdMap(MEMO_CAPACITY, this.tables);
   private readonly scratch: number[] = [];
 
-  constructor(readonly grammar: Grammar, opts: IncrementalOptions = {}) {
+  constructor(
+    readonly grammar: Grammar,
+    opts: IncrementalOptions = {},
+  ) {
     const maxIgnoredRun = opts.maxIgnoredRun ?? DEFAULT_MAX_IGNORED_RUN;
     for (const name of opts.prebuilt?.approximate ?? []) this.approximate.add(name);
     this.stacks = new ParserStacks(grammar, this.tables);
@@ -108,7 +111,7 @@ export class GrammarAutomaton {
       const scanners = buildGrammarScanners(grammar, limits, this.approximate, opts.prebuilt);
       this.scannerDfas = scanners.scannerDfas;
       this.scannerOfState = scanners.scannerOfState;
-      this.lexers = new LexerStates(grammar, scanners, maxIgnoredRun, this.approximate, opts.prebuilt, this.tables);
+      this.lexers = new LexerStates(scanners, maxIgnoredRun, this.approximate, opts.prebuilt, this.tables);
       this.start = this.intern([0, this.lexers.startLex(this.scannerOfState[grammar.table.startState]!, 0)]);
     } catch (e) {
       if (e instanceof GrammarError) throw e;
@@ -266,7 +269,8 @@ export class GrammarAutomaton {
     const sorted = this.sortScratch;
     sorted.length = 0;
     for (let i = 0; i < n; i++) {
-      const s = pairs[2 * i]!, l = pairs[2 * i + 1]!;
+      const s = pairs[2 * i]!,
+        l = pairs[2 * i + 1]!;
       let at = sorted.length;
       while (at > 0 && (sorted[at - 2]! > s || (sorted[at - 2] === s && sorted[at - 1]! > l))) at -= 2;
       if (at > 0 && sorted[at - 2] === s && sorted[at - 1] === l) continue;

@@ -5,8 +5,14 @@
 // is the stack-free part the token layer walks.
 
 import { grownTo, IntMap, uint8Of, type TableSlab } from "../../support/index.js";
-import type { Grammar } from "../grammar.js";
-import { buildScannerDfa, committedTerminal, scannerDfaBytes, type GrammarScanners, type ScannerDfa, type ScannerParts } from "../scanner-dfa.js";
+import {
+  buildScannerDfa,
+  committedTerminal,
+  scannerDfaBytes,
+  type GrammarScanners,
+  type ScannerDfa,
+  type ScannerParts,
+} from "../scanner-dfa.js";
 import type { Scanner } from "../lexer.js";
 import { INT_MAP_FIRST_BYTES, MEMO_CAPACITY } from "./tables.js";
 
@@ -15,7 +21,8 @@ export const LEXER_END_KEEPS_STACK = -2;
 
 /** Letters, digits, then the rest of printable ASCII, then every other byte. */
 const BYTES_PRINTABLE_FIRST: readonly number[] = (() => {
-  const rank = (b: number): number => (b >= 0x61 && b <= 0x7a ? 0 : b >= 0x30 && b <= 0x39 ? 1 : b >= 0x41 && b <= 0x5a ? 2 : b >= 0x20 && b < 0x7f ? 3 : 4);
+  const rank = (b: number): number =>
+    b >= 0x61 && b <= 0x7a ? 0 : b >= 0x30 && b <= 0x39 ? 1 : b >= 0x41 && b <= 0x5a ? 2 : b >= 0x20 && b < 0x7f ? 3 : 4;
   return Array.from({ length: 256 }, (_, b) => b).sort((x, y) => rank(x) - rank(y) || x - y);
 })();
 
@@ -67,7 +74,6 @@ export class LexerStates {
    * `prebuilt`: the DFAs another automaton built (not counted in retainedBytes).
    */
   constructor(
-    private readonly grammar: Grammar,
     scanners: GrammarScanners,
     private readonly maxIgnoredRun: number,
     private readonly approximate: Set<string>,
@@ -198,7 +204,11 @@ export class LexerStates {
     this.lexSteps[slot * STEP_FIELDS] = 1; // no continuation (until found)
     const f = lex * LEX_FIELDS;
     const fields = this.lexFields;
-    const scId = fields[f]!, dfaState = fields[f + 1]!, first0 = fields[f + 2]!, tokenLen0 = fields[f + 3]!, ignoredRun = fields[f + 4]!;
+    const scId = fields[f]!,
+      dfaState = fields[f + 1]!,
+      first0 = fields[f + 2]!,
+      tokenLen0 = fields[f + 3]!,
+      ignoredRun = fields[f + 4]!;
     const constraints = this.advanceConstraints(this.constraintLists[fields[f + 5]!]!, byte);
     if (constraints === null) return;
     const sc = this.scannerDfa(scId);
@@ -210,7 +220,11 @@ export class LexerStates {
     // The winner is the lowest-index terminal that ever matches at the token start.
     let first = first0;
     const limit = first < 0 ? sc.numOrdered : first;
-    for (let p = 0; p < limit; p++) if (sc.accept[ns * P + p]) { first = p; break; }
+    for (let p = 0; p < limit; p++)
+      if (sc.accept[ns * P + p]) {
+        first = p;
+        break;
+      }
     const tokenLen = Math.min(tokenLen0 + 1, this.maxIgnoredRun + 2);
     const newlyAccepted = first >= 0 && first !== first0;
     if (first >= 0 && sc.accept[ns * P + first] && (!sc.shortest[first] || newlyAccepted)) {
@@ -325,7 +339,8 @@ export class LexerStates {
     const fields = this.lexFields;
     if (fields[f + 3] === 0) return LEXER_END_KEEPS_STACK;
     const sc = this.scannerDfa(fields[f]!);
-    const dfaState = fields[f + 1]!, i = fields[f + 2]!;
+    const dfaState = fields[f + 1]!,
+      i = fields[f + 2]!;
     if (i < 0 || sc.accept[dfaState * sc.numPatterns + i] !== 1 || sc.shortest[i]) return -1;
     const term = committedTerminal(sc, i, dfaState);
     if (term.ignored) return this.lexerIgnoredRun(lex) <= this.maxIgnoredRun ? LEXER_END_KEEPS_STACK : -1;

@@ -17,7 +17,10 @@ export class ParserStacks {
   private readonly stackIds: IntMap;
   private readonly feedMemo: IntMap;
 
-  constructor(private readonly grammar: Grammar, tables: TableSlab) {
+  constructor(
+    private readonly grammar: Grammar,
+    tables: TableSlab,
+  ) {
     this.stackTop = [grammar.table.startState];
     this.stackIds = new IntMap(MEMO_CAPACITY, tables);
     this.feedMemo = new IntMap(MEMO_CAPACITY, tables);
@@ -41,19 +44,32 @@ export class ParserStacks {
     const hit = this.feedMemo.get(memoKey);
     if (hit !== IntMap.MISSING) return hit;
     const t = this.grammar.table;
-    const TT = t.terminals.length, NT = t.nonterminals.length;
+    const TT = t.terminals.length,
+      NT = t.nonterminals.length;
     let st = stack;
     let result: number;
     for (;;) {
       const a = t.action[this.stackTop[st]! * TT + terminal]!;
-      if (a > 0) { result = this.pushStack(st, a - 1); break; }
-      if (a === 0) { result = -1; break; }
+      if (a > 0) {
+        result = this.pushStack(st, a - 1);
+        break;
+      }
+      if (a === 0) {
+        result = -1;
+        break;
+      }
       const r = -a - 1;
       for (let k = t.ruleLen[r]!; k > 0; k--) st = this.stackParent[st]!;
       const g = t.goto[this.stackTop[st]! * NT + t.ruleLhs[r]!]!;
-      if (g < 0) { result = -1; break; }
+      if (g < 0) {
+        result = -1;
+        break;
+      }
       st = this.pushStack(st, g);
-      if (terminal === 0 && g === t.endState) { result = -2; break; }
+      if (terminal === 0 && g === t.endState) {
+        result = -2;
+        break;
+      }
     }
     this.feedMemo.set(memoKey, result);
     return result;

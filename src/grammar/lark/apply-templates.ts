@@ -21,7 +21,10 @@ export class ApplyTemplates {
   private copiedSymbols = 0;
 
   /** `ruleDefs`: the grammar's rule definitions, which the instances are appended to. */
-  constructor(private readonly ruleDefs: RuleDef[], private readonly limits: GrammarLimits) {
+  constructor(
+    private readonly ruleDefs: RuleDef[],
+    private readonly limits: GrammarLimits,
+  ) {
     for (const def of ruleDefs) if (!this.templateDefs.has(def[0])) this.templateDefs.set(def[0], def);
   }
 
@@ -41,14 +44,26 @@ export class ApplyTemplates {
     const resultName = `${name}{${argNames.join(",")}}`;
     if (!this.createdTemplates.has(resultName)) {
       if (this.ruleDefs.length >= limits.maxRules)
-        throw tooComplex(limits, "maxRules", this.ruleDefs.length + 1, "rules with the template instances", `template '${shortName(name)}'`);
+        throw tooComplex(
+          limits,
+          "maxRules",
+          this.ruleDefs.length + 1,
+          "rules with the template instances",
+          `template '${shortName(name)}'`,
+        );
       this.createdTemplates.add(resultName);
       const def = this.templateDefs.get(name)!;
       let size = this.bodySizes.get(name);
       if (size === undefined) this.bodySizes.set(name, (size = spelledSize(def[2])));
       this.copiedSymbols += size;
       if (this.copiedSymbols > limits.maxRuleSymbols)
-        throw tooComplex(limits, "maxRuleSymbols", this.copiedSymbols, "symbols in the template instances' bodies", `template '${shortName(name)}'`);
+        throw tooComplex(
+          limits,
+          "maxRuleSymbols",
+          this.copiedSymbols,
+          "symbols in the template instances' bodies",
+          `template '${shortName(name)}'`,
+        );
       const body = replaceSymbols(deepCopy(def[2]) as Tree, new Map<string, Node>(def[1].map((p, i) => [p, args[i]!])));
       this.ruleDefs.push([resultName, [], body, { ...def[3] }]);
     }

@@ -54,7 +54,12 @@ export function compileTerminals(
       throw tooComplex(limits, "maxTotalPatternChars", patternChars + shape.length, "characters in the terminals' patterns");
     if (shape.depth > limits.maxNesting) {
       const d = definitions.get(name);
-      throw nestingTooDeep(limits.maxNesting, `terminal '${shortName(name)}' (its references substituted): regexp groups`, d?.line, d?.column);
+      throw nestingTooDeep(
+        limits.maxNesting,
+        `terminal '${shortName(name)}' (its references substituted): regexp groups`,
+        d?.line,
+        d?.column,
+      );
     }
     patternChars += shape.length;
     terminals.push({ name, pattern: asPattern(buildPattern(t, name, built), name), priority });
@@ -90,39 +95,51 @@ function prepareTerminalLiterals(termDefs: readonly TermDef[], ownSubtrees: Read
 
 /** The invalid literal Lark's reversed-BFS order meets first in `t`'s DAG (memo: per subtree). */
 function deepestInvalidLiteral(t: Tree, invalid: ReadonlyMap<Tree, GrammarError>, memo: Map<Tree, InvalidBelow>): InvalidBelow {
-  postOrder(t, (x) => memo.has(x), (x) => {
-    let best: InvalidBelow = null;
-    for (const c of x.children) {
-      if (!isTree(c)) continue;
-      const below = memo.get(c);
-      const here = invalid.has(c) ? { depth: 1, literal: c } : below ? { depth: below.depth + 1, literal: below.literal } : null;
-      // Strictly deeper only: on a tie the leftmost stays.
-      if (here !== null && (best === null || here.depth > best.depth)) best = here;
-    }
-    memo.set(x, best);
-  });
+  postOrder(
+    t,
+    (x) => memo.has(x),
+    (x) => {
+      let best: InvalidBelow = null;
+      for (const c of x.children) {
+        if (!isTree(c)) continue;
+        const below = memo.get(c);
+        const here = invalid.has(c) ? { depth: 1, literal: c } : below ? { depth: below.depth + 1, literal: below.literal } : null;
+        // Strictly deeper only: on a tie the leftmost stays.
+        if (here !== null && (best === null || here.depth > best.depth)) best = here;
+      }
+      memo.set(x, best);
+    },
+  );
   return memo.get(t) ?? null;
 }
 
 /** The shape of `t`'s pattern (memo: per subtree). */
 function measurePattern(t: Tree, shapes: Map<Tree, PatternShape>): PatternShape {
-  postOrder(t, (x) => shapes.has(x), (x) => {
-    const kids: PatternShape[] = [];
-    for (const c of x.children) {
-      if (isTree(c)) kids.push(shapes.get(c)!);
-      else if (c.kind === "pattern") kids.push(shapeOfPattern(c));
-    }
-    shapes.set(x, shapeOfTree(x, kids));
-  });
+  postOrder(
+    t,
+    (x) => shapes.has(x),
+    (x) => {
+      const kids: PatternShape[] = [];
+      for (const c of x.children) {
+        if (isTree(c)) kids.push(shapes.get(c)!);
+        else if (c.kind === "pattern") kids.push(shapeOfPattern(c));
+      }
+      shapes.set(x, shapeOfTree(x, kids));
+    },
+  );
   return shapes.get(t)!;
 }
 
 /** TerminalTreeToPattern over `t`'s DAG, post-order (memo: per subtree). */
 function buildPattern(t: Tree, name: string, built: Map<Tree, Node>): Node {
-  postOrder(t, (x) => built.has(x), (x) => {
-    const kids = x.children.map((c) => (isTree(c) ? built.get(c)! : c));
-    spend(kids.length);
-    built.set(x, terminalTreeToPattern(x, kids, name));
-  });
+  postOrder(
+    t,
+    (x) => built.has(x),
+    (x) => {
+      const kids = x.children.map((c) => (isTree(c) ? built.get(c)! : c));
+      spend(kids.length);
+      built.set(x, terminalTreeToPattern(x, kids, name));
+    },
+  );
   return built.get(t)!;
 }

@@ -25,7 +25,8 @@ const REPEAT_BREAK_THRESHOLD = 50;
 function smallFactors(n: number, maxFactor: number): [number, number][] {
   if (n <= maxFactor) return [[n, 0]];
   for (let a = maxFactor; a > 1; a--) {
-    const r = Math.floor(n / a), b = n % a;
+    const r = Math.floor(n / a),
+      b = n % a;
     if (a + b <= maxFactor) return [...smallFactors(r, maxFactor), [a, b]];
   }
   throw new GrammarError(`Failed to factorize ${n}`);
@@ -62,7 +63,14 @@ export class EbnfToBnf {
    * it is keyed, measured or copied: nested repeats spell exponentially much from a DAG.
    */
   private boundedOperand(spelled: number): void {
-    if (spelled > this.limits.maxRuleSymbols) throw tooComplex(this.limits, "maxRuleSymbols", spelled, "symbols spelled out by an EBNF operator", `rule '${shortName(this.prefix)}'`);
+    if (spelled > this.limits.maxRuleSymbols)
+      throw tooComplex(
+        this.limits,
+        "maxRuleSymbols",
+        spelled,
+        "symbols spelled out by an EBNF operator",
+        `rule '${shortName(this.prefix)}'`,
+      );
     spend(spelled);
   }
 
@@ -130,7 +138,7 @@ export class EbnfToBnf {
     }
     if (isSym(n)) {
       if (!n.isTerm) return n.name.startsWith("_") ? 0 : 1;
-      return (this.ruleOptions?.keepAllTokens || !n.filterOut) ? 1 : 0;
+      return this.ruleOptions?.keepAllTokens || !n.filterOut ? 1 : 0;
     }
     if (n.kind === "empty") return 0;
     throw new GrammarError("Unexpected item inside [...]");
@@ -160,7 +168,7 @@ export class EbnfToBnf {
       const size = spelledSize(rule);
       // Below REPEAT_BREAK_THRESHOLD the repeat is spelled out (mn + … + mx copies), above it
       // rules of at most SMALL_FACTOR_THRESHOLD copies each are made, keyed by the operand.
-      this.boundedOperand(mx < REPEAT_BREAK_THRESHOLD ? size * ((mn + mx) * (mx - mn + 1)) / 2 : size);
+      this.boundedOperand(mx < REPEAT_BREAK_THRESHOLD ? (size * ((mn + mx) * (mx - mn + 1))) / 2 : size);
       return this.generateRepeats(rule, mn, mx);
     }
     return t;

@@ -99,8 +99,23 @@ export function analyzeGrammar(
     itemNext[b + rule.expansion.length] = -1;
   }
   return {
-    arena, limits, clock, rules: allRules, terminals, terminalIndex, nonterminals: ntNames,
-    TT, NT, SYMS: TT + NT, R, rootRule: R - 1, ITEMS, itemBase, itemRule, itemNext, lhs,
+    arena,
+    limits,
+    clock,
+    rules: allRules,
+    terminals,
+    terminalIndex,
+    nonterminals: ntNames,
+    TT,
+    NT,
+    SYMS: TT + NT,
+    R,
+    rootRule: R - 1,
+    ITEMS,
+    itemBase,
+    itemRule,
+    itemNext,
+    lhs,
   };
 }
 
@@ -108,7 +123,11 @@ export function analyzeGrammar(
 function checkGrammar(rules: readonly BnfRule[], terminalNames: readonly string[], start: string): CheckedGrammar {
   const terminals = [END_TERMINAL];
   const terminalIndex = new Map<string, number>([[END_TERMINAL, 0]]);
-  for (const t of terminalNames) if (t !== END_TERMINAL) { terminalIndex.set(t, terminals.length); terminals.push(t); }
+  for (const t of terminalNames)
+    if (t !== END_TERMINAL) {
+      terminalIndex.set(t, terminals.length);
+      terminals.push(t);
+    }
 
   const rootName = ROOT_RULE_PREFIX + start;
   const allRules: BnfRule[] = [...rules, { origin: rootName, expansion: [start], priority: null, order: 0 }];
@@ -125,7 +144,11 @@ function checkGrammar(rules: readonly BnfRule[], terminalNames: readonly string[
 
   const ntNames: string[] = [];
   const ntIndex = new Map<string, number>();
-  for (const r of allRules) if (!ntIndex.has(r.origin)) { ntIndex.set(r.origin, ntNames.length); ntNames.push(r.origin); }
+  for (const r of allRules)
+    if (!ntIndex.has(r.origin)) {
+      ntIndex.set(r.origin, ntNames.length);
+      ntNames.push(r.origin);
+    }
   for (const r of allRules) {
     for (const s of r.expansion) {
       if (!terminalIndex.has(s) && !ntIndex.has(s)) {
@@ -164,12 +187,19 @@ export function computeNullable(a: Analysis): Int32Array {
   }
   const nullQueue = arena.take(SYMS);
   let nullTail = 0;
-  for (let r = 0; r < R; r++) if (pending[r] === 0 && !nullable[lhs[r]!]) { nullable[lhs[r]!] = 1; nullQueue[nullTail++] = lhs[r]!; }
+  for (let r = 0; r < R; r++)
+    if (pending[r] === 0 && !nullable[lhs[r]!]) {
+      nullable[lhs[r]!] = 1;
+      nullQueue[nullTail++] = lhs[r]!;
+    }
   for (let head = 0; head < nullTail; head++) {
     const x = nullQueue[head]!;
     for (let k = usesStart[x]!; k < usesStart[x + 1]!; k++) {
       const r = usesRule[k]!;
-      if (--pending[r]! === 0 && !nullable[lhs[r]!]) { nullable[lhs[r]!] = 1; nullQueue[nullTail++] = lhs[r]!; }
+      if (--pending[r]! === 0 && !nullable[lhs[r]!]) {
+        nullable[lhs[r]!] = 1;
+        nullQueue[nullTail++] = lhs[r]!;
+      }
     }
   }
   clock.spend(ITEMS);
@@ -212,12 +242,16 @@ export class RuleExpansions {
   expand(nt: number): void {
     const ntExpansionStart = this.start;
     if (ntExpansionStart[nt] !== -1) return;
-    const ntExpansion = this.items, ntSeen = this.seen, ntQueue = this.queue;
-    const ntRulesStart = this.rulesStart, rulesByNt = this.rulesByNt;
+    const ntExpansion = this.items,
+      ntSeen = this.seen,
+      ntQueue = this.queue;
+    const ntRulesStart = this.rulesStart,
+      rulesByNt = this.rulesByNt;
     const { itemBase, itemNext, TT } = this.a;
     ntExpansionStart[nt] = ntExpansion.length;
     ntSeen[nt] = nt + 1;
-    let head = 0, tail = 0;
+    let head = 0,
+      tail = 0;
     ntQueue[tail++] = nt;
     while (head < tail) {
       const n = ntQueue[head++]!;
@@ -225,7 +259,10 @@ export class RuleExpansions {
         const r = rulesByNt[k]!;
         ntExpansion.push(itemBase[r]!);
         const nx = itemNext[itemBase[r]!]! - TT;
-        if (nx >= 0 && ntSeen[nx] !== nt + 1) { ntSeen[nx] = nt + 1; ntQueue[tail++] = nx; }
+        if (nx >= 0 && ntSeen[nx] !== nt + 1) {
+          ntSeen[nx] = nt + 1;
+          ntQueue[tail++] = nx;
+        }
       }
     }
     this.end[nt] = ntExpansion.length;

@@ -109,12 +109,26 @@ export class GrammarBuilder {
     names.forEach((name, i) => {
       const post = i === 0 ? "" : String(i + 1);
       const type = isTerm ? "terminal" : "rule";
-      m = m.split(`{name${post}}`).join(name).split(`{type${post}}`).join(type).split(`{Type${post}}`).join(type[0]!.toUpperCase() + type.slice(1));
+      m = m
+        .split(`{name${post}}`)
+        .join(name)
+        .split(`{type${post}}`)
+        .join(type)
+        .split(`{Type${post}}`)
+        .join(type[0]!.toUpperCase() + type.slice(1));
     });
     throw new GrammarError(m);
   }
 
-  private define(name: string, isTerm: boolean, exp: Tree | null, params: string[], options: RuleOptions | number, override = false, at?: Token): void {
+  private define(
+    name: string,
+    isTerm: boolean,
+    exp: Tree | null,
+    params: string[],
+    options: RuleOptions | number,
+    override = false,
+    at?: Token,
+  ): void {
     if (this.definitions.has(name)) {
       if (!override) this.error(isTerm, "{Type} '{name}' defined more than once", name);
     } else if (override) this.error(isTerm, "Cannot override a nonexisting {type} {name}", name);
@@ -138,7 +152,10 @@ export class GrammarBuilder {
         const item = t2.children[0]!;
         if (isTree(item) && item.data === "value") {
           const v = item.children[0]!;
-          if (isSym(v) && v.isTerm) { this.ignoreNames.push(v.name); return; }
+          if (isSym(v) && v.isTerm) {
+            this.ignoreNames.push(v.name);
+            return;
+          }
         }
       }
     }
@@ -148,13 +165,17 @@ export class GrammarBuilder {
   }
 
   /** _unpack_definition with _make_rule_tuple: a `rule` or `term` statement, its names mangled. */
-  private unpackDefinition(t: Tree, mangle: Mangle): { name: string; isTerm: boolean; exp: Tree; params: string[]; opts: RuleOptions | number; at: Token } {
+  private unpackDefinition(
+    t: Tree,
+    mangle: Mangle,
+  ): { name: string; isTerm: boolean; exp: Tree; params: string[]; opts: RuleOptions | number; at: Token } {
     let name: string, params: string[], exp: Tree, opts: RuleOptions | number, isTerm: boolean, at: Token;
     if (t.data === "rule") {
       const [mods, nameTok, paramsTree, prio, expansions] = t.children as [Tree, Token, Tree, Tree, Tree];
       name = nameTok.value;
       at = nameTok;
-      let keepAllTokens = false, expand1 = false;
+      let keepAllTokens = false,
+        expand1 = false;
       if (mods.children.length) {
         const m = (mods.children[0] as Token).value;
         expand1 = m.includes("?");
@@ -188,7 +209,8 @@ export class GrammarBuilder {
 
     for (const stmt of root.children as Tree[]) {
       switch (stmt.data) {
-        case "term": case "rule": {
+        case "term":
+        case "rule": {
           const d = this.unpackDefinition(stmt, mangle);
           this.define(d.name, d.isTerm, d.exp, d.params, d.opts, false, d.at);
           break;
@@ -219,8 +241,7 @@ export class GrammarBuilder {
 
   /** do_import: the common library's definitions that `aliases` need, under their new names. */
   private doImport(dotted: string, aliases: Map<string, string>, baseMangle: Mangle): void {
-    if (dotted !== "common")
-      throw new GrammarError(`%import ${dotted}: only Lark's common library (%import common.NAME) can be imported`);
+    if (dotted !== "common") throw new GrammarError(`%import ${dotted}: only Lark's common library (%import common.NAME) can be imported`);
     const prefix = dotted.split(".").join("__");
     const mangle = (s: string): string => {
       let r = aliases.has(s) ? aliases.get(s)! : s[0] === "_" ? `_${prefix}__${s.slice(1)}` : `${prefix}__${s}`;
@@ -272,7 +293,12 @@ export class GrammarBuilder {
           const td = this.definitions.get(sym);
           if (!td) this.error(d.isTerm, `Template '${sym}' used but not defined (in {type} {name})`, name);
           if (args.length !== td!.params.length)
-            this.error(d.isTerm, `Wrong number of template arguments used for {name} (expected ${td!.params.length}, got ${args.length}) (in {type2} {name2})`, sym, name);
+            this.error(
+              d.isTerm,
+              `Wrong number of template arguments used for {name} (expected ${td!.params.length}, got ${args.length}) (in {type2} {name2})`,
+              sym,
+              name,
+            );
         }
       }
       for (const sym of usedSymbols(d.tree)) {

@@ -110,12 +110,16 @@ function compileRules(rules: readonly ExpandedRule[], limits: GrammarLimits): Bn
     const alts = simplify.visit(name, t);
     let symbols = 0;
     for (const alt of alts) symbols += alt.syms.length;
-    if (compiled.length + alts.length > limits.maxRules) throw tooComplex(limits, "maxRules", compiled.length + alts.length, "BNF rules after expansion");
+    if (compiled.length + alts.length > limits.maxRules)
+      throw tooComplex(limits, "maxRules", compiled.length + alts.length, "BNF rules after expansion");
     ruleSymbols += symbols;
-    if (ruleSymbols > limits.maxRuleSymbols) throw tooComplex(limits, "maxRuleSymbols", ruleSymbols, "symbols in the BNF rules after expansion");
+    if (ruleSymbols > limits.maxRuleSymbols)
+      throw tooComplex(limits, "maxRuleSymbols", ruleSymbols, "symbols in the BNF rules after expansion");
     alts.forEach((alt, order) => {
       if (alt.alias && name.startsWith("_"))
-        throw new GrammarError(`Rule ${name} is marked for expansion (it starts with an underscore) and isn't allowed to have aliases (alias=${alt.alias})`);
+        throw new GrammarError(
+          `Rule ${name} is marked for expansion (it starts with an underscore) and isn't allowed to have aliases (alias=${alt.alias})`,
+        );
       const expansion: string[] = [];
       for (const s of alt.syms) {
         if (s.kind === "empty") continue;
@@ -140,7 +144,9 @@ function withoutDuplicates(compiled: BnfRule[]): BnfRule[] {
   if (byKey.size === compiled.length) return compiled;
   for (const dups of byKey.values()) {
     if (dups.length > 1 && dups[0]!.expansion.length)
-      throw new GrammarError(`Rules defined twice: ${dups.map((d) => `\n  * <${d.origin} : ${d.expansion.join(" ")}>`).join("")}\n\n(Might happen due to colliding expansion of optionals: [] or ?)`);
+      throw new GrammarError(
+        `Rules defined twice: ${dups.map((d) => `\n  * <${d.origin} : ${d.expansion.join(" ")}>`).join("")}\n\n(Might happen due to colliding expansion of optionals: [] or ?)`,
+      );
   }
   return [...byKey.values()].map((l) => l[0]!);
 }

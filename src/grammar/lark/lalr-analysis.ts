@@ -29,7 +29,11 @@ export class Relations {
   readonly includesHead: Int32Array;
   readonly includesTail: Int32Array;
 
-  constructor(a: Analysis, X: number, private readonly limits: GrammarLimits) {
+  constructor(
+    a: Analysis,
+    X: number,
+    private readonly limits: GrammarLimits,
+  ) {
     this.readsHead = a.arena.take(X, -1);
     this.readsTail = a.arena.take(X, -1);
     this.includesHead = a.arena.take(X, -1);
@@ -38,11 +42,14 @@ export class Relations {
 
   /** x R y, for the relation whose lists are `head`/`tail`. */
   relate(head: Int32Array, tail: Int32Array, x: number, y: number): void {
-    const relTo = this.relTo, relNext = this.relNext, limits = this.limits;
+    const relTo = this.relTo,
+      relNext = this.relNext,
+      limits = this.limits;
     const e = relTo.length;
     // Nested optional and repeated parts make states whose every item reads through nullable
     // symbols: millions of relations (and their lists' memory) from a short rule.
-    if (e >= limits.maxTableCells) throw tooComplex(limits, "maxTableCells", e + 1, "LALR lookahead relations (nullable rules nested deep?)");
+    if (e >= limits.maxTableCells)
+      throw tooComplex(limits, "maxTableCells", e + 1, "LALR lookahead relations (nullable rules nested deep?)");
     relTo.push(y);
     relNext.push(-1);
     if (tail[x] === -1) head[x] = e;
@@ -86,13 +93,13 @@ export function computeReadsRelations(a: Analysis, lr0: Lr0States, nullable: Int
   }
   const X = ntTransState.length;
   const W = (TT + 31) >>> 5;
-  if (X * W > limits.maxTableCells)
-    throw tooComplex(limits, "maxTableCells", X * W, "words of LALR lookahead sets");
+  if (X * W > limits.maxTableCells) throw tooComplex(limits, "maxTableCells", X * W, "words of LALR lookahead sets");
   const follow = arena.take(X * W);
   const relations = new Relations(a, X, limits);
   const { readsHead, readsTail } = relations;
   for (let x = 0; x < X; x++) {
-    const s = ntTransState[x]!, nt = ntTransNt[x]!;
+    const s = ntTransState[x]!,
+      nt = ntTransNt[x]!;
     if (s === startState && nt === sym(rootRule, 0)) follow[x * W]! |= 1;
     const target = next[s * SYMS + nt]!;
     clock.spend(closureStart[target + 1]! - closureStart[target]!);
@@ -124,7 +131,9 @@ export function computeIncludesLookback(a: Analysis, lr0: Lr0States, nullable: I
   const { includesHead, includesTail } = relations;
   const sym = (r: number, i: number): number => itemNext[itemBase[r]! + i]!;
   const lenOf = (r: number): number => itemBase[r + 1]! - itemBase[r]! - 1;
-  const lookbackState: number[] = [], lookbackRule: number[] = [], lookbackX: number[] = [];
+  const lookbackState: number[] = [],
+    lookbackRule: number[] = [],
+    lookbackX: number[] = [];
   // suffixNullable[item]: every symbol from the item's dot to the rule's end is nullable.
   const suffixNullable = arena.take(ITEMS);
   for (let r = 0; r < R; r++) {
@@ -133,7 +142,8 @@ export function computeIncludesLookback(a: Analysis, lr0: Lr0States, nullable: I
     for (let i = lenOf(r) - 1; i >= 0; i--) suffixNullable[b + i] = suffixNullable[b + i + 1]! && nullable[sym(r, i)]! ? 1 : 0;
   }
   for (let x = 0; x < X; x++) {
-    const s = ntTransState[x]!, nt = ntTransNt[x]!;
+    const s = ntTransState[x]!,
+      nt = ntTransNt[x]!;
     clock.spend(closureStart[s + 1]! - closureStart[s]!);
     for (let c = closureStart[s]!; c < closureStart[s + 1]!; c++) {
       const it = closures[c]!;
@@ -147,10 +157,15 @@ export function computeIncludesLookback(a: Analysis, lr0: Lr0States, nullable: I
       let s2 = s;
       for (let i = dot; i < len; i++) {
         const y = sym(r, i);
-        if (y >= TT && suffixNullable[itemBase[r]! + i + 1]) relations.relate(includesHead, includesTail, ntTransIndex[s2 * NT + y - TT]!, x);
+        if (y >= TT && suffixNullable[itemBase[r]! + i + 1])
+          relations.relate(includesHead, includesTail, ntTransIndex[s2 * NT + y - TT]!, x);
         s2 = next[s2 * SYMS + y]!;
       }
-      if (dot === 0) { lookbackX.push(x); lookbackState.push(s2); lookbackRule.push(r); }
+      if (dot === 0) {
+        lookbackX.push(x);
+        lookbackState.push(s2);
+        lookbackRule.push(r);
+      }
     }
   }
   return { lookbackX, lookbackState, lookbackRule };
@@ -256,10 +271,14 @@ export function computeLookaheads(a: Analysis, lr0: Lr0States, nt: NtTransitions
   digraph(a, nt, relations.includesHead, follow, scratch);
 
   const { lookbackX, lookbackState, lookbackRule } = lookback;
-  const laHead = arena.take(S * TT, -1), laTail = arena.take(S * TT, -1);
-  const laRule: number[] = [], laNext: number[] = [];
+  const laHead = arena.take(S * TT, -1),
+    laTail = arena.take(S * TT, -1);
+  const laRule: number[] = [],
+    laNext: number[] = [];
   for (let k = 0; k < lookbackX.length; k++) {
-    const x = lookbackX[k]!, st = lookbackState[k]!, r = lookbackRule[k]!;
+    const x = lookbackX[k]!,
+      st = lookbackState[k]!,
+      r = lookbackRule[k]!;
     clock.spend(W);
     for (let w = 0; w < W; w++) {
       for (let bits = follow[x * W + w]!; bits !== 0; bits &= bits - 1) {
@@ -325,7 +344,8 @@ export function computeLalr1States(a: Analysis, lr0: Lr0States, la: Lookaheads):
     const acc = carve(n);
     for (let t = 0, i = 0; t < TT; t++) if (action[s * TT + t] !== 0) acc[i++] = t;
     acceptsByState.push(acc);
-    const k0 = kernelStart[s]!, k1 = kernelStart[s + 1]!;
+    const k0 = kernelStart[s]!,
+      k1 = kernelStart[s + 1]!;
     const k = carve((k1 - k0) * 2);
     for (let i = 0; i < k1 - k0; i++) {
       const it = kernels[k0 + i]!;
@@ -376,7 +396,10 @@ function fillActions(a: Analysis, lr0: Lr0States, la: Lookaheads, action: Int32A
         for (let e = e0; e >= 0; e = laNext[e]!) rs.push(laRule[e]!);
         const p = rs.map((r) => ({ pr: allRules[r]!.priority ?? 0, r })).sort((a, b) => b.pr - a.pr);
         if (p[0]!.pr > p[1]!.pr) chosen = p[0]!.r;
-        else rrMessages.push(`Reduce/Reduce collision in Terminal('${terminals[la]}') between the following rules: ${rs.map((r) => "\n\t- " + ruleText(allRules[r]!)).join("")}`);
+        else
+          rrMessages.push(
+            `Reduce/Reduce collision in Terminal('${terminals[la]}') between the following rules: ${rs.map((r) => "\n\t- " + ruleText(allRules[r]!)).join("")}`,
+          );
       }
       if (action[s * TT + la] !== 0) continue; // shift wins
       action[s * TT + la] = -(chosen + 1);

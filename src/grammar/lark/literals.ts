@@ -27,25 +27,53 @@ export function evalEscaping(s: string): string {
 
 function pyLiteralEval(w: string, orig: string): string {
   let out = "";
-  const bad = (): never => { throw new GrammarError(`Bad escape in literal: ${orig}`); };
+  const bad = (): never => {
+    throw new GrammarError(`Bad escape in literal: ${orig}`);
+  };
   for (let i = 0; i < w.length; i++) {
     const c = w[i]!;
-    if (c !== "\\") { out += c; continue; }
+    if (c !== "\\") {
+      out += c;
+      continue;
+    }
     const d = w[++i];
     if (d === undefined) bad();
     switch (d) {
-      case "\\": out += "\\"; break;
-      case "'": out += "'"; break;
-      case '"': out += '"'; break;
-      case "a": out += "\x07"; break;
-      case "b": out += "\b"; break;
-      case "f": out += "\f"; break;
-      case "n": out += "\n"; break;
-      case "r": out += "\r"; break;
-      case "t": out += "\t"; break;
-      case "v": out += "\v"; break;
-      case "\n": break;
-      case "x": case "u": case "U": {
+      case "\\":
+        out += "\\";
+        break;
+      case "'":
+        out += "'";
+        break;
+      case '"':
+        out += '"';
+        break;
+      case "a":
+        out += "\x07";
+        break;
+      case "b":
+        out += "\b";
+        break;
+      case "f":
+        out += "\f";
+        break;
+      case "n":
+        out += "\n";
+        break;
+      case "r":
+        out += "\r";
+        break;
+      case "t":
+        out += "\t";
+        break;
+      case "v":
+        out += "\v";
+        break;
+      case "\n":
+        break;
+      case "x":
+      case "u":
+      case "U": {
         const len = d === "x" ? 2 : d === "u" ? 4 : 8;
         const hex = w.slice(i + 1, i + 1 + len);
         if (!new RegExp(`^[0-9a-fA-F]{${len}}$`).test(hex)) bad();
@@ -55,7 +83,9 @@ function pyLiteralEval(w: string, orig: string): string {
         i += len;
         break;
       }
-      case "N": bad(); break;
+      case "N":
+        bad();
+        break;
       default:
         if (d! >= "0" && d! <= "7") {
           const m = /^[0-7]{1,3}/.exec(w.slice(i))!;

@@ -20,7 +20,10 @@ function sortRange(a: number[] | Int32Array, from: number, to: number): void {
   for (let i = from + 1; i < to; i++) {
     const v = a[i]!;
     let j = i - 1;
-    while (j >= from && a[j]! > v) { a[j + 1] = a[j]!; j--; }
+    while (j >= from && a[j]! > v) {
+      a[j + 1] = a[j]!;
+      j--;
+    }
     a[j + 1] = v;
   }
 }
@@ -66,7 +69,9 @@ class Lr0StateCache {
   makeState(kernel: Int32Array, from: number, to: number): number {
     const { kernels, kernelStart, closures, closureStart, byHash, sameHash, itemMark, expansions } = this;
     const { itemNext, TT, SYMS, limits, clock } = this.a;
-    const ntExpansion = expansions.items, ntExpansionStart = expansions.start, ntExpansionEnd = expansions.end;
+    const ntExpansion = expansions.items,
+      ntExpansionStart = expansions.start,
+      ntExpansionEnd = expansions.end;
     sortRange(kernel, from, to);
     let h = to - from;
     for (let i = from; i < to; i++) h = (Math.imul(h, 31) + kernel[i]!) | 0;
@@ -80,7 +85,12 @@ class Lr0StateCache {
     const id = kernelStart.length - 1;
     // The tables hold a row of terminals + nonterminals per state (and the build a few more).
     if ((id + 1) * SYMS > limits.maxTableCells)
-      throw tooComplex(limits, "maxTableCells", (id + 1) * SYMS, `LALR table cells (${SYMS.toLocaleString("en-US")} symbols × more than ${id.toLocaleString("en-US")} states)`);
+      throw tooComplex(
+        limits,
+        "maxTableCells",
+        (id + 1) * SYMS,
+        `LALR table cells (${SYMS.toLocaleString("en-US")} symbols × more than ${id.toLocaleString("en-US")} states)`,
+      );
     sameHash.push(byHash.get(h) ?? -1);
     byHash.set(h, id);
     for (let i = from; i < to; i++) kernels.push(kernel[i]!);
@@ -89,7 +99,10 @@ class Lr0StateCache {
     const c0 = closures.length;
     for (let i = from; i < to; i++) {
       const it = kernel[i]!;
-      if (itemMark[it] !== stamp) { itemMark[it] = stamp; closures.push(it); }
+      if (itemMark[it] !== stamp) {
+        itemMark[it] = stamp;
+        closures.push(it);
+      }
     }
     for (let i = from; i < to; i++) {
       const nx = itemNext[kernel[i]!]! - TT;
@@ -97,7 +110,10 @@ class Lr0StateCache {
       expansions.expand(nx);
       for (let k = ntExpansionStart[nx]!; k < ntExpansionEnd[nx]!; k++) {
         const it = ntExpansion[k]!;
-        if (itemMark[it] !== stamp) { itemMark[it] = stamp; closures.push(it); }
+        if (itemMark[it] !== stamp) {
+          itemMark[it] = stamp;
+          closures.push(it);
+        }
       }
     }
     sortRange(closures, c0, closures.length);
@@ -130,13 +146,18 @@ export function computeLr0States(a: Analysis): Lr0States {
   const startState = cache.makeState(seed, 0, 1);
   for (let s = 0; s < kernelStart.length - 1; s++) {
     transStart.push(transSym.length);
-    const c0 = closureStart[s]!, c1 = closureStart[s + 1]!;
+    const c0 = closureStart[s]!,
+      c1 = closureStart[s + 1]!;
     clock.spend(2 * (c1 - c0));
     order.length = 0;
     for (let c = c0; c < c1; c++) {
       const nx = itemNext[closures[c]!]!;
       if (nx < 0) continue;
-      if (symStamp[nx] !== s + 1) { symStamp[nx] = s + 1; symCount[nx] = 0; order.push(nx); }
+      if (symStamp[nx] !== s + 1) {
+        symStamp[nx] = s + 1;
+        symCount[nx] = 0;
+        order.push(nx);
+      }
       symCount[nx]!++;
     }
     let at = 0;

@@ -47,7 +47,19 @@ export const META_IGNORE = new Set(["WS", "COMMENT", "BACKSLASH"]);
  * lexer takes them, and names, without running the combined regexp, most of a grammar's tokens.
  */
 const SINGLE_CHAR_TERMINAL = new Int8Array(128).fill(-1);
-for (const [ch, name] of [["(", "_LPAR"], [")", "_RPAR"], ["[", "_LBRA"], ["]", "_RBRA"], ["{", "_LBRACE"], ["}", "_RBRACE"], ["|", "_OR"], ["~", "TILDE"], [":", "_COLON"], [",", "_COMMA"], ["*", "OP"]] as const)
+for (const [ch, name] of [
+  ["(", "_LPAR"],
+  [")", "_RPAR"],
+  ["[", "_LBRA"],
+  ["]", "_RBRA"],
+  ["{", "_LBRACE"],
+  ["}", "_RBRACE"],
+  ["|", "_OR"],
+  ["~", "TILDE"],
+  [":", "_COLON"],
+  [",", "_COMMA"],
+  ["*", "OP"],
+] as const)
   SINGLE_CHAR_TERMINAL[ch.charCodeAt(0)] = META_TERMINALS.findIndex(([n]) => n === name);
 const RULE_TERMINAL = META_TERMINALS.findIndex(([n]) => n === "RULE");
 const TERMINAL_TERMINAL = META_TERMINALS.findIndex(([n]) => n === "TERMINAL");
@@ -129,7 +141,11 @@ export function lexMetaToken(text: string, pos: number, lexer: RegExp, groupOf: 
     const m = lexer.exec(text);
     if (m !== null) {
       for (let i = 0; i < groupOf.length; i++) {
-        if (m[groupOf[i]!] !== undefined) { matched = i; value = m[0]; break; }
+        if (m[groupOf[i]!] !== undefined) {
+          matched = i;
+          value = m[0];
+          break;
+        }
       }
     }
   }
@@ -200,7 +216,11 @@ export function getMetaParser(): MetaParser {
     if (rawName.startsWith("?")) expand1.add(name);
     alts.forEach((alt, order) => rules.push({ origin: name, expansion: alt.split(" ").filter(Boolean), priority: null, order }));
   }
-  const table = buildLalrTable(rules, META_TERMINALS.map(([n]) => n), "start");
+  const table = buildLalrTable(
+    rules,
+    META_TERMINALS.map(([n]) => n),
+    "start",
+  );
   const regexps = META_TERMINALS.map(([, p]) => toJsRegExp(parsePyRegex(p)));
   const groupOf = new Int32Array(regexps.length);
   let group = 1;

@@ -9,8 +9,20 @@ import { parsePyRegex, pyReEscape, PyRegexNestingError } from "../pyregex.js";
 import { regexWidth } from "../pyregex-width.js";
 import { activeMaxNesting, widthCache } from "./compile-context.js";
 
-export const patternStr = (value: string, flags: string, raw?: string): PatternNode => ({ kind: "pattern", type: "str", value, flags: sortFlags(flags), raw });
-export const patternRe = (value: string, flags: string, raw?: string): PatternNode => ({ kind: "pattern", type: "re", value, flags: sortFlags(flags), raw });
+export const patternStr = (value: string, flags: string, raw?: string): PatternNode => ({
+  kind: "pattern",
+  type: "str",
+  value,
+  flags: sortFlags(flags),
+  raw,
+});
+export const patternRe = (value: string, flags: string, raw?: string): PatternNode => ({
+  kind: "pattern",
+  type: "re",
+  value,
+  flags: sortFlags(flags),
+  raw,
+});
 const sortFlags = (f: string): string => (f.length < 2 ? f : [...new Set(f)].sort().join(""));
 
 /** The characters patternToRegexp adds per flag, `(?f:` and `)` (PatternShape counts them). */

@@ -10,12 +10,42 @@ import { patternToRegexp } from "./patterns.js";
 import { keyOf } from "./tree.js";
 
 const TERMINAL_NAMES: Record<string, string> = {
-  ".": "DOT", ",": "COMMA", ":": "COLON", ";": "SEMICOLON", "+": "PLUS", "-": "MINUS", "*": "STAR",
-  "/": "SLASH", "\\": "BACKSLASH", "|": "VBAR", "?": "QMARK", "!": "BANG", "@": "AT", "#": "HASH",
-  $: "DOLLAR", "%": "PERCENT", "^": "CIRCUMFLEX", "&": "AMPERSAND", _: "UNDERSCORE", "<": "LESSTHAN",
-  ">": "MORETHAN", "=": "EQUAL", '"': "DBLQUOTE", "'": "QUOTE", "`": "BACKQUOTE", "~": "TILDE",
-  "(": "LPAR", ")": "RPAR", "{": "LBRACE", "}": "RBRACE", "[": "LSQB", "]": "RSQB", "\n": "NEWLINE",
-  "\r\n": "CRLF", "\t": "TAB", " ": "SPACE",
+  ".": "DOT",
+  ",": "COMMA",
+  ":": "COLON",
+  ";": "SEMICOLON",
+  "+": "PLUS",
+  "-": "MINUS",
+  "*": "STAR",
+  "/": "SLASH",
+  "\\": "BACKSLASH",
+  "|": "VBAR",
+  "?": "QMARK",
+  "!": "BANG",
+  "@": "AT",
+  "#": "HASH",
+  $: "DOLLAR",
+  "%": "PERCENT",
+  "^": "CIRCUMFLEX",
+  "&": "AMPERSAND",
+  _: "UNDERSCORE",
+  "<": "LESSTHAN",
+  ">": "MORETHAN",
+  "=": "EQUAL",
+  '"': "DBLQUOTE",
+  "'": "QUOTE",
+  "`": "BACKQUOTE",
+  "~": "TILDE",
+  "(": "LPAR",
+  ")": "RPAR",
+  "{": "LBRACE",
+  "}": "RBRACE",
+  "[": "LSQB",
+  "]": "RSQB",
+  "\n": "NEWLINE",
+  "\r\n": "CRLF",
+  "\t": "TAB",
+  " ": "SPACE",
 };
 const ID_START = /^[\p{L}\p{Mn}\p{Mc}\p{Pc}]$/u;
 const ID_CONTINUE = /^[\p{L}\p{Mn}\p{Mc}\p{Pc}\p{Nd}\p{Nl}]+$/u;
@@ -47,7 +77,11 @@ export class PrepareAnonTerminals {
    * `terminals`: the compiled terminals, which the new ones are appended to; `totalPatternChars`:
    * the characters their patterns hold so far.
    */
-  constructor(readonly terminals: TerminalDef[], private totalPatternChars: number, private readonly limits: GrammarLimits) {
+  constructor(
+    readonly terminals: TerminalDef[],
+    private totalPatternChars: number,
+    private readonly limits: GrammarLimits,
+  ) {
     this.termSet = new Set(terminals.map((t) => t.name));
     for (const td of terminals) this.termReverse.set(keyOf(td.pattern), td);
   }

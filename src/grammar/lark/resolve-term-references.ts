@@ -35,7 +35,8 @@ export function resolveTermReferences(termDefs: Map<string, Tree | null>, budget
     for (const exp of subtrees) {
       if (exp.data !== "value") continue;
       const item = exp.children[0]!;
-      if (isSym(item) && !item.isTerm) throw new GrammarError(`Rules aren't allowed inside terminals (NonTerminal('${item.name}') in ${name})`);
+      if (isSym(item) && !item.isTerm)
+        throw new GrammarError(`Rules aren't allowed inside terminals (NonTerminal('${item.name}') in ${name})`);
       if (isSym(item)) {
         const v = termDefs.get(item.name);
         if (v === undefined) throw new GrammarError(`Terminal used but not defined: ${item.name}`);
@@ -52,7 +53,13 @@ export function resolveTermReferences(termDefs: Map<string, Tree | null>, budget
   const depth = longestPaths(refs);
   for (let i = 0; i < names.length; i++) {
     if (depth[i]! > budget.limits.maxReferenceDepth)
-      throw tooComplex(budget.limits, "maxReferenceDepth", depth[i]!, "terminal references in a chain", `terminal '${shortName(names[i]!)}'`);
+      throw tooComplex(
+        budget.limits,
+        "maxReferenceDepth",
+        depth[i]!,
+        "terminal references in a chain",
+        `terminal '${shortName(names[i]!)}'`,
+      );
   }
   return own;
 }
@@ -126,7 +133,10 @@ function longestPaths(edges: readonly number[][]): Int32Array {
         stack.pop();
         continue;
       }
-      if (depth[v]! >= 0) { stack.pop(); continue; }
+      if (depth[v]! >= 0) {
+        stack.pop();
+        continue;
+      }
       depth[v] = -2;
       spend(edges[v]!.length + 1);
       for (const w of edges[v]!) if (depth[w] === -1) stack.push(w);

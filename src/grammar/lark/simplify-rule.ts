@@ -11,7 +11,10 @@ import { spend } from "./compile-context.js";
 import { isTree, keyOf } from "./tree.js";
 
 /** One alternative of a rule: RuleTreeToText's (expansion, alias). */
-export interface Alt { syms: Node[]; alias?: string; }
+export interface Alt {
+  syms: Node[];
+  alias?: string;
+}
 
 export class SimplifyRuleVisitor {
   /** Per subtree of the rule being simplified: a rule's tree is a DAG after `~` repeats (the lists are never mutated). */
@@ -40,8 +43,10 @@ export class SimplifyRuleVisitor {
 
   private alternativesOf(n: Tree): Alt[] {
     switch (n.data) {
-      case "expansions": return dedup(n.children.flatMap((c) => this.alternatives(c)));
-      case "expansion": return this.expansion(n);
+      case "expansions":
+        return dedup(n.children.flatMap((c) => this.alternatives(c)));
+      case "expansion":
+        return this.expansion(n);
       case "alias": {
         const inner = this.alternatives(n.children[0]!);
         const name = (n.children[1] as Sym).name;
@@ -65,15 +70,24 @@ export class SimplifyRuleVisitor {
       for (const o of opts) optSymbols += o.syms.length;
       const count = acc.length * opts.length;
       const symbols = accSymbols * opts.length + optSymbols * acc.length;
-      if (count > limits.maxRules) throw tooComplex(limits, "maxRules", count, "alternatives after expansion", `rule '${shortName(this.rule)}'`);
-      if (symbols > limits.maxRuleSymbols) throw tooComplex(limits, "maxRuleSymbols", symbols, "symbols in its alternatives after expansion", `rule '${shortName(this.rule)}'`);
+      if (count > limits.maxRules)
+        throw tooComplex(limits, "maxRules", count, "alternatives after expansion", `rule '${shortName(this.rule)}'`);
+      if (symbols > limits.maxRuleSymbols)
+        throw tooComplex(
+          limits,
+          "maxRuleSymbols",
+          symbols,
+          "symbols in its alternatives after expansion",
+          `rule '${shortName(this.rule)}'`,
+        );
       spend(count + symbols);
       accSymbols = symbols;
       const next: Alt[] = [];
-      for (const a of acc) for (const o of opts) {
-        if (o.alias) throw new GrammarError(`Aliases (->) are only allowed at the top level of a rule's alternatives (alias=${o.alias})`);
-        next.push({ syms: [...a.syms, ...o.syms] });
-      }
+      for (const a of acc)
+        for (const o of opts) {
+          if (o.alias) throw new GrammarError(`Aliases (->) are only allowed at the top level of a rule's alternatives (alias=${o.alias})`);
+          next.push({ syms: [...a.syms, ...o.syms] });
+        }
       acc = next;
     }
     return acc;

@@ -11,8 +11,10 @@ import { asPattern, cpLength, FLAG_WRAPPER_CHARS, patternRe, patternToRegexp, pa
 /** TerminalTreeToPattern's rule for `t`, whose children are already transformed into `kids`. */
 export function terminalTreeToPattern(t: Tree, kids: Node[], name: string): Node {
   switch (t.data) {
-    case "pattern": return kids[0]!;
-    case "value": return kids[0]!;
+    case "pattern":
+      return kids[0]!;
+    case "value":
+      return kids[0]!;
     case "expansion": {
       if (kids.length === 0) throw new GrammarError(`Terminals cannot be empty (${name})`);
       if (kids.length === 1) return kids[0]!;
@@ -22,7 +24,7 @@ export function terminalTreeToPattern(t: Tree, kids: Node[], name: string): Node
       if (kids.length === 1) return kids[0]!;
       const ps = kids.map((k) => asPattern(k, name));
       const keyed = ps.map((p) => ({ p, w: patternWidth(p, `terminal '${shortName(name)}'`) }));
-      keyed.sort((x, y) => (y.w[1] - x.w[1]) || (y.w[0] - x.w[0]) || (cpLength(y.p.value) - cpLength(x.p.value)));
+      keyed.sort((x, y) => y.w[1] - x.w[1] || y.w[0] - x.w[0] || cpLength(y.p.value) - cpLength(x.p.value));
       return patternRe(`(?:${keyed.map((k) => patternToRegexp(k.p)).join("|")})`, "");
     }
     case "expr": {
@@ -33,7 +35,8 @@ export function terminalTreeToPattern(t: Tree, kids: Node[], name: string): Node
       if (opv === "~") {
         if (kids.length === 3) op = `{${Number((kids[2] as Token).value)}}`;
         else {
-          const mn = Number((kids[2] as Token).value), mx = Number((kids[3] as Token).value);
+          const mn = Number((kids[2] as Token).value),
+            mx = Number((kids[3] as Token).value);
           if (mx < mn) throw new GrammarError(`Bad Range for ${name} (${mn}..${mx} isn't allowed)`);
           op = `{${mn},${mx}}`;
         }
@@ -44,8 +47,10 @@ export function terminalTreeToPattern(t: Tree, kids: Node[], name: string): Node
       const inner = asPattern(kids[0]!, name);
       return patternRe(`(?:${patternToRegexp(inner)})?`, inner.flags);
     }
-    case "alias": throw new GrammarError("Aliasing not allowed in terminals (You used -> in the wrong place)");
-    case "template_usage": throw new GrammarError(`Templates are not allowed inside terminals (${name})`);
+    case "alias":
+      throw new GrammarError("Aliasing not allowed in terminals (You used -> in the wrong place)");
+    case "template_usage":
+      throw new GrammarError(`Templates are not allowed inside terminals (${name})`);
   }
   return kids === t.children ? t : tree(t.data, kids);
 }
@@ -74,36 +79,57 @@ export function shapeOfPattern(p: PatternNode): PatternShape {
 }
 
 const RE_ESCAPED = new Set(PY_RE_SPECIAL);
-const withFlags = (valueLength: number, valueDepth: number, flags: string): PatternShape =>
-  ({ length: valueLength + FLAG_WRAPPER_CHARS * flags.length, depth: valueDepth + flags.length, flags });
+const withFlags = (valueLength: number, valueDepth: number, flags: string): PatternShape => ({
+  length: valueLength + FLAG_WRAPPER_CHARS * flags.length,
+  depth: valueDepth + flags.length,
+  flags,
+});
 /** `(?:` and `)`, which terminalTreeToPattern wraps alternatives and repeated operands in. */
 const NON_CAPTURING_GROUP_CHARS = 4;
 
 /** The shape terminalTreeToPattern gives `t`, from its children's shapes (see PatternShape). */
 export function shapeOfTree(t: Tree, kids: readonly PatternShape[]): PatternShape {
   switch (t.data) {
-    case "pattern": case "value": return kids[0] ?? NO_SHAPE;
+    case "pattern":
+    case "value":
+      return kids[0] ?? NO_SHAPE;
     case "expansion": {
       if (kids.length === 1) return kids[0]!;
-      let length = 0, depth = 0;
-      for (const k of kids) { length += k.length; depth = Math.max(depth, k.depth); }
+      let length = 0,
+        depth = 0;
+      for (const k of kids) {
+        length += k.length;
+        depth = Math.max(depth, k.depth);
+      }
       return withFlags(length, depth, "");
     }
     case "expansions": {
       if (kids.length === 1) return kids[0]!;
       // `(?:a|b|c)`: the group, and a `|` between each two.
-      let length = NON_CAPTURING_GROUP_CHARS + (kids.length - 1), depth = 0;
-      for (const k of kids) { length += k.length; depth = Math.max(depth, k.depth); }
+      let length = NON_CAPTURING_GROUP_CHARS + (kids.length - 1),
+        depth = 0;
+      for (const k of kids) {
+        length += k.length;
+        depth = Math.max(depth, k.depth);
+      }
       return withFlags(length, depth + 1, "");
     }
-    case "expr": case "maybe": {
+    case "expr":
+    case "maybe": {
       const inner = kids[0] ?? NO_SHAPE;
       let op = 1;
       if (t.data === "expr") {
         const opTok = t.children[1] as Token | string;
         const opv = typeof opTok === "string" ? opTok : opTok.value;
         // `~ n` is written `{n}`, `~ n..m` `{n,m}` (see terminalTreeToPattern).
-        op = opv === "~" ? 2 + t.children.slice(2).map((c) => String(Number((c as Token).value))).join(",").length : opv.length;
+        op =
+          opv === "~"
+            ? 2 +
+              t.children
+                .slice(2)
+                .map((c) => String(Number((c as Token).value)))
+                .join(",").length
+            : opv.length;
       }
       return withFlags(NON_CAPTURING_GROUP_CHARS + inner.length + op, inner.depth + 1, inner.flags);
     }

@@ -24,7 +24,10 @@ export function iterSubtrees(root: Tree): Tree[] {
     const kids = queue[i]!.children;
     for (let j = kids.length - 1; j >= 0; j--) {
       const c = kids[j]!;
-      if (isTree(c) && c.visited !== stamp) { c.visited = stamp; queue.push(c); }
+      if (isTree(c) && c.visited !== stamp) {
+        c.visited = stamp;
+        queue.push(c);
+      }
     }
   }
   spend(queue.length);
@@ -56,11 +59,16 @@ export function deepCopy(n: Node): Node {
  */
 export function keyOf(n: Node): string {
   switch (n.kind) {
-    case "tree": return `${n.data}(${n.children.map(keyOf).join(",")})`;
-    case "sym": return (n.isTerm ? "T:" : "N:") + n.name;
-    case "pattern": return `P${n.type}:${n.flags}:${n.value.length}:${n.value}`;
-    case "token": return `K:${n.value.length}:${n.value}`;
-    case "empty": return "E";
+    case "tree":
+      return `${n.data}(${n.children.map(keyOf).join(",")})`;
+    case "sym":
+      return (n.isTerm ? "T:" : "N:") + n.name;
+    case "pattern":
+      return `P${n.type}:${n.flags}:${n.value.length}:${n.value}`;
+    case "token":
+      return `K:${n.value.length}:${n.value}`;
+    case "empty":
+      return "E";
   }
 }
 
@@ -81,7 +89,10 @@ function scanSymbols(roots: readonly Tree[], out: Set<string>): void {
     stack.push(root);
     while (stack.length > 0) {
       const n = stack.pop()!;
-      if (isSym(n)) { out.add(n.name); continue; }
+      if (isSym(n)) {
+        out.add(n.name);
+        continue;
+      }
       if (!isTree(n) || n.visited === stamp) continue;
       n.visited = stamp;
       spend(1);
@@ -114,7 +125,11 @@ export function postOrder(root: Tree, isDone: (t: Tree) => boolean, visit: (t: T
   while (trees.length > 0) {
     const i = trees.length - 1;
     const t = trees[i]!;
-    if (isDone(t)) { trees.pop(); expanded.pop(); continue; }
+    if (isDone(t)) {
+      trees.pop();
+      expanded.pop();
+      continue;
+    }
     if (expanded[i]) {
       trees.pop();
       expanded.pop();
@@ -125,7 +140,10 @@ export function postOrder(root: Tree, isDone: (t: Tree) => boolean, visit: (t: T
     spend(t.children.length + 1);
     for (let j = t.children.length - 1; j >= 0; j--) {
       const c = t.children[j]!;
-      if (isTree(c) && !isDone(c)) { trees.push(c); expanded.push(false); }
+      if (isTree(c) && !isDone(c)) {
+        trees.push(c);
+        expanded.push(false);
+      }
     }
   }
 }
@@ -144,7 +162,10 @@ export function isOneEmptyExpansion(root: Tree): boolean {
     const t = stack.pop()!;
     if (t.data === "expansion" && (t.children.length > 0 || ++found > 1)) return false;
     eachTreeChild(t, (c) => {
-      if (c.visited !== stamp) { c.visited = stamp; stack.push(c); }
+      if (c.visited !== stamp) {
+        c.visited = stamp;
+        stack.push(c);
+      }
     });
   }
   return found === 1;

@@ -53,7 +53,20 @@ export function compressAlphabet(nfa: ByteNfa): ClassedNfa {
     }
   });
   const { edgeOff, edgeRange, edgeTo, epsOff, epsTo } = edges;
-  return { edgeOff, edgeRange, edgeTo, epsOff, epsTo, k, classOfByte, newlineClass, rangeClassOff, rangeClasses, inAssertSet, newlineInSet };
+  return {
+    edgeOff,
+    edgeRange,
+    edgeTo,
+    epsOff,
+    epsTo,
+    k,
+    classOfByte,
+    newlineClass,
+    rangeClassOff,
+    rangeClasses,
+    inAssertSet,
+    newlineInSet,
+  };
 }
 
 /**
@@ -61,7 +74,13 @@ export function compressAlphabet(nfa: ByteNfa): ClassedNfa {
  * and the ranges "\n" and the lookaround sets add as class boundaries.
  */
 function flatEdges(nfa: ByteNfa): {
-  edgeOff: Int32Array; edgeRange: Int32Array; edgeTo: Int32Array; epsOff: Int32Array; epsTo: Int32Array; rangeLo: number[]; rangeHi: number[];
+  edgeOff: Int32Array;
+  edgeRange: Int32Array;
+  edgeTo: Int32Array;
+  epsOff: Int32Array;
+  epsTo: Int32Array;
+  rangeLo: number[];
+  rangeHi: number[];
 } {
   const nStates = nfa.size;
   const rangeIds = new Map<number, number>();
@@ -140,7 +159,12 @@ function byteClasses(rangeLo: readonly number[], rangeHi: readonly number[]): { 
 }
 
 /** Classes covered by each distinct range (CSR). */
-function classesOfRanges(rangeLo: readonly number[], rangeHi: readonly number[], classOfByte: Int32Array, k: number): { rangeClassOff: Int32Array; rangeClasses: Int32Array } {
+function classesOfRanges(
+  rangeLo: readonly number[],
+  rangeHi: readonly number[],
+  classOfByte: Int32Array,
+  k: number,
+): { rangeClassOff: Int32Array; rangeClasses: Int32Array } {
   const rangeClassOff = arena.take(rangeLo.length + 1);
   const rangeClassList: number[] = [];
   const seen = arena.take(k, -1);

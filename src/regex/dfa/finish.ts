@@ -46,8 +46,17 @@ export function finishDfa(
   const minBytesToAccept = distancesToAccept(numStates, numClasses, next, (s) => accepting[s] === 1, true);
   const reachMask = reachableAcceptance(numStates, numClasses, next, acceptMask, acceptWords);
   return {
-    numStates, start: 0, numClasses, byteClass, next, accepting, minBytesToAccept,
-    numPatterns, acceptWords, acceptMask, reachMask,
+    numStates,
+    start: 0,
+    numClasses,
+    byteClass,
+    next,
+    accepting,
+    minBytesToAccept,
+    numPatterns,
+    acceptWords,
+    acceptMask,
+    reachMask,
   };
 }
 
@@ -157,7 +166,12 @@ function renumberBlocks(
 }
 
 /** Byte classes: the intervals whose columns (a target per state) are identical, merged. */
-function mergeColumns(numStates: number, k: number, interval: Int32Array, intervalOf: Int32Array): { numClasses: number; byteClass: Uint8Array; next: Int32Array } {
+function mergeColumns(
+  numStates: number,
+  k: number,
+  interval: Int32Array,
+  intervalOf: Int32Array,
+): { numClasses: number; byteClass: Uint8Array; next: Int32Array } {
   const classOfInterval = arena.take(k);
   const columnIndex = new Map<number, number[]>();
   let numClasses = 0;
@@ -172,7 +186,12 @@ function mergeColumns(numStates: number, k: number, interval: Int32Array, interv
     for (let s = 0; s < numStates; s++) h = Math.imul(h ^ (interval[s * k + c]! + 1), 0x01000193);
     const candidates = columnIndex.get(h);
     let found = -1;
-    if (candidates) for (const cls of candidates) if (columnsEqual(firstIntervalOfClass[cls]!, c)) { found = cls; break; }
+    if (candidates)
+      for (const cls of candidates)
+        if (columnsEqual(firstIntervalOfClass[cls]!, c)) {
+          found = cls;
+          break;
+        }
     if (found === -1) {
       found = numClasses++;
       firstIntervalOfClass.push(c);

@@ -64,7 +64,11 @@ export function determinizeLiterals(patterns: readonly (readonly number[] | Uint
  * The byte intervals of a set of literals and ASCII classes (classOfByte, k of them) and how many
  * of the patterns are classes.
  */
-function literalIntervals(patterns: readonly (readonly number[] | Uint8Array)[]): { classOfByte: Int32Array; k: number; numClasses: number } {
+function literalIntervals(patterns: readonly (readonly number[] | Uint8Array)[]): {
+  classOfByte: Int32Array;
+  k: number;
+  numClasses: number;
+} {
   // Byte intervals as determinize refines 0..255, numbered by their first byte: each byte some
   // literal uses on its own, the others grouped by the classes they are in (all other bytes
   // together when there are none).

@@ -11,11 +11,15 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
 
   app.get("/healthz", { schema: { summary: "Liveness", response: { 200: statusResponse } } }, async () => ({ status: "ok" }));
 
-  app.get("/readyz", { schema: { summary: "Readiness: the model is loaded", response: { 200: statusResponse, "5xx": errorResponse } } }, async (_request, reply) => {
-    if (state.closing) return sendError(reply, 503, "server is shutting down", { "retry-after": "5" });
-    if (!state.engine.ready) return sendError(reply, 503, "model is not loaded yet", { "retry-after": "5" });
-    return { status: "ready" };
-  });
+  app.get(
+    "/readyz",
+    { schema: { summary: "Readiness: the model is loaded", response: { 200: statusResponse, "5xx": errorResponse } } },
+    async (_request, reply) => {
+      if (state.closing) return sendError(reply, 503, "server is shutting down", { "retry-after": "5" });
+      if (!state.engine.ready) return sendError(reply, 503, "model is not loaded yet", { "retry-after": "5" });
+      return { status: "ready" };
+    },
+  );
 
   app.get("/metrics", { schema: { summary: "Prometheus metrics", hide: false } }, async (_request, reply) => {
     const registry = state.metrics.registry;

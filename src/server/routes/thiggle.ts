@@ -56,21 +56,25 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
   const generate = generation(state);
   api.addHook("onRequest", apiKeyCheck(state));
 
-  api.post("/v1/completion/regex", apiRoute("Completion constrained to match a regular expression", regexBody(config), completionResponse), async (request, reply) => {
-    const body = request.body as CompletionBody & { pattern?: string | string[]; patterns?: string | string[] };
-    if (body.pattern !== undefined && body.patterns !== undefined) {
-      throw new HttpError(400, "give either pattern or patterns (an alias), not both");
-    }
-    const pattern = body.pattern ?? body.patterns;
-    if (pattern === undefined) {
-      throw new HttpError(400, "pattern is required (a string or a non-empty array of strings; patterns is accepted as an alias)");
-    }
-    generate.checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
-    const result = await generate.run(request, reply, { kind: "regex", pattern }, (signal, client) =>
-      engine.completeRegex({ ...completionOptions(body, signal, client), pattern }),
-    );
-    return completionReply(request, result);
-  });
+  api.post(
+    "/v1/completion/regex",
+    apiRoute("Completion constrained to match a regular expression", regexBody(config), completionResponse),
+    async (request, reply) => {
+      const body = request.body as CompletionBody & { pattern?: string | string[]; patterns?: string | string[] };
+      if (body.pattern !== undefined && body.patterns !== undefined) {
+        throw new HttpError(400, "give either pattern or patterns (an alias), not both");
+      }
+      const pattern = body.pattern ?? body.patterns;
+      if (pattern === undefined) {
+        throw new HttpError(400, "pattern is required (a string or a non-empty array of strings; patterns is accepted as an alias)");
+      }
+      generate.checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
+      const result = await generate.run(request, reply, { kind: "regex", pattern }, (signal, client) =>
+        engine.completeRegex({ ...completionOptions(body, signal, client), pattern }),
+      );
+      return completionReply(request, result);
+    },
+  );
 
   const grammarSchema = grammarBody(config);
   for (const url of ["/v1/completion/cfg", "/v1/completion/grammar"]) {
