@@ -27,7 +27,6 @@ import {
   PoolWorkerDiedError,
   WorkerPool,
   WorkerTaskError,
-  type WorkerPoolStats,
 } from "../support/index.js";
 import {
   refusalError,
@@ -40,7 +39,7 @@ import {
 } from "./compile-task.js";
 import type { CompileFailure, CompileWorkerData } from "./compile-worker.js";
 import type { TokenConstraint } from "./completion.js";
-import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError } from "./types.js";
+import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError, type ConstraintStats } from "./types.js";
 
 export interface ConstraintCacheOptions {
   /** Bytes of compiled constraints, matchers and refusals kept (LRU beyond). */
@@ -207,16 +206,8 @@ interface InFlightCompile {
   waiters: number;
 }
 
-export interface ConstraintCacheStats {
-  entries: number;
-  bytes: number;
-  budgetBytes: number;
-  evictions: number;
-  compiles: number;
-  refusals: number;
-  hits: number;
-  pool: WorkerPoolStats;
-}
+/** What stats() reports: the Engine's ConstraintStats (types.ts), the /metrics gauges' source. */
+export type ConstraintCacheStats = ConstraintStats;
 
 export class ConstraintCache {
   private readonly options: ConstraintCacheOptions;

@@ -3,6 +3,7 @@
  * (server/, cli). The server is a thin shell over an `Engine`; tests may supply a fake one.
  */
 import { DEFAULT_MAX_IGNORED_RUN } from "../grammar/index.js";
+import type { WorkerPoolStats } from "../support/index.js";
 
 export interface SamplingOptions {
   /** Hugging Face semantics; defaults come from the seed API (see server schemas). */
@@ -79,7 +80,7 @@ export interface ConstraintStats {
   compiles: number;
   refusals: number;
   hits: number;
-  pool: { workers: number; busy: number; queued: number; completed: number; timeouts: number; deaths: number; refused: number };
+  pool: WorkerPoolStats;
 }
 
 export interface Engine {

@@ -186,42 +186,35 @@ export function splitTopAlternatives(src: string): string[] {
     return prefix === "(?:" ? parts : parts.map((p) => `${prefix}${p})`);
   }
   const parts: string[] = [];
-  let depth = 0,
-    inClass = false,
-    last = 0;
-  for (let i = 0; i < src.length; i++) {
-    const c = src[i];
-    if (c === "\\") {
-      i++;
-      continue;
-    }
-    if (inClass) {
-      if (c === "]") inClass = false;
-      continue;
-    }
-    if (c === "[") {
-      inClass = true;
-      if (src[i + 1] === "^") i++;
-      if (src[i + 1] === "]") i++;
-      continue;
-    }
+  let depth = 0;
+  let last = 0;
+  eachStructuralChar(src, 0, (c, i) => {
     if (c === "(") depth++;
     else if (c === ")") depth--;
     else if (c === "|" && depth === 0) {
       parts.push(src.slice(last, i));
       last = i + 1;
     }
-  }
+    return false;
+  });
   if (parts.length === 0) return [src];
   parts.push(src.slice(last));
   return parts.flatMap(splitTopAlternatives);
 }
 
 function closingParen(src: string, open: number): number {
-  let depth = 0,
-    inClass = false;
-  for (let i = open; i < src.length; i++) {
-    const c = src[i];
+  let depth = 0;
+  return eachStructuralChar(src, open, (c) => (c === "(" ? (depth++, false) : c === ")" && --depth === 0));
+}
+
+/**
+ * Visits the characters of regexp text `src` from `from` that are its structure: not escaped,
+ * not inside a character class. Stops where `visit` returns true and returns that index, else -1.
+ */
+function eachStructuralChar(src: string, from: number, visit: (c: string, i: number) => boolean): number {
+  let inClass = false;
+  for (let i = from; i < src.length; i++) {
+    const c = src[i]!;
     if (c === "\\") {
       i++;
       continue;
@@ -236,8 +229,7 @@ function closingParen(src: string, open: number): number {
       if (src[i + 1] === "]") i++;
       continue;
     }
-    if (c === "(") depth++;
-    else if (c === ")" && --depth === 0) return i;
+    if (visit(c, i)) return i;
   }
   return -1;
 }
