@@ -19,14 +19,15 @@ import { createGrammarAutomaton, type Grammar, type GrammarAutomaton, type Gramm
 import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
 import type { ConstraintTooCostlyError } from "../constraint/index.js";
-import { ByteLruCache, type Sized } from "../support/index.js";
 import {
+  ByteLruCache,
   PoolBusyError,
   PoolClosedError,
   PoolTimeoutError,
   PoolWorkerDiedError,
   WorkerPool,
   WorkerTaskError,
+  type Sized,
 } from "../support/index.js";
 import {
   refusalError,
