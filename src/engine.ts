@@ -6,14 +6,7 @@ import { initRuntime, type GpuChoice } from "./model/index.js";
 import { GenerationRuntime, type ConstraintSpec } from "./generate/index.js";
 import type { CompileContext, ConstraintCacheOptions } from "./generate/index.js";
 import { Categorizer } from "./categorize/index.js";
-import type {
-  CategorizeRequest,
-  CategorizeResult,
-  CompletionResult,
-  Engine,
-  GrammarCompletionRequest,
-  RegexCompletionRequest,
-} from "./generate/index.js";
+import type { CategorizeRequest, CategorizeResult, CompletionResult, ConstrainedCompletionRequest, Engine } from "./generate/index.js";
 
 export interface EngineOptions {
   modelPath: string;
@@ -73,12 +66,8 @@ class TrellisEngine implements Engine {
     return this.runtime.constraints.stats();
   }
 
-  completeRegex(req: RegexCompletionRequest): Promise<CompletionResult> {
-    return this.runtime.completeRegex(req);
-  }
-
-  completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult> {
-    return this.runtime.completeGrammar(req);
+  complete(req: ConstrainedCompletionRequest): Promise<CompletionResult> {
+    return this.runtime.complete(req);
   }
 
   categorize(req: CategorizeRequest): Promise<CategorizeResult> {

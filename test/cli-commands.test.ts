@@ -258,8 +258,7 @@ test("serve: a port already in use is one line naming it and PORT; the engine an
     return {
       ready: true, contextLength: 64, queueDepth: 0, backend: "",
       countTokens: () => 1,
-      completeRegex: async () => ({ completion: "", tokensGenerated: 0, stopReason: "eos" }),
-      completeGrammar: async () => ({ completion: "", tokensGenerated: 0, stopReason: "eos" }),
+      complete: async () => ({ completion: "", tokensGenerated: 0, stopReason: "eos" }),
       categorize: async () => ({ choices: [] }),
       close: async () => { globalThis.trellisTestEngineClosed = true; },
     };

@@ -119,7 +119,7 @@ describe("completion jobs ahead of the logits (random logits, gpt-2 vocabulary)"
       patterns.flatMap((pattern) =>
         [1, 2, 3].map(async (seed) => {
           const matcher = regexConstraintFor(rl.runtime.trie, compileRegexCached(pattern));
-          const r = await rl.runtime.complete({ ...base, seed }, (prefix) => sharing(matcher(prefix)), "pattern");
+          const r = await rl.runtime.completeWithFactory({ ...base, seed }, (prefix) => sharing(matcher(prefix)), "pattern");
           return { pattern, completion: r.completion };
         }),
       ),

@@ -82,9 +82,7 @@ test(`${DISTINCT} distinct patterns and grammars: memory stays under warm RSS + 
           seed: i,
         };
         try {
-          await (spec.kind === "regex"
-            ? runtime.completeRegex({ ...base, pattern: spec.pattern as string })
-            : runtime.completeGrammar({ ...base, grammar: spec.grammar }));
+          await runtime.complete({ ...base, constraint: spec });
           outcomes.generated++;
         } catch (e) {
           if (!(e instanceof UnsatisfiableError)) throw e;

@@ -164,7 +164,7 @@ async function fuzz(
         const matcher = regexConstraintFor(runtime.trie, c.info.dfa);
         const rec = recordingFactory(matcher);
         c.recorded = rec.used;
-        return runtime.complete(c.req, rec.factory, "pattern");
+        return runtime.completeWithFactory(c.req, rec.factory, "pattern");
       }),
     );
 

@@ -39,7 +39,7 @@ const request = (over: Partial<RegexCompletionRequest> & { pattern: string | str
 async function recorded(runtime: GenerationRuntime, req: RegexCompletionRequest): Promise<CompletionResult & { rec: Recording }> {
   const matcher = regexConstraintFor(runtime.trie, compileRegexCached(req.pattern));
   const rec = recordingFactory(matcher);
-  const result = await runtime.complete(req, rec.factory, "pattern");
+  const result = await runtime.completeWithFactory(req, rec.factory, "pattern");
   return { ...result, rec: rec.used() };
 }
 

@@ -5,6 +5,11 @@
  */
 import { compileRegex, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type RegexLimits } from "../regex/index.js";
 import {
+  compileJsonSchema,
+  JsonSchemaError,
+  JsonSchemaTooComplexError,
+  JsonSchemaUnsatisfiableError,
+  type JsonSchemaWarning,
   compileGrammar,
   createGrammarAutomaton,
   GrammarError,
@@ -16,11 +21,17 @@ import {
 import { DfaConstraintState, DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
 import { ConstraintTooCostlyError } from "../constraint/index.js";
-import { InvalidRequestError, UnsatisfiableError } from "./types.js";
+import { InvalidRequestError, UnsatisfiableError, type JsonSchemaTaskOptions } from "./types.js";
 
 export type CompileTask =
   | { readonly kind: "regex"; readonly pattern: string | readonly string[]; readonly limits: RegexLimits }
-  | { readonly kind: "grammar"; readonly source: string; readonly maxIgnoredRun: number; readonly limits: Partial<GrammarLimits> };
+  | { readonly kind: "grammar"; readonly source: string; readonly maxIgnoredRun: number; readonly limits: Partial<GrammarLimits> }
+  | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions; readonly limits: RegexLimits };
+
+/** The request field a task's constraint comes from (what its refusals name). */
+export function fieldOf(kind: CompileTask["kind"]): string {
+  return kind === "regex" ? "pattern" : kind === "grammar" ? "grammar" : "schema";
+}
 
 /**
  * The operations a request starts with, tried on a compiled constraint before it is accepted:
@@ -33,7 +44,7 @@ export interface ProbeOptions {
 }
 
 export type CompileOutput =
-  | { readonly kind: "regex"; readonly dfa: ByteDfa }
+  | { readonly kind: "regex"; readonly dfa: ByteDfa; readonly warnings?: readonly JsonSchemaWarning[] }
   | { readonly kind: "grammar"; readonly grammar: Grammar; readonly scanners: ScannerParts };
 
 /**
@@ -54,15 +65,26 @@ export interface Refusal {
  * that a constraint whose first masks would hold the serving thread is refused here instead.
  */
 export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: ProbeOptions): CompileOutput {
-  if (task.kind === "regex") {
-    const dfa = compileRegex(task.pattern as string | string[], task.limits);
+  if (task.kind === "regex" || task.kind === "json_schema") {
+    let dfa: ByteDfa;
+    let warnings: readonly JsonSchemaWarning[] | undefined;
+    if (task.kind === "regex") dfa = compileRegex(task.pattern as string | string[], task.limits);
+    else {
+      const { whitespace, forbidUnnamedProperties, strict } = task.options;
+      ({ dfa, warnings } = compileJsonSchema(task.schema, {
+        whitespace,
+        forbidAdditionalProperties: forbidUnnamedProperties,
+        strict,
+        limits: task.limits,
+      }));
+    }
     if (trie && probe)
       probeFirstOperations(
         () => new DfaTokenMatcher(trie, dfa),
         (m) => new DfaConstraintState(m),
         probe,
       );
-    return { kind: "regex", dfa };
+    return warnings && warnings.length > 0 ? { kind: "regex", dfa, warnings } : { kind: "regex", dfa };
   }
   const grammar = compileGrammar(task.source, task.limits);
   // Building the automaton builds its scanner DFAs (the costly, refusable part) here too.
@@ -142,6 +164,20 @@ export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
       message: `${field}: too complex: ${error.message} (TRELLIS_MASK_TIMEOUT_MS)`,
       lasting: false,
     };
+  }
+  if (error instanceof JsonSchemaError) {
+    return { status: "invalid", field: "schema", message: `schema: ${error.message}`, lasting: true };
+  }
+  if (error instanceof JsonSchemaTooComplexError) {
+    return {
+      status: "too_complex",
+      field: "schema",
+      message: `schema: ${error.message}${error.limit === "time" ? " (TRELLIS_COMPILE_TIMEOUT_MS)" : ""}`,
+      lasting: error.limit !== "time",
+    };
+  }
+  if (error instanceof JsonSchemaUnsatisfiableError) {
+    return { status: "too_complex", field: "schema", message: `schema: ${error.message}`, lasting: true };
   }
   if (error instanceof RegexSyntaxError) {
     const field = error.alternative !== undefined ? `pattern[${error.alternative}]` : "pattern";

@@ -9,7 +9,7 @@ import { getHeapStatistics, serialize } from "node:v8";
 import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
 import { TokenTrie, warmUpMatchers, type VocabularyBytes } from "../constraint/index.js";
-import { refusalOf, runCompileTask, type CompileTask, type ProbeOptions } from "./compile-task.js";
+import { fieldOf, refusalOf, runCompileTask, type CompileTask, type ProbeOptions } from "./compile-task.js";
 
 /** What the pool starts a worker with: the vocabulary (for the probe's trie) and the probe. */
 export interface CompileWorkerData {
@@ -54,7 +54,7 @@ if (port) {
       if (value.byteOffset === 0 && value.byteLength === value.buffer.byteLength) transfer = [value.buffer as ArrayBuffer];
       reply = { id: message.id, value, heapUsed: 0 };
     } catch (error) {
-      const refusal = refusalOf(error, message.payload.kind === "regex" ? "pattern" : "grammar");
+      const refusal = refusalOf(error, fieldOf(message.payload.kind));
       reply = { id: message.id, error: refusal ? { refusal } : { bug: (error as Error)?.stack ?? String(error) }, heapUsed: 0 };
     }
     reply.heapUsed = getHeapStatistics().used_heap_size;

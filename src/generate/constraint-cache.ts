@@ -15,7 +15,15 @@ import { createHash } from "node:crypto";
 import { deserialize } from "node:v8";
 import { Worker } from "node:worker_threads";
 import type { ByteDfa, RegexLimits } from "../regex/index.js";
-import { createGrammarAutomaton, type Grammar, type GrammarAutomaton, type GrammarLimits, type ScannerParts } from "../grammar/index.js";
+import {
+  createGrammarAutomaton,
+  DEFAULT_JSON_SCHEMA_OPTIONS,
+  type Grammar,
+  type JsonSchemaWarning,
+  type GrammarAutomaton,
+  type GrammarLimits,
+  type ScannerParts,
+} from "../grammar/index.js";
 import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
 import type { ConstraintTooCostlyError } from "../constraint/index.js";
@@ -30,6 +38,7 @@ import {
   type Sized,
 } from "../support/index.js";
 import {
+  fieldOf,
   refusalError,
   refusalOf,
   reviveCompileOutput,
@@ -40,7 +49,7 @@ import {
 } from "./compile-task.js";
 import type { CompileFailure, CompileWorkerData } from "./compile-worker.js";
 import type { TokenConstraint } from "./completion.js";
-import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError, type ConstraintStats } from "./types.js";
+import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError, type ConstraintStats, type JsonSchemaTaskOptions } from "./types.js";
 
 export interface ConstraintCacheOptions {
   /** Bytes of compiled constraints, matchers and refusals kept (LRU beyond). */
@@ -103,8 +112,10 @@ export type ConstraintFactory = (forcedPrefix: Uint8Array | undefined) => TokenC
 /** A compiled constraint ready to serve requests. */
 export interface ConstraintEntry extends Sized {
   readonly key: string;
-  readonly kind: "regex" | "grammar";
+  readonly kind: CompileTask["kind"];
   readonly factory: ConstraintFactory;
+  /** What the compile left unenforced or wants said (JSON Schema under strict: false). */
+  readonly warnings?: readonly JsonSchemaWarning[];
 }
 
 /**
@@ -137,8 +148,8 @@ class RefusalEntry implements Sized {
   }
 }
 
+/** A constraint served by a byte DFA: a pattern's, or a JSON Schema's. */
 class RegexEntry implements ConstraintEntry {
-  readonly kind = "regex";
   readonly factory: ConstraintFactory;
   private readonly dfaBytes: number;
 
@@ -146,6 +157,8 @@ class RegexEntry implements ConstraintEntry {
     readonly key: string,
     readonly matcher: DfaTokenMatcher,
     dfa: ByteDfa,
+    readonly kind: "regex" | "json_schema" = "regex",
+    readonly warnings?: readonly JsonSchemaWarning[],
   ) {
     this.dfaBytes = typedArrayBytes(dfa);
     this.factory = (prefix) => new DfaConstraintState(matcher, prefix);
@@ -224,6 +237,7 @@ export class ConstraintCache {
    */
   private readonly regexLimits: RegexLimits;
   private readonly grammarLimits: Partial<GrammarLimits>;
+  private readonly jsonSchemaLimits: RegexLimits;
 
   constructor(
     private readonly trie: TokenTrie,
@@ -233,6 +247,7 @@ export class ConstraintCache {
     const soft = Math.max(1, Math.floor(this.options.compileTimeoutMs * COMPILE_SOFT_SHARE));
     this.regexLimits = { ...this.options.regexLimits, timeoutMs: Math.min(this.options.regexLimits.timeoutMs ?? soft, soft) };
     this.grammarLimits = { ...this.options.grammarLimits, timeoutMs: Math.min(this.options.grammarLimits.timeoutMs ?? soft, soft) };
+    this.jsonSchemaLimits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, timeoutMs: soft };
     this.entries = new ByteLruCache(this.options.budgetBytes);
     const memoryMb = this.options.workerMemoryMb;
     const workerData: CompileWorkerData = {
@@ -284,12 +299,28 @@ export class ConstraintCache {
   }
 
   /**
+   * A JSON Schema's constraint (`schema` as the request parsed it: its key order is the order
+   * properties are written in, so the cache key keeps it).
+   */
+  jsonSchema(schema: unknown, options: JsonSchemaTaskOptions, context: CompileContext = {}): Promise<ConstraintEntry> {
+    const key = digest("json_schema", JSON.stringify([options.whitespace, options.forbidUnnamedProperties, options.strict, schema]));
+    const task: CompileTask = { kind: "json_schema", schema, options, limits: this.jsonSchemaLimits };
+    return this.lookup(key, context, task, (output) => {
+      if (output.kind !== "regex") throw new Error("compile worker answered a JSON Schema task with a grammar");
+      const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
+      matcher.work.limitMs = this.options.maskTimeoutMs;
+      matcher.precompute(MATCHER_PRECOMPUTE_MS);
+      return new RegexEntry(key, matcher, output.dfa, "json_schema", output.warnings);
+    });
+  }
+
+  /**
    * A request's operation on the entry ran past maskTimeoutMs: its matcher is unusable, so the
    * constraint is refused from now on (for TRANSIENT_REFUSAL_MS: the verdict depends on load).
    * Returns the request error to answer with.
    */
   refuse(entry: ConstraintEntry, error: ConstraintTooCostlyError): Error {
-    const refusal = refusalOf(error, entry.kind === "regex" ? "pattern" : "grammar")!;
+    const refusal = refusalOf(error, fieldOf(entry.kind))!;
     if (this.entries.peek(entry.key) === entry) {
       this.counters.refusals++;
       this.entries.set(entry.key, new RefusalEntry(refusal, Date.now() + TRANSIENT_REFUSAL_MS));
@@ -373,7 +404,7 @@ export class ConstraintCache {
     task: CompileTask,
     build: (output: CompileOutput, serializedBytes: number) => ConstraintEntry & CacheValue,
   ): Promise<ConstraintEntry> {
-    const field = task.kind === "regex" ? "pattern" : "grammar";
+    const field = fieldOf(task.kind);
     let serialized: Uint8Array;
     try {
       this.counters.compiles++;

@@ -17,7 +17,9 @@ import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
 import { tokenTrieFor, warmUpMatchers, type TokenTrie } from "../constraint/index.js";
 import { CompletionJob, UNBOUNDED, type TokenConstraint } from "./completion.js";
 import { DecodeScheduler, runJob } from "./scheduler.js";
+import { fieldOf } from "./compile-task.js";
 import {
+  type ConstrainedCompletionRequest,
   type ConstraintSpec,
   InvalidRequestError,
   UnsatisfiableError,
@@ -120,24 +122,33 @@ export class GenerationRuntime {
     this.constraints.release(entry);
   }
 
+  /** Regex completion (a shorthand of complete). */
   async completeRegex(req: RegexCompletionRequest): Promise<CompletionResult> {
-    return this.completeWith(req, { kind: "regex", pattern: req.pattern }, "pattern");
+    return this.complete({ ...req, constraint: { kind: "regex", pattern: req.pattern } });
   }
 
+  /** Grammar completion (a shorthand of complete). */
   async completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult> {
-    return this.completeWith(req, { kind: "grammar", grammar: req.grammar, maxIgnoredRun: req.maxIgnoredRun }, "grammar");
+    return this.complete({ ...req, constraint: { kind: "grammar", grammar: req.grammar, maxIgnoredRun: req.maxIgnoredRun } });
   }
 
   private constraintOf(spec: ConstraintSpec, context: CompileContext): Promise<ConstraintEntry> {
-    return spec.kind === "regex"
-      ? this.constraints.regex(spec.pattern, context)
-      : this.constraints.grammar(spec.grammar, spec.maxIgnoredRun, context);
+    switch (spec.kind) {
+      case "regex":
+        return this.constraints.regex(spec.pattern, context);
+      case "grammar":
+        return this.constraints.grammar(spec.grammar, spec.maxIgnoredRun, context);
+      case "json_schema":
+        return this.constraints.jsonSchema(spec.schema, spec.options, context);
+    }
   }
 
-  private async completeWith(req: CompletionOptions, spec: ConstraintSpec, field: string): Promise<CompletionResult> {
-    const entry = await this.constraintOf(spec, { client: req.client, signal: req.signal });
+  /** A completion under any constraint kind: compiled (cached) on a worker, then planned and decoded. */
+  async complete(req: ConstrainedCompletionRequest): Promise<CompletionResult> {
+    const entry = await this.constraintOf(req.constraint, { client: req.client, signal: req.signal });
     try {
-      return await this.complete(req, entry.factory, field);
+      const result = await this.completeWithFactory(req, entry.factory, fieldOf(req.constraint.kind));
+      return entry.warnings ? { ...result, warnings: entry.warnings } : result;
     } catch (error) {
       if (error instanceof ConstraintTooCostlyError) throw this.constraints.refuse(entry, error);
       throw error;
@@ -150,7 +161,7 @@ export class GenerationRuntime {
    * Constrained completion with prompt-boundary healing and up-front budget planning.
    * `field` names the request field the constraint came from, for 422 messages.
    */
-  async complete(req: CompletionOptions, makeConstraint: ConstraintFactory, field: string): Promise<CompletionResult> {
+  async completeWithFactory(req: CompletionOptions, makeConstraint: ConstraintFactory, field: string): Promise<CompletionResult> {
     const prompt = this.tokenizePrompt(req.prompt);
     if (prompt.length + req.maxNewTokens > this.contextLength) {
       throw new InvalidRequestError(

@@ -2,7 +2,7 @@
  * The library-level contract between the decode loop (generate/, categorize/) and its callers
  * (server/, cli). The server is a thin shell over an `Engine`; tests may supply a fake one.
  */
-import { DEFAULT_MAX_IGNORED_RUN } from "../grammar/index.js";
+import { DEFAULT_MAX_IGNORED_RUN, type JsonSchemaWarning, type WhitespaceStyle } from "../grammar/index.js";
 import type { WorkerPoolStats } from "../support/index.js";
 
 export interface SamplingOptions {
@@ -49,6 +49,8 @@ export interface CompletionResult {
   completion: string;
   tokensGenerated: number;
   stopReason: StopReason;
+  /** Keywords a JSON Schema constraint left unenforced (strict: false) or wants said. */
+  warnings?: readonly JsonSchemaWarning[];
 }
 
 export interface CategorizeRequest {
@@ -66,10 +68,26 @@ export interface CategorizeResult {
   scores?: Record<string, number>;
 }
 
+/** How a JSON Schema constraint writes JSON (see grammar/'s JsonSchemaOptions). */
+export interface JsonSchemaTaskOptions {
+  /** "default" (json.dumps' spaces or none), "compact", "indented" (json.dumps(indent=2)). */
+  readonly whitespace: WhitespaceStyle;
+  /** Properties the schema does not name are not written (where it has no additionalProperties). */
+  readonly forbidUnnamedProperties: boolean;
+  /** A keyword that cannot be enforced exactly is refused (true) or ignored with a warning. */
+  readonly strict: boolean;
+}
+
 /** A constraint as a request names it. */
 export type ConstraintSpec =
   | { readonly kind: "regex"; readonly pattern: string | readonly string[] }
-  | { readonly kind: "grammar"; readonly grammar: string; readonly maxIgnoredRun?: number };
+  | { readonly kind: "grammar"; readonly grammar: string; readonly maxIgnoredRun?: number }
+  | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions };
+
+/** A completion under any kind of constraint. */
+export interface ConstrainedCompletionRequest extends CompletionOptions {
+  readonly constraint: ConstraintSpec;
+}
 
 /** Counters of the compiled-constraint cache and its compile workers (for /metrics). */
 export interface ConstraintStats {
@@ -91,8 +109,8 @@ export interface Engine {
   prepare(spec: ConstraintSpec, context: { client?: string; signal?: AbortSignal }): Promise<void>;
   /** Counters of compiled constraints, or undefined where the engine keeps none. */
   constraintStats?(): ConstraintStats;
-  completeRegex(req: RegexCompletionRequest): Promise<CompletionResult>;
-  completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult>;
+  /** A completion that satisfies `req.constraint`, planned within max_new_tokens (422 when nothing fits). */
+  complete(req: ConstrainedCompletionRequest): Promise<CompletionResult>;
   categorize(req: CategorizeRequest): Promise<CategorizeResult>;
   /** Model loaded and able to serve. */
   readonly ready: boolean;

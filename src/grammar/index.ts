@@ -13,6 +13,12 @@
  *   let s = automaton.start; for (const b of bytes) s = automaton.step(s, b);  // -1: refused
  *   automaton.isComplete(s);                              // a whole sentence
  *
+ * JSON Schema is the second front-end (json-schema/): a schema → the byte DFA of the JSON texts
+ * that satisfy it (written in one of three whitespace styles), exact or refused, never looser:
+ *
+ *   const { dfa, warnings } = compileJsonSchema(schema, { whitespace: "default", strict: true });
+ *   // throws JsonSchemaError (400, with a JSON pointer), JsonSchemaTooComplexError (422), …
+ *
  * Test support (sentence samplers, Lark's verdict by translated RegExps) is in testing.ts.
  */
 export { compileGrammar, reviveGrammar, type Grammar } from "./grammar.js";
@@ -31,3 +37,16 @@ export type { LalrTable, BnfRule } from "./lalr.js";
 export type { TerminalDef, CompiledGrammar } from "./compile.js";
 export type { LexTerminal, Scanner } from "./lexer.js";
 export { DEFAULT_GRAMMAR_LIMITS, GrammarTooComplexError, resolveLimits, type GrammarLimits } from "./limits.js";
+export {
+  compileJsonSchema,
+  DEFAULT_JSON_SCHEMA_OPTIONS,
+  type CompiledJsonSchema,
+  type JsonSchemaOptions,
+} from "./json-schema/compile.js";
+export {
+  JsonSchemaError,
+  JsonSchemaTooComplexError,
+  JsonSchemaUnsatisfiableError,
+  type JsonSchemaWarning,
+} from "./json-schema/errors.js";
+export type { WhitespaceStyle } from "./json-schema/json-text.js";

@@ -57,6 +57,10 @@
  * numbering, byte classes merged by identical columns; literals.ts: the same DFA for sets of
  * literals, from their trie).
  *
+ * COMPOSITION (the JSON Schema front-end): compileRegexNode compiles an AST (ecma.ts's reading of
+ * ECMA-262 patterns, or nodes of kind "dfa" embedding DFAs already built); intersectDfas and
+ * subtractDfas (dfa/product.ts) combine two DFAs. All three return an empty language as a DFA.
+ *
  * MULTI-PATTERN (lexers): compileMultiRegex gives one DFA whose acceptMask says which patterns
  * fully match the bytes so far and whose reachMask says which can still be completed. '$' there
  * still means "end of the text being matched" (the token), as in a full match.
@@ -64,6 +68,7 @@
 import { parseFlagString, parseRegex, type RegexNode } from "./parser.js";
 import { ByteNfa } from "./nfa.js";
 import { determinizeLiterals } from "./dfa/literals.js";
+import { productDfa } from "./dfa/product.js";
 import { determinize } from "./dfa/subset.js";
 import { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
@@ -125,6 +130,13 @@ function nfaSizeLowerBound(node: RegexNode): number {
     case "repeat": {
       const copies = node.max === -1 ? node.min + 1 : node.max;
       return copies * nfaSizeLowerBound(node.item);
+    }
+    case "dfa":
+      return node.dfa.numStates + 1;
+    case "graph": {
+      let size = node.graph.states + 1;
+      for (const reads of node.graph.reads) if (reads !== null) size += nfaSizeLowerBound(reads);
+      return size;
     }
   }
 }
@@ -224,8 +236,32 @@ function compileRegexNow(pattern: string | readonly string[], opts: RegexOptions
   const union: RegexNode = nodes.length === 1 ? nodes[0]! : { kind: "alt", items: nodes };
   const multi = buildDfa([union], opts);
   if (isEmptyLanguage(multi)) throw new RegexSyntaxError("pattern matches no string", 0, "empty language");
+  return singleDfa(multi);
+}
+
+/** The ByteDfa fields of a one-pattern MultiByteDfa (its masks repeat `accepting`). */
+function singleDfa(multi: MultiByteDfa): ByteDfa {
   const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = multi;
   return { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
+}
+
+/**
+ * Compiles a parsed (or built) pattern, such as ecma.ts's or one embedding DFAs ({ kind: "dfa" }),
+ * under the same limits as compileRegex; `opts.flags` is ignored (a node's flags are resolved).
+ * An empty language is returned, not refused: callers composing languages test isEmptyLanguage.
+ */
+export function compileRegexNode(node: RegexNode, opts: RegexOptions = {}): ByteDfa {
+  return timed(opts, () => singleDfa(buildDfa([node], opts)));
+}
+
+/** The strings both DFAs accept, as a DFA of the same contract; empty is a valid result. */
+export function intersectDfas(a: ByteDfa, b: ByteDfa, limits: RegexLimits = {}): ByteDfa {
+  return timed(limits, () => productDfa(a, b, "intersect", { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }));
+}
+
+/** The strings `a` accepts and `b` rejects, as a DFA of the same contract; empty is a valid result. */
+export function subtractDfas(a: ByteDfa, b: ByteDfa, limits: RegexLimits = {}): ByteDfa {
+  return timed(limits, () => productDfa(a, b, "subtract", { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }));
 }
 
 /**

@@ -11,6 +11,10 @@
  *
  * The dialect (what is read, and what Python and JavaScript disagree on) is in compile.ts;
  * the pipeline parser.ts → nfa.ts → dfa/ (subset.ts's determinize).
+ *
+ * Composing languages (JSON Schema): ecmaSearchNode / ecmaFullMatchNode (ecma.ts: ECMA-262
+ * patterns, u flag) → compileRegexNode (an AST, maybe embedding DFAs as { kind: "dfa" });
+ * intersectDfas / subtractDfas (dfa/product.ts). These return an empty language, not an error.
  */
 export { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 export { patternDistances } from "./dfa/distances.js";
@@ -19,14 +23,20 @@ export { matchesBytes, matchesString, sampleMember, sampleString, shortestComple
 export type { SampleOptions } from "./sample.js";
 export { parseRegex, parseFlagString } from "./parser.js";
 export type { RegexNode, RegexFlags } from "./parser.js";
+export { ecmaFullMatchNode, ecmaSearchNode } from "./ecma.js";
+export { LanguageGraph } from "./graph.js";
+export type { CodeSet } from "./charset.js";
 export {
   acceptedPatterns,
   acceptsPattern,
   canReachPattern,
   compileMultiRegex,
   compileRegex,
+  compileRegexNode,
   DEFAULT_REGEX_LIMITS,
+  intersectDfas,
   RegexCache,
+  subtractDfas,
   type PatternSpec,
   type RegexLimits,
   type RegexOptions,

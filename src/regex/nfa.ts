@@ -1,7 +1,8 @@
 import { utf8Sequences, type CodeSet } from "./charset.js";
 import { regexClock } from "./clock.js";
 import { RegexTooComplexError } from "./errors.js";
-import type { RegexNode } from "./parser.js";
+import type { ByteDfa } from "./dfa/types.js";
+import type { GraphOfNodes, RegexNode } from "./parser.js";
 
 /** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
 const clock = regexClock;
@@ -108,7 +109,53 @@ export class ByteNfa {
         this.hasAssertions = true;
         return t;
       }
+      case "dfa":
+        return this.emitDfa(node.dfa, entry);
+      case "graph":
+        return this.emitGraph(node.graph, node.start, entry);
     }
+  }
+
+  /** A copy of the graph: a state per graph state, its edges' languages between them. */
+  private emitGraph(graph: GraphOfNodes, start: number, entry: number): number {
+    const ids: number[] = [];
+    for (let s = 0; s < graph.states; s++) ids.push(this.newState());
+    this.eps[entry]!.push(ids[start]!);
+    for (let e = 0; e < graph.from.length; e++) {
+      const from = ids[graph.from[e]!]!;
+      const reads = graph.reads[e]!;
+      const exit = reads === null ? from : this.emit(reads, from);
+      this.eps[exit]!.push(ids[graph.to[e]!]!);
+    }
+    const exit = this.newState();
+    for (const s of graph.accepting) this.eps[ids[s]!]!.push(exit);
+    return exit;
+  }
+
+  /**
+   * A copy of the DFA's states as NFA states (each occurrence gets its own: a repeat emits its
+   * item again), entered at its start by ε, left by ε from its accepting states.
+   */
+  private emitDfa(dfa: ByteDfa, entry: number): number {
+    const exit = this.newState();
+    const base = this.size;
+    for (let s = 0; s < dfa.numStates; s++) this.newState();
+    this.eps[entry]!.push(base + dfa.start);
+    const runs = byteRuns(dfa.byteClass);
+    for (let s = 0; s < dfa.numStates; s++) {
+      clock.tick(runs.length / 3);
+      const edges = this.edges[base + s]!;
+      for (let i = 0; i < runs.length; i += 3) {
+        const t = dfa.next[s * dfa.numClasses + runs[i + 2]!]!;
+        if (t < 0) continue;
+        // Adjacent runs into the same state become one edge: fewer ranges for the alphabet.
+        const n = edges.length;
+        if (n > 0 && edges[n - 1] === base + t && edges[n - 2] === runs[i]! - 1) edges[n - 2] = runs[i + 1]!;
+        else edges.push(runs[i]!, runs[i + 1]!, base + t);
+      }
+      if (dfa.accepting[s] === 1) this.eps[base + s]!.push(exit);
+    }
+    return exit;
   }
 
   private emitSet(set: CodeSet, entry: number): number {
@@ -152,4 +199,16 @@ export class ByteNfa {
     }
     return exit;
   }
+}
+
+/** The maximal runs of bytes in one class, flat [lo, hi, class, ...] in byte order. */
+function byteRuns(byteClass: Uint8Array): number[] {
+  const runs: number[] = [];
+  for (let b = 0; b < 256; b++) {
+    const cls = byteClass[b]!;
+    const n = runs.length;
+    if (n > 0 && runs[n - 1] === cls && runs[n - 2] === b - 1) runs[n - 2] = b;
+    else runs.push(b, b, cls);
+  }
+  return runs;
 }

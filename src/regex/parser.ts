@@ -1,5 +1,6 @@
 import { type CodeSet, MAX_CODE_POINT, caseClose, complementSet, normalizeRanges } from "./charset.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
+import type { ByteDfa } from "./dfa/types.js";
 import { UNICODE_DIGIT, UNICODE_SPACE, UNICODE_WORD } from "./unicode-classes-data.js";
 
 /** Deeper group nesting is refused before it can exhaust the JS stack in the recursive passes. */
@@ -32,7 +33,23 @@ export type RegexNode =
   | { readonly kind: "concat"; readonly items: RegexNode[] }
   | { readonly kind: "alt"; readonly items: RegexNode[] }
   | { readonly kind: "repeat"; readonly item: RegexNode; readonly min: number; readonly max: number } // max -1 = unbounded
-  | { readonly kind: "assert"; readonly assertion: Assertion; readonly set?: CodeSet; readonly position?: number };
+  | { readonly kind: "assert"; readonly assertion: Assertion; readonly set?: CodeSet; readonly position?: number }
+  /**
+   * Exactly the byte strings `dfa` accepts (full match over bytes, no UTF-8 decoding): how callers
+   * compose languages they already hold as DFAs (a product's result, a schema's keys).
+   */
+  | { readonly kind: "dfa"; readonly dfa: ByteDfa }
+  /** The strings read on the paths of a graph from `start` to its accepting states (graph.ts). */
+  | { readonly kind: "graph"; readonly graph: GraphOfNodes; readonly start: number };
+
+/** States joined by edges that each read a RegexNode (null: nothing); see graph.ts. */
+export interface GraphOfNodes {
+  readonly states: number;
+  readonly from: readonly number[];
+  readonly to: readonly number[];
+  readonly reads: readonly (RegexNode | null)[];
+  readonly accepting: readonly number[];
+}
 
 export interface RegexFlags {
   ignoreCase: boolean; // i
@@ -646,7 +663,7 @@ class Parser {
  * stand for any non-ASCII character: a continuation byte ends every multi-byte character
  * (lookbehind, highByte 0xbf) and a byte >= 0x80 starts one (lookahead, highByte 0xff).
  */
-function boundaryBytes(set: CodeSet, highByte: number): number[] | null {
+export function boundaryBytes(set: CodeSet, highByte: number): number[] | null {
   const ascii: number[] = [];
   const high: number[] = [];
   for (let i = 0; i < set.length; i += 2) {

@@ -134,6 +134,78 @@ export function regexBody(config: Config): Schema {
   };
 }
 
+/** Defaults of /v1/completion/json where they differ from the other completions'. */
+export const JSON_DEFAULTS = {
+  max_new_tokens: 256,
+  whitespace: "default",
+  forbid_unnamed_properties: false,
+  strict: true,
+} as const;
+
+/** 256, or the service's limit when that is lower. */
+export function jsonMaxNewTokensDefault(config: Config): number {
+  return Math.min(JSON_DEFAULTS.max_new_tokens, config.maxNewTokensLimit);
+}
+
+export function jsonSchemaBody(config: Config): Schema {
+  const { stop_after_match: _stop, max_new_tokens, ...sampling } = samplingProperties(config);
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["prompt", "schema"],
+    properties: {
+      prompt: promptProperty(config),
+      schema: {
+        anyOf: [{ type: "object" }, { type: "boolean" }],
+        description:
+          "JSON Schema the completion must satisfy: draft 2020-12, or 2019-09, draft-07, -06, -04 when $schema names it. References resolve within the schema only.",
+      },
+      max_new_tokens: {
+        ...max_new_tokens,
+        default: jsonMaxNewTokensDefault(config),
+        description: `Most tokens to generate (1 to ${config.maxNewTokensLimit}, default ${jsonMaxNewTokensDefault(config)}); a schema whose shortest document needs more is refused (422).`,
+      },
+      whitespace: {
+        type: nullable("string"),
+        enum: ["default", "compact", "indented", null],
+        default: JSON_DEFAULTS.whitespace,
+        description:
+          'How the JSON is laid out: "default" (Python json.dumps: `{"a": 1, "b": [1, 2]}`, or without the spaces), "compact" (no whitespace), "indented" (json.dumps(indent=2)).',
+      },
+      forbid_unnamed_properties: {
+        type: nullable("boolean"),
+        default: JSON_DEFAULTS.forbid_unnamed_properties,
+        description: "Write only properties the schema names (where it says nothing of additionalProperties).",
+      },
+      strict: {
+        type: nullable("boolean"),
+        default: JSON_DEFAULTS.strict,
+        description:
+          "A keyword that cannot be enforced exactly is refused (400, naming it and where); false: it is ignored and listed in warnings.",
+      },
+      ...sampling,
+    },
+  };
+}
+
+export const jsonCompletionResponse: Schema = {
+  type: "object",
+  required: ["completion", "tokens_generated", "stop_reason"],
+  properties: {
+    completion: { type: "string" },
+    tokens_generated: { type: "integer" },
+    stop_reason: { type: "string", enum: ["pattern_match", "token_limit"] },
+    warnings: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["keyword", "pointer", "message"],
+        properties: { keyword: { type: "string" }, pointer: { type: "string" }, message: { type: "string" } },
+      },
+    },
+  },
+};
+
 export function grammarBody(config: Config): Schema {
   return {
     type: "object",

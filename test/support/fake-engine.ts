@@ -16,8 +16,7 @@ import {
   type CompletionResult,
   type ConstraintSpec,
   type Engine,
-  type GrammarCompletionRequest,
-  type RegexCompletionRequest,
+  type ConstrainedCompletionRequest,
 } from "../../src/generate/index.js";
 import { defaultConfig, type Config } from "../../src/config.js";
 
@@ -76,25 +75,24 @@ export function createFakeEngine(): FakeEngine {
     countTokens(text: string) {
       return text.split(/\s+/).filter((w) => w.length > 0).length;
     },
-    async completeRegex(req: RegexCompletionRequest): Promise<CompletionResult> {
+    async complete(req: ConstrainedCompletionRequest): Promise<CompletionResult> {
+      const spec = req.constraint;
+      // Calls are recorded with the constraint's fields spread, as the per-kind methods took them.
+      const { kind, ...fields } = spec;
+      const request = { ...req, ...fields };
       if (engine.record) {
-        engine.calls.push({ kind: "regex", request: req });
+        engine.calls.push({ kind, request });
         if (req.signal) engine.signals.push(req.signal);
       }
-      misbehave(req.prompt, "pattern");
+      misbehave(req.prompt, kind === "regex" ? "pattern" : kind === "grammar" ? "grammar" : "schema");
       await wait(req.prompt, req.signal, engine.delayMs);
-      const first = Array.isArray(req.pattern) ? req.pattern[0]! : req.pattern;
-      const completion = first.replace(/[^A-Za-z0-9 ]/g, "").slice(0, req.maxNewTokens);
-      return { completion, tokensGenerated: Math.min(3, req.maxNewTokens), stopReason: "pattern_match" };
-    },
-    async completeGrammar(req: GrammarCompletionRequest): Promise<CompletionResult> {
-      if (engine.record) {
-        engine.calls.push({ kind: "grammar", request: req });
-        if (req.signal) engine.signals.push(req.signal);
+      if (spec.kind === "regex") {
+        const first = typeof spec.pattern === "string" ? spec.pattern : spec.pattern[0]!;
+        const completion = first.replace(/[^A-Za-z0-9 ]/g, "").slice(0, req.maxNewTokens);
+        return { completion, tokensGenerated: Math.min(3, req.maxNewTokens), stopReason: "pattern_match" };
       }
-      misbehave(req.prompt, "grammar");
-      await wait(req.prompt, req.signal, engine.delayMs);
-      return { completion: "ok", tokensGenerated: req.maxNewTokens, stopReason: "token_limit" };
+      if (spec.kind === "grammar") return { completion: "ok", tokensGenerated: req.maxNewTokens, stopReason: "token_limit" };
+      return { completion: "null", tokensGenerated: 1, stopReason: "pattern_match" };
     },
     async categorize(req: CategorizeRequest): Promise<CategorizeResult> {
       if (engine.record) {

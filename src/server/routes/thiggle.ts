@@ -7,7 +7,19 @@ import type { CompletionResult, ConstraintSpec } from "../../generate/index.js";
 import { apiKeyCheck } from "../auth.js";
 import { HttpError } from "../errors.js";
 import { generation } from "../generation.js";
-import { DEFAULTS, categorizeBody, categorizeResponse, completionResponse, errorResponse, grammarBody, regexBody } from "../schemas.js";
+import {
+  DEFAULTS,
+  JSON_DEFAULTS,
+  categorizeBody,
+  categorizeResponse,
+  completionResponse,
+  errorResponse,
+  grammarBody,
+  jsonCompletionResponse,
+  jsonMaxNewTokensDefault,
+  jsonSchemaBody,
+  regexBody,
+} from "../schemas.js";
 
 interface CompletionBody {
   prompt: string;
@@ -40,6 +52,19 @@ function completionReply(request: FastifyRequest, result: CompletionResult) {
   return { completion: result.completion, tokens_generated: result.tokensGenerated, stop_reason: result.stopReason };
 }
 
+/** Deepest nesting of objects and arrays a request's schema may have (checked without recursion). */
+const MAX_SCHEMA_NESTING = 256;
+
+function checkSchemaNesting(schema: unknown): void {
+  const stack: [unknown, number][] = [[schema, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (value === null || typeof value !== "object") continue;
+    if (depth > MAX_SCHEMA_NESTING) throw new HttpError(400, `schema: nested deeper than ${MAX_SCHEMA_NESTING} levels`);
+    for (const child of Object.values(value)) if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+  }
+}
+
 /** Options of an authenticated JSON API route: summary, body schema, 200 schema, error shape. */
 const apiRoute = (summary: string, body: unknown, ok: Record<string, unknown>) => ({
   schema: {
@@ -69,8 +94,9 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
         throw new HttpError(400, "pattern is required (a string or a non-empty array of strings; patterns is accepted as an alias)");
       }
       generate.checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
-      const result = await generate.run(request, reply, { kind: "regex", pattern }, (signal, client) =>
-        engine.completeRegex({ ...completionOptions(body, signal, client), pattern }),
+      const spec: ConstraintSpec = { kind: "regex", pattern };
+      const result = await generate.run(request, reply, spec, (signal, client) =>
+        engine.complete({ ...completionOptions(body, signal, client), constraint: spec }),
       );
       return completionReply(request, result);
     },
@@ -85,11 +111,41 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
       const maxIgnoredRun = body.max_ignored_run ?? DEFAULTS.max_ignored_run;
       const spec: ConstraintSpec = { kind: "grammar", grammar: body.grammar, maxIgnoredRun };
       const result = await generate.run(request, reply, spec, (signal, client) =>
-        engine.completeGrammar({ ...completionOptions(body, signal, client), grammar: body.grammar, maxIgnoredRun }),
+        engine.complete({ ...completionOptions(body, signal, client), constraint: spec }),
       );
       return completionReply(request, result);
     });
   }
+
+  api.post(
+    "/v1/completion/json",
+    apiRoute("Completion constrained to a JSON Schema", jsonSchemaBody(config), jsonCompletionResponse),
+    async (request, reply) => {
+      const body = request.body as CompletionBody & {
+        schema: unknown;
+        whitespace?: "default" | "compact" | "indented" | null;
+        forbid_unnamed_properties?: boolean | null;
+        strict?: boolean | null;
+      };
+      const maxNewTokens = body.max_new_tokens ?? jsonMaxNewTokensDefault(config);
+      checkSchemaNesting(body.schema);
+      generate.checkContext(body.prompt, maxNewTokens);
+      const spec: ConstraintSpec = {
+        kind: "json_schema",
+        schema: body.schema,
+        options: {
+          whitespace: body.whitespace ?? JSON_DEFAULTS.whitespace,
+          forbidUnnamedProperties: body.forbid_unnamed_properties ?? JSON_DEFAULTS.forbid_unnamed_properties,
+          strict: body.strict ?? JSON_DEFAULTS.strict,
+        },
+      };
+      const result = await generate.run(request, reply, spec, (signal, client) =>
+        engine.complete({ ...completionOptions(body, signal, client), maxNewTokens, stopAfterMatch: true, constraint: spec }),
+      );
+      const answer = completionReply(request, result);
+      return result.warnings && result.warnings.length > 0 ? { ...answer, warnings: result.warnings } : answer;
+    },
+  );
 
   api.post("/v1/categorize", apiRoute("Choose among categories", categorizeBody(config), categorizeResponse), async (request, reply) => {
     const body = request.body as {

@@ -1,0 +1,388 @@
+/**
+ * npm run bench:jsonschema — the JSON Schema compiler on MaskBench (JSONSchemaBench's 8,882 real
+ * schemas with test instances, ../shared/jsonschema/maskbench/), judged as MaskBench judges an
+ * engine (../shared/jsonschema/README.md): compile each schema (compileMs = compileJsonSchema +
+ * the token matcher + the first mask), then serialize each test instance as Python's
+ * json.dumps(data), tokenize it with the real tokenizer (llama.cpp addon, vocab-only, no BOS) and
+ * walk its tokens through a fresh constraint state: at each step the mask is computed (maskUs) and
+ * the token's bit read. A valid instance passes when every token is allowed and the end is
+ * accepting; an invalid one is refused when some token is not allowed or the end is not accepting.
+ * A schema passes when it compiled and every instance was judged right. Side by side with
+ * llguidance's own record of the same files (llguidance-maskbench.json). Single thread.
+ *
+ * Usage: npm run bench:jsonschema -- [--data DIR] [--vocab llama-bpe] [--limit N | --sample N]
+ *          [--only A,B] [--out FILE] [--timeout-ms 2000] [--mask-limit-ms 10000] [--llguidance FILE]
+ *   --only A,B   only the files whose names contain one of these (reproducing one schema's verdict).
+ *   --limit N    the first N files by name; --sample N: N files evenly spaced over the sorted list
+ *                (every k-th, k = files/N), so a quick run covers every subset.
+ *   --out FILE   writes the summary plus perSchema there; stdout then gets the summary alone.
+ *   --timeout-ms the compiler's time limit per schema (JsonSchemaTooComplexError "time" = timeout).
+ *   --mask-limit-ms  bounds one mask's work (the matcher's work meter, as the server does):
+ *                a mask past it is counted under maskTooCostly rather than hanging the run.
+ *
+ * Prints one JSON object (invalidAcceptedFiles first: it must be empty). Progress on stderr.
+ */
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
+import { basename, dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ConstraintTooCostlyError, DfaConstraintState, DfaTokenMatcher, TokenTrie, warmUpMatchers } from "../src/constraint/index.js";
+import {
+  compileJsonSchema,
+  DEFAULT_JSON_SCHEMA_OPTIONS,
+  JsonSchemaError,
+  JsonSchemaTooComplexError,
+  JsonSchemaUnsatisfiableError,
+} from "../src/grammar/index.js";
+import type { ByteDfa } from "../src/regex/index.js";
+import { loadVocabulary } from "../src/vocab/index.js";
+import { parseKeepingNumbers, pythonDumps, type PyJson } from "../test/support/python-json.js";
+import { hasBit } from "./replay.js";
+import { argValue, percentile, round3 } from "./stats.js";
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const SHARED = resolve(REPO_ROOT, "..", "shared");
+
+interface Quantiles {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+/** Samples in a growable Float64Array (millions of masks). */
+class SampleBuffer {
+  private data = new Float64Array(1 << 16);
+  length = 0;
+
+  push(x: number): void {
+    if (this.length === this.data.length) {
+      const bigger = new Float64Array(this.data.length * 2);
+      bigger.set(this.data);
+      this.data = bigger;
+    }
+    this.data[this.length++] = x;
+  }
+
+  quantiles(): Quantiles {
+    const sorted = this.data.slice(0, this.length).sort();
+    const q = (p: number): number => round3(percentile(sorted as unknown as number[], p));
+    return { n: this.length, p50: q(0.5), p90: q(0.9), p99: q(0.99), max: round3(sorted[sorted.length - 1] ?? NaN) };
+  }
+}
+
+interface MaskBenchFile {
+  schema: unknown;
+  tests: { valid: boolean; data: PyJson }[];
+}
+
+function readMaskBenchFile(path: string): MaskBenchFile {
+  const text = readFileSync(path, "utf8");
+  // The schema as plain JSON; the instances as Python reads them (int/float kept, key order kept).
+  const schema = (JSON.parse(text) as { schema: unknown }).schema;
+  const file = parseKeepingNumbers(text) as { tests?: { valid: unknown; data?: PyJson }[] };
+  const tests = file.tests;
+  if (tests === undefined) return { schema, tests: [] };
+  if (!Array.isArray(tests)) throw new Error("tests is not a list");
+  return {
+    schema,
+    tests: tests.map((t) => {
+      if (typeof t.valid !== "boolean") throw new Error("a test without a boolean valid");
+      return { valid: t.valid, data: t.data ?? null };
+    }),
+  };
+}
+
+/** Files to run: sorted by name, then the first `limit` or `sample` evenly spaced. */
+function selectFiles(dir: string): string[] {
+  let files = readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
+  const only = argValue("only")?.split(",");
+  if (only !== undefined) files = files.filter((f) => only.some((o) => f.includes(o)));
+  const limit = argValue("limit");
+  const sample = argValue("sample");
+  if (limit !== undefined) files = files.slice(0, Number(limit));
+  else if (sample !== undefined) {
+    const n = Math.min(files.length, Number(sample));
+    const step = files.length / n;
+    files = Array.from({ length: n }, (_, i) => files[Math.floor(i * step)]!);
+  }
+  return files;
+}
+
+/** llguidance's verdict per file: true = passed, false = refused or judged an instance wrongly. */
+function loadLlguidance(path: string): Map<string, boolean> {
+  const record = JSON.parse(readFileSync(path, "utf8")) as Record<string, Record<string, unknown>>;
+  return new Map(Object.entries(record).map(([file, v]) => [file, Object.keys(v).length === 0]));
+}
+
+type Verdict = "ok" | string;
+
+/**
+ * Why the DFA itself refuses or accepts `text` (diagnostics for a wrong verdict): where it stops,
+ * with the text around that byte, or whether it ends accepting. `dfaAccepts` tells a language
+ * fault (the compiler's DFA) from a token-layer one (the masks disagree with the DFA).
+ */
+function dfaVerdict(dfa: ByteDfa, text: string): { dfaAccepts: boolean; detail: string } {
+  const bytes = new TextEncoder().encode(text);
+  let s = dfa.start;
+  for (let i = 0; i < bytes.length; i++) {
+    s = dfa.next[s * dfa.numClasses + dfa.byteClass[bytes[i]!]!]!;
+    if (s < 0) {
+      const dec = new TextDecoder();
+      const before = dec.decode(bytes.subarray(Math.max(0, i - 40), i));
+      const after = dec.decode(bytes.subarray(i, i + 20));
+      return {
+        dfaAccepts: false,
+        detail: `DFA stops at byte ${i}/${bytes.length}: ${JSON.stringify(before)} ⟨here⟩ ${JSON.stringify(after)}`,
+      };
+    }
+  }
+  if (dfa.accepting[s] !== 1) return { dfaAccepts: false, detail: `DFA not accepting at the end (${bytes.length} bytes)` };
+  return { dfaAccepts: true, detail: "DFA accepts the text" };
+}
+
+async function main(): Promise<void> {
+  const dataDir = resolve(REPO_ROOT, argValue("data") ?? "../shared/jsonschema/maskbench");
+  const vocabName = argValue("vocab") ?? "llama-bpe";
+  const timeoutMs = Number(argValue("timeout-ms") ?? 2000);
+  const maskLimitMs = Number(argValue("mask-limit-ms") ?? 10_000);
+  const outFile = argValue("out");
+  const llgPath = resolve(REPO_ROOT, argValue("llguidance") ?? "../shared/jsonschema/llguidance-maskbench.json");
+
+  const vocabPath = resolve(SHARED, "models", "vocab", `ggml-vocab-${vocabName}.gguf`);
+  const vocab = loadVocabulary(vocabPath);
+  const trie = TokenTrie.build(vocab);
+  const { loadModel } = await import("../src/model/index.js");
+  const model = loadModel(vocabPath, { vocabOnly: true, threads: 2 });
+  const tokenize = (text: string): Int32Array => model.tokenize(text, { addSpecial: false, parseSpecial: false });
+  warmUpMatchers();
+  const llg = loadLlguidance(llgPath);
+
+  const files = selectFiles(dataDir);
+  const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, timeoutMs };
+  const compileMs = new SampleBuffer();
+  const maskUs = new SampleBuffer();
+  const perSchema: Record<string, Verdict> = {};
+  const refusedByKeyword: Record<string, number> = {};
+  const tooComplex: Record<string, number> = {};
+  const invalidAcceptedFiles: string[] = [];
+  /** Valid instances the DFA accepts but the token walk refused (a token-layer bug): must be empty. */
+  const maskDisagreements: string[] = [];
+  const validRejectedFiles: string[] = [];
+  const errorFiles: Record<string, string> = {};
+  const c = {
+    compiled: 0,
+    refused: 0,
+    timeouts: 0,
+    tooComplex: 0,
+    unsatisfiable: 0,
+    errors: 0,
+    maskTooCostly: 0,
+    validInstances: 0,
+    validAccepted: 0,
+    invalidInstances: 0,
+    invalidRefused: 0,
+    schemasPassing: 0,
+    tokens: 0,
+  };
+  const table = { bothPass: 0, onlyOurs: 0, onlyTheirs: 0, neither: 0, notInTheirRecord: 0 };
+  let theirPassing = 0;
+  const started = performance.now();
+  const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);
+
+  for (let fi = 0; fi < files.length; fi++) {
+    const file = files[fi]!;
+    const verdict = runFile(file);
+    perSchema[file] = verdict;
+    if (verdict === "ok") c.schemasPassing++;
+    const theirs = llg.get(file);
+    if (theirs === undefined) table.notInTheirRecord++;
+    else {
+      if (theirs) theirPassing++;
+      const ours = verdict === "ok";
+      if (ours && theirs) table.bothPass++;
+      else if (ours) table.onlyOurs++;
+      else if (theirs) table.onlyTheirs++;
+      else table.neither++;
+    }
+    if ((fi + 1) % 100 === 0 || fi + 1 === files.length) {
+      const s = ((performance.now() - started) / 1000).toFixed(1);
+      process.stderr.write(
+        `bench:jsonschema: ${fi + 1}/${files.length} ${s}s passing ${c.schemasPassing} compiled ${c.compiled} refused ${c.refused} ` +
+          `timeouts ${c.timeouts} tooComplex ${c.tooComplex} errors ${c.errors} valid ${c.validAccepted}/${c.validInstances} ` +
+          `invalid refused ${c.invalidRefused}/${c.invalidInstances} invalidAccepted ${invalidAcceptedFiles.length}\n`,
+      );
+    }
+  }
+  model.dispose();
+
+  function runFile(file: string): Verdict {
+    let mb: MaskBenchFile;
+    try {
+      mb = readMaskBenchFile(resolve(dataDir, file));
+    } catch (err) {
+      c.errors++;
+      errorFiles[file] = `unreadable: ${(err as Error).message}`;
+      return `error: unreadable: ${(err as Error).message}`;
+    }
+    let matcher: DfaTokenMatcher;
+    let dfa: ByteDfa;
+    const t0 = performance.now();
+    try {
+      ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits }));
+      matcher = new DfaTokenMatcher(trie, dfa);
+      matcher.work.limitMs = maskLimitMs;
+      new DfaConstraintState(matcher).mask();
+    } catch (err) {
+      if (err instanceof JsonSchemaError) {
+        c.refused++;
+        const k = err.keyword ?? "other";
+        refusedByKeyword[k] = (refusedByKeyword[k] ?? 0) + 1;
+        return `refused: ${err.keyword ?? "other"}: ${err.message}`;
+      }
+      if (err instanceof JsonSchemaTooComplexError) {
+        if (err.limit === "time") {
+          c.timeouts++;
+          return "timeout";
+        }
+        c.tooComplex++;
+        tooComplex[err.limit] = (tooComplex[err.limit] ?? 0) + 1;
+        return `too complex: ${err.limit}`;
+      }
+      if (err instanceof JsonSchemaUnsatisfiableError) {
+        c.unsatisfiable++;
+        return "unsatisfiable";
+      }
+      if (err instanceof ConstraintTooCostlyError) {
+        c.maskTooCostly++;
+        return `mask too costly: first mask: ${err.message}`;
+      }
+      c.errors++;
+      const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+      errorFiles[file] = message;
+      return `error: ${message}`;
+    }
+    compileMs.push(performance.now() - t0);
+    c.compiled++;
+
+    let verdict: Verdict = "ok";
+    /** Every invalid instance we let through, with its text: they outrank any other verdict. */
+    const letThrough: string[] = [];
+    for (let i = 0; i < mb.tests.length; i++) {
+      const test = mb.tests[i]!;
+      const text = pythonDumps(test.data);
+      const tokens = tokenize(text);
+      const st = new DfaConstraintState(matcher);
+      let allowed = true;
+      let stoppedAt = -1;
+      try {
+        for (let j = 0; j < tokens.length; j++) {
+          const tok = tokens[j]!;
+          const a = performance.now();
+          const mask = st.mask();
+          maskUs.push((performance.now() - a) * 1000);
+          c.tokens++;
+          if (!hasBit(mask, tok)) {
+            allowed = false;
+            stoppedAt = j;
+            break;
+          }
+          // A token in the mask the state then refuses: the mask and the DFA disagree (a bug).
+          if (!st.advance(tok)) throw new Error(`instance #${i}: token ${tok} at ${j} is in the mask but advance refused it`);
+        }
+      } catch (err) {
+        if (err instanceof ConstraintTooCostlyError) {
+          c.maskTooCostly++;
+          return `mask too costly: #${i}: ${err.message}`;
+        }
+        c.errors++;
+        const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+        errorFiles[file] = message;
+        return `error: ${message}`;
+      }
+      const accepted = allowed && st.isAccepting();
+      if (test.valid) {
+        c.validInstances++;
+        if (accepted) c.validAccepted++;
+        else {
+          const why = dfaVerdict(dfa, text);
+          // The DFA accepts the text but its tokens did not get through: masks and DFA disagree.
+          if (why.dfaAccepts) maskDisagreements.push(`${file} #${i}`);
+          const where = stoppedAt >= 0 ? `token ${stoppedAt}/${tokens.length} not in the mask` : "not accepting at the end";
+          if (verdict === "ok") verdict = `valid rejected: #${i}: ${where}; ${why.detail}`;
+        }
+      } else {
+        c.invalidInstances++;
+        if (!accepted) c.invalidRefused++;
+        else {
+          // The headline: a text we would let through that the schema forbids.
+          if (!invalidAcceptedFiles.includes(file)) invalidAcceptedFiles.push(file);
+          letThrough.push(`#${i}: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`);
+        }
+      }
+    }
+    if (verdict.startsWith("valid rejected")) validRejectedFiles.push(file);
+    return letThrough.length > 0 ? `invalid accepted: ${letThrough.join("; ")}` : verdict;
+  }
+
+  const summary = {
+    invalidAcceptedFiles,
+    maskDisagreements,
+    data: dataDir,
+    vocab: vocabName,
+    tokenizer: "llama.cpp (vocab-only, no BOS)",
+    timeoutMs,
+    maskLimitMs,
+    node: process.version,
+    cpus: availableParallelism(),
+    loadAverageAtStart: loadAtStart,
+    loadAverageAtEnd: loadavg().map((x) => Math.round(x * 100) / 100),
+    elapsedS: round3((performance.now() - started) / 1000),
+    schemas: files.length,
+    compiled: c.compiled,
+    refused: c.refused,
+    refusedByKeyword: Object.fromEntries(Object.entries(refusedByKeyword).sort((a, b) => b[1] - a[1])),
+    timeouts: c.timeouts,
+    tooComplex,
+    unsatisfiable: c.unsatisfiable,
+    errors: c.errors,
+    errorFiles,
+    maskTooCostly: c.maskTooCostly,
+    validInstances: c.validInstances,
+    validAccepted: c.validAccepted,
+    invalidInstances: c.invalidInstances,
+    invalidRefused: c.invalidRefused,
+    invalidAccepted: c.invalidInstances - c.invalidRefused,
+    validRejectedFiles: validRejectedFiles.length,
+    schemasPassing: c.schemasPassing,
+    tokensMasked: c.tokens,
+    compileMs: compileMs.quantiles(),
+    maskUs: maskUs.quantiles(),
+    llguidance: {
+      record: llgPath,
+      passing: theirPassing,
+      oursPassing: c.schemasPassing,
+      bothPass: table.bothPass,
+      onlyOurs: table.onlyOurs,
+      onlyTheirs: table.onlyTheirs,
+      neither: table.neither,
+      notInTheirRecord: table.notInTheirRecord,
+    },
+    note:
+      "compileMs = compileJsonSchema (whitespace default, strict) + DfaTokenMatcher + first mask, compiled schemas only; " +
+      "maskUs = every mask of every instance token (fresh DfaConstraintState per instance on the schema's matcher, no token budget), " +
+      "walks stop at the first disallowed token. schemasPassing = compiled and every instance judged right. " +
+      "llguidance = its own record (llguidance 1.8) of the same files: passing = {} in the record.",
+  };
+  if (outFile !== undefined) {
+    writeFileSync(resolve(outFile), JSON.stringify({ ...summary, perSchema }, null, 2) + "\n");
+    process.stdout.write(JSON.stringify({ ...summary, perSchemaIn: basename(outFile) }, null, 2) + "\n");
+  } else {
+    process.stdout.write(JSON.stringify({ ...summary, perSchema }, null, 2) + "\n");
+  }
+}
+
+await main();

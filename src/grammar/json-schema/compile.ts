@@ -1,0 +1,1034 @@
+// A JSON Schema → the byte DFA of the JSON texts that satisfy it, as Trellis writes JSON
+// (json-text.ts). Every language is exact or an under-approximation of the schema's meaning, so a
+// text the DFA accepts is always valid; where we would have to over-approximate, we refuse instead.
+//
+// How: a subschema and the conjunction of subschemas it implies (`allOf`, `$ref`) are *merged*
+// keyword by keyword (schemas.ts's Spec), never intersected as automata: two object languages
+// written in different key orders have an empty intersection although their schemas agree.
+// `anyOf`, `oneOf`, `if`, `dependentSchemas` and `dependentRequired` are distributed into
+// alternatives, each merged alike. What a branch must *not* match (`not`, the other `oneOf`
+// branches, a failed `if`) is subtracted as an automaton, using an over-approximation O(S) of the
+// subtracted schema (objects in any key order, counts dropped); the text we write is an
+// under-approximation U(S). U(S) ⊆ valid(S) ⊆ O(S), so U(A) − O(B) ⊆ valid(A ∧ ¬B).
+//
+// Objects are written with the schema's properties in its order, then any others. Values the
+// schema leaves free (`{}`, `true`, absent `items`/`additionalProperties`) are written nested at
+// most `freeNesting` levels. Recursive schemas are refused for now (they are not regular).
+//
+// Duplicate keys: JSON parsers keep the last of two equal keys. Each pair we write satisfies its
+// own schema, so the kept one does; but a subtraction needs the minuend free of duplicates (an
+// earlier pair's value escapes O(S)'s check), so a minuend writes at most one key beyond the
+// named ones; so does an object with `minProperties` (a repeated key would count twice).
+
+import {
+  compileRegexNode,
+  ecmaSearchNode,
+  intersectDfas,
+  isEmptyLanguage,
+  LanguageGraph,
+  matchesString,
+  RegexSyntaxError,
+  RegexTooComplexError,
+  subtractDfas,
+  type ByteDfa,
+  type RegexLimits,
+  type RegexNode,
+} from "../../regex/index.js";
+import { ByteLruCache } from "../../support/index.js";
+import { escapePointer, SchemaDocument, type Draft, type SchemaAt } from "./document.js";
+import { JsonSchemaError, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./errors.js";
+import { formatNode } from "./formats.js";
+import {
+  alt,
+  ANY_NUMBER_TEXT,
+  EMPTY,
+  concat,
+  dfaNode,
+  encodeNode,
+  anyEncodedChar,
+  FALSE_TEXT,
+  EXPONENT_NUMBER_TEXT,
+  INTEGER_TEXT,
+  INTEGER_VALUED_TEXT,
+  JsonSyntax,
+  literal,
+  NULL_TEXT,
+  NUMBER_TEXT,
+  quoted,
+  quoteDfa,
+  range,
+  repeat,
+  anyStringText,
+  stringLiteral,
+  TRUE_TEXT,
+  type WhitespaceStyle,
+} from "./json-text.js";
+import { integerRangeNode, multipleOfNode, numberRangeNode } from "./numeric.js";
+import { isObject, mergeConjuncts, type ArrayPart, type Conjunct, type ObjectPart, type Spec } from "./spec.js";
+
+export interface JsonSchemaOptions {
+  /** "default": `{"a": 1, "b": [1, 2]}` or compact; "compact": no whitespace; "indented": json.dumps(indent=2). */
+  readonly whitespace?: WhitespaceStyle;
+  /** Properties the schema does not name (no `additionalProperties`) are not written. */
+  readonly forbidAdditionalProperties?: boolean;
+  /** A keyword we cannot enforce exactly is an error (true) or ignored with a warning (false). */
+  readonly strict?: boolean;
+  /** Nesting levels of a value the schema leaves free. */
+  readonly freeNesting?: number;
+  /** Per-automaton sizes, and the whole compile's time (timeoutMs). */
+  readonly limits?: RegexLimits;
+}
+
+export const DEFAULT_JSON_SCHEMA_OPTIONS = {
+  whitespace: "default" as WhitespaceStyle,
+  forbidAdditionalProperties: false,
+  strict: true,
+  freeNesting: 2,
+  limits: { maxDfaStates: 100_000, maxNfaStates: 400_000, timeoutMs: 10_000 } as RegexLimits,
+};
+
+export interface CompiledJsonSchema {
+  readonly dfa: ByteDfa;
+  readonly draft: Draft;
+  readonly warnings: readonly JsonSchemaWarning[];
+}
+
+/**
+ * DFAs that depend on no schema (any value, strings of a length, a pattern's or a format's
+ * strings), kept across compiles: a compile worker builds each once. Bounded by bytes.
+ */
+const SHARED_DFA_BYTES = 64 * 1024 * 1024;
+const sharedDfas = new ByteLruCache<SizedDfa>(SHARED_DFA_BYTES);
+
+class SizedDfa {
+  constructor(readonly dfa: ByteDfa) {}
+
+  retainedBytes(): number {
+    return this.dfa.next.byteLength + this.dfa.accepting.byteLength + this.dfa.minBytesToAccept.byteLength + 512;
+  }
+}
+
+/** Most alternatives one subschema may distribute into (anyOf × oneOf × if × dependencies). */
+const MAX_ALTERNATIVES = 256;
+/** Deepest value nesting a schema may ask for. */
+const MAX_DEPTH = 64;
+/** An object's named member: its value's language, and whether it must be written. */
+interface Member {
+  readonly key: string;
+  readonly value: RegexNode;
+  readonly required: boolean;
+}
+
+/** Keys no named member takes, of one patternProperties region, and their values' language. */
+interface Region {
+  readonly key: RegexNode;
+  readonly value: RegexNode;
+}
+
+/** Longest array whose positions are states (maxItems, minItems, positional items). */
+const MAX_ARRAY_POSITIONS = 4096;
+/** Required keys an over-approximated object checks the presence of. */
+const MAX_TRACKED_REQUIRED = 3;
+/** Most `patternProperties` (over all merged parts) one object may have: regions are 2^n. */
+const MAX_PATTERNS = 6;
+
+/**
+ * Compiles a JSON Schema (object or boolean) to the DFA of the JSON texts we may write for it.
+ * Throws JsonSchemaError (400: malformed, remote `$ref`, a keyword we cannot enforce under
+ * `strict`), JsonSchemaTooComplexError (422: a size or time limit), JsonSchemaUnsatisfiableError.
+ */
+export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = {}): CompiledJsonSchema {
+  if (typeof schema !== "boolean" && !isObject(schema)) throw new JsonSchemaError("a schema must be an object or a boolean", "");
+  const document = new SchemaDocument(schema);
+  const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, ...options.limits };
+  const compiler = new SchemaCompiler(document, { ...DEFAULT_JSON_SCHEMA_OPTIONS, ...options, limits });
+  const dfa = compiler.dfaOf(compiler.language([document.rootAt], { depth: 0, over: false, dupFree: false }), "");
+  if (isEmptyLanguage(dfa)) throw new JsonSchemaUnsatisfiableError("");
+  return { dfa, draft: document.draft, warnings: compiler.warnings };
+}
+
+/** Which language of a subschema: where it is written, and U(S) or O(S) (see the header). */
+interface Want {
+  readonly depth: number;
+  readonly over: boolean;
+  readonly dupFree: boolean;
+}
+
+/** One way a subschema can be satisfied: merged conjuncts, minus what it must not match. */
+interface Alternative {
+  readonly conjuncts: Conjunct[];
+  readonly seen: Set<string>;
+  readonly subtract: SchemaAt[][];
+  readonly forbid: Set<string>;
+  readonly require: Set<string>;
+  readonly done: Set<string>;
+}
+
+type Options = typeof DEFAULT_JSON_SCHEMA_OPTIONS & JsonSchemaOptions;
+
+class SchemaCompiler {
+  readonly warnings: JsonSchemaWarning[] = [];
+  private readonly warned = new Set<string>();
+  private readonly syntax: JsonSyntax;
+  /** Languages by subschema(s) and Want: nodes, compiled to a DFA on their second use. */
+  private readonly memo = new Map<string, RegexNode>();
+  private readonly inProgress = new Set<string>();
+  private readonly deadline: number;
+
+  constructor(
+    private readonly document: SchemaDocument,
+    private readonly options: Options,
+  ) {
+    this.syntax = new JsonSyntax(options.whitespace);
+    this.deadline = performance.now() + (options.limits.timeoutMs ?? DEFAULT_JSON_SCHEMA_OPTIONS.limits.timeoutMs!);
+  }
+
+  // ---- the regex stage, under one deadline for the whole compile --------------------------
+
+  private limits(pointer: string): RegexLimits {
+    const left = this.deadline - performance.now();
+    if (left <= 0) throw new JsonSchemaTooComplexError(`compiling took longer than ${this.options.limits.timeoutMs} ms`, pointer, "time");
+    return { ...this.options.limits, timeoutMs: left };
+  }
+
+  private regex<T>(pointer: string, build: (limits: RegexLimits) => T): T {
+    try {
+      return build(this.limits(pointer));
+    } catch (error) {
+      if (error instanceof RegexTooComplexError) throw new JsonSchemaTooComplexError(error.message, pointer, error.limit);
+      throw error;
+    }
+  }
+
+  private compileNode(node: RegexNode, pointer: string): ByteDfa {
+    return this.regex(pointer, (limits) => compileRegexNode(node, limits));
+  }
+
+  /**
+   * The DFA of a language. Languages stay nodes (graphs embedding their parts) until something
+   * needs a DFA: a set operation, a membership test, the whole document. One subset construction
+   * over the whole then replaces one per nesting level.
+   */
+  dfaOf(node: RegexNode, pointer: string): ByteDfa {
+    return node.kind === "dfa" ? node.dfa : this.compileNode(node, pointer);
+  }
+
+  private intersect(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
+    return this.regex(pointer, (limits) => intersectDfas(a, b, limits));
+  }
+
+  private subtract(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
+    return this.regex(pointer, (limits) => subtractDfas(a, b, limits));
+  }
+
+  /** A schema-independent DFA, from the shared cache or built now. */
+  private shared(key: string, build: () => ByteDfa): ByteDfa {
+    const known = sharedDfas.get(key);
+    if (known) return known.dfa;
+    const dfa = build();
+    sharedDfas.set(key, new SizedDfa(dfa));
+    return dfa;
+  }
+
+  // ---- warnings and refusals -----------------------------------------------------------
+
+  warn(keyword: string, pointer: string, message: string): void {
+    const key = `${pointer} ${keyword}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.warnings.push({ keyword, pointer, message });
+  }
+
+  /** A keyword we cannot enforce exactly: an error under strict, else a warning and ignored. */
+  unsupported(keyword: string, pointer: string, message: string): void {
+    if (this.options.strict) throw new JsonSchemaError(`${message} (with "strict": false it is ignored, with a warning)`, pointer, keyword);
+    this.warn(keyword, pointer, `not enforced: ${message}`);
+  }
+
+  // ---- a subschema's language ----------------------------------------------------------
+
+  /** The language (U or O, per `want`) of the conjunction of `refs`. */
+  language(refs: readonly SchemaAt[], want: Want): RegexNode {
+    if (refs.length === 0) return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
+    const pointers = refs.map((r) => r.pointer).join("|");
+    const pointer = refs[0]?.pointer ?? "";
+    if (want.depth > MAX_DEPTH) throw new JsonSchemaTooComplexError(`values nested deeper than ${MAX_DEPTH} levels`, pointer, "depth");
+    const key = `${pointers}#${this.syntax.style === "indented" ? want.depth : 0}${want.over ? "O" : "U"}${want.dupFree ? "d" : ""}`;
+    const known = this.memo.get(key);
+    if (known) {
+      // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as.
+      if (known.kind === "dfa") return known;
+      const compiled = dfaNode(this.dfaOf(known, pointer));
+      this.memo.set(key, compiled);
+      return compiled;
+    }
+    if (this.inProgress.has(pointers)) {
+      throw new JsonSchemaError("recursive schemas are not supported yet (the schema refers to itself)", pointer, "$ref");
+    }
+    this.inProgress.add(pointers);
+    try {
+      const node = this.compileAlternatives(refs, want, pointer);
+      this.memo.set(key, node);
+      return node;
+    } finally {
+      this.inProgress.delete(pointers);
+    }
+  }
+
+  private compileAlternatives(refs: readonly SchemaAt[], want: Want, pointer: string): RegexNode {
+    const alternatives = this.alternatives(refs, want);
+    const parts: RegexNode[] = [];
+    for (const alternative of alternatives) {
+      if (
+        alternative.conjuncts.length === 0 &&
+        alternative.subtract.length === 0 &&
+        alternative.forbid.size === 0 &&
+        alternative.require.size === 0
+      ) {
+        parts.push(dfaNode(this.anyValue(want.depth, this.options.freeNesting, want)));
+        continue;
+      }
+      const minuendWant = alternative.subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
+      const spec = mergeConjuncts(alternative.conjuncts, this.document, this);
+      const base = this.specLanguage(spec, alternative, minuendWant, pointer);
+      if (alternative.subtract.length === 0) {
+        parts.push(base);
+        continue;
+      }
+      let dfa = this.dfaOf(base, pointer);
+      for (const subtrahend of alternative.subtract) {
+        if (isEmptyLanguage(dfa)) break;
+        const other = this.language(subtrahend, { depth: want.depth, over: !want.over, dupFree: false });
+        const at = subtrahend[0]?.pointer ?? pointer;
+        dfa = this.subtract(dfa, this.dfaOf(other, at), at);
+      }
+      if (!isEmptyLanguage(dfa)) parts.push(dfaNode(dfa));
+    }
+    return alt(parts);
+  }
+
+  /** `refs` with `allOf` and `$ref` expanded, then anyOf/oneOf/if/dependencies distributed. */
+  private alternatives(refs: readonly SchemaAt[], want: Want): Alternative[] {
+    const first: Alternative = { conjuncts: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
+    if (!this.flatten(refs, first)) return [];
+    const finished: Alternative[] = [];
+    const pending = [first];
+    while (pending.length > 0) {
+      const alternative = pending.pop()!;
+      const split = this.splitFirst(alternative, want);
+      if (split === null) finished.push(alternative);
+      else pending.push(...split);
+      if (finished.length + pending.length > MAX_ALTERNATIVES) {
+        throw new JsonSchemaTooComplexError(
+          `anyOf/oneOf/if/dependencies combine into more than ${MAX_ALTERNATIVES} alternatives`,
+          refs[0]?.pointer ?? "",
+          "alternatives",
+        );
+      }
+    }
+    return finished;
+  }
+
+  /** Adds `refs` (and what `allOf` and `$ref` imply) to the alternative; false: a `false` schema. */
+  private flatten(refs: readonly SchemaAt[], into: Alternative): boolean {
+    for (const at of refs) {
+      const schema = at.schema;
+      if (schema === true) continue;
+      if (schema === false) return false;
+      if (!isObject(schema)) throw new JsonSchemaError("a schema must be an object or a boolean", at.pointer);
+      if (into.seen.has(at.pointer)) continue;
+      into.seen.add(at.pointer);
+      for (const dynamic of ["$dynamicRef", "$recursiveRef"]) {
+        if (schema[dynamic] !== undefined && this.document.draft >= 2019) {
+          this.unsupported(dynamic, at.pointer, `${dynamic} is not supported`);
+        }
+      }
+      const ref = schema.$ref;
+      if (ref !== undefined) {
+        if (typeof ref !== "string") throw new JsonSchemaError("$ref must be a string", `${at.pointer}/$ref`, "$ref");
+        const target = this.document.resolve(ref, at);
+        if (this.document.refOverridesSiblings) {
+          const ignored = Object.keys(schema).filter((k) => k !== "$ref" && k !== "definitions" && k !== "$comment" && !isDescriptive(k));
+          if (ignored.length > 0) {
+            this.warn("$ref", at.pointer, `keywords beside $ref are ignored in this draft: ${ignored.join(", ")}`);
+          }
+          if (!this.flatten([target], into)) return false;
+          continue;
+        }
+        if (!this.flatten([target], into)) return false;
+      }
+      into.conjuncts.push({ at, schema });
+      const allOf = schema.allOf;
+      if (allOf !== undefined) {
+        const members = this.schemaList(at, "allOf");
+        if (!this.flatten(members, into)) return false;
+        void allOf;
+      }
+    }
+    return true;
+  }
+
+  /** The subschemas of a list keyword (allOf, anyOf, oneOf, prefixItems, array items). */
+  schemaList(at: SchemaAt, keyword: string): SchemaAt[] {
+    const value = (at.schema as Record<string, unknown>)[keyword];
+    const pointer = `${at.pointer}/${keyword}`;
+    if (!Array.isArray(value) || (value.length === 0 && keyword !== "prefixItems" && keyword !== "items")) {
+      throw new JsonSchemaError(`${keyword} must be a non-empty array of schemas`, pointer, keyword);
+    }
+    const base = this.document.baseOf(at);
+    return value.map((schema, i) => ({ schema, pointer: `${pointer}/${i}`, base }));
+  }
+
+  /** The subschema a keyword holds. */
+  child(at: SchemaAt, ...path: string[]): SchemaAt {
+    let schema: unknown = at.schema;
+    for (const p of path) schema = (schema as Record<string, unknown>)[p];
+    return { schema, pointer: `${at.pointer}/${path.map(escapePointer).join("/")}`, base: this.document.baseOf(at) };
+  }
+
+  /**
+   * Distributes the first applicator not yet distributed (anyOf, oneOf, not, if, dependencies) of
+   * the alternative into the alternatives it stands for; null when none is left.
+   */
+  private splitFirst(alternative: Alternative, want: Want): Alternative[] | null {
+    for (const conjunct of alternative.conjuncts) {
+      const { at, schema } = conjunct;
+      for (const keyword of SPLIT_KEYWORDS) {
+        if (schema[keyword] === undefined) continue;
+        const mark = `${at.pointer} ${keyword}`;
+        if (alternative.done.has(mark)) continue;
+        if (keyword === "dependencies" && this.document.draft >= 2019) continue;
+        if ((keyword === "dependentRequired" || keyword === "dependentSchemas") && this.document.draft < 2019) continue;
+        if (keyword === "if" && this.document.draft < 7) continue;
+        alternative.done.add(mark);
+        return this.split(alternative, conjunct, keyword, want);
+      }
+    }
+    return null;
+  }
+
+  private split(alternative: Alternative, { at, schema }: Conjunct, keyword: string, want: Want): Alternative[] {
+    const fork = (extra: readonly SchemaAt[], change?: (a: Alternative) => void): Alternative[] => {
+      const a = copyAlternative(alternative);
+      if (!this.flatten(extra, a)) return [];
+      change?.(a);
+      return [a];
+    };
+    switch (keyword) {
+      case "anyOf":
+        return this.schemaList(at, "anyOf").flatMap((member) => fork([member]));
+      case "oneOf": {
+        const members = this.schemaList(at, "oneOf");
+        return members.flatMap((member, i) => {
+          const others = members.filter((_, j) => j !== i).map((m) => [m]);
+          return fork([member], (a) => (want.over ? undefined : a.subtract.push(...others)));
+        });
+      }
+      case "not":
+        return fork([], (a) => a.subtract.push([this.child(at, "not")]));
+      case "if": {
+        const ifAt = this.child(at, "if");
+        const thenAt = schema.then === undefined ? [] : [this.child(at, "then")];
+        const elseAt = schema.else === undefined ? [] : [this.child(at, "else")];
+        return [...fork([ifAt, ...thenAt]), ...fork(elseAt, (a) => (want.over ? undefined : a.subtract.push([ifAt])))];
+      }
+      default:
+        return this.splitDependencies(alternative, at, keyword, want);
+    }
+  }
+
+  /**
+   * dependentRequired / dependentSchemas / dependencies: each trigger key splits an alternative
+   * into "absent" and "present, with what it demands". An over-approximation may ignore them.
+   */
+  private splitDependencies(alternative: Alternative, at: SchemaAt, keyword: string, want: Want): Alternative[] {
+    const map = (at.schema as Record<string, unknown>)[keyword];
+    if (!isObject(map)) throw new JsonSchemaError("must be an object", `${at.pointer}/${keyword}`, keyword);
+    if (want.over) return [alternative];
+    let current: Alternative[] = [alternative];
+    for (const [trigger, demand] of Object.entries(map)) {
+      const pointer = `${at.pointer}/${keyword}/${escapePointer(trigger)}`;
+      const next: Alternative[] = [];
+      for (const a of current) {
+        const absent = copyAlternative(a);
+        absent.forbid.add(trigger);
+        next.push(absent);
+        const present = copyAlternative(a);
+        present.require.add(trigger);
+        if (Array.isArray(demand)) {
+          for (const k of demand) {
+            if (typeof k !== "string") throw new JsonSchemaError("must list property names (strings)", pointer, keyword);
+            present.require.add(k);
+          }
+          next.push(present);
+        } else if (keyword === "dependentRequired") {
+          throw new JsonSchemaError("must be an array of property names", pointer, keyword);
+        } else if (this.flatten([this.child(at, keyword, trigger)], present)) {
+          next.push(present);
+        }
+      }
+      current = next;
+      if (current.length > MAX_ALTERNATIVES) {
+        throw new JsonSchemaTooComplexError(
+          `${keyword} splits into more than ${MAX_ALTERNATIVES} alternatives`,
+          at.pointer,
+          "alternatives",
+        );
+      }
+    }
+    return current;
+  }
+
+  // ---- a merged Spec's language ------------------------------------------------------------
+
+  private specLanguage(spec: Spec, alternative: Alternative, want: Want, pointer: string): RegexNode {
+    const typed: RegexNode[] = [];
+    if (spec.enumValues !== null) return this.enumLanguage(spec, alternative, want, pointer);
+    if (spec.types.null) typed.push(NULL_TEXT);
+    if (spec.types.boolean) typed.push(TRUE_TEXT, FALSE_TEXT);
+    if (spec.types.number !== "none") {
+      const numbers = this.numberLanguage(spec, want, pointer);
+      if (numbers) typed.push(dfaNode(numbers));
+    }
+    if (spec.types.string) {
+      const strings = this.stringLanguage(spec, pointer);
+      if (strings) typed.push(dfaNode(strings));
+    }
+    if (spec.types.array) {
+      const arrays = this.arrayLanguage(spec, want, pointer);
+      if (arrays) typed.push(arrays);
+    }
+    if (spec.types.object) {
+      const objects = this.objectLanguage(spec, alternative, want, pointer);
+      if (objects) typed.push(objects);
+    }
+    return alt(typed);
+  }
+
+  /** `enum`/`const`: the listed values, written canonically, each checked against the rest. */
+  private enumLanguage(spec: Spec, alternative: Alternative, want: Want, pointer: string): RegexNode {
+    const withoutEnum: Spec = { ...spec, enumValues: null };
+    let rest: ByteDfa | null = null;
+    const parts: RegexNode[] = [];
+    for (const value of spec.enumValues!) {
+      if (!typeAllows(spec, value)) continue;
+      const text = this.compileNode(this.valueText(value, want), pointer);
+      // A literal has no repeated keys: the rest need not be written duplicate-free to keep it so.
+      if (rest === null) rest = this.dfaOf(this.specLanguage(withoutEnum, alternative, { ...want, dupFree: false }, pointer), pointer);
+      const kept = this.intersect(text, rest, pointer);
+      if (!isEmptyLanguage(kept)) parts.push(dfaNode(kept));
+    }
+    return alt(parts);
+  }
+
+  /** The texts we write for one JSON value (over: every text of an equal value we might meet). */
+  private valueText(value: unknown, want: Want): RegexNode {
+    const { depth } = want;
+    if (value === null) return NULL_TEXT;
+    if (value === true) return TRUE_TEXT;
+    if (value === false) return FALSE_TEXT;
+    if (typeof value === "number") {
+      if (!want.over) return literal(JSON.stringify(value));
+      // Every text of this value: without exponent ("1", "1.0", …) exactly; any with one.
+      const n = String(value);
+      return alt([numberRangeNode({ minimum: n, maximum: n }) ?? EMPTY, EXPONENT_NUMBER_TEXT]);
+    }
+    if (typeof value === "string") return stringLiteral(value);
+    const inner: Want = { ...want, depth: depth + 1 };
+    if (Array.isArray(value)) {
+      if (value.length === 0) return literal("[]");
+      const items = value.map((v, i) => concat(i === 0 ? this.syntax.open(depth) : this.syntax.separator(depth), this.valueText(v, inner)));
+      return concat(range(0x5b), ...items, this.syntax.close(depth), range(0x5d));
+    }
+    if (want.over) return dfaNode(this.anyValue(depth, this.options.freeNesting + 1, want, "object"));
+    const entries = Object.entries(value as Record<string, unknown>);
+    if (entries.length === 0) return literal("{}");
+    const members = entries.map(([k, v], i) =>
+      concat(
+        i === 0 ? this.syntax.open(depth) : this.syntax.separator(depth),
+        stringLiteral(k),
+        this.syntax.colon,
+        this.valueText(v, inner),
+      ),
+    );
+    return concat(range(0x7b), ...members, this.syntax.close(depth), range(0x7d));
+  }
+
+  /**
+   * Any JSON value nested at most `levels` containers deep (`only`: of that kind). Under dupFree
+   * (and not over), an object has at most one key.
+   */
+  anyValue(depth: number, levels: number, want: Want, only?: "object" | "array"): ByteDfa {
+    const key = `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.over ? "O" : "U"}${want.dupFree ? "d" : ""}#${only ?? ""}`;
+    const known = sharedDfas.get(key);
+    if (known) return known.dfa;
+    const items: RegexNode[] = only ? [] : [NULL_TEXT, TRUE_TEXT, FALSE_TEXT, want.over ? ANY_NUMBER_TEXT : NUMBER_TEXT, anyStringText()];
+    if (levels > 0) {
+      const inner = dfaNode(this.anyValue(depth + 1, levels - 1, want));
+      if (only !== "object") items.push(this.sequence(0x5b, 0x5d, inner, depth, Infinity));
+      if (only !== "array") {
+        const pair = concat(anyStringText(), this.syntax.colon, inner);
+        items.push(this.sequence(0x7b, 0x7d, pair, depth, want.dupFree && !want.over ? 1 : Infinity));
+      }
+    }
+    const dfa = this.compileNode(alt(items), "");
+    sharedDfas.set(key, new SizedDfa(dfa));
+    return dfa;
+  }
+
+  /** `open (member (sep member){0,max-1})? close` with the style's whitespace. */
+  private sequence(open: number, close: number, member: RegexNode, depth: number, max: number): RegexNode {
+    // A graph, so that `member` is embedded once (a tree would copy it for the first member and
+    // the others, and nested containers would double at every level).
+    const s = this.syntax;
+    const graph = new LanguageGraph();
+    const start = graph.state();
+    const opened = graph.state();
+    const before = graph.state();
+    const after = graph.state();
+    const end = graph.state();
+    graph.accept(end);
+    graph.edge(start, opened, range(open));
+    graph.edge(opened, end, range(close));
+    graph.edge(opened, before, s.open(depth));
+    graph.edge(before, after, member);
+    graph.edge(after, end, concat(s.close(depth), range(close)));
+    if (max === Infinity) graph.edge(after, before, s.separator(depth));
+    else if (max > 1) throw new Error("sequence: a bounded count other than 1 is not supported");
+    return graph.node(start);
+  }
+
+  // ---- numbers -----------------------------------------------------------------------------
+
+  /**
+   * U: integers as INTEGER_TEXT, bounded or multiple-of numbers without exponent (numeric.ts).
+   * O: every text whose value may satisfy the keywords: integers may also be written "3.0", and
+   * any text with an exponent is kept (we never compare those).
+   */
+  private numberLanguage(spec: Spec, want: Want, pointer: string): ByteDfa | null {
+    const integer = spec.types.number === "integer";
+    const { bounds, multipleOf } = spec.numbers;
+    const writeInteger = integer && !want.over;
+    const nodes: RegexNode[] = [];
+    for (const { bounds: b, pointer: at } of bounds) {
+      const node = this.numeric(at, () => (writeInteger ? integerRangeNode(b) : numberRangeNode(b)));
+      if (node === null) return want.over ? this.compileNode(EXPONENT_NUMBER_TEXT, pointer) : null;
+      nodes.push(node);
+    }
+    for (const { value, pointer: at } of multipleOf) nodes.push(this.numeric(at, () => multipleOfNode(value, writeInteger))!);
+    if (writeInteger) nodes.push(INTEGER_TEXT);
+    else if (integer) nodes.push(INTEGER_VALUED_TEXT);
+    else if (nodes.length === 0) nodes.push(NUMBER_TEXT);
+    let dfa = this.compileNode(nodes[0]!, pointer);
+    for (let i = 1; i < nodes.length && !isEmptyLanguage(dfa); i++)
+      dfa = this.intersect(dfa, this.compileNode(nodes[i]!, pointer), pointer);
+    if (want.over) dfa = this.compileNode(alt([dfaNode(dfa), EXPONENT_NUMBER_TEXT]), pointer);
+    return isEmptyLanguage(dfa) ? null : dfa;
+  }
+
+  private numeric(pointer: string, build: () => RegexNode | null): RegexNode | null {
+    try {
+      return build();
+    } catch (error) {
+      if (error instanceof JsonSchemaError || error instanceof JsonSchemaTooComplexError) throw error;
+      throw new JsonSchemaTooComplexError((error as Error).message, pointer, "multipleOf");
+    }
+  }
+
+  // ---- strings -----------------------------------------------------------------------------
+
+  private stringLanguage(spec: Spec, pointer: string): ByteDfa | null {
+    const { minLength, maxLength, patterns, formats } = spec.strings;
+    if (maxLength < minLength) return null;
+    const content =
+      minLength === 0 && maxLength === Infinity
+        ? repeat(anyEncodedChar(), 0, -1)
+        : repeat(anyEncodedChar(), minLength, maxLength === Infinity ? -1 : maxLength);
+    let dfa = this.shared(`string#${minLength}#${maxLength}`, () => this.compileNode(quoted(content), pointer));
+    for (const { pattern, pointer: at } of patterns) {
+      if (isEmptyLanguage(dfa)) break;
+      dfa = this.intersect(dfa, this.patternLanguage(pattern, at), at);
+    }
+    for (const { format, pointer: at } of formats) {
+      if (isEmptyLanguage(dfa)) break;
+      const node = formatNode(format);
+      if (node === null) continue;
+      dfa = this.intersect(
+        dfa,
+        this.shared(`format#${format}`, () => this.compileNode(quoted(encodeNode(node)), at)),
+        at,
+      );
+    }
+    return isEmptyLanguage(dfa) ? null : dfa;
+  }
+
+  /** The JSON strings (quotes included) whose decoded text an ECMA-262 `pattern` finds a match in. */
+  patternLanguage(pattern: string, pointer: string): ByteDfa {
+    const known = sharedDfas.get(`pattern#${pattern}`);
+    if (known) return known.dfa;
+    let search: RegexNode;
+    try {
+      search = ecmaSearchNode(pattern);
+    } catch (error) {
+      if (error instanceof RegexSyntaxError) {
+        throw new JsonSchemaError(
+          `"${pattern}": ${error.message}${error.construct ? ` (${error.construct})` : ""}`,
+          pointer,
+          keywordOf(pointer),
+        );
+      }
+      throw error;
+    }
+    const decoded = this.compileNode(search, pointer);
+    const dfa = this.compileNode(quoted(dfaNode(quoteDfa(decoded))), pointer);
+    sharedDfas.set(`pattern#${pattern}`, new SizedDfa(dfa));
+    return dfa;
+  }
+
+  // ---- arrays ------------------------------------------------------------------------------
+
+  private arrayLanguage(spec: Spec, want: Want, pointer: string): RegexNode | null {
+    const { parts, minItems, contains } = spec.arrays;
+    let maxItems = spec.arrays.maxItems;
+    const depth = want.depth;
+    const inner: Want = { ...want, depth: depth + 1 };
+    const prefixLength = Math.max(0, ...parts.map((p) => p.prefix.length));
+    // `items: false` (or additionalItems) ends arrays after the positional items.
+    if (parts.some((p) => p.rest?.schema === false)) maxItems = Math.min(maxItems, prefixLength);
+    if (maxItems < minItems) return null;
+    const itemRefs = (i: number): SchemaAt[] =>
+      parts.flatMap((p: ArrayPart) => (i < p.prefix.length ? [p.prefix[i]!] : p.rest ? [p.rest] : []));
+    const items = new Map<number, RegexNode>();
+    const item = (i: number): RegexNode => {
+      const k = Math.min(i, prefixLength);
+      let node = items.get(k);
+      if (!node) {
+        node = this.language(itemRefs(k), inner);
+        items.set(k, node);
+      }
+      return node;
+    };
+    if (spec.arrays.unique !== null && maxItems > 1 && !want.over) {
+      this.unsupported("uniqueItems", spec.arrays.unique, "uniqueItems on arrays that may hold two or more items is not supported yet");
+    }
+    const counted = want.over ? null : (contains[0] ?? null);
+    if (contains.length > 1 && !want.over) {
+      this.unsupported("contains", contains[1]!.at.pointer, "several contains on one array are not supported yet");
+    }
+    // Positions 0..last are states; the last loops when the length is unbounded.
+    const last = maxItems === Infinity ? Math.max(prefixLength, minItems, 1) : maxItems;
+    if (last > MAX_ARRAY_POSITIONS) throw new JsonSchemaTooComplexError(`arrays of up to ${last} items`, pointer, "maxItems");
+    const minMatches = counted ? counted.min : 0;
+    const maxMatches = counted ? counted.max : Infinity;
+    const matchStates = counted ? (maxMatches === Infinity ? minMatches : maxMatches) + 1 : 1;
+    // With contains: items that match it (counted) and items that do not (the latter minus an
+    // over-approximation of it, written duplicate-free).
+    const matching = new Map<number, [RegexNode, RegexNode]>();
+    const split = (i: number): [RegexNode, RegexNode] => {
+      const k = Math.min(i, prefixLength);
+      let pair = matching.get(k);
+      if (!pair) {
+        const at = counted!.at;
+        const yes = this.language([...itemRefs(k), at], inner);
+        const minuend = this.dfaOf(this.language(itemRefs(k), { ...inner, dupFree: true }), at.pointer);
+        const no = this.subtract(minuend, this.dfaOf(this.language([at], { ...inner, over: true }), at.pointer), at.pointer);
+        pair = [yes, dfaNode(no)];
+        matching.set(k, pair);
+      }
+      return pair;
+    };
+    const graph = new LanguageGraph();
+    const start = graph.state();
+    const end = graph.state();
+    graph.accept(end);
+    const ids = new Map<number, number>();
+    const stateOf = (p: number, m: number): number => {
+      const key = p * matchStates + m;
+      let id = ids.get(key);
+      if (id === undefined) {
+        id = graph.state();
+        ids.set(key, id);
+      }
+      return id;
+    };
+    if (minItems === 0 && minMatches === 0) graph.edge(start, end, literal("[]"));
+    const middles = new Map<string, number>();
+    const s = this.syntax;
+    for (let p = 0; p <= last; p++) {
+      for (let m = 0; m < matchStates; m++) {
+        if (!ids.has(p * matchStates + m) && !(p === 0 && m === 0)) continue;
+        const from = stateOf(p, m);
+        if (p === 0 && m === 0) graph.edge(start, from, range(0x5b));
+        if (p >= 1 && p >= minItems && m >= minMatches) graph.edge(from, end, concat(s.close(depth), range(0x5d)));
+        const to = p === last ? p : p + 1;
+        if (p === last && maxItems !== Infinity) continue;
+        const lead = p === 0 ? s.open(depth) : s.separator(depth);
+        // The first item and the others meet before the item, which is embedded once per target.
+        const via = (target: number, kind: string, reads: RegexNode): void => {
+          const key = `${target},${kind},${Math.min(p, prefixLength)}`;
+          let mid = middles.get(key);
+          if (mid === undefined) {
+            mid = graph.state();
+            middles.set(key, mid);
+            graph.edge(mid, target, reads);
+          }
+          graph.edge(from, mid, lead);
+        };
+        if (!counted) {
+          via(stateOf(to, 0), "", item(p));
+          continue;
+        }
+        const [yes, no] = split(p);
+        const up = Math.min(m + 1, maxMatches === Infinity ? minMatches : maxMatches + 1);
+        if (up < matchStates) via(stateOf(to, up), "yes", yes);
+        via(stateOf(to, m), "no", no);
+      }
+    }
+    return graph.node(start);
+  }
+
+  // ---- objects -----------------------------------------------------------------------------
+
+  private objectLanguage(spec: Spec, alternative: Alternative, want: Want, pointer: string): RegexNode | null {
+    const o = spec.objects;
+    if (o.maxProperties < o.minProperties) return null;
+    const depth = want.depth;
+    const inner: Want = { ...want, depth: depth + 1 };
+    const nameLanguages = o.propertyNames.map((at) =>
+      this.dfaOf(this.language([at], { depth: 0, over: want.over, dupFree: false }), at.pointer),
+    );
+    const required = new Set([...o.required, ...(want.over ? [] : alternative.require)]);
+    const forbidden = want.over ? new Set<string>() : alternative.forbid;
+    const names = [...o.names];
+    for (const k of required) if (!names.includes(k)) names.push(k);
+    const members: Member[] = [];
+    for (const key of names) {
+      const isRequired = required.has(key);
+      const allowed = !forbidden.has(key) && nameLanguages.every((dfa) => matchesString(dfa, JSON.stringify(key)));
+      if (!allowed) {
+        if (isRequired) return null;
+        continue;
+      }
+      // An empty value language leaves its member unwritable: the object's automaton drops the path.
+      members.push({ key, value: this.language(schemasForKey(o.parts, key), inner), required: isRequired });
+    }
+    const excluded = [...names, ...forbidden];
+    const extras = this.extraRegions(o.parts, excluded, nameLanguages, inner, pointer);
+    if (want.over) return this.looseObject(members, extras, depth);
+    const requiredCount = members.filter((m) => m.required).length;
+    if (requiredCount > o.maxProperties) return null;
+    if (o.minProperties > members.length + Math.min(extras.length, 1)) {
+      // Counting several unnamed keys would need them distinct, which an automaton cannot check.
+      this.unsupported(
+        "minProperties",
+        pointer,
+        `minProperties ${o.minProperties} needs more than one property the schema does not name; not supported yet`,
+      );
+      return null;
+    }
+    return this.orderedObject(members, extras, depth, o.minProperties, o.maxProperties, want.dupFree);
+  }
+
+  /**
+   * The keys no named property takes, split into regions by which `patternProperties` they match
+   * (a key matching several must satisfy all): per region the key language and the value's.
+   */
+  private extraRegions(
+    parts: readonly ObjectPart[],
+    excluded: readonly string[],
+    nameLanguages: readonly ByteDfa[],
+    inner: Want,
+    pointer: string,
+  ): Region[] {
+    const patterns = parts.flatMap((part, index) => part.patterns.map((p) => ({ ...p, part: index })));
+    if (patterns.length > MAX_PATTERNS) {
+      throw new JsonSchemaTooComplexError(`more than ${MAX_PATTERNS} patternProperties on one object`, pointer, "patternProperties");
+    }
+    const free = parts.every((part) => part.patterns.length === 0 && part.additional === null);
+    if (free && this.options.forbidAdditionalProperties && !inner.over) return [];
+    let keys = this.shared("string#0#Infinity", () => this.compileNode(anyStringText(), pointer));
+    if (excluded.length > 0) keys = this.subtract(keys, this.compileNode(alt(excluded.map(stringLiteral)), pointer), pointer);
+    for (const dfa of nameLanguages) keys = this.intersect(keys, dfa, pointer);
+    const regions: Region[] = [];
+    for (let mask = 0; mask < 1 << patterns.length; mask++) {
+      let key = keys;
+      const values: SchemaAt[] = [];
+      for (let i = 0; i < patterns.length && !isEmptyLanguage(key); i++) {
+        const language = this.patternLanguage(patterns[i]!.source, patterns[i]!.at.pointer);
+        key = mask & (1 << i) ? this.intersect(key, language, pointer) : this.subtract(key, language, pointer);
+      }
+      if (isEmptyLanguage(key)) continue;
+      let unnamed = true;
+      parts.forEach((part, index) => {
+        const matched = patterns.filter((p, i) => p.part === index && mask & (1 << i));
+        if (matched.length > 0) {
+          values.push(...matched.map((p) => p.at));
+          unnamed = false;
+        } else if (part.additional !== null) {
+          values.push(part.additional);
+          unnamed = false;
+        }
+      });
+      if (unnamed && this.options.forbidAdditionalProperties && !inner.over) continue;
+      if (values.some((v) => v.schema === false)) continue;
+      regions.push({ key: dfaNode(key), value: this.language(values, inner) });
+    }
+    return regions;
+  }
+
+  /**
+   * O(S) of an object: members in any order (repeats too), each key with its value's O, and the
+   * first few required keys present (a set of them is tracked: 2^k states).
+   */
+  private looseObject(members: readonly Member[], extras: readonly Region[], depth: number): RegexNode {
+    const s = this.syntax;
+    const tracked = members.filter((m) => m.required).slice(0, MAX_TRACKED_REQUIRED);
+    const free = [
+      ...members.filter((m) => !tracked.includes(m)).map((m) => concat(stringLiteral(m.key), s.colon, m.value)),
+      ...extras.map((r) => concat(r.key, s.colon, r.value)),
+    ];
+    if (tracked.length === 0) return free.length === 0 ? literal("{}") : this.sequence(0x7b, 0x7d, alt(free), depth, Infinity);
+    const full = (1 << tracked.length) - 1;
+    const freePair = free.length > 0 ? alt(free) : null;
+    const graph = new LanguageGraph();
+    const start = graph.state();
+    const end = graph.state();
+    graph.accept(end);
+    const before: number[] = [];
+    const after: number[] = [];
+    for (let mask = 0; mask <= full; mask++) {
+      before.push(graph.state());
+      after.push(graph.state());
+    }
+    graph.edge(start, before[0]!, concat(range(0x7b), s.open(depth)));
+    for (let mask = 0; mask <= full; mask++) {
+      tracked.forEach((m, bit) => {
+        graph.edge(before[mask]!, after[mask | (1 << bit)]!, concat(stringLiteral(m.key), s.colon, m.value));
+      });
+      if (freePair) graph.edge(before[mask]!, after[mask]!, freePair);
+      graph.edge(after[mask]!, before[mask]!, s.separator(depth));
+    }
+    graph.edge(after[full]!, end, concat(s.close(depth), range(0x7d)));
+    return graph.node(start);
+  }
+
+  /**
+   * U(S) of an object: the named members in order (each once, required ones always), then members
+   * of the other keys (at most one when `oneExtra`), between minProperties and maxProperties.
+   * Towards minProperties only the first unnamed member counts (a repeated key would count twice);
+   * towards maxProperties every member does.
+   */
+  private orderedObject(
+    members: readonly Member[],
+    extras: readonly Region[],
+    depth: number,
+    minProperties: number,
+    maxProperties: number,
+    oneExtra: boolean,
+  ): RegexNode {
+    const s = this.syntax;
+    const bounded = maxProperties !== Infinity;
+    const graph = new LanguageGraph();
+    const start = graph.state();
+    const end = graph.state();
+    graph.accept(end);
+    // State (i, nonEmpty, least, most, extra): before member i (n: the unnamed ones), whether a
+    // member was written (a separator comes next), members surely distinct so far (saturating at
+    // minProperties), members written (when there is a maximum), whether an unnamed one was.
+    const n = members.length;
+    const ids = new Map<string, number>();
+    const pending: [number, number, number, number, number][] = [];
+    const stateOf = (i: number, nonEmpty: number, least: number, most: number, extra: number): number => {
+      const key = `${i},${nonEmpty},${least},${most},${extra}`;
+      let id = ids.get(key);
+      if (id === undefined) {
+        id = graph.state();
+        ids.set(key, id);
+        pending.push([i, nonEmpty, least, most, extra]);
+      }
+      return id;
+    };
+    const extraPairs = alt(extras.map((r) => concat(r.key, s.colon, r.value)));
+    const middles = new Map<string, number>();
+    /** The state before `rest` on the way to `to` (one per key: what leads there shares it). */
+    const middle = (key: string, to: number, rest: RegexNode): number => {
+      let id = middles.get(key);
+      if (id === undefined) {
+        id = graph.state();
+        middles.set(key, id);
+        graph.edge(id, to, rest);
+      }
+      return id;
+    };
+    graph.edge(start, stateOf(0, 0, 0, 0, 0), range(0x7b));
+    while (pending.length > 0) {
+      const [i, nonEmpty, least, most, extra] = pending.pop()!;
+      const from = stateOf(i, nonEmpty, least, most, extra);
+      const lead = nonEmpty ? s.separator(depth) : s.open(depth);
+      const moreMost = bounded ? most + 1 : 0;
+      if (i < n) {
+        const m = members[i]!;
+        if (!m.required) graph.edge(from, stateOf(i + 1, nonEmpty, least, most, 0), null);
+        if (!bounded || most + 1 <= maxProperties) {
+          // Both leads meet before the value, which is embedded once per target state.
+          const to = stateOf(i + 1, 1, Math.min(least + 1, minProperties), moreMost, 0);
+          graph.edge(from, middle(`m${i},${to}`, to, m.value), concat(lead, stringLiteral(m.key), s.colon));
+        }
+        continue;
+      }
+      if (least >= minProperties) graph.edge(from, end, nonEmpty ? concat(s.close(depth), range(0x7d)) : range(0x7d));
+      if (extras.length === 0 || (bounded && most + 1 > maxProperties) || (oneExtra && extra === 1)) continue;
+      const to = stateOf(n, 1, extra ? least : Math.min(least + 1, minProperties), moreMost, 1);
+      graph.edge(from, middle(`x${to}`, to, extraPairs), lead);
+    }
+    return graph.node(start);
+  }
+}
+
+function copyAlternative(a: Alternative): Alternative {
+  return {
+    conjuncts: [...a.conjuncts],
+    seen: new Set(a.seen),
+    subtract: [...a.subtract],
+    forbid: new Set(a.forbid),
+    require: new Set(a.require),
+    done: new Set(a.done),
+  };
+}
+
+const SPLIT_KEYWORDS = ["anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies"] as const;
+
+/** Keywords beside a draft-07 `$ref` that say nothing about validity (not worth a warning). */
+function isDescriptive(keyword: string): boolean {
+  return ["title", "description", "default", "examples", "$id", "id", "$schema", "readOnly", "writeOnly"].includes(keyword);
+}
+
+function keywordOf(pointer: string): string {
+  const parts = pointer.split("/");
+  return parts.includes("patternProperties") ? "patternProperties" : (parts[parts.length - 1] ?? "pattern");
+}
+
+/** The subschemas a value under `key` must satisfy, one list over the merged parts. */
+function schemasForKey(parts: readonly ObjectPart[], key: string): SchemaAt[] {
+  const out: SchemaAt[] = [];
+  for (const part of parts) {
+    // A named key meets its properties schema and every pattern it matches; additionalProperties
+    // applies to keys that neither names nor matches.
+    const named = part.properties.get(key);
+    const matched = part.patterns.filter((p) => p.regex.test(key));
+    if (named) out.push(named);
+    if (matched.length > 0) out.push(...matched.map((p) => p.at));
+    if (!named && matched.length === 0 && part.additional !== null) out.push(part.additional);
+  }
+  return out;
+}
+
+function typeAllows(spec: Spec, value: unknown): boolean {
+  const t = spec.types;
+  if (value === null) return t.null;
+  if (typeof value === "boolean") return t.boolean;
+  if (typeof value === "number") return t.number === "number" || (t.number === "integer" && Number.isInteger(value));
+  if (typeof value === "string") return t.string;
+  if (Array.isArray(value)) return t.array;
+  return t.object;
+}

@@ -1,0 +1,275 @@
+// The JSON text the constraint lets a model write: the pieces of syntax as RegexNode languages
+// (whitespace in one of three styles, strings with their escapes, numbers, literals, and "any
+// value" to a bounded nesting), which compile.ts puts together per schema.
+//
+// Strings. A schema constrains the *decoded* string (`pattern`, `minLength`, `format`, `enum`),
+// the model writes its JSON encoding. A character may be written raw (anything but `"`, `\` and
+// the C0 controls), with its short escape (`\" \\ \/ \b \f \n \r \t`), or, for a C0 control, as
+// `\u00XX` (either case of hex). Decoding is a function, so encoding a language commutes with
+// union, intersection and difference: compile.ts intersects and subtracts encoded languages.
+// Other `\uXXXX` spellings of ordinary characters are valid JSON that we never write.
+
+import { compileRegexNode, type ByteDfa, type CodeSet, type RegexNode } from "../../regex/index.js";
+
+export type WhitespaceStyle = "default" | "compact" | "indented";
+
+export const EMPTY: RegexNode = { kind: "set", set: [] };
+export const NOTHING: RegexNode = { kind: "concat", items: [] };
+
+export function range(lo: number, hi: number = lo): RegexNode {
+  return { kind: "set", set: [lo, hi] };
+}
+
+export function concat(...items: RegexNode[]): RegexNode {
+  return items.length === 1 ? items[0]! : { kind: "concat", items };
+}
+
+export function alt(items: RegexNode[]): RegexNode {
+  if (items.length === 0) return EMPTY;
+  return items.length === 1 ? items[0]! : { kind: "alt", items };
+}
+
+export function optional(item: RegexNode): RegexNode {
+  return { kind: "repeat", item, min: 0, max: 1 };
+}
+
+export function repeat(item: RegexNode, min: number, max: number): RegexNode {
+  return { kind: "repeat", item, min, max };
+}
+
+export function dfaNode(dfa: ByteDfa): RegexNode {
+  return { kind: "dfa", dfa };
+}
+
+/** The literal text (code points, as RegexNode sets are). */
+export function literal(text: string): RegexNode {
+  const items: RegexNode[] = [];
+  for (const ch of text) items.push(range(ch.codePointAt(0)!));
+  return concat(...items);
+}
+
+/** Whitespace and punctuation of one style at a nesting depth (0: the top-level value). */
+export class JsonSyntax {
+  constructor(readonly style: WhitespaceStyle) {}
+
+  private indent(depth: number): RegexNode {
+    return literal(`\n${"  ".repeat(depth)}`);
+  }
+
+  /** After `{` or `[` of a container at `depth`, before its first member. */
+  open(depth: number): RegexNode {
+    return this.style === "indented" ? this.indent(depth + 1) : NOTHING;
+  }
+
+  /** Between two members of a container at `depth`. */
+  separator(depth: number): RegexNode {
+    if (this.style === "indented") return concat(range(0x2c), this.indent(depth + 1));
+    return this.style === "compact" ? range(0x2c) : concat(range(0x2c), optional(range(0x20)));
+  }
+
+  /** After the last member of a container at `depth`, before `}` or `]`. */
+  close(depth: number): RegexNode {
+    return this.style === "indented" ? this.indent(depth) : NOTHING;
+  }
+
+  /** Between a key and its value. */
+  get colon(): RegexNode {
+    if (this.style === "indented") return literal(": ");
+    return this.style === "compact" ? range(0x3a) : concat(range(0x3a), optional(range(0x20)));
+  }
+}
+
+const HEX_LOWER = "0123456789abcdef";
+
+/** One hex digit of value `v`, in either case. */
+function hexDigit(v: number): RegexNode {
+  const lower = HEX_LOWER.charCodeAt(v);
+  return v < 10 ? range(lower) : { kind: "set", set: [lower - 0x20, lower - 0x20, lower, lower] };
+}
+
+const SHORT_ESCAPES: ReadonlyMap<number, string> = new Map([
+  [0x22, '"'],
+  [0x5c, "\\"],
+  [0x2f, "/"],
+  [0x08, "b"],
+  [0x0c, "f"],
+  [0x0a, "n"],
+  [0x0d, "r"],
+  [0x09, "t"],
+]);
+
+/** The characters written raw: all but `"`, `\` and the C0 controls (surrogates never occur). */
+const RAW_SET: CodeSet = [0x20, 0x21, 0x23, 0x5b, 0x5d, 0x10ffff];
+
+function intersectSets(a: CodeSet, b: CodeSet): CodeSet {
+  const out: number[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const lo = Math.max(a[i]!, b[j]!);
+    const hi = Math.min(a[i + 1]!, b[j + 1]!);
+    if (lo <= hi) out.push(lo, hi);
+    if (a[i + 1]! < b[j + 1]!) i += 2;
+    else j += 2;
+  }
+  return out;
+}
+
+function setHas(set: CodeSet, cp: number): boolean {
+  for (let i = 0; i < set.length; i += 2) if (cp >= set[i]! && cp <= set[i + 1]!) return true;
+  return false;
+}
+
+/** The spellings of one character of `set` inside a JSON string (see the header). */
+export function encodeSet(set: CodeSet): RegexNode {
+  const items: RegexNode[] = [];
+  const raw = intersectSets(set, RAW_SET);
+  if (raw.length > 0) items.push({ kind: "set", set: raw });
+  for (const [cp, letter] of SHORT_ESCAPES) if (setHas(set, cp)) items.push(concat(range(0x5c), range(letter.charCodeAt(0))));
+  for (let cp = 0; cp < 0x20; cp++) {
+    if (setHas(set, cp)) items.push(concat(literal("\\u00"), range(0x30 + (cp >> 4)), hexDigit(cp & 15)));
+  }
+  return alt(items);
+}
+
+/**
+ * The encoded form of a decoded-string language given as a code-point RegexNode without
+ * assertions or embedded DFAs (literals, classes, repeats). For patterns, see quoteDfa.
+ */
+export function encodeNode(node: RegexNode): RegexNode {
+  switch (node.kind) {
+    case "set":
+      return encodeSet(node.set);
+    case "concat":
+      return { kind: "concat", items: node.items.map(encodeNode) };
+    case "alt":
+      return { kind: "alt", items: node.items.map(encodeNode) };
+    case "repeat":
+      return { ...node, item: encodeNode(node.item) };
+    default:
+      throw new Error(`encodeNode: a ${node.kind} node has no code-point form`);
+  }
+}
+
+let encodedChar: RegexNode | null = null;
+
+/**
+ * Any one character of a JSON string, encoded: as a DFA, built on first use (it is repeated per
+ * counted character, and its escapes are many NFA states but few DFA states).
+ */
+export function anyEncodedChar(): RegexNode {
+  encodedChar ??= dfaNode(compileRegexNode(encodeSet([0, 0xd7ff, 0xe000, 0x10ffff])));
+  return encodedChar;
+}
+
+/** A whole JSON string literal whose decoded content is in the language `content` (encoded form). */
+export function quoted(encodedContent: RegexNode): RegexNode {
+  return concat(range(0x22), encodedContent, range(0x22));
+}
+
+/** The JSON string literal of exactly `text`, in every spelling we write. */
+export function stringLiteral(text: string): RegexNode {
+  return quoted(encodeNode(literal(text)));
+}
+
+/**
+ * The encoded form of a decoded-string language given as a byte DFA over its UTF-8 (a pattern's,
+ * whose `^` and `$` must mean the string's ends). The bytes escapes stand for are single-byte
+ * characters, never parts of a longer UTF-8 sequence, so each of the DFA's transitions on such a
+ * byte becomes the escape's bytes. Returns a raw DFA (identity byte classes, not minimal): wrap it
+ * in a dfa node and compile.
+ */
+export function quoteDfa(dfa: ByteDfa): ByteDfa {
+  // Per original state s: s itself, then after "\" (1), after "\u" (2), "\u0" (3), "\u00" (4),
+  // "\u000" (5) and "\u001" (6).
+  const K = 7;
+  const n = dfa.numStates * K;
+  const next = new Int32Array(n * 256).fill(-1);
+  const step = (s: number, b: number): number => dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
+  for (let s = 0; s < dfa.numStates; s++) {
+    const base = s * K;
+    const row = base * 256;
+    for (let b = 0x20; b < 256; b++) {
+      if (b === 0x22 || b === 0x5c) continue;
+      const t = step(s, b);
+      if (t >= 0) next[row + b] = t * K;
+    }
+    next[row + 0x5c] = base + 1;
+    for (const [cp, letter] of SHORT_ESCAPES) {
+      const t = step(s, cp);
+      if (t >= 0) next[(base + 1) * 256 + letter.charCodeAt(0)] = t * K;
+    }
+    next[(base + 1) * 256 + 0x75] = base + 2;
+    next[(base + 2) * 256 + 0x30] = base + 3;
+    next[(base + 3) * 256 + 0x30] = base + 4;
+    next[(base + 4) * 256 + 0x30] = base + 5;
+    next[(base + 4) * 256 + 0x31] = base + 6;
+    for (let cp = 0; cp < 0x20; cp++) {
+      const t = step(s, cp);
+      if (t < 0) continue;
+      const from = (cp >> 4 === 0 ? base + 5 : base + 6) * 256;
+      const lower = HEX_LOWER.charCodeAt(cp & 15);
+      next[from + lower] = t * K;
+      if ((cp & 15) >= 10) next[from + lower - 0x20] = t * K;
+    }
+  }
+  const accepting = new Uint8Array(n);
+  for (let s = 0; s < dfa.numStates; s++) accepting[s * K] = dfa.accepting[s]!;
+  const byteClass = new Uint8Array(256);
+  for (let b = 0; b < 256; b++) byteClass[b] = b;
+  // Distances are not this raw DFA's to give: the compile that embeds it computes its own.
+  return { numStates: n, start: dfa.start * K, numClasses: 256, byteClass, next, accepting, minBytesToAccept: new Int32Array(n) };
+}
+
+/** `-?(0|[1-9][0-9]*)`: every integer, as we write integers. */
+export const INTEGER_TEXT: RegexNode = concat(
+  optional(range(0x2d)),
+  alt([range(0x30), concat(range(0x31, 0x39), repeat(range(0x30, 0x39), 0, -1))]),
+);
+
+/**
+ * The number texts we write: RFC 8259's grammar with at most two exponent digits (1e999999999 is
+ * JSON, but parsers make it infinity or refuse it).
+ */
+export const NUMBER_TEXT: RegexNode = concat(
+  INTEGER_TEXT,
+  optional(concat(range(0x2e), repeat(range(0x30, 0x39), 1, -1))),
+  optional(
+    concat(
+      { kind: "set", set: [0x45, 0x45, 0x65, 0x65] },
+      optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }),
+      repeat(range(0x30, 0x39), 1, 2),
+    ),
+  ),
+);
+
+/** Every JSON number text (RFC 8259's grammar): what an over-approximation must include. */
+export const ANY_NUMBER_TEXT: RegexNode = concat(
+  INTEGER_TEXT,
+  optional(concat(range(0x2e), repeat(range(0x30, 0x39), 1, -1))),
+  optional(
+    concat(
+      { kind: "set", set: [0x45, 0x45, 0x65, 0x65] },
+      optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }),
+      repeat(range(0x30, 0x39), 1, -1),
+    ),
+  ),
+);
+
+const DIGITS = repeat(range(0x30, 0x39), 1, -1);
+const EXPONENT = concat({ kind: "set", set: [0x45, 0x45, 0x65, 0x65] }, optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }), DIGITS);
+
+/** Number texts with an exponent part. */
+export const EXPONENT_NUMBER_TEXT: RegexNode = concat(INTEGER_TEXT, optional(concat(range(0x2e), DIGITS)), EXPONENT);
+
+/** Number texts of integer value without exponent: "3", "3.0", "-0.00". */
+export const INTEGER_VALUED_TEXT: RegexNode = concat(INTEGER_TEXT, optional(concat(range(0x2e), repeat(range(0x30), 1, -1))));
+
+/** Any JSON string. */
+export function anyStringText(): RegexNode {
+  return quoted(repeat(anyEncodedChar(), 0, -1));
+}
+
+export const NULL_TEXT = literal("null");
+export const TRUE_TEXT = literal("true");
+export const FALSE_TEXT = literal("false");

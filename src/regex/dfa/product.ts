@@ -1,0 +1,155 @@
+// The product construction: the intersection of two byte DFAs, or the strings of one the other
+// rejects, explored pair by pair from the two starts over the common refinement of their byte
+// classes, then finished as determinize's DFAs are (finish.ts: live states only, minimal, BFS
+// numbering, merged classes, exact distances), so the result keeps the ByteDfa contract.
+
+import { IntMap } from "../../support/index.js";
+import { regexClock } from "../clock.js";
+import { RegexTooComplexError } from "../errors.js";
+import { finishDfa } from "./finish.js";
+import { dfaArena } from "./scratch.js";
+import type { ByteDfa, DfaLimits } from "./types.js";
+
+/** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
+const clock = regexClock;
+/** See scratch.ts. */
+const arena = dfaArena;
+
+/** "intersect": in a and in b. "subtract": in a and not in b. */
+export type ProductMode = "intersect" | "subtract";
+
+/** The product of `a` and `b` under `mode`; an empty language is a valid result (isEmptyLanguage). */
+export function productDfa(a: ByteDfa, b: ByteDfa, mode: ProductMode, limits: DfaLimits): ByteDfa {
+  arena.reset();
+  const alphabet = commonClasses(a, b);
+  const pairs = new PairExploration(a, b, mode === "subtract", alphabet, limits.maxDfaStates);
+  pairs.explore();
+  const { rawMask, rawAccepting } = pairs.acceptance();
+  const multi = finishDfa(pairs.count, alphabet.k, pairs.trans, rawMask, rawAccepting, 1, 1, alphabet.classOfByte);
+  const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = multi;
+  return { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
+}
+
+/** The byte classes neither DFA tells apart (numbered by first byte) and each one's class in a and in b. */
+interface CommonClasses {
+  readonly k: number;
+  readonly classOfByte: Int32Array;
+  readonly classA: Int32Array;
+  readonly classB: Int32Array;
+}
+
+function commonClasses(a: ByteDfa, b: ByteDfa): CommonClasses {
+  const idOfPair = arena.take(a.numClasses * b.numClasses, -1);
+  const classOfByte = arena.take(256);
+  const classA = arena.take(256);
+  const classB = arena.take(256);
+  let k = 0;
+  for (let byte = 0; byte < 256; byte++) {
+    const ca = a.byteClass[byte]!;
+    const cb = b.byteClass[byte]!;
+    const key = ca * b.numClasses + cb;
+    if (idOfPair[key] === -1) {
+      classA[k] = ca;
+      classB[k] = cb;
+      idOfPair[key] = k++;
+    }
+    classOfByte[byte] = idOfPair[key]!;
+  }
+  return { k, classOfByte, classA, classB };
+}
+
+/**
+ * The raw product: pairs (state of a, state of b or -1 when b is dead) numbered as they are met
+ * breadth-first from (a.start, b.start), found through an IntMap, with their transitions.
+ */
+class PairExploration {
+  count = 0;
+  /** trans[pair * k + class]: the raw product's transitions, -1 where none. */
+  trans: Int32Array;
+  private pairA: Int32Array;
+  private pairB: Int32Array;
+  private readonly ids = new IntMap(256);
+  /** Pair keys are stateA * width + (stateB + 1): b's dead state is 0. */
+  private readonly width: number;
+
+  constructor(
+    private readonly a: ByteDfa,
+    private readonly b: ByteDfa,
+    private readonly subtract: boolean,
+    private readonly alphabet: CommonClasses,
+    private readonly maxStates: number,
+  ) {
+    this.width = b.numStates + 1;
+    this.pairA = arena.take(64);
+    this.pairB = arena.take(64);
+    this.trans = arena.take(64 * alphabet.k, -1);
+  }
+
+  /** The id of pair (sa, sb), added when new. */
+  private intern(sa: number, sb: number): number {
+    const key = sa * this.width + sb + 1;
+    const known = this.ids.get(key);
+    if (known !== IntMap.MISSING) return known;
+    const id = this.count;
+    if (id >= this.maxStates) {
+      throw new RegexTooComplexError(`pattern too complex: its DFA needs more than ${this.maxStates} states`, "dfaStates");
+    }
+    if (id === this.pairA.length) this.grow();
+    this.pairA[id] = sa;
+    this.pairB[id] = sb;
+    this.ids.set(key, id);
+    this.count++;
+    return id;
+  }
+
+  private grow(): void {
+    const size = this.pairA.length * 2;
+    const k = this.alphabet.k;
+    const pairA = arena.take(size);
+    const pairB = arena.take(size);
+    const trans = arena.take(size * k, -1);
+    pairA.set(this.pairA);
+    pairB.set(this.pairB);
+    trans.set(this.trans);
+    this.pairA = pairA;
+    this.pairB = pairB;
+    this.trans = trans;
+  }
+
+  /** Every pair reachable from the starts, and its transitions per common class. */
+  explore(): void {
+    const { a, b, subtract } = this;
+    const { k, classA, classB } = this.alphabet;
+    const ka = a.numClasses;
+    const kb = b.numClasses;
+    this.intern(a.start, b.start);
+    for (let p = 0; p < this.count; p++) {
+      clock.tick(k);
+      const sa = this.pairA[p]!;
+      const sb = this.pairB[p]!;
+      for (let c = 0; c < k; c++) {
+        const ta = a.next[sa * ka + classA[c]!]!;
+        if (ta < 0) continue; // nothing of a's language lies past this byte
+        const tb = sb < 0 ? -1 : b.next[sb * kb + classB[c]!]!;
+        if (tb < 0 && !subtract) continue;
+        const target = this.intern(ta, tb);
+        // intern may have grown the table: index the current one.
+        this.trans[p * k + c] = target;
+      }
+    }
+  }
+
+  /** Per pair, whether it accepts (one pattern, so one mask word equal to the flag). */
+  acceptance(): { rawMask: Int32Array; rawAccepting: Int32Array } {
+    const { a, b, subtract, count } = this;
+    const rawAccepting = arena.take(count);
+    clock.tick(count);
+    for (let p = 0; p < count; p++) {
+      const sb = this.pairB[p]!;
+      const inA = a.accepting[this.pairA[p]!] === 1;
+      const inB = sb >= 0 && b.accepting[sb] === 1;
+      rawAccepting[p] = (subtract ? inA && !inB : inA && inB) ? 1 : 0;
+    }
+    return { rawMask: rawAccepting, rawAccepting };
+  }
+}

@@ -1,0 +1,81 @@
+// The JSON Schema front-end against Python's `jsonschema` (exact decimals, see
+// support/json-schema-oracle.ts), on real schemas (a spread of MaskBench's 8,882): every text we
+// may write is valid, and so is every near miss (a text one edit away from one we write) that
+// our automaton still accepts. An invalid text the automaton accepts is the bug this hunts.
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { test } from "node:test";
+import { compileJsonSchema, JsonSchemaError, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError } from "../src/grammar/index.js";
+import { matchesString, sampleString, type ByteDfa } from "../src/regex/index.js";
+import { seededRandom } from "../src/support/index.js";
+import { pythonVerdicts } from "./support/json-schema-oracle.js";
+import { REPO_ROOT } from "./support/paths.js";
+
+const MASKBENCH = resolve(REPO_ROOT, "..", "shared", "jsonschema", "maskbench");
+const SCHEMAS = 240;
+const SAMPLES_PER_SCHEMA = 4;
+const MUTANTS_PER_SAMPLE = 6;
+const EDIT_ALPHABET = ' "{}[],:0123456789-.eEtrufalsn\\abcxyzé\n';
+
+function mutate(text: string, random: () => number): string {
+  const chars = [...text];
+  const at = Math.floor(random() * (chars.length + 1));
+  const ch = EDIT_ALPHABET[Math.floor(random() * EDIT_ALPHABET.length)]!;
+  const edit = Math.floor(random() * 3);
+  if (edit === 0 && at < chars.length) chars[at] = ch;
+  else if (edit === 1 && at < chars.length) chars.splice(at, 1);
+  else chars.splice(at, 0, ch);
+  return chars.join("");
+}
+
+test("every text a MaskBench schema's automaton accepts (samples and near misses) is valid per Python's jsonschema", {
+  timeout: 600_000,
+}, () => {
+  const files = readdirSync(MASKBENCH)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
+  const stride = Math.max(1, Math.floor(files.length / SCHEMAS));
+  const random = seededRandom(20261126);
+  const batch: { schema: string; text: string; file: string; kind: "sample" | "mutant" }[] = [];
+  const outcome = { compiled: 0, refused: 0, tooComplex: 0, unsatisfiable: 0, samples: 0, mutantsAccepted: 0, mutantsRefused: 0 };
+  for (let i = 0; i < files.length && i / stride < SCHEMAS; i += stride) {
+    const file = files[i]!;
+    const schema = (JSON.parse(readFileSync(resolve(MASKBENCH, file), "utf8")) as { schema: unknown }).schema;
+    let dfa: ByteDfa;
+    try {
+      dfa = compileJsonSchema(schema, { limits: { timeoutMs: 5_000 } }).dfa;
+    } catch (error) {
+      if (error instanceof JsonSchemaError) outcome.refused++;
+      else if (error instanceof JsonSchemaTooComplexError) outcome.tooComplex++;
+      else if (error instanceof JsonSchemaUnsatisfiableError) outcome.unsatisfiable++;
+      else throw new Error(`${file}: ${(error as Error).stack}`);
+      continue;
+    }
+    outcome.compiled++;
+    const schemaText = JSON.stringify(schema);
+    for (let k = 0; k < SAMPLES_PER_SCHEMA; k++) {
+      const text = sampleString(dfa, random, { maxBytes: 400, stopProbability: 0.05 });
+      if (text === null) continue;
+      outcome.samples++;
+      batch.push({ schema: schemaText, text, file, kind: "sample" });
+      for (let m = 0; m < MUTANTS_PER_SAMPLE; m++) {
+        const mutant = mutate(text, random);
+        if (mutant === text) continue;
+        if (matchesString(dfa, mutant)) {
+          outcome.mutantsAccepted++;
+          batch.push({ schema: schemaText, text: mutant, file, kind: "mutant" });
+        } else outcome.mutantsRefused++;
+      }
+    }
+  }
+  const verdicts = pythonVerdicts(batch);
+  const wrong = batch
+    .map((item, i) => ({ ...item, verdict: verdicts[i]! }))
+    .filter((item) => item.verdict !== "valid")
+    .map((item) => `${item.file} (${item.kind}) ${JSON.stringify(item.text).slice(0, 300)} → ${item.verdict}`);
+  console.log(JSON.stringify(outcome));
+  assert.ok(outcome.compiled >= SCHEMAS * 0.6, `only ${outcome.compiled} of the ${SCHEMAS} schemas compiled`);
+  assert.ok(outcome.samples >= outcome.compiled * 2, "too few samples");
+  assert.deepEqual(wrong.slice(0, 20), [], `${wrong.length} accepted texts are not valid`);
+});

@@ -1,0 +1,253 @@
+// regex/ composition: intersectDfas / subtractDfas against brute-force membership, their results'
+// ByteDfa contract (canonical: equal to the compiled DFA of an equivalent pattern), limits, and
+// compileRegexNode with { kind: "dfa" } nodes (concatenated, alternated, repeated).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  RegexTooComplexError,
+  compileRegex,
+  compileRegexNode,
+  intersectDfas,
+  isEmptyLanguage,
+  matchesBytes,
+  subtractDfas,
+  type ByteDfa,
+  type RegexNode,
+} from "../src/regex/index.js";
+import { seededRandom } from "../src/support/index.js";
+
+const encoder = new TextEncoder();
+const BIG = { maxDfaStates: 200_000, maxNfaStates: 2_000_000, timeoutMs: 20_000 };
+
+/** Every string over `alphabet` up to `maxLength` characters, as bytes. */
+function allStrings(alphabet: readonly string[], maxLength: number): Uint8Array[] {
+  const out: string[] = [""];
+  for (let i = 0; i < out.length; i++) {
+    if (out[i]!.length >= maxLength) continue;
+    for (const ch of alphabet) out.push(out[i]! + ch);
+  }
+  return out.map((s) => encoder.encode(s));
+}
+
+function randomBytes(random: () => number, count: number, pool: readonly number[]): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < count; i++) {
+    const bytes = new Uint8Array(Math.floor(random() * 10));
+    for (let j = 0; j < bytes.length; j++)
+      bytes[j] = random() < 0.1 ? Math.floor(random() * 256) : pool[Math.floor(random() * pool.length)]!;
+    out.push(bytes);
+  }
+  return out;
+}
+
+/** Random pattern over a, b, c from a small grammar. */
+function randomPattern(random: () => number, depth = 0): string {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const atom = (): string =>
+    depth < 2 && random() < 0.3 ? `(?:${randomPattern(random, depth + 1)})` : pick(["a", "b", "c", "[ab]", "[^a]", "."]);
+  const quantified = (): string => atom() + pick(["", "", "*", "+", "?", "{2}", "{0,2}"]);
+  const sequence = (): string => Array.from({ length: 1 + Math.floor(random() * 3) }, quantified).join("");
+  return random() < 0.3 ? `${sequence()}|${sequence()}` : sequence();
+}
+
+/** The contract compileRegex's DFAs keep: live states only, BFS from 0, exact distances. */
+function assertContract(dfa: ByteDfa): void {
+  if (isEmptyLanguage(dfa)) {
+    assert.equal(dfa.numStates, 1);
+    return;
+  }
+  assert.equal(dfa.start, 0);
+  for (let s = 0; s < dfa.numStates; s++) assert.ok(dfa.minBytesToAccept[s]! >= 0, `state ${s} is dead`);
+  for (let s = 0; s < dfa.numStates; s++) {
+    let best = dfa.accepting[s] === 1 ? 0 : Infinity;
+    for (let c = 0; c < dfa.numClasses; c++) {
+      const t = dfa.next[s * dfa.numClasses + c]!;
+      if (t >= 0) best = Math.min(best, dfa.minBytesToAccept[t]! + 1);
+    }
+    assert.equal(dfa.minBytesToAccept[s], best);
+  }
+}
+
+function checkProduct(a: ByteDfa, b: ByteDfa, inputs: readonly Uint8Array[], label: string): void {
+  const both = intersectDfas(a, b, BIG);
+  const onlyA = subtractDfas(a, b, BIG);
+  assertContract(both);
+  assertContract(onlyA);
+  for (const bytes of inputs) {
+    const inA = matchesBytes(a, bytes);
+    const inB = matchesBytes(b, bytes);
+    assert.equal(matchesBytes(both, bytes), inA && inB, `${label} ∩ on ${bytes}`);
+    assert.equal(matchesBytes(onlyA, bytes), inA && !inB, `${label} − on ${bytes}`);
+  }
+}
+
+test("products of random small patterns match brute force", () => {
+  const random = seededRandom(7);
+  const inputs = [...allStrings(["a", "b", "c"], 6), ...randomBytes(random, 200, [0x61, 0x62, 0x63, 0xc3, 0xa9])];
+  for (let i = 0; i < 150; i++) {
+    const p = randomPattern(random);
+    const q = randomPattern(random);
+    checkProduct(compileRegex(p, BIG), compileRegex(q, BIG), inputs, `${p} / ${q}`);
+  }
+});
+
+test("products of larger patterns (UTF-8, counted repeats) match brute force", () => {
+  const random = seededRandom(11);
+  const pairs: Array<[string, string]> = [
+    ["[a-zé😀]{0,12}", "(?:.*é.*){2}"],
+    ["[ab]*a[ab]{5}", "[ab]*b[ab]{4}"],
+    ["\\w+@\\w+\\.(?:com|org)", "[a-m]+@.*"],
+    ["(?:[0-9]{1,3}\\.){3}[0-9]{1,3}", "(?:.*9.*){2,}"],
+    [".*", "[^x]*x[^x]*"],
+  ];
+  const pool = [0x61, 0x62, 0x78, 0x40, 0x2e, 0x39, 0x30, 0xc3, 0xa9, 0xf0, 0x9f, 0x98, 0x80, 0x63, 0x6f, 0x6d];
+  for (const [p, q] of pairs) {
+    const inputs = [...randomBytes(random, 400, pool), ...allStrings(["a", "b", "é"], 5)];
+    for (let k = 0; k < 200; k++) inputs.push(encoder.encode(`${"ab9."[k % 4]}${k}@x${k % 3 ? "" : "é"}.com`));
+    checkProduct(compileRegex(p), compileRegex(q), inputs, `${p} / ${q}`);
+    checkProduct(compileRegex(q), compileRegex(p), inputs, `${q} / ${p}`);
+  }
+});
+
+test("products are canonical: equal to the compiled DFA of an equivalent pattern", () => {
+  const same = (dfa: ByteDfa, pattern: string): void => assert.deepEqual(dfa, compileRegex(pattern), pattern);
+  same(intersectDfas(compileRegex("[a-c]*"), compileRegex(".*b.*")), "[ac]*b[a-c]*");
+  same(subtractDfas(compileRegex("[ab]*"), compileRegex(".*aa.*")), "(?:b|ab)*a?");
+  same(subtractDfas(compileRegex("[a-z]+"), compileRegex("[a-y]*")), "[a-z]*z[a-z]*");
+  same(intersectDfas(compileRegex("[0-9]+"), compileRegex("(?:..)*")), "(?:[0-9]{2})+");
+  const email = compileRegex("[a-z]+@[a-z]+\\.com");
+  assert.deepEqual(intersectDfas(email, email), email);
+  assert.deepEqual(subtractDfas(email, compileRegex("x")), email);
+});
+
+test("empty products are valid DFAs, not errors", () => {
+  const empty = [
+    intersectDfas(compileRegex("a+"), compileRegex("b+")),
+    subtractDfas(compileRegex("[ab]+"), compileRegex(".*")),
+    intersectDfas(compileRegex("a"), compileRegex("")),
+  ];
+  for (const dfa of empty) {
+    assert.ok(isEmptyLanguage(dfa));
+    assert.equal(dfa.numStates, 1);
+    assert.equal(matchesBytes(dfa, new Uint8Array()), false);
+  }
+  // The empty language composes further.
+  const none = empty[0]!;
+  assert.ok(isEmptyLanguage(intersectDfas(compileRegex(".*"), none)));
+  assert.deepEqual(subtractDfas(compileRegex("ab"), none), compileRegex("ab"));
+  assert.ok(isEmptyLanguage(compileRegexNode({ kind: "dfa", dfa: none })));
+});
+
+test("a product past maxDfaStates or the time limit throws RegexTooComplexError", () => {
+  // The last 8 bytes and the count of a mod 13: 515 states.
+  const a = compileRegex("[ab]*a[ab]{7}", BIG);
+  const b = compileRegex("b*(?:(?:ab*){13})*", BIG);
+  const full = intersectDfas(a, b, BIG);
+  assert.ok(full.numStates > 400);
+  assert.throws(
+    () => intersectDfas(a, b, { maxDfaStates: 400 }),
+    (err: unknown) => err instanceof RegexTooComplexError && err.limit === "dfaStates" && /more than 400 states/.test(err.message),
+  );
+  assert.throws(
+    () => subtractDfas(a, b, { maxDfaStates: 400 }),
+    (err: unknown) => err instanceof RegexTooComplexError && err.limit === "dfaStates",
+  );
+  assert.throws(
+    () => intersectDfas(a, b, { maxDfaStates: 1_000_000, timeoutMs: 0 }),
+    (err: unknown) => err instanceof RegexTooComplexError && err.limit === "time",
+  );
+});
+
+const set = (chars: string): RegexNode => ({ kind: "set", set: [...chars].flatMap((ch) => [ch.codePointAt(0)!, ch.codePointAt(0)!]) });
+
+/** Whether `s` splits into between min and max (-1: any number of) parts each in `part`. */
+function splits(s: string, part: (piece: string) => boolean, min: number, max: number): boolean {
+  // counts[i]: the numbers of parts that can cover s[0..i), past `min` only up to `max`.
+  const counts: Set<number>[] = Array.from({ length: s.length + 1 }, () => new Set<number>());
+  counts[0]!.add(0);
+  for (let i = 0; i <= s.length; i++)
+    for (const n of counts[i]!) {
+      if (max !== -1 && n >= max) continue;
+      for (let j = i + 1; j <= s.length; j++) if (part(s.slice(i, j))) counts[j]!.add(max === -1 ? Math.min(n + 1, min) : n + 1);
+    }
+  return [...counts[s.length]!].some((n) => n >= min);
+}
+
+test("dfa nodes: concatenation, alternation and repeats match brute force", () => {
+  const X = compileRegex("[a-c]+x|é");
+  const inX = (s: string): boolean => /^(?:[a-c]+x|é)$/u.test(s);
+  const node: RegexNode = { kind: "dfa", dfa: X };
+  const inputs = allStrings(["a", "x", "!", "é"], 6).map((b) => new TextDecoder().decode(b));
+  const cases: Array<[RegexNode, (s: string) => boolean]> = [
+    [{ kind: "concat", items: [node, set("!")] }, (s) => s.endsWith("!") && inX(s.slice(0, -1))],
+    [{ kind: "concat", items: [set("!"), node, node] }, (s) => s.startsWith("!") && splits(s.slice(1), inX, 2, 2)],
+    [{ kind: "alt", items: [node, set("!")] }, (s) => s === "!" || inX(s)],
+    [{ kind: "repeat", item: node, min: 1, max: 3 }, (s) => splits(s, inX, 1, 3)],
+    [{ kind: "repeat", item: node, min: 0, max: -1 }, (s) => s === "" || splits(s, inX, 1, -1)],
+    [
+      { kind: "repeat", item: { kind: "concat", items: [node, set("!")] }, min: 2, max: -1 },
+      (s) => splits(s, (p) => p.endsWith("!") && inX(p.slice(0, -1)), 2, -1),
+    ],
+  ];
+  for (const [n, oracle] of cases) {
+    const dfa = compileRegexNode(n);
+    assertContract(dfa);
+    for (const s of inputs)
+      assert.equal(matchesBytes(dfa, encoder.encode(s)), oracle(s), `${JSON.stringify(n).slice(0, 80)} on ${JSON.stringify(s)}`);
+  }
+  // A dfa node alone compiles back to the same DFA.
+  assert.deepEqual(compileRegexNode(node), X);
+});
+
+test("a dfa node keeps the gaps between the byte ranges of one transition", () => {
+  // 'a' and 'c' (and two lead bytes) share a class and a target; 'b' between them does not.
+  const gaps = compileRegexNode({ kind: "repeat", item: { kind: "dfa", dfa: compileRegex("[ac]|[é😀]") }, min: 0, max: -1 });
+  for (const bytes of allStrings(["a", "b", "c", "é", "ÿ", "😀", "😂"], 4)) {
+    const s = new TextDecoder().decode(bytes);
+    assert.equal(matchesBytes(gaps, bytes), /^[acé😀]*$/u.test(s), JSON.stringify(s));
+  }
+});
+
+test("a dfa node is matched at the byte level, with no UTF-8 decoding", () => {
+  // A hand-made DFA for the strings of bytes 0xff (not UTF-8, so no pattern could say it).
+  const byteClass = new Uint8Array(256);
+  byteClass[0xff] = 1;
+  const ffs: ByteDfa = {
+    numStates: 1,
+    start: 0,
+    numClasses: 2,
+    byteClass,
+    next: Int32Array.of(-1, 0),
+    accepting: Uint8Array.of(1),
+    minBytesToAccept: Int32Array.of(0),
+  };
+  const dfa = compileRegexNode({ kind: "concat", items: [set("<"), { kind: "dfa", dfa: ffs }, set(">")] });
+  assert.equal(matchesBytes(dfa, Uint8Array.of(0x3c, 0x3e)), true);
+  assert.equal(matchesBytes(dfa, Uint8Array.of(0x3c, 0xff, 0xff, 0x3e)), true);
+  assert.equal(matchesBytes(dfa, Uint8Array.of(0x3c, 0xff, 0xfe, 0x3e)), false);
+  assert.equal(matchesBytes(dfa, Uint8Array.of(0x3c, 0xc3, 0xbf, 0x3e)), false); // "ÿ" is U+00FF, two bytes
+  // Products read such DFAs byte by byte too: only "" is both a run of 0xff and UTF-8 "".
+  assert.deepEqual(intersectDfas(ffs, compileRegex("")), compileRegex(""));
+  assert.equal(subtractDfas(compileRegex(""), ffs).numStates, 1);
+});
+
+test("compileRegexNode keeps compileRegex's limits and returns empty languages", () => {
+  const X = compileRegex("[a-z]{1,20}");
+  assert.throws(
+    () => compileRegexNode({ kind: "repeat", item: { kind: "dfa", dfa: X }, min: 0, max: 100_000 }),
+    (err: unknown) => err instanceof RegexTooComplexError && err.limit === "nfaStates",
+  );
+  assert.throws(
+    () =>
+      compileRegexNode(
+        {
+          kind: "concat",
+          items: [{ kind: "repeat", item: set("ab"), min: 0, max: -1 }, set("a"), { kind: "repeat", item: set("ab"), min: 12, max: 12 }],
+        },
+        { maxDfaStates: 100 },
+      ),
+    (err: unknown) => err instanceof RegexTooComplexError && err.limit === "dfaStates",
+  );
+  const empty = compileRegexNode({ kind: "set", set: [] });
+  assert.ok(isEmptyLanguage(empty));
+});
