@@ -33,13 +33,14 @@ const isOptional = (r: GroupResult): boolean => r.file.startsWith("optional/");
 const where = (r: GroupResult): string => `${r.draft}/${r.file} #${r.index} "${r.description}"`;
 
 /**
- * Floors on passed groups, measured 2026-11-26 (suite commit 44401e0c): draft2020-12 227 required
- * + 53 optional, draft7 219 required + 46 optional. Raise them
+ * Floors on passed groups, measured 2026-11-26 (suite commit 44401e0c): draft2020-12 228 required
+ * + 50 optional, draft7 220 required + 43 optional (formats we cannot check, such as `regex`, are
+ * refused under strict since that day: refused groups are not failures). Raise them
  * when the compiler improves; a drop of more than FLOOR_MARGIN is a regression.
  */
 const MEASURED_PASSED: Readonly<Record<SuiteDraft, { required: number; optional: number }>> = {
-  "draft2020-12": { required: 227, optional: 53 },
-  draft7: { required: 219, optional: 46 },
+  "draft2020-12": { required: 228, optional: 50 },
+  draft7: { required: 220, optional: 43 },
 };
 const FLOOR_MARGIN = 5;
 

@@ -7,8 +7,10 @@ import { spawnSync } from "node:child_process";
 import { ORACLE_PYTHON } from "./paths.js";
 
 const SCRIPT = `
-import json, sys
+import json, sys, decimal
 from decimal import Decimal
+# Exact arithmetic for the numbers we write (hundreds of digits): multipleOf divides them.
+decimal.getcontext().prec = 4000
 import jsonschema
 from jsonschema import validators
 out = []

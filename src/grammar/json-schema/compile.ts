@@ -125,6 +125,13 @@ interface Region {
   readonly value: RegexNode;
 }
 
+/** How many times a recursive subschema is written inside itself. */
+const MAX_RECURSION = 3;
+/**
+ * Longest string we count characters of: a longer maxLength is written as this (an automaton
+ * counts each character as states, about twelve per character with the escapes).
+ */
+const MAX_COUNTED_LENGTH = 256;
 /** Longest array whose positions are states (maxItems, minItems, positional items). */
 const MAX_ARRAY_POSITIONS = 4096;
 /** Required keys an over-approximated object checks the presence of. */
@@ -172,7 +179,8 @@ class SchemaCompiler {
   private readonly syntax: JsonSyntax;
   /** Languages by subschema(s) and Want: nodes, compiled to a DFA on their second use. */
   private readonly memo = new Map<string, RegexNode>();
-  private readonly inProgress = new Set<string>();
+  /** Subschemas being compiled, and how many times each is open (recursion unrolls). */
+  private readonly inProgress = new Map<string, number>();
   private readonly deadline: number;
 
   constructor(
@@ -262,16 +270,27 @@ class SchemaCompiler {
       this.memo.set(key, compiled);
       return compiled;
     }
-    if (this.inProgress.has(pointers)) {
-      throw new JsonSchemaError("recursive schemas are not supported yet (the schema refers to itself)", pointer, "$ref");
+    const open = this.inProgress.get(pointers) ?? 0;
+    if (open > 0) {
+      // Recursion: what we write is unrolled MAX_RECURSION times, deeper nesting is not written.
+      // An over-approximation cannot stop there (it must hold every deeper document): refused.
+      if (want.over) {
+        throw new JsonSchemaError(
+          "a recursive schema under not, oneOf or if is not supported yet (the schema refers to itself)",
+          pointer,
+          "$ref",
+        );
+      }
+      if (open > MAX_RECURSION) return EMPTY;
     }
-    this.inProgress.add(pointers);
+    this.inProgress.set(pointers, open + 1);
     try {
       const node = this.compileAlternatives(refs, want, pointer);
       this.memo.set(key, node);
       return node;
     } finally {
-      this.inProgress.delete(pointers);
+      if (open === 0) this.inProgress.delete(pointers);
+      else this.inProgress.set(pointers, open);
     }
   }
 
@@ -491,7 +510,7 @@ class SchemaCompiler {
       if (numbers) typed.push(dfaNode(numbers));
     }
     if (spec.types.string) {
-      const strings = this.stringLanguage(spec, pointer);
+      const strings = this.stringLanguage(spec, want, pointer);
       if (strings) typed.push(dfaNode(strings));
     }
     if (spec.types.array) {
@@ -637,9 +656,19 @@ class SchemaCompiler {
 
   // ---- strings -----------------------------------------------------------------------------
 
-  private stringLanguage(spec: Spec, pointer: string): ByteDfa | null {
-    const { minLength, maxLength, patterns, formats } = spec.strings;
+  /**
+   * U: a maxLength over MAX_COUNTED_LENGTH is written as MAX_COUNTED_LENGTH (when minLength allows);
+   * O: such bounds are dropped instead (an over-approximation may only grow).
+   */
+  private stringLanguage(spec: Spec, want: Want, pointer: string): ByteDfa | null {
+    let { minLength, maxLength } = spec.strings;
+    const { patterns, formats } = spec.strings;
     if (maxLength < minLength) return null;
+    if (maxLength !== Infinity && maxLength > MAX_COUNTED_LENGTH) {
+      if (want.over) maxLength = Infinity;
+      else if (minLength <= MAX_COUNTED_LENGTH) maxLength = MAX_COUNTED_LENGTH;
+    }
+    if (want.over && minLength > MAX_COUNTED_LENGTH) minLength = 0;
     const content =
       minLength === 0 && maxLength === Infinity
         ? repeat(anyEncodedChar(), 0, -1)

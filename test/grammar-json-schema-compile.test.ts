@@ -1,0 +1,172 @@
+// The JSON Schema compiler's own choices (README "JSON Schema completion"): what we write where
+// the spec allows more (key order, whitespace, bounded unrolling, long strings, repeated keys),
+// and the refusals that name their keyword and JSON pointer.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  compileJsonSchema,
+  JsonSchemaError,
+  JsonSchemaTooComplexError,
+  JsonSchemaUnsatisfiableError,
+  type JsonSchemaOptions,
+} from "../src/grammar/index.js";
+import { matchesString } from "../src/regex/index.js";
+
+function verdicts(schema: unknown, texts: readonly string[], options?: JsonSchemaOptions): boolean[] {
+  const { dfa } = compileJsonSchema(schema, options);
+  return texts.map((t) => matchesString(dfa, t));
+}
+
+function refusal(schema: unknown, options?: JsonSchemaOptions): Error {
+  try {
+    compileJsonSchema(schema, options);
+  } catch (error) {
+    return error as Error;
+  }
+  assert.fail(`${JSON.stringify(schema)} compiled`);
+}
+
+test("properties are written in the schema's order, unnamed ones after them", () => {
+  const schema = { type: "object", properties: { b: { type: "integer" }, a: { type: "integer" } } };
+  assert.deepEqual(verdicts(schema, ['{"b": 1, "a": 2}', '{"a": 2, "b": 1}', '{"b": 1, "x": 0}', '{"x": 0, "b": 1}']), [
+    true,
+    false,
+    true,
+    false,
+  ]);
+});
+
+test("whitespace styles: default (json.dumps or compact), compact, indented (json.dumps(indent=2))", () => {
+  const schema = {
+    type: "object",
+    properties: { a: { type: "array", items: { type: "integer" } } },
+    required: ["a"],
+    additionalProperties: false,
+  };
+  const texts = ['{"a": [1, 2]}', '{"a":[1,2]}', '{ "a": [1, 2]}', '{"a":  [1]}', '{\n  "a": [\n    1,\n    2\n  ]\n}', '{\n  "a": []\n}'];
+  assert.deepEqual(verdicts(schema, texts), [true, true, false, false, false, false]);
+  assert.deepEqual(verdicts(schema, texts, { whitespace: "compact" }), [false, true, false, false, false, false]);
+  assert.deepEqual(verdicts(schema, texts, { whitespace: "indented" }), [false, false, false, false, true, true]);
+});
+
+test("a recursive schema is written at most a few levels deep", () => {
+  const tree = {
+    $defs: {
+      node: {
+        type: "object",
+        properties: { v: { type: "integer" }, kids: { type: "array", items: { $ref: "#/$defs/node" } } },
+        required: ["v"],
+        additionalProperties: false,
+      },
+    },
+    $ref: "#/$defs/node",
+  };
+  const nested = (depth: number): string => (depth === 1 ? '{"v": 1}' : `{"v": 1, "kids": [${nested(depth - 1)}]}`);
+  assert.deepEqual(verdicts(tree, [nested(1), nested(3), nested(4), nested(9), '{"v": 1, "kids": [{"w": 2}]}']), [
+    true,
+    true,
+    true,
+    false,
+    false,
+  ]);
+  // Under a subtraction the over-approximation would have to hold every depth: refused.
+  const error = refusal({
+    $defs: { n: { anyOf: [{ type: "integer" }, { type: "array", items: { $ref: "#/$defs/n" } }] } },
+    not: { $ref: "#/$defs/n" },
+  });
+  assert.ok(error instanceof JsonSchemaError);
+  assert.equal(error.keyword, "$ref");
+  assert.match(error.message, /recursive schema under not, oneOf or if/);
+});
+
+test("a long maxLength is written as 256 characters; under not it is not counted at all", () => {
+  const text = (n: number): string => JSON.stringify("a".repeat(n));
+  assert.deepEqual(verdicts({ type: "string", maxLength: 65535 }, [text(0), text(256), text(257)]), [true, true, false]);
+  assert.deepEqual(verdicts({ type: "string", minLength: 300, maxLength: 400 }, [text(299), text(300), text(400), text(401)]), [
+    false,
+    true,
+    true,
+    false,
+  ]);
+  // not: strings of at most 300 characters. What we write must never be one of them.
+  assert.deepEqual(verdicts({ type: ["string", "integer"], not: { type: "string", maxLength: 300 } }, [text(10), text(301), "7"]), [
+    false,
+    false,
+    true,
+  ]);
+});
+
+test("unnamed properties: several may be written, one counts towards minProperties", () => {
+  const map = { type: "object", minProperties: 1, additionalProperties: { type: "string" } };
+  assert.deepEqual(verdicts(map, ["{}", '{"en": "a"}', '{"en": "a", "fr": "b", "de": "c"}', '{"en": 1}']), [false, true, true, false]);
+  const two = { type: "object", properties: { a: {} }, minProperties: 2, additionalProperties: { type: "integer" } };
+  assert.deepEqual(verdicts(two, ['{"a": 1, "x": 2}', '{"x": 1, "y": 2}']), [true, false]);
+  const error = refusal({ type: "object", minProperties: 2, additionalProperties: { type: "integer" } });
+  assert.ok(error instanceof JsonSchemaError);
+  assert.equal(error.keyword, "minProperties");
+  assert.equal(error.pointer, "");
+  // Under a subtraction, at most one unnamed property (a repeated key would escape the check).
+  assert.deepEqual(verdicts({ type: "object", not: { required: ["a"] } }, ['{"x": 1}', '{"x": 1, "y": 2}', '{"a": 1}']), [
+    true,
+    false,
+    false,
+  ]);
+});
+
+test("refusals name the keyword and the JSON pointer; strict: false turns them into warnings", () => {
+  const schema = { type: "object", properties: { tags: { type: "array", uniqueItems: true } } };
+  const error = refusal(schema);
+  assert.ok(error instanceof JsonSchemaError);
+  assert.equal(error.keyword, "uniqueItems");
+  assert.equal(error.pointer, "/properties/tags/uniqueItems");
+  const { warnings } = compileJsonSchema(schema, { strict: false });
+  assert.deepEqual(
+    warnings.map((w) => [w.keyword, w.pointer]),
+    [["uniqueItems", "/properties/tags/uniqueItems"]],
+  );
+  const regex = refusal({ type: "string", format: "regex" });
+  assert.ok(regex instanceof JsonSchemaError && regex.keyword === "format" && regex.pointer === "/format");
+  assert.deepEqual(
+    compileJsonSchema({ type: "string", format: "int32", foo: 1 }).warnings.map((w) => w.keyword),
+    ["format", "foo"],
+  );
+});
+
+test("malformed, remote, unsatisfiable and too complex schemas", () => {
+  const cases: [unknown, new (...args: never[]) => Error, RegExp][] = [
+    [{ type: 3 }, JsonSchemaError, /type at \/type/],
+    [{ properties: { a: { maximum: "1" } } }, JsonSchemaError, /maximum at \/properties\/a\/maximum: must be a number/],
+    [{ $ref: "other.json#/x" }, JsonSchemaError, /remote reference/],
+    [{ $schema: "http://json-schema.org/draft-03/schema#" }, JsonSchemaError, /unknown dialect/],
+    [{ type: "string", pattern: "(a)\\1" }, JsonSchemaError, /pattern at \/pattern:.*backreference/],
+    [{ allOf: [{ type: "string" }, { type: "null" }] }, JsonSchemaUnsatisfiableError, /no JSON value satisfies/],
+    [{ type: "integer", multipleOf: 1234567.891 }, JsonSchemaTooComplexError, /multipleOf too large/],
+    [{ type: "string", pattern: "[ab]*a[ab]{20}" }, JsonSchemaTooComplexError, /too complex at \/pattern/],
+  ];
+  for (const [schema, type, message] of cases) {
+    const error = refusal(schema);
+    assert.ok(error instanceof type, `${JSON.stringify(schema)}: ${error.name}`);
+    assert.match(error.message, message);
+  }
+});
+
+test("drafts: draft-04 boolean exclusiveMinimum, draft-07 $ref siblings ignored, array items before 2020-12", () => {
+  assert.deepEqual(
+    verdicts({ $schema: "http://json-schema.org/draft-04/schema#", type: "integer", minimum: 3, exclusiveMinimum: true }, ["3", "4"]),
+    [false, true],
+  );
+  const draft7 = {
+    $schema: "http://json-schema.org/draft-07/schema#",
+    definitions: { a: { type: "integer" } },
+    $ref: "#/definitions/a",
+    maximum: 0,
+  };
+  assert.deepEqual(verdicts(draft7, ["5", '"x"']), [true, false]);
+  assert.deepEqual(
+    compileJsonSchema(draft7).warnings.map((w) => w.keyword),
+    ["$ref"],
+  );
+  const tuple = { $schema: "http://json-schema.org/draft-07/schema#", items: [{ type: "string" }], additionalItems: { type: "integer" } };
+  assert.deepEqual(verdicts(tuple, ['["a", 1, 2]', "[1]", '["a", "b"]']), [true, false, false]);
+  assert.match(refusal({ items: [{ type: "string" }] }).message, /items at \/items: must be a schema in draft 2020-12/);
+});
