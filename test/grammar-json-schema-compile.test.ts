@@ -170,3 +170,17 @@ test("drafts: draft-04 boolean exclusiveMinimum, draft-07 $ref siblings ignored,
   assert.deepEqual(verdicts(tuple, ['["a", 1, 2]', "[1]", '["a", "b"]']), [true, false, false]);
   assert.match(refusal({ items: [{ type: "string" }] }).message, /items at \/items: must be a schema in draft 2020-12/);
 });
+
+test("what is subtracted holds texts of any depth (bugs the generation fuzz found)", () => {
+  // Both branches hold {"t":[{"h":{}}]}; the subtracted "any value" once stopped two levels down.
+  const nested = {
+    oneOf: [{ properties: { t: { type: "array", items: { oneOf: [{ properties: { h: { type: "array" } } }, {}] } } } }, {}],
+  };
+  assert.deepEqual(verdicts(nested, ['{"t":[{"h":{}}]}', '{"t":[{"h":[]}]}'], { whitespace: "compact" }), [false, false]);
+  // [[110,[{}]]] is in both branches; [[1, 2]] only in the second.
+  const contains = { contains: { type: "array", contains: { const: 110 } } };
+  const both = { type: "array", oneOf: [contains, { anyOf: [{ items: { type: "array", items: { type: "number" } } }, contains] }] };
+  assert.deepEqual(verdicts(both, ["[[110, [{}]]]", "[[1, 2]]", "[]"]), [false, true, true]);
+  // A date we write is one every reader accepts: no year 0000.
+  assert.deepEqual(verdicts({ type: "string", format: "date" }, ['"0000-01-01"', '"0001-01-01"']), [false, true]);
+});

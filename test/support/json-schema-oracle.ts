@@ -13,6 +13,29 @@ from decimal import Decimal
 decimal.getcontext().prec = 4000
 import jsonschema
 from jsonschema import validators
+from jsonschema.exceptions import ValidationError
+
+# JSON equality for enum and const: jsonschema 4.10 compares lists and objects with Python's ==,
+# for which 1 == True ([1] equals [true]); the spec keeps booleans and numbers apart at any depth.
+def strict_equal(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list) or isinstance(b, list):
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) or isinstance(b, dict):
+        return isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+    return a == b
+
+def strict_enum(validator, enums, instance, schema):
+    if not any(strict_equal(instance, e) for e in enums):
+        yield ValidationError("%r is not one of %r" % (instance, enums))
+
+def strict_const(validator, const, instance, schema):
+    if not strict_equal(instance, const):
+        yield ValidationError("%r was expected" % (const,))
+
+STRICT = {"enum": strict_enum, "const": strict_const}
+
 out = []
 for line in sys.stdin:
     item = json.loads(line)
@@ -23,6 +46,7 @@ for line in sys.stdin:
         out.append("unparsable: %s" % e)
         continue
     cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = validators.extend(cls, {k: v for k, v in STRICT.items() if k in cls.VALIDATORS})
     try:
         errors = list(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(instance))
         out.append("valid" if not errors else "invalid: %s" % errors[0].message[:200])

@@ -46,6 +46,7 @@ import {
   dfaNode,
   encodeNode,
   anyEncodedChar,
+  countedValueText,
   FALSE_TEXT,
   EXPONENT_NUMBER_TEXT,
   INTEGER_TEXT,
@@ -578,10 +579,19 @@ class SchemaCompiler {
    * (and not over), an object has at most one key.
    */
   anyValue(depth: number, levels: number, want: Want, only?: "object" | "array"): ByteDfa {
-    const key = `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.over ? "O" : "U"}${want.dupFree ? "d" : ""}#${only ?? ""}`;
+    const key = want.over
+      ? `counted#${MAX_DEPTH + this.options.freeNesting + 1}#${only ?? ""}`
+      : `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.dupFree ? "d" : ""}#${only ?? ""}`;
     const known = sharedDfas.get(key);
     if (known) return known.dfa;
-    const items: RegexNode[] = only ? [] : [NULL_TEXT, TRUE_TEXT, FALSE_TEXT, want.over ? ANY_NUMBER_TEXT : NUMBER_TEXT, anyStringText()];
+    if (want.over) {
+      // Not nested `levels` deep: an over-approximation must hold every depth the text it is
+      // subtracted from may reach.
+      const dfa = this.compileNode(countedValueText(MAX_DEPTH + this.options.freeNesting + 1, only), "");
+      sharedDfas.set(key, new SizedDfa(dfa));
+      return dfa;
+    }
+    const items: RegexNode[] = only ? [] : [NULL_TEXT, TRUE_TEXT, FALSE_TEXT, NUMBER_TEXT, anyStringText()];
     if (levels > 0) {
       const inner = dfaNode(this.anyValue(depth + 1, levels - 1, want));
       if (only !== "object") items.push(this.sequence(0x5b, 0x5d, inner, depth, Infinity));
@@ -740,7 +750,9 @@ class SchemaCompiler {
     if (spec.arrays.unique !== null && maxItems > 1 && !want.over) {
       this.unsupported("uniqueItems", spec.arrays.unique, "uniqueItems on arrays that may hold two or more items is not supported yet");
     }
-    const counted = want.over ? null : (contains[0] ?? null);
+    // Over-approximations keep the first contains' minimum only (at least that many items in its O).
+    const first = contains[0] ?? null;
+    const counted = first && want.over ? { ...first, max: Infinity } : first;
     if (contains.length > 1 && !want.over) {
       this.unsupported("contains", contains[1]!.at.pointer, "several contains on one array are not supported yet");
     }
@@ -759,9 +771,14 @@ class SchemaCompiler {
       if (!pair) {
         const at = counted!.at;
         const yes = this.language([...itemRefs(k), at], inner);
-        const minuend = this.dfaOf(this.language(itemRefs(k), { ...inner, dupFree: true }), at.pointer);
-        const no = this.subtract(minuend, this.dfaOf(this.language([at], { ...inner, over: true }), at.pointer), at.pointer);
-        pair = [yes, dfaNode(no)];
+        if (want.over) {
+          // Any item may be one that does not count: the superset needs no subtraction.
+          pair = [yes, this.language(itemRefs(k), inner)];
+        } else {
+          const minuend = this.dfaOf(this.language(itemRefs(k), { ...inner, dupFree: true }), at.pointer);
+          const no = this.subtract(minuend, this.dfaOf(this.language([at], { ...inner, over: true }), at.pointer), at.pointer);
+          pair = [yes, dfaNode(no)];
+        }
         matching.set(k, pair);
       }
       return pair;
@@ -875,8 +892,15 @@ class SchemaCompiler {
     }
     const free = parts.every((part) => part.patterns.length === 0 && part.additional === null);
     if (free && this.options.forbidAdditionalProperties && !inner.over) return [];
-    let keys = this.shared("string#0#Infinity", () => this.compileNode(anyStringText(), pointer));
-    if (excluded.length > 0) keys = this.subtract(keys, this.compileNode(alt(excluded.map(stringLiteral)), pointer), pointer);
+    const strings = this.shared("string#0#Infinity", () => this.compileNode(anyStringText(), pointer));
+    // Objects of one shape recur (a definition used in many places, Kubernetes' metadata): the
+    // keys they leave unnamed are built once.
+    let keys =
+      excluded.length === 0
+        ? strings
+        : this.shared(`unnamed#${JSON.stringify(excluded)}`, () =>
+            this.subtract(strings, this.compileNode(alt(excluded.map(stringLiteral)), pointer), pointer),
+          );
     for (const dfa of nameLanguages) keys = this.intersect(keys, dfa, pointer);
     const regions: Region[] = [];
     for (let mask = 0; mask < 1 << patterns.length; mask++) {

@@ -33,10 +33,13 @@ export interface JsonSchemaWarning {
   readonly message: string;
 }
 
-/** A schema no JSON text satisfies (as Trellis writes JSON: see json-text.ts): 422. */
+/**
+ * A schema for which Trellis can write no JSON text: none satisfies it, or none of those it can
+ * write (json-text.ts; what it writes is exact or less than the schema allows): 422.
+ */
 export class JsonSchemaUnsatisfiableError extends Error {
   constructor(readonly pointer: string) {
-    super(`no JSON value satisfies the schema${pointer === "" ? "" : ` at ${pointer}`}`);
+    super(`no JSON value satisfies the schema${pointer === "" ? "" : ` at ${pointer}`}, of those Trellis can write`);
     this.name = "JsonSchemaUnsatisfiableError";
   }
 }

@@ -46,9 +46,13 @@ const HEXDIG = "[0-9A-Fa-f]";
 
 // ---------- RFC 3339 §5.6: dates and times ----------
 
-const dateFullyear = `${DIGIT}{4}`;
-/** Years divisible by 4, except centuries not divisible by 400 (proleptic Gregorian; 0000 is leap). */
-const leapYear = alt(`${DIGIT}{2}${alt("0[48]", "[2468][048]", "[13579][26]")}`, `${alt("[02468][048]", "[13579][26]")}00`);
+/**
+ * Years 0001-9999: RFC 3339 allows 0000, but most date libraries (Python's `datetime` among them)
+ * start at year 1, so a date we write is one every reader accepts.
+ */
+const dateFullyear = alt(`[1-9]${DIGIT}{3}`, `0[1-9]${DIGIT}{2}`, `00[1-9]${DIGIT}`, "000[1-9]");
+/** Years divisible by 4, except centuries not divisible by 400 (proleptic Gregorian), from 0004. */
+const leapYear = alt(`${DIGIT}{2}${alt("0[48]", "[2468][048]", "[13579][26]")}`, `${alt("0[48]", "[2468][048]", "[13579][26]")}00`);
 const mday28 = alt("0[1-9]", "1[0-9]", "2[0-8]");
 const mday30 = alt("0[1-9]", "[12][0-9]", "30");
 const mday31 = alt("0[1-9]", "[12][0-9]", "3[01]");

@@ -270,6 +270,32 @@ export function anyStringText(): RegexNode {
   return quoted(repeat(anyEncodedChar(), 0, -1));
 }
 
+/**
+ * A regular superset of the JSON values nested at most `levels` deep: JSON tokens in which
+ * brackets are counted but not matched by kind (`[1}` is in it). What an over-approximation puts
+ * where the schema leaves a value free: it must hold every text the language it is subtracted from
+ * may have there, so it is built deep (levels well past what we write), and counting, unlike
+ * matching, costs a few states a level. Brackets counted, the value ends where the count returns
+ * to zero, so it never runs into the text after it.
+ */
+export function countedValueText(levels: number, only?: "object" | "array"): RegexNode {
+  const scalars = [anyStringText(), ANY_NUMBER_TEXT, literal("null"), literal("true"), literal("false")];
+  const punctuation: RegexNode = { kind: "set", set: [0x09, 0x0a, 0x0d, 0x0d, 0x20, 0x20, 0x2c, 0x2c, 0x3a, 0x3a] };
+  const open: RegexNode = { kind: "set", set: [0x5b, 0x5b, 0x7b, 0x7b] };
+  const close: RegexNode = { kind: "set", set: [0x5d, 0x5d, 0x7d, 0x7d] };
+  const token = alt([...scalars, punctuation]);
+  let group: RegexNode | null = null;
+  for (let level = 1; level < levels; level++) {
+    const content = repeat(group === null ? token : alt([token, group]), 0, -1);
+    group = concat(open, content, close);
+  }
+  const content = repeat(group === null ? token : alt([token, group]), 0, -1);
+  const outer = (bracket: number): RegexNode => concat(range(bracket), content, close);
+  if (only === "object") return outer(0x7b);
+  if (only === "array") return outer(0x5b);
+  return alt([...scalars, concat(open, content, close)]);
+}
+
 export const NULL_TEXT = literal("null");
 export const TRUE_TEXT = literal("true");
 export const FALSE_TEXT = literal("false");
