@@ -10,6 +10,7 @@ import {
   numberRangeNode,
 } from "../src/grammar/json-schema/numeric.js";
 import { type ByteDfa, compileRegexNode, matchesString, type RegexNode } from "../src/regex/index.js";
+import { seededRandom } from "../src/support/index.js";
 
 /** value = num / 10^scale. */
 interface Exact {
@@ -65,17 +66,7 @@ function isMultiple(text: string, divisor: string, integer: boolean): boolean {
   return (v.num * 10n ** BigInt(d.scale)) % (d.num * 10n ** BigInt(v.scale)) === 0n;
 }
 
-/** A small deterministic generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 const BAD_SYNTAX = ["01", "1.", ".5", "+1", "1e3", "--1", "-", "", "00", "-01", "1.5.0", " 1", "1 ", "0x1", "1E3", "-.5", "1,0", "١"];
 

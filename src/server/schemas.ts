@@ -189,12 +189,9 @@ export function jsonSchemaBody(config: Config): Schema {
 }
 
 export const jsonCompletionResponse: Schema = {
-  type: "object",
-  required: ["completion", "tokens_generated", "stop_reason"],
+  ...completionResponse,
   properties: {
-    completion: { type: "string" },
-    tokens_generated: { type: "integer" },
-    stop_reason: { type: "string", enum: ["pattern_match", "token_limit"] },
+    ...(completionResponse.properties as Record<string, Schema>),
     warnings: {
       type: "array",
       items: {

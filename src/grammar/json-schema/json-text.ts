@@ -227,34 +227,24 @@ export const INTEGER_TEXT: RegexNode = concat(
   alt([range(0x30), concat(range(0x31, 0x39), repeat(range(0x30, 0x39), 0, -1))]),
 );
 
-/**
- * The number texts we write: RFC 8259's grammar with at most two exponent digits (1e999999999 is
- * JSON, but parsers make it infinity or refuse it).
- */
-export const NUMBER_TEXT: RegexNode = concat(
-  INTEGER_TEXT,
-  optional(concat(range(0x2e), repeat(range(0x30, 0x39), 1, -1))),
-  optional(
-    concat(
-      { kind: "set", set: [0x45, 0x45, 0x65, 0x65] },
-      optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }),
-      repeat(range(0x30, 0x39), 1, 2),
-    ),
-  ),
-);
+/** RFC 8259's number grammar with at most `exponentDigits` exponent digits (-1: any number). */
+function numberText(exponentDigits: number): RegexNode {
+  const exponent = concat(
+    { kind: "set", set: [0x45, 0x45, 0x65, 0x65] },
+    optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }),
+    repeat(range(0x30, 0x39), 1, exponentDigits),
+  );
+  return concat(INTEGER_TEXT, optional(concat(range(0x2e), repeat(range(0x30, 0x39), 1, -1))), optional(exponent));
+}
 
-/** Every JSON number text (RFC 8259's grammar): what an over-approximation must include. */
-export const ANY_NUMBER_TEXT: RegexNode = concat(
-  INTEGER_TEXT,
-  optional(concat(range(0x2e), repeat(range(0x30, 0x39), 1, -1))),
-  optional(
-    concat(
-      { kind: "set", set: [0x45, 0x45, 0x65, 0x65] },
-      optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }),
-      repeat(range(0x30, 0x39), 1, -1),
-    ),
-  ),
-);
+/**
+ * The number texts we write: at most two exponent digits (1e999999999 is JSON, but parsers make it
+ * infinity or refuse it).
+ */
+export const NUMBER_TEXT: RegexNode = numberText(2);
+
+/** Every JSON number text: what an over-approximation must include. */
+export const ANY_NUMBER_TEXT: RegexNode = numberText(-1);
 
 const DIGITS = repeat(range(0x30, 0x39), 1, -1);
 const EXPONENT = concat({ kind: "set", set: [0x45, 0x45, 0x65, 0x65] }, optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }), DIGITS);
