@@ -630,7 +630,8 @@ class SchemaCompiler {
   // ---- numbers -----------------------------------------------------------------------------
 
   /**
-   * U: integers as INTEGER_TEXT, bounded or multiple-of numbers without exponent (numeric.ts).
+   * U: integers as INTEGER_TEXT, bounded or multiple-of numbers without exponent (numeric.ts),
+   * never a negative zero.
    * O: every text whose value may satisfy the keywords: integers may also be written "3.0", and
    * any text with an exponent is kept (we never compare those).
    */
@@ -645,9 +646,11 @@ class SchemaCompiler {
       nodes.push(node);
     }
     for (const { value, pointer: at } of multipleOf) nodes.push(this.numeric(at, () => multipleOfNode(value, writeInteger))!);
+    // The syntax we write (no "-0": numeric.ts's ranges and multiples allow it), or in O every
+    // text of a value the keywords may allow.
     if (writeInteger) nodes.push(INTEGER_TEXT);
     else if (integer) nodes.push(INTEGER_VALUED_TEXT);
-    else if (nodes.length === 0) nodes.push(NUMBER_TEXT);
+    else if (!want.over || nodes.length === 0) nodes.push(want.over ? ANY_NUMBER_TEXT : NUMBER_TEXT);
     let dfa = this.compileNode(nodes[0]!, pointer);
     for (let i = 1; i < nodes.length && !isEmptyLanguage(dfa); i++)
       dfa = this.intersect(dfa, this.compileNode(nodes[i]!, pointer), pointer);

@@ -221,11 +221,13 @@ export function quoteDfa(dfa: ByteDfa): ByteDfa {
   return { numStates: n, start: dfa.start * K, numClasses: 256, byteClass, next, accepting, minBytesToAccept: new Int32Array(n) };
 }
 
-/** `-?(0|[1-9][0-9]*)`: every integer, as we write integers. */
-export const INTEGER_TEXT: RegexNode = concat(
-  optional(range(0x2d)),
-  alt([range(0x30), concat(range(0x31, 0x39), repeat(range(0x30, 0x39), 0, -1))]),
-);
+const NONZERO_DIGITS = concat(range(0x31, 0x39), repeat(range(0x30, 0x39), 0, -1));
+
+/** `-?(0|[1-9][0-9]*)`: every integer text JSON allows ("-0" too). */
+export const ANY_INTEGER_TEXT: RegexNode = concat(optional(range(0x2d)), alt([range(0x30), NONZERO_DIGITS]));
+
+/** `0|-?[1-9][0-9]*`: the integers as we write them (no "-0", a zero readers may not expect). */
+export const INTEGER_TEXT: RegexNode = alt([range(0x30), concat(optional(range(0x2d)), NONZERO_DIGITS)]);
 
 /** RFC 8259's number grammar with at most `exponentDigits` exponent digits (-1: any number). */
 function numberText(exponentDigits: number): RegexNode {
@@ -234,14 +236,26 @@ function numberText(exponentDigits: number): RegexNode {
     optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }),
     repeat(range(0x30, 0x39), 1, exponentDigits),
   );
-  return concat(INTEGER_TEXT, optional(concat(range(0x2e), repeat(range(0x30, 0x39), 1, -1))), optional(exponent));
+  return concat(ANY_INTEGER_TEXT, optional(concat(range(0x2e), repeat(range(0x30, 0x39), 1, -1))), optional(exponent));
 }
 
 /**
  * The number texts we write: at most two exponent digits (1e999999999 is JSON, but parsers make it
- * infinity or refuse it).
+ * infinity or refuse it), and no negative zero ("-0", "-0.00").
  */
-export const NUMBER_TEXT: RegexNode = numberText(2);
+export const NUMBER_TEXT: RegexNode = (() => {
+  const digits = repeat(range(0x30, 0x39), 0, -1);
+  const fraction = optional(concat(range(0x2e), repeat(range(0x30, 0x39), 1, -1)));
+  const exponent = optional(
+    concat(
+      { kind: "set", set: [0x45, 0x45, 0x65, 0x65] },
+      optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }),
+      repeat(range(0x30, 0x39), 1, 2),
+    ),
+  );
+  const negativeFraction = concat(literal("-0."), digits, range(0x31, 0x39), digits);
+  return concat(alt([concat(range(0x30), fraction), concat(optional(range(0x2d)), NONZERO_DIGITS, fraction), negativeFraction]), exponent);
+})();
 
 /** Every JSON number text: what an over-approximation must include. */
 export const ANY_NUMBER_TEXT: RegexNode = numberText(-1);
@@ -250,10 +264,10 @@ const DIGITS = repeat(range(0x30, 0x39), 1, -1);
 const EXPONENT = concat({ kind: "set", set: [0x45, 0x45, 0x65, 0x65] }, optional({ kind: "set", set: [0x2b, 0x2b, 0x2d, 0x2d] }), DIGITS);
 
 /** Number texts with an exponent part. */
-export const EXPONENT_NUMBER_TEXT: RegexNode = concat(INTEGER_TEXT, optional(concat(range(0x2e), DIGITS)), EXPONENT);
+export const EXPONENT_NUMBER_TEXT: RegexNode = concat(ANY_INTEGER_TEXT, optional(concat(range(0x2e), DIGITS)), EXPONENT);
 
 /** Number texts of integer value without exponent: "3", "3.0", "-0.00". */
-export const INTEGER_VALUED_TEXT: RegexNode = concat(INTEGER_TEXT, optional(concat(range(0x2e), repeat(range(0x30), 1, -1))));
+export const INTEGER_VALUED_TEXT: RegexNode = concat(ANY_INTEGER_TEXT, optional(concat(range(0x2e), repeat(range(0x30), 1, -1))));
 
 /** Any JSON string. */
 export function anyStringText(): RegexNode {
