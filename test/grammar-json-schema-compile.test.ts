@@ -184,3 +184,20 @@ test("what is subtracted holds texts of any depth (bugs the generation fuzz foun
   // A date we write is one every reader accepts: no year 0000.
   assert.deepEqual(verdicts({ type: "string", format: "date" }, ['"0000-01-01"', '"0001-01-01"']), [false, true]);
 });
+
+test("over-approximations stay close: enum objects in any key order, oneOf and else subtract, an id's empty fragment", () => {
+  // not {"a": false}: an object literal is subtracted in every key order, so {"a": 0} survives.
+  assert.deepEqual(verdicts({ allOf: [{ enum: [{ a: 0 }] }, { not: { enum: [{ a: false }] } }] }, ['{"a": 0}']), [true]);
+  assert.throws(() => compileJsonSchema({ allOf: [{ enum: [{ a: 0, b: 1 }] }, { not: { enum: [{ b: 1, a: 0 }] } }] }), JsonSchemaUnsatisfiableError);
+  // not oneOf[integer, ≥ 2]: 2.5 is in both branches (so not in the oneOf), 3 in both, 1 in one.
+  const notOneOf = { not: { oneOf: [{ type: "integer" }, { minimum: 2 }] } };
+  assert.deepEqual(verdicts(notOneOf, ["3", "1", "2.5", '"s"']), [true, false, false, false]);
+  // A draft-04 id ending in "#" names the resource itself: "#/definitions/…" is local.
+  const draft4 = {
+    $schema: "http://json-schema.org/draft-04/schema#",
+    id: "https://example.com/s.json#",
+    definitions: { n: { type: "integer" } },
+    properties: { a: { $ref: "#/definitions/n" } },
+  };
+  assert.deepEqual(verdicts(draft4, ['{"a": 1}', '{"a": "x"}']), [true, false]);
+});

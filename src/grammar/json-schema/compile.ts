@@ -135,6 +135,8 @@ const MAX_RECURSION = 3;
 const MAX_COUNTED_LENGTH = 256;
 /** Longest array whose positions are states (maxItems, minItems, positional items). */
 const MAX_ARRAY_POSITIONS = 4096;
+/** Keys of an enum/const object whose every order an over-approximation spells out (4! = 24). */
+const MAX_PERMUTED_KEYS = 4;
 /** Required keys an over-approximated object checks the presence of. */
 const MAX_TRACKED_REQUIRED = 3;
 /** Most `patternProperties` (over all merged parts) one object may have: regions are 2^n. */
@@ -441,7 +443,8 @@ class SchemaCompiler {
         const members = this.schemaList(at, "oneOf");
         return members.flatMap((member, i) => {
           const others = members.filter((_, j) => j !== i).map((m) => [m]);
-          return fork([member], (a) => (want.over ? undefined : a.subtract.push(...others)));
+          // O-mode too: a text in exactly one branch is in its O and in no other's U.
+          return fork([member], (a) => a.subtract.push(...others));
         });
       }
       case "not":
@@ -450,7 +453,7 @@ class SchemaCompiler {
         const ifAt = this.child(at, "if");
         const thenAt = schema.then === undefined ? [] : [this.child(at, "then")];
         const elseAt = schema.else === undefined ? [] : [this.child(at, "else")];
-        return [...fork([ifAt, ...thenAt]), ...fork(elseAt, (a) => (want.over ? undefined : a.subtract.push([ifAt])))];
+        return [...fork([ifAt, ...thenAt]), ...fork(elseAt, (a) => a.subtract.push([ifAt]))];
       }
       default:
         return this.splitDependencies(alternative, at, keyword, want);
@@ -560,18 +563,26 @@ class SchemaCompiler {
       const items = value.map((v, i) => concat(i === 0 ? this.syntax.open(depth) : this.syntax.separator(depth), this.valueText(v, inner)));
       return concat(range(0x5b), ...items, this.syntax.close(depth), range(0x5d));
     }
-    if (want.over) return dfaNode(this.anyValue(depth, this.options.freeNesting + 1, want, "object"));
     const entries = Object.entries(value as Record<string, unknown>);
     if (entries.length === 0) return literal("{}");
-    const members = entries.map(([k, v], i) =>
+    const objectText = (order: readonly [string, unknown][]): RegexNode =>
       concat(
-        i === 0 ? this.syntax.open(depth) : this.syntax.separator(depth),
-        stringLiteral(k),
-        this.syntax.colon,
-        this.valueText(v, inner),
-      ),
-    );
-    return concat(range(0x7b), ...members, this.syntax.close(depth), range(0x7d));
+        range(0x7b),
+        ...order.map(([k, v], i) =>
+          concat(
+            i === 0 ? this.syntax.open(depth) : this.syntax.separator(depth),
+            stringLiteral(k),
+            this.syntax.colon,
+            this.valueText(v, inner),
+          ),
+        ),
+        this.syntax.close(depth),
+        range(0x7d),
+      );
+    if (!want.over) return objectText(entries);
+    // Equal objects may list their keys in any order: every order, while they are few.
+    if (entries.length > MAX_PERMUTED_KEYS) return dfaNode(this.anyValue(depth, this.options.freeNesting + 1, want, "object"));
+    return alt(permutations(entries).map(objectText));
   }
 
   /**
@@ -1050,6 +1061,12 @@ function copyAlternative(a: Alternative): Alternative {
     require: new Set(a.require),
     done: new Set(a.done),
   };
+}
+
+/** All orders of `items` (few: MAX_PERMUTED_KEYS! at most). */
+function permutations<T>(items: readonly T[]): T[][] {
+  if (items.length <= 1) return [[...items]];
+  return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
 }
 
 const SPLIT_KEYWORDS = ["anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies"] as const;

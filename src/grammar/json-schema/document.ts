@@ -68,7 +68,8 @@ export class SchemaDocument {
     if (typeof id !== "string" || (this.draft < 2019 && id.startsWith("#"))) return at.base;
     // Before 2019-09 everything beside a $ref is ignored, $id included.
     if (this.draft < 2019 && object.$ref !== undefined) return at.base;
-    return resolveUri(id, at.base, at.pointer, this.idKeyword);
+    // "http://x/s.json#" names the resource "http://x/s.json": an empty fragment is no fragment.
+    return resolveUri(id, at.base, at.pointer, this.idKeyword).replace(/#$/, "");
   }
 
   /** What `ref` (the value of `$ref` in the subschema at `at`) points at. */
