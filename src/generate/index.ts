@@ -2,14 +2,15 @@
  * generate/ — the decode loop: one model, its vocabulary and token trie, one context shared by
  * every request through a continuous-batching scheduler, constraints compiled off the event loop.
  *
- * Key types: `GenerationRuntime` (open a model; completeRegex / completeGrammar / prepare),
- * `DecodeScheduler` and `DecodeJob` (one batched decode per round for every job), `CompletionJob`
- * over any `TokenConstraint`, `ConstraintCache` (compile workers, byte-bounded cache), `Engine`
- * and the request/result types the server speaks, and the typed errors it maps to HTTP.
+ * Key types: `GenerationRuntime` (open a model; prepare and complete any `ConstraintSpec`: regex,
+ * grammar, json_schema), `DecodeScheduler` and `DecodeJob` (one batched decode per round for
+ * every job), `CompletionJob` over any `TokenConstraint`, `ConstraintCache` (compile workers,
+ * byte-bounded cache), `Engine` and the request/result types the server speaks, and the typed
+ * errors it maps to HTTP.
  *
  *   const runtime = GenerationRuntime.open({ modelPath, threads, constraints });
  *   await runtime.prepare({ kind: "grammar", grammar }, { client });   // compile, cache
- *   const r = await runtime.completeGrammar({ prompt, grammar, maxNewTokens, ... });
+ *   const r = await runtime.complete({ prompt, maxNewTokens, ..., constraint: { kind: "grammar", grammar } });
  */
 export * from "./types.js";
 export { GenerationRuntime, type ConstraintFactory, type GenerationRuntimeOptions } from "./runtime.js";

@@ -1,6 +1,7 @@
 /**
  * The generation runtime: one model, its exact-byte vocabulary and token trie, one context shared
- * by every request through the continuous-batching scheduler, and regex completion on top.
+ * by every request through the continuous-batching scheduler, and constrained completion (regex,
+ * grammar, JSON Schema) on top.
  */
 import { availableParallelism } from "node:os";
 import { ConstraintTooCostlyError } from "../constraint/index.js";
