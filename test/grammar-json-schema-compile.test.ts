@@ -204,3 +204,20 @@ test("over-approximations stay close: enum objects in any key order, oneOf and e
   };
   assert.deepEqual(verdicts(draft4, ['{"a": 1}', '{"a": "x"}']), [true, false]);
 });
+
+test("hostile schemas are refused fast with typed errors, never a crash", () => {
+  const defs: Record<string, unknown> = { d20000: { type: "integer" } };
+  for (let i = 0; i < 20000; i++) defs[`d${i}`] = { $ref: `#/$defs/d${i + 1}` };
+  const chain = refusal({ $defs: defs, $ref: "#/$defs/d0" });
+  assert.ok(chain instanceof JsonSchemaTooComplexError && chain.limit === "referenceChain", chain.message);
+  let nested: unknown = { type: "integer" };
+  for (let i = 0; i < 5000; i++) nested = { allOf: [nested] };
+  const deep = refusal(nested);
+  assert.ok(deep instanceof JsonSchemaError, deep.message);
+  assert.ok(deep.message.length < 400, "a long pointer is shortened in the message");
+  const started = performance.now();
+  const slow = refusal({ enum: Array.from({ length: 20000 }, (_, i) => `v${i}`) }, { limits: { timeoutMs: 50 } });
+  assert.ok(slow instanceof JsonSchemaTooComplexError && slow.limit === "time", slow.message);
+  assert.match(slow.message, /compiling took longer than 50 ms/);
+  assert.ok(performance.now() - started < 2000);
+});

@@ -126,6 +126,8 @@ interface Region {
   readonly value: RegexNode;
 }
 
+/** Longest chain of `$ref`s and `allOf`s followed from one subschema. */
+const MAX_REFERENCE_CHAIN = 256;
 /** How many times a recursive subschema is written inside itself. */
 const MAX_RECURSION = 3;
 /**
@@ -152,7 +154,17 @@ export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = 
   const document = new SchemaDocument(schema);
   const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, ...options.limits };
   const compiler = new SchemaCompiler(document, { ...DEFAULT_JSON_SCHEMA_OPTIONS, ...options, limits });
-  const dfa = compiler.dfaOf(compiler.language([document.rootAt], { depth: 0, over: false, dupFree: false }), "");
+  let dfa: ByteDfa;
+  try {
+    dfa = compiler.dfaOf(compiler.language([document.rootAt], { depth: 0, over: false, dupFree: false }), "");
+  } catch (error) {
+    // The limits above bound every recursion we know of; should one be missed, the answer is
+    // still a refusal, not a crash.
+    if (error instanceof RangeError && /call stack/.test(error.message)) {
+      throw new JsonSchemaTooComplexError("nested too deeply to compile", "", "depth");
+    }
+    throw error;
+  }
   if (isEmptyLanguage(dfa)) throw new JsonSchemaUnsatisfiableError("");
   return { dfa, draft: document.draft, warnings: compiler.warnings };
 }
@@ -199,14 +211,19 @@ class SchemaCompiler {
   private limits(pointer: string): RegexLimits {
     const left = this.deadline - performance.now();
     if (left <= 0) throw new JsonSchemaTooComplexError(`compiling took longer than ${this.options.limits.timeoutMs} ms`, pointer, "time");
-    return { ...this.options.limits, timeoutMs: left };
+    return { ...this.options.limits, timeoutMs: Math.max(1, Math.floor(left)) };
   }
 
   private regex<T>(pointer: string, build: (limits: RegexLimits) => T): T {
     try {
       return build(this.limits(pointer));
     } catch (error) {
-      if (error instanceof RegexTooComplexError) throw new JsonSchemaTooComplexError(error.message, pointer, error.limit);
+      if (error instanceof RegexTooComplexError) {
+        if (error.limit === "time") {
+          throw new JsonSchemaTooComplexError(`compiling took longer than ${this.options.limits.timeoutMs} ms`, pointer, "time");
+        }
+        throw new JsonSchemaTooComplexError(error.message, pointer, error.limit);
+      }
       throw error;
     }
   }
@@ -352,7 +369,10 @@ class SchemaCompiler {
   }
 
   /** Adds `refs` (and what `allOf` and `$ref` imply) to the alternative; false: a `false` schema. */
-  private flatten(refs: readonly SchemaAt[], into: Alternative): boolean {
+  private flatten(refs: readonly SchemaAt[], into: Alternative, chain = 0): boolean {
+    if (chain > MAX_REFERENCE_CHAIN) {
+      throw new JsonSchemaTooComplexError(`$ref/allOf chains longer than ${MAX_REFERENCE_CHAIN}`, refs[0]?.pointer ?? "", "referenceChain");
+    }
     for (const at of refs) {
       const schema = at.schema;
       if (schema === true) continue;
@@ -374,16 +394,16 @@ class SchemaCompiler {
           if (ignored.length > 0) {
             this.warn("$ref", at.pointer, `keywords beside $ref are ignored in this draft: ${ignored.join(", ")}`);
           }
-          if (!this.flatten([target], into)) return false;
+          if (!this.flatten([target], into, chain + 1)) return false;
           continue;
         }
-        if (!this.flatten([target], into)) return false;
+        if (!this.flatten([target], into, chain + 1)) return false;
       }
       into.conjuncts.push({ at, schema });
       const allOf = schema.allOf;
       if (allOf !== undefined) {
         const members = this.schemaList(at, "allOf");
-        if (!this.flatten(members, into)) return false;
+        if (!this.flatten(members, into, chain + 1)) return false;
         void allOf;
       }
     }

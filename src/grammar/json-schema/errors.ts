@@ -1,6 +1,11 @@
 // The JSON Schema front-end's typed errors. Both name where in the schema the fault is (a JSON
 // pointer, "" for the root) and, where one is at fault, the keyword.
 
+/** A pointer as messages show it: a hostile schema's pointers may be kilobytes long. */
+function shown(pointer: string): string {
+  return pointer.length <= 200 ? pointer : `${pointer.slice(0, 100)}…${pointer.slice(-100)}`;
+}
+
 /** A schema we refuse: malformed, remote, or asking for what we cannot enforce exactly (400). */
 export class JsonSchemaError extends Error {
   constructor(
@@ -8,7 +13,7 @@ export class JsonSchemaError extends Error {
     readonly pointer: string,
     readonly keyword: string | null = null,
   ) {
-    super(`${keyword !== null ? `${keyword} at ` : ""}${pointer === "" ? "the schema's root" : pointer}: ${message}`);
+    super(`${keyword !== null ? `${keyword} at ` : ""}${pointer === "" ? "the schema's root" : shown(pointer)}: ${message}`);
     this.name = "JsonSchemaError";
   }
 }
@@ -21,7 +26,7 @@ export class JsonSchemaTooComplexError extends Error {
     /** The limit: "time", "dfaStates", "nfaStates", "alternatives", … */
     readonly limit: string,
   ) {
-    super(`too complex at ${pointer === "" ? "the root" : pointer}: ${message}`);
+    super(`too complex at ${pointer === "" ? "the root" : shown(pointer)}: ${message}`);
     this.name = "JsonSchemaTooComplexError";
   }
 }
