@@ -3,22 +3,25 @@
 // text the DFA accepts is always valid; where we would have to over-approximate, we refuse instead.
 //
 // How: a subschema and the conjunction of subschemas it implies (`allOf`, `$ref`) are *merged*
-// keyword by keyword (schemas.ts's Spec), never intersected as automata: two object languages
+// keyword by keyword (spec.ts's Spec), never intersected as automata: two object languages
 // written in different key orders have an empty intersection although their schemas agree.
 // `anyOf`, `oneOf`, `if`, `dependentSchemas` and `dependentRequired` are distributed into
 // alternatives, each merged alike. What a branch must *not* match (`not`, the other `oneOf`
 // branches, a failed `if`) is subtracted as an automaton, using an over-approximation O(S) of the
-// subtracted schema (objects in any key order, counts dropped); the text we write is an
-// under-approximation U(S). U(S) ⊆ valid(S) ⊆ O(S), so U(A) − O(B) ⊆ valid(A ∧ ¬B).
+// subtracted schema (objects in any key order, some counts dropped, "any value" of any depth);
+// the text we write is an under-approximation U(S). U(S) ⊆ valid(S) ⊆ O(S), so
+// U(A) − O(B) ⊆ valid(A ∧ ¬B). Languages stay nodes (graphs embedding their parts) until a set
+// operation or the whole document needs a DFA.
 //
 // Objects are written with the schema's properties in its order, then any others. Values the
 // schema leaves free (`{}`, `true`, absent `items`/`additionalProperties`) are written nested at
-// most `freeNesting` levels. Recursive schemas are refused for now (they are not regular).
+// most `freeNesting` levels; a recursive schema is unrolled MAX_RECURSION times (recursion is not
+// regular), a maxLength past MAX_COUNTED_LENGTH written as that.
 //
 // Duplicate keys: JSON parsers keep the last of two equal keys. Each pair we write satisfies its
 // own schema, so the kept one does; but a subtraction needs the minuend free of duplicates (an
 // earlier pair's value escapes O(S)'s check), so a minuend writes at most one key beyond the
-// named ones; so does an object with `minProperties` (a repeated key would count twice).
+// named ones, and towards `minProperties` only one unnamed key counts (a repeat would count twice).
 
 import {
   compileRegexNode,
@@ -400,12 +403,7 @@ class SchemaCompiler {
         if (!this.flatten([target], into, chain + 1)) return false;
       }
       into.conjuncts.push({ at, schema });
-      const allOf = schema.allOf;
-      if (allOf !== undefined) {
-        const members = this.schemaList(at, "allOf");
-        if (!this.flatten(members, into, chain + 1)) return false;
-        void allOf;
-      }
+      if (schema.allOf !== undefined && !this.flatten(this.schemaList(at, "allOf"), into, chain + 1)) return false;
     }
     return true;
   }
