@@ -22,10 +22,11 @@ import { grammarConstraintFor } from "../src/generate/index.js";
 import type { TokenConstraint } from "../src/generate/index.js";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { InvalidRequestError, UnsatisfiableError } from "../src/generate/index.js";
-import { Sampler, type SamplingParams } from "../src/sampling/index.js";
+import type { SamplingParams } from "../src/sampling/index.js";
 import { loadVocabulary, type Vocabulary } from "../src/vocab/index.js";
 import { tokenTrieFor, type TokenTrie } from "../src/constraint/index.js";
 import { loadModel } from "../src/model/index.js";
+import { RandomLogits, randomLogitsCompletion } from "./support/generate-harness.js";
 import { LLAMA2_TINY_RANDOM, ORACLE_PYTHON, REPO_ROOT, STORIES_260K, vocabFile } from "./support/paths.js";
 
 const SCALE = Math.max(0.01, Number(process.env.TRELLIS_FUZZ_SCALE ?? 2.5));
@@ -35,7 +36,6 @@ const ORACLE = resolve(CORPUS_DIR, "lark_oracle.py");
 const RANDOM_LOGITS_PER_GRAMMAR = { "gpt-2": 6, qwen2: 4 } as const;
 const MODEL_RUNS_PER_GRAMMAR = 4;
 const IN_FLIGHT = 24;
-const UNBOUNDED = 0x3fffffff;
 const PROMPTS = ["", "Once upon a time", "Answer: ", "x =", '{"a": 1}', "SELECT"];
 
 type Rng = () => number;
@@ -108,55 +108,6 @@ function textOf(vocab: Vocabulary, tokens: number[]): string {
   const parts: number[] = [];
   for (const t of tokens) for (const b of vocab.tokenBytes(t)) parts.push(b);
   return fatalUtf8.decode(Uint8Array.from(parts));
-}
-
-/** The decode loop of generate/completion.ts with random logits instead of a model. */
-function randomLogitsCompletion(
-  vocab: Vocabulary,
-  constraint: TokenConstraint,
-  params: SamplingParams,
-  budget: number,
-  stopAfterMatch: boolean,
-  rng: Rng,
-  logits: Float32Array,
-): { tokens: number[]; stopReason: string } | { unsatisfiable: string } {
-  const needed = constraint.minTokensToAccept(budget);
-  if (needed > budget) return { unsatisfiable: Number.isFinite(needed) ? `needs ${needed}` : "nothing fits" };
-  if (constraint.isAccepting() && (stopAfterMatch || !constraint.hasAnyToken(budget))) return { tokens: [], stopReason: "pattern_match" };
-  const sampler = new Sampler(vocab.size, params);
-  sampler.reset();
-  const eogMask = new Uint32Array((vocab.size + 31) >>> 5);
-  const tokens: number[] = [];
-  let seed = Math.floor(rng() * 0x7fffffff) | 1;
-  for (;;) {
-    const remaining = budget - tokens.length;
-    // Fresh random logits per step (xorshift; a model-free stand-in).
-    for (let i = 0; i < logits.length; i++) {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      logits[i] = ((seed >>> 0) / 4294967296) * 8;
-    }
-    let mask = constraint.mask(remaining);
-    const eogAllowed = !stopAfterMatch && constraint.isAccepting();
-    if (eogAllowed) {
-      eogMask.set(mask);
-      for (const id of vocab.eogTokens) eogMask[id >>> 5]! |= 1 << (id & 31);
-      mask = eogMask;
-    }
-    const token = sampler.sample(logits, mask);
-    if (eogAllowed && vocab.isEog(token)) return { tokens, stopReason: "pattern_match" };
-    assert.ok(constraint.advance(token), `sampled token ${token} outside the constraint`);
-    sampler.accept(token);
-    tokens.push(token);
-    const left = remaining - 1;
-    if (constraint.isAccepting()) {
-      if (stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED)) return { tokens, stopReason: "pattern_match" };
-      if (left === 0 || !constraint.hasAnyToken(left)) return { tokens, stopReason: "token_limit" };
-    } else {
-      assert.ok(left > 0, "budget spent before a complete sentence");
-    }
-  }
 }
 
 /**
@@ -233,8 +184,9 @@ for (const name of ["gpt-2", "qwen2"] as const) {
     const trie = tokenTrieFor(vocab);
     const tokenizer = loadModel(path, { vocabOnly: true, threads: 2 });
     const tokenize = (s: string): Int32Array => tokenizer.tokenize(s, { addSpecial: false, parseSpecial: false });
-    const logits = new Float32Array(vocab.size);
     const rng = makeRng(name === "gpt-2" ? 11 : 12);
+    const noise = new RandomLogits(vocab.size, rng);
+    const eogMask = new Uint32Array((vocab.size + 31) >>> 5);
     const perGrammar = Math.max(1, Math.round(RANDOM_LOGITS_PER_GRAMMAR[name] * SCALE));
     let runs = 0;
     try {
@@ -245,12 +197,17 @@ for (const name of ["gpt-2", "qwen2"] as const) {
           const stopAfterMatch = rng() < 0.5;
           // The 422 witness is checked under the same run: a sentence needing a longer one does not count.
           const make = constraintFactory(trie, g, randomIgnoredRun(rng))!;
-          const r = randomLogitsCompletion(vocab, make(), randomParams(rng), budget, stopAfterMatch, rng, logits);
+          const r = randomLogitsCompletion(vocab, make(), randomParams(rng), budget, stopAfterMatch, rng, noise, eogMask);
           runs++;
-          if ("unsatisfiable" in r) {
+          if ("needs" in r) {
             const witness = counterexample(g, budget, make, tokenize);
             if (witness !== null) unjustified.push(`${name} ${g.file} budget ${budget}: 422 but ${JSON.stringify(witness)} fits`);
-            outcomes.push({ grammar: g, driver: name, budget, unsatisfiable: r.unsatisfiable });
+            outcomes.push({
+              grammar: g,
+              driver: name,
+              budget,
+              unsatisfiable: Number.isFinite(r.needs) ? `needs ${r.needs}` : "nothing fits",
+            });
           } else {
             assert.ok(r.tokens.length <= budget);
             outcomes.push({

@@ -29,18 +29,8 @@ import { loadModel } from "../src/model/index.js";
 import { matchesString } from "../src/regex/index.js";
 import { seededRandom } from "../src/support/index.js";
 import { loadVocabulary, type Vocabulary } from "../src/vocab/index.js";
-import { GenerableTokens } from "./support/generate-harness.js";
-import {
-  type DevSchema,
-  loadDevSet,
-  pick,
-  RandomLogits,
-  randomBudget,
-  randomLogitsCompletion,
-  randomParams,
-  shortestTokenPath,
-  textOf,
-} from "./support/json-fuzz.js";
+import { GenerableTokens, RandomLogits, randomLogitsCompletion } from "./support/generate-harness.js";
+import { type DevSchema, loadDevSet, pick, randomBudget, randomParams, shortestTokenPath, textOf } from "./support/json-fuzz.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { LLAMA2_TINY_RANDOM, vocabFile } from "./support/paths.js";
 

@@ -275,13 +275,16 @@ export class ConstraintCache {
 
   regex(pattern: string | readonly string[], context: CompileContext = {}): Promise<ConstraintEntry> {
     const key = digest("regex", JSON.stringify(pattern));
-    return this.lookup(key, context, { kind: "regex", pattern, limits: this.regexLimits }, (output) => {
-      if (output.kind !== "regex") throw new Error("compile worker answered a regex task with a grammar");
-      const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
-      matcher.work.limitMs = this.options.maskTimeoutMs;
-      matcher.precompute(MATCHER_PRECOMPUTE_MS);
-      return new RegexEntry(key, matcher, output.dfa);
-    });
+    return this.lookup(key, context, { kind: "regex", pattern, limits: this.regexLimits }, (output) => this.dfaEntry(key, "regex", output));
+  }
+
+  /** The entry of a constraint served by a DFA (a pattern's or a schema's): its token matcher. */
+  private dfaEntry(key: string, kind: "regex" | "json_schema", output: CompileOutput): RegexEntry {
+    if (output.kind !== "regex") throw new Error(`compile worker answered a ${kind} task with a grammar`);
+    const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
+    matcher.work.limitMs = this.options.maskTimeoutMs;
+    matcher.precompute(MATCHER_PRECOMPUTE_MS);
+    return new RegexEntry(key, matcher, output.dfa, kind, output.warnings);
   }
 
   grammar(source: string, maxIgnoredRun: number = MAX_IGNORED_RUN, context: CompileContext = {}): Promise<ConstraintEntry> {
@@ -305,13 +308,7 @@ export class ConstraintCache {
   jsonSchema(schema: unknown, options: JsonSchemaTaskOptions, context: CompileContext = {}): Promise<ConstraintEntry> {
     const key = digest("json_schema", JSON.stringify([options.whitespace, options.forbidUnnamedProperties, options.strict, schema]));
     const task: CompileTask = { kind: "json_schema", schema, options, limits: this.jsonSchemaLimits };
-    return this.lookup(key, context, task, (output) => {
-      if (output.kind !== "regex") throw new Error("compile worker answered a JSON Schema task with a grammar");
-      const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
-      matcher.work.limitMs = this.options.maskTimeoutMs;
-      matcher.precompute(MATCHER_PRECOMPUTE_MS);
-      return new RegexEntry(key, matcher, output.dfa, "json_schema", output.warnings);
-    });
+    return this.lookup(key, context, task, (output) => this.dfaEntry(key, "json_schema", output));
   }
 
   /**

@@ -50,3 +50,4 @@ export {
   type JsonSchemaWarning,
 } from "./json-schema/errors.js";
 export type { WhitespaceStyle } from "./json-schema/json-text.js";
+export { MAX_SCHEMA_NESTING, nestedDeeperThan } from "./json-schema/document.js";

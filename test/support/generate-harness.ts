@@ -8,8 +8,10 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface, type Interface } from "node:readline";
-import { GenerationRuntime } from "../../src/generate/index.js";
+import assert from "node:assert/strict";
+import { GenerationRuntime, UNBOUNDED } from "../../src/generate/index.js";
 import type { TokenConstraint } from "../../src/generate/index.js";
+import { Sampler, type SamplingParams } from "../../src/sampling/index.js";
 import { loadModel, LlamaBatch, type LlamaContext, type LlamaModel } from "../../src/model/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../../src/vocab/index.js";
 import type { ByteDfa } from "../../src/regex/index.js";
@@ -396,5 +398,79 @@ export function decodeWhole(bytes: Uint8Array): string | null {
     return utf8Fatal.decode(bytes);
   } catch {
     return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The decode loop replayed with random logits around one constraint (the fuzz tests)
+
+/**
+ * Fresh-looking random logits per step at no cost: a window at a random offset into one random
+ * vector twice the vocabulary's size (the sampler reads logits, never writes them).
+ */
+export class RandomLogits {
+  private readonly base: Float32Array;
+  constructor(
+    readonly size: number,
+    rng: () => number,
+  ) {
+    this.base = new Float32Array(2 * size);
+    for (let i = 0; i < this.base.length; i++) this.base[i] = (rng() + rng() + rng() - 1.5) * 4;
+  }
+
+  next(rng: () => number): Float32Array {
+    const at = Math.floor(rng() * this.size);
+    return this.base.subarray(at, at + this.size);
+  }
+}
+
+export type RandomLogitsOutcome = { tokens: number[]; stopReason: "pattern_match" | "token_limit" } | { needs: number };
+
+/**
+ * The decode loop of generate/completion.ts (and runtime.ts's budget planning) with random
+ * logits instead of a model: refuses when the constraint needs more than `budget` tokens, else
+ * samples with the real Sampler among the tokens the constraint allows within the remaining
+ * budget (plus end-of-generation while the text is complete, unless stopAfterMatch).
+ */
+export function randomLogitsCompletion(
+  vocab: Vocabulary,
+  constraint: TokenConstraint,
+  params: SamplingParams,
+  budget: number,
+  stopAfterMatch: boolean,
+  rng: () => number,
+  noise: RandomLogits,
+  eogMask: Uint32Array,
+): RandomLogitsOutcome {
+  const needed = constraint.minTokensToAccept(budget);
+  if (needed > budget) return { needs: needed };
+  if (constraint.isAccepting() && (stopAfterMatch || !constraint.hasAnyToken(budget))) {
+    return { tokens: [], stopReason: stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED) ? "pattern_match" : "token_limit" };
+  }
+  const sampler = new Sampler(vocab.size, params);
+  sampler.reset();
+  const tokens: number[] = [];
+  for (;;) {
+    const remaining = budget - tokens.length;
+    const logits = noise.next(rng);
+    let mask = constraint.mask(remaining);
+    const eogAllowed = !stopAfterMatch && constraint.isAccepting();
+    if (eogAllowed) {
+      eogMask.set(mask);
+      for (const id of vocab.eogTokens) eogMask[id >>> 5]! |= 1 << (id & 31);
+      mask = eogMask;
+    }
+    const token = sampler.sample(logits, mask);
+    if (eogAllowed && vocab.isEog(token)) return { tokens, stopReason: "pattern_match" };
+    assert.ok(constraint.advance(token), `sampled token ${token} outside the constraint`);
+    sampler.accept(token);
+    tokens.push(token);
+    const left = remaining - 1;
+    if (constraint.isAccepting()) {
+      if (stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED)) return { tokens, stopReason: "pattern_match" };
+      if (left === 0 || !constraint.hasAnyToken(left)) return { tokens, stopReason: "token_limit" };
+    } else {
+      assert.ok(left > 0, "budget spent before a complete text");
+    }
   }
 }

@@ -1,8 +1,3 @@
-// Helpers of the JSON Schema generation fuzz (generate-json-schema-fuzz.test.ts): the dev set
-// (a spread of MaskBench's schemas, compiled here), the decode loop's rules replayed with random
-// logits around any TokenConstraint, and an independent shortest-token-path search over a
-// compiled DFA (BFS over DFA states × every generable token, with the path kept as a witness).
-import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import {
@@ -12,9 +7,8 @@ import {
   JsonSchemaUnsatisfiableError,
   type WhitespaceStyle,
 } from "../../src/grammar/index.js";
-import { UNBOUNDED, type TokenConstraint } from "../../src/generate/index.js";
 import type { ByteDfa } from "../../src/regex/index.js";
-import { Sampler, type SamplingParams } from "../../src/sampling/index.js";
+import type { SamplingParams } from "../../src/sampling/index.js";
 import type { Vocabulary } from "../../src/vocab/index.js";
 import type { GenerableTokens } from "./generate-harness.js";
 import { REPO_ROOT } from "./paths.js";
@@ -90,77 +84,6 @@ export function randomParams(rng: Rng): SamplingParams {
 /** A budget between the schema's fewest tokens − 2 and + 40 (at least 1). */
 export function randomBudget(rng: Rng, min: number): number {
   return Math.max(1, min - 2 + Math.floor(rng() * 43));
-}
-
-/**
- * Fresh-looking random logits per step at no cost: a window at a random offset into one random
- * vector twice the vocabulary's size (the sampler reads logits, never writes them).
- */
-export class RandomLogits {
-  private readonly base: Float32Array;
-  constructor(
-    readonly size: number,
-    rng: Rng,
-  ) {
-    this.base = new Float32Array(2 * size);
-    for (let i = 0; i < this.base.length; i++) this.base[i] = (rng() + rng() + rng() - 1.5) * 4;
-  }
-
-  next(rng: Rng): Float32Array {
-    const at = Math.floor(rng() * this.size);
-    return this.base.subarray(at, at + this.size);
-  }
-}
-
-export type RandomLogitsOutcome = { tokens: number[]; stopReason: "pattern_match" | "token_limit" } | { needs: number };
-
-/**
- * The decode loop of generate/completion.ts (and runtime.ts's budget planning) with random
- * logits instead of a model: refuses when the constraint needs more than `budget` tokens, else
- * samples with the real Sampler among the tokens the constraint allows within the remaining
- * budget (plus end-of-generation while the text is complete, unless stopAfterMatch).
- */
-export function randomLogitsCompletion(
-  vocab: Vocabulary,
-  constraint: TokenConstraint,
-  params: SamplingParams,
-  budget: number,
-  stopAfterMatch: boolean,
-  rng: Rng,
-  noise: RandomLogits,
-  eogMask: Uint32Array,
-): RandomLogitsOutcome {
-  const needed = constraint.minTokensToAccept(budget);
-  if (needed > budget) return { needs: needed };
-  if (constraint.isAccepting() && (stopAfterMatch || !constraint.hasAnyToken(budget))) {
-    return { tokens: [], stopReason: stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED) ? "pattern_match" : "token_limit" };
-  }
-  const sampler = new Sampler(vocab.size, params);
-  sampler.reset();
-  const tokens: number[] = [];
-  for (;;) {
-    const remaining = budget - tokens.length;
-    const logits = noise.next(rng);
-    let mask = constraint.mask(remaining);
-    const eogAllowed = !stopAfterMatch && constraint.isAccepting();
-    if (eogAllowed) {
-      eogMask.set(mask);
-      for (const id of vocab.eogTokens) eogMask[id >>> 5]! |= 1 << (id & 31);
-      mask = eogMask;
-    }
-    const token = sampler.sample(logits, mask);
-    if (eogAllowed && vocab.isEog(token)) return { tokens, stopReason: "pattern_match" };
-    assert.ok(constraint.advance(token), `sampled token ${token} outside the constraint`);
-    sampler.accept(token);
-    tokens.push(token);
-    const left = remaining - 1;
-    if (constraint.isAccepting()) {
-      if (stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED)) return { tokens, stopReason: "pattern_match" };
-      if (left === 0 || !constraint.hasAnyToken(left)) return { tokens, stopReason: "token_limit" };
-    } else {
-      assert.ok(left > 0, "budget spent before a complete text");
-    }
-  }
 }
 
 /**

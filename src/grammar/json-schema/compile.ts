@@ -38,7 +38,7 @@ import {
   type RegexNode,
 } from "../../regex/index.js";
 import { ByteLruCache } from "../../support/index.js";
-import { escapePointer, SchemaDocument, type Draft, type SchemaAt } from "./document.js";
+import { escapePointer, MAX_SCHEMA_NESTING, nestedDeeperThan, SchemaDocument, type Draft, type SchemaAt } from "./document.js";
 import { JsonSchemaError, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./errors.js";
 import { formatNode } from "./formats.js";
 import {
@@ -154,6 +154,7 @@ const MAX_PATTERNS = 6;
  */
 export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = {}): CompiledJsonSchema {
   if (typeof schema !== "boolean" && !isObject(schema)) throw new JsonSchemaError("a schema must be an object or a boolean", "");
+  if (nestedDeeperThan(schema, MAX_SCHEMA_NESTING)) throw new JsonSchemaError(`nested deeper than ${MAX_SCHEMA_NESTING} levels`, "");
   const document = new SchemaDocument(schema);
   const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, ...options.limits };
   const compiler = new SchemaCompiler(document, { ...DEFAULT_JSON_SCHEMA_OPTIONS, ...options, limits });

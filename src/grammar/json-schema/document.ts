@@ -40,7 +40,7 @@ export class SchemaDocument {
 
   constructor(readonly root: unknown) {
     this.draft = draftOf(root);
-    this.index({ schema: root, pointer: "", base: DEFAULT_BASE }, 0);
+    this.index({ schema: root, pointer: "", base: DEFAULT_BASE });
   }
 
   /** The root as a SchemaAt (its base is its own `$id`, resolved, or a placeholder URI). */
@@ -91,8 +91,7 @@ export class SchemaDocument {
   }
 
   /** Records `at` and its subschemas' resources and anchors. */
-  private index(at: SchemaAt, depth: number): void {
-    if (depth > 512) throw new JsonSchemaError("schema nested deeper than 512 levels", at.pointer);
+  private index(at: SchemaAt): void {
     const schema = at.schema;
     if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return;
     const object = schema as Record<string, unknown>;
@@ -111,19 +110,34 @@ export class SchemaDocument {
     for (const [keyword, value] of Object.entries(object)) {
       const pointer = `${at.pointer}/${escapePointer(keyword)}`;
       if (SCHEMA_VALUED.includes(keyword) || (this.draft >= 2019 && SCHEMA_VALUED_2019.includes(keyword))) {
-        this.index({ schema: value, pointer, base }, depth + 1);
+        this.index({ schema: value, pointer, base });
       } else if (keyword === "items" || SCHEMA_LISTS.includes(keyword)) {
-        if (Array.isArray(value)) value.forEach((item, i) => this.index({ schema: item, pointer: `${pointer}/${i}`, base }, depth + 1));
-        else this.index({ schema: value, pointer, base }, depth + 1);
+        if (Array.isArray(value)) value.forEach((item, i) => this.index({ schema: item, pointer: `${pointer}/${i}`, base }));
+        else this.index({ schema: value, pointer, base });
       } else if (SCHEMA_MAPS.includes(keyword) || (keyword === "dependencies" && this.draft < 2019)) {
         if (value !== null && typeof value === "object" && !Array.isArray(value)) {
           for (const [name, sub] of Object.entries(value)) {
-            this.index({ schema: sub, pointer: `${pointer}/${escapePointer(name)}`, base }, depth + 1);
+            this.index({ schema: sub, pointer: `${pointer}/${escapePointer(name)}`, base });
           }
         }
       }
     }
   }
+}
+
+/** Deepest nesting of objects and arrays a schema may have: the compile recurses on it. */
+export const MAX_SCHEMA_NESTING = 256;
+
+/** Whether `value` nests objects and arrays deeper than `max` (checked without recursion). */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== "object") continue;
+    if (depth > max) return true;
+    for (const child of Object.values(item)) if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 function draftOf(root: unknown): Draft {

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { CompletionResult, ConstraintSpec } from "../../generate/index.js";
+import { MAX_SCHEMA_NESTING, nestedDeeperThan } from "../../grammar/index.js";
 import { apiKeyCheck } from "../auth.js";
 import { HttpError } from "../errors.js";
 import { generation } from "../generation.js";
@@ -50,19 +51,6 @@ function completionOptions(body: CompletionBody, signal: AbortSignal, client: st
 function completionReply(request: FastifyRequest, result: CompletionResult) {
   request.tokensGenerated = result.tokensGenerated;
   return { completion: result.completion, tokens_generated: result.tokensGenerated, stop_reason: result.stopReason };
-}
-
-/** Deepest nesting of objects and arrays a request's schema may have (checked without recursion). */
-const MAX_SCHEMA_NESTING = 256;
-
-function checkSchemaNesting(schema: unknown): void {
-  const stack: [unknown, number][] = [[schema, 1]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop()!;
-    if (value === null || typeof value !== "object") continue;
-    if (depth > MAX_SCHEMA_NESTING) throw new HttpError(400, `schema: nested deeper than ${MAX_SCHEMA_NESTING} levels`);
-    for (const child of Object.values(value)) if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
-  }
 }
 
 /** Options of an authenticated JSON API route: summary, body schema, 200 schema, error shape. */
@@ -128,7 +116,10 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
         strict?: boolean | null;
       };
       const maxNewTokens = body.max_new_tokens ?? jsonMaxNewTokensDefault(config);
-      checkSchemaNesting(body.schema);
+      // Checked here too: the cache key is the schema's JSON.stringify, on this thread.
+      if (nestedDeeperThan(body.schema, MAX_SCHEMA_NESTING)) {
+        throw new HttpError(400, `schema: nested deeper than ${MAX_SCHEMA_NESTING} levels`);
+      }
       generate.checkContext(body.prompt, maxNewTokens);
       const spec: ConstraintSpec = {
         kind: "json_schema",
