@@ -9,7 +9,8 @@
  * BENCH_LSE (native|script: each row's log-sum-exp in the addon or in TypeScript; default native).
  */
 import { GenerationRuntime } from "../src/generate/index.js";
-import { Categorizer, formatSinglePrompt, answerText, PromptTokenizer } from "../src/categorize/index.js";
+import { Categorizer, formatSinglePrompt, answerText } from "../src/categorize/index.js";
+import { PromptTokenizer } from "../src/prompt/index.js";
 import { useLogSumExpKernel } from "../src/categorize/index.js";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
 import { resolve } from "node:path";

@@ -2,7 +2,9 @@
  * The library's front door: one loaded model serving regex completion, grammar completion and
  * categorization through one continuous-batching scheduler. The HTTP server wraps this.
  */
+import { basename } from "node:path";
 import { initRuntime, type GpuChoice } from "./model/index.js";
+import type { ChatRenderRequest, RenderedPrompt } from "./prompt/index.js";
 import { GenerationRuntime, type ConstraintSpec } from "./generate/index.js";
 import type { CompileContext, ConstraintCacheOptions } from "./generate/index.js";
 import { Categorizer } from "./categorize/index.js";
@@ -10,6 +12,8 @@ import type { CategorizeRequest, CategorizeResult, CompletionResult, Constrained
 
 export interface EngineOptions {
   modelPath: string;
+  /** The id the OpenAI API serves the model under; default: the file name without ".gguf". */
+  modelId?: string;
   threads?: number;
   contextSize?: number;
   /** Generation requests decoded together. */
@@ -25,6 +29,11 @@ export interface EngineOptions {
   constraints?: Partial<Omit<ConstraintCacheOptions, "regexLimits">>;
 }
 
+/** A model file's id: its name without the directory and the ".gguf". */
+export function modelIdOf(path: string): string {
+  return basename(path).replace(/\.gguf$/i, "");
+}
+
 /** Sequences a context may hold (llama.cpp's LLAMA_MAX_SEQ). */
 const MAX_SEQUENCES = 256;
 
@@ -32,8 +41,19 @@ class TrellisEngine implements Engine {
   private readonly categorizer: Categorizer;
   private closed = false;
 
-  constructor(private readonly runtime: GenerationRuntime) {
+  constructor(
+    private readonly runtime: GenerationRuntime,
+    readonly modelId: string,
+  ) {
     this.categorizer = new Categorizer(runtime);
+  }
+
+  get vocabSize(): number {
+    return this.runtime.vocab.size;
+  }
+
+  renderChat(request: ChatRenderRequest): RenderedPrompt {
+    return this.runtime.chat.render(request);
   }
 
   get ready(): boolean {
@@ -96,5 +116,5 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     },
     gpu: options.gpu ? (options.gpu as GpuChoice) : undefined,
   });
-  return new TrellisEngine(runtime);
+  return new TrellisEngine(runtime, options.modelId ?? modelIdOf(options.modelPath));
 }

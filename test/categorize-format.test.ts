@@ -5,16 +5,8 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import {
-  answerText,
-  chatFormatFor,
-  formatMultiPrompt,
-  formatSinglePrompt,
-  mergePlain,
-  promptStyleFor,
-  PromptTokenizer,
-  Categorizer,
-} from "../src/categorize/index.js";
+import { answerText, chatFormatFor, formatMultiPrompt, formatSinglePrompt, promptStyleFor, Categorizer } from "../src/categorize/index.js";
+import { mergePlain, PromptTokenizer } from "../src/prompt/index.js";
 import { loadModel, type LlamaModel } from "../src/model/index.js";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { STORIES_260K, LLAMA2_TINY_RANDOM, vocabFile } from "./support/paths.js";

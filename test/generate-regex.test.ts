@@ -137,21 +137,24 @@ describe("regex completion on stories260K", () => {
   });
 
   test("patterns that accept the empty string", async () => {
+    const promptTokens = runtime.countTokens(request({ pattern: "" }).prompt);
     for (const pattern of ["", "x{0}", "a*", "(abc)?", ".{0,5}"]) {
       const stopped = await runtime.completeRegex(request({ pattern, stopAfterMatch: true }));
-      assert.deepEqual(stopped, { completion: "", tokensGenerated: 0, stopReason: "pattern_match" }, pattern);
+      assert.deepEqual(stopped, { completion: "", tokensGenerated: 0, stopReason: "pattern_match", promptTokens }, pattern);
     }
     // Nothing longer exists: done at once, even with stop_after_match false.
     assert.deepEqual(await runtime.completeRegex(request({ pattern: "", stopAfterMatch: false })), {
       completion: "",
       tokensGenerated: 0,
       stopReason: "pattern_match",
+      promptTokens,
     });
     // Longer text exists but no budget is left for it: the budget, not the pattern, stopped it.
     assert.deepEqual(await runtime.completeRegex(request({ pattern: "a*", stopAfterMatch: false, maxNewTokens: 0 })), {
       completion: "",
       tokensGenerated: 0,
       stopReason: "token_limit",
+      promptTokens,
     });
     const grown = await runtime.completeRegex(request({ pattern: "a*", stopAfterMatch: false, maxNewTokens: 4, temperature: 0 }));
     assert.match(grown.completion, /^a*$/);

@@ -151,9 +151,23 @@ function f32Tensor(name: string, dims: number[], base: number, noise: number): T
   };
 }
 
-export function synthesizeModel(shape: ModelShape, type: QuantType, outPath: string, vocabPath?: string): void {
+export interface SynthesizeOptions {
+  /** A chat template to carry (tokenizer.chat_template) instead of the vocabulary file's own. */
+  chatTemplate?: string;
+}
+
+export function synthesizeModel(
+  shape: ModelShape,
+  type: QuantType,
+  outPath: string,
+  vocabPath?: string,
+  options: SynthesizeOptions = {},
+): void {
   const vocabFile = readGguf(vocabPath ?? join(VOCAB_DIR, `ggml-vocab-${shape.vocab}.gguf`));
-  const tokenizerKvs = vocabFile.kvs.filter((k) => k.key.startsWith("tokenizer."));
+  const tokenizerKvs = vocabFile.kvs.filter(
+    (k) => k.key.startsWith("tokenizer.") && !(options.chatTemplate !== undefined && k.key === "tokenizer.chat_template"),
+  );
+  if (options.chatTemplate !== undefined) tokenizerKvs.push(kv.str("tokenizer.chat_template", options.chatTemplate));
   const tokens = vocabFile.metadata.get("tokenizer.ggml.tokens");
   if (!tokens || typeof tokens !== "object" || !("length" in tokens)) throw new Error("vocabulary file has no tokens");
   const nVocab = (tokens as { length: number }).length;

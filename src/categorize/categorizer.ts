@@ -32,10 +32,9 @@ import {
   NULL_OPTION,
   NULL_OPTION_ALTERNATIVE,
   promptStyleFor,
-  type PromptSegment,
   type PromptStyle,
 } from "./format.js";
-import { PromptTokenizer } from "./tokens.js";
+import { PromptTokenizer, type PromptSegment } from "../prompt/index.js";
 
 export interface CategorizerOptions {
   /** Overrides the model's chat template (null: plain completion format). */

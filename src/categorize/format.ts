@@ -13,16 +13,12 @@
  * completion format in which the answer follows "Answer:".
  */
 
+import type { PromptSegment } from "../prompt/index.js";
+
 /** The extra option that competes in single mode when a null answer is allowed. */
 export const NULL_OPTION = "none of these";
 /** Used instead when a category already is NULL_OPTION. */
 export const NULL_OPTION_ALTERNATIVE = "none of the above";
-
-export interface PromptSegment {
-  text: string;
-  /** Chat-template marker: tokenized with special-token parsing. */
-  special: boolean;
-}
 
 /** A chat format: the markers around one user turn and the start of the assistant's reply. */
 export interface ChatFormat {

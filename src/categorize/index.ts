@@ -21,7 +21,5 @@ export {
   formatSinglePrompt,
   promptStyleFor,
   type ChatFormat,
-  type PromptSegment,
   type PromptStyle,
 } from "./format.js";
-export { PromptTokenizer, mergePlain, type Tokenizer } from "./tokens.js";

@@ -8,10 +8,11 @@
  * text is a full match), when the pattern admits nothing longer, or when the budget is spent.
  */
 import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
-import type { Sampler } from "../sampling/index.js";
+import { maskedLogprobs, type LogitAdjuster, type Sampler } from "../sampling/index.js";
 import { concatTokenBytes, type Vocabulary } from "../vocab/index.js";
 import type { DecodeJob } from "./scheduler.js";
-import type { CompletionResult, StopReason } from "./types.js";
+import { TextStream } from "./stream.js";
+import type { CompletionResult, GeneratedToken, StopReason } from "./types.js";
 
 /** What the decode loop needs of a constraint (regex today, grammars through the same shape). */
 export interface TokenConstraint {
@@ -49,6 +50,16 @@ export interface CompletionJobOptions {
   forcedPrefixLength: number;
   signal: AbortSignal | undefined;
   settle: (error?: unknown) => void;
+  /** Stop strings: the text ends before the first one (see TextStream). */
+  stop?: readonly string[];
+  /** Streaming: each final piece of text, with the tokens generated since the previous piece. */
+  onText?: (delta: string, tokens: readonly GeneratedToken[]) => void;
+  /** Record each token's log-probability and this many alternatives. */
+  logprobs?: number;
+  /** The sampler's temperature (the distribution logprobs are reported under). */
+  temperature?: number;
+  /** logit_bias and the presence / frequency penalties, applied before sampling. */
+  adjuster?: LogitAdjuster;
 }
 
 /** A budget larger than any request: "does the pattern admit any longer text at all". */
@@ -71,11 +82,32 @@ export class CompletionJob implements DecodeJob {
   private readyMask: Uint32Array | null = null;
   private maskReady = false;
   private walkedAhead = false;
+  /** Text as it becomes final, when the request has stop strings or streams. */
+  private readonly text: TextStream | null = null;
+  /** Every generated token, when logprobs are asked for. */
+  private readonly tokens: GeneratedToken[] | null = null;
+  /** Tokens not yet handed to onText. */
+  private unsent: GeneratedToken[] = [];
 
   constructor(options: CompletionJobOptions) {
     this.o = options;
     this.signal = options.signal;
     this.kvCells = options.promptTokens.length + options.maxNewTokens;
+    if (options.logprobs !== undefined) this.tokens = [];
+    if ((options.stop && options.stop.length > 0) || options.onText) {
+      const onText = options.onText;
+      this.text = new TextStream(
+        options.stop ?? [],
+        options.forcedPrefixLength,
+        onText
+          ? (delta) => {
+              const tokens = this.unsent;
+              this.unsent = [];
+              onText(delta, tokens);
+            }
+          : undefined,
+      );
+    }
   }
 
   get prefilling(): boolean {
@@ -121,7 +153,8 @@ export class CompletionJob implements DecodeJob {
   consume(ctx: LlamaContext): boolean {
     if (this.row < 0) return false; // a prompt chunk that is not the last
     const o = this.o;
-    const logits = ctx.logits(this.row);
+    const modelLogits = ctx.logits(this.row);
+    const logits = o.adjuster ? o.adjuster.apply(modelLogits) : modelLogits;
     const remaining = o.maxNewTokens - this.generated.length;
     const accepting = o.constraint.isAccepting();
     let mask = this.maskReady ? this.readyMask! : o.constraint.mask(remaining);
@@ -129,33 +162,52 @@ export class CompletionJob implements DecodeJob {
     const eogAllowed = !o.stopAfterMatch && accepting;
     if (eogAllowed) mask = this.withEog(mask);
     const token = o.sampler.sample(logits, mask);
-    if (eogAllowed && o.vocab.isEog(token)) {
-      this.stop = "pattern_match";
-      return true;
-    }
+    if (eogAllowed && o.vocab.isEog(token)) return this.end("pattern_match");
     if (!o.constraint.advance(token)) throw new Error(`sampled token ${token} outside the constraint`);
     o.sampler.accept(token);
+    o.adjuster?.accept(token);
     this.generated.push(token);
+    if (this.tokens !== null || this.text !== null) {
+      const record = this.record(token, logits, mask);
+      if (this.text?.push(record.bytes)) return this.end("stop_sequence");
+    }
     const left = remaining - 1;
     if (o.constraint.isAccepting()) {
-      if (o.stopAfterMatch) {
-        this.stop = "pattern_match";
-        return true;
-      }
-      if (!o.constraint.hasAnyToken(UNBOUNDED)) {
-        this.stop = "pattern_match";
-        return true;
-      }
-      if (left === 0 || !o.constraint.hasAnyToken(left)) {
-        this.stop = "token_limit";
-        return true;
-      }
+      if (o.stopAfterMatch) return this.end("pattern_match");
+      if (!o.constraint.hasAnyToken(UNBOUNDED)) return this.end("pattern_match");
+      if (left === 0 || !o.constraint.hasAnyToken(left)) return this.end("token_limit");
     } else if (left === 0) {
       // Budget planning makes this unreachable: the mask only admits tokens that can finish.
       throw new Error("budget spent before a full match");
     }
     this.pending = token;
     return false;
+  }
+
+  /** The token as logprobs and streaming report it (allocated only when they are asked for). */
+  private record(token: number, logits: Float32Array, mask: Uint32Array): GeneratedToken {
+    const o = this.o;
+    let record: GeneratedToken = { id: token, bytes: o.vocab.tokenBytes(token) };
+    if (o.logprobs !== undefined) {
+      const lp = maskedLogprobs(logits, mask, o.vocab.size, o.temperature ?? 1, token, o.logprobs);
+      const top = lp.top.map((t) => ({ id: t.token, bytes: o.vocab.tokenBytes(t.token), logprob: t.logprob }));
+      record = { ...record, logprob: lp.logprob, top };
+    }
+    this.tokens?.push(record);
+    if (o.onText) this.unsent.push(record);
+    return record;
+  }
+
+  /** The generation is over: the held-back text goes out, then any tokens not reported yet. */
+  private end(reason: StopReason): true {
+    this.stop = reason;
+    this.text?.finish();
+    if (this.o.onText && this.unsent.length > 0) {
+      const tokens = this.unsent;
+      this.unsent = [];
+      this.o.onText("", tokens);
+    }
+    return true;
   }
 
   private withEog(shared: Uint32Array): Uint32Array {
@@ -175,11 +227,12 @@ export class CompletionJob implements DecodeJob {
   }
 
   result(): CompletionResult {
-    return {
-      completion: completionText(this.o.vocab, this.generated, this.o.forcedPrefixLength),
+    const result: CompletionResult = {
+      completion: this.text ? this.text.text : completionText(this.o.vocab, this.generated, this.o.forcedPrefixLength),
       tokensGenerated: this.generated.length,
       stopReason: this.stop,
     };
+    return this.tokens ? { ...result, tokens: this.tokens } : result;
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * The generation runtime: one model, its exact-byte vocabulary and token trie, one context shared
  * by every request through the continuous-batching scheduler, and constrained completion (regex,
- * grammar, JSON Schema) on top.
+ * grammar, JSON Schema, or free text) on top.
  */
 import { availableParallelism } from "node:os";
 import { ConstraintTooCostlyError } from "../constraint/index.js";
@@ -13,11 +13,13 @@ import {
   type ConstraintFactory,
 } from "./constraint-cache.js";
 import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
-import { Sampler } from "../sampling/index.js";
+import { ChatPrompter } from "../prompt/index.js";
+import { LogitAdjuster, Sampler } from "../sampling/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
 import { tokenTrieFor, warmUpMatchers, type TokenTrie } from "../constraint/index.js";
 import { CompletionJob, UNBOUNDED, type TokenConstraint } from "./completion.js";
 import { DecodeScheduler, runJob } from "./scheduler.js";
+import { FreeTextConstraint } from "./free-text.js";
 import { fieldOf } from "./compile-task.js";
 import {
   type ConstrainedCompletionRequest,
@@ -65,6 +67,10 @@ export class GenerationRuntime {
   readonly scheduler: DecodeScheduler;
   /** Compiled patterns and grammars with their matchers (compiled on worker threads). */
   readonly constraints: ConstraintCache;
+  /** Conversations as this model reads them (its chat template, or a plain transcript). */
+  readonly chat: ChatPrompter;
+  /** Why the model's chat template could not be used, when it could not (the plain transcript is then). */
+  readonly chatTemplateError: string | null = null;
 
   private constructor(
     readonly model: LlamaModel,
@@ -78,6 +84,14 @@ export class GenerationRuntime {
     this.context = context;
     this.scheduler = new DecodeScheduler(context, { maxQueue, overlapDecode: model.offloaded || model.threads < availableParallelism() });
     this.constraints = new ConstraintCache(this.trie, { vocabulary: vocab, ...constraints });
+    let chat: ChatPrompter;
+    try {
+      chat = new ChatPrompter(model.chatTemplate(), model, vocab);
+    } catch (error) {
+      this.chatTemplateError = error instanceof Error ? error.message : String(error);
+      chat = new ChatPrompter(null, model, vocab);
+    }
+    this.chat = chat;
   }
 
   static open(options: GenerationRuntimeOptions): GenerationRuntime {
@@ -119,6 +133,7 @@ export class GenerationRuntime {
    * before a request takes a generation slot, so a slow compile never holds one.
    */
   async prepare(spec: ConstraintSpec, context: CompileContext = {}): Promise<void> {
+    if (spec.kind === "text") return;
     const entry = await this.constraintOf(spec, context);
     this.constraints.release(entry);
   }
@@ -133,7 +148,7 @@ export class GenerationRuntime {
     return this.complete({ ...req, constraint: { kind: "grammar", grammar: req.grammar, maxIgnoredRun: req.maxIgnoredRun } });
   }
 
-  private constraintOf(spec: ConstraintSpec, context: CompileContext): Promise<ConstraintEntry> {
+  private constraintOf(spec: Exclude<ConstraintSpec, { kind: "text" }>, context: CompileContext): Promise<ConstraintEntry> {
     switch (spec.kind) {
       case "regex":
         return this.constraints.regex(spec.pattern, context);
@@ -146,9 +161,11 @@ export class GenerationRuntime {
 
   /** A completion under any constraint kind: compiled (cached) on a worker, then planned and decoded. */
   async complete(req: ConstrainedCompletionRequest): Promise<CompletionResult> {
-    const entry = await this.constraintOf(req.constraint, { client: req.client, signal: req.signal });
+    const spec = req.constraint;
+    if (spec.kind === "text") return this.completeWithFactory(req, () => new FreeTextConstraint(this.trie), "prompt");
+    const entry = await this.constraintOf(spec, { client: req.client, signal: req.signal });
     try {
-      const result = await this.completeWithFactory(req, entry.factory, fieldOf(req.constraint.kind));
+      const result = await this.completeWithFactory(req, entry.factory, fieldOf(spec.kind));
       return entry.warnings ? { ...result, warnings: entry.warnings } : result;
     } catch (error) {
       if (error instanceof ConstraintTooCostlyError) throw this.constraints.refuse(entry, error);
@@ -163,7 +180,7 @@ export class GenerationRuntime {
    * `field` names the request field the constraint came from, for 422 messages.
    */
   async completeWithFactory(req: CompletionOptions, makeConstraint: ConstraintFactory, field: string): Promise<CompletionResult> {
-    const prompt = this.tokenizePrompt(req.prompt);
+    const prompt = req.promptTokens ?? this.tokenizePrompt(req.prompt);
     if (prompt.length + req.maxNewTokens > this.contextLength) {
       throw new InvalidRequestError(
         `prompt (${prompt.length} tokens) + max_new_tokens (${req.maxNewTokens}) exceeds the model context of ${this.contextLength} tokens`,
@@ -179,7 +196,7 @@ export class GenerationRuntime {
     let constraint = plain;
     let fed = prompt;
     let prefixLength = 0;
-    const healed = this.healing(prompt, makeConstraint, req.maxNewTokens);
+    const healed = req.promptTokens ? null : this.healing(prompt, makeConstraint, req.maxNewTokens);
     if (healed) {
       constraint = healed.constraint;
       fed = prompt.subarray(0, prompt.length - 1);
@@ -199,7 +216,7 @@ export class GenerationRuntime {
     if (prefixLength === 0 && constraint.isAccepting() && (req.stopAfterMatch || !constraint.hasAnyToken(req.maxNewTokens))) {
       // Same rule as CompletionJob after a token: longer text the budget cannot hold is token_limit.
       const stopReason = req.stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED) ? "pattern_match" : "token_limit";
-      return { completion: "", tokensGenerated: 0, stopReason };
+      return { completion: "", tokensGenerated: 0, stopReason, promptTokens: prompt.length };
     }
     const sampler = new Sampler(this.vocab.size, {
       temperature: req.temperature,
@@ -222,8 +239,13 @@ export class GenerationRuntime {
           forcedPrefixLength: prefixLength,
           signal: req.signal,
           settle,
+          stop: req.stop,
+          onText: req.onText,
+          logprobs: req.logprobs,
+          temperature: req.temperature,
+          adjuster: LogitAdjuster.needed(req) ? new LogitAdjuster(this.vocab.size, req) : undefined,
         }),
-    );
+    ).then((result) => ({ ...result, promptTokens: prompt.length }));
   }
 
   /**

@@ -3,6 +3,7 @@
  * (server/, cli). The server is a thin shell over an `Engine`; tests may supply a fake one.
  */
 import { DEFAULT_MAX_IGNORED_RUN, type JsonSchemaWarning, type WhitespaceStyle } from "../grammar/index.js";
+import type { ChatRenderRequest, RenderedPrompt } from "../prompt/index.js";
 import type { WorkerPoolStats } from "../support/index.js";
 
 export interface SamplingOptions {
@@ -17,12 +18,41 @@ export interface SamplingOptions {
 
 export interface CompletionOptions extends SamplingOptions {
   prompt: string;
+  /**
+   * The prompt's tokens when the caller tokenized it (a rendered chat conversation); `prompt` is
+   * then only its text. No prompt-boundary healing: the template's turn header ends the prompt.
+   */
+  promptTokens?: Int32Array;
   maxNewTokens: number;
   stopAfterMatch: boolean;
   /** Aborted when the client disconnects or the request deadline passes. */
   signal?: AbortSignal;
   /** Who asks (an API key's bucket): compiles are shared fairly between clients. */
   client?: string;
+  /** The text ends before the first of these; found across tokens (stop reason "stop_sequence"). */
+  stop?: readonly string[];
+  /** OpenAI's adjustments of the logits (token id → bias; penalties over the generated tokens). */
+  logitBias?: ReadonlyMap<number, number>;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  /** Report each token's log-probability and this many most likely alternatives (0 … 20). */
+  logprobs?: number;
+  /**
+   * Streaming: called with each piece of text as it becomes final (whole characters, never text
+   * a stop string may still take back) and the tokens generated since the previous call; at the
+   * end once more with "" if tokens are left over.
+   */
+  onText?: (delta: string, tokens: readonly GeneratedToken[]) => void;
+}
+
+/** One generated token, as logprobs report it. */
+export interface GeneratedToken {
+  readonly id: number;
+  /** The token's bytes (a token may hold part of a character). */
+  readonly bytes: Uint8Array;
+  /** Log-probability under the distribution it was drawn from (see sampling/logit-bias.ts). */
+  readonly logprob?: number;
+  readonly top?: readonly { readonly id: number; readonly bytes: Uint8Array; readonly logprob: number }[];
 }
 
 export interface RegexCompletionRequest extends CompletionOptions {
@@ -43,12 +73,17 @@ export interface GrammarCompletionRequest extends CompletionOptions {
   maxIgnoredRun?: number;
 }
 
-export type StopReason = "pattern_match" | "token_limit";
+/** pattern_match: the constraint is complete or the model ended; stop_sequence: a stop string. */
+export type StopReason = "pattern_match" | "token_limit" | "stop_sequence";
 
 export interface CompletionResult {
   completion: string;
   tokensGenerated: number;
   stopReason: StopReason;
+  /** Tokens the model read as the prompt (present where the runtime counts them). */
+  promptTokens?: number;
+  /** Each generated token, when logprobs were asked for. */
+  tokens?: readonly GeneratedToken[];
   /** Keywords a JSON Schema constraint left unenforced (strict: false) or wants said. */
   warnings?: readonly JsonSchemaWarning[];
 }
@@ -80,6 +115,7 @@ export interface JsonSchemaTaskOptions {
 
 /** A constraint as a request names it. */
 export type ConstraintSpec =
+  | { readonly kind: "text" }
   | { readonly kind: "regex"; readonly pattern: string | readonly string[] }
   | { readonly kind: "grammar"; readonly grammar: string; readonly maxIgnoredRun?: number }
   | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions };
@@ -122,6 +158,12 @@ export interface Engine {
   readonly queueDepth: number;
   /** Where the model runs, for the start-up line ("CUDA0: NVIDIA H100 80GB HBM3", "CPU, 2 threads"). */
   readonly backend?: string;
+  /** The served model's id (the OpenAI API's `model`); absent on engines without a model (test fakes). */
+  readonly modelId?: string;
+  /** Tokens in the model's vocabulary (logit_bias ids are checked against it). */
+  readonly vocabSize?: number;
+  /** A conversation as this model reads it: its chat template (or a plain transcript), tokenized. */
+  renderChat?(request: ChatRenderRequest): RenderedPrompt;
   close(): Promise<void>;
 }
 

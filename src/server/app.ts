@@ -22,14 +22,16 @@ import { httpOptions } from "./http.js";
 import { ConcurrencyGate, TokenBucketLimiter } from "./limits.js";
 import { createMetrics } from "./metrics.js";
 import { methodNotAllowed } from "./method-not-allowed.js";
+import { openaiRoutes } from "./openai/index.js";
 import { opsRoutes } from "./routes/ops.js";
 import { thiggleRoutes } from "./routes/thiggle.js";
 import { allowedFields } from "./schemas.js";
 import { sendError, type TrellisState } from "./state.js";
+import { VERSION } from "./version.js";
 
 export { sendError, type TrellisState };
 
-export const VERSION = "0.1.0";
+export { VERSION };
 
 export interface CreateServerOptions {
   engine: Engine;
@@ -138,6 +140,7 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
   });
 
   await app.register(thiggleRoutes);
+  await app.register(openaiRoutes);
   await app.register(opsRoutes);
   for (const plugin of options.plugins ?? []) await app.register(async (scope) => plugin(scope));
   methods.sweep();

@@ -1,12 +1,12 @@
 /**
  * The API's front check, before a body is read: refusal while shutting down, the bearer key
  * (fixed keys from TRELLIS_API_KEYS, or the store's), the key's rate limit, and a JSON content
- * type. Registered as an onRequest hook in the API's own context, so routes outside it (health,
+ * type for requests with a body. Registered as an onRequest hook in the API's own context, so routes outside it (health,
  * metrics, docs, dashboard) never see it.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { sha256Hex } from "../store/index.js";
-import { sendError, type TrellisState } from "./state.js";
+import { sendError as sendThiggleError, type TrellisState } from "./state.js";
 
 function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
@@ -20,7 +20,13 @@ function isJsonContentType(header: string | undefined): boolean {
   return media === "application/json";
 }
 
-export function apiKeyCheck(state: TrellisState): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined> {
+/** How an API writes an error (each API has its own shape). */
+export type ErrorSender = (reply: FastifyReply, status: number, message: string, headers?: Record<string, string>) => FastifyReply;
+
+export function apiKeyCheck(
+  state: TrellisState,
+  sendError: ErrorSender = sendThiggleError,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined> {
   const { config, store, limiter } = state;
   const envKeys = new Map<string, number>();
   config.apiKeys.forEach((key, index) => envKeys.set(sha256Hex(key), index));
@@ -50,7 +56,9 @@ export function apiKeyCheck(state: TrellisState): (request: FastifyRequest, repl
       }
     }
     request.apiKey = identity;
-    if (!isJsonContentType(request.headers["content-type"])) return sendError(reply, 415, "Content-Type must be application/json");
+    const hasBody = request.method !== "GET" && request.method !== "HEAD";
+    if (hasBody && !isJsonContentType(request.headers["content-type"]))
+      return sendError(reply, 415, "Content-Type must be application/json");
     return undefined;
   };
 }

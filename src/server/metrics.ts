@@ -11,6 +11,9 @@ export interface ServerMetrics {
   tokens: Counter<"route">;
   queueDepth: Gauge;
   inFlight: Gauge;
+  /** Streams: from the request's arrival to its first text, and between texts. */
+  timeToFirstToken: Histogram;
+  interTokenLatency: Histogram;
   /** The event loop's delay since start (perf_hooks), for /metrics and the hostile-input tests. */
   eventLoopDelay: IntervalHistogram;
   /** Stops the event-loop sampler (the server is closing). */
@@ -67,6 +70,18 @@ export function createMetrics(sources: MetricsSources): ServerMetrics {
     registry,
     eventLoopDelay,
     stop: () => eventLoopDelay.disable(),
+    timeToFirstToken: new Histogram({
+      name: "trellis_time_to_first_token_seconds",
+      help: "Streamed completions: time from the request's arrival to its first text.",
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    interTokenLatency: new Histogram({
+      name: "trellis_inter_token_latency_seconds",
+      help: "Streamed completions: time between consecutive pieces of text of one choice.",
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
     requests: new Counter({
       name: "trellis_http_requests_total",
       help: "HTTP requests by route, method and status code.",

@@ -1,9 +1,9 @@
 /**
- * Tokenization of formatted prompts (see format.ts): plain segments as text, markers with
+ * Tokenization of prompt segments (segments.ts): plain segments as text, markers with
  * special-token parsing, each on its own — which is what llama.cpp does with the whole string,
  * since it splits at special tokens first — with BOS in front when the model wants one.
  */
-import type { PromptSegment } from "./format.js";
+import type { PromptSegment } from "./segments.js";
 
 export interface Tokenizer {
   tokenize(text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean }): Int32Array;
@@ -59,6 +59,13 @@ export class PromptTokenizer {
     const tail =
       tailText.length > 0 ? this.tokenizer.tokenize(tailText, { addSpecial: merged.length === 0, parseSpecial: false }) : new Int32Array(0);
     const all = head.length === 0 ? tail : concat([head, tail]);
+    return all.length > 0 ? all : Int32Array.of(this.startToken);
+  }
+
+  /** Tokens of a whole prompt (a rendered conversation), BOS first when the model wants one. */
+  sequence(segments: readonly PromptSegment[]): Int32Array {
+    const merged = this.stripAroundMarkers(mergePlain(segments)).filter((s) => s.text.length > 0);
+    const all = concat(merged.map((s, i) => this.tokenizer.tokenize(s.text, { addSpecial: i === 0, parseSpecial: s.special })));
     return all.length > 0 ? all : Int32Array.of(this.startToken);
   }
 

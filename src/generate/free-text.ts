@@ -1,0 +1,31 @@
+/**
+ * Free text as a constraint of its own, so one decode loop serves constrained and unconstrained
+ * generation alike: every generable token is allowed, every text is complete (the model may end it
+ * with an end-of-generation token), nothing needs planning.
+ */
+import type { TokenTrie } from "../constraint/index.js";
+import type { TokenConstraint } from "./completion.js";
+
+export class FreeTextConstraint implements TokenConstraint {
+  constructor(private readonly trie: TokenTrie) {}
+
+  mask(_remaining: number): Uint32Array {
+    return this.trie.generableMask;
+  }
+
+  isAccepting(): boolean {
+    return true;
+  }
+
+  hasAnyToken(remaining: number): boolean {
+    return remaining > 0;
+  }
+
+  advance(token: number): boolean {
+    return token >= 0 && (this.trie.generableMask[token >>> 5]! & (1 << (token & 31))) !== 0;
+  }
+
+  minTokensToAccept(_cap: number): number {
+    return 0;
+  }
+}

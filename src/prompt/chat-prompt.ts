@@ -1,0 +1,72 @@
+/**
+ * A model's way of reading a conversation: its chat template when the GGUF carries one, else a
+ * plain transcript ("System: …\nUser: …\nAssistant:"), tokenized as llama.cpp tokenizes a rendered
+ * template (special-token parsing in the template's text only; see chat-template.ts).
+ */
+import { TokenKind, type Vocabulary } from "../vocab/index.js";
+import { type ChatRenderRequest, ChatTemplate } from "./chat-template.js";
+import type { PromptSegment } from "./segments.js";
+import { PromptTokenizer, type Tokenizer } from "./tokenize.js";
+
+export interface RenderedPrompt {
+  /** The prompt as text (template markers spelled out). */
+  readonly text: string;
+  readonly tokens: Int32Array;
+  readonly segments: readonly PromptSegment[];
+}
+
+/** Texts special-token parsing turns into control tokens (not the added tokens matched as text anyway). */
+export function controlTexts(vocab: Vocabulary): string[] {
+  const texts = new Set<string>();
+  for (let id = 0; id < vocab.size; id++) {
+    const kind = vocab.kinds[id];
+    if (kind !== TokenKind.Control && kind !== TokenKind.EndOfGeneration && kind !== TokenKind.Unused) continue;
+    const text = vocab.tokenText(id);
+    if (text.length > 0) texts.add(text);
+  }
+  return [...texts].sort((a, b) => b.length - a.length);
+}
+
+export class ChatPrompter {
+  /** The model's template, or null when it has none (the plain transcript is used). */
+  readonly template: ChatTemplate | null;
+  readonly controlTexts: readonly string[];
+  private readonly tokenizer: PromptTokenizer;
+
+  constructor(templateSource: string | null, tokenizer: Tokenizer, vocab: Vocabulary) {
+    this.controlTexts = controlTexts(vocab);
+    const text = (id: number): string => (id >= 0 ? vocab.tokenText(id) : "");
+    this.template = templateSource
+      ? new ChatTemplate(templateSource, {
+          specialTexts: this.controlTexts,
+          bosText: text(vocab.bosToken),
+          eosText: text(vocab.eosToken),
+          addsBos: vocab.addBos,
+        })
+      : null;
+    const start = vocab.bosToken >= 0 ? vocab.bosToken : vocab.eosToken;
+    this.tokenizer = new PromptTokenizer(tokenizer, start >= 0 ? start : 0);
+  }
+
+  render(request: ChatRenderRequest): RenderedPrompt {
+    const segments = this.template ? this.template.render(request) : plainTranscript(request);
+    return { text: segments.map((s) => s.text).join(""), tokens: this.tokenizer.sequence(segments), segments };
+  }
+}
+
+const SPEAKER: Record<string, string> = { system: "System", user: "User", assistant: "Assistant", tool: "Tool" };
+
+/** A model without a chat template reads a plain transcript; everything in it is text. */
+function plainTranscript(request: ChatRenderRequest): PromptSegment[] {
+  const lines: string[] = [];
+  if (request.tools && request.tools.length > 0) {
+    lines.push(`Tools: ${JSON.stringify(request.tools.map((t) => t.function))}`);
+  }
+  for (const m of request.messages) {
+    const calls = m.tool_calls?.map((c) => JSON.stringify({ name: c.function.name, arguments: c.function.arguments })) ?? [];
+    const body = [m.content, ...calls].filter((t) => t.length > 0).join("\n");
+    lines.push(`${SPEAKER[m.role] ?? m.role}: ${body}`);
+  }
+  if (request.addGenerationPrompt) lines.push("Assistant:");
+  return [{ text: lines.join("\n"), special: false }];
+}

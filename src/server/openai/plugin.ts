@@ -1,0 +1,398 @@
+/**
+ * The OpenAI-compatible API: `POST /v1/chat/completions`, `POST /v1/completions`,
+ * `GET /v1/models[/{model}]`, with OpenAI's shapes, streaming (SSE) and error bodies, on the same
+ * engine, keys, limits and admission as the Thiggle API. Registered as its own Fastify context:
+ * its key check, validation messages and error handler answer in OpenAI's shape and touch no
+ * other route.
+ *
+ * Parts: request.ts (body → engine request), choices.ts (n choices, logprobs), sse.ts (the
+ * event stream), schemas.ts (request schemas), errors.ts (the error shape).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { CompletionResult, ConstrainedCompletionRequest, GeneratedToken } from "../../generate/index.js";
+import { apiKeyCheck } from "../auth.js";
+import { generation } from "../generation.js";
+import { allowedFields } from "../schemas.js";
+import {
+  chatLogprobs,
+  completionLogprobs,
+  type FinishReason,
+  finishReasonOf,
+  requestId,
+  runChoices,
+  SYSTEM_FINGERPRINT,
+} from "./choices.js";
+import { mapOpenAIError, OpenAIRequestError, sendOpenAIError } from "./errors.js";
+import {
+  type ChatBody,
+  type CompletionBody,
+  chatMessagesOf,
+  checkModel,
+  constraintOf,
+  logitBiasOf,
+  samplingOf,
+  type SharedBody,
+  stopStrings,
+  type ToolMode,
+} from "./request.js";
+import { chatCompletionBody, completionBody } from "./schemas.js";
+import { SseStream } from "./sse.js";
+
+/** Unconstrained completions default to this many tokens (OpenAI's default for /v1/completions). */
+const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
+
+const route = (summary: string, body?: unknown) => ({
+  schema: { summary, tags: ["OpenAI"], security: [{ bearer: [] }], ...(body ? { body } : {}) },
+});
+
+export async function openaiRoutes(api: FastifyInstance): Promise<void> {
+  const state = api.trellis;
+  const { engine, config, metrics } = state;
+  const generate = generation(state);
+  const modelId = engine.modelId ?? "trellis";
+  const created = Math.floor(Date.now() / 1000);
+
+  api.addHook(
+    "onRequest",
+    apiKeyCheck(state, (reply, status, message, headers) => sendOpenAIError(reply, status, message, headers)),
+  );
+  api.setErrorHandler((error, request, reply) => {
+    const bodySchema = (request.routeOptions.schema?.body ?? {}) as Record<string, unknown>;
+    const mapped = mapOpenAIError(error, { allowedFields: allowedFields(bodySchema), bodyLimitBytes: config.bodyLimitBytes });
+    if (mapped.internal) request.log.error({ err: error }, "unhandled error");
+    return reply.code(mapped.status).headers(mapped.headers).type("application/json; charset=utf-8").send(mapped.body);
+  });
+
+  const model = { id: modelId, object: "model", created, owned_by: "trellis" };
+  api.get("/v1/models", route("The models this server serves"), async () => ({ object: "list", data: [model] }));
+  api.get("/v1/models/:model", route("One served model"), async (request) => {
+    checkModel((request.params as { model: string }).model, modelId);
+    return model;
+  });
+
+  /** Tokens the model may still write after `promptTokens`: 400 naming `param` when none. */
+  const maxTokensFor = (promptTokens: number, asked: number | null | undefined, fallback: number, param: string): number => {
+    const room = engine.contextLength - promptTokens;
+    if (room <= 0) {
+      throw new OpenAIRequestError(
+        400,
+        `the prompt is ${promptTokens} tokens, but the model context is ${engine.contextLength} tokens`,
+        param === "max_tokens" ? "messages" : param,
+      );
+    }
+    if (asked === null || asked === undefined) return Math.min(fallback, room, config.maxNewTokensLimit);
+    if (asked > room) {
+      throw new OpenAIRequestError(
+        400,
+        `max_tokens must be ≤ ${room}: the prompt takes ${promptTokens} of the model's ${engine.contextLength}-token context`,
+        "max_tokens",
+      );
+    }
+    return asked;
+  };
+
+  const baseRequest = (body: SharedBody, prompt: string, maxNewTokens: number, constrained: boolean) => {
+    const sampling = samplingOf(body);
+    const request: Omit<ConstrainedCompletionRequest, "constraint"> = {
+      prompt,
+      maxNewTokens,
+      // A constrained answer ends when it is complete; free text when the model ends it.
+      stopAfterMatch: constrained,
+      ...sampling,
+      stop: stopStrings(body),
+      logitBias: logitBiasOf(body, engine.vocabSize),
+    };
+    return body.seed === null || body.seed === undefined ? request : { ...request, seed: body.seed };
+  };
+
+  api.post("/v1/chat/completions", route("Chat completion (OpenAI)", chatCompletionBody(config)), async (request, reply) => {
+    const body = request.body as ChatBody;
+    checkModel(body.model, modelId);
+    if (body.max_tokens != null && body.max_completion_tokens != null && body.max_tokens !== body.max_completion_tokens) {
+      throw new OpenAIRequestError(400, "max_tokens and max_completion_tokens differ: give one", "max_completion_tokens");
+    }
+    if (body.top_logprobs != null && body.logprobs !== true)
+      throw new OpenAIRequestError(400, "top_logprobs needs logprobs: true", "top_logprobs");
+    const { spec, tools } = constraintOf(body, true);
+    if (!engine.renderChat) throw new OpenAIRequestError(501, "this engine has no chat renderer");
+    const withTools = body.tools && body.tools.length > 0 && body.tool_choice !== "none" ? body.tools : undefined;
+    const rendered = engine.renderChat({ messages: chatMessagesOf(body), tools: withTools, addGenerationPrompt: true });
+    const maxNewTokens = maxTokensFor(
+      rendered.tokens.length,
+      body.max_completion_tokens ?? body.max_tokens,
+      config.maxNewTokensLimit,
+      "max_tokens",
+    );
+    const n = body.n ?? 1;
+    const base: Omit<ConstrainedCompletionRequest, "constraint"> = {
+      ...baseRequest(body, rendered.text, maxNewTokens, spec.kind !== "text"),
+      promptTokens: rendered.tokens,
+      ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),
+    };
+    const id = requestId("chatcmpl");
+    const now = Math.floor(Date.now() / 1000);
+    const head = { id, created: now, model: modelId, system_fingerprint: SYSTEM_FINGERPRINT };
+
+    if (body.stream) {
+      return streamChoices(request, reply, n, body.stream_options?.include_usage === true, {
+        run: (signal, client, onText) => runChoices(engine, { ...base, constraint: spec, signal, client }, n, onText),
+        spec,
+        chunk: (choices, usage) => ({ ...head, object: "chat.completion.chunk", choices, ...(usage ? { usage } : {}) }),
+        first: (index) => ({
+          index,
+          delta: tools
+            ? { role: "assistant", content: null, ...(tools.kind === "named" ? { tool_calls: [namedCallHead(tools)] } : {}) }
+            : { role: "assistant", content: "" },
+          logprobs: null,
+          finish_reason: null,
+        }),
+        delta: (index, text, tokens) => {
+          if (tools?.kind === "required") return null; // the calls are sent whole at the end
+          const delta = tools ? { tool_calls: [{ index: 0, function: { arguments: text } }] } : { content: text };
+          return { index, delta, logprobs: base.logprobs !== undefined ? chatLogprobs(tokens) : null, finish_reason: null };
+        },
+        last: (index, result) => {
+          const calls =
+            tools?.kind === "required" ? { tool_calls: requiredCalls(result.completion).map((c, i) => ({ index: i, ...c })) } : {};
+          return { index, delta: calls, logprobs: null, finish_reason: chatFinish(result, tools) };
+        },
+      });
+    }
+
+    const results = await generate.run(request, reply, spec, (signal, client) =>
+      runChoices(engine, { ...base, constraint: spec, signal, client }, n),
+    );
+    request.tokensGenerated = results.reduce((sum, r) => sum + r.tokensGenerated, 0);
+    return {
+      ...head,
+      object: "chat.completion",
+      choices: results.map((r, index) => ({
+        index,
+        message: chatMessage(r, tools),
+        logprobs: r.tokens ? chatLogprobs(r.tokens) : null,
+        finish_reason: chatFinish(r, tools),
+      })),
+      usage: usageOf(results, rendered.tokens.length),
+      ...warningsOf(results),
+    };
+  });
+
+  api.post("/v1/completions", route("Text completion (OpenAI, legacy)", completionBody(config)), async (request, reply) => {
+    const body = request.body as CompletionBody;
+    checkModel(body.model, modelId);
+    const n = body.n ?? 1;
+    if (body.best_of != null && body.best_of !== n) {
+      throw new OpenAIRequestError(400, `best_of must equal n (${n}): Trellis returns every choice it generates`, "best_of");
+    }
+    if (body.suffix) throw new OpenAIRequestError(400, "suffix is not supported", "suffix");
+    const { spec } = constraintOf(body, false);
+    const prompts = typeof body.prompt === "string" ? [body.prompt] : body.prompt;
+    if (prompts.length * n > 16) throw new OpenAIRequestError(400, `prompts × n must be ≤ 16 (got ${prompts.length * n})`, "n");
+    const promptTokens = prompts.map((p) => engine.countTokens(p));
+    const fallback = spec.kind === "text" ? COMPLETIONS_DEFAULT_MAX_TOKENS : config.maxNewTokensLimit;
+    const maxNewTokens = Math.min(...promptTokens.map((t) => maxTokensFor(t, body.max_tokens, fallback, "prompt")));
+    const logprobs = body.logprobs ?? undefined;
+    const echo = body.echo === true;
+    const id = requestId("cmpl");
+    const head = { id, created: Math.floor(Date.now() / 1000), model: modelId, system_fingerprint: SYSTEM_FINGERPRINT };
+    const run = (
+      signal: AbortSignal,
+      client: string | undefined,
+      onText?: (index: number, delta: string, tokens: readonly GeneratedToken[]) => void,
+    ) =>
+      Promise.all(
+        prompts.map((prompt, p) =>
+          runChoices(
+            engine,
+            {
+              ...baseRequest(body, prompt, maxNewTokens, spec.kind !== "text"),
+              ...(logprobs !== undefined ? { logprobs } : {}),
+              constraint: spec,
+              signal,
+              client,
+            },
+            n,
+            onText ? (i, delta, tokens) => onText(p * n + i, delta, tokens) : undefined,
+          ),
+        ),
+      ).then((all) => all.flat());
+    const promptOf = (index: number): string => prompts[Math.floor(index / n)]!;
+    const promptTotal = promptTokens.reduce((a, b) => a + b, 0);
+
+    if (body.stream) {
+      return streamChoices(request, reply, prompts.length * n, body.stream_options?.include_usage === true, {
+        run,
+        spec,
+        promptTokens: promptTotal,
+        chunk: (choices, usage) => ({ ...head, object: "text_completion", choices, ...(usage ? { usage } : {}) }),
+        first: (index) => (echo ? { index, text: promptOf(index), logprobs: null, finish_reason: null } : null),
+        delta: (index, text, tokens) => ({
+          index,
+          text,
+          logprobs: logprobs !== undefined ? completionLogprobs(tokens, 0) : null,
+          finish_reason: null,
+        }),
+        last: (index, result) => ({ index, text: "", logprobs: null, finish_reason: finishReasonOf(result) }),
+      });
+    }
+
+    const results = await generate.run(request, reply, spec, (signal, client) => run(signal, client));
+    request.tokensGenerated = results.reduce((sum, r) => sum + r.tokensGenerated, 0);
+    return {
+      ...head,
+      object: "text_completion",
+      choices: results.map((r, index) => {
+        const prefix = echo ? promptOf(index) : "";
+        return {
+          index,
+          text: prefix + r.completion,
+          logprobs: r.tokens ? completionLogprobs(r.tokens, prefix.length) : null,
+          finish_reason: finishReasonOf(r),
+        };
+      }),
+      usage: {
+        prompt_tokens: promptTotal,
+        completion_tokens: request.tokensGenerated,
+        total_tokens: promptTotal + request.tokensGenerated,
+      },
+      ...warningsOf(results),
+    };
+  });
+
+  interface StreamPlan {
+    run(
+      signal: AbortSignal,
+      client: string | undefined,
+      onText: (index: number, delta: string, tokens: readonly GeneratedToken[]) => void,
+    ): Promise<CompletionResult[]>;
+    spec: Parameters<typeof generate.run>[2];
+    /** Prompt tokens of the whole request, when the results do not carry them. */
+    promptTokens?: number;
+    chunk(choices: unknown[], usage?: unknown): unknown;
+    /** The choice's opening chunk (chat: the role), or null. */
+    first(index: number): unknown;
+    /** A piece of text as a choice chunk, or null to send nothing now. */
+    delta(index: number, text: string, tokens: readonly GeneratedToken[]): unknown;
+    last(index: number, result: CompletionResult): unknown;
+  }
+
+  /**
+   * Streams `n` choices as SSE. Errors before the first event are ordinary HTTP errors; after it,
+   * an SSE error event. A client that goes away aborts the generation (generation.run's signal).
+   */
+  async function streamChoices(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    n: number,
+    includeUsage: boolean,
+    plan: StreamPlan,
+  ): Promise<FastifyReply> {
+    const sse = new SseStream();
+    const opened = new Array<boolean>(n).fill(false);
+    const lastAt = new Array<number>(n).fill(0);
+    const arrived = performance.now() - reply.elapsedTime;
+    let firstText = true;
+    const open = (index: number): void => {
+      if (opened[index]) return;
+      opened[index] = true;
+      const first = plan.first(index);
+      if (first !== null) sse.send(plan.chunk([first]));
+    };
+    const onText = (index: number, text: string, tokens: readonly GeneratedToken[]): void => {
+      open(index);
+      // Counted as they stream, so a stream cut short still accounts for what it cost.
+      request.tokensGenerated += tokens.length;
+      const now = performance.now();
+      if (text.length > 0) {
+        if (firstText) metrics.timeToFirstToken.observe((now - arrived) / 1000);
+        else if (lastAt[index]! > 0) metrics.interTokenLatency.observe((now - lastAt[index]!) / 1000);
+        firstText = false;
+        lastAt[index] = now;
+      }
+      const choice = plan.delta(index, text, tokens);
+      if (choice !== null) sse.send(plan.chunk([choice]));
+    };
+    const work = generate.run(request, reply, plan.spec, (signal, client) => plan.run(signal, client, onText));
+    const finished = work.then(
+      (results) => {
+        request.tokensGenerated = results.reduce((sum, r) => sum + r.tokensGenerated, 0);
+        results.forEach((result, index) => {
+          open(index);
+          sse.send(plan.chunk([plan.last(index, result)]));
+        });
+        if (includeUsage) {
+          const usage =
+            plan.promptTokens !== undefined
+              ? {
+                  prompt_tokens: plan.promptTokens,
+                  completion_tokens: request.tokensGenerated,
+                  total_tokens: plan.promptTokens + request.tokensGenerated,
+                }
+              : usageOf(results, results[0]?.promptTokens ?? 0);
+          sse.send(plan.chunk([], usage));
+        }
+        sse.end();
+      },
+      (error: unknown) => {
+        if (!opened.some(Boolean)) throw error;
+        const mapped = mapOpenAIError(error, { allowedFields: [], bodyLimitBytes: config.bodyLimitBytes });
+        if (mapped.internal) request.log.error({ err: error }, "error while streaming");
+        sse.fail(mapped.body);
+      },
+    );
+    await Promise.race([sse.started, finished]);
+    finished.catch(() => {}); // failures after the first event became an SSE error event
+    return reply
+      .header("content-type", "text/event-stream; charset=utf-8")
+      .header("cache-control", "no-cache")
+      .header("x-accel-buffering", "no")
+      .send(sse.readable);
+  }
+}
+
+function namedCallHead(tools: ToolMode) {
+  return { index: 0, id: requestId("call"), type: "function", function: { name: tools.name!, arguments: "" } };
+}
+
+/** The calls of a `required` answer (a JSON array of {name, arguments}), as OpenAI's tool_calls. */
+function requiredCalls(text: string) {
+  const calls = JSON.parse(text) as { name: string; arguments: unknown }[];
+  return calls.map((c) => ({
+    id: requestId("call"),
+    type: "function" as const,
+    function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+  }));
+}
+
+function chatMessage(result: CompletionResult, tools: ToolMode | null) {
+  if (tools?.kind === "named") {
+    return {
+      role: "assistant",
+      content: null,
+      refusal: null,
+      tool_calls: [{ ...namedCallHead(tools), function: { name: tools.name!, arguments: result.completion } }].map(
+        ({ index: _i, ...c }) => c,
+      ),
+    };
+  }
+  if (tools?.kind === "required") return { role: "assistant", content: null, refusal: null, tool_calls: requiredCalls(result.completion) };
+  return { role: "assistant", content: result.completion, refusal: null };
+}
+
+function chatFinish(result: CompletionResult, tools: ToolMode | null): FinishReason {
+  // OpenAI ends a forced named call with "stop", a chosen call with "tool_calls".
+  if (tools?.kind === "required") return "tool_calls";
+  return finishReasonOf(result);
+}
+
+function usageOf(results: readonly CompletionResult[], promptTokens: number) {
+  const completion = results.reduce((sum, r) => sum + r.tokensGenerated, 0);
+  // The prompt is read once however many choices share it (as OpenAI counts it).
+  const prompt = promptTokens;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+function warningsOf(results: readonly CompletionResult[]): { warnings?: unknown } {
+  const warnings = results[0]?.warnings;
+  return warnings && warnings.length > 0 ? { warnings } : {};
+}

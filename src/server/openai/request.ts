@@ -1,0 +1,261 @@
+/**
+ * An OpenAI request body → what the engine runs: the constraint (response_format,
+ * structured_outputs, tool_choice), the sampling knobs with OpenAI's defaults, stop strings and
+ * logit adjustments, and the conversation as the chat template takes it. Every check here names
+ * the parameter it is about.
+ */
+import type { ConstraintSpec } from "../../generate/index.js";
+import { MAX_IGNORED_RUN } from "../../generate/index.js";
+import type { ChatMessage, ChatTool, ChatToolCall } from "../../prompt/index.js";
+import { OpenAIRequestError } from "./errors.js";
+
+/** OpenAI's fields shared by both completion endpoints. */
+export interface SharedBody {
+  model: string;
+  max_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  n?: number | null;
+  stop?: string | string[] | null;
+  seed?: number | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  logit_bias?: Record<string, number> | null;
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean | null } | null;
+  user?: string | null;
+  top_k?: number | null;
+  repetition_penalty?: number | null;
+  structured_outputs?: { json?: unknown; regex?: string; choice?: string[]; grammar?: string } | null;
+  response_format?: {
+    type: "text" | "json_object" | "json_schema";
+    json_schema?: { name: string; description?: string; schema?: unknown; strict?: boolean | null };
+  } | null;
+}
+
+export interface ChatBody extends SharedBody {
+  messages: RequestMessage[];
+  max_completion_tokens?: number | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  tools?: ChatTool[] | null;
+  tool_choice?: "none" | "auto" | "required" | { type: "function"; function: { name: string } } | null;
+  parallel_tool_calls?: boolean | null;
+}
+
+export interface CompletionBody extends SharedBody {
+  prompt: string | string[];
+  logprobs?: number | null;
+  echo?: boolean | null;
+  best_of?: number | null;
+  suffix?: string | null;
+}
+
+interface RequestMessage {
+  role: "system" | "developer" | "user" | "assistant" | "tool";
+  content?: string | { type: string; text?: string }[] | null;
+  name?: string;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+  refusal?: string | null;
+}
+
+/** Sampling knobs with OpenAI's defaults (top_k and repetition_penalty off unless asked). */
+export function samplingOf(body: SharedBody) {
+  const topK = body.top_k ?? 0;
+  return {
+    temperature: body.temperature ?? 1,
+    topP: body.top_p ?? 1,
+    topK: topK < 0 ? 0 : topK,
+    repetitionPenalty: body.repetition_penalty ?? 1,
+    presencePenalty: body.presence_penalty ?? 0,
+    frequencyPenalty: body.frequency_penalty ?? 0,
+  };
+}
+
+export function stopStrings(body: SharedBody): string[] {
+  const stop = body.stop;
+  if (stop === undefined || stop === null) return [];
+  return typeof stop === "string" ? [stop] : stop;
+}
+
+/** logit_bias with its ids checked against the vocabulary. */
+export function logitBiasOf(body: SharedBody, vocabSize: number | undefined): Map<number, number> | undefined {
+  if (!body.logit_bias) return undefined;
+  const out = new Map<number, number>();
+  for (const [key, bias] of Object.entries(body.logit_bias)) {
+    const id = Number(key);
+    if (vocabSize !== undefined && id >= vocabSize) {
+      throw new OpenAIRequestError(400, `logit_bias: token id ${key} is outside the vocabulary (${vocabSize} tokens)`, "logit_bias");
+    }
+    out.set(id, bias);
+  }
+  return out;
+}
+
+/** Python `re.escape` of a literal (what a choice becomes in a pattern). */
+function regexLiteral(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|\-#&~\s]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : c === "\r" ? "\\r" : `\\${c}`));
+}
+
+export interface ToolMode {
+  /** "named": the output is that function's arguments; "required": an array of calls. */
+  readonly kind: "named" | "required";
+  readonly name?: string;
+}
+
+/** The constraint a request asks for (free text when none), and whether it is a tool call. */
+export function constraintOf(body: ChatBody | CompletionBody, chat: boolean): { spec: ConstraintSpec; tools: ToolMode | null } {
+  const sources: string[] = [];
+  const so = body.structured_outputs;
+  if (so) {
+    const given = (["json", "regex", "choice", "grammar"] as const).filter((k) => so[k] !== undefined);
+    if (given.length !== 1) {
+      throw new OpenAIRequestError(
+        400,
+        `structured_outputs must have exactly one of json, regex, choice, grammar (got ${given.length === 0 ? "none" : given.join(", ")})`,
+        "structured_outputs",
+      );
+    }
+    sources.push("structured_outputs");
+  }
+  const rf = body.response_format;
+  if (rf && rf.type !== "text") sources.push("response_format");
+  const toolChoice = chat ? toolChoiceOf(body as ChatBody) : null;
+  if (toolChoice) sources.push("tool_choice");
+  if (sources.length > 1) {
+    throw new OpenAIRequestError(400, `${sources.join(" and ")} each constrain the output: give only one`, sources[1]!);
+  }
+  let spec: ConstraintSpec = { kind: "text" };
+  if (so?.json !== undefined) spec = jsonSpec(so.json, true);
+  else if (so?.regex !== undefined) spec = { kind: "regex", pattern: so.regex };
+  else if (so?.choice !== undefined) spec = { kind: "regex", pattern: so.choice.map(regexLiteral) };
+  else if (so?.grammar !== undefined) spec = { kind: "grammar", grammar: so.grammar, maxIgnoredRun: MAX_IGNORED_RUN };
+  else if (rf?.type === "json_object") spec = jsonSpec({ type: "object" }, true);
+  else if (rf?.type === "json_schema") {
+    if (!rf.json_schema)
+      throw new OpenAIRequestError(400, "response_format.json_schema is required when type is json_schema", "response_format.json_schema");
+    if (rf.json_schema.schema === undefined) {
+      throw new OpenAIRequestError(400, "response_format.json_schema.schema is required", "response_format.json_schema.schema");
+    }
+    spec = jsonSpec(rf.json_schema.schema, rf.json_schema.strict !== false);
+  } else if (toolChoice) spec = toolChoice.spec;
+  if (spec.kind !== "text" && stopStrings(body).length > 0) {
+    throw new OpenAIRequestError(400, "stop cannot be combined with a constrained output: it would cut the document short", "stop");
+  }
+  return { spec, tools: toolChoice?.mode ?? null };
+}
+
+function jsonSpec(schema: unknown, strict: boolean): ConstraintSpec {
+  return { kind: "json_schema", schema, options: { whitespace: "default", forbidUnnamedProperties: false, strict } };
+}
+
+/** tool_choice → the constraint of the call(s); null when the model answers in text. */
+function toolChoiceOf(body: ChatBody): { spec: ConstraintSpec; mode: ToolMode } | null {
+  const tools = body.tools ?? [];
+  const choice = body.tool_choice ?? (tools.length > 0 ? "auto" : "none");
+  const names = new Set<string>();
+  tools.forEach((t, i) => {
+    if (names.has(t.function.name))
+      throw new OpenAIRequestError(400, `tools[${i}]: the function name ${t.function.name} is declared twice`, `tools[${i}].function.name`);
+    names.add(t.function.name);
+  });
+  if (choice === "none") return null;
+  if (tools.length === 0) throw new OpenAIRequestError(400, "tool_choice needs tools to choose from", "tool_choice");
+  if (choice === "auto") {
+    throw new OpenAIRequestError(
+      400,
+      'tool_choice "auto" is not supported yet: send "required" (the model calls one or more of the tools), a named function, or "none"',
+      "tool_choice",
+    );
+  }
+  const parametersOf = (t: ChatTool): unknown => t.function.parameters ?? { type: "object", properties: {} };
+  if (choice === "required") {
+    const calls = tools.map((t) => ({
+      type: "object",
+      additionalProperties: false,
+      required: ["name", "arguments"],
+      properties: { name: { const: t.function.name }, arguments: parametersOf(t) },
+    }));
+    const one = calls.length === 1 ? calls[0] : { anyOf: calls };
+    const schema =
+      body.parallel_tool_calls === false
+        ? { type: "array", minItems: 1, maxItems: 1, items: one }
+        : { type: "array", minItems: 1, items: one };
+    return { spec: jsonSpec(schema, true), mode: { kind: "required" } };
+  }
+  const tool = tools.find((t) => t.function.name === choice.function.name);
+  if (!tool)
+    throw new OpenAIRequestError(
+      400,
+      `tool_choice names ${choice.function.name}, which is not among the tools`,
+      "tool_choice.function.name",
+    );
+  return { spec: jsonSpec(parametersOf(tool), true), mode: { kind: "named", name: tool.function.name } };
+}
+
+/** The request's messages as chat templates take them. */
+export function chatMessagesOf(body: ChatBody): ChatMessage[] {
+  return body.messages.map((m, i) => {
+    const content = contentText(m.content, i);
+    const role = m.role === "developer" ? "system" : m.role;
+    const message: { -readonly [K in keyof ChatMessage]: ChatMessage[K] } = { role, content };
+    if (m.name !== undefined) message.name = m.name;
+    if (m.tool_calls && m.tool_calls.length > 0) {
+      if (m.role !== "assistant")
+        throw new OpenAIRequestError(400, `messages[${i}]: only assistant messages carry tool_calls`, `messages[${i}].tool_calls`);
+      message.tool_calls = m.tool_calls.map((c, j): ChatToolCall => {
+        let args: unknown;
+        try {
+          args = JSON.parse(c.function.arguments);
+        } catch {
+          throw new OpenAIRequestError(
+            400,
+            `messages[${i}].tool_calls[${j}].function.arguments is not valid JSON`,
+            `messages[${i}].tool_calls[${j}].function.arguments`,
+          );
+        }
+        return { id: c.id, type: "function", function: { name: c.function.name, arguments: args } };
+      });
+    }
+    if (m.role === "tool") {
+      if (m.tool_call_id === undefined)
+        throw new OpenAIRequestError(400, `messages[${i}]: a tool message needs tool_call_id`, `messages[${i}].tool_call_id`);
+      message.tool_call_id = m.tool_call_id;
+    } else if (m.tool_call_id !== undefined) {
+      throw new OpenAIRequestError(400, `messages[${i}]: only tool messages carry tool_call_id`, `messages[${i}].tool_call_id`);
+    }
+    return message;
+  });
+}
+
+function contentText(content: RequestMessage["content"], i: number): string {
+  if (content === undefined || content === null) return "";
+  if (typeof content === "string") return content;
+  return content
+    .map((part, j) => {
+      if (part.type !== "text") {
+        throw new OpenAIRequestError(
+          400,
+          `messages[${i}].content[${j}]: parts of type ${JSON.stringify(part.type)} are not supported (this model reads text)`,
+          `messages[${i}].content[${j}].type`,
+        );
+      }
+      if (typeof part.text !== "string")
+        throw new OpenAIRequestError(400, `messages[${i}].content[${j}].text must be a string`, `messages[${i}].content[${j}].text`);
+      return part.text;
+    })
+    .join("");
+}
+
+/** The served model, or a 404 naming the one that is. */
+export function checkModel(requested: string, served: string): void {
+  if (requested !== served) {
+    throw new OpenAIRequestError(
+      404,
+      `The model \`${requested}\` does not exist; this server serves \`${served}\``,
+      "model",
+      "model_not_found",
+    );
+  }
+}

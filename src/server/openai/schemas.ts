@@ -1,0 +1,245 @@
+/**
+ * The OpenAI API's request bodies as JSON schemas (ajv validates them; /openapi.json publishes
+ * them). Every field OpenAI defines that Trellis honours is here; any other field is a 400 naming
+ * it (additionalProperties: false), never silently dropped. vLLM's extensions are here under
+ * vLLM's names: `structured_outputs`, `top_k`, `repetition_penalty`.
+ */
+import type { Config } from "../../config.js";
+
+type Schema = Record<string, unknown>;
+
+const nullable = (type: string): string[] => [type, "null"];
+
+/** Most stop strings (OpenAI's limit), choices per request, and alternatives logprobs may list. */
+export const MAX_STOP_STRINGS = 4;
+export const MAX_CHOICES = 16;
+export const MAX_TOP_LOGPROBS = 20;
+/** Bias entries in logit_bias (OpenAI documents up to 300 tokens). */
+export const MAX_LOGIT_BIAS = 300;
+
+const stopSchema: Schema = {
+  anyOf: [
+    { type: "string", minLength: 1, maxLength: 256 },
+    { type: "array", maxItems: MAX_STOP_STRINGS, items: { type: "string", minLength: 1, maxLength: 256 } },
+    { type: "null" },
+  ],
+  description: `Up to ${MAX_STOP_STRINGS} strings; the text ends before the first one the model writes (free text only).`,
+};
+
+function sharedProperties(config: Config): Record<string, Schema> {
+  return {
+    model: { type: "string", maxLength: 256, description: "The served model's id, as GET /v1/models lists it." },
+    max_tokens: { type: nullable("integer"), minimum: 1, maximum: config.maxNewTokensLimit, description: "Most tokens to generate." },
+    temperature: { type: nullable("number"), minimum: 0, maximum: 2, description: "Softmax temperature (default 1); 0 = greedy." },
+    top_p: { type: nullable("number"), exclusiveMinimum: 0, maximum: 1, description: "Nucleus sampling (default 1 = off)." },
+    n: { type: nullable("integer"), minimum: 1, maximum: MAX_CHOICES, description: "Choices to generate, decoded in parallel." },
+    stop: stopSchema,
+    seed: {
+      type: nullable("integer"),
+      minimum: -Number.MAX_SAFE_INTEGER,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: "Same seed, same request → same output.",
+    },
+    presence_penalty: {
+      type: nullable("number"),
+      minimum: -2,
+      maximum: 2,
+      description: "Subtracted once from the logit of every token generated so far.",
+    },
+    frequency_penalty: {
+      type: nullable("number"),
+      minimum: -2,
+      maximum: 2,
+      description: "Subtracted per occurrence from the logit of every token generated so far.",
+    },
+    logit_bias: {
+      type: nullable("object"),
+      maxProperties: MAX_LOGIT_BIAS,
+      propertyNames: { pattern: "^[0-9]{1,9}$" },
+      additionalProperties: { type: "number", minimum: -100, maximum: 100 },
+      description: "Token id → bias added to its logit (-100 … 100).",
+    },
+    stream: { type: nullable("boolean"), description: "Send the answer as Server-Sent Events as it is generated." },
+    stream_options: {
+      type: nullable("object"),
+      additionalProperties: false,
+      properties: { include_usage: { type: nullable("boolean") } },
+      description: "include_usage: a last chunk with the usage of the whole request.",
+    },
+    user: { type: nullable("string"), maxLength: 256, description: "Your end user's id (recorded in the log)." },
+    top_k: { type: nullable("integer"), minimum: -1, description: "vLLM extension: keep the k most likely tokens; 0 or -1 = off." },
+    repetition_penalty: { type: nullable("number"), exclusiveMinimum: 0, description: "vLLM extension: CTRL repetition penalty; 1 = off." },
+    structured_outputs: {
+      type: nullable("object"),
+      additionalProperties: false,
+      properties: {
+        json: { description: "A JSON Schema the output is valid against." },
+        regex: { type: "string", maxLength: config.maxPatternChars, description: "A regex (Python `re`) the output fully matches." },
+        choice: {
+          type: "array",
+          minItems: 1,
+          maxItems: 1024,
+          items: { type: "string", maxLength: 4096 },
+          description: "The output is one of these strings.",
+        },
+        grammar: {
+          type: "string",
+          maxLength: config.maxGrammarChars,
+          description: "A Lark grammar (LALR, start rule `start`) the output is a sentence of.",
+        },
+      },
+      description: "vLLM extension: exactly one of json, regex, choice, grammar.",
+    },
+    response_format: {
+      type: nullable("object"),
+      additionalProperties: false,
+      required: ["type"],
+      properties: {
+        type: { type: "string", enum: ["text", "json_object", "json_schema"] },
+        json_schema: {
+          type: "object",
+          additionalProperties: false,
+          required: ["name"],
+          properties: {
+            name: { type: "string", maxLength: 64 },
+            description: { type: "string" },
+            schema: { description: "The JSON Schema." },
+            strict: { type: nullable("boolean") },
+          },
+        },
+      },
+      description: "text, json_object (any JSON object), or json_schema (valid against the schema).",
+    },
+  };
+}
+
+const textPart: Schema = {
+  type: "object",
+  required: ["type"],
+  properties: { type: { type: "string" }, text: { type: "string" } },
+};
+
+const toolCallSchema: Schema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["id", "type", "function"],
+  properties: {
+    id: { type: "string", maxLength: 256 },
+    type: { type: "string", enum: ["function"] },
+    function: {
+      type: "object",
+      additionalProperties: false,
+      required: ["name", "arguments"],
+      properties: { name: { type: "string", maxLength: 256 }, arguments: { type: "string" } },
+    },
+  },
+};
+
+const messageSchema: Schema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["role"],
+  properties: {
+    role: { type: "string", enum: ["system", "developer", "user", "assistant", "tool"] },
+    content: { anyOf: [{ type: "string" }, { type: "array", items: textPart }, { type: "null" }] },
+    name: { type: "string", maxLength: 256 },
+    tool_calls: { type: "array", maxItems: 128, items: toolCallSchema },
+    tool_call_id: { type: "string", maxLength: 256 },
+    refusal: { type: nullable("string") },
+  },
+};
+
+const toolSchema: Schema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["type", "function"],
+  properties: {
+    type: { type: "string", enum: ["function"] },
+    function: {
+      type: "object",
+      additionalProperties: false,
+      required: ["name"],
+      properties: {
+        name: { type: "string", pattern: "^[a-zA-Z0-9_-]{1,64}$" },
+        description: { type: "string" },
+        parameters: { description: "JSON Schema of the arguments (an object)." },
+        strict: { type: nullable("boolean") },
+      },
+    },
+  },
+};
+
+export function chatCompletionBody(config: Config): Schema {
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["model", "messages"],
+    properties: {
+      ...sharedProperties(config),
+      messages: { type: "array", minItems: 1, maxItems: 4096, items: messageSchema, description: "The conversation so far." },
+      max_completion_tokens: {
+        type: nullable("integer"),
+        minimum: 1,
+        maximum: config.maxNewTokensLimit,
+        description: "Most tokens to generate (the newer name of max_tokens).",
+      },
+      logprobs: { type: nullable("boolean"), description: "Report each token's log-probability." },
+      top_logprobs: {
+        type: nullable("integer"),
+        minimum: 0,
+        maximum: MAX_TOP_LOGPROBS,
+        description: "Alternatives listed per token (needs logprobs).",
+      },
+      tools: { type: nullable("array"), maxItems: 128, items: toolSchema, description: "Functions the model may call." },
+      tool_choice: {
+        anyOf: [
+          { type: "string", enum: ["none", "auto", "required"] },
+          {
+            type: "object",
+            additionalProperties: false,
+            required: ["type", "function"],
+            properties: {
+              type: { type: "string", enum: ["function"] },
+              function: { type: "object", additionalProperties: false, required: ["name"], properties: { name: { type: "string" } } },
+            },
+          },
+          { type: "null" },
+        ],
+        description: "none, auto, required, or {type: function, function: {name}}.",
+      },
+      parallel_tool_calls: { type: nullable("boolean"), description: "With tool_choice required: allow several calls (default true)." },
+    },
+  };
+}
+
+export function completionBody(config: Config): Schema {
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["model", "prompt"],
+    properties: {
+      ...sharedProperties(config),
+      prompt: {
+        anyOf: [
+          { type: "string", maxLength: config.maxPromptChars },
+          { type: "array", minItems: 1, maxItems: MAX_CHOICES, items: { type: "string", maxLength: config.maxPromptChars } },
+        ],
+        description: "The text to continue, or several (a choice set each).",
+      },
+      logprobs: {
+        type: nullable("integer"),
+        minimum: 0,
+        maximum: 5,
+        description: "Report each token's log-probability and this many alternatives.",
+      },
+      echo: { type: nullable("boolean"), description: "Put the prompt in front of the text." },
+      best_of: {
+        type: nullable("integer"),
+        minimum: 1,
+        maximum: MAX_CHOICES,
+        description: "Only best_of = n is served (no server-side ranking).",
+      },
+      suffix: { type: nullable("string"), maxLength: 0, description: "Not supported (insertion): only null or empty." },
+    },
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * Server-Sent Events as OpenAI sends them: `data: <json>\n\n` per chunk, `data: [DONE]\n\n` last.
+ * The stream is handed to Fastify only once its first chunk exists, so an error before any output
+ * (a 400, a 422 of planning) is still an ordinary HTTP error; after that, an error is an SSE error
+ * event and the stream closes.
+ */
+import { Readable } from "node:stream";
+
+export class SseStream {
+  readonly readable = new Readable({ read() {} });
+  private startedResolve!: () => void;
+  /** Resolves when the first event is written. */
+  readonly started = new Promise<void>((resolve) => {
+    this.startedResolve = resolve;
+  });
+  private ended = false;
+
+  /** Writes one `data:` event with the JSON of `value`. */
+  send(value: unknown): void {
+    this.write(`data: ${JSON.stringify(value)}\n\n`);
+  }
+
+  /** An error after the headers went out: OpenAI's error body as an event, then the end. */
+  fail(body: unknown): void {
+    this.write(`event: error\ndata: ${JSON.stringify(body)}\n\n`);
+    this.end(false);
+  }
+
+  /** `data: [DONE]` (when the generation finished) and the end of the stream. */
+  end(done = true): void {
+    if (this.ended) return;
+    if (done) this.write("data: [DONE]\n\n");
+    this.ended = true;
+    this.readable.push(null);
+  }
+
+  private write(text: string): void {
+    if (this.ended) return;
+    this.readable.push(text);
+    this.startedResolve();
+  }
+}
