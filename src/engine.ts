@@ -52,6 +52,10 @@ class TrellisEngine implements Engine {
     return this.runtime.vocab.size;
   }
 
+  get toolCallStyle() {
+    return this.runtime.chat.toolCallStyle;
+  }
+
   renderChat(request: ChatRenderRequest): RenderedPrompt {
     return this.runtime.chat.render(request);
   }

@@ -6,6 +6,9 @@
 import { compileRegex, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type RegexLimits } from "../regex/index.js";
 import {
   compileJsonSchema,
+  compileToolCallLanguage,
+  type ToolCallStyle,
+  type ToolDeclaration,
   JsonSchemaError,
   JsonSchemaTooComplexError,
   JsonSchemaUnsatisfiableError,
@@ -26,11 +29,19 @@ import { InvalidRequestError, UnsatisfiableError, type JsonSchemaTaskOptions } f
 export type CompileTask =
   | { readonly kind: "regex"; readonly pattern: string | readonly string[]; readonly limits: RegexLimits }
   | { readonly kind: "grammar"; readonly source: string; readonly maxIgnoredRun: number; readonly limits: Partial<GrammarLimits> }
-  | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions; readonly limits: RegexLimits };
+  | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions; readonly limits: RegexLimits }
+  | {
+      readonly kind: "tool_calls";
+      readonly tools: readonly ToolDeclaration[];
+      readonly style: ToolCallStyle;
+      readonly parallel: boolean;
+      readonly options: JsonSchemaTaskOptions;
+      readonly limits: RegexLimits;
+    };
 
 /** The request field a task's constraint comes from (what its refusals name). */
 export function fieldOf(kind: CompileTask["kind"]): string {
-  return kind === "regex" ? "pattern" : kind === "grammar" ? "grammar" : "schema";
+  return kind === "regex" ? "pattern" : kind === "grammar" ? "grammar" : kind === "tool_calls" ? "tools" : "schema";
 }
 
 /**
@@ -65,11 +76,19 @@ export interface Refusal {
  * that a constraint whose first masks would hold the serving thread is refused here instead.
  */
 export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: ProbeOptions): CompileOutput {
-  if (task.kind === "regex" || task.kind === "json_schema") {
+  if (task.kind === "regex" || task.kind === "json_schema" || task.kind === "tool_calls") {
     let dfa: ByteDfa;
     let warnings: readonly JsonSchemaWarning[] | undefined;
     if (task.kind === "regex") dfa = compileRegex(task.pattern as string | string[], task.limits);
-    else {
+    else if (task.kind === "tool_calls") {
+      const { whitespace, forbidUnnamedProperties, strict } = task.options;
+      ({ dfa, warnings } = compileToolCallLanguage(task.tools, task.style, task.parallel, {
+        whitespace,
+        forbidAdditionalProperties: forbidUnnamedProperties,
+        strict,
+        limits: task.limits,
+      }));
+    } else {
       const { whitespace, forbidUnnamedProperties, strict } = task.options;
       ({ dfa, warnings } = compileJsonSchema(task.schema, {
         whitespace,

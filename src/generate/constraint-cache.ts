@@ -23,6 +23,8 @@ import {
   type GrammarAutomaton,
   type GrammarLimits,
   type ScannerParts,
+  type ToolCallStyle,
+  type ToolDeclaration,
 } from "../grammar/index.js";
 import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
@@ -157,7 +159,7 @@ class RegexEntry implements ConstraintEntry {
     readonly key: string,
     readonly matcher: DfaTokenMatcher,
     dfa: ByteDfa,
-    readonly kind: "regex" | "json_schema" = "regex",
+    readonly kind: "regex" | "json_schema" | "tool_calls" = "regex",
     readonly warnings?: readonly JsonSchemaWarning[],
   ) {
     this.dfaBytes = typedArrayBytes(dfa);
@@ -279,7 +281,7 @@ export class ConstraintCache {
   }
 
   /** The entry of a constraint served by a DFA (a pattern's or a schema's): its token matcher. */
-  private dfaEntry(key: string, kind: "regex" | "json_schema", output: CompileOutput): RegexEntry {
+  private dfaEntry(key: string, kind: "regex" | "json_schema" | "tool_calls", output: CompileOutput): RegexEntry {
     if (output.kind !== "regex") throw new Error(`compile worker answered a ${kind} task with a grammar`);
     const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
     matcher.work.limitMs = this.options.maskTimeoutMs;
@@ -309,6 +311,20 @@ export class ConstraintCache {
     const key = digest("json_schema", JSON.stringify([options.whitespace, options.forbidUnnamedProperties, options.strict, schema]));
     const task: CompileTask = { kind: "json_schema", schema, options, limits: this.jsonSchemaLimits };
     return this.lookup(key, context, task, (output) => this.dfaEntry(key, "json_schema", output));
+  }
+
+  /** Free text or calls of `tools` in `style` (OpenAI's tool_choice "auto"). */
+  toolCalls(
+    spec: { tools: readonly ToolDeclaration[]; style: ToolCallStyle; parallel: boolean; options: JsonSchemaTaskOptions },
+    context: CompileContext = {},
+  ): Promise<ConstraintEntry> {
+    const { tools, style, parallel, options } = spec;
+    const key = digest(
+      "tool_calls",
+      JSON.stringify([style, parallel, options.whitespace, options.forbidUnnamedProperties, options.strict, tools]),
+    );
+    const task: CompileTask = { kind: "tool_calls", tools, style, parallel, options, limits: this.jsonSchemaLimits };
+    return this.lookup(key, context, task, (output) => this.dfaEntry(key, "tool_calls", output));
   }
 
   /**

@@ -156,6 +156,8 @@ export class GenerationRuntime {
         return this.constraints.grammar(spec.grammar, spec.maxIgnoredRun, context);
       case "json_schema":
         return this.constraints.jsonSchema(spec.schema, spec.options, context);
+      case "tool_calls":
+        return this.constraints.toolCalls(spec, context);
     }
   }
 

@@ -2,7 +2,13 @@
  * The library-level contract between the decode loop (generate/, categorize/) and its callers
  * (server/, cli). The server is a thin shell over an `Engine`; tests may supply a fake one.
  */
-import { DEFAULT_MAX_IGNORED_RUN, type JsonSchemaWarning, type WhitespaceStyle } from "../grammar/index.js";
+import {
+  DEFAULT_MAX_IGNORED_RUN,
+  type JsonSchemaWarning,
+  type ToolCallStyle,
+  type ToolDeclaration,
+  type WhitespaceStyle,
+} from "../grammar/index.js";
 import type { ChatRenderRequest, RenderedPrompt } from "../prompt/index.js";
 import type { WorkerPoolStats } from "../support/index.js";
 
@@ -118,7 +124,15 @@ export type ConstraintSpec =
   | { readonly kind: "text" }
   | { readonly kind: "regex"; readonly pattern: string | readonly string[] }
   | { readonly kind: "grammar"; readonly grammar: string; readonly maxIgnoredRun?: number }
-  | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions };
+  | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions }
+  /** Free text or calls of these tools, in the chat template's format (OpenAI tool_choice "auto"). */
+  | {
+      readonly kind: "tool_calls";
+      readonly tools: readonly ToolDeclaration[];
+      readonly style: ToolCallStyle;
+      readonly parallel: boolean;
+      readonly options: JsonSchemaTaskOptions;
+    };
 
 /** A completion under any kind of constraint. */
 export interface ConstrainedCompletionRequest extends CompletionOptions {
@@ -164,6 +178,8 @@ export interface Engine {
   readonly vocabSize?: number;
   /** A conversation as this model reads it: its chat template (or a plain transcript), tokenized. */
   renderChat?(request: ChatRenderRequest): RenderedPrompt;
+  /** How the model writes tool calls in free text (tool_choice "auto"); null when Trellis cannot read its format. */
+  readonly toolCallStyle?: ToolCallStyle | null;
   close(): Promise<void>;
 }
 

@@ -50,4 +50,15 @@ export {
   type JsonSchemaWarning,
 } from "./json-schema/errors.js";
 export type { WhitespaceStyle } from "./json-schema/json-text.js";
+export {
+  compileToolCallLanguage,
+  HERMES_CALL_CLOSE,
+  parseToolReply,
+  TOOL_CALL_OPEN,
+  toolCallSchema,
+  type ParsedToolReply,
+  type ToolCallLanguage,
+  type ToolCallStyle,
+  type ToolDeclaration,
+} from "./tool-calls.js";
 export { MAX_SCHEMA_NESTING, nestedDeeperThan } from "./json-schema/document.js";

@@ -3,6 +3,7 @@
  * plain transcript ("System: …\nUser: …\nAssistant:"), tokenized as llama.cpp tokenizes a rendered
  * template (special-token parsing in the template's text only; see chat-template.ts).
  */
+import type { ToolCallStyle } from "../grammar/index.js";
 import { TokenKind, type Vocabulary } from "../vocab/index.js";
 import { type ChatRenderRequest, ChatTemplate } from "./chat-template.js";
 import type { PromptSegment } from "./segments.js";
@@ -27,9 +28,22 @@ export function controlTexts(vocab: Vocabulary): string[] {
   return [...texts].sort((a, b) => b.length - a.length);
 }
 
+/**
+ * The tool-call format a chat template teaches its model, recognised by what the template writes
+ * (null: one Trellis does not read yet). The plain transcript teaches the Hermes format itself.
+ */
+export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
+  if (template === null) return "hermes";
+  if (template.includes("<tool_call>")) return "hermes";
+  if (template.includes("<|python_tag|>") || template.includes('"parameters": dictionary of argument name')) return "llama3";
+  return null;
+}
+
 export class ChatPrompter {
   /** The model's template, or null when it has none (the plain transcript is used). */
   readonly template: ChatTemplate | null;
+  /** How this model writes tool calls (tool_choice "auto"), or null when Trellis cannot read its format. */
+  readonly toolCallStyle: ToolCallStyle | null;
   readonly controlTexts: readonly string[];
   private readonly tokenizer: PromptTokenizer;
 
@@ -44,6 +58,7 @@ export class ChatPrompter {
           addsBos: vocab.addBos,
         })
       : null;
+    this.toolCallStyle = toolCallStyleOf(this.template ? templateSource : null);
     const start = vocab.bosToken >= 0 ? vocab.bosToken : vocab.eosToken;
     this.tokenizer = new PromptTokenizer(tokenizer, start >= 0 ? start : 0);
   }
@@ -61,6 +76,7 @@ function plainTranscript(request: ChatRenderRequest): PromptSegment[] {
   const lines: string[] = [];
   if (request.tools && request.tools.length > 0) {
     lines.push(`Tools: ${JSON.stringify(request.tools.map((t) => t.function))}`);
+    lines.push('To call a tool, write <tool_call>\n{"name": <tool name>, "arguments": <arguments as a JSON object>}\n</tool_call>');
   }
   for (const m of request.messages) {
     const calls = m.tool_calls?.map((c) => JSON.stringify({ name: c.function.name, arguments: c.function.arguments })) ?? [];

@@ -19,6 +19,6 @@ export {
   type ChatTool,
   type ChatToolCall,
 } from "./chat-template.js";
-export { ChatPrompter, controlTexts, type RenderedPrompt } from "./chat-prompt.js";
+export { ChatPrompter, controlTexts, toolCallStyleOf, type RenderedPrompt } from "./chat-prompt.js";
 export { type PromptSegment, withPlainTail } from "./segments.js";
 export { PromptTokenizer, mergePlain, type Tokenizer } from "./tokenize.js";

@@ -34,7 +34,9 @@ import {
   type SharedBody,
   stopStrings,
   type ToolMode,
+  AutoToolStream,
 } from "./request.js";
+import { parseToolReply, type ToolCallStyle } from "../../grammar/index.js";
 import { chatCompletionBody, completionBody } from "./schemas.js";
 import { SseStream } from "./sse.js";
 
@@ -113,7 +115,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     }
     if (body.top_logprobs != null && body.logprobs !== true)
       throw new OpenAIRequestError(400, "top_logprobs needs logprobs: true", "top_logprobs");
-    const { spec, tools } = constraintOf(body, true);
+    const { spec, tools } = constraintOf(body, true, engine.toolCallStyle ?? null);
     if (!engine.renderChat) throw new OpenAIRequestError(501, "this engine has no chat renderer");
     const withTools = body.tools && body.tools.length > 0 && body.tool_choice !== "none" ? body.tools : undefined;
     const rendered = engine.renderChat({ messages: chatMessagesOf(body), tools: withTools, addGenerationPrompt: true });
@@ -125,7 +127,8 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     );
     const n = body.n ?? 1;
     const base: Omit<ConstrainedCompletionRequest, "constraint"> = {
-      ...baseRequest(body, rendered.text, maxNewTokens, spec.kind !== "text"),
+      // Free text and "auto" tool replies end when the model ends them.
+      ...baseRequest(body, rendered.text, maxNewTokens, spec.kind !== "text" && spec.kind !== "tool_calls"),
       promptTokens: rendered.tokens,
       ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),
     };
@@ -134,27 +137,42 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     const head = { id, created: now, model: modelId, system_fingerprint: SYSTEM_FINGERPRINT };
 
     if (body.stream) {
+      const auto = tools?.kind === "auto" ? Array.from({ length: n }, () => new AutoToolStream(tools.style!)) : null;
       return streamChoices(request, reply, n, body.stream_options?.include_usage === true, {
         run: (signal, client, onText) => runChoices(engine, { ...base, constraint: spec, signal, client }, n, onText),
         spec,
         chunk: (choices, usage) => ({ ...head, object: "chat.completion.chunk", choices, ...(usage ? { usage } : {}) }),
         first: (index) => ({
           index,
-          delta: tools
-            ? { role: "assistant", content: null, ...(tools.kind === "named" ? { tool_calls: [namedCallHead(tools)] } : {}) }
-            : { role: "assistant", content: "" },
+          delta:
+            tools && tools.kind !== "auto"
+              ? { role: "assistant", content: null, ...(tools.kind === "named" ? { tool_calls: [namedCallHead(tools)] } : {}) }
+              : { role: "assistant", content: "" },
           logprobs: null,
           finish_reason: null,
         }),
         delta: (index, text, tokens) => {
           if (tools?.kind === "required") return null; // the calls are sent whole at the end
+          if (auto) {
+            const content = auto[index]!.push(text);
+            if (content.length === 0) return null;
+            return { index, delta: { content }, logprobs: base.logprobs !== undefined ? chatLogprobs(tokens) : null, finish_reason: null };
+          }
           const delta = tools ? { tool_calls: [{ index: 0, function: { arguments: text } }] } : { content: text };
           return { index, delta, logprobs: base.logprobs !== undefined ? chatLogprobs(tokens) : null, finish_reason: null };
         },
         last: (index, result) => {
-          const calls =
-            tools?.kind === "required" ? { tool_calls: requiredCalls(result.completion).map((c, i) => ({ index: i, ...c })) } : {};
-          return { index, delta: calls, logprobs: null, finish_reason: chatFinish(result, tools) };
+          let delta: Record<string, unknown> = {};
+          if (tools?.kind === "required") delta = { tool_calls: requiredCalls(result.completion).map((c, i) => ({ index: i, ...c })) };
+          if (auto) {
+            const rest = auto[index]!.flush();
+            const calls = autoCalls(result.completion, tools!.style!);
+            delta = {
+              ...(rest.length > 0 ? { content: rest } : {}),
+              ...(calls.length > 0 ? { tool_calls: calls.map((c, i) => ({ index: i, ...c })) } : {}),
+            };
+          }
+          return { index, delta, logprobs: null, finish_reason: chatFinish(result, tools) };
         },
       });
     }
@@ -364,6 +382,11 @@ function requiredCalls(text: string) {
   }));
 }
 
+/** The calls of a tool_choice "auto" reply, as OpenAI's tool_calls. */
+function autoCalls(text: string, style: ToolCallStyle) {
+  return parseToolReply(text, style).calls.map((c) => ({ id: requestId("call"), type: "function" as const, function: c }));
+}
+
 function chatMessage(result: CompletionResult, tools: ToolMode | null) {
   if (tools?.kind === "named") {
     return {
@@ -376,12 +399,18 @@ function chatMessage(result: CompletionResult, tools: ToolMode | null) {
     };
   }
   if (tools?.kind === "required") return { role: "assistant", content: null, refusal: null, tool_calls: requiredCalls(result.completion) };
+  if (tools?.kind === "auto") {
+    const parsed = parseToolReply(result.completion, tools.style!);
+    if (parsed.calls.length === 0) return { role: "assistant", content: result.completion, refusal: null };
+    return { role: "assistant", content: parsed.content, refusal: null, tool_calls: autoCalls(result.completion, tools.style!) };
+  }
   return { role: "assistant", content: result.completion, refusal: null };
 }
 
 function chatFinish(result: CompletionResult, tools: ToolMode | null): FinishReason {
   // OpenAI ends a forced named call with "stop", a chosen call with "tool_calls".
   if (tools?.kind === "required") return "tool_calls";
+  if (tools?.kind === "auto" && autoCalls(result.completion, tools.style!).length > 0) return "tool_calls";
   return finishReasonOf(result);
 }
 

@@ -6,6 +6,7 @@
  */
 import type { ConstraintSpec } from "../../generate/index.js";
 import { MAX_IGNORED_RUN } from "../../generate/index.js";
+import { TOOL_CALL_OPEN, type ToolCallStyle } from "../../grammar/index.js";
 import type { ChatMessage, ChatTool, ChatToolCall } from "../../prompt/index.js";
 import { OpenAIRequestError } from "./errors.js";
 
@@ -99,13 +100,21 @@ function regexLiteral(text: string): string {
 }
 
 export interface ToolMode {
-  /** "named": the output is that function's arguments; "required": an array of calls. */
-  readonly kind: "named" | "required";
+  /**
+   * "named": the output is that function's arguments; "required": an array of calls; "auto": text
+   * or calls in the model's own format (`style`).
+   */
+  readonly kind: "named" | "required" | "auto";
   readonly name?: string;
+  readonly style?: ToolCallStyle;
 }
 
 /** The constraint a request asks for (free text when none), and whether it is a tool call. */
-export function constraintOf(body: ChatBody | CompletionBody, chat: boolean): { spec: ConstraintSpec; tools: ToolMode | null } {
+export function constraintOf(
+  body: ChatBody | CompletionBody,
+  chat: boolean,
+  toolStyle: ToolCallStyle | null = null,
+): { spec: ConstraintSpec; tools: ToolMode | null } {
   const sources: string[] = [];
   const so = body.structured_outputs;
   if (so) {
@@ -121,7 +130,7 @@ export function constraintOf(body: ChatBody | CompletionBody, chat: boolean): { 
   }
   const rf = body.response_format;
   if (rf && rf.type !== "text") sources.push("response_format");
-  const toolChoice = chat ? toolChoiceOf(body as ChatBody) : null;
+  const toolChoice = chat ? toolChoiceOf(body as ChatBody, toolStyle) : null;
   if (toolChoice) sources.push("tool_choice");
   if (sources.length > 1) {
     throw new OpenAIRequestError(400, `${sources.join(" and ")} each constrain the output: give only one`, sources[1]!);
@@ -151,7 +160,7 @@ function jsonSpec(schema: unknown, strict: boolean): ConstraintSpec {
 }
 
 /** tool_choice → the constraint of the call(s); null when the model answers in text. */
-function toolChoiceOf(body: ChatBody): { spec: ConstraintSpec; mode: ToolMode } | null {
+function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: ConstraintSpec; mode: ToolMode } | null {
   const tools = body.tools ?? [];
   const choice = body.tool_choice ?? (tools.length > 0 ? "auto" : "none");
   const names = new Set<string>();
@@ -162,14 +171,20 @@ function toolChoiceOf(body: ChatBody): { spec: ConstraintSpec; mode: ToolMode } 
   });
   if (choice === "none") return null;
   if (tools.length === 0) throw new OpenAIRequestError(400, "tool_choice needs tools to choose from", "tool_choice");
-  if (choice === "auto") {
-    throw new OpenAIRequestError(
-      400,
-      'tool_choice "auto" is not supported yet: send "required" (the model calls one or more of the tools), a named function, or "none"',
-      "tool_choice",
-    );
-  }
   const parametersOf = (t: ChatTool): unknown => t.function.parameters ?? { type: "object", properties: {} };
+  if (choice === "auto") {
+    if (style === null) {
+      throw new OpenAIRequestError(
+        400,
+        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> and Llama 3.1 JSON); send "required", a named function, or "none"',
+        "tool_choice",
+      );
+    }
+    const declared = tools.map((t) => ({ name: t.function.name, parameters: parametersOf(t) }));
+    const options = { whitespace: "default", forbidUnnamedProperties: false, strict: true } as const;
+    const parallel = body.parallel_tool_calls !== false;
+    return { spec: { kind: "tool_calls", tools: declared, style, parallel, options }, mode: { kind: "auto", style } };
+  }
   if (choice === "required") {
     const calls = tools.map((t) => ({
       type: "object",
@@ -257,5 +272,56 @@ export function checkModel(requested: string, served: string): void {
       "model",
       "model_not_found",
     );
+  }
+}
+
+/**
+ * Streaming a tool_choice "auto" reply: its text goes out as it comes, except what may still turn
+ * out to be a call's opening marker; from the marker on, the reply is calls, sent whole at the end.
+ */
+export class AutoToolStream {
+  private text = "";
+  private sent = 0;
+  private inCalls = false;
+
+  constructor(private readonly style: ToolCallStyle) {}
+
+  /** Adds a piece of the reply; returns the text that is final content now ("" for none). */
+  push(delta: string): string {
+    this.text += delta;
+    if (this.inCalls || this.text.length === 0) return "";
+    const open = TOOL_CALL_OPEN[this.style];
+    if (this.style === "llama3") {
+      // A Llama reply is a call exactly when it starts with "{".
+      if (this.text.startsWith(open)) {
+        this.inCalls = true;
+        return "";
+      }
+      return this.take(this.text.length);
+    }
+    const at = this.text.indexOf(open, Math.max(0, this.sent - open.length));
+    if (at >= 0) {
+      this.inCalls = true;
+      return this.take(at);
+    }
+    let hold = 0;
+    for (let n = Math.min(open.length - 1, this.text.length); n > 0; n--) {
+      if (this.text.endsWith(open.slice(0, n))) {
+        hold = n;
+        break;
+      }
+    }
+    return this.take(this.text.length - hold);
+  }
+
+  /** The reply ended: what was held back, when no call followed it. */
+  flush(): string {
+    return this.inCalls ? "" : this.take(this.text.length);
+  }
+
+  private take(end: number): string {
+    const out = this.text.slice(this.sent, end);
+    this.sent = Math.max(this.sent, end);
+    return out;
   }
 }
