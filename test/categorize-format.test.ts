@@ -5,8 +5,17 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { answerText, chatFormatFor, formatMultiPrompt, formatSinglePrompt, promptStyleFor, Categorizer } from "../src/categorize/index.js";
-import { mergePlain, PromptTokenizer } from "../src/prompt/index.js";
+import {
+  answerText,
+  chatFormatFor,
+  formatMultiPrompt,
+  formatSinglePrompt,
+  promptStyleFor,
+  renderedChatFormat,
+  Categorizer,
+} from "../src/categorize/index.js";
+import { ChatPrompter, mergePlain, PromptTokenizer } from "../src/prompt/index.js";
+import { loadVocabulary } from "../src/vocab/index.js";
 import { loadModel, type LlamaModel } from "../src/model/index.js";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { STORIES_260K, LLAMA2_TINY_RANDOM, vocabFile } from "./support/paths.js";
@@ -108,6 +117,29 @@ describe("chat formats tokenize markers as special tokens and user text as text"
     const withAnswer = [...tokenizer.tokens(clean, answerText(style, "dog"))];
     assert.deepEqual(withAnswer, [...m.tokenize(joined + "dog", { addSpecial: true, parseSpecial: true })]);
     assert.ok(withAnswer.length > tokens.length - 20);
+  });
+
+  test("the format of a real template is what its Jinja rendering of one user turn is (qwen2, phi-3, gemma-4)", () => {
+    for (const name of ["qwen2", "phi-3", "gemma-4"]) {
+      const m = models[name]!;
+      const vocab = loadVocabulary(vocabFile(name));
+      const prompter = new ChatPrompter(m.chatTemplate(), m, vocab);
+      assert.ok(prompter.template, name);
+      const format = renderedChatFormat(prompter.template, prompter.controlTexts);
+      assert.ok(format, name);
+      const style = { kind: "chat", format } as const;
+      const question = "Which pet?";
+      const segments = formatSinglePrompt(style, question, ["dog", "cat"]);
+      const userText = segments.filter((s) => !s.special).map((s) => s.text)[0]!;
+      // The same conversation rendered whole by the template, tokenized as chat completions do.
+      const whole = prompter.render({ messages: [{ role: "user", content: userText }], addGenerationPrompt: true });
+      const tokenizer = new PromptTokenizer(m, 0);
+      assert.deepEqual([...tokenizer.tokens(segments)], [...whole.tokens], name);
+      // The answer is tokenized with the header's tail, as the model would read the whole text.
+      const withAnswer = [...tokenizer.tokens(segments, answerText(style, "dog"))];
+      assert.deepEqual(withAnswer, [...m.tokenize(whole.text + answerText(style, "dog"), { addSpecial: true, parseSpecial: true })], name);
+      assert.equal(format.assistantStart.at(-1)!.special, false, name);
+    }
   });
 
   test("phi-3 and gemma-4: BOS first, markers special, answer after the assistant header", () => {

@@ -119,6 +119,57 @@ describe("OpenAI API through the openai SDK (stories260K)", () => {
     assert.deepEqual(usage, whole.usage);
   });
 
+  /** A raw SSE exchange: the body as bytes, split into its events. */
+  async function rawStream(body: Record<string, unknown>): Promise<{ raw: string; events: string[] }> {
+    const response = await fetch(`${baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TEST_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Say it." }], stream: true, ...body }),
+    });
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get("content-type") ?? "", /^text\/event-stream/);
+    const raw = Buffer.from(await response.arrayBuffer()).toString("utf8");
+    assert.ok(raw.endsWith("\n\n"));
+    return { raw, events: raw.slice(0, -2).split("\n\n") };
+  }
+
+  test("SSE framing: data events only, [DONE] last; characters written byte by byte are never split", async () => {
+    // stories260K has no token for these characters: the model writes them in byte tokens.
+    const target = "日本語🙂é";
+    const { events } = await rawStream({ structured_outputs: { choice: [target] }, max_tokens: 40 });
+    assert.equal(events.at(-1), "data: [DONE]");
+    let text = "";
+    for (const event of events.slice(0, -1)) {
+      assert.match(event, /^data: \{/);
+      const chunk = JSON.parse(event.slice("data: ".length)) as { choices: { delta: { content?: string } }[] };
+      const piece = chunk.choices[0]?.delta.content ?? "";
+      assert.ok(!piece.includes("\uFFFD"), `a split character in ${JSON.stringify(piece)}`);
+      text += piece;
+    }
+    assert.equal(text, target);
+    assert.ok(events.length > 4, "one event per finished character at least");
+  });
+
+  test("stream with stop: what was streamed is exactly the text before the stop string", async () => {
+    const free = (await chat({ max_tokens: 40 })).choices[0]!.message.content!;
+    const at = Math.floor(free.length / 2);
+    const stop = free.slice(at, at + 4);
+    const whole = (await chat({ max_tokens: 40, stop })).choices[0]!.message.content!;
+    const { events } = await rawStream({
+      messages: [{ role: "user", content: "Tell me a story about a cat." }],
+      max_tokens: 40,
+      seed: 7,
+      stop,
+    });
+    let text = "";
+    for (const event of events.slice(0, -1)) {
+      const chunk = JSON.parse(event.slice("data: ".length)) as { choices: { delta: { content?: string } }[] };
+      text += chunk.choices[0]?.delta.content ?? "";
+    }
+    assert.equal(text, whole);
+    assert.equal(text, free.slice(0, free.indexOf(stop)));
+  });
+
   test("n: 3 choices, indexed, decoded side by side", async () => {
     const r = await chat({ n: 3 });
     assert.deepEqual(

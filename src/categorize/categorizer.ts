@@ -32,6 +32,7 @@ import {
   NULL_OPTION,
   NULL_OPTION_ALTERNATIVE,
   promptStyleFor,
+  renderedChatFormat,
   type PromptStyle,
 } from "./format.js";
 import { PromptTokenizer, type PromptSegment } from "../prompt/index.js";
@@ -58,7 +59,12 @@ export class Categorizer {
     options: CategorizerOptions = {},
   ) {
     const vocab = runtime.vocab;
-    this.style = promptStyleFor(options.chatTemplate !== undefined ? options.chatTemplate : runtime.model.chatTemplate());
+    if (options.chatTemplate !== undefined) this.style = promptStyleFor(options.chatTemplate);
+    else {
+      const chat = runtime.chat;
+      const rendered = chat.template ? renderedChatFormat(chat.template, chat.controlTexts) : null;
+      this.style = rendered ? { kind: "chat", format: rendered } : promptStyleFor(runtime.model.chatTemplate());
+    }
     const start = vocab.bosToken >= 0 ? vocab.bosToken : vocab.eosToken;
     this.tokenizer = new PromptTokenizer(runtime.model, start >= 0 ? start : 0);
     this.endTokens = answerEndTokens(vocab, runtime.model.eogTokens());

@@ -6,14 +6,15 @@
  * markers (tokenized with special-token parsing). The answer is appended to the last segment,
  * which is always plain text, so the model's own tokenization of "prompt end + answer" is scored.
  *
- * Instruct models (GGUF tokenizer.chat_template) get their chat format, recognised by the
- * template's markers the way llama.cpp's llama_chat_apply_template recognises built-in templates
- * (we render it ourselves: a template engine is not needed for one user turn and the start of the
- * assistant's). Models without a template, or with one we do not recognise, get a plain
- * completion format in which the answer follows "Answer:".
+ * Instruct models (GGUF tokenizer.chat_template) get their chat format as the model's own template
+ * renders one user turn and the start of the assistant's reply (the Jinja renderer of prompt/, the
+ * one chat completions use); a template that cannot render that is recognised by its markers the
+ * way llama.cpp's llama_chat_apply_template recognises built-in templates. Models without a
+ * template, or with one we do not know, get a plain completion format in which the answer follows
+ * "Answer:".
  */
 
-import type { PromptSegment } from "../prompt/index.js";
+import { type ChatTemplate, type PromptSegment, withPlainTail } from "../prompt/index.js";
 
 /** The extra option that competes in single mode when a null answer is allowed. */
 export const NULL_OPTION = "none of these";
@@ -80,6 +81,34 @@ export function chatFormatFor(template: string | null): ChatFormat | null {
     return { name: "inst", userStart: [plain("[INST] ")], assistantStart: [plain(" [/INST]")] };
   }
   return null;
+}
+
+/**
+ * The chat format of a template as the Jinja renderer writes it: one user turn (whatever the
+ * template puts around it: a default system prompt, a date line) and the start of the assistant's
+ * reply. Null when the template cannot render a lone user turn.
+ */
+export function renderedChatFormat(template: ChatTemplate, controlTexts: readonly string[]): ChatFormat | null {
+  const slot = "\uE000";
+  let text: string;
+  try {
+    text = template
+      .render({ messages: [{ role: "user", content: slot }], addGenerationPrompt: true })
+      .map((s) => s.text)
+      .join("");
+  } catch {
+    return null;
+  }
+  const at = text.indexOf(slot);
+  if (at < 0 || text.indexOf(slot, at + 1) >= 0) return null;
+  const before = text.slice(0, at);
+  const after = text.slice(at + slot.length);
+  if (after.length === 0) return null;
+  return {
+    name: chatFormatFor(template.source)?.name ?? "template",
+    userStart: before.length > 0 ? [mark(before)] : [],
+    assistantStart: withPlainTail([mark(after)], controlTexts),
+  };
 }
 
 export function promptStyleFor(template: string | null): PromptStyle {

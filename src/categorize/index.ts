@@ -20,6 +20,7 @@ export {
   formatMultiPrompt,
   formatSinglePrompt,
   promptStyleFor,
+  renderedChatFormat,
   type ChatFormat,
   type PromptStyle,
 } from "./format.js";

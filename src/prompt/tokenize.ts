@@ -80,12 +80,15 @@ export class PromptTokenizer {
     out.forEach((seg, i) => {
       if (!seg.special) return;
       const ids = this.tokenizer.tokenize(seg.text, { addSpecial: false, parseSpecial: true });
-      if (ids.length !== 1) return;
-      const attr = this.attributes![ids[0]!] ?? 0;
+      if (ids.length === 0) return;
+      // The segment's first and last tokens border the plain text beside it (a segment of several
+      // markers, "<|end|>\n<|assistant|>", strips as its outer ones do).
+      const first = this.attributes![ids[0]!] ?? 0;
+      const last = this.attributes![ids[ids.length - 1]!] ?? 0;
       const before = out[i - 1];
       const after = out[i + 1];
-      if (attr & ATTR_LSTRIP && before && !before.special) before.text = before.text.replace(TRAILING_SPACE, "");
-      if (attr & ATTR_RSTRIP && after && !after.special) after.text = after.text.replace(LEADING_SPACE, "");
+      if (first & ATTR_LSTRIP && before && !before.special) before.text = before.text.replace(TRAILING_SPACE, "");
+      if (last & ATTR_RSTRIP && after && !after.special) after.text = after.text.replace(LEADING_SPACE, "");
     });
     // Keep the last plain segment even when stripped empty: the answer is appended to it.
     return out.filter((s, i) => s.text.length > 0 || i === out.length - 1);

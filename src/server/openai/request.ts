@@ -77,7 +77,17 @@ export function samplingOf(body: SharedBody) {
 export function stopStrings(body: SharedBody): string[] {
   const stop = body.stop;
   if (stop === undefined || stop === null) return [];
-  return typeof stop === "string" ? [stop] : stop;
+  const stops = typeof stop === "string" ? [stop] : stop;
+  stops.forEach((s, i) => {
+    // A lone surrogate (JSON allows "\ud83d") would match half of a character.
+    if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s))
+      throw new OpenAIRequestError(
+        400,
+        `stop${typeof stop === "string" ? "" : `[${i}]`} is not well-formed Unicode (a lone surrogate)`,
+        "stop",
+      );
+  });
+  return stops;
 }
 
 /** logit_bias with its ids checked against the vocabulary. */
