@@ -1,8 +1,9 @@
 // Connections that never finish: headers or a body trickled forever are closed at their deadline
 // with a JSON 408; an unknown Expect is a JSON 417; shutdown closes a stalled upload instead of
-// waiting for it; /metrics carries the event-loop delay, compile and usage gauges.
+// waiting for it; a 413 reaches a client still sending its body; /metrics carries the event-loop delay, compile and usage gauges.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { connect } from "node:net";
 import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
@@ -134,6 +135,44 @@ test("a constraint is prepared before the generation slot, per API key; a key's 
     assert.equal(refused.headers["retry-after"], "2");
     assert.deepEqual(refused.json(), { error: "too many pattern compiles of this API key are waiting", code: 429 });
     assert.equal(engine.calls.length, before, "the engine generated although the constraint was refused");
+  } finally {
+    await app.close();
+    store.close();
+  }
+});
+
+test("a 413 reaches a client still sending its body (Python's urllib: no broken pipe), on both APIs", async () => {
+  const { app, store, port } = await start({ bodyTimeoutMs: 20_000 });
+  try {
+    const script = `
+import json, sys, urllib.request
+out = []
+for path in ["/v1/completion/regex", "/v1/chat/completions"]:
+    body = json.dumps({"prompt": "x" * 20_000_000}).encode()
+    req = urllib.request.Request("http://127.0.0.1:${port}" + path, data=body, headers={"Authorization": "Bearer test-key-123", "Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req)
+        out.append([path, 200, ""])
+    except urllib.error.HTTPError as e:
+        out.append([path, e.code, e.read().decode()])
+    except Exception as e:
+        out.append([path, 0, repr(e)])
+print(json.dumps(out))
+`;
+    // The server runs in this process: the client must not block it (spawn, not spawnSync).
+    const run = (): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const child = spawn("/usr/bin/python3", ["-c", script]);
+        let stdout = "";
+        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+        child.on("close", () => resolve(stdout));
+        child.on("error", reject);
+      });
+    const results = JSON.parse(await run()) as [string, number, string][];
+    for (const [path, status, body] of results) {
+      assert.equal(status, 413, `${path}: ${body}`);
+      assert.match(body, /larger than the limit of \d+ bytes/, path);
+    }
   } finally {
     await app.close();
     store.close();

@@ -8,6 +8,20 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { sha256Hex } from "../store/index.js";
 import { sendError as sendThiggleError, type TrellisState } from "./state.js";
 
+/** Most bytes of an oversized body read and dropped so that its 413 reaches the client. */
+const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/** Reads a request body to its end, dropping it; false when the stream fails or closes early. */
+function drained(stream: NodeJS.ReadableStream & { complete?: boolean }): Promise<boolean> {
+  return new Promise((resolve) => {
+    stream.on("data", () => {});
+    stream.once("end", () => resolve(true));
+    stream.once("error", () => resolve(false));
+    stream.once("close", () => resolve(stream.complete === true));
+    stream.resume();
+  });
+}
+
 function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
   const match = /^\s*bearer\s+(\S+)\s*$/i.exec(header);
@@ -57,6 +71,15 @@ export function apiKeyCheck(
     }
     request.apiKey = identity;
     const hasBody = request.method !== "GET" && request.method !== "HEAD";
+    const declared = Number(request.headers["content-length"]);
+    if (hasBody && declared > config.bodyLimitBytes) {
+      // Read and drop the body first (up to DRAIN_LIMIT_BYTES, within the body deadline), so a
+      // client still sending it gets its 413 rather than a broken pipe; nginx drains for the same
+      // reason. Past that, the answer goes out and the connection closes.
+      const message = `request body is larger than the limit of ${config.bodyLimitBytes} bytes`;
+      if (declared <= DRAIN_LIMIT_BYTES && (await drained(request.raw))) return sendError(reply, 413, message);
+      return sendError(reply, 413, message, { connection: "close" });
+    }
     if (hasBody && !isJsonContentType(request.headers["content-type"]))
       return sendError(reply, 415, "Content-Type must be application/json");
     return undefined;

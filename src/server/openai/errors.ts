@@ -52,7 +52,7 @@ function paramOf(error: unknown, message: string): string | null {
     const path = first.instancePath.split("/").slice(1);
     if (path.length > 0) return path.map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
   }
-  const match = /^([a-z_]+(?:\[\d+\]|\.[a-z_]+)*)[ :]/.exec(message);
+  const match = /^([a-z_]+(?:\[\d+\]|\.[a-z_]+)*)(?::| must| is not| needs)/.exec(message);
   return match ? match[1]! : null;
 }
 
