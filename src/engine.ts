@@ -8,7 +8,14 @@ import type { ChatRenderRequest, RenderedPrompt } from "./prompt/index.js";
 import { GenerationRuntime, type ConstraintSpec } from "./generate/index.js";
 import type { CompileContext, ConstraintCacheOptions } from "./generate/index.js";
 import { Categorizer } from "./categorize/index.js";
-import type { CategorizeRequest, CategorizeResult, CompletionResult, ConstrainedCompletionRequest, Engine } from "./generate/index.js";
+import type {
+  CategorizeRequest,
+  CategorizeResult,
+  ChoiceTextHook,
+  CompletionResult,
+  ConstrainedCompletionRequest,
+  Engine,
+} from "./generate/index.js";
 
 export interface EngineOptions {
   modelPath: string;
@@ -92,6 +99,10 @@ class TrellisEngine implements Engine {
 
   complete(req: ConstrainedCompletionRequest): Promise<CompletionResult> {
     return this.runtime.complete(req);
+  }
+
+  completeChoices(req: ConstrainedCompletionRequest, n: number, onChoiceText?: ChoiceTextHook): Promise<CompletionResult[]> {
+    return this.runtime.completeChoices(req, n, onChoiceText);
   }
 
   categorize(req: CategorizeRequest): Promise<CategorizeResult> {

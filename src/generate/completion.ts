@@ -114,6 +114,28 @@ export class CompletionJob implements DecodeJob {
     return this.prefilled < this.o.promptTokens.length;
   }
 
+  /** The batch row whose logits this job reads next (-1: none this round). */
+  get currentRow(): number {
+    return this.row;
+  }
+
+  get promptLength(): number {
+    return this.o.promptTokens.length;
+  }
+
+  get maxNewTokens(): number {
+    return this.o.maxNewTokens;
+  }
+
+  /**
+   * For a choice that shares another's prompt (ChoicesJob): its sequence already holds the
+   * prompt's KV cells, and `row` holds the logits after the prompt.
+   */
+  adoptPrompt(row: number): void {
+    this.prefilled = this.o.promptTokens.length;
+    this.row = row;
+  }
+
   begin(seqs: Int32Array): void {
     this.seq = seqs[0]!;
   }
@@ -233,6 +255,93 @@ export class CompletionJob implements DecodeJob {
       stopReason: this.stop,
     };
     return this.tokens ? { ...result, tokens: this.tokens } : result;
+  }
+}
+
+/**
+ * Several choices of one request (OpenAI's `n`) as one job: the first choice evaluates the prompt,
+ * its KV cells are then shared with the others' sequences (seq_cp: no copy, no re-evaluation), and
+ * every choice samples its first token from the same logits and goes on on its own sequence.
+ */
+export class ChoicesJob implements DecodeJob {
+  readonly seqsNeeded: number;
+  readonly kvCells: number;
+  readonly signal: AbortSignal | undefined;
+  private seqs: Int32Array = new Int32Array(0);
+  private slots: SequenceSlots | null = null;
+  private shared = false;
+  private readonly done: boolean[];
+  /** Whether each choice added a row this round (a full batch may leave some out). */
+  private readonly filled: boolean[];
+
+  constructor(
+    private readonly choices: readonly CompletionJob[],
+    private readonly settleAll: (error?: unknown) => void,
+  ) {
+    const first = choices[0]!;
+    this.seqsNeeded = choices.length;
+    this.kvCells = first.promptLength + choices.reduce((sum, c) => sum + c.maxNewTokens, 0);
+    this.signal = first.signal;
+    this.done = choices.map(() => false);
+    this.filled = choices.map(() => false);
+  }
+
+  get prefilling(): boolean {
+    return this.choices[0]!.prefilling;
+  }
+
+  begin(seqs: Int32Array, slots: SequenceSlots): void {
+    this.seqs = seqs;
+    this.slots = slots;
+    this.choices.forEach((choice, i) => choice.begin(seqs.subarray(i, i + 1)));
+  }
+
+  fill(batch: LlamaBatch, slots: SequenceSlots, room: number): void {
+    this.filled.fill(false);
+    if (!this.shared) {
+      this.choices[0]!.fill(batch, slots, room);
+      this.filled[0] = true;
+      return;
+    }
+    for (let i = 0; i < this.choices.length; i++) {
+      if (this.done[i] || batch.length >= batch.capacity) continue;
+      this.choices[i]!.fill(batch, slots, 1);
+      this.filled[i] = true;
+    }
+  }
+
+  aheadOfLogits(deadline: number, whileDecoding: boolean): void {
+    for (let i = 0; i < this.choices.length; i++) if (this.filled[i]) this.choices[i]!.aheadOfLogits(deadline, whileDecoding);
+  }
+
+  consume(ctx: LlamaContext): boolean {
+    if (!this.shared) {
+      const first = this.choices[0]!;
+      const row = first.currentRow;
+      if (first.prefilling || row < 0) return false; // a prompt chunk that is not the last
+      const length = first.promptLength;
+      for (let i = 1; i < this.choices.length; i++) {
+        ctx.seqCopy(this.seqs[0]!, this.seqs[i]!, 0, length);
+        this.slots!.lengths[this.seqs[i]!] = length;
+        this.choices[i]!.adoptPrompt(row);
+        this.filled[i] = true;
+      }
+      this.shared = true;
+    }
+    let all = true;
+    for (let i = 0; i < this.choices.length; i++) {
+      if (!this.done[i] && this.filled[i]) this.done[i] = this.choices[i]!.consume(ctx);
+      all &&= this.done[i]!;
+    }
+    return all;
+  }
+
+  settle(error?: unknown): void {
+    this.settleAll(error);
+  }
+
+  result(): CompletionResult[] {
+    return this.choices.map((c) => c.result());
   }
 }
 

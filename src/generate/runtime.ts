@@ -17,7 +17,7 @@ import { ChatPrompter } from "../prompt/index.js";
 import { LogitAdjuster, Sampler } from "../sampling/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
 import { tokenTrieFor, warmUpMatchers, type TokenTrie } from "../constraint/index.js";
-import { CompletionJob, UNBOUNDED, type TokenConstraint } from "./completion.js";
+import { ChoicesJob, CompletionJob, UNBOUNDED, type TokenConstraint } from "./completion.js";
 import { DecodeScheduler, runJob } from "./scheduler.js";
 import { FreeTextConstraint } from "./free-text.js";
 import { fieldOf } from "./compile-task.js";
@@ -26,7 +26,9 @@ import {
   type ConstraintSpec,
   InvalidRequestError,
   UnsatisfiableError,
+  type ChoiceTextHook,
   type CompletionOptions,
+  type GeneratedToken,
   type CompletionResult,
   type GrammarCompletionRequest,
   type RegexCompletionRequest,
@@ -182,6 +184,35 @@ export class GenerationRuntime {
    * `field` names the request field the constraint came from, for 422 messages.
    */
   async completeWithFactory(req: CompletionOptions, makeConstraint: ConstraintFactory, field: string): Promise<CompletionResult> {
+    return (await this.choicesWithFactory(req, makeConstraint, field, 1))[0]!;
+  }
+
+  /**
+   * `n` completions of one request, planned once, decoded side by side: the prompt is evaluated
+   * once and its KV cells shared by every choice (ChoicesJob). Choice i samples with seed + i.
+   */
+  async completeChoices(req: ConstrainedCompletionRequest, n: number, onChoiceText?: ChoiceTextHook): Promise<CompletionResult[]> {
+    const spec = req.constraint;
+    if (spec.kind === "text") return this.choicesWithFactory(req, () => new FreeTextConstraint(this.trie), "prompt", n, onChoiceText);
+    const entry = await this.constraintOf(spec, { client: req.client, signal: req.signal });
+    try {
+      const results = await this.choicesWithFactory(req, entry.factory, fieldOf(spec.kind), n, onChoiceText);
+      return entry.warnings ? results.map((r) => ({ ...r, warnings: entry.warnings })) : results;
+    } catch (error) {
+      if (error instanceof ConstraintTooCostlyError) throw this.constraints.refuse(entry, error);
+      throw error;
+    } finally {
+      this.constraints.release(entry);
+    }
+  }
+
+  private async choicesWithFactory(
+    req: CompletionOptions,
+    makeConstraint: ConstraintFactory,
+    field: string,
+    n: number,
+    onChoiceText?: ChoiceTextHook,
+  ): Promise<CompletionResult[]> {
     const prompt = req.promptTokens ?? this.tokenizePrompt(req.prompt);
     if (prompt.length + req.maxNewTokens > this.contextLength) {
       throw new InvalidRequestError(
@@ -218,36 +249,51 @@ export class GenerationRuntime {
     if (prefixLength === 0 && constraint.isAccepting() && (req.stopAfterMatch || !constraint.hasAnyToken(req.maxNewTokens))) {
       // Same rule as CompletionJob after a token: longer text the budget cannot hold is token_limit.
       const stopReason = req.stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED) ? "pattern_match" : "token_limit";
-      return { completion: "", tokensGenerated: 0, stopReason, promptTokens: prompt.length };
+      const empty: CompletionResult = { completion: "", tokensGenerated: 0, stopReason, promptTokens: prompt.length };
+      return Array.from({ length: n }, () => empty);
     }
-    const sampler = new Sampler(this.vocab.size, {
-      temperature: req.temperature,
-      topK: req.topK,
-      topP: req.topP,
-      repetitionPenalty: req.repetitionPenalty,
-      seed: req.seed,
-    });
-    sampler.reset(fed);
-    return runJob(
-      this.scheduler,
-      (settle) =>
-        new CompletionJob({
-          promptTokens: fed,
-          constraint,
-          sampler,
-          vocab: this.vocab,
-          maxNewTokens: req.maxNewTokens,
-          stopAfterMatch: req.stopAfterMatch,
-          forcedPrefixLength: prefixLength,
-          signal: req.signal,
-          settle,
-          stop: req.stop,
-          onText: req.onText,
-          logprobs: req.logprobs,
-          temperature: req.temperature,
-          adjuster: LogitAdjuster.needed(req) ? new LogitAdjuster(this.vocab.size, req) : undefined,
-        }),
-    ).then((result) => ({ ...result, promptTokens: prompt.length }));
+    const lane = (i: number, settle: (error?: unknown) => void): CompletionJob => {
+      const sampler = new Sampler(this.vocab.size, {
+        temperature: req.temperature,
+        topK: req.topK,
+        topP: req.topP,
+        repetitionPenalty: req.repetitionPenalty,
+        ...(req.seed !== undefined ? { seed: req.seed + i } : {}),
+      });
+      sampler.reset(fed);
+      const onText = onChoiceText ? (delta: string, tokens: readonly GeneratedToken[]) => onChoiceText(i, delta, tokens) : req.onText;
+      return new CompletionJob({
+        promptTokens: fed,
+        // Choice 0 uses the constraint planning already walked; the others start fresh states.
+        constraint: i === 0 ? constraint : makeConstraint(prefixLength > 0 ? this.vocab.tokenBytes(prompt[prompt.length - 1]!) : undefined),
+        sampler,
+        vocab: this.vocab,
+        maxNewTokens: req.maxNewTokens,
+        stopAfterMatch: req.stopAfterMatch,
+        forcedPrefixLength: prefixLength,
+        signal: req.signal,
+        settle,
+        stop: req.stop,
+        onText,
+        logprobs: req.logprobs,
+        temperature: req.temperature,
+        adjuster: LogitAdjuster.needed(req) ? new LogitAdjuster(this.vocab.size, req) : undefined,
+      });
+    };
+    // Sharing needs every choice's cells at once; when they do not fit the context together, the
+    // choices run as jobs of their own (each admitted when its cells are free).
+    const shared = n > 1 && fed.length + n * req.maxNewTokens <= this.contextLength;
+    const results = shared
+      ? await runJob(
+          this.scheduler,
+          (settle) =>
+            new ChoicesJob(
+              Array.from({ length: n }, (_, i) => lane(i, () => {})),
+              settle,
+            ),
+        )
+      : await Promise.all(Array.from({ length: n }, (_, i) => runJob(this.scheduler, (settle) => lane(i, settle))));
+    return results.map((result) => ({ ...result, promptTokens: prompt.length }));
   }
 
   /**

@@ -51,6 +51,9 @@ export interface CompletionOptions extends SamplingOptions {
   onText?: (delta: string, tokens: readonly GeneratedToken[]) => void;
 }
 
+/** Streaming of several choices: choice `index`'s text as it becomes final (see CompletionOptions.onText). */
+export type ChoiceTextHook = (index: number, delta: string, tokens: readonly GeneratedToken[]) => void;
+
 /** One generated token, as logprobs report it. */
 export interface GeneratedToken {
   readonly id: number;
@@ -161,6 +164,11 @@ export interface Engine {
   constraintStats?(): ConstraintStats;
   /** A completion that satisfies `req.constraint`, planned within max_new_tokens (422 when nothing fits). */
   complete(req: ConstrainedCompletionRequest): Promise<CompletionResult>;
+  /**
+   * `n` completions of one request decoded side by side, the prompt evaluated once and shared
+   * (choice i with seed + i); absent on engines that only complete one at a time (test fakes).
+   */
+  completeChoices?(req: ConstrainedCompletionRequest, n: number, onChoiceText?: ChoiceTextHook): Promise<CompletionResult[]>;
   categorize(req: CategorizeRequest): Promise<CategorizeResult>;
   /** Model loaded and able to serve. */
   readonly ready: boolean;

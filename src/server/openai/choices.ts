@@ -1,7 +1,8 @@
 /**
- * Running a request's choices: `n` completions decoded side by side (each its own sequence in the
- * continuous batch; choice i with seed + i, so a seeded request stays reproducible and its choices
- * differ), reported as they finish or, when streaming, as their text becomes final.
+ * Running a request's choices: `n` completions decoded side by side (the prompt evaluated once,
+ * its KV cells shared by every choice's sequence; choice i with seed + i, so a seeded request stays
+ * reproducible and its choices differ), reported as they finish or, when streaming, as their text
+ * becomes final.
  */
 import { randomBytes } from "node:crypto";
 import type { CompletionResult, ConstrainedCompletionRequest, Engine, GeneratedToken } from "../../generate/index.js";
@@ -26,6 +27,7 @@ export function runChoices(
   n: number,
   onText?: (index: number, delta: string, tokens: readonly GeneratedToken[]) => void,
 ): Promise<CompletionResult[]> {
+  if (engine.completeChoices) return engine.completeChoices(base, n, onText);
   const runs: Promise<CompletionResult>[] = [];
   for (let i = 0; i < n; i++) {
     const request: ConstrainedCompletionRequest = {
