@@ -107,9 +107,15 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     return body.seed === null || body.seed === undefined ? request : { ...request, seed: body.seed };
   };
 
+  // OpenAI's `user` (the caller's end user) goes to the request log.
+  const logUser = (request: FastifyRequest, user: string | null | undefined): void => {
+    if (user) request.log.info({ user }, "OpenAI request user");
+  };
+
   api.post("/v1/chat/completions", route("Chat completion (OpenAI)", chatCompletionBody(config)), async (request, reply) => {
     const body = request.body as ChatBody;
     checkModel(body.model, modelId);
+    logUser(request, body.user);
     if (body.max_tokens != null && body.max_completion_tokens != null && body.max_tokens !== body.max_completion_tokens) {
       throw new OpenAIRequestError(400, "max_tokens and max_completion_tokens differ: give one", "max_completion_tokens");
     }
@@ -198,6 +204,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
   api.post("/v1/completions", route("Text completion (OpenAI, legacy)", completionBody(config)), async (request, reply) => {
     const body = request.body as CompletionBody;
     checkModel(body.model, modelId);
+    logUser(request, body.user);
     const n = body.n ?? 1;
     if (body.best_of != null && body.best_of !== n) {
       throw new OpenAIRequestError(400, `best_of must equal n (${n}): Trellis returns every choice it generates`, "best_of");
