@@ -14,9 +14,9 @@ import { z } from "zod";
 import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
 import { createEngine } from "../src/engine.js";
-import type { Engine } from "../src/generate/index.js";
+import { type Engine, UnsatisfiableError } from "../src/generate/index.js";
 import { STORIES_260K } from "./support/paths.js";
-import { TEST_KEY, testConfig } from "./support/fake-engine.js";
+import { createFakeEngine, TEST_KEY, testConfig } from "./support/fake-engine.js";
 
 const MODEL = "stories260K";
 
@@ -482,5 +482,67 @@ describe("OpenAI API through the openai SDK (stories260K)", () => {
   /** A bias against the end-of-text token, so a long generation does not end early by chance. */
   function eosBias(): Record<string, number> {
     return { "2": -100 };
+  }
+});
+
+describe("OpenAI streams that fail after their first event", () => {
+  test("an engine error mid-stream is an SSE error event in OpenAI's shape, then the end; before it, a plain HTTP error", async () => {
+    const engine = createFakeEngine();
+    const failing: Engine = {
+      ...engine,
+      modelId: "fake",
+      renderChat: () => ({ text: "x", tokens: Int32Array.of(1, 2), segments: [] }),
+      async completeChoices(req, _n, onChoiceText) {
+        if (req.prompt === "x" && req.maxNewTokens === 7)
+          throw new UnsatisfiableError("the schema needs at least 9 tokens but max_new_tokens is 7", "schema");
+        onChoiceText?.(0, "Hel", []);
+        throw new Error("secret detail /home/x.ts:1");
+      },
+    };
+    const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+    const app = await createServer({ engine: failing, config: testConfig(), store });
+    try {
+      const ask = (maxTokens: number) =>
+        app.inject({
+          method: "POST",
+          url: "/v1/chat/completions",
+          headers: { authorization: `Bearer ${TEST_KEY}`, "content-type": "application/json" },
+          payload: { model: "fake", messages: [{ role: "user", content: "hi" }], stream: true, max_tokens: maxTokens },
+        });
+      const late = await ask(5);
+      assert.equal(late.statusCode, 200);
+      const events = late.body.slice(0, -2).split("\n\n");
+      assert.match(events[0]!, /^data: .*"role":"assistant"/);
+      assert.match(events[1]!, /^data: .*"content":"Hel"/);
+      assert.equal(events.length, 3);
+      assert.match(events[2]!, /^event: error\ndata: /);
+      const error = JSON.parse(events[2]!.split("\ndata: ")[1]!) as { error: { message: string; type: string } };
+      assert.deepEqual(error.error.message, "internal server error");
+      assert.equal(error.error.type, "server_error");
+      assert.ok(!late.body.includes("[DONE]") && !late.body.includes("secret"));
+      const early = await ask(7);
+      assert.equal(early.statusCode, 400);
+      assert.match(early.headers["content-type"] as string, /^application\/json/);
+      assert.match((early.json() as { error: { message: string } }).error.message, /needs at least 9 tokens/);
+    } finally {
+      await app.close();
+      store.close();
+    }
+  });
+});
+
+test("a known OpenAI path asked with another method is a 405 in OpenAI's shape", async () => {
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  const app = await createServer({ engine: createFakeEngine(), config: testConfig(), store });
+  try {
+    const res = await app.inject({ method: "GET", url: "/v1/chat/completions", headers: { authorization: `Bearer ${TEST_KEY}` } });
+    assert.equal(res.statusCode, 405);
+    assert.equal(res.headers.allow, "POST");
+    assert.match((res.json() as { error: { message: string } }).error.message, /GET is not allowed/);
+    const thiggle = await app.inject({ method: "GET", url: "/v1/categorize" });
+    assert.equal((thiggle.json() as { code: number }).code, 405);
+  } finally {
+    await app.close();
+    store.close();
   }
 });

@@ -5,7 +5,10 @@
  * their paths by hand.
  */
 import type { FastifyInstance, HTTPMethods } from "fastify";
+import { sendOpenAIError } from "./openai/errors.js";
 import { sendError } from "./state.js";
+
+const OPENAI_PATH = /^\/v1\/(chat\/completions|completions|models)(\/|$)/;
 
 const ALL_METHODS: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 
@@ -30,8 +33,11 @@ export function methodNotAllowed(app: FastifyInstance): { sweep(): void } {
           url,
           config: { methodNotAllowed: true },
           schema: { hide: true },
-          handler: async (request, reply) =>
-            sendError(reply, 405, `method ${request.method} is not allowed on ${url}; allowed: ${allow}`, { allow }),
+          handler: async (request, reply) => {
+            const message = `method ${request.method} is not allowed on ${url}; allowed: ${allow}`;
+            // The OpenAI API's paths answer in its error shape.
+            return OPENAI_PATH.test(url) ? sendOpenAIError(reply, 405, message, { allow }) : sendError(reply, 405, message, { allow });
+          },
         });
       }
     },
