@@ -88,6 +88,11 @@ export class CompletionJob implements DecodeJob {
   private readonly tokens: GeneratedToken[] | null = null;
   /** Tokens not yet handed to onText. */
   private unsent: GeneratedToken[] = [];
+  /**
+   * Text ready for onText, handed over in the next aheadOfLogits: while the model evaluates the
+   * next token when the decode leaves a core free, so a stream's writes do not lengthen the step.
+   */
+  private outbox: { delta: string; tokens: readonly GeneratedToken[] }[] = [];
 
   constructor(options: CompletionJobOptions) {
     this.o = options;
@@ -101,9 +106,8 @@ export class CompletionJob implements DecodeJob {
         options.forcedPrefixLength,
         onText
           ? (delta) => {
-              const tokens = this.unsent;
+              this.outbox.push({ delta, tokens: this.unsent });
               this.unsent = [];
-              onText(delta, tokens);
             }
           : undefined,
       );
@@ -158,6 +162,7 @@ export class CompletionJob implements DecodeJob {
    * constraint's work ahead. Just before a decode the mask would only cost a copy more.
    */
   aheadOfLogits(deadline: number, whileDecoding: boolean): void {
+    this.flushText();
     const constraint = this.o.constraint;
     if (whileDecoding && this.row >= 0) {
       // A copy: a matcher may hand every caller the same scratch mask (a regex's small lists),
@@ -225,11 +230,20 @@ export class CompletionJob implements DecodeJob {
     this.stop = reason;
     this.text?.finish();
     if (this.o.onText && this.unsent.length > 0) {
-      const tokens = this.unsent;
+      this.outbox.push({ delta: "", tokens: this.unsent });
       this.unsent = [];
-      this.o.onText("", tokens);
     }
+    this.flushText();
     return true;
+  }
+
+  /** Hands the text made final so far to onText. */
+  private flushText(): void {
+    const onText = this.o.onText;
+    if (!onText || this.outbox.length === 0) return;
+    const outbox = this.outbox;
+    this.outbox = [];
+    for (const { delta, tokens } of outbox) onText(delta, tokens);
   }
 
   private withEog(shared: Uint32Array): Uint32Array {

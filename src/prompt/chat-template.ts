@@ -11,8 +11,12 @@
  *   spans between them become plain segments. A template that rewrites a string (a `trim`, a
  *   `split`) sees the sentinels at its ends, so such rewrites do not reach that string: safe, and
  *   said in the README.
+ *
+ * Rendering follows Python Jinja2 as transformers runs it (jinja-compat.ts), with the context
+ * llama.cpp gives: `tools` only when there are some, and firefunction-v2's `functions`/`datetime`.
  */
-import { Template } from "@huggingface/jinja";
+import { JinjaTemplate, strftime } from "./jinja-compat.js";
+import { ControlTextMatcher } from "./control-texts.js";
 import type { PromptSegment } from "./segments.js";
 
 /** One message of a conversation, as the OpenAI API carries it (content already flattened to text). */
@@ -66,8 +70,41 @@ export interface ChatTemplateOptions {
   readonly addsBos: boolean;
 }
 
-/** Keys whose string values are structure a template compares, not free text (never wrapped). */
-const STRUCTURAL_KEYS = new Set(["role", "type", "name", "id", "tool_call_id"]);
+/**
+ * Whether the string at `path` (keys and indices from the context's root) is free text a user
+ * wrote: a message's content, a tool call's argument values, a tool's or a parameter's
+ * description. Everything else (roles, names, ids, a schema's property names, `required`, `enum`)
+ * is structure a template compares or prints as such: never wrapped, and a control token's text
+ * there is refused.
+ */
+function isFreeText(path: readonly (string | number)[]): boolean {
+  const [root, , field, ...rest] = path;
+  if (root === "messages") return field === "content" || (field === "tool_calls" && rest[1] === "function" && rest[2] === "arguments");
+  if (root === "tools" && field === "function") {
+    const last = path[path.length - 1];
+    return rest[0] === "description" || (rest[0] === "parameters" && (last === "description" || last === "title"));
+  }
+  return false;
+}
+
+/** Calls `visit` with every string of `value` and its path; returns the value with the strings `visit` returned. */
+function mapStrings(
+  value: unknown,
+  path: (string | number)[],
+  visit: (text: string, path: readonly (string | number)[]) => string,
+): unknown {
+  if (typeof value === "string") return visit(value, path);
+  if (Array.isArray(value)) return value.map((item, i) => mapStrings(item, [...path, i], visit));
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, item] of Object.entries(value)) out[k] = mapStrings(item, [...path, k], visit);
+    return out;
+  }
+  return value;
+}
+
+const pathText = (path: readonly (string | number)[]): string =>
+  path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
 
 /** Sentinel pairs tried in turn: the first pair no user string contains is used. */
 const SENTINELS: ReadonlyArray<readonly [string, string]> = [
@@ -77,43 +114,55 @@ const SENTINELS: ReadonlyArray<readonly [string, string]> = [
 ];
 
 export class ChatTemplate {
-  private readonly template: Template;
+  private readonly template: JinjaTemplate;
+  private readonly controls: ControlTextMatcher;
 
   constructor(
     readonly source: string,
     private readonly options: ChatTemplateOptions,
   ) {
-    this.template = new Template(source);
+    this.template = new JinjaTemplate(source);
+    this.controls = new ControlTextMatcher(options.specialTexts);
   }
 
   /** The conversation as prompt segments (template text: special; user strings: plain where it matters). */
   render(request: ChatRenderRequest): PromptSegment[] {
-    const messages = request.messages.map(templateMessage);
-    const tools = request.tools;
-    const unsafe = this.controlTextIn({ messages, tools });
-    if (unsafe === null) return [{ text: this.stripBos(this.renderRaw(messages, tools, request.addGenerationPrompt)), special: true }];
-
-    for (const field of unsafe) {
-      if (field.structural) {
+    const context = { messages: request.messages.map(templateMessage), tools: request.tools };
+    let spelled = false;
+    const userStrings: string[] = [];
+    mapStrings(context, [], (text, path) => {
+      const control = this.controls.find(text);
+      if (isFreeText(path)) {
+        userStrings.push(text);
+        spelled ||= control !== null;
+      } else if (control !== null) {
         throw new ChatTemplateError(
-          `${field.path} spells the control token ${JSON.stringify(field.control)}, which is not allowed there`,
-          field.path,
+          `${pathText(path)} spells the control token ${JSON.stringify(control)}, which is not allowed there`,
+          pathText(path),
         );
       }
-    }
-    const userStrings: string[] = [];
-    collectStrings({ messages, tools }, userStrings, "");
+      return text;
+    });
+    this.refuseControlKeys(context, []);
+    if (!spelled)
+      return [{ text: this.stripBos(this.renderRaw(context.messages, context.tools, request.addGenerationPrompt)), special: true }];
+
     const pair = SENTINELS.find(([open, close]) => !userStrings.some((s) => s.includes(open) || s.includes(close)));
     if (!pair) throw new ChatTemplateError("messages contain every private-use sentinel Trellis could mark them with", "messages");
     const [open, close] = pair;
-    const wrap = (value: unknown, key: string): unknown => wrapStrings(value, key, open, close);
-    const text = this.stripBos(
-      this.renderRaw(wrap(messages, "") as unknown[], wrap(tools, "") as readonly ChatTool[] | undefined, request.addGenerationPrompt),
-    );
+    const wrapped = mapStrings(context, [], (text, path) =>
+      isFreeText(path) && text.length > 0 ? `${open}${text}${close}` : text,
+    ) as typeof context;
+    const text = this.stripBos(this.renderRaw(wrapped.messages, wrapped.tools, request.addGenerationPrompt, pair));
     return splitAtSentinels(text, open, close);
   }
 
-  private renderRaw(messages: readonly unknown[], tools: readonly unknown[] | undefined, addGenerationPrompt: boolean): string {
+  private renderRaw(
+    messages: readonly unknown[],
+    tools: readonly unknown[] | undefined,
+    addGenerationPrompt: boolean,
+    sentinels: readonly string[] = [],
+  ): string {
     const context: Record<string, unknown> = {
       messages,
       add_generation_prompt: addGenerationPrompt,
@@ -121,34 +170,39 @@ export class ChatTemplate {
       eos_token: this.options.eosText,
     };
     if (tools && tools.length > 0) context.tools = tools;
+    // firefunction-v2 reads its tools as `functions` (JSON, indent 2) and the date as `datetime`,
+    // which llama.cpp supplies (common/chat.cpp); a template that never reads them is unaffected.
+    const free = this.template.freeNames;
+    if (free.has("functions")) context.functions = tools && tools.length > 0 ? JSON.stringify(tools, null, 2) : "";
+    if (free.has("datetime")) {
+      const now = new Date();
+      context.datetime = strftime(new Date(now.getTime() + now.getTimezoneOffset() * 60_000), "%b %d %Y %H:%M:%S GMT");
+    }
     try {
-      return this.template.render(context);
+      return this.template.render(context, { verbatim: sentinels });
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       throw new ChatTemplateError(`the model's chat template cannot render these messages: ${reason}`, "messages");
     }
   }
 
+  /** Object keys (a schema's property names) are structure: one spelling a control token is refused. */
+  private refuseControlKeys(value: unknown, path: (string | number)[]): void {
+    if (Array.isArray(value)) value.forEach((item, i) => this.refuseControlKeys(item, [...path, i]));
+    else if (value !== null && typeof value === "object") {
+      for (const [k, item] of Object.entries(value)) {
+        const control = this.controls.find(k);
+        if (control !== null) {
+          throw new ChatTemplateError(`${pathText(path)} has a key spelling the control token ${JSON.stringify(control)}`, pathText(path));
+        }
+        this.refuseControlKeys(item, [...path, k]);
+      }
+    }
+  }
+
   private stripBos(text: string): string {
     const bos = this.options.bosText;
     return this.options.addsBos && bos.length > 0 && text.startsWith(bos) ? text.slice(bos.length) : text;
-  }
-
-  /** Every user string that spells a control token, with its path; null when none does. */
-  private controlTextIn(value: unknown): { path: string; control: string; structural: boolean }[] | null {
-    const found: { path: string; control: string; structural: boolean }[] = [];
-    const visit = (v: unknown, path: string, key: string): void => {
-      if (typeof v === "string") {
-        const control = this.options.specialTexts.find((t) => t.length > 0 && v.includes(t));
-        if (control !== undefined) found.push({ path, control, structural: STRUCTURAL_KEYS.has(key) });
-      } else if (Array.isArray(v)) {
-        v.forEach((item, i) => visit(item, `${path}[${i}]`, key));
-      } else if (v !== null && typeof v === "object") {
-        for (const [k, item] of Object.entries(v)) visit(item, path === "" ? k : `${path}.${k}`, k);
-      }
-    };
-    visit(value, "", "");
-    return found.length > 0 ? found : null;
   }
 }
 
@@ -159,27 +213,6 @@ function templateMessage(message: ChatMessage): Record<string, unknown> {
   if (message.tool_calls && message.tool_calls.length > 0) out.tool_calls = message.tool_calls;
   if (message.tool_call_id !== undefined) out.tool_call_id = message.tool_call_id;
   return out;
-}
-
-function collectStrings(value: unknown, out: string[], key: string): void {
-  if (typeof value === "string") {
-    if (!STRUCTURAL_KEYS.has(key)) out.push(value);
-  } else if (Array.isArray(value)) {
-    for (const item of value) collectStrings(item, out, key);
-  } else if (value !== null && typeof value === "object") {
-    for (const [k, item] of Object.entries(value)) collectStrings(item, out, k);
-  }
-}
-
-function wrapStrings(value: unknown, key: string, open: string, close: string): unknown {
-  if (typeof value === "string") return STRUCTURAL_KEYS.has(key) || value.length === 0 ? value : `${open}${value}${close}`;
-  if (Array.isArray(value)) return value.map((item) => wrapStrings(item, key, open, close));
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, item] of Object.entries(value)) out[k] = wrapStrings(item, k, open, close);
-    return out;
-  }
-  return value;
 }
 
 /**

@@ -147,7 +147,13 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       return streamChoices(request, reply, n, body.stream_options?.include_usage === true, {
         run: (signal, client, onText) => runChoices(engine, { ...base, constraint: spec, signal, client }, n, onText),
         spec,
-        chunk: (choices, usage) => ({ ...head, object: "chat.completion.chunk", choices, ...(usage ? { usage } : {}) }),
+        chunk: chunkWriter({
+          id: head.id,
+          object: "chat.completion.chunk",
+          created: head.created,
+          model: modelId,
+          system_fingerprint: SYSTEM_FINGERPRINT,
+        }),
         first: (index) => ({
           index,
           delta:
@@ -249,7 +255,13 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
         run,
         spec,
         promptTokens: promptTotal,
-        chunk: (choices, usage) => ({ ...head, object: "text_completion", choices, ...(usage ? { usage } : {}) }),
+        chunk: chunkWriter({
+          id: head.id,
+          object: "text_completion",
+          created: head.created,
+          model: modelId,
+          system_fingerprint: SYSTEM_FINGERPRINT,
+        }),
         first: (index) => (echo ? { index, text: promptOf(index), logprobs: null, finish_reason: null } : null),
         delta: (index, text, tokens) => ({
           index,
@@ -293,7 +305,8 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     spec: Parameters<typeof generate.run>[2];
     /** Prompt tokens of the whole request, when the results do not carry them. */
     promptTokens?: number;
-    chunk(choices: unknown[], usage?: unknown): unknown;
+    /** A chunk's JSON text (chunkWriter). */
+    chunk(choices: unknown[], usage?: unknown): string;
     /** The choice's opening chunk (chat: the role), or null. */
     first(index: number): unknown;
     /** A piece of text as a choice chunk, or null to send nothing now. */
@@ -321,7 +334,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       if (opened[index]) return;
       opened[index] = true;
       const first = plan.first(index);
-      if (first !== null) sse.send(plan.chunk([first]));
+      if (first !== null) sse.sendJson(plan.chunk([first]));
     };
     const onText = (index: number, text: string, tokens: readonly GeneratedToken[]): void => {
       open(index);
@@ -335,7 +348,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
         lastAt[index] = now;
       }
       const choice = plan.delta(index, text, tokens);
-      if (choice !== null) sse.send(plan.chunk([choice]));
+      if (choice !== null) sse.sendJson(plan.chunk([choice]));
     };
     const work = generate.run(request, reply, plan.spec, (signal, client) => plan.run(signal, client, onText));
     const finished = work.then(
@@ -343,7 +356,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
         request.tokensGenerated = results.reduce((sum, r) => sum + r.tokensGenerated, 0);
         results.forEach((result, index) => {
           open(index);
-          sse.send(plan.chunk([plan.last(index, result)]));
+          sse.sendJson(plan.chunk([plan.last(index, result)]));
         });
         if (includeUsage) {
           const usage =
@@ -354,7 +367,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
                   total_tokens: plan.promptTokens + request.tokensGenerated,
                 }
               : usageOf(results, results[0]?.promptTokens ?? 0);
-          sse.send(plan.chunk([], usage));
+          sse.sendJson(plan.chunk([], usage));
         }
         sse.end();
       },
@@ -373,6 +386,15 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       .header("x-accel-buffering", "no")
       .send(sse.readable);
   }
+}
+
+/**
+ * A stream's chunks as JSON text: the fields every chunk repeats are serialised once, in OpenAI's
+ * order (id, object, created, model, system_fingerprint), and only the choices each time.
+ */
+function chunkWriter(head: Record<string, unknown>): (choices: unknown[], usage?: unknown) => string {
+  const prefix = `${JSON.stringify(head).slice(0, -1)},"choices":`;
+  return (choices, usage) => `${prefix}${JSON.stringify(choices)}${usage ? `,"usage":${JSON.stringify(usage)}` : ""}}`;
 }
 
 function namedCallHead(tools: ToolMode) {

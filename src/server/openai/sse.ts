@@ -17,7 +17,12 @@ export class SseStream {
 
   /** Writes one `data:` event with the JSON of `value`. */
   send(value: unknown): void {
-    this.write(`data: ${JSON.stringify(value)}\n\n`);
+    this.sendJson(JSON.stringify(value));
+  }
+
+  /** Writes one `data:` event whose JSON text is given. */
+  sendJson(json: string): void {
+    this.write(`data: ${json}\n\n`);
   }
 
   /** An error after the headers went out: OpenAI's error body as an event, then the end. */
