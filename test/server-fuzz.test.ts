@@ -32,11 +32,18 @@ const random = rng(SEED);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 const int = (n: number) => Math.floor(random() * n);
 
+const OPENAI_PATH = /^\/v1\/(chat\/completions|completions|models|embeddings)(\/|\?|$)/;
+
 const PATHS = [
   "/v1/completion/regex",
   "/v1/completion/cfg",
   "/v1/completion/grammar",
   "/v1/categorize",
+  "/v1/chat/completions",
+  "/v1/completions",
+  "/v1/models",
+  "/v1/models/x",
+  "/v1/embeddings",
   "/healthz",
   "/readyz",
   "/metrics",
@@ -224,6 +231,14 @@ test(`${CASES} random requests: never a 5xx, errors always {error, code}`, async
     }
     assert.match(String(res.headers["content-type"]), /^application\/json/, replay);
     const body = JSON.parse(res.body) as Record<string, unknown>;
+    if (OPENAI_PATH.test(url)) {
+      // The OpenAI API's routes answer in OpenAI's shape.
+      const error = body.error as Record<string, unknown>;
+      assert.deepEqual(Object.keys(body), ["error"], replay);
+      assert.deepEqual(Object.keys(error).sort(), ["code", "message", "param", "type"], replay);
+      assert.ok(typeof error.message === "string" && error.message.length > 0, replay);
+      continue;
+    }
     assert.deepEqual(Object.keys(body).sort(), ["code", "error"], replay);
     assert.equal(body.code, res.statusCode, replay);
     assert.equal(typeof body.error, "string", replay);

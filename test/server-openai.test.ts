@@ -531,7 +531,7 @@ describe("OpenAI streams that fail after their first event", () => {
   });
 });
 
-test("a known OpenAI path asked with another method is a 405 in OpenAI's shape", async () => {
+test("a known OpenAI path asked with another method is a 405, an unknown one a 404, in OpenAI's shape", async () => {
   const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
   const app = await createServer({ engine: createFakeEngine(), config: testConfig(), store });
   try {
@@ -541,6 +541,10 @@ test("a known OpenAI path asked with another method is a 405 in OpenAI's shape",
     assert.match((res.json() as { error: { message: string } }).error.message, /GET is not allowed/);
     const thiggle = await app.inject({ method: "GET", url: "/v1/categorize" });
     assert.equal((thiggle.json() as { code: number }).code, 405);
+    // An endpoint OpenAI has and Trellis does not: a 404 an OpenAI SDK can read.
+    const missing = await app.inject({ method: "POST", url: "/v1/embeddings", headers: { authorization: `Bearer ${TEST_KEY}` } });
+    assert.equal(missing.statusCode, 404);
+    assert.equal((missing.json() as { error: { type: string } }).error.type, "not_found_error");
   } finally {
     await app.close();
     store.close();

@@ -23,6 +23,7 @@ import { ConcurrencyGate, TokenBucketLimiter } from "./limits.js";
 import { createMetrics } from "./metrics.js";
 import { methodNotAllowed } from "./method-not-allowed.js";
 import { openaiRoutes } from "./openai/index.js";
+import { mapOpenAIError, sendOpenAIError } from "./openai/errors.js";
 import { opsRoutes } from "./routes/ops.js";
 import { thiggleRoutes } from "./routes/thiggle.js";
 import { allowedFields } from "./schemas.js";
@@ -44,6 +45,10 @@ export interface CreateServerOptions {
   /** Node's default process metrics in /metrics (off in tests: they are global timers). */
   processMetrics?: boolean;
 }
+
+/** Paths of OpenAI's API (served or not): their 404s come in OpenAI's error shape. */
+const OPENAI_RESOURCE =
+  /^\/v1\/(chat|completions|models|embeddings|responses|moderations|images|audio|files|uploads|batches|fine_tuning|assistants|threads|vector_stores|realtime)(\/|$)/;
 
 /** After generations drain at shutdown, how long other requests get before their sockets close. */
 const SHUTDOWN_GRACE_MS = 2000;
@@ -120,14 +125,23 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
 
   app.setErrorHandler((error, request, reply) => {
     const bodySchema = (request.routeOptions.schema?.body ?? {}) as Record<string, unknown>;
-    const mapped = mapError(error, { allowedFields: allowedFields(bodySchema), bodyLimitBytes: config.bodyLimitBytes });
+    const context = { allowedFields: allowedFields(bodySchema), bodyLimitBytes: config.bodyLimitBytes };
+    if (OPENAI_RESOURCE.test(request.url.split("?", 1)[0] ?? "")) {
+      // Errors raised before an OpenAI route's own context (a 405 route's body parser) keep its shape.
+      const openai = mapOpenAIError(error, context);
+      if (openai.internal) request.log.error({ err: error }, "unhandled error");
+      return reply.code(openai.status).headers(openai.headers).type("application/json; charset=utf-8").send(openai.body);
+    }
+    const mapped = mapError(error, context);
     if (mapped.internal) request.log.error({ err: error }, "unhandled error");
     return sendError(reply, mapped.status, mapped.body.error, mapped.headers);
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split("?", 1)[0];
-    return sendError(reply, 404, `no such endpoint: ${request.method} ${path}`);
+    const path = request.url.split("?", 1)[0] ?? "";
+    const message = `no such endpoint: ${request.method} ${path}`;
+    // A resource of OpenAI's API that Trellis does not serve: answered so an OpenAI SDK reads it.
+    return OPENAI_RESOURCE.test(path) ? sendOpenAIError(reply, 404, message) : sendError(reply, 404, message);
   });
 
   app.addHook("onResponse", async (request, reply) => {
