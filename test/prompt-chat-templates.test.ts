@@ -677,3 +677,19 @@ describe("renders as Python Jinja2 does", () => {
     assert.ok(compared >= 400, `only ${compared} renders compared`);
   });
 });
+
+describe("a template cannot be made to hold the thread", () => {
+  it("huge repetitions and ranges are refused (a user's input may size them)", () => {
+    for (const source of [
+      "{{ 'x' * (messages[0].content | length) * 1000000 }}",
+      "{% for i in range(messages[0].content | length * 100000000) %}{% endfor %}",
+    ]) {
+      const template = new ChatTemplate(source, { specialTexts: [], bosText: "", eosText: "", addsBos: false });
+      assert.throws(
+        () => template.render({ messages: [{ role: "user", content: "0123456789" }], addGenerationPrompt: true }),
+        (e: unknown) => e instanceof ChatTemplateError && /more than 1000000 items/.test(e.message),
+        source,
+      );
+    }
+  });
+});

@@ -889,6 +889,9 @@ class PythonInterpreter extends Interpreter {
         const [seq, times] = isNumeric(right) ? [left, right] : [right, left];
         if (isNumeric(times) && times.type !== "FloatValue" && (isStr(seq) || isList(seq))) {
           const n = Math.max(0, numberOf(times));
+          if (n * (isStr(seq) ? textOf(seq).length : itemsOf(seq).length) > MAX_GENERATED_ITEMS) {
+            throw new Error(`a repetition of more than ${MAX_GENERATED_ITEMS} items`);
+          }
           return isStr(seq) ? str(textOf(seq).repeat(n)) : list(Array.from({ length: n }, () => itemsOf(seq)).flat());
         }
         break;
@@ -1202,10 +1205,17 @@ export class JinjaTemplate {
   }
 }
 
+/**
+ * Most characters or items a `*` repetition or a `range()` may make: a template computing them from
+ * a user's input (a length, a count) must not hold the thread or the heap.
+ */
+const MAX_GENERATED_ITEMS = 1_000_000;
+
 function pyRange(...args: unknown[]): number[] {
   const [a, b, c] = args.map(Number) as [number, number | undefined, number | undefined];
   const [start, stop, step] = b === undefined ? [0, a, 1] : [a, b, c ?? 1];
   if (step === 0) throw new Error("range() arg 3 must not be zero");
+  if (!(Math.abs((stop - start) / step) <= MAX_GENERATED_ITEMS)) throw new Error(`a range() of more than ${MAX_GENERATED_ITEMS} items`);
   const out: number[] = [];
   for (let i = start; step > 0 ? i < stop : i > stop; i += step) out.push(i);
   return out;
