@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 /**
- * trellis serve              start the HTTP service (default command)
- * trellis keys create <name> create an API key and print it (shown once)
- * trellis keys list          list keys with usage
- * trellis keys revoke <id>   revoke a key
- * trellis download           fetch the default model into the cache and print its path
+ * trellis serve                          start the HTTP service (default command)
+ * trellis keys create <name> [--quota N] create an API key and print it (shown once)
+ * trellis keys list                      list keys with usage and quotas
+ * trellis keys quota <id> <N|none>       set or clear a key's token quota
+ * trellis keys revoke <id>               revoke a key
+ * trellis download                       fetch the default model into the cache and print its path
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
@@ -18,8 +19,10 @@ import {
   KeyNotFoundError,
   KeyStore,
   KeyStoreError,
+  QuotaValueError,
   ensureAdminToken,
   formatUnwrittenUsage,
+  parseQuota,
   printableKeyName,
   type KeyStoreOptions,
 } from "./store/index.js";
@@ -41,8 +44,12 @@ const USAGE = `Usage: trellis <command> [options]
 
 Commands:
   serve                 start the HTTP service (default)
-  keys create <name>    create an API key; prints it once
-  keys list             list API keys with usage
+  keys create <name> [--quota N]
+                        create an API key; prints it once. --quota: the most tokens it
+                        may generate in all (default: unlimited)
+  keys list             list API keys with usage and quotas
+  keys quota <id> <N|none>
+                        set a key's token quota, or clear it (none: unlimited)
   keys revoke <id>      revoke an API key
   download              download the default model into the cache and print its path
   help                  this text
@@ -99,16 +106,54 @@ function oneLine(text: string, maxChars = 400): string {
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }
 
-function keysCommand(config: Config, args: string[], io: CliIo): void {
+const KEYS_USAGE = "usage: trellis keys create <name> [--quota N] | keys list | keys quota <id> <N|none> | keys revoke <id>";
+
+/**
+ * Takes `--quota N` (or `--quota=N`) out of argv: an option of `keys create` only, unknown to the
+ * service's settings (loadConfig refuses unknown flags). Undefined when absent.
+ */
+function takeQuotaOption(argv: string[]): string | undefined {
+  const at = argv.findIndex((arg) => arg === "--quota" || arg.startsWith("--quota="));
+  if (at < 0) return undefined;
+  const arg = argv[at]!;
+  if (arg !== "--quota") {
+    argv.splice(at, 1);
+    return arg.slice("--quota=".length);
+  }
+  const value = argv[at + 1];
+  if (value === undefined) throw new CliError("option --quota needs a value: a number of tokens (or none)");
+  argv.splice(at, 2);
+  return value;
+}
+
+function keyId(text: string | undefined, usage: string): number {
+  const id = Number(text);
+  if (!text || !Number.isSafeInteger(id) || id <= 0) throw new CliError(`${usage} (see trellis keys list)`);
+  return id;
+}
+
+function quotaOf(text: string): number | null {
+  try {
+    return parseQuota(text);
+  } catch (error) {
+    if (error instanceof QuotaValueError) throw new CliError(error.message);
+    throw error;
+  }
+}
+
+function keysCommand(config: Config, args: string[], io: CliIo, quotaOption: string | undefined): void {
   const [sub, ...rest] = args;
+  if (quotaOption !== undefined && sub !== "create") throw new CliError(`--quota is an option of keys create; ${KEYS_USAGE}`);
+  const quota = quotaOption === undefined ? null : quotaOf(quotaOption);
   const store = openStore(config);
   try {
     switch (sub) {
       case "create": {
         const name = rest.join(" ").trim();
-        if (!name) throw new CliError("usage: trellis keys create <name>");
-        const created = store.createKey(name);
-        io.err(`created key ${created.id} "${created.name}" — store it now, it is not shown again:`);
+        if (!name) throw new CliError("usage: trellis keys create <name> [--quota N]");
+        const created = store.createKey(name, { quota });
+        const limit = created.quota === null ? "" : ` with a quota of ${created.quota} tokens`;
+        io.err(`created key ${created.id} "${created.name}"${limit} — store it now, it is not shown again:`);
         io.out(created.key);
         return;
       }
@@ -125,10 +170,13 @@ function keysCommand(config: Config, args: string[], io: CliIo): void {
           k.revokedAt ? "revoked" : "active",
           String(k.requests),
           String(k.tokens),
+          k.quota === null ? "none" : String(k.quota),
+          k.quota === null ? "-" : String(Math.max(0, k.quota - k.tokens)),
           k.lastUsedAt ?? "never",
           k.createdAt,
         ]);
-        const header = ["id", "name", "key", "status", "requests", "tokens", "last used", "created"];
+        // tokens is what the key has used: the quota bounds it, "left" is what remains.
+        const header = ["id", "name", "key", "status", "requests", "tokens", "quota", "left", "last used", "created"];
         const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
         const line = (cells: string[]) =>
           cells
@@ -139,9 +187,27 @@ function keysCommand(config: Config, args: string[], io: CliIo): void {
         for (const row of rows) io.out(line(row));
         return;
       }
+      case "quota": {
+        const usage = "usage: trellis keys quota <id> <N|none>";
+        const id = keyId(rest[0], usage);
+        if (rest[1] === undefined || rest.length > 2) throw new CliError(`${usage} (N: the most tokens the key may generate in all)`);
+        const value = quotaOf(rest[1]);
+        try {
+          store.setQuota(id, value);
+        } catch (error) {
+          if (error instanceof KeyNotFoundError) throw new CliError(error.message);
+          throw error;
+        }
+        const used = store.listKeys().find((k) => k.id === id)?.tokens ?? 0;
+        io.out(
+          value === null
+            ? `key ${id} has no quota now (unlimited)`
+            : `key ${id} may generate ${value} tokens in all; it has used ${used}, ${Math.max(0, value - used)} left`,
+        );
+        return;
+      }
       case "revoke": {
-        const id = Number(rest[0]);
-        if (!rest[0] || !Number.isSafeInteger(id) || id <= 0) throw new CliError("usage: trellis keys revoke <id> (see trellis keys list)");
+        const id = keyId(rest[0], "usage: trellis keys revoke <id>");
         try {
           const changed = store.revokeKey(id);
           io.out(changed ? `revoked key ${id}` : `key ${id} was already revoked`);
@@ -152,7 +218,7 @@ function keysCommand(config: Config, args: string[], io: CliIo): void {
         return;
       }
       default:
-        throw new CliError("usage: trellis keys create <name> | keys list | keys revoke <id>");
+        throw new CliError(KEYS_USAGE);
     }
   } catch (error) {
     throw keyStoreFailure(error);
@@ -371,14 +437,17 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
   try {
-    const { config, positional } = loadConfig(io.env, argv);
+    const rest = [...argv];
+    const quotaOption = takeQuotaOption(rest);
+    const { config, positional } = loadConfig(io.env, rest);
     const [command = "serve", ...args] = positional;
+    if (quotaOption !== undefined && command !== "keys") throw new CliError("--quota is an option of trellis keys create");
     switch (command) {
       case "serve":
         await serveCommand(config, io);
         return 0;
       case "keys":
-        keysCommand(config, args, io);
+        keysCommand(config, args, io, quotaOption);
         return 0;
       case "download": {
         const path = await resolveModelPath({ ...config, modelPath: "" }, io);

@@ -37,7 +37,7 @@ test("keys create / list / revoke through the CLI, stored hashed", async () => {
   const list = await run(["keys", "list"]);
   assert.equal(list.code, 0);
   assert.match(list.out[0]!, /^id\s+name\s+key\s+status\s+requests\s+tokens/);
-  assert.match(list.out[1]!, /^1\s+ci runner\s+trl_\S+…\s+active\s+0\s+0\s+never/);
+  assert.match(list.out[1]!, /^1\s+ci runner\s+trl_\S+…\s+active\s+0\s+0\s+none\s+-\s+never/);
   assert.equal(list.out.join("\n").includes(key), false);
 
   const store = new KeyStore({ dataDir, flushIntervalMs: 0 });

@@ -1,6 +1,7 @@
 // The dashboard over HTTP (fake engine): page and assets served locally under a strict CSP,
 // sign-in and sign-out, CSRF-guarded key creation, use, listing with usage and revocation,
-// validation errors in the API's shape, key-name rules, and a locked key store answering 503.
+// token quotas (set at creation, listed with what is left, changed and cleared by a CSRF-guarded
+// action), validation errors in the API's shape, key-name rules, and a locked key store answering 503.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -107,6 +108,74 @@ test("mutations need the CSRF header; keys are created, used, listed with usage,
   );
 });
 
+test("token quotas: set at creation, listed with what is left, changed and cleared (session + CSRF), enforced", async () => {
+  const { cookie, csrf } = await signIn();
+  const headers = { cookie, "x-csrf-token": csrf };
+  const created = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers, payload: { name: "metered", quota: 10 } });
+  assert.equal(created.statusCode, 200, created.body);
+  const { id, key, quota } = created.json() as { id: number; key: string; quota: number | null };
+  assert.equal(quota, 10);
+  const unlimited = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers, payload: { name: "free", quota: null } });
+  assert.equal((unlimited.json() as { quota: number | null }).quota, null);
+
+  const use = await app.inject({
+    method: "POST",
+    url: "/v1/completion/cfg",
+    headers: auth(key),
+    payload: { prompt: "p", grammar: "g", max_new_tokens: 6 },
+  });
+  assert.equal(use.statusCode, 200);
+  assert.equal(use.headers["x-quota-remaining"], "4");
+  const row = async () => {
+    const list = (await app.inject({ url: "/dashboard/api/keys", headers: { cookie } })).json() as { keys: Array<Record<string, unknown>> };
+    return list.keys.find((k) => k.id === id)!;
+  };
+  assert.deepEqual([(await row()).tokens, (await row()).quota, (await row()).quota_remaining], [6, 10, 4]);
+
+  const setQuota = (body: unknown, h: Record<string, string> = headers, target: number = id) =>
+    app.inject({ method: "POST", url: `/dashboard/api/keys/${target}/quota`, headers: h, payload: body as Record<string, unknown> });
+  assert.equal((await setQuota({ quota: 100 }, { cookie })).statusCode, 403, "the CSRF header is required");
+  assert.equal((await setQuota({ quota: 100 }, { cookie, "x-csrf-token": "forged" })).statusCode, 403);
+  assert.equal((await setQuota({ quota: 100 }, {})).statusCode, 401, "a session is required");
+  assert.equal((await row()).quota, 10, "refused changes changed nothing");
+
+  const lowered = await setQuota({ quota: 6 });
+  assert.deepEqual(lowered.json(), { id, quota: 6 });
+  assert.deepEqual([(await row()).quota, (await row()).quota_remaining], [6, 0]);
+  const exhausted = await app.inject({
+    method: "POST",
+    url: "/v1/completion/cfg",
+    headers: auth(key),
+    payload: { prompt: "p", grammar: "g" },
+  });
+  assert.equal(exhausted.statusCode, 402);
+  assert.equal(exhausted.headers["x-quota-remaining"], "0");
+  assert.match((exhausted.json() as { error: string }).error, /token quota of this API key is used up: 6 of its 6 tokens/);
+
+  assert.deepEqual((await setQuota({ quota: null })).json(), { id, quota: null });
+  assert.deepEqual([(await row()).quota, (await row()).quota_remaining], [null, null]);
+  const again = await app.inject({ method: "POST", url: "/v1/completion/cfg", headers: auth(key), payload: { prompt: "p", grammar: "g" } });
+  assert.equal(again.statusCode, 200);
+  assert.equal(again.headers["x-quota-remaining"], undefined, "no quota, no header");
+
+  const refusals: Array<[unknown, RegExp]> = [
+    [{ quota: -1 }, /^quota must be ≥ 0$/],
+    [{ quota: 1.5 }, /^quota must be an integer$/],
+    [{ quota: "100" }, /^quota must be an integer$/],
+    [{ quota: 2 ** 53 }, /^quota must be ≤ 9007199254740991$/],
+    [{}, /^quota is required$/],
+    [{ quota: 5, extra: 1 }, /^unknown field "extra"; allowed fields: quota$/],
+  ];
+  for (const [body, message] of refusals) {
+    const res = await setQuota(body);
+    assert.equal(res.statusCode, 400, `${JSON.stringify(body)}: ${res.body}`);
+    assert.match((res.json() as { error: string }).error, message);
+  }
+  const badCreate = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers, payload: { name: "bad", quota: -5 } });
+  assert.deepEqual(badCreate.json(), { error: "quota must be ≥ 0", code: 400 });
+  assert.equal((await setQuota({ quota: 5 }, headers, 9999)).statusCode, 404);
+});
+
 test("sign-out ends the session", async () => {
   const { cookie, csrf } = await signIn();
   const out = await app.inject({ method: "POST", url: "/dashboard/api/logout", headers: { cookie, "x-csrf-token": csrf }, payload: {} });
@@ -176,6 +245,8 @@ test("a key store locked by another process answers 503 with Retry-After, not 50
     );
     const revoked = await service.inject({ method: "POST", url: `/dashboard/api/keys/${existing}/revoke`, headers, payload: {} });
     assert.equal(revoked.statusCode, 503, revoked.body);
+    const quota = await service.inject({ method: "POST", url: `/dashboard/api/keys/${existing}/quota`, headers, payload: { quota: 5 } });
+    assert.equal(quota.statusCode, 503, quota.body);
     const listed = await service.inject({ url: "/dashboard/api/keys", headers });
     assert.equal(listed.statusCode, 200, "reads still work while another process writes (WAL)");
   } finally {

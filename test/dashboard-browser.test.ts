@@ -1,6 +1,7 @@
 /**
  * The dashboard in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core):
- * sign in, create a key, copy it, use it against the API, revoke it, see usage.
+ * sign in, create a key, copy it, use it against the API, revoke it, see usage; create a key with
+ * a token quota, see what it has left, change the quota with its button.
  */
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
@@ -108,6 +109,54 @@ test("sign in, create + copy a key, use it, revoke it, usage shows", {
 
   await page.locator("#sign-out").click();
   await page.locator("#sign-in").waitFor({ state: "visible" });
+  assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+test("a key with a token quota: set at creation, shown with what is left, changed with its Quota button", {
+  skip: !existsSync(CHROMIUM) && "no /usr/bin/chromium",
+}, async () => {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 700 } });
+  const page = await context.newPage();
+  const answers = ["250", ""];
+  const prompts: string[] = [];
+  page.on("dialog", (dialog) => {
+    prompts.push(dialog.message());
+    void dialog.accept(answers.shift());
+  });
+  const pageErrors: string[] = [];
+  page.on("pageerror", (e) => pageErrors.push(String(e)));
+
+  await page.goto(`${base}/dashboard`);
+  await page.locator("#admin-token").fill("admin-secret");
+  await page.locator("#sign-in-form button").click();
+  await page.locator("#keys-panel").waitFor({ state: "visible" });
+  await page.locator("#key-name").fill("metered");
+  await page.locator("#key-quota").fill("100");
+  await page.locator("#create-form button").click();
+  await page.locator("#new-key").waitFor({ state: "visible" });
+  const key = (await page.locator("#new-key-value").innerText()).trim();
+
+  const use = await fetch(`${base}/v1/completion/cfg`, {
+    method: "POST",
+    headers: auth(key),
+    body: JSON.stringify({ prompt: "hi", grammar: "g", max_new_tokens: 30 }),
+  });
+  assert.equal(use.status, 200);
+  assert.equal(use.headers.get("x-quota-remaining"), "70");
+
+  await page.reload();
+  const row = page.locator("#keys-body tr", { hasText: "metered" });
+  await row.waitFor();
+  const quotaCell = row.locator("td").nth(6);
+  assert.equal(await quotaCell.innerText(), "100 (70 left)");
+
+  await row.locator("button", { hasText: "Quota" }).click();
+  await quotaCell.filter({ hasText: "(220 left)" }).waitFor();
+  assert.match(prompts[0]!, /Token quota of "metered".*it has used 30/);
+  await row.locator("button", { hasText: "Quota" }).click();
+  await quotaCell.filter({ hasText: "unlimited" }).waitFor();
+  assert.equal(store.listKeys().find((k) => k.name === "metered")!.quota, null);
   assert.deepEqual(pageErrors, []);
   await context.close();
 });

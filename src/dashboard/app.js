@@ -1,4 +1,5 @@
-// Trellis dashboard: sign in, create keys (shown once), revoke keys, see usage.
+// Trellis dashboard: sign in, create keys (shown once) with an optional token quota, change a
+// key's quota, revoke keys, see usage.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -38,6 +39,21 @@ function formatTime(iso) {
   return date.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 }
 
+/** A quota typed by the admin: "" (or "none", "unlimited") is unlimited (null), else whole tokens. */
+function parseQuota(text) {
+  const value = text.trim().toLowerCase();
+  if (value === "" || value === "none" || value === "unlimited") return null;
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) {
+    throw new Error("the quota must be a whole number of tokens, or empty for unlimited");
+  }
+  return Number(value);
+}
+
+function quotaText(key) {
+  if (key.quota === null || key.quota === undefined) return "unlimited";
+  return `${key.quota.toLocaleString()} (${key.quota_remaining.toLocaleString()} left)`;
+}
+
 function cell(text, className) {
   const td = document.createElement("td");
   td.textContent = text;
@@ -60,6 +76,7 @@ function renderKeys(keys) {
       cell(String(key.requests), "num"),
       cell(String(key.tokens), "num"),
       cell(formatTime(key.last_used_at)),
+      cell(quotaText(key), key.quota_remaining === 0 ? "num exhausted" : "num"),
     );
     const status = document.createElement("td");
     const badge = document.createElement("span");
@@ -68,7 +85,15 @@ function renderKeys(keys) {
     status.append(badge);
     row.append(status);
     const actions = document.createElement("td");
+    actions.className = "actions";
     if (!key.revoked_at) {
+      const quota = document.createElement("button");
+      quota.type = "button";
+      quota.className = "secondary small";
+      quota.textContent = "Quota";
+      quota.title = "Set or clear this key's token quota";
+      quota.addEventListener("click", () => editQuota(key, quota));
+      actions.append(quota);
       const revoke = document.createElement("button");
       revoke.type = "button";
       revoke.className = "danger";
@@ -87,6 +112,24 @@ async function refreshKeys() {
     renderKeys(data.keys);
   } catch (error) {
     if (error.status === 401) return showSignIn();
+    showError($("create-error"), error.message);
+  }
+}
+
+async function editQuota(key, button) {
+  const current = key.quota === null || key.quota === undefined ? "" : String(key.quota);
+  const answer = window.prompt(
+    `Token quota of "${key.name}": the most tokens it may generate in all (it has used ${key.tokens}). Empty for unlimited.`,
+    current,
+  );
+  if (answer === null) return;
+  showError($("create-error"), "");
+  button.disabled = true;
+  try {
+    await api("POST", `/dashboard/api/keys/${key.id}/quota`, { quota: parseQuota(answer) });
+    await refreshKeys();
+  } catch (error) {
+    button.disabled = false;
     showError($("create-error"), error.message);
   }
 }
@@ -154,12 +197,14 @@ document.addEventListener("DOMContentLoaded", async () => {
     event.preventDefault();
     showError($("create-error"), "");
     try {
-      const created = await api("POST", "/dashboard/api/keys", { name: $("key-name").value });
+      const quota = parseQuota($("key-quota").value);
+      const created = await api("POST", "/dashboard/api/keys", quota === null ? { name: $("key-name").value } : { name: $("key-name").value, quota });
       $("new-key-name").textContent = created.name;
       $("new-key-value").textContent = created.key;
       $("copy-status").textContent = "";
       show($("new-key"), true);
       $("key-name").value = "";
+      $("key-quota").value = "";
       await refreshKeys();
     } catch (error) {
       showError($("create-error"), error.message);

@@ -1,5 +1,6 @@
 /**
- * The admin dashboard at /dashboard: static page + small JSON API for keys and usage.
+ * The admin dashboard at /dashboard: static page + small JSON API for keys, their usage and their
+ * token quotas.
  *
  * Sign-in compares the admin token's sha256 with the configured/stored hash; the session is a
  * random id in an HttpOnly, SameSite=Strict cookie (kept in memory: a restart signs everyone
@@ -19,6 +20,8 @@ import {
   KeyNameError,
   KeyNotFoundError,
   KeyStoreError,
+  MAX_TOKEN_QUOTA,
+  QuotaValueError,
   digestsEqual,
   sha256Hex,
   type KeyStore,
@@ -86,6 +89,17 @@ function sessionCookie(request: FastifyRequest, value: string, maxAgeSeconds: nu
 function storeUnavailable(error: KeyStoreError): HttpError {
   const retryAfter = error.failure === "locked" ? "1" : "30";
   return new HttpError(503, `the key store cannot be written right now: ${error.reason}`, { "retry-after": retryAfter });
+}
+
+/** A key's token quota in a request body: a whole number of tokens, or null for unlimited. */
+const QUOTA_SCHEMA = { type: ["integer", "null"], minimum: 0, maximum: MAX_TOKEN_QUOTA } as const;
+
+/** The store's refusals of a key change, as the admin should see them. */
+function keyChangeError(error: unknown): unknown {
+  if (error instanceof KeyNameError || error instanceof QuotaValueError) return new HttpError(400, error.message);
+  if (error instanceof KeyNotFoundError) return new HttpError(404, error.message);
+  if (error instanceof KeyStoreError) return storeUnavailable(error);
+  return error;
 }
 
 export interface DashboardOptions {
@@ -212,6 +226,9 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
           requests: k.requests,
           tokens: k.tokens,
           last_used_at: k.lastUsedAt,
+          // tokens is what counts against the quota; null: unlimited.
+          quota: k.quota,
+          quota_remaining: k.quota === null ? null : Math.max(0, k.quota - k.tokens),
         })),
       };
     });
@@ -226,21 +243,52 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
             type: "object",
             additionalProperties: false,
             required: ["name"],
-            properties: { name: { type: "string", minLength: 1, maxLength: KEY_NAME_MAX_CHARS, pattern: "\\S" } },
+            properties: {
+              name: { type: "string", minLength: 1, maxLength: KEY_NAME_MAX_CHARS, pattern: "\\S" },
+              quota: QUOTA_SCHEMA,
+            },
           },
         },
       },
       async (request) => {
         requireSession(request, true);
+        const body = request.body as { name: string; quota?: number | null };
         let created: CreatedKey;
         try {
-          created = store.createKey((request.body as { name: string }).name);
+          created = store.createKey(body.name, { quota: body.quota ?? null });
         } catch (error) {
-          if (error instanceof KeyNameError) throw new HttpError(400, error.message);
-          if (error instanceof KeyStoreError) throw storeUnavailable(error);
-          throw error;
+          throw keyChangeError(error);
         }
-        return { id: created.id, name: created.name, key: created.key, prefix: created.prefix, created_at: created.createdAt };
+        return {
+          id: created.id,
+          name: created.name,
+          key: created.key,
+          prefix: created.prefix,
+          created_at: created.createdAt,
+          quota: created.quota,
+        };
+      },
+    );
+
+    app.post(
+      "/dashboard/api/keys/:id/quota",
+      {
+        schema: {
+          hide: true,
+          params: { type: "object", properties: { id: { type: "string", pattern: "^[0-9]{1,15}$" } } },
+          body: { type: "object", additionalProperties: false, required: ["quota"], properties: { quota: QUOTA_SCHEMA } },
+        },
+      },
+      async (request) => {
+        requireSession(request, true);
+        const id = Number((request.params as { id: string }).id);
+        const { quota } = request.body as { quota: number | null };
+        try {
+          store.setQuota(id, quota);
+        } catch (error) {
+          throw keyChangeError(error);
+        }
+        return { id, quota };
       },
     );
 
@@ -255,9 +303,7 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         try {
           return { id, revoked: store.revokeKey(id) };
         } catch (error) {
-          if (error instanceof KeyNotFoundError) throw new HttpError(404, error.message);
-          if (error instanceof KeyStoreError) throw storeUnavailable(error);
-          throw error;
+          throw keyChangeError(error);
         }
       },
     );

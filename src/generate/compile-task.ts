@@ -7,6 +7,8 @@ import { compileRegex, RegexSyntaxError, RegexTooComplexError, type ByteDfa, typ
 import {
   compileJsonSchema,
   compileToolCallLanguage,
+  typeScriptToJsonSchema,
+  TypeScriptSchemaError,
   type ToolCallStyle,
   type ToolDeclaration,
   JsonSchemaError,
@@ -31,6 +33,13 @@ export type CompileTask =
   | { readonly kind: "grammar"; readonly source: string; readonly maxIgnoredRun: number; readonly limits: Partial<GrammarLimits> }
   | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions; readonly limits: RegexLimits }
   | {
+      readonly kind: "typescript";
+      readonly source: string;
+      readonly typeName: string;
+      readonly options: JsonSchemaTaskOptions;
+      readonly limits: RegexLimits;
+    }
+  | {
       readonly kind: "tool_calls";
       readonly tools: readonly ToolDeclaration[];
       readonly style: ToolCallStyle;
@@ -42,6 +51,16 @@ export type CompileTask =
 /** The request field a task's constraint comes from (what its refusals name). */
 export function fieldOf(kind: CompileTask["kind"]): string {
   return kind === "regex" ? "pattern" : kind === "grammar" ? "grammar" : kind === "tool_calls" ? "tools" : "schema";
+}
+
+/**
+ * The JSON Schema a typed completion's TypeScript type stands for (its refusals name schema or
+ * type_name), and what the conversion wants said (an `any` written as any JSON value, a JSDoc tag
+ * that does not fit its type).
+ */
+function typeScriptSchema(task: { source: string; typeName: string }): { schema: unknown; warnings: JsonSchemaWarning[] } {
+  const { schema, warnings } = typeScriptToJsonSchema(task.source, task.typeName);
+  return { schema, warnings: warnings.map((message) => ({ keyword: "typescript", pointer: "", message })) };
 }
 
 /**
@@ -76,7 +95,7 @@ export interface Refusal {
  * that a constraint whose first masks would hold the serving thread is refused here instead.
  */
 export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: ProbeOptions): CompileOutput {
-  if (task.kind === "regex" || task.kind === "json_schema" || task.kind === "tool_calls") {
+  if (task.kind === "regex" || task.kind === "json_schema" || task.kind === "tool_calls" || task.kind === "typescript") {
     let dfa: ByteDfa;
     let warnings: readonly JsonSchemaWarning[] | undefined;
     if (task.kind === "regex") dfa = compileRegex(task.pattern as string | string[], task.limits);
@@ -90,12 +109,14 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
       }));
     } else {
       const { whitespace, forbidUnnamedProperties, strict } = task.options;
-      ({ dfa, warnings } = compileJsonSchema(task.schema, {
+      const typed = task.kind === "typescript" ? typeScriptSchema(task) : null;
+      ({ dfa, warnings } = compileJsonSchema(typed ? typed.schema : (task as { schema: unknown }).schema, {
         whitespace,
         forbidAdditionalProperties: forbidUnnamedProperties,
         strict,
         limits: task.limits,
       }));
+      if (typed && typed.warnings.length > 0) warnings = [...typed.warnings, ...(warnings ?? [])];
     }
     if (trie && probe)
       probeFirstOperations(
@@ -183,6 +204,11 @@ export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
       message: `${field}: too complex: ${error.message} (TRELLIS_MASK_TIMEOUT_MS)`,
       lasting: false,
     };
+  }
+  if (error instanceof TypeScriptSchemaError) {
+    // The message already ends with its line and column; a limit met is "too complex" (422).
+    const status = error.limit !== undefined ? "too_complex" : "invalid";
+    return { status, field: error.field, message: `${error.field}: ${error.message}`, lasting: true };
   }
   if (error instanceof JsonSchemaError) {
     return { status: "invalid", field: "schema", message: `schema: ${error.message}`, lasting: true };

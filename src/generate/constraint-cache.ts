@@ -159,7 +159,7 @@ class RegexEntry implements ConstraintEntry {
     readonly key: string,
     readonly matcher: DfaTokenMatcher,
     dfa: ByteDfa,
-    readonly kind: "regex" | "json_schema" | "tool_calls" = "regex",
+    readonly kind: "regex" | "json_schema" | "tool_calls" | "typescript" = "regex",
     readonly warnings?: readonly JsonSchemaWarning[],
   ) {
     this.dfaBytes = typedArrayBytes(dfa);
@@ -281,7 +281,7 @@ export class ConstraintCache {
   }
 
   /** The entry of a constraint served by a DFA (a pattern's or a schema's): its token matcher. */
-  private dfaEntry(key: string, kind: "regex" | "json_schema" | "tool_calls", output: CompileOutput): RegexEntry {
+  private dfaEntry(key: string, kind: "regex" | "json_schema" | "tool_calls" | "typescript", output: CompileOutput): RegexEntry {
     if (output.kind !== "regex") throw new Error(`compile worker answered a ${kind} task with a grammar`);
     const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
     matcher.work.limitMs = this.options.maskTimeoutMs;
@@ -311,6 +311,16 @@ export class ConstraintCache {
     const key = digest("json_schema", JSON.stringify([options.whitespace, options.forbidUnnamedProperties, options.strict, schema]));
     const task: CompileTask = { kind: "json_schema", schema, options, limits: this.jsonSchemaLimits };
     return this.lookup(key, context, task, (output) => this.dfaEntry(key, "json_schema", output));
+  }
+
+  /** A value of the TypeScript type `typeName` declared in `source` (Thiggle's typed completion). */
+  typeScript(source: string, typeName: string, options: JsonSchemaTaskOptions, context: CompileContext = {}): Promise<ConstraintEntry> {
+    const key = digest(
+      "typescript",
+      JSON.stringify([options.whitespace, options.forbidUnnamedProperties, options.strict, typeName, source]),
+    );
+    const task: CompileTask = { kind: "typescript", source, typeName, options, limits: this.jsonSchemaLimits };
+    return this.lookup(key, context, task, (output) => this.dfaEntry(key, "typescript", output));
   }
 
   /** Free text or calls of `tools` in `style` (OpenAI's tool_choice "auto"). */

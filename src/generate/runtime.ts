@@ -160,6 +160,8 @@ export class GenerationRuntime {
         return this.constraints.jsonSchema(spec.schema, spec.options, context);
       case "tool_calls":
         return this.constraints.toolCalls(spec, context);
+      case "typescript":
+        return this.constraints.typeScript(spec.source, spec.typeName, spec.options, context);
     }
   }
 

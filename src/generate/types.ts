@@ -128,6 +128,8 @@ export type ConstraintSpec =
   | { readonly kind: "regex"; readonly pattern: string | readonly string[] }
   | { readonly kind: "grammar"; readonly grammar: string; readonly maxIgnoredRun?: number }
   | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions }
+  /** A value of a TypeScript type (Thiggle's typed completion): the type's JSON Schema, compiled as json_schema is. */
+  | { readonly kind: "typescript"; readonly source: string; readonly typeName: string; readonly options: JsonSchemaTaskOptions }
   /** Free text or calls of these tools, in the chat template's format (OpenAI tool_choice "auto"). */
   | {
       readonly kind: "tool_calls";

@@ -51,6 +51,15 @@ export {
 } from "./json-schema/errors.js";
 export type { WhitespaceStyle } from "./json-schema/json-text.js";
 export {
+  DEFAULT_MAX_SCHEMA_NODES,
+  MAX_TYPE_NESTING,
+  MAX_TYPESCRIPT_SOURCE_LENGTH,
+  preloadTypeScriptCompiler,
+  typeScriptToJsonSchema,
+  TypeScriptSchemaError,
+} from "./typescript/convert.js";
+export { hasRepeatedKeys, withoutRepeatedKeys } from "./typescript/value-text.js";
+export {
   compileToolCallLanguage,
   HERMES_CALL_CLOSE,
   parseToolReply,

@@ -6,9 +6,10 @@
  *   await app.listen({ host, port });  …  await app.trellis.shutdown();
  *
  * Its parts: http.ts (the socket layer: deadlines, Node's own answers), state.ts (what the
- * routes share, `app.trellis`), auth.ts (the API key check of the API's context),
- * generation.ts (admission of one generation), routes/ (the Thiggle API, operational endpoints),
- * method-not-allowed.ts (405 for every known path), errors.ts, schemas.ts, metrics.ts, limits.ts.
+ * routes share, `app.trellis`), auth.ts (the API key check of the API's context), quota.ts (a
+ * key's usage and token quota in one request), generation.ts (admission of one generation),
+ * routes/ (the Thiggle API, operational endpoints), method-not-allowed.ts (405 for every known
+ * path), errors.ts, schemas.ts, metrics.ts, limits.ts.
  * Route sets are Fastify plugins: each API has its own context, so its hooks (the key check) and,
  * later, its error shape stay its own.
  */
@@ -24,6 +25,7 @@ import { createMetrics } from "./metrics.js";
 import { methodNotAllowed } from "./method-not-allowed.js";
 import { openaiRoutes } from "./openai/index.js";
 import { mapOpenAIError, sendOpenAIError } from "./openai/errors.js";
+import { onSendUsage } from "./quota.js";
 import { opsRoutes } from "./routes/ops.js";
 import { thiggleRoutes } from "./routes/thiggle.js";
 import { allowedFields } from "./schemas.js";
@@ -108,6 +110,7 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
   };
   app.decorate("trellis", state);
   app.decorateRequest("apiKey", null);
+  app.decorateRequest("keyUsage", null);
   app.decorateRequest("tokensGenerated", 0);
   const methods = methodNotAllowed(app);
 
@@ -144,13 +147,19 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     return OPENAI_RESOURCE.test(path) ? sendOpenAIError(reply, 404, message) : sendError(reply, 404, message);
   });
 
+  // A store key's usage (and its quota's charge) is recorded once per request: for a JSON answer
+  // as it is sent, so X-Quota-Remaining counts it; for a stream when it ends (server/quota.ts).
+  app.addHook("onSend", async (request, reply, payload) => {
+    onSendUsage(request, reply, payload);
+    return payload;
+  });
+
   app.addHook("onResponse", async (request, reply) => {
     const route = request.routeOptions.url ?? "unmatched";
     metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
     metrics.latency.observe({ route }, reply.elapsedTime / 1000);
     if (request.tokensGenerated > 0) metrics.tokens.inc({ route }, request.tokensGenerated);
-    const key = request.apiKey;
-    if (key && key.storeId !== null) store.recordUsage(key.storeId, request.tokensGenerated);
+    request.keyUsage?.answerDone();
   });
 
   await app.register(thiggleRoutes);

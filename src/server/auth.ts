@@ -1,11 +1,13 @@
 /**
  * The API's front check, before a body is read: refusal while shutting down, the bearer key
- * (fixed keys from TRELLIS_API_KEYS, or the store's), the key's rate limit, and a JSON content
- * type for requests with a body. Registered as an onRequest hook in the API's own context, so routes outside it (health,
- * metrics, docs, dashboard) never see it.
+ * (fixed keys from TRELLIS_API_KEYS, or the store's), the key's token quota (an exhausted key
+ * gets 402; a key with a quota gets X-Quota-Remaining), the key's rate limit, and a JSON content
+ * type for requests with a body. Registered as an onRequest hook in the API's own context, so
+ * routes outside it (health, metrics, docs, dashboard) never see it.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { sha256Hex } from "../store/index.js";
+import { QuotaExceededError, sha256Hex, type QuotaStatus } from "../store/index.js";
+import { QUOTA_HEADER, RequestUsage } from "./quota.js";
 import { sendError as sendThiggleError, type TrellisState } from "./state.js";
 
 /** Most bytes of an oversized body read and dropped so that its 413 reaches the client. */
@@ -52,12 +54,21 @@ export function apiKeyCheck(
     }
     const envIndex = envKeys.get(sha256Hex(secret));
     let identity: { bucket: string; storeId: number | null } | null = null;
+    let quota: QuotaStatus | null = null;
     if (envIndex !== undefined) identity = { bucket: `env:${envIndex}`, storeId: null };
     else {
-      const key = store.authenticate(secret);
-      if (key) identity = { bucket: `key:${key.id}`, storeId: key.id };
+      const key = store.authenticateWithQuota(secret);
+      if (key) {
+        identity = { bucket: `key:${key.id}`, storeId: key.id };
+        quota = key.quota;
+      }
     }
     if (!identity) return sendError(reply, 401, "invalid or revoked API key", { "www-authenticate": 'Bearer error="invalid_token"' });
+    if (quota) {
+      // Every answer to a key with a quota says what is left; onSend refreshes it (server/quota.ts).
+      reply.header(QUOTA_HEADER, String(quota.remaining));
+      if (quota.remaining === 0) return sendError(reply, 402, new QuotaExceededError(identity.storeId!, null, quota).message);
+    }
     if (limiter.enabled) {
       const decision = limiter.take(identity.bucket);
       reply.header("x-ratelimit-limit", String(decision.limit));
@@ -70,6 +81,7 @@ export function apiKeyCheck(
       }
     }
     request.apiKey = identity;
+    if (identity.storeId !== null) request.keyUsage = new RequestUsage(store, request, reply, identity.storeId, quota !== null);
     const hasBody = request.method !== "GET" && request.method !== "HEAD";
     const declared = Number(request.headers["content-length"]);
     if (hasBody && declared > config.bodyLimitBytes) {

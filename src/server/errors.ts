@@ -4,6 +4,7 @@
  */
 import type { FastifyError } from "fastify";
 import { ClientLimitError, InvalidRequestError, OverloadedError, UnsatisfiableError } from "../generate/index.js";
+import { QuotaExceededError } from "../store/index.js";
 
 export interface ErrorBody {
   error: string;
@@ -142,6 +143,7 @@ const statusOf = (status: number, message: string, headers: Record<string, strin
 
 export function mapError(err: unknown, context: { allowedFields: readonly string[]; bodyLimitBytes: number }): MappedError {
   if (err instanceof HttpError) return statusOf(err.statusCode, err.message, err.headers);
+  if (err instanceof QuotaExceededError) return statusOf(402, err.message);
   const e = err as Partial<FastifyError> & { name?: string; retryAfterSeconds?: number; field?: string };
   if (err instanceof InvalidRequestError || e.name === "InvalidRequestError") {
     return statusOf(400, invalidRequestMessage(err as InvalidRequestError));

@@ -1,8 +1,10 @@
 /**
  * Admission of one generation: the model must be ready, the prompt must fit the context, the
- * request's constraint is compiled before it takes a slot (a slow compile waits in the compile
- * pool's per-key queue, never in a generation slot), then the work runs under the concurrency
- * gate with an AbortSignal that fires when the client goes away or the deadline passes (a 503).
+ * key's token quota must cover the most the request may generate (reserved until the request's
+ * usage is charged: server/quota.ts), the request's constraint is compiled before it takes a slot
+ * (a slow compile waits in the compile pool's per-key queue, never in a generation slot), then the
+ * work runs under the concurrency gate with an AbortSignal that fires when the client goes away or
+ * the deadline passes (a 503).
  * Route plugins share it (the Thiggle API today, the OpenAI API next).
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -27,13 +29,18 @@ class ClientGone extends Error {
 export interface Generation {
   /**
    * Runs `work` under the gate after preparing `spec` (null: no constraint); `work` gets the
-   * request's abort signal and its client (the API key's bucket).
+   * request's abort signal and its client (the API key's bucket). `maxTokens` is the most tokens
+   * the work may generate, all choices together: reserved against the key's token quota (402
+   * when the quota cannot cover it) until the request's usage is charged; undefined reserves
+   * nothing and refuses only an exhausted key. Routes set `request.tokensGenerated` (the charge)
+   * before they answer.
    */
   run<T>(
     request: FastifyRequest,
     reply: FastifyReply,
     spec: ConstraintSpec | null,
     work: (signal: AbortSignal, client: string | undefined) => Promise<T>,
+    maxTokens?: number,
   ): Promise<T>;
   /** A 400 unless the prompt's tokens (and `maxNewTokens` more) fit the model's context. */
   checkContext(prompt: string, maxNewTokens: number): void;
@@ -42,8 +49,11 @@ export interface Generation {
 export function generation(state: TrellisState): Generation {
   const { engine, config, gate } = state;
   return {
-    async run(request, reply, spec, work) {
+    async run(request, reply, spec, work, maxTokens) {
       if (!engine.ready) throw new HttpError(503, "model is still loading; retry shortly", { "retry-after": "5" });
+      // Before the compile and the queue: a request the quota cannot cover costs nothing.
+      const usage = request.keyUsage;
+      usage?.admit(maxTokens);
       const controller = new AbortController();
       const deadline = setTimeout(() => controller.abort(new DeadlineExceeded(config.requestTimeoutMs)), config.requestTimeoutMs);
       const onClose = (): void => {
@@ -65,6 +75,7 @@ export function generation(state: TrellisState): Generation {
         clearTimeout(deadline);
         reply.raw.removeListener("close", onClose);
         release?.();
+        usage?.generationSettled();
       }
     },
 

@@ -265,3 +265,131 @@ export function categorizeBody(config: Config): Schema {
 export function allowedFields(body: Schema): string[] {
   return Object.keys((body.properties ?? {}) as Record<string, unknown>);
 }
+
+/** Fields of Thiggle's /v1/completion and /v1/completion/typed (OpenAI-style knobs, Thiggle's names). */
+function thiggleCompletionProperties(config: Config): Record<string, Schema> {
+  const sampling = samplingProperties(config);
+  return {
+    prompt: promptProperty(config),
+    max_tokens: {
+      type: nullable("integer"),
+      minimum: 1,
+      maximum: config.maxNewTokensLimit,
+      description: `Most tokens to generate (1 to ${config.maxNewTokensLimit}, default ${jsonMaxNewTokensDefault(config)}).`,
+    },
+    temperature: { type: nullable("number"), minimum: 0, maximum: 2, description: "Softmax temperature (default 1); 0 = greedy." },
+    top_p: { type: nullable("number"), exclusiveMinimum: 0, maximum: 1, description: "Nucleus sampling (default 1 = off)." },
+    stop: {
+      anyOf: [
+        { type: "string", minLength: 1, maxLength: 256 },
+        { type: "array", maxItems: 4, items: { type: "string", minLength: 1, maxLength: 256 } },
+        { type: "null" },
+      ],
+      description: "Up to 4 strings; the text ends before the first one written (plain completion; a typed value cannot be cut).",
+    },
+    presence_penalty: {
+      type: nullable("number"),
+      minimum: -2,
+      maximum: 2,
+      description: "Subtracted once from the logit of every token generated so far.",
+    },
+    frequency_penalty: {
+      type: nullable("number"),
+      minimum: -2,
+      maximum: 2,
+      description: "Subtracted per occurrence from the logit of every token generated so far.",
+    },
+    user_id: {
+      type: nullable("string"),
+      maxLength: 128,
+      description: "Your end user's id (the Go client sends a UUID); recorded in the request log.",
+    },
+    top_k: sampling.top_k!,
+    seed: sampling.seed!,
+  };
+}
+
+const typedProperties = (config: Config): Record<string, Schema> => ({
+  schema: {
+    type: "string",
+    minLength: 1,
+    maxLength: config.maxGrammarChars,
+    description: "TypeScript source declaring exported types (interfaces, type aliases, enums).",
+  },
+  type_name: { type: "string", minLength: 1, maxLength: 256, description: "The exported type the completion is a value of." },
+  whitespace: {
+    type: nullable("string"),
+    enum: ["default", "compact", "indented", null],
+    default: JSON_DEFAULTS.whitespace,
+    description: 'How the JSON value is laid out (as in /v1/completion/json): "default", "compact" or "indented".',
+  },
+});
+
+export function typedCompletionBody(config: Config): Schema {
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["prompt", "schema", "type_name"],
+    properties: { ...thiggleCompletionProperties(config), ...typedProperties(config) },
+  };
+}
+
+/** /v1/completion: plain completion, or typed when `schema` and `type_name` come (the Python client posts typed_completion here). */
+export function plainCompletionBody(config: Config): Schema {
+  const { whitespace: _w, ...typed } = typedProperties(config);
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["prompt"],
+    properties: {
+      ...thiggleCompletionProperties(config),
+      model: {
+        anyOf: [
+          { type: "string", maxLength: 256 },
+          { type: "array", maxItems: 64, items: { type: "string", maxLength: 256 } },
+          { type: "null" },
+        ],
+        description: "The model(s) to use: the served model's id, or a list containing it; absent or null = the served model.",
+      },
+      ...typed,
+    },
+  };
+}
+
+const thiggleUsage: Schema = {
+  type: "object",
+  required: ["prompt_tokens", "prediction_time_ms", "completion_tokens", "total_tokens"],
+  properties: {
+    prompt_tokens: { type: "integer" },
+    prediction_time_ms: { type: "integer" },
+    completion_tokens: { type: "integer" },
+    total_tokens: { type: "integer" },
+  },
+};
+
+/** Thiggle's completion answer: an id (UUID), `created` in RFC 3339, choices with unix-second `created`. */
+export const thiggleCompletionResponse: Schema = {
+  type: "object",
+  required: ["id", "object", "created", "choices", "usage"],
+  properties: {
+    id: { type: "string", format: "uuid" },
+    object: { type: "string" },
+    created: { type: "string", format: "date-time" },
+    choices: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["text", "created", "model", "finish_reason", "usage"],
+        properties: {
+          text: { type: "string" },
+          created: { type: "integer" },
+          model: { type: "string" },
+          finish_reason: { type: "string", enum: ["stop", "length"] },
+          usage: thiggleUsage,
+        },
+      },
+    },
+    usage: thiggleUsage,
+    warnings: (jsonCompletionResponse.properties as Record<string, Schema>).warnings!,
+  },
+};

@@ -9,6 +9,7 @@ import type { KeyStore } from "../store/index.js";
 import type { ErrorBody } from "./errors.js";
 import type { ConcurrencyGate, TokenBucketLimiter } from "./limits.js";
 import type { ServerMetrics } from "./metrics.js";
+import type { RequestUsage } from "./quota.js";
 
 export interface TrellisState {
   config: Config;
@@ -30,6 +31,8 @@ declare module "fastify" {
   interface FastifyRequest {
     /** Set by the API key check; its bucket is also the client of the compile pool. */
     apiKey: { bucket: string; storeId: number | null } | null;
+    /** A store key's usage and quota in this request (server/quota.ts); null for other requests. */
+    keyUsage: RequestUsage | null;
     tokensGenerated: number;
   }
   interface FastifyContextConfig {

@@ -3,7 +3,8 @@
  * once at creation and stored only as sha256 hashes (credentials.ts); names follow names.ts;
  * usage is buffered in memory and flushed in one transaction per interval (usage.ts), so a
  * request costs one indexed read and no write; the schema is migrated on open (migrations.ts);
- * failures to open or write are KeyStoreErrors that name their cause (errors.ts).
+ * failures to open or write are KeyStoreErrors that name their cause (errors.ts); token quotas are
+ * enforced by reservation (quota.ts).
  */
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
@@ -12,6 +13,7 @@ import { KEY_PREFIX, generateApiKey, sha256Hex } from "./credentials.js";
 import { KeyNotFoundError, KeyStoreError, classifyFailure, errorCode } from "./errors.js";
 import { migrate } from "./migrations.js";
 import { normalizeKeyName } from "./names.js";
+import { QuotaExceededError, ReservationLedger, checkQuota, quotaStatus, type QuotaStatus, type TokenReservation } from "./quota.js";
 import { UsageBuffer, type FlushFailure, type UnwrittenUsage, type UsageFlushStats } from "./usage.js";
 
 export interface ApiKeyInfo {
@@ -22,8 +24,11 @@ export interface ApiKeyInfo {
   createdAt: string;
   revokedAt: string | null;
   requests: number;
+  /** Tokens generated, buffered usage included: what counts against the quota. */
   tokens: number;
   lastUsedAt: string | null;
+  /** The most tokens the key may generate in all; null: unlimited. */
+  quota: number | null;
 }
 
 export interface CreatedKey {
@@ -33,11 +38,17 @@ export interface CreatedKey {
   key: string;
   prefix: string;
   createdAt: string;
+  quota: number | null;
 }
 
 export interface AuthenticatedKey {
   id: number;
   name: string;
+}
+
+/** An authenticated key with its quota as it stands (null: unlimited), from the same read. */
+export interface KeyAccess extends AuthenticatedKey {
+  quota: QuotaStatus | null;
 }
 
 interface KeyRow {
@@ -49,6 +60,7 @@ interface KeyRow {
   requests: number;
   tokens: number;
   last_used_at: string | null;
+  token_quota: number | null;
 }
 
 export interface KeyStoreOptions {
@@ -79,8 +91,13 @@ export class KeyStore {
   private readonly dataDir: string;
   private readonly db: Database.Database;
   private readonly usage: UsageBuffer;
+  private readonly reservations = new ReservationLedger();
 
-  private readonly selectByHash: Database.Statement<[string], { id: number; name: string; revoked_at: string | null }>;
+  private readonly selectByHash: Database.Statement<
+    [string],
+    { id: number; name: string; revoked_at: string | null; tokens: number; token_quota: number | null }
+  >;
+  private readonly selectQuota: Database.Statement<[number], { tokens: number; token_quota: number | null }>;
   private readonly selectAll: Database.Statement<[], KeyRow>;
 
   constructor(options: KeyStoreOptions) {
@@ -103,9 +120,10 @@ export class KeyStore {
       const { failure, reason } = classifyFailure(error, this.dataDir, this.path);
       throw new KeyStoreError(this.path, failure, reason, errorCode(error), { cause: error });
     }
-    this.selectByHash = this.db.prepare("SELECT id, name, revoked_at FROM api_keys WHERE hash = ?");
+    this.selectByHash = this.db.prepare("SELECT id, name, revoked_at, tokens, token_quota FROM api_keys WHERE hash = ?");
+    this.selectQuota = this.db.prepare("SELECT tokens, token_quota FROM api_keys WHERE id = ?");
     this.selectAll = this.db.prepare(
-      "SELECT id, name, prefix, created_at, revoked_at, requests, tokens, last_used_at FROM api_keys ORDER BY id",
+      "SELECT id, name, prefix, created_at, revoked_at, requests, tokens, last_used_at, token_quota FROM api_keys ORDER BY id",
     );
     this.usage = new UsageBuffer(this.db, this.path, options, busyTimeoutMs);
   }
@@ -125,18 +143,35 @@ export class KeyStore {
     return this.db.pragma("user_version", { simple: true }) as number;
   }
 
-  /** Throws KeyNameError for a name normalizeKeyName refuses, KeyStoreError if it cannot be written. */
-  createKey(name: string): CreatedKey {
+  /**
+   * Throws KeyNameError for a name normalizeKeyName refuses, QuotaValueError for a quota that is
+   * not a whole number of tokens (null or absent: unlimited), KeyStoreError if it cannot be written.
+   */
+  createKey(name: string, options: { quota?: number | null } = {}): CreatedKey {
     const trimmed = normalizeKeyName(name);
+    const quota = checkQuota(options.quota ?? null);
     const key = generateApiKey();
     const prefix = key.slice(0, KEY_PREFIX.length + 6);
     const createdAt = new Date().toISOString();
     const info = this.write("cannot create the key in", () =>
       this.db
-        .prepare("INSERT INTO api_keys (name, prefix, hash, created_at) VALUES (?, ?, ?, ?)")
-        .run(trimmed, prefix, sha256Hex(key), createdAt),
+        .prepare("INSERT INTO api_keys (name, prefix, hash, created_at, token_quota) VALUES (?, ?, ?, ?, ?)")
+        .run(trimmed, prefix, sha256Hex(key), createdAt, quota),
     );
-    return { id: Number(info.lastInsertRowid), name: trimmed, key, prefix, createdAt };
+    return { id: Number(info.lastInsertRowid), name: trimmed, key, prefix, createdAt, quota };
+  }
+
+  /**
+   * Sets a key's token quota (null: unlimited). It bounds the key's whole usage, tokens generated
+   * before it was set included, and applies from the next admission; generations in progress
+   * keep their reservations. Throws KeyNotFoundError, QuotaValueError, KeyStoreError.
+   */
+  setQuota(id: number, quota: number | null): void {
+    const checked = checkQuota(quota);
+    const info = this.write("cannot set the quota in", () =>
+      this.db.prepare("UPDATE api_keys SET token_quota = ? WHERE id = ?").run(checked, id),
+    );
+    if (info.changes === 0) throw new KeyNotFoundError(id);
   }
 
   /** Marks a key revoked (kept for its usage history). Returns false if it was revoked already. */
@@ -152,15 +187,59 @@ export class KeyStore {
 
   /** The active key a secret belongs to, or null (unknown or revoked). */
   authenticate(secret: string): AuthenticatedKey | null {
+    const key = this.authenticateWithQuota(secret);
+    return key ? { id: key.id, name: key.name } : null;
+  }
+
+  /** authenticate() with the key's quota as it stands, in the same one indexed read. */
+  authenticateWithQuota(secret: string): KeyAccess | null {
     if (!secret.startsWith(KEY_PREFIX) || secret.length > 200) return null;
     const row = this.selectByHash.get(sha256Hex(secret));
     if (!row || row.revoked_at !== null) return null;
-    return { id: row.id, name: row.name };
+    return { id: row.id, name: row.name, quota: this.statusOf(row.id, row.token_quota, row.tokens) };
   }
 
-  /** Buffers one request's usage; written by the next flush. */
-  recordUsage(id: number, tokens: number): void {
+  private statusOf(id: number, quota: number | null, storedTokens: number): QuotaStatus | null {
+    if (quota === null) return null;
+    return quotaStatus(quota, storedTokens + (this.usage.pendingFor(id)?.tokens ?? 0), this.reservations.reservedFor(id));
+  }
+
+  /** A key's quota now (usage not yet written included); null: unlimited, or no such key. */
+  quotaStatus(id: number): QuotaStatus | null {
+    const row = this.selectQuota.get(id);
+    return row ? this.statusOf(id, row.token_quota, row.tokens) : null;
+  }
+
+  /**
+   * Admits a generation against the key's quota: holds `tokens` (the most it may generate) until
+   * recordUsage charges what it generated. Refused with a QuotaExceededError when the key is
+   * exhausted or fewer than `tokens` are available (quota − used − reserved); `tokens` undefined
+   * reserves nothing and checks only exhaustion. Null when the key has no quota.
+   */
+  reserveTokens(id: number, tokens?: number): TokenReservation | null {
+    if (tokens !== undefined && !(Number.isSafeInteger(tokens) && tokens >= 0)) {
+      throw new RangeError(`tokens to reserve must be a whole number ≥ 0, got ${tokens}`);
+    }
+    const status = this.quotaStatus(id);
+    if (!status) return null;
+    if (status.remaining === 0 || (tokens !== undefined && tokens > status.available)) {
+      throw new QuotaExceededError(id, tokens ?? null, status);
+    }
+    return this.reservations.hold(id, tokens ?? 0);
+  }
+
+  /**
+   * Buffers one request's usage (written by the next flush) and releases its reservations in the
+   * same step: the tokens are charged, the rest of the hold is given back.
+   */
+  recordUsage(id: number, tokens: number, reservations: readonly TokenReservation[] = []): void {
     this.usage.record(id, tokens);
+    for (const reservation of reservations) this.reservations.release(reservation);
+  }
+
+  /** Generations holding a reservation, all keys together (tests, diagnostics). */
+  get reservationsInProgress(): number {
+    return this.reservations.size;
   }
 
   /**
@@ -190,6 +269,7 @@ export class KeyStore {
         requests: row.requests + (extra?.requests ?? 0),
         tokens: row.tokens + (extra?.tokens ?? 0),
         lastUsedAt: lastUsed,
+        quota: row.token_quota,
       };
     });
   }

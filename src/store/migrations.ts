@@ -22,6 +22,8 @@ const MIGRATIONS: readonly string[] = [
      name TEXT PRIMARY KEY,
      value TEXT NOT NULL
    );`,
+  // 1 → 2: per-key token quotas (NULL: unlimited). What a key has used is its tokens column.
+  `ALTER TABLE api_keys ADD COLUMN token_quota INTEGER CHECK (token_quota IS NULL OR token_quota >= 0);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

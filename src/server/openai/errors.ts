@@ -27,6 +27,7 @@ export class OpenAIRequestError extends HttpError {
 
 function typeOf(status: number): string {
   if (status === 401) return "authentication_error";
+  if (status === 402) return "insufficient_quota";
   if (status === 403) return "permission_error";
   if (status === 404) return "not_found_error";
   if (status === 429) return "rate_limit_error";
@@ -36,6 +37,7 @@ function typeOf(status: number): string {
 
 function codeOf(status: number): string | null {
   if (status === 401) return "invalid_api_key";
+  if (status === 402) return "insufficient_quota";
   if (status === 429) return "rate_limit_exceeded";
   if (status === 503) return "overloaded";
   return null;

@@ -147,6 +147,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       return streamChoices(request, reply, n, body.stream_options?.include_usage === true, {
         run: (signal, client, onText) => runChoices(engine, { ...base, constraint: spec, signal, client }, n, onText),
         spec,
+        maxTokens: maxNewTokens * n,
         chunk: chunkWriter({
           id: head.id,
           object: "chat.completion.chunk",
@@ -189,8 +190,12 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       });
     }
 
-    const results = await generate.run(request, reply, spec, (signal, client) =>
-      runChoices(engine, { ...base, constraint: spec, signal, client }, n),
+    const results = await generate.run(
+      request,
+      reply,
+      spec,
+      (signal, client) => runChoices(engine, { ...base, constraint: spec, signal, client }, n),
+      maxNewTokens * n,
     );
     request.tokensGenerated = results.reduce((sum, r) => sum + r.tokensGenerated, 0);
     return {
@@ -254,6 +259,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       return streamChoices(request, reply, prompts.length * n, body.stream_options?.include_usage === true, {
         run,
         spec,
+        maxTokens: maxNewTokens * prompts.length * n,
         promptTokens: promptTotal,
         chunk: chunkWriter({
           id: head.id,
@@ -273,7 +279,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       });
     }
 
-    const results = await generate.run(request, reply, spec, (signal, client) => run(signal, client));
+    const results = await generate.run(request, reply, spec, (signal, client) => run(signal, client), maxNewTokens * prompts.length * n);
     request.tokensGenerated = results.reduce((sum, r) => sum + r.tokensGenerated, 0);
     return {
       ...head,
@@ -303,6 +309,8 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       onText: (index: number, delta: string, tokens: readonly GeneratedToken[]) => void,
     ): Promise<CompletionResult[]>;
     spec: Parameters<typeof generate.run>[2];
+    /** The most tokens the request may generate, all choices together (the quota's reservation). */
+    maxTokens: number;
     /** Prompt tokens of the whole request, when the results do not carry them. */
     promptTokens?: number;
     /** A chunk's JSON text (chunkWriter). */
@@ -350,7 +358,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       const choice = plan.delta(index, text, tokens);
       if (choice !== null) sse.sendJson(plan.chunk([choice]));
     };
-    const work = generate.run(request, reply, plan.spec, (signal, client) => plan.run(signal, client, onText));
+    const work = generate.run(request, reply, plan.spec, (signal, client) => plan.run(signal, client, onText), plan.maxTokens);
     const finished = work.then(
       (results) => {
         request.tokensGenerated = results.reduce((sum, r) => sum + r.tokensGenerated, 0);

@@ -1,6 +1,6 @@
 /**
- * The Thiggle API (its paths, fields, defaults and answers): regex and grammar completion and
- * categorization. Registered as its own context: the API key check applies to these routes only.
+ * The Thiggle API (its paths, fields, defaults and answers): regex, grammar and JSON Schema
+ * completion, typed and plain completion (thiggle-completion.ts) and categorization. Registered as its own context: the API key check applies to these routes only.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { CompletionResult, ConstraintSpec } from "../../generate/index.js";
@@ -8,6 +8,7 @@ import { MAX_SCHEMA_NESTING, nestedDeeperThan } from "../../grammar/index.js";
 import { apiKeyCheck } from "../auth.js";
 import { HttpError } from "../errors.js";
 import { generation } from "../generation.js";
+import { thiggleCompletionRoutes } from "./thiggle-completion.js";
 import {
   DEFAULTS,
   JSON_DEFAULTS,
@@ -83,8 +84,12 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
       }
       generate.checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
       const spec: ConstraintSpec = { kind: "regex", pattern };
-      const result = await generate.run(request, reply, spec, (signal, client) =>
-        engine.complete({ ...completionOptions(body, signal, client), constraint: spec }),
+      const result = await generate.run(
+        request,
+        reply,
+        spec,
+        (signal, client) => engine.complete({ ...completionOptions(body, signal, client), constraint: spec }),
+        body.max_new_tokens ?? DEFAULTS.max_new_tokens,
       );
       return completionReply(request, result);
     },
@@ -98,8 +103,12 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
       generate.checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
       const maxIgnoredRun = body.max_ignored_run ?? DEFAULTS.max_ignored_run;
       const spec: ConstraintSpec = { kind: "grammar", grammar: body.grammar, maxIgnoredRun };
-      const result = await generate.run(request, reply, spec, (signal, client) =>
-        engine.complete({ ...completionOptions(body, signal, client), constraint: spec }),
+      const result = await generate.run(
+        request,
+        reply,
+        spec,
+        (signal, client) => engine.complete({ ...completionOptions(body, signal, client), constraint: spec }),
+        body.max_new_tokens ?? DEFAULTS.max_new_tokens,
       );
       return completionReply(request, result);
     });
@@ -130,13 +139,20 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
           strict: body.strict ?? JSON_DEFAULTS.strict,
         },
       };
-      const result = await generate.run(request, reply, spec, (signal, client) =>
-        engine.complete({ ...completionOptions(body, signal, client), maxNewTokens, stopAfterMatch: true, constraint: spec }),
+      const result = await generate.run(
+        request,
+        reply,
+        spec,
+        (signal, client) =>
+          engine.complete({ ...completionOptions(body, signal, client), maxNewTokens, stopAfterMatch: true, constraint: spec }),
+        maxNewTokens,
       );
       const answer = completionReply(request, result);
       return result.warnings && result.warnings.length > 0 ? { ...answer, warnings: result.warnings } : answer;
     },
   );
+
+  thiggleCompletionRoutes(api, state, generate);
 
   api.post("/v1/categorize", apiRoute("Choose among categories", categorizeBody(config), categorizeResponse), async (request, reply) => {
     const body = request.body as {
@@ -148,15 +164,20 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
     };
     generate.checkContext(body.prompt, 0);
     const includeScores = body.include_scores ?? DEFAULTS.include_scores;
-    const result = await generate.run(request, reply, null, (signal) =>
-      engine.categorize({
-        prompt: body.prompt,
-        categories: body.categories,
-        allowMultipleClasses: body.allow_multiple_classes ?? DEFAULTS.allow_multiple_classes,
-        allowNullCategory: body.allow_null_category ?? DEFAULTS.allow_null_category,
-        includeScores,
-        signal,
-      }),
+    const result = await generate.run(
+      request,
+      reply,
+      null,
+      (signal) =>
+        engine.categorize({
+          prompt: body.prompt,
+          categories: body.categories,
+          allowMultipleClasses: body.allow_multiple_classes ?? DEFAULTS.allow_multiple_classes,
+          allowNullCategory: body.allow_null_category ?? DEFAULTS.allow_null_category,
+          includeScores,
+          signal,
+        }),
+      0,
     );
     return includeScores && result.scores ? { choices: result.choices, scores: result.scores } : { choices: result.choices };
   });

@@ -1,0 +1,147 @@
+/**
+ * The rest of the Thiggle API: `POST /v1/completion/typed` (a value of a TypeScript type, through
+ * the JSON Schema engine, so it always type-checks) and `POST /v1/completion` (plain completion;
+ * typed when `schema` and `type_name` come, as the Python client's typed_completion posts them).
+ * Answers in Thiggle's completion shape: a UUID id, `created` in RFC 3339 (the Go client decodes a
+ * time.Time), choices with unix-second `created`, and usage with the prediction time.
+ */
+import { randomUUID } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { CompletionResult, ConstraintSpec } from "../../generate/index.js";
+import { withoutRepeatedKeys } from "../../grammar/index.js";
+import { HttpError } from "../errors.js";
+import type { Generation } from "../generation.js";
+import {
+  DEFAULTS,
+  JSON_DEFAULTS,
+  errorResponse,
+  jsonMaxNewTokensDefault,
+  plainCompletionBody,
+  thiggleCompletionResponse,
+  typedCompletionBody,
+} from "../schemas.js";
+import type { TrellisState } from "../state.js";
+
+interface ThiggleCompletionBody {
+  prompt: string;
+  max_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  stop?: string | string[] | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  user_id?: string | null;
+  top_k?: number | null;
+  seed?: number | null;
+  model?: string | string[] | null;
+  schema?: string;
+  type_name?: string;
+  whitespace?: "default" | "compact" | "indented" | null;
+}
+
+const route = (summary: string, body: unknown) => ({
+  schema: {
+    summary,
+    security: [{ bearer: [] }],
+    body,
+    response: { 200: thiggleCompletionResponse, "4xx": errorResponse, "5xx": errorResponse },
+  },
+});
+
+export function thiggleCompletionRoutes(api: FastifyInstance, state: TrellisState, generate: Generation): void {
+  const { engine, config } = state;
+  const modelId = engine.modelId ?? "trellis";
+
+  const complete = async (request: FastifyRequest, reply: Parameters<Generation["run"]>[1], body: ThiggleCompletionBody) => {
+    if (body.user_id) request.log.info({ user: body.user_id }, "Thiggle request user");
+    const typed = body.schema !== undefined || body.type_name !== undefined;
+    if (typed && (body.schema === undefined || body.type_name === undefined)) {
+      throw new HttpError(400, body.schema === undefined ? "schema is required with type_name" : "type_name is required with schema");
+    }
+    const stops = body.stop === undefined || body.stop === null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
+    if (typed && stops.length > 0)
+      throw new HttpError(400, "stop: a typed completion cannot be cut short by a stop string (the value would not type-check)");
+    const spec: ConstraintSpec = typed
+      ? {
+          kind: "typescript",
+          source: body.schema!,
+          typeName: body.type_name!,
+          options: { whitespace: body.whitespace ?? JSON_DEFAULTS.whitespace, forbidUnnamedProperties: false, strict: true },
+        }
+      : { kind: "text" };
+    const maxNewTokens = body.max_tokens ?? jsonMaxNewTokensDefault(config);
+    generate.checkContext(body.prompt, maxNewTokens);
+    const began = performance.now();
+    const result: CompletionResult = await generate.run(
+      request,
+      reply,
+      spec,
+      (signal, client) =>
+        engine.complete({
+          prompt: body.prompt,
+          maxNewTokens,
+          // A typed value ends when it is complete; free text when the model ends it.
+          stopAfterMatch: typed,
+          temperature: body.temperature ?? 1,
+          topP: body.top_p ?? 1,
+          topK: body.top_k ?? 0,
+          repetitionPenalty: DEFAULTS.repetition_penalty,
+          presencePenalty: body.presence_penalty ?? 0,
+          frequencyPenalty: body.frequency_penalty ?? 0,
+          stop: stops,
+          ...(body.seed === null || body.seed === undefined ? {} : { seed: body.seed }),
+          signal,
+          client,
+          constraint: spec,
+        }),
+      maxNewTokens,
+    );
+    request.tokensGenerated = result.tokensGenerated;
+    const promptTokens = result.promptTokens ?? engine.countTokens(body.prompt);
+    const usage = {
+      prompt_tokens: promptTokens,
+      prediction_time_ms: Math.round(performance.now() - began),
+      completion_tokens: result.tokensGenerated,
+      total_tokens: promptTokens + result.tokensGenerated,
+    };
+    const now = new Date();
+    // A typed value is written so that TypeScript reads it (no repeated property).
+    const text = typed ? withoutRepeatedKeys(result.completion) : result.completion;
+    const answer = {
+      id: randomUUID(),
+      object: typed ? "typed_completion" : "text_completion",
+      created: now.toISOString(),
+      choices: [
+        {
+          text,
+          created: Math.floor(now.getTime() / 1000),
+          model: modelId,
+          finish_reason: result.stopReason === "token_limit" ? "length" : "stop",
+          usage,
+        },
+      ],
+      usage,
+    };
+    return result.warnings && result.warnings.length > 0 ? { ...answer, warnings: result.warnings } : answer;
+  };
+
+  api.post("/v1/completion/typed", route("Completion typed by a TypeScript type", typedCompletionBody(config)), async (request, reply) =>
+    complete(request, reply, request.body as ThiggleCompletionBody),
+  );
+
+  api.post(
+    "/v1/completion",
+    route("Plain completion (typed when schema and type_name are given)", plainCompletionBody(config)),
+    async (request, reply) => {
+      const body = request.body as ThiggleCompletionBody;
+      const asked = body.model === undefined || body.model === null ? [] : typeof body.model === "string" ? [body.model] : body.model;
+      if (asked.length > 0 && !asked.includes(modelId)) {
+        throw new HttpError(
+          400,
+          `model: ${asked.map((m) => JSON.stringify(m)).join(", ")} not served here; this server serves "${modelId}"`,
+        );
+      }
+      return complete(request, reply, body);
+    },
+  );
+}
