@@ -3,8 +3,9 @@
  * real engine on llama-2-tiny-random (random weights, full 32k vocabulary): every typed completion,
  * over many seeds, type-checks with the TypeScript compiler itself (`const x: T = <output>` in
  * strict mode); the three Thiggle clients' requests, byte for byte as their published source sends
- * them, all succeed and their answers decode as those clients decode them (a UUID id, RFC 3339
- * `created`, unix seconds in choices); 400s name the type and its line and column.
+ * them, for every method of each, all succeed and their answers decode as those clients decode them
+ * (a UUID id, RFC 3339 `created`, unix seconds in choices); 400s name the type and its line and
+ * column.
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -174,6 +175,56 @@ describe("typed and plain completion with the real engine (llama-2-tiny-random)"
       "thiggle-client-ts/0.0.6",
     );
     assert.equal(plain.statusCode, 200, plain.body);
+  });
+
+  test("every other method of the three clients, byte for byte (regex, cfg, categorize)", async () => {
+    const grammar = 'start: "yes" | "no"';
+    const cases: [string, string, string][] = [
+      // Python 0.0.6: json.dumps of every knob, "pattern" a string.
+      [
+        "/v1/completion/regex",
+        `{"prompt": "The year is ", "pattern": "[0-9]{4}", "max_new_tokens": 5, "stop_after_match": true, "temperature": 1.0, "top_p": 1.0, "top_k": 50, "repetition_penalty": 1.0}`,
+        "thiggle-client-py/0.0.6",
+      ],
+      [
+        "/v1/completion/cfg",
+        `{"prompt": "Answer: ", "grammar": ${JSON.stringify(grammar)}, "max_new_tokens": 5, "stop_after_match": true, "temperature": 1.0, "top_p": 1.0, "top_k": 50, "repetition_penalty": 1.0}`,
+        "thiggle-client-py/0.0.6",
+      ],
+      [
+        "/v1/categorize",
+        `{"prompt": "I love it", "categories": ["positive", "negative"], "allow_null_category": false, "allow_multiple_classes": false}`,
+        "thiggle-client-py/0.0.6",
+      ],
+      // TypeScript 0.0.6: JSON.stringify of what the caller gave, "pattern" an array.
+      [
+        "/v1/completion/regex",
+        JSON.stringify({ prompt: "The year is ", pattern: ["[0-9]{4}", "19[0-9]{2}"], max_new_tokens: 6 }),
+        "thiggle-client-ts/0.0.6",
+      ],
+      ["/v1/completion/cfg", JSON.stringify({ prompt: "Answer: ", grammar }), "thiggle-client-ts/0.0.6"],
+      ["/v1/categorize", JSON.stringify({ prompt: "I love it", categories: ["positive", "negative"] }), "thiggle-client-ts/0.0.6"],
+      // Go 0.0.2: omitempty drops zero numbers, an unset Bool is null.
+      ["/v1/completion/regex", `{"prompt":"The year is ","pattern":"[0-9]{4}","stop_after_match":null}`, "thiggle-client-go/0.0.2"],
+      [
+        "/v1/completion/cfg",
+        `{"prompt":"Answer: ","grammar":${JSON.stringify(grammar)},"max_new_tokens":4,"stop_after_match":null}`,
+        "thiggle-client-go/0.0.2",
+      ],
+      [
+        "/v1/categorize",
+        `{"prompt":"I love it","categories":["positive","negative"],"allow_null_category":null,"allow_multiple_classes":null}`,
+        "thiggle-client-go/0.0.2",
+      ],
+    ];
+    for (const [url, body, agent] of cases) {
+      const res = await post(url, body, agent);
+      assert.equal(res.statusCode, 200, `${agent} ${url}: ${res.body}`);
+      const answer = res.json() as { completion?: string; choices?: string[] };
+      if (url.endsWith("regex")) assert.match(answer.completion!, /^([0-9]{4})$/);
+      if (url.endsWith("cfg")) assert.ok(["yes", "no"].includes(answer.completion!));
+      if (url.endsWith("categorize")) assert.equal(answer.choices!.length, 1);
+    }
   });
 
   test("400s: TypeScript that does not parse, a type that cannot be JSON, a type that is not exported, a model not served", async () => {
