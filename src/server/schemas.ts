@@ -266,26 +266,24 @@ export function allowedFields(body: Schema): string[] {
   return Object.keys((body.properties ?? {}) as Record<string, unknown>);
 }
 
-/** Fields of Thiggle's /v1/completion and /v1/completion/typed (OpenAI-style knobs, Thiggle's names). */
-function thiggleCompletionProperties(config: Config): Record<string, Schema> {
-  const sampling = samplingProperties(config);
+/** Most stop strings a request may give (OpenAI's limit). */
+export const MAX_STOP_STRINGS = 4;
+
+/**
+ * The sampling knobs OpenAI names (temperature, top_p, stop, presence and frequency penalties),
+ * as both the OpenAI API and Thiggle's /v1/completion take them; `stopNote` says where stop applies.
+ */
+export function openAiKnobs(stopNote: string): Record<string, Schema> {
   return {
-    prompt: promptProperty(config),
-    max_tokens: {
-      type: nullable("integer"),
-      minimum: 1,
-      maximum: config.maxNewTokensLimit,
-      description: `Most tokens to generate (1 to ${config.maxNewTokensLimit}, default ${jsonMaxNewTokensDefault(config)}).`,
-    },
     temperature: { type: nullable("number"), minimum: 0, maximum: 2, description: "Softmax temperature (default 1); 0 = greedy." },
     top_p: { type: nullable("number"), exclusiveMinimum: 0, maximum: 1, description: "Nucleus sampling (default 1 = off)." },
     stop: {
       anyOf: [
         { type: "string", minLength: 1, maxLength: 256 },
-        { type: "array", maxItems: 4, items: { type: "string", minLength: 1, maxLength: 256 } },
+        { type: "array", maxItems: MAX_STOP_STRINGS, items: { type: "string", minLength: 1, maxLength: 256 } },
         { type: "null" },
       ],
-      description: "Up to 4 strings; the text ends before the first one written (plain completion; a typed value cannot be cut).",
+      description: `Up to ${MAX_STOP_STRINGS} strings; the text ends before the first one the model writes (${stopNote}).`,
     },
     presence_penalty: {
       type: nullable("number"),
@@ -299,6 +297,21 @@ function thiggleCompletionProperties(config: Config): Record<string, Schema> {
       maximum: 2,
       description: "Subtracted per occurrence from the logit of every token generated so far.",
     },
+  };
+}
+
+/** Fields of Thiggle's /v1/completion and /v1/completion/typed (OpenAI-style knobs, Thiggle's names). */
+function thiggleCompletionProperties(config: Config): Record<string, Schema> {
+  const sampling = samplingProperties(config);
+  return {
+    prompt: promptProperty(config),
+    max_tokens: {
+      type: nullable("integer"),
+      minimum: 1,
+      maximum: config.maxNewTokensLimit,
+      description: `Most tokens to generate (1 to ${config.maxNewTokensLimit}, default ${jsonMaxNewTokensDefault(config)}).`,
+    },
+    ...openAiKnobs("plain completion; a typed value cannot be cut"),
     user_id: {
       type: nullable("string"),
       maxLength: 128,

@@ -5,52 +5,29 @@
  * vLLM's names: `structured_outputs`, `top_k`, `repetition_penalty`.
  */
 import type { Config } from "../../config.js";
+import { openAiKnobs } from "../schemas.js";
 
 type Schema = Record<string, unknown>;
 
 const nullable = (type: string): string[] => [type, "null"];
 
 /** Most stop strings (OpenAI's limit), choices per request, and alternatives logprobs may list. */
-export const MAX_STOP_STRINGS = 4;
 export const MAX_CHOICES = 16;
 export const MAX_TOP_LOGPROBS = 20;
 /** Bias entries in logit_bias (OpenAI documents up to 300 tokens). */
 export const MAX_LOGIT_BIAS = 300;
 
-const stopSchema: Schema = {
-  anyOf: [
-    { type: "string", minLength: 1, maxLength: 256 },
-    { type: "array", maxItems: MAX_STOP_STRINGS, items: { type: "string", minLength: 1, maxLength: 256 } },
-    { type: "null" },
-  ],
-  description: `Up to ${MAX_STOP_STRINGS} strings; the text ends before the first one the model writes (free text only).`,
-};
-
 function sharedProperties(config: Config): Record<string, Schema> {
   return {
     model: { type: "string", maxLength: 256, description: "The served model's id, as GET /v1/models lists it." },
     max_tokens: { type: nullable("integer"), minimum: 1, maximum: config.maxNewTokensLimit, description: "Most tokens to generate." },
-    temperature: { type: nullable("number"), minimum: 0, maximum: 2, description: "Softmax temperature (default 1); 0 = greedy." },
-    top_p: { type: nullable("number"), exclusiveMinimum: 0, maximum: 1, description: "Nucleus sampling (default 1 = off)." },
+    ...openAiKnobs("free text only"),
     n: { type: nullable("integer"), minimum: 1, maximum: MAX_CHOICES, description: "Choices to generate, decoded in parallel." },
-    stop: stopSchema,
     seed: {
       type: nullable("integer"),
       minimum: -Number.MAX_SAFE_INTEGER,
       maximum: Number.MAX_SAFE_INTEGER,
       description: "Same seed, same request → same output.",
-    },
-    presence_penalty: {
-      type: nullable("number"),
-      minimum: -2,
-      maximum: 2,
-      description: "Subtracted once from the logit of every token generated so far.",
-    },
-    frequency_penalty: {
-      type: nullable("number"),
-      minimum: -2,
-      maximum: 2,
-      description: "Subtracted per occurrence from the logit of every token generated so far.",
     },
     logit_bias: {
       type: nullable("object"),

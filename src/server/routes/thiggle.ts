@@ -1,8 +1,9 @@
 /**
  * The Thiggle API (its paths, fields, defaults and answers): regex, grammar and JSON Schema
- * completion, typed and plain completion (thiggle-completion.ts) and categorization. Registered as its own context: the API key check applies to these routes only.
+ * completion, typed and plain completion (thiggle-completion.ts) and categorization. Registered as
+ * its own context: the API key check applies to these routes only.
  */
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { CompletionResult, ConstraintSpec } from "../../generate/index.js";
 import { MAX_SCHEMA_NESTING, nestedDeeperThan } from "../../grammar/index.js";
 import { apiKeyCheck } from "../auth.js";
@@ -70,6 +71,15 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
   const generate = generation(state);
   api.addHook("onRequest", apiKeyCheck(state));
 
+  /** A completion under `spec`: the context check, admission (reserving max_new_tokens of the key's quota), the answer. */
+  const constrained = async (request: FastifyRequest, reply: FastifyReply, body: CompletionBody, spec: ConstraintSpec) => {
+    const maxNewTokens = body.max_new_tokens ?? DEFAULTS.max_new_tokens;
+    generate.checkContext(body.prompt, maxNewTokens);
+    const work = (signal: AbortSignal, client: string | undefined) =>
+      engine.complete({ ...completionOptions(body, signal, client), constraint: spec });
+    return completionReply(request, await generate.run(request, reply, spec, work, maxNewTokens));
+  };
+
   api.post(
     "/v1/completion/regex",
     apiRoute("Completion constrained to match a regular expression", regexBody(config), completionResponse),
@@ -82,16 +92,7 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
       if (pattern === undefined) {
         throw new HttpError(400, "pattern is required (a string or a non-empty array of strings; patterns is accepted as an alias)");
       }
-      generate.checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
-      const spec: ConstraintSpec = { kind: "regex", pattern };
-      const result = await generate.run(
-        request,
-        reply,
-        spec,
-        (signal, client) => engine.complete({ ...completionOptions(body, signal, client), constraint: spec }),
-        body.max_new_tokens ?? DEFAULTS.max_new_tokens,
-      );
-      return completionReply(request, result);
+      return constrained(request, reply, body, { kind: "regex", pattern });
     },
   );
 
@@ -100,17 +101,8 @@ export async function thiggleRoutes(api: FastifyInstance): Promise<void> {
     const summary = url.endsWith("cfg") ? "Completion constrained to a Lark (LALR) grammar" : "Alias of /v1/completion/cfg";
     api.post(url, apiRoute(summary, grammarSchema, completionResponse), async (request, reply) => {
       const body = request.body as CompletionBody & { grammar: string; max_ignored_run?: number | null };
-      generate.checkContext(body.prompt, body.max_new_tokens ?? DEFAULTS.max_new_tokens);
       const maxIgnoredRun = body.max_ignored_run ?? DEFAULTS.max_ignored_run;
-      const spec: ConstraintSpec = { kind: "grammar", grammar: body.grammar, maxIgnoredRun };
-      const result = await generate.run(
-        request,
-        reply,
-        spec,
-        (signal, client) => engine.complete({ ...completionOptions(body, signal, client), constraint: spec }),
-        body.max_new_tokens ?? DEFAULTS.max_new_tokens,
-      );
-      return completionReply(request, result);
+      return constrained(request, reply, body, { kind: "grammar", grammar: body.grammar, maxIgnoredRun });
     });
   }
 
