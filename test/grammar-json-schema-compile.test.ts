@@ -221,3 +221,36 @@ test("hostile schemas are refused fast with typed errors, never a crash", () => 
   assert.match(slow.message, /compiling took longer than 50 ms/);
   assert.ok(performance.now() - started < 2000);
 });
+
+test("a recursive schema is unrolled the same on every path (a Json type: arrays in objects in arrays…)", () => {
+  const branches = [
+    { type: "null" },
+    { type: "array", items: { $ref: "#/$defs/J" } },
+    { type: "object", additionalProperties: { $ref: "#/$defs/J" } },
+  ];
+  const viaAnyOf = compileJsonSchema({ $ref: "#/$defs/J", $defs: { J: { anyOf: branches } } }).dfa;
+  const viaTypes = compileJsonSchema({
+    $ref: "#/$defs/J",
+    $defs: { J: { type: ["null", "array", "object"], items: { $ref: "#/$defs/J" }, additionalProperties: { $ref: "#/$defs/J" } } },
+  }).dfa;
+  // Every mix of arrays and objects three levels deep, whichever comes first.
+  const documents = [
+    "null",
+    "[]",
+    "{}",
+    '[{"b": null}]',
+    '{"a": [null]}',
+    '{"a": [{"b": null}]}',
+    '[{"a": [null]}]',
+    '[[{"x": null}]]',
+    '{"a": {"b": [null]}}',
+  ];
+  for (const text of documents) {
+    assert.ok(matchesString(viaAnyOf, text), `anyOf form: ${text}`);
+    assert.ok(matchesString(viaTypes, text), `type-list form: ${text}`);
+  }
+  for (const text of ["1", '[{"b": 1}]', '{"a": "x"}']) {
+    assert.ok(!matchesString(viaAnyOf, text), text);
+    assert.ok(!matchesString(viaTypes, text), text);
+  }
+});

@@ -200,6 +200,13 @@ class SchemaCompiler {
   private readonly memo = new Map<string, RegexNode>();
   /** Subschemas being compiled, and how many times each is open (recursion unrolls). */
   private readonly inProgress = new Map<string, number>();
+  /**
+   * Self-references being expanded on the stack now (recursion is unrolled MAX_RECURSION of them
+   * deep, on every path alike). A language built inside a recursion depends on it — the innermost
+   * level writes no deeper nesting —, so languages are memoised per depth: the same subschema met
+   * at another depth is another language.
+   */
+  private unrolled = 0;
   private readonly deadline: number;
 
   constructor(
@@ -285,13 +292,13 @@ class SchemaCompiler {
     const pointers = refs.map((r) => r.pointer).join("|");
     const pointer = refs[0]?.pointer ?? "";
     if (want.depth > MAX_DEPTH) throw new JsonSchemaTooComplexError(`values nested deeper than ${MAX_DEPTH} levels`, pointer, "depth");
-    const key = `${pointers}#${this.syntax.style === "indented" ? want.depth : 0}${want.over ? "O" : "U"}${want.dupFree ? "d" : ""}`;
-    const known = this.memo.get(key);
+    const baseKey = `${pointers}#${this.syntax.style === "indented" ? want.depth : 0}${want.over ? "O" : "U"}${want.dupFree ? "d" : ""}`;
+    const known = this.memo.get(`${baseKey}@${this.unrolled}`);
     if (known) {
       // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as.
       if (known.kind === "dfa") return known;
       const compiled = dfaNode(this.dfaOf(known, pointer));
-      this.memo.set(key, compiled);
+      this.memo.set(`${baseKey}@${this.unrolled}`, compiled);
       return compiled;
     }
     const open = this.inProgress.get(pointers) ?? 0;
@@ -305,17 +312,21 @@ class SchemaCompiler {
           "$ref",
         );
       }
-      if (open > MAX_RECURSION) return EMPTY;
+      if (this.unrolled > MAX_RECURSION) return EMPTY;
     }
+    const depth = this.unrolled;
     this.inProgress.set(pointers, open + 1);
+    if (open > 0) this.unrolled++;
+    let node: RegexNode;
     try {
-      const node = this.compileAlternatives(refs, want, pointer);
-      this.memo.set(key, node);
-      return node;
+      node = this.compileAlternatives(refs, want, pointer);
     } finally {
+      this.unrolled = depth;
       if (open === 0) this.inProgress.delete(pointers);
       else this.inProgress.set(pointers, open);
     }
+    this.memo.set(`${baseKey}@${depth}`, node);
+    return node;
   }
 
   private compileAlternatives(refs: readonly SchemaAt[], want: Want, pointer: string): RegexNode {
