@@ -10,7 +10,7 @@ import { chromium, type Browser } from "playwright-core";
 import type { FastifyInstance } from "fastify";
 import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/index.js";
-import { auth, createFakeEngine, testConfig } from "./support/fake-engine.js";
+import { auth, createFakeEngine, TEST_KEY, testConfig } from "./support/fake-engine.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const SCREENSHOT = process.env.TRELLIS_DASHBOARD_SCREENSHOT ?? "/tmp/trellis-dashboard.png";
@@ -158,5 +158,34 @@ test("a key with a token quota: set at creation, shown with what is left, change
   await quotaCell.filter({ hasText: "unlimited" }).waitFor();
   assert.equal(store.listKeys().find((k) => k.name === "metered")!.quota, null);
   assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+test("the API reference: every endpoint from /openapi.json, authorize with a key, try a request; nothing loaded from outside", {
+  skip: !existsSync(CHROMIUM) && "no /usr/bin/chromium",
+}, async () => {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  const page = await context.newPage();
+  const outside: string[] = [];
+  page.on("request", (r) => {
+    if (!r.url().startsWith(base) && !r.url().startsWith("data:")) outside.push(r.url());
+  });
+  await page.goto(`${base}/docs`);
+  for (const path of ["/v1/completion/regex", "/v1/completion/typed", "/v1/chat/completions", "/v1/models"]) {
+    await page.locator(`.opblock-summary-path[data-path="${path}"]`).first().waitFor({ state: "visible" });
+  }
+  // Authorize with an API key, then try GET /v1/models from the page.
+  await page.locator("button.authorize").first().click();
+  await page.locator(".auth-container input").first().fill(TEST_KEY);
+  await page.locator(".auth-btn-wrapper button.authorize").first().click();
+  await page.locator("button.btn-done").first().click();
+  await page.locator('.opblock-summary-path[data-path="/v1/models"]').first().click();
+  await page.locator(".try-out__btn").first().click();
+  await page.locator("button.execute").first().click();
+  const status = page.locator(".live-responses-table tr.response .response-col_status").first();
+  await status.waitFor({ state: "visible" });
+  assert.equal((await status.innerText()).trim(), "200");
+  assert.match(await page.locator(".live-responses-table tr.response .response-col_description").first().innerText(), /"object": "list"/);
+  assert.deepEqual(outside, []);
   await context.close();
 });

@@ -211,7 +211,7 @@ function randomHeaders(): Record<string, string> {
   return headers;
 }
 
-const HTML_OK = new Set(["/docs", "/dashboard", "/dashboard/", "/metrics"]);
+const HTML_OK = new Set(["/docs", "/docs/", "/dashboard", "/dashboard/", "/metrics"]);
 
 test(`${CASES} random requests: never a 5xx, errors always {error, code}`, async () => {
   const statusCounts = new Map<number, number>();

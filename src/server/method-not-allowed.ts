@@ -16,7 +16,8 @@ const ALL_METHODS: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PAT
 export function methodNotAllowed(app: FastifyInstance): { sweep(): void } {
   const methodsByUrl = new Map<string, Set<string>>();
   app.addHook("onRoute", (route) => {
-    if (route.config?.methodNotAllowed) return;
+    // Swagger UI's page and assets (/docs…) answer for themselves (its prefix route has two urls).
+    if (route.config?.methodNotAllowed || route.url.startsWith("/docs")) return;
     let methods = methodsByUrl.get(route.url);
     if (!methods) methodsByUrl.set(route.url, (methods = new Set()));
     for (const m of Array.isArray(route.method) ? route.method : [route.method]) methods.add(m);
