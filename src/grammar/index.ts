@@ -59,6 +59,7 @@ export {
   TypeScriptSchemaError,
 } from "./typescript/convert.js";
 export { hasRepeatedKeys, withoutRepeatedKeys } from "./typescript/value-text.js";
+export { pyReEscape } from "./pyregex.js";
 export {
   compileToolCallLanguage,
   HERMES_CALL_CLOSE,

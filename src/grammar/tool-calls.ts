@@ -24,6 +24,7 @@ import {
 } from "../regex/index.js";
 import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
 import type { JsonSchemaWarning } from "./json-schema/errors.js";
+import { pyReEscape } from "./pyregex.js";
 
 export type ToolCallStyle = "hermes" | "llama3";
 
@@ -54,11 +55,7 @@ export function toolCallSchema(tools: readonly ToolDeclaration[], style: ToolCal
   return calls.length === 1 ? calls[0] : { anyOf: calls };
 }
 
-const literal = (text: string): RegexNode =>
-  parseRegex(
-    text.replace(/[\\^$.*+?()[\]{}|\-#&~\s]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`)),
-    parseFlagString(""),
-  );
+const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 const ofDfa = (dfa: ByteDfa): RegexNode => ({ kind: "dfa", dfa });
 
 export function compileToolCallLanguage(

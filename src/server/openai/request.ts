@@ -6,7 +6,7 @@
  */
 import type { ConstraintSpec } from "../../generate/index.js";
 import { MAX_IGNORED_RUN } from "../../generate/index.js";
-import { TOOL_CALL_OPEN, type ToolCallStyle } from "../../grammar/index.js";
+import { pyReEscape, TOOL_CALL_OPEN, type ToolCallStyle } from "../../grammar/index.js";
 import type { ChatMessage, ChatTool, ChatToolCall } from "../../prompt/index.js";
 import { OpenAIRequestError } from "./errors.js";
 
@@ -104,11 +104,6 @@ export function logitBiasOf(body: SharedBody, vocabSize: number | undefined): Ma
   return out;
 }
 
-/** Python `re.escape` of a literal (what a choice becomes in a pattern). */
-function regexLiteral(text: string): string {
-  return text.replace(/[\\^$.*+?()[\]{}|\-#&~\s]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : c === "\r" ? "\\r" : `\\${c}`));
-}
-
 export interface ToolMode {
   /**
    * "named": the output is that function's arguments; "required": an array of calls; "auto": text
@@ -148,7 +143,7 @@ export function constraintOf(
   let spec: ConstraintSpec = { kind: "text" };
   if (so?.json !== undefined) spec = jsonSpec(so.json, true);
   else if (so?.regex !== undefined) spec = { kind: "regex", pattern: so.regex };
-  else if (so?.choice !== undefined) spec = { kind: "regex", pattern: so.choice.map(regexLiteral) };
+  else if (so?.choice !== undefined) spec = { kind: "regex", pattern: so.choice.map(pyReEscape) };
   else if (so?.grammar !== undefined) spec = { kind: "grammar", grammar: so.grammar, maxIgnoredRun: MAX_IGNORED_RUN };
   else if (rf?.type === "json_object") spec = jsonSpec({ type: "object" }, true);
   else if (rf?.type === "json_schema") {
