@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 /**
  * trellis serve                          start the HTTP service (default command)
- * trellis keys create <name> [--quota N] create an API key and print it (shown once)
- * trellis keys list                      list keys with usage and quotas
+ * trellis keys create <name> [--quota N] [--expires DATE] [--rate-limit N]
+ *                                        create an API key and print it (shown once)
+ * trellis keys list                      list keys with usage, quotas, expiries, rate limits
  * trellis keys quota <id> <N|none>       set or clear a key's token quota
+ * trellis keys expiry <id> <DATE|none>   set or clear a key's expiry
+ * trellis keys rate-limit <id> <N|none>  set or clear a key's own rate limit
  * trellis keys revoke <id>               revoke a key
  * trellis download                       fetch the default model into the cache and print its path
  */
@@ -19,10 +22,13 @@ import {
   KeyNotFoundError,
   KeyStore,
   KeyStoreError,
+  KeySettingError,
   QuotaValueError,
   ensureAdminToken,
   formatUnwrittenUsage,
+  parseExpiry,
   parseQuota,
+  parseRateLimit,
   printableKeyName,
   type KeyStoreOptions,
 } from "./store/index.js";
@@ -44,12 +50,19 @@ const USAGE = `Usage: trellis <command> [options]
 
 Commands:
   serve                 start the HTTP service (default)
-  keys create <name> [--quota N]
+  keys create <name> [--quota N] [--expires DATE] [--rate-limit N]
                         create an API key; prints it once. --quota: the most tokens it
-                        may generate in all (default: unlimited)
-  keys list             list API keys with usage and quotas
+                        may generate in all (default: unlimited); --expires: refused from
+                        then on (YYYY-MM-DD = 00:00 UTC, or an ISO date and time with its
+                        offset; default: never); --rate-limit: requests per minute,
+                        replacing TRELLIS_RATE_LIMIT for this key
+  keys list             list API keys with usage, quotas, expiries and rate limits
   keys quota <id> <N|none>
                         set a key's token quota, or clear it (none: unlimited)
+  keys expiry <id> <DATE|none>
+                        set a key's expiry, or clear it (none: never expires)
+  keys rate-limit <id> <N|none>
+                        set a key's rate limit, or clear it (none: TRELLIS_RATE_LIMIT)
   keys revoke <id>      revoke an API key
   download              download the default model into the cache and print its path
   help                  this text
@@ -106,24 +119,55 @@ function oneLine(text: string, maxChars = 400): string {
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }
 
-const KEYS_USAGE = "usage: trellis keys create <name> [--quota N] | keys list | keys quota <id> <N|none> | keys revoke <id>";
+const CREATE_USAGE = "keys create <name> [--quota N] [--expires DATE] [--rate-limit N]";
+const KEYS_USAGE =
+  `usage: trellis ${CREATE_USAGE} | keys list | keys quota <id> <N|none> | keys expiry <id> <DATE|none> | ` +
+  "keys rate-limit <id> <N|none> | keys revoke <id>";
+
+/** The options of `keys create`, as typed; each undefined when absent. */
+interface CreateOptions {
+  quota?: string;
+  expires?: string;
+  rateLimit?: string;
+}
+
+const CREATE_OPTIONS = [
+  { flag: "--quota", field: "quota", needs: "a number of tokens (or none)" },
+  { flag: "--expires", field: "expires", needs: "a date, YYYY-MM-DD or an ISO date and time (or none)" },
+  { flag: "--rate-limit", field: "rateLimit", needs: "a number of requests per minute (or none)" },
+] as const;
 
 /**
- * Takes `--quota N` (or `--quota=N`) out of argv: an option of `keys create` only, unknown to the
- * service's settings (loadConfig refuses unknown flags). Undefined when absent.
+ * Takes `--quota N`, `--expires DATE` and `--rate-limit N` (or `--flag=value`) out of argv:
+ * options of `keys create` only, unknown to the service's settings (loadConfig refuses unknown
+ * flags).
  */
-function takeQuotaOption(argv: string[]): string | undefined {
-  const at = argv.findIndex((arg) => arg === "--quota" || arg.startsWith("--quota="));
-  if (at < 0) return undefined;
-  const arg = argv[at]!;
-  if (arg !== "--quota") {
-    argv.splice(at, 1);
-    return arg.slice("--quota=".length);
+function takeCreateOptions(argv: string[]): CreateOptions {
+  const options: CreateOptions = {};
+  for (const { flag, field, needs } of CREATE_OPTIONS) {
+    const at = argv.findIndex((arg) => arg === flag || arg.startsWith(`${flag}=`));
+    if (at < 0) continue;
+    const arg = argv[at]!;
+    if (arg !== flag) {
+      argv.splice(at, 1);
+      options[field] = arg.slice(flag.length + 1);
+      continue;
+    }
+    const value = argv[at + 1];
+    if (value === undefined) throw new CliError(`option ${flag} needs a value: ${needs}`);
+    argv.splice(at, 2);
+    options[field] = value;
   }
-  const value = argv[at + 1];
-  if (value === undefined) throw new CliError("option --quota needs a value: a number of tokens (or none)");
-  argv.splice(at, 2);
-  return value;
+  return options;
+}
+
+function createOptionFlags(options: CreateOptions): string[] {
+  return CREATE_OPTIONS.filter((o) => options[o.field] !== undefined).map((o) => o.flag);
+}
+
+/** "--quota is an option of" / "--quota, --expires are options of". */
+function optionsOfCreate(flags: string[]): string {
+  return `${flags.join(", ")} ${flags.length === 1 ? "is an option" : "are options"} of`;
 }
 
 function keyId(text: string | undefined, usage: string): number {
@@ -132,28 +176,51 @@ function keyId(text: string | undefined, usage: string): number {
   return id;
 }
 
-function quotaOf(text: string): number | null {
+/** An operator's value through its parser; the store's refusal (naming the field) as a CliError. */
+function operatorValue<T>(parse: (text: string) => T, text: string): T {
   try {
-    return parseQuota(text);
+    return parse(text);
   } catch (error) {
-    if (error instanceof QuotaValueError) throw new CliError(error.message);
+    if (error instanceof QuotaValueError || error instanceof KeySettingError) throw new CliError(error.message);
     throw error;
   }
 }
 
-function keysCommand(config: Config, args: string[], io: CliIo, quotaOption: string | undefined): void {
+/** Sets one setting of key `id` from `keys <sub> <id> <value>`; a missing key is a CliError. */
+function setKeySetting<T>(rest: string[], usage: string, parse: (text: string) => T, set: (id: number, value: T) => void): [number, T] {
+  const id = keyId(rest[0], usage);
+  if (rest[1] === undefined || rest.length > 2) throw new CliError(usage);
+  const value = operatorValue(parse, rest[1]);
+  try {
+    set(id, value);
+  } catch (error) {
+    if (error instanceof KeyNotFoundError) throw new CliError(error.message);
+    throw error;
+  }
+  return [id, value];
+}
+
+function keysCommand(config: Config, args: string[], io: CliIo, options: CreateOptions): void {
   const [sub, ...rest] = args;
-  if (quotaOption !== undefined && sub !== "create") throw new CliError(`--quota is an option of keys create; ${KEYS_USAGE}`);
-  const quota = quotaOption === undefined ? null : quotaOf(quotaOption);
+  const flags = createOptionFlags(options);
+  if (flags.length > 0 && sub !== "create") throw new CliError(`${optionsOfCreate(flags)} keys create; ${KEYS_USAGE}`);
+  const quota = options.quota === undefined ? null : operatorValue(parseQuota, options.quota);
+  const expiresAt = options.expires === undefined ? null : operatorValue(parseExpiry, options.expires);
+  const rateLimit = options.rateLimit === undefined ? null : operatorValue(parseRateLimit, options.rateLimit);
   const store = openStore(config);
   try {
     switch (sub) {
       case "create": {
         const name = rest.join(" ").trim();
-        if (!name) throw new CliError("usage: trellis keys create <name> [--quota N]");
-        const created = store.createKey(name, { quota });
-        const limit = created.quota === null ? "" : ` with a quota of ${created.quota} tokens`;
-        io.err(`created key ${created.id} "${created.name}"${limit} — store it now, it is not shown again:`);
+        if (!name) throw new CliError(`usage: trellis ${CREATE_USAGE}`);
+        const created = store.createKey(name, { quota, expiresAt, rateLimit });
+        const settings = [
+          created.quota === null ? null : `a quota of ${created.quota} tokens`,
+          created.expiresAt === null ? null : `expiring on ${created.expiresAt}`,
+          created.rateLimit === null ? null : `a rate limit of ${created.rateLimit} requests per minute`,
+        ].filter((s) => s !== null);
+        const described = settings.length === 0 ? "" : ` with ${settings.join(", ")}`;
+        io.err(`created key ${created.id} "${created.name}"${described} — store it now, it is not shown again:`);
         io.out(created.key);
         return;
       }
@@ -167,16 +234,32 @@ function keysCommand(config: Config, args: string[], io: CliIo, quotaOption: str
           String(k.id),
           printableKeyName(k.name),
           `${k.prefix}…`,
-          k.revokedAt ? "revoked" : "active",
+          k.revokedAt ? "revoked" : k.expiresAt !== null && Date.parse(k.expiresAt) <= Date.now() ? "expired" : "active",
           String(k.requests),
           String(k.tokens),
           k.quota === null ? "none" : String(k.quota),
           k.quota === null ? "-" : String(Math.max(0, k.quota - k.tokens)),
           k.lastUsedAt ?? "never",
+          k.expiresAt ?? "never",
+          k.rateLimit === null ? "default" : `${k.rateLimit}/min`,
           k.createdAt,
         ]);
-        // tokens is what the key has used: the quota bounds it, "left" is what remains.
-        const header = ["id", "name", "key", "status", "requests", "tokens", "quota", "left", "last used", "created"];
+        // tokens is what the key has used: the quota bounds it, "left" is what remains. A rate
+        // limit of "default" is TRELLIS_RATE_LIMIT.
+        const header = [
+          "id",
+          "name",
+          "key",
+          "status",
+          "requests",
+          "tokens",
+          "quota",
+          "left",
+          "last used",
+          "expires",
+          "rate limit",
+          "created",
+        ];
         const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
         const line = (cells: string[]) =>
           cells
@@ -187,17 +270,26 @@ function keysCommand(config: Config, args: string[], io: CliIo, quotaOption: str
         for (const row of rows) io.out(line(row));
         return;
       }
+      case "expiry": {
+        const usage = "usage: trellis keys expiry <id> <DATE|none> (DATE: YYYY-MM-DD, 00:00 UTC, or an ISO date and time with its offset)";
+        const [id] = setKeySetting(rest, usage, parseExpiry, (keyId, value) => store.setExpiry(keyId, value));
+        const stored = store.listKeys().find((k) => k.id === id)?.expiresAt ?? null;
+        io.out(stored === null ? `key ${id} never expires now` : `key ${id} expires on ${stored}`);
+        return;
+      }
+      case "rate-limit": {
+        const usage = "usage: trellis keys rate-limit <id> <N|none> (N: requests per minute; none: TRELLIS_RATE_LIMIT)";
+        const [id, value] = setKeySetting(rest, usage, parseRateLimit, (keyId, limit) => store.setRateLimit(keyId, limit));
+        io.out(
+          value === null
+            ? `key ${id} has the service's rate limit now (TRELLIS_RATE_LIMIT)`
+            : `key ${id} may make ${value} requests per minute`,
+        );
+        return;
+      }
       case "quota": {
-        const usage = "usage: trellis keys quota <id> <N|none>";
-        const id = keyId(rest[0], usage);
-        if (rest[1] === undefined || rest.length > 2) throw new CliError(`${usage} (N: the most tokens the key may generate in all)`);
-        const value = quotaOf(rest[1]);
-        try {
-          store.setQuota(id, value);
-        } catch (error) {
-          if (error instanceof KeyNotFoundError) throw new CliError(error.message);
-          throw error;
-        }
+        const usage = "usage: trellis keys quota <id> <N|none> (N: the most tokens the key may generate in all)";
+        const [id, value] = setKeySetting(rest, usage, parseQuota, (keyId, quota) => store.setQuota(keyId, quota));
         const used = store.listKeys().find((k) => k.id === id)?.tokens ?? 0;
         io.out(
           value === null
@@ -438,16 +530,17 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
 export async function main(argv: string[], io: CliIo): Promise<number> {
   try {
     const rest = [...argv];
-    const quotaOption = takeQuotaOption(rest);
+    const createOptions = takeCreateOptions(rest);
     const { config, positional } = loadConfig(io.env, rest);
     const [command = "serve", ...args] = positional;
-    if (quotaOption !== undefined && command !== "keys") throw new CliError("--quota is an option of trellis keys create");
+    const flags = createOptionFlags(createOptions);
+    if (flags.length > 0 && command !== "keys") throw new CliError(`${optionsOfCreate(flags)} trellis keys create`);
     switch (command) {
       case "serve":
         await serveCommand(config, io);
         return 0;
       case "keys":
-        keysCommand(config, args, io, quotaOption);
+        keysCommand(config, args, io, createOptions);
         return 0;
       case "download": {
         const path = await resolveModelPath({ ...config, modelPath: "" }, io);

@@ -1,5 +1,6 @@
 // The `trellis` CLI (src/cli.ts) and the configuration it reads: `keys create / list / revoke`
-// store keys hashed and print names safely; `serve` reports an unusable setting (model path, admin
+// store keys hashed and print names safely; `keys create --expires/--rate-limit`, `keys expiry`
+// and `keys rate-limit` set, list and clear a key's expiry and rate limit, refusing bad values; `serve` reports an unusable setting (model path, admin
 // token, data or cache folder, a port in use, a missing engine) in one line naming it, while an
 // engine bug still throws with its stack; unknown commands and options list the known ones; config
 // reads the environment, then flags, and validates integers and listed values.
@@ -52,6 +53,75 @@ test("keys create / list / revoke through the CLI, stored hashed", async () => {
   const bad = await run(["keys", "revoke", "abc"]);
   assert.equal(bad.code, 1);
   assert.match((await run(["keys", "list"])).out[1]!, /revoked/);
+});
+
+test("keys create --expires / --rate-limit, keys expiry, keys rate-limit; keys list shows them", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "trellis-cli-settings-"));
+  const env = { TRELLIS_DATA_DIR: dir };
+  const runIn = (argv: string[]) => run(argv, { env });
+  try {
+    const created = await runIn(["keys", "create", "nightly", "--expires", "2099-03-04", "--rate-limit=30", "--quota", "9"]);
+    assert.equal(created.code, 0, created.err.join("\n"));
+    assert.match(created.out[0]!, /^trl_/);
+    assert.match(
+      created.err[0]!,
+      /created key 1 "nightly" with a quota of 9 tokens, expiring on 2099-03-04T00:00:00\.000Z, a rate limit of 30 requests per minute/,
+    );
+    const plain = await runIn(["keys", "create", "plain"]);
+    assert.equal(plain.code, 0);
+
+    let list = await runIn(["keys", "list"]);
+    assert.match(list.out[0]!, /\s+last used\s+expires\s+rate limit\s+created$/);
+    assert.match(list.out[1]!, /^1\s+nightly\s+\S+\s+active\s+0\s+0\s+9\s+9\s+never\s+2099-03-04T00:00:00\.000Z\s+30\/min\s+\S+$/);
+    assert.match(list.out[2]!, /^2\s+plain\s+\S+\s+active\s+0\s+0\s+none\s+-\s+never\s+never\s+default\s+\S+$/);
+
+    assert.deepEqual((await runIn(["keys", "expiry", "2", "2000-01-01T10:00:00+02:00"])).out, [
+      "key 2 expires on 2000-01-01T08:00:00.000Z",
+    ]);
+    assert.deepEqual((await runIn(["keys", "rate-limit", "2", "5"])).out, ["key 2 may make 5 requests per minute"]);
+    list = await runIn(["keys", "list"]);
+    assert.match(list.out[2]!, /^2\s+plain\s+\S+\s+expired\s+.*never\s+2000-01-01T08:00:00\.000Z\s+5\/min\s+\S+$/);
+    assert.deepEqual((await runIn(["keys", "expiry", "1", "none"])).out, ["key 1 never expires now"]);
+    assert.deepEqual((await runIn(["keys", "rate-limit", "1", "none"])).out, [
+      "key 1 has the service's rate limit now (TRELLIS_RATE_LIMIT)",
+    ]);
+    list = await runIn(["keys", "list"]);
+    assert.match(list.out[1]!, /^1\s+nightly\s+.*never\s+never\s+default\s+\S+$/);
+
+    const store = new KeyStore({ dataDir: dir, flushIntervalMs: 0 });
+    assert.deepEqual(
+      store.listKeys().map((k) => [k.expiresAt, k.rateLimit]),
+      [
+        [null, null],
+        ["2000-01-01T08:00:00.000Z", 5],
+      ],
+    );
+    store.close();
+
+    const refusals: Array<[string[], RegExp]> = [
+      [["keys", "expiry", "1", "tomorrow"], /expires_at must be a date \(YYYY-MM-DD\)/],
+      [["keys", "expiry", "1", "2099-02-30"], /expires_at must be a date/],
+      [["keys", "expiry", "1"], /usage: trellis keys expiry <id> <DATE\|none>/],
+      [["keys", "expiry", "42", "none"], /no API key with id 42/],
+      [["keys", "rate-limit", "1", "0"], /rate_limit must be a whole number of requests per minute from 1/],
+      [["keys", "rate-limit", "1", "fast"], /rate_limit must be a whole number/],
+      [["keys", "rate-limit", "x", "5"], /usage: trellis keys rate-limit <id> <N\|none>/],
+      [["keys", "rate-limit", "42", "5"], /no API key with id 42/],
+      [["keys", "create", "x", "--expires", "soon"], /expires_at must be a date/],
+      [["keys", "create", "x", "--rate-limit", "-1"], /rate_limit must be a whole number/],
+      [["keys", "create", "x", "--expires"], /--expires needs a value/],
+      [["keys", "list", "--rate-limit", "5"], /--rate-limit is an option of keys create/],
+      [["download", "--expires", "2099-01-01"], /--expires is an option of trellis keys create/],
+    ];
+    for (const [argv, message] of refusals) {
+      const res = await runIn(argv);
+      assert.equal(res.code, 1, argv.join(" "));
+      assert.match(res.err.join("\n"), message, argv.join(" "));
+    }
+    assert.equal((await runIn(["keys", "list"])).out.length, 3, "no key was created by a refused command");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("serve fails clearly when the engine module is missing or the model path is wrong", async () => {

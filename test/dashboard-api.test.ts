@@ -1,7 +1,9 @@
 // The dashboard over HTTP (fake engine): page and assets served locally under a strict CSP,
 // sign-in and sign-out, CSRF-guarded key creation, use, listing with usage and revocation,
 // token quotas (set at creation, listed with what is left, changed and cleared by a CSRF-guarded
-// action), validation errors in the API's shape, key-name rules, and a locked key store answering 503.
+// action), expiries and rate limits (set at creation, listed with last use, changed and cleared
+// by CSRF-guarded actions, enforced), validation errors in the API's shape naming the field,
+// key-name rules, and a locked key store answering 503.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -174,6 +176,117 @@ test("token quotas: set at creation, listed with what is left, changed and clear
   const badCreate = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers, payload: { name: "bad", quota: -5 } });
   assert.deepEqual(badCreate.json(), { error: "quota must be ≥ 0", code: 400 });
   assert.equal((await setQuota({ quota: 5 }, headers, 9999)).statusCode, 404);
+});
+
+test("expiry and rate limit: set at creation, listed with last use, changed and cleared (session + CSRF), enforced", async () => {
+  const { cookie, csrf } = await signIn();
+  const headers = { cookie, "x-csrf-token": csrf };
+  const created = await app.inject({
+    method: "POST",
+    url: "/dashboard/api/keys",
+    headers,
+    payload: { name: "scheduled", expires_at: "2099-07-01", rate_limit: 40 },
+  });
+  assert.equal(created.statusCode, 200, created.body);
+  const { id, key, expires_at, rate_limit } = created.json() as { id: number; key: string; expires_at: string; rate_limit: number };
+  assert.deepEqual([expires_at, rate_limit], ["2099-07-01T00:00:00.000Z", 40]);
+  const plain = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers, payload: { name: "plain settings" } });
+  assert.deepEqual(
+    [(plain.json() as { expires_at: unknown }).expires_at, (plain.json() as { rate_limit: unknown }).rate_limit],
+    [null, null],
+  );
+
+  const row = async () => {
+    const list = (await app.inject({ url: "/dashboard/api/keys", headers: { cookie } })).json() as { keys: Array<Record<string, unknown>> };
+    return list.keys.find((k) => k.id === id)!;
+  };
+  const listed = await row();
+  assert.deepEqual(
+    [listed.expires_at, listed.expired, listed.rate_limit, listed.last_used_at],
+    ["2099-07-01T00:00:00.000Z", false, 40, null],
+  );
+  const use = () =>
+    app.inject({
+      method: "POST",
+      url: "/v1/completion/cfg",
+      headers: auth(key),
+      payload: { prompt: "p", grammar: "g", max_new_tokens: 2 },
+    });
+  const used = await use();
+  assert.equal(used.statusCode, 200);
+  assert.equal(used.headers["x-ratelimit-limit"], "40", "the key's own limit replaces the service's");
+  assert.ok(typeof (await row()).last_used_at === "string", "last use is listed before the flush writes it");
+
+  const post = (action: string, body: unknown, h: Record<string, string> = headers, target: number = id) =>
+    app.inject({ method: "POST", url: `/dashboard/api/keys/${target}/${action}`, headers: h, payload: body as Record<string, unknown> });
+  for (const [action, body] of [
+    ["expiry", { expires_at: "2000-01-01" }],
+    ["rate-limit", { rate_limit: 1 }],
+  ] as const) {
+    assert.equal((await post(action, body, { cookie })).statusCode, 403, `${action}: the CSRF header is required`);
+    assert.equal((await post(action, body, { cookie, "x-csrf-token": "forged" })).statusCode, 403);
+    assert.equal((await post(action, body, {})).statusCode, 401, `${action}: a session is required`);
+    assert.equal((await post(action, body, headers, 9999)).statusCode, 404);
+  }
+  assert.deepEqual(
+    [(await row()).expires_at, (await row()).rate_limit],
+    ["2099-07-01T00:00:00.000Z", 40],
+    "refused changes changed nothing",
+  );
+
+  assert.deepEqual((await post("expiry", { expires_at: "2000-01-01T12:00:00+01:00" })).json(), {
+    id,
+    expires_at: "2000-01-01T11:00:00.000Z",
+  });
+  assert.equal((await row()).expired, true);
+  const expired = await use();
+  assert.equal(expired.statusCode, 401);
+  assert.deepEqual(expired.json(), { error: "API key expired on 2000-01-01T11:00:00.000Z", code: 401 });
+  assert.deepEqual((await post("expiry", { expires_at: null })).json(), { id, expires_at: null });
+  assert.deepEqual([(await row()).expires_at, (await row()).expired], [null, false]);
+
+  assert.deepEqual((await post("rate-limit", { rate_limit: 1 })).json(), { id, rate_limit: 1 });
+  // Lowered to 1 a minute: the request this minute already used it.
+  const limited = await use();
+  assert.equal(limited.statusCode, 429);
+  assert.equal(limited.headers["x-ratelimit-limit"], "1");
+  assert.deepEqual((await post("rate-limit", { rate_limit: null })).json(), { id, rate_limit: null });
+  assert.equal((await row()).rate_limit, null);
+  assert.equal((await use()).statusCode, 200, "cleared: the service's limit again");
+
+  const refusals: Array<[string, unknown, RegExp]> = [
+    ["expiry", { expires_at: "soon" }, /^expires_at must be a date \(YYYY-MM-DD\) or an ISO 8601 date and time/],
+    ["expiry", { expires_at: "2099-02-30" }, /^expires_at must be a date/],
+    ["expiry", { expires_at: "2099-01-01T10:00" }, /^expires_at must be a date/],
+    ["expiry", { expires_at: 20990101 }, /^expires_at must be a string$/],
+    ["expiry", {}, /^expires_at is required$/],
+    ["rate-limit", { rate_limit: 0 }, /^rate_limit must be ≥ 1$/],
+    ["rate-limit", { rate_limit: 2.5 }, /^rate_limit must be an integer$/],
+    ["rate-limit", { rate_limit: "10" }, /^rate_limit must be an integer$/],
+    ["rate-limit", { rate_limit: 1, extra: 1 }, /^unknown field "extra"; allowed fields: rate_limit$/],
+  ];
+  for (const [action, body, message] of refusals) {
+    const res = await post(action, body);
+    assert.equal(res.statusCode, 400, `${action} ${JSON.stringify(body)}: ${res.body}`);
+    assert.match((res.json() as { error: string }).error, message);
+  }
+  const badCreate = await app.inject({
+    method: "POST",
+    url: "/dashboard/api/keys",
+    headers,
+    payload: { name: "bad", expires_at: "31/12/2099" },
+  });
+  assert.equal(badCreate.statusCode, 400);
+  assert.match((badCreate.json() as { error: string }).error, /^expires_at must be a date/);
+  const badLimit = await app.inject({ method: "POST", url: "/dashboard/api/keys", headers, payload: { name: "bad", rate_limit: 0 } });
+  assert.deepEqual(badLimit.json(), { error: "rate_limit must be ≥ 1", code: 400 });
+  assert.equal(
+    ((await app.inject({ url: "/dashboard/api/keys", headers: { cookie } })).json() as { keys: Array<{ name: string }> }).keys.some(
+      (k) => k.name === "bad",
+    ),
+    false,
+    "a refused setting creates no key",
+  );
 });
 
 test("sign-out ends the session", async () => {

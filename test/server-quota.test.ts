@@ -370,7 +370,10 @@ describe("quota commands of the CLI", () => {
     assert.equal(plain.code, 0);
 
     let list = await run(["keys", "list"]);
-    assert.match(list.out[0]!, /^id\s+name\s+key\s+status\s+requests\s+tokens\s+quota\s+left\s+last used\s+created$/);
+    assert.match(
+      list.out[0]!,
+      /^id\s+name\s+key\s+status\s+requests\s+tokens\s+quota\s+left\s+last used\s+expires\s+rate limit\s+created$/,
+    );
     assert.match(list.out[1]!, /^1\s+billing service\s+trl_\S+…\s+active\s+0\s+0\s+500\s+500\s+never/);
     assert.match(list.out[2]!, /^2\s+tiny\s+\S+\s+active\s+0\s+0\s+7\s+7\s+never/);
     assert.match(list.out[3]!, /^3\s+plain\s+\S+\s+active\s+0\s+0\s+none\s+-\s+never/);

@@ -338,7 +338,7 @@ test("migration from schema 1 keeps keys, usage and settings; the quota starts u
   const store = new KeyStore({ dataDir, flushIntervalMs: 0 });
   try {
     assert.equal(store.schemaVersion, SCHEMA_VERSION);
-    assert.equal(SCHEMA_VERSION, 2);
+    assert.equal(SCHEMA_VERSION, 3, "migration 3 (expiry, rate limit) runs after 2: see store-key-settings.test.ts");
     assert.deepEqual(
       store.listKeys().map((k) => ({ ...k })),
       [
@@ -352,6 +352,8 @@ test("migration from schema 1 keeps keys, usage and settings; the quota starts u
           tokens: 4321,
           lastUsedAt: "2025-02-03T04:05:06.000Z",
           quota: null,
+          expiresAt: null,
+          rateLimit: null,
         },
         {
           id: 2,
@@ -363,6 +365,8 @@ test("migration from schema 1 keeps keys, usage and settings; the quota starts u
           tokens: 9,
           lastUsedAt: null,
           quota: null,
+          expiresAt: null,
+          rateLimit: null,
         },
       ],
     );

@@ -1,5 +1,5 @@
-// Trellis dashboard: sign in, create keys (shown once) with an optional token quota, change a
-// key's quota, revoke keys, see usage.
+// Trellis dashboard: sign in, create keys (shown once) with an optional token quota, expiry and
+// rate limit, change a key's quota, expiry and rate limit, revoke keys, see usage and last use.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -49,6 +49,32 @@ function parseQuota(text) {
   return Number(value);
 }
 
+/** A rate limit typed by the admin: "" (or "none", "default") is the service's (null), else requests per minute. */
+function parseRateLimit(text) {
+  const value = text.trim().toLowerCase();
+  if (value === "" || value === "none" || value === "default") return null;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value))) {
+    throw new Error("the rate limit must be a whole number of requests per minute, or empty for the service's limit");
+  }
+  return Number(value);
+}
+
+/** An expiry typed by the admin: "" (or "none", "never") is never (null); the server checks the rest. */
+function parseExpiry(text) {
+  const value = text.trim();
+  if (value === "" || value.toLowerCase() === "none" || value.toLowerCase() === "never") return null;
+  return value;
+}
+
+function expiryText(key) {
+  if (!key.expires_at) return "never";
+  return key.expired ? `${formatTime(key.expires_at)} (expired)` : formatTime(key.expires_at);
+}
+
+function rateLimitText(key) {
+  return key.rate_limit === null || key.rate_limit === undefined ? "service default" : `${key.rate_limit.toLocaleString()}/min`;
+}
+
 function quotaText(key) {
   if (key.quota === null || key.quota === undefined) return "unlimited";
   return `${key.quota.toLocaleString()} (${key.quota_remaining.toLocaleString()} left)`;
@@ -77,6 +103,8 @@ function renderKeys(keys) {
       cell(String(key.tokens), "num"),
       cell(formatTime(key.last_used_at)),
       cell(quotaText(key), key.quota_remaining === 0 ? "num exhausted" : "num"),
+      cell(expiryText(key), key.expired ? "exhausted" : ""),
+      cell(rateLimitText(key), "num"),
     );
     const status = document.createElement("td");
     const badge = document.createElement("span");
@@ -94,6 +122,20 @@ function renderKeys(keys) {
       quota.title = "Set or clear this key's token quota";
       quota.addEventListener("click", () => editQuota(key, quota));
       actions.append(quota);
+      const expiry = document.createElement("button");
+      expiry.type = "button";
+      expiry.className = "secondary small";
+      expiry.textContent = "Expiry";
+      expiry.title = "Set or clear when this key expires";
+      expiry.addEventListener("click", () => editExpiry(key, expiry));
+      actions.append(expiry);
+      const rateLimit = document.createElement("button");
+      rateLimit.type = "button";
+      rateLimit.className = "secondary small";
+      rateLimit.textContent = "Rate limit";
+      rateLimit.title = "Set or clear this key's own rate limit";
+      rateLimit.addEventListener("click", () => editRateLimit(key, rateLimit));
+      actions.append(rateLimit);
       const revoke = document.createElement("button");
       revoke.type = "button";
       revoke.className = "danger";
@@ -132,6 +174,41 @@ async function editQuota(key, button) {
     button.disabled = false;
     showError($("create-error"), error.message);
   }
+}
+
+/** Asks for a value, posts it with the session's CSRF header, refreshes the list; errors shown. */
+async function editSetting(button, question, current, path, toBody) {
+  const answer = window.prompt(question, current);
+  if (answer === null) return;
+  showError($("create-error"), "");
+  button.disabled = true;
+  try {
+    await api("POST", path, toBody(answer));
+    await refreshKeys();
+  } catch (error) {
+    button.disabled = false;
+    showError($("create-error"), error.message);
+  }
+}
+
+function editExpiry(key, button) {
+  return editSetting(
+    button,
+    `Expiry of "${key.name}": a date (YYYY-MM-DD, 00:00 UTC) or an ISO date and time with its offset. Empty: never expires.`,
+    key.expires_at || "",
+    `/dashboard/api/keys/${key.id}/expiry`,
+    (answer) => ({ expires_at: parseExpiry(answer) }),
+  );
+}
+
+function editRateLimit(key, button) {
+  return editSetting(
+    button,
+    `Rate limit of "${key.name}" in requests per minute, replacing the service's limit for this key. Empty: the service's limit.`,
+    key.rate_limit === null || key.rate_limit === undefined ? "" : String(key.rate_limit),
+    `/dashboard/api/keys/${key.id}/rate-limit`,
+    (answer) => ({ rate_limit: parseRateLimit(answer) }),
+  );
 }
 
 async function revokeKey(key, button) {
@@ -197,14 +274,22 @@ document.addEventListener("DOMContentLoaded", async () => {
     event.preventDefault();
     showError($("create-error"), "");
     try {
+      const body = { name: $("key-name").value };
       const quota = parseQuota($("key-quota").value);
-      const created = await api("POST", "/dashboard/api/keys", quota === null ? { name: $("key-name").value } : { name: $("key-name").value, quota });
+      if (quota !== null) body.quota = quota;
+      const expiresAt = parseExpiry($("key-expires").value);
+      if (expiresAt !== null) body.expires_at = expiresAt;
+      const rateLimit = parseRateLimit($("key-rate-limit").value);
+      if (rateLimit !== null) body.rate_limit = rateLimit;
+      const created = await api("POST", "/dashboard/api/keys", body);
       $("new-key-name").textContent = created.name;
       $("new-key-value").textContent = created.key;
       $("copy-status").textContent = "";
       show($("new-key"), true);
       $("key-name").value = "";
       $("key-quota").value = "";
+      $("key-expires").value = "";
+      $("key-rate-limit").value = "";
       await refreshKeys();
     } catch (error) {
       showError($("create-error"), error.message);

@@ -1,6 +1,6 @@
 /**
- * The admin dashboard at /dashboard: static page + small JSON API for keys, their usage and their
- * token quotas.
+ * The admin dashboard at /dashboard: static page + small JSON API for keys, their usage, their
+ * token quotas, expiries and rate limits.
  *
  * Sign-in compares the admin token's sha256 with the configured/stored hash; the session is a
  * random id in an HttpOnly, SameSite=Strict cookie (kept in memory: a restart signs everyone
@@ -19,7 +19,9 @@ import {
   KEY_NAME_MAX_CHARS,
   KeyNameError,
   KeyNotFoundError,
+  KeySettingError,
   KeyStoreError,
+  MAX_KEY_RATE_LIMIT,
   MAX_TOKEN_QUOTA,
   QuotaValueError,
   digestsEqual,
@@ -93,10 +95,17 @@ function storeUnavailable(error: KeyStoreError): HttpError {
 
 /** A key's token quota in a request body: a whole number of tokens, or null for unlimited. */
 const QUOTA_SCHEMA = { type: ["integer", "null"], minimum: 0, maximum: MAX_TOKEN_QUOTA } as const;
+/** An expiry: "YYYY-MM-DD" (00:00 UTC) or an ISO date and time with its offset (the store checks which), or null: never. */
+const EXPIRY_SCHEMA = { type: ["string", "null"], minLength: 1, maxLength: 64 } as const;
+/** Requests per minute, replacing the service's limit for the key; null: the service's. */
+const RATE_LIMIT_SCHEMA = { type: ["integer", "null"], minimum: 1, maximum: MAX_KEY_RATE_LIMIT } as const;
+const ID_PARAMS = { type: "object", properties: { id: { type: "string", pattern: "^[0-9]{1,15}$" } } } as const;
 
 /** The store's refusals of a key change, as the admin should see them. */
 function keyChangeError(error: unknown): unknown {
-  if (error instanceof KeyNameError || error instanceof QuotaValueError) return new HttpError(400, error.message);
+  if (error instanceof KeyNameError || error instanceof QuotaValueError || error instanceof KeySettingError) {
+    return new HttpError(400, error.message);
+  }
   if (error instanceof KeyNotFoundError) return new HttpError(404, error.message);
   if (error instanceof KeyStoreError) return storeUnavailable(error);
   return error;
@@ -229,6 +238,11 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
           // tokens is what counts against the quota; null: unlimited.
           quota: k.quota,
           quota_remaining: k.quota === null ? null : Math.max(0, k.quota - k.tokens),
+          // null: never expires; an instant already past: the key is refused (401).
+          expires_at: k.expiresAt,
+          expired: k.expiresAt !== null && Date.parse(k.expiresAt) <= Date.now(),
+          // requests per minute; null: the service's TRELLIS_RATE_LIMIT.
+          rate_limit: k.rateLimit,
         })),
       };
     });
@@ -246,16 +260,22 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
             properties: {
               name: { type: "string", minLength: 1, maxLength: KEY_NAME_MAX_CHARS, pattern: "\\S" },
               quota: QUOTA_SCHEMA,
+              expires_at: EXPIRY_SCHEMA,
+              rate_limit: RATE_LIMIT_SCHEMA,
             },
           },
         },
       },
       async (request) => {
         requireSession(request, true);
-        const body = request.body as { name: string; quota?: number | null };
+        const body = request.body as { name: string; quota?: number | null; expires_at?: string | null; rate_limit?: number | null };
         let created: CreatedKey;
         try {
-          created = store.createKey(body.name, { quota: body.quota ?? null });
+          created = store.createKey(body.name, {
+            quota: body.quota ?? null,
+            expiresAt: body.expires_at ?? null,
+            rateLimit: body.rate_limit ?? null,
+          });
         } catch (error) {
           throw keyChangeError(error);
         }
@@ -266,7 +286,52 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
           prefix: created.prefix,
           created_at: created.createdAt,
           quota: created.quota,
+          expires_at: created.expiresAt,
+          rate_limit: created.rateLimit,
         };
+      },
+    );
+
+    app.post(
+      "/dashboard/api/keys/:id/expiry",
+      {
+        schema: {
+          hide: true,
+          params: ID_PARAMS,
+          body: { type: "object", additionalProperties: false, required: ["expires_at"], properties: { expires_at: EXPIRY_SCHEMA } },
+        },
+      },
+      async (request) => {
+        requireSession(request, true);
+        const id = Number((request.params as { id: string }).id);
+        const body = request.body as { expires_at: string | null };
+        try {
+          return { id, expires_at: store.setExpiry(id, body.expires_at) };
+        } catch (error) {
+          throw keyChangeError(error);
+        }
+      },
+    );
+
+    app.post(
+      "/dashboard/api/keys/:id/rate-limit",
+      {
+        schema: {
+          hide: true,
+          params: ID_PARAMS,
+          body: { type: "object", additionalProperties: false, required: ["rate_limit"], properties: { rate_limit: RATE_LIMIT_SCHEMA } },
+        },
+      },
+      async (request) => {
+        requireSession(request, true);
+        const id = Number((request.params as { id: string }).id);
+        const { rate_limit } = request.body as { rate_limit: number | null };
+        try {
+          store.setRateLimit(id, rate_limit);
+        } catch (error) {
+          throw keyChangeError(error);
+        }
+        return { id, rate_limit };
       },
     );
 

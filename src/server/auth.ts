@@ -1,12 +1,13 @@
 /**
  * The API's front check, before a body is read: refusal while shutting down, the bearer key
  * (fixed keys from TRELLIS_API_KEYS, or the store's), the key's token quota (an exhausted key
- * gets 402; a key with a quota gets X-Quota-Remaining), the key's rate limit, and a JSON content
+ * gets 402; a key with a quota gets X-Quota-Remaining), its expiry (401), the key's rate limit (its
+ * own when it has one, else TRELLIS_RATE_LIMIT), and a JSON content
  * type for requests with a body. Registered as an onRequest hook in the API's own context, so
  * routes outside it (health, metrics, docs, dashboard) never see it.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { QuotaExceededError, sha256Hex, type QuotaStatus } from "../store/index.js";
+import { KeyExpiredError, QuotaExceededError, sha256Hex, type KeyAdmission, type QuotaStatus } from "../store/index.js";
 import { QUOTA_HEADER, RequestUsage } from "./quota.js";
 import { sendError as sendThiggleError, type TrellisState } from "./state.js";
 
@@ -55,12 +56,20 @@ export function apiKeyCheck(
     const envIndex = envKeys.get(sha256Hex(secret));
     let identity: { bucket: string; storeId: number | null } | null = null;
     let quota: QuotaStatus | null = null;
+    let rateLimit: number | null = null;
     if (envIndex !== undefined) identity = { bucket: `env:${envIndex}`, storeId: null };
     else {
-      const key = store.authenticateWithQuota(secret);
+      let key: KeyAdmission | null;
+      try {
+        key = store.authenticateRequest(secret);
+      } catch (error) {
+        if (!(error instanceof KeyExpiredError)) throw error;
+        return sendError(reply, 401, error.message, { "www-authenticate": 'Bearer error="invalid_token", error_description="expired"' });
+      }
       if (key) {
         identity = { bucket: `key:${key.id}`, storeId: key.id };
         quota = key.quota;
+        rateLimit = key.rateLimit;
       }
     }
     if (!identity) return sendError(reply, 401, "invalid or revoked API key", { "www-authenticate": 'Bearer error="invalid_token"' });
@@ -69,8 +78,9 @@ export function apiKeyCheck(
       reply.header(QUOTA_HEADER, String(quota.remaining));
       if (quota.remaining === 0) return sendError(reply, 402, new QuotaExceededError(identity.storeId!, null, quota).message);
     }
-    if (limiter.enabled) {
-      const decision = limiter.take(identity.bucket);
+    // A key's own limit replaces the service's, also where the service sets none.
+    if (rateLimit !== null || limiter.enabled) {
+      const decision = limiter.take(identity.bucket, rateLimit ?? limiter.perMinute);
       reply.header("x-ratelimit-limit", String(decision.limit));
       reply.header("x-ratelimit-remaining", String(decision.remaining));
       reply.header("x-ratelimit-reset", String(decision.resetSeconds));

@@ -18,38 +18,49 @@ export interface RateDecision {
 interface Bucket {
   tokens: number;
   updatedMs: number;
+  /** The limit it last refilled at (its capacity), for the sweep. */
+  perMinute: number;
 }
 
-/** `perMinute` requests per minute per key, bursts up to `perMinute`; 0 disables limiting. */
+/**
+ * `perMinute` requests per minute per key, bursts up to `perMinute`; 0 disables limiting. A key
+ * with its own limit passes it to take(): its bucket then holds and refills at that limit.
+ */
 export class TokenBucketLimiter {
   private readonly buckets = new Map<string, Bucket>();
-  private readonly refillPerMs: number;
   private callsSinceSweep = 0;
 
-  constructor(readonly perMinute: number) {
-    this.refillPerMs = perMinute / 60_000;
-  }
+  constructor(readonly perMinute: number) {}
 
   get enabled(): boolean {
     return this.perMinute > 0;
   }
 
-  take(key: string, nowMs: number = Date.now()): RateDecision {
-    const capacity = this.perMinute;
+  /**
+   * Takes one request from `key`'s bucket, which holds and refills at `limit` requests per minute
+   * (default: the limiter's). A bucket whose limit changed keeps what was used of it.
+   */
+  take(key: string, limit: number = this.perMinute, nowMs: number = Date.now()): RateDecision {
+    const capacity = limit;
+    const refillPerMs = capacity / 60_000;
     let bucket = this.buckets.get(key);
     if (!bucket) {
-      bucket = { tokens: capacity, updatedMs: nowMs };
+      bucket = { tokens: capacity, updatedMs: nowMs, perMinute: capacity };
       this.buckets.set(key, bucket);
     } else {
       const elapsed = Math.max(0, nowMs - bucket.updatedMs);
-      bucket.tokens = Math.min(capacity, bucket.tokens + elapsed * this.refillPerMs);
+      // A changed limit keeps what the key has used of it: raised, the difference is available at
+      // once; lowered, what is left shrinks by as much (never below empty).
+      const resized = bucket.tokens + (capacity - bucket.perMinute);
+      bucket.tokens = Math.min(capacity, Math.max(0, resized) + elapsed * refillPerMs);
       bucket.updatedMs = nowMs;
+      bucket.perMinute = capacity;
     }
     if (++this.callsSinceSweep >= 1000) this.sweep(nowMs);
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
-    const resetSeconds = Math.ceil((capacity - bucket.tokens) / this.refillPerMs / 1000);
-    const retryAfterSeconds = allowed ? 0 : Math.max(1, Math.ceil((1 - bucket.tokens) / this.refillPerMs / 1000));
+    const resetSeconds = Math.ceil((capacity - bucket.tokens) / refillPerMs / 1000);
+    const retryAfterSeconds = allowed ? 0 : Math.max(1, Math.ceil((1 - bucket.tokens) / refillPerMs / 1000));
     return { allowed, limit: capacity, remaining: Math.floor(bucket.tokens), resetSeconds, retryAfterSeconds };
   }
 
@@ -57,7 +68,7 @@ export class TokenBucketLimiter {
   private sweep(nowMs: number): void {
     this.callsSinceSweep = 0;
     for (const [key, bucket] of this.buckets) {
-      if (bucket.tokens + (nowMs - bucket.updatedMs) * this.refillPerMs >= this.perMinute) this.buckets.delete(key);
+      if (bucket.tokens + ((nowMs - bucket.updatedMs) * bucket.perMinute) / 60_000 >= bucket.perMinute) this.buckets.delete(key);
     }
   }
 }

@@ -2,15 +2,35 @@
  * store/ — API keys and their usage, in SQLite (`KeyStore`): keys shown once and kept as sha256
  * hashes, usage counted in memory and written in one transaction per interval (a failed write
  * keeps its counts, is retried and reported, never crashes), versioned migrations that never drop
- * data; per-key token quotas enforced by reservation; and the dashboard's admin credential.
+ * data; per-key token quotas enforced by reservation, expiries and rate limits; and the
+ * dashboard's admin credential.
  *
  *   const store = new KeyStore({ dataDir, onFlushError });
  *   const created = store.createKey("billing", { quota: 100_000 });   // created.key is shown once
  *   store.authenticate(secret);                            // → { id, name } | null
+ *   store.authenticateRequest(secret);                     // + quota, rateLimit; KeyExpiredError: 401
  *   const held = store.reserveTokens(id, maxTokens);       // null: no quota; QuotaExceededError: 402
  *   store.recordUsage(id, tokens, held ? [held] : []); … store.close();
  */
-export { KeyStore, type ApiKeyInfo, type AuthenticatedKey, type CreatedKey, type KeyAccess, type KeyStoreOptions } from "./keys.js";
+export {
+  KeyStore,
+  type ApiKeyInfo,
+  type AuthenticatedKey,
+  type CreatedKey,
+  type KeyAccess,
+  type KeyAdmission,
+  type KeySettings,
+  type KeyStoreOptions,
+} from "./keys.js";
+export {
+  KeyExpiredError,
+  KeySettingError,
+  MAX_KEY_RATE_LIMIT,
+  checkExpiry,
+  isExpired,
+  parseExpiry,
+  parseRateLimit,
+} from "./key-settings.js";
 export {
   MAX_TOKEN_QUOTA,
   QuotaExceededError,

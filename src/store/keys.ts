@@ -4,7 +4,9 @@
  * usage is buffered in memory and flushed in one transaction per interval (usage.ts), so a
  * request costs one indexed read and no write; the schema is migrated on open (migrations.ts);
  * failures to open or write are KeyStoreErrors that name their cause (errors.ts); token quotas are
- * enforced by reservation (quota.ts).
+ * enforced by reservation (quota.ts); expiry and per-key rate limits are columns checked at
+ * authentication (key-settings.ts), and the last use is noted then, in memory, and written by the
+ * usage flush.
  */
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
@@ -13,6 +15,7 @@ import { KEY_PREFIX, generateApiKey, sha256Hex } from "./credentials.js";
 import { KeyNotFoundError, KeyStoreError, classifyFailure, errorCode } from "./errors.js";
 import { migrate } from "./migrations.js";
 import { normalizeKeyName } from "./names.js";
+import { KeyExpiredError, checkExpiry, checkRateLimit, isExpired } from "./key-settings.js";
 import { QuotaExceededError, ReservationLedger, checkQuota, quotaStatus, type QuotaStatus, type TokenReservation } from "./quota.js";
 import { UsageBuffer, type FlushFailure, type UnwrittenUsage, type UsageFlushStats } from "./usage.js";
 
@@ -29,6 +32,10 @@ export interface ApiKeyInfo {
   lastUsedAt: string | null;
   /** The most tokens the key may generate in all; null: unlimited. */
   quota: number | null;
+  /** From this instant (ISO 8601, UTC) the key is refused; null: never. */
+  expiresAt: string | null;
+  /** Requests per minute, replacing the service's limit for this key; null: the service's. */
+  rateLimit: number | null;
 }
 
 export interface CreatedKey {
@@ -39,6 +46,16 @@ export interface CreatedKey {
   prefix: string;
   createdAt: string;
   quota: number | null;
+  expiresAt: string | null;
+  rateLimit: number | null;
+}
+
+/** Settings of a new key; each absent or null: none. */
+export interface KeySettings {
+  quota?: number | null;
+  /** A Date, "YYYY-MM-DD" (00:00 UTC) or an ISO 8601 date and time with its offset. */
+  expiresAt?: string | Date | null;
+  rateLimit?: number | null;
 }
 
 export interface AuthenticatedKey {
@@ -51,6 +68,12 @@ export interface KeyAccess extends AuthenticatedKey {
   quota: QuotaStatus | null;
 }
 
+/** What the API's key check needs of a key, from the same one read: KeyAccess and its rate limit. */
+export interface KeyAdmission extends KeyAccess {
+  /** Requests per minute for this key; null: the service's limit. */
+  rateLimit: number | null;
+}
+
 interface KeyRow {
   id: number;
   name: string;
@@ -61,6 +84,8 @@ interface KeyRow {
   tokens: number;
   last_used_at: string | null;
   token_quota: number | null;
+  expires_at: string | null;
+  rate_limit: number | null;
 }
 
 export interface KeyStoreOptions {
@@ -95,7 +120,15 @@ export class KeyStore {
 
   private readonly selectByHash: Database.Statement<
     [string],
-    { id: number; name: string; revoked_at: string | null; tokens: number; token_quota: number | null }
+    {
+      id: number;
+      name: string;
+      revoked_at: string | null;
+      tokens: number;
+      token_quota: number | null;
+      expires_at: string | null;
+      rate_limit: number | null;
+    }
   >;
   private readonly selectQuota: Database.Statement<[number], { tokens: number; token_quota: number | null }>;
   private readonly selectAll: Database.Statement<[], KeyRow>;
@@ -120,10 +153,13 @@ export class KeyStore {
       const { failure, reason } = classifyFailure(error, this.dataDir, this.path);
       throw new KeyStoreError(this.path, failure, reason, errorCode(error), { cause: error });
     }
-    this.selectByHash = this.db.prepare("SELECT id, name, revoked_at, tokens, token_quota FROM api_keys WHERE hash = ?");
+    this.selectByHash = this.db.prepare(
+      "SELECT id, name, revoked_at, tokens, token_quota, expires_at, rate_limit FROM api_keys WHERE hash = ?",
+    );
     this.selectQuota = this.db.prepare("SELECT tokens, token_quota FROM api_keys WHERE id = ?");
     this.selectAll = this.db.prepare(
-      "SELECT id, name, prefix, created_at, revoked_at, requests, tokens, last_used_at, token_quota FROM api_keys ORDER BY id",
+      `SELECT id, name, prefix, created_at, revoked_at, requests, tokens, last_used_at, token_quota, expires_at, rate_limit
+         FROM api_keys ORDER BY id`,
     );
     this.usage = new UsageBuffer(this.db, this.path, options, busyTimeoutMs);
   }
@@ -145,20 +181,49 @@ export class KeyStore {
 
   /**
    * Throws KeyNameError for a name normalizeKeyName refuses, QuotaValueError for a quota that is
-   * not a whole number of tokens (null or absent: unlimited), KeyStoreError if it cannot be written.
+   * not a whole number of tokens (null or absent: unlimited), KeySettingError for an expiry or
+   * rate limit checkExpiry or checkRateLimit refuses, KeyStoreError if it cannot be written.
    */
-  createKey(name: string, options: { quota?: number | null } = {}): CreatedKey {
+  createKey(name: string, options: KeySettings = {}): CreatedKey {
     const trimmed = normalizeKeyName(name);
     const quota = checkQuota(options.quota ?? null);
+    const expiresAt = checkExpiry(options.expiresAt ?? null);
+    const rateLimit = checkRateLimit(options.rateLimit ?? null);
     const key = generateApiKey();
     const prefix = key.slice(0, KEY_PREFIX.length + 6);
     const createdAt = new Date().toISOString();
     const info = this.write("cannot create the key in", () =>
       this.db
-        .prepare("INSERT INTO api_keys (name, prefix, hash, created_at, token_quota) VALUES (?, ?, ?, ?, ?)")
-        .run(trimmed, prefix, sha256Hex(key), createdAt, quota),
+        .prepare("INSERT INTO api_keys (name, prefix, hash, created_at, token_quota, expires_at, rate_limit) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        .run(trimmed, prefix, sha256Hex(key), createdAt, quota, expiresAt, rateLimit),
     );
-    return { id: Number(info.lastInsertRowid), name: trimmed, key, prefix, createdAt, quota };
+    return { id: Number(info.lastInsertRowid), name: trimmed, key, prefix, createdAt, quota, expiresAt, rateLimit };
+  }
+
+  /**
+   * Sets when a key expires (null: never; see checkExpiry for the forms). An instant already
+   * past expires it at once; a later one (or null) opens it again. Applies from the next request.
+   * Returns the stored instant. Throws KeyNotFoundError, KeySettingError, KeyStoreError.
+   */
+  setExpiry(id: number, expiresAt: string | Date | null): string | null {
+    const checked = checkExpiry(expiresAt);
+    const info = this.write("cannot set the expiry in", () =>
+      this.db.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").run(checked, id),
+    );
+    if (info.changes === 0) throw new KeyNotFoundError(id);
+    return checked;
+  }
+
+  /**
+   * Sets a key's rate limit in requests per minute (null: the service's TRELLIS_RATE_LIMIT again).
+   * Applies from the next request. Throws KeyNotFoundError, KeySettingError, KeyStoreError.
+   */
+  setRateLimit(id: number, rateLimit: number | null): void {
+    const checked = checkRateLimit(rateLimit);
+    const info = this.write("cannot set the rate limit in", () =>
+      this.db.prepare("UPDATE api_keys SET rate_limit = ? WHERE id = ?").run(checked, id),
+    );
+    if (info.changes === 0) throw new KeyNotFoundError(id);
   }
 
   /**
@@ -185,7 +250,7 @@ export class KeyStore {
     return true;
   }
 
-  /** The active key a secret belongs to, or null (unknown or revoked). */
+  /** The active key a secret belongs to, or null (unknown, revoked or expired). */
   authenticate(secret: string): AuthenticatedKey | null {
     const key = this.authenticateWithQuota(secret);
     return key ? { id: key.id, name: key.name } : null;
@@ -193,10 +258,33 @@ export class KeyStore {
 
   /** authenticate() with the key's quota as it stands, in the same one indexed read. */
   authenticateWithQuota(secret: string): KeyAccess | null {
-    if (!secret.startsWith(KEY_PREFIX) || secret.length > 200) return null;
-    const row = this.selectByHash.get(sha256Hex(secret));
-    if (!row || row.revoked_at !== null) return null;
+    const row = this.activeRow(secret);
+    if (!row || isExpired(row.expires_at)) return null;
     return { id: row.id, name: row.name, quota: this.statusOf(row.id, row.token_quota, row.tokens) };
+  }
+
+  /**
+   * The API's key check: the key's quota and rate limit from one indexed read, and its last use
+   * noted in memory (written by the usage flush: no write per request). Null for an unknown or
+   * revoked key; a KeyExpiredError (401) for a key past its expiry, whose last use stays as it was.
+   */
+  authenticateRequest(secret: string, nowMs: number = Date.now()): KeyAdmission | null {
+    const row = this.activeRow(secret);
+    if (!row) return null;
+    if (isExpired(row.expires_at, nowMs)) throw new KeyExpiredError(row.id, row.expires_at!);
+    this.usage.touch(row.id, new Date(nowMs).toISOString());
+    return {
+      id: row.id,
+      name: row.name,
+      quota: this.statusOf(row.id, row.token_quota, row.tokens),
+      rateLimit: row.rate_limit,
+    };
+  }
+
+  private activeRow(secret: string) {
+    if (!secret.startsWith(KEY_PREFIX) || secret.length > 200) return undefined;
+    const row = this.selectByHash.get(sha256Hex(secret));
+    return row && row.revoked_at === null ? row : undefined;
   }
 
   private statusOf(id: number, quota: number | null, storedTokens: number): QuotaStatus | null {
@@ -270,6 +358,8 @@ export class KeyStore {
         tokens: row.tokens + (extra?.tokens ?? 0),
         lastUsedAt: lastUsed,
         quota: row.token_quota,
+        expiresAt: row.expires_at,
+        rateLimit: row.rate_limit,
       };
     });
   }

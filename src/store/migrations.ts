@@ -24,6 +24,10 @@ const MIGRATIONS: readonly string[] = [
    );`,
   // 1 → 2: per-key token quotas (NULL: unlimited). What a key has used is its tokens column.
   `ALTER TABLE api_keys ADD COLUMN token_quota INTEGER CHECK (token_quota IS NULL OR token_quota >= 0);`,
+  // 2 → 3: per-key expiry (an ISO 8601 UTC instant) and rate limit (requests per minute); NULL:
+  // none. Last use was a column from the start (last_used_at).
+  `ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
+   ALTER TABLE api_keys ADD COLUMN rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit >= 1);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -177,6 +177,14 @@ export class UsageBuffer {
     this.addPending(id, 1, tokens, now);
   }
 
+  /**
+   * Notes that the key authenticated a request now: its last use, kept in memory and written by
+   * the next flush with the usage (no write per request). Nothing after close.
+   */
+  touch(id: number, nowIso: string = new Date().toISOString()): void {
+    if (!this.closed) this.addPending(id, 0, 0, nowIso);
+  }
+
   private addPending(id: number, requests: number, tokens: number, lastUsedAt: string): void {
     const entry = this.pending.get(id);
     if (entry) {
