@@ -21,6 +21,7 @@ import {
   parseRateLimit,
   sha256Hex,
 } from "../src/store/index.js";
+import { legacyDatabase } from "./support/legacy-db.js";
 
 const dirs: string[] = [];
 after(() => {
@@ -208,26 +209,7 @@ test("last use: noted at authentication in memory, written by the flush, kept ac
 
 /** A database as Trellis wrote it at schema 2 (token quotas), with usage, a quota and a setting. */
 function schemaTwoDatabase(dir: string): { path: string; secret: string } {
-  const path = join(dir, "trellis.db");
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.exec(`CREATE TABLE api_keys (
-     id INTEGER PRIMARY KEY AUTOINCREMENT,
-     name TEXT NOT NULL,
-     prefix TEXT NOT NULL,
-     hash TEXT NOT NULL UNIQUE,
-     created_at TEXT NOT NULL,
-     revoked_at TEXT,
-     requests INTEGER NOT NULL DEFAULT 0,
-     tokens INTEGER NOT NULL DEFAULT 0,
-     last_used_at TEXT
-   );
-   CREATE TABLE settings (
-     name TEXT PRIMARY KEY,
-     value TEXT NOT NULL
-   );
-   ALTER TABLE api_keys ADD COLUMN token_quota INTEGER CHECK (token_quota IS NULL OR token_quota >= 0);`);
-  db.pragma("user_version = 2");
+  const { db, path } = legacyDatabase(dir, 2);
   const secret = "trl_" + "q".repeat(43);
   const insert = db.prepare(
     `INSERT INTO api_keys (name, prefix, hash, created_at, revoked_at, requests, tokens, last_used_at, token_quota)

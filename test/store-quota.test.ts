@@ -21,6 +21,7 @@ import {
   type TokenReservation,
 } from "../src/store/index.js";
 import { holdLock } from "./support/hold-lock.js";
+import { legacyDatabase } from "./support/legacy-db.js";
 
 const dirs: string[] = [];
 after(() => {
@@ -293,25 +294,7 @@ test("persistence: quota and used survive close and reopen; usage not yet writte
 
 /** Schema 1 exactly as it shipped (migration 0), with keys, usage and a setting in it. */
 function schemaOneDatabase(dir: string): { path: string; secret: string } {
-  const path = join(dir, "trellis.db");
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.exec(`CREATE TABLE api_keys (
-     id INTEGER PRIMARY KEY AUTOINCREMENT,
-     name TEXT NOT NULL,
-     prefix TEXT NOT NULL,
-     hash TEXT NOT NULL UNIQUE,
-     created_at TEXT NOT NULL,
-     revoked_at TEXT,
-     requests INTEGER NOT NULL DEFAULT 0,
-     tokens INTEGER NOT NULL DEFAULT 0,
-     last_used_at TEXT
-   );
-   CREATE TABLE settings (
-     name TEXT PRIMARY KEY,
-     value TEXT NOT NULL
-   );`);
-  db.pragma("user_version = 1");
+  const { db, path } = legacyDatabase(dir, 1);
   const secret = "trl_" + "a".repeat(43);
   const insert = db.prepare(
     "INSERT INTO api_keys (name, prefix, hash, created_at, revoked_at, requests, tokens, last_used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -292,70 +292,41 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
       },
     );
 
-    app.post(
-      "/dashboard/api/keys/:id/expiry",
-      {
-        schema: {
-          hide: true,
-          params: ID_PARAMS,
-          body: { type: "object", additionalProperties: false, required: ["expires_at"], properties: { expires_at: EXPIRY_SCHEMA } },
+    /**
+     * A key's setting changed after creation (signed in, CSRF header): `field` in the body, written
+     * by `apply`, which answers the value stored (a store error becomes its 4xx).
+     */
+    const keySetting = <T>(path: string, field: string, schema: unknown, apply: (id: number, value: T) => unknown): void => {
+      app.post(
+        `/dashboard/api/keys/:id/${path}`,
+        {
+          schema: {
+            hide: true,
+            params: ID_PARAMS,
+            body: { type: "object", additionalProperties: false, required: [field], properties: { [field]: schema } },
+          },
         },
-      },
-      async (request) => {
-        requireSession(request, true);
-        const id = Number((request.params as { id: string }).id);
-        const body = request.body as { expires_at: string | null };
-        try {
-          return { id, expires_at: store.setExpiry(id, body.expires_at) };
-        } catch (error) {
-          throw keyChangeError(error);
-        }
-      },
-    );
-
-    app.post(
-      "/dashboard/api/keys/:id/rate-limit",
-      {
-        schema: {
-          hide: true,
-          params: ID_PARAMS,
-          body: { type: "object", additionalProperties: false, required: ["rate_limit"], properties: { rate_limit: RATE_LIMIT_SCHEMA } },
+        async (request) => {
+          requireSession(request, true);
+          const id = Number((request.params as { id: string }).id);
+          const value = (request.body as Record<string, T>)[field]!;
+          try {
+            return { id, [field]: apply(id, value) };
+          } catch (error) {
+            throw keyChangeError(error);
+          }
         },
-      },
-      async (request) => {
-        requireSession(request, true);
-        const id = Number((request.params as { id: string }).id);
-        const { rate_limit } = request.body as { rate_limit: number | null };
-        try {
-          store.setRateLimit(id, rate_limit);
-        } catch (error) {
-          throw keyChangeError(error);
-        }
-        return { id, rate_limit };
-      },
-    );
-
-    app.post(
-      "/dashboard/api/keys/:id/quota",
-      {
-        schema: {
-          hide: true,
-          params: { type: "object", properties: { id: { type: "string", pattern: "^[0-9]{1,15}$" } } },
-          body: { type: "object", additionalProperties: false, required: ["quota"], properties: { quota: QUOTA_SCHEMA } },
-        },
-      },
-      async (request) => {
-        requireSession(request, true);
-        const id = Number((request.params as { id: string }).id);
-        const { quota } = request.body as { quota: number | null };
-        try {
-          store.setQuota(id, quota);
-        } catch (error) {
-          throw keyChangeError(error);
-        }
-        return { id, quota };
-      },
-    );
+      );
+    };
+    keySetting<string | null>("expiry", "expires_at", EXPIRY_SCHEMA, (id, value) => store.setExpiry(id, value));
+    keySetting<number | null>("rate-limit", "rate_limit", RATE_LIMIT_SCHEMA, (id, value) => {
+      store.setRateLimit(id, value);
+      return value;
+    });
+    keySetting<number | null>("quota", "quota", QUOTA_SCHEMA, (id, value) => {
+      store.setQuota(id, value);
+      return value;
+    });
 
     app.post(
       "/dashboard/api/keys/:id/revoke",
