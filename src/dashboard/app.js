@@ -115,33 +115,12 @@ function renderKeys(keys) {
     const actions = document.createElement("td");
     actions.className = "actions";
     if (!key.revoked_at) {
-      const quota = document.createElement("button");
-      quota.type = "button";
-      quota.className = "secondary small";
-      quota.textContent = "Quota";
-      quota.title = "Set or clear this key's token quota";
-      quota.addEventListener("click", () => editQuota(key, quota));
-      actions.append(quota);
-      const expiry = document.createElement("button");
-      expiry.type = "button";
-      expiry.className = "secondary small";
-      expiry.textContent = "Expiry";
-      expiry.title = "Set or clear when this key expires";
-      expiry.addEventListener("click", () => editExpiry(key, expiry));
-      actions.append(expiry);
-      const rateLimit = document.createElement("button");
-      rateLimit.type = "button";
-      rateLimit.className = "secondary small";
-      rateLimit.textContent = "Rate limit";
-      rateLimit.title = "Set or clear this key's own rate limit";
-      rateLimit.addEventListener("click", () => editRateLimit(key, rateLimit));
-      actions.append(rateLimit);
-      const revoke = document.createElement("button");
-      revoke.type = "button";
-      revoke.className = "danger";
-      revoke.textContent = "Revoke";
-      revoke.addEventListener("click", () => revokeKey(key, revoke));
-      actions.append(revoke);
+      actions.append(
+        actionButton("Quota", "Set or clear this key's token quota", "secondary small", (b) => editQuota(key, b)),
+        actionButton("Expiry", "Set or clear when this key expires", "secondary small", (b) => editExpiry(key, b)),
+        actionButton("Rate limit", "Set or clear this key's own rate limit", "secondary small", (b) => editRateLimit(key, b)),
+        actionButton("Revoke", "", "danger", (b) => revokeKey(key, b)),
+      );
     }
     row.append(actions);
     body.append(row);
@@ -158,22 +137,25 @@ async function refreshKeys() {
   }
 }
 
-async function editQuota(key, button) {
-  const current = key.quota === null || key.quota === undefined ? "" : String(key.quota);
-  const answer = window.prompt(
+/** A row's button: its label, tooltip and class; `onClick` gets the button (to disable it while busy). */
+function actionButton(label, title, className, onClick) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = className;
+  button.textContent = label;
+  if (title) button.title = title;
+  button.addEventListener("click", () => onClick(button));
+  return button;
+}
+
+function editQuota(key, button) {
+  return editSetting(
+    button,
     `Token quota of "${key.name}": the most tokens it may generate in all (it has used ${key.tokens}). Empty for unlimited.`,
-    current,
+    key.quota === null || key.quota === undefined ? "" : String(key.quota),
+    `/dashboard/api/keys/${key.id}/quota`,
+    (answer) => ({ quota: parseQuota(answer) }),
   );
-  if (answer === null) return;
-  showError($("create-error"), "");
-  button.disabled = true;
-  try {
-    await api("POST", `/dashboard/api/keys/${key.id}/quota`, { quota: parseQuota(answer) });
-    await refreshKeys();
-  } catch (error) {
-    button.disabled = false;
-    showError($("create-error"), error.message);
-  }
 }
 
 /** Asks for a value, posts it with the session's CSRF header, refreshes the list; errors shown. */

@@ -77,7 +77,7 @@ export class TextStream {
     let keep = 0;
     for (const stop of this.stops) {
       for (let n = Math.min(stop.length - 1, text.length); n > keep; n--) {
-        if (text.endsWith(stop.slice(0, n))) {
+        if (endsWithPrefix(text, stop, n)) {
           keep = n;
           break;
         }
@@ -95,4 +95,11 @@ export class TextStream {
     this.sent += text;
     this.onText?.(text);
   }
+}
+
+/** Whether `text` ends with the first `n` code units of `stop` (no substring made: runs per token). */
+function endsWithPrefix(text: string, stop: string, n: number): boolean {
+  const from = text.length - n;
+  for (let i = 0; i < n; i++) if (text.charCodeAt(from + i) !== stop.charCodeAt(i)) return false;
+  return true;
 }

@@ -14,12 +14,6 @@ export function requestId(prefix: string): string {
   return `${prefix}-${randomBytes(12).toString("hex")}`;
 }
 
-export type FinishReason = "stop" | "length" | "tool_calls";
-
-export function finishReasonOf(result: CompletionResult): FinishReason {
-  return result.stopReason === "token_limit" ? "length" : "stop";
-}
-
 /** Runs `n` completions of `base` at once; `onText(i, …)` streams choice i. */
 export function runChoices(
   engine: Engine,

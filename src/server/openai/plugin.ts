@@ -11,17 +11,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { CompletionResult, ConstrainedCompletionRequest, GeneratedToken } from "../../generate/index.js";
 import { apiKeyCheck } from "../auth.js";
+import { type FinishReason, finishReasonOf, samplingOf, stopStrings } from "../completion-fields.js";
 import { generation } from "../generation.js";
 import { allowedFields } from "../schemas.js";
-import {
-  chatLogprobs,
-  completionLogprobs,
-  type FinishReason,
-  finishReasonOf,
-  requestId,
-  runChoices,
-  SYSTEM_FINGERPRINT,
-} from "./choices.js";
+import { chatLogprobs, completionLogprobs, requestId, runChoices, SYSTEM_FINGERPRINT } from "./choices.js";
 import { mapOpenAIError, OpenAIRequestError, sendOpenAIError } from "./errors.js";
 import {
   type ChatBody,
@@ -30,9 +23,7 @@ import {
   checkModel,
   constraintOf,
   logitBiasOf,
-  samplingOf,
   type SharedBody,
-  stopStrings,
   type ToolMode,
   AutoToolStream,
 } from "./request.js";

@@ -8,6 +8,7 @@ import type { ConstraintSpec } from "../../generate/index.js";
 import { MAX_IGNORED_RUN } from "../../generate/index.js";
 import { pyReEscape, TOOL_CALL_OPEN, type ToolCallStyle } from "../../grammar/index.js";
 import type { ChatMessage, ChatTool, ChatToolCall } from "../../prompt/index.js";
+import { stopStrings } from "../completion-fields.js";
 import { OpenAIRequestError } from "./errors.js";
 
 /** OpenAI's fields shared by both completion endpoints. */
@@ -59,35 +60,6 @@ interface RequestMessage {
   tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
   tool_call_id?: string;
   refusal?: string | null;
-}
-
-/** Sampling knobs with OpenAI's defaults (top_k and repetition_penalty off unless asked). */
-export function samplingOf(body: SharedBody) {
-  const topK = body.top_k ?? 0;
-  return {
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
-    topK: topK < 0 ? 0 : topK,
-    repetitionPenalty: body.repetition_penalty ?? 1,
-    presencePenalty: body.presence_penalty ?? 0,
-    frequencyPenalty: body.frequency_penalty ?? 0,
-  };
-}
-
-export function stopStrings(body: SharedBody): string[] {
-  const stop = body.stop;
-  if (stop === undefined || stop === null) return [];
-  const stops = typeof stop === "string" ? [stop] : stop;
-  stops.forEach((s, i) => {
-    // A lone surrogate (JSON allows "\ud83d") would match half of a character.
-    if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s))
-      throw new OpenAIRequestError(
-        400,
-        `stop${typeof stop === "string" ? "" : `[${i}]`} is not well-formed Unicode (a lone surrogate)`,
-        "stop",
-      );
-  });
-  return stops;
 }
 
 /** logit_bias with its ids checked against the vocabulary. */

@@ -9,10 +9,10 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { CompletionResult, ConstraintSpec } from "../../generate/index.js";
 import { withoutRepeatedKeys } from "../../grammar/index.js";
+import { finishReasonOf, samplingOf, stopStrings } from "../completion-fields.js";
 import { HttpError } from "../errors.js";
 import type { Generation } from "../generation.js";
 import {
-  DEFAULTS,
   JSON_DEFAULTS,
   errorResponse,
   jsonMaxNewTokensDefault,
@@ -58,7 +58,7 @@ export function thiggleCompletionRoutes(api: FastifyInstance, state: TrellisStat
     if (typed && (body.schema === undefined || body.type_name === undefined)) {
       throw new HttpError(400, body.schema === undefined ? "schema is required with type_name" : "type_name is required with schema");
     }
-    const stops = body.stop === undefined || body.stop === null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
+    const stops = stopStrings(body);
     if (typed && stops.length > 0)
       throw new HttpError(400, "stop: a typed completion cannot be cut short by a stop string (the value would not type-check)");
     const spec: ConstraintSpec = typed
@@ -82,12 +82,7 @@ export function thiggleCompletionRoutes(api: FastifyInstance, state: TrellisStat
           maxNewTokens,
           // A typed value ends when it is complete; free text when the model ends it.
           stopAfterMatch: typed,
-          temperature: body.temperature ?? 1,
-          topP: body.top_p ?? 1,
-          topK: body.top_k ?? 0,
-          repetitionPenalty: DEFAULTS.repetition_penalty,
-          presencePenalty: body.presence_penalty ?? 0,
-          frequencyPenalty: body.frequency_penalty ?? 0,
+          ...samplingOf(body),
           stop: stops,
           ...(body.seed === null || body.seed === undefined ? {} : { seed: body.seed }),
           signal,
@@ -116,7 +111,7 @@ export function thiggleCompletionRoutes(api: FastifyInstance, state: TrellisStat
           text,
           created: Math.floor(now.getTime() / 1000),
           model: modelId,
-          finish_reason: result.stopReason === "token_limit" ? "length" : "stop",
+          finish_reason: finishReasonOf(result),
           usage,
         },
       ],
