@@ -8,6 +8,7 @@
  * trellis keys expiry <id> <DATE|none>   set or clear a key's expiry
  * trellis keys rate-limit <id> <N|none>  set or clear a key's own rate limit
  * trellis keys revoke <id>               revoke a key
+ * trellis migrate                        bring the key store's schema up to date (SQLite or Postgres)
  * trellis download                       fetch the default model into the cache and print its path
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
@@ -22,14 +23,17 @@ import {
   KeyNotFoundError,
   KeyStore,
   KeyStoreError,
+  PostgresKeyStore,
+  asKeyBackend,
   KeySettingError,
   QuotaValueError,
-  ensureAdminToken,
+  ensureSharedAdminToken,
   formatUnwrittenUsage,
   parseExpiry,
   parseQuota,
   parseRateLimit,
   printableKeyName,
+  type KeyBackend,
   type KeyStoreOptions,
 } from "./store/index.js";
 import { GgufFormatError } from "./vocab/index.js";
@@ -64,6 +68,8 @@ Commands:
   keys rate-limit <id> <N|none>
                         set a key's rate limit, or clear it (none: TRELLIS_RATE_LIMIT)
   keys revoke <id>      revoke an API key
+  migrate               bring the key store's schema up to date (SQLite, or Postgres with
+                        TRELLIS_DATABASE_URL) and print its version
   download              download the default model into the cache and print its path
   help                  this text
 
@@ -86,25 +92,54 @@ export class CliError extends Error {
  */
 const SERVE_BUSY_TIMEOUT_MS = 100;
 
-function openStore(config: Config, options: Omit<KeyStoreOptions, "dataDir"> = {}): KeyStore {
+/**
+ * The key store the configuration names: Postgres when TRELLIS_DATABASE_URL is set, else SQLite
+ * in TRELLIS_DATA_DIR. `migrate`: bring the schema up to date now (the default follows
+ * TRELLIS_MIGRATE_ON_START); otherwise an out-of-date schema is refused.
+ */
+async function openStore(
+  config: Config,
+  options: Omit<KeyStoreOptions, "dataDir" | "migrate"> = {},
+  migrate: boolean = config.migrateOnStart,
+): Promise<KeyBackend> {
   try {
-    return new KeyStore({ ...options, dataDir: config.dataDir });
+    if (config.databaseUrl) {
+      return await PostgresKeyStore.open({
+        ...options,
+        url: config.databaseUrl,
+        poolSize: config.databasePoolSize,
+        keyCacheMs: config.keyCacheMs,
+        keyStaleMs: config.keyStaleMs,
+        migrate,
+      });
+    }
+    return asKeyBackend(new KeyStore({ ...options, dataDir: config.dataDir, migrate }));
   } catch (error) {
     throw keyStoreFailure(error);
   }
 }
 
-/** A KeyStoreError as one line saying what to do, naming TRELLIS_DATA_DIR; anything else as it is. */
+/** A KeyStoreError as one line saying what to do, naming the setting to change; anything else as it is. */
 function keyStoreFailure(error: unknown): unknown {
   if (!(error instanceof KeyStoreError)) return error;
+  const postgres = /^postgres(ql)?:/.test(error.path);
+  const elsewhere = postgres ? "check TRELLIS_DATABASE_URL (--database-url)" : "set TRELLIS_DATA_DIR (--data-dir) to another folder";
   const advice: Record<KeyStoreError["failure"], string> = {
     "not-a-directory": "fix that or set TRELLIS_DATA_DIR (--data-dir) to another folder",
-    "not-writable": "make it writable by this user or set TRELLIS_DATA_DIR (--data-dir) to a writable folder",
-    "disk-full": "free some space or set TRELLIS_DATA_DIR (--data-dir) to a folder on another disk",
+    "not-writable": postgres
+      ? "check the user and password in TRELLIS_DATABASE_URL (--database-url)"
+      : "make it writable by this user or set TRELLIS_DATA_DIR (--data-dir) to a writable folder",
+    "disk-full": postgres
+      ? "free some space on the database server"
+      : "free some space or set TRELLIS_DATA_DIR (--data-dir) to a folder on another disk",
     "not-a-database": "move that file away (it is not a Trellis key store) or set TRELLIS_DATA_DIR (--data-dir) to another folder",
     locked: "let the other process finish (or stop it) and try again",
-    "newer-schema": "or set TRELLIS_DATA_DIR (--data-dir) to another folder",
-    io: "check the file and its folder, or set TRELLIS_DATA_DIR (--data-dir) to another folder",
+    "newer-schema": `or ${elsewhere}`,
+    "old-schema": `or ${elsewhere}`,
+    unreachable: "start the database or check TRELLIS_DATABASE_URL (--database-url)",
+    io: postgres
+      ? "check the database and TRELLIS_DATABASE_URL (--database-url)"
+      : "check the file and its folder, or set TRELLIS_DATA_DIR (--data-dir) to another folder",
   };
   return new CliError(`${oneLine(error.message)}; ${advice[error.failure]}`);
 }
@@ -187,12 +222,17 @@ function operatorValue<T>(parse: (text: string) => T, text: string): T {
 }
 
 /** Sets one setting of key `id` from `keys <sub> <id> <value>`; a missing key is a CliError. */
-function setKeySetting<T>(rest: string[], usage: string, parse: (text: string) => T, set: (id: number, value: T) => void): [number, T] {
+async function setKeySetting<T>(
+  rest: string[],
+  usage: string,
+  parse: (text: string) => T,
+  set: (id: number, value: T) => Promise<unknown>,
+): Promise<[number, T]> {
   const id = keyId(rest[0], usage);
   if (rest[1] === undefined || rest.length > 2) throw new CliError(usage);
   const value = operatorValue(parse, rest[1]);
   try {
-    set(id, value);
+    await set(id, value);
   } catch (error) {
     if (error instanceof KeyNotFoundError) throw new CliError(error.message);
     throw error;
@@ -200,20 +240,20 @@ function setKeySetting<T>(rest: string[], usage: string, parse: (text: string) =
   return [id, value];
 }
 
-function keysCommand(config: Config, args: string[], io: CliIo, options: CreateOptions): void {
+async function keysCommand(config: Config, args: string[], io: CliIo, options: CreateOptions): Promise<void> {
   const [sub, ...rest] = args;
   const flags = createOptionFlags(options);
   if (flags.length > 0 && sub !== "create") throw new CliError(`${optionsOfCreate(flags)} keys create; ${KEYS_USAGE}`);
   const quota = options.quota === undefined ? null : operatorValue(parseQuota, options.quota);
   const expiresAt = options.expires === undefined ? null : operatorValue(parseExpiry, options.expires);
   const rateLimit = options.rateLimit === undefined ? null : operatorValue(parseRateLimit, options.rateLimit);
-  const store = openStore(config);
+  const store = await openStore(config);
   try {
     switch (sub) {
       case "create": {
         const name = rest.join(" ").trim();
         if (!name) throw new CliError(`usage: trellis ${CREATE_USAGE}`);
-        const created = store.createKey(name, { quota, expiresAt, rateLimit });
+        const created = await store.createKey(name, { quota, expiresAt, rateLimit });
         const settings = [
           created.quota === null ? null : `a quota of ${created.quota} tokens`,
           created.expiresAt === null ? null : `expiring on ${created.expiresAt}`,
@@ -225,7 +265,7 @@ function keysCommand(config: Config, args: string[], io: CliIo, options: CreateO
         return;
       }
       case "list": {
-        const keys = store.listKeys();
+        const keys = await store.listKeys();
         if (keys.length === 0) {
           io.out("no keys");
           return;
@@ -272,14 +312,14 @@ function keysCommand(config: Config, args: string[], io: CliIo, options: CreateO
       }
       case "expiry": {
         const usage = "usage: trellis keys expiry <id> <DATE|none> (DATE: YYYY-MM-DD, 00:00 UTC, or an ISO date and time with its offset)";
-        const [id] = setKeySetting(rest, usage, parseExpiry, (keyId, value) => store.setExpiry(keyId, value));
-        const stored = store.listKeys().find((k) => k.id === id)?.expiresAt ?? null;
+        const [id] = await setKeySetting(rest, usage, parseExpiry, (keyId, value) => store.setExpiry(keyId, value));
+        const stored = (await store.listKeys()).find((k) => k.id === id)?.expiresAt ?? null;
         io.out(stored === null ? `key ${id} never expires now` : `key ${id} expires on ${stored}`);
         return;
       }
       case "rate-limit": {
         const usage = "usage: trellis keys rate-limit <id> <N|none> (N: requests per minute; none: TRELLIS_RATE_LIMIT)";
-        const [id, value] = setKeySetting(rest, usage, parseRateLimit, (keyId, limit) => store.setRateLimit(keyId, limit));
+        const [id, value] = await setKeySetting(rest, usage, parseRateLimit, (keyId, limit) => store.setRateLimit(keyId, limit));
         io.out(
           value === null
             ? `key ${id} has the service's rate limit now (TRELLIS_RATE_LIMIT)`
@@ -289,8 +329,8 @@ function keysCommand(config: Config, args: string[], io: CliIo, options: CreateO
       }
       case "quota": {
         const usage = "usage: trellis keys quota <id> <N|none> (N: the most tokens the key may generate in all)";
-        const [id, value] = setKeySetting(rest, usage, parseQuota, (keyId, quota) => store.setQuota(keyId, quota));
-        const used = store.listKeys().find((k) => k.id === id)?.tokens ?? 0;
+        const [id, value] = await setKeySetting(rest, usage, parseQuota, (keyId, quota) => store.setQuota(keyId, quota));
+        const used = (await store.listKeys()).find((k) => k.id === id)?.tokens ?? 0;
         io.out(
           value === null
             ? `key ${id} has no quota now (unlimited)`
@@ -301,7 +341,7 @@ function keysCommand(config: Config, args: string[], io: CliIo, options: CreateO
       case "revoke": {
         const id = keyId(rest[0], "usage: trellis keys revoke <id>");
         try {
-          const changed = store.revokeKey(id);
+          const changed = await store.revokeKey(id);
           io.out(changed ? `revoked key ${id}` : `key ${id} was already revoked`);
         } catch (error) {
           if (error instanceof KeyNotFoundError) throw new CliError(error.message);
@@ -315,7 +355,19 @@ function keysCommand(config: Config, args: string[], io: CliIo, options: CreateO
   } catch (error) {
     throw keyStoreFailure(error);
   } finally {
-    store.close();
+    await store.close();
+  }
+}
+
+/** `trellis migrate`: the schema brought up to date (under the store's lock), its version printed. */
+async function migrateCommand(config: Config, io: CliIo): Promise<void> {
+  const store = await openStore(config, {}, true);
+  try {
+    io.out(`key store schema at version ${await store.schemaVersion()} (${store.dialect}: ${store.location})`);
+  } catch (error) {
+    throw keyStoreFailure(error);
+  } finally {
+    await store.close();
   }
 }
 
@@ -445,7 +497,7 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
     io.err(`trellis: ${message} ${JSON.stringify(fields)}`);
   // The key store and the admin token first: a wrong data folder or token is reported at once,
   // not after a model download or load.
-  const store = openStore(config, {
+  const store = await openStore(config, {
     busyTimeoutMs: SERVE_BUSY_TIMEOUT_MS,
     onFlushError: (failure) =>
       report(
@@ -459,19 +511,19 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
           pendingRequests: failure.pendingRequests,
           pendingTokens: failure.pendingTokens,
         },
-        `writing API key usage to ${store.path} failed; the counts are kept in memory and retried`,
+        `writing API key usage to ${store.location} failed; the counts are kept in memory and retried`,
       ),
     onFlushRecovered: (info) => report("info", info, "writing API key usage works again"),
     onUnwrittenUsage: (usage, error) => {
-      for (const line of formatUnwrittenUsage(store.path, usage, error)) io.err(line);
+      for (const line of formatUnwrittenUsage(store.location, usage, error)) io.err(line);
     },
   });
   let engine: Engine | undefined;
   let app: FastifyInstance | undefined;
   try {
-    const admin = ensureAdminToken(store, config.adminToken);
+    const admin = await ensureSharedAdminToken(store, config.adminToken);
     if (admin.generated) {
-      io.out(`Dashboard admin token (shown once, stored hashed in ${store.path}): ${admin.generated}`);
+      io.out(`Dashboard admin token (shown once, stored hashed in ${store.location}): ${admin.generated}`);
     }
     const modelPath = await resolveModelPath(config, io);
     try {
@@ -498,7 +550,7 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
   } catch (error) {
     await app?.close();
     await engine?.close();
-    store.close();
+    await store.close();
     throw keyStoreFailure(error);
   }
   // The stop handler closes over these, where the narrowing above does not reach.
@@ -518,7 +570,7 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
       await running.app.trellis.shutdown();
       await running.engine.close();
     } finally {
-      store.close();
+      await store.close();
     }
     io.err("stopped");
     process.exit(0);
@@ -540,7 +592,10 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
         await serveCommand(config, io);
         return 0;
       case "keys":
-        keysCommand(config, args, io, createOptions);
+        await keysCommand(config, args, io, createOptions);
+        return 0;
+      case "migrate":
+        await migrateCommand(config, io);
         return 0;
       case "download": {
         const path = await resolveModelPath({ ...config, modelPath: "" }, io);

@@ -14,8 +14,20 @@ export interface Config {
   /** GGUF model path; empty = download the default model into modelCacheDir. */
   modelPath: string;
   modelCacheDir: string;
-  /** Folder of the SQLite key store. */
+  /** Folder of the SQLite key store (when no database URL is set). */
   dataDir: string;
+  /** postgres://… of a shared key store; empty = SQLite in dataDir. */
+  databaseUrl: string;
+  /** Connections of the Postgres pool. */
+  databasePoolSize: number;
+  /** Migrate the key store's schema at start (under a lock); false: a migration job does it. */
+  migrateOnStart: boolean;
+  /** How long a key's row read from Postgres is used before reading it again, ms. */
+  keyCacheMs: number;
+  /** While Postgres cannot be reached, how long a key read before keeps being served, ms. */
+  keyStaleMs: number;
+  /** redis://… shared by replicas for rate limits, revocations and dashboard sessions; empty = per process. */
+  redisUrl: string;
   /** Fixed API keys (scripts, tests); never stored. */
   apiKeys: string[];
   /** Dashboard sign-in; empty = generated at first start, printed once, stored hashed. */
@@ -38,6 +50,8 @@ export interface Config {
   queueSize: number;
   /** Per-request deadline for generation, milliseconds; past it → 503. */
   requestTimeoutMs: number;
+  /** At shutdown, how long requests are still served after /readyz turns 503, ms. */
+  shutdownDelayMs: number;
   bodyLimitBytes: number;
   threads: number;
   contextSize: number;
@@ -71,7 +85,7 @@ export interface Config {
   logLevel: string;
 }
 
-type Kind = "string" | "int" | "list";
+type Kind = "string" | "int" | "list" | "bool";
 
 interface Setting {
   key: keyof Config;
@@ -117,7 +131,60 @@ export const SETTINGS: readonly Setting[] = [
     flag: "--data-dir",
     kind: "string",
     defaultText: "./data",
-    description: "Folder of the SQLite key store (trellis.db).",
+    description: "Folder of the SQLite key store (trellis.db), used when TRELLIS_DATABASE_URL is not set.",
+  },
+  {
+    key: "databaseUrl",
+    env: "TRELLIS_DATABASE_URL",
+    flag: "--database-url",
+    kind: "string",
+    defaultText: "(SQLite in the data folder)",
+    description:
+      "postgres://user:password@host:5432/db: keys, usage and settings in Postgres, shared by every replica (see Running several replicas).",
+  },
+  {
+    key: "databasePoolSize",
+    env: "TRELLIS_DATABASE_POOL",
+    flag: "--database-pool",
+    kind: "int",
+    min: 1,
+    defaultText: "10",
+    description: "Connections of the Postgres pool, per replica.",
+  },
+  {
+    key: "migrateOnStart",
+    env: "TRELLIS_MIGRATE_ON_START",
+    flag: "--migrate-on-start",
+    kind: "bool",
+    defaultText: "true",
+    description:
+      "Migrate the key store's schema at start, under a lock (false: `trellis migrate` or a migration job does it, and an old schema refuses to start).",
+  },
+  {
+    key: "keyCacheMs",
+    env: "TRELLIS_KEY_CACHE_MS",
+    flag: "--key-cache-ms",
+    kind: "int",
+    defaultText: "1000",
+    description:
+      "Postgres: how long a key read for the key check is used before it is read again (a change made elsewhere is seen within it; at once with Redis).",
+  },
+  {
+    key: "keyStaleMs",
+    env: "TRELLIS_KEY_STALE_MS",
+    flag: "--key-stale-ms",
+    kind: "int",
+    defaultText: "300000",
+    description: "Postgres: while the database cannot be reached, how long a key checked before keeps being served from what was read.",
+  },
+  {
+    key: "redisUrl",
+    env: "TRELLIS_REDIS_URL",
+    flag: "--redis-url",
+    kind: "string",
+    defaultText: "(none: per replica)",
+    description:
+      "redis://host:6379: one rate limit per key across replicas, revocations broadcast, dashboard sessions shared; if Redis fails each replica falls back to its own.",
   },
   {
     key: "apiKeys",
@@ -245,6 +312,16 @@ export const SETTINGS: readonly Setting[] = [
     defaultText: "60000",
     description: "Deadline of one generation request (queueing included); past it the generation is cancelled and the answer is 503.",
   },
+  {
+    key: "shutdownDelayMs",
+    env: "TRELLIS_SHUTDOWN_DELAY_MS",
+    flag: "--shutdown-delay-ms",
+    kind: "int",
+    defaultText: "0",
+    description:
+      "On SIGTERM, how long API requests are still served after /readyz turns 503, so a load balancer's health check takes the replica out before it refuses anything (behind HAProxy: a few check intervals; on Kubernetes a preStop sleep does the same).",
+  },
+
   {
     key: "bodyLimitBytes",
     env: "TRELLIS_BODY_LIMIT",
@@ -449,6 +526,12 @@ export function defaultConfig(): Config {
     modelPath: "",
     modelCacheDir: defaultCacheDir(),
     dataDir: resolve("data"),
+    databaseUrl: "",
+    databasePoolSize: 10,
+    migrateOnStart: true,
+    keyCacheMs: 1000,
+    keyStaleMs: 300_000,
+    redisUrl: "",
     apiKeys: [],
     adminToken: "",
     rateLimit: 100,
@@ -463,6 +546,7 @@ export function defaultConfig(): Config {
     concurrency: 8,
     queueSize: 64,
     requestTimeoutMs: 60_000,
+    shutdownDelayMs: 0,
     bodyLimitBytes: 1_048_576,
     threads: Math.max(1, availableParallelism() - 1),
     contextSize: 4096,
@@ -494,8 +578,14 @@ export class ConfigError extends Error {
   }
 }
 
-function parseValue(setting: Setting, raw: string, source: string): string | number | string[] {
+function parseValue(setting: Setting, raw: string, source: string): string | number | boolean | string[] {
   switch (setting.kind) {
+    case "bool": {
+      const value = raw.trim().toLowerCase();
+      if (["true", "1", "yes", "on"].includes(value)) return true;
+      if (["false", "0", "no", "off"].includes(value)) return false;
+      throw new ConfigError(`${source} must be true or false, got "${raw}"`);
+    }
     case "string":
       if (setting.oneOf && !setting.oneOf.includes(raw))
         throw new ConfigError(`${source} must be one of ${setting.oneOf.join(", ")}, got "${raw}"`);

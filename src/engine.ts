@@ -75,6 +75,10 @@ class TrellisEngine implements Engine {
     return this.runtime.contextLength;
   }
 
+  get kvCacheUtilization(): number {
+    return this.runtime.scheduler.kvCacheUtilization;
+  }
+
   get queueDepth(): number {
     return this.runtime.scheduler.queueDepth;
   }

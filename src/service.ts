@@ -9,6 +9,6 @@ import { dashboardPlugin } from "./dashboard/index.js";
 export async function createService(options: CreateServerOptions & { adminTokenHash: string }): Promise<FastifyInstance> {
   return createServer({
     ...options,
-    plugins: [...(options.plugins ?? []), dashboardPlugin({ store: options.store, adminTokenHash: options.adminTokenHash })],
+    plugins: [...(options.plugins ?? []), dashboardPlugin({ adminTokenHash: options.adminTokenHash })],
   });
 }

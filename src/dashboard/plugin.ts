@@ -15,6 +15,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { sendError } from "../server/index.js";
 import { TokenBucketLimiter } from "../server/index.js";
 import { HttpError } from "../server/index.js";
+import type { DashboardSession } from "../server/index.js";
 import {
   KEY_NAME_MAX_CHARS,
   KeyNameError,
@@ -26,17 +27,12 @@ import {
   QuotaValueError,
   digestsEqual,
   sha256Hex,
-  type KeyStore,
   type CreatedKey,
+  type UsageBucketSize,
 } from "../store/index.js";
 
 export const SESSION_COOKIE = "trellis_session";
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
-
-interface Session {
-  csrf: string;
-  expiresMs: number;
-}
 
 /** Finds this folder's static files also when running from dist/ (tsc copies only .ts output). */
 function assetsDir(): string {
@@ -101,6 +97,17 @@ const EXPIRY_SCHEMA = { type: ["string", "null"], minLength: 1, maxLength: 64 } 
 const RATE_LIMIT_SCHEMA = { type: ["integer", "null"], minimum: 1, maximum: MAX_KEY_RATE_LIMIT } as const;
 const ID_PARAMS = { type: "object", properties: { id: { type: "string", pattern: "^[0-9]{1,15}$" } } } as const;
 
+/** A read the key store cannot answer now (Postgres restarting): 503, to retry. */
+async function storeRead<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof KeyStoreError)
+      throw new HttpError(503, `the key store cannot be read right now: ${error.reason}`, { "retry-after": "5" });
+    throw error;
+  }
+}
+
 /** The store's refusals of a key change, as the admin should see them. */
 function keyChangeError(error: unknown): unknown {
   if (error instanceof KeyNameError || error instanceof QuotaValueError || error instanceof KeySettingError) {
@@ -112,14 +119,12 @@ function keyChangeError(error: unknown): unknown {
 }
 
 export interface DashboardOptions {
-  store: KeyStore;
   /** sha256 hex of the admin token. */
   adminTokenHash: string;
 }
 
 export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstance) => void {
-  const { store, adminTokenHash } = options;
-  const sessions = new Map<string, Session>();
+  const { adminTokenHash } = options;
   // Counts wrong tokens only, per client IP (10 a minute, in bursts of 10). It used to be taken
   // before the token was checked, so anyone sharing the admin's IP (every client, behind a
   // reverse proxy) could keep the admin locked out with ten wrong guesses a minute. The right
@@ -135,31 +140,6 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
     ["style.css", { type: "text/css; charset=utf-8", body: readFileSync(join(dir, "style.css")) }],
   ]);
 
-  const sessionOf = (request: FastifyRequest): { id: string; session: Session } | null => {
-    const id = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
-    if (!id) return null;
-    const key = sha256Hex(id);
-    const session = sessions.get(key);
-    if (!session) return null;
-    if (session.expiresMs < Date.now()) {
-      sessions.delete(key);
-      return null;
-    }
-    return { id: key, session };
-  };
-
-  const requireSession = (request: FastifyRequest, mutating: boolean): { id: string; session: Session } => {
-    const found = sessionOf(request);
-    if (!found) throw new HttpError(401, "not signed in");
-    if (mutating) {
-      const header = request.headers["x-csrf-token"];
-      if (typeof header !== "string" || header !== found.session.csrf) {
-        throw new HttpError(403, "missing or wrong X-CSRF-Token header");
-      }
-    }
-    return found;
-  };
-
   const sendAsset = (name: string) => async (_request: FastifyRequest, reply: FastifyReply) => {
     const asset = assets.get(name)!;
     return reply
@@ -172,6 +152,35 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
   };
 
   return (app: FastifyInstance) => {
+    // The server's key store (its changes told to other replicas) and sessions (in memory, or in
+    // Redis when replicas share them): see server/shared.
+    const { store, sessions } = app.trellis;
+
+    const sessionOf = async (request: FastifyRequest): Promise<{ id: string; session: DashboardSession } | null> => {
+      const id = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
+      if (!id) return null;
+      const key = sha256Hex(id);
+      const session = await sessions.get(key);
+      if (!session) return null;
+      if (session.expiresMs < Date.now()) {
+        await sessions.delete(key);
+        return null;
+      }
+      return { id: key, session };
+    };
+
+    const requireSession = async (request: FastifyRequest, mutating: boolean): Promise<{ id: string; session: DashboardSession }> => {
+      const found = await sessionOf(request);
+      if (!found) throw new HttpError(401, "not signed in");
+      if (mutating) {
+        const header = request.headers["x-csrf-token"];
+        if (typeof header !== "string" || header !== found.session.csrf) {
+          throw new HttpError(403, "missing or wrong X-CSRF-Token header");
+        }
+      }
+      return found;
+    };
+
     const hidden = { schema: { hide: true } };
     app.get("/dashboard", hidden, sendAsset("index.html"));
     app.get("/dashboard/", hidden, sendAsset("index.html"));
@@ -179,7 +188,7 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
     app.get("/dashboard/style.css", hidden, sendAsset("style.css"));
 
     app.get("/dashboard/api/session", hidden, async (request) => {
-      const found = sessionOf(request);
+      const found = await sessionOf(request);
       return found ? { signed_in: true, csrf: found.session.csrf } : { signed_in: false };
     });
 
@@ -210,23 +219,23 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         }
         const id = randomBytes(32).toString("base64url");
         const csrf = randomBytes(24).toString("base64url");
-        sessions.set(sha256Hex(id), { csrf, expiresMs: Date.now() + SESSION_TTL_MS });
+        await sessions.set(sha256Hex(id), { csrf, expiresMs: Date.now() + SESSION_TTL_MS });
         reply.header("set-cookie", sessionCookie(request, id, SESSION_TTL_MS / 1000));
         return { signed_in: true, csrf };
       },
     );
 
     app.post("/dashboard/api/logout", hidden, async (request, reply) => {
-      const found = requireSession(request, true);
-      sessions.delete(found.id);
+      const found = await requireSession(request, true);
+      await sessions.delete(found.id);
       reply.header("set-cookie", sessionCookie(request, "", 0));
       return { signed_in: false };
     });
 
     app.get("/dashboard/api/keys", hidden, async (request) => {
-      requireSession(request, false);
+      await requireSession(request, false);
       return {
-        keys: store.listKeys().map((k) => ({
+        keys: (await storeRead(() => store.listKeys())).map((k) => ({
           id: k.id,
           name: k.name,
           prefix: k.prefix,
@@ -246,6 +255,29 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         })),
       };
     });
+
+    // Usage over time for the charts: 48 hourly or 90 daily buckets (UTC), oldest first, every
+    // bucket present; of one key (`key`) or all.
+    app.get(
+      "/dashboard/api/usage",
+      {
+        schema: {
+          hide: true,
+          querystring: {
+            type: "object",
+            additionalProperties: false,
+            properties: { bucket: { type: "string", enum: ["hour", "day"] }, key: { type: "string", pattern: "^[0-9]{1,15}$" } },
+          },
+        },
+      },
+      async (request) => {
+        await requireSession(request, false);
+        const query = request.query as { bucket?: UsageBucketSize; key?: string };
+        const bucket = query.bucket ?? "hour";
+        const keyId = query.key === undefined ? undefined : Number(query.key);
+        return { bucket, key: keyId ?? null, points: await storeRead(() => store.usageHistory(bucket, { keyId })) };
+      },
+    );
 
     app.post(
       "/dashboard/api/keys",
@@ -267,11 +299,11 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         },
       },
       async (request) => {
-        requireSession(request, true);
+        await requireSession(request, true);
         const body = request.body as { name: string; quota?: number | null; expires_at?: string | null; rate_limit?: number | null };
         let created: CreatedKey;
         try {
-          created = store.createKey(body.name, {
+          created = await store.createKey(body.name, {
             quota: body.quota ?? null,
             expiresAt: body.expires_at ?? null,
             rateLimit: body.rate_limit ?? null,
@@ -307,11 +339,11 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
           },
         },
         async (request) => {
-          requireSession(request, true);
+          await requireSession(request, true);
           const id = Number((request.params as { id: string }).id);
           const value = (request.body as Record<string, T>)[field]!;
           try {
-            return { id, [field]: apply(id, value) };
+            return { id, [field]: await apply(id, value) };
           } catch (error) {
             throw keyChangeError(error);
           }
@@ -319,12 +351,12 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
       );
     };
     keySetting<string | null>("expiry", "expires_at", EXPIRY_SCHEMA, (id, value) => store.setExpiry(id, value));
-    keySetting<number | null>("rate-limit", "rate_limit", RATE_LIMIT_SCHEMA, (id, value) => {
-      store.setRateLimit(id, value);
+    keySetting<number | null>("rate-limit", "rate_limit", RATE_LIMIT_SCHEMA, async (id, value) => {
+      await store.setRateLimit(id, value);
       return value;
     });
-    keySetting<number | null>("quota", "quota", QUOTA_SCHEMA, (id, value) => {
-      store.setQuota(id, value);
+    keySetting<number | null>("quota", "quota", QUOTA_SCHEMA, async (id, value) => {
+      await store.setQuota(id, value);
       return value;
     });
 
@@ -334,10 +366,10 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         schema: { hide: true, params: { type: "object", properties: { id: { type: "string", pattern: "^[0-9]{1,15}$" } } } },
       },
       async (request) => {
-        requireSession(request, true);
+        await requireSession(request, true);
         const id = Number((request.params as { id: string }).id);
         try {
-          return { id, revoked: store.revokeKey(id) };
+          return { id, revoked: await store.revokeKey(id) };
         } catch (error) {
           throw keyChangeError(error);
         }

@@ -90,6 +90,11 @@ export class DecodeScheduler {
     return this.running.length;
   }
 
+  /** Share of the context's KV cells reserved by admitted jobs, 0 … 1 (what routers balance on). */
+  get kvCacheUtilization(): number {
+    return this.context.nCtx > 0 ? this.reservedCells / this.context.nCtx : 0;
+  }
+
   /** Queues the job; it settles through job.settle(). */
   submit(job: DecodeJob): void {
     if (this.closed) {

@@ -180,6 +180,8 @@ export interface Engine {
   countTokens(text: string): number;
   /** Requests waiting for the model (for /metrics and overload decisions). */
   readonly queueDepth: number;
+  /** Share of the KV cache reserved by running generations, 0 … 1 (/metrics); absent on test fakes. */
+  readonly kvCacheUtilization?: number;
   /** Where the model runs, for the start-up line ("CUDA0: NVIDIA H100 80GB HBM3", "CPU, 2 threads"). */
   readonly backend?: string;
   /** The served model's id (the OpenAI API's `model`); absent on engines without a model (test fakes). */

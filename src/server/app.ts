@@ -17,10 +17,11 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import swagger from "@fastify/swagger";
 import type { Config } from "../config.js";
 import type { Engine } from "../generate/index.js";
-import type { KeyStore } from "../store/index.js";
+import { asKeyBackend, type KeyBackend, type KeyStore } from "../store/index.js";
 import { mapError } from "./errors.js";
 import { httpOptions } from "./http.js";
-import { ConcurrencyGate, TokenBucketLimiter } from "./limits.js";
+import { ConcurrencyGate } from "./limits.js";
+import { createReplicaState } from "./shared/replica-state.js";
 import { createMetrics } from "./metrics.js";
 import { methodNotAllowed } from "./method-not-allowed.js";
 import { openaiRoutes } from "./openai/index.js";
@@ -39,7 +40,8 @@ export { VERSION };
 export interface CreateServerOptions {
   engine: Engine;
   config: Config;
-  store: KeyStore;
+  /** The key store: a SQLite KeyStore (tests, the default) or any KeyBackend (Postgres). */
+  store: KeyStore | KeyBackend;
   /** Fastify logger setting; false in tests. */
   logger?: FastifyServerOptions["logger"];
   /** Extra route sets (the dashboard), registered after the API, each in its own context. */
@@ -56,7 +58,7 @@ const OPENAI_RESOURCE =
 const SHUTDOWN_GRACE_MS = 2000;
 
 export async function createServer(options: CreateServerOptions): Promise<FastifyInstance> {
-  const { engine, config, store } = options;
+  const { engine, config } = options;
 
   const app = Fastify({
     logger: options.logger ?? false,
@@ -72,15 +74,28 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     },
   });
 
+  // Shared with the other replicas through Redis when configured (rate limits, key changes, sessions).
+  const replica = createReplicaState({
+    redisUrl: config.redisUrl,
+    rateLimit: config.rateLimit,
+    store: asKeyBackend(options.store),
+    log: (event, detail) => app.log.warn(detail, event),
+  });
+  const store = replica.store;
   const gate = new ConcurrencyGate(config.concurrency, config.queueSize);
   const metrics = createMetrics({
     queueDepth: () => gate.waiting + safeQueueDepth(engine),
     inFlight: () => gate.running,
+    kvCacheUtilization: () => engine.kvCacheUtilization,
     constraints: () => engine.constraintStats?.(),
     usage: () => store.stats(),
+    sharing: () => replica.stats(),
     processMetrics: options.processMetrics ?? false,
   });
-  app.addHook("onClose", async () => metrics.stop());
+  app.addHook("onClose", async () => {
+    metrics.stop();
+    await replica.close();
+  });
 
   const state: TrellisState = {
     config,
@@ -88,9 +103,14 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     store,
     metrics,
     gate,
-    limiter: new TokenBucketLimiter(config.rateLimit),
+    limiter: replica.limiter,
+    sessions: replica.sessions,
+    draining: false,
     closing: false,
     async shutdown() {
+      state.draining = true;
+      // Readiness fails first; requests the balancer already routed here are still served.
+      if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
       state.closing = true;
       // Keep listening while generations drain, so new requests get a 503 rather than a refused
       // connection; then close (which also waits for any other in-flight request).
@@ -158,7 +178,10 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     const route = request.routeOptions.url ?? "unmatched";
     metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
     metrics.latency.observe({ route }, reply.elapsedTime / 1000);
-    if (request.tokensGenerated > 0) metrics.tokens.inc({ route }, request.tokensGenerated);
+    if (request.tokensGenerated > 0) {
+      metrics.tokens.inc({ route }, request.tokensGenerated);
+      metrics.tokenRate.note(request.tokensGenerated);
+    }
     request.keyUsage?.answerDone();
   });
 

@@ -7,7 +7,7 @@
  * routes outside it (health, metrics, docs, dashboard) never see it.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { KeyExpiredError, QuotaExceededError, sha256Hex, type KeyAdmission, type QuotaStatus } from "../store/index.js";
+import { KeyExpiredError, KeyStoreError, QuotaExceededError, sha256Hex, type KeyAdmission, type QuotaStatus } from "../store/index.js";
 import { QUOTA_HEADER, RequestUsage } from "./quota.js";
 import { sendError as sendThiggleError, type TrellisState } from "./state.js";
 
@@ -61,10 +61,19 @@ export function apiKeyCheck(
     else {
       let key: KeyAdmission | null;
       try {
-        key = store.authenticateRequest(secret);
+        key = await store.authenticateRequest(secret);
       } catch (error) {
-        if (!(error instanceof KeyExpiredError)) throw error;
-        return sendError(reply, 401, error.message, { "www-authenticate": 'Bearer error="invalid_token", error_description="expired"' });
+        if (error instanceof KeyExpiredError) {
+          return sendError(reply, 401, error.message, { "www-authenticate": 'Bearer error="invalid_token", error_description="expired"' });
+        }
+        // The shared database is unreachable and this key was not seen lately: retry soon.
+        if (error instanceof KeyStoreError) {
+          request.log.warn({ err: error.message }, "the key store cannot check an API key");
+          return sendError(reply, 503, "the API key cannot be checked right now (the key store is unavailable); retry shortly", {
+            "retry-after": "2",
+          });
+        }
+        throw error;
       }
       if (key) {
         identity = { bucket: `key:${key.id}`, storeId: key.id };
@@ -80,7 +89,7 @@ export function apiKeyCheck(
     }
     // A key's own limit replaces the service's, also where the service sets none.
     if (rateLimit !== null || limiter.enabled) {
-      const decision = limiter.take(identity.bucket, rateLimit ?? limiter.perMinute);
+      const decision = await limiter.take(identity.bucket, rateLimit ?? limiter.perMinute);
       reply.header("x-ratelimit-limit", String(decision.limit));
       reply.header("x-ratelimit-remaining", String(decision.remaining));
       reply.header("x-ratelimit-reset", String(decision.resetSeconds));

@@ -1,7 +1,8 @@
 /**
  * server/ — the HTTP shell over an `Engine` (see app.ts for its parts): the Thiggle API and
  * operational endpoints as Fastify plugins, validation, the API key check, rate limits,
- * admission, deadlines, one error shape and metrics. No generation logic lives here.
+ * admission, deadlines, one error shape and metrics; what replicas share through Redis (shared/).
+ * No generation logic lives here.
  *
  *   const app = await createServer({ engine, config, store, plugins });
  *   await app.listen({ host, port }); … await app.trellis.shutdown();
@@ -12,3 +13,4 @@ export { HttpError, mapError, describeValidationErrors, type ErrorBody, type Map
 export { ConcurrencyGate, TokenBucketLimiter, type RateDecision, type Release } from "./limits.js";
 export { DEFAULTS, allowedFields } from "./schemas.js";
 export { createMetrics, type MetricsSources, type ServerMetrics } from "./metrics.js";
+export type { DashboardSession, SessionStore } from "./shared/index.js";

@@ -3,6 +3,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { ConstraintStats } from "../generate/index.js";
 import type { UsageFlushStats } from "../store/index.js";
+import type { ReplicaSharingStats } from "./shared/replica-state.js";
 
 export interface ServerMetrics {
   registry: Registry;
@@ -16,17 +17,55 @@ export interface ServerMetrics {
   interTokenLatency: Histogram;
   /** The event loop's delay since start (perf_hooks), for /metrics and the hostile-input tests. */
   eventLoopDelay: IntervalHistogram;
+  /** Tokens generated over the last seconds: trellis_tokens_per_second. */
+  tokenRate: TokenRate;
   /** Stops the event-loop sampler (the server is closing). */
   stop(): void;
+}
+
+/** Tokens per second over a sliding window of whole seconds (a ring of per-second counts). */
+export class TokenRate {
+  private readonly counts: Float64Array;
+  private readonly seconds: Float64Array;
+
+  constructor(private readonly windowSeconds = 10) {
+    this.counts = new Float64Array(windowSeconds);
+    this.seconds = new Float64Array(windowSeconds).fill(-1);
+  }
+
+  note(tokens: number, nowMs: number = Date.now()): void {
+    const second = Math.floor(nowMs / 1000);
+    const slot = second % this.windowSeconds;
+    if (this.seconds[slot] !== second) {
+      this.seconds[slot] = second;
+      this.counts[slot] = 0;
+    }
+    this.counts[slot]! += tokens;
+  }
+
+  /** The mean over the last windowSeconds whole seconds (the current, partial one left out). */
+  perSecond(nowMs: number = Date.now()): number {
+    const current = Math.floor(nowMs / 1000);
+    let sum = 0;
+    for (let i = 0; i < this.windowSeconds; i++) {
+      const age = current - this.seconds[i]!;
+      if (age >= 1 && age <= this.windowSeconds) sum += this.counts[i]!;
+    }
+    return sum / this.windowSeconds;
+  }
 }
 
 export interface MetricsSources {
   queueDepth: () => number;
   inFlight: () => number;
+  /** Share of the KV cache reserved, 0 … 1; undefined when the engine does not say. */
+  kvCacheUtilization: () => number | undefined;
   /** Compiled-constraint cache and compile pool counters; undefined when the engine has none. */
   constraints: () => ConstraintStats | undefined;
   /** The key store's buffered usage and its flushes. */
   usage: () => UsageFlushStats;
+  /** What this replica shares through Redis, and its fallbacks. */
+  sharing: () => ReplicaSharingStats;
   /** Node's default process metrics (off in tests: they are global timers). */
   processMetrics: boolean;
 }
@@ -66,9 +105,13 @@ export function createMetrics(sources: MetricsSources): ServerMetrics {
   });
   constraintMetrics(registry, sources.constraints);
   usageMetrics(registry, sources.usage);
+  sharingMetrics(registry, sources.sharing);
+  const tokenRate = new TokenRate();
+  routingMetrics(registry, sources, tokenRate);
   return {
     registry,
     eventLoopDelay,
+    tokenRate,
     stop: () => eventLoopDelay.disable(),
     timeToFirstToken: new Histogram({
       name: "trellis_time_to_first_token_seconds",
@@ -118,6 +161,50 @@ export function createMetrics(sources: MetricsSources): ServerMetrics {
       },
     }),
   };
+}
+
+/** Redis and the fallbacks that keep a replica serving without it. */
+function sharingMetrics(registry: Registry, read: () => ReplicaSharingStats): void {
+  const gauge = scraped(registry, read);
+  gauge("trellis_redis_up", "1 when Redis (TRELLIS_REDIS_URL) is connected; 0 when down or not configured.", (s) => (s.redisUp ? 1 : 0));
+  gauge("trellis_rate_limit_fallback", "1 while rate limits are decided by this replica alone because Redis is unavailable.", (s) =>
+    s.rateLimitUsingFallback ? 1 : 0,
+  );
+  gauge(
+    "trellis_rate_limit_fallback_decisions_total",
+    "Rate-limit decisions made locally because Redis was unavailable.",
+    (s) => s.rateLimitFallbackDecisions,
+  );
+  gauge("trellis_redis_errors_total", "Redis commands that failed or timed out (rate limits, sessions).", (s) => s.redisErrors);
+  gauge(
+    "trellis_key_changes_published_total",
+    "Key changes (revocations, settings) told to the other replicas.",
+    (s) => s.keyChangesPublished,
+  );
+  gauge("trellis_key_changes_received_total", "Key changes heard from any replica (this one included).", (s) => s.keyChangesReceived);
+  gauge("trellis_key_change_publish_failures_total", "Key changes that could not be told (Redis down).", (s) => s.keyChangePublishFailures);
+  gauge(
+    "trellis_session_fallback_operations_total",
+    "Dashboard session reads and writes kept in this replica's memory because Redis was unavailable.",
+    (s) => s.sessionFallbackOperations,
+  );
+}
+
+/**
+ * What load balancers, inference gateways and autoscalers read of a replica, under stable names:
+ * the Gateway API Inference Extension's model-server protocol asks for the requests waiting and
+ * the KV-cache utilisation; KEDA or an HPA scale on the requests waiting.
+ */
+function routingMetrics(registry: Registry, sources: MetricsSources, tokenRate: TokenRate): void {
+  const gauge = scraped(registry, () => sources);
+  gauge("trellis_requests_waiting", "Generation requests waiting for a slot (server gate plus engine scheduler).", (s) => s.queueDepth());
+  gauge("trellis_requests_running", "Generation requests running (admitted by the server gate).", (s) => s.inFlight());
+  gauge(
+    "trellis_kv_cache_utilization",
+    "Share of the model's KV cache reserved by running generations, 0 to 1.",
+    (s) => s.kvCacheUtilization() ?? 0,
+  );
+  gauge("trellis_tokens_per_second", "Tokens generated per second over the last 10 seconds.", () => tokenRate.perSecond());
 }
 
 /** A gauge set from `read()` at each scrape (the counters are kept by their owner, not here). */

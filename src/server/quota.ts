@@ -1,7 +1,7 @@
 /**
  * A store key's usage in one request, and its token quota: what the generation reserved at
  * admission (generation.ts), charged with the tokens the request generated and released in one
- * step (KeyStore.recordUsage) once both the generation has settled and the answer is done, and
+ * step (KeyBackend.recordUsage) once both the generation has settled and the answer is done, and
  * the X-Quota-Remaining header. Created by the key check (auth.ts) for keys of the store; keys of
  * TRELLIS_API_KEYS have no usage and no quota.
  *
@@ -13,7 +13,7 @@
  * stream handed to a closed connection ends there.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { KeyStore, TokenReservation } from "../store/index.js";
+import type { KeyBackend, TokenReservation } from "../store/index.js";
 
 export const QUOTA_HEADER = "x-quota-remaining";
 
@@ -25,7 +25,7 @@ export class RequestUsage {
   private closed = false;
 
   constructor(
-    private readonly store: KeyStore,
+    private readonly store: KeyBackend,
     private readonly request: FastifyRequest,
     reply: FastifyReply,
     readonly keyId: number,

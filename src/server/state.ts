@@ -5,20 +5,29 @@
 import type { FastifyReply } from "fastify";
 import type { Config } from "../config.js";
 import type { Engine } from "../generate/index.js";
-import type { KeyStore } from "../store/index.js";
+import type { KeyBackend } from "../store/index.js";
 import type { ErrorBody } from "./errors.js";
-import type { ConcurrencyGate, TokenBucketLimiter } from "./limits.js";
+import type { ConcurrencyGate } from "./limits.js";
+import type { RequestRateLimiter, SessionStore } from "./shared/index.js";
 import type { ServerMetrics } from "./metrics.js";
 import type { RequestUsage } from "./quota.js";
 
 export interface TrellisState {
   config: Config;
   engine: Engine;
-  store: KeyStore;
+  store: KeyBackend;
   metrics: ServerMetrics;
   gate: ConcurrencyGate;
-  limiter: TokenBucketLimiter;
-  /** True once shutdown began: new API requests get 503. */
+  /** Per-key rate limits: local, or one bucket per key across replicas (Redis). */
+  limiter: RequestRateLimiter;
+  /** Dashboard sessions: in memory, or in Redis shared by replicas. */
+  sessions: SessionStore;
+  /**
+   * True once shutdown began: /readyz answers 503 so load balancers stop sending here, while API
+   * requests are still served for TRELLIS_SHUTDOWN_DELAY_MS (requests already on their way).
+   */
+  draining: boolean;
+  /** True once that delay is over: new API requests get 503. */
   closing: boolean;
   /** Refuse new requests, let in-flight ones finish, then close the HTTP server. */
   shutdown(): Promise<void>;

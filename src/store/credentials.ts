@@ -3,6 +3,7 @@
  * time) and the dashboard's admin token (configured, or generated at first start).
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import type { KeyBackend } from "./backend.js";
 import type { KeyStore } from "./keys.js";
 import { codePointLength } from "./names.js";
 
@@ -44,15 +45,35 @@ export function generateApiKey(): string {
  * its length is what makes guessing infeasible (the sign-in limiter only throttles).
  */
 export function ensureAdminToken(store: KeyStore, configured: string): { hash: string; generated: string | null } {
-  if (configured.length > 0) {
-    const length = codePointLength(configured);
-    if (length < MIN_ADMIN_TOKEN_CHARS) throw new AdminTokenError(length);
-    return { hash: sha256Hex(configured), generated: null };
-  }
-  const stored = store.getSetting("admin_token_sha256");
-  if (stored) return { hash: stored, generated: null };
-  const token = "adm_" + randomBytes(24).toString("base64url");
-  const hash = sha256Hex(token);
-  store.setSetting("admin_token_sha256", hash);
-  return { hash, generated: token };
+  const fixed = configuredAdminToken(configured);
+  if (fixed) return fixed;
+  const token = newAdminToken();
+  const stored = store.claimSetting(ADMIN_TOKEN_SETTING, sha256Hex(token));
+  return { hash: stored, generated: stored === sha256Hex(token) ? token : null };
+}
+
+/**
+ * ensureAdminToken for any key store. Replicas starting together on one database race to
+ * generate the token: the claim is atomic, so one token wins, and only the replica whose token
+ * won prints it.
+ */
+export async function ensureSharedAdminToken(store: KeyBackend, configured: string): Promise<{ hash: string; generated: string | null }> {
+  const fixed = configuredAdminToken(configured);
+  if (fixed) return fixed;
+  const token = newAdminToken();
+  const stored = await store.claimSetting(ADMIN_TOKEN_SETTING, sha256Hex(token));
+  return { hash: stored, generated: stored === sha256Hex(token) ? token : null };
+}
+
+const ADMIN_TOKEN_SETTING = "admin_token_sha256";
+
+function configuredAdminToken(configured: string): { hash: string; generated: null } | null {
+  if (configured.length === 0) return null;
+  const length = codePointLength(configured);
+  if (length < MIN_ADMIN_TOKEN_CHARS) throw new AdminTokenError(length);
+  return { hash: sha256Hex(configured), generated: null };
+}
+
+function newAdminToken(): string {
+  return "adm_" + randomBytes(24).toString("base64url");
 }

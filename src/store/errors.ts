@@ -14,7 +14,18 @@ export class KeyNotFoundError extends Error {
 }
 
 /** Why the key store could not be opened or written, as far as the operator can act on it. */
-export type KeyStoreFailure = "not-a-directory" | "not-writable" | "locked" | "disk-full" | "not-a-database" | "newer-schema" | "io";
+export type KeyStoreFailure =
+  | "not-a-directory"
+  | "not-writable"
+  | "locked"
+  | "disk-full"
+  | "not-a-database"
+  | "newer-schema"
+  /** The schema is behind and migrating at start is off (TRELLIS_MIGRATE_ON_START=false). */
+  | "old-schema"
+  /** Postgres cannot be reached (down, restarting, wrong address). */
+  | "unreachable"
+  | "io";
 
 /**
  * The key store's database could not be opened, migrated or written. `message` names the

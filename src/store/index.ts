@@ -1,5 +1,7 @@
 /**
- * store/ — API keys and their usage, in SQLite (`KeyStore`): keys shown once and kept as sha256
+ * store/ — API keys and their usage, behind one asynchronous interface (`KeyBackend`) with two
+ * implementations: embedded SQLite (`KeyStore`, synchronous, wrapped by `SqliteKeyBackend`; the
+ * default) and Postgres (`PostgresKeyStore`, shared by replicas; TRELLIS_DATABASE_URL). Keys shown once and kept as sha256
  * hashes, usage counted in memory and written in one transaction per interval (a failed write
  * keeps its counts, is retried and reported, never crashes), versioned migrations that never drop
  * data; per-key token quotas enforced by reservation, expiries and rate limits; and the
@@ -11,7 +13,14 @@
  *   store.authenticateRequest(secret);                     // + quota, rateLimit; KeyExpiredError: 401
  *   const held = store.reserveTokens(id, maxTokens);       // null: no quota; QuotaExceededError: 402
  *   store.recordUsage(id, tokens, held ? [held] : []); … store.close();
+ *
+ *   const shared = await PostgresKeyStore.open({ url });     // or asKeyBackend(store)
+ *   await shared.authenticateRequest(secret);               // cached per keyCacheMs; stale rows while Postgres is down
  */
+export { asKeyBackend, SqliteKeyBackend, type KeyBackend } from "./backend.js";
+export { PostgresKeyStore, redactedDatabaseUrl, type PostgresKeyStoreOptions } from "./postgres.js";
+export { POSTGRES_SCHEMA_VERSION } from "./postgres-migrations.js";
+export { USAGE_BUCKETS, type UsageBucketSize, type UsagePoint } from "./usage-history.js";
 export {
   KeyStore,
   type ApiKeyInfo,
@@ -45,6 +54,7 @@ export {
   MIN_ADMIN_TOKEN_CHARS,
   digestsEqual,
   ensureAdminToken,
+  ensureSharedAdminToken,
   generateApiKey,
   sha256Hex,
 } from "./credentials.js";

@@ -16,8 +16,10 @@ import { KeyNotFoundError, KeyStoreError, classifyFailure, errorCode } from "./e
 import { migrate } from "./migrations.js";
 import { normalizeKeyName } from "./names.js";
 import { KeyExpiredError, checkExpiry, checkRateLimit, isExpired } from "./key-settings.js";
-import { QuotaExceededError, ReservationLedger, checkQuota, quotaStatus, type QuotaStatus, type TokenReservation } from "./quota.js";
-import { UsageBuffer, type FlushFailure, type UnwrittenUsage, type UsageFlushStats } from "./usage.js";
+import { ReservationLedger, checkQuota, quotaStatus, reserveWithin, type QuotaStatus, type TokenReservation } from "./quota.js";
+import { UsageBuffer } from "./usage.js";
+import { historyStartMs, hourKey, usageBuckets, type UsageBucketSize, type UsagePoint } from "./usage-history.js";
+import type { PendingUsage, UsageFlushOptions, UsageFlushStats } from "./usage-ledger.js";
 
 export interface ApiKeyInfo {
   id: number;
@@ -74,7 +76,8 @@ export interface KeyAdmission extends KeyAccess {
   rateLimit: number | null;
 }
 
-interface KeyRow {
+/** A row of api_keys, as both stores read it. */
+export interface KeyRow {
   id: number;
   name: string;
   prefix: string;
@@ -88,27 +91,35 @@ interface KeyRow {
   rate_limit: number | null;
 }
 
-export interface KeyStoreOptions {
+/** A key's row with the usage this process has not written yet. */
+export function apiKeyInfoOf(row: KeyRow, pending: Readonly<PendingUsage> | undefined): ApiKeyInfo {
+  const lastUsed = pending && (row.last_used_at === null || pending.lastUsedAt > row.last_used_at) ? pending.lastUsedAt : row.last_used_at;
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+    requests: row.requests + (pending?.requests ?? 0),
+    tokens: row.tokens + (pending?.tokens ?? 0),
+    lastUsedAt: lastUsed,
+    quota: row.token_quota,
+    expiresAt: row.expires_at,
+    rateLimit: row.rate_limit,
+  };
+}
+
+export interface KeyStoreOptions extends UsageFlushOptions {
   /** Folder for trellis.db; ":memory:" for a throwaway store (tests). */
   dataDir: string;
-  /** How often buffered usage is written, ms; 0 = only by flush() and close(). */
-  flushIntervalMs?: number;
-  /** Longest wait between retries of a failing flush, ms (backoff doubles up to it). Default 30 s. */
-  maxFlushRetryDelayMs?: number;
   /**
    * How long opening, migrating, and key and setting writes wait for another connection's lock,
    * ms. Default 5000 (command-line use); a server passes less, since the wait blocks its event
    * loop. The usage flush uses FLUSH_BUSY_TIMEOUT_MS whatever this is.
    */
   busyTimeoutMs?: number;
-  /** How long close() keeps trying to write buffered usage before reporting it, ms. Default 5000. */
-  closeTimeoutMs?: number;
-  /** Each failed flush attempt; default: one line on stderr. */
-  onFlushError?: (failure: FlushFailure) => void;
-  /** The first successful flush after failures. */
-  onFlushRecovered?: (info: { failures: number; failingForMs: number }) => void;
-  /** Usage close() gave up on; default: one JSON line per key on stderr (see formatUnwrittenUsage). */
-  onUnwrittenUsage?: (usage: UnwrittenUsage[], error: Error) => void;
+  /** Migrate when opening (default); false: refuse a schema that is not current. */
+  migrate?: boolean;
 }
 
 export class KeyStore {
@@ -146,7 +157,7 @@ export class KeyStore {
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       this.db = db;
-      migrate(db, this.path);
+      migrate(db, this.path, options.migrate ?? true);
     } catch (error) {
       db?.close();
       if (error instanceof KeyStoreError) throw error;
@@ -305,15 +316,7 @@ export class KeyStore {
    * reserves nothing and checks only exhaustion. Null when the key has no quota.
    */
   reserveTokens(id: number, tokens?: number): TokenReservation | null {
-    if (tokens !== undefined && !(Number.isSafeInteger(tokens) && tokens >= 0)) {
-      throw new RangeError(`tokens to reserve must be a whole number ≥ 0, got ${tokens}`);
-    }
-    const status = this.quotaStatus(id);
-    if (!status) return null;
-    if (status.remaining === 0 || (tokens !== undefined && tokens > status.available)) {
-      throw new QuotaExceededError(id, tokens ?? null, status);
-    }
-    return this.reservations.hold(id, tokens ?? 0);
+    return reserveWithin(this.reservations, id, tokens, () => this.quotaStatus(id));
   }
 
   /**
@@ -345,28 +348,32 @@ export class KeyStore {
 
   /** All keys with usage, buffered usage included. */
   listKeys(): ApiKeyInfo[] {
-    return this.selectAll.all().map((row) => {
-      const extra = this.usage.pendingFor(row.id);
-      const lastUsed = extra && (row.last_used_at === null || extra.lastUsedAt > row.last_used_at) ? extra.lastUsedAt : row.last_used_at;
-      return {
-        id: row.id,
-        name: row.name,
-        prefix: row.prefix,
-        createdAt: row.created_at,
-        revokedAt: row.revoked_at,
-        requests: row.requests + (extra?.requests ?? 0),
-        tokens: row.tokens + (extra?.tokens ?? 0),
-        lastUsedAt: lastUsed,
-        quota: row.token_quota,
-        expiresAt: row.expires_at,
-        rateLimit: row.rate_limit,
-      };
-    });
+    return this.selectAll.all().map((row) => apiKeyInfoOf(row, this.usage.pendingFor(row.id)));
   }
 
   getSetting(name: string): string | null {
     const row = this.db.prepare("SELECT value FROM settings WHERE name = ?").get(name) as { value: string } | undefined;
     return row ? row.value : null;
+  }
+
+  /** Stores `value` unless the setting exists; returns what is stored (one statement: no race between processes). */
+  claimSetting(name: string, value: string): string {
+    this.write("cannot write a setting to", () =>
+      this.db.prepare("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING").run(name, value),
+    );
+    return this.getSetting(name)!;
+  }
+
+  /** Usage per hour (the last 48) or per day (the last 90, UTC), of one key or all, usage not written yet included. */
+  usageHistory(bucket: UsageBucketSize, options: { keyId?: number; nowMs?: number } = {}): UsagePoint[] {
+    const nowMs = options.nowMs ?? Date.now();
+    const from = hourKey(historyStartMs(bucket, nowMs));
+    const rows = (
+      options.keyId === undefined
+        ? this.db.prepare("SELECT hour, requests, tokens FROM usage_hourly WHERE hour >= ?").all(from)
+        : this.db.prepare("SELECT hour, requests, tokens FROM usage_hourly WHERE hour >= ? AND key_id = ?").all(from, options.keyId)
+    ) as { hour: string; requests: number; tokens: number }[];
+    return usageBuckets(bucket, nowMs, [...rows.map((r) => [r.hour, r] as const), ...this.usage.pendingHours(options.keyId)]);
   }
 
   setSetting(name: string, value: string): void {

@@ -1,6 +1,8 @@
 /**
- * The key store's schema: numbered migrations applied in order, each inside a transaction, and
- * recorded in `PRAGMA user_version`; the database is never dropped or recreated.
+ * The SQLite key store's schema: numbered migrations applied in order, each inside a transaction,
+ * recorded in `PRAGMA user_version` and (from version 4) in the `schema_migrations` table, as the
+ * Postgres store records its own (postgres-migrations.ts); the database is never dropped or
+ * recreated.
  */
 import type Database from "better-sqlite3";
 import { KeyStoreError } from "./errors.js";
@@ -28,12 +30,32 @@ const MIGRATIONS: readonly string[] = [
   // none. Last use was a column from the start (last_used_at).
   `ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
    ALTER TABLE api_keys ADD COLUMN rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit >= 1);`,
+  // 3 → 4: usage by the hour (the dashboard's charts; written additively with the totals), and the
+  // schema_migrations table both dialects keep (versions before it noted without a time).
+  `CREATE TABLE usage_hourly (
+     key_id INTEGER NOT NULL REFERENCES api_keys (id),
+     hour TEXT NOT NULL,
+     requests INTEGER NOT NULL DEFAULT 0,
+     tokens INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_id, hour)
+   ) WITHOUT ROWID;
+   CREATE TABLE schema_migrations (
+     version INTEGER PRIMARY KEY,
+     applied_at TEXT
+   );
+   INSERT INTO schema_migrations (version, applied_at) VALUES (1, NULL), (2, NULL), (3, NULL);`,
 ];
+
+/** The first version recorded in schema_migrations (the table exists from it on). */
+const FIRST_RECORDED_VERSION = 4;
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Brings the database at `path` to SCHEMA_VERSION; a newer schema is a KeyStoreError. */
-export function migrate(db: Database.Database, path: string): void {
+/**
+ * Brings the database at `path` to SCHEMA_VERSION (`apply` false: only checks that it is there,
+ * for TRELLIS_MIGRATE_ON_START=false); a newer schema is a KeyStoreError.
+ */
+export function migrate(db: Database.Database, path: string, apply = true): void {
   const current = db.pragma("user_version", { simple: true }) as number;
   if (current > MIGRATIONS.length) {
     throw new KeyStoreError(
@@ -43,10 +65,21 @@ export function migrate(db: Database.Database, path: string): void {
       undefined,
     );
   }
+  if (!apply && current < MIGRATIONS.length) {
+    throw new KeyStoreError(
+      path,
+      "old-schema",
+      `it has schema version ${current}, this Trellis needs ${MIGRATIONS.length}; run \`trellis migrate\` (or start with TRELLIS_MIGRATE_ON_START=true)`,
+      undefined,
+    );
+  }
   for (let version = current; version < MIGRATIONS.length; version++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[version]!);
       db.pragma(`user_version = ${version + 1}`);
+      if (version + 1 >= FIRST_RECORDED_VERSION) {
+        db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(version + 1, new Date().toISOString());
+      }
     }).immediate();
   }
 }

@@ -128,3 +128,23 @@ export class ReservationLedger {
     else this.held.delete(reservation.keyId);
   }
 }
+
+/**
+ * Admits a generation against a key's quota (both stores): holds `tokens` in the ledger, or
+ * throws QuotaExceededError when the key is exhausted or fewer are available; `tokens` undefined
+ * holds nothing and checks only exhaustion. Null when the key has no quota (`status()` null).
+ */
+export function reserveWithin(
+  ledger: ReservationLedger,
+  keyId: number,
+  tokens: number | undefined,
+  status: () => QuotaStatus | null,
+): TokenReservation | null {
+  if (tokens !== undefined && !(Number.isSafeInteger(tokens) && tokens >= 0)) {
+    throw new RangeError(`tokens to reserve must be a whole number ≥ 0, got ${tokens}`);
+  }
+  const now = status();
+  if (!now) return null;
+  if (now.remaining === 0 || (tokens !== undefined && tokens > now.available)) throw new QuotaExceededError(keyId, tokens ?? null, now);
+  return ledger.hold(keyId, tokens ?? 0);
+}

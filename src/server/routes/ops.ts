@@ -15,7 +15,7 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
     "/readyz",
     { schema: { summary: "Readiness: the model is loaded", response: { 200: statusResponse, "5xx": errorResponse } } },
     async (_request, reply) => {
-      if (state.closing) return sendError(reply, 503, "server is shutting down", { "retry-after": "5" });
+      if (state.draining || state.closing) return sendError(reply, 503, "server is shutting down", { "retry-after": "5" });
       if (!state.engine.ready) return sendError(reply, 503, "model is not loaded yet", { "retry-after": "5" });
       return { status: "ready" };
     },
