@@ -37,6 +37,7 @@ import {
   type KeyStoreOptions,
 } from "./store/index.js";
 import { GgufFormatError } from "./vocab/index.js";
+import { RevocationBroadcast, connectRedis, type KeyChange } from "./server/shared/index.js";
 import type { Engine } from "./generate/index.js";
 
 export type { EngineFactoryOptions };
@@ -313,6 +314,7 @@ async function keysCommand(config: Config, args: string[], io: CliIo, options: C
       case "expiry": {
         const usage = "usage: trellis keys expiry <id> <DATE|none> (DATE: YYYY-MM-DD, 00:00 UTC, or an ISO date and time with its offset)";
         const [id] = await setKeySetting(rest, usage, parseExpiry, (keyId, value) => store.setExpiry(keyId, value));
+        await tellReplicas(config, id, "expiry", io);
         const stored = (await store.listKeys()).find((k) => k.id === id)?.expiresAt ?? null;
         io.out(stored === null ? `key ${id} never expires now` : `key ${id} expires on ${stored}`);
         return;
@@ -320,6 +322,7 @@ async function keysCommand(config: Config, args: string[], io: CliIo, options: C
       case "rate-limit": {
         const usage = "usage: trellis keys rate-limit <id> <N|none> (N: requests per minute; none: TRELLIS_RATE_LIMIT)";
         const [id, value] = await setKeySetting(rest, usage, parseRateLimit, (keyId, limit) => store.setRateLimit(keyId, limit));
+        await tellReplicas(config, id, "rate-limit", io);
         io.out(
           value === null
             ? `key ${id} has the service's rate limit now (TRELLIS_RATE_LIMIT)`
@@ -330,6 +333,7 @@ async function keysCommand(config: Config, args: string[], io: CliIo, options: C
       case "quota": {
         const usage = "usage: trellis keys quota <id> <N|none> (N: the most tokens the key may generate in all)";
         const [id, value] = await setKeySetting(rest, usage, parseQuota, (keyId, quota) => store.setQuota(keyId, quota));
+        await tellReplicas(config, id, "quota", io);
         const used = (await store.listKeys()).find((k) => k.id === id)?.tokens ?? 0;
         io.out(
           value === null
@@ -342,6 +346,7 @@ async function keysCommand(config: Config, args: string[], io: CliIo, options: C
         const id = keyId(rest[0], "usage: trellis keys revoke <id>");
         try {
           const changed = await store.revokeKey(id);
+          await tellReplicas(config, id, "revoked", io);
           io.out(changed ? `revoked key ${id}` : `key ${id} was already revoked`);
         } catch (error) {
           if (error instanceof KeyNotFoundError) throw new CliError(error.message);
@@ -356,6 +361,27 @@ async function keysCommand(config: Config, args: string[], io: CliIo, options: C
     throw keyStoreFailure(error);
   } finally {
     await store.close();
+  }
+}
+
+/**
+ * A key change made from the command line, told to running replicas through Redis (they forget
+ * the key's cached row at once, as for a change made in their dashboard). Without Redis, or when
+ * it cannot be reached, they see it within TRELLIS_KEY_CACHE_MS; SQLite has no cache to tell.
+ */
+async function tellReplicas(config: Config, keyId: number, change: KeyChange, io: CliIo): Promise<void> {
+  if (!config.redisUrl || !config.databaseUrl) return;
+  const redis = connectRedis(config.redisUrl, { log: () => {}, name: "trellis-cli" });
+  try {
+    if (!(await redis.waitUntilAvailable(2000))) {
+      io.err(`trellis: Redis cannot be reached; running replicas see the change within TRELLIS_KEY_CACHE_MS (${config.keyCacheMs} ms)`);
+      return;
+    }
+    const broadcast = new RevocationBroadcast(redis, { log: () => {} });
+    await broadcast.publish({ keyId, change });
+    await broadcast.close();
+  } finally {
+    await redis.close();
   }
 }
 

@@ -119,6 +119,7 @@ test("Postgres restarting: known keys keep working, unknown keys get 503, the da
     assert.equal(refused.headers["retry-after"], "2");
     const keys = await app.inject({ url: "/dashboard/api/keys", headers: { cookie: session.cookie } });
     assert.equal(keys.statusCode, 503, keys.body);
+    assert.match((await app.inject({ url: "/metrics" })).body, /^trellis_key_store_stale_serves_total [1-9]/m);
   } finally {
     await server.start();
   }

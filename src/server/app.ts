@@ -88,7 +88,7 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     inFlight: () => gate.running,
     kvCacheUtilization: () => engine.kvCacheUtilization,
     constraints: () => engine.constraintStats?.(),
-    usage: () => store.stats(),
+    usage: () => ({ ...store.stats(), staleKeyServes: store.staleKeyServes }),
     sharing: () => replica.stats(),
     processMetrics: options.processMetrics ?? false,
   });

@@ -63,7 +63,7 @@ export interface MetricsSources {
   /** Compiled-constraint cache and compile pool counters; undefined when the engine has none. */
   constraints: () => ConstraintStats | undefined;
   /** The key store's buffered usage and its flushes. */
-  usage: () => UsageFlushStats;
+  usage: () => UsageFlushStats & { staleKeyServes: number };
   /** What this replica shares through Redis, and its fallbacks. */
   sharing: () => ReplicaSharingStats;
   /** Node's default process metrics (off in tests: they are global timers). */
@@ -223,8 +223,13 @@ function scraped<S>(registry: Registry, read: () => S | undefined) {
 }
 
 /** The key store's usage buffer: counts waiting for a write, and how the writes fare. */
-function usageMetrics(registry: Registry, read: () => UsageFlushStats): void {
+function usageMetrics(registry: Registry, read: () => UsageFlushStats & { staleKeyServes: number }): void {
   const gauge = scraped(registry, read);
+  gauge(
+    "trellis_key_store_stale_serves_total",
+    "Key checks answered from a row read before because the database could not be read (Postgres down; TRELLIS_KEY_STALE_MS).",
+    (s) => s.staleKeyServes,
+  );
   gauge("trellis_usage_pending_requests", "Requests counted in memory, not yet written to the key store.", (s) => s.pendingRequests);
   gauge("trellis_usage_pending_tokens", "Tokens counted in memory, not yet written to the key store.", (s) => s.pendingTokens);
   gauge("trellis_usage_pending_keys", "API keys with usage not yet written.", (s) => s.pendingKeys);

@@ -44,6 +44,8 @@ export interface KeyBackend {
   reserveTokens(id: number, tokens?: number): TokenReservation | null;
   /** Buffers one request's usage and releases its reservations (see KeyStore.recordUsage). */
   recordUsage(id: number, tokens: number, reservations?: readonly TokenReservation[]): void;
+  /** Key checks answered from a row read before, because the database could not be read (Postgres). */
+  readonly staleKeyServes: number;
   /** Another replica changed this key: what is cached of it is dropped. */
   forgetKey(id: number): void;
   /** Changes may have been missed (the broadcast was down): every cached key is read again. */
@@ -65,6 +67,8 @@ export interface KeyBackend {
 export class SqliteKeyBackend implements KeyBackend {
   readonly dialect = "sqlite";
   readonly location: string;
+  /** Every check reads the database file. */
+  readonly staleKeyServes = 0;
 
   constructor(readonly store: KeyStore) {
     this.location = store.path;

@@ -57,6 +57,10 @@ class PublishingKeyBackend implements KeyBackend {
     this.location = store.location;
   }
 
+  get staleKeyServes(): number {
+    return this.store.staleKeyServes;
+  }
+
   private async changed(keyId: number, change: KeyChange): Promise<void> {
     await this.keyChanges.publish({ keyId, change });
   }
