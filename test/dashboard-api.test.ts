@@ -289,6 +289,48 @@ test("expiry and rate limit: set at creation, listed with last use, changed and 
   );
 });
 
+test("usage over time: hourly and daily buckets of one key or all, with refusals beside, signed in only", async () => {
+  const { cookie, csrf } = await signIn();
+  const created = await app.inject({
+    method: "POST",
+    url: "/dashboard/api/keys",
+    headers: { cookie, "x-csrf-token": csrf },
+    payload: { name: "charted", rate_limit: 3 },
+  });
+  const { id, key } = created.json() as { id: number; key: string };
+  const statuses: number[] = [];
+  for (const max_new_tokens of [4, 4, -1, 4]) {
+    statuses.push(
+      (
+        await app.inject({
+          method: "POST",
+          url: "/v1/completion/regex",
+          headers: { authorization: `Bearer ${key}` },
+          payload: { prompt: "p", pattern: "a", max_new_tokens },
+        })
+      ).statusCode,
+    );
+  }
+  // The 400 was served (and counted as a request), the 429 was refused before admission.
+  assert.deepEqual(statuses, [200, 200, 400, 429]);
+  assert.equal((await app.inject({ url: `/dashboard/api/usage?key=${id}` })).statusCode, 401);
+  const hourly = await app.inject({ url: `/dashboard/api/usage?bucket=hour&key=${id}`, headers: { cookie } });
+  assert.equal(hourly.statusCode, 200, hourly.body);
+  const body = hourly.json() as { bucket: string; key: number; points: Array<Record<string, number | string>> };
+  assert.equal(body.bucket, "hour");
+  assert.equal(body.key, id);
+  assert.equal(body.points.length, 48);
+  const now = body.points.at(-1)!;
+  assert.deepEqual(
+    { requests: now.requests, rate_limited: now.rate_limited, client_errors: now.client_errors, server_errors: now.server_errors },
+    { requests: 3, rate_limited: 1, client_errors: 1, server_errors: 0 },
+  );
+  const daily = (await app.inject({ url: "/dashboard/api/usage?bucket=day", headers: { cookie } })).json() as { points: unknown[] };
+  assert.equal(daily.points.length, 90);
+  const refused = await app.inject({ url: "/dashboard/api/usage?bucket=minute", headers: { cookie } });
+  assert.equal(refused.statusCode, 400);
+});
+
 test("sign-out ends the session", async () => {
   const { cookie, csrf } = await signIn();
   const out = await app.inject({ method: "POST", url: "/dashboard/api/logout", headers: { cookie, "x-csrf-token": csrf }, payload: {} });

@@ -1,28 +1,40 @@
 /**
  * The dashboard in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core):
  * sign in, create a key, copy it, use it against the API, revoke it, see usage; create a key with
- * a token quota, see what it has left, change the quota with its button.
+ * a token quota, see what it has left, change the quota with its button; create a key with an
+ * expiry, a rate limit and a quota. The playground: a chat answer streamed token by token with
+ * each token's probability, stopped midway; errors shown at their position in the pattern,
+ * grammar or schema; "copy as curl / SDK" reproducing the request that ran (and run here).
+ * Accessibility without network: names, ids, landmarks, headings, contrast (light and dark),
+ * visible keyboard focus, reduced motion, and no horizontal scroll at a phone's 375 px.
  */
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
+import { promisify } from "node:util";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
 import type { FastifyInstance } from "fastify";
 import { createService } from "../src/service.js";
 import { KeyStore, sha256Hex } from "../src/store/index.js";
-import { auth, createFakeEngine, TEST_KEY, testConfig } from "./support/fake-engine.js";
+import { auth, TEST_KEY, testConfig } from "./support/fake-engine.js";
+import { createPlaygroundEngine, PLAYGROUND_MODEL, type PlaygroundEngine } from "./support/playground-engine.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const SCREENSHOT = process.env.TRELLIS_DASHBOARD_SCREENSHOT ?? "/tmp/trellis-dashboard.png";
 
 let app: FastifyInstance;
+let engine: PlaygroundEngine;
 let store: KeyStore;
 let browser: Browser;
 let base = "";
 
 before(async () => {
   store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-  app = await createService({ engine: createFakeEngine(), config: testConfig(), store, adminTokenHash: sha256Hex("admin-secret") });
+  engine = createPlaygroundEngine();
+  app = await createService({ engine, config: testConfig(), store, adminTokenHash: sha256Hex("admin-secret") });
   await app.listen({ host: "127.0.0.1", port: 0 });
   base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   browser = await chromium.launch({
@@ -140,7 +152,7 @@ test("a key with a token quota: set at creation, shown with what is left, change
   const use = await fetch(`${base}/v1/completion/cfg`, {
     method: "POST",
     headers: auth(key),
-    body: JSON.stringify({ prompt: "hi", grammar: "g", max_new_tokens: 30 }),
+    body: JSON.stringify({ prompt: "hi", grammar: 'start: "ok"', max_new_tokens: 30 }),
   });
   assert.equal(use.status, 200);
   assert.equal(use.headers.get("x-quota-remaining"), "70");
@@ -187,5 +199,580 @@ test("the API reference: every endpoint from /openapi.json, authorize with a key
   assert.equal((await status.innerText()).trim(), "200");
   assert.match(await page.locator(".live-responses-table tr.response .response-col_description").first().innerText(), /"object": "list"/);
   assert.deepEqual(outside, []);
+  await context.close();
+});
+
+const HAS_CHROMIUM = existsSync(CHROMIUM);
+const execFileAsync = promisify(execFile);
+const noChromium = !HAS_CHROMIUM && "no /usr/bin/chromium";
+
+/** A new browser context signed in to the dashboard; collects page errors and requests leaving the service. */
+async function signedIn(options: BrowserContextOptions = {}) {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 800 }, locale: "en-US", timezoneId: "UTC", ...options });
+  const page = await context.newPage();
+  const pageErrors: string[] = [];
+  const outside: string[] = [];
+  page.on("pageerror", (e) => pageErrors.push(String(e)));
+  page.on("request", (r) => {
+    if (!r.url().startsWith(base)) outside.push(r.url());
+  });
+  page.on("dialog", (dialog) => void dialog.accept());
+  await page.goto(`${base}/dashboard`);
+  await page.locator("#admin-token").fill("admin-secret");
+  await page.locator("#sign-in-form button").click();
+  await page.locator("#playground").waitFor({ state: "visible" });
+  return { context, page, pageErrors, outside };
+}
+
+interface PlaygroundInput {
+  kind: "regex" | "grammar" | "json" | "chat";
+  prompt?: string;
+  constraint?: string;
+  maxTokens?: string;
+  seed?: string;
+}
+
+/** Fills the playground's form (the key: TEST_KEY unless one is there) and presses Run. */
+async function runInPlayground(page: Page, input: PlaygroundInput): Promise<void> {
+  if ((await page.locator("#pg-key").inputValue()) === "") await page.locator("#pg-key").fill(TEST_KEY);
+  await page.locator(`input[name="kind"][value="${input.kind}"]`).check();
+  if (input.prompt !== undefined) await page.locator("#pg-prompt").fill(input.prompt);
+  if (input.constraint !== undefined) await page.locator("#pg-constraint").fill(input.constraint);
+  if (input.maxTokens !== undefined) await page.locator("#pg-max-tokens").fill(input.maxTokens);
+  if (input.seed !== undefined) await page.locator("#pg-seed").fill(input.seed);
+  await page.locator("#pg-run").click();
+}
+
+test("playground: a chat answer streams in token by token, each token with its probability; Stop ends a stream", {
+  skip: noChromium,
+}, async () => {
+  const { context, page, pageErrors, outside } = await signedIn();
+  engine.tokenDelayMs = 60;
+  try {
+    await runInPlayground(page, { kind: "chat", prompt: "Tell me a story.", maxTokens: "32", seed: "3" });
+    // The first token shows while the rest are still coming.
+    await page.locator("#pg-output .tok").first().waitFor();
+    assert.equal(await page.locator("#pg-status").innerText(), "Streaming…");
+    assert.ok((await page.locator("#pg-output .tok").count()) < 13, "tokens arrive one after another");
+    await page.locator("#pg-status", { hasText: "Done" }).waitFor();
+    assert.match(await page.locator("#pg-status").innerText(), /^Done: 13 tokens, finish reason stop\.$/);
+    assert.match(await page.locator("#pg-stats").innerText(), /13 tokens · [\d.]+ tokens\/s · first token after \d+ ms/);
+    assert.equal(await page.locator("#pg-output").innerText(), "Once upon a time, a small robot found a red kite.");
+
+    const tokens = await page.locator("#pg-output .tok").evaluateAll((spans) =>
+      spans.map((span) => ({
+        text: span.textContent,
+        title: span.getAttribute("title"),
+        tip: span.getAttribute("data-tip"),
+        note: document.getElementById(span.getAttribute("aria-describedby") ?? "")?.textContent ?? null,
+        tabIndex: (span as HTMLElement).tabIndex,
+        background: getComputedStyle(span).backgroundColor,
+      })),
+    );
+    assert.ok(tokens.length >= 2);
+    assert.deepEqual(
+      tokens.map((t) => t.text),
+      ["Once", " upon", " a", " time", ",", " a", " small", " robot", " found", " a", " red", " kite", "."],
+    );
+    // The fake's first token has logprob -0.05: 95.1 %; its alternatives are listed after it.
+    assert.equal(tokens[0]!.tip, "95.1%");
+    assert.match(tokens[0]!.title!, /^Token 1, "Once": probability 95\.1%; next most likely " the" 25\.9%, " one" 11\.6%$/);
+    for (const t of tokens) {
+      assert.match(t.tip!, /^\d+(\.\d+)?%$/);
+      assert.equal(t.note, t.title, "the probability is also the token's accessible description");
+    }
+    // Token boundaries: neighbours differ in shade; one tab stop for the whole answer.
+    assert.notEqual(tokens[0]!.background, tokens[1]!.background);
+    assert.equal(tokens[0]!.background, tokens[2]!.background);
+    assert.deepEqual(
+      tokens.map((t) => t.tabIndex),
+      tokens.map((_, i) => (i === 0 ? 0 : -1)),
+    );
+    await page.locator("#pg-output .tok").first().focus();
+    await page.keyboard.press("ArrowRight");
+    await page.keyboard.press("ArrowRight");
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), " a");
+    await page.keyboard.press("End");
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), ".");
+
+    // The request asked for a stream with per-token probabilities, for the served model.
+    const chat = engine.calls.filter((c) => c.kind === "chat:text").at(-1)!.request as { logprobs?: number; seed?: number };
+    assert.equal(chat.logprobs, 3);
+    assert.equal(chat.seed, 3);
+
+    // Stop: a slow stream is cancelled midway, at the service too.
+    const before = engine.signals.length;
+    await runInPlayground(page, { kind: "chat", prompt: "Tell it slowly." });
+    await page.locator("#pg-output .tok").first().waitFor();
+    assert.equal(await page.locator("#pg-stop").isEnabled(), true);
+    await page.locator("#pg-stop").click();
+    await page.locator("#pg-status", { hasText: "Stopped" }).waitFor();
+    assert.ok((await page.locator("#pg-output .tok").count()) < 13);
+    assert.equal(await page.locator("#pg-run").isEnabled(), true);
+    assert.equal(await page.locator("#pg-stop").isEnabled(), false);
+    const signal = engine.signals.slice(before).at(-1)!;
+    for (let i = 0; i < 50 && !signal.aborted; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(signal.aborted, true, "the generation was cancelled");
+    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(outside, []);
+  } finally {
+    engine.tokenDelayMs = 15;
+    await context.close();
+  }
+});
+
+test("playground: a bad regex, grammar or schema is shown at its position in the editor", { skip: noChromium }, async () => {
+  const { context, page, pageErrors } = await signedIn();
+  const editor = page.locator("#pg-constraint");
+  const marked = async () => ({
+    message: await page.locator("#pg-constraint-message").innerText(),
+    mark: await page.locator("#pg-constraint-marker mark").innerText(),
+    invalid: await editor.getAttribute("aria-invalid"),
+    describedBy: await editor.getAttribute("aria-describedby"),
+    focused: await editor.evaluate((e) => e === document.activeElement),
+    selection: await editor.evaluate((e) => {
+      const t = e as HTMLTextAreaElement;
+      return t.value.slice(t.selectionStart, t.selectionEnd);
+    }),
+    range: await editor.evaluate((e) => [(e as HTMLTextAreaElement).selectionStart, (e as HTMLTextAreaElement).selectionEnd]),
+  });
+
+  // Regex: "at position N" (the service's 400), N counted in code points.
+  await runInPlayground(page, { kind: "regex", prompt: "x", constraint: "ab(cd" });
+  await page.locator("#pg-constraint-error").waitFor({ state: "visible" });
+  let shown = await marked();
+  assert.match(shown.message, /^pattern: missing \), unterminated subpattern at position 2/);
+  assert.match(shown.message, /column 3 is selected in the editor/);
+  assert.deepEqual(shown.range, [2, 3]);
+  assert.equal(shown.selection, "(");
+  assert.equal(shown.mark, "(");
+  assert.equal(shown.invalid, "true");
+  assert.equal(shown.focused, true);
+  assert.match(shown.describedBy!, /\bpg-constraint-message\b/);
+  assert.match(await page.locator("#pg-status").innerText(), /HTTP 400/);
+  // Editing the pattern clears the mark; a good pattern then runs.
+  await editor.fill("(19|20)[0-9]{2}");
+  assert.equal(await page.locator("#pg-constraint-error").isVisible(), false);
+  assert.equal(await editor.getAttribute("aria-invalid"), null);
+  await page.locator("#pg-run").click();
+  await page.locator("#pg-status", { hasText: "Done" }).waitFor();
+  // The fake engine answers a pattern with its letters and digits.
+  assert.equal(await page.locator("#pg-output").innerText(), "1920092");
+
+  // A code point beyond the BMP before the error: positions count code points, the editor UTF-16.
+  await runInPlayground(page, { kind: "regex", prompt: "x", constraint: "😀a{2,1}" });
+  await page.locator("#pg-constraint-error").waitFor({ state: "visible" });
+  shown = await marked();
+  assert.match(shown.message, /at position 3/);
+  assert.deepEqual(shown.range, [4, 5]);
+  assert.equal(shown.selection, "2");
+
+  // Grammar: "line L, column C".
+  await runInPlayground(page, { kind: "grammar", prompt: "x", constraint: 'start: "a" B\nB: "b" | ("c"\n' });
+  await page.locator("#pg-constraint-error").waitFor({ state: "visible" });
+  shown = await marked();
+  assert.match(shown.message, /^grammar: .*line 2, column (\d+)/s);
+  assert.ok(!shown.message.includes("^"), "the service's own quote of the line gives way to the marker");
+  const column = Number(/line 2, column (\d+)/.exec(shown.message)![1]);
+  assert.equal(shown.range[0], 'start: "a" B\n'.length + column - 1);
+
+  // JSON Schema: the pointer's value ("minLength at /properties/name/minLength").
+  const schema = JSON.stringify({ type: "object", properties: { name: { type: "string", minLength: -1 } } }, null, 2);
+  await runInPlayground(page, { kind: "json", prompt: "x", constraint: schema });
+  await page.locator("#pg-constraint-error").waitFor({ state: "visible" });
+  shown = await marked();
+  assert.match(shown.message, /^schema: minLength at \/properties\/name\/minLength: must be a non-negative integer/);
+  assert.equal(shown.selection, "-1");
+  assert.equal(shown.mark, "-1");
+  assert.match(shown.message, /line 6, column \d+ is selected/);
+
+  // A budget too small (422): said below the result, with a button that sets the budget it needs.
+  await page.locator("#pg-constraint").fill('{"type": "object"}');
+  await runInPlayground(page, { kind: "json", prompt: "x", maxTokens: "2" });
+  await page.locator("#pg-error").waitFor({ state: "visible" });
+  assert.match(await page.locator("#pg-error").innerText(), /needs at least 4 tokens but max_new_tokens is 2/);
+  assert.match(await page.locator("#pg-status").innerText(), /^Failed: HTTP 422\.$/);
+  assert.equal(await page.locator("#pg-constraint-error").isVisible(), false);
+  await page.locator("#pg-fix-button", { hasText: "Set max tokens to 4" }).click();
+  assert.equal(await page.locator("#pg-max-tokens").inputValue(), "4");
+  await page.keyboard.press("Enter"); // focus is on Max tokens: Enter submits the form
+  await page.locator("#pg-status", { hasText: "Done" }).waitFor();
+
+  // Not JSON at all: found before sending, at its position.
+  const sent = engine.calls.length;
+  await runInPlayground(page, { kind: "json", prompt: "x", constraint: '{"type": "object",, "x": 1}' });
+  await page.locator("#pg-constraint-error").waitFor({ state: "visible" });
+  shown = await marked();
+  assert.match(shown.message, /^The schema is not valid JSON: expected a property name at position 18/);
+  assert.equal(shown.selection, ",");
+  assert.equal(engine.calls.length, sent, "nothing was sent");
+
+  // The chat kind's response_format schema: OpenAI's error shape, the same pointer.
+  await runInPlayground(page, { kind: "chat", prompt: "hi", constraint: '{"type": "strin"}' });
+  await page.locator("#pg-constraint-error").waitFor({ state: "visible" });
+  shown = await marked();
+  assert.match(shown.message, /^schema: type at \/type: must be one of/);
+  assert.equal(shown.selection, '"strin"');
+
+  // An error about something else (a wrong key) is shown below the result, not on the editor.
+  await page.locator("#pg-key").fill("not-a-key");
+  await runInPlayground(page, { kind: "regex", prompt: "x", constraint: "[0-9]+" });
+  await page.locator("#pg-error").waitFor({ state: "visible" });
+  assert.match(await page.locator("#pg-error").innerText(), /API key/i);
+  assert.equal(await page.locator("#pg-constraint-error").isVisible(), false);
+  assert.match(await page.locator("#pg-status").innerText(), /HTTP 401/);
+  assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+test("playground: copy as curl / SDK give the request that ran, key as $TRELLIS_API_KEY; they run", { skip: noChromium }, async () => {
+  const { context, page, pageErrors } = await signedIn();
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+  const bodies: string[] = [];
+  page.on("request", (r) => {
+    if (r.method() === "POST" && r.url().startsWith(`${base}/v1/`)) bodies.push(r.postData() ?? "");
+  });
+  const tmp = mkdtempSync(join(tmpdir(), "trellis-snippets-"));
+  // Asynchronously: the service answering the snippets runs in this process.
+  const run = async (command: string, args: string[]) =>
+    (await execFileAsync(command, args, { env: { ...process.env, TRELLIS_API_KEY: TEST_KEY }, encoding: "utf8", timeout: 20_000 })).stdout;
+  try {
+    assert.equal(await page.locator("#pg-copy-curl").isDisabled(), true, "nothing to copy before a run");
+    await runInPlayground(page, { kind: "regex", prompt: "It's the year ", constraint: "(19|20)[0-9]{2}", maxTokens: "6", seed: "42" });
+    await page.locator("#pg-status", { hasText: "Done" }).waitFor();
+    const body = bodies.at(-1)!;
+    assert.deepEqual(JSON.parse(body), { prompt: "It's the year ", pattern: "(19|20)[0-9]{2}", max_new_tokens: 6, seed: 42 });
+
+    await page.locator("#pg-copy-curl").click();
+    await page.locator("#pg-snippet-status", { hasText: "Copied" }).waitFor();
+    const curl = await page.locator("#pg-snippet").innerText();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), curl);
+    assert.ok(curl.includes(`-d '${body.replace(/'/g, "'\\''")}'`), curl);
+    assert.ok(curl.includes('"Authorization: Bearer $TRELLIS_API_KEY"'));
+    assert.ok(curl.includes(`'${base}/v1/completion/regex'`));
+    assert.ok(!curl.includes(TEST_KEY));
+    // The shell gets the body back exactly (the quote in "It's" included), and the service answers it.
+    assert.deepEqual(JSON.parse(await run("bash", ["-c", curl])), {
+      completion: "192009",
+      tokens_generated: 3,
+      stop_reason: "pattern_match",
+    });
+
+    await page.locator("#pg-copy-sdk").click();
+    assert.equal(await page.locator("#pg-copy-sdk").innerText(), "Copy as JS fetch");
+    const js = await page.locator("#pg-snippet").innerText();
+    assert.match(js, /process\.env\.TRELLIS_API_KEY/);
+    assert.ok(!js.includes(TEST_KEY));
+    writeFileSync(join(tmp, "snippet.mjs"), js);
+    assert.equal((await run(process.execPath, [join(tmp, "snippet.mjs")])).trim(), "192009");
+    assert.equal(bodies.length, 1, "the snippets ran outside the page");
+    assert.equal(engine.calls.filter((c) => c.kind === "regex").length >= 3, true);
+
+    // Chat: Python's openai SDK, every field of the body as an argument.
+    await runInPlayground(page, { kind: "chat", prompt: 'Say "hi"', constraint: '{"type": "object"}', maxTokens: "12" });
+    await page.locator("#pg-status", { hasText: "Done" }).waitFor();
+    const chatBody = JSON.parse(bodies.at(-1)!);
+    assert.deepEqual(chatBody, {
+      model: PLAYGROUND_MODEL,
+      messages: [{ role: "user", content: 'Say "hi"' }],
+      max_tokens: 12,
+      seed: 42, // still in the form from the regex run
+      logprobs: true,
+      top_logprobs: 3,
+      stream: true,
+      stream_options: { include_usage: true },
+      response_format: { type: "json_schema", json_schema: { name: "playground", schema: { type: "object" } } },
+    });
+    assert.equal(await page.locator("#pg-copy-sdk").innerText(), "Copy as Python (openai)");
+    await page.locator("#pg-copy-sdk").click();
+    const python = await page.locator("#pg-snippet").innerText();
+    for (const line of [
+      'client = OpenAI(base_url="' + base + '/v1", api_key=os.environ["TRELLIS_API_KEY"])',
+      `    model="${PLAYGROUND_MODEL}",`,
+      '    messages=[{"role": "user", "content": "Say \\"hi\\""}],',
+      "    max_tokens=12,",
+      "    seed=42,",
+      "    logprobs=True,",
+      "    top_logprobs=3,",
+      "    stream=True,",
+      '    stream_options={"include_usage": True},',
+    ]) {
+      assert.ok(python.includes(line), `${line}\n---\n${python}`);
+    }
+    assert.match(
+      python,
+      /response_format=\{\n {8}"type": "json_schema",\n {8}"json_schema": \{"name": "playground", "schema": \{"type": "object"\}\},\n {4}\},/,
+    );
+    // Python code that parses (the openai package itself is not needed for that).
+    if (spawnSync("python3", ["--version"]).status === 0) {
+      execFileSync("python3", ["-c", "import ast, sys; ast.parse(sys.stdin.read())"], { input: python, timeout: 20_000 });
+    }
+    await page.locator("#pg-copy-curl").click();
+    const chatCurl = await page.locator("#pg-snippet").innerText();
+    assert.ok(chatCurl.startsWith(`curl -sN '${base}/v1/chat/completions'`));
+    assert.ok(chatCurl.includes(`-d '${bodies.at(-1)!}'`));
+    const events = await run("bash", ["-c", chatCurl]);
+    assert.match(events, /"content":"\{"/);
+    assert.ok(events.trimEnd().endsWith("data: [DONE]"));
+    assert.deepEqual(pageErrors, []);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+    await context.close();
+  }
+});
+
+test("the key form's quota, expiry and rate limit, set together in the browser, show in the table", { skip: noChromium }, async () => {
+  const { context, page, pageErrors } = await signedIn();
+  await page.locator("#key-name").fill("all-three");
+  await page.locator("#key-quota").fill("5000");
+  await page.locator("#key-expires").fill("2031-03-15");
+  await page.locator("#key-rate-limit").fill("90");
+  await page.locator("#create-form button[type=submit]").click();
+  await page.locator("#new-key-name", { hasText: "all-three" }).waitFor();
+  const row = page.locator("#keys-body tr", { hasText: "all-three" });
+  await row.waitFor();
+  const cells = await row.locator("td").allInnerTexts();
+  assert.equal(cells[6], "5,000 (5,000 left)");
+  assert.equal(cells[7], "Mar 15, 2031 12:00 AM");
+  assert.equal(cells[8], "90/min");
+  assert.equal(cells[9], "active");
+  const stored = store.listKeys().find((k) => k.name === "all-three")!;
+  assert.equal(stored.quota, 5000);
+  assert.equal(stored.rateLimit, 90);
+  assert.equal(Date.parse(stored.expiresAt!), Date.parse("2031-03-15T00:00:00Z"));
+  // The form is empty again, and the new key goes to the playground with one button.
+  for (const id of ["#key-name", "#key-quota", "#key-expires", "#key-rate-limit"]) assert.equal(await page.locator(id).inputValue(), "");
+  await page.locator("#use-key").click();
+  assert.equal(await page.locator("#pg-key").inputValue(), (await page.locator("#new-key-value").innerText()).trim());
+  await runInPlayground(page, { kind: "regex", prompt: "x", constraint: "[0-9]{3}", maxTokens: "4" });
+  await page.locator("#pg-status", { hasText: "Done" }).waitFor();
+  await page.reload();
+  await page.locator("#keys-body tr", { hasText: "all-three" }).waitFor();
+  const used = await page.locator("#keys-body tr", { hasText: "all-three" }).locator("td").allInnerTexts();
+  assert.equal(used[3], "1");
+  assert.equal(used[6], "5,000 (4,997 left)");
+  // The key typed in the playground is not kept anywhere: a reload forgets it.
+  assert.equal(await page.locator("#pg-key").inputValue(), "");
+  assert.deepEqual(await page.evaluate(() => [localStorage.length, sessionStorage.length, document.cookie]), [0, 0, ""]);
+  assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+/**
+ * The page's own accessibility audit, run in the page (a string, so nothing the test's compiler
+ * adds to functions reaches the browser): accessible names, duplicate and dangling ids,
+ * landmarks, heading order, positive tabindex, inline handlers, and the contrast of every visible
+ * piece of text against the background behind it (WCAG's formula, 4.5:1).
+ */
+const AUDIT = String.raw`(() => {
+  const failures = [];
+  const visible = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
+  const text = (id) => (document.getElementById(id)?.textContent ?? "").trim();
+  const nameOf = (e) => {
+    const labelledBy = e.getAttribute("aria-labelledby");
+    if (labelledBy) return labelledBy.split(/\s+/).map(text).join(" ").trim();
+    const label = e.getAttribute("aria-label");
+    if (label) return label.trim();
+    if (e.labels && e.labels.length > 0) return [...e.labels].map((l) => l.textContent).join(" ").trim();
+    if (e.tagName === "BUTTON" || e.tagName === "A") return e.textContent.trim();
+    return (e.getAttribute("title") ?? "").trim();
+  };
+  for (const e of document.querySelectorAll("input, textarea, select, button, a[href], [role=region], section, nav")) {
+    if (!nameOf(e)) failures.push("no accessible name: " + e.outerHTML.slice(0, 100));
+  }
+  const ids = new Map();
+  for (const e of document.querySelectorAll("[id]")) ids.set(e.id, (ids.get(e.id) ?? 0) + 1);
+  for (const [id, n] of ids) if (n > 1) failures.push("duplicate id: " + id);
+  for (const attr of ["for", "aria-labelledby", "aria-describedby", "aria-controls"]) {
+    for (const e of document.querySelectorAll("[" + attr + "]")) {
+      for (const id of e.getAttribute(attr).split(/\s+/)) if (!ids.has(id)) failures.push(attr + " names a missing id: " + id);
+    }
+  }
+  const count = (selector) => document.querySelectorAll(selector).length;
+  if (count("body > header") !== 1) failures.push("one banner (header) expected");
+  if (count("main") !== 1) failures.push("one main expected");
+  if (count("nav[aria-label]") < 1) failures.push("a labelled nav expected");
+  if (!document.documentElement.lang) failures.push("html has no lang");
+  const levels = [...document.querySelectorAll("h1, h2, h3, h4, h5, h6")].filter(visible).map((h) => Number(h.tagName[1]));
+  if (levels[0] !== 1 || levels.filter((l) => l === 1).length !== 1) failures.push("one h1, first: " + levels.join(","));
+  levels.forEach((l, i) => { if (i > 0 && l > levels[i - 1] + 1) failures.push("heading level skipped: " + levels.join(",")); });
+  for (const e of document.querySelectorAll("[tabindex]")) if (e.tabIndex > 0) failures.push("positive tabindex: " + e.outerHTML.slice(0, 80));
+  for (const e of document.querySelectorAll("*")) {
+    for (const a of e.getAttributeNames()) if (a.startsWith("on")) failures.push("inline handler: " + a);
+    if ((e.tagName === "DIV" || e.tagName === "SPAN") && e.getAttribute("role") === "button") failures.push("a div as a button");
+  }
+
+  const parse = (c) => {
+    const m = /rgba?\(([^)]+)\)/.exec(c);
+    if (!m) return null;
+    const p = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+    return { r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1 };
+  };
+  const channel = (v) => { v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const luminance = (c) => 0.2126 * channel(c.r) + 0.7152 * channel(c.g) + 0.0722 * channel(c.b);
+  const ratio = (a, b) => { const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const behind = (e) => {
+    for (let at = e; at; at = at.parentElement) {
+      const c = parse(getComputedStyle(at).backgroundColor);
+      if (c && c.a > 0) return c;
+    }
+    return { r: 255, g: 255, b: 255, a: 1 };
+  };
+  const checked = [];
+  const check = (e, what, color) => {
+    const fg = parse(color);
+    const bg = behind(e);
+    const r = ratio(fg, bg);
+    checked.push(what);
+    if (r < 4.5) failures.push("contrast " + r.toFixed(2) + " < 4.5: " + what + " (" + color + " on rgb(" + bg.r + "," + bg.g + "," + bg.b + "))");
+  };
+  for (const e of document.body.querySelectorAll("*")) {
+    if (!visible(e) || e.closest(".visually-hidden, [disabled], [aria-hidden=true]")) continue;
+    const own = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== "");
+    if (own) check(e, e.tagName.toLowerCase() + (e.className ? "." + e.className : "") + " " + JSON.stringify(e.textContent.trim().slice(0, 30)), getComputedStyle(e).color);
+    if ((e.tagName === "INPUT" || e.tagName === "TEXTAREA") && e.placeholder) check(e, "placeholder of #" + e.id, getComputedStyle(e, "::placeholder").color);
+  }
+  return { failures, checked: checked.length, background: getComputedStyle(document.body).backgroundColor };
+})()`;
+
+test("accessibility: names, ids, landmarks, headings, contrast in light and dark, keyboard focus, reduced motion", {
+  skip: noChromium,
+}, async () => {
+  for (const colorScheme of ["light", "dark"] as const) {
+    const { context, page, pageErrors } = await signedIn({
+      colorScheme,
+      reducedMotion: colorScheme === "dark" ? "reduce" : "no-preference",
+    });
+    // Everything the page can show: a new key, a table with a revoked row, a streamed answer, a
+    // constraint error, a snippet.
+    await page.locator("#key-name").fill(`a11y-${colorScheme}`);
+    await page.locator("#key-quota").fill("10");
+    await page.locator("#create-form button[type=submit]").click();
+    await page.locator("#new-key").waitFor({ state: "visible" });
+    await page
+      .locator("#keys-body tr", { hasText: `a11y-${colorScheme}` })
+      .locator("button", { hasText: "Revoke" })
+      .click();
+    await page
+      .locator("#keys-body tr", { hasText: `a11y-${colorScheme}` })
+      .locator(".badge.revoked")
+      .waitFor();
+    await runInPlayground(page, { kind: "regex", prompt: "x", constraint: "a)" });
+    await page.locator("#pg-constraint-error").waitFor({ state: "visible" });
+    await runInPlayground(page, { kind: "chat", prompt: "Tell me a story." });
+    await page.locator("#pg-status", { hasText: "Done" }).waitFor();
+    await page.locator("#pg-copy-curl").click();
+    await page.locator("#pg-snippet-box").waitFor({ state: "visible" });
+    await page.locator("#pg-error").evaluate((e: HTMLElement) => {
+      // The error line's colour, checked even though this run had none.
+      e.textContent = "an error";
+      e.hidden = false;
+    });
+
+    const audit = (await page.evaluate(AUDIT)) as { failures: string[]; checked: number; background: string };
+    assert.deepEqual(audit.failures, [], `${colorScheme}: ${audit.failures.join("\n")}`);
+    assert.ok(audit.checked > 60, `${colorScheme}: only ${audit.checked} texts checked`);
+    // The audit does catch a pale text (set through the CSSOM, which the CSP allows).
+    const pale = await page.evaluate(`(() => {
+      const hint = document.querySelector("#pg-key-hint");
+      const before = hint.style.color;
+      hint.style.color = "${colorScheme === "dark" ? "#4a4f58" : "#a0a4ab"}";
+      const result = ${AUDIT};
+      hint.style.color = before;
+      return result.failures;
+    })()`);
+    assert.match(String(pale), /contrast [\d.]+ < 4\.5: p\.hint/);
+    const [r, g, b] = audit.background.match(/\d+/g)!.map(Number);
+    assert.equal(r! + g! + b! < 120, colorScheme === "dark", `${colorScheme} background: ${audit.background}`);
+
+    // prefers-reduced-motion: the tokens' fade-in is off.
+    const animation = await page
+      .locator("#pg-output .tok")
+      .first()
+      .evaluate((e) => getComputedStyle(e).animationName);
+    assert.equal(animation, colorScheme === "dark" ? "none" : "tok-in");
+
+    // Keyboard: every tab stop shows a focus outline; the skip link comes first.
+    // A click on the header (nothing focusable there) starts keyboard navigation there; Shift+Tab
+    // goes back to the skip link, then Tab visits every stop to the end of the page (where focus
+    // leaves the document).
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.mouse.click(3, 3);
+    const stops: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      await page.keyboard.press(i === 0 ? "Shift+Tab" : "Tab");
+      const focus = await page.evaluate(() => {
+        const e = document.activeElement as HTMLElement;
+        const style = getComputedStyle(e);
+        const what = `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${e.textContent?.trim().slice(0, 20)}`;
+        return { what, atEnd: e === document.body, outline: style.outlineStyle, width: parseFloat(style.outlineWidth) };
+      });
+      if (focus.atEnd) break;
+      stops.push(focus.what);
+      assert.ok(focus.outline !== "none" && focus.width >= 2, `${colorScheme}: no visible focus on ${focus.what}`);
+    }
+    assert.ok(stops.length > 30 && stops.length < 100, `${stops.length} tab stops`);
+    assert.match(stops[0]!, /^a.*Skip to content/);
+    assert.match(stops.at(-1)!, /^pre#pg-snippet/);
+    assert.ok(stops.some((s) => s.startsWith("input#pg-key")));
+    assert.ok(stops.some((s) => s.startsWith("button#pg-run")));
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  }
+});
+
+test("keyboard alone runs the playground: kind with arrow keys, Ctrl+Enter in the prompt", { skip: noChromium }, async () => {
+  const { context, page, pageErrors } = await signedIn();
+  await page.locator("#pg-key").fill(TEST_KEY);
+  await page.locator('input[name="kind"][value="regex"]').focus();
+  for (let i = 0; i < 3; i++) await page.keyboard.press("ArrowRight");
+  assert.equal(await page.locator('input[name="kind"]:checked').getAttribute("value"), "chat");
+  assert.equal(await page.locator("#pg-prompt-label").innerText(), "Message");
+  assert.equal(await page.locator("#pg-endpoint").innerText(), "POST /v1/chat/completions");
+  await page.locator("#pg-prompt").focus();
+  await page.keyboard.press("Control+Enter");
+  await page.locator("#pg-status", { hasText: "Done" }).waitFor();
+  assert.ok((await page.locator("#pg-output .tok").count()) >= 2);
+  // Switching kinds keeps what was typed for each.
+  await page.locator("#pg-prompt").fill("my chat message");
+  await page.locator('input[name="kind"][value="regex"]').check();
+  assert.equal(await page.locator("#pg-constraint").inputValue(), "(19|20)[0-9]{2}");
+  await page.locator('input[name="kind"][value="chat"]').check();
+  assert.equal(await page.locator("#pg-prompt").inputValue(), "my chat message");
+  assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+test("at a phone's 375 px the page never scrolls sideways (the keys table scrolls in its own box)", { skip: noChromium }, async () => {
+  const { context, page, pageErrors } = await signedIn({ viewport: { width: 375, height: 812 }, isMobile: true, hasTouch: true });
+  const overflow = () =>
+    page.evaluate(() => ({
+      page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      widest: [...document.querySelectorAll("body *")]
+        .filter(
+          (e) => !e.parentElement?.closest(".table-wrap") && e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5,
+        )
+        .map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`)
+        .slice(0, 5),
+    }));
+  assert.deepEqual(await overflow(), { page: 0, widest: [] }, "signed in");
+  await page.locator("#key-name").fill("a-key-with-a-rather-long-name-for-a-phone");
+  await page.locator("#key-rate-limit").fill("30");
+  await page.locator("#create-form button[type=submit]").click();
+  await page.locator("#new-key").waitFor({ state: "visible" });
+  await page.locator("#keys-body tr").first().waitFor();
+  await page.locator("#use-key").click();
+  await runInPlayground(page, { kind: "chat", prompt: "Tell me a story." });
+  await page.locator("#pg-status", { hasText: "Done" }).waitFor();
+  await page.locator("#pg-copy-curl").click();
+  await page.locator("#pg-snippet-box").waitFor({ state: "visible" });
+  await runInPlayground(page, { kind: "grammar", prompt: "x", constraint: 'start: "a" B\nB: "b" | ("c"   \n' });
+  await page.locator("#pg-constraint-error").waitFor({ state: "visible" });
+  assert.deepEqual(await overflow(), { page: 0, widest: [] }, "with a key, a table, an answer, a snippet and an error");
+  const table = await page
+    .locator(".table-wrap")
+    .evaluate((e) => ({ scrolls: e.scrollWidth > e.clientWidth, overflowX: getComputedStyle(e).overflowX }));
+  assert.deepEqual(table, { scrolls: true, overflowX: "auto" });
+  assert.deepEqual(pageErrors, []);
   await context.close();
 });

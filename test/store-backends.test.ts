@@ -107,19 +107,32 @@ for (const [dialect, open] of Object.entries(backends)) {
       store.recordUsage(id, 7);
       const hours = await store.usageHistory("hour");
       assert.equal(hours.length, 48);
-      assert.deepEqual(hours.at(-1), { start: `${new Date().toISOString().slice(0, 13)}:00:00Z`, requests: 3, tokens: 37 });
+      const none = { rateLimited: 0, clientErrors: 0, serverErrors: 0 };
+      const zero = { requests: 0, tokens: 0 };
+      assert.deepEqual(hours.at(-1), { start: `${new Date().toISOString().slice(0, 13)}:00:00Z`, requests: 3, tokens: 37, ...none });
       assert.equal(
         hours.slice(0, -1).every((p) => p.requests === 0),
         true,
       );
       const days = await store.usageHistory("day", { keyId: id });
       assert.equal(days.length, 90);
-      assert.deepEqual(days.at(-1), { start: `${new Date().toISOString().slice(0, 10)}T00:00:00Z`, requests: 3, tokens: 37 });
-      assert.deepEqual((await store.usageHistory("hour", { keyId: id + 1 })).at(-1), {
+      assert.deepEqual(days.at(-1), { start: `${new Date().toISOString().slice(0, 10)}T00:00:00Z`, requests: 3, tokens: 37, ...none });
+      assert.deepEqual((await store.usageHistory("hour", { keyId: id + 1 })).at(-1), { start: hours.at(-1)!.start, ...zero, ...none });
+      // Refusals are counted beside, in their hour, written with the usage.
+      store.recordOutcome(id, "rate-limited");
+      store.recordOutcome(id, "rate-limited");
+      store.recordOutcome(id, "client-error");
+      store.recordOutcome(id, "server-error");
+      assert.equal(await store.flush(), true);
+      assert.deepEqual((await store.usageHistory("hour", { keyId: id })).at(-1), {
         start: hours.at(-1)!.start,
-        requests: 0,
-        tokens: 0,
+        requests: 3,
+        tokens: 37,
+        rateLimited: 2,
+        clientErrors: 1,
+        serverErrors: 1,
       });
+      assert.equal((await store.listKeys())[0]?.requests, 3, "refusals are not requests served");
       // A day later, the hour falls out of the 48-hour window but stays in the daily one.
       const later = Date.now() + 49 * 3_600_000;
       assert.equal(

@@ -184,6 +184,8 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
     const hidden = { schema: { hide: true } };
     app.get("/dashboard", hidden, sendAsset("index.html"));
     app.get("/dashboard/", hidden, sendAsset("index.html"));
+    // The playground is a view of the same page (app.js opens it for this path).
+    app.get("/dashboard/playground", hidden, sendAsset("index.html"));
     app.get("/dashboard/app.js", hidden, sendAsset("app.js"));
     app.get("/dashboard/style.css", hidden, sendAsset("style.css"));
 
@@ -257,7 +259,7 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
     });
 
     // Usage over time for the charts: 48 hourly or 90 daily buckets (UTC), oldest first, every
-    // bucket present; of one key (`key`) or all.
+    // bucket present; of one key (`key`) or all; requests and tokens with the refusals beside.
     app.get(
       "/dashboard/api/usage",
       {
@@ -275,7 +277,20 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
         const query = request.query as { bucket?: UsageBucketSize; key?: string };
         const bucket = query.bucket ?? "hour";
         const keyId = query.key === undefined ? undefined : Number(query.key);
-        return { bucket, key: keyId ?? null, points: await storeRead(() => store.usageHistory(bucket, { keyId })) };
+        const points = await storeRead(() => store.usageHistory(bucket, { keyId }));
+        return {
+          bucket,
+          key: keyId ?? null,
+          points: points.map((p) => ({
+            start: p.start,
+            requests: p.requests,
+            tokens: p.tokens,
+            // Refused by the rate limit (429); other 4xx (402 quota, bad requests); 5xx.
+            rate_limited: p.rateLimited,
+            client_errors: p.clientErrors,
+            server_errors: p.serverErrors,
+          })),
+        };
       },
     );
 

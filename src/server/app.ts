@@ -182,7 +182,12 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
       metrics.tokens.inc({ route }, request.tokensGenerated);
       metrics.tokenRate.note(request.tokensGenerated);
     }
-    request.keyUsage?.answerDone();
+    const usage = request.keyUsage;
+    if (usage) {
+      usage.answerDone();
+      // Refusals before admission (429, 402) are counted by the key check itself.
+      if (reply.statusCode >= 400) store.recordOutcome(usage.keyId, reply.statusCode >= 500 ? "server-error" : "client-error");
+    }
   });
 
   await app.register(thiggleRoutes);

@@ -85,7 +85,10 @@ export function apiKeyCheck(
     if (quota) {
       // Every answer to a key with a quota says what is left; onSend refreshes it (server/quota.ts).
       reply.header(QUOTA_HEADER, String(quota.remaining));
-      if (quota.remaining === 0) return sendError(reply, 402, new QuotaExceededError(identity.storeId!, null, quota).message);
+      if (quota.remaining === 0) {
+        store.recordOutcome(identity.storeId!, "client-error");
+        return sendError(reply, 402, new QuotaExceededError(identity.storeId!, null, quota).message);
+      }
     }
     // A key's own limit replaces the service's, also where the service sets none.
     if (rateLimit !== null || limiter.enabled) {
@@ -94,6 +97,7 @@ export function apiKeyCheck(
       reply.header("x-ratelimit-remaining", String(decision.remaining));
       reply.header("x-ratelimit-reset", String(decision.resetSeconds));
       if (!decision.allowed) {
+        if (identity.storeId !== null) store.recordOutcome(identity.storeId, "rate-limited");
         return sendError(reply, 429, `rate limit of ${decision.limit} requests per minute exceeded for this API key`, {
           "retry-after": String(decision.retryAfterSeconds),
         });

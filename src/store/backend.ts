@@ -12,7 +12,7 @@
 import type { ApiKeyInfo, CreatedKey, KeyAdmission, KeySettings, KeyStore } from "./keys.js";
 import type { QuotaStatus, TokenReservation } from "./quota.js";
 import type { UsageBucketSize, UsagePoint } from "./usage-history.js";
-import type { UsageFlushStats } from "./usage-ledger.js";
+import type { RequestOutcome, UsageFlushStats } from "./usage-ledger.js";
 
 export interface KeyBackend {
   readonly dialect: "sqlite" | "postgres";
@@ -38,6 +38,8 @@ export interface KeyBackend {
    * expired one, a KeyStoreError when the database cannot answer and the key was not seen lately.
    */
   authenticateRequest(secret: string, nowMs?: number): Promise<KeyAdmission | null>;
+  /** Counts a refused (429, other 4xx) or failed (5xx) request of the key, for the hourly charts. */
+  recordOutcome(id: number, outcome: RequestOutcome): void;
   /** A key's quota as this process knows it; null: unlimited or unknown. */
   quotaStatus(id: number): QuotaStatus | null;
   /** See KeyStore.reserveTokens. */
@@ -103,6 +105,9 @@ export class SqliteKeyBackend implements KeyBackend {
   }
   quotaStatus(id: number): QuotaStatus | null {
     return this.store.quotaStatus(id);
+  }
+  recordOutcome(id: number, outcome: RequestOutcome): void {
+    this.store.recordOutcome(id, outcome);
   }
   reserveTokens(id: number, tokens?: number): TokenReservation | null {
     return this.store.reserveTokens(id, tokens);

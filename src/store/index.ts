@@ -60,5 +60,6 @@ export {
 } from "./credentials.js";
 export { KEY_NAME_MAX_CHARS, KeyNameError, codePointLength, normalizeKeyName, printableKeyName } from "./names.js";
 export { SCHEMA_VERSION } from "./migrations.js";
+export type { RequestOutcome } from "./usage-ledger.js";
 export { FLUSH_BUSY_TIMEOUT_MS, formatUnwrittenUsage, type FlushFailure, type UnwrittenUsage, type UsageFlushStats } from "./usage.js";
 export { KeyNotFoundError, KeyStoreError, type KeyStoreFailure } from "./errors.js";

@@ -18,8 +18,16 @@ import { normalizeKeyName } from "./names.js";
 import { KeyExpiredError, checkExpiry, checkRateLimit, isExpired } from "./key-settings.js";
 import { ReservationLedger, checkQuota, quotaStatus, reserveWithin, type QuotaStatus, type TokenReservation } from "./quota.js";
 import { UsageBuffer } from "./usage.js";
-import { historyStartMs, hourKey, usageBuckets, type UsageBucketSize, type UsagePoint } from "./usage-history.js";
-import type { PendingUsage, UsageFlushOptions, UsageFlushStats } from "./usage-ledger.js";
+import {
+  historyQuery,
+  historyStartMs,
+  hourKey,
+  usageBuckets,
+  type HourRow,
+  type UsageBucketSize,
+  type UsagePoint,
+} from "./usage-history.js";
+import type { PendingUsage, RequestOutcome, UsageFlushOptions, UsageFlushStats } from "./usage-ledger.js";
 
 export interface ApiKeyInfo {
   id: number;
@@ -333,6 +341,11 @@ export class KeyStore {
     return this.reservations.size;
   }
 
+  /** Counts a refused or failed request of the key in its hour (written with the usage). */
+  recordOutcome(id: number, outcome: RequestOutcome): void {
+    this.usage.recordOutcome(id, outcome);
+  }
+
   /**
    * Writes buffered usage in one transaction. Returns true when nothing is left pending; on a
    * failure the counts stay buffered (merged with any recorded meanwhile), the failure is
@@ -368,12 +381,10 @@ export class KeyStore {
   usageHistory(bucket: UsageBucketSize, options: { keyId?: number; nowMs?: number } = {}): UsagePoint[] {
     const nowMs = options.nowMs ?? Date.now();
     const from = hourKey(historyStartMs(bucket, nowMs));
-    const rows = (
-      options.keyId === undefined
-        ? this.db.prepare("SELECT hour, requests, tokens FROM usage_hourly WHERE hour >= ?").all(from)
-        : this.db.prepare("SELECT hour, requests, tokens FROM usage_hourly WHERE hour >= ? AND key_id = ?").all(from, options.keyId)
-    ) as { hour: string; requests: number; tokens: number }[];
-    return usageBuckets(bucket, nowMs, [...rows.map((r) => [r.hour, r] as const), ...this.usage.pendingHours(options.keyId)]);
+    const forOneKey = options.keyId !== undefined;
+    const query = this.db.prepare<unknown[], HourRow>(historyQuery(forOneKey, () => "?"));
+    const rows = forOneKey ? query.all(from, options.keyId) : query.all(from);
+    return usageBuckets(bucket, nowMs, rows, this.usage.pendingHours(options.keyId));
   }
 
   setSetting(name: string, value: string): void {

@@ -30,13 +30,16 @@ const MIGRATIONS: readonly string[] = [
   // none. Last use was a column from the start (last_used_at).
   `ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
    ALTER TABLE api_keys ADD COLUMN rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit >= 1);`,
-  // 3 → 4: usage by the hour (the dashboard's charts; written additively with the totals), and the
+  // 3 → 4: usage by the hour (requests, tokens and refusals: the dashboard's charts; written additively with the totals, kept 91 days), and the
   // schema_migrations table both dialects keep (versions before it noted without a time).
   `CREATE TABLE usage_hourly (
      key_id INTEGER NOT NULL REFERENCES api_keys (id),
      hour TEXT NOT NULL,
      requests INTEGER NOT NULL DEFAULT 0,
      tokens INTEGER NOT NULL DEFAULT 0,
+     rate_limited INTEGER NOT NULL DEFAULT 0,
+     client_errors INTEGER NOT NULL DEFAULT 0,
+     server_errors INTEGER NOT NULL DEFAULT 0,
      PRIMARY KEY (key_id, hour)
    ) WITHOUT ROWID;
    CREATE TABLE schema_migrations (

@@ -32,6 +32,9 @@ const MIGRATIONS: readonly string[] = [
      hour TEXT NOT NULL,
      requests BIGINT NOT NULL DEFAULT 0,
      tokens BIGINT NOT NULL DEFAULT 0,
+     rate_limited BIGINT NOT NULL DEFAULT 0,
+     client_errors BIGINT NOT NULL DEFAULT 0,
+     server_errors BIGINT NOT NULL DEFAULT 0,
      PRIMARY KEY (key_id, hour)
    );`,
 ];

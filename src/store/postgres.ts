@@ -23,8 +23,24 @@ import { KeyExpiredError, checkExpiry, checkRateLimit, isExpired } from "./key-s
 import { normalizeKeyName } from "./names.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { ReservationLedger, checkQuota, quotaStatus, reserveWithin, type QuotaStatus, type TokenReservation } from "./quota.js";
-import { historyStartMs, hourKey, usageBuckets, type UsageBucketSize, type UsagePoint } from "./usage-history.js";
-import { UsageLedger, type UsageBatch, type UsageFlushOptions, type UsageFlushStats } from "./usage-ledger.js";
+import {
+  historyQuery,
+  historyStartMs,
+  hourKey,
+  usageBuckets,
+  type HourRow,
+  type UsageBucketSize,
+  type UsagePoint,
+} from "./usage-history.js";
+import {
+  HOUR_COUNTERS,
+  UsageLedger,
+  retentionCutoff,
+  type RequestOutcome,
+  type UsageBatch,
+  type UsageFlushOptions,
+  type UsageFlushStats,
+} from "./usage-ledger.js";
 
 export interface PostgresKeyStoreOptions extends UsageFlushOptions {
   /** postgres://user:password@host:port/database (also postgresql://). */
@@ -142,8 +158,7 @@ class PostgresUsageBuffer extends UsageLedger {
     const lastUsed: string[] = [];
     const hourIds: number[] = [];
     const hours: string[] = [];
-    const hourRequests: number[] = [];
-    const hourTokens: number[] = [];
+    const counters = HOUR_COUNTERS.map(() => [] as number[]);
     for (const [id, usage] of batch) {
       ids.push(id);
       requests.push(usage.requests);
@@ -152,10 +167,10 @@ class PostgresUsageBuffer extends UsageLedger {
       for (const [hour, h] of usage.hours) {
         hourIds.push(id);
         hours.push(hour);
-        hourRequests.push(h.requests);
-        hourTokens.push(h.tokens);
+        HOUR_COUNTERS.forEach(([field], i) => counters[i]!.push(h[field]));
       }
     }
+    const columns = HOUR_COUNTERS.map(([, column]) => column);
     const client = await this.pool.connect();
     try {
       await client.query("BEGIN");
@@ -169,13 +184,13 @@ class PostgresUsageBuffer extends UsageLedger {
       );
       if (hours.length > 0) {
         await client.query(
-          `INSERT INTO usage_hourly (key_id, hour, requests, tokens)
-             SELECT * FROM unnest($1::int[], $2::text[], $3::bigint[], $4::bigint[])
-           ON CONFLICT (key_id, hour) DO UPDATE
-             SET requests = usage_hourly.requests + excluded.requests, tokens = usage_hourly.tokens + excluded.tokens`,
-          [hourIds, hours, hourRequests, hourTokens],
+          `INSERT INTO usage_hourly (key_id, hour, ${columns.join(", ")})
+             SELECT * FROM unnest($1::int[], $2::text[], ${columns.map((_, i) => `$${i + 3}::bigint[]`).join(", ")})
+           ON CONFLICT (key_id, hour) DO UPDATE SET ${columns.map((c) => `${c} = usage_hourly.${c} + excluded.${c}`).join(", ")}`,
+          [hourIds, hours, ...counters],
         );
       }
+      if (this.pruneDue()) await client.query("DELETE FROM usage_hourly WHERE hour < $1", [retentionCutoff()]);
       await client.query("COMMIT");
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
@@ -348,19 +363,13 @@ export class PostgresKeyStore implements KeyBackend {
   async usageHistory(bucket: UsageBucketSize, options: { keyId?: number; nowMs?: number } = {}): Promise<UsagePoint[]> {
     const nowMs = options.nowMs ?? Date.now();
     const from = hourKey(historyStartMs(bucket, nowMs));
-    const result =
-      options.keyId === undefined
-        ? await this.query<{ hour: string; requests: number; tokens: number }>(
-            "cannot read the usage history of",
-            "SELECT hour, sum(requests) AS requests, sum(tokens) AS tokens FROM usage_hourly WHERE hour >= $1 GROUP BY hour",
-            [from],
-          )
-        : await this.query<{ hour: string; requests: number; tokens: number }>(
-            "cannot read the usage history of",
-            "SELECT hour, requests, tokens FROM usage_hourly WHERE hour >= $1 AND key_id = $2",
-            [from, options.keyId],
-          );
-    return usageBuckets(bucket, nowMs, [...result.rows.map((r) => [r.hour, r] as const), ...this.usage.pendingHours(options.keyId)]);
+    const forOneKey = options.keyId !== undefined;
+    const result = await this.query<HourRow>(
+      "cannot read the usage history of",
+      historyQuery(forOneKey, (n) => `$${n}`),
+      forOneKey ? [from, options.keyId] : [from],
+    );
+    return usageBuckets(bucket, nowMs, result.rows, this.usage.pendingHours(options.keyId));
   }
 
   /** The row of a secret's hash, one read at a time per hash (a burst of one key's requests shares it). */
@@ -426,6 +435,10 @@ export class PostgresKeyStore implements KeyBackend {
   recordUsage(id: number, tokens: number, reservations: readonly TokenReservation[] = []): void {
     this.usage.record(id, tokens);
     for (const reservation of reservations) this.reservations.release(reservation);
+  }
+
+  recordOutcome(id: number, outcome: RequestOutcome): void {
+    this.usage.recordOutcome(id, outcome);
   }
 
   /** The next key check of this key reads its row again (the last row stays for quota decisions until then). */

@@ -3,7 +3,7 @@
  * summed into hourly buckets (the last 48 hours) or daily ones (the last 90 days, UTC), every
  * bucket present, oldest first, with the usage not written yet counted in.
  */
-import { hourOf, type HourUsage } from "./usage-ledger.js";
+import { HOUR_COUNTERS, addHour, emptyHour, hourOf, type HourUsage } from "./usage-ledger.js";
 
 export type UsageBucketSize = "hour" | "day";
 
@@ -12,11 +12,22 @@ export const USAGE_BUCKETS: Record<UsageBucketSize, { count: number; ms: number 
   day: { count: 90, ms: 86_400_000 },
 };
 
-export interface UsagePoint {
-  /** The bucket's first instant, ISO 8601 UTC ("2026-11-26T06:00:00Z"). */
+/** One bucket: its first instant, ISO 8601 UTC ("2026-11-26T06:00:00Z"), and its counts. */
+export interface UsagePoint extends HourUsage {
   start: string;
-  requests: number;
-  tokens: number;
+}
+
+/** A stored hour of usage, as the history query reads it. */
+export type HourRow = HourUsage & { hour: string };
+
+/**
+ * The history query of both dialects: hourly rows from an hour on (parameter 1), of one key
+ * (parameter 2) or summed over all. `param(n)` writes the dialect's placeholder.
+ */
+export function historyQuery(forOneKey: boolean, param: (n: number) => string): string {
+  const sums = HOUR_COUNTERS.map(([field, column]) => `sum(${column}) AS "${field}"`).join(", ");
+  const key = forOneKey ? ` AND key_id = ${param(2)}` : "";
+  return `SELECT hour, ${sums} FROM usage_hourly WHERE hour >= ${param(1)}${key} GROUP BY hour`;
 }
 
 /** The first instant of the oldest bucket shown: rows from it on are read. */
@@ -31,19 +42,24 @@ export function hourKey(ms: number): string {
 }
 
 /** Sums stored hourly rows and pending hours into the buckets ending now. */
-export function usageBuckets(bucket: UsageBucketSize, nowMs: number, hours: Iterable<readonly [string, HourUsage]>): UsagePoint[] {
+export function usageBuckets(
+  bucket: UsageBucketSize,
+  nowMs: number,
+  rows: readonly HourRow[],
+  pending: Iterable<readonly [string, HourUsage]>,
+): UsagePoint[] {
   const { count, ms } = USAGE_BUCKETS[bucket];
   const startMs = historyStartMs(bucket, nowMs);
   const points: UsagePoint[] = [];
   for (let i = 0; i < count; i++) {
     // Bucket starts are whole hours (or whole days, whose hour is 00), so the hour key names them.
-    points.push({ start: hourKey(startMs + i * ms), requests: 0, tokens: 0 });
+    points.push({ start: hourKey(startMs + i * ms), ...emptyHour() });
   }
-  for (const [hour, usage] of hours) {
+  const add = (hour: string, usage: HourUsage): void => {
     const index = Math.floor((Date.parse(hour) - startMs) / ms);
-    if (index < 0 || index >= count) continue;
-    points[index]!.requests += usage.requests;
-    points[index]!.tokens += usage.tokens;
-  }
+    if (index >= 0 && index < count) addHour(points[index]!, usage);
+  };
+  for (const row of rows) add(row.hour, row);
+  for (const [hour, usage] of pending) add(hour, usage);
   return points;
 }

@@ -8,10 +8,37 @@
  */
 import { describeError, errorCode } from "./errors.js";
 
-/** One hour's usage of a key. */
+/** One hour's usage of a key: what it was served, and what it was refused. */
 export interface HourUsage {
   requests: number;
   tokens: number;
+  /** 429: over the key's rate limit. */
+  rateLimited: number;
+  /** Other 4xx answers to the key's requests (bad requests, 402 quota, 422 unsatisfiable…). */
+  clientErrors: number;
+  /** 5xx answers (overloaded, timed out, failures). */
+  serverErrors: number;
+}
+
+/** HourUsage's counters and their usage_hourly columns, in one order for every statement. */
+export const HOUR_COUNTERS = [
+  ["requests", "requests"],
+  ["tokens", "tokens"],
+  ["rateLimited", "rate_limited"],
+  ["clientErrors", "client_errors"],
+  ["serverErrors", "server_errors"],
+] as const satisfies ReadonlyArray<readonly [keyof HourUsage, string]>;
+
+/** How a key's request ended, for the hourly error counts. */
+export type RequestOutcome = "rate-limited" | "client-error" | "server-error";
+
+export function emptyHour(): HourUsage {
+  return { requests: 0, tokens: 0, rateLimited: 0, clientErrors: 0, serverErrors: 0 };
+}
+
+/** Adds `from`'s counters into `into`. */
+export function addHour(into: HourUsage, from: Readonly<HourUsage>): void {
+  for (const [field] of HOUR_COUNTERS) into[field] += from[field];
 }
 
 /** A key's usage counted since the last write. */
@@ -102,6 +129,14 @@ export function formatUnwrittenUsage(location: string, usage: readonly Unwritten
   );
 }
 
+/** Hourly rows are kept 91 days: the daily chart's 90, and a day to spare. */
+const USAGE_RETENTION_MS = 91 * 86_400_000;
+
+/** The oldest hour kept in usage_hourly now. */
+export function retentionCutoff(nowMs: number = Date.now()): string {
+  return hourOf(new Date(nowMs - USAGE_RETENTION_MS).toISOString());
+}
+
 /** A batch taken out of the ledger for one write. */
 export type UsageBatch = ReadonlyArray<[number, PendingUsage]>;
 
@@ -126,6 +161,7 @@ export abstract class UsageLedger {
   private lastFailureAtMs: number | null = null;
   private lastSuccessAtMs: number | null = null;
   private maxFlushDurationMs = 0;
+  private lastPruneMs = 0;
 
   /** `location`: the database as reports name it (a path, or a URL without its password). */
   constructor(location: string, options: UsageFlushOptions) {
@@ -187,7 +223,22 @@ export abstract class UsageLedger {
       this.callSafely(() => this.onUnwrittenUsage(usage, new Error("the key store was already closed")));
       return;
     }
-    this.addPending(id, 1, tokens, now, hourOf(now));
+    const entry = this.entryOf(id, now);
+    entry.requests += 1;
+    entry.tokens += tokens;
+    const hour = this.hourEntry(entry, now);
+    hour.requests += 1;
+    hour.tokens += tokens;
+  }
+
+  /** Counts a refused or failed request of the key in its hour (the charts' error counts). */
+  recordOutcome(id: number, outcome: RequestOutcome): void {
+    if (this.closed) return;
+    const now = new Date().toISOString();
+    const hour = this.hourEntry(this.entryOf(id, now), now);
+    if (outcome === "rate-limited") hour.rateLimited++;
+    else if (outcome === "client-error") hour.clientErrors++;
+    else hour.serverErrors++;
   }
 
   /**
@@ -195,27 +246,29 @@ export abstract class UsageLedger {
    * the next flush with the usage (no write per request). Nothing after close.
    */
   touch(id: number, nowIso: string = new Date().toISOString()): void {
-    if (!this.closed) this.addPending(id, 0, 0, nowIso, null);
+    if (!this.closed) this.entryOf(id, nowIso);
   }
 
-  private addPending(id: number, requests: number, tokens: number, lastUsedAt: string, hour: string | null): void {
+  /** The key's pending entry, created if needed; its last use moved to `lastUsedAt` if later. */
+  private entryOf(id: number, lastUsedAt: string): PendingUsage {
     let entry = this.pending.get(id);
-    if (entry) {
-      entry.requests += requests;
-      entry.tokens += tokens;
-      if (lastUsedAt > entry.lastUsedAt) entry.lastUsedAt = lastUsedAt;
-    } else {
-      entry = { requests, tokens, lastUsedAt, hours: new Map() };
+    if (!entry) {
+      entry = { requests: 0, tokens: 0, lastUsedAt, hours: new Map() };
       this.pending.set(id, entry);
+    } else if (lastUsedAt > entry.lastUsedAt) {
+      entry.lastUsedAt = lastUsedAt;
     }
-    if (hour === null) return;
-    const inHour = entry.hours.get(hour);
-    if (inHour) {
-      inHour.requests += requests;
-      inHour.tokens += tokens;
-    } else {
-      entry.hours.set(hour, { requests, tokens });
+    return entry;
+  }
+
+  private hourEntry(entry: PendingUsage, isoInstant: string): HourUsage {
+    const key = hourOf(isoInstant);
+    let hour = entry.hours.get(key);
+    if (!hour) {
+      hour = emptyHour();
+      entry.hours.set(key, hour);
     }
+    return hour;
   }
 
   /** Everything pending, for one write; the ledger is empty afterwards. */
@@ -228,18 +281,13 @@ export abstract class UsageLedger {
   /** A batch whose write failed goes back, merged with what was recorded meanwhile. */
   protected restoreBatch(batch: UsageBatch): void {
     for (const [id, usage] of batch) {
-      this.addPending(id, 0, 0, usage.lastUsedAt, null);
-      const entry = this.pending.get(id)!;
+      const entry = this.entryOf(id, usage.lastUsedAt);
       entry.requests += usage.requests;
       entry.tokens += usage.tokens;
-      for (const [hour, h] of usage.hours) {
-        const inHour = entry.hours.get(hour);
-        if (inHour) {
-          inHour.requests += h.requests;
-          inHour.tokens += h.tokens;
-        } else {
-          entry.hours.set(hour, { ...h });
-        }
+      for (const [key, hour] of usage.hours) {
+        const into = entry.hours.get(key);
+        if (into) addHour(into, hour);
+        else entry.hours.set(key, { ...hour });
       }
     }
   }
@@ -267,6 +315,13 @@ export abstract class UsageLedger {
   private nextFlushDelayMs(): number {
     if (this.consecutiveFailures === 0) return this.flushIntervalMs;
     return Math.min(this.maxFlushRetryDelayMs, this.flushIntervalMs * 2 ** Math.min(this.consecutiveFailures, 30));
+  }
+
+  /** Whether a write should also delete hourly rows past retention (once an hour; keeps the table bounded). */
+  protected pruneDue(nowMs: number = Date.now()): boolean {
+    if (nowMs - this.lastPruneMs < 3_600_000) return false;
+    this.lastPruneMs = nowMs;
+    return true;
   }
 
   /** Nothing was pending: as good as a successful write for health. */

@@ -10,7 +10,7 @@
 import type Database from "better-sqlite3";
 import { SQLITE_BUSY_CODES } from "./errors.js";
 import type { KeyStoreOptions } from "./keys.js";
-import { UsageLedger, type UsageBatch } from "./usage-ledger.js";
+import { HOUR_COUNTERS, UsageLedger, retentionCutoff, type UsageBatch } from "./usage-ledger.js";
 
 export {
   formatUnwrittenUsage,
@@ -53,15 +53,18 @@ export class UsageBuffer extends UsageLedger {
          last_used_at = max(coalesce(last_used_at, ''), ?) WHERE id = ?`,
     );
     // Additive, so two writers (or a retried batch merged with newer counts) never overwrite each other.
-    const addHour = this.db.prepare<[number, string, number, number]>(
-      `INSERT INTO usage_hourly (key_id, hour, requests, tokens) VALUES (?, ?, ?, ?)
-         ON CONFLICT (key_id, hour) DO UPDATE SET requests = requests + excluded.requests, tokens = tokens + excluded.tokens`,
+    const columns = HOUR_COUNTERS.map(([, column]) => column);
+    const addHour = this.db.prepare<unknown[]>(
+      `INSERT INTO usage_hourly (key_id, hour, ${columns.join(", ")}) VALUES (?, ?, ${columns.map(() => "?").join(", ")})
+         ON CONFLICT (key_id, hour) DO UPDATE SET ${columns.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`,
     );
+    const prune = this.db.prepare<[string]>("DELETE FROM usage_hourly WHERE hour < ?");
     this.writeUsage = this.db.transaction((batch) => {
       for (const [id, usage] of batch) {
         addUsage.run(usage.requests, usage.tokens, usage.lastUsedAt, id);
-        for (const [hour, h] of usage.hours) addHour.run(id, hour, h.requests, h.tokens);
+        for (const [hour, h] of usage.hours) addHour.run(id, hour, ...HOUR_COUNTERS.map(([field]) => h[field]));
       }
+      if (this.pruneDue()) prune.run(retentionCutoff());
     });
     this.startTimer();
   }

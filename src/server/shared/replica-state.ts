@@ -92,6 +92,7 @@ class PublishingKeyBackend implements KeyBackend {
   quotaStatus: KeyBackend["quotaStatus"] = (id) => this.store.quotaStatus(id);
   reserveTokens: KeyBackend["reserveTokens"] = (id, tokens) => this.store.reserveTokens(id, tokens);
   recordUsage: KeyBackend["recordUsage"] = (id, tokens, reservations) => this.store.recordUsage(id, tokens, reservations);
+  recordOutcome: KeyBackend["recordOutcome"] = (id, outcome) => this.store.recordOutcome(id, outcome);
   forgetKey: KeyBackend["forgetKey"] = (id) => this.store.forgetKey(id);
   forgetAllKeys = () => this.store.forgetAllKeys();
   getSetting: KeyBackend["getSetting"] = (name) => this.store.getSetting(name);
