@@ -18,15 +18,7 @@ import { normalizeKeyName } from "./names.js";
 import { KeyExpiredError, checkExpiry, checkRateLimit, isExpired } from "./key-settings.js";
 import { ReservationLedger, checkQuota, quotaStatus, reserveWithin, type QuotaStatus, type TokenReservation } from "./quota.js";
 import { UsageBuffer } from "./usage.js";
-import {
-  historyQuery,
-  historyStartMs,
-  hourKey,
-  usageBuckets,
-  type HourRow,
-  type UsageBucketSize,
-  type UsagePoint,
-} from "./usage-history.js";
+import { usageHistoryRead, type HourRow, type UsageBucketSize, type UsagePoint } from "./usage-history.js";
 import type { PendingUsage, RequestOutcome, UsageFlushOptions, UsageFlushStats } from "./usage-ledger.js";
 
 export interface ApiKeyInfo {
@@ -379,12 +371,13 @@ export class KeyStore {
 
   /** Usage per hour (the last 48) or per day (the last 90, UTC), of one key or all, usage not written yet included. */
   usageHistory(bucket: UsageBucketSize, options: { keyId?: number; nowMs?: number } = {}): UsagePoint[] {
-    const nowMs = options.nowMs ?? Date.now();
-    const from = hourKey(historyStartMs(bucket, nowMs));
-    const forOneKey = options.keyId !== undefined;
-    const query = this.db.prepare<unknown[], HourRow>(historyQuery(forOneKey, () => "?"));
-    const rows = forOneKey ? query.all(from, options.keyId) : query.all(from);
-    return usageBuckets(bucket, nowMs, rows, this.usage.pendingHours(options.keyId));
+    const read = usageHistoryRead(
+      bucket,
+      options,
+      (keyId) => this.usage.pendingHours(keyId),
+      () => "?",
+    );
+    return read.points(this.db.prepare<unknown[], HourRow>(read.sql).all(...read.params));
   }
 
   setSetting(name: string, value: string): void {

@@ -23,15 +23,7 @@ import { KeyExpiredError, checkExpiry, checkRateLimit, isExpired } from "./key-s
 import { normalizeKeyName } from "./names.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { ReservationLedger, checkQuota, quotaStatus, reserveWithin, type QuotaStatus, type TokenReservation } from "./quota.js";
-import {
-  historyQuery,
-  historyStartMs,
-  hourKey,
-  usageBuckets,
-  type HourRow,
-  type UsageBucketSize,
-  type UsagePoint,
-} from "./usage-history.js";
+import { usageHistoryRead, type HourRow, type UsageBucketSize, type UsagePoint } from "./usage-history.js";
 import {
   HOUR_COUNTERS,
   UsageLedger,
@@ -131,12 +123,8 @@ class PostgresUsageBuffer extends UsageLedger {
   }
 
   private async writePending(report: boolean): Promise<boolean> {
-    if (this.closed) return !this.hasPending;
-    if (!this.hasPending) {
-      this.noteNothingToWrite();
-      return true;
-    }
-    const batch = this.takeBatch();
+    const batch = this.batchToWrite();
+    if (typeof batch === "boolean") return batch;
     const started = performance.now();
     try {
       await this.write(batch);
@@ -361,15 +349,13 @@ export class PostgresKeyStore implements KeyBackend {
   }
 
   async usageHistory(bucket: UsageBucketSize, options: { keyId?: number; nowMs?: number } = {}): Promise<UsagePoint[]> {
-    const nowMs = options.nowMs ?? Date.now();
-    const from = hourKey(historyStartMs(bucket, nowMs));
-    const forOneKey = options.keyId !== undefined;
-    const result = await this.query<HourRow>(
-      "cannot read the usage history of",
-      historyQuery(forOneKey, (n) => `$${n}`),
-      forOneKey ? [from, options.keyId] : [from],
+    const read = usageHistoryRead(
+      bucket,
+      options,
+      (keyId) => this.usage.pendingHours(keyId),
+      (n) => `$${n}`,
     );
-    return usageBuckets(bucket, nowMs, result.rows, this.usage.pendingHours(options.keyId));
+    return read.points((await this.query<HourRow>("cannot read the usage history of", read.sql, read.params)).rows);
   }
 
   /** The row of a secret's hash, one read at a time per hash (a burst of one key's requests shares it). */

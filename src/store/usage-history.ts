@@ -20,14 +20,33 @@ export interface UsagePoint extends HourUsage {
 /** A stored hour of usage, as the history query reads it. */
 export type HourRow = HourUsage & { hour: string };
 
+/** A usage history read, as both dialects run it: the query, its parameters, and what makes the points of its rows. */
+export interface UsageHistoryRead {
+  sql: string;
+  params: unknown[];
+  points(rows: readonly HourRow[]): UsagePoint[];
+}
+
 /**
- * The history query of both dialects: hourly rows from an hour on (parameter 1), of one key
- * (parameter 2) or summed over all. `param(n)` writes the dialect's placeholder.
+ * The history of one key (`keyId`) or all, in `bucket`s ending at `nowMs`: hourly rows from the
+ * oldest bucket on, summed per hour, plus the usage not written yet. `param(n)` writes the
+ * dialect's n-th placeholder ("?" or "$n").
  */
-export function historyQuery(forOneKey: boolean, param: (n: number) => string): string {
+export function usageHistoryRead(
+  bucket: UsageBucketSize,
+  options: { keyId?: number; nowMs?: number },
+  pendingHours: (keyId?: number) => Iterable<readonly [string, HourUsage]>,
+  param: (n: number) => string,
+): UsageHistoryRead {
+  const nowMs = options.nowMs ?? Date.now();
+  const from = hourKey(historyStartMs(bucket, nowMs));
   const sums = HOUR_COUNTERS.map(([field, column]) => `sum(${column}) AS "${field}"`).join(", ");
-  const key = forOneKey ? ` AND key_id = ${param(2)}` : "";
-  return `SELECT hour, ${sums} FROM usage_hourly WHERE hour >= ${param(1)}${key} GROUP BY hour`;
+  const forOneKey = options.keyId !== undefined;
+  return {
+    sql: `SELECT hour, ${sums} FROM usage_hourly WHERE hour >= ${param(1)}${forOneKey ? ` AND key_id = ${param(2)}` : ""} GROUP BY hour`,
+    params: forOneKey ? [from, options.keyId] : [from],
+    points: (rows) => usageBuckets(bucket, nowMs, rows, pendingHours(options.keyId)),
+  };
 }
 
 /** The first instant of the oldest bucket shown: rows from it on are read. */

@@ -271,8 +271,21 @@ export abstract class UsageLedger {
     return hour;
   }
 
+  /**
+   * What a flush attempt writes: the pending batch (the ledger is empty afterwards), or, when
+   * there is nothing to write, the attempt's answer: true when nothing is pending.
+   */
+  protected batchToWrite(): UsageBatch | boolean {
+    if (this.closed) return !this.hasPending;
+    if (!this.hasPending) {
+      this.noteNothingToWrite();
+      return true;
+    }
+    return this.takeBatch();
+  }
+
   /** Everything pending, for one write; the ledger is empty afterwards. */
-  protected takeBatch(): UsageBatch {
+  private takeBatch(): UsageBatch {
     const batch = [...this.pending];
     this.pending.clear();
     return batch;
@@ -325,7 +338,7 @@ export abstract class UsageLedger {
   }
 
   /** Nothing was pending: as good as a successful write for health. */
-  protected noteNothingToWrite(): void {
+  private noteNothingToWrite(): void {
     this.lastSuccessAtMs = Date.now();
   }
 

@@ -87,12 +87,8 @@ export class UsageBuffer extends UsageLedger {
    * close()'s attempts may block on purpose and report once, through onUnwrittenUsage.
    */
   private tryFlush(busyTimeoutMs: number, serving: boolean): boolean {
-    if (this.closed) return !this.hasPending;
-    if (!this.hasPending) {
-      this.noteNothingToWrite();
-      return true;
-    }
-    const batch = this.takeBatch();
+    const batch = this.batchToWrite();
+    if (typeof batch === "boolean") return batch;
     const started = performance.now();
     let failed = false;
     let failure: unknown;

@@ -10,10 +10,10 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { exited, freePort, watchdog } from "./child-process.js";
 
 const START_TIMEOUT_MS = 30_000;
 
@@ -44,22 +44,6 @@ export interface TestPostgresServer {
   dispose(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once("exit", () => resolve()));
-}
-
 /** uid and gid of the postgres system user when running as root; undefined otherwise. */
 function runAs(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
@@ -83,10 +67,10 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
   });
   const port = await freePort();
   let server: ChildProcess | null = null;
-  let watchdog: ChildProcess | null = null;
+  let guard: ChildProcess | null = null;
   let disposed = false;
   const onExit = (): void => {
-    watchdog?.kill("SIGKILL");
+    guard?.kill("SIGKILL");
     server?.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   };
@@ -118,12 +102,7 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
     child.unref();
     (child.stderr as unknown as { unref?: () => void } | null)?.unref?.();
     server = child;
-    const guard = spawn("/bin/sh", ["-c", 'read _; kill -9 "$0" 2>/dev/null', String(child.pid ?? 0)], {
-      stdio: ["pipe", "ignore", "ignore"],
-    });
-    guard.unref();
-    (guard.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-    watchdog = guard;
+    guard = watchdog(child.pid, dir);
     const deadline = Date.now() + START_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) break;
@@ -136,10 +115,9 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
 
   const end = async (signal: NodeJS.Signals): Promise<void> => {
     const child = server;
-    const guard = watchdog;
     server = null;
-    watchdog = null;
     guard?.kill("SIGKILL");
+    guard = null;
     if (!child) return;
     const gone = exited(child);
     // Unref'd so that it never holds a test run open; while it is awaited it must hold the loop.

@@ -10,7 +10,8 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer, connect } from "node:net";
+import { connect } from "node:net";
+import { exited, freePort, watchdog } from "./child-process.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -36,18 +37,6 @@ export interface TestRedisServer {
   dispose(): Promise<void>;
 }
 
-/** A port that was free a moment ago (the OS's choice for port 0). */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** Whether a server on `port` answers PING with PONG within `timeoutMs`. */
 function answersPing(port: number, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -68,22 +57,17 @@ function answersPing(port: number, timeoutMs: number): Promise<boolean> {
   });
 }
 
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once("exit", () => resolve()));
-}
-
 /** Starts a redis-server and waits until it answers PING. */
 export async function startRedisServer(): Promise<TestRedisServer> {
   const dir = mkdtempSync(join(tmpdir(), "trellis-redis-"));
   const logFile = join(dir, "redis.log");
   const port = await freePort();
   let server: ChildProcess | null = null;
-  let watchdog: ChildProcess | null = null;
+  let guard: ChildProcess | null = null;
   let disposed = false;
 
   const onExit = (): void => {
-    watchdog?.kill("SIGKILL");
+    guard?.kill("SIGKILL");
     server?.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   };
@@ -97,12 +81,7 @@ export async function startRedisServer(): Promise<TestRedisServer> {
     const spawnFailure: { error: Error | null } = { error: null };
     child.once("error", (error) => (spawnFailure.error = error));
     // The shell waits on its stdin, the write end of which only this process holds.
-    const guard = spawn("/bin/sh", ["-c", 'read _; kill -9 "$0" 2>/dev/null; rm -rf "$1"', String(child.pid ?? 0), dir], {
-      stdio: ["pipe", "ignore", "ignore"],
-    });
-    guard.unref();
-    (guard.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-    watchdog = guard;
+    guard = watchdog(child.pid, dir);
     const deadline = Date.now() + START_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (spawnFailure.error) throw new Error(`${REDIS_SERVER} could not be started: ${spawnFailure.error.message}`);
@@ -120,11 +99,10 @@ export async function startRedisServer(): Promise<TestRedisServer> {
 
   const end = async (signal: NodeJS.Signals): Promise<void> => {
     const child = server;
-    const guard = watchdog;
     server = null;
-    watchdog = null;
     // The watchdog goes first: it must never outlive its server and then kill a reused pid.
     guard?.kill("SIGKILL");
+    guard = null;
     if (!child) return;
     // Unreferenced so that a forgotten server cannot keep the tests from ending; referenced
     // while waiting for its exit, which is then all that keeps this process running.
