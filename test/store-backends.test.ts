@@ -1,4 +1,6 @@
-// The key store behind its asynchronous interface, run against both implementations: embedded
+// The key store behind its asynchronous interface, run against both implementations (keys, names,
+// settings and their validation, quotas, usage and its hourly history with refusals, last use, the
+// admin token): embedded
 // SQLite (the default) and Postgres (a real server started here). Then what only a shared store
 // has: two replicas on one database, migrations racing, Postgres restarting under use.
 import { test, before, after } from "node:test";
@@ -10,12 +12,15 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import {
   KeyExpiredError,
+  KeyNameError,
   KeyNotFoundError,
+  KeySettingError,
   KeyStore,
   KeyStoreError,
   POSTGRES_SCHEMA_VERSION,
   PostgresKeyStore,
   QuotaExceededError,
+  QuotaValueError,
   SCHEMA_VERSION,
   asKeyBackend,
   ensureSharedAdminToken,
@@ -143,6 +148,61 @@ for (const [dialect, open] of Object.entries(backends)) {
         (await store.usageHistory("day", { nowMs: later })).reduce((sum, p) => sum + p.tokens, 0),
         37,
       );
+    } finally {
+      await store.close();
+    }
+  });
+
+  test(`${dialect}: names, quotas, expiries and rate limits are checked as the SQLite store always did`, async () => {
+    const store = await open();
+    try {
+      await assert.rejects(store.createKey("   "), KeyNameError);
+      await assert.rejects(store.createKey("bad\u0007name"), KeyNameError);
+      await assert.rejects(store.createKey("x".repeat(101)), KeyNameError);
+      await assert.rejects(store.createKey("q", { quota: -1 }), QuotaValueError);
+      await assert.rejects(store.createKey("q", { quota: 1.5 }), QuotaValueError);
+      await assert.rejects(store.createKey("e", { expiresAt: "2026-02-30" }), KeySettingError);
+      await assert.rejects(store.createKey("e", { expiresAt: "2026-12-01T10:00:00" }), KeySettingError);
+      await assert.rejects(store.createKey("r", { rateLimit: 0 }), KeySettingError);
+      assert.deepEqual(await store.listKeys(), [], "nothing refused was stored");
+      const { id, key } = await store.createKey("\u{1F511} ok", { expiresAt: "2030-01-01T01:00:00+01:00" });
+      const [listed] = await store.listKeys();
+      assert.deepEqual(
+        { name: listed?.name, expiresAt: listed?.expiresAt },
+        { name: "\u{1F511} ok", expiresAt: "2030-01-01T00:00:00.000Z" },
+      );
+      await assert.rejects(store.setRateLimit(id, 0), KeySettingError);
+      // Last use: noted by the key check, listed before and after the flush; an expired key's stays.
+      assert.equal(listed?.lastUsedAt, null);
+      await store.authenticateRequest(key, Date.parse("2026-11-01T00:00:00Z"));
+      assert.equal((await store.listKeys())[0]?.lastUsedAt, "2026-11-01T00:00:00.000Z");
+      await store.flush();
+      assert.equal((await store.listKeys())[0]?.lastUsedAt, "2026-11-01T00:00:00.000Z");
+      await store.setExpiry(id, "2000-01-01");
+      store.forgetKey(id);
+      await assert.rejects(store.authenticateRequest(key), KeyExpiredError);
+      await store.flush();
+      assert.equal((await store.listKeys())[0]?.lastUsedAt, "2026-11-01T00:00:00.000Z");
+    } finally {
+      await store.close();
+    }
+  });
+
+  test(`${dialect}: a used-up quota refuses every reservation until it is raised`, async () => {
+    const store = await open();
+    try {
+      const { id, key } = await store.createKey("small", { quota: 10 });
+      await store.authenticateRequest(key);
+      store.recordUsage(id, 10, [store.reserveTokens(id, 10)!]);
+      assert.throws(() => store.reserveTokens(id), QuotaExceededError, "exhausted: even a request reserving nothing");
+      assert.equal(store.quotaStatus(id)?.remaining, 0);
+      await store.flush();
+      await store.setQuota(id, 25);
+      store.forgetKey(id);
+      const admitted = await store.authenticateRequest(key);
+      assert.deepEqual({ used: admitted?.quota?.used, remaining: admitted?.quota?.remaining }, { used: 10, remaining: 15 });
+      assert.ok(store.reserveTokens(id, 15));
+      assert.throws(() => store.reserveTokens(id, 1), QuotaExceededError, "the first reservation holds the rest");
     } finally {
       await store.close();
     }
