@@ -1,8 +1,7 @@
 // The key store behind its asynchronous interface, run against both implementations (keys, names,
 // settings and their validation, quotas, usage and its hourly history with refusals, last use, the
-// admin token): embedded
-// SQLite (the default) and Postgres (a real server started here). Then what only a shared store
-// has: two replicas on one database, migrations racing, Postgres restarting under use.
+// admin token): embedded SQLite (the default) and Postgres (a real server started here). Then what
+// only a shared store has: two replicas on one database, migrations racing, Postgres restarting under use.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
