@@ -19,7 +19,7 @@ import { once } from "node:events";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
 import { createRequire } from "node:module";
-import { createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,6 +32,7 @@ import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
+import { freePort, haproxyBinary } from "./support/child-process.js";
 import { KustomizeError, readManifest, renderKustomization, type KubeObject } from "./support/kustomize.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -517,24 +518,6 @@ describe("deploy/kubernetes", () => {
 
 // ---------------------------------------------------------------------------------------------
 // HAProxy.
-
-function haproxyBinary(): string {
-  if (process.env.HAPROXY) return process.env.HAPROXY;
-  for (const dir of [...(process.env.PATH ?? "").split(":"), "/usr/sbin", "/usr/local/sbin"]) {
-    if (dir && existsSync(join(dir, "haproxy"))) return join(dir, "haproxy");
-  }
-  throw new Error("haproxy not found (apt-get install haproxy; .ci/run installs it; or set HAPROXY=/path/to/haproxy)");
-}
-
-async function freePort(): Promise<number> {
-  const server = createNetServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, "close");
-  return port;
-}
 
 interface Replica {
   name: string;

@@ -4,7 +4,9 @@
  * (SIGKILL included), so no server outlives its test run.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createServer } from "node:net";
+import { join } from "node:path";
 
 /** A port that was free a moment ago (the OS's choice for port 0). */
 export async function freePort(): Promise<number> {
@@ -37,4 +39,13 @@ export function watchdog(pid: number | undefined, removeDir?: string): ChildProc
   guard.unref();
   (guard.stdin as unknown as { unref?: () => void } | null)?.unref?.();
   return guard;
+}
+
+/** HAProxy's binary: $HAPROXY, else the first on PATH or in /usr/sbin (Debian's package puts it there). */
+export function haproxyBinary(): string {
+  if (process.env.HAPROXY) return process.env.HAPROXY;
+  for (const dir of [...(process.env.PATH ?? "").split(":"), "/usr/sbin", "/usr/local/sbin"]) {
+    if (dir && existsSync(join(dir, "haproxy"))) return join(dir, "haproxy");
+  }
+  throw new Error("haproxy not found (apt-get install haproxy; .ci/run installs it; or set HAPROXY=/path/to/haproxy)");
 }
