@@ -115,7 +115,11 @@ export class MaskSharing {
   /**
    * States with the same live/dead structure for every byte string up to the longest token have
    * identical full masks. Partition refinement ignoring acceptance (Moore), stopped once stable
-   * or after maxTokenLength rounds; null when the DFA is too big for it to pay (work cap).
+   * or after maxTokenLength rounds; null when the DFA is too big for it to pay (work cap), or when
+   * every state ends up alone in its block (then nothing is shared: the usual case for minimized
+   * DFAs whose states differ within a few bytes, such as JSON Schema's). Each round hashes every
+   * state's signature (its block and its successors' blocks per class) into an open-addressing
+   * table of typed arrays, comparing signatures exactly on a hash match: no allocation per state.
    */
   private liveBlocks(): Int32Array | null {
     if (this.blocks !== undefined) return this.blocks;
@@ -124,51 +128,63 @@ export class MaskSharing {
     const maxRounds = this.trie.maxTokenLength + 1;
     if (n < 2 || n * k * 8 > LIVE_BLOCK_WORK_CAP) return null;
     let block = new Int32Array(n);
+    let nextBlock = new Int32Array(n);
+    const hashes = new Int32Array(n);
+    const tableMask = (1 << Math.ceil(Math.log2(2 * n + 1))) - 1;
+    /** Per slot, 1 + the first state of a new block with that signature; 0: empty. */
+    const table = new Int32Array(tableMask + 1);
     let numBlocks = 1;
     let work = 0;
-    const signature = (b: Int32Array, s: number, c: number): number => {
-      const t = next[s * k + c]!;
-      return t < 0 ? -1 : b[t]!;
-    };
     for (let round = 0; round < maxRounds; round++) {
-      const nextBlock = new Int32Array(n).fill(-1);
-      const reps: number[] = [];
-      const byHash = new Map<number, number[]>();
+      table.fill(0);
+      let count = 0;
       for (let s = 0; s < n; s++) {
+        const row = s * k;
         let h = block[s]! | 0;
-        for (let c = 0; c < k; c++) h = Math.imul(h ^ (signature(block, s, c) + 1), 0x01000193);
-        const candidates = byHash.get(h);
-        let found = -1;
-        if (candidates !== undefined) {
-          for (const id of candidates) {
-            const r = reps[id]!;
-            if (block[r] !== block[s]) continue;
-            let same = true;
-            for (let c = 0; c < k && same; c++) same = signature(block, r, c) === signature(block, s, c);
-            if (same) {
-              found = id;
-              break;
-            }
+        for (let c = 0; c < k; c++) {
+          const t = next[row + c]!;
+          h = Math.imul(h ^ (t < 0 ? 0 : block[t]! + 1), 0x01000193);
+        }
+        hashes[s] = h;
+        let slot = h & tableMask;
+        for (;;) {
+          const entry = table[slot]!;
+          if (entry === 0) {
+            table[slot] = s + 1;
+            nextBlock[s] = count++;
+            break;
           }
+          const r = entry - 1;
+          if (hashes[r] === h && block[r] === block[s] && this.sameSignature(block, r, s)) {
+            nextBlock[s] = nextBlock[r]!;
+            break;
+          }
+          slot = (slot + 1) & tableMask;
         }
-        if (found < 0) {
-          found = reps.length;
-          reps.push(s);
-          if (candidates === undefined) byHash.set(h, [found]);
-          else candidates.push(found);
-        }
-        nextBlock[s] = found;
       }
       work += n * k;
-      const stable = reps.length === numBlocks;
-      block = nextBlock;
-      numBlocks = reps.length;
+      const stable = count === numBlocks;
+      [block, nextBlock] = [nextBlock, block];
+      numBlocks = count;
+      // Refinement only splits: once every state is alone, nothing can be shared.
+      if (numBlocks === n) return null;
       if (stable) break;
       if (work > LIVE_BLOCK_WORK_CAP && round + 1 < maxRounds) return null;
     }
     this.blocks = block;
     this.blockRepresentative = new Int32Array(numBlocks).fill(-1);
     return block;
+  }
+
+  /** Whether states `a` and `b` go, class by class, to the same blocks (or both nowhere). */
+  private sameSignature(block: Int32Array, a: number, b: number): boolean {
+    const { numClasses: k, next } = this.dfa;
+    for (let c = 0; c < k; c++) {
+      const ta = next[a * k + c]!;
+      const tb = next[b * k + c]!;
+      if ((ta < 0 ? -1 : block[ta]!) !== (tb < 0 ? -1 : block[tb]!)) return false;
+    }
+    return true;
   }
 
   /** Max byte distance to acceptance over states reachable from `state` in 1..maxTokenLength bytes. */
