@@ -1,14 +1,16 @@
 // Trellis dashboard: sign in, create keys (shown once) with an optional token quota, expiry and
 // rate limit, change a key's quota, expiry and rate limit, revoke keys, see usage and last use;
-// and a playground that runs a request against the public API with a key (regex, grammar, JSON
-// Schema, or an OpenAI chat streamed token by token with each token's probability).
+// usage over time as charts (requests, tokens and refusals per hour or day, of one key or all,
+// drawn as inline SVG with a data table beside each); and a playground that runs a request
+// against the public API with a key (regex, grammar, JSON Schema, categorization, or an OpenAI
+// chat streamed token by token with each token's probability).
 // Plain browser JavaScript (a module: strict, deferred, nothing global), no build step: the page's
 // CSP allows only scripts from this service.
 
 const $ = (id) => document.getElementById(id);
 let csrf = null;
 
-async function api(method, path, body) {
+async function api(method, path, body, signal) {
   const headers = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   if (csrf && method !== "GET") headers["x-csrf-token"] = csrf;
@@ -17,6 +19,7 @@ async function api(method, path, body) {
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
     credentials: "same-origin",
+    signal,
   });
   const data = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
   if (!response.ok) {
@@ -143,6 +146,7 @@ async function refreshKeys() {
   try {
     const data = await api("GET", "/dashboard/api/keys");
     renderKeys(data.keys);
+    renderUsageKeys(data.keys);
   } catch (error) {
     if (error.status === 401) return showSignIn();
     showError($("create-error"), error.message);
@@ -230,6 +234,8 @@ function showSignIn() {
   $("pg-key").value = "";
   show($("sign-in"), true);
   show($("keys-panel"), false);
+  show($("usage"), false);
+  clearUsage();
   show($("playground"), false);
   show($("site-nav"), false);
   show($("sign-out"), false);
@@ -239,9 +245,11 @@ function showSignIn() {
 function showPanel() {
   show($("sign-in"), false);
   show($("keys-panel"), true);
+  show($("usage"), true);
   show($("playground"), true);
   show($("site-nav"), true);
   show($("sign-out"), true);
+  void refreshUsage();
   return refreshKeys();
 }
 
@@ -310,6 +318,15 @@ const KINDS = {
       ),
     },
   },
+  categorize: {
+    path: "/v1/categorize",
+    field: "categories",
+    promptLabel: "Prompt",
+    constraintLabel: "Categories (one per line)",
+    hint: "The answer is one of these lines (or several, or none, as allowed below), each shown with its probability.",
+    rows: 4,
+    example: { prompt: "What animal barks?", constraint: "dog\ncat\nbird\nfish" },
+  },
   chat: {
     path: "/v1/chat/completions",
     field: "response_format",
@@ -319,6 +336,13 @@ const KINDS = {
     rows: 4,
     example: { prompt: "Tell me a short story about a robot.", constraint: "" },
   },
+};
+
+const OUTPUT_HINTS = {
+  chat: "The answer streams in, each token in its own shade. Hover a token, or Tab to the answer and move with ← and →, for its probability.",
+  categorize: "Every category with its probability, most likely first; the chosen ones are marked.",
+  thiggle:
+    "This endpoint answers with the whole completion at once (it reports no tokens); choose Chat to watch tokens stream in with their probabilities.",
 };
 
 const playground = {
@@ -359,10 +383,10 @@ function setKind(kind, keepDraft = true) {
   $("pg-constraint-label").textContent = spec.constraintLabel;
   $("pg-constraint-hint").textContent = spec.hint;
   $("pg-endpoint").textContent = `POST ${spec.path}`;
-  $("pg-output-hint").textContent =
-    kind === "chat"
-      ? "The answer streams in, each token in its own shade. Hover a token, or Tab to the answer and move with ← and →, for its probability."
-      : "This endpoint answers with the whole completion at once (it reports no tokens); choose Chat to watch tokens stream in with their probabilities.";
+  $("pg-output-hint").textContent = OUTPUT_HINTS[kind] ?? OUTPUT_HINTS.thiggle;
+  // Categorization takes no sampling knobs; it has its own two choices instead.
+  show($("pg-knobs"), kind !== "categorize");
+  show($("pg-cat-options"), kind === "categorize");
   clearConstraintError();
   updateCopyButtons();
 }
@@ -383,6 +407,14 @@ async function buildRequest() {
   const spec = KINDS[kind];
   const prompt = $("pg-prompt").value;
   const constraint = $("pg-constraint").value;
+  // Categorization has no sampling knobs (they are hidden): its own two choices instead.
+  if (kind === "categorize") {
+    if (constraint.trim() === "") throw new FormError(`${spec.constraintLabel} are required`, $("pg-constraint"));
+    const body = { prompt, categories: categoriesOf(constraint), include_scores: true };
+    if ($("pg-allow-multiple").checked) body.allow_multiple_classes = true;
+    if ($("pg-allow-none").checked) body.allow_null_category = true;
+    return { kind, path: spec.path, body };
+  }
   const maxTokens = numberField("pg-max-tokens", "Max tokens", (v) => Number.isInteger(v) && v >= 1, "a whole number ≥ 1");
   const temperature = numberField("pg-temperature", "Temperature", (v) => v >= 0 && v <= 2, "between 0 and 2");
   const seed = numberField("pg-seed", "Seed", (v) => Number.isSafeInteger(v) && v >= 0, "a whole number ≥ 0");
@@ -404,6 +436,29 @@ async function buildRequest() {
   if (temperature !== undefined) body.temperature = temperature;
   if (seed !== undefined) body.seed = seed;
   return { kind, path: spec.path, body };
+}
+
+/**
+ * The categories typed one per line (spaces around each trimmed, empty lines skipped); a repeated
+ * one is marked in the editor (the service refuses duplicates).
+ */
+function categoriesOf(text) {
+  const seen = new Set();
+  const categories = [];
+  let offset = 0;
+  for (const line of text.split("\n")) {
+    const category = line.trim();
+    if (category !== "" && seen.has(category)) {
+      const start = offset + line.indexOf(category);
+      throw new FormError(`Category “${category}” is listed twice`, $("pg-constraint"), { start, end: start + category.length });
+    }
+    if (category !== "") {
+      seen.add(category);
+      categories.push(category);
+    }
+    offset += line.length + 1;
+  }
+  return categories;
 }
 
 /** The schema typed in the constraint editor; a syntax error is shown where it is. */
@@ -480,6 +535,7 @@ async function runPlayground() {
     playground.lastRequest = request;
     updateCopyButtons();
     if (request.kind === "chat") await runChat(request, key, controller.signal);
+    else if (request.kind === "categorize") await runCategorize(request, key, controller.signal);
     else await runCompletion(request, key, controller.signal);
   } catch (error) {
     if (controller.signal.aborted) {
@@ -493,6 +549,8 @@ async function runPlayground() {
     }
   } finally {
     setRunning(null);
+    // The request (answered or refused) is in the usage now: the charts show it.
+    if (request?.url) void refreshUsage();
   }
 }
 
@@ -531,6 +589,58 @@ async function runCompletion(request, key, signal) {
   if (Array.isArray(data.warnings) && data.warnings.length > 0) {
     showError($("pg-error"), `Warnings: ${data.warnings.map((w) => `${w.keyword} at ${w.pointer || "/"}: ${w.message}`).join("; ")}`);
   }
+}
+
+/** Categorization answers once: the chosen categories and every category's probability (include_scores). */
+async function runCategorize(request, key, signal) {
+  const started = performance.now();
+  const response = await post(request, key, signal);
+  const data = await response.json();
+  const seconds = (performance.now() - started) / 1000;
+  const scores = data.scores ?? {};
+  const chosen = new Set(data.choices);
+  const ranked = request.body.categories
+    .map((name, order) => ({ name, order, score: scores[name] ?? null }))
+    .sort((a, b) => (b.score ?? -1) - (a.score ?? -1) || a.order - b.order);
+  const list = document.createElement("ol");
+  list.className = "cat-list";
+  list.setAttribute("aria-label", "Categories, most likely first");
+  for (const { name, score } of ranked) {
+    const item = document.createElement("li");
+    item.className = chosen.has(name) ? "cat chosen" : "cat";
+    const label = document.createElement("span");
+    label.className = "cat-name";
+    label.textContent = name;
+    const bar = document.createElement("span");
+    bar.className = "cat-bar";
+    bar.setAttribute("aria-hidden", "true");
+    const fill = document.createElement("span");
+    fill.className = "cat-fill";
+    // A width set through the CSSOM (the page's CSP forbids style attributes, not this).
+    fill.style.width = `${Math.max(0, Math.min(1, score ?? 0)) * 100}%`;
+    bar.append(fill);
+    const value = document.createElement("span");
+    value.className = "cat-score";
+    value.textContent = score === null ? "–" : share(score);
+    item.append(label, bar, value);
+    if (chosen.has(name)) {
+      const badge = document.createElement("span");
+      badge.className = "badge active";
+      badge.textContent = "chosen";
+      label.append(" ", badge);
+    }
+    list.append(item);
+  }
+  $("pg-output").append(list);
+  const picked = data.choices.map((name) => (scores[name] === undefined ? name : `${name} (${share(scores[name])})`));
+  $("pg-status").textContent = picked.length > 0 ? `Done: ${picked.join(", ")}.` : "Done: none of the categories fits.";
+  showStats([`${request.body.categories.length} categories`, `${Math.round(seconds * 1000)} ms in all`]);
+}
+
+/** A probability in 0…1 as a percentage with one decimal (or two significant digits below 10 %). */
+function share(probability) {
+  const p = probability * 100;
+  return `${p >= 10 ? p.toFixed(1) : p.toPrecision(2)}%`;
 }
 
 function rate(tokens, seconds) {
@@ -706,6 +816,7 @@ function offerFix(label, apply) {
 /** Whether a 400/422 names the constraint's field (Thiggle: "pattern: …"; OpenAI: its param). */
 function aboutConstraint(kind, error) {
   const field = kind === "chat" ? "schema" : KINDS[kind].field;
+  if (kind === "categorize") return /^categories\b/.test(error.message);
   if (error.param === "schema" || error.param === "response_format") return kind === "chat";
   return error.message.startsWith(`${field}:`) || error.message.startsWith(`${field}[`);
 }
@@ -723,6 +834,7 @@ function locateError(kind, message, text) {
     return { start, end: Math.min(text.length, start + (text.codePointAt(start) > 0xffff ? 2 : 1)) };
   }
   if (kind === "grammar") return locateGrammarError(message, text);
+  if (kind === "categorize") return locateCategory(message, text);
   const pointer = /\bat (\/[^\s:]*|the schema's root|the root)/.exec(message);
   if (!pointer) return null;
   let path = pointer[1].startsWith("/") ? pointer[1] : "";
@@ -735,6 +847,23 @@ function locateError(kind, message, text) {
   // A pointer into something the text does not spell (a default filled in): its nearest parent.
   while (!spans.has(path) && path !== "") path = path.slice(0, path.lastIndexOf("/"));
   return spans.get(path) ?? null;
+}
+
+/** "categories[N] …": the Nth category's line (empty lines are not categories); a message without an index: none. */
+function locateCategory(message, text) {
+  const match = /^categories\[(\d+)\]/.exec(message);
+  if (!match) return null;
+  let index = Number(match[1]);
+  let offset = 0;
+  for (const line of text.split("\n")) {
+    const category = line.trim();
+    if (category !== "" && index-- === 0) {
+      const start = offset + line.indexOf(category);
+      return { start, end: start + category.length };
+    }
+    offset += line.length + 1;
+  }
+  return null;
 }
 
 function locateGrammarError(message, text) {
@@ -906,15 +1035,26 @@ function markerOf(text, range) {
 
 // --- Copy as curl / SDK ----------------------------------------------------------------------------
 
+/** What "Copy as …" offers for a kind: the OpenAI SDKs for chat, TypeScript's fetch for Thiggle's routes. */
+const SNIPPETS = {
+  curl: { label: "curl", make: (request) => curlSnippet(request) },
+  python: { label: "Python (openai)", make: (request) => pythonSnippet(request) },
+  sdk: {
+    label: (kind) => (kind === "chat" ? "TypeScript (openai)" : "TypeScript (fetch)"),
+    make: (request) => (request.kind === "chat" ? typescriptSnippet(request) : fetchSnippet(request)),
+  },
+};
+
 function updateCopyButtons() {
   const request = playground.lastRequest;
   const kind = request?.kind ?? playground.kind;
-  $("pg-copy-sdk").textContent = kind === "chat" ? "Copy as Python (openai)" : "Copy as JS fetch";
-  $("pg-copy-curl").disabled = request === null;
-  $("pg-copy-sdk").disabled = request === null;
+  $("pg-copy-sdk").textContent = `Copy as ${SNIPPETS.sdk.label(kind)}`;
+  show($("pg-copy-python"), kind === "chat");
   const title = request === null ? "Run a request first: the copy is of the request that ran" : "";
-  $("pg-copy-curl").title = title;
-  $("pg-copy-sdk").title = title;
+  for (const id of ["pg-copy-curl", "pg-copy-python", "pg-copy-sdk"]) {
+    $(id).disabled = request === null;
+    $(id).title = title;
+  }
 }
 
 /** A word for the shell in single quotes (a quote inside becomes '\''). */
@@ -932,11 +1072,14 @@ function curlSnippet(request) {
   ].join("\n");
 }
 
-/** The last Thiggle request as JavaScript fetch: the same body, pretty-printed (JSON is a JS literal). */
+/**
+ * The last Thiggle request as TypeScript (and JavaScript) fetch: the same body as an object literal.
+ * Node 18+ runs it as an ES module (.mts or .mjs: it awaits at the top level).
+ */
 function fetchSnippet(request) {
-  const body = JSON.stringify(request.body, null, 2).replace(/\n/g, "\n  ");
+  const body = tsLiteral(request.body, "  ");
   return [
-    "// Node 18+ (an ES module) or a browser; the key comes from the environment.",
+    "// TypeScript or JavaScript, an ES module (Node 18+: snippet.mts or .mjs); the key comes from the environment.",
     `const response = await fetch(${JSON.stringify(request.url)}, {`,
     '  method: "POST",',
     "  headers: {",
@@ -949,8 +1092,41 @@ function fetchSnippet(request) {
     "const result = await response.json();",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the snippet's own template literal
     "if (!response.ok) throw new Error(`${response.status}: ${result.error}`);",
-    "console.log(result.completion);",
+    request.kind === "categorize" ? "console.log(result.choices, result.scores);" : "console.log(result.completion);",
   ].join("\n");
+}
+
+/** The last chat request with the TypeScript `openai` SDK: the body as the create() call's object, streamed to stdout. */
+function typescriptSnippet(request) {
+  const base = new URL("/v1", request.url).href;
+  return [
+    "// npm install openai; an ES module (Node 18+: snippet.mts or .mjs); the key comes from the environment.",
+    'import OpenAI from "openai";',
+    "",
+    `const client = new OpenAI({ baseURL: ${JSON.stringify(base)}, apiKey: process.env.TRELLIS_API_KEY });`,
+    `const stream = await client.chat.completions.create(${tsLiteral(request.body, "")});`,
+    "for await (const chunk of stream) {",
+    "  const text = chunk.choices[0]?.delta?.content;",
+    "  if (text) process.stdout.write(text);",
+    "}",
+    'process.stdout.write("\\n");',
+  ].join("\n");
+}
+
+/** A JSON value as a TypeScript literal: keys unquoted where they are identifiers, short values on one line. */
+function tsLiteral(value, indent) {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  const inner = `${indent}  `;
+  const items = Array.isArray(value)
+    ? value.map((item) => tsLiteral(item, inner))
+    : Object.entries(value).map(
+        ([key, item]) => `${/^[A-Za-z_$][\w$]*$/.test(key) ? key : JSON.stringify(key)}: ${tsLiteral(item, inner)}`,
+      );
+  if (items.length === 0) return Array.isArray(value) ? "[]" : "{}";
+  const [open, close] = Array.isArray(value) ? ["[", "]"] : ["{ ", " }"];
+  const oneLine = `${open}${items.join(", ")}${close}`;
+  if (indent !== "" && oneLine.length + inner.length <= 100 && !oneLine.includes("\n")) return oneLine;
+  return `${open.trim()}\n${items.map((item) => `${inner}${item},`).join("\n")}\n${indent}${close.trim()}`;
 }
 
 /** The last chat request with the Python `openai` SDK: each body field as a keyword argument. */
@@ -993,9 +1169,9 @@ function pythonLiteral(value, indent) {
 async function copySnippet(format) {
   const request = playground.lastRequest;
   if (!request) return;
-  const sdk = request.kind === "chat" ? "Python (openai)" : "JavaScript (fetch)";
-  const text = format === "curl" ? curlSnippet(request) : request.kind === "chat" ? pythonSnippet(request) : fetchSnippet(request);
-  $("pg-snippet-kind").textContent = format === "curl" ? "curl" : sdk;
+  const snippet = SNIPPETS[format];
+  const text = snippet.make(request);
+  $("pg-snippet-kind").textContent = typeof snippet.label === "function" ? snippet.label(request.kind) : snippet.label;
   $("pg-snippet").textContent = text;
   show($("pg-snippet-box"), true);
   const copied = await copyText(text, $("pg-snippet"));
@@ -1031,9 +1207,495 @@ function initPlayground() {
   });
   $("pg-stop").addEventListener("click", stopRun);
   $("pg-copy-curl").addEventListener("click", () => copySnippet("curl"));
+  $("pg-copy-python").addEventListener("click", () => copySnippet("python"));
   $("pg-copy-sdk").addEventListener("click", () => copySnippet("sdk"));
   $("pg-output").addEventListener("keydown", moveTokenFocus);
   $("use-key").addEventListener("click", usePlaygroundKey);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Usage over time: GET /dashboard/api/usage (48 hourly or 90 daily UTC buckets, oldest first) as
+// three bar charts drawn in inline SVG (requests, tokens, and the refused or failed requests
+// stacked by kind). Each chart is an image with a summary for screen readers, a focusable point
+// per bucket (one tab stop, arrow keys between them) with a tooltip, and a data table beside it.
+// Colours come from classes (the CSP forbids style attributes; geometry is SVG attributes and
+// CSSOM positions, which it allows).
+
+const SVG = "http://www.w3.org/2000/svg";
+
+const CHARTS = [
+  { id: "requests", title: "Requests", series: [{ field: "requests", label: "Requests", className: "s-requests" }] },
+  { id: "tokens", title: "Tokens", series: [{ field: "tokens", label: "Tokens", className: "s-tokens" }] },
+  {
+    id: "errors",
+    title: "Refused and failed requests",
+    series: [
+      { field: "rate_limited", label: "Rate-limited (429)", className: "s-429" },
+      { field: "client_errors", label: "Other 4xx", className: "s-4xx" },
+      { field: "server_errors", label: "5xx", className: "s-5xx" },
+    ],
+  },
+];
+const FIELDS = ["requests", "tokens", "rate_limited", "client_errors", "server_errors"];
+const PERIODS = {
+  hour: { each: "hour", span: "last 48 hours", column: "Hour (UTC)" },
+  day: { each: "day", span: "last 90 days", column: "Day (UTC)" },
+};
+
+const usage = {
+  bucket: "hour",
+  /** The key shown ("" for all keys). */
+  key: "",
+  /** The last answer: {bucket, key, points}. */
+  data: null,
+  /** The AbortController of the load in flight. */
+  loading: null,
+  /** Loads rendered so far (data-version on the panel, for tests and scripts to wait on). */
+  version: 0,
+  /** Chart id → its elements and the index of its focused point. */
+  charts: new Map(),
+  /** Width each chart was last drawn at (redrawn when it changes). */
+  widths: new Map(),
+};
+
+const whole = new Intl.NumberFormat();
+const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
+const dayShort = new Intl.DateTimeFormat(undefined, { timeZone: "UTC", month: "short", day: "numeric" });
+const dayLong = new Intl.DateTimeFormat(undefined, { timeZone: "UTC", weekday: "short", month: "short", day: "numeric" });
+const hourOnly = new Intl.DateTimeFormat(undefined, { timeZone: "UTC", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+const clock = new Intl.DateTimeFormat(undefined, {
+  timeZone: "UTC",
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  hourCycle: "h23",
+});
+
+function svgElement(tag, attributes = {}, className = "") {
+  const element = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, String(value));
+  if (className) element.setAttribute("class", className);
+  return element;
+}
+
+/** A bucket as people read it: "Nov 26, 06:00–07:00 UTC" or "Thu, Nov 26 (UTC)". */
+function bucketName(start, bucket) {
+  const date = new Date(start);
+  if (bucket === "day") return `${dayLong.format(date)} (UTC)`;
+  const end = new Date(date.getTime() + 3_600_000);
+  return `${dayShort.format(date)}, ${hourOnly.format(date)}–${hourOnly.format(end)} UTC`;
+}
+
+/** A bucket in a table cell: "Nov 26, 06:00" or "Thu, Nov 26". */
+function bucketCell(start, bucket) {
+  const date = new Date(start);
+  return bucket === "day" ? dayLong.format(date) : `${dayShort.format(date)}, ${hourOnly.format(date)}`;
+}
+
+function plural(n, one, many) {
+  return `${whole.format(n)} ${n === 1 ? one : many}`;
+}
+
+/** Everything one bucket holds, in words (a point's accessible name and its tooltip's lines). */
+function bucketLines(point, bucket) {
+  return [
+    bucketName(point.start, bucket),
+    `${plural(point.requests, "request", "requests")}, ${plural(point.tokens, "token", "tokens")}`,
+    `${whole.format(point.rate_limited)} rate-limited (429), ${whole.format(point.client_errors)} other 4xx, ${whole.format(point.server_errors)} 5xx`,
+  ];
+}
+
+/** The top of the value axis and its ticks: 0 … max in 4 or 5 round steps (whole numbers). */
+function valueAxis(largest) {
+  if (largest <= 0) return { max: 4, ticks: [0, 1, 2, 3, 4] };
+  const rough = largest / 4;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const steps = [1, 2, 2.5, 5, 10].map((m) => m * power);
+  const step = Math.max(
+    1,
+    steps.find((s) => s >= rough),
+  );
+  const max = Math.ceil(largest / step) * step;
+  const ticks = [];
+  for (let v = 0; v <= max + step / 2; v += step) ticks.push(v);
+  return { max, ticks };
+}
+
+/** Which buckets get a label on the time axis: every `step`-th, on round hours or counted back from today. */
+function timeTicks(points, bucket, columnWidth) {
+  const choices = bucket === "hour" ? [1, 2, 3, 4, 6, 12, 24] : [1, 2, 7, 14, 30];
+  const room = bucket === "hour" ? 52 : 50;
+  const step = choices.find((s) => s * columnWidth >= room) ?? choices.at(-1);
+  const ticks = [];
+  points.forEach((point, i) => {
+    const date = new Date(point.start);
+    const on = bucket === "hour" ? date.getUTCHours() % step === 0 : (points.length - 1 - i) % step === 0;
+    if (!on) return;
+    const midnight = bucket === "hour" && date.getUTCHours() === 0;
+    ticks.push({ i, text: bucket === "day" || midnight ? dayShort.format(date) : hourOnly.format(date), strong: midnight });
+  });
+  return ticks;
+}
+
+/** The chart's figure: heading, legend (stacked series), drawing box, data table in a <details>. */
+function createChart(spec) {
+  const figure = document.createElement("figure");
+  figure.className = "chart";
+  figure.id = `chart-${spec.id}`;
+  const caption = document.createElement("figcaption");
+  const heading = document.createElement("h3");
+  heading.id = `chart-${spec.id}-title`;
+  caption.append(heading);
+  figure.setAttribute("aria-labelledby", heading.id);
+  // A legend for stacked series, under the drawing (the charts' plots stay level side by side).
+  let legend = null;
+  if (spec.series.length > 1) {
+    legend = document.createElement("ul");
+    legend.className = "legend";
+    legend.setAttribute("aria-label", "Legend");
+    for (const series of spec.series) {
+      const item = document.createElement("li");
+      const swatch = document.createElement("span");
+      swatch.className = `swatch ${series.className}`;
+      swatch.setAttribute("aria-hidden", "true");
+      item.append(swatch, series.label);
+      legend.append(item);
+    }
+  }
+  const box = document.createElement("div");
+  box.className = "chart-box";
+  const points = document.createElement("div");
+  points.className = "chart-points";
+  const tip = document.createElement("div");
+  tip.className = "chart-tip";
+  tip.setAttribute("aria-hidden", "true");
+  tip.hidden = true;
+  box.append(points, tip);
+
+  const details = document.createElement("details");
+  details.className = "chart-data";
+  const summary = document.createElement("summary");
+  summary.textContent = "Show the numbers as a table";
+  const wrap = document.createElement("div");
+  wrap.className = "table-wrap chart-table";
+  wrap.setAttribute("role", "region");
+  wrap.tabIndex = 0;
+  const table = document.createElement("table");
+  const tableCaption = document.createElement("caption");
+  tableCaption.id = `chart-${spec.id}-table-caption`;
+  tableCaption.className = "visually-hidden";
+  wrap.setAttribute("aria-labelledby", tableCaption.id);
+  const head = document.createElement("thead");
+  const body = document.createElement("tbody");
+  table.append(tableCaption, head, body);
+  wrap.append(table);
+  details.append(summary, wrap);
+  figure.append(caption, box, ...(legend ? [legend] : []), details);
+
+  const chart = { spec, figure, heading, box, points, tip, head, body, tableCaption, svg: null, focus: null, bucket: null, geometry: null };
+  points.addEventListener("keydown", (event) => movePointFocus(chart, event));
+  points.addEventListener("focusin", (event) => pointEvent(chart, event.target, true));
+  points.addEventListener("focusout", () => hideTip(chart));
+  points.addEventListener("pointerover", (event) => pointEvent(chart, event.target, false));
+  points.addEventListener("pointerleave", () => {
+    const focused = chart.points.contains(document.activeElement) ? document.activeElement : null;
+    if (focused) pointEvent(chart, focused, true);
+    else hideTip(chart);
+  });
+  return chart;
+}
+
+function pointEvent(chart, target, focused) {
+  const index = Number(target?.dataset?.index);
+  if (!Number.isInteger(index)) return;
+  if (focused) chart.focus = index;
+  showTip(chart, index);
+}
+
+function initUsage() {
+  const container = $("usage-charts");
+  for (const spec of CHARTS) {
+    const chart = createChart(spec);
+    usage.charts.set(spec.id, chart);
+    container.append(chart.figure);
+  }
+  for (const radio of document.querySelectorAll('input[name="usage-bucket"]')) {
+    radio.addEventListener("change", () => {
+      usage.bucket = document.querySelector('input[name="usage-bucket"]:checked').value;
+      void refreshUsage();
+    });
+  }
+  $("usage-key").addEventListener("change", () => {
+    usage.key = $("usage-key").value;
+    void refreshUsage();
+  });
+  $("usage-refresh").addEventListener("click", () => void refreshUsage());
+  // Charts are drawn at their box's width in pixels (text keeps its size): redrawn when it changes.
+  new ResizeObserver(() => {
+    if (usage.data && !$("usage").hidden) drawCharts(false);
+  }).observe(container);
+}
+
+/** The key selector's options: all keys, then each key (revoked ones said so); the choice kept if it still exists. */
+function renderUsageKeys(keys) {
+  const select = $("usage-key");
+  const current = select.value;
+  const options = [new Option("All keys", "")];
+  for (const key of keys) options.push(new Option(`${key.name} (${key.prefix}…)${key.revoked_at ? ", revoked" : ""}`, String(key.id)));
+  select.replaceChildren(...options);
+  select.value = options.some((o) => o.value === current) ? current : "";
+  if (select.value !== usage.key) {
+    usage.key = select.value;
+    void refreshUsage();
+  }
+}
+
+async function refreshUsage() {
+  if (csrf === null) return;
+  usage.loading?.abort();
+  const controller = new AbortController();
+  usage.loading = controller;
+  const query = new URLSearchParams({ bucket: usage.bucket });
+  if (usage.key !== "") query.set("key", usage.key);
+  $("usage-charts").setAttribute("aria-busy", "true");
+  $("usage-status").textContent = "Loading…";
+  try {
+    const data = await api("GET", `/dashboard/api/usage?${query}`, undefined, controller.signal);
+    if (usage.loading !== controller) return;
+    usage.data = data;
+    showError($("usage-error"), "");
+    renderUsage();
+    $("usage-status").textContent = `Updated ${clock.format(new Date())} UTC`;
+  } catch (error) {
+    if (controller.signal.aborted) return;
+    if (error.status === 401) return showSignIn();
+    $("usage-status").textContent = "";
+    showError($("usage-error"), `Usage could not be loaded: ${error.message}`);
+  } finally {
+    if (usage.loading === controller) {
+      usage.loading = null;
+      $("usage-charts").setAttribute("aria-busy", "false");
+    }
+  }
+}
+
+function renderUsage() {
+  const { points } = usage.data;
+  for (const field of FIELDS) {
+    const total = points.reduce((sum, p) => sum + p[field], 0);
+    $(`usage-total-${field.replace("_", "-")}`).textContent = whole.format(total);
+  }
+  drawCharts(true);
+  usage.version++;
+  $("usage").dataset.version = String(usage.version);
+}
+
+/** Draws every chart; `tables`: the data changed, so the tables are rebuilt too (not on a resize). */
+function drawCharts(tables) {
+  const { points, bucket } = usage.data;
+  for (const chart of usage.charts.values()) {
+    const width = Math.floor(chart.box.clientWidth);
+    if (width === 0) continue;
+    if (!tables && usage.widths.get(chart) === width) continue;
+    usage.widths.set(chart, width);
+    drawChart(chart, points, bucket, width);
+    if (tables) fillTable(chart, points, bucket);
+  }
+}
+
+function chartTitle(spec, bucket) {
+  return `${spec.title} per ${PERIODS[bucket].each}`;
+}
+
+/** The chart's summary, its image's accessible name: what it shows and its totals. */
+function chartSummary(spec, points, bucket, values) {
+  const what = `${chartTitle(spec, bucket)}, ${PERIODS[bucket].span} (UTC)`;
+  if (spec.series.length > 1) {
+    const totals = spec.series.map((s) => `${whole.format(points.reduce((sum, p) => sum + p[s.field], 0))} ${s.label}`);
+    return `${what}: ${totals.join(", ")}.`;
+  }
+  const total = values.reduce((a, b) => a + b, 0);
+  if (total === 0) return `${what}: none.`;
+  const top = values.indexOf(Math.max(...values));
+  return `${what}: ${whole.format(total)} in all; the most, ${whole.format(values[top])}, in ${bucketName(points[top].start, bucket)}.`;
+}
+
+function drawChart(chart, points, bucket, width) {
+  const { spec } = chart;
+  const values = points.map((p) => spec.series.reduce((sum, s) => sum + p[s.field], 0));
+  const axis = valueAxis(Math.max(0, ...values));
+  const labels = axis.ticks.map((v) => compact.format(v));
+  const height = width < 480 ? 150 : 180;
+  const margin = { top: 10, right: 6, bottom: 26, left: 14 + 7 * Math.max(...labels.map((l) => l.length)) };
+  const plotWidth = width - margin.left - margin.right;
+  const plotHeight = height - margin.top - margin.bottom;
+  const column = plotWidth / points.length;
+  const y = (v) => margin.top + plotHeight - (v / axis.max) * plotHeight;
+
+  chart.heading.textContent = chartTitle(spec, bucket);
+  const svg = svgElement("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img" }, "chart-svg");
+  svg.setAttribute("aria-label", chartSummary(spec, points, bucket, values));
+
+  const grid = svgElement("g", {}, "grid");
+  axis.ticks.forEach((v, i) => {
+    const at = Math.round(y(v)) + 0.5;
+    grid.append(svgElement("line", { x1: margin.left, x2: width - margin.right, y1: at, y2: at }, i === 0 ? "baseline" : "gridline"));
+    const label = svgElement("text", { x: margin.left - 6, y: at, "text-anchor": "end", "dominant-baseline": "middle" }, "axis");
+    label.textContent = labels[i];
+    grid.append(label);
+  });
+  svg.append(grid);
+
+  const bars = svgElement("g", {}, "bars");
+  const barWidth = Math.max(1, Math.min(column * 0.72, column - 1));
+  points.forEach((point, i) => {
+    let top = y(0);
+    const x = margin.left + i * column + (column - barWidth) / 2;
+    for (const series of spec.series) {
+      const value = point[series.field];
+      if (value <= 0) continue;
+      // A bucket with little in it still shows (at least a pixel and a half).
+      const h = Math.max(1.5, (value / axis.max) * plotHeight);
+      top -= h;
+      const rect = svgElement(
+        "rect",
+        { x: x.toFixed(2), y: top.toFixed(2), width: barWidth.toFixed(2), height: h.toFixed(2) },
+        `bar ${series.className}`,
+      );
+      rect.dataset.series = series.field;
+      bars.append(rect);
+    }
+  });
+  svg.append(bars);
+
+  const times = svgElement("g", {}, "times");
+  // Newest first, so the latest bucket is always labelled; a label that would touch the one after it is left out.
+  let room = width;
+  for (const tick of timeTicks(points, bucket, column).reverse()) {
+    const cx = margin.left + (tick.i + 0.5) * column;
+    // A label near an edge ends (or starts) at its tick instead of running out of the drawing.
+    const half = tick.text.length * 3.4;
+    const anchor = cx + half > width ? "end" : cx - half < 0 ? "start" : "middle";
+    const [from, to] = anchor === "end" ? [cx - 2 * half, cx] : anchor === "start" ? [cx, cx + 2 * half] : [cx - half, cx + half];
+    if (to > room - 6) continue;
+    room = from;
+    times.append(svgElement("line", { x1: cx, x2: cx, y1: y(0), y2: y(0) + 4 }, "tick"));
+    const label = svgElement("text", { x: cx, y: height - 6, "text-anchor": anchor }, tick.strong ? "axis strong" : "axis");
+    label.textContent = tick.text;
+    times.append(label);
+  }
+  svg.append(times);
+  if (values.every((v) => v === 0)) {
+    const empty = svgElement("text", { x: margin.left + plotWidth / 2, y: margin.top + plotHeight / 2, "text-anchor": "middle" }, "empty");
+    empty.textContent = `None in the ${PERIODS[bucket].span}`;
+    svg.append(empty);
+  }
+
+  // One focusable point per bucket over the drawing, a column of the plot's height.
+  const refocus = chart.points.contains(document.activeElement);
+  if (chart.bucket !== bucket) chart.focus = null;
+  chart.bucket = bucket;
+  const focus = Math.min(chart.focus ?? points.length - 1, points.length - 1);
+  chart.focus = focus;
+  const pointElements = points.map((point, i) => {
+    const element = document.createElement("span");
+    element.className = "chart-point";
+    element.setAttribute("role", "img");
+    element.setAttribute("aria-label", bucketLines(point, bucket).join("; "));
+    element.dataset.index = String(i);
+    element.tabIndex = i === focus ? 0 : -1;
+    element.style.left = `${margin.left + i * column}px`;
+    element.style.width = `${column}px`;
+    element.style.top = `${margin.top}px`;
+    element.style.height = `${plotHeight}px`;
+    return element;
+  });
+  chart.geometry = { width, margin, column, plotHeight, y, values };
+  chart.svg?.remove();
+  chart.svg = svg;
+  chart.box.prepend(svg);
+  chart.points.replaceChildren(...pointElements);
+  hideTip(chart);
+  if (refocus) pointElements[focus].focus();
+}
+
+/** The tooltip beside bucket `index` (left of it in the chart's right half, else right), not over the column. */
+function showTip(chart, index) {
+  const point = usage.data?.points[index];
+  if (!point || !chart.geometry) return;
+  const { width, margin, column } = chart.geometry;
+  const lines = bucketLines(point, usage.data.bucket);
+  const strong = document.createElement("strong");
+  strong.textContent = lines[0];
+  chart.tip.replaceChildren(strong, ...lines.slice(1).map((text) => Object.assign(document.createElement("span"), { textContent: text })));
+  chart.tip.hidden = false;
+  const tipWidth = chart.tip.offsetWidth;
+  const left = margin.left + index * column;
+  const x = left + column / 2 > width / 2 ? left - tipWidth - 6 : left + column + 6;
+  chart.tip.style.left = `${Math.max(0, Math.min(width - tipWidth, x))}px`;
+  chart.tip.style.top = `${margin.top}px`;
+}
+
+function hideTip(chart) {
+  chart.tip.hidden = true;
+}
+
+/** ← → Home End (and PageUp/PageDown: a day or a week) move between a chart's buckets: one tab stop each chart. */
+function movePointFocus(chart, event) {
+  const elements = [...chart.points.children];
+  const at = elements.indexOf(document.activeElement);
+  if (at < 0) return;
+  const page = usage.data.bucket === "hour" ? 24 : 7;
+  const moves = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: elements.length - 1, PageUp: at - page, PageDown: at + page };
+  const next = moves[event.key];
+  if (next === undefined) return;
+  event.preventDefault();
+  const target = Math.max(0, Math.min(elements.length - 1, next));
+  elements[at].tabIndex = -1;
+  elements[target].tabIndex = 0;
+  chart.focus = target;
+  elements[target].focus();
+}
+
+/** The chart's numbers as a table, newest bucket first. */
+function fillTable(chart, points, bucket) {
+  const { spec } = chart;
+  chart.tableCaption.textContent = `${chartTitle(spec, bucket)}, ${PERIODS[bucket].span}, newest first`;
+  const headRow = document.createElement("tr");
+  for (const text of [PERIODS[bucket].column, ...spec.series.map((s) => s.label)]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = text;
+    if (text !== PERIODS[bucket].column) th.className = "num";
+    headRow.append(th);
+  }
+  chart.head.replaceChildren(headRow);
+  const rows = [];
+  for (let i = points.length - 1; i >= 0; i--) {
+    const row = document.createElement("tr");
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = bucketCell(points[i].start, bucket);
+    row.append(th, ...spec.series.map((s) => cell(whole.format(points[i][s.field]), "num")));
+    rows.push(row);
+  }
+  chart.body.replaceChildren(...rows);
+}
+
+function clearUsage() {
+  usage.loading?.abort();
+  usage.loading = null;
+  usage.data = null;
+  usage.widths.clear();
+  for (const chart of usage.charts.values()) {
+    chart.svg?.remove();
+    chart.svg = null;
+    chart.points.replaceChildren();
+    chart.body.replaceChildren();
+    hideTip(chart);
+  }
+  for (const field of FIELDS) $(`usage-total-${field.replace("_", "-")}`).textContent = "–";
+  $("usage-status").textContent = "";
 }
 
 document.addEventListener("DOMContentLoaded", async () => {
@@ -1078,6 +1740,7 @@ document.addEventListener("DOMContentLoaded", async () => {
 
   $("copy-key").addEventListener("click", copyKey);
   initPlayground();
+  initUsage();
 
   $("sign-out").addEventListener("click", async () => {
     try {
