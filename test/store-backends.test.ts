@@ -357,6 +357,39 @@ test("postgres: while the database restarts, known keys are served, unknown ones
   }
 });
 
+test("postgres: a database that stops answering holds a known key's check at most a quarter second", async () => {
+  const url = await server.createDatabase();
+  const store = await PostgresKeyStore.open({ url, flushIntervalMs: 0, keyCacheMs: 20, statementTimeoutMs: 400, ...quiet });
+  try {
+    const { id, key } = await store.createKey("frozen");
+    const unseen = await store.createKey("unseen");
+    assert.ok(await store.authenticateRequest(key));
+    server.pause();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      let started = performance.now();
+      assert.equal((await store.authenticateRequest(key))?.id, id);
+      const first = performance.now() - started;
+      assert.ok(first < 600, `the first check after the freeze waited ${first.toFixed(0)} ms (bound 250 ms)`);
+      started = performance.now();
+      for (let i = 0; i < 20; i++) assert.equal((await store.authenticateRequest(key))?.id, id);
+      const next = (performance.now() - started) / 20;
+      assert.ok(next < 20, `later checks are answered without waiting on the database (${next.toFixed(1)} ms each)`);
+      assert.ok(store.staleKeyServes >= 21);
+      // An unknown key has nothing to stand in: it waits for the client's query timeout, then 503.
+      started = performance.now();
+      await assert.rejects(store.authenticateRequest(unseen.key), KeyStoreError);
+      assert.ok(performance.now() - started < 5000, "bounded by the query timeout, not for ever");
+    } finally {
+      server.resume();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    assert.equal((await store.authenticateRequest(unseen.key))?.id, unseen.id, "the database answers again");
+  } finally {
+    await store.close();
+  }
+});
+
 test("postgres: close() writes what is pending; what it cannot write is reported key by key", async () => {
   const url = await server.createDatabase();
   const store = await PostgresKeyStore.open({ url, flushIntervalMs: 0, ...quiet });

@@ -58,6 +58,29 @@ interface CachedKey {
   readMs: number;
 }
 
+/**
+ * After a failed (or too slow) key read, how long known keys are served from their last rows
+ * without trying the database again: a database that does not answer (a partition, a frozen server) would
+ * otherwise hold every request for the connection or query timeout.
+ */
+const READ_PAUSE_MS = 1000;
+
+/** How long a key check of a known key waits for its row before using the one it has (see READ_PAUSE_MS). */
+const KNOWN_KEY_READ_WAIT_MS = 250;
+
+/** The promise's value, or null when it takes longer than `ms`. */
+async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Keys remembered by the key check at most (unknown secrets included); the oldest go first. */
 const KEY_CACHE_ENTRIES = 50_000;
 
@@ -218,6 +241,8 @@ export class PostgresKeyStore implements KeyBackend {
   private readonly reads = new Map<string, Promise<AuthRow | null>>();
   /** Key checks answered from a row older than keyCacheMs because the database could not be read. */
   staleKeyServes = 0;
+  /** Until then (epoch ms), known keys are served from their rows without a read (a read just failed). */
+  private readsPausedUntilMs = 0;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -240,6 +265,9 @@ export class PostgresKeyStore implements KeyBackend {
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: options.connectionTimeoutMs ?? 2000,
       statement_timeout: options.statementTimeoutMs ?? 5000,
+      // The client's own limit: a server that stops answering (frozen, partitioned) cannot enforce
+      // statement_timeout, and a query would wait on it for ever.
+      query_timeout: (options.statementTimeoutMs ?? 5000) + 1000,
       idleTimeoutMillis: 30_000,
       types: NUMBER_TYPES,
       application_name: "trellis",
@@ -386,17 +414,34 @@ export class PostgresKeyStore implements KeyBackend {
     const hash = sha256Hex(secret);
     const cached = this.keysByHash.get(hash);
     let row: AuthRow | null;
+    // A row read within keyStaleMs (and not forgotten for a change) may stand in while the
+    // database is down or slow.
+    const fallback = cached?.row && nowMs - cached.readMs <= this.keyStaleMs ? cached.row : null;
     if (cached && nowMs - cached.readMs < this.keyCacheMs) row = cached.row;
-    else {
-      try {
-        row = await this.readRow(hash);
-        this.remember(hash, row, Date.now());
-      } catch (error) {
-        // The database is down or restarting: a key seen lately keeps its last row for a while.
-        if (!cached?.row || nowMs - cached.readMs > this.keyStaleMs) throw this.failure(error, "cannot check the API key in");
+    else if (fallback && Date.now() < this.readsPausedUntilMs) {
+      // A read failed a moment ago: known keys are served without waiting on the database again.
+      this.staleKeyServes++;
+      row = fallback;
+    } else {
+      const read = this.readRow(hash).then(
+        (found) => {
+          this.remember(hash, found, Date.now());
+          this.readsPausedUntilMs = 0;
+          return { found };
+        },
+        (error: unknown) => {
+          this.readsPausedUntilMs = Date.now() + READ_PAUSE_MS;
+          return { error };
+        },
+      );
+      // A known key waits at most KNOWN_KEY_READ_WAIT_MS for a database that does not answer.
+      const outcome = fallback ? await withinMs(read, KNOWN_KEY_READ_WAIT_MS) : await read;
+      if (outcome === null) this.readsPausedUntilMs = Date.now() + READ_PAUSE_MS;
+      if (outcome !== null && "found" in outcome) row = outcome.found;
+      else if (fallback) {
         this.staleKeyServes++;
-        row = cached.row;
-      }
+        row = fallback;
+      } else throw this.failure(outcome!.error, "cannot check the API key in");
     }
     if (!row || row.revoked_at !== null) return null;
     if (isExpired(row.expires_at, nowMs)) throw new KeyExpiredError(row.id, row.expires_at!);

@@ -3,12 +3,13 @@
  * initdb in a temporary folder, on a free loopback port, trust authentication, no fsync. As root
  * (CI), the server runs as the `postgres` system user, since Postgres refuses to run as root.
  * createDatabase() gives each test its own database; restart() stops and starts the server on
- * the same port (what a Postgres restart looks like to clients); kill() ends it at once.
+ * the same port (what a Postgres restart looks like to clients); kill() ends it at once; pause()
+ * freezes it (what a network partition looks like: nothing refused, nothing answered).
  *
  * It never outlives the tests: dispose() in an after() hook, a process 'exit' hook, and a
  * watchdog shell that kills it when this process's pipe to it closes (also on SIGKILL).
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -41,6 +42,9 @@ export interface TestPostgresServer {
   start(): Promise<void>;
   /** Ends it at once (SIGKILL), as a crash would. */
   kill(): Promise<void>;
+  /** Freezes the server and its sessions (SIGSTOP): connections stay open, nothing is answered. */
+  pause(): void;
+  resume(): void;
   dispose(): Promise<void>;
 }
 
@@ -138,6 +142,24 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
     }
   };
 
+  /** The postmaster and every process it started (sessions, background workers). */
+  const signalAll = (signal: NodeJS.Signals): void => {
+    const pid = server?.pid;
+    if (!pid) return;
+    const children = spawnSync("pgrep", ["-P", String(pid)])
+      .stdout.toString()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+    for (const p of [pid, ...children]) {
+      try {
+        process.kill(p, signal);
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  };
+
   await launch();
   return {
     port,
@@ -158,6 +180,12 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
     async start() {
       if (disposed) throw new Error("this postgres server was disposed");
       if (!server) await launch();
+    },
+    pause() {
+      signalAll("SIGSTOP");
+    },
+    resume() {
+      signalAll("SIGCONT");
     },
     async restart() {
       await end("SIGINT");
