@@ -254,3 +254,28 @@ test("a recursive schema is unrolled the same on every path (a Json type: arrays
     assert.ok(!matchesString(viaTypes, text), text);
   }
 });
+
+test("several contains on one array: each counts its own items, with its own minContains and maxContains", () => {
+  const schema = {
+    type: "array",
+    items: { type: "integer" },
+    allOf: [{ contains: { const: 1 } }, { contains: { const: 2 }, maxContains: 1 }, { contains: { minimum: 5 }, minContains: 2 }],
+  };
+  const texts = [
+    "[1, 2, 5, 6]",
+    "[6, 2, 1, 5]",
+    "[1, 2, 5]",
+    "[1, 5, 6]",
+    "[1, 2, 2, 5, 6]",
+    "[1, 2, 5, 6, 7, 3]",
+    "[]",
+    "[2, 1, 9, 9, 1]",
+  ];
+  assert.deepEqual(verdicts(schema, texts), [true, true, false, false, false, true, false, true]);
+  // One item may count for several contains: 3 is an integer and at least 3.
+  const overlapping = { type: "array", allOf: [{ contains: { type: "integer" }, minContains: 2 }, { contains: { minimum: 3 } }] };
+  assert.deepEqual(verdicts(overlapping, ["[1, 3]", "[3, 3]", "[1, 2]", "[3]", '["a", 4, 1]']), [true, true, false, false, true]);
+  const tooMany = { type: "array", allOf: [1, 2, 3, 4].map((n) => ({ contains: { const: n } })) };
+  const error = refusal(tooMany);
+  assert.ok(error instanceof JsonSchemaError && error.keyword === "contains", String(error));
+});

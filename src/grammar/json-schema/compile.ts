@@ -140,6 +140,8 @@ const MAX_RECURSION = 3;
 const MAX_COUNTED_LENGTH = 256;
 /** Longest array whose positions are states (maxItems, minItems, positional items). */
 const MAX_ARRAY_POSITIONS = 4096;
+/** Most contains keywords counted on one array (items fall into 2^n classes). */
+const MAX_CONTAINS = 3;
 /** Keys of an enum/const object whose every order an over-approximation spells out (4! = 24). */
 const MAX_PERMUTED_KEYS = 4;
 /** Required keys an over-approximated object checks the presence of. */
@@ -794,38 +796,56 @@ class SchemaCompiler {
     if (spec.arrays.unique !== null && maxItems > 1 && !want.over) {
       this.unsupported("uniqueItems", spec.arrays.unique, "uniqueItems on arrays that may hold two or more items is not supported yet");
     }
-    // Over-approximations keep the first contains' minimum only (at least that many items in its O).
-    const first = contains[0] ?? null;
-    const counted = first && want.over ? { ...first, max: Infinity } : first;
-    if (contains.length > 1 && !want.over) {
-      this.unsupported("contains", contains[1]!.at.pointer, "several contains on one array are not supported yet");
+    // Every contains counts the items matching it; over-approximations keep the first one's minimum
+    // only (at least that many items in its O).
+    const counters = want.over ? contains.slice(0, 1).map((c) => ({ ...c, max: Infinity })) : contains;
+    if (counters.length > MAX_CONTAINS) {
+      this.unsupported("contains", contains[MAX_CONTAINS]!.at.pointer, `more than ${MAX_CONTAINS} contains on one array are not supported`);
     }
     // Positions 0..last are states; the last loops when the length is unbounded.
     const last = maxItems === Infinity ? Math.max(prefixLength, minItems, 1) : maxItems;
     if (last > MAX_ARRAY_POSITIONS) throw new JsonSchemaTooComplexError(`arrays of up to ${last} items`, pointer, "maxItems");
-    const minMatches = counted ? counted.min : 0;
-    const maxMatches = counted ? counted.max : Infinity;
-    const matchStates = counted ? (maxMatches === Infinity ? minMatches : maxMatches) + 1 : 1;
-    // With contains: items that match it (counted) and items that do not (the latter minus an
-    // over-approximation of it, written duplicate-free).
-    const matching = new Map<number, [RegexNode, RegexNode]>();
-    const split = (i: number): [RegexNode, RegexNode] => {
-      const k = Math.min(i, prefixLength);
-      let pair = matching.get(k);
-      if (!pair) {
-        const at = counted!.at;
-        const yes = this.language([...itemRefs(k), at], inner);
-        if (want.over) {
-          // Any item may be one that does not count: the superset needs no subtraction.
-          pair = [yes, this.language(itemRefs(k), inner)];
-        } else {
-          const minuend = this.dfaOf(this.language(itemRefs(k), { ...inner, dupFree: true }), at.pointer);
-          const no = this.subtract(minuend, this.dfaOf(this.language([at], { ...inner, over: true }), at.pointer), at.pointer);
-          pair = [yes, dfaNode(no)];
-        }
-        matching.set(k, pair);
+    // Counter i runs 0 … its top (minContains when unbounded: more need not be told apart; else
+    // maxContains): the counts are one number in mixed radix.
+    const tops = counters.map((c) => (c.max === Infinity ? c.min : c.max));
+    const radix = tops.map((top) => top + 1);
+    const matchStates = radix.reduce((a, b) => a * b, 1);
+    if (counters.length > 1 && (last + 1) * matchStates > MAX_ARRAY_POSITIONS) {
+      throw new JsonSchemaTooComplexError(`arrays counting ${counters.length} contains over ${last} positions`, pointer, "maxItems");
+    }
+    const countsOf = (m: number): number[] => {
+      const counts: number[] = [];
+      for (const r of radix) {
+        counts.push(m % r);
+        m = Math.floor(m / r);
       }
-      return pair;
+      return counts;
+    };
+    const indexOf = (counts: readonly number[]): number => counts.reduceRight((m, c, i) => m * radix[i]! + c, 0);
+    const satisfied = (m: number): boolean => countsOf(m).every((c, i) => c >= counters[i]!.min);
+    // Items by the contains they match: class `set` (a bit per contains) is the item language
+    // matching every contains in the set and none of the others (the latter minus an
+    // over-approximation of each, written duplicate-free), so no item is counted wrongly.
+    const classes = new Map<string, RegexNode>();
+    const itemClass = (i: number, set: number): RegexNode => {
+      const k = Math.min(i, prefixLength);
+      const key = `${k},${set}`;
+      let node = classes.get(key);
+      if (!node) {
+        const matched = counters.filter((_, c) => (set & (1 << c)) !== 0).map((c) => c.at);
+        const unmatched = counters.filter((_, c) => (set & (1 << c)) === 0).map((c) => c.at);
+        if (want.over || unmatched.length === 0) {
+          // Any item may be one that does not count: the superset needs no subtraction.
+          node = this.language([...itemRefs(k), ...matched], inner);
+        } else {
+          let dfa = this.dfaOf(this.language([...itemRefs(k), ...matched], { ...inner, dupFree: true }), unmatched[0]!.pointer);
+          for (const at of unmatched)
+            dfa = this.subtract(dfa, this.dfaOf(this.language([at], { ...inner, over: true }), at.pointer), at.pointer);
+          node = dfaNode(dfa);
+        }
+        classes.set(key, node);
+      }
+      return node;
     };
     const graph = new LanguageGraph();
     const start = graph.state();
@@ -841,7 +861,7 @@ class SchemaCompiler {
       }
       return id;
     };
-    if (minItems === 0 && minMatches === 0) graph.edge(start, end, literal("[]"));
+    if (minItems === 0 && satisfied(0)) graph.edge(start, end, literal("[]"));
     const middles = new Map<string, number>();
     const s = this.syntax;
     for (let p = 0; p <= last; p++) {
@@ -849,7 +869,7 @@ class SchemaCompiler {
         if (!ids.has(p * matchStates + m) && !(p === 0 && m === 0)) continue;
         const from = stateOf(p, m);
         if (p === 0 && m === 0) graph.edge(start, from, range(0x5b));
-        if (p >= 1 && p >= minItems && m >= minMatches) graph.edge(from, end, concat(s.close(depth), range(0x5d)));
+        if (p >= 1 && p >= minItems && satisfied(m)) graph.edge(from, end, concat(s.close(depth), range(0x5d)));
         const to = p === last ? p : p + 1;
         if (p === last && maxItems !== Infinity) continue;
         const lead = p === 0 ? s.open(depth) : s.separator(depth);
@@ -864,14 +884,20 @@ class SchemaCompiler {
           }
           graph.edge(from, mid, lead);
         };
-        if (!counted) {
+        if (counters.length === 0) {
           via(stateOf(to, 0), "", item(p));
           continue;
         }
-        const [yes, no] = split(p);
-        const up = Math.min(m + 1, maxMatches === Infinity ? minMatches : maxMatches + 1);
-        if (up < matchStates) via(stateOf(to, up), "yes", yes);
-        via(stateOf(to, m), "no", no);
+        const counts = countsOf(m);
+        for (let set = 0; set < 1 << counters.length; set++) {
+          // Each matched contains counts up, saturating at its minimum when unbounded; an item
+          // that would pass a maxContains leads nowhere.
+          const next = counts.map((c, i) =>
+            (set & (1 << i)) === 0 ? c : counters[i]!.max === Infinity ? Math.min(c + 1, tops[i]!) : c + 1,
+          );
+          if (next.some((c, i) => c > tops[i]!)) continue;
+          via(stateOf(to, indexOf(next)), `class${set}`, itemClass(p, set));
+        }
       }
     }
     return graph.node(start);
