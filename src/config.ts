@@ -648,6 +648,14 @@ export function loadConfig(
   config.dataDir = resolve(config.dataDir);
   config.modelCacheDir = resolve(config.modelCacheDir);
   if (config.modelPath) config.modelPath = resolve(config.modelPath);
+  // The shared services' URLs are checked here, so that a wrong one is one line before anything
+  // starts (their passwords never appear in the message).
+  if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
+    throw new ConfigError("TRELLIS_DATABASE_URL (--database-url) must start with postgres:// or postgresql://");
+  }
+  if (config.redisUrl && !/^rediss?:\/\/[^/]/.test(config.redisUrl)) {
+    throw new ConfigError("TRELLIS_REDIS_URL (--redis-url) must start with redis:// or rediss:// and name a host");
+  }
   return { config, positional };
 }
 

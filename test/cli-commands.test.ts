@@ -187,6 +187,26 @@ test("config: TRELLIS_GPU and TRELLIS_LOG_LEVEL take only their listed values", 
   );
 });
 
+test("config: the database and Redis URLs are checked at once, without echoing them", async () => {
+  assert.equal(loadConfig({ TRELLIS_REDIS_URL: "redis://cache:6379/0" }).config.redisUrl, "redis://cache:6379/0");
+  assert.throws(
+    () => loadConfig({ TRELLIS_REDIS_URL: "http://user:hunter2@cache" }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, /TRELLIS_REDIS_URL \(--redis-url\) must start with redis:\/\/ or rediss:\/\//);
+      assert.doesNotMatch(error.message, /hunter2/);
+      return true;
+    },
+  );
+  assert.throws(
+    () => loadConfig({ TRELLIS_DATABASE_URL: "mysql://db/trellis" }),
+    /TRELLIS_DATABASE_URL \(--database-url\) must start with postgres:\/\//,
+  );
+  const serve = await run(["serve", "--redis-url", "redis:/nohost"]);
+  assert.equal(serve.code, 1);
+  assert.deepEqual(serve.err, ["trellis: TRELLIS_REDIS_URL (--redis-url) must start with redis:// or rediss:// and name a host"]);
+});
+
 test("keys create refuses a control character in one line; keys list escapes ones stored by earlier versions", async () => {
   const refused = await run(["keys", "create", "red\u001b[31m"]);
   assert.equal(refused.code, 1);

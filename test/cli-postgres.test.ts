@@ -73,7 +73,7 @@ test("migrate, keys create / list / revoke against Postgres; revocations reach r
 test("a wrong or unreachable TRELLIS_DATABASE_URL is one line saying what to do", async () => {
   const wrongScheme = await run(["keys", "list"], { TRELLIS_DATABASE_URL: "mysql://db/trellis" });
   assert.equal(wrongScheme.code, 1);
-  assert.match(wrongScheme.err[0]!, /TRELLIS_DATABASE_URL must start with postgres:\/\//);
+  assert.match(wrongScheme.err[0]!, /TRELLIS_DATABASE_URL \(--database-url\) must start with postgres:\/\//);
   const unreachable = await run(["keys", "list"], { TRELLIS_DATABASE_URL: "postgres://trellis:secret@127.0.0.1:1/trellis" });
   assert.equal(unreachable.code, 1);
   assert.equal(unreachable.err.length, 1);
