@@ -11,21 +11,17 @@ import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { main, type CliIo } from "../src/cli.js";
+import type { CliIo } from "../src/cli.js";
 import { KeyStore } from "../src/store/index.js";
 import { ConfigError, loadConfig } from "../src/config.js";
 import { packageBinsDir } from "../src/model/index.js";
 import { STORIES_260K } from "./support/paths.js";
+import { runCli } from "./support/service.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "trellis-cli-"));
 after(() => rmSync(dataDir, { recursive: true, force: true }));
 
-async function run(argv: string[], extra: Partial<CliIo> = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { out: (l) => out.push(l), err: (l) => err.push(l), env: { TRELLIS_DATA_DIR: dataDir }, ...extra });
-  return { code, out, err };
-}
+const run = (argv: string[], extra: Partial<CliIo> = {}) => runCli(argv, { TRELLIS_DATA_DIR: dataDir }, extra);
 
 test("keys create / list / revoke through the CLI, stored hashed", async () => {
   const created = await run(["keys", "create", "ci", "runner"]);

@@ -4,11 +4,11 @@
 // do. TRELLIS_MIGRATE_ON_START=false refuses an unmigrated database by name.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { main, type CliIo } from "../src/cli.js";
 import { RevocationBroadcast, connectRedis, type KeyChangeEvent } from "../src/server/shared/index.js";
 import { POSTGRES_SCHEMA_VERSION } from "../src/store/index.js";
 import { startPostgresServer, type TestPostgresServer } from "./support/postgres-server.js";
 import { startRedisServer, type TestRedisServer } from "./support/redis-server.js";
+import { runCli } from "./support/service.js";
 
 let postgres: TestPostgresServer;
 let redis: TestRedisServer;
@@ -22,12 +22,7 @@ after(async () => {
   await postgres?.dispose();
 });
 
-async function run(argv: string[], env: NodeJS.ProcessEnv) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = { out: (line) => out.push(line), err: (line) => err.push(line), env };
-  return { code: await main(argv, io), out, err };
-}
+const run = (argv: string[], env: NodeJS.ProcessEnv) => runCli(argv, env);
 
 test("migrate, keys create / list / revoke against Postgres; revocations reach replicas through Redis", async () => {
   const url = await postgres.createDatabase();

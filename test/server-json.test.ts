@@ -7,12 +7,9 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";
-import { createServer } from "../src/server/index.js";
-import { KeyStore } from "../src/store/index.js";
-import { createEngine } from "../src/engine.js";
-import type { Engine } from "../src/generate/index.js";
 import { STORIES_260K } from "./support/paths.js";
-import { auth, testConfig } from "./support/fake-engine.js";
+import { auth } from "./support/fake-engine.js";
+import { realEngineApp } from "./support/service.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 
 interface JsonCompletion {
@@ -49,21 +46,14 @@ function onlySpacesAfterSeparators(text: string): boolean {
 }
 
 describe("POST /v1/completion/json with the real engine (stories260K)", () => {
+  let service: Awaited<ReturnType<typeof realEngineApp>>;
   let app: FastifyInstance;
-  let engine: Engine;
-  let store: KeyStore;
 
   before(async () => {
-    engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8 });
-    store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-    app = await createServer({ engine, config: testConfig({ maxNewTokensLimit: 300 }), store });
-    await app.ready();
+    service = await realEngineApp(STORIES_260K, { maxNewTokensLimit: 300 });
+    app = service.app;
   });
-  after(async () => {
-    await app.close();
-    await engine.close();
-    store.close();
-  });
+  after(() => service.close());
 
   const post = (payload: unknown) =>
     app.inject({ method: "POST", url: "/v1/completion/json", headers: auth(), payload: JSON.stringify(payload) });

@@ -6,58 +6,13 @@
 // written by the usage flush (a request costs no write).
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import type { FastifyInstance } from "fastify";
-import { createServer } from "../src/server/index.js";
-import { KeyStore } from "../src/store/index.js";
-import type { Config } from "../src/config.js";
-import { createFakeEngine, testConfig, TEST_KEY } from "./support/fake-engine.js";
+import { TEST_KEY } from "./support/fake-engine.js";
+import { callJson, listening, type ListeningServer } from "./support/service.js";
 
-interface Server {
-  app: FastifyInstance;
-  store: KeyStore;
-  base: string;
-  close(): Promise<void>;
-}
-
-async function start(overrides: Partial<Config> = {}): Promise<Server> {
-  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-  const config = testConfig({ concurrency: 64, queueSize: 256, rateLimit: 0, ...overrides });
-  const app = await createServer({ engine: createFakeEngine(), config, store });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-  return {
-    app,
-    store,
-    base,
-    async close() {
-      await app.close();
-      store.close();
-    },
-  };
-}
-
-interface Answer {
-  status: number;
-  headers: Headers;
-  body: Record<string, unknown>;
-  text: string;
-}
-
-async function call(server: Server, key: string, path: string, body?: unknown, rawBody?: string): Promise<Answer> {
-  const response = await fetch(server.base + path, {
-    method: body === undefined && rawBody === undefined ? "GET" : "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: rawBody ?? (body === undefined ? undefined : JSON.stringify(body)),
-  });
-  const text = await response.text();
-  let parsed: Record<string, unknown> = {};
-  try {
-    parsed = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    // not JSON
-  }
-  return { status: response.status, headers: response.headers, body: parsed, text };
-}
+type Server = ListeningServer;
+const start = listening;
+const call = (server: Server, key: string, path: string, body?: unknown, rawBody?: string) =>
+  callJson(server.base, key, path, body, rawBody);
 
 const cfg = { prompt: "p", grammar: "g", max_new_tokens: 3 };
 

@@ -9,62 +9,27 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { FastifyInstance } from "fastify";
-import { main, type CliIo } from "../src/cli.js";
+import type { CliIo } from "../src/cli.js";
 import type { Engine } from "../src/generate/index.js";
-import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
 import type { Config } from "../src/config.js";
-import { createFakeEngine, testConfig, TEST_KEY, type FakeEngine } from "./support/fake-engine.js";
+import { TEST_KEY, type FakeEngine } from "./support/fake-engine.js";
+import { callJson, listening, runCli, type JsonAnswer, type ListeningServer } from "./support/service.js";
 
-interface Server {
-  app: FastifyInstance;
-  store: KeyStore;
-  engine: FakeEngine;
-  base: string;
-  close(): Promise<void>;
+type Server = ListeningServer;
+
+function start(overrides: Partial<Config> = {}, wrap?: (engine: FakeEngine) => Engine, store?: KeyStore): Promise<Server> {
+  return listening(overrides, { wrap, store });
 }
 
-async function start(overrides: Partial<Config> = {}, wrap?: (engine: FakeEngine) => Engine, store?: KeyStore): Promise<Server> {
-  const engine = createFakeEngine();
-  const keys = store ?? new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-  const config = testConfig({ concurrency: 64, queueSize: 256, rateLimit: 0, ...overrides });
-  const app = await createServer({ engine: wrap ? wrap(engine) : engine, config, store: keys });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-  return {
-    app,
-    store: keys,
-    engine,
-    base,
-    async close() {
-      await app.close();
-      if (!store) keys.close();
-    },
-  };
-}
-
-interface Answer {
-  status: number;
+interface Answer extends JsonAnswer {
+  /** X-Quota-Remaining, null when absent. */
   remaining: string | null;
-  body: Record<string, unknown>;
-  text: string;
 }
 
 async function call(server: Server, key: string, path: string, body?: unknown, rawBody?: string): Promise<Answer> {
-  const response = await fetch(server.base + path, {
-    method: body === undefined && rawBody === undefined ? "GET" : "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: rawBody ?? (body === undefined ? undefined : JSON.stringify(body)),
-  });
-  const text = await response.text();
-  let parsed: Record<string, unknown> = {};
-  try {
-    parsed = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    // an event stream
-  }
-  return { status: response.status, remaining: response.headers.get("x-quota-remaining"), body: parsed, text };
+  const answer = await callJson(server.base, key, path, body, rawBody);
+  return { ...answer, remaining: answer.headers.get("x-quota-remaining") };
 }
 
 const cfg = (maxNewTokens: number, prompt = "p") => ({ prompt, grammar: "g", max_new_tokens: maxNewTokens });
@@ -352,12 +317,7 @@ describe("quota commands of the CLI", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "trellis-quota-cli-"));
   after(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  async function run(argv: string[], extra: Partial<CliIo> = {}) {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await main(argv, { out: (l) => out.push(l), err: (l) => err.push(l), env: { TRELLIS_DATA_DIR: dataDir }, ...extra });
-    return { code, out, err };
-  }
+  const run = (argv: string[], extra: Partial<CliIo> = {}) => runCli(argv, { TRELLIS_DATA_DIR: dataDir }, extra);
 
   test("keys create --quota, keys quota <id> <N|none>, keys list shows quota and what is left", async () => {
     const created = await run(["keys", "create", "billing", "service", "--quota", "500"]);

@@ -11,12 +11,9 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";
 import ts from "typescript";
-import { createServer } from "../src/server/index.js";
-import { KeyStore } from "../src/store/index.js";
-import { createEngine } from "../src/engine.js";
-import type { Engine } from "../src/generate/index.js";
 import { LLAMA2_TINY_RANDOM } from "./support/paths.js";
-import { TEST_KEY, testConfig } from "./support/fake-engine.js";
+import { realEngineApp } from "./support/service.js";
+import { TEST_KEY } from "./support/fake-engine.js";
 
 const MODEL = "llama-2-tiny-random";
 
@@ -81,22 +78,14 @@ export type Message = { text: string; };
 `;
 
 describe("typed and plain completion with the real engine (llama-2-tiny-random)", () => {
+  let service: Awaited<ReturnType<typeof realEngineApp>>;
   let app: FastifyInstance;
-  let engine: Engine;
-  let store: KeyStore;
 
   before(async () => {
-    engine = await createEngine({ modelPath: LLAMA2_TINY_RANDOM, threads: 1, maxSequences: 8 });
-    store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-    app = await createServer({ engine, config: testConfig({ maxNewTokensLimit: 300 }), store });
-    await app.ready();
+    service = await realEngineApp(LLAMA2_TINY_RANDOM, { maxNewTokensLimit: 300 });
+    app = service.app;
   });
-
-  after(async () => {
-    await app.close();
-    await engine.close();
-    store.close();
-  });
+  after(() => service.close());
 
   /** Posts the exact bytes a client sends. */
   const post = (url: string, body: string, userAgent = "thiggle-client-go/0.0.2") =>
