@@ -792,7 +792,7 @@ scenario("Postgres restarted under load: known keys are served throughout, new k
   );
   assert.deepEqual(fiveXx, [], "no 5xx (or dropped connection) for a key seen before the outage");
   assert.deepEqual(result.failures, [], "every request with the known key was served");
-  for (const replica of all()) assert.equal(replica.child?.exitCode, null, `${replica.name} still runs`);
+  for (const replica of all()) assert.equal(replica.child?.exitCode, null, `${replica.name} still runs:\n${replica.log.tail(3000)}`);
   const fresh = await createKey("after-the-restart");
   const statuses = await Promise.all(all().map(async (replica) => (await complete(replica.port, fresh.key)).status));
   assert.deepEqual(statuses, [200, 200, 200], "a key created after the restart works on every replica");

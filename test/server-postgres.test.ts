@@ -7,6 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";
+import pg from "pg";
 import type { Config } from "../src/config.js";
 import { createService } from "../src/service.js";
 import { PostgresKeyStore, sha256Hex } from "../src/store/index.js";
@@ -127,6 +128,44 @@ test("Postgres restarting: known keys keep working, unknown keys get 503, the da
   assert.equal((await complete(app, unseen.key)).statusCode, 200, "new keys work again once it is back");
   const info = (await store.listKeys()).find((k) => k.id === known.id)!;
   assert.equal(info.requests, 6, "usage served during the outage was kept and written");
+});
+
+test("a connection dropped in the middle of a usage flush: the flush fails, the process goes on, the next flush writes it", async () => {
+  const url = await server.createDatabase();
+  const store = await PostgresKeyStore.open({ url, flushIntervalMs: 0, connectionTimeoutMs: 500, onFlushError: () => {} });
+  const locker = new pg.Client({ connectionString: url });
+  await locker.connect();
+  try {
+    const { id } = await store.createKey("flushed");
+    store.recordUsage(id, 7);
+    // The flush's UPDATE waits on this row lock; its connection is then ended by the server, as a
+    // restart ends it. A checked-out connection that ends is an 'error' event on its client: with
+    // no listener there, the whole process would end.
+    await locker.query("BEGIN");
+    await locker.query("SELECT id FROM api_keys WHERE id = $1 FOR UPDATE", [id]);
+    const flushing = store.flush();
+    const waiting = async () =>
+      (await locker.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'trellis' AND wait_event_type = 'Lock'"))
+        .rows as Array<{
+        pid: number;
+      }>;
+    let blocked = await waiting();
+    for (let i = 0; i < 100 && blocked.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      blocked = await waiting();
+    }
+    assert.equal(blocked.length, 1, "the flush waits on the row lock");
+    await locker.query("SELECT pg_terminate_backend($1)", [blocked[0]!.pid]);
+    assert.equal(await flushing, false, "the flush reports that nothing was written");
+    await locker.query("COMMIT");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(await store.flush(), true, "the next flush writes the kept usage");
+    const info = (await store.listKeys()).find((k) => k.id === id)!;
+    assert.deepEqual([info.requests, info.tokens], [1, 7]);
+  } finally {
+    await locker.end().catch(() => {});
+    await store.close();
+  }
 });
 
 test("routing metrics and the shutdown order: readiness first, requests still served during the delay", async () => {

@@ -205,10 +205,11 @@ class PostgresUsageBuffer extends UsageLedger {
       await client.query("COMMIT");
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
+      // Not back into the pool: the connection may be the one that failed.
+      client.release(error instanceof Error ? error : true);
       throw error;
-    } finally {
-      client.release();
     }
+    client.release();
   }
 
   /** Writes what is pending, trying for up to closeTimeoutMs; what is left is reported, never dropped silently. */
@@ -272,9 +273,12 @@ export class PostgresKeyStore implements KeyBackend {
       types: NUMBER_TYPES,
       application_name: "trellis",
     });
-    // An idle connection dropped by the server (a restart) is an 'error' event: without a
-    // listener it would end the process. The next query reconnects.
+    // A connection dropped by the server (a restart, pg_terminate_backend) is an 'error' event:
+    // on the pool for an idle one, on the client itself for one checked out (a usage flush
+    // between its statements). Without a listener either ends the process; the statement in
+    // flight fails on its own, and the next query reconnects.
     pool.on("error", () => {});
+    pool.on("connect", (client) => client.on("error", () => {}));
     try {
       const client = await pool.connect();
       try {
