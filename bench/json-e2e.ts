@@ -44,8 +44,8 @@ import {
   type ConstraintSpec,
   GenerationRuntime,
   type JsonSchemaTaskOptions,
-  type TokenConstraint,
 } from "../src/generate/index.js";
+import type { TokenConstraint } from "../src/constraint/index.js";
 import { gatherKernelInUse } from "../src/sampling/index.js";
 import { maskWords } from "../src/support/index.js";
 import { argValue, round3 } from "./stats.js";
@@ -174,15 +174,14 @@ class TimedConstraint implements TokenConstraint {
     }
   }
 
-  mask(remaining: number): Uint32Array {
+  writeMask(remaining: number, out: Uint32Array): void {
     const t = performance.now();
-    const mask = this.inner.mask(remaining);
+    this.inner.writeMask(remaining, out);
     const dt = performance.now() - t;
     if (this.rec.maskStart < 0) this.rec.maskStart = t;
     this.rec.maskMs += dt;
     this.rec.decodeMs += dt;
     this.rec.masks++;
-    return mask;
   }
 
   isAccepting(): boolean {
@@ -227,8 +226,8 @@ class AllowAll implements TokenConstraint {
     /** With a forced first-token prefix (prompt-boundary healing): declined, the baseline never heals. */
     private readonly declined: boolean,
   ) {}
-  mask(): Uint32Array {
-    return this.all;
+  writeMask(_remaining: number, out: Uint32Array): void {
+    out.set(this.all);
   }
   isAccepting(): boolean {
     return true;

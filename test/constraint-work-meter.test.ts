@@ -77,7 +77,7 @@ test("a constraint whose operation runs out during a request is refused afterwar
   matcher.work.limitMs = -1; // the next charge is past the deadline
   let caught: unknown;
   try {
-    state.mask(16);
+    state.writeMask(16, new Uint32Array(matcher.words));
   } catch (e) {
     caught = e;
   }

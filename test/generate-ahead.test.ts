@@ -9,7 +9,7 @@ import { DecodeScheduler, runJob, type DecodeJob } from "../src/generate/index.j
 import { LlamaBatch, type LlamaContext, type SequenceSlots } from "../src/model/index.js";
 import { compileRegexCached, regexConstraintFor } from "../src/generate/index.js";
 import { GrammarConstraintState } from "../src/constraint/index.js";
-import type { TokenConstraint } from "../src/generate/index.js";
+import type { TokenConstraint } from "../src/constraint/index.js";
 import type { CompletionOptions } from "../src/generate/index.js";
 import { matchesString } from "../src/regex/index.js";
 import { openRandomLogitsRuntime } from "./support/generate-harness.js";
@@ -103,11 +103,10 @@ describe("completion jobs ahead of the logits (random logits, gpt-2 vocabulary)"
     // the jobs of a round all compute theirs before any consumes it.
     let scratch: Uint32Array | null = null;
     const sharing = (inner: TokenConstraint): TokenConstraint => ({
-      mask(remaining) {
-        const mask = inner.mask(remaining);
-        scratch ??= new Uint32Array(mask.length);
-        scratch.set(mask);
-        return scratch;
+      writeMask(remaining, out) {
+        scratch ??= new Uint32Array(out.length);
+        inner.writeMask(remaining, scratch);
+        out.set(scratch);
       },
       isAccepting: () => inner.isAccepting(),
       hasAnyToken: (remaining) => inner.hasAnyToken(remaining),

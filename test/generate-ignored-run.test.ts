@@ -3,7 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { grammarConstraintFor, MAX_IGNORED_RUN } from "../src/generate/index.js";
-import type { TokenConstraint } from "../src/generate/index.js";
+import type { TokenConstraint } from "../src/constraint/index.js";
+import { maskOf } from "./support/generate-harness.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { vocabFile } from "./support/paths.js";
@@ -17,12 +18,13 @@ for (let id = 0; id < vocab.size; id++) {
   const bytes = vocab.tokenBytes(id);
   if (bytes.length === 1 && byteToken[bytes[0]!] === -1) byteToken[bytes[0]!] = id;
 }
-const allows = (c: TokenConstraint, token: number): boolean => ((c.mask(1000)[token >>> 5]! >>> (token & 31)) & 1) === 1;
+const allows = (c: TokenConstraint, token: number, vocabSize = vocab.size): boolean =>
+  ((maskOf(c, 1000, vocabSize)[token >>> 5]! >>> (token & 31)) & 1) === 1;
 
 /** Feeds `tokens` while each is in the mask; true when all went in and the text is complete. */
-function accepts(c: TokenConstraint, tokens: number[]): boolean {
+function accepts(c: TokenConstraint, tokens: number[], vocabSize = vocab.size): boolean {
   for (const t of tokens) {
-    if (!allows(c, t)) return false;
+    if (!allows(c, t, vocabSize)) return false;
     assert.ok(c.advance(t));
   }
   return c.isAccepting();
@@ -44,7 +46,7 @@ test("runs of ignored bytes up to max_ignored_run pass, one more is masked out",
     const c = make(undefined);
     for (const t of bytesOf(`[ab${" ".repeat(run)}`)) assert.ok(c.advance(t));
     assert.equal(allows(c, byteToken[0x20]!), false, `run ${run}: a space past the limit`);
-    const mask = c.mask(1000);
+    const mask = maskOf(c, 1000, vocab.size);
     for (let id = 0; id < vocab.size; id++) {
       if (((mask[id >>> 5]! >>> (id & 31)) & 1) === 1)
         assert.notEqual(vocab.tokenBytes(id)[0], 0x20, `run ${run}: ${JSON.stringify(vocab.tokenText(id))}`);
@@ -61,7 +63,7 @@ test("multi-byte whitespace tokens count every byte of the run (qwen2)", () => {
     throw new Error(`no qwen2 token ${JSON.stringify(text)}`);
   };
   const [open, four, three, a, close] = ["[", "    ", "   ", "a", "]"].map(idOf) as [number, number, number, number, number];
-  const run = (n: number, tokens: number[]): boolean => accepts(grammarConstraintFor(qwenTrie, LIST, n)(undefined), tokens);
+  const run = (n: number, tokens: number[]): boolean => accepts(grammarConstraintFor(qwenTrie, LIST, n)(undefined), tokens, qwen.size);
   assert.equal(run(8, [open, four, four, a, close]), true);
   assert.equal(run(7, [open, four, four, a, close]), false);
   assert.equal(run(7, [open, four, three, a, close]), true);

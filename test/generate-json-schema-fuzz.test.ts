@@ -24,7 +24,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DfaConstraintState, DfaTokenMatcher, tokenTrieFor, type TokenTrie } from "../src/constraint/index.js";
-import { GenerationRuntime, MATCHER_PRECOMPUTE_MS, UnsatisfiableError, type TokenConstraint } from "../src/generate/index.js";
+import type { TokenConstraint } from "../src/constraint/index.js";
+import { GenerationRuntime, MATCHER_PRECOMPUTE_MS, UnsatisfiableError } from "../src/generate/index.js";
 import { loadModel } from "../src/model/index.js";
 import { matchesString } from "../src/regex/index.js";
 import { seededRandom } from "../src/support/index.js";

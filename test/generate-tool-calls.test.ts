@@ -11,6 +11,7 @@ import { loadModel } from "../src/model/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
 import { regexConstraintFor } from "../src/generate/index.js";
+import { maskOf } from "./support/generate-harness.js";
 import { compileToolCallLanguage, parseToolReply, type ToolCallStyle } from "../src/grammar/index.js";
 import { STORIES_260K } from "./support/paths.js";
 
@@ -46,7 +47,7 @@ function write(make: ReturnType<typeof constraintFor>, text: string): { written:
   const bytes: number[] = [];
   const written = (): string => Buffer.from(bytes).toString("utf8");
   for (const token of tokenize(text)) {
-    const mask = state.mask(1000);
+    const mask = maskOf(state, 1000, vocab.size);
     if ((mask[token >>> 5]! & (1 << (token & 31))) === 0) return { written: written(), accepting: false };
     assert.ok(state.advance(token));
     bytes.push(...vocab.tokenBytes(token));

@@ -12,6 +12,9 @@
  *              st.isAccepting()); sample; st.advance(token)
  *   stop when st.isAccepting() and (stopAfterMatch or !st.hasAnyToken(remaining)).
  *
+ * The decode loop sees any constraint through `TokenConstraint` (token-constraint.ts): the same
+ * questions, with writeMask(remaining, out) copying the mask into the loop's own buffer.
+ *
  * Grammar stage: walkTrie(trie, automaton, state, root, mask, visit) walks the same trie with any
  * ByteAutomaton ({ step(state, byte) → state | -1 }), skipping dead subtrees.
  */
@@ -25,4 +28,5 @@ export type { CompletableAutomaton, LexerLevelAutomaton } from "./grammar/contra
 export { ConstraintTooCostlyError, WorkMeter } from "./work-meter.js";
 export { DfaConstraintState } from "./regex/state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
+export { copyMaskInto, type TokenConstraint } from "./token-constraint.js";
 export { PREFIX_PENDING, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";

@@ -2,41 +2,19 @@
  * One constrained completion as a scheduler job: prefill the prompt, then per round sample one
  * token among those the constraint allows within the remaining budget, advance, stop.
  *
- * Budget planning: the constraint's mask(remaining) only admits tokens after which a full match
+ * Budget planning: the constraint's mask for `remaining` tokens only admits tokens after which a full match
  * is still reachable with the tokens left, so the text is a full match whenever we stop — at the
  * first accepting boundary (stop_after_match), when the model ends (EOG, only admitted while the
  * text is a full match), when the pattern admits nothing longer, or when the budget is spent.
  */
+import type { TokenConstraint } from "../constraint/index.js";
 import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
 import { maskedLogprobs, type LogitAdjuster, type Sampler } from "../sampling/index.js";
+import { maskWords } from "../support/index.js";
 import { concatTokenBytes, type Vocabulary } from "../vocab/index.js";
 import type { DecodeJob } from "./scheduler.js";
 import { TextStream } from "./stream.js";
 import type { CompletionResult, GeneratedToken, StopReason } from "./types.js";
-
-/** What the decode loop needs of a constraint (regex today, grammars through the same shape). */
-export interface TokenConstraint {
-  /** Tokens allowed with `remaining` tokens left (this one included); shared, read only. */
-  mask(remaining: number): Uint32Array;
-  /** The text so far is a complete match. */
-  isAccepting(): boolean;
-  /** Some token is allowed with `remaining` tokens left. */
-  hasAnyToken(remaining: number): boolean;
-  /** Moves past the token; false when it is not allowed (then nothing changed). */
-  advance(token: number): boolean;
-  /** Exact minimum tokens to a complete match; Infinity when none within `cap` tokens. */
-  minTokensToAccept(cap: number): number;
-  /**
-   * For constraints whose minTokensToAccept may give up (grammars): a proven lower bound on the
-   * tokens of any complete match, searching budgets up to `cap`.
-   */
-  minTokensAtLeast?(cap: number): number;
-  /**
-   * Work ahead of need until `deadline` (performance.now() time), done while the model evaluates
-   * (a new grammar's trie walks). True when nothing is left.
-   */
-  walkAhead?(deadline: number): boolean;
-}
 
 export interface CompletionJobOptions {
   /** Tokens fed to the model (the prompt, less a healed last token). */
@@ -76,10 +54,11 @@ export class CompletionJob implements DecodeJob {
   private pending = -1;
   private readonly generated: number[] = [];
   private stop: StopReason = "pattern_match";
-  /** Own copy of the mask for the steps where end-of-generation tokens are added to it. */
-  private eogMask: Uint32Array | null = null;
-  /** The mask consume() will need, copied ahead of the logits (aheadOfLogits). */
-  private readyMask: Uint32Array | null = null;
+  /**
+   * This job's mask, written by the constraint each step (no allocation per token); end-of-
+   * generation tokens are added to it in place. Filled ahead of the logits when it can be.
+   */
+  private readonly mask: Uint32Array;
   private maskReady = false;
   private walkedAhead = false;
   /** Text as it becomes final, when the request has stop strings or streams. */
@@ -98,6 +77,7 @@ export class CompletionJob implements DecodeJob {
     this.o = options;
     this.signal = options.signal;
     this.kvCells = options.promptTokens.length + options.maxNewTokens;
+    this.mask = new Uint32Array(maskWords(options.vocab.size));
     if (options.logprobs !== undefined) this.tokens = [];
     if ((options.stop && options.stop.length > 0) || options.onText) {
       const onText = options.onText;
@@ -165,11 +145,9 @@ export class CompletionJob implements DecodeJob {
     this.flushText();
     const constraint = this.o.constraint;
     if (whileDecoding && this.row >= 0) {
-      // A copy: a matcher may hand every caller the same scratch mask (a regex's small lists),
-      // and other jobs of this round ask for theirs before consume().
-      const mask = constraint.mask(this.o.maxNewTokens - this.generated.length);
-      this.readyMask ??= new Uint32Array(mask.length);
-      this.readyMask.set(mask);
+      // Into this job's own buffer: a matcher may hand every caller the same scratch mask (a
+      // regex's small lists), and other jobs of this round ask for theirs before consume().
+      constraint.writeMask(this.o.maxNewTokens - this.generated.length, this.mask);
       this.maskReady = true;
     }
     if (this.walkedAhead || constraint.walkAhead === undefined) return;
@@ -184,10 +162,11 @@ export class CompletionJob implements DecodeJob {
     const logits = o.adjuster ? o.adjuster.apply(modelLogits) : modelLogits;
     const remaining = o.maxNewTokens - this.generated.length;
     const accepting = o.constraint.isAccepting();
-    let mask = this.maskReady ? this.readyMask! : o.constraint.mask(remaining);
+    const mask = this.mask;
+    if (!this.maskReady) o.constraint.writeMask(remaining, mask);
     this.maskReady = false;
     const eogAllowed = !o.stopAfterMatch && accepting;
-    if (eogAllowed) mask = this.withEog(mask);
+    if (eogAllowed) this.addEog(mask);
     const token = o.sampler.sample(logits, mask);
     if (eogAllowed && o.vocab.isEog(token)) return this.end("pattern_match");
     if (!o.constraint.advance(token)) throw new Error(`sampled token ${token} outside the constraint`);
@@ -246,16 +225,13 @@ export class CompletionJob implements DecodeJob {
     for (const { delta, tokens } of outbox) onText(delta, tokens);
   }
 
-  private withEog(shared: Uint32Array): Uint32Array {
-    this.eogMask ??= new Uint32Array(shared.length);
-    const mask = this.eogMask;
-    mask.set(shared);
+  /** End-of-generation tokens allowed: the text is a complete match. */
+  private addEog(mask: Uint32Array): void {
     const eog = this.o.vocab.eogTokens;
     for (let i = 0; i < eog.length; i++) {
       const id = eog[i]!;
       mask[id >>> 5]! |= 1 << (id & 31);
     }
-    return mask;
   }
 
   settle(error?: unknown): void {

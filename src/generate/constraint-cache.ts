@@ -28,7 +28,7 @@ import {
 } from "../grammar/index.js";
 import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
-import type { ConstraintTooCostlyError } from "../constraint/index.js";
+import type { ConstraintTooCostlyError, TokenConstraint } from "../constraint/index.js";
 import {
   ByteLruCache,
   PoolBusyError,
@@ -50,7 +50,6 @@ import {
   type Refusal,
 } from "./compile-task.js";
 import type { CompileFailure, CompileWorkerData } from "./compile-worker.js";
-import type { TokenConstraint } from "./completion.js";
 import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError, type ConstraintStats, type JsonSchemaTaskOptions } from "./types.js";
 
 export interface ConstraintCacheOptions {

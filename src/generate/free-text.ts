@@ -3,14 +3,13 @@
  * generation alike: every generable token is allowed, every text is complete (the model may end it
  * with an end-of-generation token), nothing needs planning.
  */
-import type { TokenTrie } from "../constraint/index.js";
-import type { TokenConstraint } from "./completion.js";
+import { copyMaskInto, type TokenConstraint, type TokenTrie } from "../constraint/index.js";
 
 export class FreeTextConstraint implements TokenConstraint {
   constructor(private readonly trie: TokenTrie) {}
 
-  mask(_remaining: number): Uint32Array {
-    return this.trie.generableMask;
+  writeMask(_remaining: number, out: Uint32Array): void {
+    copyMaskInto(this.trie.generableMask, out);
   }
 
   isAccepting(): boolean {

@@ -4,7 +4,7 @@
  *
  * Key types: `GenerationRuntime` (open a model; prepare and complete any `ConstraintSpec`: regex,
  * grammar, json_schema), `DecodeScheduler` and `DecodeJob` (one batched decode per round for
- * every job), `CompletionJob` over any `TokenConstraint`, `ConstraintCache` (compile workers,
+ * every job), `CompletionJob` over any `TokenConstraint` (constraint/'s contract), `ConstraintCache` (compile workers,
  * byte-bounded cache), `Engine` and the request/result types the server speaks, and the typed
  * errors it maps to HTTP.
  *
@@ -15,7 +15,7 @@
 export * from "./types.js";
 export { GenerationRuntime, type ConstraintFactory, type GenerationRuntimeOptions } from "./runtime.js";
 export { DecodeScheduler, runJob, type DecodeJob, type SchedulerOptions } from "./scheduler.js";
-export { CompletionJob, completionText, UNBOUNDED, type CompletionJobOptions, type TokenConstraint } from "./completion.js";
+export { CompletionJob, completionText, UNBOUNDED, type CompletionJobOptions } from "./completion.js";
 export {
   ConstraintCache,
   DEFAULT_CONSTRAINT_CACHE_OPTIONS,

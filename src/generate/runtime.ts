@@ -16,8 +16,9 @@ import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from ".
 import { ChatPrompter } from "../prompt/index.js";
 import { LogitAdjuster, Sampler } from "../sampling/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../vocab/index.js";
-import { tokenTrieFor, warmUpMatchers, type TokenTrie } from "../constraint/index.js";
-import { ChoicesJob, CompletionJob, UNBOUNDED, type TokenConstraint } from "./completion.js";
+import { tokenTrieFor, warmUpMatchers, type TokenConstraint, type TokenTrie } from "../constraint/index.js";
+import { maskWords } from "../support/index.js";
+import { ChoicesJob, CompletionJob, UNBOUNDED } from "./completion.js";
 import { DecodeScheduler, runJob } from "./scheduler.js";
 import { FreeTextConstraint } from "./free-text.js";
 import { fieldOf } from "./compile-task.js";
@@ -316,7 +317,8 @@ export class GenerationRuntime {
     if (prefix.length === 0) return null;
     const constraint = makeConstraint(prefix);
     if (constraint.minTokensToAccept(maxNewTokens) > maxNewTokens) return null;
-    const mask = constraint.mask(maxNewTokens);
+    const mask = new Uint32Array(maskWords(this.vocab.size));
+    constraint.writeMask(maxNewTokens, mask);
     const offsets = this.vocab.offsets;
     for (let w = 0; w < mask.length; w++) {
       let bits = mask[w]!;

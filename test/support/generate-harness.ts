@@ -10,7 +10,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface, type Interface } from "node:readline";
 import assert from "node:assert/strict";
 import { GenerationRuntime, UNBOUNDED } from "../../src/generate/index.js";
-import type { TokenConstraint } from "../../src/generate/index.js";
+import type { TokenConstraint } from "../../src/constraint/index.js";
+import { maskWords } from "../../src/support/index.js";
 import { Sampler, type SamplingParams } from "../../src/sampling/index.js";
 import { loadModel, LlamaBatch, type LlamaContext, type LlamaModel } from "../../src/model/index.js";
 import { loadVocabulary, TokenKind, type Vocabulary } from "../../src/vocab/index.js";
@@ -92,6 +93,13 @@ export interface Recording {
  * the factory for the plain constraint and, when it considers healing, again with the prefix;
  * the recording that saw advance() calls (or, with none, the last one made) is the one used.
  */
+/** A constraint's mask in a new buffer (the decode loop writes into one it keeps). */
+export function maskOf(c: TokenConstraint, remaining: number, vocabSize: number): Uint32Array {
+  const out = new Uint32Array(maskWords(vocabSize));
+  c.writeMask(remaining, out);
+  return out;
+}
+
 export function recordingFactory(make: (prefix: Uint8Array | undefined) => TokenConstraint): {
   factory: (prefix: Uint8Array | undefined) => TokenConstraint;
   used: () => Recording;
@@ -102,7 +110,7 @@ export function recordingFactory(make: (prefix: Uint8Array | undefined) => Token
     const rec: Recording = { prefix, tokens: [] };
     made.push(rec);
     return {
-      mask: (remaining) => inner.mask(remaining),
+      writeMask: (remaining, out) => inner.writeMask(remaining, out),
       isAccepting: () => inner.isAccepting(),
       hasAnyToken: (remaining) => inner.hasAnyToken(remaining),
       minTokensToAccept: (cap) => inner.minTokensToAccept(cap),
@@ -440,7 +448,7 @@ export function randomLogitsCompletion(
   stopAfterMatch: boolean,
   rng: () => number,
   noise: RandomLogits,
-  eogMask: Uint32Array,
+  maskBuffer: Uint32Array,
 ): RandomLogitsOutcome {
   const needed = constraint.minTokensToAccept(budget);
   if (needed > budget) return { needs: needed };
@@ -453,13 +461,11 @@ export function randomLogitsCompletion(
   for (;;) {
     const remaining = budget - tokens.length;
     const logits = noise.next(rng);
-    let mask = constraint.mask(remaining);
+    // The caller's buffer, as the decode loop's: the constraint writes it, EOG is added in place.
+    const mask = maskBuffer;
+    constraint.writeMask(remaining, mask);
     const eogAllowed = !stopAfterMatch && constraint.isAccepting();
-    if (eogAllowed) {
-      eogMask.set(mask);
-      for (const id of vocab.eogTokens) eogMask[id >>> 5]! |= 1 << (id & 31);
-      mask = eogMask;
-    }
+    if (eogAllowed) for (const id of vocab.eogTokens) mask[id >>> 5]! |= 1 << (id & 31);
     const token = sampler.sample(logits, mask);
     if (eogAllowed && vocab.isEog(token)) return { tokens, stopReason: "pattern_match" };
     assert.ok(constraint.advance(token), `sampled token ${token} outside the constraint`);

@@ -2,6 +2,7 @@
  * One grammar request's position (GrammarConstraintState): the decode loop's view of a grammar
  * constraint over a shared GrammarTokenMatcher, with prompt-boundary healing.
  */
+import { copyMaskInto, type TokenConstraint } from "../token-constraint.js";
 import { PREFIX_PENDING } from "../types.js";
 import type { GrammarTokenMatcher } from "./matcher.js";
 
@@ -15,7 +16,7 @@ import type { GrammarTokenMatcher } from "./matcher.js";
  * answers may improve between calls (a search that gave up is not remembered as "no"); the regex
  * state walks the prefix's subtree into token ranges on first use and keeps one mask per budget.
  */
-export class GrammarConstraintState {
+export class GrammarConstraintState implements TokenConstraint {
   state: number;
   private readonly prefixTokens: Int32Array | undefined;
   private readonly prefixTargets: Int32Array | undefined;
@@ -45,11 +46,31 @@ export class GrammarConstraintState {
     return this.matcher.walkAhead(deadline);
   }
 
+  /** Allowed tokens with `remaining` tokens left: the matcher's shared bitset (read only), or a new one while healing. */
   mask(remaining: number): Uint32Array {
     this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.mask(this.state, remaining);
     const mask = new Uint32Array(this.matcher.words);
-    if (remaining <= 0) return mask;
+    this.writePrefixMask(remaining, mask);
+    return mask;
+  }
+
+  /** The decode loop's form of mask(), into the caller's buffer (the healing step allocates nothing). */
+  writeMask(remaining: number, out: Uint32Array): void {
+    this.matcher.work.begin();
+    if (this.state !== PREFIX_PENDING) {
+      copyMaskInto(this.matcher.mask(this.state, remaining), out);
+      return;
+    }
+    if (out.length !== this.matcher.words)
+      throw new RangeError(`a mask of ${this.matcher.words} words written into a buffer of ${out.length}`);
+    out.fill(0);
+    this.writePrefixMask(remaining, out);
+  }
+
+  /** The healing step's tokens that can still finish within `remaining`, set in a zeroed `mask`. */
+  private writePrefixMask(remaining: number, mask: Uint32Array): void {
+    if (remaining <= 0) return;
     const tokens = this.prefixTokens!;
     const targets = this.prefixTargets!;
     for (let i = 0; i < tokens.length; i++) {
@@ -58,7 +79,6 @@ export class GrammarConstraintState {
         mask[id >>> 5]! |= 1 << (id & 31);
       }
     }
-    return mask;
   }
 
   hasAnyToken(remaining: number): boolean {

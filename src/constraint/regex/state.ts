@@ -3,6 +3,7 @@
  * constraint over a shared DfaTokenMatcher, with prompt-boundary healing.
  */
 import { setTokenRange } from "../../support/index.js";
+import { copyMaskInto, type TokenConstraint } from "../token-constraint.js";
 import { PREFIX_PENDING } from "../types.js";
 import { NO_BUDGET } from "./budget.js";
 import type { DfaTokenMatcher } from "./matcher.js";
@@ -21,7 +22,7 @@ import type { DfaTokenMatcher } from "./matcher.js";
  * Each operation begins the matcher's work meter (work-meter.ts): one that would take more than
  * its limit throws ConstraintTooCostlyError, as does every operation on that matcher afterwards.
  */
-export class DfaConstraintState {
+export class DfaConstraintState implements TokenConstraint {
   readonly matcher: DfaTokenMatcher;
   /** Current DFA state; PREFIX_PENDING before the first token when healing. */
   state: number;
@@ -54,6 +55,11 @@ export class DfaConstraintState {
     this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.mask(this.state, remaining);
     return this.prefixStepMask(remaining ?? NO_BUDGET);
+  }
+
+  /** The decode loop's form of mask(): a copy into the caller's buffer. */
+  writeMask(remaining: number, out: Uint32Array): void {
+    copyMaskInto(this.mask(remaining), out);
   }
 
   hasAnyToken(remaining?: number): boolean {

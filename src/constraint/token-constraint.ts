@@ -1,0 +1,42 @@
+/**
+ * The decode loop's contract with every constraint (regex, grammar, JSON Schema, free text): what
+ * one request's position in a constraint must answer each step. `DfaConstraintState` and
+ * `GrammarConstraintState` implement it; generate/'s `FreeTextConstraint` too.
+ */
+
+/** One request's position in a constraint. */
+export interface TokenConstraint {
+  /**
+   * Writes the tokens allowed with `remaining` tokens left (this one included) into `out`, one
+   * bit per token id (maskWords(vocabulary size) words), replacing what was there. The caller owns
+   * `out`: it may add bits (end-of-generation tokens) without touching the constraint's caches.
+   */
+  writeMask(remaining: number, out: Uint32Array): void;
+  /** The text so far is a complete match. */
+  isAccepting(): boolean;
+  /** Some token is allowed with `remaining` tokens left. */
+  hasAnyToken(remaining: number): boolean;
+  /** Moves past the token; false when it is not allowed (then nothing changed). */
+  advance(token: number): boolean;
+  /** Exact minimum tokens to a complete match; Infinity when none within `cap` tokens. */
+  minTokensToAccept(cap: number): number;
+  /**
+   * For constraints whose minTokensToAccept may give up (grammars): a proven lower bound on the
+   * tokens of any complete match, searching budgets up to `cap`.
+   */
+  minTokensAtLeast?(cap: number): number;
+  /**
+   * Work ahead of need until `deadline` (performance.now() time), done while the model evaluates
+   * (a new grammar's trie walks). True when nothing is left.
+   */
+  walkAhead?(deadline: number): boolean;
+}
+
+/**
+ * A constraint's mask copied into `out` (the two must have the same length: a mask of another
+ * vocabulary is a bug, not a request error).
+ */
+export function copyMaskInto(mask: Uint32Array, out: Uint32Array): void {
+  if (mask.length !== out.length) throw new RangeError(`a mask of ${mask.length} words written into a buffer of ${out.length}`);
+  out.set(mask);
+}
