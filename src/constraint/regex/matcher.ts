@@ -426,17 +426,20 @@ export class DfaTokenMatcher {
   }
 
   /**
-   * The mask of a state whose every live byte goes where some wide state's same byte goes (the
-   * "one more letter needed" state in front of a [a-z]+ loop, say): below each first byte both
-   * walks are the same walk, so the mask is the wide state's with the subtrees of the bytes only
-   * it allows cleared. False (nothing set) when no wide state qualifies or the clearing would cost
-   * more than a sixteenth of the vocabulary. Comes without successors, like a shared mask.
+   * The mask of a state whose first bytes mostly go where some wide state's same bytes go (the
+   * "one more letter needed" state in front of a [a-z]+ loop; the key typed so far in an object
+   * whose unnamed keys are free): below each such byte both walks are the same walk, so the mask
+   * is the wide state's with the other bytes' subtrees cleared and walked again from this state
+   * (see MaskSharing.derivationBase). False (nothing set) when no wide state makes that cheaper
+   * than a walk. Comes without successors, like a shared mask.
    */
   private derivedMask(state: number): boolean {
     const best = this.sharing.derivationBase(state);
     if (best < 0) return false;
     const mask = (this.fullMasks[best] ?? this.fullMaskSlow(best)).slice();
-    const count = this.tokenCount[best]! - this.sharing.clearBaseOnly(state, best, mask);
+    const kept = this.tokenCount[best]! - this.sharing.clearRedone(mask);
+    walkFullMask(this.walkContext, state, mask, this.sharing.redo);
+    const count = kept + this.walkContext.scalars[1]!;
     const interned = this.store.intern(mask, wordHash(mask), count);
     this.fullMasks[state] = interned;
     this.tokenCount[state] = count;
@@ -469,7 +472,7 @@ export class DfaTokenMatcher {
       else walkComplementMask(walk, state, mask);
     } else {
       mask = this.store.scratch();
-      walkFullMask(walk, state, mask);
+      walkFullMask(walk, state, mask, null);
     }
     const count = walk.scalars[1]!;
     // A narrow walk kept (and hashed) its few ids: the scratch is zeroed by them and reused.

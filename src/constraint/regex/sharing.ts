@@ -2,8 +2,8 @@
  * Mask sharing between the states of one regex matcher, so that a state's first mask need not be
  * a walk: states with the same live/dead structure up to the longest token have the same mask
  * (liveBlocks: the first state of a block walks, the others take its mask), and a state whose
- * every live byte goes where a wide state's same byte goes takes that state's mask with the
- * subtrees of the bytes only the wide state allows cleared (derivationBase, clearBaseOnly).
+ * first bytes mostly go where a wide state's same bytes go takes that state's mask with the
+ * subtrees of the other bytes redone (derivationBase, clearRedone, then a walk of those bytes).
  * Either way the mask comes without successors (see reachableMaxMinBytes).
  */
 import type { TokenTrie } from "../trie.js";
@@ -19,6 +19,9 @@ const LIVE_BLOCK_WORK_CAP = 2_000_000;
 export class MaskSharing {
   /** Computed states with wide masks (see noteWide, derivationBase). */
   private readonly wideStates: number[] = [];
+  private wideCursor = 0;
+  /** Per first byte, 1 when the last derivationBase's state must redo its subtree. */
+  readonly redo = new Uint8Array(256);
   /** See liveBlocks: undefined = not computed yet, null = not worth it for this DFA. */
   private blocks: Int32Array | null | undefined;
   /** Per block, the state whose walk serves the block (-1: none yet). */
@@ -47,59 +50,69 @@ export class MaskSharing {
     return -1;
   }
 
-  /** Keeps `state` as a candidate for derivedMask when its mask is wide (a costly walk). */
+  /**
+   * Keeps `state` as a candidate for derivedMask when its mask is wide (a costly walk). The most
+   * recent MAX_WIDE_STATES are kept: states met close together (the keys of one object) tend to
+   * share most of their first bytes' targets.
+   */
   noteWide(state: number, tokenCount: number): void {
-    if (this.wideStates.length < MAX_WIDE_STATES && tokenCount >= this.trie.numTokens >>> 6) this.wideStates.push(state);
+    if (tokenCount < this.trie.numTokens >>> 6) return;
+    if (this.wideStates.length < MAX_WIDE_STATES) this.wideStates.push(state);
+    else this.wideStates[this.wideCursor++ % MAX_WIDE_STATES] = state;
   }
 
   /**
-   * The wide state whose mask `state` derives from most cheaply: every live byte of `state` goes
-   * where its same byte goes, and clearing the subtrees of the bytes only it allows costs less
-   * than a sixteenth of the vocabulary; -1 when none qualifies.
+   * The wide state whose mask `state` derives from most cheaply, or -1. Below a first byte b, a
+   * walk depends only on the state that b leads to: where `state` and the wide state go to the
+   * same place, their tokens under b are the same. The others are redone (the wide state's tokens
+   * under b cleared, `state`'s walked), which must cost under a third of walking `state` whole
+   * (costs in tokens below the bytes). Leaves in `redo` the first bytes to redo.
    */
   derivationBase(state: number): number {
     if (this.wideStates.length === 0) return -1;
     const { next, numClasses, byteClass } = this.dfa;
     const { subtreeSize, tokenStart, rootChild } = this.trie;
     const base = state * numClasses;
+    let fullCost = 0;
+    for (let b = 0; b < 256; b++) {
+      const p = rootChild[b]!;
+      if (p >= 0 && next[base + byteClass[b]!]! >= 0) fullCost += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+    }
     let best = -1;
-    let bestCost = this.trie.numTokens >>> 4;
+    let bestCost = Math.floor(fullCost / 3);
     for (const t of this.wideStates) {
       const tb = t * numClasses;
-      let ok = true;
-      for (let c = 0; c < numClasses && ok; c++) {
-        const ns = next[base + c]!;
-        if (ns >= 0 && ns !== next[tb + c]) ok = false;
-      }
-      if (!ok) continue;
       let cost = 0;
-      for (let b = 0; b < 256; b++) {
+      for (let b = 0; b < 256 && cost < bestCost; b++) {
         const p = rootChild[b]!;
+        if (p < 0) continue;
         const c = byteClass[b]!;
-        if (p >= 0 && next[base + c]! < 0 && next[tb + c]! >= 0) cost += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+        const ns = next[base + c]!;
+        const nt = next[tb + c]!;
+        if (ns === nt) continue;
+        const tokens = tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+        cost += (ns >= 0 ? tokens : 0) + (nt >= 0 ? tokens : 0);
       }
       if (cost < bestCost) {
         best = t;
         bestCost = cost;
       }
     }
+    if (best < 0) return -1;
+    const tb = best * numClasses;
+    const redo = this.redo;
+    for (let b = 0; b < 256; b++) redo[b] = rootChild[b]! >= 0 && next[base + byteClass[b]!] !== next[tb + byteClass[b]!] ? 1 : 0;
     return best;
   }
 
-  /**
-   * Clears from `mask` (a copy of `best`'s) the subtrees of the first bytes `best` allows and
-   * `state` does not; returns the tokens cleared.
-   */
-  clearBaseOnly(state: number, best: number, mask: Uint32Array): number {
-    const { next, numClasses, byteClass } = this.dfa;
+  /** Clears from `mask` (a copy of `best`'s) its tokens under the first bytes in `redo`; returns how many. */
+  clearRedone(mask: Uint32Array): number {
     const { subtreeSize, tokenStart, tokenIds, rootChild } = this.trie;
-    const base = state * numClasses;
-    const tb = best * numClasses;
+    const redo = this.redo;
     let cleared = 0;
     for (let b = 0; b < 256; b++) {
+      if (redo[b] === 0) continue;
       const p = rootChild[b]!;
-      const c = byteClass[b]!;
-      if (p < 0 || next[base + c]! >= 0 || next[tb + c]! < 0) continue;
       for (let k = tokenStart[p]!, end = tokenStart[p + subtreeSize[p]!]!; k < end; k++) {
         const id = tokenIds[k]!;
         const bit = 1 << (id & 31);

@@ -94,8 +94,9 @@ export function subtreeLoopsOn(c: DfaWalkContext, p: number, state: number): boo
 /**
  * The full-mask walk from `state`: sets the bits of every live token, and leaves in `c` the
  * token count, the distinct successor states (in successorScratch) and their max byte distance.
+ * With `onlyBytes`, only the tokens whose first byte b has onlyBytes[b] = 1 (a derived mask's).
  */
-export function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array): void {
+export function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array, onlyBytes: Uint8Array | null): void {
   const { nodeInfo, subtreeSize, tokenStart, tokenIds, next, byteClass, numClasses, minBytesToAccept, narrowIds, rootChild } = c;
   const { stateAtDepth, successorStamp, successorScratch, loopKind } = c;
   const scalars = c.scalars;
@@ -110,7 +111,7 @@ export function walkFullMask(c: DfaWalkContext, state: number, mask: Uint32Array
   // Only the subtrees of live first bytes, in byte (= trie) order.
   for (let b = 0; b < 256; b++) {
     const root = rootChild[b]!;
-    if (root < 0 || next[state * numClasses + byteClass[b]!]! < 0) continue;
+    if (root < 0 || next[state * numClasses + byteClass[b]!]! < 0 || (onlyBytes !== null && onlyBytes[b] === 0)) continue;
     const end = root + subtreeSize[root]!;
     let p = root;
     let steps = 0;
