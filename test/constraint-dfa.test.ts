@@ -460,11 +460,32 @@ test("string bodies and free text: masks from the per-byte token lists equal bru
   for (const name of realVocabs) {
     const vocab = loadVocabulary(vocabFile(name));
     const trie = tokenTrieFor(vocab);
-    for (const pattern of ['"[^"\\\\\\n]*", [0-9]', "[^\\n]*\\n[a-z]", "(?s)[^<]*<"]) {
+    // The last: the key's first characters lead into the free key's body from a state that is no
+    // loop itself (entryComplementMask).
+    for (const pattern of ['"[^"\\\\\\n]*", [0-9]', "[^\\n]*\\n[a-z]", "(?s)[^<]*<", '\\{"(ab": 1|[^"\\\\\\n]*": 2)\\}']) {
       const dfa = compileRegex(pattern);
       const probe = new DfaTokenMatcher(trie, dfa);
       for (let s = 0; s < dfa.numStates; s++) probe.tokenSuccessors(s);
       assert.ok(probe.statesListed > 0, `${name} /${pattern}/: a broad state used the token lists`);
+      if (pattern.startsWith("\\{")) {
+        assert.ok(probe.statesEntered > 0, `${name} /${pattern}/: a state in front of the body used them`);
+        // The probe's own masks and successors (those walks' results), against every token run.
+        const trans = bruteTransitions(dfa, vocab);
+        for (let s = 0; s < dfa.numStates; s++) {
+          const row = trans[s]!;
+          assert.deepEqual(
+            maskDiff(probe.mask(s, 1 << 20), vocab.size, (id) => row[id]! >= 0),
+            [],
+            `${name} /${pattern}/ state ${s}`,
+          );
+          const successors = [...new Set(row.filter((t) => t >= 0))].sort((x, y) => x - y);
+          assert.deepEqual(
+            [...probe.tokenSuccessors(s)].sort((x, y) => x - y),
+            successors,
+            `${name} /${pattern}/ successors(${s})`,
+          );
+        }
+      }
       checkAgainstBruteForceSampled(dfa, vocab, trie, `${name} /${pattern}/`);
     }
   }

@@ -298,8 +298,13 @@ export function utf8Step(v: number, b: number): number {
  * bodies, free text).
  */
 export function loopsOnEveryUtf8Char(state: number, step: (state: number, byte: number) => number): boolean {
+  return everyUtf8CharLeadsTo(state, state, step);
+}
+
+/** Whether every valid multi-byte UTF-8 character read from `from` ends in `to`. */
+export function everyUtf8CharLeadsTo(from: number, to: number, step: (state: number, byte: number) => number): boolean {
   const seen = new Set<number>();
-  const stack: number[] = [state, 0];
+  const stack: number[] = [from, 0];
   while (stack.length > 0) {
     const v = stack.pop()!;
     const s = stack.pop()!;
@@ -309,7 +314,7 @@ export function loopsOnEveryUtf8Char(state: number, step: (state: number, byte: 
       const t = step(s, b);
       if (t < 0) return false;
       if (w === 0) {
-        if (t !== state) return false;
+        if (t !== to) return false;
         continue;
       }
       const key = t * 8 + w;

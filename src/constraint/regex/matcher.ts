@@ -3,13 +3,13 @@
  * of a state (shared, derived or walked), and the public API the constraint state and the cache use.
  */
 import { maskWords } from "../../support/index.js";
-import { loopsOnEveryUtf8Char, type TokenTrie } from "../trie.js";
+import { everyUtf8CharLeadsTo, loopsOnEveryUtf8Char, type TokenTrie } from "../trie.js";
 import type { ByteDfa } from "../types.js";
 import { WorkMeter } from "../work-meter.js";
 import { DfaBudgets, MAX_MINOR_SPANS, NO_BUDGET } from "./budget.js";
 import { BufferTally, MaskStore, SMALL_LIST_IDS, wordHash, type NarrowList } from "./mask-store.js";
 import { MaskSharing } from "./sharing.js";
-import { DfaWalkContext, exceptionComplementMask, subtreeLoopsOn, walkComplementMask, walkFullMask } from "./walks.js";
+import { DfaWalkContext, entryComplementMask, exceptionComplementMask, subtreeLoopsOn, walkComplementMask, walkFullMask } from "./walks.js";
 
 /**
  * Bytes per DFA state of a matcher's fixed tables: ten typed-array entries (29 bytes), three
@@ -80,6 +80,12 @@ export class DfaTokenMatcher {
   statesDerived = 0;
   /** Walks done by the per-byte token lists (exceptionComplementMask) instead of the trie (tests). */
   statesListed = 0;
+  /** Masks of states in front of a broad loop, by its token lists (entryComplementMask; tests). */
+  statesEntered = 0;
+  /** entryComplementMask's first bytes to walk; entryLoop's targets of the ASCII bytes and their tokens. */
+  private readonly entryRedo = new Uint8Array(256);
+  private readonly entryTargets = new Int32Array(128);
+  private readonly entryTokens = new Int32Array(128);
 
   private readonly walkContext: DfaWalkContext;
   private readonly store: MaskStore;
@@ -156,6 +162,37 @@ export class DfaTokenMatcher {
       }
     }
     return n >= 128;
+  }
+
+  /**
+   * The broad loop (one whole characters loop on: a string's body) that the ASCII first bytes of
+   * half the tokens or more lead to from `state`, or -1: then entryComplementMask may build the
+   * mask from every token rather than walk ~all of them.
+   */
+  private entryLoop(state: number): number {
+    const { next, byteClass, numClasses } = this.dfa;
+    const { rootChild, tokenStart, subtreeSize, numTokens } = this.trie;
+    const targets = this.entryTargets;
+    const tokens = this.entryTokens;
+    let distinct = 0;
+    for (let b = 0; b < 128; b++) {
+      const p = rootChild[b]!;
+      if (p < 0) continue;
+      const t = next[state * numClasses + byteClass[b]!]!;
+      if (t < 0) continue;
+      let i = 0;
+      while (i < distinct && targets[i] !== t) i++;
+      if (i === distinct) {
+        targets[distinct++] = t;
+        tokens[i] = 0;
+      }
+      tokens[i]! += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+    }
+    let best = -1;
+    for (let i = 0; i < distinct; i++) if (best < 0 || tokens[i]! > tokens[best]!) best = i;
+    if (best < 0 || targets[best] === state || tokens[best]! < numTokens >>> 1) return -1;
+    const loop = targets[best]!;
+    return this.isBroadLoop(loop) && this.multibyteLoop[loop] === 1 ? loop : -1;
   }
 
   /** Fills the loop sets of `state` (see loopKind); returns its loopKind. */
@@ -431,7 +468,8 @@ export class DfaTokenMatcher {
    * whose unnamed keys are free): below each such byte both walks are the same walk, so the mask
    * is the wide state's with the other bytes' subtrees cleared and walked again from this state
    * (see MaskSharing.derivationBase). False (nothing set) when no wide state makes that cheaper
-   * than a walk. Comes without successors, like a shared mask.
+   * than a walk. Comes without successors, like a shared mask; its largest successor distance is
+   * bounded by the wide state's and the walk's.
    */
   private derivedMask(state: number): boolean {
     const best = this.sharing.derivationBase(state);
@@ -443,7 +481,9 @@ export class DfaTokenMatcher {
     const interned = this.store.intern(mask, wordHash(mask), count);
     this.fullMasks[state] = interned;
     this.tokenCount[state] = count;
-    this.maxSuccessorMinBytes[state] = this.sharing.reachableMaxMinBytes(state);
+    // The tokens kept end where they end from `best`; the walked ones were just seen. A bound, not
+    // exact (it only decides when a mask needs no budget), and no search of the DFA.
+    this.maxSuccessorMinBytes[state] = Math.max(this.maxSuccessorMinBytes[best]!, this.walkContext.scalars[3]!);
     this.noteWide(state);
     this.statesDerived++;
     return true;
@@ -464,15 +504,25 @@ export class DfaTokenMatcher {
     const firstVisit = this.tokenCount[state]! < 0;
     // States that loop on most bytes (free text, string bodies) allow most of the vocabulary:
     // start from every token and clear the dead subtrees instead of setting ~all bits one by one.
-    const complement = this.isBroadLoop(state);
+    let complement = this.isBroadLoop(state);
     let mask: Uint32Array;
     if (complement) {
       mask = this.trie.generableMask.slice();
       if (exceptionComplementMask(walk, this.trie, state, mask)) this.statesListed++;
       else walkComplementMask(walk, state, mask);
     } else {
-      mask = this.store.scratch();
-      walkFullMask(walk, state, mask, null);
+      // In front of such a loop (a key's or string's first character), the same from every token.
+      const loop = this.entryLoop(state);
+      mask = loop >= 0 ? this.trie.generableMask.slice() : this.store.scratch();
+      const multibyteEntry =
+        loop >= 0 && everyUtf8CharLeadsTo(state, loop, (s, b) => this.dfa.next[s * this.dfa.numClasses + this.dfa.byteClass[b]!]!);
+      if (loop >= 0 && entryComplementMask(walk, this.trie, state, loop, multibyteEntry, this.entryRedo, mask)) {
+        complement = true;
+        this.statesEntered++;
+      } else {
+        if (loop >= 0) mask = this.store.scratch();
+        walkFullMask(walk, state, mask, null);
+      }
     }
     const count = walk.scalars[1]!;
     // A narrow walk kept (and hashed) its few ids: the scratch is zeroed by them and reused.

@@ -288,3 +288,107 @@ export function exceptionComplementMask(c: DfaWalkContext, trie: TokenTrie, stat
   scalars[3] = maxMinBytes;
   return true;
 }
+
+/**
+ * The mask of a state in front of a broad loop (`loop`: the state most first bytes lead to, such
+ * as a JSON key's or string's first character leading into its body), by the loop's token lists:
+ * a token whose first byte is ASCII and leads to `loop`, and which is on none of the loop's lists
+ * (see exceptionComplementMask), ends in `loop`; the listed ones are stepped, and the subtrees of
+ * the first bytes that lead elsewhere are cleared and walked (walkFullMask with `redo`), and so
+ * are the non-ASCII ones unless every multi-byte character leads from `state` into the loop (a
+ * token starting with one is otherwise read from mid-character). `mask` starts as
+ * every generable token; same outputs in `c.scalars` as the other walks. False, touching
+ * nothing, when the lists or the walked subtrees are too large to pay.
+ */
+export function entryComplementMask(
+  c: DfaWalkContext,
+  trie: TokenTrie,
+  state: number,
+  loop: number,
+  /** Every multi-byte character read from `state` ends in `loop`: non-ASCII first bytes need no walk. */
+  multibyteEntry: boolean,
+  redo: Uint8Array,
+  mask: Uint32Array,
+): boolean {
+  if (c.multibyteLoop[loop] !== 1) return false;
+  const { asciiTokenStart, asciiTokens, notUtf8Tokens, orderedOffsets, orderedData, tokenStamp, tokenIds, rootChild, tokenStart } = trie;
+  const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch, subtreeSize } = c;
+  const loopBits = c.loopBytes;
+  let listed = notUtf8Tokens.length;
+  for (let b = 0; b < 128; b++) {
+    if (((loopBits[loop * 8 + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
+  }
+  if (listed > c.numTokens >>> 3) return false;
+  let redone = 0;
+  for (let b = 0; b < 256; b++) {
+    const p = rootChild[b]!;
+    redo[b] = p >= 0 && (b >= 0x80 ? !multibyteEntry : next[state * numClasses + byteClass[b]!] !== loop) ? 1 : 0;
+    if (redo[b] === 1) redone += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+  }
+  if (redone > c.numTokens >>> 2) return false;
+  c.matcher.work.charge(listed + redone);
+  // The redone subtrees: cleared, then walked from `state` (which also starts the successor list).
+  for (let b = 0; b < 256; b++) {
+    if (redo[b] === 0) continue;
+    const p = rootChild[b]!;
+    for (let k = tokenStart[p]!, end = tokenStart[p + subtreeSize[p]!]!; k < end; k++) {
+      const id = tokenIds[k]!;
+      mask[id >>> 5]! &= ~(1 << (id & 31));
+    }
+  }
+  walkFullMask(c, state, mask, redo);
+  const scalars = c.scalars;
+  const stamp = scalars[0]!;
+  let numSucc = scalars[2]!;
+  let maxMinBytes = scalars[3]!;
+  let count = c.numTokens - redone + scalars[1]!;
+  // The listed tokens of the other first bytes: stepped from `state`.
+  const tokenMark = trie.nextTokenStamp();
+  let distinct = 0;
+  for (let b = -1; b < 128; b++) {
+    let from: number;
+    let to: number;
+    let list: Int32Array;
+    if (b < 0) {
+      list = notUtf8Tokens;
+      from = 0;
+      to = list.length;
+    } else {
+      if (((loopBits[loop * 8 + (b >>> 5)]! >>> (b & 31)) & 1) !== 0) continue;
+      list = asciiTokens;
+      from = asciiTokenStart[b]!;
+      to = asciiTokenStart[b + 1]!;
+    }
+    for (let j = from; j < to; j++) {
+      const k = list[j]!;
+      if (tokenStamp[k] === tokenMark) continue;
+      tokenStamp[k] = tokenMark;
+      const start = orderedOffsets[k]!;
+      if (redo[orderedData[start]!] === 1) continue;
+      distinct++;
+      let s = state;
+      for (let i = start, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++) s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
+      if (s < 0) {
+        const id = tokenIds[k]!;
+        mask[id >>> 5]! &= ~(1 << (id & 31));
+        count--;
+      } else if (successorStamp[s] !== stamp) {
+        successorStamp[s] = stamp;
+        successorScratch[numSucc++] = s;
+        const mb = minBytesToAccept[s]!;
+        if (mb > maxMinBytes) maxMinBytes = mb;
+      }
+    }
+  }
+  // Every other token of those first bytes ends in `loop`.
+  if (distinct < c.numTokens - redone && successorStamp[loop] !== stamp) {
+    successorStamp[loop] = stamp;
+    successorScratch[numSucc++] = loop;
+    const mb = minBytesToAccept[loop]!;
+    if (mb > maxMinBytes) maxMinBytes = mb;
+  }
+  scalars[1] = count;
+  scalars[2] = numSucc;
+  scalars[3] = maxMinBytes;
+  return true;
+}
