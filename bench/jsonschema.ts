@@ -238,7 +238,8 @@ async function main(): Promise<void> {
     try {
       ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits }));
       tSchema = performance.now();
-      matcher = new DfaTokenMatcher(trie, dfa);
+      // As the service makes a schema's matcher (constraint-cache.ts).
+      matcher = new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: false });
       matcher.work.limitMs = maskLimitMs;
       new DfaConstraintState(matcher).mask();
     } catch (err) {

@@ -446,6 +446,17 @@ test("states with the same live structure share one walk, and their masks stay e
     }
     assert.ok(matcher.statesShared > 0, `/${pattern}/: some state reused another's walk`);
     assert.ok(matcher.statesComputed < dfa.numStates);
+    // Without the partition (as schemas' matchers are made): no sharing, the same masks.
+    const unshared = new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: false });
+    for (let s = 0; s < dfa.numStates; s++) {
+      const row = trans[s]!;
+      assert.deepEqual(
+        maskDiff(unshared.mask(s, 1 << 20), vocab.size, (id) => row[id]! >= 0),
+        [],
+        `/${pattern}/ unshared ${s}`,
+      );
+    }
+    assert.equal(unshared.statesShared, 0);
     for (let s = 0; s < dfa.numStates; s++) {
       const row = trans[s]!;
       for (const r of [1, 2, 3, 8]) {

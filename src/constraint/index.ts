@@ -19,7 +19,7 @@
  * ByteAutomaton ({ step(state, byte) → state | -1 }), skipping dead subtrees.
  */
 export { loopsOnEveryUtf8Char, TokenTrie, tokenTrieFor, utf8Step } from "./trie.js";
-export { DfaTokenMatcher } from "./regex/matcher.js";
+export { DfaTokenMatcher, type DfaTokenMatcherOptions } from "./regex/matcher.js";
 export { dfaTokenMatcherFor, warmUpMatchers } from "./regex/shared-matchers.js";
 export { SMALL_LIST_IDS } from "./regex/mask-store.js";
 export { GrammarTokenMatcher, WALK_AHEAD_MS } from "./grammar/matcher.js";

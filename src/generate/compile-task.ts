@@ -120,7 +120,7 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
     }
     if (trie && probe)
       probeFirstOperations(
-        () => new DfaTokenMatcher(trie, dfa),
+        () => new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: task.kind === "regex" }),
         (m) => new DfaConstraintState(m),
         probe,
       );

@@ -282,7 +282,8 @@ export class ConstraintCache {
   /** The entry of a constraint served by a DFA (a pattern's or a schema's): its token matcher. */
   private dfaEntry(key: string, kind: "regex" | "json_schema" | "tool_calls" | "typescript", output: CompileOutput): RegexEntry {
     if (output.kind !== "regex") throw new Error(`compile worker answered a ${kind} task with a grammar`);
-    const matcher = dfaTokenMatcherFor(this.trie, output.dfa);
+    // A schema's DFA never has states that share a walk (see DfaTokenMatcherOptions).
+    const matcher = dfaTokenMatcherFor(this.trie, output.dfa, { shareEquivalentStates: kind === "regex" });
     matcher.work.limitMs = this.options.maskTimeoutMs;
     matcher.precompute(MATCHER_PRECOMPUTE_MS);
     return new RegexEntry(key, matcher, output.dfa, kind, output.warnings);

@@ -44,6 +44,21 @@ const PER_STATE_BYTES = 64;
  * DFA, using the trie's per-node byte sets. Identical masks of different states (counted
  * repeats) are stored once.
  */
+export interface DfaTokenMatcherOptions {
+  /**
+   * Token ranges kept per state for budgeted masks (default 16384); 0 makes every budgeted mask a
+   * second trie walk (tests use it to cover that path).
+   */
+  readonly maxMinorSpans?: number;
+  /**
+   * Whether states with the same live structure share one walk (MaskSharing's partition; default
+   * true). It pays on patterns with long counted runs (`[a-z]{0,300}`); JSON Schema's DFAs never
+   * share (0 of 400 MaskBench schemas), and there the partition was ~95% of the time to the
+   * first mask (about 1 ms at the median), so their matchers leave it out.
+   */
+  readonly shareEquivalentStates?: boolean;
+}
+
 export class DfaTokenMatcher {
   readonly trie: TokenTrie;
   readonly dfa: ByteDfa;
@@ -92,11 +107,8 @@ export class DfaTokenMatcher {
   private readonly sharing: MaskSharing;
   private readonly budgets: DfaBudgets;
 
-  /**
-   * `maxMinorSpans`: token ranges kept per state for budgeted masks (default 16384); 0 makes
-   * every budgeted mask a second trie walk (tests use it to cover that path).
-   */
-  constructor(trie: TokenTrie, dfa: ByteDfa, opts: { maxMinorSpans?: number } = {}) {
+  /** See DfaTokenMatcherOptions. */
+  constructor(trie: TokenTrie, dfa: ByteDfa, opts: DfaTokenMatcherOptions = {}) {
     this.trie = trie;
     this.dfa = dfa;
     this.words = maskWords(trie.vocabSize);
@@ -125,7 +137,7 @@ export class DfaTokenMatcher {
       this.multibyteLoop,
     );
     this.store = new MaskStore(this.words);
-    this.sharing = new MaskSharing(trie, dfa);
+    this.sharing = new MaskSharing(trie, dfa, opts.shareEquivalentStates ?? true);
     this.budgets = new DfaBudgets(
       this,
       trie,

@@ -5,12 +5,15 @@
  */
 import { TokenTrie } from "../trie.js";
 import type { ByteDfa } from "../types.js";
-import { DfaTokenMatcher } from "./matcher.js";
+import { DfaTokenMatcher, type DfaTokenMatcherOptions } from "./matcher.js";
 
 const matcherCache = new WeakMap<ByteDfa, WeakMap<TokenTrie, DfaTokenMatcher>>();
 
-/** The shared matcher for a (compiled DFA, trie) pair: masks computed once serve every request. */
-export function dfaTokenMatcherFor(trie: TokenTrie, dfa: ByteDfa): DfaTokenMatcher {
+/**
+ * The shared matcher for a (compiled DFA, trie) pair: masks computed once serve every request.
+ * `options` apply when it is made (the first call for the pair).
+ */
+export function dfaTokenMatcherFor(trie: TokenTrie, dfa: ByteDfa, options?: DfaTokenMatcherOptions): DfaTokenMatcher {
   let byTrie = matcherCache.get(dfa);
   if (byTrie === undefined) {
     byTrie = new WeakMap();
@@ -18,7 +21,7 @@ export function dfaTokenMatcherFor(trie: TokenTrie, dfa: ByteDfa): DfaTokenMatch
   }
   let matcher = byTrie.get(trie);
   if (matcher === undefined) {
-    matcher = new DfaTokenMatcher(trie, dfa);
+    matcher = new DfaTokenMatcher(trie, dfa, options);
     byTrie.set(trie, matcher);
   }
   return matcher;

@@ -20,6 +20,7 @@ export class MaskSharing {
   /** Computed states with wide masks (see noteWide, derivationBase). */
   private readonly wideStates: number[] = [];
   private wideCursor = 0;
+  private askedBefore = false;
   /** Per first byte, 1 when the last derivationBase's state must redo its subtree. */
   readonly redo = new Uint8Array(256);
   /** See liveBlocks: undefined = not computed yet, null = not worth it for this DFA. */
@@ -30,7 +31,11 @@ export class MaskSharing {
   constructor(
     private readonly trie: TokenTrie,
     private readonly dfa: ByteDfa,
-  ) {}
+    /** Whether to look for blocks at all (see DfaTokenMatcherOptions.shareEquivalentStates). */
+    shareEquivalentStates: boolean,
+  ) {
+    if (!shareEquivalentStates) this.blocks = null;
+  }
 
   /** Bytes of its block tables (see DfaTokenMatcher.retainedBytes). */
   retainedBytes(): number {
@@ -42,6 +47,12 @@ export class MaskSharing {
    * none (then `state` serves its block from now on) or the DFA has no blocks.
    */
   equivalentOf(state: number): number {
+    // The first state asked about has no earlier one to share with: the partition (the costly
+    // part) waits for the second, off the time to a first mask.
+    if (this.blocks === undefined && !this.askedBefore) {
+      this.askedBefore = true;
+      return -1;
+    }
     const blocks = this.liveBlocks();
     if (blocks === null) return -1;
     const rep = this.blockRepresentative[blocks[state]!]!;
