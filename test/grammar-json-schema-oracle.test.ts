@@ -79,3 +79,78 @@ test("every text a MaskBench schema's automaton accepts (samples and near misses
   assert.ok(outcome.samples >= outcome.compiled * 2, "too few samples");
   assert.deepEqual(wrong.slice(0, 20), [], `${wrong.length} accepted texts are not valid`);
 });
+
+test("uniqueItems over a few values: samples and accepted near misses are valid per Python, duplicates (by JSON equality) refused", () => {
+  const schemas: unknown[] = [
+    { type: "array", items: { enum: ["red", "green", "blue"] }, uniqueItems: true },
+    { type: "array", items: { enum: [1, 2.5, "1", null, true] }, uniqueItems: true, minItems: 2 },
+    { type: "array", prefixItems: [{ const: "id" }, { enum: ["id", "name"] }], items: { enum: ["name", "x"] }, uniqueItems: true },
+    { type: "array", items: { type: "boolean" }, uniqueItems: true },
+    { type: "array", items: { type: "integer", minimum: -2, maximum: 3 }, uniqueItems: true, maxItems: 4 },
+    { type: "array", items: { enum: [{ a: 1, b: [1, 2] }, { b: [1, 2], a: 1 }, [1, 2]] }, uniqueItems: true },
+    {
+      type: "object",
+      properties: { tags: { type: "array", items: { enum: ["x", "y"] }, uniqueItems: true, minItems: 1 } },
+      required: ["tags"],
+    },
+  ];
+  const random = seededRandom(7);
+  const batch: { schema: string; text: string; kind: string }[] = [];
+  for (const schema of schemas) {
+    for (const whitespace of ["default", "compact", "indented"] as const) {
+      const { dfa } = compileJsonSchema(schema, { whitespace });
+      for (let k = 0; k < 12; k++) {
+        const text = sampleString(dfa, random, { maxBytes: 400, stopProbability: 0.1 });
+        if (text === null) continue;
+        batch.push({ schema: JSON.stringify(schema), text, kind: "sample" });
+        for (let m = 0; m < 6; m++) {
+          const mutant = mutate(text, random);
+          if (mutant !== text && matchesString(dfa, mutant)) batch.push({ schema: JSON.stringify(schema), text: mutant, kind: "mutant" });
+        }
+      }
+    }
+  }
+  const verdicts = pythonVerdicts(batch);
+  const wrong = batch.filter((_, i) => verdicts[i] !== "valid").map((b, i) => `${b.kind} ${b.text} under ${b.schema}: ${verdicts[i]}`);
+  assert.deepEqual(wrong, []);
+  assert.ok(batch.length > 100, `${batch.length} texts`);
+  // Equal values in other spellings are one value: 1 and 1.0, an object's two key orders.
+  const numbers = compileJsonSchema({ type: "array", items: { enum: [1, 2] }, uniqueItems: true }).dfa;
+  assert.deepEqual(
+    ["[1, 2]", "[2, 1]", "[1, 1]", "[1]", "[]"].map((t) => matchesString(numbers, t)),
+    [true, true, false, true, true],
+  );
+  const objects = compileJsonSchema(schemas[5]).dfa;
+  const written = ['[{"a": 1, "b": [1, 2]}, [1, 2]]', '[{"a": 1, "b": [1, 2]}, {"b": [1, 2], "a": 1}]'];
+  assert.deepEqual(
+    written.map((t) => matchesString(objects, t)),
+    [true, false],
+  );
+  // With prefixItems, the values of every position count together; items: false ends the array.
+  const positional = compileJsonSchema({
+    type: "array",
+    prefixItems: [{ type: "boolean" }, { type: "boolean" }],
+    items: false,
+    uniqueItems: true,
+  }).dfa;
+  const arrays = ["[true, false]", "[false, true]", "[true, true]", "[true]", "[true, false, true]"];
+  assert.deepEqual(
+    arrays.map((t) => matchesString(positional, t)),
+    [true, true, false, true, false],
+  );
+  // More values than that, or items of any value after the positional ones: still refused, by name.
+  for (const schema of [
+    { type: "array", items: { type: "string" }, uniqueItems: true },
+    { type: "array", items: { enum: [1, 2, 3, 4, 5, 6, 7, 8, 9] }, uniqueItems: true },
+    { type: "array", prefixItems: [{ type: "boolean" }], uniqueItems: true },
+  ]) {
+    assert.throws(
+      () => compileJsonSchema(schema),
+      (e: unknown) => e instanceof JsonSchemaError && e.keyword === "uniqueItems",
+    );
+  }
+  assert.throws(
+    () => compileJsonSchema({ type: "array", items: { enum: [1, 2] }, uniqueItems: true, minItems: 3 }),
+    JsonSchemaUnsatisfiableError,
+  );
+});

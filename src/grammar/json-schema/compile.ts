@@ -142,6 +142,10 @@ const MAX_COUNTED_LENGTH = 256;
 const MAX_ARRAY_POSITIONS = 4096;
 /** Most contains keywords counted on one array (items fall into 2^n classes). */
 const MAX_CONTAINS = 3;
+/** Most distinct values the items of a uniqueItems array may take (its states are their subsets). */
+const MAX_UNIQUE_VALUES = 8;
+/** Most texts (spellings of those values) read off the item automaton. */
+const MAX_UNIQUE_TEXTS = 64;
 /** Keys of an enum/const object whose every order an over-approximation spells out (4! = 24). */
 const MAX_PERMUTED_KEYS = 4;
 /** Required keys an over-approximated object checks the presence of. */
@@ -772,6 +776,71 @@ class SchemaCompiler {
 
   // ---- arrays ------------------------------------------------------------------------------
 
+  /**
+   * uniqueItems over items of a few values (at most MAX_UNIQUE_VALUES over every position, told
+   * apart by JSON equality: `1` and `1.0` are one value, so are an object's key orders): the
+   * array's states are the sets of values written so far, so no value comes twice; the count,
+   * and so the position (prefixItems), is the set's size. Undefined when some position's items
+   * may take more values (the caller refuses); null when minItems exceeds what can be written.
+   */
+  private uniqueArrayLanguage(
+    item: (i: number) => RegexNode,
+    prefixLength: number,
+    minItems: number,
+    maxItems: number,
+    depth: number,
+    pointer: string,
+  ): RegexNode | null | undefined {
+    // Item languages by position: 0 … prefixLength (the rest), those an array can reach.
+    const positions = Math.min(prefixLength, maxItems - 1) + 1;
+    const valueIds = new Map<string, number>();
+    /** Per position, per value id: the texts spelling it there. */
+    const spellings: Map<number, string[]>[] = [];
+    for (let k = 0; k < positions; k++) {
+      const texts = finiteTexts(this.dfaOf(item(k), pointer), MAX_UNIQUE_TEXTS);
+      if (texts === null) return undefined;
+      const here = new Map<number, string[]>();
+      for (const text of texts) {
+        const key = canonicalJson(JSON.parse(text));
+        let id = valueIds.get(key);
+        if (id === undefined) {
+          id = valueIds.size;
+          if (id === MAX_UNIQUE_VALUES) return undefined;
+          valueIds.set(key, id);
+        }
+        const group = here.get(id);
+        if (group) group.push(text);
+        else here.set(id, [text]);
+      }
+      spellings.push(here);
+    }
+    const m = valueIds.size;
+    const values = spellings.map((here) => new Map([...here].map(([id, texts]) => [id, alt(texts.map((text) => literal(text)))])));
+    const s = this.syntax;
+    const graph = new LanguageGraph();
+    const start = graph.state();
+    const end = graph.state();
+    graph.accept(end);
+    if (minItems === 0) graph.edge(start, end, literal("[]"));
+    const states = Array.from({ length: 1 << m }, () => graph.state());
+    graph.edge(start, states[0]!, range(0x5b));
+    let possible = minItems === 0;
+    for (let used = 0; used < 1 << m; used++) {
+      let count = 0;
+      for (let v = used; v !== 0; v &= v - 1) count++;
+      if (count >= 1 && count >= minItems) {
+        graph.edge(states[used]!, end, concat(s.close(depth), range(0x5d)));
+        possible = true;
+      }
+      if (count >= maxItems) continue;
+      const lead = count === 0 ? s.open(depth) : s.separator(depth);
+      for (const [v, node] of values[Math.min(count, prefixLength)]!) {
+        if ((used & (1 << v)) === 0) graph.edge(states[used]!, states[used | (1 << v)]!, concat(lead, node));
+      }
+    }
+    return possible ? graph.node(start) : null;
+  }
+
   private arrayLanguage(spec: Spec, want: Want, pointer: string): RegexNode | null {
     const { parts, minItems, contains } = spec.arrays;
     let maxItems = spec.arrays.maxItems;
@@ -794,7 +863,14 @@ class SchemaCompiler {
       return node;
     };
     if (spec.arrays.unique !== null && maxItems > 1 && !want.over) {
-      this.unsupported("uniqueItems", spec.arrays.unique, "uniqueItems on arrays that may hold two or more items is not supported yet");
+      const unique = contains.length === 0 ? this.uniqueArrayLanguage(item, prefixLength, minItems, maxItems, depth, pointer) : undefined;
+      if (unique !== undefined) return unique;
+      this.unsupported(
+        "uniqueItems",
+        spec.arrays.unique,
+        `uniqueItems is enforced only where an array's items take at most ${MAX_UNIQUE_VALUES} values in all (an enum, a const, ` +
+          "booleans) and it has no contains: here two or more items may take more values",
+      );
     }
     // Every contains counts the items matching it; over-approximations keep the first one's minimum
     // only (at least that many items in its O).
@@ -1160,4 +1236,46 @@ function typeAllows(spec: Spec, value: unknown): boolean {
   if (typeof value === "string") return t.string;
   if (Array.isArray(value)) return t.array;
   return t.object;
+}
+
+/**
+ * Every text `dfa` accepts, decoded (its languages are UTF-8), when there are at most `limit`;
+ * null when there are more or infinitely many (a cycle: every state left can reach acceptance).
+ */
+function finiteTexts(dfa: ByteDfa, limit: number): string[] | null {
+  const { next, byteClass, numClasses, accepting } = dfa;
+  const out: string[] = [];
+  const onPath = new Uint8Array(dfa.numStates);
+  const bytes: number[] = [];
+  const decoder = new TextDecoder();
+  const visit = (state: number): boolean => {
+    if (onPath[state] === 1) return false;
+    if (accepting[state] === 1) {
+      if (out.length === limit) return false;
+      out.push(decoder.decode(Uint8Array.from(bytes)));
+    }
+    onPath[state] = 1;
+    for (let b = 0; b < 256; b++) {
+      const t = next[state * numClasses + byteClass[b]!]!;
+      if (t < 0) continue;
+      bytes.push(b);
+      const ok = visit(t);
+      bytes.pop();
+      if (!ok) return false;
+    }
+    onPath[state] = 0;
+    return true;
+  };
+  return visit(dfa.start) ? out : null;
+}
+
+/** A JSON value's key under JSON equality: numbers by value, objects by their sorted members. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  if (typeof value === "number") return Object.is(value, -0) ? "0" : String(value);
+  return JSON.stringify(value);
 }

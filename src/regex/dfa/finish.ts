@@ -44,7 +44,9 @@ export function finishDfa(
   // 4. Merge intervals whose columns are identical into byte classes.
   const { numClasses, byteClass, next } = mergeColumns(numStates, k, interval, intervalOf);
   const minBytesToAccept = distancesToAccept(numStates, numClasses, next, (s) => accepting[s] === 1, true);
-  const reachMask = reachableAcceptance(numStates, numClasses, next, acceptMask, acceptWords);
+  // One pattern: every state left is live, so each reaches it (the search is for lexers' several).
+  const reachMask =
+    numPatterns === 1 ? new Uint32Array(numStates).fill(1) : reachableAcceptance(numStates, numClasses, next, acceptMask, acceptWords);
   return {
     numStates,
     start: 0,
