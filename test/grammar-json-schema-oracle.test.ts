@@ -154,3 +154,80 @@ test("uniqueItems over a few values: samples and accepted near misses are valid 
     JsonSchemaUnsatisfiableError,
   );
 });
+
+test("unevaluatedProperties / unevaluatedItems in the schema a value must meet: samples and accepted near misses valid per Python", () => {
+  const schemas: unknown[] = [
+    { allOf: [{ properties: { a: { type: "integer" } } }], properties: { b: { type: "string" } }, unevaluatedProperties: false },
+    {
+      anyOf: [
+        { properties: { a: { const: 1 } }, required: ["a"] },
+        { properties: { b: { const: 2 } }, required: ["b"] },
+      ],
+      unevaluatedProperties: false,
+    },
+    {
+      $ref: "#/$defs/base",
+      properties: { c: { type: "null" } },
+      unevaluatedProperties: { type: "number" },
+      $defs: { base: { properties: { a: { type: "boolean" } } } },
+    },
+    {
+      if: { properties: { kind: { const: "x" } }, required: ["kind"] },
+      // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword, not a thenable.
+      then: { properties: { x: { type: "integer" } } },
+      else: { properties: { y: { type: "string" } } },
+      unevaluatedProperties: false,
+    },
+    { properties: { a: {} }, patternProperties: { "^x-": { type: "string" } }, unevaluatedProperties: false },
+    { properties: { a: {} }, dependentSchemas: { a: { properties: { b: { type: "integer" } } } }, unevaluatedProperties: false },
+    { required: ["z"], properties: { a: {} }, unevaluatedProperties: { type: "boolean" } },
+    { type: "array", prefixItems: [{ type: "integer" }], unevaluatedItems: false },
+    { type: "array", allOf: [{ prefixItems: [{ type: "integer" }, { type: "string" }] }], unevaluatedItems: { type: "boolean" } },
+    { type: "object", properties: { inner: { properties: { p: {} }, unevaluatedProperties: false } } },
+  ];
+  const random = seededRandom(11);
+  const batch: { schema: string; text: string; kind: string }[] = [];
+  for (const schema of schemas) {
+    const { dfa } = compileJsonSchema(schema);
+    for (let k = 0; k < 16; k++) {
+      const text = sampleString(dfa, random, { maxBytes: 300, stopProbability: 0.1 });
+      if (text === null) continue;
+      batch.push({ schema: JSON.stringify(schema), text, kind: "sample" });
+      for (let m = 0; m < 6; m++) {
+        const mutant = mutate(text, random);
+        if (mutant !== text && matchesString(dfa, mutant)) batch.push({ schema: JSON.stringify(schema), text: mutant, kind: "mutant" });
+      }
+    }
+  }
+  const verdicts = pythonVerdicts(batch);
+  const wrong = batch.filter((_, i) => verdicts[i] !== "valid").map((b, i) => `${b.kind} ${b.text} under ${b.schema}: ${verdicts[i]}`);
+  assert.deepEqual(wrong, []);
+  assert.ok(batch.length > 200, `${batch.length} texts`);
+  // What the scope does not evaluate is held to it; what it evaluates is not.
+  const closed = compileJsonSchema(schemas[0]).dfa;
+  assert.deepEqual(
+    // (Properties are written in the order merged: the schema's own, then allOf's.)
+    ['{"b": "x", "a": 1}', '{"a": 1}', '{"c": 1}', "{}"].map((t) => matchesString(closed, t)),
+    [true, true, false, true],
+  );
+  const onlyRequired = compileJsonSchema(schemas[6]).dfa;
+  assert.deepEqual(
+    ['{"z": true}', '{"z": 1}', '{"a": 1, "z": false}'].map((t) => matchesString(onlyRequired, t)),
+    [true, false, true],
+  );
+  const tuple = compileJsonSchema(schemas[7]).dfa;
+  assert.deepEqual(
+    ["[1]", "[]", "[1, 2]"].map((t) => matchesString(tuple, t)),
+    [true, true, false],
+  );
+  // Inside allOf (or a $ref's target, a merged property) its scope is narrower than what is merged: refused by name.
+  for (const schema of [
+    { allOf: [{ properties: { a: {} }, unevaluatedProperties: false }], properties: { b: {} } },
+    { $ref: "#/$defs/closed", $defs: { closed: { unevaluatedItems: false } } },
+  ]) {
+    assert.throws(
+      () => compileJsonSchema(schema),
+      (e: unknown) => e instanceof JsonSchemaError && /^unevaluated(Properties|Items)$/.test(e.keyword ?? ""),
+    );
+  }
+});

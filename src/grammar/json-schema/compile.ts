@@ -349,7 +349,7 @@ class SchemaCompiler {
         continue;
       }
       const minuendWant = alternative.subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
-      const spec = mergeConjuncts(alternative.conjuncts, this.document, this);
+      const spec = mergeConjuncts(alternative.conjuncts, this.document, this, refs.length === 1 ? refs[0]!.pointer : null);
       const base = this.specLanguage(spec, alternative, minuendWant, pointer);
       if (alternative.subtract.length === 0) {
         parts.push(base);
@@ -842,7 +842,21 @@ class SchemaCompiler {
   }
 
   private arrayLanguage(spec: Spec, want: Want, pointer: string): RegexNode | null {
-    const { parts, minItems, contains } = spec.arrays;
+    const { minItems, contains } = spec.arrays;
+    let parts = spec.arrays.parts;
+    // unevaluatedItems: the items no prefixItems/items of the scope evaluates (past the longest
+    // prefix, when no part has items) meet it. An over-approximation leaves it out: it must hold
+    // documents where more branches evaluate more.
+    const unevaluated = spec.arrays.unevaluated;
+    if (unevaluated !== null && !want.over && !parts.some((p) => p.rest !== null)) {
+      if (contains.length > 0) {
+        this.unsupported("unevaluatedItems", unevaluated.pointer, "unevaluatedItems beside contains is not supported yet");
+      } else {
+        const longest = Math.max(0, ...parts.map((p) => p.prefix.length));
+        const evaluated: SchemaAt = { schema: true, pointer: unevaluated.pointer, base: unevaluated.base };
+        parts = [...parts, { prefix: Array.from({ length: longest }, () => evaluated), rest: unevaluated }];
+      }
+    }
     let maxItems = spec.arrays.maxItems;
     const depth = want.depth;
     const inner: Want = { ...want, depth: depth + 1 };
@@ -1001,11 +1015,15 @@ class SchemaCompiler {
         if (isRequired) return null;
         continue;
       }
-      // An empty value language leaves its member unwritable: the object's automaton drops the path.
-      members.push({ key, value: this.language(schemasForKey(o.parts, key), inner), required: isRequired });
+      // A key only `required` (or a dependency's trigger) names is evaluated by nothing: it meets
+      // unevaluatedProperties. An empty value language leaves its member unwritable: the
+      // object's automaton drops the path.
+      const schemas = schemasForKey(o.parts, key);
+      const value = schemas.length === 0 && o.unevaluated !== null && !want.over ? [o.unevaluated] : schemas;
+      members.push({ key, value: this.language(value, inner), required: isRequired });
     }
     const excluded = [...names, ...forbidden];
-    const extras = this.extraRegions(o.parts, excluded, nameLanguages, inner, pointer);
+    const extras = this.extraRegions(o.parts, excluded, nameLanguages, inner, pointer, want.over ? null : o.unevaluated);
     if (want.over) return this.looseObject(members, extras, depth);
     const requiredCount = members.filter((m) => m.required).length;
     if (requiredCount > o.maxProperties) return null;
@@ -1031,6 +1049,8 @@ class SchemaCompiler {
     nameLanguages: readonly ByteDfa[],
     inner: Want,
     pointer: string,
+    /** unevaluatedProperties: met by the keys no pattern and no additionalProperties evaluates. */
+    unevaluated: SchemaAt | null,
   ): Region[] {
     const patterns = parts.flatMap((part, index) => part.patterns.map((p) => ({ ...p, part: index })));
     if (patterns.length > MAX_PATTERNS) {
@@ -1069,6 +1089,7 @@ class SchemaCompiler {
         }
       });
       if (unnamed && this.options.forbidAdditionalProperties && !inner.over) continue;
+      if (unnamed && unevaluated !== null) values.push(unevaluated);
       if (values.some((v) => v.schema === false)) continue;
       regions.push({ key: dfaNode(key), value: this.language(values, inner) });
     }

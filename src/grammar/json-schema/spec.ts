@@ -52,6 +52,8 @@ export interface Spec {
     maxItems: number;
     contains: { at: SchemaAt; min: number; max: number }[];
     unique: string | null;
+    /** `unevaluatedItems` of the schema the merge is scoped to (see mergeConjuncts), if not `true`. */
+    unevaluated: SchemaAt | null;
   };
   readonly objects: {
     parts: ObjectPart[];
@@ -60,6 +62,8 @@ export interface Spec {
     minProperties: number;
     maxProperties: number;
     propertyNames: SchemaAt[];
+    /** `unevaluatedProperties` of the schema the merge is scoped to (see mergeConjuncts), if not `true`. */
+    unevaluated: SchemaAt | null;
   };
 }
 
@@ -119,17 +123,28 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
-export function mergeConjuncts(conjuncts: readonly Conjunct[], document: SchemaDocument, context: SpecContext): Spec {
+/**
+ * The conjuncts of one alternative merged keyword by keyword. `scopeRoot`: the pointer of the one
+ * schema every conjunct was reached from through in-place applicators (allOf, $ref, the branch
+ * taken of anyOf/oneOf/if, dependentSchemas), or null: only there can `unevaluated…` be
+ * enforced, since what counts as evaluated is what that schema's subtree evaluates.
+ */
+export function mergeConjuncts(
+  conjuncts: readonly Conjunct[],
+  document: SchemaDocument,
+  context: SpecContext,
+  scopeRoot: string | null = null,
+): Spec {
   const spec: Spec = {
     types: { null: true, boolean: true, object: true, array: true, string: true, number: "number" },
     enumValues: null,
     strings: { minLength: 0, maxLength: Infinity, patterns: [], formats: [] },
     numbers: { bounds: [], multipleOf: [] },
-    arrays: { parts: [], minItems: 0, maxItems: Infinity, contains: [], unique: null },
-    objects: { parts: [], names: [], required: [], minProperties: 0, maxProperties: Infinity, propertyNames: [] },
+    arrays: { parts: [], minItems: 0, maxItems: Infinity, contains: [], unique: null, unevaluated: null },
+    objects: { parts: [], names: [], required: [], minProperties: 0, maxProperties: Infinity, propertyNames: [], unevaluated: null },
   };
   const merged = { enumValues: null as unknown[] | null };
-  for (const conjunct of conjuncts) new ConjunctReader(conjunct, document, context, spec, merged).read();
+  for (const conjunct of conjuncts) new ConjunctReader(conjunct, document, context, spec, merged, conjunct.at.pointer === scopeRoot).read();
   return { ...spec, enumValues: merged.enumValues };
 }
 
@@ -142,6 +157,8 @@ class ConjunctReader {
     private readonly context: SpecContext,
     private readonly spec: Spec,
     private readonly merged: { enumValues: unknown[] | null },
+    /** This conjunct is the merge's scope root (see mergeConjuncts). */
+    private readonly isScopeRoot: boolean,
   ) {
     this.keywords = validationKeywords(document.draft);
   }
@@ -270,9 +287,22 @@ class ConjunctReader {
           this.spec.objects.propertyNames.push(this.context.child(this.conjunct.at, "propertyNames"));
           break;
         case "unevaluatedProperties":
-        case "unevaluatedItems":
-          if (schema[keyword] !== true) this.context.unsupported(keyword, this.pointer(keyword), `${keyword} is not supported yet`);
+        case "unevaluatedItems": {
+          if (schema[keyword] === true) break;
+          if (!this.isScopeRoot) {
+            this.context.unsupported(
+              keyword,
+              this.pointer(keyword),
+              `${keyword} is enforced only in a schema that is the whole of what a value must meet (not inside allOf, ` +
+                "anyOf, oneOf, if, a $ref's target or a property merged from several schemas)",
+            );
+            break;
+          }
+          const at = this.context.child(this.conjunct.at, keyword);
+          if (keyword === "unevaluatedProperties") this.spec.objects.unevaluated = at;
+          else this.spec.arrays.unevaluated = at;
           break;
+        }
         default:
           this.context.unsupported(keyword, this.pointer(keyword), `${keyword} is not supported`);
       }
