@@ -184,6 +184,16 @@ test("unevaluatedProperties / unevaluatedItems in the schema a value must meet: 
     { type: "array", prefixItems: [{ type: "integer" }], unevaluatedItems: false },
     { type: "array", allOf: [{ prefixItems: [{ type: "integer" }, { type: "string" }] }], unevaluatedItems: { type: "boolean" } },
     { type: "object", properties: { inner: { properties: { p: {} }, unevaluatedProperties: false } } },
+    // A schema that is only a $ref (and definitions): the target is the scope.
+    {
+      $ref: "#/$defs/closed",
+      $defs: { closed: { properties: { n: { type: "integer" } }, allOf: [{ properties: { m: {} } }], unevaluatedProperties: false } },
+    },
+    {
+      type: "object",
+      properties: { wrapped: { $ref: "#/$defs/pair" } },
+      $defs: { pair: { prefixItems: [{}, {}], unevaluatedItems: false } },
+    },
   ];
   const random = seededRandom(11);
   const batch: { schema: string; text: string; kind: string }[] = [];
@@ -223,7 +233,7 @@ test("unevaluatedProperties / unevaluatedItems in the schema a value must meet: 
   // Inside allOf (or a $ref's target, a merged property) its scope is narrower than what is merged: refused by name.
   for (const schema of [
     { allOf: [{ properties: { a: {} }, unevaluatedProperties: false }], properties: { b: {} } },
-    { $ref: "#/$defs/closed", $defs: { closed: { unevaluatedItems: false } } },
+    { $ref: "#/$defs/closed", type: "array", prefixItems: [{}], $defs: { closed: { unevaluatedItems: false } } },
   ]) {
     assert.throws(
       () => compileJsonSchema(schema),

@@ -349,7 +349,7 @@ class SchemaCompiler {
         continue;
       }
       const minuendWant = alternative.subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
-      const spec = mergeConjuncts(alternative.conjuncts, this.document, this, refs.length === 1 ? refs[0]!.pointer : null);
+      const spec = mergeConjuncts(alternative.conjuncts, this.document, this, refs.length === 1 ? this.scopeRoot(refs[0]!) : null);
       const base = this.specLanguage(spec, alternative, minuendWant, pointer);
       if (alternative.subtract.length === 0) {
         parts.push(base);
@@ -365,6 +365,22 @@ class SchemaCompiler {
       if (!isEmptyLanguage(dfa)) parts.push(dfaNode(dfa));
     }
     return alt(parts);
+  }
+
+  /**
+   * The schema whose subtree holds every conjunct that may evaluate something, when `at` is all
+   * a value must meet: `at` itself, or the end of a chain of schemas that are a `$ref` and
+   * nothing else that evaluates (definitions, descriptions): `{"$ref": "#/$defs/X"}` is X's scope.
+   */
+  private scopeRoot(at: SchemaAt): string {
+    let current = at;
+    for (let chain = 0; chain < MAX_REFERENCE_CHAIN; chain++) {
+      const schema = current.schema;
+      if (!isObject(schema) || typeof schema.$ref !== "string") break;
+      if (!Object.keys(schema).every((k) => k === "$ref" || SCOPE_NEUTRAL.has(k) || isDescriptive(k))) break;
+      current = this.document.resolve(schema.$ref, current);
+    }
+    return current.pointer;
   }
 
   /** `refs` with `allOf` and `$ref` expanded, then anyOf/oneOf/if/dependencies distributed. */
@@ -1225,6 +1241,9 @@ function permutations<T>(items: readonly T[]): T[][] {
 const SPLIT_KEYWORDS = ["anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies"] as const;
 
 /** Keywords beside a draft-07 `$ref` that say nothing about validity (not worth a warning). */
+/** Keywords beside a `$ref` that evaluate nothing (see scopeRoot). */
+const SCOPE_NEUTRAL = new Set(["$defs", "definitions", "$anchor", "$dynamicAnchor", "$comment", "$vocabulary", "deprecated"]);
+
 function isDescriptive(keyword: string): boolean {
   return ["title", "description", "default", "examples", "$id", "id", "$schema", "readOnly", "writeOnly"].includes(keyword);
 }
