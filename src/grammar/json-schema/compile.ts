@@ -310,14 +310,9 @@ class SchemaCompiler {
     const open = this.inProgress.get(pointers) ?? 0;
     if (open > 0) {
       // Recursion: what we write is unrolled MAX_RECURSION times, deeper nesting is not written.
-      // An over-approximation cannot stop there (it must hold every deeper document): refused.
-      if (want.over) {
-        throw new JsonSchemaError(
-          "a recursive schema under not, oneOf or if is not supported yet (the schema refers to itself)",
-          pointer,
-          "$ref",
-        );
-      }
+      // An over-approximation cannot stop there (it must hold every deeper document): where the
+      // schema re-enters itself it holds any value (of any depth a text we write can reach).
+      if (want.over) return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
       if (this.unrolled > MAX_RECURSION) return EMPTY;
     }
     const depth = this.unrolled;
