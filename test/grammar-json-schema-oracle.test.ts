@@ -6,7 +6,13 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { test } from "node:test";
-import { compileJsonSchema, JsonSchemaError, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError } from "../src/grammar/index.js";
+import {
+  compileJsonSchema,
+  JsonSchemaError,
+  JsonSchemaTooComplexError,
+  JsonSchemaUnsatisfiableError,
+  type WhitespaceStyle,
+} from "../src/grammar/index.js";
 import { matchesString, sampleString, type ByteDfa } from "../src/regex/index.js";
 import { seededRandom } from "../src/support/index.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
@@ -27,6 +33,41 @@ function mutate(text: string, random: () => number): string {
   else if (edit === 1 && at < chars.length) chars.splice(at, 1);
   else chars.splice(at, 0, ch);
   return chars.join("");
+}
+
+type Checked = { schema: string; text: string; kind: "sample" | "mutant" };
+
+/** Texts sampled from each schema's automaton (per whitespace style), and the near misses it accepts. */
+function samplesAndNearMisses(
+  schemas: readonly unknown[],
+  styles: readonly WhitespaceStyle[],
+  perStyle: number,
+  random: () => number,
+): Checked[] {
+  const batch: Checked[] = [];
+  for (const schema of schemas) {
+    for (const whitespace of styles) {
+      const { dfa } = compileJsonSchema(schema, { whitespace });
+      for (let k = 0; k < perStyle; k++) {
+        const text = sampleString(dfa, random, { maxBytes: 400, stopProbability: 0.1 });
+        if (text === null) continue;
+        batch.push({ schema: JSON.stringify(schema), text, kind: "sample" });
+        for (let m = 0; m < MUTANTS_PER_SAMPLE; m++) {
+          const mutant = mutate(text, random);
+          if (mutant !== text && matchesString(dfa, mutant)) batch.push({ schema: JSON.stringify(schema), text: mutant, kind: "mutant" });
+        }
+      }
+    }
+  }
+  return batch;
+}
+
+/** Every text valid per Python's jsonschema, and at least `atLeast` of them. */
+function assertAllValid(batch: readonly Checked[], atLeast: number): void {
+  const verdicts = pythonVerdicts(batch);
+  const wrong = batch.flatMap((b, i) => (verdicts[i] === "valid" ? [] : [`${b.kind} ${b.text} under ${b.schema}: ${verdicts[i]}`]));
+  assert.deepEqual(wrong, []);
+  assert.ok(batch.length > atLeast, `${batch.length} texts`);
 }
 
 test("every text a MaskBench schema's automaton accepts (samples and near misses) is valid per Python's jsonschema", {
@@ -94,26 +135,7 @@ test("uniqueItems over a few values: samples and accepted near misses are valid 
       required: ["tags"],
     },
   ];
-  const random = seededRandom(7);
-  const batch: { schema: string; text: string; kind: string }[] = [];
-  for (const schema of schemas) {
-    for (const whitespace of ["default", "compact", "indented"] as const) {
-      const { dfa } = compileJsonSchema(schema, { whitespace });
-      for (let k = 0; k < 12; k++) {
-        const text = sampleString(dfa, random, { maxBytes: 400, stopProbability: 0.1 });
-        if (text === null) continue;
-        batch.push({ schema: JSON.stringify(schema), text, kind: "sample" });
-        for (let m = 0; m < 6; m++) {
-          const mutant = mutate(text, random);
-          if (mutant !== text && matchesString(dfa, mutant)) batch.push({ schema: JSON.stringify(schema), text: mutant, kind: "mutant" });
-        }
-      }
-    }
-  }
-  const verdicts = pythonVerdicts(batch);
-  const wrong = batch.filter((_, i) => verdicts[i] !== "valid").map((b, i) => `${b.kind} ${b.text} under ${b.schema}: ${verdicts[i]}`);
-  assert.deepEqual(wrong, []);
-  assert.ok(batch.length > 100, `${batch.length} texts`);
+  assertAllValid(samplesAndNearMisses(schemas, ["default", "compact", "indented"], 12, seededRandom(7)), 100);
   // Equal values in other spellings are one value: 1 and 1.0, an object's two key orders.
   const numbers = compileJsonSchema({ type: "array", items: { enum: [1, 2] }, uniqueItems: true }).dfa;
   assert.deepEqual(
@@ -195,24 +217,7 @@ test("unevaluatedProperties / unevaluatedItems in the schema a value must meet: 
       $defs: { pair: { prefixItems: [{}, {}], unevaluatedItems: false } },
     },
   ];
-  const random = seededRandom(11);
-  const batch: { schema: string; text: string; kind: string }[] = [];
-  for (const schema of schemas) {
-    const { dfa } = compileJsonSchema(schema);
-    for (let k = 0; k < 16; k++) {
-      const text = sampleString(dfa, random, { maxBytes: 300, stopProbability: 0.1 });
-      if (text === null) continue;
-      batch.push({ schema: JSON.stringify(schema), text, kind: "sample" });
-      for (let m = 0; m < 6; m++) {
-        const mutant = mutate(text, random);
-        if (mutant !== text && matchesString(dfa, mutant)) batch.push({ schema: JSON.stringify(schema), text: mutant, kind: "mutant" });
-      }
-    }
-  }
-  const verdicts = pythonVerdicts(batch);
-  const wrong = batch.filter((_, i) => verdicts[i] !== "valid").map((b, i) => `${b.kind} ${b.text} under ${b.schema}: ${verdicts[i]}`);
-  assert.deepEqual(wrong, []);
-  assert.ok(batch.length > 200, `${batch.length} texts`);
+  assertAllValid(samplesAndNearMisses(schemas, ["default"], 16, seededRandom(11)), 200);
   // What the scope does not evaluate is held to it; what it evaluates is not.
   const closed = compileJsonSchema(schemas[0]).dfa;
   assert.deepEqual(

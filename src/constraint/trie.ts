@@ -73,6 +73,8 @@ export class TokenTrie {
   readonly rootChild: Int32Array;
   /** Scratch for walks that list the ids they set (one mask's worth of words; one walk at a time). */
   readonly idScratch: Int32Array;
+  /** Scratch for the trie positions the per-byte lists give a walk (an eighth of the tokens at most). */
+  readonly listScratch: Int32Array;
   /** Scratch for walks that must count each token once (stamp per trie position; see nextTokenStamp). */
   readonly tokenStamp: Int32Array;
   private tokenStampValue = 0;
@@ -123,6 +125,7 @@ export class TokenTrie {
     this.orderedData = index.orderedData;
     this.tokenStamp = new Int32Array(tokenIds.length);
     this.idScratch = new Int32Array((vocab.size + 31) >>> 5);
+    this.listScratch = new Int32Array((tokenIds.length >>> 3) + 1);
     this.rootChild = new Int32Array(256).fill(-1);
     for (let c = 1; c < numNodes; c += subtreeSize[c]!) this.rootChild[nodeByte[c]!] = c;
   }

@@ -226,58 +226,33 @@ export function walkComplementMask(c: DfaWalkContext, state: number, mask: Uint3
  */
 export function exceptionComplementMask(c: DfaWalkContext, trie: TokenTrie, state: number, mask: Uint32Array): boolean {
   if (c.multibyteLoop[state] !== 1) return false;
-  const { asciiTokenStart, asciiTokens, notUtf8Tokens, orderedOffsets, orderedData, tokenStamp, tokenIds } = trie;
-  const loop = c.loopBytes;
-  let listed = notUtf8Tokens.length;
-  for (let b = 0; b < 128; b++) {
-    if (((loop[state * 8 + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
-  }
-  if (listed > c.numTokens >>> 3) return false;
-  c.matcher.work.charge(listed);
+  const listed = listedTokens(c, trie, state);
+  if (listed < 0) return false;
+  const { orderedOffsets, orderedData, tokenIds, listScratch } = trie;
   const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch } = c;
   const scalars = c.scalars;
   const stamp = ++scalars[0]!;
-  const tokenMark = trie.nextTokenStamp();
   let numSucc = 0;
   let maxMinBytes = 0;
   let cleared = 0;
-  let distinct = 0;
-  for (let b = -1; b < 128; b++) {
-    let from: number;
-    let to: number;
-    let list: Int32Array;
-    if (b < 0) {
-      list = notUtf8Tokens;
-      from = 0;
-      to = list.length;
-    } else {
-      if (((loop[state * 8 + (b >>> 5)]! >>> (b & 31)) & 1) !== 0) continue;
-      list = asciiTokens;
-      from = asciiTokenStart[b]!;
-      to = asciiTokenStart[b + 1]!;
-    }
-    for (let j = from; j < to; j++) {
-      const k = list[j]!;
-      if (tokenStamp[k] === tokenMark) continue;
-      tokenStamp[k] = tokenMark;
-      distinct++;
-      let s = state;
-      for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++)
-        s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
-      if (s < 0) {
-        const id = tokenIds[k]!;
-        mask[id >>> 5]! &= ~(1 << (id & 31));
-        cleared++;
-      } else if (successorStamp[s] !== stamp) {
-        successorStamp[s] = stamp;
-        successorScratch[numSucc++] = s;
-        const mb = minBytesToAccept[s]!;
-        if (mb > maxMinBytes) maxMinBytes = mb;
-      }
+  for (let j = 0; j < listed; j++) {
+    const k = listScratch[j]!;
+    let s = state;
+    for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++)
+      s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
+    if (s < 0) {
+      const id = tokenIds[k]!;
+      mask[id >>> 5]! &= ~(1 << (id & 31));
+      cleared++;
+    } else if (successorStamp[s] !== stamp) {
+      successorStamp[s] = stamp;
+      successorScratch[numSucc++] = s;
+      const mb = minBytesToAccept[s]!;
+      if (mb > maxMinBytes) maxMinBytes = mb;
     }
   }
   // Every token on no list loops back to `state`.
-  if (distinct < c.numTokens && successorStamp[state] !== stamp) {
+  if (listed < c.numTokens && successorStamp[state] !== stamp) {
     successorStamp[state] = stamp;
     successorScratch[numSucc++] = state;
     const mb = minBytesToAccept[state]!;
@@ -287,6 +262,39 @@ export function exceptionComplementMask(c: DfaWalkContext, trie: TokenTrie, stat
   scalars[2] = numSucc;
   scalars[3] = maxMinBytes;
   return true;
+}
+
+/**
+ * The trie positions of the tokens on the lists of `loop` (those holding an ASCII byte it does
+ * not loop on, and those that are not whole UTF-8 characters), each once, in trie.listScratch;
+ * their count, or -1 when the lists hold more than an eighth of the vocabulary (a walk pays then).
+ */
+function listedTokens(c: DfaWalkContext, trie: TokenTrie, loop: number): number {
+  const { asciiTokenStart, asciiTokens, notUtf8Tokens, tokenStamp, listScratch } = trie;
+  const loopBits = c.loopBytes;
+  let listed = notUtf8Tokens.length;
+  for (let b = 0; b < 128; b++) {
+    if (((loopBits[loop * 8 + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
+  }
+  if (listed > c.numTokens >>> 3) return -1;
+  c.matcher.work.charge(listed);
+  const tokenMark = trie.nextTokenStamp();
+  let n = 0;
+  for (let j = 0; j < notUtf8Tokens.length; j++) {
+    const k = notUtf8Tokens[j]!;
+    tokenStamp[k] = tokenMark;
+    listScratch[n++] = k;
+  }
+  for (let b = 0; b < 128; b++) {
+    if (((loopBits[loop * 8 + (b >>> 5)]! >>> (b & 31)) & 1) !== 0) continue;
+    for (let j = asciiTokenStart[b]!, end = asciiTokenStart[b + 1]!; j < end; j++) {
+      const k = asciiTokens[j]!;
+      if (tokenStamp[k] === tokenMark) continue;
+      tokenStamp[k] = tokenMark;
+      listScratch[n++] = k;
+    }
+  }
+  return n;
 }
 
 /**
@@ -311,14 +319,8 @@ export function entryComplementMask(
   mask: Uint32Array,
 ): boolean {
   if (c.multibyteLoop[loop] !== 1) return false;
-  const { asciiTokenStart, asciiTokens, notUtf8Tokens, orderedOffsets, orderedData, tokenStamp, tokenIds, rootChild, tokenStart } = trie;
+  const { orderedOffsets, orderedData, tokenIds, rootChild, tokenStart, listScratch } = trie;
   const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch, subtreeSize } = c;
-  const loopBits = c.loopBytes;
-  let listed = notUtf8Tokens.length;
-  for (let b = 0; b < 128; b++) {
-    if (((loopBits[loop * 8 + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
-  }
-  if (listed > c.numTokens >>> 3) return false;
   let redone = 0;
   for (let b = 0; b < 256; b++) {
     const p = rootChild[b]!;
@@ -326,7 +328,9 @@ export function entryComplementMask(
     if (redo[b] === 1) redone += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
   }
   if (redone > c.numTokens >>> 2) return false;
-  c.matcher.work.charge(listed + redone);
+  const listed = listedTokens(c, trie, loop);
+  if (listed < 0) return false;
+  c.matcher.work.charge(redone);
   // The redone subtrees: cleared, then walked from `state` (which also starts the successor list).
   for (let b = 0; b < 256; b++) {
     if (redo[b] === 0) continue;
@@ -343,41 +347,23 @@ export function entryComplementMask(
   let maxMinBytes = scalars[3]!;
   let count = c.numTokens - redone + scalars[1]!;
   // The listed tokens of the other first bytes: stepped from `state`.
-  const tokenMark = trie.nextTokenStamp();
   let distinct = 0;
-  for (let b = -1; b < 128; b++) {
-    let from: number;
-    let to: number;
-    let list: Int32Array;
-    if (b < 0) {
-      list = notUtf8Tokens;
-      from = 0;
-      to = list.length;
-    } else {
-      if (((loopBits[loop * 8 + (b >>> 5)]! >>> (b & 31)) & 1) !== 0) continue;
-      list = asciiTokens;
-      from = asciiTokenStart[b]!;
-      to = asciiTokenStart[b + 1]!;
-    }
-    for (let j = from; j < to; j++) {
-      const k = list[j]!;
-      if (tokenStamp[k] === tokenMark) continue;
-      tokenStamp[k] = tokenMark;
-      const start = orderedOffsets[k]!;
-      if (redo[orderedData[start]!] === 1) continue;
-      distinct++;
-      let s = state;
-      for (let i = start, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++) s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
-      if (s < 0) {
-        const id = tokenIds[k]!;
-        mask[id >>> 5]! &= ~(1 << (id & 31));
-        count--;
-      } else if (successorStamp[s] !== stamp) {
-        successorStamp[s] = stamp;
-        successorScratch[numSucc++] = s;
-        const mb = minBytesToAccept[s]!;
-        if (mb > maxMinBytes) maxMinBytes = mb;
-      }
+  for (let j = 0; j < listed; j++) {
+    const k = listScratch[j]!;
+    const start = orderedOffsets[k]!;
+    if (redo[orderedData[start]!] === 1) continue;
+    distinct++;
+    let s = state;
+    for (let i = start, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++) s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
+    if (s < 0) {
+      const id = tokenIds[k]!;
+      mask[id >>> 5]! &= ~(1 << (id & 31));
+      count--;
+    } else if (successorStamp[s] !== stamp) {
+      successorStamp[s] = stamp;
+      successorScratch[numSucc++] = s;
+      const mb = minBytesToAccept[s]!;
+      if (mb > maxMinBytes) maxMinBytes = mb;
     }
   }
   // Every other token of those first bytes ends in `loop`.
