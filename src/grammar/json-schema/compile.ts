@@ -144,8 +144,9 @@ const MAX_ARRAY_POSITIONS = 4096;
 const MAX_CONTAINS = 3;
 /** Most distinct values the items of a uniqueItems array may take (its states are their subsets). */
 const MAX_UNIQUE_VALUES = 8;
-/** Most texts (spellings of those values) read off the item automaton. */
+/** Most texts (spellings of those values) read off the item automaton, and their longest. */
 const MAX_UNIQUE_TEXTS = 64;
+const MAX_UNIQUE_TEXT_BYTES = 1024;
 /** Keys of an enum/const object whose every order an over-approximation spells out (4! = 24). */
 const MAX_PERMUTED_KEYS = 4;
 /** Required keys an over-approximated object checks the presence of. */
@@ -1284,7 +1285,8 @@ function finiteTexts(dfa: ByteDfa, limit: number): string[] | null {
   const bytes: number[] = [];
   const decoder = new TextDecoder();
   const visit = (state: number): boolean => {
-    if (onPath[state] === 1) return false;
+    // A cycle is infinitely many texts; a very long one is not an item list worth spelling out.
+    if (onPath[state] === 1 || bytes.length > MAX_UNIQUE_TEXT_BYTES) return false;
     if (accepting[state] === 1) {
       if (out.length === limit) return false;
       out.push(decoder.decode(Uint8Array.from(bytes)));

@@ -293,8 +293,8 @@ class ConjunctReader {
             this.context.unsupported(
               keyword,
               this.pointer(keyword),
-              `${keyword} is enforced only in a schema that is the whole of what a value must meet (not inside allOf, ` +
-                "anyOf, oneOf, if, a $ref's target or a property merged from several schemas)",
+              `${keyword} is enforced only in a schema that is the whole of what a value must meet, or the target of ` +
+                "one that is only a $ref (not inside allOf, anyOf, oneOf or if, nor in a property merged from several schemas)",
             );
             break;
           }
