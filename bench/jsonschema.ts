@@ -382,7 +382,8 @@ async function main(): Promise<void> {
       notInTheirRecord: table.notInTheirRecord,
     },
     note:
-      "compileMs = compileJsonSchema (whitespace default, strict) + DfaTokenMatcher + first mask, compiled schemas only; " +
+      "compileMs = compileJsonSchema (whitespace default, strict) + DfaTokenMatcher (as the service makes a schema's) + first mask, " +
+      "compiled schemas only; compileParts splits it into the schema's DFA and the matcher with its first mask; " +
       "maskUs = every mask of every instance token (fresh DfaConstraintState per instance on the schema's matcher, no token budget), " +
       "walks stop at the first disallowed token. schemasPassing = compiled and every instance judged right. " +
       "llguidance = its own record (llguidance 1.8) of the same files: passing = {} in the record.",
