@@ -11,6 +11,7 @@ import pg from "pg";
 import type { Config } from "../src/config.js";
 import { createService } from "../src/service.js";
 import { PostgresKeyStore, sha256Hex } from "../src/store/index.js";
+import { completeInjected, revokeInDashboard, signIn } from "./support/service.js";
 import { createFakeEngine, testConfig } from "./support/fake-engine.js";
 import { startPostgresServer, type TestPostgresServer } from "./support/postgres-server.js";
 
@@ -42,21 +43,6 @@ after(async () => {
   await server?.dispose();
 });
 
-async function signIn(app: FastifyInstance): Promise<{ cookie: string; csrf: string }> {
-  const res = await app.inject({ method: "POST", url: "/dashboard/api/login", payload: { token: "admin-secret" } });
-  assert.equal(res.statusCode, 200, res.body);
-  return { cookie: String(res.headers["set-cookie"]).split(";")[0]!, csrf: (res.json() as { csrf: string }).csrf };
-}
-
-function complete(app: FastifyInstance, key: string, prompt = "p") {
-  return app.inject({
-    method: "POST",
-    url: "/v1/completion/regex",
-    headers: { authorization: `Bearer ${key}` },
-    payload: { prompt, pattern: "[a-z]+", max_new_tokens: 4 },
-  });
-}
-
 test("replicas on one Postgres: shared keys, revocation within a second, usage adding up", async () => {
   const url = await server.createDatabase();
   const one = await replica(url);
@@ -70,9 +56,9 @@ test("replicas on one Postgres: shared keys, revocation within a second, usage a
   });
   assert.equal(created.statusCode, 200, created.body);
   const { id, key } = created.json() as { id: number; key: string };
-  assert.equal((await complete(two.app, key)).statusCode, 200, "the other replica knows the key at once");
+  assert.equal((await completeInjected(two.app, key)).statusCode, 200, "the other replica knows the key at once");
 
-  for (let i = 0; i < 6; i++) assert.equal((await complete(i % 2 === 0 ? one.app : two.app, key)).statusCode, 200);
+  for (let i = 0; i < 6; i++) assert.equal((await completeInjected(i % 2 === 0 ? one.app : two.app, key)).statusCode, 200);
   await Promise.all([one.store.flush(), two.store.flush()]);
   const listed = await two.app.inject({ url: "/dashboard/api/keys", headers: { cookie: (await signIn(two.app)).cookie } });
   const info = (listed.json() as { keys: Array<{ id: number; requests: number; tokens: number }> }).keys.find((k) => k.id === id)!;
@@ -87,15 +73,9 @@ test("replicas on one Postgres: shared keys, revocation within a second, usage a
   assert.equal(badBucket.statusCode, 400);
 
   const other = await signIn(two.app);
-  const revoked = await two.app.inject({
-    method: "POST",
-    url: `/dashboard/api/keys/${id}/revoke`,
-    headers: { cookie: other.cookie, "x-csrf-token": other.csrf },
-    payload: {},
-  });
-  assert.equal(revoked.statusCode, 200, revoked.body);
+  await revokeInDashboard(two.app, other, id);
   const at = Date.now();
-  while ((await complete(one.app, key)).statusCode !== 401) {
+  while ((await completeInjected(one.app, key)).statusCode !== 401) {
     assert.ok(Date.now() - at < 1000, "refused by the other replica within a second");
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -106,15 +86,15 @@ test("Postgres restarting: known keys keep working, unknown keys get 503, the da
   const { app, store } = await replica(url, {}, 50);
   const known = await store.createKey("known");
   const unseen = await store.createKey("unseen");
-  assert.equal((await complete(app, known.key)).statusCode, 200);
+  assert.equal((await completeInjected(app, known.key)).statusCode, 200);
   const session = await signIn(app);
   await server.stop();
   try {
     await new Promise((resolve) => setTimeout(resolve, 100));
     const statuses = [];
-    for (let i = 0; i < 5; i++) statuses.push((await complete(app, known.key)).statusCode);
+    for (let i = 0; i < 5; i++) statuses.push((await completeInjected(app, known.key)).statusCode);
     assert.deepEqual(statuses, [200, 200, 200, 200, 200]);
-    const refused = await complete(app, unseen.key);
+    const refused = await completeInjected(app, unseen.key);
     assert.equal(refused.statusCode, 503, refused.body);
     assert.match((refused.json() as { error: string }).error, /key store is unavailable/);
     assert.equal(refused.headers["retry-after"], "2");
@@ -125,7 +105,7 @@ test("Postgres restarting: known keys keep working, unknown keys get 503, the da
     await server.start();
   }
   assert.equal(await store.flush(), true);
-  assert.equal((await complete(app, unseen.key)).statusCode, 200, "new keys work again once it is back");
+  assert.equal((await completeInjected(app, unseen.key)).statusCode, 200, "new keys work again once it is back");
   const info = (await store.listKeys()).find((k) => k.id === known.id)!;
   assert.equal(info.requests, 6, "usage served during the outage was kept and written");
 });
@@ -182,12 +162,12 @@ test("routing metrics and the shutdown order: readiness first, requests still se
   }
   const key = (await store.createKey("drain")).key;
   // A generation in flight keeps the server open past the delay; it finishes after.
-  const inFlight = complete(app, key, "!slow");
+  const inFlight = completeInjected(app, key, "!slow");
   const shutdown = app.trellis.shutdown();
   assert.equal((await app.inject({ url: "/readyz" })).statusCode, 503);
-  assert.equal((await complete(app, key)).statusCode, 200, "served while the balancer takes the replica out");
+  assert.equal((await completeInjected(app, key)).statusCode, 200, "served while the balancer takes the replica out");
   await new Promise((resolve) => setTimeout(resolve, 500));
-  assert.equal((await complete(app, key)).statusCode, 503, "refused once the delay is over");
+  assert.equal((await completeInjected(app, key)).statusCode, 503, "refused once the delay is over");
   engine.release();
   assert.equal((await inFlight).statusCode, 200, "the request in flight finished");
   await shutdown;

@@ -8,6 +8,7 @@ import type { FastifyInstance } from "fastify";
 import type { Config } from "../src/config.js";
 import { createService } from "../src/service.js";
 import { PostgresKeyStore, sha256Hex } from "../src/store/index.js";
+import { completeInjected, revokeInDashboard, signIn } from "./support/service.js";
 import { createFakeEngine, testConfig } from "./support/fake-engine.js";
 import { startPostgresServer, type TestPostgresServer } from "./support/postgres-server.js";
 import { startRedisServer, type TestRedisServer } from "./support/redis-server.js";
@@ -42,21 +43,6 @@ async function replica(databaseUrl: string, config: Partial<Config> = {}): Promi
   return { app, store };
 }
 
-function complete(app: FastifyInstance, key: string) {
-  return app.inject({
-    method: "POST",
-    url: "/v1/completion/regex",
-    headers: { authorization: `Bearer ${key}` },
-    payload: { prompt: "p", pattern: "[a-z]+", max_new_tokens: 4 },
-  });
-}
-
-async function signIn(app: FastifyInstance): Promise<{ cookie: string; csrf: string }> {
-  const res = await app.inject({ method: "POST", url: "/dashboard/api/login", payload: { token: "admin-secret" } });
-  assert.equal(res.statusCode, 200, res.body);
-  return { cookie: String(res.headers["set-cookie"]).split(";")[0]!, csrf: (res.json() as { csrf: string }).csrf };
-}
-
 /** Redis answers on every replica's connection (they connect in the background). */
 async function untilRedisUp(apps: FastifyInstance[]): Promise<void> {
   const deadline = Date.now() + 5000;
@@ -75,7 +61,7 @@ test("one rate limit per key across three replicas, revocations and sessions sha
   const { id, key } = await replicas[0]!.store.createKey("limited");
 
   const statuses: number[] = [];
-  for (let i = 0; i < 120; i++) statuses.push((await complete(replicas[i % 3]!.app, key)).statusCode);
+  for (let i = 0; i < 120; i++) statuses.push((await completeInjected(replicas[i % 3]!.app, key)).statusCode);
   const allowed = statuses.filter((s) => s === 200).length;
   assert.equal(allowed, 60, "60 requests a minute in all, not 60 per replica");
   assert.equal(statuses.filter((s) => s === 429).length, 60);
@@ -87,16 +73,10 @@ test("one rate limit per key across three replicas, revocations and sessions sha
 
   // Revoked through replica 2's dashboard: replicas 1 and 3 refuse it within a second, though
   // their key caches would keep it for a minute.
-  const revoked = await replicas[1]!.app.inject({
-    method: "POST",
-    url: `/dashboard/api/keys/${id}/revoke`,
-    headers: { cookie: session.cookie, "x-csrf-token": session.csrf },
-    payload: {},
-  });
-  assert.equal(revoked.statusCode, 200, revoked.body);
+  await revokeInDashboard(replicas[1]!.app, session, id);
   const at = Date.now();
   for (const { app } of [replicas[0]!, replicas[2]!]) {
-    while ((await complete(app, key)).statusCode !== 401) {
+    while ((await completeInjected(app, key)).statusCode !== 401) {
       assert.ok(Date.now() - at < 1000, "refused within a second");
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -117,12 +97,12 @@ test("Redis stopped under load: no 5xx, each replica limits on its own and says 
   const replicas = await Promise.all([1, 2].map(() => replica(url, { rateLimit: 100_000 })));
   await untilRedisUp(replicas.map((r) => r.app));
   const { key } = await replicas[0]!.store.createKey("busy");
-  await Promise.all(replicas.map((r) => complete(r.app, key)));
+  await Promise.all(replicas.map((r) => completeInjected(r.app, key)));
   const statuses: number[] = [];
   let running = true;
   const load = (async () => {
     let i = 0;
-    while (running) statuses.push((await complete(replicas[i++ % 2]!.app, key)).statusCode);
+    while (running) statuses.push((await completeInjected(replicas[i++ % 2]!.app, key)).statusCode);
   })();
   await new Promise((resolve) => setTimeout(resolve, 150));
   await redis.stop();

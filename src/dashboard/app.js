@@ -1337,56 +1337,45 @@ function timeTicks(points, bucket, columnWidth) {
   return ticks;
 }
 
+/** A new element with a class and attributes (ids, ARIA, roles). */
+function element(tag, className, attributes = {}) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  return node;
+}
+
 /** The chart's figure: heading, legend (stacked series), drawing box, data table in a <details>. */
 function createChart(spec) {
-  const figure = document.createElement("figure");
-  figure.className = "chart";
-  figure.id = `chart-${spec.id}`;
-  const caption = document.createElement("figcaption");
-  const heading = document.createElement("h3");
-  heading.id = `chart-${spec.id}-title`;
+  const heading = element("h3", "", { id: `chart-${spec.id}-title` });
+  const figure = element("figure", "chart", { id: `chart-${spec.id}`, "aria-labelledby": heading.id });
+  const caption = element("figcaption");
   caption.append(heading);
-  figure.setAttribute("aria-labelledby", heading.id);
   // A legend for stacked series, under the drawing (the charts' plots stay level side by side).
   let legend = null;
   if (spec.series.length > 1) {
-    legend = document.createElement("ul");
-    legend.className = "legend";
-    legend.setAttribute("aria-label", "Legend");
+    legend = element("ul", "legend", { "aria-label": "Legend" });
     for (const series of spec.series) {
-      const item = document.createElement("li");
-      const swatch = document.createElement("span");
-      swatch.className = `swatch ${series.className}`;
-      swatch.setAttribute("aria-hidden", "true");
-      item.append(swatch, series.label);
+      const item = element("li");
+      item.append(element("span", `swatch ${series.className}`, { "aria-hidden": "true" }), series.label);
       legend.append(item);
     }
   }
-  const box = document.createElement("div");
-  box.className = "chart-box";
-  const points = document.createElement("div");
-  points.className = "chart-points";
-  const tip = document.createElement("div");
-  tip.className = "chart-tip";
-  tip.setAttribute("aria-hidden", "true");
+  const box = element("div", "chart-box");
+  const points = element("div", "chart-points");
+  const tip = element("div", "chart-tip", { "aria-hidden": "true" });
   tip.hidden = true;
   box.append(points, tip);
 
-  const details = document.createElement("details");
-  details.className = "chart-data";
-  const summary = document.createElement("summary");
+  const details = element("details", "chart-data");
+  const summary = element("summary");
   summary.textContent = "Show the numbers as a table";
-  const wrap = document.createElement("div");
-  wrap.className = "table-wrap chart-table";
-  wrap.setAttribute("role", "region");
+  const tableCaption = element("caption", "visually-hidden", { id: `chart-${spec.id}-table-caption` });
+  const wrap = element("div", "table-wrap chart-table", { role: "region", "aria-labelledby": tableCaption.id });
   wrap.tabIndex = 0;
-  const table = document.createElement("table");
-  const tableCaption = document.createElement("caption");
-  tableCaption.id = `chart-${spec.id}-table-caption`;
-  tableCaption.className = "visually-hidden";
-  wrap.setAttribute("aria-labelledby", tableCaption.id);
-  const head = document.createElement("thead");
-  const body = document.createElement("tbody");
+  const table = element("table");
+  const head = element("thead");
+  const body = element("tbody");
   table.append(tableCaption, head, body);
   wrap.append(table);
   details.append(summary, wrap);

@@ -60,6 +60,21 @@ export interface KeySettings {
   rateLimit?: number | null;
 }
 
+/**
+ * A new key before either store writes it: name and settings checked (KeyNameError,
+ * KeySettingError), the secret generated, and the hash the row keeps instead of it.
+ */
+export function newKey(name: string, settings: KeySettings): { key: Omit<CreatedKey, "id">; hash: string } {
+  const trimmed = normalizeKeyName(name);
+  const quota = checkQuota(settings.quota ?? null);
+  const expiresAt = checkExpiry(settings.expiresAt ?? null);
+  const rateLimit = checkRateLimit(settings.rateLimit ?? null);
+  const secret = generateApiKey();
+  const prefix = secret.slice(0, KEY_PREFIX.length + 6);
+  const key = { name: trimmed, key: secret, prefix, createdAt: new Date().toISOString(), quota, expiresAt, rateLimit };
+  return { key, hash: sha256Hex(secret) };
+}
+
 export interface AuthenticatedKey {
   id: number;
   name: string;
@@ -196,19 +211,13 @@ export class KeyStore {
    * rate limit checkExpiry or checkRateLimit refuses, KeyStoreError if it cannot be written.
    */
   createKey(name: string, options: KeySettings = {}): CreatedKey {
-    const trimmed = normalizeKeyName(name);
-    const quota = checkQuota(options.quota ?? null);
-    const expiresAt = checkExpiry(options.expiresAt ?? null);
-    const rateLimit = checkRateLimit(options.rateLimit ?? null);
-    const key = generateApiKey();
-    const prefix = key.slice(0, KEY_PREFIX.length + 6);
-    const createdAt = new Date().toISOString();
+    const { key, hash } = newKey(name, options);
     const info = this.write("cannot create the key in", () =>
       this.db
         .prepare("INSERT INTO api_keys (name, prefix, hash, created_at, token_quota, expires_at, rate_limit) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        .run(trimmed, prefix, sha256Hex(key), createdAt, quota, expiresAt, rateLimit),
+        .run(key.name, key.prefix, hash, key.createdAt, key.quota, key.expiresAt, key.rateLimit),
     );
-    return { id: Number(info.lastInsertRowid), name: trimmed, key, prefix, createdAt, quota, expiresAt, rateLimit };
+    return { id: Number(info.lastInsertRowid), ...key };
   }
 
   /**

@@ -15,12 +15,11 @@
  * admits against the key's usage as last read plus what it holds itself.
  */
 import pg from "pg";
-import { KEY_PREFIX, generateApiKey, sha256Hex } from "./credentials.js";
+import { KEY_PREFIX, sha256Hex } from "./credentials.js";
 import { KeyNotFoundError, KeyStoreError, describeError, errorCode, type KeyStoreFailure } from "./errors.js";
 import type { KeyBackend } from "./backend.js";
-import { apiKeyInfoOf, type ApiKeyInfo, type CreatedKey, type KeyAdmission, type KeyRow, type KeySettings } from "./keys.js";
+import { apiKeyInfoOf, newKey, type ApiKeyInfo, type CreatedKey, type KeyAdmission, type KeyRow, type KeySettings } from "./keys.js";
 import { KeyExpiredError, checkExpiry, checkRateLimit, isExpired } from "./key-settings.js";
-import { normalizeKeyName } from "./names.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { ReservationLedger, checkQuota, quotaStatus, reserveWithin, type QuotaStatus, type TokenReservation } from "./quota.js";
 import { usageHistoryRead, type HourRow, type UsageBucketSize, type UsagePoint } from "./usage-history.js";
@@ -319,20 +318,14 @@ export class PostgresKeyStore implements KeyBackend {
   }
 
   async createKey(name: string, settings: KeySettings = {}): Promise<CreatedKey> {
-    const trimmed = normalizeKeyName(name);
-    const quota = checkQuota(settings.quota ?? null);
-    const expiresAt = checkExpiry(settings.expiresAt ?? null);
-    const rateLimit = checkRateLimit(settings.rateLimit ?? null);
-    const key = generateApiKey();
-    const prefix = key.slice(0, KEY_PREFIX.length + 6);
-    const createdAt = new Date().toISOString();
+    const { key, hash } = newKey(name, settings);
     const result = await this.query<{ id: number }>(
       "cannot create the key in",
       `INSERT INTO api_keys (name, prefix, hash, created_at, token_quota, expires_at, rate_limit)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-      [trimmed, prefix, sha256Hex(key), createdAt, quota, expiresAt, rateLimit],
+      [key.name, key.prefix, hash, key.createdAt, key.quota, key.expiresAt, key.rateLimit],
     );
-    return { id: result.rows[0]!.id, name: trimmed, key, prefix, createdAt, quota, expiresAt, rateLimit };
+    return { id: result.rows[0]!.id, ...key };
   }
 
   /** One column of one key; KeyNotFoundError when there is no such key. */

@@ -1,10 +1,11 @@
 /**
  * What the tests' throwaway servers (Postgres, Redis, replicas) share: a free loopback port, a
- * child's exit as a promise, and a watchdog that kills a child when this process dies of anything
- * (SIGKILL included), so no server outlives its test run.
+ * child's exit as a promise, a watchdog that kills a child when this process dies of anything
+ * (SIGKILL included), so no server outlives its test run, and the start/end/dispose lifecycle
+ * of a server in its own folder (ThrowawayServer).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 
@@ -48,4 +49,79 @@ export function haproxyBinary(): string {
     if (dir && existsSync(join(dir, "haproxy"))) return join(dir, "haproxy");
   }
   throw new Error("haproxy not found (apt-get install haproxy; .ci/run installs it; or set HAPROXY=/path/to/haproxy)");
+}
+
+/**
+ * One throwaway server process with its own temporary folder (the Postgres and Redis test
+ * servers): started until it answers, ended by a signal, never outliving this process (a
+ * watchdog per child, and a process 'exit' hook that kills it and removes the folder).
+ */
+export class ThrowawayServer {
+  /** The running child, or null between end() and the next start(). */
+  child: ChildProcess | null = null;
+  private guard: ChildProcess | null = null;
+  private disposed = false;
+  private readonly onExit = (): void => {
+    this.guard?.kill("SIGKILL");
+    this.child?.kill("SIGKILL");
+    rmSync(this.dir, { recursive: true, force: true });
+  };
+
+  constructor(
+    /** Removed by dispose(), the exit hook and the watchdog. */
+    readonly dir: string,
+    /** "postgres", "redis-server": for messages. */
+    private readonly name: string,
+    private readonly startTimeoutMs: number,
+  ) {
+    process.once("exit", this.onExit);
+  }
+
+  /**
+   * Adopts a child just spawned (unreferenced, so a forgotten server cannot keep the tests
+   * running) and waits until `answers()` holds, polling every `pollMs`. If it exits, cannot be
+   * spawned or does not answer in time, it is killed and the error says why, with `log()`.
+   */
+  async start(child: ChildProcess, answers: () => Promise<boolean>, pollMs: number, log: () => string): Promise<void> {
+    if (this.disposed) throw new Error(`this ${this.name} was disposed`);
+    child.unref();
+    const spawnFailure: { error: Error | null } = { error: null };
+    child.once("error", (error) => (spawnFailure.error = error));
+    this.child = child;
+    this.guard = watchdog(child.pid, this.dir);
+    const deadline = Date.now() + this.startTimeoutMs;
+    while (Date.now() < deadline) {
+      if (spawnFailure.error) throw new Error(`${this.name} could not be started: ${spawnFailure.error.message}`);
+      if (child.exitCode !== null) break;
+      if (await answers()) return;
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+    }
+    child.kill("SIGKILL");
+    throw new Error(`${this.name} did not answer (exit code ${child.exitCode}); its log:\n${log()}`);
+  }
+
+  /** Sends `signal` (after SIGCONT, should it be paused) and waits for the exit. */
+  async end(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    // The watchdog goes first: it must never outlive its server and then kill a reused pid.
+    this.guard?.kill("SIGKILL");
+    this.guard = null;
+    if (!child) return;
+    // Referenced while awaited: its exit is then all that keeps this process running.
+    child.ref();
+    const gone = exited(child);
+    child.kill("SIGCONT");
+    child.kill(signal);
+    await gone;
+  }
+
+  /** Ends it with `signal` and removes its folder; it cannot be started again. */
+  async dispose(signal: NodeJS.Signals): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    await this.end(signal);
+    process.removeListener("exit", this.onExit);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
 }

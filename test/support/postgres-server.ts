@@ -9,12 +9,12 @@
  * It never outlives the tests: dispose() in an after() hook, a process 'exit' hook, and a
  * watchdog shell that kills it when this process's pipe to it closes (also on SIGKILL).
  */
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { exited, freePort, watchdog } from "./child-process.js";
+import { freePort, ThrowawayServer } from "./child-process.js";
 
 const START_TIMEOUT_MS = 30_000;
 
@@ -70,15 +70,7 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
     ...(user ?? {}),
   });
   const port = await freePort();
-  let server: ChildProcess | null = null;
-  let guard: ChildProcess | null = null;
-  let disposed = false;
-  const onExit = (): void => {
-    guard?.kill("SIGKILL");
-    server?.kill("SIGKILL");
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once("exit", onExit);
+  const server = new ThrowawayServer(dir, `postgres on port ${port}`, START_TIMEOUT_MS);
   const url = (database: string): string => `postgres://trellis@127.0.0.1:${port}/${database}`;
 
   const accepts = async (): Promise<boolean> => {
@@ -103,31 +95,12 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
     child.stderr?.on("data", (chunk: Buffer) => {
       log = (log + chunk.toString()).slice(-4000);
     });
-    child.unref();
     (child.stderr as unknown as { unref?: () => void } | null)?.unref?.();
-    server = child;
-    guard = watchdog(child.pid, dir);
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null) break;
-      if (await accepts()) return;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    child.kill("SIGKILL");
-    throw new Error(`postgres on port ${port} did not accept connections (exit code ${child.exitCode}); its log:\n${log}`);
+    await server.start(child, accepts, 50, () => log);
   };
 
   const end = async (signal: NodeJS.Signals): Promise<void> => {
-    const child = server;
-    server = null;
-    guard?.kill("SIGKILL");
-    guard = null;
-    if (!child) return;
-    const gone = exited(child);
-    // Unref'd so that it never holds a test run open; while it is awaited it must hold the loop.
-    child.ref();
-    child.kill(signal);
-    await gone;
+    await server.end(signal);
     // A killed postmaster leaves its children for a moment; its pid file says it is gone.
     const pidFile = join(data, "postmaster.pid");
     const until = Date.now() + 10_000;
@@ -144,7 +117,7 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
 
   /** The postmaster and every process it started (sessions, background workers). */
   const signalAll = (signal: NodeJS.Signals): void => {
-    const pid = server?.pid;
+    const pid = server.child?.pid;
     if (!pid) return;
     const children = spawnSync("pgrep", ["-P", String(pid)])
       .stdout.toString()
@@ -178,8 +151,7 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
     stop: () => end("SIGINT"),
     kill: () => end("SIGKILL"),
     async start() {
-      if (disposed) throw new Error("this postgres server was disposed");
-      if (!server) await launch();
+      if (!server.child) await launch();
     },
     pause() {
       signalAll("SIGSTOP");
@@ -191,12 +163,6 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
       await end("SIGINT");
       await launch();
     },
-    async dispose() {
-      if (disposed) return;
-      disposed = true;
-      await end("SIGINT");
-      process.removeListener("exit", onExit);
-      rmSync(dir, { recursive: true, force: true });
-    },
+    dispose: () => server.dispose("SIGINT"),
   };
 }

@@ -8,10 +8,10 @@
  * forgets, and a watchdog (a shell that kills it when this process's pipe to it closes, as it
  * does when this process dies of anything, SIGKILL included).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
-import { exited, freePort, watchdog } from "./child-process.js";
+import { freePort, ThrowawayServer } from "./child-process.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -62,55 +62,18 @@ export async function startRedisServer(): Promise<TestRedisServer> {
   const dir = mkdtempSync(join(tmpdir(), "trellis-redis-"));
   const logFile = join(dir, "redis.log");
   const port = await freePort();
-  let server: ChildProcess | null = null;
-  let guard: ChildProcess | null = null;
-  let disposed = false;
-
-  const onExit = (): void => {
-    guard?.kill("SIGKILL");
-    server?.kill("SIGKILL");
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once("exit", onExit);
+  const server = new ThrowawayServer(dir, `redis-server on port ${port}`, START_TIMEOUT_MS);
 
   const launch = async (): Promise<void> => {
     const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", logFile];
-    const child = spawn(REDIS_SERVER, args, { stdio: "ignore" });
-    child.unref();
-    server = child;
-    const spawnFailure: { error: Error | null } = { error: null };
-    child.once("error", (error) => (spawnFailure.error = error));
-    // The shell waits on its stdin, the write end of which only this process holds.
-    guard = watchdog(child.pid, dir);
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    while (Date.now() < deadline) {
-      if (spawnFailure.error) throw new Error(`${REDIS_SERVER} could not be started: ${spawnFailure.error.message}`);
-      if (child.exitCode !== null) break;
-      if (await answersPing(port, 500)) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    let log = "";
-    try {
-      log = readFileSync(logFile, "utf8").slice(-2000);
-    } catch {}
-    child.kill("SIGKILL");
-    throw new Error(`redis-server on port ${port} did not answer PING (exit code ${child.exitCode}); its log:\n${log}`);
-  };
-
-  const end = async (signal: NodeJS.Signals): Promise<void> => {
-    const child = server;
-    server = null;
-    // The watchdog goes first: it must never outlive its server and then kill a reused pid.
-    guard?.kill("SIGKILL");
-    guard = null;
-    if (!child) return;
-    // Unreferenced so that a forgotten server cannot keep the tests from ending; referenced
-    // while waiting for its exit, which is then all that keeps this process running.
-    child.ref();
-    const gone = exited(child);
-    child.kill("SIGCONT");
-    child.kill(signal);
-    await gone;
+    const log = (): string => {
+      try {
+        return readFileSync(logFile, "utf8").slice(-2000);
+      } catch {
+        return "";
+      }
+    };
+    await server.start(spawn(REDIS_SERVER, args, { stdio: "ignore" }), () => answersPing(port, 500), 20, log);
   };
 
   await launch();
@@ -118,27 +81,20 @@ export async function startRedisServer(): Promise<TestRedisServer> {
     port,
     url: `redis://127.0.0.1:${port}`,
     get pid(): number {
-      return server?.pid ?? 0;
+      return server.child?.pid ?? 0;
     },
-    stop: () => end("SIGTERM"),
-    kill: () => end("SIGKILL"),
+    stop: () => server.end("SIGTERM"),
+    kill: () => server.end("SIGKILL"),
     async restart() {
-      if (disposed) throw new Error("this redis-server was disposed");
-      await end("SIGTERM");
+      await server.end("SIGTERM");
       await launch();
     },
     pause() {
-      server?.kill("SIGSTOP");
+      server.child?.kill("SIGSTOP");
     },
     resume() {
-      server?.kill("SIGCONT");
+      server.child?.kill("SIGCONT");
     },
-    async dispose() {
-      if (disposed) return;
-      disposed = true;
-      await end("SIGTERM");
-      process.removeListener("exit", onExit);
-      rmSync(dir, { recursive: true, force: true });
-    },
+    dispose: () => server.dispose("SIGTERM"),
   };
 }

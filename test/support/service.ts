@@ -1,8 +1,11 @@
 /**
  * What the service tests share: a server on a real socket over the fake engine (`listening`), one
- * JSON call to it (`callJson`), a server over a real engine and model (`realEngineApp`), and the
- * CLI run in process with its output collected (`runCli`).
+ * JSON call to it (`callJson`), a server over a real engine and model (`realEngineApp`), the
+ * CLI run in process with its output collected (`runCli`), and, on an app through inject(), a
+ * dashboard sign-in (`signIn`), a regex completion (`completeInjected`) and a revocation through
+ * the dashboard (`revokeInDashboard`).
  */
+import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";
 import { main, type CliIo } from "../../src/cli.js";
 import type { Config } from "../../src/config.js";
@@ -98,4 +101,37 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, extra: Part
   const err: string[] = [];
   const code = await main(argv, { out: (line) => out.push(line), err: (line) => err.push(line), env, ...extra });
   return { code, out, err };
+}
+
+export interface DashboardSession {
+  cookie: string;
+  csrf: string;
+}
+
+/** Signs in to the app's dashboard with the admin token (the tests' "admin-secret"). */
+export async function signIn(app: FastifyInstance, token = "admin-secret"): Promise<DashboardSession> {
+  const res = await app.inject({ method: "POST", url: "/dashboard/api/login", payload: { token } });
+  assert.equal(res.statusCode, 200, res.body);
+  return { cookie: String(res.headers["set-cookie"]).split(";")[0]!, csrf: (res.json() as { csrf: string }).csrf };
+}
+
+/** A small regex completion with the key (200 on the fake engine when the key is good). */
+export function completeInjected(app: FastifyInstance, key: string, prompt = "p") {
+  return app.inject({
+    method: "POST",
+    url: "/v1/completion/regex",
+    headers: { authorization: `Bearer ${key}` },
+    payload: { prompt, pattern: "[a-z]+", max_new_tokens: 4 },
+  });
+}
+
+/** Revokes key `id` through the dashboard of `app`, with the session's CSRF token. */
+export async function revokeInDashboard(app: FastifyInstance, session: DashboardSession, id: number): Promise<void> {
+  const revoked = await app.inject({
+    method: "POST",
+    url: `/dashboard/api/keys/${id}/revoke`,
+    headers: { cookie: session.cookie, "x-csrf-token": session.csrf },
+    payload: {},
+  });
+  assert.equal(revoked.statusCode, 200, revoked.body);
 }

@@ -3,7 +3,7 @@
  * of a state (shared, derived or walked), and the public API the constraint state and the cache use.
  */
 import { maskWords } from "../../support/index.js";
-import { everyUtf8CharLeadsTo, loopsOnEveryUtf8Char, type TokenTrie } from "../trie.js";
+import { everyUtf8CharLeadsTo, type TokenTrie } from "../trie.js";
 import type { ByteDfa } from "../types.js";
 import { WorkMeter } from "../work-meter.js";
 import { DfaBudgets, MAX_MINOR_SPANS, NO_BUDGET } from "./budget.js";
@@ -227,8 +227,13 @@ export class DfaTokenMatcher {
 
   /** Whether every valid multi-byte UTF-8 character takes `state` back to itself (free text, string bodies). */
   private loopsOnEveryMultibyteChar(state: number): boolean {
+    return this.leadsIntoOnEveryUtf8Char(state, state);
+  }
+
+  /** Whether every valid multi-byte UTF-8 character read from `from` ends in `to`. */
+  private leadsIntoOnEveryUtf8Char(from: number, to: number): boolean {
     const { next, byteClass, numClasses } = this.dfa;
-    return loopsOnEveryUtf8Char(state, (s, b) => next[s * numClasses + byteClass[b]!]!);
+    return everyUtf8CharLeadsTo(from, to, (s, b) => next[s * numClasses + byteClass[b]!]!);
   }
 
   /** Whether every token below trie node p leads from `state` back to `state` (one block; the budgets' walk asks too). */
@@ -525,14 +530,14 @@ export class DfaTokenMatcher {
     } else {
       // In front of such a loop (a key's or string's first character), the same from every token.
       const loop = this.entryLoop(state);
-      mask = loop >= 0 ? this.trie.generableMask.slice() : this.store.scratch();
-      const multibyteEntry =
-        loop >= 0 && everyUtf8CharLeadsTo(state, loop, (s, b) => this.dfa.next[s * this.dfa.numClasses + this.dfa.byteClass[b]!]!);
-      if (loop >= 0 && entryComplementMask(walk, this.trie, state, loop, multibyteEntry, this.entryRedo, mask)) {
+      const entered =
+        loop >= 0 && entryComplementMask(walk, this.trie, state, loop, this.leadsIntoOnEveryUtf8Char(state, loop), this.entryRedo);
+      if (entered) {
+        mask = entered;
         complement = true;
         this.statesEntered++;
       } else {
-        if (loop >= 0) mask = this.store.scratch();
+        mask = this.store.scratch();
         walkFullMask(walk, state, mask, null);
       }
     }

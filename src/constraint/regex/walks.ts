@@ -304,9 +304,9 @@ function listedTokens(c: DfaWalkContext, trie: TokenTrie, loop: number): number 
  * (see exceptionComplementMask), ends in `loop`; the listed ones are stepped, and the subtrees of
  * the first bytes that lead elsewhere are cleared and walked (walkFullMask with `redo`), and so
  * are the non-ASCII ones unless every multi-byte character leads from `state` into the loop (a
- * token starting with one is otherwise read from mid-character). `mask` starts as
- * every generable token; same outputs in `c.scalars` as the other walks. False, touching
- * nothing, when the lists or the walked subtrees are too large to pay.
+ * token starting with one is otherwise read from mid-character). Returns the mask (made from
+ * every generable token), with the same outputs in `c.scalars` as the other walks; null,
+ * having made nothing, when the lists or the walked subtrees are too large to pay.
  */
 export function entryComplementMask(
   c: DfaWalkContext,
@@ -316,9 +316,8 @@ export function entryComplementMask(
   /** Every multi-byte character read from `state` ends in `loop`: non-ASCII first bytes need no walk. */
   multibyteEntry: boolean,
   redo: Uint8Array,
-  mask: Uint32Array,
-): boolean {
-  if (c.multibyteLoop[loop] !== 1) return false;
+): Uint32Array | null {
+  if (c.multibyteLoop[loop] !== 1) return null;
   const { orderedOffsets, orderedData, tokenIds, rootChild, tokenStart, listScratch } = trie;
   const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch, subtreeSize } = c;
   let redone = 0;
@@ -327,10 +326,11 @@ export function entryComplementMask(
     redo[b] = p >= 0 && (b >= 0x80 ? !multibyteEntry : next[state * numClasses + byteClass[b]!] !== loop) ? 1 : 0;
     if (redo[b] === 1) redone += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
   }
-  if (redone > c.numTokens >>> 2) return false;
+  if (redone > c.numTokens >>> 2) return null;
   const listed = listedTokens(c, trie, loop);
-  if (listed < 0) return false;
+  if (listed < 0) return null;
   c.matcher.work.charge(redone);
+  const mask = trie.generableMask.slice();
   // The redone subtrees: cleared, then walked from `state` (which also starts the successor list).
   for (let b = 0; b < 256; b++) {
     if (redo[b] === 0) continue;
@@ -376,5 +376,5 @@ export function entryComplementMask(
   scalars[1] = count;
   scalars[2] = numSucc;
   scalars[3] = maxMinBytes;
-  return true;
+  return mask;
 }
