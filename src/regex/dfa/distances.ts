@@ -1,5 +1,6 @@
 // Backward searches over a DFA's transitions (reverse edges in CSR form): the fewest bytes to
-// acceptance, per DFA or per pattern, and which patterns' acceptance each state can still reach.
+// acceptance per pattern, and which patterns' acceptance each state can still reach (finishDfa
+// finds the fewest bytes to any acceptance on its raw transitions).
 
 import { regexClock } from "../clock.js";
 import { dfaArena } from "./scratch.js";
@@ -29,34 +30,6 @@ function reverseEdges(n: number, k: number, trans: Int32Array): { offsets: Int32
     }
   }
   return { offsets: counts, sources };
-}
-
-/** Multi-source BFS backwards from accepting states: shortest byte distance, -1 if none. `kept`: a result, not scratch. */
-export function distancesToAccept(n: number, k: number, trans: Int32Array, accepting: (s: number) => boolean, kept: boolean): Int32Array {
-  const dist = kept ? new Int32Array(n).fill(-1) : arena.take(n, -1);
-  const queue = arena.take(n);
-  let head = 0;
-  let tail = 0;
-  for (let s = 0; s < n; s++) {
-    if (accepting(s)) {
-      dist[s] = 0;
-      queue[tail++] = s;
-    }
-  }
-  const { offsets, sources } = reverseEdges(n, k, trans);
-  clock.tick(n);
-  while (head < tail) {
-    const t = queue[head++]!;
-    clock.tick(offsets[t + 1]! - offsets[t]! + 1);
-    for (let i = offsets[t]!; i < offsets[t + 1]!; i++) {
-      const s = sources[i]!;
-      if (dist[s] === -1) {
-        dist[s] = dist[t]! + 1;
-        queue[tail++] = s;
-      }
-    }
-  }
-  return dist;
 }
 
 /**

@@ -1,10 +1,10 @@
 // Finishing a raw DFA (the subset construction's or the literal trie's) into the canonical
-// MultiByteDfa: dead states pruned, Hopcroft-minimized (minimize.ts), renumbered breadth-first
+// MultiByteDfa: dead states pruned, minimized (minimize.ts), renumbered breadth-first
 // from the start, byte intervals with identical columns merged into classes, and the distances
 // and reachable acceptance the DFA carries (distances.ts).
 
 import { regexClock } from "../clock.js";
-import { distancesToAccept, reachableAcceptance } from "./distances.js";
+import { reachableAcceptance } from "./distances.js";
 import { minimize } from "./minimize.js";
 import { dfaArena } from "./scratch.js";
 import type { MultiByteDfa } from "./types.js";
@@ -26,24 +26,40 @@ export function finishDfa(
   intervalOf: Int32Array,
 ): MultiByteDfa {
   // 1. Prune states that cannot reach acceptance.
-  const dist = distancesToAccept(rawCount, k, rawTrans, (s) => rawAccepting[s] === 1, false);
+  const edges = rawEdges(rawCount, k, rawTrans);
+  const dist = distancesFromEdges(rawCount, edges, rawAccepting);
   if (dist[0] === -1) {
     return emptyDfa(numPatterns, acceptWords);
   }
   const liveId = arena.take(rawCount, -1);
+  const rawOf = arena.take(rawCount);
   let n = 0;
-  for (let s = 0; s < rawCount; s++) if (dist[s]! >= 0) liveId[s] = n++;
-  // 2. Hopcroft minimization on the live states plus an explicit dead sink (id n).
-  const total = n + 1;
-  const dead = n;
-  const { delta, liveMask } = totalLiveDfa(rawCount, k, rawTrans, rawMask, acceptWords, liveId, n);
-  const { initialBlock, numInitial } = initialPartition(n, acceptWords, liveMask);
-  const block = minimize(total, k, delta, initialBlock, numInitial, dead);
-  // 3. Renumber blocks by BFS from the start block, dropping the dead block.
-  const { numStates, interval, acceptMask, accepting } = renumberBlocks(total, dead, k, delta, block, liveMask, acceptWords);
+  for (let s = 0; s < rawCount; s++) {
+    if (dist[s]! >= 0) {
+      rawOf[n] = s;
+      liveId[s] = n++;
+    }
+  }
+  // 2. Minimization over the live states' transitions (minimize.ts).
+  const { m, tail, label, head } = liveTransitions(edges, liveId);
+  const { initialBlock, numInitial } = initialPartition(n, rawOf, acceptWords, rawMask);
+  const block = minimize(n, k, m, tail, label, head, initialBlock, numInitial);
+  // 3. Renumber blocks by BFS from the start block.
+  const { numStates, interval, acceptMask, accepting, representative } = renumberBlocks(
+    n,
+    k,
+    rawTrans,
+    rawOf,
+    liveId,
+    block,
+    rawMask,
+    acceptWords,
+  );
   // 4. Merge intervals whose columns are identical into byte classes.
   const { numClasses, byteClass, next } = mergeColumns(numStates, k, interval, intervalOf);
-  const minBytesToAccept = distancesToAccept(numStates, numClasses, next, (s) => accepting[s] === 1, true);
+  // Equivalent states have the same language, so the same distance: the raw search's holds.
+  const minBytesToAccept = new Int32Array(numStates);
+  for (let i = 0; i < numStates; i++) minBytesToAccept[i] = dist[rawOf[representative[i]!]!]!;
   // One pattern: every state left is live, so each reaches it (the search is for lexers' several).
   const reachMask =
     numPatterns === 1 ? new Uint32Array(numStates).fill(1) : reachableAcceptance(numStates, numClasses, next, acceptMask, acceptWords);
@@ -62,45 +78,109 @@ export function finishDfa(
   };
 }
 
-/** The live states' transitions made total by a dead sink (id n), and their acceptance masks. */
-function totalLiveDfa(
-  rawCount: number,
-  k: number,
-  rawTrans: Int32Array,
-  rawMask: Int32Array,
-  acceptWords: number,
-  liveId: Int32Array,
-  n: number,
-): { delta: Int32Array; liveMask: Int32Array } {
-  const total = n + 1;
-  const dead = n;
-  const delta = arena.take(total * k);
-  const liveMask = arena.take(total * acceptWords); // the dead sink's mask stays 0
-  for (let s = 0; s < rawCount; s++) {
-    const id = liveId[s]!;
-    if (id < 0) continue;
-    clock.tick(k + acceptWords);
-    for (let w = 0; w < acceptWords; w++) liveMask[id * acceptWords + w] = rawMask[s * acceptWords + w]!;
-    for (let c = 0; c < k; c++) {
-      const t = rawTrans[s * k + c]!;
-      delta[id * k + c] = t >= 0 && liveId[t]! >= 0 ? liveId[t]! : dead;
-    }
-  }
-  for (let c = 0; c < k; c++) delta[dead * k + c] = dead;
-  return { delta, liveMask };
+/** A raw DFA's transitions as tail --label--> head lists, and their tails grouped by head (CSR). */
+interface RawEdges {
+  readonly m: number;
+  readonly tail: Int32Array;
+  readonly label: Int32Array;
+  readonly head: Int32Array;
+  readonly inOffsets: Int32Array;
+  readonly inTails: Int32Array;
 }
 
-/**
- * Initial partition: by acceptance mask, with the dead sink alone (its language is empty,
- * unlike every live state's), so it can be left off the initial worklist.
- */
-function initialPartition(n: number, acceptWords: number, liveMask: Int32Array): { initialBlock: Int32Array; numInitial: number } {
-  const dead = n;
-  const initialBlock = arena.take(n + 1);
+function rawEdges(rawCount: number, k: number, rawTrans: Int32Array): RawEdges {
+  const inOffsets = arena.take(rawCount + 1);
+  let m = 0;
+  for (let s = 0; s < rawCount; s++) {
+    clock.tick(k);
+    for (let i = s * k; i < (s + 1) * k; i++) {
+      const t = rawTrans[i]!;
+      if (t >= 0) {
+        inOffsets[t + 1]!++;
+        m++;
+      }
+    }
+  }
+  for (let s = 0; s < rawCount; s++) inOffsets[s + 1]! += inOffsets[s]!;
+  const tail = arena.take(m);
+  const label = arena.take(m);
+  const head = arena.take(m);
+  const inTails = arena.take(m);
+  const fill = arena.take(rawCount);
+  fill.set(inOffsets.subarray(0, rawCount));
+  let e = 0;
+  for (let s = 0; s < rawCount; s++) {
+    clock.tick(k);
+    for (let c = 0; c < k; c++) {
+      const t = rawTrans[s * k + c]!;
+      if (t < 0) continue;
+      tail[e] = s;
+      label[e] = c;
+      head[e] = t;
+      e++;
+      inTails[fill[t]!++] = s;
+    }
+  }
+  return { m, tail, label, head, inOffsets, inTails };
+}
+
+/** Multi-source BFS backwards from the accepting states: the fewest bytes to acceptance, -1 if none. */
+function distancesFromEdges(rawCount: number, edges: RawEdges, rawAccepting: Int32Array): Int32Array {
+  const { inOffsets, inTails } = edges;
+  const dist = arena.take(rawCount, -1);
+  const queue = arena.take(rawCount);
+  let tail = 0;
+  for (let s = 0; s < rawCount; s++) {
+    if (rawAccepting[s] === 1) {
+      dist[s] = 0;
+      queue[tail++] = s;
+    }
+  }
+  clock.tick(rawCount);
+  for (let head = 0; head < tail; head++) {
+    const t = queue[head]!;
+    clock.tick(inOffsets[t + 1]! - inOffsets[t]! + 1);
+    for (let i = inOffsets[t]!; i < inOffsets[t + 1]!; i++) {
+      const s = inTails[i]!;
+      if (dist[s] === -1) {
+        dist[s] = dist[t]! + 1;
+        queue[tail++] = s;
+      }
+    }
+  }
+  return dist;
+}
+
+/** The transitions between live states, in live ids (written over the raw lists). */
+function liveTransitions(edges: RawEdges, liveId: Int32Array): { m: number; tail: Int32Array; label: Int32Array; head: Int32Array } {
+  const { tail, label, head } = edges;
+  let m = 0;
+  clock.tick(edges.m);
+  for (let e = 0; e < edges.m; e++) {
+    const from = liveId[tail[e]!]!;
+    const to = liveId[head[e]!]!;
+    if (from < 0 || to < 0) continue;
+    tail[m] = from;
+    label[m] = label[e]!;
+    head[m] = to;
+    m++;
+  }
+  return { m, tail, label, head };
+}
+
+/** Initial partition of the live states: by acceptance mask. */
+function initialPartition(
+  n: number,
+  rawOf: Int32Array,
+  acceptWords: number,
+  rawMask: Int32Array,
+): { initialBlock: Int32Array; numInitial: number } {
+  const initialBlock = arena.take(n);
   const blockOfMask = new Map<string | number, number>();
   for (let s = 0; s < n; s++) {
     clock.tick(acceptWords);
-    const key = acceptWords === 1 ? liveMask[s]! : liveMask.subarray(s * acceptWords, (s + 1) * acceptWords).join(",");
+    const raw = rawOf[s]!;
+    const key = acceptWords === 1 ? rawMask[raw]! : rawMask.subarray(raw * acceptWords, (raw + 1) * acceptWords).join(",");
     let b = blockOfMask.get(key);
     if (b === undefined) {
       b = blockOfMask.size;
@@ -108,8 +188,7 @@ function initialPartition(n: number, acceptWords: number, liveMask: Int32Array):
     }
     initialBlock[s] = b;
   }
-  initialBlock[dead] = blockOfMask.size;
-  return { initialBlock, numInitial: blockOfMask.size + 1 };
+  return { initialBlock, numInitial: blockOfMask.size };
 }
 
 function isAcceptingRaw(mask: Int32Array | Uint32Array, words: number, s: number): boolean {
@@ -118,53 +197,57 @@ function isAcceptingRaw(mask: Int32Array | Uint32Array, words: number, s: number
 }
 
 /**
- * The minimal DFA's states, numbered breadth-first from the start block without the dead block:
- * their transitions over the byte intervals (-1: dead) and acceptance.
+ * The minimal DFA's states, numbered breadth-first from the start block: their transitions over
+ * the byte intervals (-1: dead), acceptance, and a live state of each (`representative`).
  */
 function renumberBlocks(
-  total: number,
-  dead: number,
+  n: number,
   k: number,
-  delta: Int32Array,
+  rawTrans: Int32Array,
+  rawOf: Int32Array,
+  liveId: Int32Array,
   block: Int32Array,
-  liveMask: Int32Array,
+  rawMask: Int32Array,
   acceptWords: number,
-): { numStates: number; interval: Int32Array; acceptMask: Uint32Array; accepting: Uint8Array } {
-  const deadBlock = block[dead]!;
+): { numStates: number; interval: Int32Array; acceptMask: Uint32Array; accepting: Uint8Array; representative: Int32Array } {
   let blockCount = 0;
-  for (let s = 0; s < total; s++) if (block[s]! >= blockCount) blockCount = block[s]! + 1;
-  const representative = arena.take(blockCount, -1);
-  for (let s = 0; s < total; s++) if (representative[block[s]!] === -1) representative[block[s]!] = s;
+  for (let s = 0; s < n; s++) if (block[s]! >= blockCount) blockCount = block[s]! + 1;
+  const memberOf = arena.take(blockCount, -1);
+  for (let s = 0; s < n; s++) if (memberOf[block[s]!] === -1) memberOf[block[s]!] = s;
   const order = arena.take(blockCount, -1);
-  const queue = arena.take(blockCount);
-  queue[0] = block[0]!;
-  order[block[0]!] = 0;
+  const representative = arena.take(blockCount);
+  // The start state is raw 0, live (the caller returned the empty DFA otherwise).
+  const startBlock = block[liveId[0]!]!;
+  representative[0] = memberOf[startBlock]!;
+  order[startBlock] = 0;
   let numStates = 1;
+  const interval = arena.take(blockCount * k);
   for (let h = 0; h < numStates; h++) {
     clock.tick(k);
-    const rep = representative[queue[h]!]!;
+    const raw = rawOf[representative[h]!]!;
     for (let c = 0; c < k; c++) {
-      const b = block[delta[rep * k + c]!]!;
-      if (b !== deadBlock && order[b] === -1) {
-        queue[numStates] = b;
+      const t = rawTrans[raw * k + c]!;
+      const to = t >= 0 ? liveId[t]! : -1;
+      if (to < 0) {
+        interval[h * k + c] = -1;
+        continue;
+      }
+      const b = block[to]!;
+      if (order[b] === -1) {
+        representative[numStates] = memberOf[b]!;
         order[b] = numStates++;
       }
+      interval[h * k + c] = order[b]!;
     }
   }
-  const interval = arena.take(numStates * k);
   const acceptMask = new Uint32Array(numStates * acceptWords);
   const accepting = new Uint8Array(numStates);
   for (let i = 0; i < numStates; i++) {
-    clock.tick(k + acceptWords);
-    const rep = representative[queue[i]!]!;
-    for (let c = 0; c < k; c++) {
-      const b = block[delta[rep * k + c]!]!;
-      interval[i * k + c] = b === deadBlock ? -1 : order[b]!;
-    }
-    for (let w = 0; w < acceptWords; w++) acceptMask[i * acceptWords + w] = liveMask[rep * acceptWords + w]!;
+    const raw = rawOf[representative[i]!]!;
+    for (let w = 0; w < acceptWords; w++) acceptMask[i * acceptWords + w] = rawMask[raw * acceptWords + w]!;
     accepting[i] = isAcceptingRaw(acceptMask, acceptWords, i) ? 1 : 0;
   }
-  return { numStates, interval, acceptMask, accepting };
+  return { numStates, interval: interval.subarray(0, numStates * k), acceptMask, accepting, representative };
 }
 
 /** Byte classes: the intervals whose columns (a target per state) are identical, merged. */
@@ -175,6 +258,13 @@ function mergeColumns(
   intervalOf: Int32Array,
 ): { numClasses: number; byteClass: Uint8Array; next: Int32Array } {
   const classOfInterval = arena.take(k);
+  // Column hashes in one row-major pass (a column at a time strides the table k apart).
+  const hashes = arena.take(k, 0x811c9dc5);
+  for (let s = 0; s < numStates; s++) {
+    clock.tick(k);
+    const row = s * k;
+    for (let c = 0; c < k; c++) hashes[c] = Math.imul(hashes[c]! ^ (interval[row + c]! + 1), 0x01000193);
+  }
   const columnIndex = new Map<number, number[]>();
   let numClasses = 0;
   const columnsEqual = (a: number, b: number): boolean => {
@@ -183,14 +273,13 @@ function mergeColumns(
   };
   const firstIntervalOfClass: number[] = [];
   for (let c = 0; c < k; c++) {
-    clock.tick(numStates);
-    let h = 0x811c9dc5;
-    for (let s = 0; s < numStates; s++) h = Math.imul(h ^ (interval[s * k + c]! + 1), 0x01000193);
+    const h = hashes[c]!;
     const candidates = columnIndex.get(h);
     let found = -1;
     if (candidates)
       for (const cls of candidates)
         if (columnsEqual(firstIntervalOfClass[cls]!, c)) {
+          clock.tick(numStates);
           found = cls;
           break;
         }

@@ -1,5 +1,10 @@
-// Hopcroft's partition refinement, the minimization of finishDfa: the coarsest partition of a
-// total DFA's states that respects the initial blocks and every transition.
+// The minimization of finishDfa: the coarsest partition of a DFA's states that respects the
+// initial blocks and every transition, by Valmari and Lehtinen's partition refinement over the
+// transitions that exist ("Efficient minimization of DFAs with partial transition functions",
+// STACS 2008; the "fast brief practical" form of 2012). Our DFAs are sparse — a JSON Schema's has
+// about one live transition in six of its states × classes — and this works on the live ones
+// only: O(m log n) for m transitions, against Hopcroft's O(k n log n) over a DFA made total
+// with a dead sink, which was ~1 ms of a median schema's 4 ms compile.
 
 import { regexClock } from "../clock.js";
 import { dfaArena } from "./scratch.js";
@@ -10,118 +15,155 @@ const clock = regexClock;
 const arena = dfaArena;
 
 /**
- * Hopcroft partition refinement on a total DFA (n states, k symbols). Returns each state's
- * block id. The initial partition is `initialBlock` (ids < numInitial); the block holding
- * `skipState` is left off the initial worklist (all but one initial block suffice).
+ * A refinable partition of 0..n-1: `elems` grouped by set (set s holds elems[first[s]..past[s])),
+ * `loc` the inverse of `elems`, `set` each element's set. `mark` moves an element to the front of
+ * its set; `split` separates each touched set's marked part from the rest, the smaller part
+ * becoming a new set (so an element changes set O(log n) times in all).
+ */
+class RefinablePartition {
+  readonly elems: Int32Array;
+  readonly loc: Int32Array;
+  readonly set: Int32Array;
+  readonly first: Int32Array;
+  readonly past: Int32Array;
+  private readonly marked: Int32Array;
+  private readonly touched: Int32Array;
+  private numTouched = 0;
+  count = 0;
+
+  constructor(n: number) {
+    this.elems = arena.take(n);
+    this.loc = arena.take(n);
+    this.set = arena.take(n);
+    // At most n sets exist; +1 so that n = 0 still has room for the empty set's bounds.
+    this.first = arena.take(n + 1);
+    this.past = arena.take(n + 1);
+    this.marked = arena.take(n + 1);
+    this.touched = arena.take(n + 1);
+  }
+
+  /** Elements grouped by `groupOf` (ids < numGroups, each group non-empty or left out). */
+  initGrouped(n: number, groupOf: Int32Array, numGroups: number): void {
+    const { elems, loc, set, first, past } = this;
+    const start = arena.take(numGroups + 1);
+    for (let e = 0; e < n; e++) start[groupOf[e]! + 1]!++;
+    for (let g = 0; g < numGroups; g++) start[g + 1]! += start[g]!;
+    // Empty groups are dropped: the sets are numbered densely in group order.
+    const setOf = arena.take(numGroups, -1);
+    let count = 0;
+    for (let g = 0; g < numGroups; g++) {
+      if (start[g + 1]! === start[g]!) continue;
+      setOf[g] = count;
+      first[count] = start[g]!;
+      past[count] = start[g + 1]!;
+      count++;
+    }
+    for (let e = 0; e < n; e++) {
+      const g = groupOf[e]!;
+      const at = start[g]!++;
+      elems[at] = e;
+      loc[e] = at;
+      set[e] = setOf[g]!;
+    }
+    this.count = count;
+  }
+
+  mark(e: number): void {
+    const { elems, loc, marked } = this;
+    const s = this.set[e]!;
+    const i = loc[e]!;
+    const j = this.first[s]! + marked[s]!;
+    const other = elems[j]!;
+    elems[i] = other;
+    loc[other] = i;
+    elems[j] = e;
+    loc[e] = j;
+    if (marked[s]!++ === 0) this.touched[this.numTouched++] = s;
+  }
+
+  split(): void {
+    const { elems, set, first, past, marked, touched } = this;
+    while (this.numTouched > 0) {
+      const s = touched[--this.numTouched]!;
+      const j = first[s]! + marked[s]!;
+      if (j === past[s]) {
+        marked[s] = 0;
+        continue;
+      }
+      const z = this.count++;
+      if (marked[s]! <= past[s]! - j) {
+        first[z] = first[s]!;
+        past[z] = j;
+        first[s] = j;
+      } else {
+        past[z] = past[s]!;
+        first[z] = j;
+        past[s] = j;
+      }
+      clock.tick(past[z]! - first[z]! + 1);
+      for (let i = first[z]!; i < past[z]!; i++) set[elems[i]!] = z;
+      marked[s] = 0;
+      marked[z] = 0;
+    }
+  }
+}
+
+/**
+ * The coarsest partition of n states refining `initialBlock` (ids < numInitial) in which states
+ * of a block go, on every label, to the same block or all nowhere. The m transitions are
+ * tail[t] --label[t]--> head[t] with labels < k; missing ones lead nowhere (a dead state, left
+ * implicit). Returns each state's block id.
  */
 export function minimize(
   n: number,
   k: number,
-  delta: Int32Array,
+  m: number,
+  tail: Int32Array,
+  label: Int32Array,
+  head: Int32Array,
   initialBlock: Int32Array,
   numInitial: number,
-  skipState: number,
 ): Int32Array {
-  const { invOffsets, invSources } = inverseTransitions(n, k, delta);
-  const elems = arena.take(n);
-  const pos = arena.take(n);
-  const blk = arena.take(n);
-  // At most n blocks exist and each is on the worklist at most once at a time.
-  const bStart = arena.take(n);
-  const bEnd = arena.take(n);
-  const bMarked = arena.take(n);
-  const inWork = arena.take(n);
-  const work = arena.take(n);
-  let numBlocks = numInitial;
-  let workSize = 0;
+  const blocks = new RefinablePartition(n);
+  blocks.initGrouped(n, initialBlock, numInitial);
+  // Cords: the transitions grouped by label.
+  const cords = new RefinablePartition(m);
+  cords.initGrouped(m, label, k);
+  // Transitions into each state, for marking those into a block.
+  const inOffsets = arena.take(n + 1);
+  for (let t = 0; t < m; t++) inOffsets[head[t]! + 1]!++;
+  for (let q = 0; q < n; q++) inOffsets[q + 1]! += inOffsets[q]!;
+  const inFill = arena.take(n);
+  inFill.set(inOffsets.subarray(0, n));
+  const incoming = arena.take(m);
+  for (let t = 0; t < m; t++) incoming[inFill[head[t]!]!++] = t;
+  clock.tick(2 * m + n);
 
-  // Counting sort of states by initial block.
-  for (let s = 0; s < n; s++) bEnd[initialBlock[s]!]!++;
-  let p = 0;
-  for (let b = 0; b < numInitial; b++) {
-    const size = bEnd[b]!;
-    bStart[b] = p;
-    bEnd[b] = p;
-    p += size;
-  }
-  for (let s = 0; s < n; s++) {
-    const b = initialBlock[s]!;
-    const at = bEnd[b]!++;
-    elems[at] = s;
-    pos[s] = at;
-    blk[s] = b;
-  }
-  for (let b = 0; b < numInitial; b++) {
-    if (b === initialBlock[skipState] || bEnd[b] === bStart[b]) continue;
-    inWork[b] = 1;
-    work[workSize++] = b;
-  }
-
-  const touched = arena.take(n);
-  const splitterElems = arena.take(n);
-  while (workSize > 0) {
-    const a = work[--workSize]!;
-    inWork[a] = 0;
-    let splitterSize = 0;
-    for (let i = bStart[a]!; i < bEnd[a]!; i++) splitterElems[splitterSize++] = elems[i]!;
-    for (let c = 0; c < k; c++) {
-      clock.tick(splitterSize);
-      let touchedCount = 0;
-      for (let x = 0; x < splitterSize; x++) {
-        const t = splitterElems[x]!;
-        const from = invOffsets[t * k + c]!;
-        const to = invOffsets[t * k + c + 1]!;
-        for (let i = from; i < to; i++) {
-          const s = invSources[i]!;
-          const b = blk[s]!;
-          const target = bStart[b]! + bMarked[b]!;
-          const ps = pos[s]!;
-          if (ps < target) continue; // already marked
-          const other = elems[target]!;
-          elems[target] = s;
-          pos[s] = target;
-          elems[ps] = other;
-          pos[other] = ps;
-          if (bMarked[b]! === 0) touched[touchedCount++] = b;
-          bMarked[b]!++;
-        }
+  // Every cord splits the blocks once, and every block but the first (all but one initial block
+  // suffice) and every new one (the smaller half of a split) splits the cords once. The marking
+  // loops are RefinablePartition.mark written out: they are the whole cost.
+  const cordElems = cords.elems;
+  const cordFirst = cords.first;
+  const cordPast = cords.past;
+  const blockElems = blocks.elems;
+  const blockFirst = blocks.first;
+  const blockPast = blocks.past;
+  let b = 1;
+  for (let c = 0; c < cords.count; c++) {
+    clock.tick(cordPast[c]! - cordFirst[c]! + 1);
+    for (let i = cordFirst[c]!; i < cordPast[c]!; i++) blocks.mark(tail[cordElems[i]!]!);
+    blocks.split();
+    for (; b < blocks.count; b++) {
+      let work = 0;
+      for (let i = blockFirst[b]!; i < blockPast[b]!; i++) {
+        const q = blockElems[i]!;
+        const to = inOffsets[q + 1]!;
+        work += to - inOffsets[q]! + 1;
+        for (let j = inOffsets[q]!; j < to; j++) cords.mark(incoming[j]!);
       }
-      clock.tick(touchedCount);
-      for (let x = 0; x < touchedCount; x++) {
-        const b = touched[x]!;
-        const marked = bMarked[b]!;
-        bMarked[b] = 0;
-        const size = bEnd[b]! - bStart[b]!;
-        if (marked === size) continue;
-        const nb = numBlocks++;
-        bStart[nb] = bStart[b]!;
-        bEnd[nb] = bStart[b]! + marked;
-        bStart[b] = bStart[b]! + marked;
-        for (let i = bStart[nb]!; i < bEnd[nb]!; i++) blk[elems[i]!] = nb;
-        if (inWork[b] || marked <= size - marked) {
-          inWork[nb] = 1;
-          work[workSize++] = nb;
-        } else {
-          inWork[b] = 1;
-          work[workSize++] = b;
-        }
-      }
+      clock.tick(work);
+      cords.split();
     }
   }
-  return blk;
-}
-
-/** Inverse transitions: preimage[(t * k + c)] lists s with delta(s, c) = t, in CSR form. */
-function inverseTransitions(n: number, k: number, delta: Int32Array): { invOffsets: Int32Array; invSources: Int32Array } {
-  const invOffsets = arena.take(n * k + 1);
-  for (let s = 0; s < n; s++) {
-    clock.tick(3 * k);
-    for (let c = 0; c < k; c++) invOffsets[delta[s * k + c]! * k + c + 1]!++;
-  }
-  for (let i = 0; i < n * k; i++) invOffsets[i + 1]! += invOffsets[i]!;
-  const invSources = arena.take(n * k);
-  const fill = arena.take(n * k);
-  fill.set(invOffsets.subarray(0, n * k));
-  for (let s = 0; s < n; s++) for (let c = 0; c < k; c++) invSources[fill[delta[s * k + c]! * k + c]!++] = s;
-  return { invOffsets, invSources };
+  return blocks.set;
 }

@@ -7,4 +7,4 @@ import { Int32Arena } from "../../support/index.js";
  * reset at the start of each call, so a phase's views live until the next build. Modules keep it
  * in a const of their own (`const arena = dfaArena`), as they do the clock (see clock.ts).
  */
-export const dfaArena = new Int32Arena();
+export const dfaArena = new Int32Arena(1 << 20);

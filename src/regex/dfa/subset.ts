@@ -40,6 +40,12 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   return finishDfa(subset.numRaw, alphabet.k, subset.trans, rawMask, rawAccepting, acceptWords, numPatterns, alphabet.classOfByte);
 }
 
+/** Whether seeds[a..a+n) and seeds[b..b+n) are the same threads. */
+function sameSeeds(seeds: Int32Array, a: number, b: number, n: number): boolean {
+  for (let i = 0; i < n; i++) if (seeds[a + i] !== seeds[b + i]) return false;
+  return true;
+}
+
 function hashThreads(src: Int32Array, from: number, to: number): number {
   let h = 0x811c9dc5;
   for (let i = from; i < to; i++) h = Math.imul(h ^ src[i]!, 0x01000193);
@@ -57,6 +63,8 @@ class SubsetConstruction {
   private readonly assertSet: Int32Array;
   private readonly assertTarget: Int32Array;
   private readonly acceptOf: Int32Array;
+  /** No closure reads the class just crossed: no '^' of a line and no lookbehind in the NFA. */
+  private readonly classFree: boolean;
   /** 1 for the NFA states a closure keeps: those with byte edges or accepting. */
   private readonly important: Int32Array;
   // Epsilon closure of thread ids (nfaState * numModes + mode) into closureOut, sorted.
@@ -88,6 +96,12 @@ class SubsetConstruction {
     this.assertSet = arena.copy(nfa.assertSet);
     this.assertTarget = arena.copy(nfa.assertTarget);
     const acceptOf = (this.acceptOf = arena.copy(nfa.accept));
+    let classFree = true;
+    for (let q = 0; q < nStates; q++) {
+      const a = nfa.assertion[q]!;
+      if (a === Assertion.StartOfLine || a === Assertion.PrecededBy || a === Assertion.NotPrecededBy) classFree = false;
+    }
+    this.classFree = classFree;
     const edgeOff = alphabet.edgeOff;
     const important = (this.important = arena.take(nStates));
     for (let q = 0; q < nStates; q++) if (edgeOff[q + 1]! > edgeOff[q]! || acceptOf[q]! >= 0) important[q] = 1;
@@ -307,14 +321,24 @@ class SubsetConstruction {
       }
       // After pass 2, classCount[c] is the end of class c's seeds (and the start of c + 1's).
       clock.tick(k + 2 * (stateOff[s + 1]! - stateOff[s]!) + classCount[k]!);
+      // Classes that one edge's range splits into (a string's content: dozens) share their seeds,
+      // and then their target when the closure does not read the class (no lookbehind, '^' or
+      // lookahead among the seeds' threads: `classFree`): such a class reuses the one before.
       let from = 0;
+      let lastFrom = 0;
+      let lastTo = 0;
+      let lastTarget = -1;
       for (let c = 0; c < k; c++) {
         const to = classCount[c]!;
         if (to > from) {
-          const n = this.closure(moves, from, to, c);
-          if (n > 0) {
-            const target = this.internState(n);
-            this.trans[s * k + c] = target;
+          if (this.classFree && to - from === lastTo - lastFrom && sameSeeds(moves, from, lastFrom, to - from)) {
+            if (lastTarget >= 0) this.trans[s * k + c] = lastTarget;
+          } else {
+            const n = this.closure(moves, from, to, c);
+            lastTarget = n > 0 ? this.internState(n) : -1;
+            if (lastTarget >= 0) this.trans[s * k + c] = lastTarget;
+            lastFrom = from;
+            lastTo = to;
           }
         }
         from = to;
