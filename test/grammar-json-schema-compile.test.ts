@@ -10,6 +10,7 @@ import {
   JsonSchemaUnsatisfiableError,
   type JsonSchemaOptions,
 } from "../src/grammar/index.js";
+import { maxNesting } from "../src/grammar/json-schema/json-text.js";
 import { matchesString } from "../src/regex/index.js";
 
 function verdicts(schema: unknown, texts: readonly string[], options?: JsonSchemaOptions): boolean[] {
@@ -194,6 +195,28 @@ test("what is subtracted holds texts of any depth (bugs the generation fuzz foun
   assert.deepEqual(verdicts({ type: "string", format: "date" }, ['"0000-01-01"', '"0001-01-01"']), [false, true]);
 });
 
+test("what is subtracted counts brackets as deep as the text it is subtracted from can nest, at every depth", () => {
+  // An element with "f" and "u" but no "d" is in neither branch. The "not" of the second is
+  // subtracted at each unrolled level, counting free values only as deep as that level's texts
+  // nest; one memoised at a deeper level (fewer levels left) once let this text through.
+  const element = {
+    type: "object",
+    oneOf: [{ required: ["u", "d"] }, { allOf: [{ not: { required: ["u"] } }, { required: ["f"] }] }],
+    properties: { d: { type: "integer" }, f: { type: "integer" }, u: { type: "array", items: { $ref: "#/$defs/e" } } },
+    additionalProperties: false,
+  };
+  const schema = { $defs: { e: element }, $ref: "#/$defs/e" };
+  const texts = ['{"f": 1, "u": [{"d": 1, "u": [{"d": 1, "u": [{"f": 1}]}]}]}', '{"f": 1, "u": [{"d": 1, "u": [{"f": 1}]}]}', '{"f": 1}'];
+  assert.deepEqual(verdicts(schema, texts), [false, false, true]);
+  // The nesting a subtraction's minuend reaches, read off its automaton (brackets in strings do not count).
+  const nesting = (s: unknown): number => maxNesting(compileJsonSchema(s).dfa, 67);
+  assert.equal(nesting({ type: "integer" }), 0);
+  assert.equal(nesting({ type: "string" }), 0);
+  assert.equal(nesting({ type: "array", items: { type: "array", items: { type: "string" } } }), 2);
+  assert.equal(nesting({ properties: { a: { const: { b: [1] } } }, additionalProperties: false }), 3);
+  assert.equal(nesting({ type: "object" }), 3);
+});
+
 test("over-approximations stay close: enum objects in any key order, oneOf and else subtract, an id's empty fragment", () => {
   // not {"a": false}: an object literal is subtracted in every key order, so {"a": 0} survives.
   assert.deepEqual(verdicts({ allOf: [{ enum: [{ a: 0 }] }, { not: { enum: [{ a: false }] } }] }, ['{"a": 0}']), [true]);
@@ -204,6 +227,9 @@ test("over-approximations stay close: enum objects in any key order, oneOf and e
   // not oneOf[integer, ≥ 2]: 3 is in both branches (so in the not); 1, 2.5 and "s" in one each.
   const notOneOf = { not: { oneOf: [{ type: "integer" }, { minimum: 2 }] } };
   assert.deepEqual(verdicts(notOneOf, ["3", "1", "2.5", '"s"']), [true, false, false, false]);
+  // Plain numbers share one automaton across schemas; bounded ones are their own, also in O.
+  const between = { type: "number", allOf: [{ not: { minimum: 5 } }, { not: { maximum: 3 } }] };
+  assert.deepEqual(verdicts(between, ["4", "4.5", "6", "2", "5", "3"]), [true, true, false, false, false, false]);
   // A draft-04 id ending in "#" names the resource itself: "#/definitions/…" is local.
   const draft4 = {
     $schema: "http://json-schema.org/draft-04/schema#",

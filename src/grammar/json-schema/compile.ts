@@ -8,9 +8,10 @@
 // `anyOf`, `oneOf`, `if`, `dependentSchemas` and `dependentRequired` are distributed into
 // alternatives, each merged alike. What a branch must *not* match (`not`, the other `oneOf`
 // branches, a failed `if`) is subtracted as an automaton, using an over-approximation O(S) of the
-// subtracted schema (objects in any key order, some counts dropped, "any value" of any depth);
-// the text we write is an under-approximation U(S). U(S) ⊆ valid(S) ⊆ O(S), so
-// U(A) − O(B) ⊆ valid(A ∧ ¬B). Languages stay nodes (graphs embedding their parts) until a set
+// subtracted schema (objects in any key order, some counts dropped, "any value" where S leaves
+// one free); the text we write is an under-approximation U(S). U(S) ⊆ valid(S) ⊆ O(S), so
+// U(A) − O(B) ⊆ valid(A ∧ ¬B). O(B) need only hold the valid texts U(A) can contain, so its "any
+// value" counts brackets only as deep as U(A)'s texts nest (nestingLimit). Languages stay nodes (graphs embedding their parts) until a set
 // operation or the whole document needs a DFA.
 //
 // Objects are written with the schema's properties in its order, then any others. Values the
@@ -55,6 +56,7 @@ import {
   INTEGER_TEXT,
   INTEGER_VALUED_TEXT,
   JsonSyntax,
+  maxNesting,
   literal,
   NULL_TEXT,
   NUMBER_TEXT,
@@ -185,6 +187,12 @@ interface Want {
   readonly depth: number;
   readonly over: boolean;
   readonly dupFree: boolean;
+  /**
+   * Over-approximations only: the deepest nesting (containers open, from the document's root)
+   * of any text the language is subtracted from, so where O(S) holds "any value" it need count
+   * brackets only that deep (see nestingLimit). Absent: MAX_DEPTH + freeNesting + 1.
+   */
+  readonly limit?: number;
 }
 
 /** One way a subschema can be satisfied: merged conjuncts, minus what it must not match. */
@@ -299,7 +307,10 @@ class SchemaCompiler {
     const pointers = refs.map((r) => r.pointer).join("|");
     const pointer = refs[0]?.pointer ?? "";
     if (want.depth > MAX_DEPTH) throw new JsonSchemaTooComplexError(`values nested deeper than ${MAX_DEPTH} levels`, pointer, "depth");
-    const baseKey = `${pointers}#${this.syntax.style === "indented" ? want.depth : 0}${want.over ? "O" : "U"}${want.dupFree ? "d" : ""}`;
+    const style = this.syntax.style === "indented" ? want.depth : 0;
+    // An over-approximation's language depends on how much deeper than here its limit is.
+    const over = want.over ? `O${want.limit === undefined ? "" : want.limit - want.depth}` : "U";
+    const baseKey = `${pointers}#${style}${over}${want.dupFree ? "d" : ""}`;
     const known = this.memo.get(`${baseKey}@${this.unrolled}`);
     if (known) {
       // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as.
@@ -354,7 +365,9 @@ class SchemaCompiler {
       let dfa = this.dfaOf(base, pointer);
       for (const subtrahend of alternative.subtract) {
         if (isEmptyLanguage(dfa)) break;
-        const other = this.language(subtrahend, { depth: want.depth, over: !want.over, dupFree: false });
+        const over = !want.over;
+        const limit = over ? this.nestingLimit(dfa, want.depth) : undefined;
+        const other = this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit });
         const at = subtrahend[0]?.pointer ?? pointer;
         dfa = this.subtract(dfa, this.dfaOf(other, at), at);
       }
@@ -639,14 +652,14 @@ class SchemaCompiler {
    */
   anyValue(depth: number, levels: number, want: Want, only?: "object" | "array"): ByteDfa {
     const key = want.over
-      ? `counted#${MAX_DEPTH + this.options.freeNesting + 1}#${only ?? ""}`
+      ? `counted#${this.freeLevels(want, depth)}#${only ?? ""}`
       : `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.dupFree ? "d" : ""}#${only ?? ""}`;
     const known = sharedDfas.get(key);
     if (known) return known.dfa;
     if (want.over) {
       // Not nested `levels` deep: an over-approximation must hold every depth the text it is
       // subtracted from may reach.
-      const dfa = this.compileNode(countedValueText(MAX_DEPTH + this.options.freeNesting + 1, only), "");
+      const dfa = this.compileNode(countedValueText(this.freeLevels(want, depth), only), "");
       sharedDfas.set(key, new SizedDfa(dfa));
       return dfa;
     }
@@ -662,6 +675,27 @@ class SchemaCompiler {
     const dfa = this.compileNode(alt(items), "");
     sharedDfas.set(key, new SizedDfa(dfa));
     return dfa;
+  }
+
+  /**
+   * The levels an over-approximation's "any value" at `depth` counts: as deep as any text it is
+   * subtracted from can nest there (want.limit), at least one; without a limit, as deep as any
+   * text we write.
+   */
+  private freeLevels(want: Want, depth: number): number {
+    const limit = want.limit ?? MAX_DEPTH + this.options.freeNesting + 1 + depth;
+    return Math.max(1, limit - depth);
+  }
+
+  /**
+   * The limit (Want.limit) for an over-approximation subtracted from `minuend`, a language of
+   * values at `depth`: that depth plus the deepest nesting of the minuend's texts. A free value
+   * there counting only that deep costs a few states a level instead of ~70 levels' worth: the
+   * subtractions of `oneOf`/`not` were most of the slowest compiles.
+   */
+  private nestingLimit(minuend: ByteDfa, depth: number): number {
+    const cap = MAX_DEPTH + this.options.freeNesting + 1;
+    return depth + maxNesting(minuend, cap);
   }
 
   /** `open (member (sep member){0,max-1})? close` with the style's whitespace. */
@@ -710,11 +744,22 @@ class SchemaCompiler {
     if (writeInteger) nodes.push(INTEGER_TEXT);
     else if (integer) nodes.push(INTEGER_VALUED_TEXT);
     else if (!want.over || nodes.length === 0) nodes.push(want.over ? ANY_NUMBER_TEXT : NUMBER_TEXT);
+    if (bounds.length === 0 && multipleOf.length === 0) {
+      // A number with no bounds: one of four languages, the same in every schema.
+      const name = `number#${writeInteger ? "integer" : integer ? "integral" : "any"}#${want.over ? "O" : "U"}`;
+      return this.shared(name, () => this.numberDfa(nodes, want, pointer));
+    }
+    const dfa = this.numberDfa(nodes, want, pointer);
+    return isEmptyLanguage(dfa) ? null : dfa;
+  }
+
+  /** The intersection of `nodes` (in O, with any text in exponent form added). */
+  private numberDfa(nodes: readonly RegexNode[], want: Want, pointer: string): ByteDfa {
     let dfa = this.compileNode(nodes[0]!, pointer);
     for (let i = 1; i < nodes.length && !isEmptyLanguage(dfa); i++)
       dfa = this.intersect(dfa, this.compileNode(nodes[i]!, pointer), pointer);
     if (want.over) dfa = this.compileNode(alt([dfaNode(dfa), EXPONENT_NUMBER_TEXT]), pointer);
-    return isEmptyLanguage(dfa) ? null : dfa;
+    return dfa;
   }
 
   private numeric(pointer: string, build: () => RegexNode | null): RegexNode | null {
@@ -941,8 +986,10 @@ class SchemaCompiler {
           node = this.language([...itemRefs(k), ...matched], inner);
         } else {
           let dfa = this.dfaOf(this.language([...itemRefs(k), ...matched], { ...inner, dupFree: true }), unmatched[0]!.pointer);
-          for (const at of unmatched)
-            dfa = this.subtract(dfa, this.dfaOf(this.language([at], { ...inner, over: true }), at.pointer), at.pointer);
+          for (const at of unmatched) {
+            const limit = this.nestingLimit(dfa, inner.depth);
+            dfa = this.subtract(dfa, this.dfaOf(this.language([at], { ...inner, over: true, limit }), at.pointer), at.pointer);
+          }
           node = dfaNode(dfa);
         }
         classes.set(key, node);

@@ -303,3 +303,65 @@ export function countedValueText(levels: number, only?: "object" | "array"): Reg
 export const NULL_TEXT = literal("null");
 export const TRUE_TEXT = literal("true");
 export const FALSE_TEXT = literal("false");
+
+// Lexical states of maxNesting's walk: between tokens, inside a string, after a backslash there.
+const OUTSIDE = 0;
+const IN_STRING = 1;
+const ESCAPED = 2;
+/** maxNesting's largest table of (state, lexical state, depth) marks, in bytes. */
+const MAX_NESTING_MARKS = 1 << 22;
+
+/**
+ * The deepest nesting (containers open at once) of any text `dfa` accepts, which must all be JSON
+ * texts, or `cap` if that deep or deeper. A search over (state, lexical state, depth) from the
+ * start: brackets count outside strings only, and a byte class counts by the bytes in it that
+ * matter (quote, backslash, brackets) and whether it has others.
+ */
+export function maxNesting(dfa: ByteDfa, cap: number): number {
+  const { numStates, numClasses, next, byteClass } = dfa;
+  // Per class, a bit per kind of byte in it: 1 quote, 2 backslash, 4 opening, 8 closing, 16 other.
+  const kinds = new Uint8Array(numClasses);
+  for (let b = 0; b < 256; b++) {
+    const kind = b === 0x22 ? 1 : b === 0x5c ? 2 : b === 0x5b || b === 0x7b ? 4 : b === 0x5d || b === 0x7d ? 8 : 16;
+    kinds[byteClass[b]!]! |= kind;
+  }
+  const levels = cap + 1;
+  // Past a few MB of marks the search is not worth it: the cap holds for every text.
+  if (numStates * 3 * levels > MAX_NESTING_MARKS) return cap;
+  const seen = new Uint8Array(numStates * 3 * levels);
+  const stack: number[] = [];
+  let deepest = 0;
+  const visit = (state: number, lexical: number, depth: number): void => {
+    const id = (state * 3 + lexical) * levels + depth;
+    if (seen[id]) return;
+    seen[id] = 1;
+    stack.push(id);
+    if (depth > deepest) deepest = depth;
+  };
+  visit(dfa.start, OUTSIDE, 0);
+  while (stack.length > 0 && deepest < cap) {
+    const id = stack.pop()!;
+    const depth = id % levels;
+    const both = (id - depth) / levels;
+    const lexical = both % 3;
+    const state = (both - lexical) / 3;
+    for (let c = 0; c < numClasses; c++) {
+      const to = next[state * numClasses + c]!;
+      if (to < 0) continue;
+      const kind = kinds[c]!;
+      if (lexical === ESCAPED) {
+        visit(to, IN_STRING, depth);
+      } else if (lexical === IN_STRING) {
+        if (kind & 1) visit(to, OUTSIDE, depth);
+        if (kind & 2) visit(to, ESCAPED, depth);
+        if (kind & (4 | 8 | 16)) visit(to, IN_STRING, depth);
+      } else {
+        if (kind & 1) visit(to, IN_STRING, depth);
+        if (kind & 4) visit(to, OUTSIDE, Math.min(depth + 1, cap));
+        if (kind & 8 && depth > 0) visit(to, OUTSIDE, depth - 1);
+        if (kind & (2 | 16)) visit(to, OUTSIDE, depth);
+      }
+    }
+  }
+  return Math.min(deepest, cap);
+}
