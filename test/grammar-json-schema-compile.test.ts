@@ -227,6 +227,17 @@ test("over-approximations stay close: enum objects in any key order, oneOf and e
   // not oneOf[integer, ≥ 2]: 3 is in both branches (so in the not); 1, 2.5 and "s" in one each.
   const notOneOf = { not: { oneOf: [{ type: "integer" }, { minimum: 2 }] } };
   assert.deepEqual(verdicts(notOneOf, ["3", "1", "2.5", '"s"']), [true, false, false, false]);
+  // O(S) counts an object's members up to a small minProperties/maxProperties (what it is
+  // subtracted from never repeats a key): {"a": 1, "b": 2} is in both oneOf branches.
+  const counted = {
+    type: "object",
+    properties: { a: { type: "integer" }, b: { type: "integer" } },
+    oneOf: [{ required: ["a"] }, { minProperties: 2 }],
+  };
+  assert.deepEqual(verdicts(counted, ['{"a": 1, "b": 2}', '{"a": 1}', '{"b": 1}', '{"b": 1, "x": 2}']), [false, true, false, true]);
+  assert.deepEqual(verdicts({ allOf: [{ enum: [{ foo: 1 }] }, { not: { maxProperties: 0 } }] }, ['{"foo": 1}']), [true]);
+  const notAtMostOne = { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } }, not: { maxProperties: 1 } };
+  assert.deepEqual(verdicts(notAtMostOne, ['{"a": 1, "b": 2}', '{"a": 1}', "{}"]), [true, false, false]);
   // Plain numbers share one automaton across schemas; bounded ones are their own, also in O.
   const between = { type: "number", allOf: [{ not: { minimum: 5 } }, { not: { maximum: 3 } }] };
   assert.deepEqual(verdicts(between, ["4", "4.5", "6", "2", "5", "3"]), [true, true, false, false, false, false]);

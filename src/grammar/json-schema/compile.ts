@@ -151,6 +151,8 @@ const MAX_UNIQUE_TEXTS = 64;
 const MAX_UNIQUE_TEXT_BYTES = 1024;
 /** Keys of an enum/const object whose every order an over-approximation spells out (4! = 24). */
 const MAX_PERMUTED_KEYS = 4;
+/** The largest minProperties or maxProperties an over-approximated object counts its members to. */
+const MAX_COUNTED_MEMBERS = 4;
 /** Required keys an over-approximated object checks the presence of. */
 const MAX_TRACKED_REQUIRED = 3;
 /** Most `patternProperties` (over all merged parts) one object may have: regions are 2^n. */
@@ -1083,7 +1085,7 @@ class SchemaCompiler {
     }
     const excluded = [...names, ...forbidden];
     const extras = this.extraRegions(o.parts, excluded, nameLanguages, inner, pointer, want.over ? null : o.unevaluated);
-    if (want.over) return this.looseObject(members, extras, depth);
+    if (want.over) return this.looseObject(members, extras, depth, o.minProperties, o.maxProperties);
     const requiredCount = members.filter((m) => m.required).length;
     if (requiredCount > o.maxProperties) return null;
     if (o.minProperties > members.length + Math.min(extras.length, 1)) {
@@ -1156,38 +1158,64 @@ class SchemaCompiler {
   }
 
   /**
-   * O(S) of an object: members in any order (repeats too), each key with its value's O, and the
-   * first few required keys present (a set of them is tracked: 2^k states).
+   * O(S) of an object: members in any order (repeats too), each key with its value's O, the first
+   * few required keys present (a set of them is tracked: 2^k states), and a small minProperties or
+   * maxProperties kept by counting members. Counting is sound because every text an O(S) is
+   * subtracted from is written without repeated keys (minuends are dupFree at every level), so
+   * there its members are its properties.
    */
-  private looseObject(members: readonly Member[], extras: readonly Region[], depth: number): RegexNode {
+  private looseObject(
+    members: readonly Member[],
+    extras: readonly Region[],
+    depth: number,
+    minProperties: number,
+    maxProperties: number,
+  ): RegexNode {
     const s = this.syntax;
     const tracked = members.filter((m) => m.required).slice(0, MAX_TRACKED_REQUIRED);
     const free = [
       ...members.filter((m) => !tracked.includes(m)).map((m) => concat(stringLiteral(m.key), s.colon, m.value)),
       ...extras.map((r) => concat(r.key, s.colon, r.value)),
     ];
-    if (tracked.length === 0) return free.length === 0 ? literal("{}") : this.sequence(0x7b, 0x7d, alt(free), depth, Infinity);
+    // Counts kept: a maximum up to MAX_COUNTED_MEMBERS, else a minimum up to it (saturating).
+    const most = maxProperties <= MAX_COUNTED_MEMBERS ? maxProperties : Infinity;
+    const least = minProperties <= MAX_COUNTED_MEMBERS ? minProperties : 0;
+    const top = most === Infinity ? least : most;
+    if (tracked.length > most) return EMPTY;
+    if (tracked.length === 0 && top === 0) {
+      if (most === 0 || free.length === 0) return literal("{}");
+      return this.sequence(0x7b, 0x7d, alt(free), depth, Infinity);
+    }
     const full = (1 << tracked.length) - 1;
     const freePair = free.length > 0 ? alt(free) : null;
     const graph = new LanguageGraph();
     const start = graph.state();
     const end = graph.state();
     graph.accept(end);
+    // before[mask * (top + 1) + count], after[…]: members written so far, by required set and count.
     const before: number[] = [];
     const after: number[] = [];
-    for (let mask = 0; mask <= full; mask++) {
+    for (let i = 0; i < (full + 1) * (top + 1); i++) {
       before.push(graph.state());
       after.push(graph.state());
     }
-    graph.edge(start, before[0]!, concat(range(0x7b), s.open(depth)));
+    const at = (mask: number, count: number): number => mask * (top + 1) + count;
+    const counted = (count: number): number => (most === Infinity ? Math.min(count + 1, least) : count + 1);
+    if (tracked.length === 0 && least === 0) graph.edge(start, end, literal("{}"));
+    graph.edge(start, before[at(0, 0)]!, concat(range(0x7b), s.open(depth)));
     for (let mask = 0; mask <= full; mask++) {
-      tracked.forEach((m, bit) => {
-        graph.edge(before[mask]!, after[mask | (1 << bit)]!, concat(stringLiteral(m.key), s.colon, m.value));
-      });
-      if (freePair) graph.edge(before[mask]!, after[mask]!, freePair);
-      graph.edge(after[mask]!, before[mask]!, s.separator(depth));
+      for (let count = 0; count <= top; count++) {
+        const next = counted(count);
+        if (next <= top) {
+          tracked.forEach((m, bit) => {
+            graph.edge(before[at(mask, count)]!, after[at(mask | (1 << bit), next)]!, concat(stringLiteral(m.key), s.colon, m.value));
+          });
+          if (freePair) graph.edge(before[at(mask, count)]!, after[at(mask, next)]!, freePair);
+        }
+        graph.edge(after[at(mask, count)]!, before[at(mask, count)]!, s.separator(depth));
+        if (mask === full && count >= least) graph.edge(after[at(mask, count)]!, end, concat(s.close(depth), range(0x7d)));
+      }
     }
-    graph.edge(after[full]!, end, concat(s.close(depth), range(0x7d)));
     return graph.node(start);
   }
 
