@@ -322,8 +322,8 @@ class SubsetConstruction {
       // After pass 2, classCount[c] is the end of class c's seeds (and the start of c + 1's).
       clock.tick(k + 2 * (stateOff[s + 1]! - stateOff[s]!) + classCount[k]!);
       // Classes that one edge's range splits into (a string's content: dozens) share their seeds,
-      // and then their target when the closure does not read the class (no lookbehind, '^' or
-      // lookahead among the seeds' threads: `classFree`): such a class reuses the one before.
+      // and then their target, as the closure reads the class only for lookbehinds and a line's
+      // '^' (none in the NFA: `classFree`): such a class reuses the target of the one before.
       let from = 0;
       let lastFrom = 0;
       let lastTo = 0;
