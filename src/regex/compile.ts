@@ -53,9 +53,9 @@
  * PIPELINE: parser.ts (AST over code point sets, flags resolved) → nfa.ts (Thompson NFA over
  * UTF-8 byte ranges) → dfa/ (alphabet.ts: byte classes; subset.ts: subset construction over
  * them, with '$'/'\Z' as per-thread modes on the remaining input and '^' resolved from the
- * previous byte; finish.ts: dead-state pruning, Hopcroft minimization (minimize.ts), BFS
- * numbering, byte classes merged by identical columns; literals.ts: the same DFA for sets of
- * literals, from their trie).
+ * previous byte; finish.ts: dead-state pruning, minimization over the live transitions
+ * (minimize.ts), BFS numbering, byte classes merged by identical columns; literals.ts: the same
+ * DFA for sets of literals, from their trie).
  *
  * COMPOSITION (the JSON Schema front-end): compileRegexNode compiles an AST (ecma.ts's reading of
  * ECMA-262 patterns, or nodes of kind "dfa" embedding DFAs already built); intersectDfas and

@@ -27,7 +27,7 @@ const MODE_LOOKAHEAD_BASE = 4;
 const DROP = -1;
 
 /**
- * Subset construction over byte classes, then dead-state pruning, Hopcroft minimization,
+ * Subset construction over byte classes, then dead-state pruning, minimization (minimize.ts),
  * BFS renumbering and merging of classes whose columns agree.
  */
 export function determinize(nfa: ByteNfa, start: number, numPatterns: number, limits: DfaLimits): MultiByteDfa {
