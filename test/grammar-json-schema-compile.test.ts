@@ -142,6 +142,39 @@ test("refusals name the keyword and the JSON pointer; strict: false turns them i
   );
 });
 
+test("dynamic references are followed where their target cannot depend on the dynamic scope, refused by name where it can", () => {
+  // One $dynamicAnchor "n" in the document: the outermost one in any dynamic scope is that one.
+  const single = { $defs: { n: { $dynamicAnchor: "n", type: "integer" } }, properties: { a: { $dynamicRef: "#n" } } };
+  assert.deepEqual(verdicts(single, ['{"a": 1}', '{"a": "x"}']), [true, false]);
+  // A target without the fragment's $dynamicAnchor is a plain $ref, whatever else declares it.
+  const plain = {
+    $id: "https://example.com/root",
+    $defs: { n: { $anchor: "n", type: "integer" }, other: { $id: "other", $dynamicAnchor: "n", type: "string" } },
+    properties: { a: { $dynamicRef: "#n" } },
+  };
+  assert.deepEqual(verdicts(plain, ['{"a": 1}', '{"a": "x"}']), [true, false]);
+  // Two resources declare "n": which one applies depends on how evaluation got here.
+  const scoped = {
+    $id: "https://example.com/root",
+    $dynamicAnchor: "n",
+    $defs: { inner: { $id: "inner", $dynamicAnchor: "n", type: "integer" } },
+    properties: { a: { $dynamicRef: "#n" } },
+  };
+  const error = refusal(scoped);
+  assert.ok(error instanceof JsonSchemaError);
+  assert.equal(error.keyword, "$dynamicRef");
+  assert.equal(error.pointer, "/properties/a");
+  // 2019-09: $recursiveRef to the only "$recursiveAnchor": true is a recursive $ref to it.
+  const tree = {
+    $schema: "https://json-schema.org/draft/2019-09/schema",
+    $recursiveAnchor: true,
+    type: "object",
+    properties: { v: { type: "integer" }, kids: { type: "array", items: { $recursiveRef: "#" } } },
+    additionalProperties: false,
+  };
+  assert.deepEqual(verdicts(tree, ['{"v": 1, "kids": [{"v": 2}]}', '{"v": 1, "kids": [{"v": "x"}]}']), [true, false]);
+});
+
 test("malformed, remote, unsatisfiable and too complex schemas", () => {
   const cases: [unknown, new (...args: never[]) => Error, RegExp][] = [
     [{ type: 3 }, JsonSchemaError, /type at \/type/],

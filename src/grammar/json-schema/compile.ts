@@ -428,10 +428,23 @@ class SchemaCompiler {
       if (!isObject(schema)) throw new JsonSchemaError("a schema must be an object or a boolean", at.pointer);
       if (into.seen.has(at.pointer)) continue;
       into.seen.add(at.pointer);
-      for (const dynamic of ["$dynamicRef", "$recursiveRef"]) {
-        if (schema[dynamic] !== undefined && this.document.draft >= 2019) {
-          this.unsupported(dynamic, at.pointer, `${dynamic} is not supported`);
+      // A dynamic reference is followed like $ref where its target cannot depend on the dynamic
+      // scope (resolveDynamic), and refused where it may.
+      for (const dynamic of ["$dynamicRef", "$recursiveRef"] as const) {
+        const value = schema[dynamic];
+        if (value === undefined || this.document.draft < 2019) continue;
+        const native = dynamic === "$dynamicRef" ? this.document.draft === 2020 : this.document.draft === 2019;
+        if (native && typeof value !== "string")
+          throw new JsonSchemaError(`${dynamic} must be a string`, `${at.pointer}/${dynamic}`, dynamic);
+        const target = native ? this.document.resolveDynamic(dynamic, value as string, at) : null;
+        if (target === null) {
+          const why = native
+            ? "its target depends on the dynamic scope (several subschemas declare its anchor)"
+            : "it is not a keyword of this draft";
+          this.unsupported(dynamic, at.pointer, `${dynamic} is not supported where ${why}`);
+          continue;
         }
+        if (!this.flatten([target], into, chain + 1)) return false;
       }
       const ref = schema.$ref;
       if (ref !== undefined) {

@@ -37,6 +37,8 @@ export class SchemaDocument {
   readonly draft: Draft;
   /** Resources and anchors by absolute URI ("…#name" for anchors). */
   private readonly resources = new Map<string, SchemaAt>();
+  /** How many subschemas declare each `$dynamicAnchor` name, and `"$recursiveAnchor": true` (key ""). */
+  private readonly dynamicAnchors = new Map<string, number>();
 
   constructor(readonly root: unknown) {
     this.draft = draftOf(root);
@@ -90,6 +92,33 @@ export class SchemaDocument {
     return anchored;
   }
 
+  /**
+   * What a `$dynamicRef` (2020-12) or `$recursiveRef` (2019-09) at `at` points at, where that does
+   * not depend on how evaluation got there; null where it may. It is resolved like `$ref` first;
+   * a target without the matching dynamic anchor (`$dynamicAnchor` of the fragment's name,
+   * `"$recursiveAnchor": true`) is the answer, as the spec says. A target with it is the answer
+   * when no other subschema of the document declares that anchor: the outermost resource of the
+   * dynamic scope declaring it can then be only the target's own.
+   */
+  resolveDynamic(keyword: "$dynamicRef" | "$recursiveRef", ref: string, at: SchemaAt): SchemaAt | null {
+    const target = this.resolve(ref, at);
+    const object = target.schema;
+    if (object === null || typeof object !== "object" || Array.isArray(object)) return target;
+    let name: string;
+    if (keyword === "$recursiveRef") {
+      if ((object as Record<string, unknown>).$recursiveAnchor !== true) return target;
+      name = "";
+    } else {
+      const hash = ref.indexOf("#");
+      const fragment = hash < 0 ? "" : ref.slice(hash + 1);
+      // Only a plain-name fragment is dynamic; a JSON pointer or none is a plain $ref.
+      if (fragment === "" || fragment.startsWith("/")) return target;
+      if ((object as Record<string, unknown>).$dynamicAnchor !== fragment) return target;
+      name = fragment;
+    }
+    return this.dynamicAnchors.get(name) === 1 ? target : null;
+  }
+
   /** Records `at` and its subschemas' resources and anchors. */
   private index(at: SchemaAt): void {
     const schema = at.schema;
@@ -106,6 +135,8 @@ export class SchemaDocument {
       if (typeof anchor === "string") this.resources.set(`${base}#${anchor}`, here);
       const dynamic = object.$dynamicAnchor;
       if (typeof dynamic === "string" && !this.resources.has(`${base}#${dynamic}`)) this.resources.set(`${base}#${dynamic}`, here);
+      if (typeof dynamic === "string") this.dynamicAnchors.set(dynamic, (this.dynamicAnchors.get(dynamic) ?? 0) + 1);
+      if (object.$recursiveAnchor === true) this.dynamicAnchors.set("", (this.dynamicAnchors.get("") ?? 0) + 1);
     }
     for (const [keyword, value] of Object.entries(object)) {
       const pointer = `${at.pointer}/${escapePointer(keyword)}`;
