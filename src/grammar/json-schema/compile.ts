@@ -365,10 +365,11 @@ class SchemaCompiler {
         continue;
       }
       let dfa = this.dfaOf(base, pointer);
+      // What is subtracted only shrinks the minuend: one limit holds for every subtrahend.
+      const over = !want.over;
+      const limit = over ? this.nestingLimit(dfa, want.depth) : undefined;
       for (const subtrahend of alternative.subtract) {
         if (isEmptyLanguage(dfa)) break;
-        const over = !want.over;
-        const limit = over ? this.nestingLimit(dfa, want.depth) : undefined;
         const other = this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit });
         const at = subtrahend[0]?.pointer ?? pointer;
         dfa = this.subtract(dfa, this.dfaOf(other, at), at);
@@ -1001,10 +1002,9 @@ class SchemaCompiler {
           node = this.language([...itemRefs(k), ...matched], inner);
         } else {
           let dfa = this.dfaOf(this.language([...itemRefs(k), ...matched], { ...inner, dupFree: true }), unmatched[0]!.pointer);
-          for (const at of unmatched) {
-            const limit = this.nestingLimit(dfa, inner.depth);
+          const limit = this.nestingLimit(dfa, inner.depth);
+          for (const at of unmatched)
             dfa = this.subtract(dfa, this.dfaOf(this.language([at], { ...inner, over: true, limit }), at.pointer), at.pointer);
-          }
           node = dfaNode(dfa);
         }
         classes.set(key, node);

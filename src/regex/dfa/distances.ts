@@ -1,6 +1,6 @@
-// Backward searches over a DFA's transitions (reverse edges in CSR form): the fewest bytes to
-// acceptance per pattern, and which patterns' acceptance each state can still reach (finishDfa
-// finds the fewest bytes to any acceptance on its raw transitions).
+// A DFA's transitions as lists and grouped by their head (CSR), and the backward searches over
+// them: the fewest bytes to any acceptance (finishDfa's pruning) or to each pattern's, and which
+// patterns' acceptance each state can still reach.
 
 import { regexClock } from "../clock.js";
 import { dfaArena } from "./scratch.js";
@@ -11,25 +11,78 @@ const clock = regexClock;
 /** See scratch.ts. */
 const arena = dfaArena;
 
-/** Reverse adjacency in CSR form (sources of each target), ignoring labels. */
-function reverseEdges(n: number, k: number, trans: Int32Array): { offsets: Int32Array; sources: Int32Array } {
-  const counts = arena.take(n + 1);
-  for (let s = 0; s < n; s++) {
-    clock.tick(k);
-    for (let i = s * k; i < (s + 1) * k; i++) if (trans[i]! >= 0) counts[trans[i]! + 1]!++;
-  }
-  for (let i = 0; i < n; i++) counts[i + 1]! += counts[i]!;
-  const sources = arena.take(counts[n]!);
-  const fill = arena.take(n);
-  fill.set(counts.subarray(0, n));
+/** A DFA's transitions as lists, tail[t] --label[t]--> head[t], read off its dense table (-1: none). */
+export interface TransitionLists {
+  readonly m: number;
+  readonly tail: Int32Array;
+  readonly label: Int32Array;
+  readonly head: Int32Array;
+}
+
+export function transitionLists(n: number, k: number, trans: Int32Array): TransitionLists {
+  let m = 0;
+  for (let i = 0; i < n * k; i++) if (trans[i]! >= 0) m++;
+  clock.tick(n * k);
+  const tail = arena.take(m);
+  const label = arena.take(m);
+  const head = arena.take(m);
+  let e = 0;
   for (let s = 0; s < n; s++) {
     clock.tick(k);
     for (let c = 0; c < k; c++) {
       const t = trans[s * k + c]!;
-      if (t >= 0) sources[fill[t]!++] = s;
+      if (t < 0) continue;
+      tail[e] = s;
+      label[e] = c;
+      head[e] = t;
+      e++;
     }
   }
-  return { offsets: counts, sources };
+  return { m, tail, label, head };
+}
+
+/**
+ * The transitions into each state, in CSR form: items[offsets[q]..offsets[q + 1]) are their tails
+ * (`of` "tail": the reverse adjacency the searches below walk) or their ids ("id").
+ */
+export function byHead(n: number, edges: TransitionLists, of: "tail" | "id"): { offsets: Int32Array; items: Int32Array } {
+  const { m, tail, head } = edges;
+  const offsets = arena.take(n + 1);
+  for (let t = 0; t < m; t++) offsets[head[t]! + 1]!++;
+  for (let q = 0; q < n; q++) offsets[q + 1]! += offsets[q]!;
+  const fill = arena.take(n);
+  fill.set(offsets.subarray(0, n));
+  const items = arena.take(m);
+  for (let t = 0; t < m; t++) items[fill[head[t]!]!++] = of === "tail" ? tail[t]! : t;
+  clock.tick(2 * m + n);
+  return { offsets, items };
+}
+
+/** Multi-source BFS backwards from the accepting states: the fewest bytes to acceptance, -1 if none (scratch). */
+export function distancesToAccept(n: number, into: { offsets: Int32Array; items: Int32Array }, accepting: ArrayLike<number>): Int32Array {
+  const { offsets, items } = into;
+  const dist = arena.take(n, -1);
+  const queue = arena.take(n);
+  let tail = 0;
+  for (let s = 0; s < n; s++) {
+    if (accepting[s] === 1) {
+      dist[s] = 0;
+      queue[tail++] = s;
+    }
+  }
+  clock.tick(n);
+  for (let head = 0; head < tail; head++) {
+    const t = queue[head]!;
+    clock.tick(offsets[t + 1]! - offsets[t]! + 1);
+    for (let i = offsets[t]!; i < offsets[t + 1]!; i++) {
+      const s = items[i]!;
+      if (dist[s] === -1) {
+        dist[s] = dist[t]! + 1;
+        queue[tail++] = s;
+      }
+    }
+  }
+  return dist;
 }
 
 /**
@@ -53,7 +106,7 @@ function distancesPerPattern(dfa: MultiByteDfa): Int32Array {
   const words = dfa.acceptWords;
   const dist = new Int32Array(n * P).fill(-1);
   const queue = arena.take(n);
-  const { offsets, sources } = reverseEdges(n, dfa.numClasses, dfa.next);
+  const { offsets, items: sources } = byHead(n, transitionLists(n, dfa.numClasses, dfa.next), "tail");
   for (let p = 0; p < P; p++) {
     let head = 0;
     let tail = 0;
@@ -83,7 +136,7 @@ function distancesPerPattern(dfa: MultiByteDfa): Int32Array {
 /** Backward fixed point: a state reaches every pattern that any successor reaches. */
 export function reachableAcceptance(n: number, k: number, next: Int32Array, acceptMask: Uint32Array, words: number): Uint32Array {
   const reach = acceptMask.slice();
-  const { offsets, sources } = reverseEdges(n, k, next);
+  const { offsets, items: sources } = byHead(n, transitionLists(n, k, next), "tail");
   // A stack holding each state at most once (queued), so n slots suffice.
   const queue = arena.take(n);
   const queued = arena.take(n, 1);

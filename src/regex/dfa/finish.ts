@@ -4,7 +4,7 @@
 // and reachable acceptance the DFA carries (distances.ts).
 
 import { regexClock } from "../clock.js";
-import { reachableAcceptance } from "./distances.js";
+import { byHead, distancesToAccept, reachableAcceptance, transitionLists, type TransitionLists } from "./distances.js";
 import { minimize } from "./minimize.js";
 import { dfaArena } from "./scratch.js";
 import type { MultiByteDfa } from "./types.js";
@@ -26,8 +26,8 @@ export function finishDfa(
   intervalOf: Int32Array,
 ): MultiByteDfa {
   // 1. Prune states that cannot reach acceptance.
-  const edges = rawEdges(rawCount, k, rawTrans);
-  const dist = distancesFromEdges(rawCount, edges, rawAccepting);
+  const edges = transitionLists(rawCount, k, rawTrans);
+  const dist = distancesToAccept(rawCount, byHead(rawCount, edges, "tail"), rawAccepting);
   if (dist[0] === -1) {
     return emptyDfa(numPatterns, acceptWords);
   }
@@ -41,9 +41,9 @@ export function finishDfa(
     }
   }
   // 2. Minimization over the live states' transitions (minimize.ts).
-  const { m, tail, label, head } = liveTransitions(edges, liveId);
+  const live = liveTransitions(edges, liveId);
   const { initialBlock, numInitial } = initialPartition(n, rawOf, acceptWords, rawMask);
-  const block = minimize(n, k, m, tail, label, head, initialBlock, numInitial);
+  const block = minimize(n, k, live, initialBlock, numInitial);
   // 3. Renumber blocks by BFS from the start block.
   const { numStates, interval, acceptMask, accepting, representative } = renumberBlocks(
     n,
@@ -78,81 +78,8 @@ export function finishDfa(
   };
 }
 
-/** A raw DFA's transitions as tail --label--> head lists, and their tails grouped by head (CSR). */
-interface RawEdges {
-  readonly m: number;
-  readonly tail: Int32Array;
-  readonly label: Int32Array;
-  readonly head: Int32Array;
-  readonly inOffsets: Int32Array;
-  readonly inTails: Int32Array;
-}
-
-function rawEdges(rawCount: number, k: number, rawTrans: Int32Array): RawEdges {
-  const inOffsets = arena.take(rawCount + 1);
-  let m = 0;
-  for (let s = 0; s < rawCount; s++) {
-    clock.tick(k);
-    for (let i = s * k; i < (s + 1) * k; i++) {
-      const t = rawTrans[i]!;
-      if (t >= 0) {
-        inOffsets[t + 1]!++;
-        m++;
-      }
-    }
-  }
-  for (let s = 0; s < rawCount; s++) inOffsets[s + 1]! += inOffsets[s]!;
-  const tail = arena.take(m);
-  const label = arena.take(m);
-  const head = arena.take(m);
-  const inTails = arena.take(m);
-  const fill = arena.take(rawCount);
-  fill.set(inOffsets.subarray(0, rawCount));
-  let e = 0;
-  for (let s = 0; s < rawCount; s++) {
-    clock.tick(k);
-    for (let c = 0; c < k; c++) {
-      const t = rawTrans[s * k + c]!;
-      if (t < 0) continue;
-      tail[e] = s;
-      label[e] = c;
-      head[e] = t;
-      e++;
-      inTails[fill[t]!++] = s;
-    }
-  }
-  return { m, tail, label, head, inOffsets, inTails };
-}
-
-/** Multi-source BFS backwards from the accepting states: the fewest bytes to acceptance, -1 if none. */
-function distancesFromEdges(rawCount: number, edges: RawEdges, rawAccepting: Int32Array): Int32Array {
-  const { inOffsets, inTails } = edges;
-  const dist = arena.take(rawCount, -1);
-  const queue = arena.take(rawCount);
-  let tail = 0;
-  for (let s = 0; s < rawCount; s++) {
-    if (rawAccepting[s] === 1) {
-      dist[s] = 0;
-      queue[tail++] = s;
-    }
-  }
-  clock.tick(rawCount);
-  for (let head = 0; head < tail; head++) {
-    const t = queue[head]!;
-    clock.tick(inOffsets[t + 1]! - inOffsets[t]! + 1);
-    for (let i = inOffsets[t]!; i < inOffsets[t + 1]!; i++) {
-      const s = inTails[i]!;
-      if (dist[s] === -1) {
-        dist[s] = dist[t]! + 1;
-        queue[tail++] = s;
-      }
-    }
-  }
-  return dist;
-}
-
 /** The transitions between live states, in live ids (written over the raw lists). */
-function liveTransitions(edges: RawEdges, liveId: Int32Array): { m: number; tail: Int32Array; label: Int32Array; head: Int32Array } {
+function liveTransitions(edges: TransitionLists, liveId: Int32Array): TransitionLists {
   const { tail, label, head } = edges;
   let m = 0;
   clock.tick(edges.m);

@@ -7,6 +7,7 @@
 // with a dead sink, which was ~1 ms of a median schema's 4 ms compile.
 
 import { regexClock } from "../clock.js";
+import { byHead, type TransitionLists } from "./distances.js";
 import { dfaArena } from "./scratch.js";
 
 /** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
@@ -110,38 +111,22 @@ class RefinablePartition {
 
 /**
  * The coarsest partition of n states refining `initialBlock` (ids < numInitial) in which states
- * of a block go, on every label, to the same block or all nowhere. The m transitions are
- * tail[t] --label[t]--> head[t] with labels < k; missing ones lead nowhere (a dead state, left
- * implicit). Returns each state's block id.
+ * of a block go, on every label, to the same block or all nowhere. `edges` are the transitions,
+ * labels < k; missing ones lead nowhere (a dead state, left implicit). Returns each state's block
+ * id.
  */
-export function minimize(
-  n: number,
-  k: number,
-  m: number,
-  tail: Int32Array,
-  label: Int32Array,
-  head: Int32Array,
-  initialBlock: Int32Array,
-  numInitial: number,
-): Int32Array {
+export function minimize(n: number, k: number, edges: TransitionLists, initialBlock: Int32Array, numInitial: number): Int32Array {
+  const { m, tail, label } = edges;
   const blocks = new RefinablePartition(n);
   blocks.initGrouped(n, initialBlock, numInitial);
   // Cords: the transitions grouped by label.
   const cords = new RefinablePartition(m);
   cords.initGrouped(m, label, k);
   // Transitions into each state, for marking those into a block.
-  const inOffsets = arena.take(n + 1);
-  for (let t = 0; t < m; t++) inOffsets[head[t]! + 1]!++;
-  for (let q = 0; q < n; q++) inOffsets[q + 1]! += inOffsets[q]!;
-  const inFill = arena.take(n);
-  inFill.set(inOffsets.subarray(0, n));
-  const incoming = arena.take(m);
-  for (let t = 0; t < m; t++) incoming[inFill[head[t]!]!++] = t;
-  clock.tick(2 * m + n);
+  const { offsets: inOffsets, items: incoming } = byHead(n, edges, "id");
 
   // Every cord splits the blocks once, and every block but the first (all but one initial block
-  // suffice) and every new one (the smaller half of a split) splits the cords once. The marking
-  // loops are RefinablePartition.mark written out: they are the whole cost.
+  // suffice) and every new one (the smaller half of a split) splits the cords once.
   const cordElems = cords.elems;
   const cordFirst = cords.first;
   const cordPast = cords.past;
