@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { compileGrammar, GrammarError } from "../src/grammar/index.js";
 import { parses } from "../src/grammar/testing.js";
 import { GrammarAutomaton } from "../src/grammar/index.js";
-import { splitTopAlternatives } from "../src/grammar/testing.js";
+import { topAlternatives } from "../src/grammar/testing.js";
+import { compileRegex, compileRegexNode, lowerSyntax, matchesString, readRegexSyntax, RegexSyntaxError } from "../src/regex/index.js";
 import { parsePyRegex, regexWidth, toJsRegExp, MAXREPEAT } from "../src/grammar/testing.js";
 import { evalEscaping } from "../src/grammar/testing.js";
 
@@ -107,9 +108,44 @@ test("python-re helpers: widths, escapes, JS translation", () => {
   re.lastIndex = 0;
   assert.equal(re.exec("ABc")?.[0], "ABc");
   assert.equal(evalEscaping("a\\tb\\\\"), "a\tb\\\\");
-  assert.deepEqual(splitTopAlternatives("(?:(?:a|ab)|abc)"), ["a", "ab", "abc"]);
-  assert.deepEqual(splitTopAlternatives("(?i:x|y)"), ["(?i:x)", "(?i:y)"]);
-  assert.deepEqual(splitTopAlternatives("[|]|\\|"), ["[|]", "\\|"]);
+  // The scanner's alternatives, each as the probes it matches: through non-capturing and
+  // scoped-flag groups (keeping the flags), not through a capturing one.
+  const alternatives = (src: string, probes: string[]): string[][] =>
+    topAlternatives(parsePyRegex(src).root).map((alt) => {
+      const dfa = compileRegexNode(lowerSyntax(alt));
+      return probes.filter((p) => matchesString(dfa, p));
+    });
+  assert.deepEqual(alternatives("(?:(?:a|ab)|abc)", ["a", "ab", "abc"]), [["a"], ["ab"], ["abc"]]);
+  assert.deepEqual(alternatives("(?i:x|y)", ["x", "X", "y", "Y"]), [
+    ["x", "X"],
+    ["y", "Y"],
+  ]);
+  assert.deepEqual(alternatives("[|]|\\|", ["|", "\\"]), [["|"], ["|"]]);
+  assert.deepEqual(alternatives("(a|b)", ["a", "b"]), [["a", "b"]]);
+  assert.deepEqual(alternatives("(?x) a | b  # comment", ["a", "b"]), [["a"], ["b"]]);
+});
+
+test("one reader of Python re text: user patterns, and Lark terminals read exactly as Python 3.11", () => {
+  // The JS spelling of a named group is a user-pattern extension; Python (so Lark) refuses it.
+  assert.ok(matchesString(compileRegex("(?<y>a)b"), "ab"));
+  assert.throws(() => parsePyRegex("(?<y>a)b"), /unknown extension \?<y/);
+  // Python checks backreferences and lookbehind widths as it reads ...
+  assert.throws(() => parsePyRegex("(a\\1)"), /cannot refer to an open group/);
+  assert.throws(() => parsePyRegex("(a)\\2"), /invalid group reference 2/);
+  assert.throws(() => parsePyRegex("(?<=a+)b"), /look-behind requires fixed-width pattern/);
+  assert.equal(parsePyRegex("(?P<n>a)(?P=n)").root.k, "seq");
+  // ... and in a user pattern the lowering refuses what a DFA cannot express, by name.
+  assert.throws(
+    () => compileRegex("(a)\\2"),
+    (e: unknown) => e instanceof RegexSyntaxError && e.construct === "backreference \\2" && e.position === 3,
+  );
+  // The tree keeps what the automaton drops: capturing groups and lazy quantifiers.
+  const { root, groupCount } = readRegexSyntax("(a+?)|b", { python: true });
+  assert.equal(groupCount, 1);
+  const first = root.k === "alt" ? root.alts[0] : undefined;
+  assert.ok(first?.k === "group" && first.body.k === "rep" && first.body.lazy);
+  // Positions count code points, as Python's re.error.pos (an astral character is one).
+  assert.throws(() => parsePyRegex("\u{1F600}("), /missing \), unterminated subpattern at position 1 in/);
 });
 
 test("incremental automaton: next bytes, completeness, ignore-run limit, minimal completion", () => {

@@ -5,14 +5,14 @@
 // String terminals that a same-priority regexp terminal matches exactly are handled like Lark's
 // `_create_unless`: the regexp's token is retyped to the string terminal.
 
-import { compileRegex, matchesString, RegexTooComplexError, type ByteDfa } from "../regex/index.js";
+import { compileRegex, matchesString, RegexTooComplexError, syntaxChildren, type ByteDfa } from "../regex/index.js";
 import { GrammarError } from "./lalr.js";
 import type { TerminalDef } from "./compile.js";
 import { activeMaxNesting } from "./lark/compile-context.js";
 import { pyRepr } from "./lark/literals.js";
 import { patternToRegexp, patternWidth } from "./lark/patterns.js";
 import { nestingTooDeep, shortName, type CompileClock } from "./limits.js";
-import { parsePyRegex, PyRegexNestingError, type ParsedRegex, type PyRegexNode } from "./pyregex.js";
+import { parsePyRegex, PyRegexNestingError, type ParsedRegex, type RegexSyntaxNode } from "./pyregex.js";
 import { toJsRegExp } from "./pyregex-js.js";
 
 export interface LexTerminal {
@@ -219,21 +219,8 @@ export function buildScanner(terms: readonly LexTerminal[], clock?: CompileClock
   return { order: usable, unless, broken };
 }
 
-function backrefs(n: PyRegexNode): number[] {
-  switch (n.k) {
-    case "backref":
-      return [n.index];
-    case "seq":
-      return n.items.flatMap(backrefs);
-    case "alt":
-      return n.alts.flatMap(backrefs);
-    case "group":
-    case "rep":
-    case "look":
-      return backrefs(n.body);
-    default:
-      return [];
-  }
+function backrefs(n: RegexSyntaxNode): number[] {
+  return n.k === "backref" ? [n.index] : syntaxChildren(n).flatMap(backrefs);
 }
 
 /**

@@ -2,12 +2,13 @@
 // `parses()` and the unless check run. Scoped flags are already folded into the AST (Node 20's
 // RegExp has no inline modifiers), so each node carries its own.
 
-import { caseClose, type ParsedRegex, type PyRegexNode, type SetNode } from "./pyregex.js";
+import { caseClose } from "../regex/index.js";
+import type { ParsedRegex, RegexSyntaxNode, SetNode } from "./pyregex.js";
 
 const hexEsc = (c: number): string => `\\u{${c.toString(16)}}`;
 
 function classBody(n: SetNode): string {
-  const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
+  const ranges = n.caseless ? caseClose(n.ranges, n.ascii) : n.ranges;
   let s = "";
   for (let i = 0; i < ranges.length; i += 2) {
     const lo = ranges[i]!,
@@ -25,7 +26,7 @@ function classBody(n: SetNode): string {
   return s;
 }
 
-function emit(n: PyRegexNode): string {
+function emit(n: RegexSyntaxNode): string {
   switch (n.k) {
     case "set": {
       const body = classBody(n);

@@ -1,7 +1,8 @@
 // Random strings a Python-regex AST likely matches (lookarounds ignored), for the corpus
 // sentence sampler (sentences.ts).
 
-import { caseClose, type ParsedRegex, type PyRegexNode, type SetNode } from "./pyregex.js";
+import { caseClose } from "../regex/index.js";
+import type { ParsedRegex, RegexSyntaxNode, SetNode } from "./pyregex.js";
 
 /** Uniform in [0, 1). */
 export type Rng = () => number;
@@ -11,7 +12,7 @@ for (let c = 32; c < 127; c++) PRINTABLE.push(c);
 PRINTABLE.push(9, 10);
 
 function setContains(n: SetNode, c: number): boolean {
-  const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
+  const ranges = n.caseless ? caseClose(n.ranges, n.ascii) : n.ranges;
   let hit = false;
   for (let i = 0; i < ranges.length && !hit; i += 2) hit = c >= ranges[i]! && c <= ranges[i + 1]!;
   for (const e of n.classes) {
@@ -30,7 +31,7 @@ function setContains(n: SetNode, c: number): boolean {
 function pickFromSet(n: SetNode, rng: Rng): number | null {
   if (!n.negated && n.classes.length === 0) {
     // Prefer printable members; fall back to any member.
-    const ranges = n.caseless ? caseClose(n.ranges) : n.ranges;
+    const ranges = n.caseless ? caseClose(n.ranges, n.ascii) : n.ranges;
     const printable = PRINTABLE.filter((c) => setContains(n, c));
     if (printable.length && (rng() < 0.9 || ranges.length === 0)) return printable[Math.floor(rng() * printable.length)]!;
     if (ranges.length === 0) return null;
@@ -47,7 +48,7 @@ function pickFromSet(n: SetNode, rng: Rng): number | null {
 /** A random string the pattern is likely to match (lookarounds are ignored). */
 export function sampleRegex(parsed: ParsedRegex, rng: Rng, maxRepeat = 4): string {
   const groups = new Map<number, string>();
-  const gen = (n: PyRegexNode): string => {
+  const gen = (n: RegexSyntaxNode): string => {
     switch (n.k) {
       case "set": {
         const c = pickFromSet(n, rng);

@@ -1,12 +1,12 @@
 // sre_parse's getwidth() over the Python-regex AST: a pattern's [min, max] match width, which
 // Lark sorts terminals by and refuses zero-width ones with; the parser asks it of a lookbehind.
 
-import type { ParsedRegex, PyRegexNode } from "./pyregex.js";
+import type { ParsedRegex, RegexSyntaxNode } from "./pyregex.js";
 
 /** Python's sre MAXREPEAT: widths saturate here, so two unbounded terminals compare equal. */
 export const MAXREPEAT = 4294967295;
 
-export function widthOf(n: PyRegexNode, groups?: Map<number, [number, number]>): [number, number] {
+export function widthOf(n: RegexSyntaxNode, groups?: Map<number, [number, number]>): [number, number] {
   switch (n.k) {
     case "set":
     case "any":

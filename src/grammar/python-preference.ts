@@ -3,20 +3,9 @@
 // the characters each part can start with and be followed by, with byte-DFA prefix checks
 // between alternation branches. A terminal where it is not is recorded as approximated.
 
-import { compileRegex, type ByteDfa } from "../regex/index.js";
+import { compileRegexNode, isEmptyLanguage, lowerSyntax, syntaxChildren, type ByteDfa } from "../regex/index.js";
 import type { CompileClock } from "./limits.js";
-import { parsePyRegex, type PyRegexNode } from "./pyregex.js";
-
-/** `clock`: the compile's, charged for the prefix checks between alternatives (see noProperPrefix). */
-export function preferenceModelled(src: string, clock?: CompileClock): boolean {
-  let root: PyRegexNode;
-  try {
-    root = parsePyRegex(src).root;
-  } catch {
-    return false;
-  }
-  return pythonPreferenceModelled(root, clock);
-}
+import type { RegexSyntaxNode } from "./pyregex.js";
 
 // ASCII characters 0..127 plus slot 128 for "some non-ASCII character".
 type CharSet = Uint8Array;
@@ -38,7 +27,7 @@ interface NodeStart {
   nullable: boolean;
 }
 
-function firstCharsOfSet(n: Extract<PyRegexNode, { k: "set" }>): CharSet {
+function firstCharsOfSet(n: Extract<RegexSyntaxNode, { k: "set" }>): CharSet {
   const out = emptySet();
   const member = emptySet();
   for (let i = 0; i < n.ranges.length; i += 2) {
@@ -66,7 +55,7 @@ function firstCharsOfSet(n: Extract<PyRegexNode, { k: "set" }>): CharSet {
  * body twice instead, once just for them, was exponential in nested repeats: 30 nested `+` never
  * finished.)
  */
-function startOf(n: PyRegexNode, firsts: Map<PyRegexNode, NodeStart>): NodeStart {
+function startOf(n: RegexSyntaxNode, firsts: Map<RegexSyntaxNode, NodeStart>): NodeStart {
   let known = firsts.get(n);
   if (known !== undefined) return known;
   switch (n.k) {
@@ -121,31 +110,9 @@ function startOf(n: PyRegexNode, firsts: Map<PyRegexNode, NodeStart>): NodeStart
   return known;
 }
 
-/** Python source for an AST node (for the byte-DFA checks below); throws on non-regular nodes. */
-function toPySource(n: PyRegexNode): string {
-  const cp = (c: number): string => (c > 0xffff ? `\\U${c.toString(16).padStart(8, "0")}` : `\\u${c.toString(16).padStart(4, "0")}`);
-  switch (n.k) {
-    case "set": {
-      let body = "";
-      for (let i = 0; i < n.ranges.length; i += 2)
-        body += n.ranges[i] === n.ranges[i + 1] ? cp(n.ranges[i]!) : `${cp(n.ranges[i]!)}-${cp(n.ranges[i + 1]!)}`;
-      for (const c of n.classes) body += "\\" + c;
-      const cls = body === "" && !n.negated ? "(?!)" : `[${n.negated ? "^" : ""}${body}]`;
-      return n.caseless ? `(?i:${cls})` : cls;
-    }
-    case "any":
-      return n.dotAll ? "(?s:.)" : ".";
-    case "seq":
-      return n.items.map(toPySource).join("");
-    case "alt":
-      return `(?:${n.alts.map(toPySource).join("|")})`;
-    case "group":
-      return `(?:${toPySource(n.body)})`;
-    case "rep":
-      return `(?:${toPySource(n.body)}){${n.min},${n.max === Infinity ? "" : n.max}}`;
-    default:
-      throw new Error("not regular");
-  }
+/** Whether a node reads characters only: no assertion, lookaround or backreference (whose meaning depends on context). */
+function readsOnly(n: RegexSyntaxNode): boolean {
+  return n.k !== "assert" && n.k !== "look" && n.k !== "backref" && syntaxChildren(n).every(readsOnly);
 }
 
 /**
@@ -153,13 +120,16 @@ function toPySource(n: PyRegexNode): string {
  * terminal of n overlapping alternatives asks this of n²/2 pairs, each two DFAs and a product
  * walk: `clock` (the compile's) is charged for them, and bounds the DFAs' time.
  */
-function noProperPrefix(earlier: PyRegexNode, later: PyRegexNode, clock?: CompileClock): boolean {
+function noProperPrefix(earlier: RegexSyntaxNode, later: RegexSyntaxNode, clock?: CompileClock): boolean {
   let a: ByteDfa, b: ByteDfa;
   clock?.check();
   try {
     const limits = clock === undefined ? {} : { timeoutMs: clock.remainingMs() };
-    a = compileRegex(toPySource(earlier), limits);
-    b = compileRegex(toPySource(later), limits);
+    if (!readsOnly(earlier) || !readsOnly(later)) return false;
+    a = compileRegexNode(lowerSyntax(earlier), limits);
+    b = compileRegexNode(lowerSyntax(later), limits);
+    // As an unmatchable pattern always was: no answer, so the terminal counts as approximated.
+    if (isEmptyLanguage(a) || isEmptyLanguage(b)) return false;
   } catch {
     return false;
   }
@@ -201,20 +171,20 @@ class PreferenceWalk {
   variableParts = 0;
   lazyParts = 0;
   overlappingAlternation = false; // "longest" there, which a lazy (shortest) pattern is not
-  private readonly firsts = new Map<PyRegexNode, NodeStart>();
+  private readonly firsts = new Map<RegexSyntaxNode, NodeStart>();
   // Each prefix check compiles two DFAs: past MAX_PREFIX_CHECKS the pattern counts as
   // approximated (what the flag is for) rather than spending the compile's time on n² pairs.
   private prefixChecks = 0;
 
   constructor(private readonly clock: CompileClock | undefined) {}
 
-  private prefixFree(alts: readonly PyRegexNode[], i: number): boolean {
+  private prefixFree(alts: readonly RegexSyntaxNode[], i: number): boolean {
     if ((this.prefixChecks += i) > MAX_PREFIX_CHECKS) return false;
     for (let e = 0; e < i; e++) if (!noProperPrefix(alts[e]!, alts[i]!, this.clock)) return false;
     return true;
   }
 
-  walk(n: PyRegexNode, follow: CharSet): NodeStart {
+  walk(n: RegexSyntaxNode, follow: CharSet): NodeStart {
     switch (n.k) {
       case "set":
         return { first: firstCharsOfSet(n), nullable: false };
@@ -285,7 +255,7 @@ class PreferenceWalk {
  * repeat-vs-continue start with disjoint characters), or the shortest (a single variable-length
  * part, lazy). Anything else is approximated.
  */
-export function pythonPreferenceModelled(root: PyRegexNode, clock?: CompileClock): boolean {
+export function pythonPreferenceModelled(root: RegexSyntaxNode, clock?: CompileClock): boolean {
   const w = new PreferenceWalk(clock);
   w.walk(root, emptySet());
   if (w.lazyParts > 0) return w.lazyParts === 1 && w.variableParts === 1 && !w.unsafe && !w.overlappingAlternation;

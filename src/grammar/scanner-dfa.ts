@@ -4,7 +4,16 @@
 // distances). Also which scanners of a grammar are built with the compile (refused then if too
 // big) and which wait for first use, and the regexp-text surgery the patterns need first.
 
-import { compileMultiRegex, patternDistances, RegexSyntaxError, RegexTooComplexError, type MultiByteDfa } from "../regex/index.js";
+import {
+  compileMultiRegexNodes,
+  lowerSyntax,
+  patternDistances,
+  readRegexSyntax,
+  syntaxChildren,
+  RegexSyntaxError,
+  RegexTooComplexError,
+  type MultiByteDfa,
+} from "../regex/index.js";
 import { int32Of, uint8Of } from "../support/index.js";
 import { ESCAPED_STRING_REGULAR } from "./common-lark.js";
 import { patternToRegexp } from "./lark/patterns.js";
@@ -21,8 +30,8 @@ import {
   tooComplex,
   type GrammarLimits,
 } from "./limits.js";
-import { preferenceModelled } from "./python-preference.js";
-import type { PyRegexNode } from "./pyregex.js";
+import { pythonPreferenceModelled } from "./python-preference.js";
+import type { RegexSyntaxNode } from "./pyregex.js";
 
 const LARK_ESCAPED_STRING = String.raw`".*?(?<!\\)(\\\\)*?"`;
 
@@ -146,93 +155,31 @@ export function refuseUnsupportedTerminals(grammar: Grammar): void {
   }
 }
 
-function firstBackref(n: PyRegexNode): number | null {
-  switch (n.k) {
-    case "backref":
-      return n.index;
-    case "seq":
-      for (const x of n.items) {
-        const r = firstBackref(x);
-        if (r !== null) return r;
-      }
-      return null;
-    case "alt":
-      for (const x of n.alts) {
-        const r = firstBackref(x);
-        if (r !== null) return r;
-      }
-      return null;
-    case "group":
-    case "rep":
-    case "look":
-      return firstBackref(n.body);
-    default:
-      return null;
+function firstBackref(n: RegexSyntaxNode): number | null {
+  if (n.k === "backref") return n.index;
+  for (const child of syntaxChildren(n)) {
+    const ref = firstBackref(child);
+    if (ref !== null) return ref;
   }
+  return null;
 }
 
-function hasLazy(src: string): boolean {
-  return /(\*|\+|\?|\})\?/.test(src.replace(/\\./g, ""));
-}
-
-/** Python tries a top-level alternation's branches in order, like a scanner's terminals. */
-export function splitTopAlternatives(src: string): string[] {
-  const wrapped = /^\(\?([a-zA-Z]*)(?:-[a-zA-Z]+)?:/.exec(src);
-  if (wrapped && closingParen(src, 0) === src.length - 1) {
-    const prefix = src.slice(0, wrapped[0].length);
-    if (prefix.includes("x")) return [src];
-    const inner = src.slice(wrapped[0].length, -1);
-    const parts = splitTopAlternatives(inner);
-    return prefix === "(?:" ? parts : parts.map((p) => `${prefix}${p})`);
-  }
-  const parts: string[] = [];
-  let depth = 0;
-  let last = 0;
-  eachStructuralChar(src, 0, (c, i) => {
-    if (c === "(") depth++;
-    else if (c === ")") depth--;
-    else if (c === "|" && depth === 0) {
-      parts.push(src.slice(last, i));
-      last = i + 1;
-    }
-    return false;
-  });
-  if (parts.length === 0) return [src];
-  parts.push(src.slice(last));
-  return parts.flatMap(splitTopAlternatives);
-}
-
-function closingParen(src: string, open: number): number {
-  let depth = 0;
-  return eachStructuralChar(src, open, (c) => (c === "(" ? (depth++, false) : c === ")" && --depth === 0));
+/** Whether a node has a lazy quantifier (Python then prefers the shortest match of the pattern). */
+function hasLazy(n: RegexSyntaxNode): boolean {
+  return (n.k === "rep" && n.lazy) || syntaxChildren(n).some(hasLazy);
 }
 
 /**
- * Visits the characters of regexp text `src` from `from` that are its structure: not escaped,
- * not inside a character class. Stops where `visit` returns true and returns that index, else -1.
+ * Python tries a top-level alternation's branches in order, like a scanner's terminals: the
+ * branches of the pattern's tree, through non-capturing and scoped-flag groups (which the tree
+ * already dissolved, their flags kept on each node), not through capturing ones.
  */
-function eachStructuralChar(src: string, from: number, visit: (c: string, i: number) => boolean): number {
-  let inClass = false;
-  for (let i = from; i < src.length; i++) {
-    const c = src[i]!;
-    if (c === "\\") {
-      i++;
-      continue;
-    }
-    if (inClass) {
-      if (c === "]") inClass = false;
-      continue;
-    }
-    if (c === "[") {
-      inClass = true;
-      if (src[i + 1] === "^") i++;
-      if (src[i + 1] === "]") i++;
-      continue;
-    }
-    if (visit(c, i)) return i;
-  }
-  return -1;
+export function topAlternatives(root: RegexSyntaxNode): RegexSyntaxNode[] {
+  return root.k === "alt" ? root.alts.flatMap(topAlternatives) : [root];
 }
+
+/** ESCAPED_STRING_REGULAR's tree (Lark's ESCAPED_STRING stands for it; read once). */
+let escapedStringTree: RegexSyntaxNode | undefined;
 
 /** Raw DFA states below which determinization neither checks its clock nor nears a limit. */
 const SURELY_BUILT_STATES = 48;
@@ -341,7 +288,9 @@ function scannerDfaError(e: unknown, specOwner: readonly LexTerminal[], specSour
 
 /** A scanner's patterns in DFA order: the ordered alternatives of its terminals, then the unless shadows. */
 interface ScannerPatterns {
-  readonly specs: { source: string }[];
+  readonly specs: RegexSyntaxNode[];
+  /** Per pattern, the source of the terminal it comes from (for the refusals' messages). */
+  readonly sources: string[];
   readonly shortest: number[];
   readonly termOf: number[];
   readonly numOrdered: number;
@@ -353,17 +302,20 @@ interface ScannerPatterns {
 /** The patterns of a scanner's terminals; those whose Python match is only approximated go into `approximate`. */
 function orderedPatterns(sc: Scanner, approximate: Set<string>, clock: CompileClock | undefined): ScannerPatterns {
   const terms = sc.order;
-  const specs: { source: string }[] = [];
+  const specs: RegexSyntaxNode[] = [];
+  const sources: string[] = [];
   const shortest: number[] = [];
   const termOf: number[] = [];
   terms.forEach((t, ti) => {
-    let src = patternToRegexp(t.def.pattern);
-    if (src === LARK_ESCAPED_STRING) src = ESCAPED_STRING_REGULAR;
-    const alts = t.def.pattern.type === "re" ? splitTopAlternatives(src) : [src];
-    for (const alt of alts) {
-      if (t.def.pattern.type === "re" && src !== ESCAPED_STRING_REGULAR && !preferenceModelled(alt, clock)) approximate.add(t.name);
-      specs.push({ source: alt });
-      shortest.push(t.def.pattern.type === "re" && hasLazy(alt) ? 1 : 0);
+    const isRe = t.def.pattern.type === "re";
+    const source = patternToRegexp(t.def.pattern);
+    const escapedString = source === LARK_ESCAPED_STRING;
+    const root = escapedString ? (escapedStringTree ??= readRegexSyntax(ESCAPED_STRING_REGULAR, { python: true }).root) : t.parsed.root;
+    for (const alt of isRe ? topAlternatives(root) : [root]) {
+      if (isRe && !escapedString && !pythonPreferenceModelled(alt, clock)) approximate.add(t.name);
+      specs.push(alt);
+      sources.push(source);
+      shortest.push(isRe && hasLazy(alt) ? 1 : 0);
       termOf.push(ti);
     }
   });
@@ -372,17 +324,18 @@ function orderedPatterns(sc: Scanner, approximate: Set<string>, clock: CompileCl
   terms.forEach((t, i) => {
     for (const s of sc.unless.get(t.name) ?? []) {
       unless[i]!.push([specs.length, s]);
-      specs.push({ source: patternToRegexp(s.def.pattern) });
+      specs.push(s.parsed.root);
+      sources.push(patternToRegexp(s.def.pattern));
     }
   });
   const specOwner: LexTerminal[] = termOf.map((ti) => terms[ti]!);
   for (const list of unless) for (const [, s] of list) specOwner.push(s);
-  return { specs, shortest, termOf, numOrdered, unless, specOwner };
+  return { specs, sources, shortest, termOf, numOrdered, unless, specOwner };
 }
 
 /** The patterns' multi-pattern DFA and its per-pattern distances, a refusal as the grammar's error. */
 function compileScannerPatterns(patterns: ScannerPatterns, budget: ScannerBudget | undefined): { dfa: MultiByteDfa; dist: Int32Array } {
-  const { specs, specOwner } = patterns;
+  const { specs, sources, specOwner } = patterns;
   const limits = budget?.limits;
   // Read the clock before each DFA: the compile may have used up the budget already.
   budget?.clock.check();
@@ -390,20 +343,23 @@ function compileScannerPatterns(patterns: ScannerPatterns, budget: ScannerBudget
   let dfa: MultiByteDfa;
   let dist: Int32Array;
   try {
-    dfa = compileMultiRegex(
-      specs,
+    const nodes = specs.map((node, i) => {
+      try {
+        return lowerSyntax(node);
+      } catch (e) {
+        if (e instanceof RegexSyntaxError) e.alternative = i;
+        throw e;
+      }
+    });
+    dfa = compileMultiRegexNodes(
+      nodes,
       limits === undefined ? {} : { maxDfaStates: limits.maxDfaStates, maxNfaStates: limits.maxNfaStates, timeoutMs },
     );
     // The per-pattern tables below are states × patterns: counted before they are made.
     if (budget !== undefined) addScannerCells(budget, dfa.numStates * (dfa.numClasses + specs.length));
     dist = patternDistances(dfa, budget === undefined ? Infinity : budget.clock.remainingMs());
   } catch (e) {
-    throw scannerDfaError(
-      e,
-      specOwner,
-      specs.map((x) => x.source),
-      limits ?? resolveLimits(),
-    );
+    throw scannerDfaError(e, specOwner, sources, limits ?? resolveLimits());
   }
   return { dfa, dist };
 }

@@ -6,7 +6,7 @@
  */
 export { sampleSentence, mutateSentence, makeRng, literalAlphabet, type SentenceOptions } from "./sentences.js";
 export { parses } from "./grammar.js";
-export { splitTopAlternatives } from "./scanner-dfa.js";
+export { topAlternatives } from "./scanner-dfa.js";
 export { parsePyRegex } from "./pyregex.js";
 export { MAXREPEAT, regexWidth } from "./pyregex-width.js";
 export { toJsRegExp } from "./pyregex-js.js";

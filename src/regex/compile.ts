@@ -50,7 +50,9 @@
  *   compile (every phase counts its work; clock.ts), and a group nesting cap. Defaults:
  *   DEFAULT_REGEX_LIMITS.
  *
- * PIPELINE: parser.ts (AST over code point sets, flags resolved) → nfa.ts (Thompson NFA over
+ * PIPELINE: syntax.ts (the one reader of this dialect: a syntax tree, also read by the grammar
+ * stage's Lark lexer) → parser.ts (lowered to an AST over code point sets, flags resolved; what
+ * a DFA cannot express refused by name) → nfa.ts (Thompson NFA over
  * UTF-8 byte ranges) → dfa/ (alphabet.ts: byte classes; subset.ts: subset construction over
  * them, with '$'/'\Z' as per-thread modes on the remaining input and '^' resolved from the
  * previous byte; finish.ts: dead-state pruning, minimization over the live transitions
@@ -279,6 +281,14 @@ export function compileMultiRegex(patterns: ReadonlyArray<string | PatternSpec>,
     );
     return buildDfa(nodes, limits);
   });
+}
+
+/**
+ * compileMultiRegex over patterns already read and lowered (the grammar stage's terminals, read
+ * once by syntax.ts): the same DFA, under the same limits.
+ */
+export function compileMultiRegexNodes(nodes: readonly RegexNode[], limits: RegexLimits = {}): MultiByteDfa {
+  return timed(limits, () => buildDfa([...nodes], limits));
 }
 
 /** Whether pattern `p` fully matches at `state` of a multi-pattern DFA. */

@@ -10,7 +10,9 @@
  *   const lexer = compileMultiRegex([{ source: "[a-z]+" }, { source: "if" }]);
  *
  * The dialect (what is read, and what Python and JavaScript disagree on) is in compile.ts;
- * the pipeline parser.ts → nfa.ts → dfa/ (subset.ts's determinize).
+ * the pipeline syntax.ts (readRegexSyntax: the one reader of Python `re` text, whose tree the
+ * grammar stage's lexer also reads) → parser.ts (lowerSyntax) → nfa.ts → dfa/ (subset.ts's
+ * determinize).
  *
  * Composing languages (JSON Schema): ecmaSearchNode / ecmaFullMatchNode (ecma.ts: ECMA-262
  * patterns, u flag) → compileRegexNode (an AST, maybe embedding DFAs as { kind: "dfa" });
@@ -21,7 +23,7 @@ export { patternDistances } from "./dfa/distances.js";
 export { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 export { matchesBytes, matchesString, sampleMember, sampleString, shortestCompletion, walkBytes } from "./sample.js";
 export type { SampleOptions } from "./sample.js";
-export { parseRegex, parseFlagString } from "./parser.js";
+export { lowerSyntax, parseRegex, parseFlagString } from "./parser.js";
 export type { RegexNode, RegexFlags } from "./parser.js";
 export { ecmaFullMatchNode, ecmaSearchNode } from "./ecma.js";
 export { LanguageGraph } from "./graph.js";
@@ -31,6 +33,7 @@ export {
   acceptsPattern,
   canReachPattern,
   compileMultiRegex,
+  compileMultiRegexNodes,
   compileRegex,
   compileRegexNode,
   DEFAULT_REGEX_LIMITS,
@@ -41,3 +44,6 @@ export {
   type RegexLimits,
   type RegexOptions,
 } from "./compile.js";
+export { readRegexSyntax, syntaxChildren, MAX_GROUP_NESTING } from "./syntax.js";
+export type { ClassEscape, ParsedRegex, ReadOptions, RegexSyntaxNode, SetNode } from "./syntax.js";
+export { caseClose } from "./charset.js";
