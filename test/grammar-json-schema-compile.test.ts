@@ -142,7 +142,7 @@ test("refusals name the keyword and the JSON pointer; strict: false turns them i
   );
 });
 
-test("dynamic references are followed where their target cannot depend on the dynamic scope, refused by name where it can", () => {
+test("dynamic references resolve in the dynamic scope: the outermost resource declaring the anchor", () => {
   // One $dynamicAnchor "n" in the document: the outermost one in any dynamic scope is that one.
   const single = { $defs: { n: { $dynamicAnchor: "n", type: "integer" } }, properties: { a: { $dynamicRef: "#n" } } };
   assert.deepEqual(verdicts(single, ['{"a": 1}', '{"a": "x"}']), [true, false]);
@@ -153,26 +153,43 @@ test("dynamic references are followed where their target cannot depend on the dy
     properties: { a: { $dynamicRef: "#n" } },
   };
   assert.deepEqual(verdicts(plain, ['{"a": 1}', '{"a": "x"}']), [true, false]);
-  // Two resources declare "n": which one applies depends on how evaluation got here.
-  const scoped = {
-    $id: "https://example.com/root",
-    $dynamicAnchor: "n",
-    $defs: { inner: { $id: "inner", $dynamicAnchor: "n", type: "integer" } },
-    properties: { a: { $dynamicRef: "#n" } },
+  // A generic list whose item type each user binds: the same subschema (list) reached through two
+  // resources is two languages, so the compiler's memo must tell them apart.
+  const lists = {
+    $id: "https://example.com/main",
+    properties: { strings: { $ref: "strings" }, numbers: { $ref: "numbers" } },
+    $defs: {
+      list: { $id: "list", type: "array", items: { $dynamicRef: "#item" }, $defs: { any: { $dynamicAnchor: "item" } } },
+      strings: { $id: "strings", $ref: "list", $defs: { item: { $dynamicAnchor: "item", type: "string" } } },
+      numbers: { $id: "numbers", $ref: "list", $defs: { item: { $dynamicAnchor: "item", type: "number" } } },
+    },
   };
-  const error = refusal(scoped);
-  assert.ok(error instanceof JsonSchemaError);
-  assert.equal(error.keyword, "$dynamicRef");
-  assert.equal(error.pointer, "/properties/a");
-  // 2019-09: $recursiveRef to the only "$recursiveAnchor": true is a recursive $ref to it.
+  assert.deepEqual(
+    verdicts(lists, ['{"strings": ["a"], "numbers": [1]}', '{"strings": [1]}', '{"numbers": ["a"]}', '{"strings": [], "numbers": []}']),
+    [true, false, false, true],
+  );
+  // Reached without a binding resource, the list's own default (any value) applies.
+  const unbound = { $id: "https://example.com/main", $ref: "list", $defs: { list: lists.$defs.list } };
+  assert.deepEqual(verdicts(unbound, ['["a", 1]']), [true]);
+  // 2019-09: $recursiveRef goes to the outermost resource with "$recursiveAnchor": true, so an
+  // extension's constraint (required v) reaches the tree's children.
   const tree = {
-    $schema: "https://json-schema.org/draft/2019-09/schema",
+    $id: "https://example.com/tree",
     $recursiveAnchor: true,
     type: "object",
     properties: { v: { type: "integer" }, kids: { type: "array", items: { $recursiveRef: "#" } } },
-    additionalProperties: false,
   };
-  assert.deepEqual(verdicts(tree, ['{"v": 1, "kids": [{"v": 2}]}', '{"v": 1, "kids": [{"v": "x"}]}']), [true, false]);
+  const draft2019 = "https://json-schema.org/draft/2019-09/schema";
+  const strict = {
+    $schema: draft2019,
+    $id: "https://example.com/strict",
+    $recursiveAnchor: true,
+    $ref: "tree",
+    required: ["v"],
+    $defs: { tree },
+  };
+  assert.deepEqual(verdicts(strict, ['{"v": 1, "kids": [{"v": 2}]}', '{"v": 1, "kids": [{}]}', '{"kids": []}']), [true, false, false]);
+  assert.deepEqual(verdicts({ $schema: draft2019, ...tree }, ['{"v": 1, "kids": [{}]}', '{"v": 1, "kids": [{"v": "x"}]}']), [true, false]);
 });
 
 test("malformed, remote, unsatisfiable and too complex schemas", () => {

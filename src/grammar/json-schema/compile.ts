@@ -307,12 +307,14 @@ class SchemaCompiler {
   language(refs: readonly SchemaAt[], want: Want): RegexNode {
     if (refs.length === 0) return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
     const pointers = refs.map((r) => r.pointer).join("|");
+    // Where a dynamic reference's target depends on the dynamic scope, so may the language.
+    const scopes = this.document.scopeMatters ? ` ${refs.map((r) => this.document.dynamicScopeOf(r).join(" ")).join("|")}` : "";
     const pointer = refs[0]?.pointer ?? "";
     if (want.depth > MAX_DEPTH) throw new JsonSchemaTooComplexError(`values nested deeper than ${MAX_DEPTH} levels`, pointer, "depth");
     const style = this.syntax.style === "indented" ? want.depth : 0;
     // An over-approximation's language depends on how much deeper than here its limit is.
     const over = want.over ? `O${want.limit === undefined ? "" : want.limit - want.depth}` : "U";
-    const baseKey = `${pointers}#${style}${over}${want.dupFree ? "d" : ""}`;
+    const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}`;
     const known = this.memo.get(`${baseKey}@${this.unrolled}`);
     if (known) {
       // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as.
@@ -429,23 +431,18 @@ class SchemaCompiler {
       if (!isObject(schema)) throw new JsonSchemaError("a schema must be an object or a boolean", at.pointer);
       if (into.seen.has(at.pointer)) continue;
       into.seen.add(at.pointer);
-      // A dynamic reference is followed like $ref where its target cannot depend on the dynamic
-      // scope (resolveDynamic), and refused where it may.
+      // A dynamic reference is followed to the target its dynamic scope gives (resolveDynamic);
+      // used in a draft that does not have it, it is refused.
       for (const dynamic of ["$dynamicRef", "$recursiveRef"] as const) {
         const value = schema[dynamic];
         if (value === undefined || this.document.draft < 2019) continue;
         const native = dynamic === "$dynamicRef" ? this.document.draft === 2020 : this.document.draft === 2019;
-        if (native && typeof value !== "string")
-          throw new JsonSchemaError(`${dynamic} must be a string`, `${at.pointer}/${dynamic}`, dynamic);
-        const target = native ? this.document.resolveDynamic(dynamic, value as string, at) : null;
-        if (target === null) {
-          const why = native
-            ? "its target depends on the dynamic scope (several subschemas declare its anchor)"
-            : "it is not a keyword of this draft";
-          this.unsupported(dynamic, at.pointer, `${dynamic} is not supported where ${why}`);
+        if (!native) {
+          this.unsupported(dynamic, at.pointer, `${dynamic} is not supported where it is not a keyword of this draft`);
           continue;
         }
-        if (!this.flatten([target], into, chain + 1)) return false;
+        if (typeof value !== "string") throw new JsonSchemaError(`${dynamic} must be a string`, `${at.pointer}/${dynamic}`, dynamic);
+        if (!this.flatten([this.document.resolveDynamic(dynamic, value, at)], into, chain + 1)) return false;
       }
       const ref = schema.$ref;
       if (ref !== undefined) {
@@ -474,15 +471,14 @@ class SchemaCompiler {
     if (!Array.isArray(value) || (value.length === 0 && keyword !== "prefixItems" && keyword !== "items")) {
       throw new JsonSchemaError(`${keyword} must be a non-empty array of schemas`, pointer, keyword);
     }
-    const base = this.document.baseOf(at);
-    return value.map((schema, i) => ({ schema, pointer: `${pointer}/${i}`, base }));
+    return value.map((schema, i) => this.document.inside(at, schema, `${pointer}/${i}`));
   }
 
   /** The subschema a keyword holds. */
   child(at: SchemaAt, ...path: string[]): SchemaAt {
     let schema: unknown = at.schema;
     for (const p of path) schema = (schema as Record<string, unknown>)[p];
-    return { schema, pointer: `${at.pointer}/${path.map(escapePointer).join("/")}`, base: this.document.baseOf(at) };
+    return this.document.inside(at, schema, `${at.pointer}/${path.map(escapePointer).join("/")}`);
   }
 
   /**
@@ -926,7 +922,7 @@ class SchemaCompiler {
         this.unsupported("unevaluatedItems", unevaluated.pointer, "unevaluatedItems beside contains is not supported yet");
       } else {
         const longest = Math.max(0, ...parts.map((p) => p.prefix.length));
-        const evaluated: SchemaAt = { schema: true, pointer: unevaluated.pointer, base: unevaluated.base };
+        const evaluated: SchemaAt = { ...unevaluated, schema: true };
         parts = [...parts, { prefix: Array.from({ length: longest }, () => evaluated), rest: unevaluated }];
       }
     }

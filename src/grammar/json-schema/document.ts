@@ -19,6 +19,12 @@ export interface SchemaAt {
   readonly schema: unknown;
   readonly pointer: string;
   readonly base: string;
+  /**
+   * Its dynamic scope (2020-12 §7.1): the schema resources, by URI, that evaluation entered on
+   * its way here, outermost first, each once (re-entering one changes no resolution: the
+   * outermost declaration wins). Absent: none yet (the root). See dynamicScopeOf.
+   */
+  readonly dynamicScope?: readonly string[];
 }
 
 /** The base URI of a document without an `$id` (a URI nothing else resolves to). */
@@ -39,16 +45,40 @@ export class SchemaDocument {
   private readonly resources = new Map<string, SchemaAt>();
   /** How many subschemas declare each `$dynamicAnchor` name, and `"$recursiveAnchor": true` (key ""). */
   private readonly dynamicAnchors = new Map<string, number>();
+  /** The subschemas declaring a `$dynamicAnchor`, by "resource URI#name". */
+  private readonly dynamicAnchorAt = new Map<string, SchemaAt>();
+  /** The resources whose root says `"$recursiveAnchor": true` (2019-09), by URI. */
+  private readonly recursiveAnchorAt = new Map<string, SchemaAt>();
 
   constructor(readonly root: unknown) {
     this.draft = draftOf(root);
     this.index({ schema: root, pointer: "", base: DEFAULT_BASE });
+    this.scopeMatters = [...this.dynamicAnchors.values()].some((count) => count > 1);
   }
 
   /** The root as a SchemaAt (its base is its own `$id`, resolved, or a placeholder URI). */
   get rootAt(): SchemaAt {
     const at = { schema: this.root, pointer: "", base: DEFAULT_BASE };
     return { ...at, base: this.baseOf(at) };
+  }
+
+  /**
+   * Whether a dynamic reference's target may depend on the dynamic scope: some dynamic anchor is
+   * declared by several subschemas. Then a subschema's language depends on its scope, and the
+   * compiler keys its memo on it (dynamicScopeOf).
+   */
+  readonly scopeMatters: boolean;
+
+  /** The dynamic scope in which `at`'s own keywords are evaluated: its scope and its own resource. */
+  dynamicScopeOf(at: SchemaAt): readonly string[] {
+    const scope = at.dynamicScope ?? [];
+    const resource = this.baseOf(at);
+    return scope.includes(resource) ? scope : [...scope, resource];
+  }
+
+  /** A subschema of `at` (a keyword's value): evaluated in `at`'s dynamic scope. */
+  inside(at: SchemaAt, schema: unknown, pointer: string): SchemaAt {
+    return { schema, pointer, base: this.baseOf(at), dynamicScope: this.dynamicScopeOf(at) };
   }
 
   /** The `$id` keyword's name in this draft. */
@@ -74,8 +104,12 @@ export class SchemaDocument {
     return resolveUri(id, at.base, at.pointer, this.idKeyword).replace(/#$/, "");
   }
 
-  /** What `ref` (the value of `$ref` in the subschema at `at`) points at. */
+  /** What `ref` (the value of `$ref` in the subschema at `at`) points at, in `at`'s dynamic scope. */
   resolve(ref: string, at: SchemaAt): SchemaAt {
+    return { ...this.resolveStatically(ref, at), dynamicScope: this.dynamicScopeOf(at) };
+  }
+
+  private resolveStatically(ref: string, at: SchemaAt): SchemaAt {
     const pointer = `${at.pointer}/$ref`;
     const uri = resolveUri(ref, this.baseOf(at), pointer, "$ref");
     const hash = uri.indexOf("#");
@@ -93,30 +127,34 @@ export class SchemaDocument {
   }
 
   /**
-   * What a `$dynamicRef` (2020-12) or `$recursiveRef` (2019-09) at `at` points at, where that does
-   * not depend on how evaluation got there; null where it may. It is resolved like `$ref` first;
-   * a target without the matching dynamic anchor (`$dynamicAnchor` of the fragment's name,
-   * `"$recursiveAnchor": true`) is the answer, as the spec says. A target with it is the answer
-   * when no other subschema of the document declares that anchor: the outermost resource of the
-   * dynamic scope declaring it can then be only the target's own.
+   * What a `$dynamicRef` (2020-12) or `$recursiveRef` (2019-09) at `at` points at. It is resolved
+   * like `$ref` first; when that target declares the matching dynamic anchor (`$dynamicAnchor` of
+   * the fragment's name; `"$recursiveAnchor": true`), the answer is the declaration in the
+   * outermost resource of `at`'s dynamic scope that has one, as the spec says; else the target.
    */
-  resolveDynamic(keyword: "$dynamicRef" | "$recursiveRef", ref: string, at: SchemaAt): SchemaAt | null {
+  resolveDynamic(keyword: "$dynamicRef" | "$recursiveRef", ref: string, at: SchemaAt): SchemaAt {
     const target = this.resolve(ref, at);
     const object = target.schema;
     if (object === null || typeof object !== "object" || Array.isArray(object)) return target;
-    let name: string;
+    const scope = target.dynamicScope ?? [];
     if (keyword === "$recursiveRef") {
       if ((object as Record<string, unknown>).$recursiveAnchor !== true) return target;
-      name = "";
-    } else {
-      const hash = ref.indexOf("#");
-      const fragment = hash < 0 ? "" : ref.slice(hash + 1);
-      // Only a plain-name fragment is dynamic; a JSON pointer or none is a plain $ref.
-      if (fragment === "" || fragment.startsWith("/")) return target;
-      if ((object as Record<string, unknown>).$dynamicAnchor !== fragment) return target;
-      name = fragment;
+      for (const resource of scope) {
+        const outer = this.recursiveAnchorAt.get(resource);
+        if (outer !== undefined) return { ...outer, dynamicScope: scope };
+      }
+      return target;
     }
-    return this.dynamicAnchors.get(name) === 1 ? target : null;
+    const hash = ref.indexOf("#");
+    const fragment = hash < 0 ? "" : ref.slice(hash + 1);
+    // Only a plain-name fragment is dynamic; a JSON pointer or none is a plain $ref.
+    if (fragment === "" || fragment.startsWith("/")) return target;
+    if ((object as Record<string, unknown>).$dynamicAnchor !== fragment) return target;
+    for (const resource of scope) {
+      const outer = this.dynamicAnchorAt.get(`${resource}#${fragment}`);
+      if (outer !== undefined) return { ...outer, dynamicScope: scope };
+    }
+    return target;
   }
 
   /** Records `at` and its subschemas' resources and anchors. */
@@ -135,8 +173,15 @@ export class SchemaDocument {
       if (typeof anchor === "string") this.resources.set(`${base}#${anchor}`, here);
       const dynamic = object.$dynamicAnchor;
       if (typeof dynamic === "string" && !this.resources.has(`${base}#${dynamic}`)) this.resources.set(`${base}#${dynamic}`, here);
-      if (typeof dynamic === "string") this.dynamicAnchors.set(dynamic, (this.dynamicAnchors.get(dynamic) ?? 0) + 1);
-      if (object.$recursiveAnchor === true) this.dynamicAnchors.set("", (this.dynamicAnchors.get("") ?? 0) + 1);
+      if (typeof dynamic === "string") {
+        this.dynamicAnchors.set(dynamic, (this.dynamicAnchors.get(dynamic) ?? 0) + 1);
+        if (!this.dynamicAnchorAt.has(`${base}#${dynamic}`)) this.dynamicAnchorAt.set(`${base}#${dynamic}`, here);
+      }
+      if (object.$recursiveAnchor === true) {
+        this.dynamicAnchors.set("", (this.dynamicAnchors.get("") ?? 0) + 1);
+        // Only a resource's root can say it (elsewhere it is ignored, as the spec says).
+        if (at.pointer === "" || base !== at.base) this.recursiveAnchorAt.set(base, here);
+      }
     }
     for (const [keyword, value] of Object.entries(object)) {
       const pointer = `${at.pointer}/${escapePointer(keyword)}`;
