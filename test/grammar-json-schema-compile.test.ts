@@ -192,6 +192,22 @@ test("dynamic references resolve in the dynamic scope: the outermost resource de
   assert.deepEqual(verdicts({ $schema: draft2019, ...tree }, ['{"v": 1, "kids": [{}]}', '{"v": 1, "kids": [{"v": "x"}]}']), [true, false]);
 });
 
+test("a pattern valid only without the u flag is read as ECMA-262 reads it then, with a warning naming it", () => {
+  const schema = { type: "object", properties: { id: { type: "string", pattern: "^Agenda\\:[0-9]+$" } }, required: ["id"] };
+  const { dfa, warnings } = compileJsonSchema(schema, { strict: true });
+  assert.deepEqual(
+    warnings.map((w) => [w.keyword, w.pointer]),
+    [["pattern", "/properties/id/pattern"]],
+  );
+  assert.match(warnings[0]!.message, /not valid with the u flag.*Annex B/);
+  assert.deepEqual(
+    ['{"id": "Agenda:12"}', '{"id": "Agenda\\\\:12"}', '{"id": "Agenda:"}'].map((t) => matchesString(dfa, t)),
+    [true, false, false],
+  );
+  // Written for u (\p{…}) but invalid: refused, not read as the letters "p{…}".
+  assert.throws(() => compileJsonSchema({ type: "string", pattern: "\\p{Nope}" }), /pattern at \/pattern:.*invalid ECMA-262 pattern/);
+});
+
 test("malformed, remote, unsatisfiable and too complex schemas", () => {
   const cases: [unknown, new (...args: never[]) => Error, RegExp][] = [
     [{ type: 3 }, JsonSchemaError, /type at \/type/],

@@ -101,8 +101,32 @@ const VALID: Record<string, string[]> = {
   time: ["08:30:06Z", "08:30:06.283185+01:00", "23:59:59z", "00:00:00-00:00"],
   duration: ["P4Y", "P4Y2M", "P1Y2M3DT4H5M6S", "PT0S", "P0D", "PT36H", "P1W", "P2M3D", "PT1M", "PT1H2M", "P1DT1S"],
   hostname: ["localhost", "a", "example.com", "ab-c.example", "a-b-c.d", "1host", "h0stn4me", `${"a".repeat(62)}.b`, "a-b.c-d.e"],
+  "uri-template": [
+    "",
+    "http://example.com/dictionary/{term:1}/{term}",
+    "http://example.com/dictionary",
+    "dictionary/{term:1}/{term}",
+    "{+path}/here{?x,y*}{#frag}",
+    "{.dom*}{/seg,list*}{;p}{&q}",
+    "{var:9999}{v%20x}{a.b}",
+    "é{x}",
+  ],
 };
 const INVALID: Record<string, string[]> = {
+  "uri-template": [
+    "http://example.com/dictionary/{term:1}/{term",
+    "{}",
+    "{term:0}",
+    "{term:10000}",
+    "{a..b}",
+    "{=x}",
+    "{x|y}",
+    "a b",
+    "%2",
+    "{x}}",
+    "<{x}>",
+    "{x,}",
+  ],
   date: ["2023-02-29", "1900-02-29", "2023-04-31", "2023-13-01", "2023-00-10", "2023-01-00", "2023-1-01", "20230101", "2023-01-32"],
   email: ["a@", "@b.com", "a", ".a@b.com", "a.@b.com", "a..b@c.com", "a@-b.com", "a@b-.com", "a@b..com", "a b@c.com", "a@[1.2.3.4]"],
   ipv4: ["256.1.1.1", "01.1.1.1", "1.1.1", "1.1.1.1.1", "1.1.1.", "1..1.1", "1.1.1.1 ", "a.b.c.d", "300.0.0.0"],
@@ -215,7 +239,39 @@ function validEmail(s: string): boolean {
   );
 }
 
+/** RFC 6570 §2 read by hand: literal runs and {operator varspec,...} expressions, no reserved operators. */
+function validUriTemplate(s: string): boolean {
+  const pct = /^%[0-9A-Fa-f]{2}/;
+  let i = 0;
+  while (i < s.length) {
+    if (s[i] === "{") {
+      const close = s.indexOf("}", i);
+      if (close < 0) return false;
+      let body = s.slice(i + 1, close);
+      if ("+#./;?&".includes(body[0] ?? "")) body = body.slice(1);
+      const specs = body.split(",");
+      const ok = specs.every((spec) => {
+        const m = /^(.*?)(?::([1-9][0-9]{0,3})|\*)?$/.exec(spec)!;
+        const name = m[1]!.replace(/%[0-9A-Fa-f]{2}/g, "_");
+        return name !== "" && name.split(".").every((part) => /^[A-Za-z0-9_]+$/.test(part));
+      });
+      if (!ok) return false;
+      i = close + 1;
+    } else if (s[i] === "%") {
+      if (!pct.test(s.slice(i))) return false;
+      i += 3;
+    } else {
+      const c = s.codePointAt(i)!;
+      if (c <= 0x20 || c === 0x7f || "\"'%<>\\^`{|}".includes(String.fromCodePoint(c))) return false;
+      if (c >= 0x80 && c < 0xa0) return false;
+      i += c > 0xffff ? 2 : 1;
+    }
+  }
+  return true;
+}
+
 const HAND_VALIDATORS: Record<string, (s: string) => boolean> = {
+  "uri-template": validUriTemplate,
   "date-time": validDateTime,
   time: validTime,
   duration: validDuration,
@@ -244,13 +300,13 @@ const ORACLE_BLIND_SPOTS: Record<string, RegExp> = { "relative-json-pointer": /^
 // ---------- tests ----------
 
 test("known formats have nodes; unknown formats are annotations (null)", () => {
-  assert.deepEqual([...KNOWN_FORMATS].sort(), [...PYTHON_CHECKED, "date-time", "time", "duration", "hostname"].sort());
+  assert.deepEqual([...KNOWN_FORMATS].sort(), [...PYTHON_CHECKED, "date-time", "time", "duration", "hostname", "uri-template"].sort());
   for (const f of KNOWN_FORMATS) {
     const node = formatNode(f);
     assert.ok(node !== null, f);
     assert.equal(formatNode(f), node, `${f} is cached`);
   }
-  for (const f of ["idn-email", "idn-hostname", "uri-template", "regex", "color", "no-such-format", "", "toString", "__proto__"]) {
+  for (const f of ["idn-email", "idn-hostname", "regex", "color", "no-such-format", "", "toString", "__proto__"]) {
     assert.equal(formatNode(f), null, f);
     assert.equal(formatPattern(f), null, f);
   }

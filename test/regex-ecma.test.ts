@@ -6,6 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
+  annexBReason,
   RegexSyntaxError,
   RegexTooComplexError,
   compileRegexNode,
@@ -297,20 +298,118 @@ test("refusals name their construct", () => {
     ["(?<=ab)c", "lookbehind (?<=", 0],
     ["(?<!é)c", "negative lookbehind (?<!", 0],
     ["\\b\\B", "lookahead combination", 2],
-    ["a{", "invalid pattern", 0],
     ["(?<n>a)(?<n>b)", "invalid pattern", 0],
-    ["\\-", "invalid pattern", 0],
-    ["[\\w-a]", "invalid pattern", 0],
     ["a**", "invalid pattern", 0],
+    // Written for the u flag (\p{…}, \u{…}): not read as Annex B's "p{…}".
     ["\\p{NotAProperty}", "invalid pattern", 0],
+    ["\\-\\u{110000}", "invalid pattern", 0],
     ["(", "invalid pattern", 0],
-    ["\\1", "invalid pattern", 0],
+    // Annex B readings refuse what depends on more than characters.
+    ["(x)\\-\\2", "backreference \\2", 5],
+    ["\\-\\uD800", "lone surrogate escape \\u", 2],
   ];
   for (const [pattern, construct, position] of cases) {
     const err = refusal(pattern);
     assert.equal(err.construct, construct, `/${pattern}/: ${err.message}`);
     assert.equal(err.position, position, `/${pattern}/: ${err.message}`);
   }
+});
+
+/** The engine's verdict without the u flag, at each UTF-16 index (the probes are BMP only). */
+function oracleAnnexB(pattern: string, full: boolean): { test(s: string): boolean } {
+  const rx = new RegExp(full ? `^(?:${pattern})$` : pattern, "y");
+  return {
+    test(s: string): boolean {
+      for (let i = 0; i <= s.length; i++) {
+        rx.lastIndex = i;
+        if (rx.test(s)) return true;
+      }
+      return false;
+    },
+  };
+}
+
+/** Compares a pattern valid only without u (read with Annex B's syntax) with the engine on BMP probes. */
+function agreeWithEngineAnnexB(pattern: string, random: () => number): boolean {
+  assert.ok(annexBReason(pattern) !== null, `/${pattern}/ should be read with Annex B's syntax`);
+  for (const full of [false, true]) {
+    let dfa: ByteDfa;
+    try {
+      dfa = compileRegexNode(full ? ecmaFullMatchNode(pattern) : ecmaSearchNode(pattern), LIMITS);
+    } catch (err) {
+      if (err instanceof RegexTooComplexError || (err instanceof RegexSyntaxError && err.construct !== "invalid pattern")) return false;
+      throw err;
+    }
+    const rx = oracleAnnexB(pattern, full);
+    for (const s of probes(dfa, pattern, random).filter((p) => !/[\u{10000}-\u{10FFFF}]/u.test(p))) {
+      assert.equal(matchesString(dfa, s), rx.test(s), `${full ? "full match" : "search"} /${pattern}/ (no u) on ${JSON.stringify(s)}`);
+    }
+  }
+  return true;
+}
+
+/** Patterns real schemas write that only the engine's reading without u accepts (MaskBench). */
+const ANNEX_B_HAND_PICKED = [
+  "^4\\-.*",
+  "^Agenda\\:[0-9]+$",
+  "^PUBMED:\\{d}",
+  "^[[a-z]*[-]?[a-z]*]*$",
+  "^mailto:[\\w\\_\\~\\!\\$\\&\\'\\(\\)\\*\\+\\,\\;\\=\\:.-]+@[\\w.-]+\\.[\\w.-]+?$",
+  "^[ !\"#$%&\\'()*+,\\-./0-9:;<=>?@A-Z\\[\\\\\\]\\^_`a-z{\\|}]+$",
+  "(^\\d{4}-\\d{2}\\:\\d{2}$)",
+  "a{",
+  "x{1,",
+  "a}b]",
+  "\\1",
+  "\\012\\8",
+  "[\\w-a]",
+  "[a-\\d]",
+  "\\x4\\uZZ\\e\\q",
+  "\\c1\\cA[\\c1]",
+  "\\k\\-",
+];
+
+test("patterns valid only without u are read as the engine reads them then (Annex B)", () => {
+  const random = seededRandom(3);
+  for (const pattern of ANNEX_B_HAND_PICKED) assert.ok(agreeWithEngineAnnexB(pattern, random), `/${pattern}/ was refused`);
+  // Valid under u: read under u, whatever Annex B would say.
+  assert.equal(annexBReason("^[a-z]+\\.$"), null);
+  assert.equal(annexBReason("\\u{4}"), null);
+  const random2 = seededRandom(77);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random2() * xs.length)]!;
+  const atoms = [
+    "a",
+    "b",
+    "-",
+    ".",
+    "\\d",
+    "\\w",
+    "[a-c]",
+    "[^a]",
+    "\\-",
+    "\\:",
+    "\\e",
+    "{",
+    "}",
+    "]",
+    "\\8",
+    "\\01",
+    "\\x4",
+    "[\\w-b]",
+    "[a-\\d]",
+    "\\cA",
+    "\\c-",
+  ];
+  const quantifiers = ["", "", "*", "+", "?", "{2}", "{0,2}", "{1,}"];
+  let compared = 0;
+  for (let i = 0; i < 200; i++) {
+    const length = 1 + Math.floor(random2() * 5);
+    let pattern = Array.from({ length }, () => pick(atoms) + pick(quantifiers)).join("");
+    if (random2() < 0.2) pattern = `(?:${pattern})|${pick(atoms)}`;
+    if (annexBReason(pattern) === null) continue; // valid under u (or invalid either way)
+    if (agreeWithEngineAnnexB(pattern, random2)) compared++;
+  }
+  assert.ok(compared > 100, `only ${compared} Annex B patterns compared`);
 });
 
 test("huge counts and deep nesting are refused as too complex", () => {

@@ -17,6 +17,16 @@
  * Refused (RegexSyntaxError, `construct` naming it): backreferences (\1, \k<name>), longer
  * lookarounds, and invalid patterns (construct "invalid pattern"). Two lookaheads (\b counts as
  * one) applying at the same place are refused at compile time ("lookahead combination").
+ *
+ * A pattern the engine refuses under u but accepts without it (real schemas write `^4\-.*`,
+ * `^Agenda\:[0-9]+$`, `\{d}`: identity escapes and lone braces of Annex B) is read as the
+ * engine reads it without u (annexBReason says so; the JSON Schema compiler warns): identity
+ * escapes of any character, `{` `}` `]` that form no quantifier or class as literals, `\p` as
+ * "p", `[\w-a]` as \w, "-" and "a", `\x`/`\u` without their digits as "x"/"u", octal escapes
+ * where no group is referenced. It still matches code points, as everywhere here (without u,
+ * `.` would match half of an astral character). What only makes sense per UTF-16 unit (a `\u`
+ * surrogate escape alone) and a decimal escape where the pattern has groups (a backreference)
+ * are refused by name.
  */
 import { type CodeSet, MAX_CODE_POINT, complementSet, normalizeRanges } from "./charset.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
@@ -40,16 +50,32 @@ export function ecmaSearchNode(pattern: string): RegexNode {
 
 /** The strings `pattern` matches as a whole (as `new RegExp("^(?:" + pattern + ")$", "u")`). */
 export function ecmaFullMatchNode(pattern: string): RegexNode {
-  checkWithEngine(pattern);
-  return new EcmaParser(pattern).parse();
+  const unicodeError = engineError(pattern, "u");
+  if (unicodeError === null) return new EcmaParser(pattern, false).parse();
+  if (annexBReason(pattern) !== null) return new EcmaParser(pattern, true).parse();
+  throw new RegexSyntaxError(`invalid ECMA-262 pattern (u flag): ${unicodeError}`, 0, "invalid pattern");
 }
 
-function checkWithEngine(pattern: string): void {
+/**
+ * Why `pattern` is read with Annex B's syntax (the engine's message under u), or null when it is
+ * valid under u or not read that way (ecmaFullMatchNode then reads it, or refuses it). A pattern
+ * that writes `\p{`, `\P{` or `\u{` meant the u flag (without it they are "p{", "uuuu" for
+ * `\u{4}`): it is refused, not read otherwise.
+ */
+export function annexBReason(pattern: string): string | null {
+  const unicodeError = engineError(pattern, "u");
+  if (unicodeError === null || /\\[pPu]\{/.test(pattern)) return null;
+  return engineError(pattern, "") === null ? unicodeError : null;
+}
+
+/** The engine's SyntaxError message for `pattern` under `flags`, or null when it compiles. */
+function engineError(pattern: string, flags: string): string | null {
   try {
-    new RegExp(pattern, "u");
+    new RegExp(pattern, flags);
+    return null;
   } catch (err) {
     if (!(err instanceof SyntaxError)) throw err;
-    throw new RegexSyntaxError(`invalid ECMA-262 pattern (u flag): ${err.message}`, 0, "invalid pattern");
+    return err.message;
   }
 }
 
@@ -58,13 +84,50 @@ const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30
 /** A class atom: one code point (usable as a range end) or a set (\d, \p{..}...). */
 type ClassAtom = { cp: number; set?: undefined } | { cp?: undefined; set: CodeSet };
 
-/** Reader of patterns the engine accepted under the u flag (so its grammar is not re-checked). */
+const isOctal = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x37;
+const isAsciiLetter = (c: number | undefined): boolean => c !== undefined && ((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a));
+
+/** Whether a pattern has capturing groups, and named ones (outside classes and escapes). */
+function capturingGroups(cps: readonly number[]): { any: boolean; named: boolean } {
+  let inClass = false;
+  let any = false;
+  let named = false;
+  for (let i = 0; i < cps.length; i++) {
+    const c = cps[i]!;
+    if (c === 0x5c) {
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (c === 0x5d) inClass = false;
+      continue;
+    }
+    if (c === 0x5b) inClass = true;
+    else if (c === 0x28 && cps[i + 1] !== 0x3f) any = true;
+    else if (c === 0x28 && cps[i + 2] === 0x3c && cps[i + 3] !== 0x3d && cps[i + 3] !== 0x21) any = named = true;
+  }
+  return { any, named };
+}
+
+/**
+ * Reader of patterns the engine accepted (so their grammar is not re-checked): under the u flag,
+ * or, with `annexB`, without it (see the header).
+ */
 class EcmaParser {
   private readonly cps: number[];
   private pos = 0;
+  /** Annex B: whether the pattern has capturing groups / named groups (decimal escapes, \k). */
+  private readonly hasGroups: boolean;
+  private readonly hasNamedGroups: boolean;
 
-  constructor(pattern: string) {
+  constructor(
+    pattern: string,
+    private readonly annexB: boolean,
+  ) {
     this.cps = Array.from(pattern, (ch) => ch.codePointAt(0)!);
+    const groups = annexB ? capturingGroups(this.cps) : { any: false, named: false };
+    this.hasGroups = groups.any;
+    this.hasNamedGroups = groups.named;
   }
 
   parse(): RegexNode {
@@ -95,8 +158,10 @@ class EcmaParser {
       if (c === undefined || c === 0x7c || c === 0x29 /* ) */) break;
       const atom = this.parseTerm(depth);
       const q = this.peek();
-      // Under u only atoms take quantifiers, so whatever precedes one here is an atom.
-      items.push(q === 0x2a || q === 0x2b || q === 0x3f || q === 0x7b ? this.parseQuantifier(atom) : atom);
+      // Under u only atoms take quantifiers, so whatever precedes one here is an atom; a '{' is
+      // always a quantifier there, and without u only where it forms one.
+      const quantified = q === 0x2a || q === 0x2b || q === 0x3f || (q === 0x7b && (!this.annexB || this.braceQuantifierAhead()));
+      items.push(quantified ? this.parseQuantifier(atom) : atom);
     }
     return items.length === 1 ? items[0]! : { kind: "concat", items };
   }
@@ -120,6 +185,19 @@ class EcmaParser {
       default:
         return { kind: "set", set: [c, c] };
     }
+  }
+
+  /** Annex B: whether the '{' at pos starts {n}, {n,} or {n,m} (else it is a literal). */
+  private braceQuantifierAhead(): boolean {
+    let p = this.pos + 1;
+    const digitsFrom = p;
+    while (isDigit(this.cps[p])) p++;
+    if (p === digitsFrom) return false;
+    if (this.cps[p] === 0x2c) {
+      p++;
+      while (isDigit(this.cps[p])) p++;
+    }
+    return this.cps[p] === 0x7d;
   }
 
   /** After an atom, at * + ? or {. Lazy forms match the same strings. */
@@ -201,15 +279,34 @@ class EcmaParser {
     if (isDigit(c) && c !== 0x30) {
       let end = this.pos;
       while (isDigit(this.cps[end])) end++;
-      this.refuse(`backreference \\${String.fromCodePoint(...this.cps.slice(this.pos, end))}`, start);
+      // Without u and without groups, \1…\7 are octal escapes and \8 \9 identity escapes.
+      if (!this.annexB || this.hasGroups) {
+        this.refuse(`backreference \\${String.fromCodePoint(...this.cps.slice(this.pos, end))}`, start);
+      }
     }
-    if (c === 0x6b /* k */) this.refuse("backreference \\k<name>", start);
-    const atom = this.parseCharacterEscape();
+    if (c === 0x6b /* k */ && (!this.annexB || this.hasNamedGroups)) this.refuse("backreference \\k<name>", start);
+    const atom = this.parseCharacterEscape(start);
     return { kind: "set", set: atom.set ?? [atom.cp, atom.cp] };
   }
 
-  /** Escapes valid both inside and outside classes (pos just past the backslash). */
-  private parseCharacterEscape(): ClassAtom {
+  /** Annex B's LegacyOctalEscapeSequence from the digit at pos: up to three octal digits, at most 0o377. */
+  private readLegacyOctal(): number {
+    let value = 0;
+    for (let digits = 0; digits < 3 && isOctal(this.peek()); digits++) {
+      const next = value * 8 + (this.peek()! - 0x30);
+      if (next > 0o377) break;
+      value = next;
+      this.pos++;
+    }
+    return value;
+  }
+
+  /** Escapes valid both inside and outside classes (pos just past the backslash at `start`). */
+  private parseCharacterEscape(start: number): ClassAtom {
+    if (this.annexB) {
+      const annexB = this.annexBEscape(start);
+      if (annexB !== null) return annexB;
+    }
     const c = this.cps[this.pos++]!;
     switch (c) {
       case 0x64: // d
@@ -255,6 +352,51 @@ class EcmaParser {
     }
   }
 
+  /**
+   * The escapes Annex B reads differently from u (pos just past the backslash), or null for one it
+   * reads the same: \p \P as letters; \x \u without their hex digits as "x" "u"; \0 and \1…\7
+   * as octal and \8 \9 as digits (groups were ruled out by the caller); \c without a letter as
+   * a backslash; a \u escape of a lone surrogate (a UTF-16 unit, not a character) is refused.
+   */
+  private annexBEscape(start: number): ClassAtom | null {
+    const c = this.peek()!;
+    if (c === 0x70 || c === 0x50) {
+      this.pos++;
+      return { cp: c };
+    }
+    if (c === 0x78 && this.hexAhead(1, 2) === null) {
+      this.pos++;
+      return { cp: c };
+    }
+    if (c === 0x75) {
+      const lead = this.hexAhead(1, 4);
+      if (lead === null) {
+        this.pos++;
+        return { cp: c };
+      }
+      if (lead >= 0xd800 && lead <= 0xdfff) {
+        const trail = this.peek(5) === 0x5c && this.peek(6) === 0x75 ? this.hexAhead(7, 4) : null;
+        const paired = lead <= 0xdbff && trail !== null && trail >= 0xdc00 && trail <= 0xdfff;
+        if (!paired) this.refuse("lone surrogate escape \\u", start, "is not supported (a UTF-16 unit, not a character)");
+      }
+      return null;
+    }
+    if (isOctal(c)) return { cp: this.readLegacyOctal() };
+    if (c === 0x38 || c === 0x39) {
+      this.pos++;
+      return { cp: c };
+    }
+    // "\c" without a control letter is a backslash, and the "c" reads on as a literal.
+    if (c === 0x63 && !isAsciiLetter(this.peek(1))) return { cp: 0x5c };
+    return null;
+  }
+
+  /** The value of `count` hex digits at pos + offset, or null where they are not all there. */
+  private hexAhead(offset: number, count: number): number | null {
+    const text = String.fromCodePoint(...this.cps.slice(this.pos + offset, this.pos + offset + count));
+    return text.length === count && /^[0-9a-fA-F]+$/.test(text) ? parseInt(text, 16) : null;
+  }
+
   /** After "\u": {H...} or HHHH, a lead surrogate escape followed by a trail one being their pair. */
   private readUnicodeEscape(): number {
     if (this.peek() === 0x7b) {
@@ -296,7 +438,9 @@ class EcmaParser {
       if (this.peek() === 0x2d && this.peek(1) !== 0x5d && first.cp !== undefined) {
         this.pos++;
         const last = this.parseClassAtom();
-        parts.push(first.cp, last.cp!);
+        // Annex B: a class escape at a range's end makes the '-' literal ([a-\w]).
+        if (last.cp === undefined) parts.push(first.cp, first.cp, 0x2d, 0x2d, ...last.set);
+        else parts.push(first.cp, last.cp);
       } else if (first.set) parts.push(...first.set);
       else parts.push(first.cp, first.cp);
     }
@@ -306,6 +450,7 @@ class EcmaParser {
   }
 
   private parseClassAtom(): ClassAtom {
+    const start = this.pos;
     const c = this.cps[this.pos++]!;
     if (c !== 0x5c) return { cp: c };
     if (this.peek() === 0x62 /* b */) {
@@ -316,7 +461,16 @@ class EcmaParser {
       this.pos++;
       return { cp: 0x2d };
     }
-    return this.parseCharacterEscape();
+    // Annex B: in a class, decimal escapes are octal or digits even where the pattern has groups.
+    if (this.annexB && isDigit(this.peek()) && this.peek() !== 0x30) {
+      if (isOctal(this.peek())) return { cp: this.readLegacyOctal() };
+      return { cp: this.cps[this.pos++]! };
+    }
+    if (this.annexB && this.peek() === 0x63 /* c */ && (isDigit(this.peek(1)) || this.peek(1) === 0x5f)) {
+      this.pos++;
+      return { cp: this.cps[this.pos++]! % 32 }; // \c0…\c9, \c_ inside a class
+    }
+    return this.parseCharacterEscape(start);
   }
 }
 

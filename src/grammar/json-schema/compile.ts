@@ -26,6 +26,7 @@
 
 import {
   compileRegexNode,
+  annexBReason,
   ecmaSearchNode,
   intersectDfas,
   isEmptyLanguage,
@@ -822,6 +823,14 @@ class SchemaCompiler {
 
   /** The JSON strings (quotes included) whose decoded text an ECMA-262 `pattern` finds a match in. */
   patternLanguage(pattern: string, pointer: string): ByteDfa {
+    const annexB = annexBReason(pattern);
+    if (annexB !== null) {
+      this.warn(
+        keywordOf(pointer),
+        pointer,
+        `"${pattern}" is not valid with the u flag (${annexB.replace(/^Invalid regular expression: /, "")}), so it is read as ECMA-262 reads it without u (Annex B: an escaped "-" or ":" is that character, a brace that forms no quantifier is itself), matching characters`,
+      );
+    }
     const known = sharedDfas.get(`pattern#${pattern}`);
     if (known) return known.dfa;
     let search: RegexNode;

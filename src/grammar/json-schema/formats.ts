@@ -24,7 +24,9 @@
  * - ipv6: RFC 4291 §2.2 text forms exactly (no zone ids); ipv4: dotted quad, no leading zeros.
  * - relative-json-pointer: without the index manipulation ("+1"/"-1") of the later draft, which
  *   makes it a subset of both the draft-handrews-02 and the draft-bhutton-00 grammars.
- * - Not known (null, annotations): idn-email, idn-hostname, uri-template, regex, and anything else.
+ * - uri-template: RFC 6570 §2 levels 1-4 exactly, except the operators it reserves for future
+ *   extensions ("=", ",", "!", "@", "|": a template using one cannot be expanded).
+ * - Not known (null, annotations): idn-email, idn-hostname, regex, and anything else.
  */
 import { parseFlagString, parseRegex, type RegexNode } from "../../regex/index.js";
 
@@ -184,6 +186,25 @@ function uriGrammar(iri: boolean): { absolute: string; reference: string } {
   return { absolute, reference: alt(absolute, relativeRef) };
 }
 
+// ---------- RFC 6570 URI Template ----------
+
+/**
+ * §2.1 literals: any character but CTL, SP, DQUOTE, "'", "%" (but in pct-encoded), "<", ">",
+ * "\\", "^", "`", "{", "|", "}"; ucschar and iprivate included.
+ */
+const templateLiteral = alt(
+  `[\\x21\\x23\\x24\\x26\\x28-\\x3b\\x3d\\x3f-\\x5b\\x5d\\x5f\\x61-\\x7a\\x7e${ucschar}${iprivate}]`,
+  `%${HEXDIG}{2}`,
+);
+/** §2.3 varname = varchar *( ["."] varchar ); varchar = ALPHA / DIGIT / "_" / pct-encoded. */
+const varchar = alt("[A-Za-z0-9_]", `%${HEXDIG}{2}`);
+const varname = `${varchar}${star(`\\.?${varchar}`)}`;
+/** §2.4 modifier-level4: ":" max-length (1-9999, no leading zero) or "*". */
+const varspec = `${varname}${opt(alt(`:[1-9]${DIGIT}{0,3}`, "\\*"))}`;
+/** §2.2 expression with the level 2 and 3 operators (op-reserve left out, see the header). */
+const templateExpression = `\\{[+#./;?&]?${varspec}${star(`,${varspec}`)}\\}`;
+const uriTemplate = star(alt(templateLiteral, templateExpression));
+
 // ---------- RFC 6901 JSON Pointer, relative JSON Pointer ----------
 
 /** unescaped = %x00-2E / %x30-7D / %x7F-10FFFF, i.e. anything but "/" and "~". */
@@ -213,6 +234,7 @@ const FORMAT_PATTERNS: Readonly<Record<string, string>> = {
   "iri-reference": iriRules.reference,
   "json-pointer": jsonPointer,
   "relative-json-pointer": relativeJsonPointer,
+  "uri-template": uriTemplate,
 };
 
 /** The formats formatNode knows; any other format is an annotation (null). */

@@ -92,7 +92,7 @@ const APPLICATORS = new Set([
 
 /**
  * The formats the specification defines: asserted when formats.ts knows them; the others
- * (`regex`: not a regular language; the IDN ones; `uri-template`) are refused under strict, as
+ * (`regex`: not a regular language; the IDN ones) are refused under strict, as
  * constraints we cannot enforce. Any other name is an annotation.
  */
 const SPEC_FORMATS = new Set([
