@@ -208,6 +208,24 @@ test("a pattern valid only without the u flag is read as ECMA-262 reads it then,
   assert.throws(() => compileJsonSchema({ type: "string", pattern: "\\p{Nope}" }), /pattern at \/pattern:.*invalid ECMA-262 pattern/);
 });
 
+test("unevaluatedProperties in a subschema sees what that subschema's own subtree evaluates", () => {
+  // allOf/0 evaluates only foo: bar, evaluated by a sibling, is unevaluated there (cousins).
+  const cousins = { allOf: [{ properties: { foo: true }, unevaluatedProperties: false }], anyOf: [{ properties: { bar: true } }] };
+  assert.deepEqual(verdicts(cousins, ['{"foo": 1}', '{"foo": 1, "bar": 2}', "{}"]), [true, false, true]);
+  // Outer true, inner false: the inner schema evaluates nothing, so no property is allowed at all.
+  const nested = { properties: { foo: { type: "string" } }, allOf: [{ unevaluatedProperties: false }], unevaluatedProperties: true };
+  assert.deepEqual(verdicts(nested, ["{}", '{"foo": "x"}']), [true, false]);
+  // What a $ref'd schema or a branch taken evaluates counts for the schema that reached it.
+  const reached = {
+    $defs: { base: { properties: { a: true } } },
+    allOf: [{ $ref: "#/$defs/base", anyOf: [{ properties: { b: true } }], unevaluatedProperties: false }],
+  };
+  assert.deepEqual(verdicts(reached, ['{"a": 1}', '{"b": 1}', '{"c": 1}']), [true, true, false]);
+  // A scoped non-false value applies to the keys its scope leaves unevaluated.
+  const typed = { allOf: [{ properties: { n: true }, unevaluatedProperties: { type: "integer" } }] };
+  assert.deepEqual(verdicts(typed, ['{"n": "s", "m": 1}', '{"m": "s"}']), [true, false]);
+});
+
 test("malformed, remote, unsatisfiable and too complex schemas", () => {
   const cases: [unknown, new (...args: never[]) => Error, RegExp][] = [
     [{ type: 3 }, JsonSchemaError, /type at \/type/],

@@ -177,7 +177,7 @@ test("uniqueItems over a few values: samples and accepted near misses are valid 
   );
 });
 
-test("unevaluatedProperties / unevaluatedItems in the schema a value must meet: samples and accepted near misses valid per Python", () => {
+test("unevaluatedProperties in any subschema, unevaluatedItems in the schema a value must meet: samples and accepted near misses valid per Python", () => {
   const schemas: unknown[] = [
     { allOf: [{ properties: { a: { type: "integer" } } }], properties: { b: { type: "string" } }, unevaluatedProperties: false },
     {
@@ -235,14 +235,22 @@ test("unevaluatedProperties / unevaluatedItems in the schema a value must meet: 
     ["[1]", "[]", "[1, 2]"].map((t) => matchesString(tuple, t)),
     [true, true, false],
   );
-  // Inside allOf (or a $ref's target, a merged property) its scope is narrower than what is merged: refused by name.
-  for (const schema of [
+  // unevaluatedProperties inside allOf sees its own branch only (scoped); unevaluatedItems there
+  // (or in a $ref's target, a merged property) is refused by name.
+  const scoped = [
     { allOf: [{ properties: { a: {} }, unevaluatedProperties: false }], properties: { b: {} } },
-    { $ref: "#/$defs/closed", type: "array", prefixItems: [{}], $defs: { closed: { unevaluatedItems: false } } },
-  ]) {
+    { allOf: [{ properties: { a: { type: "integer" } }, unevaluatedProperties: { type: "string" } }], properties: { b: {} } },
+    { allOf: [{ $ref: "#/$defs/base", unevaluatedProperties: false }], $defs: { base: { properties: { a: {}, b: {} } } } },
+  ];
+  assertAllValid(samplesAndNearMisses(scoped, ["default"], 16, seededRandom(12)), 40);
+  assert.deepEqual(
+    ['{"a": 1}', '{"b": 1}', '{"a": 1, "b": 1}', "{}"].map((t) => matchesString(compileJsonSchema(scoped[0]).dfa, t)),
+    [true, false, false, true],
+  );
+  for (const schema of [{ $ref: "#/$defs/closed", type: "array", prefixItems: [{}], $defs: { closed: { unevaluatedItems: false } } }]) {
     assert.throws(
       () => compileJsonSchema(schema),
-      (e: unknown) => e instanceof JsonSchemaError && /^unevaluated(Properties|Items)$/.test(e.keyword ?? ""),
+      (e: unknown) => e instanceof JsonSchemaError && e.keyword === "unevaluatedItems",
     );
   }
 });

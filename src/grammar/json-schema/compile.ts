@@ -420,8 +420,11 @@ class SchemaCompiler {
     return finished;
   }
 
-  /** Adds `refs` (and what `allOf` and `$ref` imply) to the alternative; false: a `false` schema. */
-  private flatten(refs: readonly SchemaAt[], into: Alternative, chain = 0): boolean {
+  /**
+   * Adds `refs` (and what `allOf` and `$ref` imply) to the alternative; false: a `false` schema.
+   * `within`: the conjuncts whose in-place applicators reached `refs` (see Conjunct.within).
+   */
+  private flatten(refs: readonly SchemaAt[], into: Alternative, chain = 0, within: readonly string[] = []): boolean {
     if (chain > MAX_REFERENCE_CHAIN) {
       throw new JsonSchemaTooComplexError(`$ref/allOf chains longer than ${MAX_REFERENCE_CHAIN}`, refs[0]?.pointer ?? "", "referenceChain");
     }
@@ -432,6 +435,7 @@ class SchemaCompiler {
       if (!isObject(schema)) throw new JsonSchemaError("a schema must be an object or a boolean", at.pointer);
       if (into.seen.has(at.pointer)) continue;
       into.seen.add(at.pointer);
+      const inner = [...within, at.pointer];
       // A dynamic reference is followed to the target its dynamic scope gives (resolveDynamic);
       // used in a draft that does not have it, it is refused.
       for (const dynamic of ["$dynamicRef", "$recursiveRef"] as const) {
@@ -443,7 +447,7 @@ class SchemaCompiler {
           continue;
         }
         if (typeof value !== "string") throw new JsonSchemaError(`${dynamic} must be a string`, `${at.pointer}/${dynamic}`, dynamic);
-        if (!this.flatten([this.document.resolveDynamic(dynamic, value, at)], into, chain + 1)) return false;
+        if (!this.flatten([this.document.resolveDynamic(dynamic, value, at)], into, chain + 1, inner)) return false;
       }
       const ref = schema.$ref;
       if (ref !== undefined) {
@@ -454,13 +458,13 @@ class SchemaCompiler {
           if (ignored.length > 0) {
             this.warn("$ref", at.pointer, `keywords beside $ref are ignored in this draft: ${ignored.join(", ")}`);
           }
-          if (!this.flatten([target], into, chain + 1)) return false;
+          if (!this.flatten([target], into, chain + 1, inner)) return false;
           continue;
         }
-        if (!this.flatten([target], into, chain + 1)) return false;
+        if (!this.flatten([target], into, chain + 1, inner)) return false;
       }
-      into.conjuncts.push({ at, schema });
-      if (schema.allOf !== undefined && !this.flatten(this.schemaList(at, "allOf"), into, chain + 1)) return false;
+      into.conjuncts.push({ at, schema, within: inner });
+      if (schema.allOf !== undefined && !this.flatten(this.schemaList(at, "allOf"), into, chain + 1, inner)) return false;
     }
     return true;
   }
@@ -503,10 +507,11 @@ class SchemaCompiler {
     return null;
   }
 
-  private split(alternative: Alternative, { at, schema }: Conjunct, keyword: string, want: Want): Alternative[] {
+  private split(alternative: Alternative, { at, schema, within }: Conjunct, keyword: string, want: Want): Alternative[] {
+    const scopes = within ?? [at.pointer];
     const fork = (extra: readonly SchemaAt[], change?: (a: Alternative) => void): Alternative[] => {
       const a = copyAlternative(alternative);
-      if (!this.flatten(extra, a)) return [];
+      if (!this.flatten(extra, a, 0, scopes)) return [];
       change?.(a);
       return [a];
     };
@@ -530,7 +535,7 @@ class SchemaCompiler {
         return [...fork([ifAt, ...thenAt]), ...fork(elseAt, (a) => a.subtract.push([ifAt]))];
       }
       default:
-        return this.splitDependencies(alternative, at, keyword, want);
+        return this.splitDependencies(alternative, at, keyword, want, scopes);
     }
   }
 
@@ -538,7 +543,7 @@ class SchemaCompiler {
    * dependentRequired / dependentSchemas / dependencies: each trigger key splits an alternative
    * into "absent" and "present, with what it demands". An over-approximation may ignore them.
    */
-  private splitDependencies(alternative: Alternative, at: SchemaAt, keyword: string, want: Want): Alternative[] {
+  private splitDependencies(alternative: Alternative, at: SchemaAt, keyword: string, want: Want, within: readonly string[]): Alternative[] {
     const map = (at.schema as Record<string, unknown>)[keyword];
     if (!isObject(map)) throw new JsonSchemaError("must be an object", `${at.pointer}/${keyword}`, keyword);
     if (want.over) return [alternative];
@@ -560,7 +565,7 @@ class SchemaCompiler {
           next.push(present);
         } else if (keyword === "dependentRequired") {
           throw new JsonSchemaError("must be an array of property names", pointer, keyword);
-        } else if (this.flatten([this.child(at, keyword, trigger)], present)) {
+        } else if (this.flatten([this.child(at, keyword, trigger)], present, 0, within)) {
           next.push(present);
         }
       }
@@ -1097,12 +1102,29 @@ class SchemaCompiler {
       // A key only `required` (or a dependency's trigger) names is evaluated by nothing: it meets
       // unevaluatedProperties. An empty value language leaves its member unwritable: the
       // object's automaton drops the path.
-      const schemas = schemasForKey(o.parts, key);
+      const matches = (pattern: { source: string; at: SchemaAt }): boolean =>
+        matchesString(this.patternLanguage(pattern.source, pattern.at.pointer), JSON.stringify(key));
+      const schemas = schemasForKey(o.parts, key, matches);
       const value = schemas.length === 0 && o.unevaluated !== null && !want.over ? [o.unevaluated] : schemas;
+      // A scoped unevaluatedProperties: met where no part within its schema evaluates the key.
+      if (!want.over) {
+        for (const scoped of o.scopedUnevaluated) {
+          const inScope = o.parts.filter((part) => part.within.includes(scoped.scope));
+          if (schemasForKey(inScope, key, matches).length === 0) value.push(scoped.at);
+        }
+      }
       members.push({ key, value: this.language(value, inner), required: isRequired });
     }
     const excluded = [...names, ...forbidden];
-    const extras = this.extraRegions(o.parts, excluded, nameLanguages, inner, pointer, want.over ? null : o.unevaluated);
+    const extras = this.extraRegions(
+      o.parts,
+      excluded,
+      nameLanguages,
+      inner,
+      pointer,
+      want.over ? null : o.unevaluated,
+      want.over ? [] : o.scopedUnevaluated,
+    );
     if (want.over) return this.looseObject(members, extras, depth, o.minProperties, o.maxProperties);
     const requiredCount = members.filter((m) => m.required).length;
     if (requiredCount > o.maxProperties) return null;
@@ -1130,6 +1152,8 @@ class SchemaCompiler {
     pointer: string,
     /** unevaluatedProperties: met by the keys no pattern and no additionalProperties evaluates. */
     unevaluated: SchemaAt | null,
+    /** Scoped ones: met by the keys no pattern and no additionalProperties within their schema evaluates. */
+    scopedUnevaluated: readonly { readonly at: SchemaAt; readonly scope: string }[],
   ): Region[] {
     const patterns = parts.flatMap((part, index) => part.patterns.map((p) => ({ ...p, part: index })));
     if (patterns.length > MAX_PATTERNS) {
@@ -1157,16 +1181,22 @@ class SchemaCompiler {
       }
       if (isEmptyLanguage(key)) continue;
       let unnamed = true;
+      const evaluatedBy: ObjectPart[] = [];
       parts.forEach((part, index) => {
         const matched = patterns.filter((p, i) => p.part === index && mask & (1 << i));
         if (matched.length > 0) {
           values.push(...matched.map((p) => p.at));
           unnamed = false;
+          evaluatedBy.push(part);
         } else if (part.additional !== null) {
           values.push(part.additional);
           unnamed = false;
+          evaluatedBy.push(part);
         }
       });
+      for (const scoped of scopedUnevaluated) {
+        if (!evaluatedBy.some((part) => part.within.includes(scoped.scope))) values.push(scoped.at);
+      }
       if (unnamed && this.options.forbidAdditionalProperties && !inner.over) continue;
       if (unnamed && unevaluated !== null) values.push(unevaluated);
       if (values.some((v) => v.schema === false)) continue;
@@ -1343,13 +1373,18 @@ function keywordOf(pointer: string): string {
 }
 
 /** The subschemas a value under `key` must satisfy, one list over the merged parts. */
-function schemasForKey(parts: readonly ObjectPart[], key: string): SchemaAt[] {
+/** The schemas `parts` apply to `key`; `matches`: whether a pattern of theirs finds a match in it. */
+function schemasForKey(
+  parts: readonly ObjectPart[],
+  key: string,
+  matches: (pattern: { source: string; at: SchemaAt }) => boolean,
+): SchemaAt[] {
   const out: SchemaAt[] = [];
   for (const part of parts) {
     // A named key meets its properties schema and every pattern it matches; additionalProperties
     // applies to keys that neither names nor matches.
     const named = part.properties.get(key);
-    const matched = part.patterns.filter((p) => p.regex.test(key));
+    const matched = part.patterns.filter(matches);
     if (named) out.push(named);
     if (matched.length > 0) out.push(...matched.map((p) => p.at));
     if (!named && matched.length === 0 && part.additional !== null) out.push(part.additional);

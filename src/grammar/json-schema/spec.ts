@@ -3,6 +3,7 @@
 // (a property one part names may meet another part's `additionalProperties`). Reading a keyword
 // checks its value: a malformed one is a JsonSchemaError at its pointer.
 
+import { annexBReason } from "../../regex/index.js";
 import type { SchemaAt, SchemaDocument } from "./document.js";
 import { escapePointer } from "./document.js";
 import { JsonSchemaError } from "./errors.js";
@@ -13,6 +14,12 @@ import type { NumericBounds } from "./numeric.js";
 export interface Conjunct {
   readonly at: SchemaAt;
   readonly schema: Record<string, unknown>;
+  /**
+   * The pointers of the conjuncts whose in-place applicators (allOf, $ref, a branch of anyOf,
+   * oneOf, if, dependentSchemas) reached this one, outermost first, its own last: the schemas
+   * whose evaluation its annotations count for (a scoped unevaluatedProperties). Absent: its own.
+   */
+  readonly within?: readonly string[];
 }
 
 /** One part's array items: positional ones, then one schema for the rest (null: anything). */
@@ -24,8 +31,10 @@ export interface ArrayPart {
 /** One part's object members: named, by pattern, and the others (null: anything). */
 export interface ObjectPart {
   readonly properties: Map<string, SchemaAt>;
-  readonly patterns: { readonly source: string; readonly regex: RegExp; readonly at: SchemaAt }[];
+  readonly patterns: { readonly source: string; readonly at: SchemaAt }[];
   readonly additional: SchemaAt | null;
+  /** Its conjunct's `within`: the schemas whose evaluation its keys count for. */
+  readonly within: readonly string[];
 }
 
 export interface Spec {
@@ -64,6 +73,11 @@ export interface Spec {
     propertyNames: SchemaAt[];
     /** `unevaluatedProperties` of the schema the merge is scoped to (see mergeConjuncts), if not `true`. */
     unevaluated: SchemaAt | null;
+    /**
+     * The other `unevaluatedProperties` (not `true`), each with the pointer of the schema it is
+     * in: a key no part within that schema evaluates must meet it.
+     */
+    scopedUnevaluated: { readonly at: SchemaAt; readonly scope: string }[];
   };
 }
 
@@ -126,8 +140,10 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 /**
  * The conjuncts of one alternative merged keyword by keyword. `scopeRoot`: the pointer of the one
  * schema every conjunct was reached from through in-place applicators (allOf, $ref, the branch
- * taken of anyOf/oneOf/if, dependentSchemas), or null: only there can `unevaluated…` be
- * enforced, since what counts as evaluated is what that schema's subtree evaluates.
+ * taken of anyOf/oneOf/if, dependentSchemas), or null. Its `unevaluated…` apply over every part,
+ * since what counts as evaluated is what that schema's subtree evaluates; any other
+ * `unevaluatedProperties` is scoped to the parts within its own schema (Conjunct.within), and any
+ * other `unevaluatedItems` is refused.
  */
 export function mergeConjuncts(
   conjuncts: readonly Conjunct[],
@@ -141,7 +157,16 @@ export function mergeConjuncts(
     strings: { minLength: 0, maxLength: Infinity, patterns: [], formats: [] },
     numbers: { bounds: [], multipleOf: [] },
     arrays: { parts: [], minItems: 0, maxItems: Infinity, contains: [], unique: null, unevaluated: null },
-    objects: { parts: [], names: [], required: [], minProperties: 0, maxProperties: Infinity, propertyNames: [], unevaluated: null },
+    objects: {
+      parts: [],
+      names: [],
+      required: [],
+      minProperties: 0,
+      maxProperties: Infinity,
+      propertyNames: [],
+      unevaluated: null,
+      scopedUnevaluated: [],
+    },
   };
   const merged = { enumValues: null as unknown[] | null };
   for (const conjunct of conjuncts) new ConjunctReader(conjunct, document, context, spec, merged, conjunct.at.pointer === scopeRoot).read();
@@ -188,7 +213,8 @@ class ConjunctReader {
     let bounds: NumericBounds | null = null;
     let array: { prefix: SchemaAt[]; rest: SchemaAt | null } | null = null;
     let object: ObjectPart | null = null;
-    const objectPart = (): ObjectPart => (object ??= { properties: new Map(), patterns: [], additional: null });
+    const within = this.conjunct.within ?? [this.conjunct.at.pointer];
+    const objectPart = (): ObjectPart => (object ??= { properties: new Map(), patterns: [], additional: null, within });
     const arrayPart = (): { prefix: SchemaAt[]; rest: SchemaAt | null } => (array ??= { prefix: [], rest: null });
     for (const keyword of Object.keys(schema)) {
       if (APPLICATORS.has(keyword)) continue;
@@ -289,11 +315,19 @@ class ConjunctReader {
         case "unevaluatedProperties":
         case "unevaluatedItems": {
           if (schema[keyword] === true) break;
+          if (!this.isScopeRoot && keyword === "unevaluatedProperties") {
+            // Scoped to this schema: what the conjuncts within it evaluate (see ObjectPart.within).
+            this.spec.objects.scopedUnevaluated.push({
+              at: this.context.child(this.conjunct.at, keyword),
+              scope: this.conjunct.at.pointer,
+            });
+            break;
+          }
           if (!this.isScopeRoot) {
             this.context.unsupported(
               keyword,
               this.pointer(keyword),
-              `${keyword} is enforced only in a schema that is the whole of what a value must meet, or the target of ` +
+              "unevaluatedItems is enforced only in a schema that is the whole of what a value must meet, or the target of " +
                 "one that is only a $ref (not inside allOf, anyOf, oneOf or if, nor in a property merged from several schemas)",
             );
             break;
@@ -386,17 +420,19 @@ class ConjunctReader {
     const patterns = this.conjunct.schema.patternProperties;
     if (!isObject(patterns)) this.fail("patternProperties", "must be an object of schemas");
     for (const source of Object.keys(patterns)) {
-      let regex: RegExp;
+      // Valid under u, or only without it (read as Annex B reads it: regex/ecma.ts).
       try {
-        regex = new RegExp(source, "u");
+        new RegExp(source, "u");
       } catch (error) {
-        throw new JsonSchemaError(
-          `"${source}" is not an ECMA-262 regular expression: ${(error as Error).message}`,
-          this.pointer("patternProperties"),
-          "patternProperties",
-        );
+        if (annexBReason(source) === null) {
+          throw new JsonSchemaError(
+            `"${source}" is not an ECMA-262 regular expression: ${(error as Error).message}`,
+            this.pointer("patternProperties"),
+            "patternProperties",
+          );
+        }
       }
-      part.patterns.push({ source, regex, at: this.context.child(this.conjunct.at, "patternProperties", source) });
+      part.patterns.push({ source, at: this.context.child(this.conjunct.at, "patternProperties", source) });
     }
   }
 
