@@ -177,7 +177,7 @@ test("uniqueItems over a few values: samples and accepted near misses are valid 
   );
 });
 
-test("unevaluatedProperties in any subschema, unevaluatedItems in the schema a value must meet: samples and accepted near misses valid per Python", () => {
+test("unevaluatedProperties and unevaluatedItems in any subschema, beside contains too: samples and accepted near misses valid per Python", () => {
   const schemas: unknown[] = [
     { allOf: [{ properties: { a: { type: "integer" } } }], properties: { b: { type: "string" } }, unevaluatedProperties: false },
     {
@@ -235,22 +235,28 @@ test("unevaluatedProperties in any subschema, unevaluatedItems in the schema a v
     ["[1]", "[]", "[1, 2]"].map((t) => matchesString(tuple, t)),
     [true, true, false],
   );
-  // unevaluatedProperties inside allOf sees its own branch only (scoped); unevaluatedItems there
-  // (or in a $ref's target, a merged property) is refused by name.
+  // unevaluatedProperties / unevaluatedItems inside allOf (or a $ref's target with siblings) see
+  // their own branch only; beside contains, the items a contains of the scope matches are evaluated.
   const scoped = [
     { allOf: [{ properties: { a: {} }, unevaluatedProperties: false }], properties: { b: {} } },
     { allOf: [{ properties: { a: { type: "integer" } }, unevaluatedProperties: { type: "string" } }], properties: { b: {} } },
     { allOf: [{ $ref: "#/$defs/base", unevaluatedProperties: false }], $defs: { base: { properties: { a: {}, b: {} } } } },
+    { $ref: "#/$defs/closed", type: "array", prefixItems: [{}], $defs: { closed: { unevaluatedItems: false } } },
+    { type: "array", prefixItems: [{ type: "boolean" }], contains: { type: "string" }, unevaluatedItems: false },
+    { type: "array", allOf: [{ prefixItems: [true], unevaluatedItems: { type: "integer" } }], contains: { type: "null" } },
   ];
-  assertAllValid(samplesAndNearMisses(scoped, ["default"], 16, seededRandom(12)), 40);
+  assertAllValid(samplesAndNearMisses(scoped, ["default"], 16, seededRandom(12)), 60);
   assert.deepEqual(
     ['{"a": 1}', '{"b": 1}', '{"a": 1, "b": 1}', "{}"].map((t) => matchesString(compileJsonSchema(scoped[0]).dfa, t)),
     [true, false, false, true],
   );
-  for (const schema of [{ $ref: "#/$defs/closed", type: "array", prefixItems: [{}], $defs: { closed: { unevaluatedItems: false } } }]) {
-    assert.throws(
-      () => compileJsonSchema(schema),
-      (e: unknown) => e instanceof JsonSchemaError && e.keyword === "unevaluatedItems",
-    );
-  }
+  // The $ref's target evaluates nothing: its unevaluatedItems: false leaves only [].
+  assert.deepEqual(
+    ["[]", "[1]"].map((t) => matchesString(compileJsonSchema(scoped[3]).dfa, t)),
+    [true, false],
+  );
+  assert.deepEqual(
+    ['[true, "a"]', '[true, "a", "b"]', "[true, 1]", "[true]", '["a"]'].map((t) => matchesString(compileJsonSchema(scoped[4]).dfa, t)),
+    [true, true, false, false, false],
+  );
 });

@@ -927,18 +927,32 @@ class SchemaCompiler {
   private arrayLanguage(spec: Spec, want: Want, pointer: string): RegexNode | null {
     const { minItems, contains } = spec.arrays;
     let parts = spec.arrays.parts;
-    // unevaluatedItems: the items no prefixItems/items of the scope evaluates (past the longest
-    // prefix, when no part has items) meet it. An over-approximation leaves it out: it must hold
-    // documents where more branches evaluate more.
-    const unevaluated = spec.arrays.unevaluated;
-    if (unevaluated !== null && !want.over && !parts.some((p) => p.rest !== null)) {
+    // unevaluatedItems: the items no prefixItems/items of its scope evaluates (past the longest
+    // prefix, when no part there has items) meet it: the merge's scope root's over every part, a
+    // scoped one's over the parts within its schema. An over-approximation leaves them out: it
+    // must hold documents where more branches evaluate more.
+    const unevaluated: { at: SchemaAt; inScope: (part: { within: readonly string[] }) => boolean }[] = [];
+    if (!want.over) {
+      if (spec.arrays.unevaluated !== null) unevaluated.push({ at: spec.arrays.unevaluated, inScope: () => true });
+      for (const { at, scope } of spec.arrays.scopedUnevaluated) unevaluated.push({ at, inScope: (part) => part.within.includes(scope) });
+    }
+    // Beside contains, an item a contains of the scope matches is evaluated too: the items past
+    // the prefix that match none of them meet it, in itemClass below (per class of matches).
+    const unevaluatedByClass: { at: SchemaAt; from: number; containsInScope: number }[] = [];
+    for (const { at, inScope } of unevaluated) {
+      const scoped = spec.arrays.parts.filter(inScope);
+      if (scoped.some((p) => p.rest !== null)) continue;
+      const longest = Math.max(0, ...scoped.map((p) => p.prefix.length));
       if (contains.length > 0) {
-        this.unsupported("unevaluatedItems", unevaluated.pointer, "unevaluatedItems beside contains is not supported yet");
-      } else {
-        const longest = Math.max(0, ...parts.map((p) => p.prefix.length));
-        const evaluated: SchemaAt = { ...unevaluated, schema: true };
-        parts = [...parts, { prefix: Array.from({ length: longest }, () => evaluated), rest: unevaluated }];
+        let containsInScope = 0;
+        contains.forEach((c, i) => {
+          if (inScope(c)) containsInScope |= 1 << i;
+        });
+        unevaluatedByClass.push({ at, from: longest, containsInScope });
+        continue;
       }
+      const evaluated: SchemaAt = { ...at, schema: true };
+      parts = [...parts, { prefix: Array.from({ length: longest }, () => evaluated), rest: at, within: [] }];
     }
     let maxItems = spec.arrays.maxItems;
     const depth = want.depth;
@@ -1007,11 +1021,14 @@ class SchemaCompiler {
       if (!node) {
         const matched = counters.filter((_, c) => (set & (1 << c)) !== 0).map((c) => c.at);
         const unmatched = counters.filter((_, c) => (set & (1 << c)) === 0).map((c) => c.at);
+        // An item past an unevaluatedItems' prefix that no contains of its scope matches meets it.
+        const unevaluatedHere = unevaluatedByClass.filter((u) => k >= u.from && (set & u.containsInScope) === 0).map((u) => u.at);
+        const refs = [...itemRefs(k), ...matched, ...unevaluatedHere];
         if (want.over || unmatched.length === 0) {
           // Any item may be one that does not count: the superset needs no subtraction.
-          node = this.language([...itemRefs(k), ...matched], inner);
+          node = this.language(refs, inner);
         } else {
-          let dfa = this.dfaOf(this.language([...itemRefs(k), ...matched], { ...inner, dupFree: true }), unmatched[0]!.pointer);
+          let dfa = this.dfaOf(this.language(refs, { ...inner, dupFree: true }), unmatched[0]!.pointer);
           const limit = this.nestingLimit(dfa, inner.depth);
           for (const at of unmatched)
             dfa = this.subtract(dfa, this.dfaOf(this.language([at], { ...inner, over: true, limit }), at.pointer), at.pointer);

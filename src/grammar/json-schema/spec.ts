@@ -25,7 +25,9 @@ export interface Conjunct {
 /** One part's array items: positional ones, then one schema for the rest (null: anything). */
 export interface ArrayPart {
   readonly prefix: SchemaAt[];
-  readonly rest: SchemaAt | null;
+  rest: SchemaAt | null;
+  /** Its conjunct's `within` (see ObjectPart). */
+  readonly within: readonly string[];
 }
 
 /** One part's object members: named, by pattern, and the others (null: anything). */
@@ -59,10 +61,13 @@ export interface Spec {
     parts: ArrayPart[];
     minItems: number;
     maxItems: number;
-    contains: { at: SchemaAt; min: number; max: number }[];
+    /** `within`: its conjunct's (which scoped unevaluatedItems its matches count for). */
+    contains: { at: SchemaAt; min: number; max: number; within: readonly string[] }[];
     unique: string | null;
     /** `unevaluatedItems` of the schema the merge is scoped to (see mergeConjuncts), if not `true`. */
     unevaluated: SchemaAt | null;
+    /** The other `unevaluatedItems` (not `true`), each with the pointer of the schema it is in. */
+    scopedUnevaluated: { readonly at: SchemaAt; readonly scope: string }[];
   };
   readonly objects: {
     parts: ObjectPart[];
@@ -142,8 +147,7 @@ export function isObject(value: unknown): value is Record<string, unknown> {
  * schema every conjunct was reached from through in-place applicators (allOf, $ref, the branch
  * taken of anyOf/oneOf/if, dependentSchemas), or null. Its `unevaluated…` apply over every part,
  * since what counts as evaluated is what that schema's subtree evaluates; any other
- * `unevaluatedProperties` is scoped to the parts within its own schema (Conjunct.within), and any
- * other `unevaluatedItems` is refused.
+ * `unevaluated…` is scoped to the parts within its own schema (Conjunct.within).
  */
 export function mergeConjuncts(
   conjuncts: readonly Conjunct[],
@@ -156,7 +160,7 @@ export function mergeConjuncts(
     enumValues: null,
     strings: { minLength: 0, maxLength: Infinity, patterns: [], formats: [] },
     numbers: { bounds: [], multipleOf: [] },
-    arrays: { parts: [], minItems: 0, maxItems: Infinity, contains: [], unique: null, unevaluated: null },
+    arrays: { parts: [], minItems: 0, maxItems: Infinity, contains: [], unique: null, unevaluated: null, scopedUnevaluated: [] },
     objects: {
       parts: [],
       names: [],
@@ -211,11 +215,11 @@ class ConjunctReader {
   read(): void {
     const schema = this.conjunct.schema;
     let bounds: NumericBounds | null = null;
-    let array: { prefix: SchemaAt[]; rest: SchemaAt | null } | null = null;
+    let array: ArrayPart | null = null;
     let object: ObjectPart | null = null;
     const within = this.conjunct.within ?? [this.conjunct.at.pointer];
     const objectPart = (): ObjectPart => (object ??= { properties: new Map(), patterns: [], additional: null, within });
-    const arrayPart = (): { prefix: SchemaAt[]; rest: SchemaAt | null } => (array ??= { prefix: [], rest: null });
+    const arrayPart = (): ArrayPart => (array ??= { prefix: [], rest: null, within });
     for (const keyword of Object.keys(schema)) {
       if (APPLICATORS.has(keyword)) continue;
       if (!this.keywords.has(keyword)) {
@@ -315,21 +319,11 @@ class ConjunctReader {
         case "unevaluatedProperties":
         case "unevaluatedItems": {
           if (schema[keyword] === true) break;
-          if (!this.isScopeRoot && keyword === "unevaluatedProperties") {
-            // Scoped to this schema: what the conjuncts within it evaluate (see ObjectPart.within).
-            this.spec.objects.scopedUnevaluated.push({
-              at: this.context.child(this.conjunct.at, keyword),
-              scope: this.conjunct.at.pointer,
-            });
-            break;
-          }
           if (!this.isScopeRoot) {
-            this.context.unsupported(
-              keyword,
-              this.pointer(keyword),
-              "unevaluatedItems is enforced only in a schema that is the whole of what a value must meet, or the target of " +
-                "one that is only a $ref (not inside allOf, anyOf, oneOf or if, nor in a property merged from several schemas)",
-            );
+            // Scoped to this schema: what the conjuncts within it evaluate (see ObjectPart.within).
+            const scoped = { at: this.context.child(this.conjunct.at, keyword), scope: this.conjunct.at.pointer };
+            if (keyword === "unevaluatedProperties") this.spec.objects.scopedUnevaluated.push(scoped);
+            else this.spec.arrays.scopedUnevaluated.push(scoped);
             break;
           }
           const at = this.context.child(this.conjunct.at, keyword);
@@ -391,7 +385,7 @@ class ConjunctReader {
     else bounds[keyword] = n;
   }
 
-  private readItems(part: { prefix: SchemaAt[]; rest: SchemaAt | null }): void {
+  private readItems(part: ArrayPart): void {
     const items = this.conjunct.schema.items;
     if (Array.isArray(items)) {
       if (this.document.draft === 2020) this.fail("items", "must be a schema in draft 2020-12 (positional items are prefixItems)");
@@ -407,7 +401,8 @@ class ConjunctReader {
     const min = modern && schema.minContains !== undefined ? this.count("minContains") : 1;
     const max = modern && schema.maxContains !== undefined ? this.count("maxContains") : Infinity;
     if (min === 0 && max === Infinity) return;
-    this.spec.arrays.contains.push({ at: this.context.child(this.conjunct.at, "contains"), min, max });
+    const within = this.conjunct.within ?? [this.conjunct.at.pointer];
+    this.spec.arrays.contains.push({ at: this.context.child(this.conjunct.at, "contains"), min, max, within });
   }
 
   private readProperties(part: ObjectPart): void {
