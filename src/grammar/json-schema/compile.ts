@@ -309,7 +309,7 @@ class SchemaCompiler {
     if (refs.length === 0) return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
     const pointers = refs.map((r) => r.pointer).join("|");
     // Where a dynamic reference's target depends on the dynamic scope, so may the language.
-    const scopes = this.document.scopeMatters ? ` ${refs.map((r) => this.document.dynamicScopeOf(r).join(" ")).join("|")}` : "";
+    const scopes = this.document.scopeMatters ? ` ${refs.map((r) => this.document.dynamicKey(r)).join("|")}` : "";
     const pointer = refs[0]?.pointer ?? "";
     if (want.depth > MAX_DEPTH) throw new JsonSchemaTooComplexError(`values nested deeper than ${MAX_DEPTH} levels`, pointer, "depth");
     const style = this.syntax.style === "indented" ? want.depth : 0;

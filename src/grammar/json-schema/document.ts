@@ -53,7 +53,7 @@ export class SchemaDocument {
   constructor(readonly root: unknown) {
     this.draft = draftOf(root);
     this.index({ schema: root, pointer: "", base: DEFAULT_BASE });
-    this.scopeMatters = [...this.dynamicAnchors.values()].some((count) => count > 1);
+    this.contestedAnchors = [...this.dynamicAnchors].filter(([, count]) => count > 1).map(([name]) => name);
   }
 
   /** The root as a SchemaAt (its base is its own `$id`, resolved, or a placeholder URI). */
@@ -65,9 +65,32 @@ export class SchemaDocument {
   /**
    * Whether a dynamic reference's target may depend on the dynamic scope: some dynamic anchor is
    * declared by several subschemas. Then a subschema's language depends on its scope, and the
-   * compiler keys its memo on it (dynamicScopeOf).
+   * compiler keys its memo on dynamicKey.
    */
-  readonly scopeMatters: boolean;
+  get scopeMatters(): boolean {
+    return this.contestedAnchors.length > 0;
+  }
+
+  /** The dynamic anchor names (`""`: `$recursiveAnchor`) that several subschemas declare. */
+  private readonly contestedAnchors: readonly string[];
+
+  /**
+   * What of `at`'s dynamic scope its language depends on: per contested anchor name, the
+   * outermost resource of the scope declaring it (where a dynamic reference inside will go), or
+   * none. Scopes that bind every contested name alike give the same language; the key stays as
+   * small as the names are few, however many resources the scope has.
+   */
+  dynamicKey(at: SchemaAt): string {
+    const scope = this.dynamicScopeOf(at);
+    return this.contestedAnchors
+      .map(
+        (name) =>
+          scope.find((resource) =>
+            name === "" ? this.recursiveAnchorAt.has(resource) : this.dynamicAnchorAt.has(`${resource}#${name}`),
+          ) ?? "",
+      )
+      .join("\n");
+  }
 
   /** The dynamic scope in which `at`'s own keywords are evaluated: its scope and its own resource. */
   dynamicScopeOf(at: SchemaAt): readonly string[] {
