@@ -14,6 +14,10 @@
 // value" counts brackets only as deep as U(A)'s texts nest (nestingLimit). Languages stay nodes (graphs embedding their parts) until a set
 // operation or the whole document needs a DFA.
 //
+// Scopes: each conjunct records the in-place applicators that reached it (Conjunct.within), so an
+// `unevaluated…` anywhere counts only what its own schema's subtree evaluates; each subschema
+// carries its dynamic scope (document.ts), so `$dynamicRef` resolves as evaluation would get there.
+//
 // Objects are written with the schema's properties in its order, then any others. Values the
 // schema leaves free (`{}`, `true`, absent `items`/`additionalProperties`) are written nested at
 // most `freeNesting` levels; a recursive schema is unrolled MAX_RECURSION times (recursion is not
