@@ -121,6 +121,31 @@ test("every text a MaskBench schema's automaton accepts (samples and near misses
   assert.deepEqual(wrong.slice(0, 20), [], `${wrong.length} accepted texts are not valid`);
 });
 
+test("minProperties over a few unnamed keys: each is a member of its own, written once; samples and near misses valid per Python", () => {
+  const schemas: unknown[] = [
+    { type: "object", propertyNames: { enum: ["x", "y", "z"] }, minProperties: 2 },
+    {
+      type: "object",
+      patternProperties: { "^[a-d]$": { type: "integer" } },
+      additionalProperties: false,
+      required: ["d"],
+      minProperties: 3,
+    },
+    { type: "object", properties: { a: {} }, propertyNames: { enum: ["a", "b", "c"] }, minProperties: 3, maxProperties: 3 },
+  ];
+  assertAllValid(samplesAndNearMisses(schemas, ["default"], 16, seededRandom(13)), 30);
+  const xyz = compileJsonSchema(schemas[0]).dfa;
+  assert.deepEqual(
+    ['{"x": 1, "y": 2}', '{"x": 1, "y": 2, "z": 3}', '{"x": 1}', '{"x": 1, "x": 2}', '{"x": 1, "w": 2}'].map((t) => matchesString(xyz, t)),
+    [true, true, false, false, false],
+  );
+  // Infinitely many unnamed keys: still refused by name (distinct keys cannot be counted).
+  assert.throws(
+    () => compileJsonSchema({ type: "object", minProperties: 2 }),
+    (e: unknown) => e instanceof JsonSchemaError && e.keyword === "minProperties",
+  );
+});
+
 test("uniqueItems over a few values: samples and accepted near misses are valid per Python, duplicates (by JSON equality) refused", () => {
   const schemas: unknown[] = [
     { type: "array", items: { enum: ["red", "green", "blue"] }, uniqueItems: true },

@@ -21,7 +21,7 @@
 export { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 export { patternDistances } from "./dfa/distances.js";
 export { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
-export { matchesBytes, matchesString, sampleMember, sampleString, shortestCompletion, walkBytes } from "./sample.js";
+export { finiteMembers, matchesBytes, matchesString, sampleMember, sampleString, shortestCompletion, walkBytes } from "./sample.js";
 export type { SampleOptions } from "./sample.js";
 export { lowerSyntax, parseRegex, parseFlagString } from "./parser.js";
 export type { RegexNode, RegexFlags } from "./parser.js";

@@ -23,6 +23,37 @@ export function matchesString(dfa: ByteDfa, text: string): boolean {
   return matchesBytes(dfa, encoder.encode(text));
 }
 
+/**
+ * Every member of a finite language, in byte order, when it has at most `limit` of them, each of
+ * at most `maxBytes`; null when it is infinite (a cycle: every state is live, so any cycle is on
+ * an accepting path), larger or longer. Work is bounded by limit × maxBytes × 256.
+ */
+export function finiteMembers(dfa: ByteDfa, limit: number, maxBytes = 256): Uint8Array[] | null {
+  if (dfa.minBytesToAccept[dfa.start]! < 0) return [];
+  const out: Uint8Array[] = [];
+  const path: number[] = [];
+  const onPath = new Uint8Array(dfa.numStates);
+  const visit = (state: number): boolean => {
+    if (onPath[state] === 1 || path.length > maxBytes) return false; // a cycle: infinitely many members
+    if (dfa.accepting[state] === 1) {
+      if (out.length === limit) return false;
+      out.push(Uint8Array.from(path));
+    }
+    onPath[state] = 1;
+    for (let b = 0; b < 256; b++) {
+      const next = dfa.next[state * dfa.numClasses + dfa.byteClass[b]!]!;
+      if (next < 0) continue;
+      path.push(b);
+      const finite = visit(next);
+      path.pop();
+      if (!finite) return false;
+    }
+    onPath[state] = 0;
+    return true;
+  };
+  return visit(dfa.start) ? out : null;
+}
+
 export interface SampleOptions {
   /** Upper bound on the sample's length in bytes (raised to the shortest member if lower). */
   maxBytes?: number;

@@ -31,6 +31,7 @@
 import {
   compileRegexNode,
   annexBReason,
+  finiteMembers,
   ecmaSearchNode,
   intersectDfas,
   isEmptyLanguage,
@@ -158,6 +159,8 @@ const MAX_UNIQUE_TEXT_BYTES = 1024;
 const MAX_PERMUTED_KEYS = 4;
 /** The largest minProperties or maxProperties an over-approximated object counts its members to. */
 const MAX_COUNTED_MEMBERS = 4;
+/** Unnamed keys spelled out as members of their own where minProperties needs several (texts). */
+const MAX_LISTED_KEYS = 64;
 /** Required keys an over-approximated object checks the presence of. */
 const MAX_TRACKED_REQUIRED = 3;
 /** Most `patternProperties` (over all merged parts) one object may have: regions are 2^n. */
@@ -1150,7 +1153,14 @@ class SchemaCompiler {
     const requiredCount = members.filter((m) => m.required).length;
     if (requiredCount > o.maxProperties) return null;
     if (o.minProperties > members.length + Math.min(extras.length, 1)) {
-      // Counting several unnamed keys would need them distinct, which an automaton cannot check.
+      // Counting several unnamed keys would need them distinct, which an automaton cannot check,
+      // unless they are few: then each is a member of its own, written at most once, in order.
+      const listed = listedKeys(extras, MAX_LISTED_KEYS);
+      if (listed !== null && o.minProperties <= members.length + listed.length) {
+        const named = new Set(members.map((m) => m.key));
+        const more = listed.filter((m) => !named.has(m.key));
+        return this.orderedObject([...members, ...more], [], depth, o.minProperties, o.maxProperties, want.dupFree);
+      }
       this.unsupported(
         "minProperties",
         pointer,
@@ -1359,6 +1369,27 @@ class SchemaCompiler {
     }
     return graph.node(start);
   }
+}
+
+/**
+ * The keys of `extras` as optional members, when their languages are finite and together hold at
+ * most `limit` texts (a key's escaped spellings count apart, then fold into one member); null
+ * otherwise.
+ */
+function listedKeys(extras: readonly Region[], limit: number): Member[] | null {
+  const members = new Map<string, Member>();
+  let texts = 0;
+  for (const region of extras) {
+    if (region.key.kind !== "dfa") return null;
+    const found = finiteMembers(region.key.dfa, limit - texts);
+    if (found === null) return null;
+    texts += found.length;
+    for (const bytes of found) {
+      const key = JSON.parse(new TextDecoder().decode(bytes)) as string;
+      if (!members.has(key)) members.set(key, { key, value: region.value, required: false });
+    }
+  }
+  return [...members.values()];
 }
 
 function copyAlternative(a: Alternative): Alternative {
