@@ -2,7 +2,8 @@
 // each terminal's top-level alternatives as ordered patterns and its `unless` keywords as
 // shadows, with the per-pattern tables the lexer states read (acceptance, reachability,
 // distances). Also which scanners of a grammar are built with the compile (refused then if too
-// big) and which wait for first use, and the regexp-text surgery the patterns need first.
+// big) and which wait for first use. Patterns are read from each terminal's syntax tree
+// (regex/syntax.ts, read once by the lexer): its top-level alternatives and lazy quantifiers.
 
 import {
   compileMultiRegexNodes,
