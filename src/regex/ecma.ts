@@ -50,22 +50,35 @@ export function ecmaSearchNode(pattern: string): RegexNode {
 
 /** The strings `pattern` matches as a whole (as `new RegExp("^(?:" + pattern + ")$", "u")`). */
 export function ecmaFullMatchNode(pattern: string): RegexNode {
-  const unicodeError = engineError(pattern, "u");
-  if (unicodeError === null) return new EcmaParser(pattern, false).parse();
-  if (annexBReason(pattern) !== null) return new EcmaParser(pattern, true).parse();
-  throw new RegexSyntaxError(`invalid ECMA-262 pattern (u flag): ${unicodeError}`, 0, "invalid pattern");
+  const { annexB, error } = readingOf(pattern);
+  if (error !== null) throw new RegexSyntaxError(`invalid ECMA-262 pattern (u flag): ${error}`, 0, "invalid pattern");
+  return new EcmaParser(pattern, annexB !== null).parse();
 }
 
 /**
  * Why `pattern` is read with Annex B's syntax (the engine's message under u), or null when it is
- * valid under u or not read that way (ecmaFullMatchNode then reads it, or refuses it). A pattern
- * that writes `\p{`, `\P{` or `\u{` meant the u flag (without it they are "p{", "uuuu" for
- * `\u{4}`): it is refused, not read otherwise.
+ * valid under u or not read at all (ecmaFullMatchNode refuses it).
  */
 export function annexBReason(pattern: string): string | null {
+  return readingOf(pattern).annexB;
+}
+
+/** Why `pattern` cannot be read (the engine's message under u), or null when it can be. */
+export function ecmaPatternError(pattern: string): string | null {
+  return readingOf(pattern).error;
+}
+
+/**
+ * How a pattern is read: under u; else, when the engine accepts it without u, with Annex B's
+ * syntax (`annexB`: the message under u); else not at all (`error`). A pattern that writes `\p{`,
+ * `\P{` or `\u{` meant the u flag (without it they are "p{", "uuuu" for `\u{4}`): it is refused,
+ * not read otherwise.
+ */
+function readingOf(pattern: string): { annexB: string | null; error: string | null } {
   const unicodeError = engineError(pattern, "u");
-  if (unicodeError === null || /\\[pPu]\{/.test(pattern)) return null;
-  return engineError(pattern, "") === null ? unicodeError : null;
+  if (unicodeError === null) return { annexB: null, error: null };
+  if (/\\[pPu]\{/.test(pattern) || engineError(pattern, "") !== null) return { annexB: null, error: unicodeError };
+  return { annexB: unicodeError, error: null };
 }
 
 /** The engine's SyntaxError message for `pattern` under `flags`, or null when it compiles. */

@@ -25,7 +25,7 @@ export { finiteMembers, matchesBytes, matchesString, sampleMember, sampleString,
 export type { SampleOptions } from "./sample.js";
 export { lowerSyntax, parseRegex, parseFlagString } from "./parser.js";
 export type { RegexNode, RegexFlags } from "./parser.js";
-export { annexBReason, ecmaFullMatchNode, ecmaSearchNode } from "./ecma.js";
+export { annexBReason, ecmaFullMatchNode, ecmaPatternError, ecmaSearchNode } from "./ecma.js";
 export { LanguageGraph } from "./graph.js";
 export type { CodeSet } from "./charset.js";
 export {

@@ -220,6 +220,8 @@ type Options = typeof DEFAULT_JSON_SCHEMA_OPTIONS & JsonSchemaOptions;
 class SchemaCompiler {
   readonly warnings: JsonSchemaWarning[] = [];
   private readonly warned = new Set<string>();
+  /** annexBReason per pattern: patternLanguage is asked again for each key a pattern is tried on. */
+  private readonly annexBReasons = new Map<string, string | null>();
   private readonly syntax: JsonSyntax;
   /** Languages by subschema(s) and Want: nodes, compiled to a DFA on their second use. */
   private readonly memo = new Map<string, RegexNode>();
@@ -835,7 +837,8 @@ class SchemaCompiler {
 
   /** The JSON strings (quotes included) whose decoded text an ECMA-262 `pattern` finds a match in. */
   patternLanguage(pattern: string, pointer: string): ByteDfa {
-    const annexB = annexBReason(pattern);
+    let annexB = this.annexBReasons.get(pattern);
+    if (annexB === undefined) this.annexBReasons.set(pattern, (annexB = annexBReason(pattern)));
     if (annexB !== null) {
       this.warn(
         keywordOf(pointer),
@@ -887,7 +890,7 @@ class SchemaCompiler {
     /** Per position, per value id: the texts spelling it there. */
     const spellings: Map<number, string[]>[] = [];
     for (let k = 0; k < positions; k++) {
-      const texts = finiteTexts(this.dfaOf(item(k), pointer), MAX_UNIQUE_TEXTS);
+      const texts = finiteTexts(this.dfaOf(item(k), pointer), MAX_UNIQUE_TEXTS, MAX_UNIQUE_TEXT_BYTES);
       if (texts === null) return undefined;
       const here = new Map<number, string[]>();
       for (const text of texts) {
@@ -1116,6 +1119,10 @@ class SchemaCompiler {
     const names = [...o.names];
     for (const k of required) if (!names.includes(k)) names.push(k);
     const members: Member[] = [];
+    // Scoped unevaluatedProperties, each with the parts within its schema (none in O: a superset).
+    const scopedParts = want.over
+      ? []
+      : o.scopedUnevaluated.map(({ at, scope }) => ({ at, parts: o.parts.filter((part) => part.within.includes(scope)) }));
     for (const key of names) {
       const isRequired = required.has(key);
       const allowed = !forbidden.has(key) && nameLanguages.every((dfa) => matchesString(dfa, JSON.stringify(key)));
@@ -1131,12 +1138,7 @@ class SchemaCompiler {
       const schemas = schemasForKey(o.parts, key, matches);
       const value = schemas.length === 0 && o.unevaluated !== null && !want.over ? [o.unevaluated] : schemas;
       // A scoped unevaluatedProperties: met where no part within its schema evaluates the key.
-      if (!want.over) {
-        for (const scoped of o.scopedUnevaluated) {
-          const inScope = o.parts.filter((part) => part.within.includes(scoped.scope));
-          if (schemasForKey(inScope, key, matches).length === 0) value.push(scoped.at);
-        }
-      }
+      for (const { at, parts } of scopedParts) if (schemasForKey(parts, key, matches).length === 0) value.push(at);
       members.push({ key, value: this.language(value, inner), required: isRequired });
     }
     const excluded = [...names, ...forbidden];
@@ -1381,11 +1383,11 @@ function listedKeys(extras: readonly Region[], limit: number): Member[] | null {
   let texts = 0;
   for (const region of extras) {
     if (region.key.kind !== "dfa") return null;
-    const found = finiteMembers(region.key.dfa, limit - texts);
+    const found = finiteTexts(region.key.dfa, limit - texts, MAX_UNIQUE_TEXT_BYTES);
     if (found === null) return null;
     texts += found.length;
-    for (const bytes of found) {
-      const key = JSON.parse(new TextDecoder().decode(bytes)) as string;
+    for (const text of found) {
+      const key = JSON.parse(text) as string;
       if (!members.has(key)) members.set(key, { key, value: region.value, required: false });
     }
   }
@@ -1455,36 +1457,14 @@ function typeAllows(spec: Spec, value: unknown): boolean {
 }
 
 /**
- * Every text `dfa` accepts, decoded (its languages are UTF-8), when there are at most `limit`;
- * null when there are more or infinitely many (a cycle: every state left can reach acceptance).
+ * Every text `dfa` accepts, decoded (its languages are UTF-8), when there are at most `limit` of
+ * at most `maxBytes` each; null otherwise (regex/sample.ts's finiteMembers).
  */
-function finiteTexts(dfa: ByteDfa, limit: number): string[] | null {
-  const { next, byteClass, numClasses, accepting } = dfa;
-  const out: string[] = [];
-  const onPath = new Uint8Array(dfa.numStates);
-  const bytes: number[] = [];
-  const decoder = new TextDecoder();
-  const visit = (state: number): boolean => {
-    // A cycle is infinitely many texts; a very long one is not an item list worth spelling out.
-    if (onPath[state] === 1 || bytes.length > MAX_UNIQUE_TEXT_BYTES) return false;
-    if (accepting[state] === 1) {
-      if (out.length === limit) return false;
-      out.push(decoder.decode(Uint8Array.from(bytes)));
-    }
-    onPath[state] = 1;
-    for (let b = 0; b < 256; b++) {
-      const t = next[state * numClasses + byteClass[b]!]!;
-      if (t < 0) continue;
-      bytes.push(b);
-      const ok = visit(t);
-      bytes.pop();
-      if (!ok) return false;
-    }
-    onPath[state] = 0;
-    return true;
-  };
-  return visit(dfa.start) ? out : null;
+function finiteTexts(dfa: ByteDfa, limit: number, maxBytes: number): string[] | null {
+  return finiteMembers(dfa, limit, maxBytes)?.map((bytes) => utf8.decode(bytes)) ?? null;
 }
+
+const utf8 = new TextDecoder();
 
 /** A JSON value's key under JSON equality: numbers by value, objects by their sorted members. */
 function canonicalJson(value: unknown): string {

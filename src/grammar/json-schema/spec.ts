@@ -3,7 +3,7 @@
 // (a property one part names may meet another part's `additionalProperties`). Reading a keyword
 // checks its value: a malformed one is a JsonSchemaError at its pointer.
 
-import { annexBReason } from "../../regex/index.js";
+import { ecmaPatternError } from "../../regex/index.js";
 import type { SchemaAt, SchemaDocument } from "./document.js";
 import { escapePointer } from "./document.js";
 import { JsonSchemaError } from "./errors.js";
@@ -416,16 +416,13 @@ class ConjunctReader {
     if (!isObject(patterns)) this.fail("patternProperties", "must be an object of schemas");
     for (const source of Object.keys(patterns)) {
       // Valid under u, or only without it (read as Annex B reads it: regex/ecma.ts).
-      try {
-        new RegExp(source, "u");
-      } catch (error) {
-        if (annexBReason(source) === null) {
-          throw new JsonSchemaError(
-            `"${source}" is not an ECMA-262 regular expression: ${(error as Error).message}`,
-            this.pointer("patternProperties"),
-            "patternProperties",
-          );
-        }
+      const error = ecmaPatternError(source);
+      if (error !== null) {
+        throw new JsonSchemaError(
+          `"${source}" is not an ECMA-262 regular expression: ${error}`,
+          this.pointer("patternProperties"),
+          "patternProperties",
+        );
       }
       part.patterns.push({ source, at: this.context.child(this.conjunct.at, "patternProperties", source) });
     }
