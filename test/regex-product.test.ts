@@ -1,6 +1,7 @@
 // regex/ composition: intersectDfas / subtractDfas against brute-force membership, their results'
 // ByteDfa contract (canonical: equal to the compiled DFA of an equivalent pattern), limits, and
-// compileRegexNode with { kind: "dfa" } nodes (concatenated, alternated, repeated).
+// compileRegexNode with { kind: "dfa" } nodes (concatenated, alternated, repeated), and its
+// unminimized DFAs (minimal: false).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
@@ -10,6 +11,8 @@ import {
   intersectDfas,
   isEmptyLanguage,
   matchesBytes,
+  parseFlagString,
+  parseRegex,
   subtractDfas,
   type ByteDfa,
   type RegexNode,
@@ -250,4 +253,35 @@ test("compileRegexNode keeps compileRegex's limits and returns empty languages",
   );
   const empty = compileRegexNode({ kind: "set", set: [] });
   assert.ok(isEmptyLanguage(empty));
+});
+
+test("compileRegexNode with minimal: false keeps the language, the contract and exact distances", () => {
+  const random = seededRandom(23);
+  const inputs = [...allStrings(["a", "b", "c"], 5), ...randomBytes(random, 100, [0x61, 0x62, 0x63, 0xc3, 0xa9])];
+  const flags = parseFlagString("");
+  let larger = 0;
+  for (let i = 0; i < 150; i++) {
+    const p = randomPattern(random);
+    const node = parseRegex(p, flags);
+    const minimal = compileRegexNode(node, BIG);
+    const raw = compileRegexNode(node, { ...BIG, minimal: false });
+    // Live states only, breadth-first from 0, each state's distance exact.
+    assertContract(raw);
+    assert.ok(raw.numStates >= minimal.numStates, p);
+    if (raw.numStates > minimal.numStates) larger++;
+    for (const bytes of inputs) assert.equal(matchesBytes(raw, bytes), matchesBytes(minimal, bytes), `${p} on ${bytes}`);
+    // Products are canonical, so the unminimized DFA's product with itself is the minimal one.
+    assert.deepEqual(intersectDfas(raw, raw, BIG), minimal, p);
+  }
+  // The option takes effect: some of these are left bigger than minimal.
+  assert.ok(larger > 10, `${larger} of 150 unminimized`);
+  // With assertions the DFA is finished anyway (the NFA's distances do not hold there).
+  const anchored = parseRegex("(?:ab|cb)$|x(?=y)y", flags);
+  assert.deepEqual(compileRegexNode(anchored, { minimal: false }), compileRegexNode(anchored));
+  // A state past "a" and one past "c" are one state of the minimal DFA, two of the other.
+  const twoWays = parseRegex("ab|cb", flags);
+  assert.equal(compileRegexNode(twoWays).numStates, 3);
+  assert.equal(compileRegexNode(twoWays, { minimal: false }).numStates, 4);
+  // An empty language stays the one-state empty DFA.
+  assert.ok(isEmptyLanguage(compileRegexNode({ kind: "concat", items: [set("a"), { kind: "set", set: [] }] }, { minimal: false })));
 });

@@ -95,6 +95,12 @@ export interface RegexLimits {
 export interface RegexOptions extends RegexLimits {
   /** Python flag letters: i (IGNORECASE), s (DOTALL), m (MULTILINE), x (VERBOSE), a (ASCII case), u (no-op). */
   flags?: string;
+  /**
+   * false: compileRegexNode may return the subset construction's DFA unminimized (live states
+   * only, see determinize), for a DFA that is matched against and never combined further.
+   * Default true.
+   */
+  minimal?: boolean;
 }
 
 export const DEFAULT_REGEX_LIMITS: Readonly<Required<RegexLimits>> = {
@@ -177,7 +183,7 @@ function asciiClassBytes(node: RegexNode): Uint8Array | null {
   return member;
 }
 
-function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
+function buildDfa(nodes: RegexNode[], limits: RegexLimits, minimal = true): MultiByteDfa {
   const maxNfaStates = limits.maxNfaStates ?? DEFAULT_REGEX_LIMITS.maxNfaStates;
   let estimate = 0;
   for (const node of nodes) estimate += nfaSizeLowerBound(node);
@@ -210,7 +216,7 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits): MultiByteDfa {
     nfa.eps[exit]!.push(accept);
     nfa.accept[accept] = p;
   });
-  return determinize(nfa, start, nodes.length, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates });
+  return determinize(nfa, start, nodes.length, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }, minimal);
 }
 
 /** `compile` under the time limit of `limits`, started now. */
@@ -253,7 +259,7 @@ function singleDfa(multi: MultiByteDfa): ByteDfa {
  * An empty language is returned, not refused: callers composing languages test isEmptyLanguage.
  */
 export function compileRegexNode(node: RegexNode, opts: RegexOptions = {}): ByteDfa {
-  return timed(opts, () => singleDfa(buildDfa([node], opts)));
+  return timed(opts, () => singleDfa(buildDfa([node], opts, opts.minimal ?? true)));
 }
 
 /** The strings both DFAs accept, as a DFA of the same contract; empty is a valid result. */

@@ -24,10 +24,12 @@ export function finishDfa(
   acceptWords: number,
   numPatterns: number,
   intervalOf: Int32Array,
+  /** Each raw state's distance when the construction knew them (then every state but the start is live). */
+  rawDist: Int32Array | null = null,
 ): MultiByteDfa {
   // 1. Prune states that cannot reach acceptance.
   const edges = transitionLists(rawCount, k, rawTrans);
-  const dist = distancesToAccept(rawCount, byHead(rawCount, edges, "tail"), rawAccepting);
+  const dist = rawDist ?? distancesToAccept(rawCount, byHead(rawCount, edges, "tail"), rawAccepting);
   if (dist[0] === -1) {
     return emptyDfa(numPatterns, acceptWords);
   }
@@ -228,7 +230,7 @@ function mergeColumns(
   return { numClasses, byteClass, next };
 }
 
-function emptyDfa(numPatterns: number, acceptWords: number): MultiByteDfa {
+export function emptyDfa(numPatterns: number, acceptWords: number): MultiByteDfa {
   return {
     numStates: 1,
     start: 0,

@@ -8,7 +8,7 @@ import { regexClock } from "../clock.js";
 import type { ByteNfa } from "../nfa.js";
 import { Assertion } from "../parser.js";
 import { compressAlphabet, type ClassedNfa } from "./alphabet.js";
-import { finishDfa } from "./finish.js";
+import { emptyDfa, finishDfa } from "./finish.js";
 import { dfaArena } from "./scratch.js";
 import type { DfaLimits, MultiByteDfa } from "./types.js";
 
@@ -29,15 +29,47 @@ const DROP = -1;
 /**
  * Subset construction over byte classes, then dead-state pruning, minimization (minimize.ts),
  * BFS renumbering and merging of classes whose columns agree.
+ *
+ * Without assertions, a DFA state's language is the union of its NFA states': it is dead when all
+ * of theirs are, and its distance to acceptance is the least of theirs (ByteNfa.bytesToAccept).
+ * Dead states are then never made, and `minimal: false` returns the construction's DFA as it
+ * stands (states in breadth-first order already, classes unmerged): for a JSON Schema document,
+ * whose subset construction is within a few percent of minimal, the finishing was ~half of its
+ * compile. With assertions the DFA is always finished.
  */
-export function determinize(nfa: ByteNfa, start: number, numPatterns: number, limits: DfaLimits): MultiByteDfa {
+export function determinize(nfa: ByteNfa, start: number, numPatterns: number, limits: DfaLimits, minimal = true): MultiByteDfa {
   arena.reset();
   const alphabet = compressAlphabet(nfa);
-  const subset = new SubsetConstruction(nfa, alphabet, limits);
+  const nfaDistance = nfa.hasAssertions ? null : nfa.bytesToAccept();
+  const subset = new SubsetConstruction(nfa, alphabet, limits, nfaDistance);
   subset.explore(start);
   const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
   const { rawMask, rawAccepting } = subset.acceptance(acceptWords);
-  return finishDfa(subset.numRaw, alphabet.k, subset.trans, rawMask, rawAccepting, acceptWords, numPatterns, alphabet.classOfByte);
+  const rawDist = nfaDistance === null ? null : subset.rawDist;
+  if (!minimal && rawDist !== null && numPatterns === 1) return unfinishedDfa(subset, alphabet, rawAccepting, rawDist);
+  return finishDfa(subset.numRaw, alphabet.k, subset.trans, rawMask, rawAccepting, acceptWords, numPatterns, alphabet.classOfByte, rawDist);
+}
+
+/** The subset construction's one-pattern DFA, every state live (see determinize), out of scratch. */
+function unfinishedDfa(subset: SubsetConstruction, alphabet: ClassedNfa, rawAccepting: Int32Array, rawDist: Int32Array): MultiByteDfa {
+  const numStates = subset.numRaw;
+  if (rawDist[0] === -1) return emptyDfa(1, 1);
+  const k = alphabet.k;
+  const accepting = new Uint8Array(numStates);
+  for (let s = 0; s < numStates; s++) accepting[s] = rawAccepting[s]!;
+  return {
+    numStates,
+    start: 0,
+    numClasses: k,
+    byteClass: Uint8Array.from(alphabet.classOfByte),
+    next: subset.trans.slice(0, numStates * k),
+    accepting,
+    minBytesToAccept: rawDist.slice(0, numStates),
+    numPatterns: 1,
+    acceptWords: 1,
+    acceptMask: Uint32Array.from(accepting),
+    reachMask: new Uint32Array(numStates).fill(1),
+  };
 }
 
 /** Whether seeds[a..a+n) and seeds[b..b+n) are the same threads. */
@@ -80,11 +112,15 @@ class SubsetConstruction {
   private table: Int32Array;
   /** trans[state * k + class]: the raw DFA's transitions, -1 where none. */
   trans: Int32Array;
+  /** Per raw state, its fewest bytes to acceptance (only with `nfaDistance`; -1: dead). */
+  rawDist: Int32Array;
 
+  /** `nfaDistance`: ByteNfa.bytesToAccept, given when the NFA has no assertions (see determinize). */
   constructor(
     private readonly nfa: ByteNfa,
     private readonly alphabet: ClassedNfa,
     private readonly limits: DfaLimits,
+    private readonly nfaDistance: Int32Array | null,
   ) {
     const nStates = nfa.size;
     const numModes = MODE_LOOKAHEAD_BASE + 2 * nfa.assertSets.length;
@@ -110,6 +146,7 @@ class SubsetConstruction {
     this.closureOut = arena.take(64);
     this.pool = arena.take(1024);
     this.stateOff = arena.take(65);
+    this.rawDist = arena.take(64);
     this.table = arena.take(256, -1);
     this.trans = arena.take(64 * alphabet.k, -1);
   }
@@ -228,7 +265,21 @@ class SubsetConstruction {
     table[slot] = id;
   }
 
-  /** Looks up or adds the state whose threads are closureOut[0..n). */
+  /** The fewest bytes to acceptance from the threads closureOut[0..n), -1 if none gets there. */
+  private closureDistance(n: number, nfaDistance: Int32Array): number {
+    const { closureOut, numModes } = this;
+    let best = -1;
+    for (let i = 0; i < n; i++) {
+      const d = nfaDistance[(closureOut[i]! / numModes) | 0]!;
+      if (d >= 0 && (best === -1 || d < best)) best = d;
+    }
+    return best;
+  }
+
+  /**
+   * Looks up or adds the state whose threads are closureOut[0..n); with `nfaDistance`, -1 when
+   * they are all dead (the first state, the start, is made even then).
+   */
   private internState(n: number): number {
     const h = hashThreads(this.closureOut, 0, n);
     let table = this.table;
@@ -240,6 +291,9 @@ class SubsetConstruction {
       if (this.sameThreads(id, n)) return id;
       slot = (slot + 1) & mask;
     }
+    // Only new sets are measured: the ones already made are live (or the start).
+    const distance = this.nfaDistance === null ? 0 : this.closureDistance(n, this.nfaDistance);
+    if (distance === -1 && this.numRaw > 0) return -1;
     const id = this.numRaw;
     if (id >= this.limits.maxDfaStates) {
       throw new RegexTooComplexError(`pattern too complex: its DFA needs more than ${this.limits.maxDfaStates} states`, "dfaStates");
@@ -258,6 +312,12 @@ class SubsetConstruction {
       this.stateOff = grown;
     }
     this.stateOff[numRaw] = this.poolUsed;
+    if (id === this.rawDist.length) {
+      const grown = arena.take(this.rawDist.length * 2);
+      grown.set(this.rawDist);
+      this.rawDist = grown;
+    }
+    this.rawDist[id] = distance;
     if (numRaw * this.alphabet.k > this.trans.length) {
       const grown = arena.take(this.trans.length * 2, -1);
       grown.set(this.trans);
