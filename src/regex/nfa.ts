@@ -52,58 +52,6 @@ export class ByteNfa {
     return id;
   }
 
-  /**
-   * Per state: the fewest bytes from it to an accepting state (ε-edges are free), -1 where none is
-   * reachable. Assertions are not followed: only NFAs without them (`hasAssertions` false) get an
-   * exact answer, and only those ask. A 0-1 search backwards, level by level.
-   */
-  bytesToAccept(): Int32Array {
-    const n = this.size;
-    // Reverse adjacency in CSR form: predecessors by ε first, then by a byte, per state.
-    const epsIn = new Int32Array(n + 1);
-    const byteIn = new Int32Array(n + 1);
-    for (let q = 0; q < n; q++) {
-      for (const t of this.eps[q]!) epsIn[t + 1]!++;
-      const edges = this.edges[q]!;
-      for (let i = 2; i < edges.length; i += 3) byteIn[edges[i]! + 1]!++;
-    }
-    for (let q = 0; q < n; q++) {
-      epsIn[q + 1]! += epsIn[q]!;
-      byteIn[q + 1]! += byteIn[q]!;
-    }
-    const epsFrom = new Int32Array(epsIn[n]!);
-    const byteFrom = new Int32Array(byteIn[n]!);
-    const epsFill = epsIn.slice(0, n);
-    const byteFill = byteIn.slice(0, n);
-    for (let q = 0; q < n; q++) {
-      for (const t of this.eps[q]!) epsFrom[epsFill[t]!++] = q;
-      const edges = this.edges[q]!;
-      for (let i = 2; i < edges.length; i += 3) byteFrom[byteFill[edges[i]!]!++] = q;
-    }
-    clock.tick(2 * (n + epsFrom.length + byteFrom.length));
-    // Each state is settled once, at its smallest level; it is queued once per edge at most.
-    const dist = new Int32Array(n).fill(-1);
-    // A level holds the states queued by bytes into it and by ε within it: under n + all edges.
-    const capacity = n + epsFrom.length + byteFrom.length;
-    let level = new Int32Array(capacity);
-    let nextLevel = new Int32Array(capacity);
-    let size = 0;
-    for (let q = 0; q < n; q++) if (this.accept[q]! >= 0) level[size++] = q;
-    for (let d = 0; size > 0; d++) {
-      let nextSize = 0;
-      for (let i = 0; i < size; i++) {
-        const q = level[i]!;
-        if (dist[q] !== -1) continue;
-        dist[q] = d;
-        for (let j = epsIn[q]!; j < epsIn[q + 1]!; j++) if (dist[epsFrom[j]!] === -1) level[size++] = epsFrom[j]!;
-        for (let j = byteIn[q]!; j < byteIn[q + 1]!; j++) if (dist[byteFrom[j]!] === -1) nextLevel[nextSize++] = byteFrom[j]!;
-      }
-      [level, nextLevel] = [nextLevel, level];
-      size = nextSize;
-    }
-    return dist;
-  }
-
   /** Adds `node` after `entry`; returns the exit state. Never adds byte edges to `entry`. */
   emit(node: RegexNode, entry: number): number {
     switch (node.kind) {

@@ -179,7 +179,7 @@ export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = 
   const compiler = new SchemaCompiler(document, { ...DEFAULT_JSON_SCHEMA_OPTIONS, ...options, limits });
   let dfa: ByteDfa;
   try {
-    dfa = compiler.documentDfa(compiler.language([document.rootAt], { depth: 0, over: false, dupFree: false }));
+    dfa = compiler.dfaOf(compiler.language([document.rootAt], { depth: 0, over: false, dupFree: false }), "");
   } catch (error) {
     // The limits above bound every recursion we know of; should one be missed, the answer is
     // still a refusal, not a crash.
@@ -274,17 +274,14 @@ class SchemaCompiler {
    * The DFA of a language. Languages stay nodes (graphs embedding their parts) until something
    * needs a DFA: a set operation, a membership test, the whole document. One subset construction
    * over the whole then replaces one per nesting level.
+   *
+   * Left unminimized (determinize): a subschema's subset construction is within a few percent of
+   * minimal, and finishing it was ~40% of its cost. Products (set operations) still return
+   * minimal DFAs, whatever their operands; a language used twice is embedded minimal (see
+   * `language`), and so are the schema-independent DFAs shared between compiles.
    */
   dfaOf(node: RegexNode, pointer: string): ByteDfa {
-    return node.kind === "dfa" ? node.dfa : this.compileNode(node, pointer);
-  }
-
-  /**
-   * The whole document's DFA: only matched against, so left unminimized (determinize: within a
-   * few percent of minimal for these, and minimizing was ~40% of a median compile).
-   */
-  documentDfa(node: RegexNode): ByteDfa {
-    return node.kind === "dfa" ? node.dfa : this.compileNode(node, "", false);
+    return node.kind === "dfa" ? node.dfa : this.compileNode(node, pointer, false);
   }
 
   private intersect(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
@@ -335,9 +332,10 @@ class SchemaCompiler {
     const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}`;
     const known = this.memo.get(`${baseKey}@${this.unrolled}`);
     if (known) {
-      // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as.
+      // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as
+      // (minimal: each copy of it in a DFA around it costs states).
       if (known.kind === "dfa") return known;
-      const compiled = dfaNode(this.dfaOf(known, pointer));
+      const compiled = dfaNode(this.compileNode(known, pointer));
       this.memo.set(`${baseKey}@${this.unrolled}`, compiled);
       return compiled;
     }

@@ -31,7 +31,7 @@ const DROP = -1;
  * BFS renumbering and merging of classes whose columns agree.
  *
  * Without assertions, a DFA state's language is the union of its NFA states': it is dead when all
- * of theirs are, and its distance to acceptance is the least of theirs (ByteNfa.bytesToAccept).
+ * of theirs are, and its distance to acceptance is the least of theirs (nfaBytesToAccept).
  * Dead states are then never made, and `minimal: false` returns the construction's DFA as it
  * stands (states in breadth-first order already, classes unmerged): for a JSON Schema document,
  * whose subset construction is within a few percent of minimal, the finishing was ~half of its
@@ -40,7 +40,7 @@ const DROP = -1;
 export function determinize(nfa: ByteNfa, start: number, numPatterns: number, limits: DfaLimits, minimal = true): MultiByteDfa {
   arena.reset();
   const alphabet = compressAlphabet(nfa);
-  const nfaDistance = nfa.hasAssertions ? null : nfa.bytesToAccept();
+  const nfaDistance = nfa.hasAssertions ? null : nfaBytesToAccept(alphabet, nfa.accept);
   const subset = new SubsetConstruction(nfa, alphabet, limits, nfaDistance);
   subset.explore(start);
   const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
@@ -48,6 +48,54 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
   const rawDist = nfaDistance === null ? null : subset.rawDist;
   if (!minimal && rawDist !== null && numPatterns === 1) return unfinishedDfa(subset, alphabet, rawAccepting, rawDist);
   return finishDfa(subset.numRaw, alphabet.k, subset.trans, rawMask, rawAccepting, acceptWords, numPatterns, alphabet.classOfByte, rawDist);
+}
+
+/**
+ * Per NFA state: the fewest bytes from it to an accepting state (ε-edges free), -1 where none is
+ * reachable, in scratch. Assertions are not followed (determinize asks only NFAs without them).
+ * A search backwards, level by level: a state is settled once, queued at most once per edge.
+ */
+function nfaBytesToAccept(nfa: ClassedNfa, accept: readonly number[]): Int32Array {
+  const n = accept.length;
+  const { edgeOff, edgeTo, epsOff, epsTo } = nfa;
+  const epsEdges = epsOff[n]!;
+  const byteEdges = edgeOff[n]!;
+  // Predecessors by ε and by a byte, per state (the CSR tables reversed).
+  const epsIn = arena.take(n + 1);
+  const byteIn = arena.take(n + 1);
+  for (let i = 0; i < epsEdges; i++) epsIn[epsTo[i]! + 1]!++;
+  for (let i = 0; i < byteEdges; i++) byteIn[edgeTo[i]! + 1]!++;
+  for (let q = 0; q < n; q++) {
+    epsIn[q + 1]! += epsIn[q]!;
+    byteIn[q + 1]! += byteIn[q]!;
+  }
+  const epsFrom = arena.take(epsEdges);
+  const byteFrom = arena.take(byteEdges);
+  const fill = arena.copy(epsIn);
+  for (let q = 0; q < n; q++) for (let i = epsOff[q]!; i < epsOff[q + 1]!; i++) epsFrom[fill[epsTo[i]!]!++] = q;
+  fill.set(byteIn);
+  for (let q = 0; q < n; q++) for (let i = edgeOff[q]!; i < edgeOff[q + 1]!; i++) byteFrom[fill[edgeTo[i]!]!++] = q;
+  clock.tick(2 * (n + epsEdges + byteEdges));
+  const dist = arena.take(n, -1);
+  // A level holds the states queued by bytes into it and by ε within it: under n + all edges.
+  const capacity = n + epsEdges + byteEdges;
+  let level = arena.take(capacity);
+  let nextLevel = arena.take(capacity);
+  let size = 0;
+  for (let q = 0; q < n; q++) if (accept[q]! >= 0) level[size++] = q;
+  for (let d = 0; size > 0; d++) {
+    let nextSize = 0;
+    for (let i = 0; i < size; i++) {
+      const q = level[i]!;
+      if (dist[q] !== -1) continue;
+      dist[q] = d;
+      for (let j = epsIn[q]!; j < epsIn[q + 1]!; j++) if (dist[epsFrom[j]!] === -1) level[size++] = epsFrom[j]!;
+      for (let j = byteIn[q]!; j < byteIn[q + 1]!; j++) if (dist[byteFrom[j]!] === -1) nextLevel[nextSize++] = byteFrom[j]!;
+    }
+    [level, nextLevel] = [nextLevel, level];
+    size = nextSize;
+  }
+  return dist;
 }
 
 /** The subset construction's one-pattern DFA, every state live (see determinize), out of scratch. */
@@ -89,8 +137,9 @@ function hashThreads(src: Int32Array, from: number, to: number): number {
  * (sorted thread lists in a pool, found through an open-addressing hash table) and transitions.
  */
 class SubsetConstruction {
-  /** Thread ids are nfaState * numModes + mode. */
-  private readonly numModes: number;
+  /** Thread ids are nfaState << modeBits | mode (shifts: a division per thread read was measurable). */
+  private readonly modeBits: number;
+  private readonly modeMask: number;
   private readonly assertion: Int32Array;
   private readonly assertSet: Int32Array;
   private readonly assertTarget: Int32Array;
@@ -99,7 +148,7 @@ class SubsetConstruction {
   private readonly classFree: boolean;
   /** 1 for the NFA states a closure keeps: those with byte edges or accepting. */
   private readonly important: Int32Array;
-  // Epsilon closure of thread ids (nfaState * numModes + mode) into closureOut, sorted.
+  // Epsilon closure of thread ids (nfaState << modeBits | mode) into closureOut, sorted.
   private readonly visitStamp: Int32Array;
   private stamp = 0;
   private readonly stack: Int32Array; // each thread is pushed at most once per closure
@@ -115,7 +164,7 @@ class SubsetConstruction {
   /** Per raw state, its fewest bytes to acceptance (only with `nfaDistance`; -1: dead). */
   rawDist: Int32Array;
 
-  /** `nfaDistance`: ByteNfa.bytesToAccept, given when the NFA has no assertions (see determinize). */
+  /** `nfaDistance`: nfaBytesToAccept's, given when the NFA has no assertions (see determinize). */
   constructor(
     private readonly nfa: ByteNfa,
     private readonly alphabet: ClassedNfa,
@@ -123,11 +172,13 @@ class SubsetConstruction {
     private readonly nfaDistance: Int32Array | null,
   ) {
     const nStates = nfa.size;
-    const numModes = MODE_LOOKAHEAD_BASE + 2 * nfa.assertSets.length;
+    const modeBits = 32 - Math.clz32(MODE_LOOKAHEAD_BASE + 2 * nfa.assertSets.length - 1);
+    const numModes = 1 << modeBits;
     if (nStates * numModes > 1 << 25) {
       throw new RegexTooComplexError("pattern too complex: too many distinct lookaround sets for its size", "nfaStates");
     }
-    this.numModes = numModes;
+    this.modeBits = modeBits;
+    this.modeMask = numModes - 1;
     this.assertion = arena.copy(nfa.assertion);
     this.assertSet = arena.copy(nfa.assertSet);
     this.assertTarget = arena.copy(nfa.assertTarget);
@@ -190,7 +241,7 @@ class SubsetConstruction {
    * prevClass: class of the byte just consumed, -1 at the start of the text.
    */
   private closure(seeds: Int32Array, from: number, to: number, prevClass: number): number {
-    const { numModes, important, acceptOf, assertion, assertTarget, assertSet, visitStamp, stack } = this;
+    const { modeBits, modeMask, important, acceptOf, assertion, assertTarget, assertSet, visitStamp, stack } = this;
     const { epsOff, epsTo, inAssertSet, k, newlineClass } = this.alphabet;
     let closureOut = this.closureOut;
     const atStart = prevClass < 0;
@@ -207,8 +258,8 @@ class SubsetConstruction {
     }
     while (sp > 0) {
       const thread = stack[--sp]!;
-      const q = (thread / numModes) | 0;
-      const mode = thread - q * numModes;
+      const q = thread >> modeBits;
+      const mode = thread & modeMask;
       if (important[q] && (mode !== MODE_END || acceptOf[q]! >= 0)) {
         if (n === closureOut.length) {
           const grown = arena.take(closureOut.length * 2);
@@ -218,7 +269,7 @@ class SubsetConstruction {
         closureOut[n++] = thread;
       }
       for (let i = epsOff[q]!; i < epsOff[q + 1]!; i++) {
-        const t = epsTo[i]! * numModes + mode;
+        const t = (epsTo[i]! << modeBits) | mode;
         if (visitStamp[t] !== stamp) {
           visitStamp[t] = stamp;
           stack[sp++] = t;
@@ -228,15 +279,15 @@ class SubsetConstruction {
       if (a !== 0) {
         let t = -1;
         if (a === Assertion.StartOfText) {
-          if (atStart) t = assertTarget[q]! * numModes + mode;
+          if (atStart) t = (assertTarget[q]! << modeBits) | mode;
         } else if (a === Assertion.StartOfLine) {
-          if (atLineStart) t = assertTarget[q]! * numModes + mode;
+          if (atLineStart) t = (assertTarget[q]! << modeBits) | mode;
         } else if (a === Assertion.PrecededBy || a === Assertion.NotPrecededBy) {
           const inside = !atStart && inAssertSet[assertSet[q]! * k + prevClass] === 1;
-          if (inside === (a === Assertion.PrecededBy)) t = assertTarget[q]! * numModes + mode;
+          if (inside === (a === Assertion.PrecededBy)) t = (assertTarget[q]! << modeBits) | mode;
         } else {
           const next = this.modeAfter(mode, a, q);
-          if (next !== DROP) t = assertTarget[q]! * numModes + next;
+          if (next !== DROP) t = (assertTarget[q]! << modeBits) | next;
         }
         if (t >= 0 && visitStamp[t] !== stamp) {
           visitStamp[t] = stamp;
@@ -244,7 +295,19 @@ class SubsetConstruction {
         }
       }
     }
-    closureOut.subarray(0, n).sort();
+    // Most closures of a JSON Schema's NFA hold one or two threads: sorted in place, as a
+    // subarray view per call was most of the garbage a compile made.
+    if (n > 16) closureOut.subarray(0, n).sort();
+    else
+      for (let i = 1; i < n; i++) {
+        const thread = closureOut[i]!;
+        let j = i - 1;
+        while (j >= 0 && closureOut[j]! > thread) {
+          closureOut[j + 1] = closureOut[j]!;
+          j--;
+        }
+        closureOut[j + 1] = thread;
+      }
     clock.tick(n + to - from);
     return n;
   }
@@ -267,10 +330,10 @@ class SubsetConstruction {
 
   /** The fewest bytes to acceptance from the threads closureOut[0..n), -1 if none gets there. */
   private closureDistance(n: number, nfaDistance: Int32Array): number {
-    const { closureOut, numModes } = this;
+    const { closureOut, modeBits } = this;
     let best = -1;
     for (let i = 0; i < n; i++) {
-      const d = nfaDistance[(closureOut[i]! / numModes) | 0]!;
+      const d = nfaDistance[closureOut[i]! >> modeBits]!;
       if (d >= 0 && (best === -1 || d < best)) best = d;
     }
     return best;
@@ -336,10 +399,10 @@ class SubsetConstruction {
 
   /** The states reachable from NFA state `start` at the start of the text, and their transitions. */
   explore(start: number): void {
-    const numModes = this.numModes;
+    const { modeBits, modeMask } = this;
     const { edgeOff, edgeRange, edgeTo, rangeClassOff, rangeClasses, inAssertSet, k, newlineClass } = this.alphabet;
     const seed = arena.take(1);
-    seed[0] = start * numModes;
+    seed[0] = start << modeBits;
     this.internState(this.closure(seed, 0, 1, -1));
     const classCount = arena.take(k + 1);
     let moves = arena.take(256); // seeds grouped by class
@@ -352,12 +415,12 @@ class SubsetConstruction {
       for (let pass = 0; pass < 2; pass++) {
         for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
           const thread = pool[i]!;
-          const q = (thread / numModes) | 0;
-          const mode = thread - q * numModes;
+          const q = thread >> modeBits;
+          const mode = thread & modeMask;
           if (mode === MODE_END) continue;
           for (let j = edgeOff[q]!; j < edgeOff[q + 1]!; j++) {
             const r = edgeRange[j]!;
-            const target = edgeTo[j]! * numModes;
+            const target = edgeTo[j]! << modeBits;
             for (let x = rangeClassOff[r]!; x < rangeClassOff[r + 1]!; x++) {
               const c = rangeClasses[x]!;
               let t = target;
@@ -408,7 +471,7 @@ class SubsetConstruction {
 
   /** Per raw state, the patterns accepting there (acceptWords words each) and whether any does. */
   acceptance(acceptWords: number): { rawMask: Int32Array; rawAccepting: Int32Array } {
-    const { numModes, acceptOf, pool, stateOff } = this;
+    const { modeBits, modeMask, acceptOf, pool, stateOff } = this;
     const rawCount = this.numRaw;
     const rawMask = arena.take(rawCount * acceptWords);
     const rawAccepting = arena.take(rawCount);
@@ -416,8 +479,8 @@ class SubsetConstruction {
       clock.tick(stateOff[s + 1]! - stateOff[s]! + 1);
       for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
         const thread = pool[i]!;
-        const q = (thread / numModes) | 0;
-        const mode = thread - q * numModes;
+        const q = thread >> modeBits;
+        const mode = thread & modeMask;
         const p = acceptOf[q]!;
         // A pending positive lookahead needs one more character, so it cannot accept at the end.
         const needsMore = mode >= MODE_LOOKAHEAD_BASE && ((mode - MODE_LOOKAHEAD_BASE) & 1) === 0;
