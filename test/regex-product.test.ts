@@ -1,7 +1,7 @@
 // regex/ composition: intersectDfas / subtractDfas against brute-force membership, their results'
 // ByteDfa contract (canonical: equal to the compiled DFA of an equivalent pattern), limits, and
 // compileRegexNode with { kind: "dfa" } nodes (concatenated, alternated, repeated), and its
-// unminimized DFAs (minimal: false).
+// unminimized DFAs (minimal: false); subtractStrings against subtractDfas.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
@@ -14,6 +14,7 @@ import {
   parseFlagString,
   parseRegex,
   subtractDfas,
+  subtractStrings,
   type ByteDfa,
   type RegexNode,
 } from "../src/regex/index.js";
@@ -284,4 +285,44 @@ test("compileRegexNode with minimal: false keeps the language, the contract and 
   assert.equal(compileRegexNode(twoWays, { minimal: false }).numStates, 4);
   // An empty language stays the one-state empty DFA.
   assert.ok(isEmptyLanguage(compileRegexNode({ kind: "concat", items: [set("a"), { kind: "set", set: [] }] }, { minimal: false })));
+});
+
+test("subtractStrings: a DFA minus a finite set of strings, as subtractDfas by their literal DFA", () => {
+  const random = seededRandom(31);
+  const inputs = [...allStrings(["a", "b", "c"], 5), ...randomBytes(random, 100, [0x61, 0x62, 0x63, 0x22, 0xc3, 0xa9])];
+  const words = ["", "a", "b", "ab", "abc", "ba", "cab", "aaaa", "bcbc", "é", "x", "abab"];
+  for (let i = 0; i < 150; i++) {
+    const a = compileRegex(randomPattern(random), BIG);
+    // Some strings in a, some not, prefixes of one another, repeats.
+    const picked = words.filter(() => random() < 0.4);
+    if (random() < 0.3) picked.push(picked[0] ?? "a");
+    const strings = picked.map((w) => encoder.encode(w));
+    const direct = subtractStrings(a, strings, BIG);
+    assertContract(direct);
+    const literals =
+      picked.length === 0
+        ? null
+        : compileRegex(
+            picked.map((w) => w.replace(/[^a-z]/g, (ch) => `\\${ch}`)),
+            BIG,
+          );
+    const expected = literals === null ? a : subtractDfas(a, literals, BIG);
+    for (const bytes of inputs) assert.equal(matchesBytes(direct, bytes), matchesBytes(expected, bytes), `${picked} on ${bytes}`);
+    // Same language: its canonical form (a product with itself) is the product's.
+    assert.deepEqual(intersectDfas(direct, direct, BIG), expected, String(picked));
+  }
+  // Subtries alike are one state: "xa" and "ya" leave the same state of [xy]a* minus the same "".
+  const xy = compileRegex("[xy]a*");
+  assert.equal(subtractStrings(xy, [encoder.encode("xa"), encoder.encode("ya")]).numStates, compileRegex("[xy](?:|aa+)").numStates);
+  // Everything removed: the empty DFA.
+  assert.ok(isEmptyLanguage(subtractStrings(compileRegex("a|bc"), [encoder.encode("a"), encoder.encode("bc")])));
+  assert.throws(
+    () =>
+      subtractStrings(
+        compileRegex("[a-z]*"),
+        ["abcdefghij", "klmnopqrst"].map((w) => encoder.encode(w)),
+        { maxDfaStates: 10 },
+      ),
+    (err: unknown) => err instanceof RegexTooComplexError && err.limit === "dfaStates",
+  );
 });

@@ -71,6 +71,7 @@ import { parseFlagString, parseRegex, type RegexNode } from "./parser.js";
 import { ByteNfa } from "./nfa.js";
 import { determinizeLiterals } from "./dfa/literals.js";
 import { productDfa } from "./dfa/product.js";
+import { subtractStrings as subtractStringsNow } from "./dfa/minus-strings.js";
 import { determinize } from "./dfa/subset.js";
 import { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
@@ -260,6 +261,14 @@ function singleDfa(multi: MultiByteDfa): ByteDfa {
  */
 export function compileRegexNode(node: RegexNode, opts: RegexOptions = {}): ByteDfa {
   return timed(opts, () => singleDfa(buildDfa([node], opts, opts.minimal ?? true)));
+}
+
+/**
+ * The strings of `a` that are none of `strings` (byte strings), as a DFA of the same contract
+ * (not canonical: see minus-strings.ts); subtractDfas by a literal DFA, without its cost.
+ */
+export function subtractStrings(a: ByteDfa, strings: readonly Uint8Array[], limits: RegexLimits = {}): ByteDfa {
+  return timed(limits, () => subtractStringsNow(a, strings, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }));
 }
 
 /** The strings both DFAs accept, as a DFA of the same contract; empty is a valid result. */

@@ -40,6 +40,7 @@ export {
   intersectDfas,
   RegexCache,
   subtractDfas,
+  subtractStrings,
   type PatternSpec,
   type RegexLimits,
   type RegexOptions,

@@ -40,6 +40,7 @@ import {
   RegexSyntaxError,
   RegexTooComplexError,
   subtractDfas,
+  subtractStrings,
   type ByteDfa,
   type RegexLimits,
   type RegexNode,
@@ -1207,7 +1208,16 @@ class SchemaCompiler {
       excluded.length === 0
         ? strings
         : this.shared(`unnamed#${JSON.stringify(excluded)}`, () =>
-            this.subtract(strings, this.compileNode(alt(excluded.map(stringLiteral)), pointer), pointer),
+            // Names we write one way only (most) are taken out as bytes, through their trie.
+            excluded.every((name) => ONE_SPELLING.test(name))
+              ? this.regex(pointer, (limits) =>
+                  subtractStrings(
+                    strings,
+                    excluded.map((name) => utf8Encoder.encode(JSON.stringify(name))),
+                    limits,
+                  ),
+                )
+              : this.subtract(strings, this.compileNode(alt(excluded.map(stringLiteral)), pointer), pointer),
           );
     for (const dfa of nameLanguages) keys = this.intersect(keys, dfa, pointer);
     const regions: Region[] = [];
@@ -1471,6 +1481,13 @@ function finiteTexts(dfa: ByteDfa, limit: number, maxBytes: number): string[] | 
 }
 
 const utf8 = new TextDecoder();
+const utf8Encoder = new TextEncoder();
+
+/**
+ * Property names with one spelling in the strings we write (json-text.ts's encodeSet): no `"`,
+ * `\`, `/` (also written `\/`), control characters, nor surrogates; JSON.stringify's is it.
+ */
+const ONE_SPELLING = /^[^\u0000-\u001f"\\/\ud800-\udfff]*$/;
 
 /** A JSON value's key under JSON equality: numbers by value, objects by their sorted members. */
 function canonicalJson(value: unknown): string {

@@ -7,7 +7,7 @@ import { regexClock } from "../clock.js";
 import { byHead, distancesToAccept, reachableAcceptance, transitionLists, type TransitionLists } from "./distances.js";
 import { minimize } from "./minimize.js";
 import { dfaArena } from "./scratch.js";
-import type { MultiByteDfa } from "./types.js";
+import type { ByteDfa, MultiByteDfa } from "./types.js";
 
 /** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
 const clock = regexClock;
@@ -78,6 +78,48 @@ export function finishDfa(
     acceptMask,
     reachMask,
   };
+}
+
+/**
+ * finishDfa without minimization for a one-pattern raw DFA (start: raw 0): its live states
+ * numbered breadth-first, the classes as they are, exact distances. Returns the empty DFA when
+ * the start is dead.
+ */
+export function pruneDfa(rawCount: number, k: number, rawTrans: Int32Array, rawAccepting: Int32Array, classOfByte: Int32Array): ByteDfa {
+  const edges = transitionLists(rawCount, k, rawTrans);
+  const dist = distancesToAccept(rawCount, byHead(rawCount, edges, "tail"), rawAccepting);
+  if (dist[0] === -1) {
+    const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = emptyDfa(1, 1);
+    return { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
+  }
+  const order = arena.take(rawCount, -1);
+  const rawOf = arena.take(rawCount);
+  order[0] = 0;
+  let numStates = 1;
+  for (let h = 0; h < numStates; h++) {
+    clock.tick(k);
+    const raw = rawOf[h]!;
+    for (let c = 0; c < k; c++) {
+      const t = rawTrans[raw * k + c]!;
+      if (t >= 0 && dist[t]! >= 0 && order[t] === -1) {
+        order[t] = numStates;
+        rawOf[numStates++] = t;
+      }
+    }
+  }
+  const next = new Int32Array(numStates * k);
+  const accepting = new Uint8Array(numStates);
+  const minBytesToAccept = new Int32Array(numStates);
+  for (let h = 0; h < numStates; h++) {
+    const raw = rawOf[h]!;
+    for (let c = 0; c < k; c++) {
+      const t = rawTrans[raw * k + c]!;
+      next[h * k + c] = t >= 0 && dist[t]! >= 0 ? order[t]! : -1;
+    }
+    accepting[h] = rawAccepting[raw]!;
+    minBytesToAccept[h] = dist[raw]!;
+  }
+  return { numStates, start: 0, numClasses: k, byteClass: Uint8Array.from(classOfByte), next, accepting, minBytesToAccept };
 }
 
 /** The transitions between live states, in live ids (written over the raw lists). */
