@@ -141,18 +141,11 @@ export class ByteNfa {
     const base = this.size;
     for (let s = 0; s < dfa.numStates; s++) this.newState();
     this.eps[entry]!.push(base + dfa.start);
-    const runs = byteRuns(dfa.byteClass);
+    const { offsets, edges } = dfaEdges(dfa);
+    clock.tick(dfa.numStates + edges.length / 3);
     for (let s = 0; s < dfa.numStates; s++) {
-      clock.tick(runs.length / 3);
-      const edges = this.edges[base + s]!;
-      for (let i = 0; i < runs.length; i += 3) {
-        const t = dfa.next[s * dfa.numClasses + runs[i + 2]!]!;
-        if (t < 0) continue;
-        // Adjacent runs into the same state become one edge: fewer ranges for the alphabet.
-        const n = edges.length;
-        if (n > 0 && edges[n - 1] === base + t && edges[n - 2] === runs[i]! - 1) edges[n - 2] = runs[i + 1]!;
-        else edges.push(runs[i]!, runs[i + 1]!, base + t);
-      }
+      const list = this.edges[base + s]!;
+      for (let i = offsets[s]!; i < offsets[s + 1]!; i += 3) list.push(edges[i]!, edges[i + 1]!, base + edges[i + 2]!);
       if (dfa.accepting[s] === 1) this.eps[base + s]!.push(exit);
     }
     return exit;
@@ -200,6 +193,36 @@ export class ByteNfa {
     return exit;
   }
 }
+
+/**
+ * A DFA's transitions as byte-range edges, per state edges[offsets[s]..offsets[s + 1]) as flat
+ * [lo, hi, target, …], adjacent runs into one state merged (fewer ranges for the alphabet). Kept
+ * per DFA: the DFAs embedded most (strings, numbers, shared values) are embedded many times.
+ */
+function dfaEdges(dfa: ByteDfa): { offsets: Int32Array; edges: Int32Array } {
+  const known = embeddedEdges.get(dfa);
+  if (known) return known;
+  const runs = byteRuns(dfa.byteClass);
+  const offsets = new Int32Array(dfa.numStates + 1);
+  const flat: number[] = [];
+  for (let s = 0; s < dfa.numStates; s++) {
+    clock.tick(runs.length / 3);
+    const first = flat.length;
+    for (let i = 0; i < runs.length; i += 3) {
+      const t = dfa.next[s * dfa.numClasses + runs[i + 2]!]!;
+      if (t < 0) continue;
+      const n = flat.length;
+      if (n > first && flat[n - 1] === t && flat[n - 2] === runs[i]! - 1) flat[n - 2] = runs[i + 1]!;
+      else flat.push(runs[i]!, runs[i + 1]!, t);
+    }
+    offsets[s + 1] = flat.length;
+  }
+  const result = { offsets, edges: Int32Array.from(flat) };
+  embeddedEdges.set(dfa, result);
+  return result;
+}
+
+const embeddedEdges = new WeakMap<ByteDfa, { offsets: Int32Array; edges: Int32Array }>();
 
 /** The maximal runs of bytes in one class, flat [lo, hi, class, ...] in byte order. */
 function byteRuns(byteClass: Uint8Array): number[] {

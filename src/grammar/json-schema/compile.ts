@@ -630,10 +630,15 @@ class SchemaCompiler {
     const parts: RegexNode[] = [];
     for (const value of spec.enumValues!) {
       if (!typeAllows(spec, value)) continue;
-      const text = this.compileNode(this.valueText(value, want), pointer);
       // A literal has no repeated keys: the rest need not be written duplicate-free to keep it so.
       if (rest === null) rest = this.dfaOf(this.specLanguage(withoutEnum, alternative, { ...want, dupFree: false }, pointer), pointer);
-      const kept = this.intersect(text, rest, pointer);
+      // A value we write one way only (most enums: strings, numbers) is kept or not by a walk.
+      const only = want.over ? null : onlyText(value);
+      if (only !== null) {
+        if (matchesString(rest, only)) parts.push(literal(only));
+        continue;
+      }
+      const kept = this.intersect(this.compileNode(this.valueText(value, want), pointer), rest, pointer);
       if (!isEmptyLanguage(kept)) parts.push(dfaNode(kept));
     }
     return alt(parts);
@@ -1487,6 +1492,12 @@ const utf8Encoder = new TextEncoder();
  * Property names with one spelling in the strings we write (json-text.ts's encodeSet): no `"`,
  * `\`, `/` (also written `\/`), control characters, nor surrogates; JSON.stringify's is it.
  */
+/** The one text we write for a scalar value that has one (valueText's, not over), else null. */
+function onlyText(value: unknown): string | null {
+  if (value === null || typeof value === "boolean" || typeof value === "number") return JSON.stringify(value);
+  return typeof value === "string" && ONE_SPELLING.test(value) ? JSON.stringify(value) : null;
+}
+
 const ONE_SPELLING = /^[^\u0000-\u001f"\\/\ud800-\udfff]*$/;
 
 /** A JSON value's key under JSON equality: numbers by value, objects by their sorted members. */

@@ -163,6 +163,11 @@ class SubsetConstruction {
   trans: Int32Array;
   /** Per raw state, its fewest bytes to acceptance (only with `nfaDistance`; -1: dead). */
   rawDist: Int32Array;
+  /** Per NFA state: 0 not known yet, 1 its byte edges cover disjoint classes, 2 they overlap. */
+  private readonly disjointEdges: Int32Array;
+  /** hasDisjointEdges' marks per class, by stamp. */
+  private readonly classSeen: Int32Array;
+  private classStamp = 0;
 
   /** `nfaDistance`: nfaBytesToAccept's, given when the NFA has no assertions (see determinize). */
   constructor(
@@ -198,6 +203,8 @@ class SubsetConstruction {
     this.pool = arena.take(1024);
     this.stateOff = arena.take(65);
     this.rawDist = arena.take(64);
+    this.disjointEdges = arena.take(nStates);
+    this.classSeen = arena.take(alphabet.k);
     this.table = arena.take(256, -1);
     this.trans = arena.take(64 * alphabet.k, -1);
   }
@@ -410,6 +417,7 @@ class SubsetConstruction {
       // This state's threads (internState, below, may move them to larger tables).
       const pool = this.pool;
       const stateOff = this.stateOff;
+      if (stateOff[s + 1]! - stateOff[s]! === 1 && this.exploreSingle(s, pool[stateOff[s]!]!, seed)) continue;
       // Pass 1 counts seeds per class, pass 2 places them (counting sort, no per-class arrays).
       classCount.fill(0);
       for (let pass = 0; pass < 2; pass++) {
@@ -467,6 +475,55 @@ class SubsetConstruction {
         from = to;
       }
     }
+  }
+
+  /**
+   * A state of one free thread whose NFA state's edges cover disjoint classes (most states of a
+   * JSON Schema's DFA: its NFA embeds DFAs and literals): each edge's target, closed once, is the
+   * transition on all of its classes, with no pass over every class. False when it does not apply.
+   */
+  private exploreSingle(s: number, thread: number, seed: Int32Array): boolean {
+    if (!this.classFree || (thread & this.modeMask) !== MODE_FREE) return false;
+    const q = thread >> this.modeBits;
+    if (!this.hasDisjointEdges(q)) return false;
+    const { edgeOff, edgeRange, edgeTo, rangeClassOff, rangeClasses, k } = this.alphabet;
+    for (let j = edgeOff[q]!; j < edgeOff[q + 1]!; j++) {
+      const r = edgeRange[j]!;
+      const from = rangeClassOff[r]!;
+      const to = rangeClassOff[r + 1]!;
+      if (from === to) continue;
+      seed[0] = edgeTo[j]! << this.modeBits;
+      // No class is read by the closure here (classFree): any of the range's stands for them all.
+      const n = this.closure(seed, 0, 1, rangeClasses[from]!);
+      const target = n > 0 ? this.internState(n) : -1;
+      clock.tick(to - from + 1);
+      if (target < 0) continue;
+      const trans = this.trans;
+      for (let x = from; x < to; x++) trans[s * k + rangeClasses[x]!] = target;
+    }
+    return true;
+  }
+
+  /** Whether no two byte edges of NFA state q share a class (memoised per state). */
+  private hasDisjointEdges(q: number): boolean {
+    const known = this.disjointEdges[q]!;
+    if (known !== 0) return known === 1;
+    const { edgeOff, edgeRange, rangeClassOff, rangeClasses } = this.alphabet;
+    const stamp = ++this.classStamp;
+    let disjoint = true;
+    for (let j = edgeOff[q]!; j < edgeOff[q + 1]! && disjoint; j++) {
+      const r = edgeRange[j]!;
+      for (let x = rangeClassOff[r]!; x < rangeClassOff[r + 1]!; x++) {
+        const c = rangeClasses[x]!;
+        if (this.classSeen[c] === stamp) {
+          disjoint = false;
+          break;
+        }
+        this.classSeen[c] = stamp;
+      }
+    }
+    this.disjointEdges[q] = disjoint ? 1 : 2;
+    return disjoint;
   }
 
   /** Per raw state, the patterns accepting there (acceptWords words each) and whether any does. */
