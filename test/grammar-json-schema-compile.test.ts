@@ -409,3 +409,43 @@ test("several contains on one array: each counts its own items, with its own min
   const error = refusal(tooMany);
   assert.ok(error instanceof JsonSchemaError && error.keyword === "contains", String(error));
 });
+
+test("oneOf branches shown disjoint (a type, a required property's listed values) are not subtracted", () => {
+  // An object branch beside an array branch: written in full, several unnamed keys included
+  // (subtracting the other branch would have kept the minuend to one unnamed key, see dupFree).
+  const rowOrRows = {
+    oneOf: [
+      { type: "object", patternProperties: { "^[a-z_]+$": { type: ["string", "number", "boolean"] } }, additionalProperties: false },
+      { type: "array", items: { type: "string" } },
+    ],
+  };
+  assert.deepEqual(verdicts(rowOrRows, ['{"id": 1, "name": "x", "is_active": true}', '["a"]', "[1]", '{"A": 1}']), [
+    true,
+    true,
+    false,
+    false,
+  ]);
+  // A discriminator: both branches require "kind" and list disjoint values for it.
+  const tagged = {
+    type: "object",
+    oneOf: [
+      { required: ["kind"], properties: { kind: { const: "a" }, v: { type: "integer" } } },
+      { required: ["kind"], properties: { kind: { enum: ["b", "c"] }, v: { type: "string" } } },
+    ],
+  };
+  assert.deepEqual(
+    verdicts(tagged, ['{"kind": "a", "v": 1, "x": 2, "y": 3}', '{"kind": "b", "v": "s"}', '{"kind": "a", "v": "s"}', '{"v": 1}']),
+    [true, true, false, false],
+  );
+  // Without a type, a non-object meets both branches (required and properties only read
+  // objects): still subtracted, so a string is in neither oneOf's exactly-one.
+  const untyped = {
+    oneOf: [
+      { required: ["k"], properties: { k: { const: 1 } } },
+      { required: ["k"], properties: { k: { const: 2 } } },
+    ],
+  };
+  assert.deepEqual(verdicts(untyped, ['"s"', '{"k": 1}', '{"k": 2}', '{"k": 3}']), [false, true, true, false]);
+  // not: a type the value cannot have takes nothing away.
+  assert.deepEqual(verdicts({ type: "object", not: { type: "string" } }, ['{"a": 1, "b": 2}', '"s"']), [true, false]);
+});

@@ -376,10 +376,13 @@ class SchemaCompiler {
         parts.push(dfaNode(this.anyValue(want.depth, this.options.freeNesting, want)));
         continue;
       }
-      const minuendWant = alternative.subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
+      // What provably shares no value with the alternative takes nothing away from it: most
+      // `oneOf`s (branches told apart by a type, or by a required property's listed values).
+      const subtract = alternative.subtract.filter((subtrahend) => !this.disjoint(alternative, subtrahend));
+      const minuendWant = subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
       const spec = mergeConjuncts(alternative.conjuncts, this.document, this, refs.length === 1 ? this.scopeRoot(refs[0]!) : null);
       const base = this.specLanguage(spec, alternative, minuendWant, pointer);
-      if (alternative.subtract.length === 0) {
+      if (subtract.length === 0) {
         parts.push(base);
         continue;
       }
@@ -387,7 +390,7 @@ class SchemaCompiler {
       // What is subtracted only shrinks the minuend: one limit holds for every subtrahend.
       const over = !want.over;
       const limit = over ? this.nestingLimit(dfa, want.depth) : undefined;
-      for (const subtrahend of alternative.subtract) {
+      for (const subtrahend of subtract) {
         if (isEmptyLanguage(dfa)) break;
         const other = this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit });
         const at = subtrahend[0]?.pointer ?? pointer;
@@ -396,6 +399,31 @@ class SchemaCompiler {
       if (!isEmptyLanguage(dfa)) parts.push(dfaNode(dfa));
     }
     return alt(parts);
+  }
+
+  /**
+   * Whether no value meets both the alternative and `other` (all of its schemas), read off the
+   * keywords every value of each must meet: `type`, `enum`/`const`, and for objects a property
+   * one of them requires that both list values for (`properties.p.enum`/`const`), disjointly.
+   * Sound, not complete: false only means "not shown". Skipping a subtraction of what is disjoint
+   * keeps U exact (nothing of it was in `other`) and O a superset.
+   */
+  private disjoint(alternative: Alternative, other: readonly SchemaAt[]): boolean {
+    const probe: Alternative = { conjuncts: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
+    if (!this.flatten(other, probe)) return true; // `other` holds no value at all
+    const withConst = this.document.draft >= 6;
+    const mine = valueFacts(alternative.conjuncts, alternative.require, withConst);
+    const theirs = valueFacts(probe.conjuncts, probe.require, withConst);
+    const common = JSON_TYPES.filter((t) => mine.types.has(t) && theirs.types.has(t));
+    if (common.length === 0) return true;
+    // A value both could hold that is not an object escapes `required` and `properties`.
+    if (common.length > 1 || common[0] !== "object") return false;
+    for (const name of [...mine.required, ...theirs.required]) {
+      const a = mine.values.get(name);
+      const b = theirs.values.get(name);
+      if (a !== undefined && b !== undefined && ![...a].some((v) => b.has(v))) return true;
+    }
+    return false;
   }
 
   /**
@@ -1499,6 +1527,52 @@ function onlyText(value: unknown): string | null {
 }
 
 const ONE_SPELLING = /^[^\u0000-\u001f"\\/\ud800-\udfff]*$/;
+
+const JSON_TYPES = ["null", "boolean", "number", "string", "array", "object"] as const;
+
+/** The JSON type of a value (integers are numbers). */
+function jsonTypeOf(value: unknown): (typeof JSON_TYPES)[number] {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  const t = typeof value;
+  return t === "boolean" || t === "number" || t === "string" ? t : "object";
+}
+
+/**
+ * What every value meeting all of `conjuncts` has, from their own keywords only: its possible
+ * JSON types (`type`, `enum`, `const`), the properties it must have if an object (`required`,
+ * and `require`: an alternative's), and per property the values it may take where some conjunct
+ * lists them (`properties.p.enum`/`const`), as canonicalJson texts.
+ */
+function valueFacts(
+  conjuncts: readonly Conjunct[],
+  require: ReadonlySet<string>,
+  withConst: boolean,
+): { types: Set<string>; required: Set<string>; values: Map<string, Set<string>> } {
+  let types = new Set<string>(JSON_TYPES);
+  const required = new Set(require);
+  const values = new Map<string, Set<string>>();
+  const listed = (schema: Record<string, unknown>): unknown[] | null =>
+    withConst && "const" in schema ? [schema.const] : Array.isArray(schema.enum) ? schema.enum : null;
+  for (const { schema } of conjuncts) {
+    const declared = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
+    if (declared !== null)
+      types = new Set([...types].filter((t) => declared.includes(t) || (t === "number" && declared.includes("integer"))));
+    const own = listed(schema);
+    if (own !== null) types = new Set([...types].filter((t) => own.some((v) => jsonTypeOf(v) === t)));
+    if (Array.isArray(schema.required)) for (const name of schema.required) if (typeof name === "string") required.add(name);
+    if (isObject(schema.properties)) {
+      for (const [name, property] of Object.entries(schema.properties)) {
+        const options = isObject(property) ? listed(property) : property === false ? [] : null;
+        if (options === null) continue;
+        const texts = new Set(options.map(canonicalJson));
+        const before = values.get(name);
+        values.set(name, before === undefined ? texts : new Set([...before].filter((v) => texts.has(v))));
+      }
+    }
+  }
+  return { types, required, values };
+}
 
 /** A JSON value's key under JSON equality: numbers by value, objects by their sorted members. */
 function canonicalJson(value: unknown): string {

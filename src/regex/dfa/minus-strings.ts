@@ -104,15 +104,12 @@ export function subtractStrings(a: ByteDfa, strings: readonly Uint8Array[], limi
     clock.tick(k);
     const raw = rawOfNode[node]!;
     const s = stateOf[node]!;
+    // Off the trie into a's states, then the node's children over their bytes' classes.
     for (let c = 0; c < k; c++) {
-      const b = firstByte[c]!;
-      const next = readByTrie[b] === 1 ? child.get(node * 256 + b) : undefined;
-      if (next !== undefined) trans[raw * k + c] = rawOfNode[canonical[next]!]!;
-      else {
-        const t = a.next[s * ka + a.byteClass[b]!]!;
-        if (t >= 0) trans[raw * k + c] = trieStates + t;
-      }
+      const t = a.next[s * ka + a.byteClass[firstByte[c]!]!]!;
+      if (t >= 0) trans[raw * k + c] = trieStates + t;
     }
+    for (const b of childBytes[node]!) trans[raw * k + classOfByte[b]!] = rawOfNode[canonical[child.get(node * 256 + b)!]!]!;
     accepting[raw] = a.accepting[s] === 1 && ends[node] === 0 ? 1 : 0;
   }
   for (let s = 0; s < a.numStates; s++) {
