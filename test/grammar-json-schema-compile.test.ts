@@ -448,4 +448,24 @@ test("oneOf branches shown disjoint (a type, a required property's listed values
   assert.deepEqual(verdicts(untyped, ['"s"', '{"k": 1}', '{"k": 2}', '{"k": 3}']), [false, true, true, false]);
   // not: a type the value cannot have takes nothing away.
   assert.deepEqual(verdicts({ type: "object", not: { type: "string" } }, ['{"a": 1, "b": 2}', '"s"']), [true, false]);
+  // Closed objects: a property one branch requires, the other does not allow; a required
+  // property's types apart; listed values apart.
+  const shapes = {
+    type: "object",
+    oneOf: [
+      { required: ["$ref"], properties: { $ref: { type: "string" } }, additionalProperties: false },
+      { required: ["type"], properties: { type: { type: "string" }, n: { type: "integer" } } },
+      { required: ["type"], properties: { type: { type: "integer" } } },
+    ],
+  };
+  assert.deepEqual(
+    verdicts(shapes, [
+      '{"$ref": "x"}',
+      '{"type": "t", "n": 1, "a": 1, "b": 2}',
+      '{"type": 1, "a": 1, "b": 2}',
+      '{"type": "t", "$ref": "x"}',
+    ]),
+    [true, true, true, true],
+  );
+  assert.deepEqual(verdicts({ enum: ["a", "b"], not: { const: "c" } }, ['"a"', '"b"', '"c"']), [true, true, false]);
 });

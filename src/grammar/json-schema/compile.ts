@@ -403,25 +403,35 @@ class SchemaCompiler {
 
   /**
    * Whether no value meets both the alternative and `other` (all of its schemas), read off the
-   * keywords every value of each must meet: `type`, `enum`/`const`, and for objects a property
-   * one of them requires that both list values for (`properties.p.enum`/`const`), disjointly.
-   * Sound, not complete: false only means "not shown". Skipping a subtraction of what is disjoint
-   * keeps U exact (nothing of it was in `other`) and O a superset.
+   * keywords every value of each must meet (valueFacts): their types or listed values share
+   * nothing, or, where only objects could meet both, a property one of them requires is told
+   * apart (its types or listed values share nothing, or the other side forbids it: a closed
+   * object, an alternative's absent dependency). Sound, not complete: false means "not shown".
+   * Skipping a subtraction of what is disjoint keeps U exact (nothing of it was in `other`) and
+   * O a superset.
    */
   private disjoint(alternative: Alternative, other: readonly SchemaAt[]): boolean {
     const probe: Alternative = { conjuncts: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
     if (!this.flatten(other, probe)) return true; // `other` holds no value at all
     const withConst = this.document.draft >= 6;
-    const mine = valueFacts(alternative.conjuncts, alternative.require, withConst);
-    const theirs = valueFacts(probe.conjuncts, probe.require, withConst);
-    const common = JSON_TYPES.filter((t) => mine.types.has(t) && theirs.types.has(t));
-    if (common.length === 0) return true;
+    const mine = valueFacts(alternative.conjuncts, alternative.require, alternative.forbid, withConst);
+    const theirs = valueFacts(probe.conjuncts, probe.require, probe.forbid, withConst);
+    if (apart(mine.value, theirs.value)) return true;
     // A value both could hold that is not an object escapes `required` and `properties`.
+    const common = JSON_TYPES.filter((t) => mine.value.types.has(t) && theirs.value.types.has(t));
     if (common.length > 1 || common[0] !== "object") return false;
-    for (const name of [...mine.required, ...theirs.required]) {
-      const a = mine.values.get(name);
-      const b = theirs.values.get(name);
-      if (a !== undefined && b !== undefined && ![...a].some((v) => b.has(v))) return true;
+    const excludes = (facts: ValueFacts, name: string): boolean =>
+      facts.forbidden.has(name) || (facts.allowed !== null && !facts.allowed.has(name));
+    for (const [one, two] of [
+      [mine, theirs],
+      [theirs, mine],
+    ] as const) {
+      for (const name of one.required) {
+        if (excludes(two, name)) return true;
+        const a = one.properties.get(name);
+        const b = two.properties.get(name);
+        if (a !== undefined && b !== undefined && apart(a, b)) return true;
+      }
     }
     return false;
   }
@@ -1538,40 +1548,77 @@ function jsonTypeOf(value: unknown): (typeof JSON_TYPES)[number] {
   return t === "boolean" || t === "number" || t === "string" ? t : "object";
 }
 
+/** What a value may be, as far as `type`, `enum` and `const` say: its JSON types, its values (canonicalJson; null: not listed). */
+interface ScalarFacts {
+  types: Set<string>;
+  values: Set<string> | null;
+}
+
+/** What every value meeting some conjuncts has (valueFacts). */
+interface ValueFacts {
+  readonly value: ScalarFacts;
+  /** If an object: the properties it has, may have (null: any), must not have, and what each may be. */
+  readonly required: Set<string>;
+  readonly allowed: Set<string> | null;
+  readonly forbidden: ReadonlySet<string>;
+  readonly properties: Map<string, ScalarFacts>;
+}
+
+/** Whether no value is in both. */
+function apart(a: ScalarFacts, b: ScalarFacts): boolean {
+  if (![...a.types].some((t) => b.types.has(t))) return true;
+  return a.values !== null && b.values !== null && ![...a.values].some((v) => b.values!.has(v));
+}
+
+/** Narrows `facts` by one schema's `type`, `enum` and `const` (const from draft-06 on). */
+function narrowScalar(facts: ScalarFacts, schema: unknown, withConst: boolean): void {
+  if (schema === false) {
+    facts.types.clear();
+    return;
+  }
+  if (!isObject(schema)) return;
+  const declared = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
+  if (declared !== null)
+    for (const t of facts.types) if (!declared.includes(t) && !(t === "number" && declared.includes("integer"))) facts.types.delete(t);
+  const listed = withConst && "const" in schema ? [schema.const] : Array.isArray(schema.enum) ? schema.enum : null;
+  if (listed === null) return;
+  for (const t of facts.types) if (!listed.some((v) => jsonTypeOf(v) === t)) facts.types.delete(t);
+  const texts = new Set(listed.map(canonicalJson));
+  facts.values = facts.values === null ? texts : new Set([...facts.values].filter((v) => texts.has(v)));
+}
+
 /**
- * What every value meeting all of `conjuncts` has, from their own keywords only: its possible
- * JSON types (`type`, `enum`, `const`), the properties it must have if an object (`required`,
- * and `require`: an alternative's), and per property the values it may take where some conjunct
- * lists them (`properties.p.enum`/`const`), as canonicalJson texts.
+ * What every value meeting all of `conjuncts` has, from their own keywords only (each must hold
+ * of every such value): ScalarFacts from `type`/`enum`/`const`; if an object, the properties it
+ * must have (`required`, and an alternative's `require`), may have (`additionalProperties:
+ * false` without `patternProperties`: the ones `properties` names), must not have (`forbid`),
+ * and ScalarFacts per property from `properties`.
  */
 function valueFacts(
   conjuncts: readonly Conjunct[],
   require: ReadonlySet<string>,
+  forbid: ReadonlySet<string>,
   withConst: boolean,
-): { types: Set<string>; required: Set<string>; values: Map<string, Set<string>> } {
-  let types = new Set<string>(JSON_TYPES);
+): ValueFacts {
+  const value: ScalarFacts = { types: new Set(JSON_TYPES), values: null };
   const required = new Set(require);
-  const values = new Map<string, Set<string>>();
-  const listed = (schema: Record<string, unknown>): unknown[] | null =>
-    withConst && "const" in schema ? [schema.const] : Array.isArray(schema.enum) ? schema.enum : null;
+  let allowed: Set<string> | null = null;
+  const properties = new Map<string, ScalarFacts>();
   for (const { schema } of conjuncts) {
-    const declared = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
-    if (declared !== null)
-      types = new Set([...types].filter((t) => declared.includes(t) || (t === "number" && declared.includes("integer"))));
-    const own = listed(schema);
-    if (own !== null) types = new Set([...types].filter((t) => own.some((v) => jsonTypeOf(v) === t)));
+    narrowScalar(value, schema, withConst);
     if (Array.isArray(schema.required)) for (const name of schema.required) if (typeof name === "string") required.add(name);
-    if (isObject(schema.properties)) {
-      for (const [name, property] of Object.entries(schema.properties)) {
-        const options = isObject(property) ? listed(property) : property === false ? [] : null;
-        if (options === null) continue;
-        const texts = new Set(options.map(canonicalJson));
-        const before = values.get(name);
-        values.set(name, before === undefined ? texts : new Set([...before].filter((v) => texts.has(v))));
-      }
+    const named = isObject(schema.properties) ? schema.properties : {};
+    if (schema.additionalProperties === false && schema.patternProperties === undefined) {
+      const names = Object.keys(named);
+      allowed = allowed === null ? new Set(names) : new Set(names.filter((n) => allowed!.has(n)));
+    }
+    for (const [name, property] of Object.entries(named)) {
+      let facts = properties.get(name);
+      if (facts === undefined) properties.set(name, (facts = { types: new Set(JSON_TYPES), values: null }));
+      narrowScalar(facts, property, withConst);
     }
   }
-  return { types, required, values };
+  return { value, required, allowed, forbidden: forbid, properties };
 }
 
 /** A JSON value's key under JSON equality: numbers by value, objects by their sorted members. */
