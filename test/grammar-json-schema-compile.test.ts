@@ -10,7 +10,7 @@ import {
   JsonSchemaUnsatisfiableError,
   type JsonSchemaOptions,
 } from "../src/grammar/index.js";
-import { maxNesting } from "../src/grammar/json-schema/json-text.js";
+import { codePointBounds, maxNesting } from "../src/grammar/json-schema/json-text.js";
 import { matchesString } from "../src/regex/index.js";
 
 function verdicts(schema: unknown, texts: readonly string[], options?: JsonSchemaOptions): boolean[] {
@@ -468,4 +468,28 @@ test("oneOf branches shown disjoint (a type, a required property's listed values
     [true, true, true, true],
   );
   assert.deepEqual(verdicts({ enum: ["a", "b"], not: { const: "c" } }, ['"a"', '"b"', '"c"']), [true, true, false]);
+});
+
+test("length bounds with a format: ones every text of the format meets change nothing, shorter ones cut", () => {
+  // Emails are 3 to 253 characters: maxLength 255 adds nothing (the format's DFA is taken as it is,
+  // without its product with the counted lengths), and codePointBounds says so.
+  const email = { type: "string", format: "email" };
+  const bounded = { type: "string", format: "email", minLength: 3, maxLength: 255 };
+  assert.equal(compileJsonSchema(bounded).dfa.numStates, compileJsonSchema(email).dfa.numStates);
+  assert.deepEqual(verdicts(bounded, ['"a@b.co"', '"a@b"', '"ab"']), verdicts(email, ['"a@b.co"', '"a@b"', '"ab"']));
+  // maxLength 10 does cut emails.
+  const short = { type: "string", format: "email", maxLength: 10 };
+  assert.deepEqual(verdicts(short, ['"a@b.co"', '"abcde@b.co"', '"abcdef@b.co"']), [true, true, false]);
+  assert.deepEqual(verdicts({ ...short, minLength: 7 }, ['"a@b.co"', '"ab@b.co"']), [false, true]);
+  assert.deepEqual(codePointBounds({ kind: "repeat", item: { kind: "set", set: [0x61, 0x62] }, min: 2, max: -1 }), [2, Infinity]);
+  assert.deepEqual(
+    codePointBounds({
+      kind: "alt",
+      items: [
+        { kind: "concat", items: [] },
+        { kind: "repeat", item: { kind: "set", set: [0x61, 0x61] }, min: 1, max: 3 },
+      ],
+    }),
+    [0, 3],
+  );
 });

@@ -55,6 +55,7 @@ import {
   EMPTY,
   concat,
   dfaNode,
+  codePointBounds,
   encodeNode,
   anyEncodedChar,
   countedValueText,
@@ -867,20 +868,28 @@ class SchemaCompiler {
       minLength === 0 && maxLength === Infinity
         ? repeat(anyEncodedChar(), 0, -1)
         : repeat(anyEncodedChar(), minLength, maxLength === Infinity ? -1 : maxLength);
-    let dfa = this.shared(`string#${minLength}#${maxLength}`, () => this.compileNode(quoted(content), pointer));
+    const formatDfa = (format: string, node: RegexNode, at: string): ByteDfa =>
+      this.shared(`format#${format}`, () => this.compileNode(quoted(encodeNode(node)), at));
+    // A format whose every text is as long as the bounds allow (an email, 3 to 253 characters,
+    // under maxLength 255) is the language itself: its product with the counted lengths (a DFA
+    // of thousands of states) was the slowest part of many compiles.
+    const withinBounds = formats.find(({ format }) => {
+      const node = formatNode(format);
+      const bounds = node === null ? null : codePointBounds(node);
+      return bounds !== null && bounds[0] >= minLength && bounds[1] <= maxLength;
+    });
+    let dfa = withinBounds
+      ? formatDfa(withinBounds.format, formatNode(withinBounds.format)!, withinBounds.pointer)
+      : this.shared(`string#${minLength}#${maxLength}`, () => this.compileNode(quoted(content), pointer));
     for (const { pattern, pointer: at } of patterns) {
       if (isEmptyLanguage(dfa)) break;
       dfa = this.intersect(dfa, this.patternLanguage(pattern, at), at);
     }
-    for (const { format, pointer: at } of formats) {
+    for (const entry of formats) {
       if (isEmptyLanguage(dfa)) break;
-      const node = formatNode(format);
-      if (node === null) continue;
-      dfa = this.intersect(
-        dfa,
-        this.shared(`format#${format}`, () => this.compileNode(quoted(encodeNode(node)), at)),
-        at,
-      );
+      const node = formatNode(entry.format);
+      if (node === null || entry === withinBounds) continue;
+      dfa = this.intersect(dfa, formatDfa(entry.format, node, entry.pointer), entry.pointer);
     }
     return isEmptyLanguage(dfa) ? null : dfa;
   }

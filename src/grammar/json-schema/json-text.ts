@@ -151,6 +151,49 @@ export function encodeNode(node: RegexNode): RegexNode {
   }
 }
 
+/**
+ * The fewest and most characters of the strings a code-point RegexNode (encodeNode's input)
+ * matches, most Infinity when unbounded; wider than the truth where a branch matches nothing.
+ * Null for nodes that hold no code-point form (embedded DFAs, graphs).
+ */
+export function codePointBounds(node: RegexNode): [number, number] | null {
+  switch (node.kind) {
+    case "set":
+      return [1, 1];
+    case "concat": {
+      let low = 0;
+      let high = 0;
+      for (const item of node.items) {
+        const bounds = codePointBounds(item);
+        if (bounds === null) return null;
+        low += bounds[0];
+        high += bounds[1];
+      }
+      return [low, high];
+    }
+    case "alt": {
+      let low = Infinity;
+      let high = 0;
+      for (const item of node.items) {
+        const bounds = codePointBounds(item);
+        if (bounds === null) return null;
+        low = Math.min(low, bounds[0]);
+        high = Math.max(high, bounds[1]);
+      }
+      return [low === Infinity ? 0 : low, high];
+    }
+    case "repeat": {
+      const bounds = codePointBounds(node.item);
+      if (bounds === null) return null;
+      return [bounds[0] * node.min, node.max === -1 ? (bounds[1] === 0 ? 0 : Infinity) : bounds[1] * node.max];
+    }
+    case "assert":
+      return [0, 0];
+    default:
+      return null;
+  }
+}
+
 let encodedChar: RegexNode | null = null;
 
 /**
