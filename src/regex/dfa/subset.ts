@@ -374,7 +374,9 @@ class SubsetConstruction {
       grown.set(this.pool);
       this.pool = grown;
     }
-    this.pool.set(this.closureOut.subarray(0, n), this.poolUsed);
+    // A loop, not set(subarray(…)): a view per new state was garbage for one or two threads.
+    const { pool, closureOut } = this;
+    for (let i = 0; i < n; i++) pool[this.poolUsed + i] = closureOut[i]!;
     this.poolUsed += n;
     if (numRaw + 1 > this.stateOff.length) {
       const grown = arena.take(this.stateOff.length * 2);
