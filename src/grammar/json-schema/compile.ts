@@ -57,6 +57,7 @@ import {
   dfaNode,
   codePointBounds,
   encodeNode,
+  hasOneSpelling,
   anyEncodedChar,
   countedValueText,
   FALSE_TEXT,
@@ -1261,7 +1262,7 @@ class SchemaCompiler {
         ? strings
         : this.shared(`unnamed#${JSON.stringify(excluded)}`, () =>
             // Names we write one way only (most) are taken out as bytes, through their trie.
-            excluded.every((name) => ONE_SPELLING.test(name))
+            excluded.every((name) => hasOneSpelling(name))
               ? this.regex(pointer, (limits) =>
                   subtractStrings(
                     strings,
@@ -1535,17 +1536,11 @@ function finiteTexts(dfa: ByteDfa, limit: number, maxBytes: number): string[] | 
 const utf8 = new TextDecoder();
 const utf8Encoder = new TextEncoder();
 
-/**
- * Property names with one spelling in the strings we write (json-text.ts's encodeSet): no `"`,
- * `\`, `/` (also written `\/`), control characters, nor surrogates; JSON.stringify's is it.
- */
 /** The one text we write for a scalar value that has one (valueText's, not over), else null. */
 function onlyText(value: unknown): string | null {
   if (value === null || typeof value === "boolean" || typeof value === "number") return JSON.stringify(value);
-  return typeof value === "string" && ONE_SPELLING.test(value) ? JSON.stringify(value) : null;
+  return typeof value === "string" && hasOneSpelling(value) ? JSON.stringify(value) : null;
 }
-
-const ONE_SPELLING = /^[^\u0000-\u001f"\\/\ud800-\udfff]*$/;
 
 const JSON_TYPES = ["null", "boolean", "number", "string", "array", "object"] as const;
 

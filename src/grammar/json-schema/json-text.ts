@@ -210,9 +210,20 @@ export function quoted(encodedContent: RegexNode): RegexNode {
   return concat(range(0x22), encodedContent, range(0x22));
 }
 
+/**
+ * Whether we write `text` inside a JSON string one way only (encodeSet's spellings): no `"`,
+ * `\`, `/` (also written `\/`), control characters, nor surrogates; JSON.stringify's is it.
+ */
+export function hasOneSpelling(text: string): boolean {
+  return ONE_SPELLING.test(text);
+}
+
+const ONE_SPELLING = /^[^\u0000-\u001f"\\/\ud800-\udfff]*$/;
+
 /** The JSON string literal of exactly `text`, in every spelling we write. */
 export function stringLiteral(text: string): RegexNode {
-  return quoted(encodeNode(literal(text)));
+  // Most keys and enum strings have one spelling: their bytes, without a set per character.
+  return hasOneSpelling(text) ? literal(JSON.stringify(text)) : quoted(encodeNode(literal(text)));
 }
 
 /**
