@@ -61,18 +61,17 @@ export function subtractStrings(a: ByteDfa, strings: readonly Uint8Array[], limi
   for (const bytes of childBytes) for (const b of bytes) readByTrie[b] = 1;
   const classOfByte = arena.take(256);
   const firstByte = arena.take(256);
-  const classOfKey = new Map<number, number>();
+  // Keys: a's class (< 256), or 256 + the byte for the trie's.
+  const classOfKey = arena.take(512, -1);
+  let k = 0;
   for (let b = 0; b < 256; b++) {
     const key = readByTrie[b] === 1 ? 256 + b : a.byteClass[b]!;
-    let c = classOfKey.get(key);
-    if (c === undefined) {
-      c = classOfKey.size;
-      classOfKey.set(key, c);
-      firstByte[c] = b;
+    if (classOfKey[key] === -1) {
+      classOfKey[key] = k;
+      firstByte[k++] = b;
     }
-    classOfByte[b] = c;
+    classOfByte[b] = classOfKey[key]!;
   }
-  const k = classOfKey.size;
   // 3. Subtries alike are one state, found bottom-up (children are made after their parents).
   const canonical = arena.take(nodes);
   const bySignature = new Map<string, number>();
