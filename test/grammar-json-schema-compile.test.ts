@@ -468,6 +468,9 @@ test("oneOf branches shown disjoint (a type, a required property's listed values
     [true, true, true, true],
   );
   assert.deepEqual(verdicts({ enum: ["a", "b"], not: { const: "c" } }, ['"a"', '"b"', '"c"']), [true, true, false]);
+  // What is not subtracted is still read: a malformed keyword in it is refused by name.
+  const malformed = refusal({ type: "object", not: { type: "string", minLength: "x" } });
+  assert.ok(malformed instanceof JsonSchemaError && malformed.message.includes("minLength"), malformed.message);
 });
 
 test("length bounds with a format: ones every text of the format meets change nothing, shorter ones cut", () => {

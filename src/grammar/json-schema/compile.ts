@@ -415,6 +415,8 @@ class SchemaCompiler {
   private disjoint(alternative: Alternative, other: readonly SchemaAt[]): boolean {
     const probe: Alternative = { conjuncts: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
     if (!this.flatten(other, probe)) return true; // `other` holds no value at all
+    // Its keywords are still read (and a malformed one refused), as compiling it would have.
+    mergeConjuncts(probe.conjuncts, this.document, this);
     const withConst = this.document.draft >= 6;
     const mine = valueFacts(alternative.conjuncts, alternative.require, alternative.forbid, withConst);
     const theirs = valueFacts(probe.conjuncts, probe.require, probe.forbid, withConst);
@@ -1543,6 +1545,8 @@ function onlyText(value: unknown): string | null {
 }
 
 const JSON_TYPES = ["null", "boolean", "number", "string", "array", "object"] as const;
+/** The names `type` takes. */
+const KNOWN_TYPES: ReadonlySet<unknown> = new Set([...JSON_TYPES, "integer"]);
 
 /** The JSON type of a value (integers are numbers). */
 function jsonTypeOf(value: unknown): (typeof JSON_TYPES)[number] {
@@ -1582,9 +1586,11 @@ function narrowScalar(facts: ScalarFacts, schema: unknown, withConst: boolean): 
   }
   if (!isObject(schema)) return;
   const declared = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
-  if (declared !== null)
+  // Malformed keywords tell nothing here (the merge refuses them where they count).
+  if (declared !== null && declared.length > 0 && declared.every((t) => KNOWN_TYPES.has(t)))
     for (const t of facts.types) if (!declared.includes(t) && !(t === "number" && declared.includes("integer"))) facts.types.delete(t);
-  const listed = withConst && "const" in schema ? [schema.const] : Array.isArray(schema.enum) ? schema.enum : null;
+  const listed =
+    withConst && "const" in schema ? [schema.const] : Array.isArray(schema.enum) && schema.enum.length > 0 ? schema.enum : null;
   if (listed === null) return;
   for (const t of facts.types) if (!listed.some((v) => jsonTypeOf(v) === t)) facts.types.delete(t);
   const texts = new Set(listed.map(canonicalJson));
