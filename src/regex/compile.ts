@@ -98,8 +98,8 @@ export interface RegexOptions extends RegexLimits {
   flags?: string;
   /**
    * false: compileRegexNode may return the subset construction's DFA unminimized (live states
-   * only, see determinize), for a DFA that is matched against and never combined further.
-   * Default true.
+   * only, see determinize), for a DFA that is matched against or taken once into a product,
+   * where minimizing costs more than the states it saves. Default true.
    */
   minimal?: boolean;
 }
