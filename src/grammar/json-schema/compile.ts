@@ -380,7 +380,8 @@ class SchemaCompiler {
       }
       // What provably shares no value with the alternative takes nothing away from it: most
       // `oneOf`s (branches told apart by a type, or by a required property's listed values).
-      const subtract = alternative.subtract.filter((subtrahend) => !this.disjoint(alternative, subtrahend));
+      const mine = alternative.subtract.length === 0 ? null : this.valueFacts(alternative);
+      const subtract = alternative.subtract.filter((subtrahend) => !this.disjoint(mine!, subtrahend));
       const minuendWant = subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
       const spec = mergeConjuncts(alternative.conjuncts, this.document, this, refs.length === 1 ? this.scopeRoot(refs[0]!) : null);
       const base = this.specLanguage(spec, alternative, minuendWant, pointer);
@@ -412,14 +413,12 @@ class SchemaCompiler {
    * Skipping a subtraction of what is disjoint keeps U exact (nothing of it was in `other`) and
    * O a superset.
    */
-  private disjoint(alternative: Alternative, other: readonly SchemaAt[]): boolean {
+  private disjoint(mine: ValueFacts, other: readonly SchemaAt[]): boolean {
     const probe: Alternative = { conjuncts: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
     if (!this.flatten(other, probe)) return true; // `other` holds no value at all
     // Its keywords are still read (and a malformed one refused), as compiling it would have.
     mergeConjuncts(probe.conjuncts, this.document, this);
-    const withConst = this.document.draft >= 6;
-    const mine = valueFacts(alternative.conjuncts, alternative.require, alternative.forbid, withConst);
-    const theirs = valueFacts(probe.conjuncts, probe.require, probe.forbid, withConst);
+    const theirs = this.valueFacts(probe);
     if (apart(mine.value, theirs.value)) return true;
     // A value both could hold that is not an object escapes `required` and `properties`.
     const common = JSON_TYPES.filter((t) => mine.value.types.has(t) && theirs.value.types.has(t));
@@ -438,6 +437,11 @@ class SchemaCompiler {
       }
     }
     return false;
+  }
+
+  /** valueFacts of an alternative's conjuncts, with its required and forbidden keys. */
+  private valueFacts(alternative: Alternative): ValueFacts {
+    return valueFacts(alternative.conjuncts, alternative.require, alternative.forbid, this.document.draft >= 6);
   }
 
   /**
@@ -871,28 +875,30 @@ class SchemaCompiler {
       minLength === 0 && maxLength === Infinity
         ? repeat(anyEncodedChar(), 0, -1)
         : repeat(anyEncodedChar(), minLength, maxLength === Infinity ? -1 : maxLength);
-    const formatDfa = (format: string, node: RegexNode, at: string): ByteDfa =>
-      this.shared(`format#${format}`, () => this.compileNode(quoted(encodeNode(node)), at));
+    // The formats asserted (the others are annotations), each as the JSON strings it allows.
+    const asserted = formats.flatMap(({ format, pointer: at }) => {
+      const node = formatNode(format);
+      if (node === null) return [];
+      const dfa = (): ByteDfa => this.shared(`format#${format}`, () => this.compileNode(quoted(encodeNode(node)), at));
+      return [{ node, at, dfa }];
+    });
     // A format whose every text is as long as the bounds allow (an email, 3 to 253 characters,
     // under maxLength 255) is the language itself: its product with the counted lengths (a DFA
     // of thousands of states) was the slowest part of many compiles.
-    const withinBounds = formats.find(({ format }) => {
-      const node = formatNode(format);
-      const bounds = node === null ? null : codePointBounds(node);
+    const withinBounds = asserted.find(({ node }) => {
+      const bounds = codePointBounds(node);
       return bounds !== null && bounds[0] >= minLength && bounds[1] <= maxLength;
     });
     let dfa = withinBounds
-      ? formatDfa(withinBounds.format, formatNode(withinBounds.format)!, withinBounds.pointer)
+      ? withinBounds.dfa()
       : this.shared(`string#${minLength}#${maxLength}`, () => this.compileNode(quoted(content), pointer));
     for (const { pattern, pointer: at } of patterns) {
       if (isEmptyLanguage(dfa)) break;
       dfa = this.intersect(dfa, this.patternLanguage(pattern, at), at);
     }
-    for (const entry of formats) {
+    for (const format of asserted) {
       if (isEmptyLanguage(dfa)) break;
-      const node = formatNode(entry.format);
-      if (node === null || entry === withinBounds) continue;
-      dfa = this.intersect(dfa, formatDfa(entry.format, node, entry.pointer), entry.pointer);
+      if (format !== withinBounds) dfa = this.intersect(dfa, format.dfa(), format.at);
     }
     return isEmptyLanguage(dfa) ? null : dfa;
   }
