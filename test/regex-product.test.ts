@@ -15,6 +15,7 @@ import {
   parseRegex,
   subtractDfas,
   subtractStrings,
+  trimDfa,
   type ByteDfa,
   type RegexNode,
 } from "../src/regex/index.js";
@@ -285,6 +286,66 @@ test("compileRegexNode with minimal: false keeps the language, the contract and 
   assert.equal(compileRegexNode(twoWays, { minimal: false }).numStates, 4);
   // An empty language stays the one-state empty DFA.
   assert.ok(isEmptyLanguage(compileRegexNode({ kind: "concat", items: [set("a"), { kind: "set", set: [] }] }, { minimal: false })));
+});
+
+test("dfa nodes are stepped through their own tables: random embeddings equal the pattern's DFA", () => {
+  // determinize reads an embedded DFA's table and distances instead of copying its edges into the
+  // NFA (nfa.ts, emitDfa), and writes them out as edges where the NFA has assertions.
+  const random = seededRandom(41);
+  const flags = parseFlagString("");
+  const embed = (p: string, minimal: boolean): RegexNode => ({
+    kind: "dfa",
+    dfa: compileRegexNode(parseRegex(p, flags), { ...BIG, minimal }),
+  });
+  let compared = 0;
+  for (let i = 0; i < 80; i++) {
+    const [p, q] = [randomPattern(random), randomPattern(random)];
+    const [a, b] = [embed(p, random() < 0.5), embed(q, random() < 0.5)];
+    const shapes: Array<[RegexNode, string]> = [
+      [{ kind: "concat", items: [a, b] }, `(?:${p})(?:${q})`],
+      [{ kind: "repeat", item: { kind: "alt", items: [a, b] }, min: 0, max: -1 }, `(?:${p}|${q})*`],
+      [{ kind: "concat", items: [{ kind: "repeat", item: a, min: 1, max: 2 }, set("c"), b] }, `(?:${p}){1,2}c(?:${q})`],
+      // An assertion beside them: the blocks are written out as edges.
+      [{ kind: "concat", items: [a, parseRegex("(?:b$|c)", flags), b] }, `(?:${p})(?:b$|c)(?:${q})`],
+    ];
+    for (const [node, text] of shapes) {
+      let expected: ByteDfa;
+      try {
+        expected = compileRegexNode(parseRegex(text, flags), { ...BIG, maxDfaStates: 1000 });
+      } catch (error) {
+        if (error instanceof RegexTooComplexError) continue; // a few repeats of repeats blow up
+        throw error;
+      }
+      assert.deepEqual(compileRegexNode(node, BIG), expected, text);
+      const raw = compileRegexNode(node, { ...BIG, minimal: false });
+      assertContract(raw);
+      assert.deepEqual(intersectDfas(raw, raw, BIG), expected, `${text} (minimal: false)`);
+      compared++;
+    }
+  }
+  assert.ok(compared > 250, `${compared} of 320 compared`);
+});
+
+test("trimDfa keeps a hand-built DFA's live reachable states with exact distances", () => {
+  // States: 0 -a-> 1 (accepting), 0 -b-> 2 (dead: no way to accept), 3 unreachable; distances wrong.
+  const byteClass = new Uint8Array(256);
+  byteClass[0x61] = 1;
+  byteClass[0x62] = 2;
+  const next = Int32Array.from([-1, 1, 2, -1, 1, -1, -1, 2, 2, -1, 1, -1]);
+  const raw: ByteDfa = {
+    numStates: 4,
+    start: 0,
+    numClasses: 3,
+    byteClass,
+    next,
+    accepting: Uint8Array.from([0, 1, 0, 1]),
+    minBytesToAccept: new Int32Array(4),
+  };
+  const trimmed = trimDfa(raw);
+  assertContract(trimmed);
+  assert.equal(trimmed.numStates, 2);
+  for (const text of ["", "a", "aa", "b", "ab", "aab"]) assert.equal(matchesBytes(trimmed, encoder.encode(text)), /^a+$/.test(text), text);
+  assert.deepEqual(compileRegexNode({ kind: "dfa", dfa: trimmed }), compileRegex("a+"));
 });
 
 test("subtractStrings: a DFA minus a finite set of strings, as subtractDfas by their literal DFA", () => {

@@ -73,6 +73,8 @@ import { determinizeLiterals } from "./dfa/literals.js";
 import { productDfa } from "./dfa/product.js";
 import { subtractStrings as subtractStringsNow } from "./dfa/minus-strings.js";
 import { determinize } from "./dfa/subset.js";
+import { pruneDfa } from "./dfa/finish.js";
+import { dfaArena } from "./dfa/scratch.js";
 import { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 import { LruCache } from "../support/index.js";
@@ -269,6 +271,20 @@ export function compileRegexNode(node: RegexNode, opts: RegexOptions = {}): Byte
  */
 export function subtractStrings(a: ByteDfa, strings: readonly Uint8Array[], limits: RegexLimits = {}): ByteDfa {
   return timed(limits, () => subtractStringsNow(a, strings, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }));
+}
+
+/**
+ * A DFA built by hand (start 0, any states, any distances) made to meet the ByteDfa contract:
+ * its live states reachable from the start, numbered breadth-first, with exact distances. A DFA
+ * embedded in a pattern ({ kind: "dfa" }) must meet it: the subset construction steps through
+ * its table and reads its distances (nfa.ts, emitDfa).
+ */
+export function trimDfa(dfa: ByteDfa, limits: RegexLimits = {}): ByteDfa {
+  if (dfa.start !== 0) throw new Error("trimDfa: the start must be state 0");
+  return timed(limits, () => {
+    dfaArena.reset();
+    return pruneDfa(dfa.numStates, dfa.numClasses, dfa.next, Int32Array.from(dfa.accepting), Int32Array.from(dfa.byteClass));
+  });
 }
 
 /** The strings both DFAs accept, as a DFA of the same contract; empty is a valid result. */

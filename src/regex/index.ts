@@ -41,6 +41,7 @@ export {
   RegexCache,
   subtractDfas,
   subtractStrings,
+  trimDfa,
   type PatternSpec,
   type RegexLimits,
   type RegexOptions,

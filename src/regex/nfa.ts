@@ -7,6 +7,16 @@ import type { GraphOfNodes, RegexNode } from "./parser.js";
 /** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
 const clock = regexClock;
 
+/** A DFA embedded in an NFA: its state s is NFA state base + s; its accepting states lead to exit by ε. */
+export interface EmbeddedDfa {
+  readonly dfa: ByteDfa;
+  readonly base: number;
+  readonly exit: number;
+}
+
+/** The edge lists of an embedded DFA's states: frozen, so that a stray push fails loudly. */
+const NO_EDGES: number[] = Object.freeze([]) as unknown as number[];
+
 /**
  * Thompson NFA over bytes. A state has epsilon successors, byte-range edges, optionally one
  * assertion (a conditional epsilon edge to `assertTarget`), and optionally accepts a pattern.
@@ -24,6 +34,8 @@ export class ByteNfa {
   readonly assertPosition: number[] = [];
   private readonly assertSetIds = new Map<string, number>();
   readonly accept: number[] = []; // pattern index, -1 = none
+  /** DFAs embedded by reference (emitDfa), in the order of their bases. */
+  readonly blocks: EmbeddedDfa[] = [];
   hasAssertions = false;
   private readonly sequenceCache = new Map<string, number[][]>();
 
@@ -36,12 +48,7 @@ export class ByteNfa {
   newState(): number {
     const id = this.eps.length;
     clock.tick(1);
-    if (id >= this.maxStates) {
-      throw new RegexTooComplexError(
-        `pattern too complex: its automaton needs more than ${this.maxStates} NFA states (large counted repeats?)`,
-        "nfaStates",
-      );
-    }
+    if (id >= this.maxStates) this.tooManyStates();
     this.eps.push([]);
     this.edges.push([]);
     this.assertion.push(0);
@@ -133,22 +140,54 @@ export class ByteNfa {
   }
 
   /**
-   * A copy of the DFA's states as NFA states (each occurrence gets its own: a repeat emits its
-   * item again), entered at its start by ε, left by ε from its accepting states.
+   * A DFA embedded by reference: a block of NFA states numbered base + s for its states s, with
+   * no edges of their own in `eps`/`edges` (determinize reads the DFA's table for them), entered
+   * at its start by ε and left by ε from its accepting states. Each occurrence gets its own block
+   * (a repeat emits its item again). Copying the DFA's edges into NFA lists was a fifth of a JSON
+   * Schema compile: its free values are DFAs of hundreds of states, embedded once per object.
    */
   private emitDfa(dfa: ByteDfa, entry: number): number {
     const exit = this.newState();
     const base = this.size;
-    for (let s = 0; s < dfa.numStates; s++) this.newState();
-    this.eps[entry]!.push(base + dfa.start);
-    const { offsets, edges } = dfaEdges(dfa);
-    clock.tick(dfa.numStates + edges.length / 3);
+    if (base + dfa.numStates > this.maxStates) this.tooManyStates();
+    clock.tick(dfa.numStates);
     for (let s = 0; s < dfa.numStates; s++) {
-      const list = this.edges[base + s]!;
-      for (let i = offsets[s]!; i < offsets[s + 1]!; i += 3) list.push(edges[i]!, edges[i + 1]!, base + edges[i + 2]!);
-      if (dfa.accepting[s] === 1) this.eps[base + s]!.push(exit);
+      this.eps.push(NO_EDGES);
+      this.edges.push(NO_EDGES);
+      this.assertion.push(0);
+      this.assertTarget.push(-1);
+      this.assertSet.push(-1);
+      this.assertPosition.push(-1);
+      this.accept.push(-1);
     }
+    this.eps[entry]!.push(base + dfa.start);
+    this.blocks.push({ dfa, base, exit });
     return exit;
+  }
+
+  private tooManyStates(): never {
+    throw new RegexTooComplexError(
+      `pattern too complex: its automaton needs more than ${this.maxStates} NFA states (large counted repeats?)`,
+      "nfaStates",
+    );
+  }
+
+  /**
+   * Writes every block's DFA out as NFA edges (the states keep their numbers), for the subset
+   * construction's general path: with assertions, a thread's mode filters its edges per class.
+   */
+  materializeBlocks(): void {
+    for (const { dfa, base, exit } of this.blocks) {
+      const { offsets, edges } = dfaEdges(dfa);
+      clock.tick(dfa.numStates + edges.length / 3);
+      for (let s = 0; s < dfa.numStates; s++) {
+        const list: number[] = [];
+        for (let i = offsets[s]!; i < offsets[s + 1]!; i += 3) list.push(edges[i]!, edges[i + 1]!, base + edges[i + 2]!);
+        this.edges[base + s] = list;
+        this.eps[base + s] = dfa.accepting[s] === 1 ? [exit] : [];
+      }
+    }
+    this.blocks.length = 0;
   }
 
   private emitSet(set: CodeSet, entry: number): number {
@@ -223,6 +262,26 @@ function dfaEdges(dfa: ByteDfa): { offsets: Int32Array; edges: Int32Array } {
 }
 
 const embeddedEdges = new WeakMap<ByteDfa, { offsets: Int32Array; edges: Int32Array }>();
+
+/** The distinct byte ranges of dfaEdges, flat [lo, hi, ...] (cached per DFA). */
+export function dfaEdgeRanges(dfa: ByteDfa): Int32Array {
+  const known = edgeRanges.get(dfa);
+  if (known) return known;
+  const { edges } = dfaEdges(dfa);
+  const seen = new Set<number>();
+  const ranges: number[] = [];
+  for (let i = 0; i < edges.length; i += 3) {
+    const key = edges[i]! * 256 + edges[i + 1]!;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    ranges.push(edges[i]!, edges[i + 1]!);
+  }
+  const result = Int32Array.from(ranges);
+  edgeRanges.set(dfa, result);
+  return result;
+}
+
+const edgeRanges = new WeakMap<ByteDfa, Int32Array>();
 
 /** The maximal runs of bytes in one class, flat [lo, hi, class, ...] in byte order. */
 function byteRuns(byteClass: Uint8Array): number[] {

@@ -9,7 +9,7 @@
 // union, intersection and difference: compile.ts intersects and subtracts encoded languages.
 // Other `\uXXXX` spellings of ordinary characters are valid JSON that we never write.
 
-import { compileRegexNode, type ByteDfa, type CodeSet, type RegexNode } from "../../regex/index.js";
+import { compileRegexNode, trimDfa, type ByteDfa, type CodeSet, type RegexNode } from "../../regex/index.js";
 
 export type WhitespaceStyle = "default" | "compact" | "indented";
 
@@ -230,8 +230,8 @@ export function stringLiteral(text: string): RegexNode {
  * The encoded form of a decoded-string language given as a byte DFA over its UTF-8 (a pattern's,
  * whose `^` and `$` must mean the string's ends). The bytes escapes stand for are single-byte
  * characters, never parts of a longer UTF-8 sequence, so each of the DFA's transitions on such a
- * byte becomes the escape's bytes. Returns a raw DFA (identity byte classes, not minimal): wrap it
- * in a dfa node and compile.
+ * byte becomes the escape's bytes. Returns a DFA of identity byte classes, not minimal (its live
+ * states: trimDfa): wrap it in a dfa node and compile.
  */
 export function quoteDfa(dfa: ByteDfa): ByteDfa {
   // Per original state s: s itself, then after "\" (1), after "\u" (2), "\u0" (3), "\u00" (4),
@@ -271,8 +271,7 @@ export function quoteDfa(dfa: ByteDfa): ByteDfa {
   for (let s = 0; s < dfa.numStates; s++) accepting[s * K] = dfa.accepting[s]!;
   const byteClass = new Uint8Array(256);
   for (let b = 0; b < 256; b++) byteClass[b] = b;
-  // Distances are not this raw DFA's to give: the compile that embeds it computes its own.
-  return { numStates: n, start: dfa.start * K, numClasses: 256, byteClass, next, accepting, minBytesToAccept: new Int32Array(n) };
+  return trimDfa({ numStates: n, start: dfa.start * K, numClasses: 256, byteClass, next, accepting, minBytesToAccept: new Int32Array(n) });
 }
 
 const NONZERO_DIGITS = concat(range(0x31, 0x39), repeat(range(0x30, 0x39), 0, -1));

@@ -3,7 +3,8 @@
 // lookaround set tells apart, so the construction steps per class instead of per byte.
 
 import { regexClock } from "../clock.js";
-import type { ByteNfa } from "../nfa.js";
+import { type ByteNfa, dfaEdgeRanges } from "../nfa.js";
+import type { ByteDfa } from "./types.js";
 import { dfaArena } from "./scratch.js";
 
 /** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
@@ -32,7 +33,58 @@ export interface ClassedNfa {
   readonly inAssertSet: Int32Array;
   /** Per lookaround byte set: 1 where it holds "\n". */
   readonly newlineInSet: Int32Array;
+  /**
+   * Per NFA state: the index of the embedded DFA (ByteNfa.blocks) it is a state of, else -1.
+   * Such a state has no byte edges here: with r = blockRows[b], its state s = q - blockBase[b]
+   * moves on its class r.cls[i] to blockBase[b] + r.to[i] (i in r.off[s] .. r.off[s + 1]), and
+   * an embedded class d is our classes blockClassList[b][blockClassOff[b][d] .. [d + 1]]. Its
+   * ε-edge to the block's exit, when accepting, is in epsOff/epsTo like any other.
+   */
+  readonly blockOf: Int32Array;
+  readonly blockBase: Int32Array;
+  readonly blockRows: readonly SparseRows[];
+  readonly blockClassOff: readonly Int32Array[];
+  readonly blockClassList: readonly Int32Array[];
 }
+
+/** A DFA's transitions, state by state, without the dead ones (see sparseRows). */
+export interface SparseRows {
+  readonly off: Int32Array;
+  readonly cls: Int32Array;
+  readonly to: Int32Array;
+}
+
+/**
+ * The live transitions of each state of a DFA: a state of an embedded DFA has a few (a string's
+ * content, a number's digits) among dozens of classes. Cached per DFA: embedded DFAs are shared.
+ */
+function sparseRows(dfa: ByteDfa): SparseRows {
+  const known = rowsOf.get(dfa);
+  if (known) return known;
+  const { numStates, numClasses, next } = dfa;
+  const off = new Int32Array(numStates + 1);
+  let count = 0;
+  for (let i = 0; i < numStates * numClasses; i++) if (next[i]! >= 0) count++;
+  const cls = new Int32Array(count);
+  const to = new Int32Array(count);
+  clock.tick(2 * numStates * numClasses);
+  let n = 0;
+  for (let s = 0; s < numStates; s++) {
+    for (let c = 0; c < numClasses; c++) {
+      const t = next[s * numClasses + c]!;
+      if (t >= 0) {
+        cls[n] = c;
+        to[n++] = t;
+      }
+    }
+    off[s + 1] = n;
+  }
+  const rows = { off, cls, to };
+  rowsOf.set(dfa, rows);
+  return rows;
+}
+
+const rowsOf = new WeakMap<ByteDfa, SparseRows>();
 
 /**
  * Alphabet compression: bytes that every NFA edge treats alike share a class. Refine the
@@ -52,7 +104,26 @@ export function compressAlphabet(nfa: ByteNfa): ClassedNfa {
       if (set[i]! <= 0x0a && 0x0a <= set[i + 1]!) newlineInSet[j] = 1;
     }
   });
-  const { edgeOff, edgeRange, edgeTo, epsOff, epsTo } = edges;
+  const { edgeOff, edgeRange, edgeTo, epsOff, epsTo, blockOf } = edges;
+  // Each embedded DFA's classes in terms of ours (its class boundaries were ranges above).
+  const blocks = nfa.blocks;
+  const blockBase = arena.take(blocks.length);
+  const blockRows: SparseRows[] = [];
+  const blockClassOff: Int32Array[] = [];
+  const blockClassList: Int32Array[] = [];
+  const classesOf = new Map<ByteDfa, [Int32Array, Int32Array]>();
+  for (let b = 0; b < blocks.length; b++) {
+    const { dfa, base } = blocks[b]!;
+    let classes = classesOf.get(dfa);
+    if (classes === undefined) {
+      classes = ourClassesOf(dfa, classOfByte, k);
+      classesOf.set(dfa, classes);
+    }
+    blockBase[b] = base;
+    blockRows.push(sparseRows(dfa));
+    blockClassOff.push(classes[0]);
+    blockClassList.push(classes[1]);
+  }
   return {
     edgeOff,
     edgeRange,
@@ -66,7 +137,31 @@ export function compressAlphabet(nfa: ByteNfa): ClassedNfa {
     rangeClasses,
     inAssertSet,
     newlineInSet,
+    blockOf,
+    blockBase,
+    blockRows,
+    blockClassOff,
+    blockClassList,
   };
+}
+
+/** Per class d of an embedded DFA, ours that are within it (CSR: [off[d], off[d + 1]) of list). */
+function ourClassesOf(dfa: ByteDfa, classOfByte: Int32Array, k: number): [Int32Array, Int32Array] {
+  const kd = dfa.numClasses;
+  // Our class c is within the DFA's class of its first byte (ours refine its edges' ranges).
+  const theirs = arena.take(k, -1);
+  for (let byte = 0; byte < 256; byte++) {
+    const c = classOfByte[byte]!;
+    if (theirs[c] === -1) theirs[c] = dfa.byteClass[byte]!;
+  }
+  const off = arena.take(kd + 1);
+  for (let c = 0; c < k; c++) off[theirs[c]! + 1]!++;
+  for (let d = 0; d < kd; d++) off[d + 1]! += off[d]!;
+  const list = arena.take(k);
+  const fill = arena.copy(off);
+  for (let c = 0; c < k; c++) list[fill[theirs[c]!]!++] = c;
+  clock.tick(256 + 2 * k + kd);
+  return [off, list];
 }
 
 /**
@@ -79,6 +174,7 @@ function flatEdges(nfa: ByteNfa): {
   edgeTo: Int32Array;
   epsOff: Int32Array;
   epsTo: Int32Array;
+  blockOf: Int32Array;
   rangeLo: number[];
   rangeHi: number[];
 } {
@@ -97,9 +193,30 @@ function flatEdges(nfa: ByteNfa): {
     }
     return id;
   };
+  // Embedded DFAs: their states' ε-edges to the exit, and the ranges of their states' edges (as
+  // if they were NFA edges: the classes are the same as when the DFA was copied in). Their states
+  // have no lists of their own: the loops below step over each block as a whole.
+  const blocks = nfa.blocks;
+  const blockOf = arena.take(nStates, -1);
+  const seenDfas = new Set<ByteDfa>();
   let edgeCount = 0;
   let epsCount = 0;
-  for (let q = 0; q < nStates; q++) {
+  for (let b = 0; b < blocks.length; b++) {
+    const { dfa, base } = blocks[b]!;
+    blockOf.fill(b, base, base + dfa.numStates);
+    for (let s = 0; s < dfa.numStates; s++) epsCount += dfa.accepting[s]!;
+    if (!seenDfas.has(dfa)) {
+      seenDfas.add(dfa);
+      const ranges = dfaEdgeRanges(dfa);
+      clock.tick(ranges.length);
+      for (let i = 0; i < ranges.length; i += 2) internRange(ranges[i]!, ranges[i + 1]!);
+    }
+  }
+  for (let q = 0, b = 0; q < nStates; q++) {
+    if (b < blocks.length && q === blocks[b]!.base) {
+      q += blocks[b++]!.dfa.numStates - 1;
+      continue;
+    }
     edgeCount += nfa.edges[q]!.length / 3;
     epsCount += nfa.eps[q]!.length;
   }
@@ -111,22 +228,35 @@ function flatEdges(nfa: ByteNfa): {
   const epsTo = arena.take(epsCount);
   let e = 0;
   let ep = 0;
-  for (let q = 0; q < nStates; q++) {
+  for (let q = 0, b = 0; q < nStates; q++) {
+    if (b < blocks.length && q === blocks[b]!.base) {
+      const { dfa, exit } = blocks[b++]!;
+      const accepting = dfa.accepting;
+      clock.tick(dfa.numStates);
+      for (let s = 0; s < dfa.numStates; s++, q++) {
+        if (accepting[s] === 1) epsTo[ep++] = exit;
+        edgeOff[q + 1] = e;
+        epsOff[q + 1] = ep;
+      }
+      q--;
+      continue;
+    }
     const list = nfa.edges[q]!;
+    const eps = nfa.eps[q]!;
     // A range is interned through a Map: a few units each.
-    clock.tick(list.length + nfa.eps[q]!.length + 1);
+    clock.tick(list.length + eps.length + 1);
     for (let i = 0; i < list.length; i += 3) {
       edgeRange[e] = internRange(list[i]!, list[i + 1]!);
       edgeTo[e++] = list[i + 2]!;
     }
     edgeOff[q + 1] = e;
-    for (const t of nfa.eps[q]!) epsTo[ep++] = t;
+    for (let i = 0; i < eps.length; i++) epsTo[ep++] = eps[i]!;
     epsOff[q + 1] = ep;
   }
   if (nfa.hasAssertions) internRange(0x0a, 0x0a);
   // Lookaround byte sets become class boundaries, so a class is entirely inside or outside each.
   for (const set of nfa.assertSets) for (let i = 0; i < set.length; i += 2) internRange(set[i]!, set[i + 1]!);
-  return { edgeOff, edgeRange, edgeTo, epsOff, epsTo, rangeLo, rangeHi };
+  return { edgeOff, edgeRange, edgeTo, epsOff, epsTo, blockOf, rangeLo, rangeHi };
 }
 
 /** The partition of 0..255 refined by each range, its classes numbered by their first byte. */

@@ -5,7 +5,7 @@
 
 import { RegexSyntaxError, RegexTooComplexError } from "../errors.js";
 import { regexClock } from "../clock.js";
-import type { ByteNfa } from "../nfa.js";
+import type { ByteNfa, EmbeddedDfa } from "../nfa.js";
 import { Assertion } from "../parser.js";
 import { compressAlphabet, type ClassedNfa } from "./alphabet.js";
 import { emptyDfa, finishDfa } from "./finish.js";
@@ -39,8 +39,10 @@ const DROP = -1;
  */
 export function determinize(nfa: ByteNfa, start: number, numPatterns: number, limits: DfaLimits, minimal = true): MultiByteDfa {
   arena.reset();
+  // Embedded DFAs are stepped through their own tables only where every thread is free.
+  if (nfa.hasAssertions) nfa.materializeBlocks();
   const alphabet = compressAlphabet(nfa);
-  const nfaDistance = nfa.hasAssertions ? null : nfaBytesToAccept(alphabet, nfa.accept);
+  const nfaDistance = nfa.hasAssertions ? null : nfaBytesToAccept(alphabet, nfa.accept, nfa.blocks);
   const subset = new SubsetConstruction(nfa, alphabet, limits, nfaDistance);
   subset.explore(start);
   const acceptWords = Math.max(1, (numPatterns + 31) >>> 5);
@@ -54,8 +56,10 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
  * Per NFA state: the fewest bytes from it to an accepting state (ε-edges free), -1 where none is
  * reachable, in scratch. Assertions are not followed (determinize asks only NFAs without them).
  * A search backwards, level by level: a state is settled once, queued at most once per edge.
+ * An embedded DFA's states are settled with its exit: each is its own distance to acceptance
+ * (minBytesToAccept) further, and its start is queued for that level, for the states before it.
  */
-function nfaBytesToAccept(nfa: ClassedNfa, accept: readonly number[]): Int32Array {
+function nfaBytesToAccept(nfa: ClassedNfa, accept: readonly number[], blocks: readonly EmbeddedDfa[]): Int32Array {
   const n = accept.length;
   const { edgeOff, edgeTo, epsOff, epsTo } = nfa;
   const epsEdges = epsOff[n]!;
@@ -77,13 +81,26 @@ function nfaBytesToAccept(nfa: ClassedNfa, accept: readonly number[]): Int32Arra
   for (let q = 0; q < n; q++) for (let i = edgeOff[q]!; i < edgeOff[q + 1]!; i++) byteFrom[fill[edgeTo[i]!]!++] = q;
   clock.tick(2 * (n + epsEdges + byteEdges));
   const dist = arena.take(n, -1);
-  // A level holds the states queued by bytes into it and by ε within it: under n + all edges.
-  const capacity = n + epsEdges + byteEdges;
+  const exitOf = arena.take(n, -1);
+  for (let b = 0; b < blocks.length; b++) exitOf[blocks[b]!.exit] = b;
+  // Block starts queued for a later level than the next: [level, state, ...].
+  const pending: number[] = [];
+  // A level holds the states queued by bytes into it and by ε within it, and block starts: under
+  // n + all edges + blocks.
+  const capacity = n + epsEdges + byteEdges + blocks.length;
   let level = arena.take(capacity);
   let nextLevel = arena.take(capacity);
   let size = 0;
   for (let q = 0; q < n; q++) if (accept[q]! >= 0) level[size++] = q;
-  for (let d = 0; size > 0; d++) {
+  for (let d = 0; size > 0 || pending.length > 0; d++) {
+    for (let i = 0; i < pending.length; ) {
+      if (pending[i] === d) {
+        level[size++] = pending[i + 1]!;
+        pending[i] = pending[pending.length - 2]!;
+        pending[i + 1] = pending[pending.length - 1]!;
+        pending.length -= 2;
+      } else i += 2;
+    }
     let nextSize = 0;
     for (let i = 0; i < size; i++) {
       const q = level[i]!;
@@ -91,6 +108,16 @@ function nfaBytesToAccept(nfa: ClassedNfa, accept: readonly number[]): Int32Arra
       dist[q] = d;
       for (let j = epsIn[q]!; j < epsIn[q + 1]!; j++) if (dist[epsFrom[j]!] === -1) level[size++] = epsFrom[j]!;
       for (let j = byteIn[q]!; j < byteIn[q + 1]!; j++) if (dist[byteFrom[j]!] === -1) nextLevel[nextSize++] = byteFrom[j]!;
+      const b = exitOf[q]!;
+      if (b >= 0) {
+        const { dfa, base } = blocks[b]!;
+        const min = dfa.minBytesToAccept;
+        clock.tick(dfa.numStates);
+        for (let s = 0; s < dfa.numStates; s++) if (s !== dfa.start && min[s]! >= 0) dist[base + s] = d + min[s]!;
+        const w = min[dfa.start]!;
+        // w = 0: the start is accepting, and already queued by its ε-edge to the exit.
+        if (w > 0) pending.push(d + w, base + dfa.start);
+      }
     }
     [level, nextLevel] = [nextLevel, level];
     size = nextSize;
@@ -109,13 +136,13 @@ function unfinishedDfa(subset: SubsetConstruction, alphabet: ClassedNfa, rawAcce
     numStates,
     start: 0,
     numClasses: k,
-    byteClass: Uint8Array.from(alphabet.classOfByte),
+    byteClass: new Uint8Array(alphabet.classOfByte),
     next: subset.trans.slice(0, numStates * k),
     accepting,
     minBytesToAccept: rawDist.slice(0, numStates),
     numPatterns: 1,
     acceptWords: 1,
-    acceptMask: Uint32Array.from(accepting),
+    acceptMask: new Uint32Array(accepting),
     reachMask: new Uint32Array(numStates).fill(1),
   };
 }
@@ -168,6 +195,12 @@ class SubsetConstruction {
   /** hasDisjointEdges' marks per class, by stamp. */
   private readonly classSeen: Int32Array;
   private classStamp = 0;
+  /**
+   * Per NFA state q: the state made of the closure of a free thread at q (-1: dead), -2 not known
+   * yet. exploreSingle's targets: without class-reading closures it depends on q alone, and the
+   * same targets are met from many states (a string's content, an embedded DFA's loops).
+   */
+  private readonly singleClosed: Int32Array;
 
   /** `nfaDistance`: nfaBytesToAccept's, given when the NFA has no assertions (see determinize). */
   constructor(
@@ -197,6 +230,11 @@ class SubsetConstruction {
     const edgeOff = alphabet.edgeOff;
     const important = (this.important = arena.take(nStates));
     for (let q = 0; q < nStates; q++) if (edgeOff[q + 1]! > edgeOff[q]! || acceptOf[q]! >= 0) important[q] = 1;
+    for (let b = 0; b < alphabet.blockRows.length; b++) {
+      const { off } = alphabet.blockRows[b]!;
+      const base = alphabet.blockBase[b]!;
+      for (let s = 0; s + 1 < off.length; s++) if (off[s + 1]! > off[s]!) important[base + s] = 1;
+    }
     this.visitStamp = arena.take(nStates * numModes);
     this.stack = arena.take(nStates * numModes);
     this.closureOut = arena.take(64);
@@ -205,8 +243,11 @@ class SubsetConstruction {
     this.rawDist = arena.take(64);
     this.disjointEdges = arena.take(nStates);
     this.classSeen = arena.take(alphabet.k);
+    this.singleClosed = arena.take(nStates, -2);
     this.table = arena.take(256, -1);
-    this.trans = arena.take(64 * alphabet.k, -1);
+    // As many rows as NFA states to begin with (a JSON Schema document's DFA has about as many
+    // states as its NFA, most of them an embedded DFA's), within reason: doubling copied them.
+    this.trans = arena.take(Math.min(Math.max(64, nStates), 4096) * alphabet.k, -1);
   }
 
   private refuseCombination(q: number): never {
@@ -410,6 +451,7 @@ class SubsetConstruction {
   explore(start: number): void {
     const { modeBits, modeMask } = this;
     const { edgeOff, edgeRange, edgeTo, rangeClassOff, rangeClasses, inAssertSet, k, newlineClass } = this.alphabet;
+    const { blockOf, blockBase, blockRows, blockClassOff, blockClassList } = this.alphabet;
     const seed = arena.take(1);
     seed[0] = start << modeBits;
     this.internState(this.closure(seed, 0, 1, -1));
@@ -428,6 +470,23 @@ class SubsetConstruction {
           const q = thread >> modeBits;
           const mode = thread & modeMask;
           if (mode === MODE_END) continue;
+          const b = blockOf[q]!;
+          if (b >= 0) {
+            // An embedded DFA's state (the NFA has no assertions: the thread is free).
+            const base = blockBase[b]!;
+            const { off, cls, to } = blockRows[b]!;
+            const classOff = blockClassOff[b]!;
+            const classList = blockClassList[b]!;
+            for (let j = off[q - base]!; j < off[q - base + 1]!; j++) {
+              const target = (base + to[j]!) << modeBits;
+              for (let x = classOff[cls[j]!]!; x < classOff[cls[j]! + 1]!; x++) {
+                const c = classList[x]!;
+                if (pass === 0) classCount[c + 1]!++;
+                else moves[classCount[c]!++] = target;
+              }
+            }
+            continue;
+          }
           for (let j = edgeOff[q]!; j < edgeOff[q + 1]!; j++) {
             const r = edgeRange[j]!;
             const target = edgeTo[j]! << modeBits;
@@ -487,6 +546,10 @@ class SubsetConstruction {
   private exploreSingle(s: number, thread: number, seed: Int32Array): boolean {
     if (!this.classFree || (thread & this.modeMask) !== MODE_FREE) return false;
     const q = thread >> this.modeBits;
+    if (this.alphabet.blockOf[q]! >= 0) {
+      this.exploreBlockState(s, q, seed);
+      return true;
+    }
     if (!this.hasDisjointEdges(q)) return false;
     const { edgeOff, edgeRange, edgeTo, rangeClassOff, rangeClasses, k } = this.alphabet;
     for (let j = edgeOff[q]!; j < edgeOff[q + 1]!; j++) {
@@ -494,16 +557,47 @@ class SubsetConstruction {
       const from = rangeClassOff[r]!;
       const to = rangeClassOff[r + 1]!;
       if (from === to) continue;
-      seed[0] = edgeTo[j]! << this.modeBits;
-      // No class is read by the closure here (classFree): any of the range's stands for them all.
-      const n = this.closure(seed, 0, 1, rangeClasses[from]!);
-      const target = n > 0 ? this.internState(n) : -1;
+      const next = edgeTo[j]!;
+      let target = this.singleClosed[next]!;
+      if (target === -2) {
+        seed[0] = next << this.modeBits;
+        // No class is read by the closure here (classFree): any of the range's stands for them all.
+        const n = this.closure(seed, 0, 1, rangeClasses[from]!);
+        target = this.singleClosed[next] = n > 0 ? this.internState(n) : -1;
+      }
       clock.tick(to - from + 1);
       if (target < 0) continue;
       const trans = this.trans;
       for (let x = from; x < to; x++) trans[s * k + rangeClasses[x]!] = target;
     }
     return true;
+  }
+
+  /** exploreSingle for a thread at q, a state of an embedded DFA: its live transitions. */
+  private exploreBlockState(s: number, q: number, seed: Int32Array): void {
+    const { blockOf, blockBase, blockRows, blockClassOff, blockClassList, k } = this.alphabet;
+    const b = blockOf[q]!;
+    const base = blockBase[b]!;
+    const { off, cls, to } = blockRows[b]!;
+    const classOff = blockClassOff[b]!;
+    const classList = blockClassList[b]!;
+    const row = s * k;
+    for (let j = off[q - base]!; j < off[q - base + 1]!; j++) {
+      const nq = base + to[j]!;
+      const from = classOff[cls[j]!]!;
+      const until = classOff[cls[j]! + 1]!;
+      if (from === until) continue;
+      let target = this.singleClosed[nq]!;
+      if (target === -2) {
+        seed[0] = nq << this.modeBits;
+        const n = this.closure(seed, 0, 1, classList[from]!);
+        target = this.singleClosed[nq] = n > 0 ? this.internState(n) : -1;
+      }
+      clock.tick(until - from + 1);
+      if (target < 0) continue;
+      const trans = this.trans;
+      for (let x = from; x < until; x++) trans[row + classList[x]!] = target;
+    }
   }
 
   /** Whether no two byte edges of NFA state q share a class (memoised per state). */
