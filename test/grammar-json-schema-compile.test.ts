@@ -224,6 +224,19 @@ test("unevaluatedProperties in a subschema sees what that subschema's own subtre
   // A scoped non-false value applies to the keys its scope leaves unevaluated.
   const typed = { allOf: [{ properties: { n: true }, unevaluatedProperties: { type: "integer" } }] };
   assert.deepEqual(verdicts(typed, ['{"n": "s", "m": 1}', '{"m": "s"}']), [true, false]);
+  // A nested unevaluatedProperties, whatever its value, evaluates every key for the schemas
+  // around it: the keys its own scope leaves, it evaluates itself.
+  const innerTrue = { properties: { foo: { type: "string" } }, allOf: [{ unevaluatedProperties: true }], unevaluatedProperties: false };
+  assert.deepEqual(verdicts(innerTrue, ['{"foo": "foo", "bar": "bar"}', '{"foo": 1}']), [true, false]);
+  const innerTyped = { allOf: [{ properties: { n: true }, unevaluatedProperties: { type: "integer" } }], unevaluatedProperties: false };
+  assert.deepEqual(verdicts(innerTyped, ['{"n": "s", "m": 1}', '{"m": "s"}']), [true, false]);
+  // The same for items.
+  const items = { allOf: [{ prefixItems: [{ type: "string" }] }, { unevaluatedItems: true }], unevaluatedItems: false };
+  assert.deepEqual(verdicts(items, ['["foo", 42, true]', "[42]"]), [true, false]);
+  // A key it evaluates is still one the schema does not name: forbidAdditionalProperties drops it.
+  const named = { properties: { foo: true }, allOf: [{ unevaluatedProperties: true }] };
+  assert.deepEqual(verdicts(named, ['{"foo": 1, "bar": 2}', '{"foo": 1}']), [true, true]);
+  assert.deepEqual(verdicts(named, ['{"foo": 1, "bar": 2}', '{"foo": 1}'], { forbidAdditionalProperties: true }), [false, true]);
 });
 
 test("malformed, remote, unsatisfiable and too complex schemas", () => {

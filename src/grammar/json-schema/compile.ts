@@ -1260,7 +1260,7 @@ class SchemaCompiler {
     if (patterns.length > MAX_PATTERNS) {
       throw new JsonSchemaTooComplexError(`more than ${MAX_PATTERNS} patternProperties on one object`, pointer, "patternProperties");
     }
-    const free = parts.every((part) => part.patterns.length === 0 && part.additional === null);
+    const free = parts.every((part) => part.patterns.length === 0 && (part.additional === null || part.onlyEvaluates === true));
     if (free && this.options.forbidAdditionalProperties && !inner.over) return [];
     const strings = this.shared("string#0#Infinity", () => this.compileNode(anyStringText(), pointer));
     // Objects of one shape recur (a definition used in many places, Kubernetes' metadata): the
@@ -1300,7 +1300,7 @@ class SchemaCompiler {
           evaluatedBy.push(part);
         } else if (part.additional !== null) {
           values.push(part.additional);
-          unnamed = false;
+          if (part.onlyEvaluates !== true) unnamed = false;
           evaluatedBy.push(part);
         }
       });
@@ -1308,7 +1308,7 @@ class SchemaCompiler {
         if (!evaluatedBy.some((part) => part.within.includes(scoped.scope))) values.push(scoped.at);
       }
       if (unnamed && this.options.forbidAdditionalProperties && !inner.over) continue;
-      if (unnamed && unevaluated !== null) values.push(unevaluated);
+      if (evaluatedBy.length === 0 && unevaluated !== null) values.push(unevaluated);
       if (values.some((v) => v.schema === false)) continue;
       regions.push({ key: dfaNode(key), value: this.language(values, inner) });
     }

@@ -37,6 +37,12 @@ export interface ObjectPart {
   readonly additional: SchemaAt | null;
   /** Its conjunct's `within`: the schemas whose evaluation its keys count for. */
   readonly within: readonly string[];
+  /**
+   * Stands for a nested `unevaluatedProperties` (see read): `additional` is `true`, and the part
+   * only marks every key evaluated for the schemas around it; an unnamed key it "evaluates" is
+   * still a property the schema does not name (forbidAdditionalProperties).
+   */
+  readonly onlyEvaluates?: boolean;
 }
 
 export interface Spec {
@@ -318,6 +324,18 @@ class ConjunctReader {
           break;
         case "unevaluatedProperties":
         case "unevaluatedItems": {
+          if (!this.isScopeRoot) {
+            // Whatever it says, it evaluates every key (item) for the schemas around this one:
+            // those no keyword within this one evaluates, it does (2020-12 §11.2, §11.3). A part
+            // of theirs that evaluates all and constrains nothing: additionalProperties (or items)
+            // `true`, under a pointer of its own (languages are memoised by pointer).
+            const around = within.slice(0, -1);
+            const at = this.context.child(this.conjunct.at, keyword);
+            const all: SchemaAt = at.schema === true ? at : { ...at, schema: true, pointer: `${at.pointer}#evaluates` };
+            if (keyword === "unevaluatedProperties") {
+              this.spec.objects.parts.push({ properties: new Map(), patterns: [], additional: all, within: around, onlyEvaluates: true });
+            } else this.spec.arrays.parts.push({ prefix: [], rest: all, within: around });
+          }
           if (schema[keyword] === true) break;
           if (!this.isScopeRoot) {
             // Scoped to this schema: what the conjuncts within it evaluate (see ObjectPart.within).
