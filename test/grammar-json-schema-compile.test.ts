@@ -233,6 +233,9 @@ test("unevaluatedProperties in a subschema sees what that subschema's own subtre
   // The same for items.
   const items = { allOf: [{ prefixItems: [{ type: "string" }] }, { unevaluatedItems: true }], unevaluatedItems: false };
   assert.deepEqual(verdicts(items, ['["foo", 42, true]', "[42]"]), [true, false]);
+  // A contains with minContains 0 asserts nothing, but the items it matches are evaluated.
+  const counted = { contains: { type: "string" }, minContains: 0, unevaluatedItems: false };
+  assert.deepEqual(verdicts(counted, ['["foo", "bar"]', '["foo", 1]', "[]"]), [true, false, true]);
   // A key it evaluates is still one the schema does not name: forbidAdditionalProperties drops it.
   const named = { properties: { foo: true }, allOf: [{ unevaluatedProperties: true }] };
   assert.deepEqual(verdicts(named, ['{"foo": 1, "bar": 2}', '{"foo": 1}']), [true, true]);

@@ -1003,7 +1003,8 @@ class SchemaCompiler {
   }
 
   private arrayLanguage(spec: Spec, want: Want, pointer: string): RegexNode | null {
-    const { minItems, contains } = spec.arrays;
+    const { minItems } = spec.arrays;
+    let contains = spec.arrays.contains;
     let parts = spec.arrays.parts;
     // unevaluatedItems: the items no prefixItems/items of its scope evaluates (past the longest
     // prefix, when no part there has items) meet it: the merge's scope root's over every part, a
@@ -1014,6 +1015,8 @@ class SchemaCompiler {
       if (spec.arrays.unevaluated !== null) unevaluated.push({ at: spec.arrays.unevaluated, inScope: () => true });
       for (const { at, scope } of spec.arrays.scopedUnevaluated) unevaluated.push({ at, inScope: (part) => part.within.includes(scope) });
     }
+    // A contains that counts nothing (minContains 0) matters only for what it evaluates.
+    if (unevaluated.length === 0) contains = contains.filter((c) => c.min > 0 || c.max < Infinity);
     // Beside contains, an item a contains of the scope matches is evaluated too: the items past
     // the prefix that match none of them meet it, in itemClass below (per class of matches).
     const unevaluatedByClass: { at: SchemaAt; from: number; containsInScope: number }[] = [];

@@ -418,7 +418,8 @@ class ConjunctReader {
     const modern = this.document.draft >= 2019;
     const min = modern && schema.minContains !== undefined ? this.count("minContains") : 1;
     const max = modern && schema.maxContains !== undefined ? this.count("maxContains") : Infinity;
-    if (min === 0 && max === Infinity) return;
+    // Unbounded (minContains 0), it asserts nothing but still evaluates the items it matches
+    // (for unevaluatedItems): arrayLanguage drops it where no unevaluatedItems reads it.
     const within = this.conjunct.within ?? [this.conjunct.at.pointer];
     this.spec.arrays.contains.push({ at: this.context.child(this.conjunct.at, "contains"), min, max, within });
   }
