@@ -35,6 +35,14 @@ test("properties are written in the schema's order, unnamed ones after them", ()
     true,
     false,
   ]);
+  // A schema's own properties, then its $ref's (2019-09 on: beside $ref), then its allOf's.
+  const extended = {
+    $defs: { base: { properties: { id: { type: "integer" } } } },
+    $ref: "#/$defs/base",
+    allOf: [{ properties: { tag: { type: "string" } } }],
+    properties: { name: { type: "string" } },
+  };
+  assert.deepEqual(verdicts(extended, ['{"name": "n", "id": 1, "tag": "t"}', '{"id": 1, "name": "n", "tag": "t"}']), [true, false]);
 });
 
 test("whitespace styles: default (json.dumps or compact), compact, indented (json.dumps(indent=2))", () => {

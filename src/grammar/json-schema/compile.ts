@@ -498,6 +498,10 @@ class SchemaCompiler {
       if (into.seen.has(at.pointer)) continue;
       into.seen.add(at.pointer);
       const inner = [...within, at.pointer];
+      // Its own keywords first, then what it reaches: an object's properties are written in
+      // conjunct order, a schema's own before those of its $ref (as people write instances).
+      // Before 2019-09 a $ref's siblings are ignored.
+      if (!(this.document.refOverridesSiblings && schema.$ref !== undefined)) into.conjuncts.push({ at, schema, within: inner });
       // A dynamic reference is followed to the target its dynamic scope gives (resolveDynamic);
       // used in a draft that does not have it, it is refused.
       for (const dynamic of ["$dynamicRef", "$recursiveRef"] as const) {
@@ -525,7 +529,6 @@ class SchemaCompiler {
         }
         if (!this.flatten([target], into, chain + 1, inner)) return false;
       }
-      into.conjuncts.push({ at, schema, within: inner });
       if (schema.allOf !== undefined && !this.flatten(this.schemaList(at, "allOf"), into, chain + 1, inner)) return false;
     }
     return true;
