@@ -43,6 +43,9 @@ test("properties are written in the schema's order, unnamed ones after them", ()
     properties: { name: { type: "string" } },
   };
   assert.deepEqual(verdicts(extended, ['{"name": "n", "id": 1, "tag": "t"}', '{"id": 1, "name": "n", "tag": "t"}']), [true, false]);
+  // Keys only a dependency requires come before its trigger.
+  const dependent = { dependentRequired: { card: ["address"] }, additionalProperties: false, patternProperties: { "^[a-z]+$": true } };
+  assert.deepEqual(verdicts(dependent, ['{"address": "a", "card": 1}', '{"card": 1, "address": "a"}']), [true, false]);
 });
 
 test("whitespace styles: default (json.dumps or compact), compact, indented (json.dumps(indent=2))", () => {

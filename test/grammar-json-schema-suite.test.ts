@@ -42,12 +42,13 @@ const where = (r: GroupResult): string => `${r.draft}/${r.file} #${r.index} "${r
  * enforced in any subschema, over what that subschema's subtree evaluates (contains included),
  * and 222 in draft-07; 308 since a nested unevaluated… evaluates every key or item for the
  * schemas around it, 309 since a minContains 0 contains still evaluates, 316 since a
- * schema's own properties are written before its $ref's. Raise them
+ * schema's own properties are written before its $ref's, 318 (and 224 in draft-07) since the
+ * keys a dependency requires are written before its trigger. Raise them
  * when the compiler improves; a drop of more than FLOOR_MARGIN is a regression.
  */
 const MEASURED_PASSED: Readonly<Record<SuiteDraft, { required: number; optional: number }>> = {
-  "draft2020-12": { required: 316, optional: 50 },
-  draft7: { required: 222, optional: 43 },
+  "draft2020-12": { required: 318, optional: 50 },
+  draft7: { required: 224, optional: 43 },
 };
 const FLOOR_MARGIN = 5;
 

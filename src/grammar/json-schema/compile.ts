@@ -621,16 +621,19 @@ class SchemaCompiler {
         absent.forbid.add(trigger);
         next.push(absent);
         const present = copyAlternative(a);
-        present.require.add(trigger);
         if (Array.isArray(demand)) {
+          // Keys no `properties` names are written in `require` order: what the trigger needs
+          // before it.
           for (const k of demand) {
             if (typeof k !== "string") throw new JsonSchemaError("must list property names (strings)", pointer, keyword);
             present.require.add(k);
           }
+          present.require.add(trigger);
           next.push(present);
         } else if (keyword === "dependentRequired") {
           throw new JsonSchemaError("must be an array of property names", pointer, keyword);
         } else if (this.flatten([this.child(at, keyword, trigger)], present, 0, within)) {
+          present.require.add(trigger);
           next.push(present);
         }
       }
