@@ -48,6 +48,18 @@ test("properties are written in the schema's order, unnamed ones after them", ()
   assert.deepEqual(verdicts(dependent, ['{"address": "a", "card": 1}', '{"card": 1, "address": "a"}']), [true, false]);
 });
 
+test("an enum/const object the rest of the schema writes in another key order is kept, in that order", () => {
+  // properties writes a before b; the const lists b first: the document is {"a": 2, "b": 1}.
+  const reordered = { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } }, const: { b: 1, a: 2 } };
+  assert.deepEqual(verdicts(reordered, ['{"a": 2, "b": 1}', '{"b": 1, "a": 2}', '{"a": 1, "b": 2}']), [true, false, false]);
+  // Nested objects too, and enum values the rest allows in their own order stay as they are.
+  const nested = {
+    properties: { p: { properties: { y: true, x: true } } },
+    enum: [{ p: { x: 1, y: 2 } }, { p: { y: 3 } }],
+  };
+  assert.deepEqual(verdicts(nested, ['{"p": {"y": 2, "x": 1}}', '{"p": {"x": 1, "y": 2}}', '{"p": {"y": 3}}']), [true, false, true]);
+});
+
 test("whitespace styles: default (json.dumps or compact), compact, indented (json.dumps(indent=2))", () => {
   const schema = {
     type: "object",

@@ -690,14 +690,23 @@ class SchemaCompiler {
         if (matchesString(rest, only)) parts.push(literal(only));
         continue;
       }
-      const kept = this.intersect(this.compileNode(this.valueText(value, want), pointer), rest, pointer);
+      let kept = this.intersect(this.compileNode(this.valueText(value, want), pointer), rest, pointer);
+      // The rest writes an object's properties in its own order (`properties`, `required`): an
+      // object value it allows only in another key order is kept in that order (while the
+      // orders are few), not dropped as if the schema could not be met.
+      if (isEmptyLanguage(kept) && !want.over && keyOrders(value) <= MAX_PERMUTED_ORDERS) {
+        kept = this.intersect(this.compileNode(this.valueText(value, want, true), pointer), rest, pointer);
+      }
       if (!isEmptyLanguage(kept)) parts.push(dfaNode(kept));
     }
     return alt(parts);
   }
 
-  /** The texts we write for one JSON value (over: every text of an equal value we might meet). */
-  private valueText(value: unknown, want: Want): RegexNode {
+  /**
+   * The texts we write for one JSON value (over: every text of an equal value we might meet).
+   * An object's keys are in its own order, or in every order with `anyOrder`.
+   */
+  private valueText(value: unknown, want: Want, anyOrder = false): RegexNode {
     const { depth } = want;
     if (value === null) return NULL_TEXT;
     if (value === true) return TRUE_TEXT;
@@ -712,7 +721,9 @@ class SchemaCompiler {
     const inner: Want = { ...want, depth: depth + 1 };
     if (Array.isArray(value)) {
       if (value.length === 0) return literal("[]");
-      const items = value.map((v, i) => concat(i === 0 ? this.syntax.open(depth) : this.syntax.separator(depth), this.valueText(v, inner)));
+      const items = value.map((v, i) =>
+        concat(i === 0 ? this.syntax.open(depth) : this.syntax.separator(depth), this.valueText(v, inner, anyOrder)),
+      );
       return concat(range(0x5b), ...items, this.syntax.close(depth), range(0x5d));
     }
     const entries = Object.entries(value as Record<string, unknown>);
@@ -725,13 +736,13 @@ class SchemaCompiler {
             i === 0 ? this.syntax.open(depth) : this.syntax.separator(depth),
             stringLiteral(k),
             this.syntax.colon,
-            this.valueText(v, inner),
+            this.valueText(v, inner, anyOrder),
           ),
         ),
         this.syntax.close(depth),
         range(0x7d),
       );
-    if (!want.over) return objectText(entries);
+    if (!want.over) return anyOrder ? alt(permutations(entries).map(objectText)) : objectText(entries);
     // Equal objects may list their keys in any order: every order, while they are few.
     if (entries.length > MAX_PERMUTED_KEYS) return dfaNode(this.anyValue(depth, this.options.freeNesting + 1, want, "object"));
     return alt(permutations(entries).map(objectText));
@@ -1492,6 +1503,24 @@ function copyAlternative(a: Alternative): Alternative {
 }
 
 /** All orders of `items` (few: MAX_PERMUTED_KEYS! at most). */
+/** Most key orders of one enum/const value written when its own order is not allowed (4! = 24). */
+const MAX_PERMUTED_ORDERS = 24;
+
+/** How many key orders a JSON value has (the product of its objects' key counts' factorials), past the cap: Infinity. */
+function keyOrders(value: unknown): number {
+  if (value === null || typeof value !== "object") return 1;
+  let orders = 1;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  if (!Array.isArray(value)) {
+    for (let k = 2; k <= children.length; k++) if ((orders *= k) > MAX_PERMUTED_ORDERS) return Infinity;
+  }
+  for (const child of children) {
+    if (orders > MAX_PERMUTED_ORDERS) return Infinity;
+    orders *= keyOrders(child);
+  }
+  return orders > MAX_PERMUTED_ORDERS ? Infinity : orders;
+}
+
 function permutations<T>(items: readonly T[]): T[][] {
   if (items.length <= 1) return [[...items]];
   return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
