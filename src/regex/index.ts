@@ -15,7 +15,8 @@
  * determinize).
  *
  * Composing languages (JSON Schema): ecmaSearchNode / ecmaFullMatchNode (ecma.ts: ECMA-262
- * patterns, u flag) → compileRegexNode (an AST, maybe embedding DFAs as { kind: "dfa" });
+ * patterns, u flag) → compileRegexNode (an AST, maybe embedding DFAs as { kind: "dfa" }, each
+ * meeting the ByteDfa contract: trimDfa for a DFA built by hand);
  * intersectDfas / subtractDfas (dfa/product.ts). These return an empty language, not an error.
  */
 export { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
