@@ -215,6 +215,29 @@ test("dynamic references resolve in the dynamic scope: the outermost resource de
   assert.deepEqual(verdicts({ $schema: draft2019, ...tree }, ['{"v": 1, "kids": [{}]}', '{"v": 1, "kids": [{"v": "x"}]}']), [true, false]);
 });
 
+test("a pattern's characters are written raw or escaped as JSON allows: short escapes, \\u00XX in either case", () => {
+  // quoteDfa: the pattern's DFA over decoded characters, re-spelled as JSON string text.
+  const schema = { type: "string", pattern: String.raw`^[\u0000-\u001f"\\/a]*$` };
+  const texts: [string, boolean][] = [
+    [String.raw`"a"`, true],
+    [String.raw`"\n\t"`, true],
+    [String.raw`"\u000a\u001f\u001F"`, true],
+    [String.raw`"\"\\\/"`, true],
+    [String.raw`"/a/"`, true],
+    [String.raw`"b"`, false],
+    ['"\n"', false], // a raw line feed inside a string is not JSON
+    [String.raw`"\u0020"`, false],
+    [String.raw`"\u0061"`, false], // "a" is never spelled as an escape
+  ];
+  assert.deepEqual(
+    verdicts(
+      schema,
+      texts.map(([t]) => t),
+    ),
+    texts.map(([, valid]) => valid),
+  );
+});
+
 test("a pattern valid only without the u flag is read as ECMA-262 reads it then, with a warning naming it", () => {
   const schema = { type: "object", properties: { id: { type: "string", pattern: "^Agenda\\:[0-9]+$" } }, required: ["id"] };
   const { dfa, warnings } = compileJsonSchema(schema, { strict: true });

@@ -160,6 +160,8 @@ const MAX_UNIQUE_TEXTS = 64;
 const MAX_UNIQUE_TEXT_BYTES = 1024;
 /** Keys of an enum/const object whose every order an over-approximation spells out (4! = 24). */
 const MAX_PERMUTED_KEYS = 4;
+/** Most key orders of one enum/const value written when the rest does not allow its own (4! = 24). */
+const MAX_PERMUTED_ORDERS = 24;
 /** The largest minProperties or maxProperties an over-approximated object counts its members to. */
 const MAX_COUNTED_MEMBERS = 4;
 /** Unnamed keys spelled out as members of their own where minProperties needs several (texts). */
@@ -947,7 +949,8 @@ class SchemaCompiler {
       throw error;
     }
     const decoded = this.compileNode(search, pointer);
-    const dfa = this.compileNode(quoted(dfaNode(quoteDfa(decoded))), pointer);
+    const quotedText = this.regex(pointer, (limits) => quoteDfa(decoded, limits));
+    const dfa = this.compileNode(quoted(dfaNode(quotedText)), pointer);
     sharedDfas.set(`pattern#${pattern}`, new SizedDfa(dfa));
     return dfa;
   }
@@ -1502,11 +1505,10 @@ function copyAlternative(a: Alternative): Alternative {
   };
 }
 
-/** All orders of `items` (few: MAX_PERMUTED_KEYS! at most). */
-/** Most key orders of one enum/const value written when its own order is not allowed (4! = 24). */
-const MAX_PERMUTED_ORDERS = 24;
-
-/** How many key orders a JSON value has (the product of its objects' key counts' factorials), past the cap: Infinity. */
+/**
+ * How many key orders a JSON value has (the product of its objects' key counts' factorials);
+ * Infinity past MAX_PERMUTED_ORDERS.
+ */
 function keyOrders(value: unknown): number {
   if (value === null || typeof value !== "object") return 1;
   let orders = 1;
@@ -1521,6 +1523,7 @@ function keyOrders(value: unknown): number {
   return orders > MAX_PERMUTED_ORDERS ? Infinity : orders;
 }
 
+/** All orders of `items` (few: MAX_PERMUTED_KEYS! at most). */
 function permutations<T>(items: readonly T[]): T[][] {
   if (items.length <= 1) return [[...items]];
   return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));

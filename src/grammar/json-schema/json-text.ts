@@ -9,7 +9,7 @@
 // union, intersection and difference: compile.ts intersects and subtracts encoded languages.
 // Other `\uXXXX` spellings of ordinary characters are valid JSON that we never write.
 
-import { compileRegexNode, trimDfa, type ByteDfa, type CodeSet, type RegexNode } from "../../regex/index.js";
+import { compileRegexNode, trimDfa, type ByteDfa, type CodeSet, type RegexLimits, type RegexNode } from "../../regex/index.js";
 
 export type WhitespaceStyle = "default" | "compact" | "indented";
 
@@ -230,49 +230,74 @@ export function stringLiteral(text: string): RegexNode {
  * The encoded form of a decoded-string language given as a byte DFA over its UTF-8 (a pattern's,
  * whose `^` and `$` must mean the string's ends). The bytes escapes stand for are single-byte
  * characters, never parts of a longer UTF-8 sequence, so each of the DFA's transitions on such a
- * byte becomes the escape's bytes. Returns a DFA of identity byte classes, not minimal (its live
- * states: trimDfa): wrap it in a dfa node and compile.
+ * byte becomes the escape's bytes. Returns a DFA, not minimal (its live states: trimDfa, under
+ * `limits`): wrap it in a dfa node and compile.
  */
-export function quoteDfa(dfa: ByteDfa): ByteDfa {
+export function quoteDfa(dfa: ByteDfa, limits: RegexLimits = {}): ByteDfa {
   // Per original state s: s itself, then after "\" (1), after "\u" (2), "\u0" (3), "\u00" (4),
   // "\u000" (5) and "\u001" (6).
   const K = 7;
   const n = dfa.numStates * K;
-  const next = new Int32Array(n * 256).fill(-1);
+  // Byte classes: the DFA's (control bytes, never written raw, in one), each byte an escape
+  // spells (hex digits, short escape letters, "u") on its own. Not one class per byte: a
+  // pattern's DFA of 65k states made a table of 460 MB.
+  const byteClass = new Uint8Array(256);
+  const ofDfaClass = new Map<number, number>();
+  let k = 0;
+  for (let b = 0; b < 256; b++) {
+    if (b === 0x22 || b === 0x5c || ESCAPE_BYTES.has(b)) byteClass[b] = k++;
+    else {
+      const key = b < 0x20 ? -1 : dfa.byteClass[b]!;
+      let c = ofDfaClass.get(key);
+      if (c === undefined) ofDfaClass.set(key, (c = k++));
+      byteClass[b] = c;
+    }
+  }
+  const next = new Int32Array(n * k).fill(-1);
   const step = (s: number, b: number): number => dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
+  const set = (state: number, b: number, target: number): void => {
+    next[state * k + byteClass[b]!] = target;
+  };
+  // One byte of each class, for the raw characters (bytes of one class step alike).
+  const representative = new Int32Array(k).fill(-1);
+  for (let b = 0x20; b < 256; b++) if (representative[byteClass[b]!] === -1) representative[byteClass[b]!] = b;
   for (let s = 0; s < dfa.numStates; s++) {
     const base = s * K;
-    const row = base * 256;
-    for (let b = 0x20; b < 256; b++) {
-      if (b === 0x22 || b === 0x5c) continue;
+    for (let c = 0; c < k; c++) {
+      const b = representative[c]!;
+      if (b < 0 || b === 0x22 || b === 0x5c) continue;
       const t = step(s, b);
-      if (t >= 0) next[row + b] = t * K;
+      if (t >= 0) next[base * k + c] = t * K;
     }
-    next[row + 0x5c] = base + 1;
+    set(base, 0x5c, base + 1);
     for (const [cp, letter] of SHORT_ESCAPES) {
       const t = step(s, cp);
-      if (t >= 0) next[(base + 1) * 256 + letter.charCodeAt(0)] = t * K;
+      if (t >= 0) set(base + 1, letter.charCodeAt(0), t * K);
     }
-    next[(base + 1) * 256 + 0x75] = base + 2;
-    next[(base + 2) * 256 + 0x30] = base + 3;
-    next[(base + 3) * 256 + 0x30] = base + 4;
-    next[(base + 4) * 256 + 0x30] = base + 5;
-    next[(base + 4) * 256 + 0x31] = base + 6;
+    set(base + 1, 0x75, base + 2);
+    set(base + 2, 0x30, base + 3);
+    set(base + 3, 0x30, base + 4);
+    set(base + 4, 0x30, base + 5);
+    set(base + 4, 0x31, base + 6);
     for (let cp = 0; cp < 0x20; cp++) {
       const t = step(s, cp);
       if (t < 0) continue;
-      const from = (cp >> 4 === 0 ? base + 5 : base + 6) * 256;
+      const from = cp >> 4 === 0 ? base + 5 : base + 6;
       const lower = HEX_LOWER.charCodeAt(cp & 15);
-      next[from + lower] = t * K;
-      if ((cp & 15) >= 10) next[from + lower - 0x20] = t * K;
+      set(from, lower, t * K);
+      if ((cp & 15) >= 10) set(from, lower - 0x20, t * K);
     }
   }
   const accepting = new Uint8Array(n);
   for (let s = 0; s < dfa.numStates; s++) accepting[s * K] = dfa.accepting[s]!;
-  const byteClass = new Uint8Array(256);
-  for (let b = 0; b < 256; b++) byteClass[b] = b;
-  return trimDfa({ numStates: n, start: dfa.start * K, numClasses: 256, byteClass, next, accepting, minBytesToAccept: new Int32Array(n) });
+  return trimDfa(
+    { numStates: n, start: dfa.start * K, numClasses: k, byteClass, next, accepting, minBytesToAccept: new Int32Array(n) },
+    limits,
+  );
 }
+
+/** The bytes an escape spells after its backslash: short escape letters, "u", hex digits. */
+const ESCAPE_BYTES: ReadonlySet<number> = new Set([..."bfnrt/u0123456789abcdefABCDEF"].map((ch) => ch.charCodeAt(0)));
 
 const NONZERO_DIGITS = concat(range(0x31, 0x39), repeat(range(0x30, 0x39), 0, -1));
 
