@@ -219,12 +219,12 @@ test("a pattern's characters are written raw or escaped as JSON allows: short es
   // quoteDfa: the pattern's DFA over decoded characters, re-spelled as JSON string text.
   const schema = { type: "string", pattern: String.raw`^[\u0000-\u001f"\\/a]*$` };
   const texts: [string, boolean][] = [
-    [String.raw`"a"`, true],
+    ['"a"', true],
     [String.raw`"\n\t"`, true],
     [String.raw`"\u000a\u001f\u001F"`, true],
     [String.raw`"\"\\\/"`, true],
-    [String.raw`"/a/"`, true],
-    [String.raw`"b"`, false],
+    ['"/a/"', true],
+    ['"b"', false],
     ['"\n"', false], // a raw line feed inside a string is not JSON
     [String.raw`"\u0020"`, false],
     [String.raw`"\u0061"`, false], // "a" is never spelled as an escape
