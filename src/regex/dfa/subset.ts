@@ -551,53 +551,45 @@ class SubsetConstruction {
       return true;
     }
     if (!this.hasDisjointEdges(q)) return false;
-    const { edgeOff, edgeRange, edgeTo, rangeClassOff, rangeClasses, k } = this.alphabet;
+    const { edgeOff, edgeRange, edgeTo, rangeClassOff, rangeClasses } = this.alphabet;
     for (let j = edgeOff[q]!; j < edgeOff[q + 1]!; j++) {
       const r = edgeRange[j]!;
-      const from = rangeClassOff[r]!;
-      const to = rangeClassOff[r + 1]!;
-      if (from === to) continue;
-      const next = edgeTo[j]!;
-      let target = this.singleClosed[next]!;
-      if (target === -2) {
-        seed[0] = next << this.modeBits;
-        // No class is read by the closure here (classFree): any of the range's stands for them all.
-        const n = this.closure(seed, 0, 1, rangeClasses[from]!);
-        target = this.singleClosed[next] = n > 0 ? this.internState(n) : -1;
-      }
-      clock.tick(to - from + 1);
-      if (target < 0) continue;
-      const trans = this.trans;
-      for (let x = from; x < to; x++) trans[s * k + rangeClasses[x]!] = target;
+      this.moveOnClasses(s, edgeTo[j]!, rangeClasses, rangeClassOff[r]!, rangeClassOff[r + 1]!, seed);
     }
     return true;
   }
 
   /** exploreSingle for a thread at q, a state of an embedded DFA: its live transitions. */
   private exploreBlockState(s: number, q: number, seed: Int32Array): void {
-    const { blockOf, blockBase, blockRows, blockClassOff, blockClassList, k } = this.alphabet;
+    const { blockOf, blockBase, blockRows, blockClassOff, blockClassList } = this.alphabet;
     const b = blockOf[q]!;
     const base = blockBase[b]!;
     const { off, cls, to } = blockRows[b]!;
     const classOff = blockClassOff[b]!;
     const classList = blockClassList[b]!;
-    const row = s * k;
     for (let j = off[q - base]!; j < off[q - base + 1]!; j++) {
-      const nq = base + to[j]!;
-      const from = classOff[cls[j]!]!;
-      const until = classOff[cls[j]! + 1]!;
-      if (from === until) continue;
-      let target = this.singleClosed[nq]!;
-      if (target === -2) {
-        seed[0] = nq << this.modeBits;
-        const n = this.closure(seed, 0, 1, classList[from]!);
-        target = this.singleClosed[nq] = n > 0 ? this.internState(n) : -1;
-      }
-      clock.tick(until - from + 1);
-      if (target < 0) continue;
-      const trans = this.trans;
-      for (let x = from; x < until; x++) trans[row + classList[x]!] = target;
+      this.moveOnClasses(s, base + to[j]!, classList, classOff[cls[j]!]!, classOff[cls[j]! + 1]!, seed);
     }
+  }
+
+  /**
+   * State s's transitions on classes[from..to) go to the state of the closure of a free thread
+   * at NFA state `next` (memoised: singleClosed). No class is read by that closure (classFree),
+   * so any of them stands for them all.
+   */
+  private moveOnClasses(s: number, next: number, classes: Int32Array, from: number, to: number, seed: Int32Array): void {
+    if (from === to) return;
+    let target = this.singleClosed[next]!;
+    if (target === -2) {
+      seed[0] = next << this.modeBits;
+      const n = this.closure(seed, 0, 1, classes[from]!);
+      target = this.singleClosed[next] = n > 0 ? this.internState(n) : -1;
+    }
+    clock.tick(to - from + 1);
+    if (target < 0) return;
+    const trans = this.trans;
+    const row = s * this.alphabet.k;
+    for (let x = from; x < to; x++) trans[row + classes[x]!] = target;
   }
 
   /** Whether no two byte edges of NFA state q share a class (memoised per state). */
