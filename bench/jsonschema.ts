@@ -1,8 +1,11 @@
 /**
  * npm run bench:jsonschema — the JSON Schema compiler on MaskBench (JSONSchemaBench's 8,882 real
  * schemas with test instances, ../shared/jsonschema/maskbench/), judged as MaskBench judges an
- * engine (../shared/jsonschema/README.md): compile each schema (compileMs = compileJsonSchema +
- * the token matcher + the first mask), then serialize each test instance as Python's
+ * engine (../shared/jsonschema/README.md): compile each schema as the service does at its default
+ * settings (compileMs = compileJsonSchema under TRELLIS_COMPILE_MAX_WORK + the budget questions
+ * and first masks the compile worker asks at TRELLIS_MAX_NEW_TOKENS (probeBudgets) on a fresh
+ * matcher under TRELLIS_MASK_MAX_WORK, as generate/compile-task.ts probes it; a refusal there is
+ * what the service would answer 422, counted under refusedAtDefaults), then serialize each test instance as Python's
  * json.dumps(data), tokenize it with the real tokenizer (llama.cpp addon, vocab-only, no BOS) and
  * walk its tokens through a fresh constraint state: at each step the mask is computed (maskUs) and
  * the token's bit read. A valid instance passes when every token is allowed and the end is
@@ -11,14 +14,13 @@
  * llguidance's own record of the same files (llguidance-maskbench.json). Single thread.
  *
  * Usage: npm run bench:jsonschema -- [--data DIR] [--vocab llama-bpe] [--limit N | --sample N]
- *          [--only A,B] [--out FILE] [--timeout-ms 2000] [--mask-limit-ms 10000] [--llguidance FILE]
+ *          [--only A,B] [--out FILE] [--compile-max-work N] [--mask-max-work N] [--llguidance FILE]
  *   --only A,B   only the files whose names contain one of these (reproducing one schema's verdict).
  *   --limit N    the first N files by name; --sample N: N files evenly spaced over the sorted list
  *                (every k-th, k = files/N), so a quick run covers every subset.
  *   --out FILE   writes the summary plus perSchema there; stdout then gets the summary alone.
- *   --timeout-ms the compiler's time limit per schema (JsonSchemaTooComplexError "time" = timeout).
- *   --mask-limit-ms  bounds one mask's work (the matcher's work meter, as the server does):
- *                a mask past it is counted under maskTooCostly rather than hanging the run.
+ *   --compile-max-work, --mask-max-work  the work limits (default: the service's defaults, config.ts).
+ *                The instances' walks then run unbounded, to judge every compiled schema.
  *
  * Prints one JSON object (invalidAcceptedFiles first: it must be empty). Progress on stderr.
  */
@@ -35,6 +37,7 @@ import {
   JsonSchemaUnsatisfiableError,
 } from "../src/grammar/index.js";
 import type { ByteDfa } from "../src/regex/index.js";
+import { engineOptions, loadConfig } from "../src/config.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { parseKeepingNumbers, pythonDumps, type PyJson } from "../test/support/python-json.js";
 import { hasBit } from "./replay.js";
@@ -147,8 +150,10 @@ function dfaVerdict(dfa: ByteDfa, text: string): { dfaAccepts: boolean; detail: 
 async function main(): Promise<void> {
   const dataDir = resolve(REPO_ROOT, argValue("data") ?? "../shared/jsonschema/maskbench");
   const vocabName = argValue("vocab") ?? "llama-bpe";
-  const timeoutMs = Number(argValue("timeout-ms") ?? 2000);
-  const maskLimitMs = Number(argValue("mask-limit-ms") ?? 10_000);
+  const defaults = loadConfig({}, []).config;
+  const compileMaxWork = Number(argValue("compile-max-work") ?? defaults.compileMaxWork);
+  const maskMaxWork = Number(argValue("mask-max-work") ?? defaults.maskMaxWork);
+  const probeBudgets = engineOptions(defaults, "").constraints!.probeBudgets;
   const outFile = argValue("out");
   const llgPath = resolve(REPO_ROOT, argValue("llguidance") ?? "../shared/jsonschema/llguidance-maskbench.json");
 
@@ -162,7 +167,7 @@ async function main(): Promise<void> {
   const llg = loadLlguidance(llgPath);
 
   const files = selectFiles(dataDir);
-  const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, timeoutMs };
+  const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, maxWork: compileMaxWork };
   const compileMs = new SampleBuffer();
   const maskUs = new SampleBuffer();
   /** compileMs's two parts: the schema's DFA (compileJsonSchema), then the matcher and its first mask. */
@@ -238,9 +243,14 @@ async function main(): Promise<void> {
     try {
       ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits }));
       tSchema = performance.now();
-      // As the service makes a schema's matcher (constraint-cache.ts).
+      // The compile worker's probe (compile-task.ts): the budget question and the first mask at
+      // each probe budget, on a fresh matcher under the mask work limit.
+      const probe = new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: false });
+      probe.work.limitSteps = maskMaxWork;
+      const first = new DfaConstraintState(probe);
+      for (const budget of probeBudgets) if (first.minTokensToAccept(budget) <= budget) first.mask(budget);
+      // As the service makes a schema's matcher (constraint-cache.ts); unbounded, for the verdicts.
       matcher = new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: false });
-      matcher.work.limitMs = maskLimitMs;
       new DfaConstraintState(matcher).mask();
     } catch (err) {
       if (err instanceof JsonSchemaError) {
@@ -250,7 +260,7 @@ async function main(): Promise<void> {
         return `refused: ${err.keyword ?? "other"}: ${err.message}`;
       }
       if (err instanceof JsonSchemaTooComplexError) {
-        if (err.limit === "time") {
+        if (err.limit === "time" || err.limit === "work") {
           c.timeouts++;
           return "timeout";
         }
@@ -343,8 +353,11 @@ async function main(): Promise<void> {
     data: dataDir,
     vocab: vocabName,
     tokenizer: "llama.cpp (vocab-only, no BOS)",
-    timeoutMs,
-    maskLimitMs,
+    compileMaxWork,
+    maskMaxWork,
+    probeBudgets,
+    /** What the service would refuse (422) at these limits: compile work, then the probe's. */
+    refusedAtDefaults: c.timeouts + c.maskTooCostly,
     node: process.version,
     cpus: availableParallelism(),
     loadAverageAtStart: loadAtStart,

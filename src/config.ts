@@ -55,23 +55,24 @@ export interface Config {
   bodyLimitBytes: number;
   threads: number;
   contextSize: number;
-  /** Regex automaton caps: DFA states and compile time (ms); beyond them 422 "too complex". */
+  /** Regex automaton cap: DFA states; beyond it 422 "too complex". */
   regexMaxStates: number;
-  regexTimeoutMs: number;
+  /** Work units one regex, grammar or JSON Schema compile may spend (422 beyond: deterministic). */
+  compileMaxWork: number;
   /** Grammar compile limits (422 beyond; nesting: 400). */
   grammarMaxNesting: number;
   grammarMaxTerminals: number;
   grammarMaxRules: number;
   grammarMaxReferenceDepth: number;
   grammarMaxScannerCells: number;
-  /** Wall-clock limit of one regex or grammar compile on its worker thread (422 beyond). */
+  /** Safety valve: wall-clock limit of one compile on its worker thread (503 beyond, never kept). */
   compileTimeoutMs: number;
   /** Worker threads that compile patterns and grammars (off the event loop). */
   compileWorkers: number;
   /** Heap of one compile worker, MB (422 beyond). */
   compileMemoryMb: number;
-  /** Longest one token-mask computation may hold the serving thread, ms (422 beyond). */
-  maskTimeoutMs: number;
+  /** Steps of work one token-mask computation may do (422 beyond: deterministic). */
+  maskMaxWork: number;
   /** Compiles of one API key waiting at once (429 beyond). */
   compileQueuePerKey: number;
   /** Bytes (MB) of compiled patterns, grammars, matchers and refusals kept, LRU beyond. */
@@ -360,13 +361,14 @@ export const SETTINGS: readonly Setting[] = [
     description: "Most DFA states a pattern may compile to; a larger one is refused fast (422, too complex).",
   },
   {
-    key: "regexTimeoutMs",
-    env: "TRELLIS_REGEX_TIMEOUT_MS",
-    flag: "--regex-timeout-ms",
+    key: "compileMaxWork",
+    env: "TRELLIS_COMPILE_MAX_WORK",
+    flag: "--compile-max-work",
     kind: "int",
     min: 1,
-    defaultText: "500",
-    description: "Longest a pattern may take to compile, in ms (422, too complex, beyond).",
+    defaultText: "32000000",
+    description:
+      "Most work one regex or grammar compile may do, in units of about one inner-loop step (~65,000 a millisecond here; JSON Schema, TypeScript and tool-call compiles get twice it); a constraint needing more is refused (422, too complex), the same on any machine.",
   },
   {
     key: "grammarMaxNesting",
@@ -420,9 +422,9 @@ export const SETTINGS: readonly Setting[] = [
     flag: "--compile-timeout-ms",
     kind: "int",
     min: 1,
-    defaultText: "1000",
+    defaultText: "30000",
     description:
-      "Longest one regex or grammar compile may run on its worker thread, in ms; past it the worker is stopped and the answer is 422 (too complex).",
+      "Safety valve: longest one compile (with its first masks) may run on its worker thread, in ms; past it the worker is stopped and the answer is 503 with Retry-After, never kept (the verdicts come from TRELLIS_COMPILE_MAX_WORK and TRELLIS_MASK_MAX_WORK).",
   },
   {
     key: "compileWorkers",
@@ -443,14 +445,14 @@ export const SETTINGS: readonly Setting[] = [
     description: "Heap of one compile worker, in MB; a compile needing more is refused (422, too complex).",
   },
   {
-    key: "maskTimeoutMs",
-    env: "TRELLIS_MASK_TIMEOUT_MS",
-    flag: "--mask-timeout-ms",
+    key: "maskMaxWork",
+    env: "TRELLIS_MASK_MAX_WORK",
+    flag: "--mask-max-work",
     kind: "int",
     min: 1,
-    defaultText: "50",
+    defaultText: "16000000",
     description:
-      "Longest one token-mask computation (or budget question) may take on the thread that serves requests, in ms; a pattern or grammar needing more is refused (422, too complex). A new one's first masks are tried on its compile worker first, under the same limit.",
+      "Most work one token-mask computation (or budget question) may do on the thread that serves requests, in steps (trie nodes, lexer states; ~75,000 a millisecond here); a constraint needing more is refused (422, too complex), the same on any machine. A new one's first masks are tried on its compile worker first, under the same limit.",
   },
   {
     key: "compileQueuePerKey",
@@ -551,16 +553,16 @@ export function defaultConfig(): Config {
     threads: Math.max(1, availableParallelism() - 1),
     contextSize: 4096,
     regexMaxStates: 20_000,
-    regexTimeoutMs: 500,
+    compileMaxWork: 32_000_000,
     grammarMaxNesting: 100,
     grammarMaxTerminals: 5000,
     grammarMaxRules: 20_000,
     grammarMaxReferenceDepth: 100,
     grammarMaxScannerCells: 6_000_000,
-    compileTimeoutMs: 1000,
+    compileTimeoutMs: 30_000,
     compileWorkers: 1,
     compileMemoryMb: 512,
-    maskTimeoutMs: 50,
+    maskMaxWork: 16_000_000,
     compileQueuePerKey: 4,
     cacheMb: 512,
     headersTimeoutMs: 10_000,
@@ -669,7 +671,6 @@ export interface EngineFactoryOptions {
   /** "" = CPU, else a node-llama-cpp GPU backend name such as "cuda". */
   gpu: string;
   regexMaxStates?: number;
-  regexTimeoutMs?: number;
   /** Compile workers, their limits and the compiled-constraint cache (see ConstraintCacheOptions). */
   constraints?: {
     compileTimeoutMs: number;
@@ -677,7 +678,8 @@ export interface EngineFactoryOptions {
     workerMemoryMb: number;
     perClientQueued: number;
     budgetBytes: number;
-    maskTimeoutMs: number;
+    maskMaxWork: number;
+    compileMaxWork: number;
     probeBudgets: number[];
     grammarLimits: Partial<GrammarLimits>;
   };
@@ -692,15 +694,18 @@ export function engineOptions(config: Config, modelPath: string): EngineFactoryO
     maxSequences: config.concurrency,
     gpu: config.gpu,
     regexMaxStates: config.regexMaxStates,
-    regexTimeoutMs: config.regexTimeoutMs,
     constraints: {
       compileTimeoutMs: config.compileTimeoutMs,
       workers: config.compileWorkers,
       workerMemoryMb: config.compileMemoryMb,
       perClientQueued: config.compileQueuePerKey,
       budgetBytes: config.cacheMb * 1024 * 1024,
-      maskTimeoutMs: config.maskTimeoutMs,
-      probeBudgets: [8, config.maxNewTokensLimit],
+      maskMaxWork: config.maskMaxWork,
+      compileMaxWork: config.compileMaxWork,
+      // The roomy budget only: a tight one makes the budget planning explore the whole automaton
+      // (exact token distances, up to ~10^8 steps for everyday schemas at 152k tokens), which a
+      // request whose budget needs it does on the serving thread under the same limit.
+      probeBudgets: [config.maxNewTokensLimit],
       grammarLimits: {
         maxNesting: config.grammarMaxNesting,
         maxTerminals: config.grammarMaxTerminals,

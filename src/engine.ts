@@ -29,9 +29,8 @@ export interface EngineOptions {
   gpu?: string;
   /** Queue of requests waiting for sequences before 503. */
   maxQueue?: number;
-  /** Regex automaton caps (DFA states, compile ms). */
+  /** Regex automaton cap (DFA states). */
   regexMaxStates?: number;
-  regexTimeoutMs?: number;
   /** Compile workers, their limits, and the byte budget of compiled constraints. */
   constraints?: Partial<Omit<ConstraintCacheOptions, "regexLimits">>;
 }
@@ -131,7 +130,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     maxQueue: options.maxQueue,
     constraints: {
       ...options.constraints,
-      regexLimits: { maxDfaStates: options.regexMaxStates, timeoutMs: options.regexTimeoutMs },
+      regexLimits: { maxDfaStates: options.regexMaxStates },
     },
     gpu: options.gpu ? (options.gpu as GpuChoice) : undefined,
   });

@@ -13,7 +13,12 @@ import { REPO_ROOT, STORIES_260K } from "./support/paths.js";
 import { hostileCases, type HostileCase } from "./support/hostile-cases.js";
 
 const KEY = "hostile-suite-key";
-const ANSWER_WITHIN_MS = 1500;
+/**
+ * A hang detector, not a speed target: verdicts are counted work now, and a compile may use
+ * TRELLIS_COMPILE_MAX_WORK (~0.5 s idle here) on a worker that a killed one's replacement (trie,
+ * TypeScript: ~0.8 s) may still be starting, on two cores shared with the other test file.
+ */
+const ANSWER_WITHIN_MS = 5000;
 const HEALTH_P99_MS = 100;
 
 let server: ChildProcess;

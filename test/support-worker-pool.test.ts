@@ -1,6 +1,8 @@
 // The worker pool under hostile work: a task that never yields is stopped at its limit and its
 // worker replaced; a worker that runs out of memory fails only its task; one client cannot hold
-// the pool (round-robin, per-client running and waiting caps); a waiting task can be aborted.
+// the pool (round-robin, per-client running and waiting caps); a waiting task can be aborted;
+// a worker's start never counts against a task's limit; burst workers serve another client's task
+// while one client's long task runs.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { Worker } from "node:worker_threads";
@@ -9,7 +11,8 @@ import { PoolBusyError, PoolTimeoutError, PoolWorkerDiedError, WorkerPool, Worke
 /**
  * A worker answering `{ op }` payloads: "echo" (value back after `ms`, busy-waiting: no yield),
  * "spin" (loops forever), "grow" (allocates until the heap limit), "fail" (an error answer),
- * "heap" (reports a large heap so the pool recycles it).
+ * "heap" (reports a large heap so the pool recycles it), "sleep" (value back after `ms` asleep:
+ * a long task that leaves the 2 cores to the others).
  */
 const SCRIPT = `
 const { parentPort, threadId } = require("node:worker_threads");
@@ -18,8 +21,11 @@ parentPort.on("message", ({ id, payload }) => {
   if (op === "spin") for (;;) {}
   if (op === "grow") { const keep = []; for (;;) keep.push(new Array(1e6).fill(keep.length)); }
   if (op === "fail") return parentPort.postMessage({ id, error: { reason: "bad input" } });
+  if (op === "sleep") Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  else {
   const until = Date.now() + (ms ?? 0);
   while (Date.now() < until) {}
+  }
   parentPort.postMessage({ id, value: { value, threadId }, heapUsed: op === "heap" ? 1e12 : 0 });
 });
 parentPort.postMessage({ ready: true });
@@ -130,7 +136,7 @@ test("one client never runs more than its share at once, even with workers free"
 });
 
 test("an aborted waiting task is dropped and rejects with the abort reason", async () => {
-  const p = pool();
+  const p = pool({ burstSize: 0 });
   await warm(p);
   const blocker = p.run({ op: "echo", value: 0, ms: 150 }, { client: "a", timeoutMs: 5000 });
   const controller = new AbortController();
@@ -141,16 +147,82 @@ test("an aborted waiting task is dropped and rejects with the abort reason", asy
   await blocker;
 });
 
-test("tasks wait for a worker to load: its boot does not count against their limit", async () => {
-  const p = new WorkerPool({
-    size: 1,
-    spawn: () => new Worker(`const t = Date.now() + 300; while (Date.now() < t) {}\n${SCRIPT}`, { eval: true }),
-    perClientRunning: 1,
-    perClientQueued: 8,
-    maxQueued: 64,
+test("tasks wait for a worker to load: its start (1.5 s here) counts against no task's limit, a recycled one's neither", async () => {
+  // Asleep before it reports ready, as a compile worker is while it builds its trie and loads TypeScript.
+  const slowStart = `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);\n${SCRIPT}`;
+  const p = pool({ spawn: () => new Worker(slowStart, { eval: true }), recycleHeapBytes: 1e6, burstSize: 0 });
+  const first = (await p.run({ op: "heap", value: "late" }, { client: "a", timeoutMs: 500 })) as Answer;
+  assert.equal(first.value, "late");
+  // Its heap report retired it: the task that comes meanwhile waits for the successor to start.
+  const next = (await p.run({ op: "echo", value: "again" }, { client: "a", timeoutMs: 500 })) as Answer;
+  assert.equal(next.value, "again");
+  assert.notEqual(next.threadId, first.threadId);
+  assert.equal(p.stats().timeouts, 0);
+});
+
+/** Runs `op` for `client`, recording `label` in `order` when it answers. */
+function recorder(p: WorkerPool, order: string[]) {
+  return (label: string, client: string, payload: object) =>
+    p.run(payload, { client, timeoutMs: 10_000 }).then((answer) => {
+      order.push(label);
+      return answer as Answer;
+    });
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+test("a burst worker answers another client's short task while one client's long task holds the only worker", async () => {
+  const p = pool({ size: 1 });
+  const order: string[] = [];
+  const run = recorder(p, order);
+  const long = run("a-long", "a", { op: "sleep", ms: 2000 });
+  await until(() => p.stats().busy === 1);
+  const short = await run("b-short", "b", { op: "echo", ms: 10 });
+  assert.deepEqual(order, ["b-short"]);
+  assert.notEqual(short.threadId, (await long).threadId);
+  assert.deepEqual(order, ["b-short", "a-long"]);
+  assert.equal(p.stats().workers, 2);
+});
+
+// With perClientRunning 2, client a could run 2 tasks on 2 general workers, but size is 1: the
+// burst worker is only for clients with nothing running.
+for (const perClientRunning of [1, 2]) {
+  test(`a client's second task waits for its first, a burst worker idle or not (perClientRunning ${perClientRunning})`, async () => {
+    const p = pool({ size: 1, perClientRunning });
+    const order: string[] = [];
+    const run = recorder(p, order);
+    const first = run("a1", "a", { op: "sleep", ms: 600 });
+    await until(() => p.stats().busy === 1);
+    const second = run("a2", "a", { op: "echo", ms: 10 });
+    const other = run("b", "b", { op: "echo", ms: 10 });
+    await Promise.all([first, second, other]);
+    assert.deepEqual(order, ["b", "a1", "a2"]);
   });
-  pools.push(p);
-  assert.equal(((await p.run({ op: "echo", value: "late" }, { client: "a", timeoutMs: 100 })) as Answer).value, "late");
+}
+
+test("burst workers: warm starts them after the first ones; with burstIdleMs they start on demand and idle ones retire", async () => {
+  const kept = pool({ size: 1, burstSize: 1 });
+  kept.warm();
+  await until(() => kept.stats().workers === 2);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(kept.stats().workers, 2, "a kept burst worker retired");
+
+  const p = pool({ size: 1, burstSize: 1, burstIdleMs: 50 });
+  p.warm();
+  const order: string[] = [];
+  const run = recorder(p, order);
+  const long = run("a-long", "a", { op: "sleep", ms: 800 });
+  await until(() => p.stats().busy === 1);
+  assert.equal(p.stats().workers, 1, "an on-demand burst worker started ahead");
+  await run("b-short", "b", { op: "echo" });
+  assert.equal(p.stats().workers, 2);
+  await long;
+  assert.deepEqual(order, ["b-short", "a-long"]);
+  await until(() => p.stats().workers === 1);
+  // The worker kept still serves.
+  assert.equal(((await p.run({ op: "echo", value: 5 }, { client: "c", timeoutMs: 5000 })) as Answer).value, 5);
 });
 
 test("a worker reporting a large heap is replaced after its task", async () => {

@@ -1,50 +1,59 @@
 /**
- * A bound on the time one constraint operation (a mask, a budget question, an advance) may hold
- * the thread that serves every request: masks are computed on that thread between decode steps,
- * and some patterns and grammars make one operation cost seconds of trie walks and lexer searches
- * at a 152k vocabulary ((?:[^x]{0,50}x){40}: 7 s for its first budget question).
+ * A bound on the work one constraint operation (a mask, a budget question, an advance) may do:
+ * masks are computed on the thread that serves every request, between decode steps, and some
+ * patterns and grammars make one operation cost seconds of trie walks and lexer searches at a
+ * 152k vocabulary ((?:[^x]{0,50}x){40}: 7 s for its first budget question).
  *
- * Each matcher has its meter; its walks and searches charge it as they go (after each trie walk,
- * which the trie's size bounds, and per lexer state or search node expanded), and a charge past
- * the operation's deadline throws ConstraintTooCostlyError. A matcher that met it is unusable
- * afterwards (its memo may hold a half-made walk): every later operation on it throws the same.
- * The verdict depends on the machine's speed and load, so a refusal for it is not kept for long
- * (see ConstraintCache), and compile workers first try the operations a request starts with, off
- * this thread, under a stricter limit.
+ * The bound is counted work, never the clock: each matcher has its meter, its walks and searches
+ * charge it in steps as they go (trie nodes after each walk, which the trie's size bounds; lexer
+ * states; search nodes), and a charge past the limit throws ConstraintTooCostlyError. So the
+ * verdict is the same on an idle or a saturated machine, slow or fast, and may be kept. A matcher
+ * that met it is unusable afterwards (its memo may hold a half-made walk): every later operation
+ * on it throws the same.
+ *
+ * The compile worker asks a new constraint's first operations on a fresh matcher under this
+ * limit before it is accepted (generate/compile-task.ts), so the serving thread meets it only
+ * past a request's first steps, on a path of its own.
  *
  *   matcher.work.begin()      at the entry of an operation (the constraint state classes)
  *   matcher.work.charge(n)    in its walks
  */
 export class ConstraintTooCostlyError extends Error {
   constructor(
-    readonly limitMs: number,
-    /** What took too long, for the message. */
+    readonly limitSteps: number,
+    /** What needed too much, for the message. */
     what = "one of its token masks",
   ) {
-    super(`computing ${what} takes longer than ${limitMs} ms`);
+    super(`computing ${what} needs more than ${limitSteps.toLocaleString("en-US")} steps of work`);
     this.name = "ConstraintTooCostlyError";
   }
 }
+
+/** What a grammar matcher's step counts against the limit, in trie-node steps (see WorkMeter). */
+export const GRAMMAR_STEP_WEIGHT = 12;
 
 export class WorkMeter {
   /** Work charged since the operation began (steps: trie nodes, lexer states, search nodes). */
   steps = 0;
   /** Set once an operation ran out: the matcher is not to be used again. */
   exhausted: ConstraintTooCostlyError | null = null;
-  private deadline = Number.POSITIVE_INFINITY;
 
-  /** Infinity (the default, for library use): unbounded, and charging reads no clock. */
-  constructor(public limitMs: number = Number.POSITIVE_INFINITY) {}
+  /**
+   * `limitSteps`: Infinity (the default, for library use) is unbounded. `weight`: what one charged
+   * step counts, so that one limit means about the same work for every matcher kind (a grammar's
+   * lexer-state and search steps cost ~12 trie-node steps, measured at stories260K and qwen2).
+   */
+  constructor(
+    public limitSteps: number = Number.POSITIVE_INFINITY,
+    readonly weight = 1,
+  ) {}
 
   begin(): void {
     if (this.exhausted !== null) throw this.exhausted;
     this.steps = 0;
-    this.deadline = performance.now() + this.limitMs;
   }
 
   charge(steps: number): void {
-    this.steps += steps;
-    if (this.deadline !== Number.POSITIVE_INFINITY && performance.now() > this.deadline)
-      throw (this.exhausted = new ConstraintTooCostlyError(this.limitMs));
+    if ((this.steps += steps * this.weight) > this.limitSteps) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps));
   }
 }

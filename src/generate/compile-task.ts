@@ -26,7 +26,7 @@ import {
 import { DfaConstraintState, DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
 import { ConstraintTooCostlyError } from "../constraint/index.js";
-import { InvalidRequestError, UnsatisfiableError, type JsonSchemaTaskOptions } from "./types.js";
+import { InvalidRequestError, OverloadedError, UnsatisfiableError, type JsonSchemaTaskOptions } from "./types.js";
 
 export type CompileTask =
   | { readonly kind: "regex"; readonly pattern: string | readonly string[]; readonly limits: RegexLimits }
@@ -65,12 +65,12 @@ function typeScriptSchema(task: { source: string; typeName: string }): { schema:
 
 /**
  * The operations a request starts with, tried on a compiled constraint before it is accepted:
- * the budget question and the first mask at each of `budgets`, each within `limitMs` (see
- * probeFirstOperations).
+ * the budget question and the first mask at each of `budgets`, each within `limitSteps` of work
+ * (see probeFirstOperations).
  */
 export interface ProbeOptions {
   readonly budgets: readonly number[];
-  readonly limitMs: number;
+  readonly limitSteps: number;
 }
 
 export type CompileOutput =
@@ -79,11 +79,12 @@ export type CompileOutput =
 
 /**
  * Why a constraint cannot be built, as data that crosses threads: `invalid` is the request's
- * fault (400), `too_complex` a limit it ran into (422). `lasting` refusals come out the same on
- * every try (syntax, sizes); a time limit depends on the machine's load.
+ * fault (400), `too_complex` a limit it ran into (422), `overloaded` a wall-clock valve (503,
+ * retryable). `lasting` refusals come out the same on every try (syntax, sizes, work); a clock
+ * depends on the machine's load.
  */
 export interface Refusal {
-  readonly status: "invalid" | "too_complex";
+  readonly status: "invalid" | "too_complex" | "overloaded";
   readonly field: string;
   readonly message: string;
   readonly position?: number;
@@ -139,31 +140,27 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
 }
 
 /**
- * Runs, at each probe budget, the budget question and the first mask, each under `limitMs`: they
- * are what a request's first step asks of the serving thread, so one that takes longer here is
- * refused (ConstraintTooCostlyError) before the serving thread ever runs it. A first attempt that
- * runs out is tried once more on a fresh matcher: a worker's first walks run before the JIT has
- * compiled them, several times slower than the serving thread's warm ones.
+ * Runs, at each probe budget, the budget question and the first mask, each under `limitSteps` of
+ * work, on a fresh matcher: they are what a request's first step asks of the serving thread, so
+ * one that needs more here is refused (ConstraintTooCostlyError) before the serving thread ever
+ * runs it. The count is the same on every machine and every try, so the refusal is kept.
  */
 function probeFirstOperations<M extends DfaTokenMatcher | GrammarTokenMatcher>(
   makeMatcher: () => M,
   stateOf: (matcher: M) => DfaConstraintState | GrammarConstraintState,
   probe: ProbeOptions,
 ): void {
-  for (let attempt = 0; ; attempt++) {
-    const matcher = makeMatcher();
-    matcher.work.limitMs = probe.limitMs;
-    const state = stateOf(matcher);
-    try {
-      for (const budget of probe.budgets) {
-        const needed = state.minTokensToAccept(budget);
-        if (needed <= budget) state.mask(budget);
-      }
-      return;
-    } catch (error) {
-      if (!(error instanceof ConstraintTooCostlyError)) throw error;
-      if (attempt > 0) throw new ConstraintTooCostlyError(probe.limitMs, "its first token masks");
+  const matcher = makeMatcher();
+  matcher.work.limitSteps = probe.limitSteps;
+  const state = stateOf(matcher);
+  try {
+    for (const budget of probe.budgets) {
+      const needed = state.minTokensToAccept(budget);
+      if (needed <= budget) state.mask(budget);
     }
+  } catch (error) {
+    if (error instanceof ConstraintTooCostlyError) throw new ConstraintTooCostlyError(probe.limitSteps, "its first token masks");
+    throw error;
   }
 }
 
@@ -184,6 +181,7 @@ export const GRAMMAR_LIMIT_SETTINGS: Partial<Record<keyof GrammarLimits, string>
   maxReferenceDepth: "TRELLIS_GRAMMAR_MAX_REFERENCE_DEPTH",
   maxScannerCells: "TRELLIS_GRAMMAR_MAX_SCANNER_CELLS",
   maxDfaStates: "TRELLIS_REGEX_MAX_STATES",
+  maxWork: "TRELLIS_COMPILE_MAX_WORK",
   timeoutMs: "TRELLIS_COMPILE_TIMEOUT_MS",
 };
 
@@ -198,12 +196,7 @@ function withSetting(message: string): string {
 /** The refusal a library error stands for, or null when the error is a bug. */
 export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
   if (error instanceof ConstraintTooCostlyError) {
-    return {
-      status: "too_complex",
-      field,
-      message: `${field}: too complex: ${error.message} (TRELLIS_MASK_TIMEOUT_MS)`,
-      lasting: false,
-    };
+    return { status: "too_complex", field, message: `${field}: too complex: ${error.message} (TRELLIS_MASK_MAX_WORK)`, lasting: true };
   }
   if (error instanceof TypeScriptSchemaError) {
     // The message already ends with its line and column; a limit met is "too complex" (422).
@@ -214,10 +207,11 @@ export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
     return { status: "invalid", field: "schema", message: `schema: ${error.message}`, lasting: true };
   }
   if (error instanceof JsonSchemaTooComplexError) {
+    const setting = error.limit === "time" ? " (TRELLIS_COMPILE_TIMEOUT_MS)" : error.limit === "work" ? " (TRELLIS_COMPILE_MAX_WORK)" : "";
     return {
-      status: "too_complex",
+      status: error.limit === "time" ? "overloaded" : "too_complex",
       field: "schema",
-      message: `schema: ${error.message}${error.limit === "time" ? " (TRELLIS_COMPILE_TIMEOUT_MS)" : ""}`,
+      message: `schema: ${error.message}${setting}`,
       lasting: error.limit !== "time",
     };
   }
@@ -230,14 +224,20 @@ export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
     return { status: "invalid", field, message: `${field}: ${error.message}${construct}`, position: error.position, lasting: true };
   }
   if (error instanceof RegexTooComplexError) {
-    return { status: "too_complex", field: "pattern", message: `pattern: ${error.message}`, lasting: error.limit !== "time" };
+    const setting = error.limit === "time" ? " (TRELLIS_COMPILE_TIMEOUT_MS)" : error.limit === "work" ? " (TRELLIS_COMPILE_MAX_WORK)" : "";
+    return {
+      status: error.limit === "time" ? "overloaded" : "too_complex",
+      field,
+      message: `${field}: ${error.message}${setting}`,
+      lasting: error.limit !== "time",
+    };
   }
   if (error instanceof GrammarError) {
     const where = error.line !== undefined ? ` (line ${error.line}${error.column !== undefined ? `, column ${error.column}` : ""})` : "";
     const limit = (error as { limit?: unknown }).limit;
     const tooComplex = typeof limit === "string";
     return {
-      status: tooComplex ? "too_complex" : "invalid",
+      status: limit === "timeoutMs" ? "overloaded" : tooComplex ? "too_complex" : "invalid",
       field: "grammar",
       message: `grammar: ${withSetting(error.message)}${where}`,
       lasting: limit !== "timeoutMs",
@@ -247,7 +247,8 @@ export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
 }
 
 /** The request error a refusal is answered with. */
-export function refusalError(refusal: Refusal): InvalidRequestError | UnsatisfiableError {
+export function refusalError(refusal: Refusal): InvalidRequestError | UnsatisfiableError | OverloadedError {
+  if (refusal.status === "overloaded") return new OverloadedError(`${refusal.message}; retry later`, 5);
   return refusal.status === "invalid"
     ? new InvalidRequestError(refusal.message, refusal.field, refusal.position)
     : new UnsatisfiableError(refusal.message, refusal.field);

@@ -9,6 +9,7 @@ import { getHeapStatistics, serialize } from "node:v8";
 import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
 import { TokenTrie, warmUpMatchers, type VocabularyBytes } from "../constraint/index.js";
+import { preloadTypeScriptCompiler } from "../grammar/index.js";
 import { fieldOf, refusalOf, runCompileTask, type CompileTask, type ProbeOptions } from "./compile-task.js";
 
 /** What the pool starts a worker with: the vocabulary (for the probe's trie) and the probe. */
@@ -44,6 +45,10 @@ if (port) {
   // Built once per worker (~0.1 s at 152k tokens), before it reports ready.
   const trie = data?.vocabulary ? TokenTrie.build(data.vocabulary) : undefined;
   if (trie) warmUpMatchers();
+  // Typed completion's first conversion would otherwise load the compiler and parse its lib
+  // files (0.6–1.8 s on 2 cores) inside that request's time limit, which kills the worker before
+  // it ever warms up; paid here, it counts against no task (the pool waits for `ready`).
+  preloadTypeScriptCompiler();
   const probe = data?.probe ?? undefined;
   port.on("message", (message: { id: number; payload: CompileTask }) => {
     let reply: { id: number; value?: Uint8Array; error?: CompileFailure; heapUsed: number };

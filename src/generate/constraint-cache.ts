@@ -1,8 +1,9 @@
 /**
  * Compiled constraints for one vocabulary: patterns and grammars compiled on worker threads,
- * never on the event loop, under a time limit (past it the worker is terminated) and a memory
- * limit (the worker's heap); kept, with their token matchers, in one LRU bounded by bytes; refused
- * ones kept too (cheaply), so a repeated bad request costs a hash and a lookup.
+ * never on the event loop, under work limits (the verdict: the same on any machine), a memory
+ * limit (the worker's heap) and a wall-clock safety valve (past it the worker is terminated and
+ * the answer is a retryable 503); kept, with their token matchers, in one LRU bounded by bytes;
+ * refused ones kept too (cheaply), so a repeated bad request costs a hash and a lookup.
  *
  *   const cache = new ConstraintCache(trie, options);
  *   const entry = await cache.regex(pattern, { client, signal });   // or cache.grammar(...)
@@ -14,7 +15,7 @@
 import { createHash } from "node:crypto";
 import { deserialize } from "node:v8";
 import { Worker } from "node:worker_threads";
-import type { ByteDfa, RegexLimits } from "../regex/index.js";
+import { REGEX_MAX_WORK, type ByteDfa, type RegexLimits } from "../regex/index.js";
 import {
   createGrammarAutomaton,
   DEFAULT_JSON_SCHEMA_OPTIONS,
@@ -55,10 +56,20 @@ import { ClientLimitError, MAX_IGNORED_RUN, OverloadedError, type ConstraintStat
 export interface ConstraintCacheOptions {
   /** Bytes of compiled constraints, matchers and refusals kept (LRU beyond). */
   budgetBytes: number;
-  /** Wall-clock limit of one compile on its worker. */
+  /**
+   * Safety valve: wall-clock limit of one compile (and its probe) on its worker; past it the
+   * worker is terminated and the answer is a 503 (OverloadedError), never kept.
+   */
   compileTimeoutMs: number;
+  /** Work units one compile may spend (regex, grammar and JSON Schema stages): 422 beyond, kept. */
+  compileMaxWork: number;
   /** Compile workers. */
   workers: number;
+  /**
+   * Warm workers beyond `workers`, each taking compiles only of a client with none running while
+   * the others are all busy: a cheap compile never waits behind another client's expensive one.
+   */
+  burstWorkers: number;
   /** Heap of one compile worker, MB (a compile past it is refused as too complex). */
   workerMemoryMb: number;
   /** Compiles of one client running at once / waiting. */
@@ -70,15 +81,15 @@ export interface ConstraintCacheOptions {
   /** Grammar compile limits (the grammar stage's defaults for what is left out). */
   grammarLimits: Partial<GrammarLimits>;
   /**
-   * Longest one constraint operation (a mask, a budget question) may hold the serving thread;
-   * past it the request is refused (422) and so is the constraint, for a while. Infinity (the
-   * library's default; the service sets TRELLIS_MASK_TIMEOUT_MS): no bound, and no probe.
+   * Steps of work one constraint operation (a mask, a budget question) may do on the serving
+   * thread (constraint/work-meter.ts); past it the request is refused (422). Infinity (the
+   * library's default; the service sets TRELLIS_MASK_MAX_WORK): no bound, and no probe.
    */
-  maskTimeoutMs: number;
+  maskMaxWork: number;
   /**
-   * The vocabulary, for the compile workers' trie: with it (and a finite maskTimeoutMs) they also
-   * try a new constraint's first operations (at `probeBudgets`) under maskTimeoutMs, and refuse
-   * it when they take longer.
+   * The vocabulary, for the compile workers' trie: with it (and a finite maskMaxWork) they also
+   * try a new constraint's first operations (at `probeBudgets`) under maskMaxWork on a fresh
+   * matcher, and refuse it (for good: the count is the same on every try) when they need more.
    */
   vocabulary: VocabularyBytes | null;
   probeBudgets: readonly number[];
@@ -88,14 +99,16 @@ export const DEFAULT_CONSTRAINT_CACHE_OPTIONS: Readonly<ConstraintCacheOptions> 
   budgetBytes: 512 * 1024 * 1024,
   // Library use (tests, scripts) trusts its input; the service sets TRELLIS_COMPILE_TIMEOUT_MS.
   compileTimeoutMs: 10_000,
+  compileMaxWork: REGEX_MAX_WORK,
   workers: 1,
+  burstWorkers: 1,
   workerMemoryMb: 512,
   perClientRunning: 1,
   perClientQueued: 4,
   maxQueued: 256,
   regexLimits: {},
   grammarLimits: {},
-  maskTimeoutMs: Number.POSITIVE_INFINITY,
+  maskMaxWork: Number.POSITIVE_INFINITY,
   vocabulary: null,
   probeBudgets: [8, 512],
 };
@@ -120,8 +133,10 @@ export interface ConstraintEntry extends Sized {
 }
 
 /**
- * A refused compile whose cause depends on load (a timeout) is refused again for this long
- * without retrying, so a client repeating it costs nothing; then it may compile on a calmer machine.
+ * A compile refused for its worker's heap is refused again for this long without retrying (the
+ * heap a compile reaches also depends a little on what the worker held before), so a client
+ * repeating it costs nothing. Refusals for work or size are kept for good; a stop by the
+ * wall-clock valve is never kept.
  */
 export const TRANSIENT_REFUSAL_MS = 5 * 60_000;
 
@@ -131,9 +146,6 @@ export const TRANSIENT_REFUSAL_MS = 5 * 60_000;
  * 2^24-entry Map limit (RangeError) and its bytes within what the cache last accounted.
  */
 export const MAX_AUTOMATON_STATES = 50_000;
-
-/** The share of compileTimeoutMs the regex and grammar stages' own time limits get. */
-const COMPILE_SOFT_SHARE = 0.8;
 
 /** Heap bytes a deserialized grammar keeps per byte of its serialized form (measured: ~2.2). */
 const GRAMMAR_HEAP_PER_SERIALIZED_BYTE = 3;
@@ -184,7 +196,7 @@ class GrammarEntry implements ConstraintEntry {
     private readonly maxIgnoredRun: number,
     /** The deserialized grammar and scanner DFAs. */
     private readonly compiledBytes: number,
-    private readonly maskTimeoutMs: number,
+    private readonly maskMaxWork: number,
   ) {
     this.automaton = this.freshAutomaton();
     this.matcher = this.freshMatcher();
@@ -203,7 +215,7 @@ class GrammarEntry implements ConstraintEntry {
 
   private freshMatcher(): GrammarTokenMatcher {
     const matcher = new GrammarTokenMatcher(this.trie, this.automaton);
-    matcher.work.limitMs = this.maskTimeoutMs;
+    matcher.work.limitSteps = this.maskMaxWork;
     return matcher;
   }
 
@@ -231,11 +243,7 @@ export class ConstraintCache {
   private readonly pool: WorkerPool;
   private readonly counters = { compiles: 0, refusals: 0, hits: 0 };
   private anonymousRequests = 0;
-  /**
-   * The stages' own time limits sit below the worker's hard one (COMPILE_SOFT_SHARE of it), so a
-   * slow compile is mostly refused by its stage, naming what was slow, and the worker is rarely
-   * killed.
-   */
+  /** The stages' limits: sizes and work; no clock (the pool's timeout is the one valve). */
   private readonly regexLimits: RegexLimits;
   private readonly grammarLimits: Partial<GrammarLimits>;
   private readonly jsonSchemaLimits: RegexLimits;
@@ -245,21 +253,23 @@ export class ConstraintCache {
     options: Partial<ConstraintCacheOptions> = {},
   ) {
     this.options = { ...DEFAULT_CONSTRAINT_CACHE_OPTIONS, ...options };
-    const soft = Math.max(1, Math.floor(this.options.compileTimeoutMs * COMPILE_SOFT_SHARE));
-    this.regexLimits = { ...this.options.regexLimits, timeoutMs: Math.min(this.options.regexLimits.timeoutMs ?? soft, soft) };
-    this.grammarLimits = { ...this.options.grammarLimits, timeoutMs: Math.min(this.options.grammarLimits.timeoutMs ?? soft, soft) };
-    this.jsonSchemaLimits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, timeoutMs: soft };
+    const maxWork = this.options.compileMaxWork;
+    this.regexLimits = { ...this.options.regexLimits, maxWork: Math.min(this.options.regexLimits.maxWork ?? maxWork, maxWork) };
+    this.grammarLimits = { ...this.options.grammarLimits, maxWork: Math.min(this.options.grammarLimits.maxWork ?? maxWork, maxWork) };
+    // A schema document is many languages built, multiplied and subtracted: twice a pattern's.
+    this.jsonSchemaLimits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, maxWork: 2 * maxWork };
     this.entries = new ByteLruCache(this.options.budgetBytes);
     const memoryMb = this.options.workerMemoryMb;
     const workerData: CompileWorkerData = {
       vocabulary: this.options.vocabulary,
       probe:
-        this.options.vocabulary && Number.isFinite(this.options.maskTimeoutMs)
-          ? { budgets: this.options.probeBudgets, limitMs: this.options.maskTimeoutMs }
+        this.options.vocabulary && Number.isFinite(this.options.maskMaxWork)
+          ? { budgets: this.options.probeBudgets, limitSteps: this.options.maskMaxWork }
           : null,
     };
     this.pool = new WorkerPool({
       size: this.options.workers,
+      burstSize: this.options.burstWorkers,
       spawn: () => spawnCompileWorker(memoryMb, workerData),
       perClientRunning: this.options.perClientRunning,
       perClientQueued: this.options.perClientQueued,
@@ -284,7 +294,7 @@ export class ConstraintCache {
     if (output.kind !== "regex") throw new Error(`compile worker answered a ${kind} task with a grammar`);
     // A schema's DFA never has states that share a walk (see DfaTokenMatcherOptions).
     const matcher = dfaTokenMatcherFor(this.trie, output.dfa, { shareEquivalentStates: kind === "regex" });
-    matcher.work.limitMs = this.options.maskTimeoutMs;
+    matcher.work.limitSteps = this.options.maskMaxWork;
     matcher.precompute(MATCHER_PRECOMPUTE_MS);
     return new RegexEntry(key, matcher, output.dfa, kind, output.warnings);
   }
@@ -294,7 +304,7 @@ export class ConstraintCache {
     return this.lookup(key, context, { kind: "grammar", source, maxIgnoredRun, limits: this.grammarLimits }, (output, serializedBytes) => {
       if (output.kind !== "grammar") throw new Error("compile worker answered a grammar task with a regex");
       const bytes = serializedBytes * GRAMMAR_HEAP_PER_SERIALIZED_BYTE;
-      return new GrammarEntry(key, this.trie, output.grammar, output.scanners, maxIgnoredRun, bytes, this.options.maskTimeoutMs);
+      return new GrammarEntry(key, this.trie, output.grammar, output.scanners, maxIgnoredRun, bytes, this.options.maskMaxWork);
     });
   }
 
@@ -338,15 +348,16 @@ export class ConstraintCache {
   }
 
   /**
-   * A request's operation on the entry ran past maskTimeoutMs: its matcher is unusable, so the
-   * constraint is refused from now on (for TRANSIENT_REFUSAL_MS: the verdict depends on load).
-   * Returns the request error to answer with.
+   * A request's operation on the entry needed more than maskMaxWork: its matcher is unusable (its
+   * memo may hold a half-made walk), so the entry is dropped and the next request compiles
+   * afresh. The constraint itself is not refused: its first operations passed the probe, and
+   * this request met the limit on a path of its own. Returns the request error to answer with.
    */
   refuse(entry: ConstraintEntry, error: ConstraintTooCostlyError): Error {
     const refusal = refusalOf(error, fieldOf(entry.kind))!;
     if (this.entries.peek(entry.key) === entry) {
       this.counters.refusals++;
-      this.entries.set(entry.key, new RefusalEntry(refusal, Date.now() + TRANSIENT_REFUSAL_MS));
+      this.entries.delete(entry.key);
     }
     return refusalError(refusal);
   }
@@ -449,12 +460,11 @@ export class ConstraintCache {
       if ("bug" in failure) return new Error(`compile worker failed: ${failure.bug}`);
       refusal = failure.refusal;
     } else if (error instanceof PoolTimeoutError) {
-      refusal = {
-        status: "too_complex",
-        field,
-        message: `${field}: too complex: compiling it took longer than the limit of ${error.timeoutMs} ms (TRELLIS_COMPILE_TIMEOUT_MS)`,
-        lasting: false,
-      };
+      // The valve: this machine is too slow or too busy now; the same request may pass later.
+      return new OverloadedError(
+        `${field}: compiling it took longer than ${error.timeoutMs} ms on this server now (TRELLIS_COMPILE_TIMEOUT_MS); retry later`,
+        5,
+      );
     } else if (error instanceof PoolWorkerDiedError) {
       if (error.code !== "ERR_WORKER_OUT_OF_MEMORY") return new Error(`compile worker died: ${error.message}`);
       refusal = {
@@ -472,6 +482,7 @@ export class ConstraintCache {
     } else {
       return error; // the caller's abort reason, or a bug
     }
+    if (refusal.status === "overloaded") return refusalError(refusal);
     this.counters.refusals++;
     this.entries.set(key, new RefusalEntry(refusal, refusal.lasting ? Number.POSITIVE_INFINITY : Date.now() + TRANSIENT_REFUSAL_MS));
     return refusalError(refusal);

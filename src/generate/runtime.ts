@@ -226,7 +226,7 @@ export class GenerationRuntime {
     const plain = makeConstraint(undefined);
     const began = performance.now();
     const needed = plain.minTokensToAccept(req.maxNewTokens);
-    // Each constraint operation is bounded on its own (TRELLIS_MASK_TIMEOUT_MS); the thread is
+    // Each constraint operation is bounded on its own (TRELLIS_MASK_MAX_WORK); the thread is
     // given back between this one and healing's, so two slow ones do not add up to one stall.
     if (performance.now() - began > YIELD_AFTER_MS) await new Promise<void>((resolve) => setImmediate(resolve));
     let constraint = plain;

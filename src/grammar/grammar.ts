@@ -32,6 +32,8 @@ export interface Grammar {
    * timeoutMs (GrammarLimits), so the limit bounds the two together.
    */
   readonly compileMs: number;
+  /** Work units the compile spent: the automaton's scanner DFAs get what is left of maxWork. */
+  readonly compileWork?: number;
 }
 
 /**
@@ -91,7 +93,16 @@ function compileGrammarUnchecked(source: string, budget: CompileBudget, started:
     scanners.push(sc);
   }
   budget.clock.check();
-  return { source, compiled, table, terminals: byName, ignore: new Set(compiled.ignore), scanners, compileMs: performance.now() - started };
+  return {
+    source,
+    compiled,
+    table,
+    terminals: byName,
+    ignore: new Set(compiled.ignore),
+    scanners,
+    compileMs: performance.now() - started,
+    compileWork: budget.clock.workUsed,
+  };
 }
 
 /**

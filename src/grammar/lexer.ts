@@ -165,9 +165,10 @@ function matchesWhole(t: LexTerminal, s: string, dfas?: WholeMatchDfas, clock?: 
       let dfa = dfas.get(t);
       if (dfa === undefined) {
         try {
-          dfa = compileRegex(patternToRegexp(t.def.pattern), clock === undefined ? {} : { timeoutMs: clock.remainingMs() });
+          const source = patternToRegexp(t.def.pattern);
+          dfa = clock === undefined ? compileRegex(source) : clock.sub((limits) => compileRegex(source, limits));
         } catch (e) {
-          if (e instanceof RegexTooComplexError && e.limit === "time") clock?.check();
+          if (e instanceof RegexTooComplexError && (e.limit === "time" || e.limit === "work")) clock?.check();
           dfa = null;
         }
         dfas.set(t, dfa);

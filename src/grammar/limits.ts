@@ -8,7 +8,14 @@
 // naming the limit; nesting deeper than maxNesting throws a plain GrammarError with the line and
 // column (400: the text itself is refused, as Lark's own recursion would refuse it).
 
+import { regexClock } from "../regex/index.js";
 import { GrammarError } from "./errors.js";
+
+/**
+ * Default work budget of a grammar compile, scanners included. Measured here: python.lark takes
+ * ~N units (~0.4 s); ~65k units are a millisecond of the heaviest loops.
+ */
+export const GRAMMAR_MAX_WORK = 400_000_000;
 
 export interface GrammarLimits {
   /**
@@ -58,7 +65,12 @@ export interface GrammarLimits {
    * so templates passing instances of instances double it at each step.
    */
   maxNameChars: number;
-  /** Wall-clock budget for compileGrammar + the automaton's scanner DFAs together. */
+  /**
+   * Work budget of compileGrammar + the automaton's scanner DFAs together, in units of about one
+   * inner-loop iteration (see CompileClock): the deterministic bound.
+   */
+  maxWork: number;
+  /** Wall-clock safety valve of the same (Infinity: none); what it stops depends on load. */
   timeoutMs: number;
 }
 
@@ -70,7 +82,7 @@ export interface GrammarLimits {
  * scanners with 911k scanner cells, patterns of 225 characters (994 in all), reference chains
  * of 6, nesting of 6, template instance names of 32 characters; python.lark compiles in ~100 ms
  * and builds its scanners in ~300 ms here. Defaults are 10× or more above those, except the
- * scanner cells (6.6×), which dominate memory; timeoutMs is 10× python.lark's total, for 64 KB
+ * scanner cells (6.6×), which dominate memory; maxWork is ~10× python.lark's total, for 64 KB
  * grammars and slower machines.
  *
  * Worst case retained by one compiled grammar + its automaton under these defaults, from what
@@ -100,7 +112,8 @@ export const DEFAULT_GRAMMAR_LIMITS: Readonly<GrammarLimits> = Object.freeze({
   maxRuleSymbols: 200_000,
   maxTableCells: 3_000_000,
   maxNameChars: 4_096,
-  timeoutMs: 5_000,
+  maxWork: GRAMMAR_MAX_WORK,
+  timeoutMs: Number.POSITIVE_INFINITY,
 });
 
 /** The defaults with `partial`'s entries over them (an entry left undefined keeps its default). */
@@ -164,46 +177,84 @@ export function nestingTooDeep(maxNesting: number, what: string, line?: number, 
   return new GrammarError(`${what} nesting deeper than ${maxNesting} (maxNesting)${at}`, line, column);
 }
 
-/** Work units between two readings of the clock: ~0.1 ms of the cheapest loops. */
+/** Work units between two readings of the wall clock: ~0.1 ms of the cheapest loops. */
 const CLOCK_STRIDE = 4096;
 
 /**
- * The compile's wall-clock budget. Passes report their work in units (a loop iteration, a
- * character) and the clock is read once per CLOCK_STRIDE units, so a check costs an addition and
- * a comparison, and the budget is overshot by one stride's work at most. Lives only during a
- * compile: the Grammar and the automaton keep none of it.
+ * The compile's budget. Passes report their work in units (a loop iteration, a character), and
+ * regex compiles inside it (terminals, scanner DFAs) are charged what they count (`sub`):
+ * - past `maxWork` units the grammar is refused ("maxWork"): the same verdict on any machine;
+ * - `timeoutMs` is only a wall-clock safety valve ("timeoutMs", depends on load; never kept),
+ *   read once per CLOCK_STRIDE units, so a check costs an addition and a comparison.
+ * Lives only during a compile: the Grammar and the automaton keep none of it.
  */
 export class CompileClock {
-  private work = 0;
-  private nextCheck = CLOCK_STRIDE;
+  private work: number;
+  private nextCheck: number;
   readonly deadline: number;
 
   /**
-   * `timeoutMs`: the limit (what messages name); `budgetMs`: what is left of it from `start`
-   * (less when an earlier stage used part of it: the automaton's scanners after compileGrammar).
+   * `maxWork`, `timeoutMs`: the limits (what messages name); `workBefore`, `msBefore`: what an
+   * earlier stage used of them (the automaton's scanners after compileGrammar).
    */
   constructor(
+    readonly maxWork: number,
     readonly timeoutMs: number,
+    workBefore = 0,
     start = performance.now(),
-    budgetMs = timeoutMs,
+    msBefore = 0,
   ) {
-    this.deadline = start + budgetMs;
+    this.work = workBefore;
+    this.nextCheck = workBefore + CLOCK_STRIDE;
+    this.deadline = start + timeoutMs - msBefore;
+  }
+
+  /** Units spent so far, earlier stages' included. */
+  get workUsed(): number {
+    return this.work;
   }
 
   spend(units: number): void {
     if ((this.work += units) >= this.nextCheck) this.check();
   }
 
-  /** Reads the clock now (before and after steps whose work is not counted in units). */
+  /** Checks both limits now (before and after steps whose work is not counted in units). */
   check(): void {
     this.nextCheck = this.work + CLOCK_STRIDE;
+    if (this.work > this.maxWork) throw workExceeded(this.maxWork);
     if (performance.now() > this.deadline) throw timeExceeded(this.timeoutMs);
   }
 
-  /** What is left of the budget, in ms (0 when spent). */
+  /** What is left of the wall-clock valve, in ms (0 when spent). */
   remainingMs(): number {
     return Math.max(0, this.deadline - performance.now());
   }
+
+  /** What is left of the work budget, in units. */
+  workLeft(): number {
+    return Math.max(0, this.maxWork - this.work);
+  }
+
+  /**
+   * A regex compile inside this one: `compile` gets what is left of both limits, and the units
+   * the regex clock counted for it are spent here (a refusal for either limit is then this
+   * compile's own, from check()).
+   */
+  sub<T>(compile: (limits: { maxWork: number; timeoutMs: number }) => T): T {
+    const before = regexClock.used;
+    try {
+      return compile({ maxWork: this.workLeft(), timeoutMs: this.remainingMs() });
+    } finally {
+      this.work += regexClock.used - before;
+    }
+  }
+}
+
+export function workExceeded(maxWork: number): GrammarTooComplexError {
+  return new GrammarTooComplexError(
+    `grammar too complex: compiling it needs more than the limit of ${formatCount(maxWork)} units of work (maxWork)`,
+    "maxWork",
+  );
 }
 
 export function timeExceeded(timeoutMs: number): GrammarTooComplexError {
@@ -221,5 +272,5 @@ export interface CompileBudget {
 
 export function compileBudget(partial?: Partial<GrammarLimits>, start?: number): CompileBudget {
   const limits = resolveLimits(partial);
-  return { limits, clock: new CompileClock(limits.timeoutMs, start) };
+  return { limits, clock: new CompileClock(limits.maxWork, limits.timeoutMs, 0, start) };
 }

@@ -124,10 +124,11 @@ function noProperPrefix(earlier: RegexSyntaxNode, later: RegexSyntaxNode, clock?
   let a: ByteDfa, b: ByteDfa;
   clock?.check();
   try {
-    const limits = clock === undefined ? {} : { timeoutMs: clock.remainingMs() };
     if (!readsOnly(earlier) || !readsOnly(later)) return false;
-    a = compileRegexNode(lowerSyntax(earlier), limits);
-    b = compileRegexNode(lowerSyntax(later), limits);
+    const compile = (node: RegexSyntaxNode): ByteDfa =>
+      clock === undefined ? compileRegexNode(lowerSyntax(node)) : clock.sub((limits) => compileRegexNode(lowerSyntax(node), limits));
+    a = compile(earlier);
+    b = compile(later);
     // As an unmatchable pattern always was: no answer, so the terminal counts as approximated.
     if (isEmptyLanguage(a) || isEmptyLanguage(b)) return false;
   } catch {

@@ -28,6 +28,7 @@ import {
   resolveLimits,
   shortName,
   timeExceeded,
+  workExceeded,
   tooComplex,
   type GrammarLimits,
 } from "./limits.js";
@@ -109,7 +110,7 @@ export function buildGrammarScanners(
   prebuilt: ScannerParts | undefined,
 ): GrammarScanners {
   const table = grammar.table;
-  const clock = new CompileClock(limits.timeoutMs, performance.now(), Math.max(0, limits.timeoutMs - (grammar.compileMs ?? 0)));
+  const clock = new CompileClock(limits.maxWork, limits.timeoutMs, grammar.compileWork ?? 0, performance.now(), grammar.compileMs ?? 0);
   const budget: ScannerBudget = { limits, clock, cells: 0 };
   const scanners: Scanner[] = [];
   const scannerDfas: (ScannerDfa | undefined)[] = [];
@@ -279,6 +280,8 @@ function scannerDfaError(e: unknown, specOwner: readonly LexTerminal[], specSour
         );
       case "time":
         return timeExceeded(limits.timeoutMs);
+      case "work":
+        return workExceeded(limits.maxWork);
       case "nesting":
         return nestingTooDeep(limits.maxNesting, `${scanner}: regexp groups`);
     }
@@ -340,7 +343,6 @@ function compileScannerPatterns(patterns: ScannerPatterns, budget: ScannerBudget
   const limits = budget?.limits;
   // Read the clock before each DFA: the compile may have used up the budget already.
   budget?.clock.check();
-  const timeoutMs = budget === undefined ? undefined : budget.clock.remainingMs();
   let dfa: MultiByteDfa;
   let dist: Int32Array;
   try {
@@ -352,13 +354,17 @@ function compileScannerPatterns(patterns: ScannerPatterns, budget: ScannerBudget
         throw e;
       }
     });
-    dfa = compileMultiRegexNodes(
-      nodes,
-      limits === undefined ? {} : { maxDfaStates: limits.maxDfaStates, maxNfaStates: limits.maxNfaStates, timeoutMs },
-    );
-    // The per-pattern tables below are states × patterns: counted before they are made.
-    if (budget !== undefined) addScannerCells(budget, dfa.numStates * (dfa.numClasses + specs.length));
-    dist = patternDistances(dfa, budget === undefined ? Infinity : budget.clock.remainingMs());
+    if (budget === undefined || limits === undefined) {
+      dfa = compileMultiRegexNodes(nodes, {});
+      dist = patternDistances(dfa);
+    } else {
+      const { maxDfaStates, maxNfaStates } = limits;
+      const built = budget.clock.sub((left) => compileMultiRegexNodes(nodes, { maxDfaStates, maxNfaStates, ...left }));
+      // The per-pattern tables below are states × patterns: counted before they are made.
+      addScannerCells(budget, built.numStates * (built.numClasses + specs.length));
+      dfa = built;
+      dist = budget.clock.sub((left) => patternDistances(built, left.maxWork, left.timeoutMs));
+    }
   } catch (e) {
     throw scannerDfaError(e, specOwner, sources, limits ?? resolveLimits());
   }

@@ -1,49 +1,82 @@
 import { RegexTooComplexError } from "./errors.js";
 
-/** Work units between two readings of the clock: well under a millisecond of the phases' loops. */
+/** Work units between two readings of the wall clock: well under a millisecond of the phases' loops. */
 const CLOCK_STRIDE = 8192;
 
+/** What `start` returns and `stop` puts back: the enclosing compile's limits. */
+export type ClockFrame = readonly [workLimitAt: number, maxWork: number, deadline: number, timeoutMs: number];
+
 /**
- * The time limit of the compile in progress (compiles are synchronous: one at a time per thread).
+ * The limits of the compile in progress (compiles are synchronous: one at a time per thread).
  * Every phase (parse, NFA build, subset construction, pruning, minimization, distances) reports
- * its work in units, roughly one inner-loop iteration each, and the clock is read once per
- * CLOCK_STRIDE units: a check costs a subtraction and a comparison, and a limit is overshot by
- * one stride of work instead of by a phase. (Reading it every 64 new DFA states, and in no other
- * phase, overshot by 100 ms: one state of a wide pattern is thousands of units.)
+ * its work in units, roughly one inner-loop iteration each.
+ *
+ * - The verdict is the work: a compile past `maxWork` units is refused ("work"), the same on an
+ *   idle or a saturated machine, fast or slow, so the refusal may be kept.
+ * - The wall clock is only a safety valve (`timeoutMs`, off unless set): it is read once per
+ *   CLOCK_STRIDE units, so a check costs a subtraction and a comparison, and what it stops
+ *   ("time") depends on load and is never kept.
+ *
+ * Units are counted on one running total, so a compile nested in another (a JSON Schema's
+ * sub-languages, a grammar's terminals) spends its enclosing compile's budget too: its limit is
+ * the smaller of its own and what the enclosing one has left.
  *
  * Modules keep the one instance in a const of their own (`const clock = regexClock`) and call its
  * methods: an imported function called in a hot loop costs a getter call per use when the module
  * is transpiled to CommonJS (tsx), which made small compiles a quarter slower.
  */
 export class RegexClock {
+  /** Units counted since the thread started (never reset: nested limits are points on it). */
+  used = 0;
+  private workLimitAt = Infinity;
+  private maxWork = Infinity;
   private deadline = Infinity;
-  private limitMs = 0;
-  private workLeft = CLOCK_STRIDE;
+  private timeoutMs = Infinity;
+  private nextRead = CLOCK_STRIDE;
 
-  /** Starts the clock of a compile allowed `timeoutMs` from now; returns the clock it replaces. */
-  start(timeoutMs: number): [number, number] {
-    const previous: [number, number] = [this.deadline, this.limitMs];
-    this.deadline = performance.now() + timeoutMs;
-    this.limitMs = timeoutMs;
-    this.workLeft = CLOCK_STRIDE;
+  /**
+   * Starts the limits of a compile allowed `maxWork` more units and, as a safety valve,
+   * `timeoutMs` from now (Infinity: none); returns the frame it replaces, for `stop`.
+   */
+  start(maxWork: number, timeoutMs = Infinity): ClockFrame {
+    const previous: ClockFrame = [this.workLimitAt, this.maxWork, this.deadline, this.timeoutMs];
+    const limitAt = this.used + maxWork;
+    if (limitAt < this.workLimitAt) {
+      this.workLimitAt = limitAt;
+      this.maxWork = maxWork;
+    }
+    const deadline = performance.now() + timeoutMs;
+    if (deadline < this.deadline) {
+      this.deadline = deadline;
+      this.timeoutMs = timeoutMs;
+    }
+    this.nextRead = this.used + CLOCK_STRIDE;
     return previous;
   }
 
-  /** Puts back the clock `start` replaced (none, outside a compile). */
-  stop(previous: [number, number]): void {
-    [this.deadline, this.limitMs] = previous;
+  /** Puts back the limits `start` replaced (none, outside a compile). */
+  stop(previous: ClockFrame): void {
+    [this.workLimitAt, this.maxWork, this.deadline, this.timeoutMs] = previous;
   }
 
-  /** Counts `units` of work; reads the clock when a stride is used up. */
+  /** Units still allowed by the compile in progress (Infinity outside one). */
+  workLeft(): number {
+    return Math.max(0, this.workLimitAt - this.used);
+  }
+
+  /** Counts `units` of work: "work" past the limit; reads the wall clock once per stride. */
   tick(units: number): void {
-    if ((this.workLeft -= units) <= 0) this.read();
+    if ((this.used += units) >= this.nextRead) this.read();
   }
 
-  /** Reads the clock now: RegexTooComplexError "time" past the limit. */
+  /** Checks both limits now. */
   read(): void {
-    this.workLeft = CLOCK_STRIDE;
+    this.nextRead = this.used + CLOCK_STRIDE;
+    if (this.used > this.workLimitAt) {
+      throw new RegexTooComplexError(`pattern too complex: building its automaton needs more than ${this.maxWork} units of work`, "work");
+    }
     if (this.deadline !== Infinity && performance.now() > this.deadline) {
-      throw new RegexTooComplexError(`pattern too complex: DFA construction exceeded ${this.limitMs} ms`, "time");
+      throw new RegexTooComplexError(`pattern too complex: DFA construction exceeded ${this.timeoutMs} ms`, "time");
     }
   }
 }

@@ -18,8 +18,8 @@ export class RegexSyntaxError extends Error {
 
 /** The automaton would exceed a size or time limit; raised quickly instead of hanging. */
 export class RegexTooComplexError extends Error {
-  readonly limit: "nfaStates" | "dfaStates" | "time" | "nesting";
-  constructor(message: string, limit: "nfaStates" | "dfaStates" | "time" | "nesting") {
+  readonly limit: "nfaStates" | "dfaStates" | "work" | "time" | "nesting";
+  constructor(message: string, limit: "nfaStates" | "dfaStates" | "work" | "time" | "nesting") {
     super(message);
     this.name = "RegexTooComplexError";
     this.limit = limit;

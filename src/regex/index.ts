@@ -21,6 +21,7 @@
  */
 export { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 export { patternDistances } from "./dfa/distances.js";
+export { regexClock, type ClockFrame } from "./clock.js";
 export { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
 export { finiteMembers, matchesBytes, matchesString, sampleMember, sampleString, shortestCompletion, walkBytes } from "./sample.js";
 export type { SampleOptions } from "./sample.js";
@@ -38,6 +39,7 @@ export {
   compileRegex,
   compileRegexNode,
   DEFAULT_REGEX_LIMITS,
+  REGEX_MAX_WORK,
   intersectDfas,
   RegexCache,
   subtractDfas,

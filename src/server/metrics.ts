@@ -265,10 +265,14 @@ function constraintMetrics(registry: Registry, read: () => ConstraintStats | und
   gauge("trellis_constraint_cache_evictions_total", "Cache entries dropped to stay within the byte budget.", (s) => s.evictions);
   gauge("trellis_constraint_cache_hits_total", "Constraint lookups answered from the cache (compiled or refused).", (s) => s.hits);
   gauge("trellis_compiles_total", "Compiles started on the compile workers.", (s) => s.compiles);
-  gauge("trellis_compile_refusals_total", "Compiles refused (invalid, too complex, timed out, out of memory).", (s) => s.refusals);
+  gauge(
+    "trellis_compile_refusals_total",
+    "Compiles refused (invalid, too complex, out of memory), and matchers dropped for a request that met TRELLIS_MASK_MAX_WORK.",
+    (s) => s.refusals,
+  );
   gauge(
     "trellis_compile_timeouts_total",
-    "Compiles stopped at TRELLIS_COMPILE_TIMEOUT_MS (their worker terminated).",
+    "Compiles stopped by the TRELLIS_COMPILE_TIMEOUT_MS safety valve (their worker terminated, the request answered 503).",
     (s) => s.pool.timeouts,
   );
   gauge("trellis_compile_worker_deaths_total", "Compile workers that died during a compile (out of memory, crash).", (s) => s.pool.deaths);

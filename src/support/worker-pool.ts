@@ -5,8 +5,16 @@
  *
  * Fairness: tasks wait in one queue per client (an API key, say) and are taken round-robin across
  * clients, with at most `perClientRunning` of one client's tasks running at once and at most
- * `perClientQueued` waiting; a client past that is refused at once (PoolClientLimitError), so one
+ * `perClientQueued` waiting; a client past that is refused at once (PoolBusyError), so one
  * client can never hold the whole pool. `maxQueued` bounds the waiting tasks of all clients.
+ *
+ * Burst workers: past the `size` workers any client may use, up to `burstSize` more run only a task
+ * of a client that has none running. One client's expensive tasks then never make another's cheap
+ * one wait (on `size` workers they would, whatever the round-robin: a running task is not
+ * preempted), and one client never holds every worker, whatever `perClientRunning`. They are
+ * started ahead (`warm`) and kept, since a compile worker takes ~0.7–1 s to become ready (its
+ * trie, the TypeScript compiler), far longer than the cheap task it is there for; with a finite
+ * `burstIdleMs` they are started on demand instead and retired when idle.
  *
  * Protocol with the worker script: once loaded it posts `{ ready: true }` (tasks go only to ready
  * workers, so a worker's boot never counts against a task's limit); then it receives
@@ -19,8 +27,18 @@
 import type { Worker } from "node:worker_threads";
 
 export interface WorkerPoolOptions {
-  /** Workers at most (started on first need). */
+  /** Workers for any client's tasks (started by `warm`, or on first need). */
   size: number;
+  /**
+   * Workers beyond `size`, each running only a task of a client that has none running while
+   * `size` tasks run (default 1; 0: none).
+   */
+  burstSize?: number;
+  /**
+   * An idle worker past `size` is retired after this long, and burst workers start on demand
+   * (default Infinity: `warm` starts them and they are kept, ready for the next burst).
+   */
+  burstIdleMs?: number;
   /** Starts one worker. */
   spawn: () => Worker;
   /** Tasks of one client running at once. */
@@ -106,6 +124,8 @@ interface Slot {
   ready: boolean;
   task: Task | null;
   timer: NodeJS.Timeout | undefined;
+  /** Retires the worker if it is still idle and past `size` (finite burstIdleMs only). */
+  idleTimer: NodeJS.Timeout | undefined;
 }
 
 export interface WorkerPoolStats {
@@ -127,10 +147,17 @@ export class WorkerPool {
   private queuedCount = 0;
   private nextId = 1;
   private closed = false;
+  /** `warm` was called: burst workers are started once the first `size` are ready. */
+  private warmed = false;
+  private readonly burstSize: number;
+  private readonly burstIdleMs: number;
   private readonly counters = { completed: 0, timeouts: 0, deaths: 0, refused: 0 };
 
   constructor(private readonly options: WorkerPoolOptions) {
     if (!(options.size >= 1)) throw new RangeError("a worker pool needs at least one worker");
+    this.burstSize = options.burstSize ?? 1;
+    this.burstIdleMs = options.burstIdleMs ?? Number.POSITIVE_INFINITY;
+    if (!(Number.isInteger(this.burstSize) && this.burstSize >= 0)) throw new RangeError("burstSize must be a whole number");
   }
 
   stats(): WorkerPoolStats {
@@ -142,8 +169,13 @@ export class WorkerPool {
     };
   }
 
-  /** Starts the workers ahead of the first task (each start costs tens of ms), unref'd. */
+  /**
+   * Starts the workers ahead of the first task, unref'd: the `size` first, then (unless they are
+   * on demand) the burst workers once those are ready, so that they do not slow the first ones'
+   * start.
+   */
   warm(): void {
+    this.warmed = true;
     while (!this.closed && this.slots.length < this.options.size) this.startWorker();
   }
 
@@ -191,6 +223,7 @@ export class WorkerPool {
     await Promise.all(
       slots.map((slot) => {
         if (slot.timer) clearTimeout(slot.timer);
+        if (slot.idleTimer) clearTimeout(slot.idleTimer);
         if (slot.task) this.settle(slot.task, new PoolClosedError(), false);
         return slot.worker.terminate();
       }),
@@ -224,41 +257,87 @@ export class WorkerPool {
     if (at >= 0) this.rotation.splice(at, 1);
   }
 
-  /** The next task by round-robin over clients with running share left, or null. */
-  private takeNext(): Task | null {
+  /**
+   * Where in `rotation` the next client to serve is: the first with fewer than `share` tasks
+   * running (round-robin, since a served client goes to the back), or -1.
+   */
+  private nextClient(share: number): number {
     for (let i = 0; i < this.rotation.length; i++) {
-      const client = this.rotation[i]!;
-      if ((this.runningByClient.get(client) ?? 0) >= this.options.perClientRunning) continue;
-      const queue = this.waiting.get(client)!;
-      const task = queue.shift()!;
-      this.queuedCount--;
-      this.rotation.splice(i, 1);
-      if (queue.length === 0) this.waiting.delete(client);
-      else this.rotation.push(client); // to the back of the round
-      return task;
+      if ((this.runningByClient.get(this.rotation[i]!) ?? 0) < share) return i;
     }
-    return null;
+    return -1;
+  }
+
+  private take(at: number): Task {
+    const client = this.rotation[at]!;
+    const queue = this.waiting.get(client)!;
+    const task = queue.shift()!;
+    this.queuedCount--;
+    this.rotation.splice(at, 1);
+    if (queue.length === 0) this.waiting.delete(client);
+    else this.rotation.push(client); // to the back of the round
+    return task;
   }
 
   private dispatch(): void {
+    const { size, perClientRunning } = this.options;
+    const most = size + this.burstSize;
     while (!this.closed) {
-      if (this.slots.length < this.options.size && this.queuedCount > 0) this.startWorker();
-      const slot = this.slots.find((s) => s.ready && s.task === null);
-      if (!slot) return;
-      const task = this.takeNext();
-      if (!task) return;
-      this.start(slot, task);
+      let running = 0;
+      let booting = 0;
+      let idle: Slot | undefined;
+      for (const slot of this.slots) {
+        if (slot.task) running++;
+        else if (!slot.ready) booting++;
+        else idle ??= slot;
+      }
+      // Past `size` running, a worker is only for a client with nothing running.
+      const share = running < size ? perClientRunning : running < most ? 1 : 0;
+      const at = share > 0 ? this.nextClient(share) : -1;
+      if (at < 0) return;
+      if (!idle) {
+        // Booting workers take the waiting tasks once ready: start one more only while they are
+        // fewer than the tasks that could run now.
+        if (this.slots.length < most && booting < Math.min(this.queuedCount, most - running)) this.startWorker();
+        return;
+      }
+      this.start(idle, this.take(at));
     }
+  }
+
+  /** After `warm`, with the first `size` workers ready: the burst workers, kept ready. */
+  private warmBurst(): void {
+    if (!this.warmed || this.closed || Number.isFinite(this.burstIdleMs)) return;
+    const { size } = this.options;
+    if (this.slots.length < size || this.slots.length >= size + this.burstSize) return;
+    if (this.slots.every((s) => s.ready)) this.startWorker();
+  }
+
+  /** The slot has no task: unref'd, and on its way to retirement if it may be an extra. */
+  private idle(slot: Slot): void {
+    slot.worker.unref();
+    if (!Number.isFinite(this.burstIdleMs) || slot.idleTimer) return;
+    slot.idleTimer = setTimeout(() => {
+      slot.idleTimer = undefined;
+      if (slot.task || this.closed || this.slots.length <= this.options.size) return;
+      const index = this.slots.indexOf(slot);
+      if (index < 0) return;
+      this.slots.splice(index, 1);
+      void slot.worker.terminate();
+    }, this.burstIdleMs);
+    slot.idleTimer.unref();
   }
 
   private startWorker(): Slot {
     const worker = this.options.spawn();
-    const slot: Slot = { worker, ready: false, task: null, timer: undefined };
+    const slot: Slot = { worker, ready: false, task: null, timer: undefined, idleTimer: undefined };
     worker.unref();
     worker.on("message", (message: { id: number; value?: unknown; error?: unknown; heapUsed?: number; ready?: boolean }) => {
       if (message.ready === true) {
         slot.ready = true;
         this.dispatch();
+        if (!slot.task) this.idle(slot);
+        this.warmBurst();
       } else this.onMessage(slot, message);
     });
     worker.on("error", (error: Error & { code?: string }) => this.onDeath(slot, error));
@@ -269,6 +348,8 @@ export class WorkerPool {
 
   private start(slot: Slot, task: Task): void {
     if (task.signal && task.onAbort) task.signal.removeEventListener("abort", task.onAbort);
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
+    slot.idleTimer = undefined;
     slot.task = task;
     this.runningByClient.set(task.client, (this.runningByClient.get(task.client) ?? 0) + 1);
     slot.worker.ref();
@@ -297,9 +378,10 @@ export class WorkerPool {
     if ("error" in message) this.settle(task, new WorkerTaskError(message.error), false);
     else this.settle(task, message.value, true);
     const recycle = this.options.recycleHeapBytes ?? 0;
-    if (recycle > 0 && (message.heapUsed ?? 0) > recycle) this.replace(slot);
-    else slot.worker.unref();
+    const replaced = recycle > 0 && (message.heapUsed ?? 0) > recycle;
+    if (replaced) this.replace(slot);
     this.dispatch();
+    if (!replaced && !slot.task) this.idle(slot);
   }
 
   private onTimeout(slot: Slot): void {
@@ -315,6 +397,7 @@ export class WorkerPool {
     const index = this.slots.indexOf(slot);
     if (index < 0) return; // replaced or closed already
     this.slots.splice(index, 1);
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
     const task = this.finish(slot);
     void slot.worker.terminate();
     if (task) {
@@ -328,11 +411,12 @@ export class WorkerPool {
 
   /**
    * Terminates the slot's worker and starts its successor at once, so the next task does not
-   * wait for a worker to boot.
+   * wait so long for a worker to boot (tasks go to it once it is ready, as to any worker).
    */
   private replace(slot: Slot): void {
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
     void slot.worker.terminate();
     if (!this.closed) this.startWorker();
   }

@@ -20,7 +20,7 @@
  */
 import { TableSlab } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
-import { WorkMeter } from "../work-meter.js";
+import { GRAMMAR_STEP_WEIGHT, WorkMeter } from "../work-meter.js";
 import { CompletionBounds } from "./bounds.js";
 import { TokenBudgets } from "./budget.js";
 import type { CompletableAutomaton } from "./contracts.js";
@@ -52,7 +52,7 @@ export class GrammarTokenMatcher {
   private readonly bounds: CompletionBounds;
   private readonly budgets: TokenBudgets;
   /** Bounds each operation's walks (see work-meter.ts); the constraint state begins it. */
-  readonly work = new WorkMeter();
+  readonly work = new WorkMeter(Number.POSITIVE_INFINITY, GRAMMAR_STEP_WEIGHT);
 
   constructor(
     readonly trie: TokenTrie,

@@ -41,6 +41,8 @@ import {
   RegexTooComplexError,
   subtractDfas,
   subtractStrings,
+  regexClock,
+  REGEX_MAX_WORK,
   type ByteDfa,
   type RegexLimits,
   type RegexNode,
@@ -90,7 +92,7 @@ export interface JsonSchemaOptions {
   readonly strict?: boolean;
   /** Nesting levels of a value the schema leaves free. */
   readonly freeNesting?: number;
-  /** Per-automaton sizes, and the whole compile's time (timeoutMs). */
+  /** Per-automaton sizes, and the whole compile's work (maxWork) and wall-clock valve (timeoutMs). */
   readonly limits?: RegexLimits;
 }
 
@@ -99,7 +101,7 @@ export const DEFAULT_JSON_SCHEMA_OPTIONS = {
   forbidAdditionalProperties: false,
   strict: true,
   freeNesting: 2,
-  limits: { maxDfaStates: 100_000, maxNfaStates: 400_000, timeoutMs: 10_000 } as RegexLimits,
+  limits: { maxDfaStates: 100_000, maxNfaStates: 400_000, maxWork: REGEX_MAX_WORK, timeoutMs: Number.POSITIVE_INFINITY } as RegexLimits,
 };
 
 export interface CompiledJsonSchema {
@@ -115,12 +117,34 @@ export interface CompiledJsonSchema {
 const SHARED_DFA_BYTES = 64 * 1024 * 1024;
 const sharedDfas = new ByteLruCache<SizedDfa>(SHARED_DFA_BYTES);
 
+/**
+ * A shared DFA with the work units its build counted: a compile that finds it cached is charged
+ * them again (sharedDfa), so a compile's work, and the verdict of its work limit, is the same
+ * whatever the worker compiled before.
+ */
 class SizedDfa {
-  constructor(readonly dfa: ByteDfa) {}
+  constructor(
+    readonly dfa: ByteDfa,
+    readonly work: number,
+  ) {}
 
   retainedBytes(): number {
     return this.dfa.next.byteLength + this.dfa.accepting.byteLength + this.dfa.minBytesToAccept.byteLength + 512;
   }
+}
+
+/** The shared DFA under `key`, its build's work charged to the compile in progress; undefined if none. */
+function sharedDfa(key: string): ByteDfa | undefined {
+  const known = sharedDfas.get(key);
+  if (known === undefined) return undefined;
+  regexClock.tick(known.work);
+  return known.dfa;
+}
+
+/** Builds a shared DFA and keeps it with the work its build counted (since `workBefore`). */
+function keepShared(key: string, dfa: ByteDfa, workBefore: number): ByteDfa {
+  sharedDfas.set(key, new SizedDfa(dfa, regexClock.used - workBefore));
+  return dfa;
 }
 
 /** Most alternatives one subschema may distribute into (anyOf × oneOf × if × dependencies). */
@@ -183,6 +207,9 @@ export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = 
   const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, ...options.limits };
   const compiler = new SchemaCompiler(document, { ...DEFAULT_JSON_SCHEMA_OPTIONS, ...options, limits });
   let dfa: ByteDfa;
+  // One frame of work (and of the wall-clock valve) for the whole compile: every DFA built,
+  // product taken or shared DFA reused in it counts against it.
+  const frame = regexClock.start(limits.maxWork ?? REGEX_MAX_WORK, limits.timeoutMs ?? Number.POSITIVE_INFINITY);
   try {
     dfa = compiler.dfaOf(compiler.language([document.rootAt], { depth: 0, over: false, dupFree: false }), "");
   } catch (error) {
@@ -191,7 +218,9 @@ export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = 
     if (error instanceof RangeError && /call stack/.test(error.message)) {
       throw new JsonSchemaTooComplexError("nested too deeply to compile", "", "depth");
     }
-    throw error;
+    throw compiler.overLimit(error, "");
+  } finally {
+    regexClock.stop(frame);
   }
   if (isEmptyLanguage(dfa)) throw new JsonSchemaUnsatisfiableError("");
   return { dfa, draft: document.draft, warnings: compiler.warnings };
@@ -239,35 +268,43 @@ class SchemaCompiler {
    * at another depth is another language.
    */
   private unrolled = 0;
-  private readonly deadline: number;
 
   constructor(
     private readonly document: SchemaDocument,
     private readonly options: Options,
   ) {
     this.syntax = new JsonSyntax(options.whitespace);
-    this.deadline = performance.now() + (options.limits.timeoutMs ?? DEFAULT_JSON_SCHEMA_OPTIONS.limits.timeoutMs!);
   }
 
   // ---- the regex stage, under one deadline for the whole compile --------------------------
 
   private limits(pointer: string): RegexLimits {
-    const left = this.deadline - performance.now();
-    if (left <= 0) throw new JsonSchemaTooComplexError(`compiling took longer than ${this.options.limits.timeoutMs} ms`, pointer, "time");
-    return { ...this.options.limits, timeoutMs: Math.max(1, Math.floor(left)) };
+    try {
+      regexClock.read();
+    } catch (error) {
+      throw this.overLimit(error, pointer);
+    }
+    // The compile's frame (compileJsonSchema) bounds work and time; each DFA has the size limits.
+    return { maxDfaStates: this.options.limits.maxDfaStates, maxNfaStates: this.options.limits.maxNfaStates };
+  }
+
+  /** A regex limit met inside the compile, as the schema's refusal at `pointer`. */
+  overLimit(error: unknown, pointer: string): unknown {
+    if (!(error instanceof RegexTooComplexError)) return error;
+    if (error.limit === "work") {
+      return new JsonSchemaTooComplexError(`compiling needs more than ${this.options.limits.maxWork} units of work`, pointer, "work");
+    }
+    if (error.limit === "time") {
+      return new JsonSchemaTooComplexError(`compiling took longer than ${this.options.limits.timeoutMs} ms`, pointer, "time");
+    }
+    return new JsonSchemaTooComplexError(error.message, pointer, error.limit);
   }
 
   private regex<T>(pointer: string, build: (limits: RegexLimits) => T): T {
     try {
       return build(this.limits(pointer));
     } catch (error) {
-      if (error instanceof RegexTooComplexError) {
-        if (error.limit === "time") {
-          throw new JsonSchemaTooComplexError(`compiling took longer than ${this.options.limits.timeoutMs} ms`, pointer, "time");
-        }
-        throw new JsonSchemaTooComplexError(error.message, pointer, error.limit);
-      }
-      throw error;
+      throw this.overLimit(error, pointer);
     }
   }
 
@@ -299,11 +336,10 @@ class SchemaCompiler {
 
   /** A schema-independent DFA, from the shared cache or built now. */
   private shared(key: string, build: () => ByteDfa): ByteDfa {
-    const known = sharedDfas.get(key);
-    if (known) return known.dfa;
-    const dfa = build();
-    sharedDfas.set(key, new SizedDfa(dfa));
-    return dfa;
+    const known = sharedDfa(key);
+    if (known) return known;
+    const before = regexClock.used;
+    return keepShared(key, build(), before);
   }
 
   // ---- warnings and refusals -----------------------------------------------------------
@@ -758,14 +794,13 @@ class SchemaCompiler {
     const key = want.over
       ? `counted#${this.freeLevels(want, depth)}#${only ?? ""}`
       : `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.dupFree ? "d" : ""}#${only ?? ""}`;
-    const known = sharedDfas.get(key);
-    if (known) return known.dfa;
+    const known = sharedDfa(key);
+    if (known) return known;
+    const before = regexClock.used;
     if (want.over) {
       // Not nested `levels` deep: an over-approximation must hold every depth the text it is
       // subtracted from may reach.
-      const dfa = this.compileNode(countedValueText(this.freeLevels(want, depth), only), "");
-      sharedDfas.set(key, new SizedDfa(dfa));
-      return dfa;
+      return keepShared(key, this.compileNode(countedValueText(this.freeLevels(want, depth), only), ""), before);
     }
     const items: RegexNode[] = only ? [] : [NULL_TEXT, TRUE_TEXT, FALSE_TEXT, NUMBER_TEXT, anyStringText()];
     if (levels > 0) {
@@ -776,9 +811,7 @@ class SchemaCompiler {
         items.push(this.sequence(0x7b, 0x7d, pair, depth, want.dupFree && !want.over ? 1 : Infinity));
       }
     }
-    const dfa = this.compileNode(alt(items), "");
-    sharedDfas.set(key, new SizedDfa(dfa));
-    return dfa;
+    return keepShared(key, this.compileNode(alt(items), ""), before);
   }
 
   /**
@@ -933,8 +966,9 @@ class SchemaCompiler {
         `"${pattern}" is not valid with the u flag (${annexB.replace(/^Invalid regular expression: /, "")}), so it is read as ECMA-262 reads it without u (Annex B: an escaped "-" or ":" is that character, a brace that forms no quantifier is itself), matching characters`,
       );
     }
-    const known = sharedDfas.get(`pattern#${pattern}`);
-    if (known) return known.dfa;
+    const known = sharedDfa(`pattern#${pattern}`);
+    if (known) return known;
+    const before = regexClock.used;
     let search: RegexNode;
     try {
       search = ecmaSearchNode(pattern);
@@ -950,9 +984,7 @@ class SchemaCompiler {
     }
     const decoded = this.compileNode(search, pointer);
     const quotedText = this.regex(pointer, (limits) => quoteDfa(decoded, limits));
-    const dfa = this.compileNode(quoted(dfaNode(quotedText)), pointer);
-    sharedDfas.set(`pattern#${pattern}`, new SizedDfa(dfa));
-    return dfa;
+    return keepShared(`pattern#${pattern}`, this.compileNode(quoted(dfaNode(quotedText)), pointer), before);
   }
 
   // ---- arrays ------------------------------------------------------------------------------

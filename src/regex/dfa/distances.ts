@@ -90,8 +90,8 @@ export function distancesToAccept(n: number, into: { offsets: Int32Array; items:
  * p], -1 when it never can. A breadth-first search per pattern backwards from its accepting
  * states (the grammar lexer's budgets need each terminal's own distance, not the nearest one's).
  */
-export function patternDistances(dfa: MultiByteDfa, timeoutMs = Infinity): Int32Array {
-  const previous = clock.start(timeoutMs);
+export function patternDistances(dfa: MultiByteDfa, maxWork = Infinity, timeoutMs = Infinity): Int32Array {
+  const previous = clock.start(maxWork, timeoutMs);
   try {
     return distancesPerPattern(dfa);
   } finally {
