@@ -11,6 +11,7 @@
  */
 export * from "./runtime.js";
 export * from "./sequences.js";
+export { nextBoundary, type RawTokenize, tokenCodePoints, tokenizeInPieces } from "./tokenize-pieces.js";
 export {
   GPU_CHOICES,
   initRuntime,

@@ -3,7 +3,9 @@
  * typed-array batch, zero-copy logits. See DESIGN.md (`model/`).
  */
 import { availableParallelism } from "node:os";
+import { ggufStringArray, readGguf } from "../vocab/index.js";
 import { initRuntime, nativeAddon, type NativeContext, type NativeModel, type LlamaRuntimeOptions } from "./native.js";
+import { tokenCodePoints, tokenizeInPieces } from "./tokenize-pieces.js";
 
 export interface LoadModelOptions extends LlamaRuntimeOptions {
   /** Default threads for contexts of this model; default = the machine's core count. */
@@ -54,6 +56,15 @@ export const TokenAttr = {
   RStrip: 1 << 8,
   SingleWord: 1 << 9,
 } as const;
+
+/** llama.cpp's LLAMA_VOCAB_TYPE_SPM (SentencePiece), whose byte fallback is quadratic in a run. */
+const VOCAB_SPM = 1;
+/**
+ * SentencePiece texts longer than this go to llama.cpp in pieces of about this many UTF-16 units
+ * (tokenize-pieces.ts): 64k CJK characters on stories260K took 620-660 ms whole, about 20 ms in
+ * pieces of 512 (128 to 2048 were alike; 2048 a third slower).
+ */
+export const TOKENIZE_PIECE_CHARS = 512;
 
 export class ModelDisposedError extends Error {
   override name = "ModelDisposedError";
@@ -177,9 +188,19 @@ export class LlamaModel {
   private native: NativeModel | null;
   private readonly contexts = new Set<LlamaContext>();
   private eog: Int32Array | null = null;
+  /** llama_vocab_type (1: SentencePiece). */
+  readonly vocabType: number;
+  /** Code points in some token's text (from the GGUF): at load for a served model, else at the first long text. */
+  private codePoints: Uint32Array | null = null;
 
-  /** Use loadModel(). */
-  constructor(native: NativeModel, vocabOnly: boolean, threads: number, offloaded = false) {
+  /** Use loadModel(). `path` (the GGUF) lets long SentencePiece texts go to llama.cpp in pieces. */
+  constructor(
+    native: NativeModel,
+    vocabOnly: boolean,
+    threads: number,
+    offloaded = false,
+    private readonly path: string | null = null,
+  ) {
     this.native = native;
     this.vocabOnly = vocabOnly;
     this.threads = threads;
@@ -195,6 +216,9 @@ export class LlamaModel {
     this.bosToken = info.bos;
     this.eosToken = info.eos;
     this.addBos = info.addBos;
+    this.vocabType = info.vocabType;
+    // A served model reads its token texts now (tens of ms for 32k tokens), not in a request.
+    if (!vocabOnly && path !== null && this.vocabType === VOCAB_SPM) this.codePointsOf(path);
   }
 
   private get live(): NativeModel {
@@ -202,9 +226,35 @@ export class LlamaModel {
     return this.native;
   }
 
-  /** Tokenizes UTF-8 text with llama.cpp's tokenizer. Defaults: addSpecial false, parseSpecial false. */
+  /**
+   * Tokenizes UTF-8 text with llama.cpp's tokenizer. Defaults: addSpecial false, parseSpecial false.
+   * A long SentencePiece text goes in pieces, with the same tokens, in time linear in its length.
+   */
   tokenize(text: string, opts: TokenizeOptions = {}): Int32Array {
-    return this.live.tokenize(text, opts.addSpecial ?? false, opts.parseSpecial ?? false);
+    const native = this.live;
+    const addSpecial = opts.addSpecial ?? false;
+    const parseSpecial = opts.parseSpecial ?? false;
+    if (text.length <= 2 * TOKENIZE_PIECE_CHARS || this.vocabType !== VOCAB_SPM || this.path === null) {
+      return native.tokenize(text, addSpecial, parseSpecial);
+    }
+    return tokenizeInPieces(
+      text,
+      addSpecial,
+      parseSpecial,
+      (t, a, p) => native.tokenize(t, a, p),
+      this.codePointsOf(this.path),
+      this.addBos,
+      TOKENIZE_PIECE_CHARS,
+    );
+  }
+
+  private codePointsOf(path: string): Uint32Array {
+    if (!this.codePoints) {
+      const tokens = ggufStringArray(readGguf(path), "tokenizer.ggml.tokens");
+      // Without the token texts every code point counts as present: no boundary, texts go whole.
+      this.codePoints = tokens ? tokenCodePoints(tokens) : new Uint32Array(0x110000 >>> 5).fill(0xffffffff);
+    }
+    return this.codePoints;
   }
 
   /**
@@ -430,5 +480,5 @@ export function loadModel(path: string, opts: LoadModelOptions = {}): LlamaModel
   const gpuLayers = opts.gpuLayers ?? (hasGpu ? -1 : 0);
   const vocabOnly = opts.vocabOnly ?? false;
   const native = new (nativeAddon().Model)(path, vocabOnly, gpuLayers, opts.useMmap ?? true);
-  return new LlamaModel(native, vocabOnly, opts.threads ?? defaultThreadCount(), hasGpu && gpuLayers !== 0);
+  return new LlamaModel(native, vocabOnly, opts.threads ?? defaultThreadCount(), hasGpu && gpuLayers !== 0, path);
 }

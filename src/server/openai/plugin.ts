@@ -115,7 +115,8 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     const { spec, tools } = constraintOf(body, true, engine.toolCallStyle ?? null);
     if (!engine.renderChat) throw new OpenAIRequestError(501, "this engine has no chat renderer");
     const withTools = body.tools && body.tools.length > 0 && body.tool_choice !== "none" ? body.tools : undefined;
-    const rendered = engine.renderChat({ messages: chatMessagesOf(body), tools: withTools, addGenerationPrompt: true });
+    const messages = chatMessagesOf(body, config.maxPromptChars, withTools);
+    const rendered = engine.renderChat({ messages, tools: withTools, addGenerationPrompt: true });
     const maxNewTokens = maxTokensFor(
       rendered.tokens.length,
       body.max_completion_tokens ?? body.max_tokens,

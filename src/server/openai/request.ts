@@ -186,10 +186,60 @@ function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: Cons
   return { spec: jsonSpec(parametersOf(tool), true), mode: { kind: "named", name: tool.function.name } };
 }
 
-/** The request's messages as chat templates take them. */
-export function chatMessagesOf(body: ChatBody): ChatMessage[] {
-  return body.messages.map((m, i) => {
+/** Characters as the body's schemas count them (ajv's maxLength): code points. */
+function codePoints(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/**
+ * The characters of a conversation's text that the chat template renders (contents, names, tool
+ * calls, then the tools), against TRELLIS_MAX_PROMPT_CHARS: a 400 naming where the sum crosses it.
+ * The body alone is bounded only by its byte limit, and tokenizing is superlinear in some texts.
+ */
+class PromptChars {
+  private used = 0;
+  constructor(private readonly max: number) {}
+
+  add(text: string, param: string): void {
+    // A text has between half its UTF-16 units and all of them as code points: count only near the limit.
+    const room = this.max - this.used;
+    this.used += text.length <= room ? text.length : text.length > 2 * room ? room + 1 : codePoints(text);
+    if (this.used > this.max) {
+      const what = param.startsWith("tools") ? "messages' and tools'" : "messages'";
+      throw new OpenAIRequestError(
+        400,
+        `${param}: the ${what} text is longer than ${this.max} characters in all (TRELLIS_MAX_PROMPT_CHARS)`,
+        param,
+      );
+    }
+  }
+}
+
+/**
+ * The request's messages as chat templates take them. Their text, with that of `tools` (those
+ * rendered into the prompt), may be `maxChars` characters in all.
+ */
+export function chatMessagesOf(body: ChatBody, maxChars = Number.POSITIVE_INFINITY, tools: readonly ChatTool[] = []): ChatMessage[] {
+  const chars = new PromptChars(maxChars);
+  const messages = body.messages.map((m, i) => {
     const content = contentText(m.content, i);
+    chars.add(content, `messages[${i}].content`);
+    if (m.name !== undefined) chars.add(m.name, `messages[${i}].name`);
+    m.tool_calls?.forEach((c, j) => {
+      chars.add(c.function.name, `messages[${i}].tool_calls[${j}].function.name`);
+      chars.add(c.function.arguments, `messages[${i}].tool_calls[${j}].function.arguments`);
+    });
     const role = m.role === "developer" ? "system" : m.role;
     const message: { -readonly [K in keyof ChatMessage]: ChatMessage[K] } = { role, content };
     if (m.name !== undefined) message.name = m.name;
@@ -219,6 +269,8 @@ export function chatMessagesOf(body: ChatBody): ChatMessage[] {
     }
     return message;
   });
+  tools.forEach((t, j) => chars.add(JSON.stringify(t.function), `tools[${j}]`));
+  return messages;
 }
 
 function contentText(content: RequestMessage["content"], i: number): string {
