@@ -193,6 +193,22 @@ export interface Person extends Named {
   assert.ok(values.some((v) => "age" in record(v)) && values.some((v) => !("age" in record(v))));
 });
 
+test("a property named __proto__ is a property like any other", () => {
+  const { schema } = typeScriptToJsonSchema('export interface Odd { __proto__: string; "constructor"?: number; b: boolean }', "Odd");
+  const properties = record(schema.properties);
+  assert.deepEqual(Object.keys(properties), ["__proto__", "constructor", "b"]);
+  assert.equal(Object.getPrototypeOf(properties), Object.prototype);
+  assert.deepEqual(Object.getOwnPropertyDescriptor(properties, "__proto__")?.value, { type: "string" });
+  assert.deepEqual(schema.required, ["__proto__", "b"]);
+  const { dfa } = compileJsonSchema(schema);
+  assert.deepEqual(
+    ['{"__proto__": "x", "b": true}', '{"__proto__": "x", "constructor": 1, "b": true}', '{"b": true}', '{"__proto__": 1, "b": true}'].map(
+      (t) => matchesString(dfa, t),
+    ),
+    [true, true, false, false],
+  );
+});
+
 test("type aliases of primitives, null and literal types", () => {
   const { schema, values } = checkConstruct({
     declarations: `

@@ -256,6 +256,26 @@ describe("API endpoints with a fake engine", () => {
     );
   });
 
+  test("a key named __proto__ is valid JSON: a schema property so named reaches the engine as an own key", async () => {
+    const schema =
+      '{"type":"object","properties":{"__proto__":{"type":"string"},"b":{"const":{"constructor":{"prototype":1}}}},"required":["__proto__"]}';
+    const res = await post("/v1/completion/json", `{"prompt":"x","schema":${schema}}`);
+    assert.equal(res.statusCode, 200, res.body);
+    const sent = (engine.calls.at(-1)!.request as { schema: { properties: Record<string, unknown> } }).schema;
+    assert.ok(Object.hasOwn(sent.properties, "__proto__"));
+    assert.deepEqual(Object.keys(sent.properties), ["__proto__", "b"]);
+    assert.equal(Object.getPrototypeOf(sent.properties), Object.prototype);
+    assert.deepEqual(JSON.parse(JSON.stringify(sent)), JSON.parse(schema));
+    // At the top of a body it is an unknown field like any other, and no prototype changes.
+    assertErrorShape(
+      await post("/v1/completion/regex", '{"prompt":"x","pattern":"a","__proto__":{"admin":true}}'),
+      400,
+      /unknown field "__proto__"/,
+    );
+    assertErrorShape(await post("/v1/completion/json", '{"__proto__":{"prompt":"x","schema":{}}}'), 400, /^prompt is required/);
+    assert.equal(({} as Record<string, unknown>).admin, undefined);
+  });
+
   test("authentication: missing, wrong and store keys; revoked keys get 401", async () => {
     assertErrorShape(
       await post("/v1/categorize", { prompt: "x", categories: ["a"] }, { "content-type": "application/json" }),
@@ -464,6 +484,52 @@ describe("limits, deadlines, cancellation and shutdown", () => {
     assert.deepEqual(JSON.parse(raw.split("\r\n\r\n")[1]!), { error: "malformed HTTP request", code: 400 });
     await app.close();
     store.close();
+  });
+
+  test("/docs: a traversal, a backslash or a NUL in a static path is a clean 404, logged as no error", async () => {
+    const logged: string[] = [];
+    const engine = createFakeEngine();
+    const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+    const logger = { level: "error", stream: { write: (line: string) => logged.push(line) } };
+    const app = await createServer({ engine, config: testConfig(), store, logger });
+    await app.listen({ port: 0, host: "127.0.0.1" });
+    const port = (app.server.address() as { port: number }).port;
+    // A real socket: inject() would resolve the dot segments before the server saw them.
+    const get = (path: string) =>
+      new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+        const socket = connect(port, "127.0.0.1", () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+        let data = "";
+        socket.on("data", (chunk) => (data += chunk.toString()));
+        socket.on("end", () => {
+          const [head = "", body = ""] = data.split("\r\n\r\n", 2);
+          resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]), type: /content-type: ([^\r]*)/i.exec(head)?.[1] ?? "", body });
+        });
+        socket.on("error", reject);
+      });
+    try {
+      for (const path of [
+        "/docs/static/../../../package.json",
+        "/docs/static/%2e%2e/%2e%2e/%2e%2e/package.json",
+        "/docs/static/..%5c..%5c..%5cpackage.json",
+        "/docs/static/%2e%2e%5cpackage.json",
+        "/docs/static/swagger-ui.css%00",
+        "/docs/static/%00",
+        "/docs/static/../index.html",
+      ]) {
+        const res = await get(path);
+        assert.equal(res.status, 404, `${path}: ${res.body}`);
+        assert.match(res.type, /^application\/json/, path);
+        assert.deepEqual(JSON.parse(res.body), { error: `no such endpoint: GET ${path}`, code: 404 }, path);
+      }
+      assert.deepEqual(logged, []);
+      // The page and its assets are still served.
+      for (const path of ["/docs", "/docs/", "/docs/static/swagger-ui.css", "/docs/static/swagger-ui-bundle.js", "/docs/json"]) {
+        assert.equal((await get(path)).status, 200, path);
+      }
+    } finally {
+      await app.close();
+      store.close();
+    }
   });
 
   test("shutdown refuses new requests with 503 and lets in-flight ones finish", async () => {

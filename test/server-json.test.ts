@@ -197,6 +197,26 @@ describe("POST /v1/completion/json with the real engine (stories260K)", () => {
     );
   });
 
+  test("a property named __proto__ is compiled and written like any other name", async () => {
+    // Raw text: in an object literal "__proto__" would set the prototype, not name a property.
+    const schema =
+      '{"type":"object","properties":{"__proto__":{"type":"string","maxLength":8},"constructor":{"type":"integer"}},"required":["__proto__","constructor"],"additionalProperties":false}';
+    for (let seed = 1; seed <= 3; seed++) {
+      const res = await app.inject({
+        method: "POST",
+        url: "/v1/completion/json",
+        headers: { ...auth(), "content-type": "application/json" },
+        payload: `{"prompt":"x","schema":${schema},"whitespace":"compact","seed":${seed}}`,
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      const { completion } = res.json() as JsonCompletion;
+      const value = JSON.parse(completion) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(value), ["__proto__", "constructor"], completion);
+      assert.equal(typeof Object.getOwnPropertyDescriptor(value, "__proto__")?.value, "string", completion);
+      assert.ok(Number.isInteger(value.constructor), completion);
+    }
+  });
+
   test("request fields are validated", async () => {
     await error({ prompt: "x" }, 400, /schema/);
     await error({ prompt: "x", schema: {}, whitespace: "pretty" }, 400, /whitespace/);

@@ -550,3 +550,28 @@ test("a known OpenAI path asked with another method is a 405, an unknown one a 4
     store.close();
   }
 });
+
+test("logit_bias keyed __proto__ is valid JSON, refused as no token id with a 400 naming logit_bias", async () => {
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  const app = await createServer({ engine: createFakeEngine(), config: testConfig(), store });
+  try {
+    const headers = { authorization: `Bearer ${TEST_KEY}`, "content-type": "application/json" };
+    const bodies = {
+      "/v1/chat/completions": '{"model":"trellis","messages":[{"role":"user","content":"hi"}],"logit_bias":{"__proto__":5}}',
+      "/v1/completions": '{"model":"trellis","prompt":"hi","logit_bias":{"12":5,"__proto__":{"x":1}}}',
+    };
+    for (const [url, payload] of Object.entries(bodies)) {
+      const res = await app.inject({ method: "POST", url, headers, payload });
+      assert.equal(res.statusCode, 400, res.body);
+      const { error } = res.json() as { error: { message: string; type: string; param: string } };
+      assert.equal(error.type, "invalid_request_error");
+      assert.equal(error.param, "logit_bias");
+      assert.match(error.message, /^logit_bias /);
+      assert.doesNotMatch(error.message, /not valid JSON/);
+    }
+    assert.equal(({} as Record<string, unknown>).x, undefined);
+  } finally {
+    await app.close();
+    store.close();
+  }
+});

@@ -159,6 +159,37 @@ test("key name length counts code points, as the dashboard's JSON Schema does", 
   store.close();
 });
 
+test("key names need a visible character: zero-width, format characters or marks alone are refused", () => {
+  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+  const refused: Array<[string, RegExp]> = [
+    ["\u200B", /invisible ones: U\+200B$/],
+    [" \u200C\u200D ", /invisible ones: U\+200C U\+200D$/],
+    ["\u2060", /U\+2060/],
+    ["\u200B\uFEFF\u200B", /U\+200B U\+FEFF U\+200B/],
+    ["\u0301\u0302", /U\+0301 U\+0302/],
+    ["\u00AD\u180E\u061C\u200E", /invisible ones/],
+    ["\uFE0F\u034F\u3164\u{E0041}", /invisible ones/],
+    ["\u2800", /invisible ones/],
+    ["\u200B".repeat(20), /(U\+200B ){8}…$/],
+  ];
+  for (const [name, message] of refused) {
+    assert.throws(
+      () => store.createKey(name),
+      (e: unknown) =>
+        e instanceof KeyNameError &&
+        e.field === "name" &&
+        /^name must contain a visible character/.test(e.message) &&
+        message.test(e.message),
+      JSON.stringify(name),
+    );
+  }
+  assert.deepEqual(store.listKeys(), [], "nothing refused was stored");
+  // One visible character is enough, whatever surrounds it; emoji ZWJ sequences and accents show.
+  for (const name of ["a\u200B", "\u200Bx\u200B", "\u{1F468}\u200D\u{1F469}", "e\u0301", "\u4E2D"])
+    assert.equal(store.createKey(name).name, name);
+  store.close();
+});
+
 test("key names may not hold control characters, lone surrogates or bidi overrides", () => {
   const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
   const refused: Array<[string, RegExp]> = [

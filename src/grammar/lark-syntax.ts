@@ -315,7 +315,7 @@ function metaParse(text: string, maxNesting = Infinity, clock?: CompileClock): T
         }
       const tok: Token = { kind: "token", type, value, line, column: pos - lineStart + 1 };
       if (type === "_LPAR" || type === "_LBRA" || type === "_LBRACE") {
-        if (++brackets > maxNesting) throw nestingTooDeep(maxNesting, "grammar: brackets", tok.line, tok.column);
+        if (++brackets > maxNesting) throw nestingTooDeep(maxNesting, "brackets", tok.line, tok.column);
       } else if (type === "_RPAR" || type === "_RBRA" || type === "_RBRACE") brackets--;
       else if (type === "REGEXP" && maxNesting !== Infinity) {
         const flags = value.slice(value.lastIndexOf("/") + 1);
@@ -326,7 +326,7 @@ function metaParse(text: string, maxNesting = Infinity, clock?: CompileClock): T
         );
         if (at < 0) {
           const where = positionIn(tok, -at);
-          throw nestingTooDeep(maxNesting, "regexp: groups", where.line, where.column);
+          throw nestingTooDeep(maxNesting, "regexp groups", where.line, where.column);
         }
       }
       if (!parse.feed(table.terminalIndex.get(type)!, tok)) throw parse.failure("token", type, value, pos);

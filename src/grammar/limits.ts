@@ -171,10 +171,12 @@ export function tooComplex(
   );
 }
 
-/** Nesting past maxNesting: a plain GrammarError (400), at the line and column where it happens. */
+/**
+ * Nesting past maxNesting: a plain GrammarError (400), at the line and column where it happens.
+ * The position is in its fields, not its message: the refusal adds it once (refusalOf).
+ */
 export function nestingTooDeep(maxNesting: number, what: string, line?: number, column?: number): GrammarError {
-  const at = line === undefined ? "" : ` at line ${line} column ${column}`;
-  return new GrammarError(`${what} nesting deeper than ${maxNesting} (maxNesting)${at}`, line, column);
+  return new GrammarError(`${what} nesting deeper than ${maxNesting} (maxNesting)`, line, column);
 }
 
 /** Work units between two readings of the wall clock: ~0.1 ms of the cheapest loops. */

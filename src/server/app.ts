@@ -65,6 +65,11 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     bodyLimit: config.bodyLimitBytes,
     // Strict JSON: no type coercion, unknown fields are errors (not silently dropped).
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false } },
+    // A key named "__proto__" (or "constructor" over "prototype") is valid JSON: a schema may name
+    // a property so. JSON.parse makes it an own property and touches no prototype, so bodies are
+    // parsed as they are, neither refused nor stripped of the key.
+    onProtoPoisoning: "ignore",
+    onConstructorPoisoning: "ignore",
     // The API key check answers 503 in the {error, code} shape while closing.
     return503OnClosing: false,
     ...httpOptions(config),

@@ -1,7 +1,7 @@
 /**
  * The rules for key names: trimmed, at most KEY_NAME_MAX_CHARS code points, none of the
- * characters that could drive or deceive the terminal a name is printed to; and how names
- * stored before the rules are printed safely.
+ * characters that could drive or deceive the terminal a name is printed to, at least one that
+ * shows; and how names stored before the rules are printed safely.
  */
 
 /** Longest key name, in Unicode code points (what JSON Schema's maxLength counts). */
@@ -34,6 +34,14 @@ const FORBIDDEN_NAME_CHAR = new RegExp(`[${FORBIDDEN_NAME_CHARS}]`, "u");
 const FORBIDDEN_NAME_CHAR_ALL = new RegExp(`[${FORBIDDEN_NAME_CHARS}]`, "gu");
 
 /**
+ * A character that shows: not whitespace, a format character (U+200B…U+200D, U+2060, U+FEFF,
+ * U+00AD, …), another default-ignorable code point (variation selectors, Hangul fillers, tags),
+ * a combining mark (alone it marks nothing) or the blank Braille pattern U+2800. A name of none
+ * of these would list as blank, or look like no name at all.
+ */
+const VISIBLE_NAME_CHAR = /[^\p{White_Space}\p{Cf}\p{Default_Ignorable_Code_Point}\p{M}\u2800]/u;
+
+/**
  * A stored name as it may be printed to a terminal: the characters names may not hold as
  * \u{…} escapes. Rows written before names were checked may hold them, and an escape sequence
  * in a name must not drive the operator's terminal.
@@ -60,7 +68,16 @@ export function normalizeKeyName(name: string): string {
         : char >= 0x2028
           ? "a line separator or bidirectional formatting character"
           : "a control character";
-    throw new KeyNameError(`name must not contain ${what}: U+${char.toString(16).toUpperCase().padStart(4, "0")} at character ${at}`);
+    throw new KeyNameError(`name must not contain ${what}: U+${codePointText(char)} at character ${at}`);
+  }
+  if (!VISIBLE_NAME_CHAR.test(trimmed)) {
+    const shown = [...trimmed].slice(0, 8).map((c) => `U+${codePointText(c.codePointAt(0)!)}`);
+    if (length > shown.length) shown.push("…");
+    throw new KeyNameError(`name must contain a visible character; it has only invisible ones: ${shown.join(" ")}`);
   }
   return trimmed;
+}
+
+function codePointText(char: number): string {
+  return char.toString(16).toUpperCase().padStart(4, "0");
 }

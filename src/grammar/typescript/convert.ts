@@ -578,7 +578,8 @@ class Converter {
       }
       let schema = this.convert(propertyType, propertySite);
       if (declaration !== undefined) schema = this.withDeclarationDocs(schema, declaration, propertySite, propertyType);
-      properties[property.name] = schema;
+      // Defined, not assigned: assigning "__proto__" would set the object's prototype, not a property.
+      Object.defineProperty(properties, property.name, { value: schema, enumerable: true, writable: true, configurable: true });
       if (!optional) required.push(property.name);
     }
     const patternProperties: Record<string, Schema> = {};
