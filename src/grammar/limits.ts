@@ -224,7 +224,7 @@ export class CompileClock {
   check(): void {
     this.nextCheck = this.work + CLOCK_STRIDE;
     if (this.work > this.maxWork) throw workExceeded(this.maxWork);
-    if (performance.now() > this.deadline) throw timeExceeded(this.timeoutMs);
+    if (this.deadline !== Infinity && performance.now() > this.deadline) throw timeExceeded(this.timeoutMs);
   }
 
   /** What is left of the wall-clock valve, in ms (0 when spent). */

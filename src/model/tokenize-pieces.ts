@@ -13,6 +13,7 @@
  * Pieces bound what one llama.cpp call returns, so the time is linear in the text. A run that falls
  * back to bytes without such boundaries (characters found only inside longer tokens) stays whole.
  */
+import { concatInt32 } from "../support/index.js";
 import type { GgufStringArray } from "../vocab/index.js";
 
 /** The addon's tokenize: (text, addSpecial, parseSpecial) → token ids. */
@@ -112,13 +113,5 @@ export function tokenizeInPieces(
     parts.unshift(around.subarray(0, head));
     parts.push(around.subarray(head));
   }
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Int32Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatInt32(parts);
 }

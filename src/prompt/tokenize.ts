@@ -4,6 +4,7 @@
  * since it splits at special tokens first — with BOS in front when the model wants one.
  */
 import type { PromptSegment } from "./segments.js";
+import { concatInt32 } from "../support/index.js";
 
 export interface Tokenizer {
   tokenize(text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean }): Int32Array;
@@ -65,21 +66,21 @@ export class PromptTokenizer {
     let head = this.headCache.get(headKey);
     if (!head) {
       const parts = merged.map((s, i) => this.tokenizer.tokenize(s.text, { addSpecial: i === 0, parseSpecial: s.special }));
-      head = concat(parts);
+      head = concatInt32(parts);
       if (this.headCache.size > 64) this.headCache.clear();
       this.headCache.set(headKey, head);
     }
     const tailText = (last?.text ?? "") + answer;
     const tail =
       tailText.length > 0 ? this.tokenizer.tokenize(tailText, { addSpecial: merged.length === 0, parseSpecial: false }) : new Int32Array(0);
-    const all = head.length === 0 ? tail : concat([head, tail]);
+    const all = head.length === 0 ? tail : concatInt32([head, tail]);
     return all.length > 0 ? all : Int32Array.of(this.startToken);
   }
 
   /** Tokens of a whole prompt (a rendered conversation), BOS first when the model wants one. */
   sequence(segments: readonly PromptSegment[]): Int32Array {
     const merged = this.stripAroundMarkers(mergePlain(segments)).filter((s) => s.text.length > 0);
-    const all = concat(merged.map((s, i) => this.tokenizer.tokenize(s.text, { addSpecial: i === 0, parseSpecial: s.special })));
+    const all = concatInt32(merged.map((s, i) => this.tokenizer.tokenize(s.text, { addSpecial: i === 0, parseSpecial: s.special })));
     return all.length > 0 ? all : Int32Array.of(this.startToken);
   }
 
@@ -107,16 +108,4 @@ export class PromptTokenizer {
     // Keep the last plain segment even when stripped empty: the answer is appended to it.
     return out.filter((s, i) => s.text.length > 0 || i === out.length - 1);
   }
-}
-
-function concat(parts: Int32Array[]): Int32Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Int32Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

@@ -45,7 +45,7 @@ export class RegexClock {
       this.workLimitAt = limitAt;
       this.maxWork = maxWork;
     }
-    const deadline = performance.now() + timeoutMs;
+    const deadline = timeoutMs === Infinity ? Infinity : performance.now() + timeoutMs;
     if (deadline < this.deadline) {
       this.deadline = deadline;
       this.timeoutMs = timeoutMs;

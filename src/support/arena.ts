@@ -107,6 +107,19 @@ export function grownTo<T extends Int32Array | Uint32Array | Uint8Array>(array: 
 
 // Typed copies of plain lists by a loop: the static `from` goes through the iterator protocol,
 // several times slower for the short lists compile stages keep.
+/** The arrays one after another in one new array. */
+export function concatInt32(parts: readonly Int32Array[]): Int32Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Int32Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 export function int32Of(list: readonly number[]): Int32Array {
   const out = new Int32Array(list.length);
   for (let i = 0; i < list.length; i++) out[i] = list[i]!;

@@ -2,7 +2,7 @@
  * support/ — helpers with no stage knowledge, importable by every stage (and importing none).
  *
  *   Typed-array tables:  Int32Arena (scratch views of one buffer), TableSlab (an owner's first
- *                        tables carved from one buffer), grownTo / int32Of / uint8Of
+ *                        tables carved from one buffer), grownTo / int32Of / uint8Of / concatInt32
  *   Integer memos:       IntMap (integer keys below 2^53 → int32), IdMap (dense ids → int32),
  *                        DenseTable (dense ids → values)
  *   Token masks:         maskWords, setTokenRange, setTokenList, orInto (bitsets of token ids)
@@ -10,7 +10,7 @@
  *   Threads:             WorkerPool (time-limited tasks, per-client round-robin)
  *   Tests and fuzzers:   seededRandom
  */
-export { grownTo, Int32Arena, int32Of, TableSlab, uint8Of } from "./arena.js";
+export { concatInt32, grownTo, Int32Arena, int32Of, TableSlab, uint8Of } from "./arena.js";
 export { IdMap, IntMap } from "./int-map.js";
 export { DenseTable } from "./dense-table.js";
 export { maskWords, orInto, setTokenList, setTokenRange } from "./bitset.js";

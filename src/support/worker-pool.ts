@@ -13,8 +13,7 @@
  * one wait (on `size` workers they would, whatever the round-robin: a running task is not
  * preempted), and one client never holds every worker, whatever `perClientRunning`. They are
  * started ahead (`warm`) and kept, since a compile worker takes ~0.7–1 s to become ready (its
- * trie, the TypeScript compiler), far longer than the cheap task it is there for; with a finite
- * `burstIdleMs` they are started on demand instead and retired when idle.
+ * trie, the TypeScript compiler), far longer than the cheap task it is there for.
  *
  * Protocol with the worker script: once loaded it posts `{ ready: true }` (tasks go only to ready
  * workers, so a worker's boot never counts against a task's limit); then it receives
@@ -34,11 +33,6 @@ export interface WorkerPoolOptions {
    * `size` tasks run (default 1; 0: none).
    */
   burstSize?: number;
-  /**
-   * An idle worker past `size` is retired after this long, and burst workers start on demand
-   * (default Infinity: `warm` starts them and they are kept, ready for the next burst).
-   */
-  burstIdleMs?: number;
   /** Starts one worker. */
   spawn: () => Worker;
   /** Tasks of one client running at once. */
@@ -124,8 +118,6 @@ interface Slot {
   ready: boolean;
   task: Task | null;
   timer: NodeJS.Timeout | undefined;
-  /** Retires the worker if it is still idle and past `size` (finite burstIdleMs only). */
-  idleTimer: NodeJS.Timeout | undefined;
 }
 
 export interface WorkerPoolStats {
@@ -150,13 +142,11 @@ export class WorkerPool {
   /** `warm` was called: burst workers are started once the first `size` are ready. */
   private warmed = false;
   private readonly burstSize: number;
-  private readonly burstIdleMs: number;
   private readonly counters = { completed: 0, timeouts: 0, deaths: 0, refused: 0 };
 
   constructor(private readonly options: WorkerPoolOptions) {
     if (!(options.size >= 1)) throw new RangeError("a worker pool needs at least one worker");
     this.burstSize = options.burstSize ?? 1;
-    this.burstIdleMs = options.burstIdleMs ?? Number.POSITIVE_INFINITY;
     if (!(Number.isInteger(this.burstSize) && this.burstSize >= 0)) throw new RangeError("burstSize must be a whole number");
   }
 
@@ -170,9 +160,8 @@ export class WorkerPool {
   }
 
   /**
-   * Starts the workers ahead of the first task, unref'd: the `size` first, then (unless they are
-   * on demand) the burst workers once those are ready, so that they do not slow the first ones'
-   * start.
+   * Starts the workers ahead of the first task, unref'd: the `size` first, then the burst workers
+   * once those are ready, so that they do not slow the first ones' start.
    */
   warm(): void {
     this.warmed = true;
@@ -223,7 +212,6 @@ export class WorkerPool {
     await Promise.all(
       slots.map((slot) => {
         if (slot.timer) clearTimeout(slot.timer);
-        if (slot.idleTimer) clearTimeout(slot.idleTimer);
         if (slot.task) this.settle(slot.task, new PoolClosedError(), false);
         return slot.worker.terminate();
       }),
@@ -307,36 +295,20 @@ export class WorkerPool {
 
   /** After `warm`, with the first `size` workers ready: the burst workers, kept ready. */
   private warmBurst(): void {
-    if (!this.warmed || this.closed || Number.isFinite(this.burstIdleMs)) return;
+    if (!this.warmed || this.closed) return;
     const { size } = this.options;
     if (this.slots.length < size || this.slots.length >= size + this.burstSize) return;
     if (this.slots.every((s) => s.ready)) this.startWorker();
   }
 
-  /** The slot has no task: unref'd, and on its way to retirement if it may be an extra. */
-  private idle(slot: Slot): void {
-    slot.worker.unref();
-    if (!Number.isFinite(this.burstIdleMs) || slot.idleTimer) return;
-    slot.idleTimer = setTimeout(() => {
-      slot.idleTimer = undefined;
-      if (slot.task || this.closed || this.slots.length <= this.options.size) return;
-      const index = this.slots.indexOf(slot);
-      if (index < 0) return;
-      this.slots.splice(index, 1);
-      void slot.worker.terminate();
-    }, this.burstIdleMs);
-    slot.idleTimer.unref();
-  }
-
   private startWorker(): Slot {
     const worker = this.options.spawn();
-    const slot: Slot = { worker, ready: false, task: null, timer: undefined, idleTimer: undefined };
+    const slot: Slot = { worker, ready: false, task: null, timer: undefined };
     worker.unref();
     worker.on("message", (message: { id: number; value?: unknown; error?: unknown; heapUsed?: number; ready?: boolean }) => {
       if (message.ready === true) {
         slot.ready = true;
         this.dispatch();
-        if (!slot.task) this.idle(slot);
         this.warmBurst();
       } else this.onMessage(slot, message);
     });
@@ -348,8 +320,6 @@ export class WorkerPool {
 
   private start(slot: Slot, task: Task): void {
     if (task.signal && task.onAbort) task.signal.removeEventListener("abort", task.onAbort);
-    if (slot.idleTimer) clearTimeout(slot.idleTimer);
-    slot.idleTimer = undefined;
     slot.task = task;
     this.runningByClient.set(task.client, (this.runningByClient.get(task.client) ?? 0) + 1);
     slot.worker.ref();
@@ -378,10 +348,9 @@ export class WorkerPool {
     if ("error" in message) this.settle(task, new WorkerTaskError(message.error), false);
     else this.settle(task, message.value, true);
     const recycle = this.options.recycleHeapBytes ?? 0;
-    const replaced = recycle > 0 && (message.heapUsed ?? 0) > recycle;
-    if (replaced) this.replace(slot);
+    if (recycle > 0 && (message.heapUsed ?? 0) > recycle) this.replace(slot);
+    else slot.worker.unref();
     this.dispatch();
-    if (!replaced && !slot.task) this.idle(slot);
   }
 
   private onTimeout(slot: Slot): void {
@@ -397,7 +366,6 @@ export class WorkerPool {
     const index = this.slots.indexOf(slot);
     if (index < 0) return; // replaced or closed already
     this.slots.splice(index, 1);
-    if (slot.idleTimer) clearTimeout(slot.idleTimer);
     const task = this.finish(slot);
     void slot.worker.terminate();
     if (task) {
@@ -416,7 +384,6 @@ export class WorkerPool {
   private replace(slot: Slot): void {
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
-    if (slot.idleTimer) clearTimeout(slot.idleTimer);
     void slot.worker.terminate();
     if (!this.closed) this.startWorker();
   }

@@ -8,6 +8,7 @@ import type { ConstraintSpec } from "../../generate/index.js";
 import { MAX_IGNORED_RUN } from "../../generate/index.js";
 import { pyReEscape, TOOL_CALL_OPEN, type ToolCallStyle } from "../../grammar/index.js";
 import type { ChatMessage, ChatTool, ChatToolCall } from "../../prompt/index.js";
+import { codePointLength } from "../../store/index.js";
 import { stopStrings } from "../completion-fields.js";
 import { OpenAIRequestError } from "./errors.js";
 
@@ -186,22 +187,6 @@ function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: Cons
   return { spec: jsonSpec(parametersOf(tool), true), mode: { kind: "named", name: tool.function.name } };
 }
 
-/** Characters as the body's schemas count them (ajv's maxLength): code points. */
-function codePoints(text: string): number {
-  let n = text.length;
-  for (let i = 0; i < text.length - 1; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit >= 0xd800 && unit <= 0xdbff) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
-}
-
 /**
  * The characters of a conversation's text that the chat template renders (contents, names, tool
  * calls, then the tools), against TRELLIS_MAX_PROMPT_CHARS: a 400 naming where the sum crosses it.
@@ -214,7 +199,7 @@ class PromptChars {
   add(text: string, param: string): void {
     // A text has between half its UTF-16 units and all of them as code points: count only near the limit.
     const room = this.max - this.used;
-    this.used += text.length <= room ? text.length : text.length > 2 * room ? room + 1 : codePoints(text);
+    this.used += text.length <= room ? text.length : text.length > 2 * room ? room + 1 : codePointLength(text);
     if (this.used > this.max) {
       const what = param.startsWith("tools") ? "messages' and tools'" : "messages'";
       throw new OpenAIRequestError(
