@@ -450,9 +450,9 @@ export const SETTINGS: readonly Setting[] = [
     flag: "--mask-max-work",
     kind: "int",
     min: 1,
-    defaultText: "16000000",
+    defaultText: "4000000",
     description:
-      "Most work one token-mask computation (or budget question) may do on the thread that serves requests, in steps (trie nodes, lexer states; ~75,000 a millisecond here); a constraint needing more is refused (422, too complex), the same on any machine. A new one's first masks are tried on its compile worker first, under the same limit.",
+      "Most work one token-mask computation (or budget question) may do on the thread that serves requests, in steps (trie nodes, states walked, lexer states; 40,000 to 75,000 a millisecond here); a constraint needing more is refused (422, too complex), the same on any machine. A new one's first masks are tried on its compile worker first, under the same limit.",
   },
   {
     key: "compileQueuePerKey",
@@ -562,7 +562,7 @@ export function defaultConfig(): Config {
     compileTimeoutMs: 30_000,
     compileWorkers: 1,
     compileMemoryMb: 512,
-    maskMaxWork: 16_000_000,
+    maskMaxWork: 4_000_000,
     compileQueuePerKey: 4,
     cacheMb: 512,
     headersTimeoutMs: 10_000,

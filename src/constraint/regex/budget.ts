@@ -302,6 +302,8 @@ export class DfaBudgets {
       for (let i = 0; i < succ.length; i++) inStart[succ[i]! + 1]!++;
     }
     for (let s = 0; s < n; s++) inStart[s + 1]! += inStart[s]!;
+    // A pass over every state and computed edge, once per exploration.
+    this.work.charge(2 * (n + inStart[n]!));
     const preds = new Int32Array(inStart[n]!);
     const fill = inStart.slice(0, n);
     for (let s = 0; s < n; s++) {
