@@ -63,12 +63,15 @@ function checkAgainstBruteForceWith(
       assert.equal(matcher.canAcceptWithin(s, r), minTok[s]! <= r, `${label}: canAcceptWithin(${s}, ${r})`);
     }
     for (let id = 0; id < vocab.size; id++) assert.equal(matcher.advance(s, id), row[id], `${label}: advance(${s}, ${id})`);
-    // With a cap: a number in [exact, cap] when the match fits, else exact (fresh matchers, so
-    // the cheap path runs before any distance is known).
+    // With a cap: a number in [exact, cap] when the match fits, else Infinity; minTokensAtLeast
+    // exact up to its cap, else cap + 1 (fresh matchers, so the bounds and the depth-bounded
+    // search run before any exact distance is known).
     for (let cap = 0; cap <= maxBudget; cap++) {
       const v = new DfaTokenMatcher(trie, dfa, opts).minTokensToAccept(s, cap);
       if (minTok[s]! <= cap) assert.ok(v >= minTok[s]! && v <= cap, `${label}: minTokensToAccept(${s}, cap ${cap}) = ${v}`);
-      else assert.equal(v, minTok[s], `${label}: minTokensToAccept(${s}, cap ${cap})`);
+      else assert.equal(v, Infinity, `${label}: minTokensToAccept(${s}, cap ${cap})`);
+      const atLeast = new DfaTokenMatcher(trie, dfa, opts).minTokensAtLeast(s, cap);
+      assert.equal(atLeast, minTok[s]! <= cap ? minTok[s] : cap + 1, `${label}: minTokensAtLeast(${s}, cap ${cap})`);
     }
   }
 }
@@ -413,7 +416,9 @@ if (realVocabs.includes("qwen2")) {
         assert.equal(st.minTokensToAccept(), best);
         const capped = new DfaConstraintState(new DfaTokenMatcher(trie, dfa), prefix).minTokensToAccept(remaining);
         if (best <= remaining) assert.ok(capped >= best && capped <= remaining, `capped ${capped} best ${best} cap ${remaining}`);
-        else assert.equal(capped, best);
+        else assert.equal(capped, Infinity);
+        const atLeast = new DfaConstraintState(new DfaTokenMatcher(trie, dfa), prefix).minTokensAtLeast(remaining);
+        assert.equal(atLeast, best <= remaining ? best : remaining + 1, `atLeast cap ${remaining} best ${best}`);
       }
       // Advancing follows the same rule.
       const st = new DfaConstraintState(matcher, prefix);

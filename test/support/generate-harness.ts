@@ -114,6 +114,7 @@ export function recordingFactory(make: (prefix: Uint8Array | undefined) => Token
       isAccepting: () => inner.isAccepting(),
       hasAnyToken: (remaining) => inner.hasAnyToken(remaining),
       minTokensToAccept: (cap) => inner.minTokensToAccept(cap),
+      ...(inner.minTokensAtLeast ? { minTokensAtLeast: (cap: number) => inner.minTokensAtLeast!(cap) } : {}),
       advance(token) {
         const ok = inner.advance(token);
         if (ok) rec.tokens.push(token);
@@ -451,7 +452,8 @@ export function randomLogitsCompletion(
   maskBuffer: Uint32Array,
 ): RandomLogitsOutcome {
   const needed = constraint.minTokensToAccept(budget);
-  if (needed > budget) return { needs: needed };
+  // As the runtime words its 422: past the budget, the proven lower bound searched a little further.
+  if (needed > budget) return { needs: Number.isFinite(needed) ? needed : (constraint.minTokensAtLeast?.(budget + 64) ?? needed) };
   if (constraint.isAccepting() && (stopAfterMatch || !constraint.hasAnyToken(budget))) {
     return { tokens: [], stopReason: stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED) ? "pattern_match" : "token_limit" };
   }

@@ -32,12 +32,10 @@ const PER_STATE_BYTES = 64;
  * Budgets: `mask(state, remaining)` admits token t only if acceptance stays reachable within
  * remaining - 1 further tokens. When every single byte is a token, minTokens(x) ≤ minBytes(x), so
  * if remaining - 1 ≥ max minBytes over the state's successors the full mask is already exact and
- * no token distance is needed. Otherwise exact token distances (BFS over the token graph of the
- * states reachable from here) are computed once, and the budgeted mask is cached per (state,
- * threshold), where threshold is the largest successor distance that still fits: masks for
- * different budgets with the same threshold are identical. A budgeted mask is the full mask with
- * the few token ranges that lead elsewhere than the state's main successor fixed up (ranges kept
- * from one extra walk), or a filtered walk when there are too many ranges.
+ * no token distance is needed. Otherwise each successor is decided by bounds on its token
+ * distance (an upper bound from tokenizing its shortest completion, proven lower bounds), with a
+ * depth-bounded search only where they straddle the budget (budget.ts), and the budgeted mask is
+ * cached per (state, budget).
  *
  * Walk speed: a subtree whose bytes all lead the state back to itself (ASCII self-loops, and for
  * free-text-like states whole UTF-8 characters) is accepted as one block without stepping the
@@ -338,20 +336,24 @@ export class DfaTokenMatcher {
     if (this.tokenCount[state]! < 0) this.firstMask(state);
     if (this.tokenCount[state] === 0) return false;
     if (this.trie.everyByteIsToken && remaining - 1 >= this.maxSuccessorMinBytes[state]!) return true;
-    return this.budgets.threshold(state, remaining - 1) >= 0;
+    return this.budgets.anySuccessorFits(state, remaining - 1);
   }
 
   /**
    * Exact minimum number of tokens from `state` to a full match (0 when accepting), or
    * Number.POSITIVE_INFINITY when no sequence of generable tokens gets there.
    *
-   * With `cap` (the request's max_new_tokens): when a match clearly fits within it (byte
-   * distance ≤ cap and every byte is a token) the answer is some number ≤ cap — exact if already
-   * known, else the byte distance, an upper bound — without exploring the pattern's states; the
-   * exact value is computed only when it may exceed the cap (the 422 message needs it).
+   * With `cap` (the request's max_new_tokens): when a match fits within it, some number ≤ cap —
+   * exact if already known, else an upper bound — found without exploring the pattern's states
+   * where the bounds allow; Number.POSITIVE_INFINITY when none fits (see minTokensAtLeast).
    */
   minTokensToAccept(state: number, cap: number = Number.POSITIVE_INFINITY): number {
     return this.budgets.minTokensToAccept(state, cap);
+  }
+
+  /** A proven lower bound on the tokens to a full match: exact when at most `cap`, else cap + 1. */
+  minTokensAtLeast(state: number, cap: number): number {
+    return this.budgets.minTokensAtLeast(state, cap);
   }
 
   /** The cheap half of canAcceptWithin: true when the byte distance alone shows it fits. */

@@ -74,18 +74,20 @@ export class DfaConstraintState implements TokenConstraint {
 
   /**
    * Exact minimum number of tokens to a full match from here (Infinity when unreachable). With
-   * `cap`: when a match clearly fits within cap tokens, some number ≤ cap, cheaply (see
-   * DfaTokenMatcher.minTokensToAccept); exact otherwise.
+   * `cap`: when a match fits within cap tokens, some number ≤ cap, cheaply where bounds allow;
+   * Infinity when none fits (minTokensAtLeast then says how many it takes).
    */
   minTokensToAccept(cap: number = Number.POSITIVE_INFINITY): number {
     this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state, cap);
     const spans = this.spans();
-    if (Number.isFinite(cap) && cap >= 1) {
+    if (Number.isFinite(cap)) {
+      if (cap < 1) return Number.POSITIVE_INFINITY;
       for (let i = 0; i < spans.length; i += 3) {
         const target = spans[i + 2]!;
-        if (this.matcher.clearlyAcceptsWithin(target, cap - 1)) return this.matcher.minTokensToAccept(target, cap - 1) + 1;
+        if (this.matcher.canAcceptWithin(target, cap - 1)) return this.matcher.minTokensToAccept(target, cap - 1) + 1;
       }
+      return Number.POSITIVE_INFINITY;
     }
     let best = Number.POSITIVE_INFINITY;
     for (let i = 0; i < spans.length; i += 3) {
@@ -93,6 +95,17 @@ export class DfaConstraintState implements TokenConstraint {
       if (d < best) best = d;
     }
     return best + 1;
+  }
+
+  /** A proven lower bound on the tokens of any full match from here: exact when at most `cap`. */
+  minTokensAtLeast(cap: number): number {
+    this.matcher.work.begin();
+    if (this.state !== PREFIX_PENDING) return this.matcher.minTokensAtLeast(this.state, cap);
+    if (cap < 1) return 1;
+    let best = Number.POSITIVE_INFINITY;
+    const spans = this.spans();
+    for (let i = 0; i < spans.length; i += 3) best = Math.min(best, this.matcher.minTokensAtLeast(spans[i + 2]!, cap - 1) + 1);
+    return best;
   }
 
   /** Whether a full match is reachable within `budget` tokens (cheap unless budgets are tight). */
