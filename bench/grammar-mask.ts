@@ -29,9 +29,14 @@ import { loadVocabulary } from "../src/vocab/index.js";
 import { TokenTrie } from "../src/constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher, WALK_AHEAD_MS } from "../src/constraint/index.js";
 import { MAX_IGNORED_RUN } from "../src/generate/index.js";
+import { loadConfig } from "../src/config.js";
+import { PLANNING_ALLOWANCE } from "../src/constraint/index.js";
 import { argValue, round3 } from "./stats.js";
 import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
+
+/** The service's per-operation work limit at its defaults (TRELLIS_MASK_MAX_WORK): replays count operations past it. */
+const MASK_MAX_WORK = loadConfig({}, []).config.maskMaxWork;
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const VOCAB_DIR = resolve(REPO_ROOT, "..", "shared", "models", "vocab");
@@ -335,7 +340,14 @@ function runOurs(
   const tw = performance.now();
   matcher.walkAhead(tw + WALK_AHEAD_MS);
   out.walkAheadMs.push(performance.now() - tw);
-  replayTargets(() => new GrammarConstraintState(matcher), targets, budget, out);
+  replayTargets(
+    () => new GrammarConstraintState(matcher),
+    targets,
+    budget,
+    out,
+    () => (matcher.work.planning ? matcher.work.steps / (1 + PLANNING_ALLOWANCE) : matcher.work.steps),
+    MASK_MAX_WORK,
+  );
   return matcher;
 }
 
@@ -421,6 +433,8 @@ export const GRAMMAR_NOTE =
   "tables and scanners, byte automaton with its scanner DFAs, matcher, first mask at budget 1000), so first visits of lexer and parser " +
   "states are inside the per-token numbers; walkAheadMsMedian = the matcher's walks ahead after the first mask, which the server runs while " +
   "the model evaluates the prompt (in roundMs, not in compile; done before the replay, as in the server); 'tight' = budget of exactly the target's own token count; " +
+  "each target's replay starts with the server's admission question at its budget (minTokensToAccept: admissionUs, refusedAtAdmission), " +
+  "and overMaskWorkLimit counts the operations that counted more work than the service's default TRELLIS_MASK_MAX_WORK; " +
   "oursWarmMatcher = replays on a matcher kept from the warm-up round (the server caches one per grammar and " +
   "vocabulary). XGrammar: compile = compileGrammar + matcher + first mask. Its EBNF allows unbounded whitespace " +
   "where ours allows at most 8 ignored bytes in a row. Before the first workload, a JIT warm-up (jitWarmupMs, once " +

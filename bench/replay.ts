@@ -23,6 +23,12 @@ export interface Samples {
   walkAheadMs: number[];
   /** Per compile stage (grammars: grammar, automaton, matcher, firstMask), ms: parts of compileMs. */
   compilePhasesMs?: Record<string, number[]>;
+  /** Per target: the admission question (minTokensToAccept at the target's budget), µs. */
+  admissionUs: number[];
+  /** Targets the admission question refused (the server's 422 "needs at least N tokens"). */
+  refusedAtAdmission: number;
+  /** Operations (admission, masks) that counted more work than the service's mask limit allows. */
+  overMaskWorkLimit: number;
   wronglyMasked: number;
   notAccepting: number;
   tokens: number;
@@ -36,6 +42,9 @@ export const newSamples = (): Samples => ({
   maskOnlyUs: [],
   roundMs: [],
   walkAheadMs: [],
+  admissionUs: [],
+  refusedAtAdmission: 0,
+  overMaskWorkLimit: 0,
   wronglyMasked: 0,
   notAccepting: 0,
   tokens: 0,
@@ -52,20 +61,47 @@ export function hasBit(mask: Uint32Array, id: number): boolean {
 
 /** What a replay drives: a fresh constraint state per target (regex or grammar). */
 export interface ReplayState {
+  /** The server's admission question (runtime.ts): fewest tokens, Infinity when none fit in `cap`. */
+  minTokensToAccept(cap: number): number;
   mask(remaining: number): Uint32Array;
   advance(token: number): boolean;
   isAccepting(): boolean;
 }
 
 /**
- * Replays every target from a fresh state: mask, check the target's next token is in it, accept
- * it. Budget 'large' = 1000 - step; 'tight' = exactly the tokens the target has left.
+ * Replays every target from a fresh state as the server serves it: first the admission question
+ * at the target's budget (runtime.ts: minTokensToAccept(max_new_tokens); a target it refuses is
+ * counted and not replayed), then per step the mask, a check that the target's next token is in
+ * it, and the token accepted. Budget 'large' = 1000 - step; 'tight' = exactly the tokens the
+ * target has left. `workSteps` reads the work the last operation counted, compared with
+ * `maskMaxWork` (the service's TRELLIS_MASK_MAX_WORK) without stopping the replay.
  */
-export function replayTargets(newState: () => ReplayState, targets: readonly Int32Array[], budget: "large" | "tight", out: Samples): void {
+export function replayTargets(
+  newState: () => ReplayState,
+  targets: readonly Int32Array[],
+  budget: "large" | "tight",
+  out: Samples,
+  workSteps?: () => number,
+  maskMaxWork: number = Number.POSITIVE_INFINITY,
+): void {
   let stepsMs = 0;
+  const overLimit = (): void => {
+    if (workSteps !== undefined && workSteps() > maskMaxWork) out.overMaskWorkLimit++;
+  };
   for (const tokens of targets) {
     const st = newState();
     const n = tokens.length;
+    const cap = budget === "large" ? 1000 : n;
+    const t0 = performance.now();
+    const needed = st.minTokensToAccept(cap);
+    const admissionMs = performance.now() - t0;
+    out.admissionUs.push(admissionMs * 1000);
+    stepsMs += admissionMs;
+    overLimit();
+    if (needed > cap) {
+      out.refusedAtAdmission++;
+      continue;
+    }
     for (let i = 0; i < n; i++) {
       const tok = tokens[i]!;
       const remaining = budget === "large" ? 1000 - i : n - i;
@@ -73,6 +109,7 @@ export function replayTargets(newState: () => ReplayState, targets: readonly Int
       const a = performance.now();
       const mask = st.mask(remaining);
       const b = performance.now();
+      overLimit();
       const ok = hasBit(mask, tok);
       st.advance(tok);
       const c = performance.now();
@@ -238,6 +275,7 @@ export function summarize(s: Samples): Record<string, number> {
   const cpuCompile = [...s.compileCpuMs].sort((a, b) => a - b);
   const round = [...s.roundMs].sort((a, b) => a - b);
   const walkAhead = [...s.walkAheadMs].sort((a, b) => a - b);
+  const admission = [...s.admissionUs].sort((a, b) => a - b);
   const avg = steps.reduce((a, b) => a + b, 0) / Math.max(1, steps.length);
   return {
     compileMsMedian: round3(percentile(compile, 0.5)),
@@ -253,6 +291,11 @@ export function summarize(s: Samples): Record<string, number> {
     cpuPerTokenUsP99: round3(percentile(cpuSteps, 0.99)),
     maskOnlyUsP50: round3(percentile(masks, 0.5)),
     maskOnlyUsP99: round3(percentile(masks, 0.99)),
+    ...(admission.length > 0
+      ? { admissionUsP50: round3(percentile(admission, 0.5)), admissionUsP99: round3(percentile(admission, 0.99)) }
+      : {}),
+    refusedAtAdmission: s.refusedAtAdmission,
+    overMaskWorkLimit: s.overMaskWorkLimit,
     tokensReplayed: s.tokens,
     wronglyMasked: s.wronglyMasked,
   };

@@ -2,14 +2,15 @@
 // an operation past it throws ConstraintTooCostlyError and the matcher refuses every later
 // operation; the count is the same on every run; the compile worker's probe refuses a constraint
 // whose first masks need too much before the serving thread runs them, and that verdict is kept;
-// a request meeting the bound mid-way is a 422, and the next request gets a fresh matcher.
+// a request meeting the bound mid-way is a 422, and the next request gets a fresh matcher; a tight
+// budget's planning inside an admitted generation may use its allowance past the bound, no more.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { compileRegex } from "../src/regex/index.js";
 import { compileGrammar, createGrammarAutomaton } from "../src/grammar/index.js";
 import { DfaConstraintState, DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/index.js";
-import { ConstraintTooCostlyError } from "../src/constraint/index.js";
+import { ConstraintTooCostlyError, PLANNING_ALLOWANCE } from "../src/constraint/index.js";
 import { ConstraintCache } from "../src/generate/index.js";
 import { UnsatisfiableError } from "../src/generate/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
@@ -106,4 +107,41 @@ test("a request whose operation runs out mid-way is a 422; the next request gets
   const again = await cache.regex(pattern);
   assert.notEqual(again, entry);
   assert.ok(again.factory(undefined).minTokensToAccept(16) <= 16);
+});
+
+test("a tight budget's planning inside an admitted generation may take its allowance past the limit, no more", async () => {
+  const { loadModel } = await import("../src/model/index.js");
+  const { MAX_IGNORED_RUN } = await import("../src/generate/index.js");
+  const arithmetic = `?start: sum
+?sum: product | sum "+" product | sum "-" product
+?product: atom | product "*" atom | product "/" atom
+?atom: NUMBER | "-" atom | NAME | "(" sum ")"
+%import common.CNAME -> NAME
+%import common.NUMBER
+%import common.WS_INLINE
+%ignore WS_INLINE
+`;
+  const model = loadModel(vocabFile("qwen2"), { vocabOnly: true, threads: 1 });
+  const tokens = model.tokenize("(1 + 2) * x - 3.5 / (y + -4)", { addSpecial: false, parseSpecial: false });
+  model.dispose();
+  const limit = 4_000_000;
+  const matcher = new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(arithmetic), { maxIgnoredRun: MAX_IGNORED_RUN }));
+  matcher.work.limitSteps = limit;
+  const state = new GrammarConstraintState(matcher);
+  let overLimit = 0;
+  // Each step's budget is exactly what the text has left: the planning that decides the last
+  // tokens walks many states a mask without a budget never needs.
+  for (let i = 0; i < tokens.length; i++) {
+    const mask = state.mask(tokens.length - i);
+    assert.ok(((mask[tokens[i]! >>> 5]! >>> (tokens[i]! & 31)) & 1) === 1, `token ${i} allowed`);
+    assert.ok(matcher.work.steps <= (1 + PLANNING_ALLOWANCE) * limit);
+    if (matcher.work.steps > limit) {
+      assert.ok(matcher.work.planning, "only planning may pass the limit");
+      overLimit++;
+    }
+    assert.ok(state.advance(tokens[i]!));
+  }
+  assert.ok(state.isAccepting());
+  // The case is chosen so that the allowance is used (pick a dearer one if planning gets cheaper).
+  assert.ok(overLimit > 0, "no planning step needed more than the limit");
 });

@@ -29,6 +29,9 @@ export class ConstraintTooCostlyError extends Error {
   }
 }
 
+/** How many times the limit a budget mask's planning may add (WorkMeter.allowPlanning). */
+export const PLANNING_ALLOWANCE = 3;
+
 /** What a grammar matcher's step counts against the limit, in trie-node steps (see WorkMeter). */
 export const GRAMMAR_STEP_WEIGHT = 64;
 
@@ -51,12 +54,31 @@ export class WorkMeter {
     readonly weight = 1,
   ) {}
 
+  /** The current operation is a budget mask's planning (see allowPlanning); false after begin(). */
+  planning = false;
+
   begin(): void {
     if (this.exhausted !== null) throw this.exhausted;
     this.steps = 0;
+    this.planning = false;
+  }
+
+  /**
+   * Budget planning inside a generation already admitted (a tight budget's mask) may take
+   * PLANNING_ALLOWANCE times the limit more: its searches are bounded on their own, and ending an
+   * admitted generation with a refusal for planning would break "never truncated" in spirit. Still
+   * a count, so the same request meets it on every machine.
+   */
+  allowPlanning(): void {
+    this.planning = true;
+  }
+
+  /** The steps the current operation may take. */
+  get operationLimit(): number {
+    return this.planning ? (1 + PLANNING_ALLOWANCE) * this.limitSteps : this.limitSteps;
   }
 
   charge(steps: number): void {
-    if ((this.steps += steps * this.weight) > this.limitSteps) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps));
+    if ((this.steps += steps * this.weight) > this.operationLimit) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps));
   }
 }

@@ -166,6 +166,7 @@ export class TokenBudgets {
     const e = this.edges.edgesOf(state);
     const limit = remaining - 1;
     if (limit >= e.allFitFrom) return this.edges.edgeMask(e);
+    this.work.allowPlanning();
     let all = true;
     for (let i = 0; i < e.distinct.length && all; i++) if (!this.canAcceptWithin(e.distinct[i]!, limit)) all = false;
     if (all) {

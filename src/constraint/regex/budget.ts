@@ -183,6 +183,7 @@ export class DfaBudgets {
   anySuccessorFits(state: number, limit: number): boolean {
     if (limit < 0) return false;
     const succ = this.matcher.tokenSuccessors(state);
+    this.work.allowPlanning();
     for (let i = 0; i < succ.length; i++) if (this.canAcceptWithin(succ[i]!, limit)) return true;
     return false;
   }
@@ -195,6 +196,7 @@ export class DfaBudgets {
     const key = state * 4194304 + limit;
     const cached = this.budgetMasks.get(key);
     if (cached !== undefined) return cached;
+    this.work.allowPlanning();
     // Decide every successor first: the walks below share the matcher's scratch with fits' walks.
     const fitMark = this.fitMark;
     let fitting = 0;
