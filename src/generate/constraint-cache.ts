@@ -95,6 +95,12 @@ export interface ConstraintCacheOptions {
   probeBudgets: readonly number[];
 }
 
+/**
+ * A schema document (JSON Schema, TypeScript, tool calls) is many languages built, multiplied and
+ * subtracted: it may do this many times a pattern's compile work (TRELLIS_COMPILE_MAX_WORK).
+ */
+export const JSON_SCHEMA_WORK_FACTOR = 4;
+
 export const DEFAULT_CONSTRAINT_CACHE_OPTIONS: Readonly<ConstraintCacheOptions> = {
   budgetBytes: 512 * 1024 * 1024,
   // Library use (tests, scripts) trusts its input; the service sets TRELLIS_COMPILE_TIMEOUT_MS.
@@ -256,8 +262,7 @@ export class ConstraintCache {
     const maxWork = this.options.compileMaxWork;
     this.regexLimits = { ...this.options.regexLimits, maxWork: Math.min(this.options.regexLimits.maxWork ?? maxWork, maxWork) };
     this.grammarLimits = { ...this.options.grammarLimits, maxWork: Math.min(this.options.grammarLimits.maxWork ?? maxWork, maxWork) };
-    // A schema document is many languages built, multiplied and subtracted: twice a pattern's.
-    this.jsonSchemaLimits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, maxWork: 2 * maxWork };
+    this.jsonSchemaLimits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, maxWork: JSON_SCHEMA_WORK_FACTOR * maxWork };
     this.entries = new ByteLruCache(this.options.budgetBytes);
     const memoryMb = this.options.workerMemoryMb;
     const workerData: CompileWorkerData = {

@@ -19,6 +19,7 @@ export { CompletionJob, completionText, UNBOUNDED, type CompletionJobOptions } f
 export {
   ConstraintCache,
   DEFAULT_CONSTRAINT_CACHE_OPTIONS,
+  JSON_SCHEMA_WORK_FACTOR,
   grammarConstraintInThread,
   MATCHER_PRECOMPUTE_MS,
   MAX_AUTOMATON_STATES,
