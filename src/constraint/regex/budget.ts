@@ -69,7 +69,7 @@ export class DfaBudgets {
   private readonly fitMark: Uint8Array;
   /** The search's stack: state, budget, next successor index per frame. */
   private stack = new Int32Array(3 * 64);
-  /** Budgeted masks keyed by state * 2^22 + limit. */
+  /** Budgeted masks keyed by state * (numStates + 1) + min(limit, numStates). */
   private readonly budgetMasks = new Map<number, Uint32Array>();
   /**
    * Per state: the token ranges (trie.tokenIds[from..to)) that do NOT lead to the state's most
@@ -193,7 +193,9 @@ export class DfaBudgets {
     if (limit < 0) return this.matcher.emptyMask;
     const succ = this.matcher.tokenSuccessors(state);
     if (limit >= this.maxSuccessorUb(state, succ)) return full;
-    const key = state * 4194304 + limit;
+    // Finite distances are below the state count, so larger limits all make the same mask.
+    const n = this.dfa.numStates;
+    const key = state * (n + 1) + Math.min(limit, n);
     const cached = this.budgetMasks.get(key);
     if (cached !== undefined) return cached;
     this.work.allowPlanning();
