@@ -362,9 +362,9 @@ describe("OpenAI API through the openai SDK (stories260K)", () => {
       client.chat.completions.create({
         model: MODEL,
         messages: [{ role: "user", content: "x" }],
-        store: true,
+        audio_volume: 3,
       } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming),
-      (e: unknown) => e instanceof BadRequestError && /store/.test(e.message) && (e as APIError).param === "store",
+      (e: unknown) => e instanceof BadRequestError && /audio_volume/.test(e.message) && (e as APIError).param === "audio_volume",
     );
     await assert.rejects(
       chat({ stop: ["x"], response_format: { type: "json_object" } }),

@@ -65,8 +65,31 @@ export interface MappedOpenAIError {
   internal: boolean;
 }
 
-/** Any error of an OpenAI route → its status and OpenAI body. */
-export function mapOpenAIError(error: unknown, context: { allowedFields: readonly string[]; bodyLimitBytes: number }): MappedOpenAIError {
+/**
+ * Any error of an OpenAI route → its status and OpenAI body. The library's messages name the
+ * Thiggle API's `max_new_tokens`; here they name `maxTokensParam`, the field the client sent.
+ */
+export function mapOpenAIError(
+  error: unknown,
+  context: { allowedFields: readonly string[]; bodyLimitBytes: number; maxTokensParam?: string },
+): MappedOpenAIError {
+  const mapped = mapOpenAIErrorAsIs(error, context);
+  const name = context.maxTokensParam ?? "max_tokens";
+  const { error: body } = mapped.body;
+  if (!body.message.includes("max_new_tokens") && body.param !== "max_new_tokens") return mapped;
+  return {
+    ...mapped,
+    body: {
+      error: {
+        ...body,
+        message: body.message.replace(/\bmax_new_tokens\b/g, name),
+        param: body.param === "max_new_tokens" ? name : body.param,
+      },
+    },
+  };
+}
+
+function mapOpenAIErrorAsIs(error: unknown, context: { allowedFields: readonly string[]; bodyLimitBytes: number }): MappedOpenAIError {
   if (error instanceof ChatTemplateError)
     return shaped({ status: 400, body: { error: error.message, code: 400 }, headers: {}, internal: false }, error.field, null);
   if (error instanceof OpenAIRequestError) {

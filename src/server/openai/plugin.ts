@@ -26,6 +26,7 @@ import {
   type SharedBody,
   type ToolMode,
   AutoToolStream,
+  withLegacyFunctions,
 } from "./request.js";
 import { parseToolReply, type ToolCallStyle } from "../../grammar/index.js";
 import { chatCompletionBody, completionBody } from "./schemas.js";
@@ -51,7 +52,11 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
   );
   api.setErrorHandler((error, request, reply) => {
     const bodySchema = (request.routeOptions.schema?.body ?? {}) as Record<string, unknown>;
-    const mapped = mapOpenAIError(error, { allowedFields: allowedFields(bodySchema), bodyLimitBytes: config.bodyLimitBytes });
+    const mapped = mapOpenAIError(error, {
+      allowedFields: allowedFields(bodySchema),
+      bodyLimitBytes: config.bodyLimitBytes,
+      maxTokensParam: maxTokensParam.get(request) ?? "max_tokens",
+    });
     if (mapped.internal) request.log.error({ err: error }, "unhandled error");
     return reply.code(mapped.status).headers(mapped.headers).type("application/json; charset=utf-8").send(mapped.body);
   });
@@ -63,22 +68,31 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     return model;
   });
 
-  /** Tokens the model may still write after `promptTokens`: 400 naming `param` when none. */
-  const maxTokensFor = (promptTokens: number, asked: number | null | undefined, fallback: number, param: string): number => {
+  /**
+   * Tokens the model may still write after `promptTokens`: 400 naming `promptParam` when none, and
+   * `tokensParam` (the field the client sent: max_tokens or max_completion_tokens) when it asks too many.
+   */
+  const maxTokensFor = (
+    promptTokens: number,
+    asked: number | null | undefined,
+    fallback: number,
+    promptParam: string,
+    tokensParam: string,
+  ): number => {
     const room = engine.contextLength - promptTokens;
     if (room <= 0) {
       throw new OpenAIRequestError(
         400,
         `the prompt is ${promptTokens} tokens, but the model context is ${engine.contextLength} tokens`,
-        param === "max_tokens" ? "messages" : param,
+        promptParam,
       );
     }
     if (asked === null || asked === undefined) return Math.min(fallback, room, config.maxNewTokensLimit);
     if (asked > room) {
       throw new OpenAIRequestError(
         400,
-        `max_tokens must be ≤ ${room}: the prompt takes ${promptTokens} of the model's ${engine.contextLength}-token context`,
-        "max_tokens",
+        `${tokensParam} must be ≤ ${room}: the prompt takes ${promptTokens} of the model's ${engine.contextLength}-token context`,
+        tokensParam,
       );
     }
     return asked;
@@ -104,9 +118,16 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
   };
 
   api.post("/v1/chat/completions", route("Chat completion (OpenAI)", chatCompletionBody(config)), async (request, reply) => {
-    const body = request.body as ChatBody;
+    const { body, legacy } = withLegacyFunctions(request.body as ChatBody);
     checkModel(body.model, modelId);
     logUser(request, body.user);
+    if (body.safety_identifier) request.log.info({ safety_identifier: body.safety_identifier }, "OpenAI request safety_identifier");
+    if (body.modalities?.includes("audio"))
+      throw new OpenAIRequestError(400, 'modalities: "audio" is not supported (Trellis writes text only); send ["text"]', "modalities");
+    const fieldWarnings = requestWarnings(body);
+    // The library's messages name max_new_tokens: the error handler names the field the client sent.
+    const tokensParam = body.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
+    maxTokensParam.set(request, tokensParam);
     if (body.max_tokens != null && body.max_completion_tokens != null && body.max_tokens !== body.max_completion_tokens) {
       throw new OpenAIRequestError(400, "max_tokens and max_completion_tokens differ: give one", "max_completion_tokens");
     }
@@ -121,7 +142,8 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       rendered.tokens.length,
       body.max_completion_tokens ?? body.max_tokens,
       config.maxNewTokensLimit,
-      "max_tokens",
+      "messages",
+      tokensParam,
     );
     const n = body.n ?? 1;
     const base: Omit<ConstrainedCompletionRequest, "constraint"> = {
@@ -132,26 +154,42 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     };
     const id = requestId("chatcmpl");
     const now = Math.floor(Date.now() / 1000);
-    const head = { id, created: now, model: modelId, system_fingerprint: SYSTEM_FINGERPRINT };
+    const head = { id, created: now, model: modelId, service_tier: "default", system_fingerprint: SYSTEM_FINGERPRINT };
 
     if (body.stream) {
       const auto = tools?.kind === "auto" ? Array.from({ length: n }, () => new AutoToolStream(tools.style!)) : null;
+      let warned = false;
+      const chatChunk = chunkWriter({
+        id: head.id,
+        object: "chat.completion.chunk",
+        created: head.created,
+        model: modelId,
+        service_tier: "default",
+        system_fingerprint: SYSTEM_FINGERPRINT,
+      });
       return streamChoices(request, reply, n, body.stream_options?.include_usage === true, {
         run: (signal, client, onText) => runChoices(engine, { ...base, constraint: spec, signal, client }, n, onText),
         spec,
         maxTokens: maxNewTokens * n,
-        chunk: chunkWriter({
-          id: head.id,
-          object: "chat.completion.chunk",
-          created: head.created,
-          model: modelId,
-          system_fingerprint: SYSTEM_FINGERPRINT,
-        }),
+        chunk: (choices, usage) => {
+          // The request's warnings go with the stream's first chunk.
+          const extra = !warned && fieldWarnings.length > 0 ? { warnings: fieldWarnings } : undefined;
+          warned = true;
+          return chatChunk(choices, usage, extra);
+        },
         first: (index) => ({
           index,
           delta:
             tools && tools.kind !== "auto"
-              ? { role: "assistant", content: null, ...(tools.kind === "named" ? { tool_calls: [namedCallHead(tools)] } : {}) }
+              ? {
+                  role: "assistant",
+                  content: null,
+                  ...(tools.kind === "named"
+                    ? legacy
+                      ? { function_call: { name: tools.name!, arguments: "" } }
+                      : { tool_calls: [namedCallHead(tools)] }
+                    : {}),
+                }
               : { role: "assistant", content: "" },
           logprobs: null,
           finish_reason: null,
@@ -163,7 +201,11 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
             if (content.length === 0) return null;
             return { index, delta: { content }, logprobs: base.logprobs !== undefined ? chatLogprobs(tokens) : null, finish_reason: null };
           }
-          const delta = tools ? { tool_calls: [{ index: 0, function: { arguments: text } }] } : { content: text };
+          const delta = !tools
+            ? { content: text }
+            : legacy
+              ? { function_call: { arguments: text } }
+              : { tool_calls: [{ index: 0, function: { arguments: text } }] };
           return { index, delta, logprobs: base.logprobs !== undefined ? chatLogprobs(tokens) : null, finish_reason: null };
         },
         last: (index, result) => {
@@ -174,10 +216,14 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
             const calls = autoCalls(result.completion, tools!.style!);
             delta = {
               ...(rest.length > 0 ? { content: rest } : {}),
-              ...(calls.length > 0 ? { tool_calls: calls.map((c, i) => ({ index: i, ...c })) } : {}),
+              ...(calls.length === 0
+                ? {}
+                : legacy
+                  ? { function_call: calls[0]!.function }
+                  : { tool_calls: calls.map((c, i) => ({ index: i, ...c })) }),
             };
           }
-          return { index, delta, logprobs: null, finish_reason: chatFinish(result, tools) };
+          return { index, delta, logprobs: null, finish_reason: chatFinish(result, tools, legacy) };
         },
       });
     }
@@ -195,12 +241,12 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       object: "chat.completion",
       choices: results.map((r, index) => ({
         index,
-        message: chatMessage(r, tools),
+        message: legacy ? legacyMessage(chatMessage(r, tools)) : chatMessage(r, tools),
         logprobs: r.tokens ? chatLogprobs(r.tokens) : null,
-        finish_reason: chatFinish(r, tools),
+        finish_reason: chatFinish(r, tools, legacy),
       })),
       usage: usageOf(results, rendered.tokens.length),
-      ...warningsOf(results),
+      ...warningsOf(results, fieldWarnings),
     };
   });
 
@@ -218,7 +264,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     if (prompts.length * n > 16) throw new OpenAIRequestError(400, `prompts × n must be ≤ 16 (got ${prompts.length * n})`, "n");
     const promptTokens = prompts.map((p) => engine.countTokens(p));
     const fallback = spec.kind === "text" ? COMPLETIONS_DEFAULT_MAX_TOKENS : config.maxNewTokensLimit;
-    const maxNewTokens = Math.min(...promptTokens.map((t) => maxTokensFor(t, body.max_tokens, fallback, "prompt")));
+    const maxNewTokens = Math.min(...promptTokens.map((t) => maxTokensFor(t, body.max_tokens, fallback, "prompt", "max_tokens")));
     const logprobs = body.logprobs ?? undefined;
     const echo = body.echo === true;
     const id = requestId("cmpl");
@@ -373,7 +419,11 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       },
       (error: unknown) => {
         if (!opened.some(Boolean)) throw error;
-        const mapped = mapOpenAIError(error, { allowedFields: [], bodyLimitBytes: config.bodyLimitBytes });
+        const mapped = mapOpenAIError(error, {
+          allowedFields: [],
+          bodyLimitBytes: config.bodyLimitBytes,
+          maxTokensParam: maxTokensParam.get(request) ?? "max_tokens",
+        });
         if (mapped.internal) request.log.error({ err: error }, "error while streaming");
         sse.fail(mapped.body);
       },
@@ -388,13 +438,51 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
   }
 }
 
+/** The field that set a request's token limit (max_tokens or max_completion_tokens), for its errors. */
+const maxTokensParam = new WeakMap<FastifyRequest, string>();
+
+/** A request-field warning, in the shape of the JSON Schema engine's: the field, its pointer, why. */
+interface FieldWarning {
+  keyword: string;
+  pointer: string;
+  message: string;
+}
+
+const fieldWarning = (field: string, message: string): FieldWarning => ({ keyword: field, pointer: `/${field}`, message });
+
+/** OpenAI's fields Trellis accepts without acting on them, each said in `warnings`. */
+function requestWarnings(body: ChatBody): FieldWarning[] {
+  const out: FieldWarning[] = [];
+  if (body.store === true) out.push(fieldWarning("store", "store: Trellis does not store chat completions; this one was not stored"));
+  if (body.metadata != null && Object.keys(body.metadata).length > 0)
+    out.push(fieldWarning("metadata", "metadata: kept only with a stored completion, and Trellis stores none; it was not kept"));
+  const tier = body.service_tier;
+  if (tier === "flex" || tier === "scale" || tier === "priority")
+    out.push(fieldWarning("service_tier", `service_tier: Trellis has one tier; served as "default", not "${tier}"`));
+  const effort = body.reasoning_effort;
+  if (effort != null && effort !== "none")
+    out.push(fieldWarning("reasoning_effort", `reasoning_effort: this model does not reason; "${effort}" changes nothing`));
+  if (body.verbosity != null) out.push(fieldWarning("verbosity", `verbosity: not steered by Trellis; "${body.verbosity}" changes nothing`));
+  if (body.prompt_cache_key != null)
+    out.push(fieldWarning("prompt_cache_key", "prompt_cache_key: not used (Trellis does not route or cache prompts by key)"));
+  return out;
+}
+
+/** A chat completion with legacy `functions`: its call as message.function_call (one at most). */
+function legacyMessage(message: ReturnType<typeof chatMessage>) {
+  const { tool_calls: calls, ...rest } = message as typeof message & { tool_calls?: { function: { name: string; arguments: string } }[] };
+  if (!calls || calls.length === 0) return rest;
+  return { ...rest, function_call: calls[0]!.function };
+}
+
 /**
  * A stream's chunks as JSON text: the fields every chunk repeats are serialised once, in OpenAI's
  * order (id, object, created, model, system_fingerprint), and only the choices each time.
  */
-function chunkWriter(head: Record<string, unknown>): (choices: unknown[], usage?: unknown) => string {
+function chunkWriter(head: Record<string, unknown>): (choices: unknown[], usage?: unknown, extra?: Record<string, unknown>) => string {
   const prefix = `${JSON.stringify(head).slice(0, -1)},"choices":`;
-  return (choices, usage) => `${prefix}${JSON.stringify(choices)}${usage ? `,"usage":${JSON.stringify(usage)}` : ""}}`;
+  return (choices, usage, extra) =>
+    `${prefix}${JSON.stringify(choices)}${usage ? `,"usage":${JSON.stringify(usage)}` : ""}${extra ? `,${JSON.stringify(extra).slice(1, -1)}` : ""}}`;
 }
 
 function namedCallHead(tools: ToolMode) {
@@ -436,10 +524,10 @@ function chatMessage(result: CompletionResult, tools: ToolMode | null) {
   return { role: "assistant", content: result.completion, refusal: null };
 }
 
-function chatFinish(result: CompletionResult, tools: ToolMode | null): FinishReason {
-  // OpenAI ends a forced named call with "stop", a chosen call with "tool_calls".
+function chatFinish(result: CompletionResult, tools: ToolMode | null, legacy = false): FinishReason | "function_call" {
+  // OpenAI ends a forced named call with "stop", a chosen call with "tool_calls" ("function_call" legacy).
   if (tools?.kind === "required") return "tool_calls";
-  if (tools?.kind === "auto" && autoCalls(result.completion, tools.style!).length > 0) return "tool_calls";
+  if (tools?.kind === "auto" && autoCalls(result.completion, tools.style!).length > 0) return legacy ? "function_call" : "tool_calls";
   return finishReasonOf(result);
 }
 
@@ -450,7 +538,7 @@ function usageOf(results: readonly CompletionResult[], promptTokens: number) {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-function warningsOf(results: readonly CompletionResult[]): { warnings?: unknown } {
-  const warnings = results[0]?.warnings;
-  return warnings && warnings.length > 0 ? { warnings } : {};
+function warningsOf(results: readonly CompletionResult[], fields: readonly FieldWarning[] = []): { warnings?: unknown } {
+  const warnings = [...fields, ...(results[0]?.warnings ?? [])];
+  return warnings.length > 0 ? { warnings } : {};
 }

@@ -33,6 +33,8 @@ export interface SharedBody {
   response_format?: {
     type: "text" | "json_object" | "json_schema";
     json_schema?: { name: string; description?: string; schema?: unknown; strict?: boolean | null };
+    /** With json_object: the schema (Instructor's JSON_SCHEMA mode, other local servers' extension). */
+    schema?: unknown;
   } | null;
 }
 
@@ -44,6 +46,59 @@ export interface ChatBody extends SharedBody {
   tools?: ChatTool[] | null;
   tool_choice?: "none" | "auto" | "required" | { type: "function"; function: { name: string } } | null;
   parallel_tool_calls?: boolean | null;
+  functions?: ChatTool["function"][] | null;
+  function_call?: "none" | "auto" | { name: string } | null;
+  store?: boolean | null;
+  metadata?: Record<string, string> | null;
+  service_tier?: "auto" | "default" | "flex" | "scale" | "priority" | null;
+  reasoning_effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
+  verbosity?: "low" | "medium" | "high" | null;
+  prompt_cache_key?: string | null;
+  safety_identifier?: string | null;
+  modalities?: ("text" | "audio")[] | null;
+}
+
+/**
+ * Legacy `functions` / `function_call` (OpenAI's tools before `tools`) as `tools` / `tool_choice`,
+ * one call at most; `legacy` says to answer in the legacy shape (message.function_call). Both
+ * generations of the fields in one request are a 400.
+ */
+export function withLegacyFunctions(body: ChatBody): { body: ChatBody; legacy: boolean } {
+  const hasFunctions = body.functions != null;
+  const hasCall = body.function_call != null;
+  if (!hasFunctions && !hasCall) return { body, legacy: false };
+  if (body.tools != null)
+    throw new OpenAIRequestError(400, "functions and tools are two ways to declare tools: give only one", "functions");
+  if (body.tool_choice != null)
+    throw new OpenAIRequestError(400, "function_call and tool_choice are two ways to choose a tool: give only one", "function_call");
+  if (body.parallel_tool_calls === true)
+    throw new OpenAIRequestError(
+      400,
+      "the legacy functions make one call at most: parallel_tool_calls goes with tools",
+      "parallel_tool_calls",
+    );
+  const functions = body.functions ?? [];
+  if (hasCall && !hasFunctions && body.function_call !== "none")
+    throw new OpenAIRequestError(400, "function_call needs functions to choose from", "function_call");
+  const call = body.function_call ?? (functions.length > 0 ? "auto" : "none");
+  const names = new Set<string>();
+  functions.forEach((f, i) => {
+    if (names.has(f.name))
+      throw new OpenAIRequestError(400, `functions[${i}]: the function name ${f.name} is declared twice`, `functions[${i}].name`);
+    names.add(f.name);
+  });
+  if (typeof call === "object" && !names.has(call.name))
+    throw new OpenAIRequestError(400, `function_call names ${call.name}, which is not among the functions`, "function_call.name");
+  const { functions: _f, function_call: _c, ...rest } = body;
+  return {
+    body: {
+      ...rest,
+      tools: functions.map((f) => ({ type: "function", function: f })),
+      tool_choice: typeof call === "string" ? call : { type: "function", function: { name: call.name } },
+      parallel_tool_calls: false,
+    },
+    legacy: true,
+  };
 }
 
 export interface CompletionBody extends SharedBody {
@@ -55,11 +110,12 @@ export interface CompletionBody extends SharedBody {
 }
 
 interface RequestMessage {
-  role: "system" | "developer" | "user" | "assistant" | "tool";
+  role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
   content?: string | { type: string; text?: string }[] | null;
   name?: string;
   tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
   tool_call_id?: string;
+  function_call?: { name: string; arguments: string } | null;
   refusal?: string | null;
 }
 
@@ -107,6 +163,13 @@ export function constraintOf(
     sources.push("structured_outputs");
   }
   const rf = body.response_format;
+  if (rf && rf.schema !== undefined && rf.type !== "json_object") {
+    throw new OpenAIRequestError(
+      400,
+      `response_format.schema goes with type json_object (type ${rf.type}${rf.type === "json_schema" ? " takes json_schema.schema" : " has none"})`,
+      "response_format.schema",
+    );
+  }
   if (rf && rf.type !== "text") sources.push("response_format");
   const toolChoice = chat ? toolChoiceOf(body as ChatBody, toolStyle) : null;
   if (toolChoice) sources.push("tool_choice");
@@ -118,7 +181,7 @@ export function constraintOf(
   else if (so?.regex !== undefined) spec = { kind: "regex", pattern: so.regex };
   else if (so?.choice !== undefined) spec = { kind: "regex", pattern: so.choice.map(pyReEscape) };
   else if (so?.grammar !== undefined) spec = { kind: "grammar", grammar: so.grammar, maxIgnoredRun: MAX_IGNORED_RUN };
-  else if (rf?.type === "json_object") spec = jsonSpec({ type: "object" }, true);
+  else if (rf?.type === "json_object") spec = jsonSpec(rf.schema !== undefined ? rf.schema : { type: "object" }, true);
   else if (rf?.type === "json_schema") {
     if (!rf.json_schema)
       throw new OpenAIRequestError(400, "response_format.json_schema is required when type is json_schema", "response_format.json_schema");
@@ -149,7 +212,8 @@ function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: Cons
   });
   if (choice === "none") return null;
   if (tools.length === 0) throw new OpenAIRequestError(400, "tool_choice needs tools to choose from", "tool_choice");
-  const parametersOf = (t: ChatTool): unknown => t.function.parameters ?? { type: "object", properties: {} };
+  // No parameters: an empty parameter list, so the arguments are exactly {} (OpenAI's meaning).
+  const parametersOf = (t: ChatTool): unknown => t.function.parameters ?? { type: "object", properties: {}, additionalProperties: false };
   if (choice === "auto") {
     if (style === null) {
       throw new OpenAIRequestError(
@@ -217,7 +281,10 @@ class PromptChars {
  */
 export function chatMessagesOf(body: ChatBody, maxChars = Number.POSITIVE_INFINITY, tools: readonly ChatTool[] = []): ChatMessage[] {
   const chars = new PromptChars(maxChars);
-  const messages = body.messages.map((m, i) => {
+  let legacyCallId: string | undefined; // the last legacy function_call, which a "function" message answers
+  const messages = body.messages.map((given, i) => {
+    const m = legacyMessage(given, i, legacyCallId);
+    if (given.function_call) legacyCallId = m.tool_calls![0]!.id;
     const content = contentText(m.content, i);
     chars.add(content, `messages[${i}].content`);
     if (m.name !== undefined) chars.add(m.name, `messages[${i}].name`);
@@ -225,7 +292,7 @@ export function chatMessagesOf(body: ChatBody, maxChars = Number.POSITIVE_INFINI
       chars.add(c.function.name, `messages[${i}].tool_calls[${j}].function.name`);
       chars.add(c.function.arguments, `messages[${i}].tool_calls[${j}].function.arguments`);
     });
-    const role = m.role === "developer" ? "system" : m.role;
+    const role = m.role === "developer" ? "system" : m.role === "function" ? "tool" : m.role;
     const message: { -readonly [K in keyof ChatMessage]: ChatMessage[K] } = { role, content };
     if (m.name !== undefined) message.name = m.name;
     if (m.tool_calls && m.tool_calls.length > 0) {
@@ -256,6 +323,27 @@ export function chatMessagesOf(body: ChatBody, maxChars = Number.POSITIVE_INFINI
   });
   tools.forEach((t, j) => chars.add(JSON.stringify(t.function), `tools[${j}]`));
   return messages;
+}
+
+/**
+ * A legacy message as today's: an assistant's `function_call` is a tool call, a `function`
+ * message (its `name` the function's) the tool message answering the last such call.
+ */
+function legacyMessage(m: RequestMessage, i: number, lastCallId: string | undefined): RequestMessage {
+  if (m.function_call) {
+    if (m.role !== "assistant")
+      throw new OpenAIRequestError(400, `messages[${i}]: only assistant messages carry function_call`, `messages[${i}].function_call`);
+    if (m.tool_calls && m.tool_calls.length > 0)
+      throw new OpenAIRequestError(400, `messages[${i}]: give function_call or tool_calls, not both`, `messages[${i}].function_call`);
+    const { function_call: call, ...rest } = m;
+    return { ...rest, tool_calls: [{ id: `call_legacy_${i}`, type: "function", function: call }] };
+  }
+  if (m.role === "function") {
+    if (m.name === undefined)
+      throw new OpenAIRequestError(400, `messages[${i}]: a function message needs the function's name`, `messages[${i}].name`);
+    return { ...m, role: "tool", tool_call_id: m.tool_call_id ?? lastCallId ?? `call_legacy_${i}` };
+  }
+  return m;
 }
 
 function contentText(content: RequestMessage["content"], i: number): string {

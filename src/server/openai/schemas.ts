@@ -1,7 +1,7 @@
 /**
  * The OpenAI API's request bodies as JSON schemas (ajv validates them; /openapi.json publishes
- * them). Every field OpenAI defines that Trellis honours is here; any other field is a 400 naming
- * it (additionalProperties: false), never silently dropped. vLLM's extensions are here under
+ * them). Every field OpenAI defines that Trellis honours, or accepts and answers with a warning, is
+ * here; any other field is a 400 naming it (additionalProperties: false), never silently dropped. vLLM's extensions are here under
  * vLLM's names: `structured_outputs`, `top_k`, `repetition_penalty`.
  */
 import type { Config } from "../../config.js";
@@ -84,8 +84,9 @@ function sharedProperties(config: Config): Record<string, Schema> {
             strict: { type: nullable("boolean") },
           },
         },
+        schema: { description: "With json_object: a JSON Schema the object is valid against (as json_schema's)." },
       },
-      description: "text, json_object (any JSON object), or json_schema (valid against the schema).",
+      description: "text, json_object (any JSON object; with schema, valid against it), or json_schema (valid against the schema).",
     },
   };
 }
@@ -117,11 +118,17 @@ const messageSchema: Schema = {
   additionalProperties: false,
   required: ["role"],
   properties: {
-    role: { type: "string", enum: ["system", "developer", "user", "assistant", "tool"] },
+    role: { type: "string", enum: ["system", "developer", "user", "assistant", "tool", "function"] },
     content: { anyOf: [{ type: "string" }, { type: "array", items: textPart }, { type: "null" }] },
     name: { type: "string", maxLength: 256 },
     tool_calls: { type: "array", maxItems: 128, items: toolCallSchema },
     tool_call_id: { type: "string", maxLength: 256 },
+    function_call: {
+      type: nullable("object"),
+      additionalProperties: false,
+      required: ["name", "arguments"],
+      properties: { name: { type: "string", maxLength: 256 }, arguments: { type: "string" } },
+    },
     refusal: { type: nullable("string") },
   },
 };
@@ -143,6 +150,51 @@ const toolSchema: Schema = {
         strict: { type: nullable("boolean") },
       },
     },
+  },
+};
+
+/** OpenAI's limits on metadata (Shared.Metadata): 16 pairs, keys ≤ 64 characters, values ≤ 512. */
+export const MAX_METADATA_PAIRS = 16;
+
+/** Legacy `functions` (before `tools`): a function declaration as in a tool. */
+const legacyFunctionSchema: Schema = (toolSchema.properties as Record<string, Schema>).function!;
+
+/**
+ * Fields of OpenAI's chat API that have nothing to change in a local model's output: each is
+ * validated as OpenAI does and either honoured or answered with a warning (plugin.ts
+ * requestWarnings), never silently dropped.
+ */
+const chatAccountingProperties: Record<string, Schema> = {
+  store: { type: nullable("boolean"), description: "Trellis stores no completions: true is answered with a warning." },
+  metadata: {
+    type: nullable("object"),
+    maxProperties: MAX_METADATA_PAIRS,
+    propertyNames: { maxLength: 64 },
+    additionalProperties: { type: "string", maxLength: 512 },
+    description: "Up to 16 string pairs kept with a stored completion; none is stored, so a warning.",
+  },
+  service_tier: {
+    type: nullable("string"),
+    enum: ["auto", "default", "flex", "scale", "priority", null],
+    description: "Trellis has one tier, default (echoed in the answer); flex, scale, priority get a warning.",
+  },
+  reasoning_effort: {
+    type: nullable("string"),
+    enum: ["none", "minimal", "low", "medium", "high", "xhigh", null],
+    description: "The model does not reason: none is what it does; any other value gets a warning.",
+  },
+  verbosity: {
+    type: nullable("string"),
+    enum: ["low", "medium", "high", null],
+    description: "Not steered (the model writes what it writes): a warning.",
+  },
+  prompt_cache_key: { type: nullable("string"), maxLength: 1024, description: "Not used to route or cache: a warning." },
+  safety_identifier: { type: nullable("string"), maxLength: 64, description: "Your end user's id (recorded in the log)." },
+  modalities: {
+    type: nullable("array"),
+    maxItems: 2,
+    items: { type: "string", enum: ["text", "audio"] },
+    description: 'Only ["text"]: "audio" is a 400 (Trellis writes no audio).',
   },
 };
 
@@ -185,6 +237,21 @@ export function chatCompletionBody(config: Config): Schema {
         description: "none, auto, required, or {type: function, function: {name}}.",
       },
       parallel_tool_calls: { type: nullable("boolean"), description: "With tool_choice required: allow several calls (default true)." },
+      functions: {
+        type: nullable("array"),
+        maxItems: 128,
+        items: legacyFunctionSchema,
+        description: "Legacy tools (deprecated by OpenAI): functions the model may call; not with tools.",
+      },
+      function_call: {
+        anyOf: [
+          { type: "string", enum: ["none", "auto"] },
+          { type: "object", additionalProperties: false, required: ["name"], properties: { name: { type: "string" } } },
+          { type: "null" },
+        ],
+        description: "Legacy tool_choice: none, auto or {name}; the answer is in message.function_call.",
+      },
+      ...chatAccountingProperties,
     },
   };
 }

@@ -1,0 +1,300 @@
+/**
+ * Issue 40, Chat Completions: every client's first example works. Through the official `openai`
+ * SDK against the real engine on stories260K: OpenAI's accounting fields (store, metadata,
+ * service_tier, reasoning_effort, verbosity, prompt_cache_key, safety_identifier, modalities)
+ * accepted, validated as OpenAI does and answered with `warnings` where nothing acts on them; the
+ * legacy functions / function_call; response_format json_object with a schema; a tool without
+ * parameters; errors naming the max-tokens field the client sent.
+ */
+import { test, describe, before, after } from "node:test";
+import assert from "node:assert/strict";
+import type { FastifyInstance } from "fastify";
+import OpenAI, { type APIError, BadRequestError } from "openai";
+import { z } from "zod";
+import { createServer } from "../src/server/index.js";
+import { KeyStore } from "../src/store/index.js";
+import { createEngine } from "../src/engine.js";
+import type { Engine } from "../src/generate/index.js";
+import { STORIES_260K } from "./support/paths.js";
+import { TEST_KEY, testConfig } from "./support/fake-engine.js";
+
+const MODEL = "stories260K";
+
+interface Warning {
+  keyword: string;
+  pointer: string;
+  message: string;
+}
+const warningsOf = (r: unknown): Warning[] => (r as { warnings?: Warning[] }).warnings ?? [];
+
+describe("OpenAI chat fields of issue 40 through the openai SDK (stories260K)", () => {
+  let app: FastifyInstance;
+  let engine: Engine;
+  let store: KeyStore;
+  let client: OpenAI;
+
+  before(async () => {
+    engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8 });
+    store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
+    app = await createServer({ engine, config: testConfig({ maxNewTokensLimit: 300 }), store });
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    const address = app.server.address();
+    assert.ok(address && typeof address === "object");
+    client = new OpenAI({ apiKey: TEST_KEY, baseURL: `http://127.0.0.1:${address.port}/v1`, maxRetries: 0 });
+  });
+
+  after(async () => {
+    await app.close();
+    await engine.close();
+    store.close();
+  });
+
+  const chat = (extra: Record<string, unknown> = {}) =>
+    client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "Tell me a story about a cat." }],
+      max_tokens: 12,
+      seed: 7,
+      ...extra,
+    } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+
+  const refused = async (extra: Record<string, unknown>, param: string, message?: RegExp) => {
+    await assert.rejects(chat(extra), (e: unknown) => {
+      assert.ok(e instanceof BadRequestError, String(e));
+      assert.equal((e as APIError).param, param, (e as Error).message);
+      assert.ok((e as Error).message.includes(param.split(/[.[]/)[0]!), (e as Error).message);
+      if (message) assert.match((e as Error).message, message);
+      return true;
+    });
+  };
+
+  test("accepted fields: honoured ones answer without warnings, the others name themselves in warnings", async () => {
+    const quiet = await chat({
+      store: false,
+      service_tier: "auto",
+      reasoning_effort: "none",
+      modalities: ["text"],
+      safety_identifier: "user-1234",
+      metadata: {},
+    });
+    assert.deepEqual(warningsOf(quiet), []);
+    assert.equal(quiet.service_tier, "default");
+    assert.equal(typeof quiet.choices[0]!.message.content, "string");
+
+    const loud = await chat({
+      store: true,
+      metadata: { team: "a", run: "7" },
+      service_tier: "priority",
+      reasoning_effort: "low",
+      verbosity: "high",
+      prompt_cache_key: "conversation-1",
+    });
+    assert.deepEqual(
+      warningsOf(loud).map((w) => [w.keyword, w.pointer]),
+      [
+        ["store", "/store"],
+        ["metadata", "/metadata"],
+        ["service_tier", "/service_tier"],
+        ["reasoning_effort", "/reasoning_effort"],
+        ["verbosity", "/verbosity"],
+        ["prompt_cache_key", "/prompt_cache_key"],
+      ],
+    );
+    assert.match(warningsOf(loud)[0]!.message, /not stored/);
+    assert.equal(loud.service_tier, "default");
+  });
+
+  test("accepted fields in a stream: the warnings ride on the first chunk", async () => {
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "Hi" }],
+      max_tokens: 8,
+      stream: true,
+      store: true,
+    });
+    const warned: Warning[][] = [];
+    for await (const chunk of stream) warned.push(warningsOf(chunk));
+    assert.deepEqual(
+      warned[0]!.map((w) => w.keyword),
+      ["store"],
+    );
+    assert.ok(warned.slice(1).every((w) => w.length === 0));
+  });
+
+  test("accepted fields: values OpenAI refuses are a 400 naming the field; audio by name; unknown fields stay refused", async () => {
+    await refused({ store: "yes" }, "store");
+    await refused({ metadata: { a: 1 } }, "metadata.a");
+    await refused({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"])) }, "metadata");
+    await refused({ metadata: { ["k".repeat(65)]: "v" } }, "metadata");
+    await refused({ metadata: { k: "v".repeat(513) } }, "metadata.k");
+    await refused({ service_tier: "turbo" }, "service_tier");
+    await refused({ reasoning_effort: "maximum" }, "reasoning_effort");
+    await refused({ verbosity: "loud" }, "verbosity");
+    await refused({ modalities: ["text", "audio"] }, "modalities", /"audio" is not supported/);
+    await refused({ modalities: ["video"] }, "modalities[0]");
+    await refused({ prompt_cache_key: 5 }, "prompt_cache_key");
+    await refused({ safety_identifier: "x".repeat(65) }, "safety_identifier");
+    await refused({ not_an_openai_field: true }, "not_an_openai_field", /unknown field/);
+  });
+
+  const weather = {
+    name: "get_weather",
+    description: "Weather in a city",
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string", maxLength: 10 }, unit: { enum: ["c", "f"] } },
+      required: ["city", "unit"],
+      additionalProperties: false,
+    },
+  };
+  const WeatherArgs = z.object({ city: z.string().max(10), unit: z.enum(["c", "f"]) }).strict();
+
+  test("legacy functions: function_call {name} answers in message.function_call, valid against its parameters", async () => {
+    const r = await chat({ functions: [weather], function_call: { name: "get_weather" }, max_tokens: 40 });
+    const choice = r.choices[0]!;
+    assert.equal(choice.message.tool_calls, undefined);
+    assert.equal(choice.message.content, null);
+    assert.equal(choice.message.function_call!.name, "get_weather");
+    WeatherArgs.parse(JSON.parse(choice.message.function_call!.arguments));
+    assert.equal(choice.finish_reason, "stop"); // as OpenAI ends a forced call
+  });
+
+  test("legacy functions: auto gives text or one call with finish_reason function_call; streamed alike", async () => {
+    for (const seed of [1, 2, 3, 4]) {
+      const r = await chat({ functions: [weather], max_tokens: 40, seed });
+      const choice = r.choices[0]!;
+      assert.equal(choice.message.tool_calls, undefined);
+      if (choice.message.function_call) {
+        assert.equal(choice.finish_reason, "function_call");
+        assert.equal(choice.message.function_call.name, "get_weather");
+        WeatherArgs.parse(JSON.parse(choice.message.function_call.arguments));
+      } else {
+        assert.notEqual(choice.finish_reason, "function_call");
+      }
+      const stream = await client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: "user", content: "Tell me a story about a cat." }],
+        functions: [weather],
+        max_tokens: 40,
+        seed,
+        stream: true,
+      });
+      let name = "";
+      let args = "";
+      let finish: string | null = null;
+      for await (const chunk of stream) {
+        assert.equal(chunk.choices[0]?.delta.tool_calls, undefined);
+        name += chunk.choices[0]?.delta.function_call?.name ?? "";
+        args += chunk.choices[0]?.delta.function_call?.arguments ?? "";
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+      }
+      assert.equal(name, choice.message.function_call?.name ?? "");
+      assert.equal(args, choice.message.function_call?.arguments ?? "");
+      assert.equal(finish, choice.finish_reason);
+    }
+  });
+
+  test("legacy functions: a forced call streams its arguments as function_call deltas", async () => {
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "Weather?" }],
+      functions: [weather],
+      function_call: { name: "get_weather" },
+      max_tokens: 40,
+      seed: 5,
+      stream: true,
+    });
+    let name = "";
+    let args = "";
+    for await (const chunk of stream) {
+      name += chunk.choices[0]?.delta.function_call?.name ?? "";
+      args += chunk.choices[0]?.delta.function_call?.arguments ?? "";
+    }
+    assert.equal(name, "get_weather");
+    WeatherArgs.parse(JSON.parse(args));
+  });
+
+  test("legacy functions: none is text; a conversation with function_call and function messages is read", async () => {
+    const none = await chat({ functions: [weather], function_call: "none" });
+    assert.equal(typeof none.choices[0]!.message.content, "string");
+    assert.equal(none.choices[0]!.message.function_call, undefined);
+    const followUp = await chat({
+      messages: [
+        { role: "user", content: "Weather in Oslo?" },
+        { role: "assistant", content: null, function_call: { name: "get_weather", arguments: '{"city":"Oslo","unit":"c"}' } },
+        { role: "function", name: "get_weather", content: '{"temp": 3}' },
+      ],
+      functions: [weather],
+      function_call: "none",
+    });
+    assert.equal(typeof followUp.choices[0]!.message.content, "string");
+  });
+
+  test("legacy functions: with tools, with tool_choice, or a function_call naming no function is a 400", async () => {
+    const tool = { type: "function", function: weather };
+    await refused({ functions: [weather], tools: [tool] }, "functions", /tools/);
+    await refused({ functions: [weather], tool_choice: "auto" }, "function_call", /tool_choice/);
+    await refused({ functions: [weather], function_call: { name: "nope" } }, "function_call.name", /nope/);
+    await refused({ function_call: "auto" }, "function_call", /needs functions/);
+  });
+
+  test("response_format json_object with a schema: the object is valid against that schema", async () => {
+    const schema = {
+      type: "object",
+      properties: { name: { type: "string", maxLength: 8 }, legs: { type: "integer", minimum: 0, maximum: 8 } },
+      required: ["name", "legs"],
+      additionalProperties: false,
+    };
+    const Pet = z.object({ name: z.string().max(8), legs: z.number().int().min(0).max(8) }).strict();
+    for (const seed of [1, 2, 3]) {
+      const r = await chat({ response_format: { type: "json_object", schema }, max_tokens: 60, seed });
+      Pet.parse(JSON.parse(r.choices[0]!.message.content!));
+    }
+    await refused(
+      { response_format: { type: "json_schema", json_schema: { name: "p", schema }, schema } },
+      "response_format.schema",
+      /json_object/,
+    );
+  });
+
+  test("a tool declared without parameters is called with {} (an empty parameter list)", async () => {
+    const ping = { type: "function", function: { name: "ping", description: "Ping the server" } };
+    for (const seed of [1, 2, 3]) {
+      const named = await chat({ tools: [ping], tool_choice: { type: "function", function: { name: "ping" } }, max_tokens: 20, seed });
+      const call = named.choices[0]!.message.tool_calls![0]!;
+      assert.ok(call.type === "function");
+      assert.deepEqual(JSON.parse(call.function.arguments), {});
+      const required = await chat({ tools: [ping], tool_choice: "required", max_tokens: 40, seed });
+      for (const c of required.choices[0]!.message.tool_calls!) {
+        assert.ok(c.type === "function");
+        assert.deepEqual(JSON.parse(c.function.arguments), {});
+      }
+      const legacy = await chat({ functions: [{ name: "ping" }], function_call: { name: "ping" }, max_tokens: 20, seed });
+      assert.deepEqual(JSON.parse(legacy.choices[0]!.message.function_call!.arguments), {});
+    }
+  });
+
+  test("errors name the max-tokens field the client sent, never max_new_tokens", async () => {
+    const needy = {
+      type: "json_schema",
+      json_schema: { name: "x", schema: { type: "object", required: ["a"], properties: { a: { type: "string", minLength: 5 } } } },
+    };
+    for (const field of ["max_tokens", "max_completion_tokens"]) {
+      await assert.rejects(chat({ max_tokens: undefined, [field]: 2, response_format: needy }), (e: unknown) => {
+        assert.ok(e instanceof BadRequestError);
+        assert.match(e.message, new RegExp(`needs at least \\d+ tokens but ${field} is 2`));
+        assert.doesNotMatch(e.message, /max_new_tokens/);
+        return true;
+      });
+      // More than the context leaves after the prompt: a prompt that leaves fewer than the 300 allowed.
+      const long = "Once upon a time there was a cat. ".repeat(Math.ceil((engine.contextLength - 200) / 10));
+      await assert.rejects(chat({ max_tokens: undefined, [field]: 300, messages: [{ role: "user", content: long }] }), (e: unknown) => {
+        assert.ok(e instanceof BadRequestError, String(e));
+        assert.equal(e.param, field, e.message);
+        assert.match(e.message, new RegExp(`^400 ${field} must be ≤ \\d+`));
+        return true;
+      });
+      await refused({ max_tokens: undefined, [field]: 301 }, field, /≤ 300/);
+    }
+  });
+});
