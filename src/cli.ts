@@ -11,9 +11,9 @@
  * trellis migrate                        bring the key store's schema up to date (SQLite or Postgres)
  * trellis download                       fetch the default model into the cache and print its path
  */
-import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { ConfigError, SETTINGS, engineOptions, loadConfig, type Config, type EngineFactoryOptions } from "./config.js";
 import { DEFAULT_MODEL, ModelDownloadError, ensureModel, progressBar, type ModelSource } from "./model/index.js";
 import { RuntimeLoadError } from "./model/index.js";
@@ -27,7 +27,7 @@ import {
   asKeyBackend,
   KeySettingError,
   QuotaValueError,
-  ensureSharedAdminToken,
+  prepareSharedAdminToken,
   formatUnwrittenUsage,
   parseExpiry,
   parseQuota,
@@ -547,10 +547,9 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
   let engine: Engine | undefined;
   let app: FastifyInstance | undefined;
   try {
-    const admin = await ensureSharedAdminToken(store, config.adminToken);
-    if (admin.generated) {
-      io.out(`Dashboard admin token (shown once, stored hashed in ${store.location}): ${admin.generated}`);
-    }
+    // Checked and read now, but a generated token is stored and printed only once the service
+    // is serving: a start that fails (model, port) must not burn the one-time token.
+    const admin = await prepareSharedAdminToken(store, config.adminToken);
     const modelPath = await resolveModelPath(config, io);
     try {
       engine = await createEngine(engineOptions(config, modelPath));
@@ -572,6 +571,10 @@ async function serveCommand(config: Config, io: CliIo): Promise<void> {
       await app.listen({ host: config.host, port: config.port });
     } catch (error) {
       throw listenFailure(error, config.host, config.port);
+    }
+    const generated = await admin.claim();
+    if (generated) {
+      io.out(`Dashboard admin token (shown once, stored hashed in ${store.location}): ${generated}`);
     }
   } catch (error) {
     await app?.close();
@@ -651,8 +654,21 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-const invokedDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
-if (invokedDirectly) {
+/**
+ * Whether this module is the script node was started with. Compared by real path, since npm runs
+ * a package's bin (npx, npm link, global installs) through a symlink: argv[1] is the link's path.
+ */
+function invokedDirectly(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) {
   const argv = process.argv.slice(2);
   if (argv.includes("--help") || argv.includes("-h")) argv.splice(0, argv.length, "help");
   main(argv, {

@@ -30,7 +30,7 @@ export interface Config {
   redisUrl: string;
   /** Fixed API keys (scripts, tests); never stored. */
   apiKeys: string[];
-  /** Dashboard sign-in; empty = generated at first start, printed once, stored hashed. */
+  /** Dashboard sign-in; empty = generated when first serving, printed once, stored hashed. */
   adminToken: string;
   /** Requests per minute per key; 0 = unlimited. */
   rateLimit: number;
@@ -202,7 +202,7 @@ export const SETTINGS: readonly Setting[] = [
     kind: "string",
     defaultText: "(generated)",
     description:
-      "Dashboard sign-in token, at least 24 characters. Unset: one is generated at first start, printed once, and stored hashed.",
+      "Dashboard sign-in token, at least 24 characters. Unset: one is generated when the service first starts serving, printed once, and stored hashed.",
   },
   {
     key: "rateLimit",

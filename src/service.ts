@@ -6,7 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { createServer, type CreateServerOptions } from "./server/index.js";
 import { dashboardPlugin } from "./dashboard/index.js";
 
-export async function createService(options: CreateServerOptions & { adminTokenHash: string }): Promise<FastifyInstance> {
+export async function createService(options: CreateServerOptions & { adminTokenHash: string | (() => string) }): Promise<FastifyInstance> {
   return createServer({
     ...options,
     plugins: [...(options.plugins ?? []), dashboardPlugin({ adminTokenHash: options.adminTokenHash })],

@@ -119,12 +119,13 @@ function keyChangeError(error: unknown): unknown {
 }
 
 export interface DashboardOptions {
-  /** sha256 hex of the admin token. */
-  adminTokenHash: string;
+  /** sha256 hex of the admin token, or a function returning it (read at each sign-in). */
+  adminTokenHash: string | (() => string);
 }
 
 export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstance) => void {
-  const { adminTokenHash } = options;
+  const { adminTokenHash: configuredHash } = options;
+  const adminTokenHash = typeof configuredHash === "function" ? configuredHash : () => configuredHash;
   // Counts wrong tokens only, per client IP (10 a minute, in bursts of 10). It used to be taken
   // before the token was checked, so anyone sharing the admin's IP (every client, behind a
   // reverse proxy) could keep the admin locked out with ten wrong guesses a minute. The right
@@ -210,7 +211,7 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
       },
       async (request, reply) => {
         const { token } = request.body as { token: string };
-        if (!digestsEqual(sha256Hex(token), adminTokenHash)) {
+        if (!digestsEqual(sha256Hex(token), adminTokenHash())) {
           const decision = failedSignIns.take(request.ip);
           if (!decision.allowed) {
             return sendError(reply, 429, "too many wrong admin tokens from this address; wait before trying again", {

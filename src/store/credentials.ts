@@ -65,6 +65,39 @@ export async function ensureSharedAdminToken(store: KeyBackend, configured: stri
   return { hash: stored, generated: stored === sha256Hex(token) ? token : null };
 }
 
+/**
+ * The admin credential in two steps, so that a start that fails burns no one-time token: the
+ * first (before anything can fail) checks TRELLIS_ADMIN_TOKEN and reads a stored hash; when
+ * there is none it makes a candidate token and stores nothing. `claim()`, called once the
+ * service is serving, stores the candidate's hash (atomically, as ensureSharedAdminToken does:
+ * one replica's token wins) and returns the token to print, or null when there is nothing to
+ * print (configured, already stored, or another replica's won). `hash()` is the hash to accept
+ * at sign-in: the candidate's until the claim, then the stored one.
+ */
+export async function prepareSharedAdminToken(
+  store: KeyBackend,
+  configured: string,
+): Promise<{ hash(): string; claim(): Promise<string | null> }> {
+  const fixed = configuredAdminToken(configured);
+  const stored = fixed ? null : await store.getSetting(ADMIN_TOKEN_SETTING);
+  if (fixed || stored !== null) {
+    const hash = fixed ? fixed.hash : stored!;
+    return { hash: () => hash, claim: async () => null };
+  }
+  const token = newAdminToken();
+  let hash = sha256Hex(token);
+  let claimed = false;
+  return {
+    hash: () => hash,
+    async claim() {
+      if (claimed) return null;
+      claimed = true;
+      hash = await store.claimSetting(ADMIN_TOKEN_SETTING, sha256Hex(token));
+      return hash === sha256Hex(token) ? token : null;
+    },
+  };
+}
+
 const ADMIN_TOKEN_SETTING = "admin_token_sha256";
 
 function configuredAdminToken(configured: string): { hash: string; generated: null } | null {

@@ -56,6 +56,7 @@ export {
   ensureAdminToken,
   ensureSharedAdminToken,
   generateApiKey,
+  prepareSharedAdminToken,
   sha256Hex,
 } from "./credentials.js";
 export { KEY_NAME_MAX_CHARS, KeyNameError, codePointLength, normalizeKeyName, printableKeyName } from "./names.js";
