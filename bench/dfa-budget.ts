@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { DfaConstraintState, DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { compileJsonSchema, DEFAULT_JSON_SCHEMA_OPTIONS } from "../src/grammar/index.js";
 import type { ByteDfa } from "../src/regex/index.js";
+import { setBits } from "../src/support/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { EVERYDAY_SCHEMAS } from "../test/support/everyday-cases.js";
 import { argValue, percentile, round3 } from "./stats.js";
@@ -78,15 +79,7 @@ function main(): void {
       const mask = state.mask(left);
       maskMs.push(performance.now() - b);
       if (state.isAccepting() && random() < 0.05) break;
-      allowed.length = 0;
-      for (let w = 0; w < mask.length; w++) {
-        let bits = mask[w]!;
-        while (bits !== 0) {
-          const low = bits & -bits;
-          allowed.push(w * 32 + 31 - Math.clz32(low));
-          bits ^= low;
-        }
-      }
+      setBits(mask, allowed);
       if (allowed.length === 0) break;
       state.advance(allowed[Math.floor(random() * allowed.length)]!);
     }

@@ -29,14 +29,9 @@ import { loadVocabulary } from "../src/vocab/index.js";
 import { TokenTrie } from "../src/constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher, WALK_AHEAD_MS } from "../src/constraint/index.js";
 import { MAX_IGNORED_RUN } from "../src/generate/index.js";
-import { loadConfig } from "../src/config.js";
-import { PLANNING_ALLOWANCE } from "../src/constraint/index.js";
 import { argValue, round3 } from "./stats.js";
 import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
-
-/** The service's per-operation work limit at its defaults (TRELLIS_MASK_MAX_WORK): replays count operations past it. */
-const MASK_MAX_WORK = loadConfig({}, []).config.maskMaxWork;
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const VOCAB_DIR = resolve(REPO_ROOT, "..", "shared", "models", "vocab");
@@ -340,14 +335,8 @@ function runOurs(
   const tw = performance.now();
   matcher.walkAhead(tw + WALK_AHEAD_MS);
   out.walkAheadMs.push(performance.now() - tw);
-  replayTargets(
-    () => new GrammarConstraintState(matcher),
-    targets,
-    budget,
-    out,
-    () => (matcher.work.planning ? matcher.work.steps / (1 + PLANNING_ALLOWANCE) : matcher.work.steps),
-    MASK_MAX_WORK,
-  );
+  replayTargets(() => new GrammarConstraintState(matcher), targets, budget, out, matcher.work);
+
   return matcher;
 }
 

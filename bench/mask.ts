@@ -23,14 +23,9 @@ import { loadVocabulary, type Vocabulary } from "../src/vocab/index.js";
 import { DfaConstraintState, DfaTokenMatcher, TokenTrie, warmUpMatchers } from "../src/constraint/index.js";
 import { MATCHER_PRECOMPUTE_MS } from "../src/generate/index.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
-import { loadConfig } from "../src/config.js";
-import { PLANNING_ALLOWANCE } from "../src/constraint/index.js";
 import { argValue, round3 } from "./stats.js";
 import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";
 import { GRAMMAR_NOTE, grammarWorkloadResults } from "./grammar-mask.js";
-
-/** The service's per-operation work limit at its defaults (TRELLIS_MASK_MAX_WORK): replays count operations past it. */
-const MASK_MAX_WORK = loadConfig({}, []).config.maskMaxWork;
 
 // As the runtime does when it starts (the walks' JIT warm-up on a toy vocabulary).
 warmUpMatchers();
@@ -187,14 +182,8 @@ function runOurs(
   matcher.mask(matcher.start, 1000);
   out.compileMs.push(performance.now() - t0);
   out.compileCpuMs.push((cpuUs() - cpu0) / 1000);
-  replayTargets(
-    () => new DfaConstraintState(matcher),
-    targets,
-    budget,
-    out,
-    () => (matcher.work.planning ? matcher.work.steps / (1 + PLANNING_ALLOWANCE) : matcher.work.steps),
-    MASK_MAX_WORK,
-  );
+  replayTargets(() => new DfaConstraintState(matcher), targets, budget, out, matcher.work);
+
   return matcher;
 }
 

@@ -2,7 +2,12 @@
  * MaskBench-style replay shared by bench:mask and bench:grammar-mask: per-step samples, their
  * summary, and one XGrammar (WebAssembly) round over the same target tokens.
  */
+import { loadConfig } from "../src/config.js";
+import type { WorkMeter } from "../src/constraint/index.js";
 import { percentile, round3 } from "./stats.js";
+
+/** The service's per-operation work limit at its defaults (TRELLIS_MASK_MAX_WORK). */
+const MASK_MAX_WORK = loadConfig({}, []).config.maskMaxWork;
 
 export interface Samples {
   compileMs: number[];
@@ -73,20 +78,20 @@ export interface ReplayState {
  * at the target's budget (runtime.ts: minTokensToAccept(max_new_tokens); a target it refuses is
  * counted and not replayed), then per step the mask, a check that the target's next token is in
  * it, and the token accepted. Budget 'large' = 1000 - step; 'tight' = exactly the tokens the
- * target has left. `workSteps` reads the work the last operation counted, compared with
- * `maskMaxWork` (the service's TRELLIS_MASK_MAX_WORK) without stopping the replay.
+ * target has left. With the matcher's `work` meter, operations that counted more than the
+ * service's default TRELLIS_MASK_MAX_WORK allows them (planning's allowance included) are counted,
+ * without stopping the replay.
  */
 export function replayTargets(
   newState: () => ReplayState,
   targets: readonly Int32Array[],
   budget: "large" | "tight",
   out: Samples,
-  workSteps?: () => number,
-  maskMaxWork: number = Number.POSITIVE_INFINITY,
+  work?: WorkMeter,
 ): void {
   let stepsMs = 0;
   const overLimit = (): void => {
-    if (workSteps !== undefined && workSteps() > maskMaxWork) out.overMaskWorkLimit++;
+    if (work !== undefined && work.steps > work.operationLimit(MASK_MAX_WORK)) out.overMaskWorkLimit++;
   };
   for (const tokens of targets) {
     const st = newState();

@@ -11,25 +11,13 @@ import { compileGrammar, createGrammarAutomaton, type GrammarAutomaton } from ".
 import { makeRng } from "../src/grammar/testing.js";
 import { GrammarTokenMatcher } from "../src/constraint/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
+import { setBits } from "../src/support/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { REPO_ROOT, vocabFile } from "./support/paths.js";
 
 const CORPUS_DIR = resolve(REPO_ROOT, "test", "grammars");
 const WALKS_PER_GRAMMAR = 3;
 const WALK_LENGTH = 12;
-
-function setBits(mask: Uint32Array): number[] {
-  const out: number[] = [];
-  for (let w = 0; w < mask.length; w++) {
-    let bits = mask[w]!;
-    while (bits !== 0) {
-      const low = bits & -bits;
-      out.push(w * 32 + 31 - Math.clz32(low));
-      bits ^= low;
-    }
-  }
-  return out;
-}
 
 test("lexer-level masks equal plain automaton walks across the corpus (gpt-2 vocabulary)", () => {
   const vocab = loadVocabulary(vocabFile("gpt-2"));

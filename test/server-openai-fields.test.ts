@@ -8,15 +8,11 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import type { FastifyInstance } from "fastify";
 import OpenAI, { type APIError, BadRequestError } from "openai";
 import { z } from "zod";
-import { createServer } from "../src/server/index.js";
-import { KeyStore } from "../src/store/index.js";
-import { createEngine } from "../src/engine.js";
-import type { Engine } from "../src/generate/index.js";
 import { STORIES_260K } from "./support/paths.js";
-import { TEST_KEY, testConfig } from "./support/fake-engine.js";
+import { TEST_KEY } from "./support/fake-engine.js";
+import { realEngineApp } from "./support/service.js";
 
 const MODEL = "stories260K";
 
@@ -28,26 +24,17 @@ interface Warning {
 const warningsOf = (r: unknown): Warning[] => (r as { warnings?: Warning[] }).warnings ?? [];
 
 describe("OpenAI chat fields of issue 40 through the openai SDK (stories260K)", () => {
-  let app: FastifyInstance;
-  let engine: Engine;
-  let store: KeyStore;
+  let served: Awaited<ReturnType<typeof realEngineApp>>;
   let client: OpenAI;
 
   before(async () => {
-    engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8 });
-    store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-    app = await createServer({ engine, config: testConfig({ maxNewTokensLimit: 300 }), store });
-    await app.listen({ host: "127.0.0.1", port: 0 });
-    const address = app.server.address();
-    assert.ok(address && typeof address === "object");
-    client = new OpenAI({ apiKey: TEST_KEY, baseURL: `http://127.0.0.1:${address.port}/v1`, maxRetries: 0 });
+    served = await realEngineApp(STORIES_260K, { maxNewTokensLimit: 300 });
+    await served.app.listen({ host: "127.0.0.1", port: 0 });
+    const { port } = served.app.server.address() as { port: number };
+    client = new OpenAI({ apiKey: TEST_KEY, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
   });
 
-  after(async () => {
-    await app.close();
-    await engine.close();
-    store.close();
-  });
+  after(() => served.close());
 
   const chat = (extra: Record<string, unknown> = {}) =>
     client.chat.completions.create({
@@ -287,7 +274,7 @@ describe("OpenAI chat fields of issue 40 through the openai SDK (stories260K)", 
         return true;
       });
       // More than the context leaves after the prompt: a prompt that leaves fewer than the 300 allowed.
-      const long = "Once upon a time there was a cat. ".repeat(Math.ceil((engine.contextLength - 200) / 10));
+      const long = "Once upon a time there was a cat. ".repeat(Math.ceil((served.engine.contextLength - 200) / 10));
       await assert.rejects(chat({ max_tokens: undefined, [field]: 300, messages: [{ role: "user", content: long }] }), (e: unknown) => {
         assert.ok(e instanceof BadRequestError, String(e));
         assert.equal(e.param, field, e.message);

@@ -8,7 +8,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { loadConfig, engineOptions } from "../src/config.js";
-import { ConstraintCache, type ConstraintEntry } from "../src/generate/index.js";
+import { ConstraintCache, MIN_TOKENS_LOOKAHEAD, type ConstraintEntry } from "../src/generate/index.js";
 import { tokenTrieFor, type TokenTrie } from "../src/constraint/index.js";
 import { loadVocabulary, type Vocabulary } from "../src/vocab/index.js";
 import { maskWords } from "../src/support/bitset.js";
@@ -19,8 +19,6 @@ import { STORIES_260K, vocabFile } from "./support/paths.js";
 const config = loadConfig({}, []).config;
 // As createEngine builds the runtime's cache (src/engine.ts), the vocabulary given as the runtime gives it.
 const cacheOptions = { ...engineOptions(config, "").constraints!, regexLimits: { maxDfaStates: config.regexMaxStates } };
-/** runtime.ts's MIN_TOKENS_LOOKAHEAD: how far past the budget a grammar's lower bound is searched. */
-const MIN_TOKENS_LOOKAHEAD = 64;
 
 const VOCABULARIES: readonly { name: string; vocab: Vocabulary; trie: TokenTrie }[] = [
   ["qwen2", vocabFile("qwen2")],

@@ -73,12 +73,12 @@ export class WorkMeter {
     this.planning = true;
   }
 
-  /** The steps the current operation may take. */
-  get operationLimit(): number {
-    return this.planning ? (1 + PLANNING_ALLOWANCE) * this.limitSteps : this.limitSteps;
+  /** The steps the current operation may take under a limit of `limitSteps` (the meter's own by default). */
+  operationLimit(limitSteps: number = this.limitSteps): number {
+    return this.planning ? (1 + PLANNING_ALLOWANCE) * limitSteps : limitSteps;
   }
 
   charge(steps: number): void {
-    if ((this.steps += steps * this.weight) > this.operationLimit) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps));
+    if ((this.steps += steps * this.weight) > this.operationLimit()) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps));
   }
 }

@@ -13,7 +13,7 @@
  *   const r = await runtime.complete({ prompt, maxNewTokens, ..., constraint: { kind: "grammar", grammar } });
  */
 export * from "./types.js";
-export { GenerationRuntime, type ConstraintFactory, type GenerationRuntimeOptions } from "./runtime.js";
+export { GenerationRuntime, MIN_TOKENS_LOOKAHEAD, type ConstraintFactory, type GenerationRuntimeOptions } from "./runtime.js";
 export { DecodeScheduler, runJob, type DecodeJob, type SchedulerOptions } from "./scheduler.js";
 export { CompletionJob, completionText, UNBOUNDED, type CompletionJobOptions } from "./completion.js";
 export {

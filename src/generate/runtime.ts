@@ -52,11 +52,11 @@ export interface GenerationRuntimeOptions {
 }
 
 /**
- * Budgets past max_new_tokens searched for a 422's "needs at least N tokens" when the grammar's
+ * Budgets past max_new_tokens searched for a 422's "needs at least N tokens" when the constraint's
  * own budget search gave no number (all of them share one bounded search effort, so this stays
  * cheap).
  */
-const MIN_TOKENS_LOOKAHEAD = 64;
+export const MIN_TOKENS_LOOKAHEAD = 64;
 
 /** A planning step longer than this gives the event loop back before the next one. */
 const YIELD_AFTER_MS = 5;

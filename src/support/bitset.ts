@@ -27,3 +27,17 @@ export function setTokenList(mask: Uint32Array, ids: Int32Array): void {
     mask[id >>> 5]! |= 1 << (id & 31);
   }
 }
+
+/** The indices of the set bits, in order, written into `out` (cleared first) and returned. */
+export function setBits(mask: Uint32Array, out: number[] = []): number[] {
+  out.length = 0;
+  for (let w = 0; w < mask.length; w++) {
+    let bits = mask[w]!;
+    while (bits !== 0) {
+      const low = bits & -bits;
+      out.push(w * 32 + 31 - Math.clz32(low));
+      bits ^= low;
+    }
+  }
+  return out;
+}

@@ -9,7 +9,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface, type Interface } from "node:readline";
 import assert from "node:assert/strict";
-import { GenerationRuntime, UNBOUNDED } from "../../src/generate/index.js";
+import { GenerationRuntime, MIN_TOKENS_LOOKAHEAD, UNBOUNDED } from "../../src/generate/index.js";
 import type { TokenConstraint } from "../../src/constraint/index.js";
 import { maskWords } from "../../src/support/index.js";
 import { Sampler, type SamplingParams } from "../../src/sampling/index.js";
@@ -453,7 +453,8 @@ export function randomLogitsCompletion(
 ): RandomLogitsOutcome {
   const needed = constraint.minTokensToAccept(budget);
   // As the runtime words its 422: past the budget, the proven lower bound searched a little further.
-  if (needed > budget) return { needs: Number.isFinite(needed) ? needed : (constraint.minTokensAtLeast?.(budget + 64) ?? needed) };
+  if (needed > budget)
+    return { needs: Number.isFinite(needed) ? needed : (constraint.minTokensAtLeast?.(budget + MIN_TOKENS_LOOKAHEAD) ?? needed) };
   if (constraint.isAccepting() && (stopAfterMatch || !constraint.hasAnyToken(budget))) {
     return { tokens: [], stopReason: stopAfterMatch || !constraint.hasAnyToken(UNBOUNDED) ? "pattern_match" : "token_limit" };
   }
