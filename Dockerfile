@@ -8,7 +8,7 @@
 # Other commands go after the image name: `docker run ... trellis keys create ci` (see README).
 
 # ---- build: dependencies with their native parts, the addon, and the TypeScript build ---------
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 # Compilers for the N-API addon (binding.gyp, native/) and for better-sqlite3 when no prebuilt
 # binary fits. The Node headers come from the image itself (npm_config_nodedir), not a download.
 RUN apt-get update \
@@ -25,7 +25,7 @@ COPY src ./src
 RUN npm ci
 
 # ---- runtime: production dependencies, dist/ and the two native binaries -----------------------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \
@@ -41,6 +41,8 @@ RUN npm ci --omit=dev --ignore-scripts \
 COPY --from=build /app/node_modules/better-sqlite3/build/Release/better_sqlite3.node ./node_modules/better-sqlite3/build/Release/better_sqlite3.node
 COPY --from=build /app/build/Release/trellis_llama.node ./build/Release/trellis_llama.node
 COPY --from=build /app/dist ./dist
+# The dashboard's page, styles and browser modules are served as files (tsc copies none of them).
+COPY --from=build /app/src/dashboard ./src/dashboard
 # An unprivileged user of its own (uid 10001, as deploy/kubernetes runs it). /data: the SQLite
 # key store (when no TRELLIS_DATABASE_URL) and the downloaded model; /models: mount point for a
 # model of your own.

@@ -17,7 +17,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DfaConstraintState, DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
-import { compileJsonSchema, DEFAULT_JSON_SCHEMA_OPTIONS } from "../src/grammar/index.js";
+import { compileJsonSchema, DEFAULT_JSON_SCHEMA_OPTIONS } from "../src/schema/index.js";
 import type { ByteDfa } from "../src/regex/index.js";
 import { setBits } from "../src/support/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";

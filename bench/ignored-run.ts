@@ -8,7 +8,7 @@
  */
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { grammarConstraintFor } from "../src/generate/index.js";
+import { grammarConstraintFor } from "../src/compile/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
 import { maskWords } from "../src/support/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";

@@ -38,13 +38,8 @@
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { PerformanceObserver } from "node:perf_hooks";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
-import {
-  type ConstraintEntry,
-  type ConstraintFactory,
-  type ConstraintSpec,
-  GenerationRuntime,
-  type JsonSchemaTaskOptions,
-} from "../src/generate/index.js";
+import { type ConstraintFactory, type ConstraintSpec, GenerationRuntime, type JsonSchemaTaskOptions } from "../src/generate/index.js";
+import type { ConstraintEntry } from "../src/compile/index.js";
 import type { TokenConstraint } from "../src/constraint/index.js";
 import { gatherKernelInUse } from "../src/sampling/index.js";
 import { maskWords } from "../src/support/index.js";
@@ -260,7 +255,7 @@ for (const name of SCHEMA_NAMES) {
   compileMs[name] = round3(performance.now() - t);
   const spec = specOf(name) as Extract<ConstraintSpec, { kind: "json_schema" }>;
   // Held for the whole run (released at the end), as complete() holds it for one request.
-  entries.set(name, await runtime.constraints.jsonSchema(spec.schema, spec.options));
+  entries.set(name, await runtime.constraints.get({ kind: "json_schema", schema: spec.schema, options: spec.options }));
   log(`compiled ${name} in ${compileMs[name]} ms`);
 }
 

@@ -4,7 +4,7 @@
  * engine (../shared/jsonschema/README.md): compile each schema as the service does at its default
  * settings (compileMs = compileJsonSchema under TRELLIS_COMPILE_MAX_WORK + the budget questions
  * and first masks the compile worker asks at TRELLIS_MAX_NEW_TOKENS (probeBudgets) on a fresh
- * matcher under TRELLIS_MASK_MAX_WORK, as generate/compile-task.ts probes it; a refusal there is
+ * matcher under TRELLIS_MASK_MAX_WORK, as compile/task.ts probes it; a refusal there is
  * what the service would answer 422, counted under refusedAtDefaults), then serialize each test instance as Python's
  * json.dumps(data), tokenize it with the real tokenizer (llama.cpp addon, vocab-only, no BOS) and
  * walk its tokens through a fresh constraint state: at each step the mask is computed (maskUs) and
@@ -35,10 +35,10 @@ import {
   JsonSchemaError,
   JsonSchemaTooComplexError,
   JsonSchemaUnsatisfiableError,
-} from "../src/grammar/index.js";
+} from "../src/schema/index.js";
 import type { ByteDfa } from "../src/regex/index.js";
 import { engineOptions, loadConfig } from "../src/config.js";
-import { JSON_SCHEMA_WORK_FACTOR } from "../src/generate/index.js";
+import { JSON_SCHEMA_WORK_FACTOR } from "../src/compile/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { parseKeepingNumbers, pythonDumps, type PyJson } from "../test/support/python-json.js";
 import { hasBit } from "./replay.js";
@@ -245,13 +245,13 @@ async function main(): Promise<void> {
     try {
       ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits }));
       tSchema = performance.now();
-      // The compile worker's probe (compile-task.ts): the budget question and the first mask at
+      // The compile worker's probe (compile/task.ts): the budget question and the first mask at
       // each probe budget, on a fresh matcher under the mask work limit.
       const probe = new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: false });
       probe.work.limitSteps = maskMaxWork;
       const first = new DfaConstraintState(probe);
       for (const budget of probeBudgets) if (first.minTokensToAccept(budget) <= budget) first.mask(budget);
-      // As the service makes a schema's matcher (constraint-cache.ts); unbounded, for the verdicts.
+      // As the service makes a schema's matcher (compile/cache.ts); unbounded, for the verdicts.
       matcher = new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: false });
       new DfaConstraintState(matcher).mask();
     } catch (err) {

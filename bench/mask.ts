@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import { compileRegex } from "../src/regex/index.js";
 import { loadVocabulary, type Vocabulary } from "../src/vocab/index.js";
 import { DfaConstraintState, DfaTokenMatcher, TokenTrie, warmUpMatchers } from "../src/constraint/index.js";
-import { MATCHER_PRECOMPUTE_MS } from "../src/generate/index.js";
+import { MATCHER_PRECOMPUTE_MS } from "../src/compile/index.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
 import { argValue, round3 } from "./stats.js";
 import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";
@@ -163,7 +163,7 @@ function greedyTokenize(trie: TokenTrie, bytes: Uint8Array): Int32Array {
  * One round of ours: fresh regex compile + matcher (unless `reuse` is given: the server's
  * per-pattern matcher cache after a first request), then every target from a fresh state.
  */
-/** The budget src/generate/regex-constraint.ts gives a new matcher (overridable to compare). */
+/** The budget src/compile/in-thread.ts gives a new matcher (overridable to compare). */
 const PRECOMPUTE_MS = Number(process.env.BENCH_PRECOMPUTE_MS ?? MATCHER_PRECOMPUTE_MS);
 
 function runOurs(

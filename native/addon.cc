@@ -406,6 +406,10 @@ struct Context {
   int32_t nBatch = 0;
   int32_t nVocab = 0;
   int32_t nSeqMax = 0;
+  // An embedding context (llama_context_params.embeddings): every row is an output, and the
+  // pooled vectors (or, without pooling, each row's) are read instead of logits.
+  bool embeddings = false;
+  int32_t nEmbd = 0;
 
   // Rows of the last decode, and which of them produced logits.
   int32_t lastTokens = 0;
@@ -479,19 +483,21 @@ Context* ReadyContext(napi_env env, napi_callback_info info, size_t* argc, napi_
   return c;
 }
 
-// new Context(model, nCtx, nBatch, nUbatch, nSeqMax, threads, threadsBatch, flashAttn, kvUnified)
+// new Context(model, nCtx, nBatch, nUbatch, nSeqMax, threads, threadsBatch, flashAttn, kvUnified,
+//             embeddings, poolingType); poolingType -1 = the model's own (llama_pooling_type)
 napi_value ContextNew(napi_env env, napi_callback_info info) {
-  size_t argc = 9;
-  napi_value argv[9], self;
+  size_t argc = 11;
+  napi_value argv[11], self;
   CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, &self, nullptr));
-  CHECK_ARG(env, argc == 9,
+  CHECK_ARG(env, argc == 11,
             "Context(model, nCtx, nBatch, nUbatch, nSeqMax, threads, threadsBatch, flashAttn, "
-            "kvUnified)");
+            "kvUnified, embeddings, poolingType)");
   Model* m = UnwrapModel(env, argv[0]);
   CHECK_ARG(env, m != nullptr, "model must be a Model");
   if (!m->model) return Throw(env, "model is disposed");
   int32_t nCtx, nBatch, nUbatch, nSeqMax, threads, threadsBatch, flashAttn;
-  bool kvUnified;
+  bool kvUnified, embeddings;
+  int32_t poolingType;
   CHECK_ARG(env, GetInt32(env, argv[1], &nCtx) && nCtx >= 0, "nCtx must be an integer >= 0");
   CHECK_ARG(env, GetInt32(env, argv[2], &nBatch) && nBatch > 0, "nBatch must be > 0");
   CHECK_ARG(env, GetInt32(env, argv[3], &nUbatch) && nUbatch > 0, "nUbatch must be > 0");
@@ -501,6 +507,9 @@ napi_value ContextNew(napi_env env, napi_callback_info info) {
             "threadsBatch must be > 0");
   CHECK_ARG(env, GetInt32(env, argv[7], &flashAttn), "flashAttn must be -1, 0 or 1");
   CHECK_ARG(env, GetBool(env, argv[8], &kvUnified), "kvUnified must be a boolean");
+  CHECK_ARG(env, GetBool(env, argv[9], &embeddings), "embeddings must be a boolean");
+  CHECK_ARG(env, GetInt32(env, argv[10], &poolingType) && poolingType >= -1 && poolingType <= 4,
+            "poolingType must be -1 (the model's) or a llama_pooling_type (0..4)");
 
   llama_context_params params = g_api.llama_context_default_params();
   params.n_ctx = uint32_t(nCtx);
@@ -511,6 +520,8 @@ napi_value ContextNew(napi_env env, napi_callback_info info) {
   params.n_threads_batch = threadsBatch;
   params.flash_attn_type = llama_flash_attn_type(flashAttn);
   params.kv_unified = kvUnified;
+  params.embeddings = embeddings;
+  params.pooling_type = static_cast<enum llama_pooling_type>(poolingType);
   params.no_perf = true;
   ClearLastError();
   llama_context* ctx = g_api.llama_init_from_model(m->model, params);
@@ -524,6 +535,8 @@ napi_value ContextNew(napi_env env, napi_callback_info info) {
   c->nBatch = int32_t(g_api.llama_n_batch(ctx));
   c->nSeqMax = int32_t(g_api.llama_n_seq_max(ctx));
   c->nVocab = g_api.llama_vocab_n_tokens(m->vocab);
+  c->embeddings = embeddings;
+  c->nEmbd = g_api.llama_model_n_embd_out(m->model);
   // Rows may belong to several sequences (a shared prompt decoded once for all of them).
   c->batch = g_api.llama_batch_init(c->nBatch, 0, c->nSeqMax);
   c->lastWantLogits.assign(size_t(c->nBatch), 0);
@@ -560,6 +573,9 @@ napi_value ContextInfo(napi_env env, napi_callback_info info) {
   SetProperty(env, out, "nBatch", MakeNumber(env, c->nBatch));
   SetProperty(env, out, "nSeqMax", MakeNumber(env, c->nSeqMax));
   SetProperty(env, out, "nVocab", MakeNumber(env, c->nVocab));
+  SetProperty(env, out, "nEmbd", MakeNumber(env, c->nEmbd));
+  SetProperty(env, out, "embeddings", MakeBool(env, c->embeddings));
+  SetProperty(env, out, "poolingType", MakeNumber(env, int(g_api.llama_pooling_type(c->ctx))));
   return out;
 }
 
@@ -631,7 +647,9 @@ bool FillBatch(napi_env env, Context* c, size_t argc, napi_value* argv) {
       }
       c->batch.seq_id[i][k] = extra;
     }
-    c->batch.logits[i] = want[i] ? 1 : 0;
+    // llama.cpp requires every row of an embedding context to be an output (a pooled vector
+    // averages them all); their logits are never read there.
+    c->batch.logits[i] = want[i] || c->embeddings ? 1 : 0;
     c->lastWantLogits[i] = want[i] ? 1 : 0;
   }
   c->batch.n_tokens = n;
@@ -731,14 +749,23 @@ napi_value ContextDecodeAsync(napi_env env, napi_callback_info info) {
   return promise;
 }
 
-// logits(row) -> Float32Array of nVocab over llama.cpp's buffer; valid until the next decode.
-napi_value ContextLogits(napi_env env, napi_callback_info info) {
+// The context of a method taking one integer (a row, a sequence id), or nullptr with an
+// exception pending.
+Context* ReadyContextWithIndex(napi_env env, napi_callback_info info, const char* usage,
+                               int32_t* index) {
   size_t argc = 1;
   napi_value argv[1];
   Context* c = ReadyContext(env, info, &argc, argv);
   if (!c) return nullptr;
+  CHECK_ARG(env, argc == 1 && GetInt32(env, argv[0], index), usage);
+  return c;
+}
+
+// logits(row) -> Float32Array of nVocab over llama.cpp's buffer; valid until the next decode.
+napi_value ContextLogits(napi_env env, napi_callback_info info) {
   int32_t row = -1;
-  CHECK_ARG(env, argc == 1 && GetInt32(env, argv[0], &row), "logits(row: number)");
+  Context* c = ReadyContextWithIndex(env, info, "logits(row: number)", &row);
+  if (!c) return nullptr;
   if (row < 0 || row >= c->lastTokens || !c->lastWantLogits[row])
     return Throw(env, "logits: row " + std::to_string(row) +
                           " did not ask for logits in the last successful decode");
@@ -761,6 +788,40 @@ napi_value ContextLogits(napi_env env, napi_callback_info info) {
   CHECK_NAPI(env, napi_create_typedarray(env, napi_float32_array, size_t(c->nVocab), buffer, 0,
                                          &array));
   return array;
+}
+
+// embeddingSeq(seq) -> Float32Array (a copy of n_embd floats), the pooled vector of `seq` in
+// the last successful decode of an embedding context with pooling; null when the decode held no
+// row of `seq`.
+napi_value ContextEmbeddingSeq(napi_env env, napi_callback_info info) {
+  int32_t seq = -1;
+  Context* c = ReadyContextWithIndex(env, info, "embeddingSeq(seq: number)", &seq);
+  if (!c) return nullptr;
+  CHECK_ARG(env, seq >= 0 && seq < c->nSeqMax, "embeddingSeq: sequence id out of range");
+  if (!c->embeddings) return Throw(env, "embeddingSeq: not an embedding context");
+  const enum llama_pooling_type pooling = g_api.llama_pooling_type(c->ctx);
+  if (pooling == LLAMA_POOLING_TYPE_NONE || pooling == LLAMA_POOLING_TYPE_RANK)
+    return Throw(env, "embeddingSeq: the context pools no sequence vectors (pooling none or rank)");
+  if (c->lastTokens == 0) return MakeNull(env);
+  const float* embd = g_api.llama_get_embeddings_seq(c->ctx, seq);
+  if (!embd) return MakeNull(env);
+  return MakeTypedArrayCopy(env, napi_float32_array, embd, size_t(c->nEmbd), sizeof(float));
+}
+
+// embeddingRow(row) -> Float32Array (a copy of n_embd floats): one row's output vector in the
+// last successful decode of an embedding context without pooling.
+napi_value ContextEmbeddingRow(napi_env env, napi_callback_info info) {
+  int32_t row = -1;
+  Context* c = ReadyContextWithIndex(env, info, "embeddingRow(row: number)", &row);
+  if (!c) return nullptr;
+  if (!c->embeddings) return Throw(env, "embeddingRow: not an embedding context");
+  if (g_api.llama_pooling_type(c->ctx) != LLAMA_POOLING_TYPE_NONE)
+    return Throw(env, "embeddingRow: the context pools its rows (read embeddingSeq)");
+  if (row < 0 || row >= c->lastTokens)
+    return Throw(env, "embeddingRow: row " + std::to_string(row) + " was not in the last successful decode");
+  const float* embd = g_api.llama_get_embeddings_ith(c->ctx, row);
+  if (!embd) return Throw(env, "llama_get_embeddings_ith returned no embedding");
+  return MakeTypedArrayCopy(env, napi_float32_array, embd, size_t(c->nEmbd), sizeof(float));
 }
 
 bool GetSeqArgs(napi_env env, size_t argc, napi_value* argv, size_t need, int32_t* out) {
@@ -1016,6 +1077,8 @@ napi_value ModuleInit(napi_env env, napi_value exports) {
       METHOD("decode", ContextDecode),
       METHOD("decodeAsync", ContextDecodeAsync),
       METHOD("logits", ContextLogits),
+      METHOD("embeddingSeq", ContextEmbeddingSeq),
+      METHOD("embeddingRow", ContextEmbeddingRow),
       METHOD("seqRemove", ContextSeqRemove),
       METHOD("seqCopy", ContextSeqCopy),
       METHOD("seqKeep", ContextSeqKeep),

@@ -30,6 +30,7 @@
   X(llama_model_get_vocab)                 \
   X(llama_model_n_ctx_train)               \
   X(llama_model_n_embd)                    \
+  X(llama_model_n_embd_out)                \
   X(llama_model_n_layer)                   \
   X(llama_model_meta_val_str)              \
   X(llama_model_meta_count)                \
@@ -55,6 +56,9 @@
   X(llama_batch_free)                      \
   X(llama_decode)                          \
   X(llama_get_logits_ith)                  \
+  X(llama_get_embeddings_ith)              \
+  X(llama_get_embeddings_seq)              \
+  X(llama_pooling_type)                    \
   X(llama_get_memory)                      \
   X(llama_memory_clear)                    \
   X(llama_memory_seq_rm)                   \

@@ -26,6 +26,10 @@ export interface Config {
   keyCacheMs: number;
   /** While Postgres cannot be reached, how long a key read before keeps being served, ms. */
   keyStaleMs: number;
+  /** OpenAI Responses API: days a stored response is kept; most responses and MB one key keeps. */
+  responsesTtlDays: number;
+  responsesMaxPerKey: number;
+  responsesMaxMbPerKey: number;
   /** redis://… shared by replicas for rate limits, revocations and dashboard sessions; empty = per process. */
   redisUrl: string;
   /** Fixed API keys (scripts, tests); never stored. */
@@ -44,6 +48,10 @@ export interface Config {
   maxIgnoredRunLimit: number;
   maxCategories: number;
   maxCategoryChars: number;
+  /** Embeddings: most inputs per request, most tokens per request (all inputs), most tokens per input. */
+  embeddingMaxInputs: number;
+  embeddingMaxTokens: number;
+  embeddingInputTokens: number;
   /** Generation requests running at once inside the server gate. */
   concurrency: number;
   /** Generation requests waiting for a slot; past it → 503. */
@@ -179,6 +187,33 @@ export const SETTINGS: readonly Setting[] = [
     description: "Postgres: while the database cannot be reached, how long a key checked before keeps being served from what was read.",
   },
   {
+    key: "responsesTtlDays",
+    env: "TRELLIS_RESPONSES_TTL_DAYS",
+    flag: "--responses-ttl-days",
+    kind: "int",
+    min: 1,
+    defaultText: "30",
+    description: "OpenAI Responses API: days a stored response (`store: true`, the default) is kept for GET and `previous_response_id`.",
+  },
+  {
+    key: "responsesMaxPerKey",
+    env: "TRELLIS_RESPONSES_MAX_PER_KEY",
+    flag: "--responses-max-per-key",
+    kind: "int",
+    min: 1,
+    defaultText: "1000",
+    description: "Stored responses one API key may keep; past it a request with `store: true` is refused (400 naming `store`).",
+  },
+  {
+    key: "responsesMaxMbPerKey",
+    env: "TRELLIS_RESPONSES_MAX_MB_PER_KEY",
+    flag: "--responses-max-mb-per-key",
+    kind: "int",
+    min: 1,
+    defaultText: "100",
+    description: "MB of stored responses one API key may keep; past it a request with `store: true` is refused (400 naming `store`).",
+  },
+  {
     key: "redisUrl",
     env: "TRELLIS_REDIS_URL",
     flag: "--redis-url",
@@ -285,6 +320,34 @@ export const SETTINGS: readonly Setting[] = [
     min: 1,
     defaultText: "256",
     description: "Longest category, in characters.",
+  },
+  {
+    key: "embeddingMaxInputs",
+    env: "TRELLIS_EMBEDDING_MAX_INPUTS",
+    flag: "--embedding-max-inputs",
+    kind: "int",
+    min: 1,
+    defaultText: "256",
+    description: "Most inputs in one /v1/embeddings request.",
+  },
+  {
+    key: "embeddingMaxTokens",
+    env: "TRELLIS_EMBEDDING_MAX_TOKENS",
+    flag: "--embedding-max-tokens",
+    kind: "int",
+    min: 1,
+    defaultText: "32768",
+    description: "Most tokens in one /v1/embeddings request, all inputs together (each is charged to the key's quota).",
+  },
+  {
+    key: "embeddingInputTokens",
+    env: "TRELLIS_EMBEDDING_INPUT_TOKENS",
+    flag: "--embedding-input-tokens",
+    kind: "int",
+    min: 8,
+    defaultText: "512",
+    description:
+      "Most tokens of one embedding input, at most the model's training context: the size of the embedding context (its own KV cache of this many cells beside the generation context's).",
   },
   {
     key: "concurrency",
@@ -533,6 +596,9 @@ export function defaultConfig(): Config {
     migrateOnStart: true,
     keyCacheMs: 1000,
     keyStaleMs: 300_000,
+    responsesTtlDays: 30,
+    responsesMaxPerKey: 1000,
+    responsesMaxMbPerKey: 100,
     redisUrl: "",
     apiKeys: [],
     adminToken: "",
@@ -545,6 +611,9 @@ export function defaultConfig(): Config {
     maxIgnoredRunLimit: 256,
     maxCategories: 256,
     maxCategoryChars: 256,
+    embeddingMaxInputs: 256,
+    embeddingMaxTokens: 32768,
+    embeddingInputTokens: 512,
     concurrency: 8,
     queueSize: 64,
     requestTimeoutMs: 60_000,
@@ -671,6 +740,8 @@ export interface EngineFactoryOptions {
   /** "" = CPU, else a node-llama-cpp GPU backend name such as "cuda". */
   gpu: string;
   regexMaxStates?: number;
+  /** Most tokens of one embedding input (the embedding context's size). */
+  embeddingInputTokens?: number;
   /** Compile workers, their limits and the compiled-constraint cache (see ConstraintCacheOptions). */
   constraints?: {
     compileTimeoutMs: number;
@@ -694,6 +765,7 @@ export function engineOptions(config: Config, modelPath: string): EngineFactoryO
     maxSequences: config.concurrency,
     gpu: config.gpu,
     regexMaxStates: config.regexMaxStates,
+    embeddingInputTokens: config.embeddingInputTokens,
     constraints: {
       compileTimeoutMs: config.compileTimeoutMs,
       workers: config.compileWorkers,

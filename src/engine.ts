@@ -1,12 +1,13 @@
 /**
- * The library's front door: one loaded model serving regex completion, grammar completion and
- * categorization through one continuous-batching scheduler. The HTTP server wraps this.
+ * The library's front door: one loaded model serving completion under any constraint (regex,
+ * grammar, JSON Schema, TypeScript type, tool calls, free text), categorization and embeddings
+ * through one continuous-batching scheduler. The HTTP server wraps this.
  */
 import { basename } from "node:path";
 import { initRuntime, type GpuChoice } from "./model/index.js";
 import type { ChatRenderRequest, RenderedPrompt } from "./prompt/index.js";
 import { GenerationRuntime, type ConstraintSpec } from "./generate/index.js";
-import type { CompileContext, ConstraintCacheOptions } from "./generate/index.js";
+import type { CompileContext, ConstraintCacheOptions } from "./compile/index.js";
 import { Categorizer } from "./categorize/index.js";
 import type {
   CategorizeRequest,
@@ -14,6 +15,8 @@ import type {
   ChoiceTextHook,
   CompletionResult,
   ConstrainedCompletionRequest,
+  EmbeddingRequest,
+  EmbeddingResult,
   Engine,
 } from "./generate/index.js";
 
@@ -31,6 +34,8 @@ export interface EngineOptions {
   maxQueue?: number;
   /** Regex automaton cap (DFA states). */
   regexMaxStates?: number;
+  /** Most tokens of one embedding input: the embedding context's size (default 512). */
+  embeddingInputTokens?: number;
   /** Compile workers, their limits, and the byte budget of compiled constraints. */
   constraints?: Partial<Omit<ConstraintCacheOptions, "regexLimits">>;
 }
@@ -60,6 +65,10 @@ class TrellisEngine implements Engine {
 
   get toolCallStyle() {
     return this.runtime.chat.toolCallStyle;
+  }
+
+  get reasoningFormat() {
+    return this.runtime.chat.reasoning;
   }
 
   renderChat(request: ChatRenderRequest): RenderedPrompt {
@@ -112,6 +121,14 @@ class TrellisEngine implements Engine {
     return this.categorizer.categorize(req);
   }
 
+  get embeddingInputTokens(): number {
+    return this.runtime.embeddings.inputTokens;
+  }
+
+  embed(req: EmbeddingRequest): Promise<EmbeddingResult> {
+    return this.runtime.embed(req);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -133,6 +150,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       regexLimits: { maxDfaStates: options.regexMaxStates },
     },
     gpu: options.gpu ? (options.gpu as GpuChoice) : undefined,
+    embeddingInputTokens: options.embeddingInputTokens,
   });
   return new TrellisEngine(runtime, options.modelId ?? modelIdOf(options.modelPath));
 }

@@ -11,7 +11,7 @@ import { compileGrammar, createGrammarAutomaton } from "../src/grammar/index.js"
 import { DfaConstraintState, DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/index.js";
 import { ConstraintTooCostlyError, PLANNING_ALLOWANCE } from "../src/constraint/index.js";
-import { ConstraintCache } from "../src/generate/index.js";
+import { ConstraintCache } from "../src/compile/index.js";
 import { UnsatisfiableError } from "../src/generate/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { vocabFile } from "./support/paths.js";
@@ -76,21 +76,21 @@ const cache = new ConstraintCache(trie, { vocabulary: vocab, maskMaxWork: 2_000_
 after(() => cache.close());
 
 test("the compile worker tries a new constraint's first masks and refuses a costly one for good", async () => {
-  await cache.regex("warm");
+  await cache.get({ kind: "regex", pattern: "warm" });
   const refused = (e: unknown): boolean =>
     e instanceof UnsatisfiableError && /first token masks/.test(e.message) && /TRELLIS_MASK_MAX_WORK/.test(e.message);
-  await assert.rejects(cache.regex(COSTLY_FIRST_QUESTION), refused);
+  await assert.rejects(cache.get({ kind: "regex", pattern: COSTLY_FIRST_QUESTION }), refused);
   const compiles = cache.stats().compiles;
   // The count is the same on every try: the refusal is kept, not compiled again.
-  await assert.rejects(cache.regex(COSTLY_FIRST_QUESTION), refused);
+  await assert.rejects(cache.get({ kind: "regex", pattern: COSTLY_FIRST_QUESTION }), refused);
   assert.equal(cache.stats().compiles, compiles);
-  const ok = await cache.grammar('start: "[" V ("," V)* "]"\nV: /[0-9]+/');
+  const ok = await cache.get({ kind: "grammar", grammar: 'start: "[" V ("," V)* "]"\nV: /[0-9]+/' });
   assert.ok(ok.factory(undefined).minTokensToAccept(16) <= 16);
 });
 
 test("a request whose operation runs out mid-way is a 422; the next request gets a fresh matcher", async () => {
   const pattern = "[a-z]{1,6}(,[a-z]{1,6}){0,3}";
-  const entry = await cache.regex(pattern);
+  const entry = await cache.get({ kind: "regex", pattern });
   // A healed prompt's first step walks the trie below its prefix: work no earlier request did.
   const state = entry.factory(new TextEncoder().encode("q"));
   const matcher = (state as DfaConstraintState).matcher;
@@ -104,7 +104,7 @@ test("a request whose operation runs out mid-way is a 422; the next request gets
   assert.ok(caught instanceof ConstraintTooCostlyError);
   const answer = cache.refuse(entry, caught);
   assert.ok(answer instanceof UnsatisfiableError && /TRELLIS_MASK_MAX_WORK/.test(answer.message));
-  const again = await cache.regex(pattern);
+  const again = await cache.get({ kind: "regex", pattern });
   assert.notEqual(again, entry);
   assert.ok(again.factory(undefined).minTokensToAccept(16) <= 16);
 });

@@ -918,7 +918,7 @@ describe("Dockerfile, Dockerfile.cuda, .dockerignore", () => {
       for (const stage of all) assert.match(stage.from, /^[^:@]+(:[\w.-]+|@sha256:[0-9a-f]{64})$/, `${stage.from} names a tag or digest`);
       assert.ok(!all.some((s) => /:latest$/.test(s.from)));
       const build = all[0]!;
-      assert.equal(build.from, "node:20-bookworm-slim");
+      assert.equal(build.from, "node:24-bookworm-slim");
       assert.ok(
         build.body.some((i) => i.keyword === "RUN" && /\bnpm ci\b(?! --omit)/.test(i.args) && !/--ignore-scripts/.test(i.args)),
         "the build stage runs npm ci with its scripts (addon, better-sqlite3, prepare = tsc)",

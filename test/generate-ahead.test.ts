@@ -7,7 +7,7 @@ import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
 import { DecodeScheduler, runJob, type DecodeJob } from "../src/generate/index.js";
 import { LlamaBatch, type LlamaContext, type SequenceSlots } from "../src/model/index.js";
-import { compileRegexCached, regexConstraintFor } from "../src/generate/index.js";
+import { compileRegexCached, regexConstraintFor } from "../src/compile/index.js";
 import { GrammarConstraintState } from "../src/constraint/index.js";
 import type { TokenConstraint } from "../src/constraint/index.js";
 import type { CompletionOptions } from "../src/generate/index.js";
@@ -131,7 +131,7 @@ describe("completion jobs ahead of the logits (random logits, gpt-2 vocabulary)"
   test("a new grammar walks ahead in its first request's decode rounds, not when compiled", async () => {
     const grammar = `start: "[" ITEM ("," ITEM)* "]"\nITEM: /"[a-z ]*"/ | /[0-9]+/\n`;
     const probe = async (): Promise<boolean> => {
-      const state = (await rl.runtime.constraints.grammar(grammar)).factory(undefined);
+      const state = (await rl.runtime.constraints.get({ kind: "grammar", grammar: grammar })).factory(undefined);
       assert.ok(state instanceof GrammarConstraintState);
       // The first mask before the probe: walkAhead counts its time against the walks' budget and
       // answers true once that budget is spent, which a loaded machine could make of a slow first

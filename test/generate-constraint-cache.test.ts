@@ -3,7 +3,7 @@
 // remembered, one client's waiting compiles are capped, memory stays within the byte budget.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { ConstraintCache } from "../src/generate/index.js";
+import { ConstraintCache } from "../src/compile/index.js";
 import { maskWords } from "../src/support/index.js";
 import { ClientLimitError, InvalidRequestError, OverloadedError, UnsatisfiableError } from "../src/generate/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
@@ -28,20 +28,20 @@ const BUSY_PATTERN = "(a|b)*a(a|b){11}";
 
 test("a compiled pattern serves requests; the same pattern asked at once compiles once", async () => {
   const c = cache();
-  const entries = await Promise.all([0, 1, 2, 3].map(() => c.regex("[a-z]{3}[0-9]")));
+  const entries = await Promise.all([0, 1, 2, 3].map(() => c.get({ kind: "regex", pattern: "[a-z]{3}[0-9]" })));
   assert.ok(entries.every((e) => e === entries[0]));
   assert.equal(c.stats().compiles, 1);
   const state = entries[0]!.factory(undefined);
   assert.equal(state.minTokensToAccept(64) >= 1, true);
   assert.equal(state.isAccepting(), false);
-  await c.regex("[a-z]{3}[0-9]");
+  await c.get({ kind: "regex", pattern: "[a-z]{3}[0-9]" });
   assert.equal(c.stats().compiles, 1);
   assert.equal(c.stats().hits, 1);
 });
 
 test("grammars compile on the worker and come back as working automata", async () => {
   const c = cache();
-  const entry = await c.grammar('start: "[" W ("," W)* "]"\nW: /[a-z]+/');
+  const entry = await c.get({ kind: "grammar", grammar: 'start: "[" W ("," W)* "]"\nW: /[a-z]+/' });
   const state = entry.factory(undefined);
   assert.ok(state.minTokensToAccept(64) >= 3);
   // The revived grammar's terminals are usable (their regexps are made on demand).
@@ -51,8 +51,14 @@ test("grammars compile on the worker and come back as working automata", async (
 test("refusals are remembered: the second ask is answered without compiling", async () => {
   const c = cache();
   for (let i = 0; i < 2; i++) {
-    await assert.rejects(c.regex("(ab"), (e: unknown) => e instanceof InvalidRequestError && e.field === "pattern");
-    await assert.rejects(c.grammar("start: UNDEFINED_TERMINAL"), (e: unknown) => e instanceof InvalidRequestError && e.field === "grammar");
+    await assert.rejects(
+      c.get({ kind: "regex", pattern: "(ab" }),
+      (e: unknown) => e instanceof InvalidRequestError && e.field === "pattern",
+    );
+    await assert.rejects(
+      c.get({ kind: "grammar", grammar: "start: UNDEFINED_TERMINAL" }),
+      (e: unknown) => e instanceof InvalidRequestError && e.field === "grammar",
+    );
   }
   assert.equal(c.stats().compiles, 2);
   assert.equal(c.stats().refusals, 2);
@@ -62,22 +68,22 @@ test("refusals are remembered: the second ask is answered without compiling", as
 test("a compile past its work limit is refused as too complex, then remembered", async () => {
   const c = cache({ compileMaxWork: 200_000 });
   await assert.rejects(
-    c.regex(BUSY_PATTERN),
+    c.get({ kind: "regex", pattern: BUSY_PATTERN }),
     (e: unknown) => e instanceof UnsatisfiableError && /too complex/.test(e.message) && /TRELLIS_COMPILE_MAX_WORK/.test(e.message),
   );
   const compiles = c.stats().compiles;
-  await assert.rejects(c.regex(BUSY_PATTERN), UnsatisfiableError);
+  await assert.rejects(c.get({ kind: "regex", pattern: BUSY_PATTERN }), UnsatisfiableError);
   assert.equal(c.stats().compiles, compiles, "a remembered refusal compiled again");
-  assert.ok(await c.regex("[0-9]+"));
+  assert.ok(await c.get({ kind: "regex", pattern: "[0-9]+" }));
   // The verdict is the work, not the machine: under a roomy limit the same pattern compiles.
-  assert.ok(await cache({ compileMaxWork: 100_000_000 }).regex(BUSY_PATTERN));
+  assert.ok(await cache({ compileMaxWork: 100_000_000 }).get({ kind: "regex", pattern: BUSY_PATTERN }));
 });
 
 test("a compile stopped by the wall-clock valve is a retryable 503, never remembered", async () => {
   const c = cache({ compileTimeoutMs: 1 });
   for (let i = 0; i < 2; i++) {
     await assert.rejects(
-      c.regex(SLOW_PATTERN.replace("14", "13")),
+      c.get({ kind: "regex", pattern: SLOW_PATTERN.replace("14", "13") }),
       (e: unknown) => e instanceof OverloadedError && e.retryAfterSeconds > 0 && /TRELLIS_COMPILE_TIMEOUT_MS/.test(e.message),
     );
   }
@@ -87,20 +93,23 @@ test("a compile stopped by the wall-clock valve is a retryable 503, never rememb
 
 test("a client's waiting compiles are capped (429); another client still gets through", async () => {
   const c = cache({ perClientRunning: 1, perClientQueued: 1, compileTimeoutMs: 5000 });
-  await c.regex("warm"); // the worker loaded, as in a running service
-  const mine = [0, 1].map((i) => c.regex(`${BUSY_PATTERN}x${i}`, { client: "greedy" }));
-  await assert.rejects(c.regex(`${BUSY_PATTERN}x9`, { client: "greedy" }), (e: unknown) => e instanceof ClientLimitError);
-  assert.ok(await c.regex("[a-c]{2}", { client: "other" }));
+  await c.get({ kind: "regex", pattern: "warm" }); // the worker loaded, as in a running service
+  const mine = [0, 1].map((i) => c.get({ kind: "regex", pattern: `${BUSY_PATTERN}x${i}` }, { client: "greedy" }));
+  await assert.rejects(
+    c.get({ kind: "regex", pattern: `${BUSY_PATTERN}x9` }, { client: "greedy" }),
+    (e: unknown) => e instanceof ClientLimitError,
+  );
+  assert.ok(await c.get({ kind: "regex", pattern: "[a-c]{2}" }, { client: "other" }));
   await Promise.all(mine);
 });
 
 test("a waiting compile is aborted when its only request goes away", async () => {
   // No burst worker: the waiting compile must still be waiting when its request goes.
   const c = cache({ compileTimeoutMs: 5000, burstWorkers: 0 });
-  await c.regex("warm");
-  const blocker = c.regex(`${BUSY_PATTERN}b`, { client: "a" });
+  await c.get({ kind: "regex", pattern: "warm" });
+  const blocker = c.get({ kind: "regex", pattern: `${BUSY_PATTERN}b` }, { client: "a" });
   const controller = new AbortController();
-  const waiting = c.regex("[q-z]{4}", { client: "b", signal: controller.signal });
+  const waiting = c.get({ kind: "regex", pattern: "[q-z]{4}" }, { client: "b", signal: controller.signal });
   controller.abort(new Error("gone"));
   await assert.rejects(waiting, /gone/);
   await blocker;
@@ -113,7 +122,7 @@ test("memory stays within the byte budget: least recently used entries are dropp
   const budget = 256 * 1024;
   const c = cache({ budgetBytes: budget });
   for (let i = 0; i < 40; i++) {
-    const entry = await c.regex(`[a-z]{${i + 1}}(x|y){1,${i + 3}}`);
+    const entry = await c.get({ kind: "regex", pattern: `[a-z]{${i + 1}}(x|y){1,${i + 3}}` });
     // Use it, as a request would: masks fill, then the cache re-reads its size.
     const state = entry.factory(undefined);
     state.writeMask(64, new Uint32Array(maskWords(trie.vocabSize)));

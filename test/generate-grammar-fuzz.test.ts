@@ -18,7 +18,7 @@ import { resolve } from "node:path";
 import { spawnSync } from "node:child_process";
 import { compileGrammar, type Grammar } from "../src/grammar/index.js";
 import { makeRng, sampleSentence } from "../src/grammar/testing.js";
-import { grammarConstraintFor } from "../src/generate/index.js";
+import { grammarConstraintFor } from "../src/compile/index.js";
 import type { TokenConstraint } from "../src/constraint/index.js";
 import { GenerationRuntime } from "../src/generate/index.js";
 import { InvalidRequestError, UnsatisfiableError } from "../src/generate/index.js";

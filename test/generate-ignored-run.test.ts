@@ -2,7 +2,8 @@
 // no longer, whichever tokens spell them; each run has its own matcher (the cache keys on it).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { grammarConstraintFor, MAX_IGNORED_RUN } from "../src/generate/index.js";
+import { MAX_IGNORED_RUN } from "../src/generate/index.js";
+import { grammarConstraintFor } from "../src/compile/index.js";
 import type { TokenConstraint } from "../src/constraint/index.js";
 import { maskOf } from "./support/generate-harness.js";
 import { tokenTrieFor } from "../src/constraint/index.js";

@@ -11,7 +11,7 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
 import { GenerationRuntime } from "../src/generate/index.js";
-import { compileRegexCached, regexConstraintFor } from "../src/generate/index.js";
+import { compileRegexCached, regexConstraintFor } from "../src/compile/index.js";
 import { UnsatisfiableError, type CompletionResult, type RegexCompletionRequest } from "../src/generate/index.js";
 import { TokenKind } from "../src/vocab/index.js";
 import type { ByteDfa } from "../src/regex/index.js";

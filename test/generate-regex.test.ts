@@ -6,7 +6,7 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { GenerationRuntime } from "../src/generate/index.js";
-import { compileRegexCached, regexConstraintFor } from "../src/generate/index.js";
+import { compileRegexCached, regexConstraintFor } from "../src/compile/index.js";
 import { InvalidRequestError, UnsatisfiableError, type CompletionResult, type RegexCompletionRequest } from "../src/generate/index.js";
 import { matchesString } from "../src/regex/index.js";
 import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./support/paths.js";

@@ -1,5 +1,5 @@
 /**
- * tool_choice "auto" as a constraint (grammar/tool-calls.ts): free text, or text then calls in the
+ * tool_choice "auto" as a constraint (schema/tool-calls.ts): free text, or text then calls in the
  * template's format. Driven token by token as a model would write it (stories260K's tokenizer):
  * a valid call goes through; once the opening marker is written, an undeclared function, bad
  * arguments or an unclosed call cannot be written; free text can never spell the marker; and the
@@ -10,9 +10,9 @@ import assert from "node:assert/strict";
 import { loadModel } from "../src/model/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
-import { regexConstraintFor } from "../src/generate/index.js";
+import { regexConstraintFor } from "../src/compile/index.js";
 import { maskOf } from "./support/generate-harness.js";
-import { compileToolCallLanguage, parseToolReply, type ToolCallStyle } from "../src/grammar/index.js";
+import { compileToolCallLanguage, parseToolReply, type ToolCallStyle } from "../src/schema/index.js";
 import { STORIES_260K } from "./support/paths.js";
 
 const vocab = loadVocabulary(STORIES_260K);

@@ -9,8 +9,8 @@ import {
   JsonSchemaTooComplexError,
   JsonSchemaUnsatisfiableError,
   type JsonSchemaOptions,
-} from "../src/grammar/index.js";
-import { codePointBounds, maxNesting } from "../src/grammar/json-schema/json-text.js";
+} from "../src/schema/index.js";
+import { codePointBounds, maxNesting } from "../src/schema/json-schema/json-text.js";
 import { matchesString } from "../src/regex/index.js";
 
 function verdicts(schema: unknown, texts: readonly string[], options?: JsonSchemaOptions): boolean[] {

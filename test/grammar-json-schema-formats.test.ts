@@ -1,4 +1,4 @@
-// JSON Schema formats as regular languages (src/grammar/json-schema/formats.ts): every member we
+// JSON Schema formats as regular languages (src/schema/json-schema/formats.ts): every member we
 // sample must be valid — checked against Debian's python3-jsonschema FormatChecker where it has a
 // real checker, and against hand-written validators (below) for the rest — and near misses must be
 // rejected. `date` is also checked day by day against JS Date arithmetic.
@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { ORACLE_PYTHON } from "./support/paths.js";
 import { type ByteDfa, compileRegex, compileRegexNode, matchesString, sampleString } from "../src/regex/index.js";
 import { seededRandom } from "../src/support/index.js";
-import { KNOWN_FORMATS, formatNode, formatPattern } from "../src/grammar/json-schema/formats.js";
+import { KNOWN_FORMATS, formatNode, formatPattern } from "../src/schema/json-schema/formats.js";
 
 // ---------- compiling and sampling ----------
 

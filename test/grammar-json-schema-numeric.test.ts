@@ -2,13 +2,7 @@
 // fractions written here independently of numeric.ts) on texts around each bound and at random.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import {
-  integerRangeNode,
-  multipleOfDfa,
-  multipleOfNode,
-  type NumericBounds,
-  numberRangeNode,
-} from "../src/grammar/json-schema/numeric.js";
+import { integerRangeNode, multipleOfDfa, multipleOfNode, type NumericBounds, numberRangeNode } from "../src/schema/json-schema/numeric.js";
 import { type ByteDfa, compileRegexNode, matchesString, type RegexNode } from "../src/regex/index.js";
 import { seededRandom } from "../src/support/index.js";
 

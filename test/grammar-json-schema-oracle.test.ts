@@ -12,7 +12,7 @@ import {
   JsonSchemaTooComplexError,
   JsonSchemaUnsatisfiableError,
   type WhitespaceStyle,
-} from "../src/grammar/index.js";
+} from "../src/schema/index.js";
 import { matchesString, sampleString, type ByteDfa } from "../src/regex/index.js";
 import { seededRandom } from "../src/support/index.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";

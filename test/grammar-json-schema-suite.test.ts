@@ -11,7 +11,7 @@
 // regression shows. A second test pins exact verdicts on hand-picked schemas.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { compileJsonSchema, JsonSchemaUnsatisfiableError } from "../src/grammar/index.js";
+import { compileJsonSchema, JsonSchemaUnsatisfiableError } from "../src/schema/index.js";
 import { matchesString } from "../src/regex/index.js";
 import { formatSummary, type GroupResult, runSuiteFile, type SuiteDraft, suiteFiles, summarize } from "./support/json-schema-suite.js";
 

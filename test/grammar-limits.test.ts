@@ -16,7 +16,7 @@ import {
   type GrammarLimits,
 } from "../src/grammar/index.js";
 import { parses } from "../src/grammar/testing.js";
-import { refusalOf } from "../src/generate/compile-task.js";
+import { refusalOf } from "../src/compile/task.js";
 
 // ---------------------------------------------------------------------------------------------
 // Grammars

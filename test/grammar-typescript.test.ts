@@ -5,8 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import ts from "typescript";
-import { compileJsonSchema } from "../src/grammar/index.js";
-import { TypeScriptSchemaError, typeScriptToJsonSchema } from "../src/grammar/typescript/convert.js";
+import { compileJsonSchema } from "../src/schema/index.js";
+import { TypeScriptSchemaError, typeScriptToJsonSchema } from "../src/schema/typescript/convert.js";
 import { type ByteDfa, matchesString, sampleString } from "../src/regex/index.js";
 import { seededRandom } from "../src/support/index.js";
 

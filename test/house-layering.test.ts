@@ -1,6 +1,7 @@
 // The house's layering, as DESIGN.md states it: every import in src/ goes to the same stage or an
 // earlier one in DESIGN.md's order (support/ to support/ only, and reachable from every stage),
-// another stage only through its door (index.ts), and no module imports itself back at run time.
+// another stage only through its door (index.ts), and no module imports itself back, not even for
+// a type (a type shared by two modules lives in a third, below both).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync, statSync } from "node:fs";
@@ -21,7 +22,6 @@ function stageOrder(): string[] {
 interface ImportEdge {
   from: string; // file, relative to src/
   to: string; // file, relative to src/
-  typeOnly: boolean;
 }
 
 function sourceFiles(dir: string, out: string[] = []): string[] {
@@ -38,30 +38,18 @@ function importsOf(file: string): ImportEdge[] {
   const text = readFileSync(file, "utf8");
   const sf = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
   const edges: ImportEdge[] = [];
-  const add = (specifier: string, typeOnly: boolean): void => {
+  const add = (specifier: string): void => {
     if (!specifier.startsWith(".")) return;
     const target = resolve(dirname(file), specifier.replace(/\.js$/, ".ts"));
-    edges.push({ from: relative(SRC, file), to: relative(SRC, target), typeOnly });
+    edges.push({ from: relative(SRC, file), to: relative(SRC, target) });
   };
+  // Every import, export-from and dynamic import(), type-only ones included.
   const visit = (node: ts.Node): void => {
-    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
-      const clause = node.importClause;
-      const typeOnly =
-        clause !== undefined &&
-        (clause.isTypeOnly ||
-          (clause.name === undefined &&
-            clause.namedBindings !== undefined &&
-            ts.isNamedImports(clause.namedBindings) &&
-            clause.namedBindings.elements.every((e) => e.isTypeOnly)));
-      add(node.moduleSpecifier.text, typeOnly);
-    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
-      const typeOnly =
-        node.isTypeOnly ||
-        (node.exportClause !== undefined && ts.isNamedExports(node.exportClause) && node.exportClause.elements.every((e) => e.isTypeOnly));
-      add(node.moduleSpecifier.text, typeOnly);
-    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier))
+      add(node.moduleSpecifier.text);
+    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
       const arg = node.arguments[0];
-      if (arg && ts.isStringLiteral(arg)) add(arg.text, false);
+      if (arg && ts.isStringLiteral(arg)) add(arg.text);
     }
     ts.forEachChild(node, visit);
   };
@@ -114,10 +102,9 @@ test("a door holds re-exports and a module comment, no logic", () => {
   assert.deepEqual(wrong, []);
 });
 
-test("no runtime import cycle (type-only imports excluded)", () => {
+test("no import cycle, type-only imports included (shared types live below their users)", () => {
   const graph = new Map<string, string[]>();
   for (const e of edges) {
-    if (e.typeOnly) continue;
     if (!graph.has(e.from)) graph.set(e.from, []);
     graph.get(e.from)!.push(e.to);
   }

@@ -7,64 +7,26 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import type { FastifyInstance } from "fastify";
-import OpenAI from "openai";
-import { createServer } from "../src/server/index.js";
-import { KeyStore } from "../src/store/index.js";
-import { createEngine } from "../src/engine.js";
-import type { Engine } from "../src/generate/index.js";
+import { join } from "node:path";
 import { loadModel } from "../src/model/index.js";
-import { SHAPES, synthesizeModel } from "../scripts/synth-model/synthesize.js";
-import { REPO_ROOT } from "./support/paths.js";
-import { TEST_KEY, testConfig } from "./support/fake-engine.js";
-
-const TEMPLATES = resolve(REPO_ROOT, "..", "shared", "chat-templates");
-
-interface Served {
-  app: FastifyInstance;
-  engine: Engine;
-  store: KeyStore;
-  client: OpenAI;
-  path: string;
-}
-
-async function serve(dir: string, vocab: string, templateFile: string): Promise<Served> {
-  const path = join(dir, `${vocab}.gguf`);
-  const chatTemplate = readFileSync(join(TEMPLATES, templateFile), "utf8");
-  synthesizeModel({ ...SHAPES["tiny-test"]!, vocab, contextLength: 4096 }, "q8_0", path, undefined, { chatTemplate });
-  const engine = await createEngine({ modelPath: path, threads: 1, maxSequences: 4 });
-  const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
-  const app = await createServer({ engine, config: testConfig({ maxNewTokensLimit: 200 }), store });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const port = (app.server.address() as { port: number }).port;
-  const client = new OpenAI({ apiKey: TEST_KEY, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
-  return { app, engine, store, client, path };
-}
-
-async function stop(s: Served | undefined): Promise<void> {
-  if (!s) return;
-  await s.app.close();
-  await s.engine.close();
-  s.store.close();
-}
+import { serveSyntheticChat, stopSyntheticChat, type SyntheticChat } from "./support/synthetic-chat.js";
 
 describe("chat templates end to end (synthetic models with real templates)", () => {
   let dir: string;
-  let qwen: Served;
-  let llama: Served;
+  let qwen: SyntheticChat;
+  let llama: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-chat-"));
-    qwen = await serve(dir, "qwen2", "Qwen-Qwen2.5-7B-Instruct.jinja");
-    llama = await serve(dir, "llama-bpe", "meta-llama-Llama-3.1-8B-Instruct.jinja");
+    qwen = await serveSyntheticChat(dir, "qwen2", "Qwen-Qwen2.5-7B-Instruct.jinja");
+    llama = await serveSyntheticChat(dir, "llama-bpe", "meta-llama-Llama-3.1-8B-Instruct.jinja");
   });
 
   after(async () => {
-    await stop(qwen);
-    await stop(llama);
+    await stopSyntheticChat(qwen);
+    await stopSyntheticChat(llama);
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -14,9 +14,9 @@ import { z } from "zod";
 import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
 import { createEngine } from "../src/engine.js";
-import { type Engine, UnsatisfiableError } from "../src/generate/index.js";
+import type { Engine } from "../src/generate/index.js";
 import { STORIES_260K } from "./support/paths.js";
-import { createFakeEngine, TEST_KEY, testConfig } from "./support/fake-engine.js";
+import { createFakeEngine, failingChatEngine, TEST_KEY, testConfig } from "./support/fake-engine.js";
 
 const MODEL = "stories260K";
 
@@ -487,18 +487,7 @@ describe("OpenAI API through the openai SDK (stories260K)", () => {
 
 describe("OpenAI streams that fail after their first event", () => {
   test("an engine error mid-stream is an SSE error event in OpenAI's shape, then the end; before it, a plain HTTP error", async () => {
-    const engine = createFakeEngine();
-    const failing: Engine = {
-      ...engine,
-      modelId: "fake",
-      renderChat: () => ({ text: "x", tokens: Int32Array.of(1, 2), segments: [] }),
-      async completeChoices(req, _n, onChoiceText) {
-        if (req.prompt === "x" && req.maxNewTokens === 7)
-          throw new UnsatisfiableError("the schema needs at least 9 tokens but max_new_tokens is 7", "schema");
-        onChoiceText?.(0, "Hel", []);
-        throw new Error("secret detail /home/x.ts:1");
-      },
-    };
+    const failing = failingChatEngine();
     const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
     const app = await createServer({ engine: failing, config: testConfig(), store });
     try {
@@ -539,10 +528,13 @@ test("a known OpenAI path asked with another method is a 405, an unknown one a 4
     assert.equal(res.statusCode, 405);
     assert.equal(res.headers.allow, "POST");
     assert.match((res.json() as { error: { message: string } }).error.message, /GET is not allowed/);
+    const embeddings = await app.inject({ method: "GET", url: "/v1/embeddings", headers: { authorization: `Bearer ${TEST_KEY}` } });
+    assert.equal(embeddings.statusCode, 405);
+    assert.equal((embeddings.json() as { error: { type: string } }).error.type, "invalid_request_error");
     const thiggle = await app.inject({ method: "GET", url: "/v1/categorize" });
     assert.equal((thiggle.json() as { code: number }).code, 405);
     // An endpoint OpenAI has and Trellis does not: a 404 an OpenAI SDK can read.
-    const missing = await app.inject({ method: "POST", url: "/v1/embeddings", headers: { authorization: `Bearer ${TEST_KEY}` } });
+    const missing = await app.inject({ method: "POST", url: "/v1/moderations", headers: { authorization: `Bearer ${TEST_KEY}` } });
     assert.equal(missing.statusCode, 404);
     assert.equal((missing.json() as { error: { type: string } }).error.type, "not_found_error");
   } finally {

@@ -20,6 +20,7 @@ import {
   PostgresKeyStore,
   QuotaExceededError,
   QuotaValueError,
+  ResponseStoreFullError,
   SCHEMA_VERSION,
   asKeyBackend,
   ensureSharedAdminToken,
@@ -53,6 +54,48 @@ const backends: Record<string, () => Promise<KeyBackend>> = {
 };
 
 for (const [dialect, open] of Object.entries(backends)) {
+  test(`${dialect}: stored responses are their owner's, expire, are bounded per owner, and are deleted`, async () => {
+    const store = await open();
+    try {
+      const limits = { ttlMs: 1000, maxPerOwner: 2, maxBytesPerOwner: 10_000 };
+      const record = (n: number) => ({
+        response: { id: `resp_${n}`, output: [{ type: "message", n }] },
+        input: [{ type: "message", content: "hi" }],
+      });
+      const t = 1_000_000;
+      await store.responses.save("key:1", "resp_1", record(1), limits, t);
+      assert.deepEqual(await store.responses.get("key:1", "resp_1", t + 1), record(1));
+      assert.equal(await store.responses.get("key:2", "resp_1", t + 1), null, "another owner reads nothing");
+      assert.equal(await store.responses.delete("key:2", "resp_1", t + 1), false, "nor deletes it");
+      assert.equal(await store.responses.get("key:1", "resp_1", t + 1000), null, "expired at its ttl");
+      // The expired one no longer counts: two more fit, a third is refused by name.
+      await store.responses.save("key:1", "resp_2", record(2), limits, t + 1000);
+      await store.responses.save("key:1", "resp_3", record(3), limits, t + 1000);
+      await assert.rejects(
+        store.responses.save("key:1", "resp_4", record(4), limits, t + 1000),
+        (e: unknown) => e instanceof ResponseStoreFullError && e.limit === "count" && /TRELLIS_RESPONSES_MAX_PER_KEY/.test(e.message),
+      );
+      await assert.rejects(store.responses.checkRoom("key:1", 0, limits, t + 1000), ResponseStoreFullError);
+      await store.responses.checkRoom("key:2", 0, limits, t + 1000);
+      await assert.rejects(
+        store.responses.save("key:2", "resp_5", { response: { big: "x".repeat(20_000) }, input: [] }, limits, t + 1000),
+        (e: unknown) => e instanceof ResponseStoreFullError && e.limit === "bytes",
+      );
+      // Concurrent saves of one owner never pass its limit together.
+      const results = await Promise.allSettled(
+        [6, 7, 8, 9].map((n) => store.responses.save("key:3", `resp_${n}`, record(n), limits, t + 1000)),
+      );
+      assert.equal(results.filter((r) => r.status === "fulfilled").length, 2);
+      assert.equal(await store.responses.delete("key:1", "resp_2", t + 1001), true);
+      assert.equal(await store.responses.get("key:1", "resp_2", t + 1001), null);
+      await store.responses.save("key:1", "resp_4", record(4), limits, t + 1001);
+      assert.equal(await store.responses.purgeExpired(t + 10_000), 4);
+      assert.equal(await store.responses.get("key:1", "resp_4", t + 1002), null);
+    } finally {
+      await store.close();
+    }
+  });
+
   test(`${dialect}: keys are created, checked, changed, listed and revoked`, async () => {
     const store = await open();
     try {
@@ -221,7 +264,7 @@ for (const [dialect, open] of Object.entries(backends)) {
   });
 }
 
-test("sqlite: migration 4 from schema 3 keeps everything and records versions in schema_migrations", () => {
+test("sqlite: migrations 4 and 5 from schema 3 keep everything and records versions in schema_migrations", () => {
   const dataDir = tempDir();
   const before = new KeyStore({ dataDir, flushIntervalMs: 0 });
   const { id } = before.createKey("old");
@@ -229,11 +272,11 @@ test("sqlite: migration 4 from schema 3 keeps everything and records versions in
   before.close();
   // Back to schema 3, as a Trellis of the last release left it.
   const db = new Database(join(dataDir, "trellis.db"));
-  db.exec("DROP TABLE usage_hourly; DROP TABLE schema_migrations; PRAGMA user_version = 3;");
+  db.exec("DROP TABLE responses; DROP TABLE usage_hourly; DROP TABLE schema_migrations; PRAGMA user_version = 3;");
   db.close();
   const store = new KeyStore({ dataDir, flushIntervalMs: 0 });
   try {
-    assert.equal(store.schemaVersion, 4);
+    assert.equal(store.schemaVersion, 5);
     assert.deepEqual(
       store.listKeys().map((k) => [k.name, k.requests, k.tokens]),
       [["old", 1, 9]],
@@ -246,6 +289,7 @@ test("sqlite: migration 4 from schema 3 keeps everything and records versions in
       { version: 2, timed: 0 },
       { version: 3, timed: 0 },
       { version: 4, timed: 1 },
+      { version: 5, timed: 1 },
     ]);
   } finally {
     store.close();

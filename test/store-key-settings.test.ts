@@ -227,9 +227,9 @@ test("migration 3 from schema 2 keeps keys, usage, quotas and settings; expiry a
   const { path, secret } = schemaTwoDatabase(dataDir);
   const store = new KeyStore({ dataDir, flushIntervalMs: 0 });
   try {
-    // Migration 4 (hourly usage, schema_migrations) follows 3: see store-backends.test.ts.
-    assert.equal(SCHEMA_VERSION, 4);
-    assert.equal(store.schemaVersion, 4);
+    // Migrations 4 (hourly usage, schema_migrations) and 5 (stored responses) follow 3: see store-backends.test.ts.
+    assert.equal(SCHEMA_VERSION, 5);
+    assert.equal(store.schemaVersion, 5);
     assert.deepEqual(
       store.listKeys().map((k) => ({ ...k })),
       [

@@ -321,7 +321,11 @@ test("migration from schema 1 keeps keys, usage and settings; the quota starts u
   const store = new KeyStore({ dataDir, flushIntervalMs: 0 });
   try {
     assert.equal(store.schemaVersion, SCHEMA_VERSION);
-    assert.equal(SCHEMA_VERSION, 4, "migrations 3 (expiry, rate limit) and 4 (hourly usage) run after 2: see store-key-settings.test.ts");
+    assert.equal(
+      SCHEMA_VERSION,
+      5,
+      "migrations 3 (expiry, rate limit), 4 (hourly usage) and 5 (stored responses) run after 2: see store-key-settings.test.ts",
+    );
     assert.deepEqual(
       store.listKeys().map((k) => ({ ...k })),
       [

@@ -8,7 +8,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { loadConfig, engineOptions } from "../src/config.js";
-import { ConstraintCache, MIN_TOKENS_LOOKAHEAD, type ConstraintEntry } from "../src/generate/index.js";
+import { MIN_TOKENS_LOOKAHEAD } from "../src/generate/index.js";
+import { ConstraintCache, type ConstraintEntry } from "../src/compile/index.js";
 import { tokenTrieFor, type TokenTrie } from "../src/constraint/index.js";
 import { loadVocabulary, type Vocabulary } from "../src/vocab/index.js";
 import { maskWords } from "../src/support/bitset.js";
@@ -51,13 +52,13 @@ function entryOf(cache: ConstraintCache, c: EverydayCase): Promise<ConstraintEnt
   const constraint = c.constraint;
   switch (constraint.kind) {
     case "regex":
-      return cache.regex(constraint.pattern);
+      return cache.get({ kind: "regex", pattern: constraint.pattern });
     case "grammar":
-      return cache.grammar(constraint.grammar);
+      return cache.get({ kind: "grammar", grammar: constraint.grammar });
     case "json_schema":
-      return cache.jsonSchema(constraint.schema, DEFAULT_JSON_OPTIONS);
+      return cache.get({ kind: "json_schema", schema: constraint.schema, options: DEFAULT_JSON_OPTIONS });
     case "typescript":
-      return cache.typeScript(constraint.source, constraint.typeName, DEFAULT_JSON_OPTIONS);
+      return cache.get({ kind: "typescript", source: constraint.source, typeName: constraint.typeName, options: DEFAULT_JSON_OPTIONS });
   }
 }
 
@@ -106,7 +107,7 @@ async function allVerdicts(underLoad: boolean): Promise<string[]> {
   try {
     // A worker's boot (its trie, the TypeScript compiler: about a second idle) takes a minute at
     // nice 19 behind two hogs; it decides no verdict, so it is done before the load starts.
-    for (const cache of caches) await cache.regex("warm");
+    for (const cache of caches) await cache.get({ kind: "regex", pattern: "warm" });
     if (underLoad) startHogs();
     const verdicts: string[] = [];
     for (const [i, { name, vocab }] of VOCABULARIES.entries()) {

@@ -19,14 +19,15 @@
  * ByteAutomaton ({ step(state, byte) → state | -1 }), skipping dead subtrees.
  */
 export { loopsOnEveryUtf8Char, TokenTrie, tokenTrieFor, utf8Step } from "./trie.js";
-export { DfaTokenMatcher, type DfaTokenMatcherOptions } from "./regex/matcher.js";
-export { dfaTokenMatcherFor, warmUpMatchers } from "./regex/shared-matchers.js";
-export { SMALL_LIST_IDS } from "./regex/mask-store.js";
+export { DfaTokenMatcher, type DfaTokenMatcherOptions } from "./dfa/matcher.js";
+export { dfaTokenMatcherFor, warmUpMatchers } from "./dfa/shared-matchers.js";
+export { SMALL_LIST_IDS } from "./dfa/mask-store.js";
 export { GrammarTokenMatcher, WALK_AHEAD_MS } from "./grammar/matcher.js";
 export { GrammarConstraintState } from "./grammar/state.js";
 export type { CompletableAutomaton, LexerLevelAutomaton } from "./grammar/contracts.js";
 export { ConstraintTooCostlyError, PLANNING_ALLOWANCE, WorkMeter } from "./work-meter.js";
-export { DfaConstraintState } from "./regex/state.js";
+export { DfaConstraintState } from "./dfa/state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
 export { copyMaskInto, type TokenConstraint } from "./token-constraint.js";
 export { PREFIX_PENDING, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";
+export { ReasoningConstraint, reasoningDfa } from "./reasoning.js";

@@ -12,7 +12,7 @@
  * on it throws the same.
  *
  * The compile worker asks a new constraint's first operations on a fresh matcher under this
- * limit before it is accepted (generate/compile-task.ts), so the serving thread meets it only
+ * limit before it is accepted (compile/task.ts), so the serving thread meets it only
  * past a request's first steps, on a path of its own.
  *
  *   matcher.work.begin()      at the entry of an operation (the constraint state classes)

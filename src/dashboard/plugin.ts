@@ -34,6 +34,13 @@ import {
 export const SESSION_COOKIE = "trellis_session";
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 
+/**
+ * The page's scripts: plain ES modules served as they are (app.js imports the others), each a
+ * route of its own. A new module needs its name here; tsconfig.dashboard.json (type-checking)
+ * and biome.json (linting) take every src/dashboard/*.js already.
+ */
+const DASHBOARD_SCRIPTS = ["app.js", "shared.js", "keys.js", "usage.js", "playground.js", "playground-errors.js", "snippets.js"] as const;
+
 /** Finds this folder's static files also when running from dist/ (tsc copies only .ts output). */
 function assetsDir(): string {
   const here = dirname(fileURLToPath(import.meta.url));
@@ -137,7 +144,7 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
   const dir = assetsDir();
   const assets = new Map<string, { type: string; body: Buffer }>([
     ["index.html", { type: "text/html; charset=utf-8", body: readFileSync(join(dir, "index.html")) }],
-    ["app.js", { type: "text/javascript; charset=utf-8", body: readFileSync(join(dir, "app.js")) }],
+    ...DASHBOARD_SCRIPTS.map((name) => [name, { type: "text/javascript; charset=utf-8", body: readFileSync(join(dir, name)) }] as const),
     ["style.css", { type: "text/css; charset=utf-8", body: readFileSync(join(dir, "style.css")) }],
   ]);
 
@@ -185,9 +192,9 @@ export function dashboardPlugin(options: DashboardOptions): (app: FastifyInstanc
     const hidden = { schema: { hide: true } };
     app.get("/dashboard", hidden, sendAsset("index.html"));
     app.get("/dashboard/", hidden, sendAsset("index.html"));
-    // The playground is a view of the same page (app.js opens it for this path).
+    // The playground is a view of the same page (playground.js).
     app.get("/dashboard/playground", hidden, sendAsset("index.html"));
-    app.get("/dashboard/app.js", hidden, sendAsset("app.js"));
+    for (const name of DASHBOARD_SCRIPTS) app.get(`/dashboard/${name}`, hidden, sendAsset(name));
     app.get("/dashboard/style.css", hidden, sendAsset("style.css"));
 
     app.get("/dashboard/api/session", hidden, async (request) => {

@@ -1,17 +1,20 @@
 /**
  * The generation runtime: one model, its exact-byte vocabulary and token trie, one context shared
  * by every request through the continuous-batching scheduler, and constrained completion (regex,
- * grammar, JSON Schema, or free text) on top.
+ * grammar, JSON Schema, TypeScript type, tool calls, or free text) on top.
  */
 import { availableParallelism } from "node:os";
 import { ConstraintTooCostlyError } from "../constraint/index.js";
 import {
   ConstraintCache,
+  fieldOf,
+  InvalidRequestError,
+  UnsatisfiableError,
   type CompileContext,
   type ConstraintCacheOptions,
-  type ConstraintEntry,
   type ConstraintFactory,
-} from "./constraint-cache.js";
+  type ConstraintSpec,
+} from "../compile/index.js";
 import { loadModel, type GpuChoice, type LlamaContext, type LlamaModel } from "../model/index.js";
 import { ChatPrompter } from "../prompt/index.js";
 import { LogitAdjuster, Sampler } from "../sampling/index.js";
@@ -21,18 +24,18 @@ import { maskWords } from "../support/index.js";
 import { ChoicesJob, CompletionJob, UNBOUNDED } from "./completion.js";
 import { DecodeScheduler, runJob } from "./scheduler.js";
 import { FreeTextConstraint } from "./free-text.js";
-import { fieldOf } from "./compile-task.js";
-import {
-  type ConstrainedCompletionRequest,
-  type ConstraintSpec,
-  InvalidRequestError,
-  UnsatisfiableError,
-  type ChoiceTextHook,
-  type CompletionOptions,
-  type GeneratedToken,
-  type CompletionResult,
-  type GrammarCompletionRequest,
-  type RegexCompletionRequest,
+import { splitReasoning, withReasoning } from "./reasoning.js";
+import { EmbeddingLane } from "./embeddings.js";
+import type {
+  ConstrainedCompletionRequest,
+  EmbeddingRequest,
+  EmbeddingResult,
+  ChoiceTextHook,
+  CompletionOptions,
+  GeneratedToken,
+  CompletionResult,
+  GrammarCompletionRequest,
+  RegexCompletionRequest,
 } from "./types.js";
 
 export interface GenerationRuntimeOptions {
@@ -49,7 +52,12 @@ export interface GenerationRuntimeOptions {
   constraints?: Partial<ConstraintCacheOptions>;
   /** GPU backend ("auto", "cpu", "cuda", "vulkan", ...); default: llama.cpp runtime's choice. */
   gpu?: GpuChoice;
+  /** Most tokens one embedding input may have: the embedding context's size (capped at the training context). */
+  embeddingInputTokens?: number;
 }
+
+/** Tokens of one embedding input unless the options say otherwise. */
+export const DEFAULT_EMBEDDING_INPUT_TOKENS = 512;
 
 /**
  * Budgets past max_new_tokens searched for a 422's "needs at least N tokens" when the constraint's
@@ -70,6 +78,8 @@ export class GenerationRuntime {
   readonly scheduler: DecodeScheduler;
   /** Compiled patterns and grammars with their matchers (compiled on worker threads). */
   readonly constraints: ConstraintCache;
+  /** Embeddings on a context of their own, in turns with the decode rounds (embeddings.ts). */
+  readonly embeddings: EmbeddingLane;
   /** Conversations as this model reads them (its chat template, or a plain transcript). */
   readonly chat: ChatPrompter;
   /** Why the model's chat template could not be used, when it could not (the plain transcript is then). */
@@ -81,12 +91,15 @@ export class GenerationRuntime {
     context: LlamaContext,
     maxQueue: number,
     constraints: Partial<ConstraintCacheOptions>,
+    embeddingInputTokens: number,
   ) {
     this.vocab = vocab;
     this.trie = tokenTrieFor(vocab);
     this.context = context;
     this.scheduler = new DecodeScheduler(context, { maxQueue, overlapDecode: model.offloaded || model.threads < availableParallelism() });
     this.constraints = new ConstraintCache(this.trie, { vocabulary: vocab, ...constraints });
+    this.embeddings = new EmbeddingLane(model, { inputTokens: embeddingInputTokens }, () => this.scheduler.wake());
+    this.scheduler.addSideWork(this.embeddings);
     let chat: ChatPrompter;
     try {
       chat = new ChatPrompter(model.chatTemplate(), model, vocab);
@@ -111,11 +124,27 @@ export class GenerationRuntime {
       nSeqMax: options.maxSequences ?? 64,
       nBatch: 512,
     });
-    return new GenerationRuntime(model, vocab, context, options.maxQueue ?? 64, options.constraints ?? {});
+    const embeddingInputTokens = Math.min(options.embeddingInputTokens ?? DEFAULT_EMBEDDING_INPUT_TOKENS, train);
+    return new GenerationRuntime(model, vocab, context, options.maxQueue ?? 64, options.constraints ?? {}, embeddingInputTokens);
   }
 
   get contextLength(): number {
     return this.context.nCtx;
+  }
+
+  /**
+   * Unit-length embeddings of the inputs (embeddings.ts): text is tokenized as a prompt, token ids
+   * go as they are; decoded on the embedding lane, in turns with the generation rounds.
+   */
+  async embed(req: EmbeddingRequest): Promise<EmbeddingResult> {
+    const fields = req.inputs.map((_, i) => req.fields?.[i] ?? `input[${i}]`);
+    const tokens = req.inputs.map((input, i) => {
+      if (typeof input !== "string") return input;
+      if (input.length === 0) throw new InvalidRequestError(`${fields[i]} must not be empty`, fields[i]!);
+      return this.tokenizePrompt(input);
+    });
+    const embeddings = await this.embeddings.embed(tokens, fields, req.signal);
+    return { embeddings, promptTokens: tokens.reduce((sum, t) => sum + t.length, 0) };
   }
 
   /** The prompt as the model sees it: BOS when the model wants one, no special-token parsing. */
@@ -137,7 +166,7 @@ export class GenerationRuntime {
    */
   async prepare(spec: ConstraintSpec, context: CompileContext = {}): Promise<void> {
     if (spec.kind === "text") return;
-    const entry = await this.constraintOf(spec, context);
+    const entry = await this.constraints.get(spec, context);
     this.constraints.release(entry);
   }
 
@@ -151,35 +180,24 @@ export class GenerationRuntime {
     return this.complete({ ...req, constraint: { kind: "grammar", grammar: req.grammar, maxIgnoredRun: req.maxIgnoredRun } });
   }
 
-  private constraintOf(spec: Exclude<ConstraintSpec, { kind: "text" }>, context: CompileContext): Promise<ConstraintEntry> {
-    switch (spec.kind) {
-      case "regex":
-        return this.constraints.regex(spec.pattern, context);
-      case "grammar":
-        return this.constraints.grammar(spec.grammar, spec.maxIgnoredRun, context);
-      case "json_schema":
-        return this.constraints.jsonSchema(spec.schema, spec.options, context);
-      case "tool_calls":
-        return this.constraints.toolCalls(spec, context);
-      case "typescript":
-        return this.constraints.typeScript(spec.source, spec.typeName, spec.options, context);
-    }
-  }
-
   /** A completion under any constraint kind: compiled (cached) on a worker, then planned and decoded. */
   async complete(req: ConstrainedCompletionRequest): Promise<CompletionResult> {
-    const spec = req.constraint;
-    if (spec.kind === "text") return this.completeWithFactory(req, () => new FreeTextConstraint(this.trie), "prompt");
-    const entry = await this.constraintOf(spec, { client: req.client, signal: req.signal });
-    try {
-      const result = await this.completeWithFactory(req, entry.factory, fieldOf(spec.kind));
-      return entry.warnings ? { ...result, warnings: entry.warnings } : result;
-    } catch (error) {
-      if (error instanceof ConstraintTooCostlyError) throw this.constraints.refuse(entry, error);
-      throw error;
-    } finally {
-      this.constraints.release(entry);
-    }
+    return (await this.completeChoices(req, 1))[0]!;
+  }
+
+  /** The request's constraint behind its reasoning section, when it has one. */
+  private sectioned(req: CompletionOptions, make: ConstraintFactory): ConstraintFactory {
+    return req.reasoning ? withReasoning(this.trie, req.reasoning, make) : make;
+  }
+
+  /** Results split into reasoning and answer, when the request had a reasoning section. */
+  private reasoned(req: CompletionOptions, results: CompletionResult[]): CompletionResult[] {
+    const section = req.reasoning;
+    if (!section) return results;
+    return results.map((r) => {
+      const { reasoning, content } = splitReasoning(r.completion, section);
+      return { ...r, completion: content, reasoning };
+    });
   }
 
   /**
@@ -196,10 +214,16 @@ export class GenerationRuntime {
    */
   async completeChoices(req: ConstrainedCompletionRequest, n: number, onChoiceText?: ChoiceTextHook): Promise<CompletionResult[]> {
     const spec = req.constraint;
-    if (spec.kind === "text") return this.choicesWithFactory(req, () => new FreeTextConstraint(this.trie), "prompt", n, onChoiceText);
-    const entry = await this.constraintOf(spec, { client: req.client, signal: req.signal });
+    if (spec.kind === "text") {
+      const free = () => new FreeTextConstraint(this.trie);
+      return this.reasoned(req, await this.choicesWithFactory(req, this.sectioned(req, free), "prompt", n, onChoiceText));
+    }
+    const entry = await this.constraints.get(spec, { client: req.client, signal: req.signal });
     try {
-      const results = await this.choicesWithFactory(req, entry.factory, fieldOf(spec.kind), n, onChoiceText);
+      const results = this.reasoned(
+        req,
+        await this.choicesWithFactory(req, this.sectioned(req, entry.factory), fieldOf(spec.kind), n, onChoiceText),
+      );
       return entry.warnings ? results.map((r) => ({ ...r, warnings: entry.warnings })) : results;
     } catch (error) {
       if (error instanceof ConstraintTooCostlyError) throw this.constraints.refuse(entry, error);
@@ -334,8 +358,9 @@ export class GenerationRuntime {
 
   async close(): Promise<void> {
     this.scheduler.close();
+    this.embeddings.close();
     await this.constraints.close();
-    while (this.scheduler.activeJobs > 0 || this.scheduler.queueDepth > 0) {
+    while (this.scheduler.activeJobs > 0 || this.scheduler.queueDepth > 0 || !this.embeddings.idle) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     this.model.dispose();

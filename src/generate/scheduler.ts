@@ -5,7 +5,7 @@
  * finished one leaves and frees its sequences at once.
  */
 import { type LlamaBatch, type LlamaContext, SequenceSlots } from "../model/index.js";
-import { OverloadedError } from "./types.js";
+import { OverloadedError } from "../compile/index.js";
 
 /**
  * Most time per round for jobs' work ahead of the logits (DecodeJob.aheadOfLogits): a new
@@ -46,6 +46,20 @@ export interface DecodeJob {
   settle(error?: unknown): void;
 }
 
+/**
+ * Work on another context of the same model (the embedding lane, embeddings.ts) that takes turns
+ * with the decode rounds: after each round, one step of each pending side work. Never at the same
+ * time as a round's decode: both would run ggml's threads on the same cores (or the same device),
+ * and spinning threads of two graphs stall each other. Taking turns bounds what each side waits
+ * for to one step of the other.
+ */
+export interface SideWork {
+  /** Something is waiting for a step. */
+  readonly pending: boolean;
+  /** One bounded step (one decode). Failures settle the side work's own requests; it never throws. */
+  step(): Promise<void>;
+}
+
 interface Admitted {
   job: DecodeJob;
   seqs: Int32Array;
@@ -73,6 +87,7 @@ export class DecodeScheduler {
   private closed = false;
   /** KV cells reserved by the admitted jobs. */
   private reservedCells = 0;
+  private readonly sideWork: SideWork[] = [];
 
   constructor(
     readonly context: LlamaContext,
@@ -114,6 +129,16 @@ export class DecodeScheduler {
       return;
     }
     this.waiting.push(job);
+    if (!this.loopActive) void this.loop();
+  }
+
+  /** Takes `work` into the turns (see SideWork); wake() when it has something pending. */
+  addSideWork(work: SideWork): void {
+    this.sideWork.push(work);
+  }
+
+  /** Starts the loop if it is idle (a side work got something to do). */
+  wake(): void {
     if (!this.loopActive) void this.loop();
   }
 
@@ -173,61 +198,68 @@ export class DecodeScheduler {
     try {
       for (;;) {
         this.admit();
-        if (this.running.length === 0) break;
-        const batch = this.batch;
-        batch.clear();
-        const filled: Admitted[] = [];
-        for (const pass of [false, true]) {
-          for (const entry of [...this.running]) {
-            if (entry.job.prefilling !== pass) continue;
-            const signal = entry.job.signal;
-            if (signal?.aborted) {
-              this.finish(entry, signal.reason ?? new Error("aborted"));
-              continue;
-            }
-            const room = batch.capacity - batch.length;
-            if (room <= 0) continue;
-            const before = batch.length;
-            try {
-              entry.job.fill(batch, this.slots, room);
-            } catch (error) {
-              batch.length = before;
-              this.finish(entry, error);
-              continue;
-            }
-            if (batch.length > before) filled.push(entry);
-          }
-        }
-        if (batch.length === 0) {
-          // Nobody needs the model this round: every remaining job is stuck.
-          for (const entry of [...this.running]) this.finish(entry, new Error("decode job made no progress"));
-          continue;
-        }
-        try {
-          const overlap = this.options.overlapDecode === true;
-          if (!overlap) this.aheadOfLogits(filled, false);
-          const decoding = this.context.decodeAsync(batch);
-          if (overlap) this.aheadOfLogits(filled, true);
-          await decoding;
-        } catch (error) {
-          for (const entry of filled) this.finish(entry, error);
-          continue;
-        }
-        for (const entry of filled) {
-          let done: boolean;
-          try {
-            done = entry.job.consume(this.context);
-          } catch (error) {
-            this.finish(entry, error);
-            continue;
-          }
-          if (done) this.finish(entry);
-        }
+        const sidePending = this.sideWork.some((work) => work.pending);
+        if (this.running.length === 0 && !sidePending) break;
+        if (this.running.length > 0) await this.round();
+        for (const work of this.sideWork) if (work.pending) await work.step();
         // Let I/O (new requests, disconnects) run between rounds.
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } finally {
       this.loopActive = false;
+    }
+  }
+
+  /** One decode for every admitted job: fill, decode, consume. */
+  private async round(): Promise<void> {
+    const batch = this.batch;
+    batch.clear();
+    const filled: Admitted[] = [];
+    for (const pass of [false, true]) {
+      for (const entry of [...this.running]) {
+        if (entry.job.prefilling !== pass) continue;
+        const signal = entry.job.signal;
+        if (signal?.aborted) {
+          this.finish(entry, signal.reason ?? new Error("aborted"));
+          continue;
+        }
+        const room = batch.capacity - batch.length;
+        if (room <= 0) continue;
+        const before = batch.length;
+        try {
+          entry.job.fill(batch, this.slots, room);
+        } catch (error) {
+          batch.length = before;
+          this.finish(entry, error);
+          continue;
+        }
+        if (batch.length > before) filled.push(entry);
+      }
+    }
+    if (batch.length === 0) {
+      // Nobody needs the model this round: every remaining job is stuck.
+      for (const entry of [...this.running]) this.finish(entry, new Error("decode job made no progress"));
+      return;
+    }
+    try {
+      const overlap = this.options.overlapDecode === true;
+      if (!overlap) this.aheadOfLogits(filled, false);
+      const decoding = this.context.decodeAsync(batch);
+      if (overlap) this.aheadOfLogits(filled, true);
+      await decoding;
+    } catch (error) {
+      for (const entry of filled) this.finish(entry, error);
+      return;
+    }
+    for (const entry of filled) {
+      let done: boolean;
+      try {
+        done = entry.job.consume(this.context);
+      } catch (error) {
+        this.finish(entry, error);
+        continue;
+      }
+      if (done) this.finish(entry);
     }
   }
 }

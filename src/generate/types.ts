@@ -2,15 +2,9 @@
  * The library-level contract between the decode loop (generate/, categorize/) and its callers
  * (server/, cli). The server is a thin shell over an `Engine`; tests may supply a fake one.
  */
-import {
-  DEFAULT_MAX_IGNORED_RUN,
-  type JsonSchemaWarning,
-  type ToolCallStyle,
-  type ToolDeclaration,
-  type WhitespaceStyle,
-} from "../grammar/index.js";
-import type { ChatRenderRequest, RenderedPrompt } from "../prompt/index.js";
-import type { WorkerPoolStats } from "../support/index.js";
+import type { JsonSchemaWarning, ToolCallStyle } from "../schema/index.js";
+import type { ConstraintSpec, ConstraintStats } from "../compile/index.js";
+import type { ChatRenderRequest, ReasoningFormat, RenderedPrompt } from "../prompt/index.js";
 
 export interface SamplingOptions {
   /** Hugging Face semantics; defaults come from the seed API (see server schemas). */
@@ -49,6 +43,20 @@ export interface CompletionOptions extends SamplingOptions {
    * end once more with "" if tokens are left over.
    */
   onText?: (delta: string, tokens: readonly GeneratedToken[]) => void;
+  /**
+   * A reasoning section comes first (the model's own format: prompt/'s ReasoningFormat), then the
+   * constrained answer; maxNewTokens covers both and the answer is never cut short.
+   */
+  reasoning?: ReasoningSection;
+}
+
+/** The markers of a reasoning section and its budget. */
+export interface ReasoningSection {
+  /** What opens it; null when the prompt already opened it. */
+  readonly open: string | null;
+  readonly close: string;
+  /** Most tokens of reasoning, the closing marker included (default: only maxNewTokens bounds it). */
+  readonly maxTokens?: number;
 }
 
 /** Streaming of several choices: choice `index`'s text as it becomes final (see CompletionOptions.onText). */
@@ -68,12 +76,6 @@ export interface RegexCompletionRequest extends CompletionOptions {
   /** One pattern, or alternatives: the completion fully matches at least one. */
   pattern: string | string[];
 }
-
-/**
- * Consecutive %ignore'd bytes allowed anywhere unless a request says otherwise: few enough that a
- * model cannot loop on whitespace, enough for a newline and some indentation.
- */
-export const MAX_IGNORED_RUN = DEFAULT_MAX_IGNORED_RUN;
 
 export interface GrammarCompletionRequest extends CompletionOptions {
   /** Lark grammar text, LALR, start rule `start`. */
@@ -95,6 +97,25 @@ export interface CompletionResult {
   tokens?: readonly GeneratedToken[];
   /** Keywords a JSON Schema constraint left unenforced (strict: false) or wants said. */
   warnings?: readonly JsonSchemaWarning[];
+  /** The reasoning section's text (its markers left out), when the request had one; `completion` is then the answer only. */
+  reasoning?: string;
+}
+
+/** One input of an embeddings request: text (tokenized as a prompt, BOS/EOS as the model adds them) or token ids as they are. */
+export type EmbeddingInput = string | Int32Array;
+
+export interface EmbeddingRequest {
+  readonly inputs: readonly EmbeddingInput[];
+  /** The request field each input came from, for 400s ("input", "input[3]"); default `input[i]`. */
+  readonly fields?: readonly string[];
+  signal?: AbortSignal;
+}
+
+export interface EmbeddingResult {
+  /** One per input, in order, each of unit L2 norm. */
+  readonly embeddings: Float32Array[];
+  /** Tokens the model read, all inputs together. */
+  readonly promptTokens: number;
 }
 
 export interface CategorizeRequest {
@@ -112,48 +133,9 @@ export interface CategorizeResult {
   scores?: Record<string, number>;
 }
 
-/** How a JSON Schema constraint writes JSON (see grammar/'s JsonSchemaOptions). */
-export interface JsonSchemaTaskOptions {
-  /** "default" (json.dumps' spaces or none), "compact", "indented" (json.dumps(indent=2)). */
-  readonly whitespace: WhitespaceStyle;
-  /** Properties the schema does not name are not written (where it has no additionalProperties). */
-  readonly forbidUnnamedProperties: boolean;
-  /** A keyword that cannot be enforced exactly is refused (true) or ignored with a warning. */
-  readonly strict: boolean;
-}
-
-/** A constraint as a request names it. */
-export type ConstraintSpec =
-  | { readonly kind: "text" }
-  | { readonly kind: "regex"; readonly pattern: string | readonly string[] }
-  | { readonly kind: "grammar"; readonly grammar: string; readonly maxIgnoredRun?: number }
-  | { readonly kind: "json_schema"; readonly schema: unknown; readonly options: JsonSchemaTaskOptions }
-  /** A value of a TypeScript type (Thiggle's typed completion): the type's JSON Schema, compiled as json_schema is. */
-  | { readonly kind: "typescript"; readonly source: string; readonly typeName: string; readonly options: JsonSchemaTaskOptions }
-  /** Free text or calls of these tools, in the chat template's format (OpenAI tool_choice "auto"). */
-  | {
-      readonly kind: "tool_calls";
-      readonly tools: readonly ToolDeclaration[];
-      readonly style: ToolCallStyle;
-      readonly parallel: boolean;
-      readonly options: JsonSchemaTaskOptions;
-    };
-
 /** A completion under any kind of constraint. */
 export interface ConstrainedCompletionRequest extends CompletionOptions {
   readonly constraint: ConstraintSpec;
-}
-
-/** Counters of the compiled-constraint cache and its compile workers (for /metrics). */
-export interface ConstraintStats {
-  entries: number;
-  bytes: number;
-  budgetBytes: number;
-  evictions: number;
-  compiles: number;
-  refusals: number;
-  hits: number;
-  pool: WorkerPoolStats;
 }
 
 export interface Engine {
@@ -172,6 +154,13 @@ export interface Engine {
    */
   completeChoices?(req: ConstrainedCompletionRequest, n: number, onChoiceText?: ChoiceTextHook): Promise<CompletionResult[]>;
   categorize(req: CategorizeRequest): Promise<CategorizeResult>;
+  /**
+   * One unit-length vector per input (OpenAI's embeddings), pooled as the model says (mean where it
+   * names no pooling, as for causal LMs). Inputs longer than `embeddingInputTokens` are refused.
+   */
+  embed(req: EmbeddingRequest): Promise<EmbeddingResult>;
+  /** Most tokens one embedding input may have (the embedding context's size). */
+  readonly embeddingInputTokens: number;
   /** Model loaded and able to serve. */
   readonly ready: boolean;
   /** Context window of the loaded model, for prompt + max_new_tokens validation. */
@@ -192,54 +181,7 @@ export interface Engine {
   renderChat?(request: ChatRenderRequest): RenderedPrompt;
   /** How the model writes tool calls in free text (tool_choice "auto"); null when Trellis cannot read its format. */
   readonly toolCallStyle?: ToolCallStyle | null;
+  /** How the model reasons before answering (its chat template's section markers); null when it does not. */
+  readonly reasoningFormat?: ReasoningFormat | null;
   close(): Promise<void>;
-}
-
-/**
- * Errors the library raises for valid-looking requests it must refuse. The server maps them:
- * InvalidRequestError → 400, UnsatisfiableError → 422, OverloadedError → 503,
- * anything else → 500 without internals.
- */
-export class InvalidRequestError extends Error {
-  constructor(
-    message: string,
-    /** Request field at fault, e.g. "pattern", "grammar", "categories". */
-    readonly field: string,
-    /** Character offset into that field, where it applies. */
-    readonly position?: number,
-  ) {
-    super(message);
-    this.name = "InvalidRequestError";
-  }
-}
-
-export class UnsatisfiableError extends Error {
-  constructor(
-    message: string,
-    readonly field: string,
-  ) {
-    super(message);
-    this.name = "UnsatisfiableError";
-  }
-}
-
-export class OverloadedError extends Error {
-  constructor(
-    message: string,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(message);
-    this.name = "OverloadedError";
-  }
-}
-
-/** This client's own share is spent (its compiles waiting, say): a 429 with Retry-After. */
-export class ClientLimitError extends Error {
-  constructor(
-    message: string,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(message);
-    this.name = "ClientLimitError";
-  }
 }

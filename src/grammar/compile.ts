@@ -7,25 +7,12 @@
 //   prepare-anon-terminals.ts, apply-templates.ts, ebnf-to-bnf.ts, and simplify-rule.ts;
 //   tree.ts is Lark's Tree API, patterns.ts PatternStr/PatternRE, compile-context.ts the budget.
 
-import type { BnfRule } from "./lalr.js";
-import type { PatternNode } from "./lark-syntax.js";
 import { compileBudget, type CompileBudget } from "./limits.js";
 import { withCompileBudget } from "./lark/compile-context.js";
 import { GrammarBuilder } from "./lark/grammar-builder.js";
+import type { CompiledGrammar } from "./lark/definitions.js";
 
-export interface TerminalDef {
-  readonly name: string;
-  readonly pattern: PatternNode;
-  readonly priority: number;
-}
-
-export interface CompiledGrammar {
-  /** Used terminals (plus ignored ones), in Lark's definition order. */
-  readonly terminals: TerminalDef[];
-  readonly rules: BnfRule[];
-  readonly ignore: string[];
-  readonly start: string;
-}
+export type { CompiledGrammar, TerminalDef } from "./lark/definitions.js";
 
 export function compileGrammarText(text: string, start = "start", budget: CompileBudget = compileBudget()): CompiledGrammar {
   return withCompileBudget(budget, () => {

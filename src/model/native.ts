@@ -37,7 +37,7 @@ export interface NativeModel {
 
 export interface NativeContext {
   dispose(): void;
-  info(): { nCtx: number; nBatch: number; nSeqMax: number; nVocab: number };
+  info(): { nCtx: number; nBatch: number; nSeqMax: number; nVocab: number; nEmbd: number; embeddings: boolean; poolingType: number };
   /** 0 ok, 1 no room in the KV cache, 2 aborted; throws on errors. */
   /** seqCounts/extraSeqs (both or neither): rows that belong to several sequences. */
   decode(
@@ -59,6 +59,10 @@ export interface NativeContext {
     extraSeqs?: Int32Array,
   ): Promise<number>;
   logits(row: number): Float32Array;
+  /** An embedding context with pooling: `seq`'s pooled vector (a copy) of the last decode; null when it had no row. */
+  embeddingSeq(seq: number): Float32Array | null;
+  /** An embedding context without pooling: one row's output vector (a copy) of the last decode. */
+  embeddingRow(row: number): Float32Array;
   seqRemove(seq: number, p0: number, p1: number): boolean;
   seqCopy(src: number, dst: number, p0: number, p1: number): void;
   seqKeep(seq: number): void;
@@ -112,6 +116,8 @@ interface Addon {
     threadsBatch: number,
     flashAttn: number,
     kvUnified: boolean,
+    embeddings: boolean,
+    poolingType: number,
   ) => NativeContext;
 }
 

@@ -41,7 +41,19 @@ export interface ContextOptions {
   flashAttn?: boolean | "auto";
   /** One KV buffer shared by all sequences (default true): makes seqCopy of a prefix free. */
   kvUnified?: boolean;
+  /**
+   * An embedding context: every row is an output and vectors are read (embeddingSeq/embeddingRow)
+   * instead of logits. Each sequence's rows must arrive in one decode of at most nUbatch rows:
+   * llama.cpp pools per micro-batch.
+   */
+  embeddings?: boolean;
+  /** How an embedding context pools a sequence's rows; default the model's own (GGUF `<arch>.pooling_type`). */
+  pooling?: PoolingType;
 }
+
+/** llama.cpp's llama_pooling_type. */
+export const PoolingType = { None: 0, Mean: 1, Cls: 2, Last: 3, Rank: 4 } as const;
+export type PoolingType = (typeof PoolingType)[keyof typeof PoolingType];
 
 /** llama_token_attr bits, as returned by tokenAttributes(). */
 export const TokenAttr = {
@@ -298,16 +310,23 @@ export class LlamaModel {
     const nSeqMax = opts.nSeqMax ?? 1;
     const threads = opts.threads ?? this.threads;
     const flash = opts.flashAttn ?? "auto";
+    const nUbatch = opts.nUbatch ?? nBatch;
+    if (opts.embeddings && nUbatch % nSeqMax !== 0) {
+      // llama.cpp would abort the process (GGML_ASSERT) reserving the pooled graph.
+      throw new RangeError(`an embedding context needs nUbatch (${nUbatch}) to be a multiple of nSeqMax (${nSeqMax})`);
+    }
     const native = new (nativeAddon().Context)(
       this.live,
       nCtx,
       nBatch,
-      opts.nUbatch ?? nBatch,
+      nUbatch,
       nSeqMax,
       threads,
       opts.threadsBatch ?? threads,
       flash === "auto" ? -1 : flash ? 1 : 0,
       opts.kvUnified ?? true,
+      opts.embeddings ?? false,
+      opts.pooling ?? -1,
     );
     const ctx = new LlamaContext(this, native, opts.kvUnified ?? true, () => this.contexts.delete(ctx));
     this.contexts.add(ctx);
@@ -328,6 +347,12 @@ export class LlamaContext {
   readonly nBatch: number;
   readonly nSeqMax: number;
   readonly nVocab: number;
+  /** Length of an output vector (llama_model_n_embd_out). */
+  readonly nEmbd: number;
+  /** An embedding context (ContextOptions.embeddings). */
+  readonly embeddings: boolean;
+  /** The pooling llama.cpp applies in an embedding context (PoolingType). */
+  readonly pooling: PoolingType;
   private native: NativeContext | null;
   private readonly promptBatch: LlamaBatch;
 
@@ -345,6 +370,9 @@ export class LlamaContext {
     this.nBatch = info.nBatch;
     this.nSeqMax = info.nSeqMax;
     this.nVocab = info.nVocab;
+    this.nEmbd = info.nEmbd;
+    this.embeddings = info.embeddings;
+    this.pooling = info.poolingType as PoolingType;
     this.promptBatch = new LlamaBatch(this.nBatch);
   }
 
@@ -390,6 +418,16 @@ export class LlamaContext {
    */
   logits(row: number): Float32Array {
     return this.live.logits(row);
+  }
+
+  /** An embedding context with pooling: `seq`'s pooled vector after the last decode (a copy); null when it had no row there. */
+  embeddingSeq(seq: number): Float32Array | null {
+    return this.live.embeddingSeq(seq);
+  }
+
+  /** An embedding context without pooling: the output vector of a row of the last decode (a copy). */
+  embeddingRow(row: number): Float32Array {
+    return this.live.embeddingRow(row);
   }
 
   /**

@@ -3,10 +3,11 @@
  * plain transcript ("System: …\nUser: …\nAssistant:"), tokenized as llama.cpp tokenizes a rendered
  * template (special-token parsing in the template's text only; see chat-template.ts).
  */
-import type { ToolCallStyle } from "../grammar/index.js";
+import type { ToolCallStyle } from "../schema/index.js";
 import { TokenKind, type Vocabulary } from "../vocab/index.js";
 import { type ChatRenderRequest, ChatTemplate } from "./chat-template.js";
 import type { PromptSegment } from "./segments.js";
+import { type ReasoningFormat, reasoningFormatOf } from "./reasoning.js";
 import { PromptTokenizer, type Tokenizer } from "./tokenize.js";
 
 export interface RenderedPrompt {
@@ -34,7 +35,12 @@ export function controlTexts(vocab: Vocabulary): string[] {
  */
 export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   if (template === null) return "hermes";
-  if (template.includes("<tool_call>")) return "hermes";
+  // Other formats inside <tool_call> are not Hermes JSON and not read yet: XML calls
+  // (<function=f><parameter=p>: Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5), GLM's
+  // <arg_key>/<arg_value> (GLM 4.6+, Ling, Laguna), a list in <tool_calls> (Apriel), MiniMax's
+  // XML arguments.
+  if (["<function=", "<arg_key>", "<tool_calls>", "XML renderer"].some((marker) => template.includes(marker))) return null;
+  if (template.includes("<tool_call>") && template.includes('"arguments"')) return "hermes";
   if (template.includes("<|python_tag|>") || template.includes('"parameters": dictionary of argument name')) return "llama3";
   return null;
 }
@@ -44,6 +50,8 @@ export class ChatPrompter {
   readonly template: ChatTemplate | null;
   /** How this model writes tool calls (tool_choice "auto"), or null when Trellis cannot read its format. */
   readonly toolCallStyle: ToolCallStyle | null;
+  /** How this model reasons before it answers, or null when it does not (or Trellis cannot read its format). */
+  readonly reasoning: ReasoningFormat | null;
   readonly controlTexts: readonly string[];
   private readonly tokenizer: PromptTokenizer;
 
@@ -59,6 +67,15 @@ export class ChatPrompter {
         })
       : null;
     this.toolCallStyle = toolCallStyleOf(this.template ? templateSource : null);
+    const template = this.template;
+    this.reasoning = template
+      ? reasoningFormatOf(templateSource, (request) =>
+          template
+            .render(request)
+            .map((s) => s.text)
+            .join(""),
+        )
+      : null;
     const start = vocab.bosToken >= 0 ? vocab.bosToken : vocab.eosToken;
     this.tokenizer = new PromptTokenizer(tokenizer, start >= 0 ? start : 0);
   }

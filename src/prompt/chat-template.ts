@@ -46,6 +46,8 @@ export interface ChatRenderRequest {
   readonly tools?: readonly ChatTool[];
   /** End with the start of the assistant's turn (true for a chat completion). */
   readonly addGenerationPrompt: boolean;
+  /** Template switches Trellis sets itself (never from a request): a reasoning toggle such as `enable_thinking`. */
+  readonly variables?: Readonly<Record<string, boolean>>;
 }
 
 /** The template could not render this conversation (it raised, or a user string is unsafe where it lands). */
@@ -145,7 +147,12 @@ export class ChatTemplate {
     });
     this.refuseControlKeys(context, []);
     if (!spelled)
-      return [{ text: this.stripBos(this.renderRaw(context.messages, context.tools, request.addGenerationPrompt)), special: true }];
+      return [
+        {
+          text: this.stripBos(this.renderRaw(context.messages, context.tools, request.addGenerationPrompt, [], request.variables)),
+          special: true,
+        },
+      ];
 
     const pair = SENTINELS.find(([open, close]) => !userStrings.some((s) => s.includes(open) || s.includes(close)));
     if (!pair) throw new ChatTemplateError("messages contain every private-use sentinel Trellis could mark them with", "messages");
@@ -153,7 +160,7 @@ export class ChatTemplate {
     const wrapped = mapStrings(context, [], (text, path) =>
       isFreeText(path) && text.length > 0 ? `${open}${text}${close}` : text,
     ) as typeof context;
-    const text = this.stripBos(this.renderRaw(wrapped.messages, wrapped.tools, request.addGenerationPrompt, pair));
+    const text = this.stripBos(this.renderRaw(wrapped.messages, wrapped.tools, request.addGenerationPrompt, pair, request.variables));
     return splitAtSentinels(text, open, close);
   }
 
@@ -162,8 +169,10 @@ export class ChatTemplate {
     tools: readonly unknown[] | undefined,
     addGenerationPrompt: boolean,
     sentinels: readonly string[] = [],
+    variables: Readonly<Record<string, boolean>> = {},
   ): string {
     const context: Record<string, unknown> = {
+      ...variables,
       messages,
       add_generation_prompt: addGenerationPrompt,
       bos_token: this.options.bosText,

@@ -22,3 +22,4 @@ export {
 export { ChatPrompter, controlTexts, toolCallStyleOf, type RenderedPrompt } from "./chat-prompt.js";
 export { type PromptSegment, withPlainTail } from "./segments.js";
 export { PromptTokenizer, mergePlain, type Tokenizer } from "./tokenize.js";
+export { reasoningFormatOf, type ReasoningFormat } from "./reasoning.js";

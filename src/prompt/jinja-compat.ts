@@ -45,21 +45,41 @@
  *
  * `verbatim` characters (the sentinels chat-template.ts wraps user strings in) are never escaped by
  * `repr` or `tojson(ensure_ascii=True)`, so they still mark user text after such a filter.
+ *
+ * The library's values and Python's ==, < and `in` on them are in jinja-compat-values.ts, Python's
+ * str(), repr(), json.dumps() and string methods in jinja-compat-text.ts, the filters and methods
+ * in jinja-compat-builtins.ts; the interpreter and the template are here.
  */
 import { Environment, Interpreter, Template } from "@huggingface/jinja";
-
-/**
- * A runtime value of the library. Its classes are not exported, and under NodeNext its typings do
- * not resolve (dist/index.d.ts imports "./runtime" without an extension), so the shape is stated
- * here: `type` and `value` are public fields of every value class.
- */
-interface Value {
-  readonly type: string;
-  readonly value: unknown;
-  __bool__(): { readonly value: boolean };
-}
-type Dict = Map<string, Value>;
-type NativeFunction = (args: Value[], scope: Environment) => Value;
+import { iterate, mappingMethod, pythonFilter, pythonMethod, MAPPING_METHODS, type Arguments } from "./jinja-compat-builtins.js";
+import { DEFAULT_JSON, htmlEscape, PyText, strftime } from "./jinja-compat-text.js";
+import {
+  bool,
+  entriesOf,
+  isDict,
+  isList,
+  isNumeric,
+  isStr,
+  isUndef,
+  itemsOf,
+  keyString,
+  list,
+  markup,
+  markups,
+  numberOf,
+  ObjectValue,
+  originalKeys,
+  pyContains,
+  pyCompare,
+  pyEquals,
+  pyTypeName,
+  str,
+  textOf,
+  undef,
+  dictLookup,
+  type Dict,
+  type Value,
+} from "./jinja-compat-values.js";
 
 /** An AST node of the library (ast.d.ts; the shapes this module reads are stated below). */
 interface Node {
@@ -119,428 +139,6 @@ interface Precomputed extends Node {
 }
 const PRECOMPUTED = "TrellisPrecomputed";
 
-// The library's value classes, reached through values its public Environment.set returns.
-const probe = new Environment();
-let probes = 0;
-const classOf = <A extends unknown[]>(sample: unknown) => probe.set(`probe${probes++}`, sample).constructor as new (...args: A) => Value;
-const StringValue = classOf<[string]>("");
-const IntegerValue = classOf<[number]>(1);
-const FloatValue = classOf<[number]>(1.5);
-const BooleanValue = classOf<[boolean]>(true);
-const NullValue = classOf<[]>(null);
-const UndefinedValue = classOf<[]>(undefined);
-const ArrayValue = classOf<[Value[]]>([]);
-const ObjectValue = classOf<[Dict]>({});
-const FunctionValue = classOf<[NativeFunction]>(() => null);
-
-const str = (s: string): Value => new StringValue(s);
-const bool = (b: boolean): Value => new BooleanValue(b);
-const list = (items: Value[]): Value => new ArrayValue(items);
-const undef = (): Value => new UndefinedValue();
-const none = (): Value => new NullValue();
-const num = (n: number): Value => (Number.isInteger(n) ? new IntegerValue(n) : new FloatValue(n));
-const fn = (f: NativeFunction): Value => new FunctionValue(f);
-
-const isStr = (v: Value): boolean => v.type === "StringValue";
-const isUndef = (v: Value): boolean => v.type === "UndefinedValue";
-const isNone = (v: Value): boolean => v.type === "NullValue";
-const isList = (v: Value): boolean => v.type === "ArrayValue" || v.type === "TupleValue";
-const isDict = (v: Value): boolean => v.type === "ObjectValue" || v.type === "KeywordArgumentsValue";
-const isNumeric = (v: Value): boolean => v.type === "IntegerValue" || v.type === "FloatValue" || v.type === "BooleanValue";
-const textOf = (v: Value): string => v.value as string;
-const itemsOf = (v: Value): Value[] => v.value as Value[];
-const entriesOf = (v: Value): Dict => v.value as Dict;
-const numberOf = (v: Value): number => Number(v.value);
-const truthy = (v: Value): boolean => v.__bool__().value;
-
-/** Original keys of mappings built from literals with non-string keys ({0: 0}), by the string the map stores. */
-const originalKeys = new WeakMap<Value, Map<string, Value>>();
-/** Strings that are Markup (made by `|safe` or `|escape`, or a concatenation with one). */
-const markups = new WeakSet<Value>();
-
-function keyString(key: Value): string {
-  if (key.type === "BooleanValue") return key.value ? "1" : "0";
-  if (key.type === "IntegerValue" || key.type === "FloatValue") return pyFloatOrInt(numberOf(key), key.type === "FloatValue");
-  if (isNone(key)) return "None";
-  throw new Error(`unhashable type: '${pyTypeName(key)}'`);
-}
-
-/** The mapping's keys as Python sees them (integer keys stay integers). */
-function dictKeys(dict: Value): Value[] {
-  const originals = originalKeys.get(dict);
-  return [...entriesOf(dict).keys()].map((k) => originals?.get(k) ?? str(k));
-}
-
-/** `dict[key]` in Python: undefined when absent. */
-function dictLookup(dict: Value, key: Value): Value | undefined {
-  const originals = originalKeys.get(dict);
-  if (isStr(key)) return originals?.has(textOf(key)) ? undefined : entriesOf(dict).get(textOf(key));
-  if (!isNumeric(key) && !isNone(key)) return undefined;
-  const k = keyString(key);
-  return originals?.has(k) ? entriesOf(dict).get(k) : undefined;
-}
-
-function pyTypeName(v: Value): string {
-  const names: Record<string, string> = {
-    StringValue: "str",
-    IntegerValue: "int",
-    FloatValue: "float",
-    BooleanValue: "bool",
-    NullValue: "NoneType",
-    UndefinedValue: "Undefined",
-    ArrayValue: "list",
-    TupleValue: "tuple",
-    ObjectValue: "dict",
-    KeywordArgumentsValue: "dict",
-    NamespaceValue: "Namespace",
-    FunctionValue: "function",
-  };
-  return names[v.type] ?? v.type;
-}
-
-/** Python's repr of an int or a float (floats: shortest round-trip digits, exponent past 1e16 or under 1e-4). */
-function pyFloatOrInt(n: number, isFloat: boolean): string {
-  if (!isFloat) return String(n);
-  if (Number.isNaN(n)) return "nan";
-  if (!Number.isFinite(n)) return n > 0 ? "inf" : "-inf";
-  if (n === 0) return Object.is(n, -0) ? "-0.0" : "0.0";
-  const abs = Math.abs(n);
-  if (abs >= 1e16 || abs < 1e-4) {
-    const [mantissa, exponent] = n.toExponential().split("e") as [string, string];
-    const e = Number(exponent);
-    return `${mantissa}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
-  }
-  const text = String(n);
-  return text.includes(".") ? text : `${text}.0`;
-}
-
-const NON_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u;
-/** Python's str.strip() whitespace (str.isspace), which differs from JavaScript's trim(). */
-const PY_WHITESPACE = new Set([..."\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"]);
-for (let c = 0x2000; c <= 0x200a; c++) PY_WHITESPACE.add(String.fromCharCode(c));
-
-function pyStrip(text: string, chars: string | null, left: boolean, right: boolean): string {
-  const strip = chars === null ? PY_WHITESPACE : new Set(chars);
-  const points = [...text];
-  let start = 0;
-  let end = points.length;
-  if (left) while (start < end && strip.has(points[start]!)) start++;
-  if (right) while (end > start && strip.has(points[end - 1]!)) end--;
-  return points.slice(start, end).join("");
-}
-
-function htmlEscape(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/'/g, "&#39;").replace(/"/g, "&#34;");
-}
-
-function markup(text: string): Value {
-  const value = str(text);
-  markups.add(value);
-  return value;
-}
-
-/** Python's str(), repr() and json.dumps() of runtime values. */
-class PyText {
-  constructor(private readonly verbatim: ReadonlySet<string>) {}
-
-  str(v: Value): string {
-    switch (v.type) {
-      case "StringValue":
-        return textOf(v);
-      case "UndefinedValue":
-        return "";
-      default:
-        return this.repr(v);
-    }
-  }
-
-  repr(v: Value): string {
-    switch (v.type) {
-      case "StringValue":
-        return this.reprString(textOf(v));
-      case "IntegerValue":
-      case "FloatValue":
-        return pyFloatOrInt(numberOf(v), v.type === "FloatValue");
-      case "BooleanValue":
-        return v.value ? "True" : "False";
-      case "NullValue":
-        return "None";
-      case "UndefinedValue":
-        return "Undefined";
-      case "ArrayValue":
-        return `[${itemsOf(v)
-          .map((x) => this.repr(x))
-          .join(", ")}]`;
-      case "TupleValue": {
-        const items = itemsOf(v).map((x) => this.repr(x));
-        return items.length === 1 ? `(${items[0]},)` : `(${items.join(", ")})`;
-      }
-      case "ObjectValue":
-      case "KeywordArgumentsValue":
-      case "NamespaceValue": {
-        const keys = dictKeys(v);
-        const values = [...entriesOf(v).values()];
-        const body = `{${keys.map((k, i) => `${this.repr(k)}: ${this.repr(values[i]!)}`).join(", ")}}`;
-        return v.type === "NamespaceValue" ? `<Namespace ${body}>` : body;
-      }
-      default:
-        return `<${pyTypeName(v)}>`;
-    }
-  }
-
-  private reprString(text: string): string {
-    const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
-    let out = quote;
-    for (const ch of text) {
-      if (ch === quote || ch === "\\") out += `\\${ch}`;
-      else if (ch === "\n") out += "\\n";
-      else if (ch === "\r") out += "\\r";
-      else if (ch === "\t") out += "\\t";
-      else if (ch !== " " && !this.verbatim.has(ch) && NON_PRINTABLE.test(ch)) {
-        const cp = ch.codePointAt(0)!;
-        const hex = cp.toString(16);
-        out += cp < 0x100 ? `\\x${hex.padStart(2, "0")}` : cp < 0x10000 ? `\\u${hex.padStart(4, "0")}` : `\\U${hex.padStart(8, "0")}`;
-      } else out += ch;
-    }
-    return out + quote;
-  }
-
-  /** transformers' tojson: json.dumps(x, ensure_ascii, indent, separators, sort_keys). */
-  json(v: Value, options: { ensureAscii: boolean; indent: string | null; separators: [string, string] | null; sortKeys: boolean }): string {
-    const [itemSep, keySep] = options.separators ?? (options.indent === null ? [", ", ": "] : [",", ": "]);
-    const encode = (x: Value, depth: number): string => {
-      switch (x.type) {
-        case "StringValue":
-          return this.jsonString(textOf(x), options.ensureAscii);
-        case "IntegerValue":
-          return String(numberOf(x));
-        case "FloatValue": {
-          const n = numberOf(x);
-          if (Number.isNaN(n)) return "NaN";
-          if (!Number.isFinite(n)) return n > 0 ? "Infinity" : "-Infinity";
-          return pyFloatOrInt(n, true);
-        }
-        case "BooleanValue":
-          return x.value ? "true" : "false";
-        case "NullValue":
-        case "UndefinedValue":
-          return "null";
-        case "ArrayValue":
-        case "TupleValue":
-          return container(
-            "[",
-            "]",
-            itemsOf(x).map((item) => encode(item, depth + 1)),
-            depth,
-          );
-        case "ObjectValue":
-        case "KeywordArgumentsValue":
-        case "NamespaceValue": {
-          const values = [...entriesOf(x).values()];
-          let pairs = dictKeys(x).map((key, i) => [key, values[i]!] as const);
-          if (options.sortKeys) pairs = [...pairs].sort(([a], [b]) => pyCompare(a, b, true));
-          const encoded = pairs.map(([key, value]) => {
-            const name = isStr(key) ? textOf(key) : key.type === "BooleanValue" || isNone(key) ? encode(key, 0) : this.repr(key);
-            return `${this.jsonString(name, options.ensureAscii)}${keySep}${encode(value, depth + 1)}`;
-          });
-          return container("{", "}", encoded, depth);
-        }
-        default:
-          throw new Error(`Object of type ${pyTypeName(x)} is not JSON serializable`);
-      }
-    };
-    const container = (open: string, close: string, items: string[], depth: number): string => {
-      if (items.length === 0) return open + close;
-      if (options.indent === null) return open + items.join(itemSep) + close;
-      const inner = `\n${options.indent.repeat(depth + 1)}`;
-      return `${open}${inner}${items.join(itemSep + inner)}\n${options.indent.repeat(depth)}${close}`;
-    };
-    return encode(v, 0);
-  }
-
-  private jsonString(text: string, ensureAscii: boolean): string {
-    let out = '"';
-    for (let i = 0; i < text.length; i++) {
-      const ch = text[i]!;
-      const code = text.charCodeAt(i);
-      if (ch === '"') out += '\\"';
-      else if (ch === "\\") out += "\\\\";
-      else if (ch === "\n") out += "\\n";
-      else if (ch === "\r") out += "\\r";
-      else if (ch === "\t") out += "\\t";
-      else if (ch === "\b") out += "\\b";
-      else if (ch === "\f") out += "\\f";
-      else if (code < 0x20 || (ensureAscii && code > 0x7e && !this.verbatimAt(text, i))) out += `\\u${code.toString(16).padStart(4, "0")}`;
-      else out += ch;
-    }
-    return `${out}"`;
-  }
-
-  /** Whether the UTF-16 unit at i belongs to a verbatim character. */
-  private verbatimAt(text: string, i: number): boolean {
-    const code = text.charCodeAt(i);
-    if (code >= 0xdc00 && code <= 0xdfff && i > 0) return this.verbatim.has(String.fromCodePoint(text.codePointAt(i - 1)!));
-    return this.verbatim.has(String.fromCodePoint(text.codePointAt(i)!));
-  }
-}
-
-/** Python's ordering (TypeError across kinds); strings compared by code point, lowercased unless case-sensitive. */
-function pyCompare(a: Value, b: Value, caseSensitive: boolean): number {
-  if (isNumeric(a) && isNumeric(b)) return Math.sign(numberOf(a) - numberOf(b));
-  if (isStr(a) && isStr(b)) {
-    const x = caseSensitive ? textOf(a) : textOf(a).toLowerCase();
-    const y = caseSensitive ? textOf(b) : textOf(b).toLowerCase();
-    return x === y ? 0 : codePointLess(x, y) ? -1 : 1;
-  }
-  if (isList(a) && isList(b) && a.type === b.type) {
-    const xs = itemsOf(a);
-    const ys = itemsOf(b);
-    for (let i = 0; i < Math.min(xs.length, ys.length); i++) {
-      if (!pyEquals(xs[i]!, ys[i]!)) return pyCompare(xs[i]!, ys[i]!, caseSensitive);
-    }
-    return Math.sign(xs.length - ys.length);
-  }
-  throw new Error(`'<' not supported between instances of '${pyTypeName(a)}' and '${pyTypeName(b)}'`);
-}
-
-function codePointLess(x: string, y: string): boolean {
-  const xs = [...x];
-  const ys = [...y];
-  for (let i = 0; i < Math.min(xs.length, ys.length); i++) {
-    if (xs[i] !== ys[i]) return xs[i]!.codePointAt(0)! < ys[i]!.codePointAt(0)!;
-  }
-  return xs.length < ys.length;
-}
-
-/** Python's ==. */
-function pyEquals(a: Value, b: Value): boolean {
-  if (isNumeric(a) && isNumeric(b)) return numberOf(a) === numberOf(b);
-  if (isStr(a) || isStr(b)) return isStr(a) && isStr(b) && textOf(a) === textOf(b);
-  if (isNone(a) || isNone(b)) return isNone(a) && isNone(b);
-  if (isUndef(a) || isUndef(b)) return isUndef(a) && isUndef(b);
-  if (isList(a) && isList(b)) {
-    const xs = itemsOf(a);
-    const ys = itemsOf(b);
-    return a.type === b.type && xs.length === ys.length && xs.every((x, i) => pyEquals(x, ys[i]!));
-  }
-  if (isDict(a) && isDict(b)) {
-    const xs = entriesOf(a);
-    if (xs.size !== entriesOf(b).size) return false;
-    const keys = dictKeys(a);
-    return [...xs.values()].every((value, i) => {
-      const other = dictLookup(b, keys[i]!);
-      return other !== undefined && pyEquals(value, other);
-    });
-  }
-  return a === b;
-}
-
-/** Python's `needle in haystack`. */
-function pyContains(needle: Value, haystack: Value): boolean {
-  if (isUndef(haystack)) return false;
-  if (isList(haystack)) return itemsOf(haystack).some((x) => pyEquals(needle, x));
-  if (isDict(haystack)) {
-    if (!isStr(needle) && !isNumeric(needle) && !isNone(needle)) throw new Error(`unhashable type: '${pyTypeName(needle)}'`);
-    return dictLookup(haystack, needle) !== undefined;
-  }
-  if (isStr(haystack)) {
-    if (!isStr(needle)) throw new Error(`'in <string>' requires string as left operand, not ${pyTypeName(needle)}`);
-    return textOf(haystack).includes(textOf(needle));
-  }
-  throw new Error(`argument of type '${pyTypeName(haystack)}' is not iterable`);
-}
-
-/** Python's str.format with plain fields ({}, {0}, {name}, {!r}); format specs are refused. */
-function pyFormat(template: string, args: Value[], kwargs: Dict, text: PyText): string {
-  let auto = 0;
-  let mode: "auto" | "manual" | null = null;
-  return template.replace(/\{\{|\}\}|\{([^{}!:]*)(?:!([rsa]))?(?::([^{}]*))?\}/g, (whole, field: string | undefined, conversion, spec) => {
-    if (whole === "{{") return "{";
-    if (whole === "}}") return "}";
-    if (spec) throw new Error(`format spec ${JSON.stringify(spec)} is not supported`);
-    let value: Value | undefined;
-    if (field === undefined || field === "") {
-      if (mode === "manual") throw new Error("cannot switch from manual field specification to automatic field numbering");
-      mode = "auto";
-      value = args[auto++];
-      if (value === undefined) throw new Error(`Replacement index ${auto - 1} out of range for positional args tuple`);
-    } else if (/^\d+$/.test(field)) {
-      if (mode === "auto") throw new Error("cannot switch from automatic field numbering to manual field specification");
-      mode = "manual";
-      value = args[Number(field)];
-      if (value === undefined) throw new Error(`Replacement index ${field} out of range for positional args tuple`);
-    } else {
-      value = kwargs.get(field);
-      if (value === undefined) throw new Error(`KeyError: '${field}'`);
-    }
-    return conversion === "r" || conversion === "a" ? text.repr(value) : text.str(value);
-  });
-}
-
-/** Python's strftime in the C locale (the codes chat templates use, and glibc's `%-d` style flag). */
-export function strftime(date: Date, format: string): string {
-  const months = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
-  const days = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-  const yearStart = new Date(date.getFullYear(), 0, 1);
-  const dayOfYear =
-    Math.round((new Date(date.getFullYear(), date.getMonth(), date.getDate()).getTime() - yearStart.getTime()) / 86_400_000) + 1;
-  return format.replace(/%(-?)([a-zA-Z%])/g, (whole, flag: string, code: string) => {
-    const pad = (n: number, width = 2): string => (flag === "-" ? String(n) : String(n).padStart(width, "0"));
-    const hour12 = date.getHours() % 12 === 0 ? 12 : date.getHours() % 12;
-    switch (code) {
-      case "Y":
-        return String(date.getFullYear());
-      case "y":
-        return pad(date.getFullYear() % 100);
-      case "m":
-        return pad(date.getMonth() + 1);
-      case "d":
-        return pad(date.getDate());
-      case "e":
-        return flag === "-" ? String(date.getDate()) : String(date.getDate()).padStart(2, " ");
-      case "j":
-        return pad(dayOfYear, 3);
-      case "H":
-        return pad(date.getHours());
-      case "I":
-        return pad(hour12);
-      case "M":
-        return pad(date.getMinutes());
-      case "S":
-        return pad(date.getSeconds());
-      case "p":
-        return date.getHours() < 12 ? "AM" : "PM";
-      case "b":
-        return months[date.getMonth()]!.slice(0, 3);
-      case "B":
-        return months[date.getMonth()]!;
-      case "a":
-        return days[date.getDay()]!.slice(0, 3);
-      case "A":
-        return days[date.getDay()]!;
-      case "%":
-        return "%";
-      default:
-        return whole;
-    }
-  });
-}
-
-/** Jinja2's `title` filter: each word (split at whitespace, -, (, {, [, <) capitalised. */
-function jinjaTitle(text: string): string {
-  return text
-    .split(/([-\s({[<]+)/u)
-    .map((part) => (part.length > 0 ? (part[0] ?? "").toUpperCase() + part.slice(1).toLowerCase() : part))
-    .join("");
-}
-
-const DEFAULT_JSON = { ensureAscii: false, indent: null, separators: null, sortKeys: false } as const;
-
-interface Arguments {
-  readonly positional: Value[];
-  readonly keyword: Dict;
-}
-
 const STATEMENT_TYPES = new Set([
   "Program",
   "If",
@@ -554,10 +152,6 @@ const STATEMENT_TYPES = new Set([
   "Comment",
 ]);
 const BODY_FIELDS = ["body", "alternate", "defaultBlock"] as const;
-/** Filters whose operand is only iterated after Jinja2's `if value:`. */
-const SELECTING_FILTERS = new Set(["selectattr", "rejectattr", "select", "reject", "map"]);
-/** Mapping methods Jinja2 finds as attributes before it looks up a key of the same name. */
-const MAPPING_METHODS = new Set(["items", "keys", "values", "get"]);
 const METHOD_NAMES = new Set(["strip", "lstrip", "rstrip", "format", "append", "pop", "items", "keys", "values", "get"]);
 
 class PythonInterpreter extends Interpreter {
@@ -646,216 +240,8 @@ class PythonInterpreter extends Interpreter {
     const operand = this.evaluate(node.operand, env);
     const args = (): Arguments =>
       filter.type === "CallExpression" ? this.arguments((filter as CallNode).args, env) : { positional: [], keyword: new Map() };
-    const result = this.pythonFilter(name, operand, args);
+    const result = pythonFilter(name, operand, args, this.text);
     return result ?? this.library({ ...node, operand: precomputed(operand) } as FilterNode, env);
-  }
-
-  /** A filter Python Jinja2 applies differently from the library; undefined: the library's is right. */
-  private pythonFilter(name: string, v: Value, args: () => Arguments): Value | undefined {
-    const arg = (a: Arguments, index: number, key: string): Value | undefined => a.positional[index] ?? a.keyword.get(key);
-    if (isUndef(v)) {
-      switch (name) {
-        case "length":
-        case "count":
-        case "wordcount":
-        case "sum":
-          return num(0);
-        case "list":
-        case "items":
-        case "sort":
-        case "unique":
-        case "reverse":
-          return list([]);
-        case "string":
-        case "trim":
-        case "upper":
-        case "lower":
-        case "capitalize":
-        case "title":
-        case "replace":
-        case "join":
-        case "safe":
-        case "escape":
-        case "e":
-        case "striptags":
-        case "truncate":
-          return str("");
-        case "first":
-        case "last":
-        case "min":
-        case "max":
-          return undef();
-      }
-    }
-    if (SELECTING_FILTERS.has(name) && !truthy(v)) return list([]);
-    switch (name) {
-      case "string":
-        return markups.has(v) ? v : str(this.text.str(v));
-      case "safe":
-        return markups.has(v) ? v : markup(this.text.str(v));
-      case "escape":
-      case "e":
-        return markups.has(v) ? v : markup(htmlEscape(this.text.str(v)));
-      case "tojson":
-        return str(this.tojson(v, args()));
-      case "trim": {
-        const chars = arg(args(), 0, "chars");
-        return str(pyStrip(this.text.str(v), chars && !isNone(chars) ? this.text.str(chars) : null, true, true));
-      }
-      case "upper":
-        return str(this.text.str(v).toUpperCase());
-      case "lower":
-        return str(this.text.str(v).toLowerCase());
-      case "capitalize": {
-        const s = this.text.str(v);
-        return str(s.length > 0 ? [...s][0]!.toUpperCase() + [...s].slice(1).join("").toLowerCase() : s);
-      }
-      case "title":
-        return str(jinjaTitle(this.text.str(v)));
-      case "length":
-      case "count":
-        return isStr(v) ? num([...textOf(v)].length) : undefined;
-      case "list":
-        if (isStr(v)) return list([...textOf(v)].map(str));
-        if (isDict(v)) return list(dictKeys(v));
-        return isList(v) ? list([...itemsOf(v)]) : undefined;
-      case "items":
-        return isDict(v) ? list(this.pairs(v)) : undefined;
-      case "dictsort":
-        return isDict(v) && originalKeys.has(v) ? this.dictsort(v, args()) : undefined;
-      case "join":
-        return this.join(v, args());
-      case "min":
-      case "max":
-        return this.minMax(name, v, args());
-      case "unique":
-        return this.unique(v, args());
-      case "first":
-      case "last": {
-        const items = isStr(v) ? [...textOf(v)].map(str) : isList(v) ? itemsOf(v) : isDict(v) ? dictKeys(v) : null;
-        if (items === null) return undefined;
-        return (name === "first" ? items[0] : items[items.length - 1]) ?? undef();
-      }
-      case "default":
-      case "d": {
-        const a = args();
-        const fallback = arg(a, 0, "default_value") ?? str("");
-        const boolean = arg(a, 1, "boolean");
-        return isUndef(v) || (boolean !== undefined && truthy(boolean) && !truthy(v)) ? fallback : v;
-      }
-      default:
-        return undefined;
-    }
-  }
-
-  private tojson(v: Value, a: Arguments): string {
-    // transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
-    const get = (index: number, key: string): Value | undefined => a.positional[index] ?? a.keyword.get(key);
-    const ensureAscii = get(0, "ensure_ascii");
-    const indent = get(1, "indent");
-    const separators = get(2, "separators");
-    const sortKeys = get(3, "sort_keys");
-    let indentText: string | null = null;
-    if (indent && !isNone(indent)) indentText = isStr(indent) ? textOf(indent) : " ".repeat(Math.max(0, numberOf(indent)));
-    let separatorPair: [string, string] | null = null;
-    if (separators && !isNone(separators)) {
-      const [item, key] = isList(separators) ? itemsOf(separators) : [];
-      if (item === undefined || key === undefined || !isStr(item) || !isStr(key) || itemsOf(separators).length !== 2) {
-        throw new Error("separators must be a pair of strings");
-      }
-      separatorPair = [textOf(item), textOf(key)];
-    }
-    return this.text.json(v, {
-      ensureAscii: ensureAscii !== undefined && truthy(ensureAscii),
-      indent: indentText,
-      separators: separatorPair,
-      sortKeys: sortKeys !== undefined && truthy(sortKeys),
-    });
-  }
-
-  private pairs(dict: Value): Value[] {
-    const values = [...entriesOf(dict).values()];
-    return dictKeys(dict).map((key, i) => list([key, values[i]!]));
-  }
-
-  private dictsort(dict: Value, a: Arguments): Value {
-    const caseSensitive = a.positional[0] ?? a.keyword.get("case_sensitive");
-    const by = a.positional[1] ?? a.keyword.get("by");
-    const reverse = a.positional[2] ?? a.keyword.get("reverse");
-    const index = by && isStr(by) && textOf(by) === "value" ? 1 : 0;
-    const sorted = this.pairs(dict).sort((x, y) =>
-      pyCompare(itemsOf(x)[index]!, itemsOf(y)[index]!, caseSensitive !== undefined && truthy(caseSensitive)),
-    );
-    return list(reverse !== undefined && truthy(reverse) ? sorted.reverse() : sorted);
-  }
-
-  private iterate(v: Value): Value[] | null {
-    if (isStr(v)) return [...textOf(v)].map(str);
-    if (isList(v)) return itemsOf(v);
-    if (isDict(v)) return dictKeys(v);
-    if (isUndef(v)) return [];
-    return null;
-  }
-
-  private attribute(item: Value, path: string): Value {
-    let value = item;
-    for (const part of path.split(".")) {
-      const next =
-        isDict(value) || value.type === "NamespaceValue"
-          ? entriesOf(value).get(part)
-          : isList(value) && /^\d+$/.test(part)
-            ? itemsOf(value)[Number(part)]
-            : undefined;
-      if (next === undefined) return undef();
-      value = next;
-    }
-    return value;
-  }
-
-  private join(v: Value, a: Arguments): Value | undefined {
-    const items = this.iterate(v);
-    if (items === null) return undefined;
-    const separator = a.positional[0] ?? a.keyword.get("d");
-    const attribute = a.positional[1] ?? a.keyword.get("attribute");
-    const picked = attribute && !isNone(attribute) ? items.map((x) => this.attribute(x, this.text.str(attribute))) : items;
-    return str(picked.map((x) => this.text.str(x)).join(separator ? this.text.str(separator) : ""));
-  }
-
-  private minMax(name: string, v: Value, a: Arguments): Value | undefined {
-    const items = this.iterate(v);
-    if (items === null) return undefined;
-    const caseSensitive = a.positional[0] ?? a.keyword.get("case_sensitive");
-    const attribute = a.positional[1] ?? a.keyword.get("attribute");
-    const key = (x: Value): Value => (attribute && !isNone(attribute) ? this.attribute(x, this.text.str(attribute)) : x);
-    const sensitive = caseSensitive !== undefined && truthy(caseSensitive);
-    let best: Value | undefined;
-    for (const item of items) {
-      if (best === undefined) best = item;
-      else {
-        const order = pyCompare(key(item), key(best), sensitive);
-        if (name === "min" ? order < 0 : order > 0) best = item;
-      }
-    }
-    return best ?? undef();
-  }
-
-  private unique(v: Value, a: Arguments): Value | undefined {
-    const items = this.iterate(v);
-    if (items === null) return undefined;
-    const caseSensitive = a.positional[0] ?? a.keyword.get("case_sensitive");
-    const attribute = a.positional[1] ?? a.keyword.get("attribute");
-    const sensitive = caseSensitive !== undefined && truthy(caseSensitive);
-    const seen: Value[] = [];
-    const out: Value[] = [];
-    for (const item of items) {
-      let key = attribute && !isNone(attribute) ? this.attribute(item, this.text.str(attribute)) : item;
-      if (!sensitive && isStr(key)) key = str(textOf(key).toLowerCase());
-      if (!seen.some((s) => pyEquals(s, key))) {
-        seen.push(key);
-        out.push(item);
-      }
-    }
-    return list(out);
   }
 
   private binary(node: BinaryNode, env: Environment): Value {
@@ -964,27 +350,9 @@ class PythonInterpreter extends Interpreter {
         );
       }
       const name = (node.property as IdentifierNode).value;
-      if (MAPPING_METHODS.has(name)) return this.mappingMethod(object, name);
+      if (MAPPING_METHODS.has(name)) return mappingMethod(object, name);
     }
     return this.library({ ...node, object: precomputed(object) } as MemberNode, env);
-  }
-
-  private mappingMethod(dict: Value, name: string): Value {
-    switch (name) {
-      case "items":
-        return fn(() => list(this.pairs(dict)));
-      case "keys":
-        return fn(() => list(dictKeys(dict)));
-      case "values":
-        return fn(() => list([...entriesOf(dict).values()]));
-      default:
-        return fn((args) => {
-          const positional = args.filter((a) => a.type !== "KeywordArgumentsValue");
-          const key = positional[0];
-          if (key === undefined) throw new Error("get expected at least 1 argument, got 0");
-          return dictLookup(dict, key) ?? positional[1] ?? none();
-        });
-    }
   }
 
   private call(node: CallNode, env: Environment): Value {
@@ -993,49 +361,9 @@ class PythonInterpreter extends Interpreter {
     const name = (callee.property as IdentifierNode).value;
     if (!METHOD_NAMES.has(name)) return this.library(node, env);
     const target = this.evaluate(callee.object, env);
-    const method = this.method(target, name);
+    const method = pythonMethod(target, name, this.text);
     if (method) return method(this.arguments(node.args, env));
     return this.library({ ...node, callee: { ...callee, object: precomputed(target) } } as CallNode, env);
-  }
-
-  /** Python methods of strings and lists the library lacks or gets wrong; undefined: the library's. */
-  private method(target: Value, name: string): ((a: Arguments) => Value) | undefined {
-    if (isStr(target)) {
-      const s = textOf(target);
-      switch (name) {
-        case "strip":
-        case "lstrip":
-        case "rstrip":
-          return (a) => {
-            const chars = a.positional[0] ?? a.keyword.get("chars");
-            return str(pyStrip(s, chars && !isNone(chars) ? this.text.str(chars) : null, name !== "rstrip", name !== "lstrip"));
-          };
-        case "format":
-          return (a) => str(pyFormat(s, a.positional, a.keyword, this.text));
-      }
-    } else if (target.type === "ArrayValue") {
-      const items = itemsOf(target);
-      switch (name) {
-        case "append":
-          return (a) => {
-            if (a.positional.length !== 1) throw new Error(`list.append() takes exactly one argument (${a.positional.length} given)`);
-            items.push(a.positional[0]!);
-            return none();
-          };
-        case "pop":
-          return (a) => {
-            if (items.length === 0) throw new Error("pop from empty list");
-            const at = a.positional[0] ? numberOf(a.positional[0]) : -1;
-            const index = at < 0 ? items.length + at : at;
-            if (index < 0 || index >= items.length) throw new Error("pop index out of range");
-            return items.splice(index, 1)[0]!;
-          };
-      }
-    } else if (isDict(target) && MAPPING_METHODS.has(name)) {
-      const method = this.mappingMethod(target, name);
-      return (a) => (method.value as NativeFunction)([...a.positional], probe);
-    }
-    return undefined;
   }
 
   private objectLiteral(node: ObjectLiteralNode, env: Environment): Value {
@@ -1064,7 +392,7 @@ class PythonInterpreter extends Interpreter {
     // Python iterates undefined (nothing), strings (characters), mappings (their keys, integers too),
     // and unpacks tuples; the library only lists and mappings, and unpacks lists only.
     let items: Value = source;
-    if (isUndef(source) || isStr(source) || (isDict(source) && originalKeys.has(source))) items = list(this.iterate(source)!);
+    if (isUndef(source) || isStr(source) || (isDict(source) && originalKeys.has(source))) items = list(iterate(source)!);
     else if (isList(source) && node.loopvar.type === "TupleLiteral" && itemsOf(source).some((x) => x.type === "TupleValue")) {
       items = list(itemsOf(source).map((x) => (x.type === "TupleValue" ? list(itemsOf(x)) : x)));
     }
@@ -1161,6 +489,9 @@ function freeNames(program: Node): Set<string> {
   for (const name of assigned) read.delete(name);
   return read;
 }
+
+/** strftime_now's formatting, for callers that render dates as templates do. */
+export { strftime };
 
 export interface JinjaRenderOptions {
   /** Characters never escaped by repr or tojson(ensure_ascii=True) (the user-string sentinels). */

@@ -52,3 +52,4 @@ export {
 export { readRegexSyntax, syntaxChildren, MAX_GROUP_NESTING } from "./syntax.js";
 export type { ClassEscape, ParsedRegex, ReadOptions, RegexSyntaxNode, SetNode } from "./syntax.js";
 export { caseClose } from "./charset.js";
+export { pyReEscape, PY_RE_SPECIAL } from "./escape.js";

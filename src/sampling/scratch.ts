@@ -3,7 +3,12 @@
  * softmax, cuts and draws work in. They are shared by all samplers of one vocabulary size
  * (sampling is synchronous, so calls never overlap) and nothing is allocated per call.
  */
-import { NUCLEUS_BUCKETS } from "./softmax.js";
+
+/**
+ * Buckets of softmax.ts's nucleus histogram: m ranges over [0, 34400]; the last bucket holds the
+ * candidates whose exp underflows to 0.
+ */
+export const NUCLEUS_BUCKETS = 34402;
 
 export class Scratch {
   /** Candidate token ids, then (after top_k) the kept ones. */

@@ -10,7 +10,7 @@
  */
 import { gathered } from "./gather.js";
 import type { Xoshiro128 } from "./rng.js";
-import type { Scratch } from "./scratch.js";
+import { NUCLEUS_BUCKETS, type Scratch } from "./scratch.js";
 
 // exp(x) for x <= 0 without Math.exp (which costs several times more over 152k candidates):
 // x = -(m/32)·ln2 + r with |r| <= ln2/64, so exp(x) = 2^-(m>>5) · 2^-((m&31)/32) · exp(r), the
@@ -22,8 +22,6 @@ const LN2_32_HI = 0.6931471803691238 / 32;
 const LN2_32_LO = 1.9082149292705877e-10 / 32;
 const EXP_UNDERFLOW = -745.1332191019411;
 const EXP_BUCKETS = 1077;
-/** m ranges over [0, 34400]; the last bucket holds the candidates whose exp underflows to 0. */
-export const NUCLEUS_BUCKETS = 34402;
 const POW2_NEG = (() => {
   const t = new Float64Array(EXP_BUCKETS);
   for (let i = 0; i < EXP_BUCKETS; i++) t[i] = 2 ** -i;

@@ -8,10 +8,10 @@
  * Its parts: http.ts (the socket layer: deadlines, Node's own answers), state.ts (what the
  * routes share, `app.trellis`), auth.ts (the API key check of the API's context), quota.ts (a
  * key's usage and token quota in one request), generation.ts (admission of one generation),
- * routes/ (the Thiggle API, operational endpoints), method-not-allowed.ts (405 for every known
- * path), errors.ts, schemas.ts, metrics.ts, limits.ts.
- * Route sets are Fastify plugins: each API has its own context, so its hooks (the key check) and,
- * later, its error shape stay its own.
+ * thiggle/ and openai/ (the two APIs, one route per file), ops.ts (operational endpoints),
+ * method-not-allowed.ts (405 for every known path), errors.ts, schemas.ts, metrics.ts, limits.ts.
+ * Each API is a Fastify plugin with its own context, so its hooks (the key check) and its error
+ * shape stay its own; each route in it is a plugin of its own with a named handler.
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import swagger from "@fastify/swagger";
@@ -27,8 +27,8 @@ import { methodNotAllowed } from "./method-not-allowed.js";
 import { openaiRoutes } from "./openai/index.js";
 import { mapOpenAIError, sendOpenAIError } from "./openai/errors.js";
 import { onSendUsage } from "./quota.js";
-import { opsRoutes } from "./routes/ops.js";
-import { thiggleRoutes } from "./routes/thiggle.js";
+import { opsRoutes } from "./ops.js";
+import { thiggleRoutes } from "./thiggle/plugin.js";
 import { allowedFields } from "./schemas.js";
 import { sendError, type TrellisState } from "./state.js";
 import { VERSION } from "./version.js";

@@ -105,8 +105,12 @@ export function apiKeyCheck(
     }
     request.apiKey = identity;
     if (identity.storeId !== null) request.keyUsage = new RequestUsage(store, request, reply, identity.storeId, quota !== null);
-    const hasBody = request.method !== "GET" && request.method !== "HEAD";
     const declared = Number(request.headers["content-length"]);
+    // A DELETE (OpenAI's SDKs send one without a body or a content type) is checked only when it carries a body.
+    const hasBody =
+      request.method === "DELETE"
+        ? declared > 0 || request.headers["transfer-encoding"] !== undefined
+        : request.method !== "GET" && request.method !== "HEAD";
     if (hasBody && declared > config.bodyLimitBytes) {
       // Read and drop the body first (up to DRAIN_LIMIT_BYTES, within the body deadline), so a
       // client still sending it gets its 413 rather than a broken pipe; nginx drains for the same

@@ -5,7 +5,7 @@
  * (a slow compile waits in the compile pool's per-key queue, never in a generation slot), then the
  * work runs under the concurrency gate with an AbortSignal that fires when the client goes away or
  * the deadline passes (a 503).
- * Route plugins share it (the Thiggle API today, the OpenAI API next).
+ * Every API's routes share it (the Thiggle API's and the OpenAI API's).
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ConstraintSpec } from "../generate/index.js";

@@ -1,6 +1,6 @@
 /**
- * server/ — the HTTP shell over an `Engine` (see app.ts for its parts): the Thiggle API and
- * operational endpoints as Fastify plugins, validation, the API key check, rate limits,
+ * server/ — the HTTP shell over an `Engine` (see app.ts for its parts): the Thiggle API, the
+ * OpenAI-compatible API and operational endpoints as Fastify plugins, validation, the API key check, rate limits,
  * admission, deadlines, one error shape and metrics; what replicas share through Redis (shared/).
  * No generation logic lives here.
  *

@@ -8,7 +8,7 @@ import type { FastifyInstance, HTTPMethods } from "fastify";
 import { sendOpenAIError } from "./openai/errors.js";
 import { sendError } from "./state.js";
 
-const OPENAI_PATH = /^\/v1\/(chat\/completions|completions|models)(\/|$)/;
+const OPENAI_PATH = /^\/v1\/(chat\/completions|completions|models|embeddings)(\/|$)/;
 
 const ALL_METHODS: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 

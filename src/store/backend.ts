@@ -11,6 +11,7 @@
  */
 import type { ApiKeyInfo, CreatedKey, KeyAdmission, KeySettings, KeyStore } from "./keys.js";
 import type { QuotaStatus, TokenReservation } from "./quota.js";
+import type { ResponseStore } from "./responses.js";
 import type { UsageBucketSize, UsagePoint } from "./usage-history.js";
 import type { RequestOutcome, UsageFlushStats } from "./usage-ledger.js";
 
@@ -58,6 +59,9 @@ export interface KeyBackend {
   /** Stores `value` unless the setting exists; returns what is stored (atomic across replicas). */
   claimSetting(name: string, value: string): Promise<string>;
 
+  /** Stored responses of the OpenAI Responses API, in the same database. */
+  readonly responses: ResponseStore;
+
   /** Writes buffered usage; true when nothing is left pending. Never throws. */
   flush(): Promise<boolean>;
   stats(): UsageFlushStats;
@@ -72,8 +76,11 @@ export class SqliteKeyBackend implements KeyBackend {
   /** Every check reads the database file. */
   readonly staleKeyServes = 0;
 
+  readonly responses: ResponseStore;
+
   constructor(readonly store: KeyStore) {
     this.location = store.path;
+    this.responses = store.responses;
   }
 
   async schemaVersion(): Promise<number> {

@@ -3,11 +3,20 @@
  * time) and the dashboard's admin token (configured, or generated at first start).
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import type { KeyBackend } from "./backend.js";
-import type { KeyStore } from "./keys.js";
 import { codePointLength } from "./names.js";
 
 export const KEY_PREFIX = "trl_";
+
+/** What the admin token needs of a key store: its settings (SQLite's KeyStore answers at once). */
+interface SettingsNow {
+  claimSetting(name: string, value: string): string;
+}
+
+/** The same of any key backend (KeyBackend: SQLite or Postgres). */
+interface Settings {
+  getSetting(name: string): Promise<string | null>;
+  claimSetting(name: string, value: string): Promise<string>;
+}
 
 /** Shortest TRELLIS_ADMIN_TOKEN accepted; generated tokens are 36 characters (24 random bytes). */
 export const MIN_ADMIN_TOKEN_CHARS = 24;
@@ -44,7 +53,7 @@ export function generateApiKey(): string {
  * A configured token shorter than MIN_ADMIN_TOKEN_CHARS is refused with an AdminTokenError:
  * its length is what makes guessing infeasible (the sign-in limiter only throttles).
  */
-export function ensureAdminToken(store: KeyStore, configured: string): { hash: string; generated: string | null } {
+export function ensureAdminToken(store: SettingsNow, configured: string): { hash: string; generated: string | null } {
   const fixed = configuredAdminToken(configured);
   if (fixed) return fixed;
   const token = newAdminToken();
@@ -57,7 +66,7 @@ export function ensureAdminToken(store: KeyStore, configured: string): { hash: s
  * generate the token: the claim is atomic, so one token wins, and only the replica whose token
  * won prints it.
  */
-export async function ensureSharedAdminToken(store: KeyBackend, configured: string): Promise<{ hash: string; generated: string | null }> {
+export async function ensureSharedAdminToken(store: Settings, configured: string): Promise<{ hash: string; generated: string | null }> {
   const fixed = configuredAdminToken(configured);
   if (fixed) return fixed;
   const token = newAdminToken();
@@ -75,7 +84,7 @@ export async function ensureSharedAdminToken(store: KeyBackend, configured: stri
  * at sign-in: the candidate's until the claim, then the stored one.
  */
 export async function prepareSharedAdminToken(
-  store: KeyBackend,
+  store: Settings,
   configured: string,
 ): Promise<{ hash(): string; claim(): Promise<string | null> }> {
   const fixed = configuredAdminToken(configured);

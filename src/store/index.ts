@@ -5,7 +5,8 @@
  * hashes, usage counted in memory and written in one transaction per interval (a failed write
  * keeps its counts, is retried and reported, never crashes), versioned migrations that never drop
  * data; per-key token quotas enforced by reservation, expiries and rate limits; and the
- * dashboard's admin credential.
+ * dashboard's admin credential; and the stored responses of the OpenAI Responses API (responses.ts),
+ * owned by their key, expiring, bounded per key.
  *
  *   const store = new KeyStore({ dataDir, onFlushError });
  *   const created = store.createKey("billing", { quota: 100_000 });   // created.key is shown once
@@ -13,6 +14,8 @@
  *   store.authenticateRequest(secret);                     // + quota, rateLimit; KeyExpiredError: 401
  *   const held = store.reserveTokens(id, maxTokens);       // null: no quota; QuotaExceededError: 402
  *   store.recordUsage(id, tokens, held ? [held] : []); … store.close();
+ *
+ *   await store.responses.save(owner, id, { response, input }, limits);   // OpenAI Responses API, store: true
  *
  *   const shared = await PostgresKeyStore.open({ url });     // or asKeyBackend(store)
  *   await shared.authenticateRequest(secret);               // cached per keyCacheMs; stale rows while Postgres is down
@@ -61,6 +64,12 @@ export {
 } from "./credentials.js";
 export { KEY_NAME_MAX_CHARS, KeyNameError, codePointLength, normalizeKeyName, printableKeyName } from "./names.js";
 export { SCHEMA_VERSION } from "./migrations.js";
+export {
+  ResponseStoreFullError,
+  type ResponseStore,
+  type ResponseStoreLimits,
+  type StoredResponse,
+} from "./responses.js";
 export type { RequestOutcome } from "./usage-ledger.js";
 export { FLUSH_BUSY_TIMEOUT_MS, formatUnwrittenUsage, type FlushFailure, type UnwrittenUsage, type UsageFlushStats } from "./usage.js";
 export { KeyNotFoundError, KeyStoreError, type KeyStoreFailure } from "./errors.js";

@@ -17,6 +17,7 @@ import { migrate } from "./migrations.js";
 import { normalizeKeyName } from "./names.js";
 import { KeyExpiredError, checkExpiry, checkRateLimit, isExpired } from "./key-settings.js";
 import { ReservationLedger, checkQuota, quotaStatus, reserveWithin, type QuotaStatus, type TokenReservation } from "./quota.js";
+import { SqliteResponseStore } from "./responses.js";
 import { UsageBuffer } from "./usage.js";
 import { usageHistoryRead, type HourRow, type UsageBucketSize, type UsagePoint } from "./usage-history.js";
 import type { PendingUsage, RequestOutcome, UsageFlushOptions, UsageFlushStats } from "./usage-ledger.js";
@@ -143,6 +144,8 @@ export class KeyStore {
   private readonly db: Database.Database;
   private readonly usage: UsageBuffer;
   private readonly reservations = new ReservationLedger();
+  /** Stored responses of the OpenAI Responses API, in the same database. */
+  readonly responses: SqliteResponseStore;
 
   private readonly selectByHash: Database.Statement<
     [string],
@@ -188,6 +191,7 @@ export class KeyStore {
          FROM api_keys ORDER BY id`,
     );
     this.usage = new UsageBuffer(this.db, this.path, options, busyTimeoutMs);
+    this.responses = new SqliteResponseStore(this.db, (operation, run) => this.write(operation, run));
   }
 
   /** Runs a key or setting write; SQLite failures become a KeyStoreError naming the database. */

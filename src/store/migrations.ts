@@ -47,6 +47,18 @@ const MIGRATIONS: readonly string[] = [
      applied_at TEXT
    );
    INSERT INTO schema_migrations (version, applied_at) VALUES (1, NULL), (2, NULL), (3, NULL);`,
+  // 4 → 5: stored responses of the OpenAI Responses API (responses.ts), owned by the key that
+  // made them ("key:<id>" or "env:<sha256>"), expiring; times in epoch ms.
+  `CREATE TABLE responses (
+     id TEXT PRIMARY KEY,
+     owner TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER NOT NULL,
+     bytes INTEGER NOT NULL,
+     body TEXT NOT NULL
+   );
+   CREATE INDEX responses_owner ON responses (owner, expires_at);
+   CREATE INDEX responses_expiry ON responses (expires_at);`,
 ];
 
 /** The first version recorded in schema_migrations (the table exists from it on). */

@@ -2,7 +2,8 @@
  * The Postgres key store's schema: numbered migrations recorded in `schema_migrations`, applied in
  * order, each in its own transaction, under an advisory lock so that replicas starting together
  * (or `trellis migrate` beside a running replica) migrate once; nothing is ever dropped. The
- * tables are those of the SQLite store (migrations.ts) at its version 4, in Postgres's types.
+ * tables are those of the SQLite store (migrations.ts), in Postgres's types: version 1 is SQLite's 4,
+ * version 2 its 5 (stored responses).
  */
 import type pg from "pg";
 import { KeyStoreError } from "./errors.js";
@@ -37,6 +38,17 @@ const MIGRATIONS: readonly string[] = [
      server_errors BIGINT NOT NULL DEFAULT 0,
      PRIMARY KEY (key_id, hour)
    );`,
+  // 1 → 2: stored responses of the OpenAI Responses API (SQLite's migration 5).
+  `CREATE TABLE responses (
+     id TEXT PRIMARY KEY,
+     owner TEXT NOT NULL,
+     created_at BIGINT NOT NULL,
+     expires_at BIGINT NOT NULL,
+     bytes BIGINT NOT NULL,
+     body TEXT NOT NULL
+   );
+   CREATE INDEX responses_owner ON responses (owner, expires_at);
+   CREATE INDEX responses_expiry ON responses (expires_at);`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

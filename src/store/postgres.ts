@@ -21,6 +21,7 @@ import type { KeyBackend } from "./backend.js";
 import { apiKeyInfoOf, newKey, type ApiKeyInfo, type CreatedKey, type KeyAdmission, type KeyRow, type KeySettings } from "./keys.js";
 import { KeyExpiredError, checkExpiry, checkRateLimit, isExpired } from "./key-settings.js";
 import { migratePostgres } from "./postgres-migrations.js";
+import { PostgresResponseStore, type PostgresQuery } from "./responses.js";
 import { ReservationLedger, checkQuota, quotaStatus, reserveWithin, type QuotaStatus, type TokenReservation } from "./quota.js";
 import { usageHistoryRead, type HourRow, type UsageBucketSize, type UsagePoint } from "./usage-history.js";
 import {
@@ -243,6 +244,8 @@ export class PostgresKeyStore implements KeyBackend {
   staleKeyServes = 0;
   /** Until then (epoch ms), known keys are served from their rows without a read (a read just failed). */
   private readsPausedUntilMs = 0;
+  /** Stored responses of the OpenAI Responses API, in the same database. */
+  readonly responses: PostgresResponseStore;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -252,6 +255,10 @@ export class PostgresKeyStore implements KeyBackend {
     this.keyCacheMs = options.keyCacheMs ?? 1000;
     this.keyStaleMs = options.keyStaleMs ?? 300_000;
     this.usage = new PostgresUsageBuffer(pool, this.location, options);
+    this.responses = new PostgresResponseStore(
+      (operation, text, values) => this.query(operation, text, values),
+      (operation, run) => this.transaction(operation, run),
+    );
   }
 
   /** Connects, migrates (or checks the schema), and starts the usage flush. Throws KeyStoreError. */
@@ -306,6 +313,38 @@ export class PostgresKeyStore implements KeyBackend {
       return await this.pool.query<R>(text, values);
     } catch (error) {
       throw this.failure(error, operation);
+    }
+  }
+
+  /** `run` inside BEGIN … COMMIT on one connection; a throw rolls back (a database failure becomes a KeyStoreError). */
+  private async transaction<T>(operation: string, run: (query: PostgresQuery) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw this.failure(error, operation);
+    }
+    const query: PostgresQuery = async (op, text, values = []) => {
+      try {
+        return await client.query(text, values);
+      } catch (error) {
+        throw this.failure(error, op);
+      }
+    };
+    let broken: Error | undefined;
+    try {
+      await query(operation, "BEGIN");
+      const value = await run(query);
+      await query(operation, "COMMIT");
+      return value;
+    } catch (error) {
+      await client.query("ROLLBACK").catch((rollback: unknown) => {
+        broken = rollback instanceof Error ? rollback : new Error(String(rollback));
+      });
+      throw error;
+    } finally {
+      // A connection whose rollback failed is not given back to the pool.
+      client.release(broken ?? false);
     }
   }
 

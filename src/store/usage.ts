@@ -9,8 +9,7 @@
  */
 import type Database from "better-sqlite3";
 import { SQLITE_BUSY_CODES } from "./errors.js";
-import type { KeyStoreOptions } from "./keys.js";
-import { HOUR_COUNTERS, UsageLedger, retentionCutoff, type UsageBatch } from "./usage-ledger.js";
+import { HOUR_COUNTERS, UsageLedger, retentionCutoff, type UsageBatch, type UsageFlushOptions } from "./usage-ledger.js";
 
 export {
   formatUnwrittenUsage,
@@ -44,7 +43,7 @@ export class UsageBuffer extends UsageLedger {
   constructor(
     private readonly db: Database.Database,
     path: string,
-    options: KeyStoreOptions,
+    options: UsageFlushOptions,
     private readonly busyTimeoutMs: number,
   ) {
     super(path, options);

@@ -6,6 +6,8 @@
  *   "!overload" → OverloadedError(retry after 7 s)
  *   "!bug"      → a plain Error (must become a 500 without internals)
  *   "!slow"     → waits until `release()` or the signal aborts
+ * (for embeddings, the first string input). Embeddings are deterministic unit vectors of
+ * FAKE_EMBEDDING_DIMENSIONS values (`fakeEmbedding`), usage the whitespace-separated words.
  */
 import {
   InvalidRequestError,
@@ -17,6 +19,9 @@ import {
   type ConstraintSpec,
   type Engine,
   type ConstrainedCompletionRequest,
+  type EmbeddingInput,
+  type EmbeddingRequest,
+  type EmbeddingResult,
 } from "../../src/generate/index.js";
 import { defaultConfig, type Config } from "../../src/config.js";
 
@@ -40,6 +45,35 @@ function misbehave(prompt: string, field: string): void {
   if (prompt.startsWith("!unsat")) throw new UnsatisfiableError("no token sequence can match within max_new_tokens", field);
   if (prompt.startsWith("!overload")) throw new OverloadedError("engine queue is full", 7);
   if (prompt.startsWith("!bug")) throw new Error("secret internal detail /home/x/y.ts:12");
+}
+
+/** Length of the fake engine's embeddings. */
+export const FAKE_EMBEDDING_DIMENSIONS = 8;
+
+/**
+ * A deterministic unit vector per input: FNV-1a of its text (or its token ids) seeds a xorshift
+ * stream. Equal inputs give equal vectors; different ones (almost surely) differ.
+ */
+export function fakeEmbedding(input: EmbeddingInput): Float32Array {
+  let hash = 0x811c9dc5;
+  const mix = (value: number): void => {
+    hash = Math.imul(hash ^ value, 0x01000193) >>> 0;
+  };
+  if (typeof input === "string") for (let i = 0; i < input.length; i++) mix(input.charCodeAt(i));
+  else for (const id of input) mix(id + 0x10000);
+  let state = hash || 1;
+  const v = new Float32Array(FAKE_EMBEDDING_DIMENSIONS);
+  let sum = 0;
+  for (let i = 0; i < v.length; i++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    v[i] = ((state >>> 0) / 0xffffffff) * 2 - 1;
+    sum += v[i]! * v[i]!;
+  }
+  const scale = 1 / Math.sqrt(sum);
+  for (let i = 0; i < v.length; i++) v[i] = v[i]! * scale;
+  return v;
 }
 
 export function createFakeEngine(): FakeEngine {
@@ -107,6 +141,21 @@ export function createFakeEngine(): FakeEngine {
       if (req.includeScores) result.scores = scores;
       return result;
     },
+    embeddingInputTokens: 32,
+    async embed(req: EmbeddingRequest): Promise<EmbeddingResult> {
+      if (engine.record) {
+        engine.calls.push({ kind: "embed", request: req });
+        if (req.signal) engine.signals.push(req.signal);
+      }
+      const first = req.inputs.find((input): input is string => typeof input === "string") ?? "";
+      misbehave(first, "input");
+      await wait(first, req.signal, engine.delayMs);
+      const promptTokens = req.inputs.reduce(
+        (sum, input) => sum + (typeof input === "string" ? engine.countTokens(input) : input.length),
+        0,
+      );
+      return { embeddings: req.inputs.map(fakeEmbedding), promptTokens };
+    },
     async close() {},
   };
   return engine;
@@ -130,3 +179,22 @@ export const auth = (key: string = TEST_KEY) => ({
   authorization: `Bearer ${key}`,
   "content-type": "application/json",
 });
+
+/**
+ * A chat engine (its template renders every conversation as "x") whose generation writes "Hel"
+ * and then fails with a message that must not reach the client; asked for exactly 7 tokens, it
+ * refuses before any text instead (a planning refusal: an ordinary HTTP error).
+ */
+export function failingChatEngine(): Engine {
+  return {
+    ...createFakeEngine(),
+    modelId: "fake",
+    renderChat: () => ({ text: "x", tokens: Int32Array.of(1, 2), segments: [] }),
+    async completeChoices(req, _n, onChoiceText) {
+      if (req.prompt === "x" && req.maxNewTokens === 7)
+        throw new UnsatisfiableError("the schema needs at least 9 tokens but max_new_tokens is 7", "schema");
+      onChoiceText?.(0, "Hel", []);
+      throw new Error("secret detail /home/x.ts:1");
+    },
+  };
+}

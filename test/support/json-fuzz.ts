@@ -6,7 +6,7 @@ import {
   JsonSchemaTooComplexError,
   JsonSchemaUnsatisfiableError,
   type WhitespaceStyle,
-} from "../../src/grammar/index.js";
+} from "../../src/schema/index.js";
 import type { ByteDfa } from "../../src/regex/index.js";
 import type { SamplingParams } from "../../src/sampling/index.js";
 import type { Vocabulary } from "../../src/vocab/index.js";

@@ -13,7 +13,7 @@ import {
   JsonSchemaTooComplexError,
   JsonSchemaUnsatisfiableError,
   type JsonSchemaWarning,
-} from "../../src/grammar/index.js";
+} from "../../src/schema/index.js";
 import { type ByteDfa, matchesString } from "../../src/regex/index.js";
 import { REPO_ROOT } from "./paths.js";
 import { parseKeepingNumbers, pythonDumps, type PyJson } from "./python-json.js";

@@ -13,11 +13,9 @@ import {
   type ConstrainedCompletionRequest,
   type ConstraintSpec,
   type GeneratedToken,
-  refusalError,
-  refusalOf,
-  runCompileTask,
   UnsatisfiableError,
 } from "../../src/generate/index.js";
+import { refusalError, refusalOf, runCompileTask } from "../../src/compile/index.js";
 import type { ChatRenderRequest, RenderedPrompt } from "../../src/prompt/index.js";
 import { DEFAULT_REGEX_LIMITS } from "../../src/regex/index.js";
 import { createFakeEngine, type FakeEngine } from "./fake-engine.js";
@@ -67,7 +65,7 @@ function compileForReal(spec: ConstraintSpec): void {
   const limits = DEFAULT_REGEX_LIMITS;
   try {
     if (spec.kind === "regex") runCompileTask({ kind: "regex", pattern: spec.pattern, limits });
-    else if (spec.kind === "grammar") runCompileTask({ kind: "grammar", source: spec.grammar, maxIgnoredRun: 8, limits: {} });
+    else if (spec.kind === "grammar") runCompileTask({ kind: "grammar", grammar: spec.grammar, maxIgnoredRun: 8, limits: {} });
     else if (spec.kind === "json_schema") runCompileTask({ kind: "json_schema", schema: spec.schema, options: spec.options, limits });
   } catch (error) {
     const field = spec.kind === "regex" ? "pattern" : spec.kind === "grammar" ? "grammar" : "schema";

@@ -7,7 +7,7 @@
  * The search effort is bounded per query and per mask, so a tight budget holds a decode step for
  * tens of ms at most.
  */
-import { IntMap, orInto, type TableSlab } from "../../support/index.js";
+import { IdMap, IntMap, orInto, type TableSlab } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
 import type { WorkMeter } from "../work-meter.js";
 import type { CompletionBounds } from "./bounds.js";
@@ -28,13 +28,18 @@ const SEARCH_LIMIT = 64;
 const MASK_SEARCH_LIMIT = 256;
 /** Search effort for all the budgets minTokensAtLeast tries together. */
 const MIN_TOKENS_SEARCH_LIMIT = 1024;
-/** Budgets above this are treated alike by the memo keys (they only ever mean "plenty"). */
+/** Budgets above this are treated alike by the memos (they only ever mean "plenty"). */
 const BUDGET_KEY_CAP = 0xffff;
 
 /** The budget answers and budget masks of one matcher, with their memos and search effort. */
 export class TokenBudgets {
-  /** state * 2^16 + budget → can finish: 1 yes, 0 no. */
-  private readonly finishMemo: IntMap;
+  /**
+   * Per state, proven by finished searches: `within` k, a sentence is finishable within k tokens
+   * (so within any more); `atLeast` k, none finishes within k - 1 (so within any fewer). One
+   * answer then serves every budget on its side, in later steps and requests too.
+   */
+  private readonly within: IdMap;
+  private readonly atLeast: IdMap;
   private readonly budgetMasks = new Map<number, Uint32Array>();
   private searchLeft = 0;
   private searchGaveUp = false;
@@ -55,14 +60,15 @@ export class TokenBudgets {
     tables: TableSlab,
     private readonly work: WorkMeter,
   ) {
-    this.finishMemo = new IntMap(MEMO_CAPACITY, tables);
+    this.within = new IdMap(MEMO_CAPACITY, tables);
+    this.atLeast = new IdMap(MEMO_CAPACITY, tables);
     this.bytesAreTokens = bounds.bytesAreTokens;
     this.words = edges.words;
   }
 
   /** An estimate of the heap bytes of its masks and memo, erring high (see the matcher's). */
   retainedBytes(): number {
-    return this.madeBytes + this.finishMemo.byteLength + this.budgetMasks.size * 80;
+    return this.madeBytes + this.within.byteLength + this.atLeast.byteLength + this.budgetMasks.size * 80;
   }
 
   /** Whether a complete sentence is reachable from `state` within `budget` tokens. */
@@ -80,24 +86,48 @@ export class TokenBudgets {
     this.work.charge(1);
     if (this.automaton.isComplete(state)) return true;
     if (budget <= 0) return false;
+    const within = this.within.get(state);
+    if (within !== IntMap.MISSING && within <= budget) return true;
+    const atLeast = this.atLeast.get(state);
+    if (atLeast !== IntMap.MISSING && atLeast > budget) return false;
     const lower = this.automaton.minBytesLowerBound(state);
     if (lower === Infinity || lower > budget * this.trie.maxTokenLength) return false;
     if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
     if (this.bounds.tokenUpperBound(state, false) <= budget) return true;
-    const key = state * 65536 + Math.min(budget, BUDGET_KEY_CAP);
-    const memo = this.finishMemo.get(key);
-    if (memo !== IntMap.MISSING) return memo === 1;
-    // The exact bound (an A*, once per state) is search effort too.
+    // Each state expanded (its edges, and past one token the exact bound's A*) is search effort.
     if (this.searchLeft-- <= 0) {
       this.searchGaveUp = true;
       return false;
     }
-    if (this.bounds.tokenUpperBound(state, true) <= budget) return true;
     let found = false;
+    if (budget === 1) {
+      // One token left: the targets themselves must be complete. The state's targets answer that
+      // exactly, so neither the shortest completion (an A*) nor an order of the targets helps.
+      const distinct = this.edges.edgesOf(state).distinct;
+      for (let i = 0; i < distinct.length && !found; i++) found = this.automaton.isComplete(distinct[i]!);
+      this.work.charge(distinct.length);
+      return this.remember(state, 1, found);
+    }
+    if (this.bounds.tokenUpperBound(state, true) <= budget) return true;
     const distinct = this.targetsByDistance(this.edges.edgesOf(state));
     for (let i = 0; i < distinct.length && !found; i++) found = this.finishable(distinct[i]!, budget - 1);
-    // A give-up answer is not memoized as "no": another query with more effort may find a way.
-    if (found || !this.searchGaveUp) this.finishMemo.set(key, found ? 1 : 0);
+    // A give-up answer is not remembered as "no": another query with more effort may find a way.
+    if (found || !this.searchGaveUp) this.remember(state, budget, found);
+    return found;
+  }
+
+  /** Records a finished search's answer for `state` at `budget` (see within, atLeast); returns it. */
+  private remember(state: number, budget: number, found: boolean): boolean {
+    // Past the cap a "yes" says nothing of smaller budgets; a "no" still covers the cap.
+    const k = Math.min(budget, BUDGET_KEY_CAP);
+    if (found) {
+      if (budget > BUDGET_KEY_CAP) return found;
+      const old = this.within.get(state);
+      if (old === IntMap.MISSING || old > k) this.within.set(state, k);
+    } else {
+      const old = this.atLeast.get(state);
+      if (old === IntMap.MISSING || old < k + 1) this.atLeast.set(state, k + 1);
+    }
     return found;
   }
 

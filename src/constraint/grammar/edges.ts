@@ -26,8 +26,13 @@ export interface StateEdges {
   readonly stack: number;
   readonly lex: number;
   readonly parts: readonly StateEdges[] | null;
-  /** What determines the mask (lexer walks and which commits the stack takes). */
-  maskKey: string;
+  /**
+   * What determines the mask (lexer walks and which commits the stack takes), as numbers; the
+   * string key (maskKeyOf) is made only when the mask is: a budget search reads many states'
+   * targets and few of their masks, and a key string per state was garbage for the collector.
+   */
+  readonly signature: Int32Array | null;
+  maskKey: string | null;
   /** Distinct target states of the allowed tokens. */
   distinct: Int32Array;
   /** The same, by ascending lower-bound distance (sorted on first need; a copy, as searches recurse while others iterate `distinct`). */
@@ -91,7 +96,8 @@ export class StateEdgeCache {
     const collected = this.collected;
     const lexer = this.lexer;
     let mask: Uint32Array | null = null;
-    let maskKey: string;
+    let maskKey: string | null = null;
+    let signature: Int32Array | null = null;
     let stack = -1,
       lex = -1;
     let parts: StateEdges[] | null = null;
@@ -109,40 +115,61 @@ export class StateEdgeCache {
         collected.length = 0;
         const stamp = ++this.stamp;
         for (const part of parts) for (let i = 0; i < part.distinct.length; i++) this.collect(part.distinct[i]!, stamp);
-        maskKey = parts
-          .map((part) => part.maskKey)
-          .sort()
-          .join("|");
       } else {
         // The mask follows from the root walk and, per commit group, the lexer state the next
         // token starts in (or none): states that agree there share one mask.
         collected.length = 0;
         stack = hyps[0]!;
         lex = hyps[1]!;
-        const signature = this.signature;
-        signature.length = 0;
-        this.collectHypothesis(stack, lexer.setOfLexer(lex), ++this.stamp, signature);
-        maskKey = signature.join(",");
+        const scratch = this.signature;
+        scratch.length = 0;
+        this.collectHypothesis(stack, lexer.setOfLexer(lex), ++this.stamp, scratch);
+        signature = listOf(scratch);
       }
-      mask = this.sharedMasks.get(maskKey) ?? null;
     }
-    e = { mask, stack, lex, parts, maskKey, distinct: listOf(collected), nearestFirst: null, allFitFrom: Number.POSITIVE_INFINITY };
+    e = {
+      mask,
+      stack,
+      lex,
+      parts,
+      signature,
+      maskKey,
+      distinct: listOf(collected),
+      nearestFirst: null,
+      allFitFrom: Number.POSITIVE_INFINITY,
+    };
     this.edges.set(state, e);
-    // The record, its target list (and the sorted copy a budget search may make), its key.
-    this.madeBytes += 200 + 8 * e.distinct.length + 2 * maskKey.length;
+    // The record, its target list (and the sorted copy a budget search may make), its signature.
+    this.madeBytes += 200 + 8 * e.distinct.length + 4 * (signature?.length ?? 0);
     return e;
+  }
+
+  /** The string form of what determines `e`'s mask (see StateEdges.signature), made on first need. */
+  private maskKeyOf(e: StateEdges): string {
+    if (e.maskKey !== null) return e.maskKey;
+    let key: string;
+    if (e.parts !== null) {
+      const keys: string[] = [];
+      for (const part of e.parts) keys.push(this.maskKeyOf(part));
+      key = keys.sort().join("|");
+    } else key = e.signature === null ? "" : e.signature.join(",");
+    e.maskKey = key;
+    this.madeBytes += 2 * key.length;
+    return key;
   }
 
   /** The allowed tokens of the state `e` was made for (see StateEdges.mask). */
   edgeMask(e: StateEdges): Uint32Array {
     if (e.mask !== null) return e.mask;
-    let shared = this.sharedMasks.get(e.maskKey);
+    // Without lexer-level walks every state made its own mask on the spot (e.mask is set).
+    const key = this.maskKeyOf(e);
+    let shared = this.sharedMasks.get(key);
     if (shared === undefined) {
       shared = new Uint32Array(this.words);
       this.madeBytes += shared.byteLength;
       if (e.parts !== null) for (const part of e.parts) orInto(shared, this.edgeMask(part));
       else this.applyHypothesis(e.stack, e.lex, shared, 0, null);
-      this.shareMask(e.maskKey, shared);
+      this.shareMask(key, shared);
     }
     e.mask = shared;
     return shared;

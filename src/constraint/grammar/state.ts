@@ -10,7 +10,7 @@ import type { GrammarTokenMatcher } from "./matcher.js";
  * One request's position in a GrammarTokenMatcher, with optional prompt-boundary healing: the
  * first token must begin with `forcedPrefix`, whose bytes are not part of the sentence.
  *
- * Healing follows the rule DfaConstraintState documents (regex/state.ts), not its code: here the
+ * Healing follows the rule DfaConstraintState documents (dfa/state.ts), not its code: here the
  * first step's edges are a token list the matcher caches per prefix (prefixEdges, made when the
  * state is), and a budgeted first mask is made afresh on each call, since a grammar's budget
  * answers may improve between calls (a search that gave up is not remembered as "no"); the regex

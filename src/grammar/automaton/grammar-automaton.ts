@@ -35,7 +35,7 @@ const STEP_FIELDS = LEXER_STEP_FIELDS;
  */
 export const LEXER_COMMITS = 0x20000000;
 
-/** IncrementalOptions.maxIgnoredRun when left out (generate/'s MAX_IGNORED_RUN is the requests' default). */
+/** IncrementalOptions.maxIgnoredRun when left out (compile/'s MAX_IGNORED_RUN is the requests' default). */
 export const DEFAULT_MAX_IGNORED_RUN = 8;
 
 export interface IncrementalOptions {

@@ -8,7 +8,7 @@
 import { GrammarError } from "../errors.js";
 import { tree, type Node, type Sym, type Tree } from "../lark-syntax.js";
 import { shortName, tooComplex, type GrammarLimits } from "../limits.js";
-import type { RuleDef } from "./grammar-builder.js";
+import type { RuleDef } from "./definitions.js";
 import { deepCopy, isSym, spelledSize, transformInPlace } from "./tree.js";
 
 export class ApplyTemplates {

@@ -10,12 +10,12 @@
 //   - before a terminal's pattern is built, its length and group nesting are measured on the DAG
 //     (PatternShape) and checked against maxPatternChars, maxTotalPatternChars and maxNesting.
 
-import type { TerminalDef } from "../compile.js";
+import type { TerminalDef } from "./definitions.js";
 import { GrammarError } from "../errors.js";
 import type { Node, Tree } from "../lark-syntax.js";
 import { nestingTooDeep, shortName, tooComplex, type GrammarLimits } from "../limits.js";
 import { spend } from "./compile-context.js";
-import type { Definition, TermDef } from "./grammar-builder.js";
+import type { Definition, TermDef } from "./definitions.js";
 import { prepareLiterals } from "./literals.js";
 import { asPattern } from "./patterns.js";
 import { shapeOfPattern, shapeOfTree, terminalTreeToPattern, type PatternShape } from "./terminal-tree-to-pattern.js";

@@ -8,7 +8,7 @@ import { GrammarError } from "../errors.js";
 import { tree, type Node, type Sym, type Token, type Tree } from "../lark-syntax.js";
 import { shortName, tooComplex, type GrammarLimits } from "../limits.js";
 import { spend } from "./compile-context.js";
-import type { RuleOptions } from "./grammar-builder.js";
+import type { RuleOptions } from "./definitions.js";
 import { describe, isSym, isTree, keyOf, spelledSize } from "./tree.js";
 
 /** Lark's `_EMPTY`: what `[x]` leaves in place of each of x's kept symbols when x is absent. */

@@ -11,7 +11,7 @@
 
 import type { Int32Arena } from "../../support/index.js";
 import { GrammarError } from "../errors.js";
-import type { BnfRule } from "../lalr.js";
+import type { BnfRule } from "../lalr-table.js";
 import type { CompileClock, GrammarLimits } from "../limits.js";
 
 /** The end-of-input terminal, terminal 0 of every table (LalrRunner feeds 0 at the end). */

@@ -8,31 +8,10 @@ import { COMMON_LARK } from "../common-lark.js";
 import { GrammarError } from "../errors.js";
 import { parseLarkSyntax, type Sym, type Token, type Tree } from "../lark-syntax.js";
 import type { CompileBudget } from "../limits.js";
+import type { Definition, RuleDef, RuleOptions, TermDef } from "./definitions.js";
 import { LarkGrammar } from "./grammar.js";
 import { resolveTermReferences } from "./resolve-term-references.js";
 import { deepCopy, findData, isSym, isTok, isTree, iterSubtrees, transformInPlace, usedSymbols } from "./tree.js";
-
-/** Lark's RuleOptions, the part of it the compile uses. */
-export interface RuleOptions {
-  keepAllTokens: boolean;
-  expand1: boolean;
-  priority: number | null;
-}
-
-export interface Definition {
-  isTerm: boolean;
-  tree: Tree | null;
-  params: string[];
-  options: RuleOptions | number;
-  /** Where its name is in the text (for messages about the definition as a whole). */
-  line?: number;
-  column?: number;
-}
-
-/** Grammar.term_defs: name, tree (null: declared only), priority. */
-export type TermDef = [name: string, tree: Tree | null, priority: number];
-/** Grammar.rule_defs: name, template parameters, tree, options. */
-export type RuleDef = [name: string, params: string[], tree: Tree, options: RuleOptions];
 
 /** An import's renaming of the names it brings in (null: the grammar's own names). */
 type Mangle = ((s: string) => string) | null;

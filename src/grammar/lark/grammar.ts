@@ -6,16 +6,16 @@
 //   - step 4 (`compileRules`): SimplifyRule_Visitor + RuleTreeToText into BNF rules;
 //   - duplicate rules refused (empty ones dropped), unused rules and terminals removed.
 
-import type { CompiledGrammar } from "../compile.js";
+import type { CompiledGrammar } from "./definitions.js";
 import { GrammarError } from "../errors.js";
-import type { BnfRule } from "../lalr.js";
+import type { BnfRule } from "../lalr-table.js";
 import type { Node, PatternNode, Tree } from "../lark-syntax.js";
 import { tooComplex, type GrammarLimits } from "../limits.js";
 import { ApplyTemplates } from "./apply-templates.js";
 import { spend } from "./compile-context.js";
 import { compileTerminals } from "./compile-terminals.js";
 import { EbnfToBnf } from "./ebnf-to-bnf.js";
-import type { Definition, RuleDef, RuleOptions, TermDef } from "./grammar-builder.js";
+import type { Definition, RuleDef, RuleOptions, TermDef } from "./definitions.js";
 import { prepareLiterals } from "./literals.js";
 import { PrepareAnonTerminals } from "./prepare-anon-terminals.js";
 import { SimplifyRuleVisitor } from "./simplify-rule.js";

@@ -8,7 +8,7 @@
 // Each phase takes the grammar's Analysis (grammar-analysis.ts: ids, items, the arena and the
 // budget) and the tables of the phases before it, and returns its own.
 
-import type { LalrTable } from "../lalr.js";
+import type { LalrTable } from "../lalr-table.js";
 import { GrammarError } from "../errors.js";
 import { tooComplex, type GrammarLimits } from "../limits.js";
 import { ruleText, type Analysis } from "./grammar-analysis.js";

@@ -5,7 +5,8 @@
 import { GrammarError } from "../errors.js";
 import type { Node, PatternNode } from "../lark-syntax.js";
 import { nestingTooDeep } from "../limits.js";
-import { parsePyRegex, pyReEscape, PyRegexNestingError } from "../pyregex.js";
+import { pyReEscape } from "../../regex/index.js";
+import { parsePyRegex, PyRegexNestingError } from "../pyregex.js";
 import { regexWidth } from "../pyregex-width.js";
 import { activeMaxNesting, widthCache } from "./compile-context.js";
 

@@ -3,7 +3,7 @@
 // named as Lark names it (_TERMINAL_NAMES 35–72, the literal itself upper-cased, or __ANON_<i>).
 // Ours also counts the new terminals' pattern characters against maxTotalPatternChars.
 
-import type { TerminalDef } from "../compile.js";
+import type { TerminalDef } from "./definitions.js";
 import type { PatternNode, Sym } from "../lark-syntax.js";
 import { tooComplex, type GrammarLimits } from "../limits.js";
 import { patternToRegexp } from "./patterns.js";

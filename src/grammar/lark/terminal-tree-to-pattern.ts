@@ -5,7 +5,7 @@
 import { GrammarError } from "../errors.js";
 import { regexpGroupDepth, tree, type Node, type PatternNode, type Token, type Tree } from "../lark-syntax.js";
 import { shortName } from "../limits.js";
-import { PY_RE_SPECIAL } from "../pyregex.js";
+import { PY_RE_SPECIAL } from "../../regex/index.js";
 import { asPattern, cpLength, FLAG_WRAPPER_CHARS, patternRe, patternToRegexp, patternWidth } from "./patterns.js";
 
 /** TerminalTreeToPattern's rule for `t`, whose children are already transformed into `kids`. */

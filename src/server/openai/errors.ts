@@ -3,9 +3,15 @@
  * the official SDKs map to their error classes. The message is the one the Thiggle routes give
  * (server/errors.ts decides it); this module adds the type, the parameter and the code.
  */
-import type { FastifyReply } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { ChatTemplateError } from "../../prompt/index.js";
 import { HttpError, mapError, type MappedError } from "../errors.js";
+
+/**
+ * The field that set a request's token limit (max_tokens, max_completion_tokens or
+ * max_output_tokens), for its errors: the library's messages name max_new_tokens.
+ */
+export const maxTokensParam = new WeakMap<FastifyRequest, string>();
 
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
@@ -47,11 +53,15 @@ function codeOf(status: number): string | null {
 function paramOf(error: unknown, message: string): string | null {
   const e = error as { field?: unknown; validation?: { instancePath: string; keyword: string; params: Record<string, unknown> }[] };
   if (typeof e.field === "string") return e.field;
-  const first = e.validation?.[0];
+  const errors = e.validation ?? [];
+  // A union reports each branch's failure: the deepest one names the field (as the message does).
+  const union = errors.find((v) => v.keyword === "anyOf" || v.keyword === "oneOf");
+  const first = (union && errors.find((v) => v.instancePath.startsWith(`${union.instancePath}/`))) ?? errors[0];
   if (first) {
     if (first.keyword === "additionalProperties" && first.instancePath === "") return String(first.params.additionalProperty);
     if (first.keyword === "required" && first.instancePath === "") return String(first.params.missingProperty);
     const path = first.instancePath.split("/").slice(1);
+    if (first.keyword === "additionalProperties") path.push(String(first.params.additionalProperty));
     if (path.length > 0) return path.map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
   }
   const match = /^([a-z_]+(?:\[\d+\]|\.[a-z_]+)*)(?::| must| is not| needs)/.exec(message);

@@ -1,6 +1,7 @@
 /**
  * server/openai/ — the OpenAI-compatible API as one Fastify plugin: chat and legacy completions
- * (streaming as Server-Sent Events), models, OpenAI's error shape, vLLM's extensions.
+ * (streaming as Server-Sent Events), the Responses API (stored responses, typed events), embeddings,
+ * models, OpenAI's error shape, vLLM's extensions.
  *
  *   await app.register(openaiRoutes);   // in its own context, over app.trellis
  */

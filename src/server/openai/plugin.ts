@@ -1,36 +1,39 @@
 /**
  * The OpenAI-compatible API: `POST /v1/chat/completions`, `POST /v1/completions`,
- * `GET /v1/models[/{model}]`, with OpenAI's shapes, streaming (SSE) and error bodies, on the same
- * engine, keys, limits and admission as the Thiggle API. Registered as its own Fastify context:
- * its key check, validation messages and error handler answer in OpenAI's shape and touch no
- * other route.
+ * `GET /v1/models[/{model}]`, the Responses API (`/v1/responses`: responses.ts), embeddings
+ * (`POST /v1/embeddings`: embeddings.ts), with OpenAI's shapes, streaming (SSE) and error bodies,
+ * on the same engine, keys, limits and admission as the Thiggle API. Registered as its own
+ * Fastify context: its key check, validation messages and error handler answer in OpenAI's shape
+ * and touch no other route.
  *
- * Parts: request.ts (body → engine request), choices.ts (n choices, logprobs), sse.ts (the
- * event stream), schemas.ts (request schemas), errors.ts (the error shape).
+ * Parts: request.ts (body → engine request), engine-request.ts (the planned engine request chat
+ * and responses both run), choices.ts (n choices, logprobs), sse.ts (the event stream),
+ * schemas.ts (request schemas), errors.ts (the error shape).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { CompletionResult, ConstrainedCompletionRequest, GeneratedToken } from "../../generate/index.js";
+import {
+  AutoToolStream,
+  autoReply,
+  type CompletionResult,
+  type GeneratedToken,
+  ReasoningSplitter,
+  replyCalls,
+  type ToolCallStyle,
+  type ToolMode,
+} from "../../generate/index.js";
+import type { ReasoningFormat } from "../../prompt/index.js";
 import { apiKeyCheck } from "../auth.js";
-import { type FinishReason, finishReasonOf, samplingOf, stopStrings } from "../completion-fields.js";
+import { type FinishReason, finishReasonOf } from "../completion-fields.js";
 import { generation } from "../generation.js";
 import { allowedFields } from "../schemas.js";
 import { chatLogprobs, completionLogprobs, requestId, runChoices, SYSTEM_FINGERPRINT } from "./choices.js";
-import { mapOpenAIError, OpenAIRequestError, sendOpenAIError } from "./errors.js";
-import {
-  type ChatBody,
-  type CompletionBody,
-  chatMessagesOf,
-  checkModel,
-  constraintOf,
-  logitBiasOf,
-  type SharedBody,
-  type ToolMode,
-  AutoToolStream,
-  withLegacyFunctions,
-} from "./request.js";
-import { parseToolReply, type ToolCallStyle } from "../../grammar/index.js";
+import { prepareChat, requestBase, tokenBudget } from "./engine-request.js";
+import { mapOpenAIError, maxTokensParam, OpenAIRequestError, sendOpenAIError } from "./errors.js";
+import { type ChatBody, type CompletionBody, checkModel, constraintOf, withLegacyFunctions } from "./request.js";
 import { chatCompletionBody, completionBody } from "./schemas.js";
-import { SseStream } from "./sse.js";
+import { embeddingRoutes } from "./embeddings.js";
+import { responsesRoutes } from "./responses.js";
+import { replyWithStream, SseStream } from "./sse.js";
 
 /** Unconstrained completions default to this many tokens (OpenAI's default for /v1/completions). */
 const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
@@ -67,50 +70,13 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     checkModel((request.params as { model: string }).model, modelId);
     return model;
   });
+  // The Responses API (responses.ts), in a child context: this key check and error handler apply.
+  await api.register(responsesRoutes);
+  // In this context: the key check and OpenAI's error shape apply.
+  await api.register(embeddingRoutes);
 
-  /**
-   * Tokens the model may still write after `promptTokens`: 400 naming `promptParam` when none, and
-   * `tokensParam` (the field the client sent: max_tokens or max_completion_tokens) when it asks too many.
-   */
-  const maxTokensFor = (
-    promptTokens: number,
-    asked: number | null | undefined,
-    fallback: number,
-    promptParam: string,
-    tokensParam: string,
-  ): number => {
-    const room = engine.contextLength - promptTokens;
-    if (room <= 0) {
-      throw new OpenAIRequestError(
-        400,
-        `the prompt is ${promptTokens} tokens, but the model context is ${engine.contextLength} tokens`,
-        promptParam,
-      );
-    }
-    if (asked === null || asked === undefined) return Math.min(fallback, room, config.maxNewTokensLimit);
-    if (asked > room) {
-      throw new OpenAIRequestError(
-        400,
-        `${tokensParam} must be ≤ ${room}: the prompt takes ${promptTokens} of the model's ${engine.contextLength}-token context`,
-        tokensParam,
-      );
-    }
-    return asked;
-  };
-
-  const baseRequest = (body: SharedBody, prompt: string, maxNewTokens: number, constrained: boolean) => {
-    const sampling = samplingOf(body);
-    const request: Omit<ConstrainedCompletionRequest, "constraint"> = {
-      prompt,
-      maxNewTokens,
-      // A constrained answer ends when it is complete; free text when the model ends it.
-      stopAfterMatch: constrained,
-      ...sampling,
-      stop: stopStrings(body),
-      logitBias: logitBiasOf(body, engine.vocabSize),
-    };
-    return body.seed === null || body.seed === undefined ? request : { ...request, seed: body.seed };
-  };
+  const maxTokensFor = tokenBudget(engine, config);
+  const baseRequest = requestBase(engine);
 
   // OpenAI's `user` (the caller's end user) goes to the request log.
   const logUser = (request: FastifyRequest, user: string | null | undefined): void => {
@@ -124,7 +90,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     if (body.safety_identifier) request.log.info({ safety_identifier: body.safety_identifier }, "OpenAI request safety_identifier");
     if (body.modalities?.includes("audio"))
       throw new OpenAIRequestError(400, 'modalities: "audio" is not supported (Trellis writes text only); send ["text"]', "modalities");
-    const fieldWarnings = requestWarnings(body);
+    const fieldWarnings = requestWarnings(body, engine.reasoningFormat ?? null);
     // The library's messages name max_new_tokens: the error handler names the field the client sent.
     const tokensParam = body.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
     maxTokensParam.set(request, tokensParam);
@@ -133,31 +99,15 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
     }
     if (body.top_logprobs != null && body.logprobs !== true)
       throw new OpenAIRequestError(400, "top_logprobs needs logprobs: true", "top_logprobs");
-    const { spec, tools } = constraintOf(body, true, engine.toolCallStyle ?? null);
-    if (!engine.renderChat) throw new OpenAIRequestError(501, "this engine has no chat renderer");
-    const withTools = body.tools && body.tools.length > 0 && body.tool_choice !== "none" ? body.tools : undefined;
-    const messages = chatMessagesOf(body, config.maxPromptChars, withTools);
-    const rendered = engine.renderChat({ messages, tools: withTools, addGenerationPrompt: true });
-    const maxNewTokens = maxTokensFor(
-      rendered.tokens.length,
-      body.max_completion_tokens ?? body.max_tokens,
-      config.maxNewTokensLimit,
-      "messages",
-      tokensParam,
-    );
+    const { spec, tools, rendered, maxNewTokens, base, reasoning } = prepareChat(engine, config, body, tokensParam);
     const n = body.n ?? 1;
-    const base: Omit<ConstrainedCompletionRequest, "constraint"> = {
-      // Free text and "auto" tool replies end when the model ends them.
-      ...baseRequest(body, rendered.text, maxNewTokens, spec.kind !== "text" && spec.kind !== "tool_calls"),
-      promptTokens: rendered.tokens,
-      ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),
-    };
     const id = requestId("chatcmpl");
     const now = Math.floor(Date.now() / 1000);
     const head = { id, created: now, model: modelId, service_tier: "default", system_fingerprint: SYSTEM_FINGERPRINT };
 
     if (body.stream) {
       const auto = tools?.kind === "auto" ? Array.from({ length: n }, () => new AutoToolStream(tools.style!)) : null;
+      const thinking = reasoning ? Array.from({ length: n }, () => new ReasoningSplitter(reasoning)) : null;
       let warned = false;
       const chatChunk = chunkWriter({
         id: head.id,
@@ -194,27 +144,38 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
           logprobs: null,
           finish_reason: null,
         }),
-        delta: (index, text, tokens) => {
-          if (tools?.kind === "required") return null; // the calls are sent whole at the end
-          if (auto) {
+        delta: (index, piece, tokens) => {
+          // The reasoning streams as delta.reasoning_content; the answer after it as before.
+          const split = thinking ? thinking[index]!.push(piece) : { reasoning: "", content: piece };
+          const thought = split.reasoning.length > 0 ? { reasoning_content: split.reasoning } : {};
+          const text = split.content;
+          const logprobs = base.logprobs !== undefined ? chatLogprobs(tokens) : null;
+          let answer: Record<string, unknown> = {};
+          if (tools?.kind === "required" || text.length === 0)
+            answer = {}; // required calls are sent whole at the end
+          else if (auto) {
             const content = auto[index]!.push(text);
-            if (content.length === 0) return null;
-            return { index, delta: { content }, logprobs: base.logprobs !== undefined ? chatLogprobs(tokens) : null, finish_reason: null };
-          }
-          const delta = !tools
-            ? { content: text }
-            : legacy
-              ? { function_call: { arguments: text } }
-              : { tool_calls: [{ index: 0, function: { arguments: text } }] };
-          return { index, delta, logprobs: base.logprobs !== undefined ? chatLogprobs(tokens) : null, finish_reason: null };
+            answer = content.length === 0 ? {} : { content };
+          } else
+            answer = !tools
+              ? { content: text }
+              : legacy
+                ? { function_call: { arguments: text } }
+                : { tool_calls: [{ index: 0, function: { arguments: text } }] };
+          const delta = { ...thought, ...answer };
+          if (Object.keys(delta).length === 0) return null;
+          return { index, delta, logprobs, finish_reason: null };
         },
         last: (index, result) => {
-          let delta: Record<string, unknown> = {};
-          if (tools?.kind === "required") delta = { tool_calls: requiredCalls(result.completion).map((c, i) => ({ index: i, ...c })) };
+          const held = thinking ? thinking[index]!.flush().reasoning : "";
+          let delta: Record<string, unknown> = held.length > 0 ? { reasoning_content: held } : {};
+          if (tools?.kind === "required")
+            delta = { ...delta, tool_calls: requiredCalls(result.completion).map((c, i) => ({ index: i, ...c })) };
           if (auto) {
             const rest = auto[index]!.flush();
             const calls = autoCalls(result.completion, tools!.style!);
             delta = {
+              ...delta,
               ...(rest.length > 0 ? { content: rest } : {}),
               ...(calls.length === 0
                 ? {}
@@ -241,7 +202,7 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
       object: "chat.completion",
       choices: results.map((r, index) => ({
         index,
-        message: legacy ? legacyMessage(chatMessage(r, tools)) : chatMessage(r, tools),
+        message: withReasoning(legacy ? legacyMessage(chatMessage(r, tools)) : chatMessage(r, tools), r),
         logprobs: r.tokens ? chatLogprobs(r.tokens) : null,
         finish_reason: chatFinish(r, tools, legacy),
       })),
@@ -428,18 +389,9 @@ export async function openaiRoutes(api: FastifyInstance): Promise<void> {
         sse.fail(mapped.body);
       },
     );
-    await Promise.race([sse.started, finished]);
-    finished.catch(() => {}); // failures after the first event became an SSE error event
-    return reply
-      .header("content-type", "text/event-stream; charset=utf-8")
-      .header("cache-control", "no-cache")
-      .header("x-accel-buffering", "no")
-      .send(sse.readable);
+    return replyWithStream(reply, sse, finished);
   }
 }
-
-/** The field that set a request's token limit (max_tokens or max_completion_tokens), for its errors. */
-const maxTokensParam = new WeakMap<FastifyRequest, string>();
 
 /** A request-field warning, in the shape of the JSON Schema engine's: the field, its pointer, why. */
 interface FieldWarning {
@@ -451,7 +403,7 @@ interface FieldWarning {
 const fieldWarning = (field: string, message: string): FieldWarning => ({ keyword: field, pointer: `/${field}`, message });
 
 /** OpenAI's fields Trellis accepts without acting on them, each said in `warnings`. */
-function requestWarnings(body: ChatBody): FieldWarning[] {
+function requestWarnings(body: ChatBody, reasoning: ReasoningFormat | null): FieldWarning[] {
   const out: FieldWarning[] = [];
   if (body.store === true) out.push(fieldWarning("store", "store: Trellis does not store chat completions; this one was not stored"));
   if (body.metadata != null && Object.keys(body.metadata).length > 0)
@@ -460,8 +412,12 @@ function requestWarnings(body: ChatBody): FieldWarning[] {
   if (tier === "flex" || tier === "scale" || tier === "priority")
     out.push(fieldWarning("service_tier", `service_tier: Trellis has one tier; served as "default", not "${tier}"`));
   const effort = body.reasoning_effort;
-  if (effort != null && effort !== "none")
+  if (reasoning === null && effort != null && effort !== "none")
     out.push(fieldWarning("reasoning_effort", `reasoning_effort: this model does not reason; "${effort}" changes nothing`));
+  if (reasoning !== null && effort === "none" && reasoning.toggle === null)
+    out.push(fieldWarning("reasoning_effort", "reasoning_effort: this model's chat template cannot turn reasoning off; it reasoned"));
+  if (reasoning === null && body.reasoning_budget != null)
+    out.push(fieldWarning("reasoning_budget", "reasoning_budget: this model does not reason; it changes nothing"));
   if (body.verbosity != null) out.push(fieldWarning("verbosity", `verbosity: not steered by Trellis; "${body.verbosity}" changes nothing`));
   if (body.prompt_cache_key != null)
     out.push(fieldWarning("prompt_cache_key", "prompt_cache_key: not used (Trellis does not route or cache prompts by key)"));
@@ -491,17 +447,20 @@ function namedCallHead(tools: ToolMode) {
 
 /** The calls of a `required` answer (a JSON array of {name, arguments}), as OpenAI's tool_calls. */
 function requiredCalls(text: string) {
-  const calls = JSON.parse(text) as { name: string; arguments: unknown }[];
-  return calls.map((c) => ({
+  return replyCalls(text, { kind: "required" }).map((c) => ({
     id: requestId("call"),
     type: "function" as const,
-    function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+    function: c,
   }));
 }
 
 /** The calls of a tool_choice "auto" reply, as OpenAI's tool_calls. */
 function autoCalls(text: string, style: ToolCallStyle) {
-  return parseToolReply(text, style).calls.map((c) => ({ id: requestId("call"), type: "function" as const, function: c }));
+  return replyCalls(text, { kind: "auto", style }).map((c) => ({
+    id: requestId("call"),
+    type: "function" as const,
+    function: c,
+  }));
 }
 
 function chatMessage(result: CompletionResult, tools: ToolMode | null) {
@@ -517,11 +476,16 @@ function chatMessage(result: CompletionResult, tools: ToolMode | null) {
   }
   if (tools?.kind === "required") return { role: "assistant", content: null, refusal: null, tool_calls: requiredCalls(result.completion) };
   if (tools?.kind === "auto") {
-    const parsed = parseToolReply(result.completion, tools.style!);
+    const parsed = autoReply(result.completion, tools.style!);
     if (parsed.calls.length === 0) return { role: "assistant", content: result.completion, refusal: null };
     return { role: "assistant", content: parsed.content, refusal: null, tool_calls: autoCalls(result.completion, tools.style!) };
   }
   return { role: "assistant", content: result.completion, refusal: null };
+}
+
+/** The reasoning before the answer, as DeepSeek's and vLLM's APIs return it: `reasoning_content` beside `content`. */
+function withReasoning<M extends object>(message: M, result: CompletionResult): M | (M & { reasoning_content: string }) {
+  return result.reasoning === undefined ? message : { ...message, reasoning_content: result.reasoning };
 }
 
 function chatFinish(result: CompletionResult, tools: ToolMode | null, legacy = false): FinishReason | "function_call" {

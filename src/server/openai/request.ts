@@ -4,9 +4,9 @@
  * logit adjustments, and the conversation as the chat template takes it. Every check here names
  * the parameter it is about.
  */
-import type { ConstraintSpec } from "../../generate/index.js";
+import type { ConstraintSpec, ToolCallStyle, ToolMode } from "../../generate/index.js";
 import { MAX_IGNORED_RUN } from "../../generate/index.js";
-import { pyReEscape, TOOL_CALL_OPEN, type ToolCallStyle } from "../../grammar/index.js";
+import { pyReEscape } from "../../regex/index.js";
 import type { ChatMessage, ChatTool, ChatToolCall } from "../../prompt/index.js";
 import { codePointLength } from "../../store/index.js";
 import { stopStrings } from "../completion-fields.js";
@@ -52,6 +52,8 @@ export interface ChatBody extends SharedBody {
   metadata?: Record<string, string> | null;
   service_tier?: "auto" | "default" | "flex" | "scale" | "priority" | null;
   reasoning_effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
+  /** Trellis's: most tokens of reasoning (the section's closing marker included) on a model that reasons. */
+  reasoning_budget?: number | null;
   verbosity?: "low" | "medium" | "high" | null;
   prompt_cache_key?: string | null;
   safety_identifier?: string | null;
@@ -133,16 +135,6 @@ export function logitBiasOf(body: SharedBody, vocabSize: number | undefined): Ma
   return out;
 }
 
-export interface ToolMode {
-  /**
-   * "named": the output is that function's arguments; "required": an array of calls; "auto": text
-   * or calls in the model's own format (`style`).
-   */
-  readonly kind: "named" | "required" | "auto";
-  readonly name?: string;
-  readonly style?: ToolCallStyle;
-}
-
 /** The constraint a request asks for (free text when none), and whether it is a tool call. */
 export function constraintOf(
   body: ChatBody | CompletionBody,
@@ -218,7 +210,7 @@ function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: Cons
     if (style === null) {
       throw new OpenAIRequestError(
         400,
-        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> and Llama 3.1 JSON); send "required", a named function, or "none"',
+        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> JSON and Llama 3.1–3.3 JSON); send "required", a named function, or "none"',
         "tool_choice",
       );
     }
@@ -374,56 +366,5 @@ export function checkModel(requested: string, served: string): void {
       "model",
       "model_not_found",
     );
-  }
-}
-
-/**
- * Streaming a tool_choice "auto" reply: its text goes out as it comes, except what may still turn
- * out to be a call's opening marker; from the marker on, the reply is calls, sent whole at the end.
- */
-export class AutoToolStream {
-  private text = "";
-  private sent = 0;
-  private inCalls = false;
-
-  constructor(private readonly style: ToolCallStyle) {}
-
-  /** Adds a piece of the reply; returns the text that is final content now ("" for none). */
-  push(delta: string): string {
-    this.text += delta;
-    if (this.inCalls || this.text.length === 0) return "";
-    const open = TOOL_CALL_OPEN[this.style];
-    if (this.style === "llama3") {
-      // A Llama reply is a call exactly when it starts with "{".
-      if (this.text.startsWith(open)) {
-        this.inCalls = true;
-        return "";
-      }
-      return this.take(this.text.length);
-    }
-    const at = this.text.indexOf(open, Math.max(0, this.sent - open.length));
-    if (at >= 0) {
-      this.inCalls = true;
-      return this.take(at);
-    }
-    let hold = 0;
-    for (let n = Math.min(open.length - 1, this.text.length); n > 0; n--) {
-      if (this.text.endsWith(open.slice(0, n))) {
-        hold = n;
-        break;
-      }
-    }
-    return this.take(this.text.length - hold);
-  }
-
-  /** The reply ended: what was held back, when no call followed it. */
-  flush(): string {
-    return this.inCalls ? "" : this.take(this.text.length);
-  }
-
-  private take(end: number): string {
-    const out = this.text.slice(this.sent, end);
-    this.sent = Math.max(this.sent, end);
-    return out;
   }
 }

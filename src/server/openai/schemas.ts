@@ -156,6 +156,17 @@ const toolSchema: Schema = {
 /** OpenAI's limits on metadata (Shared.Metadata): 16 pairs, keys ≤ 64 characters, values ≤ 512. */
 export const MAX_METADATA_PAIRS = 16;
 
+/** OpenAI's `metadata`: up to 16 string pairs (Shared.Metadata). */
+export function metadataSchema(description: string): Schema {
+  return {
+    type: nullable("object"),
+    maxProperties: MAX_METADATA_PAIRS,
+    propertyNames: { maxLength: 64 },
+    additionalProperties: { type: "string", maxLength: 512 },
+    description,
+  };
+}
+
 /** Legacy `functions` (before `tools`): a function declaration as in a tool. */
 const legacyFunctionSchema: Schema = (toolSchema.properties as Record<string, Schema>).function!;
 
@@ -166,13 +177,7 @@ const legacyFunctionSchema: Schema = (toolSchema.properties as Record<string, Sc
  */
 const chatAccountingProperties: Record<string, Schema> = {
   store: { type: nullable("boolean"), description: "Trellis stores no completions: true is answered with a warning." },
-  metadata: {
-    type: nullable("object"),
-    maxProperties: MAX_METADATA_PAIRS,
-    propertyNames: { maxLength: 64 },
-    additionalProperties: { type: "string", maxLength: 512 },
-    description: "Up to 16 string pairs kept with a stored completion; none is stored, so a warning.",
-  },
+  metadata: metadataSchema("Up to 16 string pairs kept with a stored completion; none is stored, so a warning."),
   service_tier: {
     type: nullable("string"),
     enum: ["auto", "default", "flex", "scale", "priority", null],
@@ -181,7 +186,15 @@ const chatAccountingProperties: Record<string, Schema> = {
   reasoning_effort: {
     type: nullable("string"),
     enum: ["none", "minimal", "low", "medium", "high", "xhigh", null],
-    description: "The model does not reason: none is what it does; any other value gets a warning.",
+    description:
+      "On a model whose chat template reasons (Qwen3, DeepSeek-R1, GLM, …): none turns reasoning off where the template can; minimal, low, medium bound it to 256, 1024, 4096 tokens; high and xhigh by max_tokens only. On other models a warning.",
+  },
+  reasoning_budget: {
+    type: nullable("integer"),
+    minimum: 1,
+    maximum: 1_000_000,
+    description:
+      "Trellis: most tokens of reasoning (its closing marker included) on a model that reasons; the answer is never cut short for it.",
   },
   verbosity: {
     type: nullable("string"),

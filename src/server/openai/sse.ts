@@ -1,10 +1,12 @@
 /**
- * Server-Sent Events as OpenAI sends them: `data: <json>\n\n` per chunk, `data: [DONE]\n\n` last.
+ * Server-Sent Events as OpenAI sends them: `data: <json>\n\n` per chunk, `data: [DONE]\n\n` last
+ * (Chat Completions), or `event: <type>\ndata: <json>\n\n` per typed event (the Responses API).
  * The stream is handed to Fastify only once its first chunk exists, so an error before any output
  * (a 400, a 422 of planning) is still an ordinary HTTP error; after that, an error is an SSE error
  * event and the stream closes.
  */
 import { Readable } from "node:stream";
+import type { FastifyReply } from "fastify";
 
 export class SseStream {
   readonly readable = new Readable({ read() {} });
@@ -23,6 +25,11 @@ export class SseStream {
   /** Writes one `data:` event whose JSON text is given. */
   sendJson(json: string): void {
     this.write(`data: ${json}\n\n`);
+  }
+
+  /** Writes one named event, `event: <name>` and its data, as the Responses API sends each. */
+  sendEvent(name: string, json: string): void {
+    this.write(`event: ${name}\ndata: ${json}\n\n`);
   }
 
   /** An error after the headers went out: OpenAI's error body as an event, then the end. */
@@ -44,4 +51,19 @@ export class SseStream {
     this.readable.push(text);
     this.startedResolve();
   }
+}
+
+/**
+ * Answers with `sse` once its first event exists, or `finished` rejects first: then that error is
+ * an ordinary HTTP error (a 400, a 422 of planning). Failures after the first event are the
+ * stream's own (an error event).
+ */
+export async function replyWithStream(reply: FastifyReply, sse: SseStream, finished: Promise<void>): Promise<FastifyReply> {
+  await Promise.race([sse.started, finished]);
+  finished.catch(() => {}); // failures after the first event became an SSE error event
+  return reply
+    .header("content-type", "text/event-stream; charset=utf-8")
+    .header("cache-control", "no-cache")
+    .header("x-accel-buffering", "no")
+    .send(sse.readable);
 }

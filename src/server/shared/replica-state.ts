@@ -98,6 +98,9 @@ class PublishingKeyBackend implements KeyBackend {
   getSetting: KeyBackend["getSetting"] = (name) => this.store.getSetting(name);
   setSetting: KeyBackend["setSetting"] = (name, value) => this.store.setSetting(name, value);
   claimSetting: KeyBackend["claimSetting"] = (name, value) => this.store.claimSetting(name, value);
+  get responses(): KeyBackend["responses"] {
+    return this.store.responses;
+  }
   flush = () => this.store.flush();
   stats = () => this.store.stats();
   close = () => this.store.close();

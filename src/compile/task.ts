@@ -1,0 +1,242 @@
+/**
+ * What a compile worker does, as plain functions (the worker script only moves messages): a
+ * constraint of any kind in (a pattern, a grammar, a JSON Schema, a TypeScript type, tools), its
+ * automaton (a byte DFA or a grammar) as structured-cloneable data out, or a refusal that says
+ * which request field is at fault and why. The same functions run in-thread for tests.
+ */
+import { compileRegex, RegexSyntaxError, RegexTooComplexError, type ByteDfa, type RegexLimits } from "../regex/index.js";
+import {
+  compileGrammar,
+  createGrammarAutomaton,
+  GrammarError,
+  reviveGrammar,
+  type Grammar,
+  type GrammarLimits,
+  type ScannerParts,
+} from "../grammar/index.js";
+import {
+  compileJsonSchema,
+  compileToolCallLanguage,
+  typeScriptToJsonSchema,
+  TypeScriptSchemaError,
+  JsonSchemaError,
+  JsonSchemaTooComplexError,
+  JsonSchemaUnsatisfiableError,
+  type JsonSchemaWarning,
+} from "../schema/index.js";
+import { DfaConstraintState, DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
+import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
+import { ConstraintTooCostlyError } from "../constraint/index.js";
+import { InvalidRequestError, OverloadedError, UnsatisfiableError } from "./errors.js";
+import type { CompiledSpec } from "./spec.js";
+
+/**
+ * A constraint as a compile worker receives it: the request's spec with the limits of its stage
+ * (a grammar's max_ignored_run resolved).
+ */
+export type CompileTask =
+  | (Extract<CompiledSpec, { kind: "regex" }> & { readonly limits: RegexLimits })
+  | (Extract<CompiledSpec, { kind: "grammar" }> & { readonly maxIgnoredRun: number; readonly limits: Partial<GrammarLimits> })
+  | (Extract<CompiledSpec, { kind: "json_schema" | "typescript" | "tool_calls" }> & { readonly limits: RegexLimits });
+
+/**
+ * The JSON Schema a typed completion's TypeScript type stands for (its refusals name schema or
+ * type_name), and what the conversion wants said (an `any` written as any JSON value, a JSDoc tag
+ * that does not fit its type).
+ */
+function typeScriptSchema(task: { source: string; typeName: string }): { schema: unknown; warnings: JsonSchemaWarning[] } {
+  const { schema, warnings } = typeScriptToJsonSchema(task.source, task.typeName);
+  return { schema, warnings: warnings.map((message) => ({ keyword: "typescript", pointer: "", message })) };
+}
+
+/**
+ * The operations a request starts with, tried on a compiled constraint before it is accepted:
+ * the budget question and the first mask at each of `budgets`, each within `limitSteps` of work
+ * (see probeFirstOperations).
+ */
+export interface ProbeOptions {
+  readonly budgets: readonly number[];
+  readonly limitSteps: number;
+}
+
+/** A compiled constraint: a byte DFA (patterns, schemas, tool calls) or a grammar's parts. */
+export type CompileOutput =
+  | { readonly kind: "dfa"; readonly dfa: ByteDfa; readonly warnings?: readonly JsonSchemaWarning[] }
+  | { readonly kind: "grammar"; readonly grammar: Grammar; readonly scanners: ScannerParts };
+
+/**
+ * Why a constraint cannot be built, as data that crosses threads: `invalid` is the request's
+ * fault (400), `too_complex` a limit it ran into (422), `overloaded` a wall-clock valve (503,
+ * retryable). `lasting` refusals come out the same on every try (syntax, sizes, work); a clock
+ * depends on the machine's load.
+ */
+export interface Refusal {
+  readonly status: "invalid" | "too_complex" | "overloaded";
+  readonly field: string;
+  readonly message: string;
+  readonly position?: number;
+  readonly lasting: boolean;
+}
+
+/**
+ * Compiles the task; with a trie, also tries the operations a request starts with (`probe`), so
+ * that a constraint whose first masks would hold the serving thread is refused here instead.
+ */
+export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: ProbeOptions): CompileOutput {
+  if (task.kind !== "grammar") {
+    let dfa: ByteDfa;
+    let warnings: readonly JsonSchemaWarning[] | undefined;
+    if (task.kind === "regex") dfa = compileRegex(task.pattern as string | string[], task.limits);
+    else if (task.kind === "tool_calls") {
+      const { whitespace, forbidUnnamedProperties, strict } = task.options;
+      ({ dfa, warnings } = compileToolCallLanguage(task.tools, task.style, task.parallel, {
+        whitespace,
+        forbidAdditionalProperties: forbidUnnamedProperties,
+        strict,
+        limits: task.limits,
+      }));
+    } else {
+      const { whitespace, forbidUnnamedProperties, strict } = task.options;
+      const typed = task.kind === "typescript" ? typeScriptSchema(task) : null;
+      ({ dfa, warnings } = compileJsonSchema(task.kind === "json_schema" ? task.schema : typed?.schema, {
+        whitespace,
+        forbidAdditionalProperties: forbidUnnamedProperties,
+        strict,
+        limits: task.limits,
+      }));
+      if (typed && typed.warnings.length > 0) warnings = [...typed.warnings, ...(warnings ?? [])];
+    }
+    if (trie && probe)
+      probeFirstOperations(
+        () => new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: task.kind === "regex" }),
+        (m) => new DfaConstraintState(m),
+        probe,
+      );
+    return warnings && warnings.length > 0 ? { kind: "dfa", dfa, warnings } : { kind: "dfa", dfa };
+  }
+  const grammar = compileGrammar(task.grammar, task.limits);
+  // Building the automaton builds its scanner DFAs (the costly, refusable part) here too.
+  const automaton = createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, limits: task.limits });
+  const scanners = automaton.scannerParts();
+  if (trie && probe) {
+    const fresh = (): GrammarTokenMatcher =>
+      new GrammarTokenMatcher(trie, createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, prebuilt: scanners }));
+    probeFirstOperations(fresh, (m) => new GrammarConstraintState(m), probe);
+  }
+  return { kind: "grammar", grammar, scanners };
+}
+
+/**
+ * Runs, at each probe budget, the budget question and the first mask, each under `limitSteps` of
+ * work, on a fresh matcher: they are what a request's first step asks of the serving thread, so
+ * one that needs more here is refused (ConstraintTooCostlyError) before the serving thread ever
+ * runs it. The count is the same on every machine and every try, so the refusal is kept.
+ */
+function probeFirstOperations<M extends DfaTokenMatcher | GrammarTokenMatcher>(
+  makeMatcher: () => M,
+  stateOf: (matcher: M) => DfaConstraintState | GrammarConstraintState,
+  probe: ProbeOptions,
+): void {
+  const matcher = makeMatcher();
+  matcher.work.limitSteps = probe.limitSteps;
+  const state = stateOf(matcher);
+  try {
+    for (const budget of probe.budgets) {
+      const needed = state.minTokensToAccept(budget);
+      if (needed <= budget) state.mask(budget);
+    }
+  } catch (error) {
+    if (error instanceof ConstraintTooCostlyError) throw new ConstraintTooCostlyError(probe.limitSteps, "its first token masks");
+    throw error;
+  }
+}
+
+/** The output of runCompileTask after a structured clone: classes restored where it has any. */
+export function reviveCompileOutput(output: CompileOutput): CompileOutput {
+  if (output.kind === "grammar") reviveGrammar(output.grammar);
+  return output;
+}
+
+/**
+ * The service settings of the grammar limits a request may meet (the others are fixed; their
+ * messages name the limit itself).
+ */
+export const GRAMMAR_LIMIT_SETTINGS: Partial<Record<keyof GrammarLimits, string>> = {
+  maxNesting: "TRELLIS_GRAMMAR_MAX_NESTING",
+  maxTerminals: "TRELLIS_GRAMMAR_MAX_TERMINALS",
+  maxRules: "TRELLIS_GRAMMAR_MAX_RULES",
+  maxReferenceDepth: "TRELLIS_GRAMMAR_MAX_REFERENCE_DEPTH",
+  maxScannerCells: "TRELLIS_GRAMMAR_MAX_SCANNER_CELLS",
+  maxDfaStates: "TRELLIS_REGEX_MAX_STATES",
+  maxWork: "TRELLIS_COMPILE_MAX_WORK",
+  timeoutMs: "TRELLIS_COMPILE_TIMEOUT_MS",
+};
+
+/** A grammar message's "(maxTerminals)" as the setting that raises it, where there is one. */
+function withSetting(message: string): string {
+  return message.replace(/\((max[A-Za-z]+|timeoutMs)\)/g, (whole, limit: keyof GrammarLimits) => {
+    const setting = GRAMMAR_LIMIT_SETTINGS[limit];
+    return setting ? `(${setting})` : whole;
+  });
+}
+
+/** The refusal a library error stands for, or null when the error is a bug. */
+export function refusalOf(error: unknown, field = "pattern"): Refusal | null {
+  if (error instanceof ConstraintTooCostlyError) {
+    return { status: "too_complex", field, message: `${field}: too complex: ${error.message} (TRELLIS_MASK_MAX_WORK)`, lasting: true };
+  }
+  if (error instanceof TypeScriptSchemaError) {
+    // The message already ends with its line and column; a limit met is "too complex" (422).
+    const status = error.limit !== undefined ? "too_complex" : "invalid";
+    return { status, field: error.field, message: `${error.field}: ${error.message}`, lasting: true };
+  }
+  if (error instanceof JsonSchemaError) {
+    return { status: "invalid", field: "schema", message: `schema: ${error.message}`, lasting: true };
+  }
+  if (error instanceof JsonSchemaTooComplexError) {
+    const setting = error.limit === "time" ? " (TRELLIS_COMPILE_TIMEOUT_MS)" : error.limit === "work" ? " (TRELLIS_COMPILE_MAX_WORK)" : "";
+    return {
+      status: error.limit === "time" ? "overloaded" : "too_complex",
+      field: "schema",
+      message: `schema: ${error.message}${setting}`,
+      lasting: error.limit !== "time",
+    };
+  }
+  if (error instanceof JsonSchemaUnsatisfiableError) {
+    return { status: "too_complex", field: "schema", message: `schema: ${error.message}`, lasting: true };
+  }
+  if (error instanceof RegexSyntaxError) {
+    const field = error.alternative !== undefined ? `pattern[${error.alternative}]` : "pattern";
+    const construct = error.construct ? ` (${error.construct})` : "";
+    return { status: "invalid", field, message: `${field}: ${error.message}${construct}`, position: error.position, lasting: true };
+  }
+  if (error instanceof RegexTooComplexError) {
+    const setting = error.limit === "time" ? " (TRELLIS_COMPILE_TIMEOUT_MS)" : error.limit === "work" ? " (TRELLIS_COMPILE_MAX_WORK)" : "";
+    return {
+      status: error.limit === "time" ? "overloaded" : "too_complex",
+      field,
+      message: `${field}: ${error.message}${setting}`,
+      lasting: error.limit !== "time",
+    };
+  }
+  if (error instanceof GrammarError) {
+    const where = error.line !== undefined ? ` (line ${error.line}${error.column !== undefined ? `, column ${error.column}` : ""})` : "";
+    const limit = (error as { limit?: unknown }).limit;
+    const tooComplex = typeof limit === "string";
+    return {
+      status: limit === "timeoutMs" ? "overloaded" : tooComplex ? "too_complex" : "invalid",
+      field: "grammar",
+      message: `grammar: ${withSetting(error.message)}${where}`,
+      lasting: limit !== "timeoutMs",
+    };
+  }
+  return null;
+}
+
+/** The request error a refusal is answered with. */
+export function refusalError(refusal: Refusal): InvalidRequestError | UnsatisfiableError | OverloadedError {
+  if (refusal.status === "overloaded") return new OverloadedError(`${refusal.message}; retry later`, 5);
+  return refusal.status === "invalid"
+    ? new InvalidRequestError(refusal.message, refusal.field, refusal.position)
+    : new UnsatisfiableError(refusal.message, refusal.field);
+}

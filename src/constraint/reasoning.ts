@@ -1,0 +1,134 @@
+/**
+ * A reasoning section before a constrained answer, as one constraint: free text that cannot spell
+ * the section's end marker, the marker, then the answer's constraint. The answer is never
+ * truncated: its fewest tokens (and the marker's) are reserved from the start, so the reasoning
+ * is closed by the mask itself when the budget requires it; a reasoning budget closes it sooner.
+ *
+ *   const dfa = reasoningDfa(utf8("<think>"), utf8("</think>"));   // open: null when pre-opened
+ *   const c = new ReasoningConstraint(new DfaConstraintState(dfaTokenMatcherFor(trie, dfa)), answer, 512);
+ */
+import type { ByteDfa } from "./types.js";
+import type { DfaConstraintState } from "./dfa/state.js";
+import type { TokenConstraint } from "./token-constraint.js";
+
+/**
+ * The byte DFA of `open · body · close` where body is any bytes not containing `close` (a
+ * Knuth–Morris–Pratt automaton on `close`) and nothing follows `close`. `open` null: the prompt
+ * already opened the section.
+ */
+export function reasoningDfa(open: Uint8Array | null, close: Uint8Array): ByteDfa {
+  if (close.length === 0) throw new RangeError("a reasoning section needs a non-empty end marker");
+  const o = open?.length ?? 0;
+  const m = close.length;
+  const numStates = o + m + 1;
+  // Byte classes: each byte of the markers its own, every other byte one class (0).
+  const byteClass = new Uint8Array(256);
+  let numClasses = 1;
+  for (const b of [...(open ?? []), ...close]) if (byteClass[b] === 0) byteClass[b] = numClasses++;
+  const next = new Int32Array(numStates * numClasses).fill(-1);
+  const representative = new Uint8Array(numClasses);
+  for (let b = 255; b >= 0; b--) representative[byteClass[b]!] = b;
+  for (let i = 0; i < o; i++) next[i * numClasses + byteClass[open![i]!]!] = i + 1;
+  // KMP failure function of `close`; body state j (0 ≤ j < m) has matched close[0..j).
+  const fail = new Int32Array(m + 1);
+  for (let i = 1, k = 0; i < m; i++) {
+    while (k > 0 && close[i] !== close[k]) k = fail[k]!;
+    if (close[i] === close[k]) k++;
+    fail[i + 1] = k;
+  }
+  for (let j = 0; j < m; j++) {
+    for (let c = 0; c < numClasses; c++) {
+      const b = representative[c]!;
+      let k = j;
+      while (k > 0 && close[k] !== b) k = fail[k]!;
+      if (close[k] === b) k++;
+      next[(o + j) * numClasses + c] = o + k;
+    }
+  }
+  const accepting = new Uint8Array(numStates);
+  accepting[o + m] = 1;
+  const minBytesToAccept = new Int32Array(numStates);
+  for (let s = 0; s < numStates; s++) minBytesToAccept[s] = s < o ? o - s + m : m - (s - o);
+  return { numStates, start: 0, numClasses, byteClass, next, accepting, minBytesToAccept };
+}
+
+/** The reasoning section, then `answer`: see the module comment. */
+export class ReasoningConstraint implements TokenConstraint {
+  private inAnswer = false;
+  private reasoningTokens = 0;
+  /** The answer's fewest tokens from its start (reserved while reasoning). */
+  private answerReserve = -1;
+
+  constructor(
+    private readonly reasoning: DfaConstraintState,
+    private readonly answer: TokenConstraint,
+    /** Most tokens of reasoning, its end marker included (Infinity: bounded by the budget only). */
+    private readonly maxReasoningTokens: number = Number.POSITIVE_INFINITY,
+  ) {}
+
+  /** Whether the reasoning section has ended (its marker written). */
+  get answering(): boolean {
+    return this.inAnswer;
+  }
+
+  /** Tokens the reasoning section may still take when `remaining` tokens are left in all. */
+  private reasoningRoom(remaining: number): number {
+    return Math.min(remaining - this.reserve(remaining), this.maxReasoningTokens - this.reasoningTokens);
+  }
+
+  private reserve(cap: number): number {
+    if (this.answerReserve < 0) {
+      const needed = this.answer.minTokensToAccept(cap);
+      if (needed === Number.POSITIVE_INFINITY) return cap + 1; // nothing fits; not remembered (a larger cap may fit)
+      this.answerReserve = needed;
+    }
+    return this.answerReserve;
+  }
+
+  writeMask(remaining: number, out: Uint32Array): void {
+    if (this.inAnswer) this.answer.writeMask(remaining, out);
+    else {
+      const room = this.reasoningRoom(remaining);
+      if (room <= 0) out.fill(0);
+      else this.reasoning.writeMask(room, out);
+    }
+  }
+
+  isAccepting(): boolean {
+    return this.inAnswer && this.answer.isAccepting();
+  }
+
+  hasAnyToken(remaining: number): boolean {
+    if (this.inAnswer) return this.answer.hasAnyToken(remaining);
+    const room = this.reasoningRoom(remaining);
+    return room > 0 && this.reasoning.hasAnyToken(room);
+  }
+
+  advance(token: number): boolean {
+    if (this.inAnswer) return this.answer.advance(token);
+    if (!this.reasoning.advance(token)) return false;
+    this.reasoningTokens++;
+    if (this.reasoning.isAccepting()) this.inAnswer = true;
+    return true;
+  }
+
+  minTokensToAccept(cap: number): number {
+    if (this.inAnswer) return this.answer.minTokensToAccept(cap);
+    const close = this.reasoning.minTokensToAccept(Math.min(cap, this.maxReasoningTokens - this.reasoningTokens));
+    if (close === Number.POSITIVE_INFINITY) return close;
+    const answer = this.answer.minTokensToAccept(cap - close);
+    return answer === Number.POSITIVE_INFINITY || close + answer > cap ? Number.POSITIVE_INFINITY : close + answer;
+  }
+
+  minTokensAtLeast(cap: number): number {
+    if (this.inAnswer) return this.answer.minTokensAtLeast ? this.answer.minTokensAtLeast(cap) : this.answer.minTokensToAccept(cap);
+    const close = this.reasoning.minTokensAtLeast(cap);
+    if (close > cap) return close;
+    const answer = this.answer.minTokensAtLeast ? this.answer.minTokensAtLeast(cap - close) : this.answer.minTokensToAccept(cap - close);
+    return Math.min(close + answer, cap + 1);
+  }
+
+  walkAhead(deadline: number): boolean {
+    return this.answer.walkAhead ? this.answer.walkAhead(deadline) : true;
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * A tool reply read back: the calls in what the model wrote under a tool-call constraint (a named
+ * call's arguments, a `required` answer's array, an `auto` reply's marked calls in the model's
+ * format), whole or as it streams.
+ */
+import { parseToolReply, TOOL_CALL_OPEN, type ToolCallStyle } from "../schema/index.js";
+
+/** How a chat request lets the model call its tools (from tool_choice). */
+export interface ToolMode {
+  /**
+   * "named": the output is that function's arguments; "required": an array of calls; "auto": text
+   * or calls in the model's own format (`style`).
+   */
+  readonly kind: "named" | "required" | "auto";
+  readonly name?: string;
+  readonly style?: ToolCallStyle;
+}
+
+/** A call in a tool reply: the function's name and its arguments as JSON text. */
+export interface ReplyCall {
+  name: string;
+  arguments: string;
+}
+
+/**
+ * The calls of a tool reply: a named call's arguments, a `required` answer's JSON array of
+ * {name, arguments}, an `auto` reply's marked calls (none: the reply is text).
+ */
+export function replyCalls(text: string, tools: ToolMode): ReplyCall[] {
+  if (tools.kind === "named") return [{ name: tools.name!, arguments: text }];
+  if (tools.kind === "required") {
+    const calls = JSON.parse(text) as { name: string; arguments: unknown }[];
+    return calls.map((c) => ({ name: c.name, arguments: JSON.stringify(c.arguments) }));
+  }
+  return autoReply(text, tools.style!).calls;
+}
+
+/** A tool_choice "auto" reply: its text before any call, and its calls (none: the reply is text). */
+export function autoReply(text: string, style: ToolCallStyle): { content: string | null; calls: ReplyCall[] } {
+  const parsed = parseToolReply(text, style);
+  return { content: parsed.content, calls: parsed.calls.map((c) => ({ name: c.name, arguments: c.arguments })) };
+}
+
+/**
+ * Streaming a tool_choice "auto" reply: its text goes out as it comes, except what may still turn
+ * out to be a call's opening marker; from the marker on, the reply is calls, sent whole at the end.
+ */
+export class AutoToolStream {
+  private text = "";
+  private sent = 0;
+  private inCalls = false;
+
+  constructor(private readonly style: ToolCallStyle) {}
+
+  /** Adds a piece of the reply; returns the text that is final content now ("" for none). */
+  push(delta: string): string {
+    this.text += delta;
+    if (this.inCalls || this.text.length === 0) return "";
+    const open = TOOL_CALL_OPEN[this.style];
+    if (this.style === "llama3") {
+      // A Llama reply is a call exactly when it starts with "{".
+      if (this.text.startsWith(open)) {
+        this.inCalls = true;
+        return "";
+      }
+      return this.take(this.text.length);
+    }
+    const at = this.text.indexOf(open, Math.max(0, this.sent - open.length));
+    if (at >= 0) {
+      this.inCalls = true;
+      return this.take(at);
+    }
+    let hold = 0;
+    for (let n = Math.min(open.length - 1, this.text.length); n > 0; n--) {
+      if (this.text.endsWith(open.slice(0, n))) {
+        hold = n;
+        break;
+      }
+    }
+    return this.take(this.text.length - hold);
+  }
+
+  /** The reply ended: what was held back, when no call followed it. */
+  flush(): string {
+    return this.inCalls ? "" : this.take(this.text.length);
+  }
+
+  private take(end: number): string {
+    const out = this.text.slice(this.sent, end);
+    this.sent = Math.max(this.sent, end);
+    return out;
+  }
+}

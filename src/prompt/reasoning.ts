@@ -1,0 +1,53 @@
+/**
+ * A model's reasoning section, recognised from its chat template: the markers it writes around
+ * its thinking, whether the generation prompt already opens the section, and the template switch
+ * that turns thinking off (the template then writes an empty section itself).
+ */
+import type { ChatRenderRequest } from "./chat-template.js";
+
+export interface ReasoningFormat {
+  readonly open: string;
+  readonly close: string;
+  /** The generation prompt (thinking on) ends inside an opened section: the model starts reasoning at once. */
+  readonly preOpened: boolean;
+  /** The template variable that turns thinking off when false (`enable_thinking`, `thinking`), or null. */
+  readonly toggle: string | null;
+}
+
+/** Marker pairs of the families whose sections are plain text between two markers. */
+const MARKER_PAIRS: readonly (readonly [string, string])[] = [
+  ["<think>", "</think>"],
+  ["<seed:think>", "</seed:think>"],
+  ["[THINK]", "[/THINK]"],
+  ["<|START_THINKING|>", "<|END_THINKING|>"],
+];
+
+const TOGGLES = ["enable_thinking", "thinking"] as const;
+
+/**
+ * The template's reasoning format, or null when it has none Trellis reads. `render` renders a
+ * one-message conversation with the generation prompt (and the given template variables).
+ */
+export function reasoningFormatOf(template: string | null, render: (request: ChatRenderRequest) => string): ReasoningFormat | null {
+  if (template === null) return null;
+  const pair = MARKER_PAIRS.find(([open, close]) => template.includes(open) && template.includes(close));
+  if (!pair) return null;
+  const [open, close] = pair;
+  const messages = [{ role: "user" as const, content: "hi" }];
+  const tail = (variables?: Record<string, boolean>): string | null => {
+    try {
+      return render({ messages, addGenerationPrompt: true, ...(variables ? { variables } : {}) }).trimEnd();
+    } catch {
+      return null;
+    }
+  };
+  const on = tail();
+  if (on === null) return null;
+  // A switch is one the template reads and that, set false, makes it write the empty section.
+  const toggle =
+    TOGGLES.find((name) => new RegExp(`\\b${name}\\b`).test(template) && tail({ [name]: false })?.endsWith(close) === true) ?? null;
+  const onTail = toggle ? (tail({ [toggle]: true }) ?? on) : on;
+  // Thinking off by default and no switch to turn it on: the model does not reason here.
+  if (onTail.endsWith(close)) return null;
+  return { open, close, preOpened: onTail.endsWith(open), toggle };
+}

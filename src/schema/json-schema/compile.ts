@@ -1,0 +1,699 @@
+// A JSON Schema → the byte DFA of the JSON texts that satisfy it, as Trellis writes JSON
+// (json-text.ts). Every language is exact or an under-approximation of the schema's meaning, so a
+// text the DFA accepts is always valid; where we would have to over-approximate, we refuse instead.
+//
+// How: a subschema and the conjunction of subschemas it implies (`allOf`, `$ref`) are *merged*
+// keyword by keyword (spec.ts's Spec), never intersected as automata: two object languages
+// written in different key orders have an empty intersection although their schemas agree.
+// `anyOf`, `oneOf`, `if`, `dependentSchemas` and `dependentRequired` are distributed into
+// alternatives, each merged alike. What a branch must *not* match (`not`, the other `oneOf`
+// branches, a failed `if`) is subtracted as an automaton, using an over-approximation O(S) of the
+// subtracted schema (objects in any key order, some counts dropped, "any value" where S leaves
+// one free); the text we write is an under-approximation U(S). U(S) ⊆ valid(S) ⊆ O(S), so
+// U(A) − O(B) ⊆ valid(A ∧ ¬B). O(B) need only hold the valid texts U(A) can contain, so its "any
+// value" counts brackets only as deep as U(A)'s texts nest (nestingLimit). Languages stay nodes (graphs embedding their parts) until a set
+// operation or the whole document needs a DFA.
+//
+// Scopes: each conjunct records the in-place applicators that reached it (Conjunct.within), so an
+// `unevaluated…` anywhere counts only what its own schema's subtree evaluates; each subschema
+// carries its dynamic scope (document.ts), so `$dynamicRef` resolves as evaluation would get there.
+//
+// Objects are written with the schema's properties in its order, then any others. Values the
+// schema leaves free (`{}`, `true`, absent `items`/`additionalProperties`) are written nested at
+// most `freeNesting` levels; a recursive schema is unrolled MAX_RECURSION times (recursion is not
+// regular), a maxLength past MAX_COUNTED_LENGTH written as that.
+//
+// Duplicate keys: JSON parsers keep the last of two equal keys. Each pair we write satisfies its
+// own schema, so the kept one does; but a subtraction needs the minuend free of duplicates (an
+// earlier pair's value escapes O(S)'s check), so a minuend writes at most one key beyond the
+// named ones, and towards `minProperties` only one unnamed key counts (a repeat would count twice).
+//
+// Here: the entry, `$ref`/recursion, the distribution of combinators into alternatives, caching,
+// and the regex stage under the compile's limits. A merged Spec's values are written, through
+// WriterContext (context.ts), by kind: numbers.ts, strings.ts, arrays.ts, objects.ts, and
+// values.ts for `enum`/`const`; facts.ts tells what a `oneOf`/`not` subtraction may skip.
+
+import {
+  compileRegexNode,
+  intersectDfas,
+  isEmptyLanguage,
+  LanguageGraph,
+  RegexTooComplexError,
+  subtractDfas,
+  regexClock,
+  REGEX_MAX_WORK,
+  type ByteDfa,
+  type RegexLimits,
+  type RegexNode,
+} from "../../regex/index.js";
+import { arrayLanguage } from "./arrays.js";
+import type { Alternative, Want, WriterContext } from "./context.js";
+import { escapePointer, MAX_SCHEMA_NESTING, nestedDeeperThan, SchemaDocument, type Draft, type SchemaAt } from "./document.js";
+import { JsonSchemaError, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./errors.js";
+import { apart, JSON_TYPES, valueFacts, type ValueFacts } from "./facts.js";
+import {
+  alt,
+  EMPTY,
+  concat,
+  dfaNode,
+  countedValueText,
+  FALSE_TEXT,
+  JsonSyntax,
+  maxNesting,
+  NULL_TEXT,
+  NUMBER_TEXT,
+  range,
+  anyStringText,
+  TRUE_TEXT,
+  type WhitespaceStyle,
+} from "./json-text.js";
+import { numberLanguage } from "./numbers.js";
+import { objectLanguage } from "./objects.js";
+import { keepShared, sharedDfa } from "./shared-dfas.js";
+import { isObject, mergeConjuncts, type Conjunct, type Spec } from "./spec.js";
+import { stringLanguage } from "./strings.js";
+import { enumLanguage } from "./values.js";
+
+export interface JsonSchemaOptions {
+  /** "default": `{"a": 1, "b": [1, 2]}` or compact; "compact": no whitespace; "indented": json.dumps(indent=2). */
+  readonly whitespace?: WhitespaceStyle;
+  /** Properties the schema does not name (no `additionalProperties`) are not written. */
+  readonly forbidAdditionalProperties?: boolean;
+  /** A keyword we cannot enforce exactly is an error (true) or ignored with a warning (false). */
+  readonly strict?: boolean;
+  /** Nesting levels of a value the schema leaves free. */
+  readonly freeNesting?: number;
+  /** Per-automaton sizes, and the whole compile's work (maxWork) and wall-clock valve (timeoutMs). */
+  readonly limits?: RegexLimits;
+}
+
+export const DEFAULT_JSON_SCHEMA_OPTIONS = {
+  whitespace: "default" as WhitespaceStyle,
+  forbidAdditionalProperties: false,
+  strict: true,
+  freeNesting: 2,
+  limits: { maxDfaStates: 100_000, maxNfaStates: 400_000, maxWork: REGEX_MAX_WORK, timeoutMs: Number.POSITIVE_INFINITY } as RegexLimits,
+};
+
+export interface CompiledJsonSchema {
+  readonly dfa: ByteDfa;
+  readonly draft: Draft;
+  readonly warnings: readonly JsonSchemaWarning[];
+}
+
+/** Most alternatives one subschema may distribute into (anyOf × oneOf × if × dependencies). */
+const MAX_ALTERNATIVES = 256;
+/** Deepest value nesting a schema may ask for. */
+const MAX_DEPTH = 64;
+/** Longest chain of `$ref`s and `allOf`s followed from one subschema. */
+const MAX_REFERENCE_CHAIN = 256;
+/** How many times a recursive subschema is written inside itself. */
+const MAX_RECURSION = 3;
+
+/**
+ * Compiles a JSON Schema (object or boolean) to the DFA of the JSON texts we may write for it.
+ * Throws JsonSchemaError (400: malformed, remote `$ref`, a keyword we cannot enforce under
+ * `strict`), JsonSchemaTooComplexError (422: a size or time limit), JsonSchemaUnsatisfiableError.
+ */
+export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = {}): CompiledJsonSchema {
+  if (typeof schema !== "boolean" && !isObject(schema)) throw new JsonSchemaError("a schema must be an object or a boolean", "");
+  if (nestedDeeperThan(schema, MAX_SCHEMA_NESTING)) throw new JsonSchemaError(`nested deeper than ${MAX_SCHEMA_NESTING} levels`, "");
+  const document = new SchemaDocument(schema);
+  const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, ...options.limits };
+  const compiler = new SchemaCompiler(document, { ...DEFAULT_JSON_SCHEMA_OPTIONS, ...options, limits });
+  let dfa: ByteDfa;
+  // One frame of work (and of the wall-clock valve) for the whole compile: every DFA built,
+  // product taken or shared DFA reused in it counts against it.
+  const frame = regexClock.start(limits.maxWork ?? REGEX_MAX_WORK, limits.timeoutMs ?? Number.POSITIVE_INFINITY);
+  try {
+    dfa = compiler.dfaOf(compiler.language([document.rootAt], { depth: 0, over: false, dupFree: false }), "");
+  } catch (error) {
+    // The limits above bound every recursion we know of; should one be missed, the answer is
+    // still a refusal, not a crash.
+    if (error instanceof RangeError && /call stack/.test(error.message)) {
+      throw new JsonSchemaTooComplexError("nested too deeply to compile", "", "depth");
+    }
+    throw compiler.overLimit(error, "");
+  } finally {
+    regexClock.stop(frame);
+  }
+  if (isEmptyLanguage(dfa)) throw new JsonSchemaUnsatisfiableError("");
+  return { dfa, draft: document.draft, warnings: compiler.warnings };
+}
+
+type Options = typeof DEFAULT_JSON_SCHEMA_OPTIONS & JsonSchemaOptions;
+
+class SchemaCompiler implements WriterContext {
+  readonly warnings: JsonSchemaWarning[] = [];
+  private readonly warned = new Set<string>();
+  /** annexBReason per pattern: patternLanguage is asked again for each key a pattern is tried on. */
+  readonly annexBReasons = new Map<string, string | null>();
+  readonly syntax: JsonSyntax;
+  /** Languages by subschema(s) and Want: nodes, compiled to a DFA on their second use. */
+  private readonly memo = new Map<string, RegexNode>();
+  /** Subschemas being compiled, and how many times each is open (recursion unrolls). */
+  private readonly inProgress = new Map<string, number>();
+  /**
+   * Self-references being expanded on the stack now (recursion is unrolled MAX_RECURSION of them
+   * deep, on every path alike). A language built inside a recursion depends on it — the innermost
+   * level writes no deeper nesting —, so languages are memoised per depth: the same subschema met
+   * at another depth is another language.
+   */
+  private unrolled = 0;
+
+  constructor(
+    private readonly document: SchemaDocument,
+    readonly options: Options,
+  ) {
+    this.syntax = new JsonSyntax(options.whitespace);
+  }
+
+  // ---- the regex stage, under one deadline for the whole compile --------------------------
+
+  private limits(pointer: string): RegexLimits {
+    try {
+      regexClock.read();
+    } catch (error) {
+      throw this.overLimit(error, pointer);
+    }
+    // The compile's frame (compileJsonSchema) bounds work and time; each DFA has the size limits.
+    return { maxDfaStates: this.options.limits.maxDfaStates, maxNfaStates: this.options.limits.maxNfaStates };
+  }
+
+  /** A regex limit met inside the compile, as the schema's refusal at `pointer`. */
+  overLimit(error: unknown, pointer: string): unknown {
+    if (!(error instanceof RegexTooComplexError)) return error;
+    if (error.limit === "work") {
+      return new JsonSchemaTooComplexError(`compiling needs more than ${this.options.limits.maxWork} units of work`, pointer, "work");
+    }
+    if (error.limit === "time") {
+      return new JsonSchemaTooComplexError(`compiling took longer than ${this.options.limits.timeoutMs} ms`, pointer, "time");
+    }
+    return new JsonSchemaTooComplexError(error.message, pointer, error.limit);
+  }
+
+  regex<T>(pointer: string, build: (limits: RegexLimits) => T): T {
+    try {
+      return build(this.limits(pointer));
+    } catch (error) {
+      throw this.overLimit(error, pointer);
+    }
+  }
+
+  compileNode(node: RegexNode, pointer: string, minimal = true): ByteDfa {
+    return this.regex(pointer, (limits) => compileRegexNode(node, { ...limits, minimal }));
+  }
+
+  /**
+   * The DFA of a language. Languages stay nodes (graphs embedding their parts) until something
+   * needs a DFA: a set operation, a membership test, the whole document. One subset construction
+   * over the whole then replaces one per nesting level.
+   *
+   * Left unminimized (determinize): a subschema's subset construction is within a few percent of
+   * minimal, and finishing it was ~40% of its cost. Products (set operations) still return
+   * minimal DFAs, whatever their operands; a language used twice is embedded minimal (see
+   * `language`), and so are the schema-independent DFAs shared between compiles.
+   */
+  dfaOf(node: RegexNode, pointer: string): ByteDfa {
+    return node.kind === "dfa" ? node.dfa : this.compileNode(node, pointer, false);
+  }
+
+  intersect(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
+    return this.regex(pointer, (limits) => intersectDfas(a, b, limits));
+  }
+
+  subtract(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
+    return this.regex(pointer, (limits) => subtractDfas(a, b, limits));
+  }
+
+  /** A schema-independent DFA, from the shared cache or built now. */
+  shared(key: string, build: () => ByteDfa): ByteDfa {
+    const known = sharedDfa(key);
+    if (known) return known;
+    const before = regexClock.used;
+    return keepShared(key, build(), before);
+  }
+
+  // ---- warnings and refusals -----------------------------------------------------------
+
+  warn(keyword: string, pointer: string, message: string): void {
+    const key = `${pointer} ${keyword}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.warnings.push({ keyword, pointer, message });
+  }
+
+  /** A keyword we cannot enforce exactly: an error under strict, else a warning and ignored. */
+  unsupported(keyword: string, pointer: string, message: string): void {
+    if (this.options.strict) throw new JsonSchemaError(`${message} (with "strict": false it is ignored, with a warning)`, pointer, keyword);
+    this.warn(keyword, pointer, `not enforced: ${message}`);
+  }
+
+  // ---- a subschema's language ----------------------------------------------------------
+
+  /** The language (U or O, per `want`) of the conjunction of `refs`. */
+  language(refs: readonly SchemaAt[], want: Want): RegexNode {
+    if (refs.length === 0) return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
+    const pointers = refs.map((r) => r.pointer).join("|");
+    // Where a dynamic reference's target depends on the dynamic scope, so may the language.
+    const scopes = this.document.scopeMatters ? ` ${refs.map((r) => this.document.dynamicKey(r)).join("|")}` : "";
+    const pointer = refs[0]?.pointer ?? "";
+    if (want.depth > MAX_DEPTH) throw new JsonSchemaTooComplexError(`values nested deeper than ${MAX_DEPTH} levels`, pointer, "depth");
+    const style = this.syntax.style === "indented" ? want.depth : 0;
+    // An over-approximation's language depends on how much deeper than here its limit is.
+    const over = want.over ? `O${want.limit === undefined ? "" : want.limit - want.depth}` : "U";
+    const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}`;
+    const known = this.memo.get(`${baseKey}@${this.unrolled}`);
+    if (known) {
+      // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as
+      // (minimal: each copy of it in a DFA around it costs states).
+      if (known.kind === "dfa") return known;
+      const compiled = dfaNode(this.compileNode(known, pointer));
+      this.memo.set(`${baseKey}@${this.unrolled}`, compiled);
+      return compiled;
+    }
+    const open = this.inProgress.get(pointers) ?? 0;
+    if (open > 0) {
+      // Recursion: what we write is unrolled MAX_RECURSION times, deeper nesting is not written.
+      // An over-approximation cannot stop there (it must hold every deeper document): where the
+      // schema re-enters itself it holds any value (of any depth a text we write can reach).
+      if (want.over) return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
+      if (this.unrolled > MAX_RECURSION) return EMPTY;
+    }
+    const depth = this.unrolled;
+    this.inProgress.set(pointers, open + 1);
+    if (open > 0) this.unrolled++;
+    let node: RegexNode;
+    try {
+      node = this.compileAlternatives(refs, want, pointer);
+    } finally {
+      this.unrolled = depth;
+      if (open === 0) this.inProgress.delete(pointers);
+      else this.inProgress.set(pointers, open);
+    }
+    this.memo.set(`${baseKey}@${depth}`, node);
+    return node;
+  }
+
+  private compileAlternatives(refs: readonly SchemaAt[], want: Want, pointer: string): RegexNode {
+    const alternatives = this.alternatives(refs, want);
+    const parts: RegexNode[] = [];
+    for (const alternative of alternatives) {
+      if (
+        alternative.conjuncts.length === 0 &&
+        alternative.subtract.length === 0 &&
+        alternative.forbid.size === 0 &&
+        alternative.require.size === 0
+      ) {
+        parts.push(dfaNode(this.anyValue(want.depth, this.options.freeNesting, want)));
+        continue;
+      }
+      // What provably shares no value with the alternative takes nothing away from it: most
+      // `oneOf`s (branches told apart by a type, or by a required property's listed values).
+      const mine = alternative.subtract.length === 0 ? null : this.valueFacts(alternative);
+      const subtract = alternative.subtract.filter((subtrahend) => !this.disjoint(mine!, subtrahend));
+      const minuendWant = subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
+      const spec = mergeConjuncts(alternative.conjuncts, this.document, this, refs.length === 1 ? this.scopeRoot(refs[0]!) : null);
+      const base = this.specLanguage(spec, alternative, minuendWant, pointer);
+      if (subtract.length === 0) {
+        parts.push(base);
+        continue;
+      }
+      let dfa = this.dfaOf(base, pointer);
+      // What is subtracted only shrinks the minuend: one limit holds for every subtrahend.
+      const over = !want.over;
+      const limit = over ? this.nestingLimit(dfa, want.depth) : undefined;
+      for (const subtrahend of subtract) {
+        if (isEmptyLanguage(dfa)) break;
+        const other = this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit });
+        const at = subtrahend[0]?.pointer ?? pointer;
+        dfa = this.subtract(dfa, this.dfaOf(other, at), at);
+      }
+      if (!isEmptyLanguage(dfa)) parts.push(dfaNode(dfa));
+    }
+    return alt(parts);
+  }
+
+  /**
+   * Whether no value meets both the alternative and `other` (all of its schemas), read off the
+   * keywords every value of each must meet (valueFacts): their types or listed values share
+   * nothing, or, where only objects could meet both, a property one of them requires is told
+   * apart (its types or listed values share nothing, or the other side forbids it: a closed
+   * object, an alternative's absent dependency). Sound, not complete: false means "not shown".
+   * Skipping a subtraction of what is disjoint keeps U exact (nothing of it was in `other`) and
+   * O a superset.
+   */
+  private disjoint(mine: ValueFacts, other: readonly SchemaAt[]): boolean {
+    const probe: Alternative = { conjuncts: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
+    if (!this.flatten(other, probe)) return true; // `other` holds no value at all
+    // Its keywords are still read (and a malformed one refused), as compiling it would have.
+    mergeConjuncts(probe.conjuncts, this.document, this);
+    const theirs = this.valueFacts(probe);
+    if (apart(mine.value, theirs.value)) return true;
+    // A value both could hold that is not an object escapes `required` and `properties`.
+    const common = JSON_TYPES.filter((t) => mine.value.types.has(t) && theirs.value.types.has(t));
+    if (common.length > 1 || common[0] !== "object") return false;
+    const excludes = (facts: ValueFacts, name: string): boolean =>
+      facts.forbidden.has(name) || (facts.allowed !== null && !facts.allowed.has(name));
+    for (const [one, two] of [
+      [mine, theirs],
+      [theirs, mine],
+    ] as const) {
+      for (const name of one.required) {
+        if (excludes(two, name)) return true;
+        const a = one.properties.get(name);
+        const b = two.properties.get(name);
+        if (a !== undefined && b !== undefined && apart(a, b)) return true;
+      }
+    }
+    return false;
+  }
+
+  /** valueFacts of an alternative's conjuncts, with its required and forbidden keys. */
+  private valueFacts(alternative: Alternative): ValueFacts {
+    return valueFacts(alternative.conjuncts, alternative.require, alternative.forbid, this.document.draft >= 6);
+  }
+
+  /**
+   * The schema whose subtree holds every conjunct that may evaluate something, when `at` is all
+   * a value must meet: `at` itself, or the end of a chain of schemas that are a `$ref` and
+   * nothing else that evaluates (definitions, descriptions): `{"$ref": "#/$defs/X"}` is X's scope.
+   */
+  private scopeRoot(at: SchemaAt): string {
+    let current = at;
+    for (let chain = 0; chain < MAX_REFERENCE_CHAIN; chain++) {
+      const schema = current.schema;
+      if (!isObject(schema) || typeof schema.$ref !== "string") break;
+      if (!Object.keys(schema).every((k) => k === "$ref" || SCOPE_NEUTRAL.has(k) || isDescriptive(k))) break;
+      current = this.document.resolve(schema.$ref, current);
+    }
+    return current.pointer;
+  }
+
+  /** `refs` with `allOf` and `$ref` expanded, then anyOf/oneOf/if/dependencies distributed. */
+  private alternatives(refs: readonly SchemaAt[], want: Want): Alternative[] {
+    const first: Alternative = { conjuncts: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
+    if (!this.flatten(refs, first)) return [];
+    const finished: Alternative[] = [];
+    const pending = [first];
+    while (pending.length > 0) {
+      const alternative = pending.pop()!;
+      const split = this.splitFirst(alternative, want);
+      if (split === null) finished.push(alternative);
+      else pending.push(...split);
+      if (finished.length + pending.length > MAX_ALTERNATIVES) {
+        throw new JsonSchemaTooComplexError(
+          `anyOf/oneOf/if/dependencies combine into more than ${MAX_ALTERNATIVES} alternatives`,
+          refs[0]?.pointer ?? "",
+          "alternatives",
+        );
+      }
+    }
+    return finished;
+  }
+
+  /**
+   * Adds `refs` (and what `allOf` and `$ref` imply) to the alternative; false: a `false` schema.
+   * `within`: the conjuncts whose in-place applicators reached `refs` (see Conjunct.within).
+   */
+  private flatten(refs: readonly SchemaAt[], into: Alternative, chain = 0, within: readonly string[] = []): boolean {
+    if (chain > MAX_REFERENCE_CHAIN) {
+      throw new JsonSchemaTooComplexError(`$ref/allOf chains longer than ${MAX_REFERENCE_CHAIN}`, refs[0]?.pointer ?? "", "referenceChain");
+    }
+    for (const at of refs) {
+      const schema = at.schema;
+      if (schema === true) continue;
+      if (schema === false) return false;
+      if (!isObject(schema)) throw new JsonSchemaError("a schema must be an object or a boolean", at.pointer);
+      if (into.seen.has(at.pointer)) continue;
+      into.seen.add(at.pointer);
+      const inner = [...within, at.pointer];
+      // Its own keywords first, then what it reaches: an object's properties are written in
+      // conjunct order, a schema's own before those of its $ref (as people write instances).
+      // Before 2019-09 a $ref's siblings are ignored.
+      if (!(this.document.refOverridesSiblings && schema.$ref !== undefined)) into.conjuncts.push({ at, schema, within: inner });
+      // A dynamic reference is followed to the target its dynamic scope gives (resolveDynamic);
+      // used in a draft that does not have it, it is refused.
+      for (const dynamic of ["$dynamicRef", "$recursiveRef"] as const) {
+        const value = schema[dynamic];
+        if (value === undefined || this.document.draft < 2019) continue;
+        const native = dynamic === "$dynamicRef" ? this.document.draft === 2020 : this.document.draft === 2019;
+        if (!native) {
+          this.unsupported(dynamic, at.pointer, `${dynamic} is not supported where it is not a keyword of this draft`);
+          continue;
+        }
+        if (typeof value !== "string") throw new JsonSchemaError(`${dynamic} must be a string`, `${at.pointer}/${dynamic}`, dynamic);
+        if (!this.flatten([this.document.resolveDynamic(dynamic, value, at)], into, chain + 1, inner)) return false;
+      }
+      const ref = schema.$ref;
+      if (ref !== undefined) {
+        if (typeof ref !== "string") throw new JsonSchemaError("$ref must be a string", `${at.pointer}/$ref`, "$ref");
+        const target = this.document.resolve(ref, at);
+        if (this.document.refOverridesSiblings) {
+          const ignored = Object.keys(schema).filter((k) => k !== "$ref" && k !== "definitions" && k !== "$comment" && !isDescriptive(k));
+          if (ignored.length > 0) {
+            this.warn("$ref", at.pointer, `keywords beside $ref are ignored in this draft: ${ignored.join(", ")}`);
+          }
+          if (!this.flatten([target], into, chain + 1, inner)) return false;
+          continue;
+        }
+        if (!this.flatten([target], into, chain + 1, inner)) return false;
+      }
+      if (schema.allOf !== undefined && !this.flatten(this.schemaList(at, "allOf"), into, chain + 1, inner)) return false;
+    }
+    return true;
+  }
+
+  /** The subschemas of a list keyword (allOf, anyOf, oneOf, prefixItems, array items). */
+  schemaList(at: SchemaAt, keyword: string): SchemaAt[] {
+    const value = (at.schema as Record<string, unknown>)[keyword];
+    const pointer = `${at.pointer}/${keyword}`;
+    if (!Array.isArray(value) || (value.length === 0 && keyword !== "prefixItems" && keyword !== "items")) {
+      throw new JsonSchemaError(`${keyword} must be a non-empty array of schemas`, pointer, keyword);
+    }
+    return value.map((schema, i) => this.document.inside(at, schema, `${pointer}/${i}`));
+  }
+
+  /** The subschema a keyword holds. */
+  child(at: SchemaAt, ...path: string[]): SchemaAt {
+    let schema: unknown = at.schema;
+    for (const p of path) schema = (schema as Record<string, unknown>)[p];
+    return this.document.inside(at, schema, `${at.pointer}/${path.map(escapePointer).join("/")}`);
+  }
+
+  /**
+   * Distributes the first applicator not yet distributed (anyOf, oneOf, not, if, dependencies) of
+   * the alternative into the alternatives it stands for; null when none is left.
+   */
+  private splitFirst(alternative: Alternative, want: Want): Alternative[] | null {
+    for (const conjunct of alternative.conjuncts) {
+      const { at, schema } = conjunct;
+      for (const keyword of SPLIT_KEYWORDS) {
+        if (schema[keyword] === undefined) continue;
+        const mark = `${at.pointer} ${keyword}`;
+        if (alternative.done.has(mark)) continue;
+        if (keyword === "dependencies" && this.document.draft >= 2019) continue;
+        if ((keyword === "dependentRequired" || keyword === "dependentSchemas") && this.document.draft < 2019) continue;
+        if (keyword === "if" && this.document.draft < 7) continue;
+        alternative.done.add(mark);
+        return this.split(alternative, conjunct, keyword, want);
+      }
+    }
+    return null;
+  }
+
+  private split(alternative: Alternative, { at, schema, within }: Conjunct, keyword: string, want: Want): Alternative[] {
+    const scopes = within ?? [at.pointer];
+    const fork = (extra: readonly SchemaAt[], change?: (a: Alternative) => void): Alternative[] => {
+      const a = copyAlternative(alternative);
+      if (!this.flatten(extra, a, 0, scopes)) return [];
+      change?.(a);
+      return [a];
+    };
+    switch (keyword) {
+      case "anyOf":
+        return this.schemaList(at, "anyOf").flatMap((member) => fork([member]));
+      case "oneOf": {
+        const members = this.schemaList(at, "oneOf");
+        return members.flatMap((member, i) => {
+          const others = members.filter((_, j) => j !== i).map((m) => [m]);
+          // O-mode too: a text in exactly one branch is in its O and in no other's U.
+          return fork([member], (a) => a.subtract.push(...others));
+        });
+      }
+      case "not":
+        return fork([], (a) => a.subtract.push([this.child(at, "not")]));
+      case "if": {
+        const ifAt = this.child(at, "if");
+        const thenAt = schema.then === undefined ? [] : [this.child(at, "then")];
+        const elseAt = schema.else === undefined ? [] : [this.child(at, "else")];
+        return [...fork([ifAt, ...thenAt]), ...fork(elseAt, (a) => a.subtract.push([ifAt]))];
+      }
+      default:
+        return this.splitDependencies(alternative, at, keyword, want, scopes);
+    }
+  }
+
+  /**
+   * dependentRequired / dependentSchemas / dependencies: each trigger key splits an alternative
+   * into "absent" and "present, with what it demands". An over-approximation may ignore them.
+   */
+  private splitDependencies(alternative: Alternative, at: SchemaAt, keyword: string, want: Want, within: readonly string[]): Alternative[] {
+    const map = (at.schema as Record<string, unknown>)[keyword];
+    if (!isObject(map)) throw new JsonSchemaError("must be an object", `${at.pointer}/${keyword}`, keyword);
+    if (want.over) return [alternative];
+    let current: Alternative[] = [alternative];
+    for (const [trigger, demand] of Object.entries(map)) {
+      const pointer = `${at.pointer}/${keyword}/${escapePointer(trigger)}`;
+      const next: Alternative[] = [];
+      for (const a of current) {
+        const absent = copyAlternative(a);
+        absent.forbid.add(trigger);
+        next.push(absent);
+        const present = copyAlternative(a);
+        if (Array.isArray(demand)) {
+          // Keys no `properties` names are written in `require` order: what the trigger needs
+          // before it.
+          for (const k of demand) {
+            if (typeof k !== "string") throw new JsonSchemaError("must list property names (strings)", pointer, keyword);
+            present.require.add(k);
+          }
+          present.require.add(trigger);
+          next.push(present);
+        } else if (keyword === "dependentRequired") {
+          throw new JsonSchemaError("must be an array of property names", pointer, keyword);
+        } else if (this.flatten([this.child(at, keyword, trigger)], present, 0, within)) {
+          present.require.add(trigger);
+          next.push(present);
+        }
+      }
+      current = next;
+      if (current.length > MAX_ALTERNATIVES) {
+        throw new JsonSchemaTooComplexError(
+          `${keyword} splits into more than ${MAX_ALTERNATIVES} alternatives`,
+          at.pointer,
+          "alternatives",
+        );
+      }
+    }
+    return current;
+  }
+
+  // ---- a merged Spec's language ------------------------------------------------------------
+
+  specLanguage(spec: Spec, alternative: Alternative, want: Want, pointer: string): RegexNode {
+    const typed: RegexNode[] = [];
+    if (spec.enumValues !== null) return enumLanguage(this, spec, alternative, want, pointer);
+    if (spec.types.null) typed.push(NULL_TEXT);
+    if (spec.types.boolean) typed.push(TRUE_TEXT, FALSE_TEXT);
+    if (spec.types.number !== "none") {
+      const numbers = numberLanguage(this, spec, want, pointer);
+      if (numbers) typed.push(dfaNode(numbers));
+    }
+    if (spec.types.string) {
+      const strings = stringLanguage(this, spec, want, pointer);
+      if (strings) typed.push(dfaNode(strings));
+    }
+    if (spec.types.array) {
+      const arrays = arrayLanguage(this, spec, want, pointer);
+      if (arrays) typed.push(arrays);
+    }
+    if (spec.types.object) {
+      const objects = objectLanguage(this, spec, alternative, want, pointer);
+      if (objects) typed.push(objects);
+    }
+    return alt(typed);
+  }
+
+  /**
+   * Any JSON value nested at most `levels` containers deep (`only`: of that kind). Under dupFree
+   * (and not over), an object has at most one key.
+   */
+  anyValue(depth: number, levels: number, want: Want, only?: "object" | "array"): ByteDfa {
+    const key = want.over
+      ? `counted#${this.freeLevels(want, depth)}#${only ?? ""}`
+      : `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.dupFree ? "d" : ""}#${only ?? ""}`;
+    const known = sharedDfa(key);
+    if (known) return known;
+    const before = regexClock.used;
+    if (want.over) {
+      // Not nested `levels` deep: an over-approximation must hold every depth the text it is
+      // subtracted from may reach.
+      return keepShared(key, this.compileNode(countedValueText(this.freeLevels(want, depth), only), ""), before);
+    }
+    const items: RegexNode[] = only ? [] : [NULL_TEXT, TRUE_TEXT, FALSE_TEXT, NUMBER_TEXT, anyStringText()];
+    if (levels > 0) {
+      const inner = dfaNode(this.anyValue(depth + 1, levels - 1, want));
+      if (only !== "object") items.push(this.sequence(0x5b, 0x5d, inner, depth, Infinity));
+      if (only !== "array") {
+        const pair = concat(anyStringText(), this.syntax.colon, inner);
+        items.push(this.sequence(0x7b, 0x7d, pair, depth, want.dupFree && !want.over ? 1 : Infinity));
+      }
+    }
+    return keepShared(key, this.compileNode(alt(items), ""), before);
+  }
+
+  /**
+   * The levels an over-approximation's "any value" at `depth` counts: as deep as any text it is
+   * subtracted from can nest there (want.limit), at least one; without a limit, as deep as any
+   * text we write.
+   */
+  private freeLevels(want: Want, depth: number): number {
+    const limit = want.limit ?? MAX_DEPTH + this.options.freeNesting + 1 + depth;
+    return Math.max(1, limit - depth);
+  }
+
+  /**
+   * The limit (Want.limit) for an over-approximation subtracted from `minuend`, a language of
+   * values at `depth`: that depth plus the deepest nesting of the minuend's texts. A free value
+   * there counting only that deep costs a few states a level instead of ~70 levels' worth: the
+   * subtractions of `oneOf`/`not` were most of the slowest compiles.
+   */
+  nestingLimit(minuend: ByteDfa, depth: number): number {
+    const cap = MAX_DEPTH + this.options.freeNesting + 1;
+    return depth + maxNesting(minuend, cap);
+  }
+
+  /** `open (member (sep member){0,max-1})? close` with the style's whitespace. */
+  sequence(open: number, close: number, member: RegexNode, depth: number, max: number): RegexNode {
+    // A graph, so that `member` is embedded once (a tree would copy it for the first member and
+    // the others, and nested containers would double at every level).
+    const s = this.syntax;
+    const graph = new LanguageGraph();
+    const start = graph.state();
+    const opened = graph.state();
+    const before = graph.state();
+    const after = graph.state();
+    const end = graph.state();
+    graph.accept(end);
+    graph.edge(start, opened, range(open));
+    graph.edge(opened, end, range(close));
+    graph.edge(opened, before, s.open(depth));
+    graph.edge(before, after, member);
+    graph.edge(after, end, concat(s.close(depth), range(close)));
+    if (max === Infinity) graph.edge(after, before, s.separator(depth));
+    else if (max > 1) throw new Error("sequence: a bounded count other than 1 is not supported");
+    return graph.node(start);
+  }
+}
+
+function copyAlternative(a: Alternative): Alternative {
+  return {
+    conjuncts: [...a.conjuncts],
+    seen: new Set(a.seen),
+    subtract: [...a.subtract],
+    forbid: new Set(a.forbid),
+    require: new Set(a.require),
+    done: new Set(a.done),
+  };
+}
+
+const SPLIT_KEYWORDS = ["anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies"] as const;
+
+/** Keywords beside a `$ref` that evaluate nothing (see scopeRoot). */
+const SCOPE_NEUTRAL = new Set(["$defs", "definitions", "$anchor", "$dynamicAnchor", "$comment", "$vocabulary", "deprecated"]);
+
+/** Keywords beside a draft-07 `$ref` that say nothing about validity (not worth a warning). */
+function isDescriptive(keyword: string): boolean {
+  return ["title", "description", "default", "examples", "$id", "id", "$schema", "readOnly", "writeOnly"].includes(keyword);
+}

@@ -1,0 +1,94 @@
+// What every value meeting some conjuncts has, read off their own keywords (type, enum, const,
+// required, properties, a closed object): compile.ts skips subtracting what provably shares no
+// value with an alternative (most oneOf branches) by these facts.
+
+import { isObject, type Conjunct } from "./spec.js";
+import { canonicalJson } from "./values.js";
+
+export const JSON_TYPES = ["null", "boolean", "number", "string", "array", "object"] as const;
+
+/** The names `type` takes. */
+const KNOWN_TYPES: ReadonlySet<unknown> = new Set([...JSON_TYPES, "integer"]);
+
+/** The JSON type of a value (integers are numbers). */
+function jsonTypeOf(value: unknown): (typeof JSON_TYPES)[number] {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  const t = typeof value;
+  return t === "boolean" || t === "number" || t === "string" ? t : "object";
+}
+
+/** What a value may be, as far as `type`, `enum` and `const` say: its JSON types, its values (canonicalJson; null: not listed). */
+interface ScalarFacts {
+  types: Set<string>;
+  values: Set<string> | null;
+}
+
+/** What every value meeting some conjuncts has (valueFacts). */
+export interface ValueFacts {
+  readonly value: ScalarFacts;
+  /** If an object: the properties it has, may have (null: any), must not have, and what each may be. */
+  readonly required: Set<string>;
+  readonly allowed: Set<string> | null;
+  readonly forbidden: ReadonlySet<string>;
+  readonly properties: Map<string, ScalarFacts>;
+}
+
+/** Whether no value is in both. */
+export function apart(a: ScalarFacts, b: ScalarFacts): boolean {
+  if (![...a.types].some((t) => b.types.has(t))) return true;
+  return a.values !== null && b.values !== null && ![...a.values].some((v) => b.values!.has(v));
+}
+
+/** Narrows `facts` by one schema's `type`, `enum` and `const` (const from draft-06 on). */
+function narrowScalar(facts: ScalarFacts, schema: unknown, withConst: boolean): void {
+  if (schema === false) {
+    facts.types.clear();
+    return;
+  }
+  if (!isObject(schema)) return;
+  const declared = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
+  // Malformed keywords tell nothing here (the merge refuses them where they count).
+  if (declared !== null && declared.length > 0 && declared.every((t) => KNOWN_TYPES.has(t)))
+    for (const t of facts.types) if (!declared.includes(t) && !(t === "number" && declared.includes("integer"))) facts.types.delete(t);
+  const listed =
+    withConst && "const" in schema ? [schema.const] : Array.isArray(schema.enum) && schema.enum.length > 0 ? schema.enum : null;
+  if (listed === null) return;
+  for (const t of facts.types) if (!listed.some((v) => jsonTypeOf(v) === t)) facts.types.delete(t);
+  const texts = new Set(listed.map(canonicalJson));
+  facts.values = facts.values === null ? texts : new Set([...facts.values].filter((v) => texts.has(v)));
+}
+
+/**
+ * What every value meeting all of `conjuncts` has, from their own keywords only (each must hold
+ * of every such value): ScalarFacts from `type`/`enum`/`const`; if an object, the properties it
+ * must have (`required`, and an alternative's `require`), may have (`additionalProperties:
+ * false` without `patternProperties`: the ones `properties` names), must not have (`forbid`),
+ * and ScalarFacts per property from `properties`.
+ */
+export function valueFacts(
+  conjuncts: readonly Conjunct[],
+  require: ReadonlySet<string>,
+  forbid: ReadonlySet<string>,
+  withConst: boolean,
+): ValueFacts {
+  const value: ScalarFacts = { types: new Set(JSON_TYPES), values: null };
+  const required = new Set(require);
+  let allowed: Set<string> | null = null;
+  const properties = new Map<string, ScalarFacts>();
+  for (const { schema } of conjuncts) {
+    narrowScalar(value, schema, withConst);
+    if (Array.isArray(schema.required)) for (const name of schema.required) if (typeof name === "string") required.add(name);
+    const named = isObject(schema.properties) ? schema.properties : {};
+    if (schema.additionalProperties === false && schema.patternProperties === undefined) {
+      const names = Object.keys(named);
+      allowed = allowed === null ? new Set(names) : new Set(names.filter((n) => allowed!.has(n)));
+    }
+    for (const [name, property] of Object.entries(named)) {
+      let facts = properties.get(name);
+      if (facts === undefined) properties.set(name, (facts = { types: new Set(JSON_TYPES), values: null }));
+      narrowScalar(facts, property, withConst);
+    }
+  }
+  return { value, required, allowed, forbidden: forbid, properties };
+}

@@ -1,0 +1,355 @@
+// Objects: properties, required, additionalProperties, patternProperties, propertyNames,
+// min/maxProperties, an alternative's dependencies (require/forbid) and unevaluatedProperties.
+// U(S) writes the named members in the schema's order, then others (orderedObject); O(S) takes
+// members in any order (looseObject).
+
+import { isEmptyLanguage, LanguageGraph, matchesString, subtractStrings, type ByteDfa, type RegexNode } from "../../regex/index.js";
+import { alt, concat, dfaNode, EMPTY, hasOneSpelling, anyStringText, literal, range, stringLiteral } from "./json-text.js";
+import { MAX_UNIQUE_TEXT_BYTES } from "./arrays.js";
+import type { Alternative, Want, WriterContext } from "./context.js";
+import type { SchemaAt } from "./document.js";
+import { JsonSchemaTooComplexError } from "./errors.js";
+import type { ObjectPart, Spec } from "./spec.js";
+import { patternLanguage } from "./strings.js";
+import { finiteTexts } from "./values.js";
+
+/** An object's named member: its value's language, and whether it must be written. */
+interface Member {
+  readonly key: string;
+  readonly value: RegexNode;
+  readonly required: boolean;
+}
+
+/** Keys no named member takes, of one patternProperties region, and their values' language. */
+interface Region {
+  readonly key: RegexNode;
+  readonly value: RegexNode;
+}
+
+/** The largest minProperties or maxProperties an over-approximated object counts its members to. */
+const MAX_COUNTED_MEMBERS = 4;
+/** Unnamed keys spelled out as members of their own where minProperties needs several (texts). */
+const MAX_LISTED_KEYS = 64;
+/** Required keys an over-approximated object checks the presence of. */
+const MAX_TRACKED_REQUIRED = 3;
+/** Most `patternProperties` (over all merged parts) one object may have: regions are 2^n. */
+const MAX_PATTERNS = 6;
+
+const utf8Encoder = new TextEncoder();
+
+export function objectLanguage(c: WriterContext, spec: Spec, alternative: Alternative, want: Want, pointer: string): RegexNode | null {
+  const o = spec.objects;
+  if (o.maxProperties < o.minProperties) return null;
+  const depth = want.depth;
+  const inner: Want = { ...want, depth: depth + 1 };
+  const nameLanguages = o.propertyNames.map((at) => c.dfaOf(c.language([at], { depth: 0, over: want.over, dupFree: false }), at.pointer));
+  const required = new Set([...o.required, ...(want.over ? [] : alternative.require)]);
+  const forbidden = want.over ? new Set<string>() : alternative.forbid;
+  const names = [...o.names];
+  for (const k of required) if (!names.includes(k)) names.push(k);
+  const members: Member[] = [];
+  // Scoped unevaluatedProperties, each with the parts within its schema (none in O: a superset).
+  const scopedParts = want.over
+    ? []
+    : o.scopedUnevaluated.map(({ at, scope }) => ({ at, parts: o.parts.filter((part) => part.within.includes(scope)) }));
+  for (const key of names) {
+    const isRequired = required.has(key);
+    const allowed = !forbidden.has(key) && nameLanguages.every((dfa) => matchesString(dfa, JSON.stringify(key)));
+    if (!allowed) {
+      if (isRequired) return null;
+      continue;
+    }
+    // A key only `required` (or a dependency's trigger) names is evaluated by nothing: it meets
+    // unevaluatedProperties. An empty value language leaves its member unwritable: the
+    // object's automaton drops the path.
+    const matches = (pattern: { source: string; at: SchemaAt }): boolean =>
+      matchesString(patternLanguage(c, pattern.source, pattern.at.pointer), JSON.stringify(key));
+    const schemas = schemasForKey(o.parts, key, matches);
+    const value = schemas.length === 0 && o.unevaluated !== null && !want.over ? [o.unevaluated] : schemas;
+    // A scoped unevaluatedProperties: met where no part within its schema evaluates the key.
+    for (const { at, parts } of scopedParts) if (schemasForKey(parts, key, matches).length === 0) value.push(at);
+    members.push({ key, value: c.language(value, inner), required: isRequired });
+  }
+  const excluded = [...names, ...forbidden];
+  const extras = extraRegions(
+    c,
+    o.parts,
+    excluded,
+    nameLanguages,
+    inner,
+    pointer,
+    want.over ? null : o.unevaluated,
+    want.over ? [] : o.scopedUnevaluated,
+  );
+  if (want.over) return looseObject(c, members, extras, depth, o.minProperties, o.maxProperties);
+  const requiredCount = members.filter((m) => m.required).length;
+  if (requiredCount > o.maxProperties) return null;
+  if (o.minProperties > members.length + Math.min(extras.length, 1)) {
+    // Counting several unnamed keys would need them distinct, which an automaton cannot check,
+    // unless they are few: then each is a member of its own, written at most once, in order.
+    const listed = listedKeys(extras, MAX_LISTED_KEYS);
+    if (listed !== null && o.minProperties <= members.length + listed.length) {
+      const named = new Set(members.map((m) => m.key));
+      const more = listed.filter((m) => !named.has(m.key));
+      return orderedObject(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want.dupFree);
+    }
+    c.unsupported(
+      "minProperties",
+      pointer,
+      `minProperties ${o.minProperties} needs more than one property the schema does not name; not supported yet`,
+    );
+    return null;
+  }
+  return orderedObject(c, members, extras, depth, o.minProperties, o.maxProperties, want.dupFree);
+}
+
+/**
+ * The keys no named property takes, split into regions by which `patternProperties` they match
+ * (a key matching several must satisfy all): per region the key language and the value's.
+ */
+function extraRegions(
+  c: WriterContext,
+  parts: readonly ObjectPart[],
+  excluded: readonly string[],
+  nameLanguages: readonly ByteDfa[],
+  inner: Want,
+  pointer: string,
+  /** unevaluatedProperties: met by the keys no pattern and no additionalProperties evaluates. */
+  unevaluated: SchemaAt | null,
+  /** Scoped ones: met by the keys no pattern and no additionalProperties within their schema evaluates. */
+  scopedUnevaluated: readonly { readonly at: SchemaAt; readonly scope: string }[],
+): Region[] {
+  const patterns = parts.flatMap((part, index) => part.patterns.map((p) => ({ ...p, part: index })));
+  if (patterns.length > MAX_PATTERNS) {
+    throw new JsonSchemaTooComplexError(`more than ${MAX_PATTERNS} patternProperties on one object`, pointer, "patternProperties");
+  }
+  const free = parts.every((part) => part.patterns.length === 0 && (part.additional === null || part.onlyEvaluates === true));
+  if (free && c.options.forbidAdditionalProperties && !inner.over) return [];
+  const strings = c.shared("string#0#Infinity", () => c.compileNode(anyStringText(), pointer));
+  // Objects of one shape recur (a definition used in many places, Kubernetes' metadata): the
+  // keys they leave unnamed are built once.
+  let keys =
+    excluded.length === 0
+      ? strings
+      : c.shared(`unnamed#${JSON.stringify(excluded)}`, () =>
+          // Names we write one way only (most) are taken out as bytes, through their trie.
+          excluded.every((name) => hasOneSpelling(name))
+            ? c.regex(pointer, (limits) =>
+                subtractStrings(
+                  strings,
+                  excluded.map((name) => utf8Encoder.encode(JSON.stringify(name))),
+                  limits,
+                ),
+              )
+            : c.subtract(strings, c.compileNode(alt(excluded.map(stringLiteral)), pointer), pointer),
+        );
+  for (const dfa of nameLanguages) keys = c.intersect(keys, dfa, pointer);
+  const regions: Region[] = [];
+  for (let mask = 0; mask < 1 << patterns.length; mask++) {
+    let key = keys;
+    const values: SchemaAt[] = [];
+    for (let i = 0; i < patterns.length && !isEmptyLanguage(key); i++) {
+      const language = patternLanguage(c, patterns[i]!.source, patterns[i]!.at.pointer);
+      key = mask & (1 << i) ? c.intersect(key, language, pointer) : c.subtract(key, language, pointer);
+    }
+    if (isEmptyLanguage(key)) continue;
+    let unnamed = true;
+    const evaluatedBy: ObjectPart[] = [];
+    parts.forEach((part, index) => {
+      const matched = patterns.filter((p, i) => p.part === index && mask & (1 << i));
+      if (matched.length > 0) {
+        values.push(...matched.map((p) => p.at));
+        unnamed = false;
+        evaluatedBy.push(part);
+      } else if (part.additional !== null) {
+        values.push(part.additional);
+        if (part.onlyEvaluates !== true) unnamed = false;
+        evaluatedBy.push(part);
+      }
+    });
+    for (const scoped of scopedUnevaluated) {
+      if (!evaluatedBy.some((part) => part.within.includes(scoped.scope))) values.push(scoped.at);
+    }
+    if (unnamed && c.options.forbidAdditionalProperties && !inner.over) continue;
+    if (evaluatedBy.length === 0 && unevaluated !== null) values.push(unevaluated);
+    if (values.some((v) => v.schema === false)) continue;
+    regions.push({ key: dfaNode(key), value: c.language(values, inner) });
+  }
+  return regions;
+}
+
+/**
+ * O(S) of an object: members in any order (repeats too), each key with its value's O, the first
+ * few required keys present (a set of them is tracked: 2^k states), and a small minProperties or
+ * maxProperties kept by counting members. Counting is sound because every text an O(S) is
+ * subtracted from is written without repeated keys (minuends are dupFree at every level), so
+ * there its members are its properties.
+ */
+function looseObject(
+  c: WriterContext,
+  members: readonly Member[],
+  extras: readonly Region[],
+  depth: number,
+  minProperties: number,
+  maxProperties: number,
+): RegexNode {
+  const s = c.syntax;
+  const tracked = members.filter((m) => m.required).slice(0, MAX_TRACKED_REQUIRED);
+  const free = [
+    ...members.filter((m) => !tracked.includes(m)).map((m) => concat(stringLiteral(m.key), s.colon, m.value)),
+    ...extras.map((r) => concat(r.key, s.colon, r.value)),
+  ];
+  // Counts kept: a maximum up to MAX_COUNTED_MEMBERS, else a minimum up to it (saturating).
+  const most = maxProperties <= MAX_COUNTED_MEMBERS ? maxProperties : Infinity;
+  const least = minProperties <= MAX_COUNTED_MEMBERS ? minProperties : 0;
+  const top = most === Infinity ? least : most;
+  if (tracked.length > most) return EMPTY;
+  if (tracked.length === 0 && top === 0) {
+    if (most === 0 || free.length === 0) return literal("{}");
+    return c.sequence(0x7b, 0x7d, alt(free), depth, Infinity);
+  }
+  const full = (1 << tracked.length) - 1;
+  const freePair = free.length > 0 ? alt(free) : null;
+  const graph = new LanguageGraph();
+  const start = graph.state();
+  const end = graph.state();
+  graph.accept(end);
+  // before[mask * (top + 1) + count], after[…]: members written so far, by required set and count.
+  const before: number[] = [];
+  const after: number[] = [];
+  for (let i = 0; i < (full + 1) * (top + 1); i++) {
+    before.push(graph.state());
+    after.push(graph.state());
+  }
+  const at = (mask: number, count: number): number => mask * (top + 1) + count;
+  const counted = (count: number): number => (most === Infinity ? Math.min(count + 1, least) : count + 1);
+  if (tracked.length === 0 && least === 0) graph.edge(start, end, literal("{}"));
+  graph.edge(start, before[at(0, 0)]!, concat(range(0x7b), s.open(depth)));
+  for (let mask = 0; mask <= full; mask++) {
+    for (let count = 0; count <= top; count++) {
+      const next = counted(count);
+      if (next <= top) {
+        tracked.forEach((m, bit) => {
+          graph.edge(before[at(mask, count)]!, after[at(mask | (1 << bit), next)]!, concat(stringLiteral(m.key), s.colon, m.value));
+        });
+        if (freePair) graph.edge(before[at(mask, count)]!, after[at(mask, next)]!, freePair);
+      }
+      graph.edge(after[at(mask, count)]!, before[at(mask, count)]!, s.separator(depth));
+      if (mask === full && count >= least) graph.edge(after[at(mask, count)]!, end, concat(s.close(depth), range(0x7d)));
+    }
+  }
+  return graph.node(start);
+}
+
+/**
+ * U(S) of an object: the named members in order (each once, required ones always), then members
+ * of the other keys (at most one when `oneExtra`), between minProperties and maxProperties.
+ * Towards minProperties only the first unnamed member counts (a repeated key would count twice);
+ * towards maxProperties every member does.
+ */
+function orderedObject(
+  c: WriterContext,
+  members: readonly Member[],
+  extras: readonly Region[],
+  depth: number,
+  minProperties: number,
+  maxProperties: number,
+  oneExtra: boolean,
+): RegexNode {
+  const s = c.syntax;
+  const bounded = maxProperties !== Infinity;
+  const graph = new LanguageGraph();
+  const start = graph.state();
+  const end = graph.state();
+  graph.accept(end);
+  // State (i, nonEmpty, least, most, extra): before member i (n: the unnamed ones), whether a
+  // member was written (a separator comes next), members surely distinct so far (saturating at
+  // minProperties), members written (when there is a maximum), whether an unnamed one was.
+  const n = members.length;
+  const ids = new Map<string, number>();
+  const pending: [number, number, number, number, number][] = [];
+  const stateOf = (i: number, nonEmpty: number, least: number, most: number, extra: number): number => {
+    const key = `${i},${nonEmpty},${least},${most},${extra}`;
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = graph.state();
+      ids.set(key, id);
+      pending.push([i, nonEmpty, least, most, extra]);
+    }
+    return id;
+  };
+  const extraPairs = alt(extras.map((r) => concat(r.key, s.colon, r.value)));
+  const middles = new Map<string, number>();
+  /** The state before `rest` on the way to `to` (one per key: what leads there shares it). */
+  const middle = (key: string, to: number, rest: RegexNode): number => {
+    let id = middles.get(key);
+    if (id === undefined) {
+      id = graph.state();
+      middles.set(key, id);
+      graph.edge(id, to, rest);
+    }
+    return id;
+  };
+  graph.edge(start, stateOf(0, 0, 0, 0, 0), range(0x7b));
+  while (pending.length > 0) {
+    const [i, nonEmpty, least, most, extra] = pending.pop()!;
+    const from = stateOf(i, nonEmpty, least, most, extra);
+    const lead = nonEmpty ? s.separator(depth) : s.open(depth);
+    const moreMost = bounded ? most + 1 : 0;
+    if (i < n) {
+      const m = members[i]!;
+      if (!m.required) graph.edge(from, stateOf(i + 1, nonEmpty, least, most, 0), null);
+      if (!bounded || most + 1 <= maxProperties) {
+        // Both leads meet before the value, which is embedded once per target state.
+        const to = stateOf(i + 1, 1, Math.min(least + 1, minProperties), moreMost, 0);
+        graph.edge(from, middle(`m${i},${to}`, to, m.value), concat(lead, stringLiteral(m.key), s.colon));
+      }
+      continue;
+    }
+    if (least >= minProperties) graph.edge(from, end, nonEmpty ? concat(s.close(depth), range(0x7d)) : range(0x7d));
+    if (extras.length === 0 || (bounded && most + 1 > maxProperties) || (oneExtra && extra === 1)) continue;
+    const to = stateOf(n, 1, extra ? least : Math.min(least + 1, minProperties), moreMost, 1);
+    graph.edge(from, middle(`x${to}`, to, extraPairs), lead);
+  }
+  return graph.node(start);
+}
+
+/**
+ * The keys of `extras` as optional members, when their languages are finite and together hold at
+ * most `limit` texts (a key's escaped spellings count apart, then fold into one member); null
+ * otherwise.
+ */
+function listedKeys(extras: readonly Region[], limit: number): Member[] | null {
+  const members = new Map<string, Member>();
+  let texts = 0;
+  for (const region of extras) {
+    if (region.key.kind !== "dfa") return null;
+    const found = finiteTexts(region.key.dfa, limit - texts, MAX_UNIQUE_TEXT_BYTES);
+    if (found === null) return null;
+    texts += found.length;
+    for (const text of found) {
+      const key = JSON.parse(text) as string;
+      if (!members.has(key)) members.set(key, { key, value: region.value, required: false });
+    }
+  }
+  return [...members.values()];
+}
+
+/** The schemas `parts` apply to `key`; `matches`: whether a pattern of theirs finds a match in it. */
+function schemasForKey(
+  parts: readonly ObjectPart[],
+  key: string,
+  matches: (pattern: { source: string; at: SchemaAt }) => boolean,
+): SchemaAt[] {
+  const out: SchemaAt[] = [];
+  for (const part of parts) {
+    // A named key meets its properties schema and every pattern it matches; additionalProperties
+    // applies to keys that neither names nor matches.
+    const named = part.properties.get(key);
+    const matched = part.patterns.filter(matches);
+    if (named) out.push(named);
+    if (matched.length > 0) out.push(...matched.map((p) => p.at));
+    if (!named && matched.length === 0 && part.additional !== null) out.push(part.additional);
+  }
+  return out;
+}

@@ -1,0 +1,143 @@
+/**
+ * What the OpenAI routes share between a validated body and the engine: the token budget (what
+ * the model may still write after the prompt), the request's sampling base, a chat conversation
+ * rendered and planned (Chat Completions and the Responses API both run it), and the calls of a
+ * tool reply. Every refusal names the field the client sent.
+ */
+import type { Config } from "../../config.js";
+import type { ConstrainedCompletionRequest, ConstraintSpec, Engine, ReasoningSection, ToolMode } from "../../generate/index.js";
+import type { ReasoningFormat, RenderedPrompt } from "../../prompt/index.js";
+import { samplingOf, stopStrings } from "../completion-fields.js";
+import { OpenAIRequestError } from "./errors.js";
+import { type ChatBody, chatMessagesOf, constraintOf, logitBiasOf, type SharedBody } from "./request.js";
+
+export type TokenBudget = (
+  promptTokens: number,
+  asked: number | null | undefined,
+  fallback: number,
+  promptParam: string,
+  tokensParam: string,
+) => number;
+
+/**
+ * Tokens the model may still write after `promptTokens`: 400 naming `promptParam` when none, and
+ * `tokensParam` (the field the client sent: max_tokens, max_completion_tokens, max_output_tokens)
+ * when it asks too many.
+ */
+export function tokenBudget(engine: Engine, config: Config): TokenBudget {
+  return (promptTokens, asked, fallback, promptParam, tokensParam) => {
+    const room = engine.contextLength - promptTokens;
+    if (room <= 0) {
+      throw new OpenAIRequestError(
+        400,
+        `the prompt is ${promptTokens} tokens, but the model context is ${engine.contextLength} tokens`,
+        promptParam,
+      );
+    }
+    if (asked === null || asked === undefined) return Math.min(fallback, room, config.maxNewTokensLimit);
+    if (asked > room) {
+      throw new OpenAIRequestError(
+        400,
+        `${tokensParam} must be ≤ ${room}: the prompt takes ${promptTokens} of the model's ${engine.contextLength}-token context`,
+        tokensParam,
+      );
+    }
+    return asked;
+  };
+}
+
+export type RequestBase = (
+  body: SharedBody,
+  prompt: string,
+  maxNewTokens: number,
+  constrained: boolean,
+) => Omit<ConstrainedCompletionRequest, "constraint">;
+
+/** The engine request of a body, all but its constraint: sampling with OpenAI's defaults, stop, logit bias, seed. */
+export function requestBase(engine: Engine): RequestBase {
+  return (body, prompt, maxNewTokens, constrained) => {
+    const request: Omit<ConstrainedCompletionRequest, "constraint"> = {
+      prompt,
+      maxNewTokens,
+      // A constrained answer ends when it is complete; free text when the model ends it.
+      stopAfterMatch: constrained,
+      ...samplingOf(body),
+      stop: stopStrings(body),
+      logitBias: logitBiasOf(body, engine.vocabSize),
+    };
+    return body.seed === null || body.seed === undefined ? request : { ...request, seed: body.seed };
+  };
+}
+
+/** A chat conversation ready to run: its constraint, tool mode, rendered prompt, token budget and engine request. */
+export interface PreparedChat {
+  spec: ConstraintSpec;
+  tools: ToolMode | null;
+  rendered: RenderedPrompt;
+  maxNewTokens: number;
+  base: Omit<ConstrainedCompletionRequest, "constraint">;
+  /** The reasoning section the answer follows (the model's template has one and it is on), or null. */
+  reasoning: ReasoningSection | null;
+}
+
+/**
+ * A chat body → what the engine runs: the constraint (response_format, structured_outputs,
+ * tool_choice), the conversation rendered by the model's chat template (with the tools it
+ * declares), the token budget after it (`tokensParam` names the client's max-tokens field), and
+ * the engine request without its constraint.
+ */
+export function prepareChat(engine: Engine, config: Config, body: ChatBody, tokensParam: string): PreparedChat {
+  const { spec, tools } = constraintOf(body, true, engine.toolCallStyle ?? null);
+  if (!engine.renderChat) throw new OpenAIRequestError(501, "this engine has no chat renderer");
+  const withTools = body.tools && body.tools.length > 0 && body.tool_choice !== "none" ? body.tools : undefined;
+  const messages = chatMessagesOf(body, config.maxPromptChars, withTools);
+  const thinking = reasoningOf(engine.reasoningFormat ?? null, body);
+  const rendered = engine.renderChat({
+    messages,
+    tools: withTools,
+    addGenerationPrompt: true,
+    ...(thinking.variables ? { variables: thinking.variables } : {}),
+  });
+  const maxNewTokens = tokenBudget(engine, config)(
+    rendered.tokens.length,
+    body.max_completion_tokens ?? body.max_tokens,
+    config.maxNewTokensLimit,
+    "messages",
+    tokensParam,
+  );
+  const base: Omit<ConstrainedCompletionRequest, "constraint"> = {
+    // Free text and "auto" tool replies end when the model ends them.
+    ...requestBase(engine)(body, rendered.text, maxNewTokens, spec.kind !== "text" && spec.kind !== "tool_calls"),
+    promptTokens: rendered.tokens,
+    ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),
+    ...(thinking.section ? { reasoning: thinking.section } : {}),
+  };
+  return { spec, tools, rendered, maxNewTokens, base, reasoning: thinking.section };
+}
+
+/**
+ * Reasoning tokens each `reasoning_effort` allows (the section's closing marker included); high
+ * and xhigh are bounded by the token budget only. `reasoning_budget` (Trellis's) sets it exactly.
+ */
+export const REASONING_EFFORT_TOKENS: Readonly<Record<string, number>> = { minimal: 256, low: 1024, medium: 4096 };
+
+/**
+ * How a chat request reasons on a model whose template has a reasoning section: the section the
+ * answer follows (null: none), and the template switch to render with. `reasoning_effort: "none"`
+ * turns the section off where the template can (its switch set false writes an empty section).
+ */
+function reasoningOf(
+  format: ReasoningFormat | null,
+  body: ChatBody,
+): { section: ReasoningSection | null; variables: Record<string, boolean> | null } {
+  if (format === null) return { section: null, variables: null };
+  const effort = body.reasoning_effort ?? null;
+  if (effort === "none" && format.toggle !== null) return { section: null, variables: { [format.toggle]: false } };
+  const budget = body.reasoning_budget ?? (effort === null ? undefined : REASONING_EFFORT_TOKENS[effort]);
+  const section: ReasoningSection = {
+    open: format.preOpened ? null : format.open,
+    close: format.close,
+    ...(budget === undefined ? {} : { maxTokens: budget }),
+  };
+  return { section, variables: format.toggle !== null ? { [format.toggle]: true } : null };
+}

@@ -1,0 +1,355 @@
+/**
+ * OpenAI's Responses API on the chat route's engine: `POST /v1/responses` (JSON, or typed
+ * Server-Sent Events with `stream`), `GET` and `DELETE /v1/responses/{id}`. A request is turned
+ * into the chat body that asks the same (responses-request.ts) and planned by the chat route's own
+ * prepareChat, so a `json_schema` output or a function call is never cut short: it fits
+ * `max_output_tokens` or is refused before anything is generated. Admission, the quota's
+ * reservation and the usage charge are generation.ts's, as on every route.
+ *
+ * `store` (default true) keeps the response and its conversation in the key store
+ * (store/responses.ts), owned by the API key, for GET, DELETE and `previous_response_id`; an
+ * output item's id names its response, so an `item_reference` costs one read.
+ *
+ * Registered by the OpenAI plugin in a child context: its key check and error handler apply.
+ */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import {
+  AutoToolStream,
+  type CompletionResult,
+  type GeneratedToken,
+  ReasoningSplitter,
+  replyCalls,
+  type ToolMode,
+} from "../../generate/index.js";
+import { ResponseStoreFullError, type ResponseStoreLimits, sha256Hex, type StoredResponse } from "../../store/index.js";
+import { generation } from "../generation.js";
+import { runChoices } from "./choices.js";
+import { prepareChat } from "./engine-request.js";
+import { mapOpenAIError, maxTokensParam, OpenAIRequestError } from "./errors.js";
+import { checkModel } from "./request.js";
+import {
+  chatBodyOf,
+  type ConversationItem,
+  type FieldWarning,
+  inputItemsOf,
+  type PlacedItem,
+  refuseUnserved,
+  renamedError,
+  type ResponsesBody,
+  type ResponsesFunctionTool,
+  responsesWarnings,
+} from "./responses-request.js";
+import { responsesBody } from "./responses-schema.js";
+import { newResponseKey, OutputBuilder, type OutputItem, responseIdOf, responseIdOfItem } from "./responses-stream.js";
+import { replyWithStream, SseStream } from "./sse.js";
+
+const DAY_MS = 86_400_000;
+/** How often expired stored responses are deleted (each key's also go when it stores another). */
+const PURGE_INTERVAL_MS = 3_600_000;
+
+const route = (summary: string, body?: unknown) => ({
+  schema: { summary, tags: ["OpenAI"], security: [{ bearer: [] }], ...(body ? { body } : {}) },
+});
+
+/** The stored responses' owner: the store key's id, or a fixed key's hash (its place in the list may change). */
+function ownerOf(request: FastifyRequest): string {
+  const key = request.apiKey!;
+  if (key.storeId !== null) return `key:${key.storeId}`;
+  const secret = /^\s*bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")?.[1] ?? "";
+  return `env:${sha256Hex(secret)}`;
+}
+
+/** An output item as the next response's input (its conversation). */
+function asInput(item: OutputItem): ConversationItem {
+  if (item.type === "function_call") return { type: "function_call", call_id: item.call_id, name: item.name, arguments: item.arguments };
+  return { type: "message", role: "assistant", content: item.content.map((c) => c.text).join("") };
+}
+
+function notFound(id: string): OpenAIRequestError {
+  return new OpenAIRequestError(404, `Response with id '${id}' not found.`, "response_id", "not_found");
+}
+
+export async function responsesRoutes(api: FastifyInstance): Promise<void> {
+  const state = api.trellis;
+  const { engine, config, store, metrics } = state;
+  const generate = generation(state);
+  const modelId = engine.modelId ?? "trellis";
+  const limits: ResponseStoreLimits = {
+    ttlMs: config.responsesTtlDays * DAY_MS,
+    maxPerOwner: config.responsesMaxPerKey,
+    maxBytesPerOwner: config.responsesMaxMbPerKey * 1024 * 1024,
+  };
+  const purge = setInterval(() => {
+    store.responses.purgeExpired().catch((error: unknown) => api.log.warn({ err: error }, "cannot delete expired responses"));
+  }, PURGE_INTERVAL_MS);
+  purge.unref();
+  api.addHook("onClose", async () => clearInterval(purge));
+
+  /** An item of this owner's stored responses, by the id its output item carries. */
+  const resolveItem = async (owner: string, itemId: string): Promise<ConversationItem | null> => {
+    const responseId = responseIdOfItem(itemId);
+    const stored = responseId === null ? null : await store.responses.get(owner, responseId);
+    const item = (stored?.response.output as OutputItem[] | undefined)?.find((o) => o.id === itemId);
+    return item ? asInput(item) : null;
+  };
+
+  api.post(
+    "/v1/responses",
+    route("Create a response (OpenAI Responses API)", responsesBody(config)),
+    async function createResponse(request, reply) {
+      const body = request.body as ResponsesBody;
+      checkModel(body.model, modelId);
+      maxTokensParam.set(request, "max_output_tokens");
+      refuseUnserved(body);
+      if (body.user) request.log.info({ user: body.user }, "OpenAI request user");
+      if (body.safety_identifier) request.log.info({ safety_identifier: body.safety_identifier }, "OpenAI request safety_identifier");
+      const fieldWarnings = responsesWarnings(body, (engine.reasoningFormat ?? null) !== null);
+      const owner = ownerOf(request);
+      const storing = body.store !== false;
+
+      let previous: PlacedItem[] = [];
+      if (body.previous_response_id != null) {
+        const stored = await store.responses.get(owner, body.previous_response_id);
+        if (!stored) {
+          throw new OpenAIRequestError(
+            400,
+            `previous_response_id: no stored response '${body.previous_response_id}' for this API key (it was not stored, was deleted, or expired)`,
+            "previous_response_id",
+            "previous_response_not_found",
+          );
+        }
+        const items = [...(stored.input as ConversationItem[]), ...(stored.response.output as OutputItem[]).map(asInput)];
+        previous = items.map((item) => ({ item, origin: "previous_response_id" }));
+      }
+      const conversation = [...previous, ...(await inputItemsOf(body.input, (id) => resolveItem(owner, id)))];
+      const { chat, origins } = chatBodyOf(body, conversation);
+      let prepared: ReturnType<typeof prepareChat>;
+      try {
+        prepared = prepareChat(engine, config, chat, "max_output_tokens");
+      } catch (error) {
+        throw renamedError(error, origins);
+      }
+      const { spec, tools, rendered, maxNewTokens, base } = prepared;
+      const input = conversation.map((c) => c.item);
+      // Before the generation: a key whose store is full is refused before it spends anything.
+      if (storing) {
+        try {
+          await store.responses.checkRoom(owner, 0, limits);
+        } catch (error) {
+          if (error instanceof ResponseStoreFullError) throw new OpenAIRequestError(400, error.message, "store", "responses_store_full");
+          throw error;
+        }
+      }
+
+      const key = newResponseKey();
+      const id = responseIdOf(key);
+      const createdAt = Math.floor(Date.now() / 1000);
+      const echo = requestEcho(body, storing);
+      const head = { id, object: "response", created_at: createdAt };
+      const snapshot = (status: string, output: OutputItem[], extra: Record<string, unknown> = {}) => ({
+        ...head,
+        status,
+        background: false,
+        error: null,
+        incomplete_details: null,
+        ...echo.before,
+        model: modelId,
+        output,
+        ...echo.after,
+        usage: null,
+        ...extra,
+        ...(fieldWarnings.length > 0 ? { warnings: fieldWarnings } : {}),
+      });
+
+      /** The final response from the built items; stored when asked (a full store: a warning, not stored). */
+      const finish = async (builder: OutputBuilder, result: CompletionResult): Promise<Record<string, unknown>> => {
+        const incomplete = result.stopReason === "token_limit";
+        const warnings: FieldWarning[] = [...fieldWarnings, ...((result.warnings ?? []) as FieldWarning[])];
+        let stored = storing;
+        const response = () => ({
+          ...snapshot(incomplete ? "incomplete" : "completed", builder.items, {
+            incomplete_details: incomplete ? { reason: "max_output_tokens" } : null,
+            usage: {
+              input_tokens: rendered.tokens.length,
+              input_tokens_details: { cached_tokens: 0 },
+              output_tokens: result.tokensGenerated,
+              output_tokens_details: { reasoning_tokens: 0 },
+              total_tokens: rendered.tokens.length + result.tokensGenerated,
+            },
+            ...(incomplete ? {} : { completed_at: Math.floor(Date.now() / 1000) }),
+            store: stored,
+          }),
+          ...(warnings.length > 0 ? { warnings } : {}),
+        });
+        if (storing) {
+          try {
+            const record: StoredResponse = { response: response(), input };
+            await store.responses.save(owner, id, record, limits);
+          } catch (error) {
+            if (!(error instanceof ResponseStoreFullError)) request.log.error({ err: error }, "cannot store a response");
+            stored = false;
+            const why = error instanceof ResponseStoreFullError ? error.message : "the key store could not write it";
+            warnings.push({ keyword: "store", pointer: "/store", message: `store: this response was not stored (${why})` });
+          }
+        }
+        return response();
+      };
+
+      const work = (onText?: (index: number, delta: string, tokens: readonly GeneratedToken[]) => void) =>
+        generate.run(
+          request,
+          reply,
+          spec,
+          (signal, client) => runChoices(engine, { ...base, constraint: spec, signal, client }, 1, onText),
+          maxNewTokens,
+        );
+
+      if (!body.stream) {
+        const [result] = await work();
+        request.tokensGenerated = result!.tokensGenerated;
+        const builder = new OutputBuilder(key, null);
+        buildOutput(builder, result!, tools, false);
+        return finish(builder, result!);
+      }
+
+      const sse = new SseStream();
+      const builder = new OutputBuilder(key, sse);
+      const auto = tools?.kind === "auto" ? new AutoToolStream(tools.style!) : null;
+      const arrived = performance.now() - reply.elapsedTime;
+      let opened = false;
+      // The stream opens with the first generated token: a refusal before it is a plain HTTP error.
+      const open = (): void => {
+        if (opened) return;
+        opened = true;
+        builder.event("response.created", { response: snapshot("in_progress", []) });
+        builder.event("response.in_progress", { response: snapshot("in_progress", []) });
+        if (tools?.kind === "named") builder.startCall(tools.name!);
+        else if (!tools) builder.text("");
+      };
+      // A reasoning model's section is not output text (reasoning items are not served yet): only the answer streams.
+      const thinking = prepared.reasoning ? new ReasoningSplitter(prepared.reasoning) : null;
+      const onText = (_index: number, piece: string, tokens: readonly GeneratedToken[]): void => {
+        if (!opened) metrics.timeToFirstToken.observe((performance.now() - arrived) / 1000);
+        open();
+        request.tokensGenerated += tokens.length;
+        const text = thinking ? thinking.push(piece).content : piece;
+        if (text.length === 0) return;
+        if (tools?.kind === "named") builder.callArguments(text);
+        else if (auto) {
+          const content = auto.push(text);
+          if (content.length > 0) builder.text(content);
+        } else if (!tools) builder.text(text);
+        // "required": the calls are sent whole at the end (the array is parsed then).
+      };
+      const finished = work(onText).then(
+        async ([result]) => {
+          request.tokensGenerated = result!.tokensGenerated;
+          open();
+          if (auto) {
+            const rest = auto.flush();
+            if (rest.length > 0) builder.text(rest);
+          }
+          buildOutput(builder, result!, tools, true);
+          const response = await finish(builder, result!);
+          builder.event(response.status === "incomplete" ? "response.incomplete" : "response.completed", { response });
+          sse.end(false);
+        },
+        (error: unknown) => {
+          if (!opened) throw error;
+          const mapped = mapOpenAIError(error, {
+            allowedFields: [],
+            bodyLimitBytes: config.bodyLimitBytes,
+            maxTokensParam: "max_output_tokens",
+          });
+          if (mapped.internal) request.log.error({ err: error }, "error while streaming");
+          const { message, code, param } = mapped.body.error;
+          builder.event("error", { code: code ?? mapped.body.error.type, message, param });
+          builder.event("response.failed", {
+            response: snapshot("failed", builder.items, { error: { code: code ?? "server_error", message } }),
+          });
+          sse.end(false);
+        },
+      );
+      return replyWithStream(reply, sse, finished);
+    },
+  );
+
+  api.get("/v1/responses/:id", route("A stored response (OpenAI Responses API)"), async function getResponse(request) {
+    const { id } = request.params as { id: string };
+    const query = request.query as Record<string, unknown>;
+    if (query.stream === "true")
+      throw new OpenAIRequestError(400, "stream: a stored response is answered whole (send stream=false)", "stream");
+    const stored = await store.responses.get(ownerOf(request), id);
+    if (!stored) throw notFound(id);
+    return stored.response;
+  });
+
+  api.delete("/v1/responses/:id", route("Delete a stored response (OpenAI Responses API)"), async function deleteResponse(request) {
+    const { id } = request.params as { id: string };
+    if (!(await store.responses.delete(ownerOf(request), id))) throw notFound(id);
+    return { id, object: "response", deleted: true };
+  });
+}
+
+/** The request's parameters as OpenAI echoes them in the response, before and after `output`. */
+function requestEcho(body: ResponsesBody, storing: boolean) {
+  const tools = ((body.tools ?? []) as unknown as ResponsesFunctionTool[]).map((t) => ({
+    type: "function",
+    name: t.name,
+    description: t.description ?? null,
+    parameters: t.parameters ?? null,
+    strict: t.strict ?? true,
+  }));
+  return {
+    before: {
+      instructions: body.instructions ?? null,
+      max_output_tokens: body.max_output_tokens ?? null,
+      max_tool_calls: body.max_tool_calls ?? null,
+    },
+    after: {
+      parallel_tool_calls: body.parallel_tool_calls ?? true,
+      previous_response_id: body.previous_response_id ?? null,
+      prompt_cache_key: body.prompt_cache_key ?? null,
+      reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
+      safety_identifier: body.safety_identifier ?? null,
+      service_tier: "default",
+      store: storing,
+      temperature: body.temperature ?? 1,
+      text: { format: body.text?.format ?? { type: "text" }, verbosity: body.text?.verbosity ?? "medium" },
+      tool_choice: body.tool_choice ?? "auto",
+      tools,
+      top_logprobs: body.top_logprobs ?? 0,
+      top_p: body.top_p ?? 1,
+      truncation: body.truncation ?? "disabled",
+      user: body.user ?? null,
+      metadata: body.metadata ?? {},
+    },
+  };
+}
+
+/**
+ * The result's output items, after what a stream already built (`streamed`): the message's text
+ * (free text, a JSON format, an `auto` reply's text before its calls), then the calls (named: its
+ * arguments; `required` and `auto`: each call whole). A message ends complete, or incomplete when
+ * the token limit cut it.
+ */
+function buildOutput(builder: OutputBuilder, result: CompletionResult, tools: ToolMode | null, streamed: boolean): void {
+  const status = result.stopReason === "token_limit" ? "incomplete" : "completed";
+  if (tools?.kind === "named") {
+    if (!streamed) {
+      builder.startCall(tools.name!);
+      builder.callArguments(result.completion);
+    }
+    builder.endCall();
+    return;
+  }
+  const calls = tools ? replyCalls(result.completion, tools) : [];
+  if (!streamed && tools?.kind !== "required") {
+    // The text a stream would have sent: all of it, or an auto reply's text before its calls.
+    const auto = tools ? new AutoToolStream(tools.style!) : null;
+    const text = auto ? auto.push(result.completion) + auto.flush() : result.completion;
+    if (text.length > 0 || calls.length === 0) builder.text(text);
+  } else if (builder.items.length === 0 && calls.length === 0) builder.text("");
+  builder.endText(status);
+  for (const call of calls) builder.wholeCall(call.name, call.arguments);
+}

@@ -1,0 +1,117 @@
+// Grammar budget masks against brute force: on small random grammars and small random
+// vocabularies, for states reached by random token walks and budgets 1..MAX_BUDGET, the budgeted
+// mask must never admit a token after which no complete sentence fits in the tokens left (sound),
+// and must admit every token after which one does (exact). The brute force steps every token of
+// the vocabulary breadth-first from the target, with matcher.advance as the only oracle.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { compileGrammar, createGrammarAutomaton } from "../src/grammar/index.js";
+import { GrammarTokenMatcher, TokenTrie } from "../src/constraint/index.js";
+import { makeVocab, rng as seededRandom } from "./support/constraint-fixtures.js";
+
+const MAX_BUDGET = 6;
+
+/** Grammars with nesting, choices and ignored bytes over a small alphabet (so small vocabularies cover them). */
+const GRAMMARS: string[] = [
+  `start: pal\npal: "a" pal "a" | "b" pal "b" | MID\nMID: "c".."d"\n`,
+  `?start: value\n?value: list | NUM | "t"\nlist: "[" [value ("," value)*] "]"\nNUM: /[0-9]+/\n%ignore " "\n`,
+  `?start: sum\n?sum: atom | sum "+" atom\n?atom: NUM | "(" sum ")" | "-" atom\nNUM: /[12]+/\n%ignore " "\n`,
+  `start: obj\nobj: "{" [pair ("," pair)*] "}"\npair: STR ":" val\n?val: obj | STR | "n"\nSTR: /"[ab]*"/\n`,
+  `start: "x" block* "y"\nblock: "(" block* ")" | "k" "w"?\n`,
+];
+
+/** A vocabulary over the bytes the grammar uses: every single byte, then random strings of them. */
+function randomVocab(alphabet: string, rand: () => number, extra: number): string[] {
+  const tokens = new Set<string>(alphabet.split(""));
+  while (tokens.size < alphabet.length + extra) {
+    const len = 2 + Math.floor(rand() * 4);
+    let t = "";
+    for (let i = 0; i < len; i++) t += alphabet[Math.floor(rand() * alphabet.length)]!;
+    tokens.add(t);
+  }
+  return [...tokens];
+}
+
+/** Fewest tokens from `state` to a complete sentence, searched up to `cap` (Infinity beyond). */
+function bruteMinTokens(matcher: GrammarTokenMatcher, vocabSize: number, state: number, cap: number): number {
+  let frontier = new Set<number>([state]);
+  const seen = new Set<number>([state]);
+  for (let k = 0; k <= cap; k++) {
+    for (const s of frontier) if (matcher.isAccepting(s)) return k;
+    if (k === cap) break;
+    const next = new Set<number>();
+    for (const s of frontier) {
+      for (let t = 0; t < vocabSize; t++) {
+        const n = matcher.advance(s, t);
+        if (n >= 0 && !seen.has(n)) {
+          seen.add(n);
+          next.add(n);
+        }
+      }
+    }
+    frontier = next;
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
+test("grammar budget masks equal brute force on random small grammars and vocabularies", () => {
+  const rand = seededRandom(20240611);
+  let compared = 0,
+    partial = 0;
+  const stricter: string[] = [];
+  for (let gi = 0; gi < GRAMMARS.length; gi++) {
+    const source = GRAMMARS[gi]!;
+    const alphabet =
+      [...new Set(source.match(/"([^"\\]*)"/g)!.flatMap((q) => q.slice(1, -1).split("")))].join("") +
+      "0123456789 ".slice(gi === 1 ? 0 : 10);
+    for (let round = 0; round < 2; round++) {
+      const vocab = makeVocab(randomVocab(alphabet.includes('"') ? alphabet : `${alphabet}"`, rand, 25 + 10 * round));
+      const trie = TokenTrie.build(vocab);
+      const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: 2 });
+      for (const lexerLevel of [true, false]) {
+        const matcher = new GrammarTokenMatcher(trie, automaton, { lexerLevel });
+        const memo = new Map<number, number>();
+        const need = (s: number): number => {
+          let d = memo.get(s);
+          if (d === undefined) memo.set(s, (d = bruteMinTokens(matcher, vocab.size, s, MAX_BUDGET)));
+          return d;
+        };
+        for (let walk = 0; walk < 3; walk++) {
+          let state = matcher.start;
+          for (let step = 0; step < 7 && state >= 0; step++) {
+            const allowed: number[] = [];
+            for (let t = 0; t < vocab.size; t++) if (matcher.advance(state, t) >= 0) allowed.push(t);
+            if (allowed.length === 0) break;
+            for (let remaining = 1; remaining <= MAX_BUDGET; remaining++) {
+              matcher.work.begin();
+              const mask = matcher.mask(state, remaining);
+              let kept = 0;
+              for (const t of allowed) {
+                const inMask = ((mask[t >>> 5]! >>> (t & 31)) & 1) === 1;
+                const fits = need(matcher.advance(state, t)) <= remaining - 1;
+                const where = `grammar ${gi} round ${round} lexerLevel ${lexerLevel} step ${step} remaining ${remaining} token ${JSON.stringify(new TextDecoder().decode(trie.tokenBytes(t)))}`;
+                assert.ok(!inMask || fits, `admitted a token that cannot finish: ${where}`);
+                if (fits && !inMask) stricter.push(where);
+                if (inMask) kept++;
+              }
+              // Tokens outside the grammar are never admitted.
+              for (let t = 0; t < vocab.size; t++) if (((mask[t >>> 5]! >>> (t & 31)) & 1) === 1) assert.ok(matcher.advance(state, t) >= 0);
+              compared++;
+              if (kept > 0 && kept < allowed.length) partial++;
+              // The admission question agrees with the brute force too.
+              matcher.work.begin();
+              const fewest = matcher.minTokensToAccept(state, MAX_BUDGET);
+              assert.equal(fewest, need(state), `minTokensToAccept: grammar ${gi} step ${step}`);
+              matcher.work.begin();
+              assert.ok(matcher.minTokensAtLeast(state, MAX_BUDGET) <= need(state));
+            }
+            state = matcher.advance(state, allowed[Math.floor(rand() * allowed.length)]!);
+          }
+        }
+      }
+    }
+  }
+  console.log(JSON.stringify({ compared, partial, stricter: stricter.length }));
+  assert.ok(partial >= 20, `only ${partial} of ${compared} budget masks were partial`);
+  assert.deepEqual(stricter.slice(0, 10), [], "masks left out tokens that can finish within the budget");
+});

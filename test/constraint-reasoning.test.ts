@@ -1,0 +1,122 @@
+// A reasoning section before a constrained answer (constraint/reasoning.ts): the section's DFA
+// against brute force, masks that never let the body spell the end marker, and the promise under
+// tight budgets: every run ends with a complete answer, the reasoning closed by the mask when the
+// budget (or the reasoning budget) requires it.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { DfaConstraintState, dfaTokenMatcherFor, ReasoningConstraint, reasoningDfa, TokenTrie } from "../src/constraint/index.js";
+import { compileRegex, matchesBytes } from "../src/regex/index.js";
+import { maskWords } from "../src/support/index.js";
+import { makeVocab, maskHas, rng, runDfa } from "./support/constraint-fixtures.js";
+
+const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+/** Whether `bytes` is in open? · (bytes without close) · close. */
+function inSection(bytes: string, open: string | null, close: string): boolean {
+  if (open !== null) {
+    if (!bytes.startsWith(open)) return false;
+    bytes = bytes.slice(open.length);
+  }
+  return bytes.endsWith(close) && bytes.indexOf(close) === bytes.length - close.length;
+}
+
+test("the section's DFA accepts exactly open? · body without the marker · marker", () => {
+  const rand = rng(99);
+  const alphabet = "<>/thinkab";
+  for (const [open, close] of [
+    ["<think>", "</think>"],
+    [null, "</think>"],
+    [null, "aab"],
+    ["[THINK]", "[/THINK]"],
+    [null, "abab"],
+  ] as const) {
+    const dfa = reasoningDfa(open === null ? null : utf8(open), utf8(close));
+    for (let i = 0; i < 4000; i++) {
+      let s = i % 3 === 0 && open ? open : "";
+      const len = Math.floor(rand() * 14);
+      for (let j = 0; j < len; j++) s += alphabet[Math.floor(rand() * alphabet.length)];
+      if (i % 2 === 0) s += close;
+      const state = runDfa(dfa, dfa.start, utf8(s));
+      assert.equal(state >= 0 && dfa.accepting[state] === 1, inSection(s, open, close), `${JSON.stringify(s)} (${open}, ${close})`);
+      // Every live state can still finish in minBytesToAccept bytes (the matcher's bounds rely on it).
+      if (state >= 0) assert.ok(dfa.minBytesToAccept[state]! >= 0);
+    }
+  }
+});
+
+const TOKENS = ["</think>", "<think>", "</", "think", ">", "x</think>y", "a", "b", " ", "\n", "{", "}", '"a":', "1", "2", "a</"];
+
+function setup(maxReasoning = Number.POSITIVE_INFINITY, preOpened = false) {
+  const vocab = makeVocab(TOKENS);
+  const trie = TokenTrie.build(vocab);
+  const section = dfaTokenMatcherFor(trie, reasoningDfa(preOpened ? null : utf8("<think>"), utf8("</think>")));
+  const answerDfa = compileRegex('\\{"a":[12]{1,3}\\}');
+  const answer = dfaTokenMatcherFor(trie, answerDfa);
+  const make = () => new ReasoningConstraint(new DfaConstraintState(section), new DfaConstraintState(answer), maxReasoning);
+  return { vocab, trie, make, answerDfa };
+}
+
+test("while reasoning, no token may spell the end marker inside the body, and the answer's tokens wait for it", () => {
+  const { vocab, make } = setup(Number.POSITIVE_INFINITY, true);
+  const c = make();
+  const mask = new Uint32Array(maskWords(vocab.size));
+  c.writeMask(100, mask);
+  const allowed = TOKENS.filter((_, id) => maskHas(mask, id));
+  assert.ok(allowed.includes("</think>") && allowed.includes("a") && allowed.includes("{"), allowed.join(" "));
+  assert.ok(!allowed.includes("x</think>y"), "a token running past the marker");
+  assert.ok(allowed.includes("a</"), "a token ending in the marker's first bytes");
+  assert.equal(c.isAccepting(), false);
+  // Minimum: the marker (1 token), then {"a":1} in 4 tokens.
+  assert.equal(c.minTokensToAccept(100), 5);
+  assert.equal(c.minTokensToAccept(4), Number.POSITIVE_INFINITY);
+});
+
+test("a tight budget closes the reasoning itself: with reserve + 1 tokens left only the marker is allowed", () => {
+  const { vocab, make } = setup(Number.POSITIVE_INFINITY, true);
+  const c = make();
+  assert.ok(c.advance(TOKENS.indexOf("a")));
+  const mask = new Uint32Array(maskWords(vocab.size));
+  c.writeMask(5, mask);
+  assert.deepEqual(
+    TOKENS.filter((_, id) => maskHas(mask, id)),
+    ["</think>"],
+  );
+  c.writeMask(4, mask);
+  assert.equal(TOKENS.filter((_, id) => maskHas(mask, id)).length, 0, "nothing fits");
+  assert.equal(c.hasAnyToken(4), false);
+});
+
+test("property: random runs under random budgets always end in a complete answer after a closed section", () => {
+  const rand = rng(2026);
+  for (const preOpened of [true, false]) {
+    for (const maxReasoning of [Number.POSITIVE_INFINITY, 3, 7]) {
+      const { vocab, make, answerDfa } = setup(maxReasoning, preOpened);
+      const mask = new Uint32Array(maskWords(vocab.size));
+      for (let run = 0; run < 300; run++) {
+        const c = make();
+        const budget = 5 + (preOpened ? 0 : 1) + Math.floor(rand() * 20);
+        const needed = c.minTokensToAccept(budget);
+        if (needed > budget) {
+          assert.ok(maxReasoning < 2 || budget < 6, `refused at ${budget}`);
+          continue;
+        }
+        let out = "";
+        let reasoningTokens = 0;
+        for (let remaining = budget; remaining > 0 && !c.isAccepting(); remaining--) {
+          c.writeMask(remaining, mask);
+          const ids = [...Array(vocab.size).keys()].filter((id) => maskHas(mask, id));
+          assert.ok(ids.length > 0, `no token with ${remaining} left after ${JSON.stringify(out)}`);
+          const id = ids[Math.floor(rand() * ids.length)]!;
+          if (!c.answering) reasoningTokens++;
+          assert.ok(c.advance(id));
+          out += TOKENS[id];
+        }
+        assert.ok(c.isAccepting(), `run ${run}: ${JSON.stringify(out)} within ${budget}`);
+        assert.ok(reasoningTokens <= maxReasoning, `reasoning took ${reasoningTokens} > ${maxReasoning}`);
+        const end = out.indexOf("</think>") + "</think>".length;
+        assert.ok(inSection(out.slice(0, end), preOpened ? null : "<think>", "</think>"), JSON.stringify(out));
+        assert.ok(matchesBytes(answerDfa, utf8(out.slice(end))), `answer ${JSON.stringify(out.slice(end))}`);
+      }
+    }
+  }
+});

@@ -1,0 +1,161 @@
+/**
+ * Reasoning models through Chat Completions, on synthetic models that carry real templates (random
+ * weights, the real Qwen2 and Llama 3 tokenizers): Qwen3's `<think>` section (the model opens it)
+ * and DeepSeek-R1's (the prompt opens it). The reasoning comes back as `reasoning_content`, the
+ * answer alone as `content` or tool calls, valid and complete under every budget that fits; the
+ * reasoning is bounded by reasoning_effort / reasoning_budget and closed by the mask when the
+ * budget needs it; `reasoning_effort: "none"` renders the template's empty section; streamed
+ * deltas carry the same split — through the openai SDK.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import OpenAI from "openai";
+import { REPO_ROOT } from "./support/paths.js";
+import { serveSyntheticChat, stopSyntheticChat, type SyntheticChat } from "./support/synthetic-chat.js";
+
+const _TEMPLATES = resolve(REPO_ROOT, "..", "shared", "chat-templates");
+
+const SCHEMA = {
+  type: "object",
+  properties: { city: { type: "string", maxLength: 12 }, rain: { type: "boolean" } },
+  required: ["city", "rain"],
+  additionalProperties: false,
+} as const;
+
+function validAnswer(text: string | null | undefined): void {
+  const value = JSON.parse(text ?? "") as { city: unknown; rain: unknown };
+  assert.equal(typeof value.city, "string");
+  assert.ok((value.city as string).length <= 12);
+  assert.equal(typeof value.rain, "boolean");
+  assert.deepEqual(Object.keys(value).sort(), ["city", "rain"]);
+}
+
+type Message = OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+
+describe("reasoning models (synthetic, real templates)", () => {
+  let dir: string;
+  let qwen3: SyntheticChat;
+  let r1: SyntheticChat;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "trellis-reasoning-"));
+    qwen3 = await serveSyntheticChat(dir, "qwen2", "Qwen-Qwen3-0.6B.jinja", 400);
+    r1 = await serveSyntheticChat(dir, "llama-bpe", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", 400);
+  });
+
+  after(async () => {
+    await stopSyntheticChat(qwen3);
+    await stopSyntheticChat(r1);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const ask = (s: SyntheticChat, extra: Record<string, unknown>) =>
+    s.client.chat.completions.create({
+      model: s.engine.modelId ?? "",
+      messages: [{ role: "user", content: "Weather?" }],
+      response_format: { type: "json_schema", json_schema: { name: "w", schema: SCHEMA, strict: true } },
+      ...extra,
+    } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+
+  test("both families recognised from their templates", () => {
+    assert.deepEqual(qwen3.engine.reasoningFormat, { open: "<think>", close: "</think>", preOpened: false, toggle: "enable_thinking" });
+    assert.deepEqual(r1.engine.reasoningFormat, { open: "<think>", close: "</think>", preOpened: true, toggle: null });
+  });
+
+  test("structured output after reasoning: reasoning_content apart, content valid, within max_tokens", async () => {
+    for (const s of [qwen3, r1]) {
+      for (const [maxTokens, budget, seed] of [
+        [120, 40, 1],
+        [120, undefined, 2],
+        [60, undefined, 3],
+      ] as const) {
+        const r = await ask(s, { max_tokens: maxTokens, seed, ...(budget ? { reasoning_budget: budget } : {}) });
+        const message = r.choices[0]!.message as Message;
+        validAnswer(message.content);
+        assert.equal(typeof message.reasoning_content, "string");
+        assert.ok(!message.reasoning_content!.includes("</think>"));
+        assert.ok(r.usage!.completion_tokens <= maxTokens, `${r.usage!.completion_tokens} > ${maxTokens}`);
+        assert.equal(r.choices[0]!.finish_reason, "stop");
+      }
+    }
+  });
+
+  test("a budget too small for the section and the answer is refused up front, naming max_tokens", async () => {
+    await assert.rejects(
+      ask(r1, { max_tokens: 3 }),
+      (e: unknown) => e instanceof OpenAI.APIError && e.status === 400 && /max_tokens/.test(e.message),
+    );
+    await assert.rejects(
+      ask(r1, { max_tokens: 200, reasoning_budget: 1 }),
+      (e: unknown) => e instanceof OpenAI.APIError && e.status === 400,
+    );
+  });
+
+  test('reasoning_effort "none": the template writes its empty section, no reasoning_content', async () => {
+    const on = qwen3.engine.renderChat!({
+      messages: [{ role: "user", content: "Weather?" }],
+      addGenerationPrompt: true,
+      variables: { enable_thinking: true },
+    });
+    const off = qwen3.engine.renderChat!({
+      messages: [{ role: "user", content: "Weather?" }],
+      addGenerationPrompt: true,
+      variables: { enable_thinking: false },
+    });
+    assert.ok(off.text.trimEnd().endsWith("</think>"));
+    const r = await ask(qwen3, { max_tokens: 60, seed: 4, reasoning_effort: "none" });
+    const message = r.choices[0]!.message as Message;
+    validAnswer(message.content);
+    assert.equal(message.reasoning_content, undefined);
+    assert.equal(r.usage!.prompt_tokens, off.tokens.length);
+    assert.notEqual(on.tokens.length, off.tokens.length);
+    // R1's template cannot turn it off: it reasons, and says so.
+    const r1Answer = (await ask(r1, { max_tokens: 60, seed: 4, reasoning_effort: "none" })) as unknown as {
+      warnings?: { keyword: string }[];
+      choices: { message: Message }[];
+    };
+    assert.equal(typeof r1Answer.choices[0]!.message.reasoning_content, "string");
+    assert.ok(r1Answer.warnings?.some((w) => w.keyword === "reasoning_effort"));
+  });
+
+  test("reasoning_effort minimal bounds the reasoning", async () => {
+    const r = await ask(qwen3, { max_tokens: 400, seed: 5, reasoning_effort: "minimal" });
+    assert.ok(r.usage!.completion_tokens <= 256 + 40, String(r.usage!.completion_tokens));
+    validAnswer(r.choices[0]!.message.content);
+  });
+
+  test("streamed: reasoning_content deltas, then content deltas that make the same valid answer", async () => {
+    const params = {
+      model: qwen3.engine.modelId ?? "",
+      messages: [{ role: "user" as const, content: "Weather?" }],
+      response_format: { type: "json_schema" as const, json_schema: { name: "w", schema: SCHEMA, strict: true } },
+      max_tokens: 80,
+      seed: 6,
+      reasoning_budget: 30,
+    };
+    const whole = (await qwen3.client.chat.completions.create(params as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming))
+      .choices[0]!.message as Message;
+    const stream = await qwen3.client.chat.completions.create({
+      ...params,
+      stream: true,
+    } as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming);
+    let reasoning = "";
+    let content = "";
+    let sawContentBeforeReasoningEnded = false;
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning_content?: string } | undefined;
+      if (delta?.reasoning_content) {
+        if (content.length > 0) sawContentBeforeReasoningEnded = true;
+        reasoning += delta.reasoning_content;
+      }
+      if (delta?.content) content += delta.content;
+    }
+    assert.equal(sawContentBeforeReasoningEnded, false);
+    validAnswer(content);
+    assert.equal(content, whole.content);
+    assert.equal(reasoning, whole.reasoning_content);
+  });
+});
