@@ -13,20 +13,20 @@ import {
   type TokenTrie,
 } from "../constraint/index.js";
 import type { ByteDfa } from "../regex/index.js";
+import { LruCache } from "../support/index.js";
+import { heldBackLength } from "./stream.js";
 import type { ReasoningSection } from "./types.js";
 
 type Factory = (forcedPrefix: Uint8Array | undefined) => TokenConstraint;
 
 const encoder = new TextEncoder();
 /** One DFA per marker pair (its matcher is then one per vocabulary: dfaTokenMatcherFor keys on both). */
-const sectionDfas = new Map<string, ByteDfa>();
-const MAX_SECTION_DFAS = 64;
+const sectionDfas = new LruCache<ByteDfa>(64);
 
 function sectionMatcher(trie: TokenTrie, section: ReasoningSection): DfaTokenMatcher {
   const key = `${section.open ?? ""}\0${section.close}`;
   let dfa = sectionDfas.get(key);
   if (dfa === undefined) {
-    if (sectionDfas.size >= MAX_SECTION_DFAS) sectionDfas.clear();
     dfa = reasoningDfa(section.open === null ? null : encoder.encode(section.open), encoder.encode(section.close));
     sectionDfas.set(key, dfa);
   }
@@ -73,8 +73,7 @@ export class ReasoningSplitter {
       this.closed = true;
       return { reasoning: text.slice(0, at), content: this.answer(text.slice(at + close.length)) };
     }
-    let keep = Math.min(close.length - 1, text.length);
-    while (keep > 0 && !text.endsWith(close.slice(0, keep))) keep--;
+    const keep = heldBackLength(text, close);
     this.pending = text.slice(text.length - keep);
     return { reasoning: text.slice(0, text.length - keep), content: "" };
   }

@@ -75,14 +75,7 @@ export class TextStream {
   /** Length of the longest end of `text` that is a proper beginning of some stop string. */
   private heldBack(text: string): number {
     let keep = 0;
-    for (const stop of this.stops) {
-      for (let n = Math.min(stop.length - 1, text.length); n > keep; n--) {
-        if (endsWithPrefix(text, stop, n)) {
-          keep = n;
-          break;
-        }
-      }
-    }
+    for (const stop of this.stops) keep = heldBackLength(text, stop, keep);
     // Never split a surrogate pair between what is sent and what is held.
     if (keep > 0 && keep < text.length) {
       const code = text.charCodeAt(text.length - keep);
@@ -95,6 +88,16 @@ export class TextStream {
     this.sent += text;
     this.onText?.(text);
   }
+}
+
+/**
+ * Length of the longest end of `text` that is a proper beginning of `marker` (a stop string, a
+ * tool call's or a reasoning section's marker), when longer than `atLeast`; else `atLeast`: the
+ * text a stream holds back until the next piece decides it.
+ */
+export function heldBackLength(text: string, marker: string, atLeast = 0): number {
+  for (let n = Math.min(marker.length - 1, text.length); n > atLeast; n--) if (endsWithPrefix(text, marker, n)) return n;
+  return atLeast;
 }
 
 /** Whether `text` ends with the first `n` code units of `stop` (no substring made: runs per token). */

@@ -4,6 +4,7 @@
  * format), whole or as it streams.
  */
 import { parseToolReply, TOOL_CALL_OPEN, type ToolCallStyle } from "../schema/index.js";
+import { heldBackLength } from "./stream.js";
 
 /** How a chat request lets the model call its tools (from tool_choice). */
 export interface ToolMode {
@@ -70,14 +71,7 @@ export class AutoToolStream {
       this.inCalls = true;
       return this.take(at);
     }
-    let hold = 0;
-    for (let n = Math.min(open.length - 1, this.text.length); n > 0; n--) {
-      if (this.text.endsWith(open.slice(0, n))) {
-        hold = n;
-        break;
-      }
-    }
-    return this.take(this.text.length - hold);
+    return this.take(this.text.length - heldBackLength(this.text, open));
   }
 
   /** The reply ended: what was held back, when no call followed it. */

@@ -38,8 +38,8 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // Other formats inside <tool_call> are not Hermes JSON and not read yet: XML calls
   // (<function=f><parameter=p>: Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5), GLM's
   // <arg_key>/<arg_value> (GLM 4.6+, Ling, Laguna), a list in <tool_calls> (Apriel), MiniMax's
-  // XML arguments.
-  if (["<function=", "<arg_key>", "<tool_calls>", "XML renderer"].some((marker) => template.includes(marker))) return null;
+  // <invoke name=…> calls.
+  if (["<function=", "<arg_key>", "<tool_calls>", "<invoke name="].some((marker) => template.includes(marker))) return null;
   if (template.includes("<tool_call>") && template.includes('"arguments"')) return "hermes";
   if (template.includes("<|python_tag|>") || template.includes('"parameters": dictionary of argument name')) return "llama3";
   return null;

@@ -5,7 +5,7 @@ import { MAX_SCHEMA_NESTING, nestedDeeperThan } from "../../schema/index.js";
 import { HttpError } from "../errors.js";
 import { generation } from "../generation.js";
 import { JSON_DEFAULTS, jsonCompletionResponse, jsonMaxNewTokensDefault, jsonSchemaBody } from "../schemas.js";
-import { apiRoute, type CompletionBody, completionOptions, completionReply } from "./shared.js";
+import { apiRoute, type CompletionBody, constrainedCompletion } from "./shared.js";
 
 type JsonBody = CompletionBody & {
   schema: unknown;
@@ -27,7 +27,6 @@ export async function jsonRoute(api: FastifyInstance): Promise<void> {
       if (nestedDeeperThan(body.schema, MAX_SCHEMA_NESTING)) {
         throw new HttpError(400, `schema: nested deeper than ${MAX_SCHEMA_NESTING} levels`);
       }
-      generate.checkContext(body.prompt, maxNewTokens);
       const spec: ConstraintSpec = {
         kind: "json_schema",
         schema: body.schema,
@@ -37,16 +36,7 @@ export async function jsonRoute(api: FastifyInstance): Promise<void> {
           strict: body.strict ?? JSON_DEFAULTS.strict,
         },
       };
-      const result = await generate.run(
-        request,
-        reply,
-        spec,
-        (signal, client) =>
-          engine.complete({ ...completionOptions(body, signal, client), maxNewTokens, stopAfterMatch: true, constraint: spec }),
-        maxNewTokens,
-      );
-      const answer = completionReply(request, result);
-      return result.warnings && result.warnings.length > 0 ? { ...answer, warnings: result.warnings } : answer;
+      return constrainedCompletion(engine, generate, request, reply, body, spec, { maxNewTokens, stopAfterMatch: true });
     },
   );
 }

@@ -51,7 +51,11 @@ export const apiRoute = (summary: string, body: unknown, ok: Record<string, unkn
   },
 });
 
-/** A completion under `spec`: the context check, admission (reserving max_new_tokens of the key's quota), the answer. */
+/**
+ * A completion under `spec`: the context check, admission (reserving max_new_tokens of the key's
+ * quota), the answer (with the constraint's `warnings` when it has any). `fixed` overrides what a
+ * route decides itself (JSON's own max_new_tokens default; a document always ends when complete).
+ */
 export async function constrainedCompletion(
   engine: Engine,
   generate: Generation,
@@ -59,10 +63,13 @@ export async function constrainedCompletion(
   reply: FastifyReply,
   body: CompletionBody,
   spec: ConstraintSpec,
+  fixed: { maxNewTokens?: number; stopAfterMatch?: boolean } = {},
 ) {
-  const maxNewTokens = body.max_new_tokens ?? DEFAULTS.max_new_tokens;
+  const maxNewTokens = fixed.maxNewTokens ?? body.max_new_tokens ?? DEFAULTS.max_new_tokens;
   generate.checkContext(body.prompt, maxNewTokens);
   const work = (signal: AbortSignal, client: string | undefined) =>
-    engine.complete({ ...completionOptions(body, signal, client), constraint: spec });
-  return completionReply(request, await generate.run(request, reply, spec, work, maxNewTokens));
+    engine.complete({ ...completionOptions(body, signal, client), ...fixed, maxNewTokens, constraint: spec });
+  const result = await generate.run(request, reply, spec, work, maxNewTokens);
+  const answer = completionReply(request, result);
+  return result.warnings && result.warnings.length > 0 ? { ...answer, warnings: result.warnings } : answer;
 }
