@@ -13,6 +13,13 @@
  *       (runtime.prepare, reported as compileMs), then completed with max_new_tokens large enough
  *       for the document to finish (budget planning closes it within the budget in any case).
  *
+ * Fast-forward (src/generate/fast-forward.ts): the JSON completions above run with it off; each
+ * round also runs every schema's JSON completion with it on (same seed), reported under
+ * `fastForward`: its decode rate over the unconstrained one (forced tokens count as decoded, as
+ * they are output appended without a step of their own; target >= 1.5), the forced share of the
+ * tokens, and the mean time to a complete document against the same completion without it
+ * (target <= 0.6).
+ *
  * Each round runs, per schema, one JSON completion and one unconstrained completion back to back,
  * which goes first alternating (timings on shared VMs drift, ×1.7 between runs here and by far
  * more within one while others compile or test: comparing neighbours is what survives that).
@@ -28,7 +35,7 @@
  * unconstrained step. One untimed warm-up round first (pages in the weights and the first masks of
  * each schema's states; reported as warmUp).
  *
- * Usage: npm run bench:json-e2e -- [--rounds 5] [--tokens N] [--max-new-tokens 192]
+ * Usage: npm run bench:json-e2e -- [--rounds 5] [--tokens N] [--max-new-tokens 192] [--whitespace default|compact|indented]
  *          [--threads <cores>] [--top-k 50] [--quant q8_0|q4_0] [--model path.gguf]
  *   --tokens          tokens of each unconstrained completion (one per schema per round);
  *                     default: the length of the schema's last JSON completion.
@@ -40,7 +47,7 @@ import { PerformanceObserver } from "node:perf_hooks";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
 import { type ConstraintFactory, type ConstraintSpec, GenerationRuntime, type JsonSchemaTaskOptions } from "../src/generate/index.js";
 import type { ConstraintEntry } from "../src/compile/index.js";
-import type { TokenConstraint } from "../src/constraint/index.js";
+import type { ForcedBytes, TokenConstraint } from "../src/constraint/index.js";
 import { gatherKernelInUse } from "../src/sampling/index.js";
 import { maskWords } from "../src/support/index.js";
 import { argValue, round3 } from "./stats.js";
@@ -53,7 +60,9 @@ const THREADS = Number(argValue("threads") ?? availableParallelism());
 const TOP_K = Number(argValue("top-k") ?? 50);
 const QUANT = argValue("quant") === "q4_0" ? "q4_0" : "q8_0";
 const PROMPT = "You are a helpful assistant. Answer with a single JSON document that follows the schema.\nJSON:";
-const JSON_OPTIONS: JsonSchemaTaskOptions = { whitespace: "default", forbidUnnamedProperties: false, strict: true };
+/** --whitespace compact|default|indented: the JSON style asked for (the service's default: default). */
+const WHITESPACE = (argValue("whitespace") ?? "default") as JsonSchemaTaskOptions["whitespace"];
+const JSON_OPTIONS: JsonSchemaTaskOptions = { whitespace: WHITESPACE, forbidUnnamedProperties: false, strict: true };
 
 const SCHEMAS: Record<string, unknown> = {
   // The arguments of a function call, as tool-calling APIs ask for them.
@@ -140,6 +149,8 @@ class CallLog {
 class TimedConstraint implements TokenConstraint {
   minTokensAtLeast?: (cap: number) => number;
   walkAhead?: (deadline: number) => boolean;
+  forcedBytes?: (max: number) => ForcedBytes | null;
+  allowsWithin?: (token: number, remaining: number) => boolean;
 
   constructor(
     private readonly inner: TokenConstraint,
@@ -153,6 +164,27 @@ class TimedConstraint implements TokenConstraint {
           return atLeast.call(inner, cap);
         } finally {
           rec.planningMs += performance.now() - t;
+        }
+      };
+    }
+    const forced = inner.forcedBytes;
+    const allows = inner.allowsWithin;
+    if (forced && allows) {
+      // Fast-forward's questions are constraint work during decoding too.
+      this.forcedBytes = (max) => {
+        const t = performance.now();
+        try {
+          return forced.call(inner, max);
+        } finally {
+          rec.decodeMs += performance.now() - t;
+        }
+      };
+      this.allowsWithin = (token, remaining) => {
+        const t = performance.now();
+        try {
+          return allows.call(inner, token, remaining);
+        } finally {
+          rec.decodeMs += performance.now() - t;
         }
       };
     }
@@ -276,6 +308,8 @@ interface Outcome {
   calls: CallLog;
   stopReason: string;
   text: string;
+  /** Tokens fast-forward appended unsampled. */
+  forced: number;
 }
 
 /** Every garbage collection of the main isolate: [start, duration] (performance.now() time). */
@@ -284,13 +318,19 @@ new PerformanceObserver((list) => {
   for (const e of list.getEntries()) gcs.push([e.startTime, e.duration]);
 }).observe({ entryTypes: ["gc"] });
 
-async function completion(factory: ConstraintFactory, field: string, maxNewTokens: number, seed: number): Promise<Outcome> {
+async function completion(
+  factory: ConstraintFactory,
+  field: string,
+  maxNewTokens: number,
+  seed: number,
+  fastForward = false,
+): Promise<Outcome> {
   const calls = new CallLog();
   const timed: ConstraintFactory = (prefix) => new TimedConstraint(factory(prefix), calls);
   const cpu0 = process.cpuUsage();
   const started = performance.now();
   const result = await runtime.completeWithFactory(
-    { prompt: PROMPT, maxNewTokens, stopAfterMatch: false, temperature: 1, topK: TOP_K, topP: 1, repetitionPenalty: 1, seed },
+    { prompt: PROMPT, maxNewTokens, stopAfterMatch: false, temperature: 1, topK: TOP_K, topP: 1, repetitionPenalty: 1, seed, fastForward },
     timed,
     field,
   );
@@ -311,6 +351,7 @@ async function completion(factory: ConstraintFactory, field: string, maxNewToken
     calls,
     stopReason: result.stopReason,
     text: result.completion,
+    forced: result.fastForwardedTokens ?? 0,
   };
 }
 
@@ -390,15 +431,15 @@ class Totals {
 const lastJsonTokens = SCHEMA_NAMES.map(() => 64);
 const unconstrainedOf = (i: number, seed: number): Promise<Outcome> =>
   completion(allowAll, "pattern", TOKENS ?? Math.max(2, lastJsonTokens[i]!), seed);
-async function jsonOf(i: number, seed: number): Promise<Outcome> {
+async function jsonOf(i: number, seed: number, fastForward = false): Promise<Outcome> {
   const name = SCHEMA_NAMES[i]!;
-  const o = await completion(entries.get(name)!.factory, "json_schema", MAX_NEW_TOKENS, seed);
+  const o = await completion(entries.get(name)!.factory, "json_schema", MAX_NEW_TOKENS, seed, fastForward);
   try {
     JSON.parse(o.text);
   } catch (error) {
     throw new Error(`${name} (seed ${seed}) produced invalid JSON (${o.stopReason}): ${o.text}\n${error}`);
   }
-  lastJsonTokens[i] = o.tokens;
+  if (!fastForward) lastJsonTokens[i] = o.tokens;
   return o;
 }
 
@@ -416,6 +457,8 @@ log(`  warm-up: unconstrained ${warm.unconstrained.summary().stepMsMedian} ms/st
 // Timed: per round and schema one JSON completion and one unconstrained completion back to back,
 // which goes first alternating, so each pair meets the same machine.
 const all = { unconstrained: new Totals(), json: new Totals() };
+/** JSON completions with fast-forward on (the `json` ones have it off), beside each pair. */
+const fastForwarded = { totals: new Totals(), forced: 0, docMs: [] as number[], offDocMs: [] as number[], pairRatios: [] as number[] };
 const perSchema = new Map(
   SCHEMA_NAMES.map((n) => [n, { json: new Totals(), unconstrained: new Totals(), tokens: [] as number[], stops: [] as string[] }]),
 );
@@ -430,13 +473,21 @@ for (let r = 0; r < ROUNDS; r++) {
     const jsonFirst = (r + i) % 2 === 0;
     let j: Outcome;
     let u: Outcome;
+    let f: Outcome;
     if (jsonFirst) {
       j = await jsonOf(i, seed);
+      f = await jsonOf(i, seed, true);
       u = await unconstrainedOf(i, seed);
     } else {
       u = await unconstrainedOf(i, seed);
+      f = await jsonOf(i, seed, true);
       j = await jsonOf(i, seed);
     }
+    fastForwarded.totals.add(f);
+    fastForwarded.forced += f.forced;
+    fastForwarded.docMs.push(f.wallSeconds * 1000);
+    fastForwarded.offDocMs.push(j.wallSeconds * 1000);
+    fastForwarded.pairRatios.push(f.steps / f.decodeSeconds / (u.steps / u.decodeSeconds));
     for (const [mode, o] of [
       ["unconstrained", u],
       ["json", j],
@@ -490,6 +541,22 @@ console.log(
       schemas: SCHEMA_NAMES,
       compileMs,
       tokensPerSecond: { unconstrained: su.decodeTokensPerSecondMedian, json: sj.decodeTokensPerSecondMedian },
+      fastForward: (() => {
+        const sf = fastForwarded.totals.summary();
+        const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+        return {
+          note: "json completions with fast-forward on (the json mode above has it off), same seeds; forced tokens count as decoded tokens (appended without a decode step of their own)",
+          tokensPerSecond: sf.decodeTokensPerSecondMedian,
+          ratioOverUnconstrained: round3(sf.decodeTokensPerSecondMedian / su.decodeTokensPerSecondMedian),
+          pairedRatioOverUnconstrainedMedian: round3(median(fastForwarded.pairRatios)),
+          targetRatioOverUnconstrained: 1.5,
+          forcedFraction: round3(fastForwarded.forced / Math.max(1, sf.tokens)),
+          docMsMean: { fastForward: round3(mean(fastForwarded.docMs)), without: round3(mean(fastForwarded.offDocMs)) },
+          docMsRatio: round3(mean(fastForwarded.docMs) / mean(fastForwarded.offDocMs)),
+          targetDocMsRatio: 0.6,
+          summary: sf,
+        };
+      })(),
       ratioJsonOverUnconstrained: round3(ratio),
       pairedRatioMedian: round3(median(pairRatios)),
       stepMedianRatio: round3(su.stepMsMedian / sj.stepMsMedian),

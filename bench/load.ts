@@ -12,7 +12,7 @@
  * Prints one JSON object: requests/s, latency p50/p99, status counts, RSS before/after.
  * Exits 1 if any answer was a 5xx other than the documented 503, or a request failed.
  *
- * Env: TRELLIS_BENCH_DURATION (seconds, default 60), TRELLIS_BENCH_CONNECTIONS (default 32),
+ * Env: TRELLIS_BENCH_DURATION (seconds, default 60), TRELLIS_BENCH_THREADS (llama.cpp threads; default the service's), TRELLIS_BENCH_CONNECTIONS (default 32),
  *      TRELLIS_BENCH_RATE_LIMIT (per-key requests/minute, default 0 = off).
  */
 import { existsSync } from "node:fs";
@@ -64,6 +64,8 @@ function benchConfig(): Config {
     dataDir: ":memory:",
     concurrency: 4,
     contextSize: 512,
+    // TRELLIS_BENCH_THREADS: llama.cpp's threads instead of the service's default (thread layouts).
+    ...(process.env.TRELLIS_BENCH_THREADS ? { threads: Number(process.env.TRELLIS_BENCH_THREADS) } : {}),
     queueSize: 64,
     requestTimeoutMs: 30_000,
   };

@@ -63,6 +63,11 @@ export interface Config {
   bodyLimitBytes: number;
   threads: number;
   contextSize: number;
+  /** Prefix cache: most tokens it keeps between requests (0: off; -1: the whole context), most entries. */
+  prefixCacheTokens: number;
+  prefixCacheEntries: number;
+  /** Append forced text without sampling it (fast-forward); a request's fast_forward overrides. */
+  fastForward: boolean;
   /** Regex automaton cap: DFA states; beyond it 422 "too complex". */
   regexMaxStates: number;
   /** Work units one regex, grammar or JSON Schema compile may spend (422 beyond: deterministic). */
@@ -415,6 +420,34 @@ export const SETTINGS: readonly Setting[] = [
     description: "Context window (tokens) per sequence; prompt + max_new_tokens must fit.",
   },
   {
+    key: "prefixCacheTokens",
+    env: "TRELLIS_PREFIX_CACHE_TOKENS",
+    flag: "--prefix-cache-tokens",
+    kind: "int",
+    min: -1,
+    defaultText: "-1",
+    description:
+      "Most KV cells the prefix cache keeps between requests, so that a prompt beginning like an earlier one (a chat resending its history) evaluates only the rest; -1: as many as the context has idle (the cache gives them up whenever a request needs them), 0: off.",
+  },
+  {
+    key: "prefixCacheEntries",
+    env: "TRELLIS_PREFIX_CACHE_ENTRIES",
+    flag: "--prefix-cache-entries",
+    kind: "int",
+    min: 0,
+    defaultText: "32",
+    description: "Most finished sequences the prefix cache keeps (each holds one sequence id, given up whenever a request needs it).",
+  },
+  {
+    key: "fastForward",
+    env: "TRELLIS_FAST_FORWARD",
+    flag: "--fast-forward",
+    kind: "bool",
+    defaultText: "true",
+    description:
+      "Where a constraint allows one continuation only (a JSON key and its colon, a closing bracket, a tool call's wrapper), append it as tokens in one batched decode instead of sampling each (a request's `fast_forward` overrides; off anyway with logprobs, logit_bias or penalties).",
+  },
+  {
     key: "regexMaxStates",
     env: "TRELLIS_REGEX_MAX_STATES",
     flag: "--regex-max-states",
@@ -621,6 +654,9 @@ export function defaultConfig(): Config {
     bodyLimitBytes: 1_048_576,
     threads: Math.max(1, availableParallelism() - 1),
     contextSize: 4096,
+    prefixCacheTokens: -1,
+    prefixCacheEntries: 32,
+    fastForward: true,
     regexMaxStates: 20_000,
     compileMaxWork: 32_000_000,
     grammarMaxNesting: 100,
@@ -737,6 +773,10 @@ export interface EngineFactoryOptions {
   contextSize: number;
   /** Sequences decoded together (the server admits this many generations at once). */
   maxSequences: number;
+  /** The prefix cache's limits (-1 tokens: the whole context; 0: off). */
+  prefixCache?: { tokens: number; entries: number };
+  /** Fast-forward through forced text unless a request turns it off. */
+  fastForward?: boolean;
   /** "" = CPU, else a node-llama-cpp GPU backend name such as "cuda". */
   gpu: string;
   regexMaxStates?: number;
@@ -763,6 +803,8 @@ export function engineOptions(config: Config, modelPath: string): EngineFactoryO
     threads: config.threads,
     contextSize: config.contextSize,
     maxSequences: config.concurrency,
+    prefixCache: { tokens: config.prefixCacheTokens, entries: config.prefixCacheEntries },
+    fastForward: config.fastForward,
     gpu: config.gpu,
     regexMaxStates: config.regexMaxStates,
     embeddingInputTokens: config.embeddingInputTokens,

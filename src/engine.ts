@@ -36,6 +36,10 @@ export interface EngineOptions {
   regexMaxStates?: number;
   /** Most tokens of one embedding input: the embedding context's size (default 512). */
   embeddingInputTokens?: number;
+  /** The prefix cache's limits (-1 tokens: the whole context; 0: off); default on, 32 entries. */
+  prefixCache?: { tokens: number; entries: number };
+  /** Fast-forward through forced text unless a request turns it off (default true). */
+  fastForward?: boolean;
   /** Compile workers, their limits, and the byte budget of compiled constraints. */
   constraints?: Partial<Omit<ConstraintCacheOptions, "regexLimits">>;
 }
@@ -109,6 +113,10 @@ class TrellisEngine implements Engine {
     return this.runtime.constraints.stats();
   }
 
+  prefixCacheStats() {
+    return this.runtime.scheduler.prefixCache.stats();
+  }
+
   complete(req: ConstrainedCompletionRequest): Promise<CompletionResult> {
     return this.runtime.complete(req);
   }
@@ -151,6 +159,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     },
     gpu: options.gpu ? (options.gpu as GpuChoice) : undefined,
     embeddingInputTokens: options.embeddingInputTokens,
+    prefixCache: options.prefixCache,
+    fastForward: options.fastForward,
   });
   return new TrellisEngine(runtime, options.modelId ?? modelIdOf(options.modelPath));
 }

@@ -103,7 +103,8 @@ function run(req: Omit<ScoringRequest, "signal">, room: number) {
   const seqs = Int32Array.from({ length: job.seqsNeeded }, (_, i) => 10 + i);
   job.begin(seqs);
   const ctx = new FakeContext();
-  const slots = { context: ctx };
+  // `lengths`: the job records how much of the prefix its first sequence holds (the prefix cache keeps it).
+  const slots = { context: ctx, lengths: new Int32Array(64) };
   const batch = new LlamaBatch(room);
   for (let round = 0; round < 10_000; round++) {
     batch.clear();

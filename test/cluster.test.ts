@@ -5,15 +5,20 @@
 // with deploy/haproxy/haproxy.cfg in front (health checks every 200 ms, fall 3).
 //
 // 1. a key made with `trellis keys create` works on r2 and r3 at once; revoked through r2's
-//    dashboard API, r1 and r3 refuse it within 1 s;
-// 2. a key's 60 requests/minute hold across the three (not 180);
+//    dashboard API, r1 and r3 refuse it once they have heard the change over Redis;
+// 2. a key's 60 requests/minute hold across the three (not 180): no more allowed than the one
+//    bucket in Redis holds and refills;
 // 3. a dashboard session opened on r1 works on r3;
 // 4. 30 s of concurrent load through HAProxy: usage in Postgres equals the 200 answers, tokens too;
 // 5. kill -9 of r2 under load: only requests in flight at the kill may fail, none after; restarted,
 //    it rejoins;
-// 6. SIGTERM of r1 under load: no request fails, it exits 0, and its usage is in Postgres;
+// 6. SIGTERM of r1 under load: no request fails, it drains and exits 0 on its own (long before
+//    its drain deadline), and its usage is in Postgres;
 // 7. Redis stopped under load: no 5xx, the fallback metric rises;
 // 8. Postgres restarted under load: keys seen before are served throughout; new keys work after.
+//
+// No assertion here measures speed: every wait is for an event, with a generous limit (LIVENESS_MS)
+// that fails a scenario only when the event never comes.
 //
 // Every child process is killed in after(), on 'exit', and by a watchdog shell if this process
 // dies of anything (SIGKILL included); replica and HAProxy logs are printed when a scenario fails.
@@ -26,6 +31,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
+import { connectRedis, type RedisConnection } from "../src/server/shared/index.js";
 import { freePort, haproxyBinary, watchdog } from "./support/child-process.js";
 import { FAKE_ENGINE_DELAY_ENV } from "./support/fake-engine-module.js";
 import { REPO_ROOT, STORIES_260K } from "./support/paths.js";
@@ -41,7 +47,18 @@ const CHECK_INTER_MS = 200;
  * and on two busy cores its checks run late; the slack is not scaled down with the interval).
  */
 const SHUTDOWN_DELAY_MS = 5 * CHECK_INTER_MS;
-const REQUEST_TIMEOUT_MS = 10_000;
+/** Generous: what has not happened by then never will. Liveness, not speed. */
+const LIVENESS_MS = 60_000;
+/** A scenario's safety net: room for its waits to run their full course. */
+const SCENARIO_TIMEOUT_MS = 300_000;
+/**
+ * The replicas' generation deadline, which a SIGTERM'd replica's drain also waits for at most (+1
+ * s): far beyond LIVENESS_MS, so a replica that exits by itself before our SIGKILL has drained,
+ * not waited out that deadline.
+ */
+const REQUEST_TIMEOUT_MS = 300_000;
+/** How long a client waits for one answer. */
+const ANSWER_TIMEOUT_MS = 15_000;
 const FAKE_DELAY_MS = 30;
 const CLIENTS = 8;
 const ADMIN_TOKEN = "cluster-test-admin-token-0123456789";
@@ -85,12 +102,15 @@ function exitOf(child: ChildProcess): Promise<{ code: number | null; signal: Nod
   return new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
 }
 
-/** Polls `probe` every `everyMs` until it returns true; throws naming `what` after `timeoutMs`. */
-async function waitFor(what: string, timeoutMs: number, probe: () => Promise<boolean> | boolean, everyMs = 50): Promise<number> {
+/**
+ * Polls `probe` every `everyMs` until it returns true; throws naming `what` only if it never does
+ * (LIVENESS_MS). Returns how long it waited, for diagnostics.
+ */
+async function waitFor(what: string, probe: () => Promise<boolean> | boolean, everyMs = 50): Promise<number> {
   const start = Date.now();
   for (;;) {
     if (await probe()) return Date.now() - start;
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() - start > LIVENESS_MS) throw new Error(`not within ${LIVENESS_MS} ms: ${what}`);
     await sleep(everyMs);
   }
 }
@@ -159,7 +179,7 @@ function complete(port: number, key: string, agent: Agent | false = false): Prom
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: BODY,
     agent,
-    timeoutMs: REQUEST_TIMEOUT_MS + 5000,
+    timeoutMs: ANSWER_TIMEOUT_MS,
   });
 }
 
@@ -185,6 +205,8 @@ interface LoadRun {
   /** Requests sent and not yet answered. */
   readonly inFlight: number;
   readonly ok: number;
+  /** Requests sent after `since` (Date.now()) and answered so far, whatever the answer. */
+  answeredAfter(since: number): number;
   stop(): Promise<LoadResult>;
 }
 
@@ -197,6 +219,8 @@ function startLoad(port: number, key: string, clients = CLIENTS): LoadRun {
   const agent = new Agent({ keepAlive: true, maxSockets: clients });
   const start = Date.now();
   const sent: number[] = [];
+  /** When each answered request was sent. */
+  const answered: number[] = [];
   const failures: Failure[] = [];
   const statuses: Record<string, number> = {};
   let ok = 0;
@@ -226,6 +250,7 @@ function startLoad(port: number, key: string, clients = CLIENTS): LoadRun {
         failures.push({ sentAt, at: Date.now(), what });
       } finally {
         inFlight--;
+        answered.push(sentAt);
       }
       statuses[what] = (statuses[what] ?? 0) + 1;
     }
@@ -238,6 +263,7 @@ function startLoad(port: number, key: string, clients = CLIENTS): LoadRun {
     get ok() {
       return ok;
     },
+    answeredAfter: (since) => answered.filter((at) => at > since).length,
     async stop() {
       running = false;
       await all;
@@ -287,6 +313,8 @@ interface Replica {
 
 let postgres: TestPostgresServer;
 let redis: TestRedisServer;
+/** The test's own connection to Redis: it reads rate-limit buckets and publishes probe key changes. */
+let observer: RedisConnection | null = null;
 let databaseUrl = "";
 let tmp = "";
 let tmpGuard: ChildProcess | null = null;
@@ -339,7 +367,7 @@ async function startReplica(replica: Replica): Promise<void> {
   child.stdout!.on("data", (chunk: Buffer) => replica.log.add(chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => replica.log.add(chunk.toString()));
   child.once("exit", (code, signal) => replica.log.add(`--- ${replica.name} exited: code ${code}, signal ${signal} ---\n`));
-  await waitFor(`${replica.name} to be ready`, 60_000, async () => {
+  await waitFor(`${replica.name} to be ready`, async () => {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`${replica.name} exited while starting (${child.exitCode ?? child.signalCode}):\n${replica.log.tail(4000)}`);
     }
@@ -352,6 +380,25 @@ async function metricsOf(replica: Replica): Promise<string> {
   const answer = await send(replica.port, "/metrics", { timeoutMs: 5000 });
   assert.equal(answer.status, 200, `${replica.name} /metrics`);
   return answer.body;
+}
+
+/** Key changes a replica has heard over Redis since it started (its own /metrics). */
+async function keyChangesHeard(replica: Replica): Promise<number> {
+  return metric(await metricsOf(replica), "trellis_key_changes_received_total");
+}
+
+/** Rate-limit decisions the replicas made locally (Redis down or too slow to answer), all together. */
+async function localRateDecisions(): Promise<number> {
+  const counts = await Promise.all(
+    all().map(async (replica) => metric(await metricsOf(replica), "trellis_rate_limit_fallback_decisions_total")),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/** Redis's clock (TIME), ms: the clock that refills the rate-limit buckets. */
+async function redisNowMs(): Promise<number> {
+  const [seconds, micros] = await observer!.client.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
 /** Regex completions a replica answered with 200 since it started (its own /metrics). */
@@ -376,12 +423,12 @@ async function lbStatus(): Promise<Record<string, string>> {
   return status;
 }
 
-async function waitForLb(name: ReplicaName, state: "UP" | "DOWN", timeoutMs = 15_000): Promise<number> {
-  return waitFor(`HAProxy to see ${name} ${state}`, timeoutMs, async () => (await lbStatus())[name] === state, 25);
+async function waitForLb(name: ReplicaName, state: "UP" | "DOWN"): Promise<number> {
+  return waitFor(`HAProxy to see ${name} ${state}`, async () => (await lbStatus())[name] === state, 25);
 }
 
 /** Runs the CLI (`node --import tsx src/cli.ts …`) against the shared database. */
-async function cli(args: string[], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function cli(args: string[], timeoutMs = LIVENESS_MS): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
     cwd: REPO_ROOT,
     env: {
@@ -429,9 +476,9 @@ async function usageInDatabase(id: number): Promise<{ requests: number; tokens: 
 }
 
 /** Waits until the key's usage in Postgres reaches the 200s counted (flushes come every second). */
-async function settledUsage(id: number, requests: number, timeoutMs = 15_000): Promise<{ requests: number; tokens: number; ms: number }> {
+async function settledUsage(id: number, requests: number): Promise<{ requests: number; tokens: number; ms: number }> {
   let last = { requests: -1, tokens: -1 };
-  const ms = await waitFor(`key ${id}'s usage to reach ${requests} requests`, timeoutMs, async () => {
+  const ms = await waitFor(`key ${id}'s usage to reach ${requests} requests`, async () => {
     last = await usageInDatabase(id);
     return last.requests >= requests;
   }).catch(() => -1);
@@ -450,9 +497,9 @@ function dumpLogs(scenario: string): void {
   process.stderr.write(`${parts.join("\n")}\n`);
 }
 
-/** A scenario: its own time limit; on failure, every replica's log and HAProxy's are printed. */
-function scenario(name: string, timeoutMs: number, fn: (t: TestContext) => Promise<void>): void {
-  test(name, { timeout: timeoutMs }, async (t) => {
+/** A scenario: on failure, every replica's log and HAProxy's are printed. */
+function scenario(name: string, fn: (t: TestContext) => Promise<void>): void {
+  test(name, { timeout: SCENARIO_TIMEOUT_MS }, async (t) => {
     const start = Date.now();
     try {
       await fn(t);
@@ -501,7 +548,7 @@ before(async () => {
   haproxy.stdout!.on("data", (chunk: Buffer) => haproxyLog.add(chunk.toString()));
   haproxy.stderr!.on("data", (chunk: Buffer) => haproxyLog.add(chunk.toString()));
   const lb = haproxy;
-  await waitFor("HAProxy to see r1, r2 and r3 UP", 15_000, async () => {
+  await waitFor("HAProxy to see r1, r2 and r3 UP", async () => {
     if (lb.exitCode !== null) throw new Error(`haproxy exited ${lb.exitCode}:\n${haproxyLog.tail()}`);
     const status = await lbStatus().catch(() => ({}) as Record<string, string>);
     return status.r1 === "UP" && status.r2 === "UP" && status.r3 === "UP";
@@ -517,9 +564,26 @@ before(async () => {
     createKey("postgres-outage"),
   ]);
   for (const [i, name] of ["limited", "usage", "killed", "sigterm", "redis", "postgres"].entries()) keys[name] = made[i]!;
+
+  // Every replica hears key changes (each subscribes in the background, and a change published
+  // before its subscription is lost): a probe change for key 0 (no such key) goes out until each
+  // replica has counted one.
+  const probe = connectRedis(redis.url, { commandTimeoutMs: 5000 });
+  observer = probe;
+  const heard = await Promise.all(all().map((replica) => keyChangesHeard(replica)));
+  await waitFor(
+    "every replica to hear key changes",
+    async () => {
+      if (probe.available) await probe.client.publish("trellis:key-revocations", JSON.stringify({ keyId: 0, change: "revoked" }));
+      const now = await Promise.all(all().map((replica) => keyChangesHeard(replica)));
+      return now.every((n, i) => n > heard[i]!);
+    },
+    100,
+  );
 });
 
 after(async () => {
+  await observer?.close();
   for (const child of [...children]) child.kill("SIGKILL");
   await Promise.all([...children].map((child) => exitOf(child)));
   await redis?.dispose();
@@ -543,14 +607,11 @@ async function signIn(replica: Replica): Promise<{ cookie: string; csrf: string 
 }
 
 scenario(
-  "a key created with the CLI works on r2 and r3 at once; revoked through r2's dashboard, r1 and r3 refuse it within 1 s",
-  30_000,
+  "a key created with the CLI works on r2 and r3 at once; revoked through r2's dashboard, r1 and r3 refuse it once they hear of it",
   async (t) => {
     const { r1, r2, r3 } = replicas;
     const { id, key } = await createKey("revoked-soon");
-    const t0 = performance.now();
     const [on2, on3] = await Promise.all([complete(r2.port, key), complete(r3.port, key)]);
-    const firstMs = performance.now() - t0;
     assert.equal(on2.status, 200, `r2: ${on2.body}`);
     assert.equal(on3.status, 200, `r3 (real engine): ${on3.body}`);
     // The real engine's answer: constrained by the pattern, in the README's shape.
@@ -558,17 +619,15 @@ scenario(
     assert.match(real.completion, /^[a-z]{0,8}$/);
     assert.ok(real.tokens_generated >= 1 && real.tokens_generated <= 8, on3.body);
     assert.ok(["pattern_match", "token_limit"].includes(real.stop_reason), on3.body);
-    const t1 = performance.now();
+    // Its latency is bench:load's to measure (the real engine on stories260K), not this test's.
     const again = await complete(r3.port, key);
-    const warmMs = performance.now() - t1;
     assert.equal(again.status, 200, again.body);
-    assert.ok(firstMs < 5000 && warmMs < 2000, `the real replica answers quickly (first ${firstMs} ms, then ${warmMs} ms)`);
-    t.diagnostic(
-      `new key answered by r2 and r3 in ${firstMs.toFixed(0)} ms; r3 (real engine) again in ${warmMs.toFixed(0)} ms: ${on3.body}`,
-    );
+    assert.match((JSON.parse(again.body) as { completion: string }).completion, /^[a-z]{0,8}$/);
+    t.diagnostic(`new key answered by r2 and r3; r3 (real engine): ${on3.body}, then ${again.body}`);
 
     // r1 has read it too (its key cache holds it), then r2's dashboard revokes it.
     assert.equal((await complete(r1.port, key)).status, 200);
+    const heardBefore = await Promise.all([r1, r3].map((replica) => keyChangesHeard(replica)));
     const session = await signIn(r2);
     const revoked = await send(r2.port, `/dashboard/api/keys/${id}/revoke`, {
       method: "POST",
@@ -577,61 +636,62 @@ scenario(
     });
     assert.equal(revoked.status, 200, revoked.body);
     assert.deepEqual(JSON.parse(revoked.body), { id, revoked: true });
-    const revokedAt = Date.now();
-    const refusedAfter = await Promise.all(
-      [r1, r3].map(async (replica) => {
-        let last = 0;
-        const ms = await waitFor(
-          `${replica.name} to refuse the revoked key`,
-          1000,
-          async () => {
-            last = (await complete(replica.port, key)).status;
-            return last === 401;
-          },
-          10,
-        ).catch(() => Date.now() - revokedAt);
-        assert.equal(last, 401, `${replica.name} still answers ${last} ${ms} ms after the revocation`);
-        return `${replica.name} ${Date.now() - revokedAt} ms`;
-      }),
-    );
+    // r1 and r3 hear the change over Redis (and drop the key's cached row): from then on they
+    // refuse the key.
+    for (const [i, replica] of [r1, r3].entries()) {
+      await waitFor(`${replica.name} to hear the revocation`, async () => (await keyChangesHeard(replica)) > heardBefore[i]!, 10);
+      const answer = await complete(replica.port, key);
+      assert.equal(answer.status, 401, `${replica.name} heard the revocation, yet answers ${answer.status} ${answer.body}`);
+    }
     assert.equal((await complete(r2.port, key)).status, 401, "r2 refuses it too");
-    t.diagnostic(`revoked key refused after: ${refusedAfter.join(", ")}`);
   },
 );
 
-scenario("a 60 requests/minute key holds across the three replicas behind HAProxy (not 180)", 60_000, async (t) => {
-  const { key } = keys.limited!;
+scenario("a 60 requests/minute key holds across the three replicas behind HAProxy (not 180)", async (t) => {
+  const { id, key } = keys.limited!;
+  const bucket = `trellis:rate:key:${id}`;
+  // Four clients through HAProxy until 60 requests were refused. The key's one bucket in Redis
+  // allows its 60, plus what it refilled (1 a second of Redis's clock, from before the first
+  // request to the last take stamped on the bucket), plus at most one a decision that a replica
+  // made locally (a Redis command that timed out); a bucket per replica would allow 180 (and
+  // three times the refill) before the first refusal.
+  const localBefore = await localRateDecisions();
+  const startMs = await redisNowMs();
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   const statuses: number[] = [];
-  let next = 0;
-  const start = Date.now();
+  const refusals = (): number => statuses.filter((s) => s === 429).length;
   await Promise.all(
     Array.from({ length: 4 }, async () => {
-      while (next < 120) {
-        next++;
-        statuses.push((await complete(lbPort, key, agent)).status);
-      }
+      while (refusals() < 60 && statuses.length < 1000) statuses.push((await complete(lbPort, key, agent)).status);
     }),
   );
-  const elapsedS = (Date.now() - start) / 1000;
   agent.destroy();
+  const lastTakeMs = Number((await observer!.client.hget(bucket, "updated_ms")) ?? startMs);
+  const refillS = (lastTakeMs - startMs) / 1000;
+  const local = (await localRateDecisions()) - localBefore;
   const allowed = statuses.filter((s) => s === 200).length;
-  const refused = statuses.filter((s) => s === 429).length;
-  t.diagnostic(`120 requests in ${elapsedS.toFixed(1)} s through HAProxy: ${allowed} allowed, ${refused} refused (429)`);
-  assert.equal(statuses.length, 120);
-  assert.equal(allowed + refused, 120, `only 200 and 429: ${statuses.filter((s) => s !== 200 && s !== 429)}`);
+  const refused = refusals();
+  t.diagnostic(
+    `${statuses.length} requests through HAProxy: ${allowed} allowed, ${refused} refused (429); ` +
+      `the bucket refilled for ${refillS.toFixed(1)} s; ${local} local decisions`,
+  );
+  assert.equal(allowed + refused, statuses.length, `only 200 and 429: ${statuses.filter((s) => s !== 200 && s !== 429)}`);
+  assert.ok(refused >= 60, `the limit was reached (${refused} refused of ${statuses.length})`);
   assert.ok(allowed >= 60, `the bucket's 60 are allowed (${allowed})`);
-  assert.ok(allowed <= 60 + Math.ceil(elapsedS), `at most 60 + 1/s refill (${allowed} in ${elapsedS.toFixed(1)} s), not 60 per replica`);
+  assert.ok(
+    allowed <= 60 + refillS + local,
+    `at most the bucket's 60 + its refill (${refillS.toFixed(1)} s) + ${local} local decisions, not 60 per replica (${allowed})`,
+  );
 });
 
-scenario("a dashboard session opened on r1 works on r3", 15_000, async () => {
+scenario("a dashboard session opened on r1 works on r3", async () => {
   const session = await signIn(replicas.r1);
   const onThird = await send(replicas.r3.port, "/dashboard/api/session", { headers: { cookie: session.cookie } });
   assert.equal(onThird.status, 200, onThird.body);
   assert.deepEqual(JSON.parse(onThird.body), { signed_in: true, csrf: session.csrf });
 });
 
-scenario("30 s of concurrent load through HAProxy: usage in Postgres equals the requests served", 90_000, async (t) => {
+scenario("30 s of concurrent load through HAProxy: usage in Postgres equals the requests served", async (t) => {
   const { id, key } = keys.usage!;
   const before = await Promise.all(all().map((replica) => servedBy(replica)));
   const load = startLoad(lbPort, key);
@@ -651,20 +711,21 @@ scenario("30 s of concurrent load through HAProxy: usage in Postgres equals the 
   assert.equal(usage.tokens, result.tokens, "tokens in Postgres = sum of tokens_generated");
 });
 
-scenario("kill -9 of r2 under load: only its in-flight requests may fail, and it rejoins when restarted", 60_000, async (t) => {
+scenario("kill -9 of r2 under load: only its in-flight requests may fail, and it rejoins when restarted", async (t) => {
   const r2 = replicas.r2;
   const { key } = keys.killed!;
   const base = await servedBy(r2);
   const load = startLoad(lbPort, key);
-  await waitFor("r2 to take part of the load", 10_000, async () => (await servedBy(r2)) - base >= 20);
+  await waitFor("r2 to take part of the load", async () => (await servedBy(r2)) - base >= 20);
   const inFlight = load.inFlight;
   const r2InFlight = metric(await metricsOf(r2), "trellis_generations_in_flight");
   const gone = exitOf(r2.child!);
   const killedAt = Date.now();
   r2.child!.kill("SIGKILL");
   await gone;
-  const downMs = await waitForLb("r2", "DOWN", 10_000);
-  await sleep(Math.max(0, killedAt + 5000 - Date.now()));
+  const downMs = await waitForLb("r2", "DOWN");
+  // The load goes on past HAProxy's DOWN, until more than 50 requests sent after the kill came back.
+  await waitFor("requests sent after the kill to be answered", () => load.answeredAfter(killedAt) > 50);
   const result = await load.stop();
   const later = result.after(killedAt);
   const windowMs = result.failures.length === 0 ? 0 : Math.max(...result.failures.map((f) => f.at)) - killedAt;
@@ -687,7 +748,7 @@ scenario("kill -9 of r2 under load: only its in-flight requests may fail, and it
   const readyMs = Date.now() - restartedAt;
   const upMs = await waitForLb("r2", "UP");
   const rejoin = startLoad(lbPort, key);
-  const reachedMs = await waitFor("requests to reach the restarted r2", 10_000, async () => (await servedBy(r2)) >= 10).catch(() => -1);
+  const reachedMs = await waitFor("requests to reach the restarted r2", async () => (await servedBy(r2)) >= 10).catch(() => -1);
   const rejoined = await rejoin.stop();
   const servedAfter = await servedBy(r2);
   t.diagnostic(
@@ -698,19 +759,20 @@ scenario("kill -9 of r2 under load: only its in-flight requests may fail, and it
   assert.deepEqual(rejoined.failures, [], "no failure while r2 rejoins");
 });
 
-scenario("SIGTERM of r1 under load: no request fails, it exits 0, its usage is in Postgres", 60_000, async (t) => {
+scenario("SIGTERM of r1 under load: no request fails, it drains and exits 0 by itself, its usage is in Postgres", async (t) => {
   const r1 = replicas.r1;
   const { id, key } = keys.sigterm!;
   const base = await servedBy(r1);
   const load = startLoad(lbPort, key);
-  await waitFor("r1 to take part of the load", 10_000, async () => (await servedBy(r1)) - base >= 20);
+  await waitFor("r1 to take part of the load", async () => (await servedBy(r1)) - base >= 20);
   const servedBeforeStop = (await servedBy(r1)) - base;
   const child = r1.child!;
   const exited = exitOf(child);
   const termAt = Date.now();
   child.kill("SIGTERM");
-  const downMs = await waitForLb("r1", "DOWN", 10_000).catch(() => -1);
-  const timer = setTimeout(() => child.kill("SIGKILL"), REQUEST_TIMEOUT_MS + 5000);
+  const downMs = await waitForLb("r1", "DOWN").catch(() => -1);
+  // Killed if it has not exited by LIVENESS_MS, long before its drain deadline (REQUEST_TIMEOUT_MS).
+  const timer = setTimeout(() => child.kill("SIGKILL"), LIVENESS_MS);
   const exit = await exited;
   clearTimeout(timer);
   const exitMs = Date.now() - termAt;
@@ -722,8 +784,9 @@ scenario("SIGTERM of r1 under load: no request fails, it exits 0, its usage is i
       `(shutdown delay ${SHUTDOWN_DELAY_MS} ms); it exited (${exit.code ?? exit.signal}) after ${exitMs} ms`,
   );
   assert.deepEqual(result.failures, [], "no request failed");
-  assert.equal(exit.code, 0, `r1 exits with code 0 (${exit.code ?? exit.signal}):\n${r1.log.tail(2000)}`);
-  assert.ok(exitMs < REQUEST_TIMEOUT_MS, `r1 exits within the request timeout (${exitMs} ms)`);
+  // Exit code 0 and no signal: it exited by itself, so its drain ended with its last request, not
+  // at its deadline (REQUEST_TIMEOUT_MS + 1 s, after our SIGKILL).
+  assert.deepEqual(exit, { code: 0, signal: null }, `r1 exits with code 0 by itself (${exit.code ?? exit.signal}):\n${r1.log.tail(2000)}`);
   const usage = await settledUsage(id, result.ok);
   t.diagnostic(`Postgres: ${usage.requests} requests, ${usage.tokens} tokens (complete ${usage.ms} ms after the load)`);
   assert.equal(usage.requests, result.ok, "requests in Postgres = 200 answers, r1's included");
@@ -733,7 +796,7 @@ scenario("SIGTERM of r1 under load: no request fails, it exits 0, its usage is i
   await waitForLb("r1", "UP");
 });
 
-scenario("Redis stopped under load: no 5xx, the fallback metric rises", 60_000, async (t) => {
+scenario("Redis stopped under load: no 5xx, the fallback metric rises", async (t) => {
   const { key } = keys.redis!;
   const fallbacks = async (): Promise<number[]> =>
     (await Promise.all(all().map((replica) => metricsOf(replica)))).map((text) =>
@@ -741,33 +804,37 @@ scenario("Redis stopped under load: no 5xx, the fallback metric rises", 60_000, 
     );
   const redisUp = async (): Promise<boolean> =>
     (await Promise.all(all().map((replica) => metricsOf(replica)))).every((text) => metric(text, "trellis_redis_up") === 1);
-  await waitFor("every replica connected to Redis", 10_000, redisUp);
+  await waitFor("every replica connected to Redis", redisUp);
   for (const replica of all()) assert.equal((await complete(replica.port, key)).status, 200);
   const before = await fallbacks();
   const load = startLoad(lbPort, key);
   await sleep(1000);
   const stoppedAt = Date.now();
   await redis.stop();
-  await sleep(2000);
+  // Requests go on while Redis is away, their rate limits decided locally.
+  const sum = (counts: number[]): number => counts.reduce((a, b) => a + b, 0);
+  await waitFor("the replicas to decide rate limits locally", async () => sum(await fallbacks()) > sum(before));
+  const answeredAt = Date.now();
+  await waitFor("requests to be answered while Redis is away", () => load.answeredAfter(answeredAt) >= 20);
   const during = await fallbacks();
   const okDuring = load.ok;
   await redis.restart();
-  const backMs = await waitFor("every replica reconnected to Redis", 15_000, redisUp);
+  const backMs = await waitFor("every replica reconnected to Redis", redisUp);
   await sleep(500);
   const result = await load.stop();
   const fiveXx = result.failures.filter((f) => /^5\d\d/.test(f.what));
   t.diagnostic(
-    `${result.total} requests, ${result.ok} × 200 (${okDuring} by the time Redis had been down 2 s), ${result.failures.length} failed, ` +
+    `${result.total} requests, ${result.ok} × 200 (${okDuring} by the time Redis came back), ${result.failures.length} failed, ` +
       `${fiveXx.length} 5xx ${JSON.stringify(result.statuses)}; fallback decisions r1/r2/r3: ${before.join("/")} → ${during.join("/")}; ` +
       `Redis down ${Date.now() - stoppedAt} ms, replicas reconnected ${backMs} ms after its restart`,
   );
   assert.deepEqual(fiveXx, [], "no 5xx while Redis is away");
   assert.deepEqual(result.failures, [], "every request was served (the key's limit is never reached)");
-  const rise = during.reduce((a, b) => a + b, 0) - before.reduce((a, b) => a + b, 0);
+  const rise = sum(during) - sum(before);
   assert.ok(rise > 0, `trellis_rate_limit_fallback_decisions_total rose (${before.join("/")} → ${during.join("/")})`);
 });
 
-scenario("Postgres restarted under load: known keys are served throughout, new keys work once it is back", 60_000, async (t) => {
+scenario("Postgres restarted under load: known keys are served throughout, new keys work once it is back", async (t) => {
   const { id, key } = keys.postgres!;
   let seenTokens = 0;
   for (const replica of all()) {
@@ -798,7 +865,7 @@ scenario("Postgres restarted under load: known keys are served throughout, new k
   assert.deepEqual(statuses, [200, 200, 200], "a key created after the restart works on every replica");
   // The usage that could not be written during the outage was kept and is written once Postgres
   // is back (its flush retries back off: up to a few seconds here).
-  const usage = await settledUsage(id, result.ok + 3, 20_000);
+  const usage = await settledUsage(id, result.ok + 3);
   t.diagnostic(`Postgres: ${usage.requests} requests (${result.ok} + 3 answered), ${usage.tokens} tokens (complete ${usage.ms} ms after)`);
   assert.equal(usage.requests, result.ok + 3, "requests in Postgres = 200 answers, the outage's included");
   assert.equal(usage.tokens, result.tokens + seenTokens, "tokens in Postgres = sum of tokens_generated");

@@ -524,8 +524,10 @@ interface Replica {
   server: Server;
   port: number;
   ready: boolean;
-  /** Milliseconds each non-health request is held before its answer. */
-  holdMs: number;
+  /** /readyz checks answered 503 (not ready). */
+  failedChecks: number;
+  /** While set, each non-health request is answered only once it resolves. */
+  hold: Promise<void> | null;
   hits: number;
   lastHeaders: IncomingHttpHeaders | null;
   sockets: Set<Socket>;
@@ -540,7 +542,8 @@ async function startReplica(name: string): Promise<Replica> {
     server: createServer(),
     port: 0,
     ready: true,
-    holdMs: 0,
+    failedChecks: 0,
+    hold: null,
     hits: 0,
     lastHeaders: null,
     sockets: new Set(),
@@ -553,6 +556,7 @@ async function startReplica(name: string): Promise<Replica> {
   });
   replica.server.on("request", (req, res) => {
     if (req.url === "/readyz") {
+      if (!replica.ready) replica.failedChecks++;
       res.writeHead(replica.ready ? 200 : 503, { "content-type": "application/json" });
       res.end(replica.ready ? '{"status":"ready"}' : '{"error":"shutting down"}');
       return;
@@ -567,28 +571,29 @@ async function startReplica(name: string): Promise<Replica> {
     if (req.url === "/stream") {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "x-replica": name });
       res.write("data: first\n\n");
-      const finish = () => {
+      // The second event waits for the test (or after()) to release it, however long that takes.
+      replica.releaseStream = () => {
         replica.releaseStream = null;
         replica.streamFinished = true;
         res.end("data: second\n\n");
       };
-      const timer = setTimeout(finish, 3000);
-      replica.releaseStream = () => {
-        clearTimeout(timer);
-        finish();
-      };
       return;
     }
-    setTimeout(() => {
+    const answer = (): void => {
       res.writeHead(200, { "content-type": "text/plain", "x-replica": name });
       res.end(name);
-    }, replica.holdMs);
+    };
+    if (replica.hold) void replica.hold.then(answer);
+    else answer();
   });
   replica.server.listen(0, "127.0.0.1");
   await once(replica.server, "listening");
   replica.port = (replica.server.address() as AddressInfo).port;
   return replica;
 }
+
+/** Generous: what HAProxy has not done by then it never will. Liveness, not speed. */
+const LIVENESS_MS = 60_000;
 
 interface Answer {
   status: number;
@@ -598,13 +603,16 @@ interface Answer {
 
 function get(port: number, path: string): Promise<Answer> {
   return new Promise((resolveAnswer, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path, agent: false, headers: { connection: "close" }, timeout: 5000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolveAnswer({ status: res.statusCode ?? 0, replica: res.headers["x-replica"] as string | undefined, body }));
-      res.on("error", reject);
-    });
+    const req = httpRequest(
+      { host: "127.0.0.1", port, path, agent: false, headers: { connection: "close" }, timeout: LIVENESS_MS },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolveAnswer({ status: res.statusCode ?? 0, replica: res.headers["x-replica"] as string | undefined, body }));
+        res.on("error", reject);
+      },
+    );
     req.on("timeout", () => req.destroy(new Error(`GET ${path} timed out`)));
     req.on("error", reject);
     req.end();
@@ -612,6 +620,15 @@ function get(port: number, path: string): Promise<Answer> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `condition` every `everyMs` until it holds; throws naming `what` only if it never does. */
+async function until(what: string, condition: () => boolean | Promise<boolean>, log: () => string, everyMs = 20): Promise<void> {
+  const deadline = Date.now() + LIVENESS_MS;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`not within ${LIVENESS_MS} ms: ${what}\n${log().slice(-2000)}`);
+    await sleep(everyMs);
+  }
+}
 
 function replicaEnv(ports: number[]): NodeJS.ProcessEnv {
   return {
@@ -622,7 +639,8 @@ function replicaEnv(ports: number[]): NodeJS.ProcessEnv {
   };
 }
 
-describe("deploy/haproxy/haproxy.cfg", { timeout: 60_000 }, () => {
+// The suite's safety net, not a speed target: room for every wait below to run its full course.
+describe("deploy/haproxy/haproxy.cfg", { timeout: 600_000 }, () => {
   const bin = haproxyBinary();
   const replicas: Replica[] = [];
   let haproxy: ChildProcess | null = null;
@@ -649,21 +667,29 @@ describe("deploy/haproxy/haproxy.cfg", { timeout: 60_000 }, () => {
     haproxy.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
     haproxy.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
     // Up once its own health URI says at least one replica is ready.
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      if (haproxy.exitCode !== null) throw new Error(`haproxy exited ${haproxy.exitCode}:\n${output}`);
-      const answer = await get(lbPort, "/haproxy-health").catch(() => null);
-      if (answer?.status === 200) break;
-      if (Date.now() > deadline) throw new Error(`haproxy did not come up:\n${output}`);
-      await sleep(50);
-    }
+    const lb = haproxy;
+    const log = () => output;
+    await until(
+      "haproxy comes up",
+      async () => {
+        if (lb.exitCode !== null) throw new Error(`haproxy exited ${lb.exitCode}:\n${output}`);
+        return (await get(lbPort, "/haproxy-health").catch(() => null))?.status === 200;
+      },
+      log,
+      50,
+    );
     // All three replicas up (rise 2 x 200 ms): each answers once in a few round-robin rounds.
     const seen = new Set<string>();
-    while (seen.size < 3 && Date.now() < deadline) {
-      const answer = await get(lbPort, "/v1/models");
-      if (answer.replica) seen.add(answer.replica);
-    }
-    assert.equal(seen.size, 3, `replicas seen before the tests: ${[...seen]}\n${output}`);
+    await until(
+      "every replica answers through haproxy",
+      async () => {
+        const answer = await get(lbPort, "/v1/models");
+        if (answer.replica) seen.add(answer.replica);
+        return seen.size === 3;
+      },
+      () => `replicas seen: ${[...seen]}\n${output}`,
+      0,
+    );
   });
 
   after(async () => {
@@ -725,22 +751,26 @@ describe("deploy/haproxy/haproxy.cfg", { timeout: 60_000 }, () => {
 
   test("least connections: a replica holding a long request gets no more until it finishes", async () => {
     for (const r of replicas) r.hits = 0;
-    replicas[0]!.holdMs = 2000;
+    let release = (): void => {};
+    replicas[0]!.hold = new Promise((resolve) => (release = resolve));
     try {
-      // One request at a time, 40 ms apart: r1 keeps each one it gets for 2 s, so under leastconn
-      // it has one more connection than the others and is skipped; round-robin would give it 1/3.
+      // One request at a time, 40 ms apart: r1 keeps each one it gets until all 24 are sent, so
+      // under leastconn it has one more connection than the others and is skipped; round-robin
+      // would give it 1/3.
       const pending: Promise<Answer>[] = [];
       for (let i = 0; i < 24; i++) {
         pending.push(get(lbPort, "/v1/completion"));
         await sleep(40);
       }
+      release();
       const answers = await Promise.all(pending);
       assert.ok(answers.every((a) => a.status === 200));
       const counts = Object.fromEntries(replicas.map((r) => [r.name, answers.filter((a) => a.replica === r.name).length]));
       assert.ok(counts.r1! <= 2, `r1 (busy) got ${counts.r1}: ${JSON.stringify(counts)}`);
       assert.ok(counts.r2! >= 8 && counts.r3! >= 8, JSON.stringify(counts));
     } finally {
-      replicas[0]!.holdMs = 0;
+      release();
+      replicas[0]!.hold = null;
     }
     // Idle again: requests are spread over all three.
     const answers: Answer[] = [];
@@ -796,25 +826,29 @@ describe("deploy/haproxy/haproxy.cfg", { timeout: 60_000 }, () => {
     assert.equal(await first.rest, "data: second\n\n");
   });
 
-  test("a replica whose /readyz answers 503 stops getting requests within seconds", async () => {
+  test("a replica whose /readyz answers 503 is taken out after 3 failed checks (fall 3), and gets no more requests", async () => {
     const r2 = replicas[1]!;
+    const logFrom = output.length;
     r2.ready = false;
-    const flipped = Date.now();
-    let lastToR2 = flipped;
-    let streak = 0;
-    // Until 20 requests in a row went elsewhere (each answered: the others are still up).
-    while (streak < 20) {
-      assert.ok(Date.now() - flipped < 5000, `r2 still got requests 5 s after /readyz went 503\n${output.slice(-2000)}`);
-      const answer = await get(lbPort, "/v1/completion");
-      assert.equal(answer.status, 200);
-      if (answer.replica === "r2") {
-        lastToR2 = Date.now();
-        streak = 0;
-      } else streak++;
-      await sleep(20);
-    }
-    assert.ok(lastToR2 - flipped < 3000, `r2 was sent requests for ${lastToR2 - flipped} ms`);
-    assert.match(output, /Server trellis\/r2 is DOWN/);
+    // Requests go on meanwhile, each answered (the others are still up).
+    await until(
+      "HAProxy marks r2 DOWN",
+      async () => {
+        assert.equal((await get(lbPort, "/v1/completion")).status, 200);
+        return /Server trellis\/r2 is DOWN/.test(output.slice(logFrom));
+      },
+      () => output,
+    );
+    assert.match(output.slice(logFrom), /Server trellis\/r2 is DOWN, reason: Layer7 wrong status, code: 503\b/);
+    assert.ok(r2.failedChecks >= 3, `r2 taken out after ${r2.failedChecks} failed checks, fewer than fall 3`);
+    // Marked DOWN (HAProxy logs it as the state changes): no request sent from now on reaches r2.
+    const answers: Answer[] = [];
+    for (let i = 0; i < 20; i++) answers.push(await get(lbPort, "/v1/completion"));
+    assert.deepEqual(
+      answers.filter((a) => a.status !== 200 || a.replica === "r2"),
+      [],
+      "every request answered, none by r2",
+    );
   });
 
   test("a replica that vanishes costs no request: connection failures are retried on another", async () => {
@@ -833,14 +867,15 @@ describe("deploy/haproxy/haproxy.cfg", { timeout: 60_000 }, () => {
   });
 
   test("/haproxy-health turns 503 once no replica is ready", async () => {
+    const logFrom = output.length;
     replicas[0]!.ready = false;
-    const deadline = Date.now() + 5000;
-    let status = 0;
-    while (Date.now() < deadline && status !== 503) {
-      status = (await get(lbPort, "/haproxy-health")).status;
-      await sleep(50);
-    }
-    assert.equal(status, 503);
+    // HAProxy says so as the last of them (r1; r2 is out, r3 gone) goes DOWN.
+    await until(
+      "HAProxy has no replica left",
+      () => /backend '?trellis'? has no server available/.test(output.slice(logFrom)),
+      () => output,
+    );
+    assert.equal((await get(lbPort, "/haproxy-health")).status, 503);
   });
 });
 

@@ -194,15 +194,14 @@ describe("regex completion on stories260K", () => {
     }
   });
 
-  test("patterns whose automaton explodes are refused quickly", async () => {
-    const t0 = performance.now();
+  test("patterns whose automaton explodes are refused by the DFA state cap, a 422, before the determinization ends", async () => {
     await assert.rejects(runtime.completeRegex(request({ pattern: "(a|b)*a(a|b){25}" })), (error: unknown) => {
-      assert.ok(error instanceof UnsatisfiableError || error instanceof InvalidRequestError, String(error));
-      assert.match((error as Error).message, /pattern/);
+      // 2^26 subsets stopped at maxDfaStates: a counted limit, the same verdict on any machine (a
+      // 422), not the wall-clock valve (a retryable 503).
+      assert.ok(error instanceof UnsatisfiableError, String(error));
+      assert.match(error.message, /^pattern: pattern too complex: its DFA needs more than [\d,]+ states/);
       return true;
     });
-    // A hang guard, not a benchmark: refusal must not take the determinization to its end.
-    assert.ok(performance.now() - t0 < 10_000);
   });
 
   test("special and control tokens are never generated, the text never contains them", async () => {

@@ -775,7 +775,7 @@ test("limits: source length, schema nodes, nesting", () => {
   );
 });
 
-test("a typical conversion takes milliseconds once the compiler is loaded", () => {
+test("a typical conversion, repeated once the compiler is loaded, gives the same schema, whose values type-check", () => {
   const declarations = `
 export interface Address { street: string; city: string; zip?: string }
 export interface Order {
@@ -786,13 +786,10 @@ export interface Order {
   notes?: string;
   tags: Record<string, string>;
 }`;
-  typeScriptToJsonSchema(declarations, "Order");
-  const runs = 20;
-  const start = performance.now();
-  for (let i = 0; i < runs; i++) typeScriptToJsonSchema(declarations, "Order");
-  const perConversion = (performance.now() - start) / runs;
-  console.log(
-    `# a typical conversion: ${perConversion.toFixed(1)} ms (warm); ${typeCheckedValues} sampled values type-checked so far, ${duplicateKeyTexts} of them with a repeated key`,
-  );
-  assert.ok(perConversion < 500, `${perConversion} ms`);
+  // Conversions share the loaded compiler: none may leave anything behind that changes the next.
+  // (How long one takes is bench material, not asserted here.)
+  const first = typeScriptToJsonSchema(declarations, "Order");
+  for (let i = 0; i < 20; i++) assert.deepEqual(typeScriptToJsonSchema(declarations, "Order"), first);
+  assertTypeChecks(declarations, "Order", sampleTexts(compileJsonSchema(first.schema).dfa, 50, seed++));
+  console.log(`# ${typeCheckedValues} sampled values type-checked, ${duplicateKeyTexts} of them with a repeated key`);
 });

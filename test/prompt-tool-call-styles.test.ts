@@ -1,6 +1,9 @@
 // The tool-call format each real chat template teaches (../shared/chat-templates), as Trellis
-// recognises it: Hermes/Qwen JSON inside <tool_call>, Llama 3.x JSON, or null (a format Trellis
-// does not read yet, so tool_choice "auto" is refused by name instead of constrained wrongly).
+// recognises it: Hermes/Qwen JSON inside <tool_call>, Llama 3.x JSON, XML calls
+// (<function=f><parameter=p>, in <tool_call> or Seed-OSS's <seed:tool_call>), GLM's
+// <arg_key>/<arg_value>, MiniMax's <invoke name=…> (M2, M3) and JSON in <tool_calls> (M1), Apriel's
+// JSON list in <tool_calls>, or null (a format Trellis does not read yet, so tool_choice "auto" is
+// refused by name instead of constrained wrongly).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -11,30 +14,58 @@ import { REPO_ROOT } from "./support/paths.js";
 const DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
 const styleOf = (file: string) => toolCallStyleOf(readFileSync(resolve(DIR, file), "utf8"));
 
-test("Hermes/Qwen JSON calls, Llama 3.x JSON calls, and XML calls left unread", () => {
-  for (const file of ["Qwen-Qwen2.5-7B-Instruct.jinja", "Qwen-Qwen3-0.6B.jinja", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja"])
-    assert.equal(styleOf(file), "hermes", file);
-  for (const file of ["meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.3-70B-Instruct.jinja"])
-    assert.equal(styleOf(file), "llama3", file);
-  // Inside <tool_call> but not Hermes JSON: XML calls (<function=f><parameter=p>), GLM's
-  // <arg_key>/<arg_value>, Apriel's list in <tool_calls>, MiniMax's XML arguments.
-  for (const file of [
-    "Qwen3-Coder.jinja",
-    "Qwen3.5-4B.jinja",
-    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja",
-    "StepFun3.5-Flash.jinja",
+/** Every template whose tool calls Trellis reads; all others are null. */
+const READ: Record<string, readonly string[]> = {
+  hermes: [
+    "Bielik-11B-v3.0-Instruct.jinja",
+    "MiMo-VL.jinja",
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
+    "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",
+    "Qwen-QwQ-32B.jinja",
+    "Qwen-Qwen2.5-7B-Instruct.jinja",
+    "Qwen-Qwen3-0.6B.jinja",
+    "Reka-Edge.jinja",
+    "ibm-granite-granite-4.0.jinja",
+    "ibm-granite-granite-4.1.jinja",
+  ],
+  llama3: ["meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja", "meta-llama-Llama-3.3-70B-Instruct.jinja"],
+  "xml-function": ["NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", "Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "StepFun3.5-Flash.jinja"],
+  glm: [
     "GLM-4.6.jinja",
+    "GLM-4.7-Flash.jinja",
+    "Spark2.5.jinja",
+    "inclusionai-ling-3.0-flash.jinja",
     "poolside-Laguna-S-2.1.jinja",
-    "unsloth-Apriel-1.5.jinja",
-    "MiniMax-M3.jinja",
+    "poolside-Laguna-XS-2.1.jinja",
+    "poolside-Laguna-XS.2.jinja",
+  ],
+  "seed-oss": ["ByteDance-Seed-OSS.jinja"],
+  "minimax-m1": ["MiniMax-M1.jinja"],
+  "minimax-m2": ["MiniMax-M2.jinja"],
+  "minimax-m3": ["MiniMax-M3.jinja"],
+  apriel: ["Apriel-1.6-15b-Thinker-fixed.jinja", "unsloth-Apriel-1.5.jinja"],
+};
+
+test("Hermes/Qwen JSON, Llama 3.x JSON, XML <function=…>, GLM <arg_key>, MiniMax, Apriel and Seed-OSS calls; other formats left unread", () => {
+  for (const [style, files] of Object.entries(READ)) for (const file of files) assert.equal(styleOf(file), style, file);
+  // Kin of the above that are not the same format: Functionary's <function=f>{JSON}</function>,
+  // DeepSeek's and Muse's <invoke name=…> in their own blocks (DSML, <atem:function_calls>).
+  for (const file of [
+    "meetkai-functionary-medium-v3.1.jinja",
+    "deepseek-ai-DeepSeek-V3.2.jinja",
+    "deepseek-ai-DeepSeek-V4.jinja",
+    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja",
+    "muse-glimmer.jinja",
   ])
     assert.equal(styleOf(file), null, file);
   assert.equal(toolCallStyleOf(null), "hermes", "the plain transcript teaches Hermes itself");
 });
 
-test("count: templates whose tool calls Trellis reads", () => {
+test("every template in the folder maps to its expected style", () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja"));
-  const read = files.filter((f) => styleOf(f) !== null);
-  // 13 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON.
-  assert.ok(read.length >= 13, read.join(", "));
+  const expected = new Map(Object.entries(READ).flatMap(([style, list]) => list.map((f) => [f, style] as const)));
+  for (const file of files) assert.equal(styleOf(file), expected.get(file) ?? null, file);
+  // 30 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
+  // 3 MiniMax (M1, M2, M3), 2 Apriel.
+  assert.equal(files.filter((f) => styleOf(f) !== null).length, 30);
 });

@@ -91,6 +91,45 @@ describe("OpenAI chat fields of issue 40 through the openai SDK (stories260K)", 
     assert.equal(loud.service_tier, "default");
   });
 
+  test("a repeated conversation reuses the prefix cache: usage.prompt_tokens_details.cached_tokens, /metrics", async () => {
+    const messages = [
+      { role: "system" as const, content: "You are a storyteller who tells short stories about animals." },
+      { role: "user" as const, content: "Tell me a story about a dog and a ball." },
+    ];
+    const first = await chat({ messages, max_tokens: 6 });
+    const again = await chat({ messages, max_tokens: 6 });
+    const cached = again.usage!.prompt_tokens_details!.cached_tokens!;
+    assert.ok(cached >= 4 && cached < again.usage!.prompt_tokens, JSON.stringify(again.usage));
+    assert.equal(again.choices[0]!.message.content, first.choices[0]!.message.content, "same seed, same answer from cached cells");
+    // The next turn: the history as sent back, plus a new question.
+    const next = await chat({
+      messages: [
+        ...messages,
+        { role: "assistant", content: first.choices[0]!.message.content ?? "" },
+        { role: "user", content: "And then?" },
+      ],
+      max_tokens: 6,
+    });
+    assert.ok(next.usage!.prompt_tokens_details!.cached_tokens! >= cached, JSON.stringify(next.usage));
+    // Streamed usage carries it too.
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      max_tokens: 6,
+      seed: 7,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let streamed: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) if (chunk.usage) streamed = chunk.usage;
+    assert.ok(streamed!.prompt_tokens_details!.cached_tokens! >= 4, JSON.stringify(streamed));
+    const metrics = await (await served.app.inject({ method: "GET", url: "/metrics" })).body;
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1]);
+    assert.ok(value("trellis_prefix_cache_hits_total") >= 3, metrics);
+    assert.ok(value("trellis_prefix_cache_tokens_reused_total") >= 3 * 4);
+    assert.ok(value("trellis_prefix_cache_entries") >= 1);
+  });
+
   test("accepted fields in a stream: the warnings ride on the first chunk", async () => {
     const stream = await client.chat.completions.create({
       model: MODEL,

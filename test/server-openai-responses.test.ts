@@ -348,6 +348,57 @@ describe("Responses API through the openai SDK and the AI SDK (stories260K)", ()
     );
   });
 
+  test("input_items lists what a stored response was generated from, paged, through the SDK; its ids are item_references", async () => {
+    const first = await create({ input: [{ role: "user", content: "Tell me a story." }] });
+    const second = await create({ previous_response_id: first.id, input: "And then?" });
+    // The conversation rendered: the first input, its output message, then the new input; newest first by default.
+    const page = await client.responses.inputItems.list(second.id);
+    const items = page.data as unknown as { id: string; type: string; role?: string; content?: { type: string; text: string }[] }[];
+    assert.deepEqual(
+      items.map((i) => [i.type, i.role, i.content?.[0]?.type]),
+      [
+        ["message", "user", "input_text"],
+        ["message", "assistant", "output_text"],
+        ["message", "user", "input_text"],
+      ],
+    );
+    assert.equal(items[0]!.content![0]!.text, "And then?");
+    assert.equal(items[1]!.content![0]!.text, first.output_text);
+    assert.equal(items[2]!.content![0]!.text, "Tell me a story.");
+    assert.equal(new Set(items.map((i) => i.id)).size, 3);
+    // Paged in ascending order, one at a time, with `after`: the same items the other way round.
+    const ascending: string[] = [];
+    for await (const item of client.responses.inputItems.list(second.id, { order: "asc", limit: 1 }))
+      ascending.push((item as { id: string }).id);
+    assert.deepEqual(ascending, items.map((i) => i.id).reverse());
+    const again = await client.responses.inputItems.list(second.id);
+    assert.deepEqual(
+      again.data.map((i) => (i as { id: string }).id),
+      items.map((i) => i.id),
+      "ids are stable",
+    );
+    // An input item's id is an item_reference: the same prompt as the text it names.
+    const byReference = await create({ input: [{ type: "item_reference", id: items[2]!.id }] });
+    const byText = await create({ input: [{ role: "user", content: "Tell me a story." }] });
+    assert.equal(byReference.usage!.input_tokens, byText.usage!.input_tokens);
+    // Refused by name: a bad limit, order or after, and include; other keys and unknown ids are 404s.
+    const bad = async (query: string, param: string) => {
+      const r = await fetch(`${base}/responses/${second.id}/input_items?${query}`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
+      assert.equal(r.status, 400, query);
+      assert.equal(((await r.json()) as { error: { param: string } }).error.param, param, query);
+    };
+    await bad("limit=0", "limit");
+    await bad("limit=101", "limit");
+    await bad("order=up", "order");
+    await bad("after=msg_nope", "after");
+    await bad("include=message.input_image.image_url", "include");
+    await bad("colour=red", "colour");
+    await assert.rejects(client.responses.inputItems.list("resp_000000000000000000000000"), (e: unknown) => e instanceof NotFoundError);
+    const other = await served.store.createKey("input-items-other");
+    const otherClient = new OpenAI({ apiKey: other.key, baseURL: base, maxRetries: 0 });
+    await assert.rejects(otherClient.responses.inputItems.list(second.id), (e: unknown) => e instanceof NotFoundError);
+  });
+
   test("stored responses belong to their key: another key reads, deletes and continues none of them", async () => {
     const other = await served.store.createKey("other");
     const otherClient = new OpenAI({ apiKey: other.key, baseURL: base, maxRetries: 0 });

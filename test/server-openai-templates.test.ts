@@ -3,11 +3,12 @@
  * real Qwen2 and Llama 3 tokenizers): the prompt a conversation becomes is exactly the template's
  * text tokenized as llama.cpp tokenizes it (one BOS, markers as their tokens), a user who writes a
  * control token's text does not end their turn, and tools reach the template in the format the
- * model was taught (Qwen: <tool_call>, Llama 3.1: JSON) — through the openai SDK.
+ * model was taught (Qwen: <tool_call>, Llama 3.1: JSON, Qwen3-Coder: <function=…><parameter=…>)
+ * — through the openai SDK.
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadModel } from "../src/model/index.js";
@@ -17,16 +18,21 @@ describe("chat templates end to end (synthetic models with real templates)", () 
   let dir: string;
   let qwen: SyntheticChat;
   let llama: SyntheticChat;
+  let coder: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-chat-"));
     qwen = await serveSyntheticChat(dir, "qwen2", "Qwen-Qwen2.5-7B-Instruct.jinja");
     llama = await serveSyntheticChat(dir, "llama-bpe", "meta-llama-Llama-3.1-8B-Instruct.jinja");
+    const coderDir = join(dir, "coder");
+    mkdirSync(coderDir);
+    coder = await serveSyntheticChat(coderDir, "qwen2", "Qwen3-Coder.jinja", 300);
   });
 
   after(async () => {
     await stopSyntheticChat(qwen);
     await stopSyntheticChat(llama);
+    await stopSyntheticChat(coder);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -166,5 +172,83 @@ describe("chat templates end to end (synthetic models with real templates)", () 
     } finally {
       model.dispose();
     }
+  });
+
+  test("Qwen3-Coder: XML calls in history, auto whole and streamed, and what the format cannot say is a 400 by name", async () => {
+    assert.equal(coder.engine.toolCallStyle, "xml-function");
+    const weather = {
+      type: "function" as const,
+      function: {
+        name: "get_weather",
+        parameters: {
+          type: "object",
+          properties: { city: { type: "string", maxLength: 8 }, days: { type: "integer", minimum: 1, maximum: 7 } },
+          required: ["city"],
+        },
+      },
+    };
+    const history = coder.engine.renderChat!({
+      messages: [
+        { role: "user", content: "Weather?" },
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: { city: "Oslo", days: 2 } } }],
+        },
+        { role: "tool", content: "3C", tool_call_id: "c1" },
+      ],
+      tools: [weather],
+      addGenerationPrompt: true,
+    });
+    assert.ok(
+      history.text.includes(
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>",
+      ),
+    );
+    const checkCall = (call: { type: string; function: { name: string; arguments: string } }): void => {
+      assert.equal(call.function.name, "get_weather");
+      const args = JSON.parse(call.function.arguments) as { city: string; days?: number };
+      assert.equal(typeof args.city, "string");
+      assert.ok(args.city.length <= 8);
+      if (args.days !== undefined) assert.ok(Number.isInteger(args.days) && args.days >= 1 && args.days <= 7);
+    };
+    // Random weights rarely spell the marker's four tokens in order: whatever they write is text
+    // without the marker or valid calls (schema-tool-call-xml.test.ts reads calls back).
+    for (const seed of [1, 2]) {
+      const request = {
+        model: "qwen2",
+        messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+        tools: [weather],
+        max_tokens: 60,
+        seed,
+      };
+      const r = await coder.client.chat.completions.create(request);
+      const choice = r.choices[0]!;
+      if (choice.message.tool_calls) {
+        assert.equal(choice.finish_reason, "tool_calls");
+        for (const call of choice.message.tool_calls) checkCall(call as never);
+        assert.ok(!(choice.message.content ?? "").includes("<tool_call>"));
+      } else assert.ok(!choice.message.content!.includes("<tool_call>"));
+      // The same, streamed: content never shows the marker; the calls come whole in the last chunk.
+      const stream = await coder.client.chat.completions.create({ ...request, stream: true });
+      let content = "";
+      const calls: { type: string; function: { name: string; arguments: string } }[] = [];
+      for await (const chunk of stream) {
+        const delta = chunk.choices[0]?.delta;
+        content += delta?.content ?? "";
+        for (const c of delta?.tool_calls ?? []) calls.push(c as never);
+      }
+      assert.ok(!content.includes("<tool_call>"));
+      for (const call of calls) checkCall(call);
+    }
+    await assert.rejects(
+      coder.client.chat.completions.create({
+        model: "qwen2",
+        messages: [{ role: "user", content: "Hi" }],
+        tools: [{ type: "function", function: { name: "f", parameters: { type: "object", additionalProperties: true } } }],
+        max_tokens: 5,
+      }),
+      (error: { status?: number; message?: string }) => error.status === 400 && /additionalProperties/.test(error.message ?? ""),
+    );
   });
 });

@@ -289,6 +289,35 @@ describe("OpenAI API through the openai SDK (stories260K)", () => {
     }
   });
 
+  test("tools: required with parameters that use local $refs ($defs): the references resolve as in the function's own schema", async () => {
+    const paint = {
+      type: "function" as const,
+      function: {
+        name: "paint",
+        parameters: {
+          type: "object",
+          $defs: { colour: { enum: ["red", "green", "blue"] } },
+          properties: { colour: { $ref: "#/$defs/colour" }, coats: { type: "integer", minimum: 1, maximum: 3 } },
+          required: ["colour", "coats"],
+          additionalProperties: false,
+        },
+      },
+    };
+    for (const parallel of [true, false]) {
+      const r = await chat({ tools: [paint, time], tool_choice: "required", parallel_tool_calls: parallel, max_tokens: 80, seed: 5 });
+      const calls = r.choices[0]!.message.tool_calls!;
+      assert.ok(calls.length >= 1 && (parallel || calls.length === 1));
+      for (const call of calls) {
+        assert.ok(call.type === "function");
+        const args = JSON.parse(call.function.arguments) as Record<string, unknown>;
+        if (call.function.name === "paint") {
+          assert.ok(["red", "green", "blue"].includes(args.colour as string), call.function.arguments);
+          assert.ok(Number.isInteger(args.coats) && (args.coats as number) >= 1 && (args.coats as number) <= 3);
+        } else TimeArgs.parse(args);
+      }
+    }
+  });
+
   test("tools auto (the default with tools): text without a call marker, or calls of declared functions; streamed alike", async () => {
     for (const seed of [1, 2, 3, 4]) {
       const r = await chat({ tools: [weather, time], max_tokens: 40, seed });

@@ -115,10 +115,11 @@ test("a full disk (SQLITE_FULL): flushes fail and keep the counts; once space is
 test("close() while another process holds the lock reports exactly the unwritten counts", async () => {
   const dataDir = tmp();
   const reports: Array<{ usage: UnwrittenUsage[]; error: Error }> = [];
+  const closeTimeoutMs = 300;
   const store = new KeyStore({
     dataDir,
     flushIntervalMs: 0,
-    closeTimeoutMs: 300,
+    closeTimeoutMs,
     onFlushError: () => {},
     onUnwrittenUsage: (usage, error) => reports.push({ usage, error }),
   });
@@ -130,11 +131,12 @@ test("close() while another process holds the lock reports exactly the unwritten
   store.recordUsage(a, 7);
   store.recordUsage(a, 1);
   store.recordUsage(b, 3);
-  const started = Date.now();
+  // close() blocks this thread, and the lock is held until this test releases it: close() can
+  // only come back by giving up on its own. Its deadline is a lower bound, which no machine is
+  // too slow to meet: it gave up no earlier than its timeout, having kept trying until then.
+  const notBefore = Date.now() + closeTimeoutMs;
   store.close();
-  const took = Date.now() - started;
-  assert.ok(took >= 250, `close() kept trying for its timeout (took ${took} ms)`);
-  assert.ok(took < 2000, `close() gave up after a bounded time (took ${took} ms)`);
+  assert.ok(Date.now() >= notBefore, "close() gave up before its timeout");
   assert.equal(reports.length, 1);
   const byKey = new Map(reports[0]!.usage.map((u) => [u.keyId, { requests: u.requests, tokens: u.tokens }]));
   assert.deepEqual(
@@ -245,17 +247,27 @@ test("another process holds the write lock for 30 s while usage keeps coming: no
   const LOCK_MS = 30_000;
   const dataDir = tmp();
   const failures: FlushFailure[] = [];
+  /** Per failed flush: requests recorded before it was reported, and when (epoch ms) it was. */
+  const recordedBeforeFailure: number[] = [];
+  const failureReportedAt: number[] = [];
   const recovered: Array<{ failures: number; failingForMs: number }> = [];
+  let n = 0;
   const store = new KeyStore({
     dataDir,
     flushIntervalMs: 50,
     maxFlushRetryDelayMs: 1000,
-    onFlushError: (f) => failures.push(f),
+    // The store's other statements wait for a lock longer than it is held here: a flush that
+    // waited as they do would hold the thread until the lock went, and fail no attempt at all.
+    busyTimeoutMs: 60_000,
+    onFlushError: (f) => {
+      failures.push(f);
+      recordedBeforeFailure.push(n);
+      failureReportedAt.push(Date.now());
+    },
     onFlushRecovered: (r) => recovered.push(r),
   });
   const ids = [store.createKey("x").id, store.createKey("y").id, store.createKey("z").id];
   const tally = new Tally();
-  let n = 0;
   const record = () => {
     const id = ids[n % ids.length]!;
     store.recordUsage(id, n % 7);
@@ -267,7 +279,6 @@ test("another process holds the write lock for 30 s while usage keeps coming: no
   assert.ok(store.stats().flushesTotal > 0, "flushing works before the lock");
 
   const lock = await holdLock(store.path, LOCK_MS);
-  const lockedAt = Date.now();
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
   await sleep(LOCK_MS / 2);
@@ -277,34 +288,46 @@ test("another process holds the write lock for 30 s while usage keeps coming: no
     failures.every((f) => f.code === "SQLITE_BUSY"),
     failures.map((f) => f.code).join(", "),
   );
+  const failedByMidway = failures.length;
   const listed = new Map(store.listKeys().map((k) => [k.id, { requests: k.requests, tokens: k.tokens }]));
   assert.deepEqual(listed, tally.byKey);
   await lock.exited;
-  const lockedFor = Date.now() - lockedAt;
   await sleep(300);
   clearInterval(recorder);
   delay.disable();
 
-  // The backoff caps retries at 1 s apart, so the kept counts are written soon after release.
-  const deadline = Date.now() + 5000;
-  while (store.stats().pendingRequests > 0 && Date.now() < deadline) await sleep(50);
+  // The kept counts are written once the lock is gone (the test's timeout bounds the wait).
+  while (store.stats().pendingRequests > 0) await sleep(50);
   const stats = store.stats();
-  const maxStallMs = delay.max / 1e6;
+  // Speed is bench material; printed for the record, not asserted.
   t.diagnostic(
-    `${n} requests, ${failures.length} failed flushes, slowest flush ${stats.maxFlushDurationMs.toFixed(1)} ms, longest event-loop stall ${maxStallMs.toFixed(1)} ms`,
+    `${n} requests, ${failures.length} failed flushes, slowest flush ${stats.maxFlushDurationMs.toFixed(1)} ms (busy wait ${FLUSH_BUSY_TIMEOUT_MS} ms), longest event-loop stall ${(delay.max / 1e6).toFixed(1)} ms`,
   );
-  assert.ok(
-    stats.maxFlushDurationMs < 100,
-    `slowest flush took ${stats.maxFlushDurationMs.toFixed(1)} ms (busy wait ${FLUSH_BUSY_TIMEOUT_MS} ms)`,
+  // No stall: the recorder (every 3 ms) ran between every two failed attempts (at least 50 ms
+  // apart), so no attempt held the thread until the lock went.
+  for (let i = 1; i < recordedBeforeFailure.length; i++) {
+    assert.ok(
+      recordedBeforeFailure[i]! > recordedBeforeFailure[i - 1]!,
+      `no request was recorded between failed flushes ${i} and ${i + 1} (${recordedBeforeFailure[i]})`,
+    );
+  }
+  assert.ok(failures.length > failedByMidway, "flushes kept failing after midway: the lock was still held");
+  // Retries back off, doubling from the 50 ms interval up to the 1 s cap: far fewer attempts than
+  // one per interval, and the kept counts are tried again at most 1 s after the lock goes.
+  assert.deepEqual(
+    failures.map((f) => f.retryInMs),
+    failures.map((_, i) => Math.min(1000, 50 * 2 ** (i + 1))),
   );
-  assert.ok(maxStallMs < 100, `the event loop stood still for ${maxStallMs.toFixed(1)} ms at most`);
-  assert.equal(stats.pendingRequests, 0, `pending usage was written after the lock went (${JSON.stringify(stats)})`);
-  assert.ok(lockedFor >= LOCK_MS - 100, `the lock was held ${lockedFor} ms`);
-  assert.ok(n > 5000, `usage kept being recorded (${n} requests)`);
   assert.equal(recovered.length, 1);
-  assert.ok(recovered[0]!.failingForMs >= LOCK_MS - 2000, `recovery reported after ${recovered[0]!.failingForMs} ms`);
+  assert.equal(recovered[0]!.failures, failures.length);
+  // The recovery reports the whole failing spell: from before the first failure was reported to
+  // after the last one.
+  const spell = failureReportedAt.at(-1)! - failureReportedAt[0]!;
+  assert.ok(
+    recovered[0]!.failingForMs >= spell,
+    `recovery reported ${recovered[0]!.failingForMs} ms of failing, failures spanned ${spell} ms`,
+  );
   assert.equal(stats.flushFailuresTotal, failures.length);
-  // Retries back off: far fewer attempts than one per 50-ms interval over 30 s.
   assert.ok(failures.length < 60, `${failures.length} failed attempts`);
   assert.deepEqual(usageInDatabase(dataDir), tally.byKey);
   store.close();

@@ -259,8 +259,20 @@ export class ScoringJob implements DecodeJob {
     return this.wave < 0;
   }
 
-  begin(seqs: Int32Array): void {
+  /** The shared prefix: the prefix cache may hold its first tokens already. */
+  get promptTokens(): Int32Array {
+    return this.req.prefix;
+  }
+
+  /** `reused`: the prefix's first tokens already in the first sequence's KV (the prefix cache's). */
+  begin(seqs: Int32Array, _slots?: SequenceSlots, reused = 0): void {
     this.seqs = seqs;
+    this.prefilled = reused;
+  }
+
+  /** The first sequence holds the prefix fed so far (the branches are on the others). */
+  keptTokens(): Int32Array {
+    return this.req.prefix.slice(0, this.prefilled);
   }
 
   fill(batch: LlamaBatch, slots: SequenceSlots, room: number): void {
@@ -301,6 +313,7 @@ export class ScoringJob implements DecodeJob {
     }
     const added = end - this.prefilled;
     this.prefilled = end;
+    slots.lengths[seq] = end;
     if (owners !== null) {
       this.wave = 0;
       this.ready = [...first!.chainsBelow[0]!];

@@ -28,6 +28,6 @@ export type { CompletableAutomaton, LexerLevelAutomaton } from "./grammar/contra
 export { ConstraintTooCostlyError, PLANNING_ALLOWANCE, WorkMeter } from "./work-meter.js";
 export { DfaConstraintState } from "./dfa/state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
-export { copyMaskInto, type TokenConstraint } from "./token-constraint.js";
+export { copyMaskInto, type ForcedBytes, type TokenConstraint } from "./token-constraint.js";
 export { PREFIX_PENDING, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";
 export { ReasoningConstraint, reasoningDfa } from "./reasoning.js";

@@ -30,6 +30,26 @@ export interface TokenConstraint {
    * (a new grammar's trie walks). True when nothing is left.
    */
   walkAhead?(deadline: number): boolean;
+  /**
+   * Fast-forward (generate/fast-forward.ts): the bytes every match continues with from here, at
+   * most `max` (while exactly one byte can follow and the text is not a complete match), or null
+   * when none is forced. Absent: the constraint offers no fast-forward.
+   */
+  forcedBytes?(max: number): ForcedBytes | null;
+  /**
+   * Whether `token` is allowed with `remaining` tokens left (this one included), i.e. in the mask
+   * writeMask would write, without writing it. With forcedBytes.
+   */
+  allowsWithin?(token: number, remaining: number): boolean;
+}
+
+/** Bytes a constraint forces, and what may follow them. */
+export interface ForcedBytes {
+  readonly bytes: Uint8Array;
+  /** The text is a complete match after them and nothing can follow. */
+  readonly ends: boolean;
+  /** The bytes that may follow them on the way to a match: 8 words, bit b for byte b. */
+  readonly then: Uint32Array;
 }
 
 /**

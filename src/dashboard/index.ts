@@ -4,6 +4,6 @@
  * quotas, see usage. The page (index.html, style.css, app.js and the ES modules it imports, checked
  * by tsconfig.dashboard.json) loads nothing from outside the service.
  *
- *   createServer({ …, plugins: [dashboardPlugin({ store, adminTokenHash })] });
+ *   createServer({ …, plugins: [dashboardPlugin({ adminTokenHash })] });
  */
 export { dashboardPlugin, requestIsHttps, SESSION_COOKIE, type DashboardOptions } from "./plugin.js";

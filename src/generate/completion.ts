@@ -13,6 +13,7 @@ import { maskedLogprobs, type LogitAdjuster, type Sampler } from "../sampling/in
 import { maskWords } from "../support/index.js";
 import { concatTokenBytes, type Vocabulary } from "../vocab/index.js";
 import type { DecodeJob } from "./scheduler.js";
+import { type ForcedSpeller, forcedTokens } from "./fast-forward.js";
 import { TextStream } from "./stream.js";
 import type { CompletionResult, GeneratedToken, StopReason } from "./types.js";
 
@@ -38,6 +39,11 @@ export interface CompletionJobOptions {
   temperature?: number;
   /** logit_bias and the presence / frequency penalties, applied before sampling. */
   adjuster?: LogitAdjuster;
+  /**
+   * Fast-forward (fast-forward.ts): how forced text is spelled in tokens, to append what the
+   * constraint forces as tokens fed in one batched decode; absent: every token is sampled.
+   */
+  fastForward?: ForcedSpeller;
 }
 
 /** A budget larger than any request: "does the pattern admit any longer text at all". */
@@ -50,8 +56,15 @@ export class CompletionJob implements DecodeJob {
   private readonly o: CompletionJobOptions;
   private seq = -1;
   private prefilled = 0;
+  /** Prompt tokens whose KV cells the prefix cache gave (not evaluated). */
+  private reused = 0;
+  /** Generated tokens fed back to the model (all but a last one its decode never needed). */
+  private fedGenerated = 0;
   private row = -1;
-  private pending = -1;
+  /** Tokens to feed next round: the sampled one, then any the constraint forced after it. */
+  private readonly feed: number[] = [];
+  /** Of the generated tokens, those fast-forward appended (not sampled). */
+  private forced = 0;
   private readonly generated: number[] = [];
   private stop: StopReason = "pattern_match";
   /**
@@ -107,6 +120,10 @@ export class CompletionJob implements DecodeJob {
     return this.o.promptTokens.length;
   }
 
+  get promptTokens(): Int32Array {
+    return this.o.promptTokens;
+  }
+
   get maxNewTokens(): number {
     return this.o.maxNewTokens;
   }
@@ -115,13 +132,30 @@ export class CompletionJob implements DecodeJob {
    * For a choice that shares another's prompt (ChoicesJob): its sequence already holds the
    * prompt's KV cells, and `row` holds the logits after the prompt.
    */
-  adoptPrompt(row: number): void {
+  adoptPrompt(row: number, reused: number): void {
     this.prefilled = this.o.promptTokens.length;
+    this.reused = reused;
     this.row = row;
   }
 
-  begin(seqs: Int32Array): void {
+  /** `reused`: the first prompt tokens already in the sequence's KV (the prefix cache's). */
+  begin(seqs: Int32Array, _slots?: SequenceSlots, reused = 0): void {
     this.seq = seqs[0]!;
+    this.prefilled = reused;
+    this.reused = reused;
+  }
+
+  /** Prompt tokens the prefix cache spared (ChoicesJob reports them for every choice). */
+  get reusedTokens(): number {
+    return this.reused;
+  }
+
+  /** The tokens in its sequence's KV cells: the prompt fed so far, then the generated tokens fed back. */
+  keptTokens(): Int32Array {
+    const out = new Int32Array(this.prefilled + this.fedGenerated);
+    out.set(this.o.promptTokens.subarray(0, this.prefilled));
+    for (let i = 0; i < this.fedGenerated; i++) out[this.prefilled + i] = this.generated[i]!;
+    return out;
   }
 
   fill(batch: LlamaBatch, slots: SequenceSlots, room: number): void {
@@ -133,7 +167,14 @@ export class CompletionJob implements DecodeJob {
       if (end < prompt.length) this.row = -1;
       return;
     }
-    this.row = slots.append(batch, this.seq, this.pending, true);
+    // The sampled token and the forced ones after it: rows of one decode, logits after the last
+    // (a run longer than the batch's room goes on next round).
+    const feed = this.feed;
+    const n = Math.min(room, feed.length);
+    for (let i = 0; i < n; i++) this.row = slots.append(batch, this.seq, feed[i]!, n === feed.length && i === n - 1);
+    feed.splice(0, n);
+    this.fedGenerated += n;
+    if (feed.length > 0) this.row = -1;
   }
 
   /**
@@ -177,16 +218,48 @@ export class CompletionJob implements DecodeJob {
       const record = this.record(token, logits, mask);
       if (this.text?.push(record.bytes)) return this.end("stop_sequence");
     }
-    const left = remaining - 1;
-    if (o.constraint.isAccepting()) {
-      if (o.stopAfterMatch) return this.end("pattern_match");
-      if (!o.constraint.hasAnyToken(UNBOUNDED)) return this.end("pattern_match");
-      if (left === 0 || !o.constraint.hasAnyToken(left)) return this.end("token_limit");
+    if (this.endsWith(remaining - 1)) return true;
+    this.feed.push(token);
+    return o.fastForward !== undefined && this.fastForward(o.fastForward, remaining - 1);
+  }
+
+  /** After a token, with `left` tokens left: whether the generation ends here (then ended). */
+  private endsWith(left: number): boolean {
+    const constraint = this.o.constraint;
+    if (constraint.isAccepting()) {
+      if (this.o.stopAfterMatch) return this.end("pattern_match");
+      if (!constraint.hasAnyToken(UNBOUNDED)) return this.end("pattern_match");
+      if (left === 0 || !constraint.hasAnyToken(left)) return this.end("token_limit");
     } else if (left === 0) {
       // Budget planning makes this unreachable: the mask only admits tokens that can finish.
       throw new Error("budget spent before a full match");
     }
-    this.pending = token;
+    return false;
+  }
+
+  /**
+   * Appends the tokens the constraint forces from here (fast-forward.ts), each only while it is
+   * in its step's budget mask; they are fed with the sampled token. True when the generation ended.
+   */
+  private fastForward(speller: ForcedSpeller, left: number): boolean {
+    const o = this.o;
+    const tokens = forcedTokens(o.constraint, speller);
+    if (tokens === null) return false;
+    for (let i = 0; i < tokens.length; i++) {
+      const token = tokens[i]!;
+      if (!o.constraint.allowsWithin!(token, left) || !o.constraint.advance(token)) break;
+      o.sampler.accept(token);
+      this.generated.push(token);
+      this.forced++;
+      left--;
+      if (this.text !== null) {
+        const record: GeneratedToken = { id: token, bytes: o.vocab.tokenBytes(token) };
+        if (o.onText) this.unsent.push(record);
+        if (this.text.push(record.bytes)) return this.end("stop_sequence");
+      }
+      if (this.endsWith(left)) return true;
+      this.feed.push(token);
+    }
     return false;
   }
 
@@ -243,6 +316,8 @@ export class CompletionJob implements DecodeJob {
       completion: this.text ? this.text.text : completionText(this.o.vocab, this.generated, this.o.forcedPrefixLength),
       tokensGenerated: this.generated.length,
       stopReason: this.stop,
+      ...(this.reused > 0 ? { cachedTokens: this.reused } : {}),
+      ...(this.forced > 0 ? { fastForwardedTokens: this.forced } : {}),
     };
     return this.tokens ? { ...result, tokens: this.tokens } : result;
   }
@@ -280,10 +355,19 @@ export class ChoicesJob implements DecodeJob {
     return this.choices[0]!.prefilling;
   }
 
-  begin(seqs: Int32Array, slots: SequenceSlots): void {
+  get promptTokens(): Int32Array {
+    return this.choices[0]!.promptTokens;
+  }
+
+  begin(seqs: Int32Array, slots: SequenceSlots, reused: number): void {
     this.seqs = seqs;
     this.slots = slots;
-    this.choices.forEach((choice, i) => choice.begin(seqs.subarray(i, i + 1)));
+    this.choices.forEach((choice, i) => choice.begin(seqs.subarray(i, i + 1), slots, i === 0 ? reused : 0));
+  }
+
+  /** The first choice's sequence (the prompt, then its tokens) is the one worth keeping. */
+  keptTokens(): Int32Array {
+    return this.choices[0]!.keptTokens();
   }
 
   fill(batch: LlamaBatch, slots: SequenceSlots, room: number): void {
@@ -313,7 +397,7 @@ export class ChoicesJob implements DecodeJob {
       for (let i = 1; i < this.choices.length; i++) {
         ctx.seqCopy(this.seqs[0]!, this.seqs[i]!, 0, length);
         this.slots!.lengths[this.seqs[i]!] = length;
-        this.choices[i]!.adoptPrompt(row);
+        this.choices[i]!.adoptPrompt(row, first.reusedTokens);
         this.filled[i] = true;
       }
       this.shared = true;

@@ -7,7 +7,8 @@
  * `ConstraintCache`), `DecodeScheduler` and `DecodeJob` (one batched decode per round for every
  * job), `CompletionJob` over any `TokenConstraint` (constraint/'s contract), reasoning sections
  * and tool replies read back, `Engine` and the request/result types the server speaks, and the
- * typed errors it maps to HTTP (compile/'s, re-exported). `EmbeddingLane`: embeddings on a context of their own, in turns with the
+ * typed errors it maps to HTTP (compile/'s, re-exported). `PrefixCache`: finished sequences' KV cells
+ * kept for prompts that begin like them. `EmbeddingLane`: embeddings on a context of their own, in turns with the
  * decode rounds (`runtime.embed({ inputs })`).
  *
  *   const runtime = GenerationRuntime.open({ modelPath, threads, constraints });
@@ -25,6 +26,7 @@ export {
 export { DecodeScheduler, runJob, type DecodeJob, type SchedulerOptions, type SideWork } from "./scheduler.js";
 export { EmbeddingLane, embeddingPooling, normalized, type EmbeddingLaneOptions } from "./embeddings.js";
 export { CompletionJob, completionText, UNBOUNDED, type CompletionJobOptions } from "./completion.js";
+export { MIN_PREFIX_MATCH, PrefixCache, commonPrefixLength, type PrefixCacheOptions, type PrefixCacheStats } from "./prefix-cache.js";
 // The compile stage's contract types and errors, as the Engine's callers meet them.
 export {
   ClientLimitError,

@@ -26,6 +26,7 @@ import { DecodeScheduler, runJob } from "./scheduler.js";
 import { FreeTextConstraint } from "./free-text.js";
 import { splitReasoning, withReasoning } from "./reasoning.js";
 import { EmbeddingLane } from "./embeddings.js";
+import { type ForcedSpeller, forcedSpeller } from "./fast-forward.js";
 import type {
   ConstrainedCompletionRequest,
   EmbeddingRequest,
@@ -54,6 +55,10 @@ export interface GenerationRuntimeOptions {
   gpu?: GpuChoice;
   /** Most tokens one embedding input may have: the embedding context's size (capped at the training context). */
   embeddingInputTokens?: number;
+  /** The prefix cache (prefix-cache.ts): most tokens (-1: the whole context; 0: off) and entries; default on, 32 entries. */
+  prefixCache?: { tokens: number; entries: number };
+  /** Fast-forward through forced text (fast-forward.ts) unless a request turns it off; default true. */
+  fastForward?: boolean;
 }
 
 /** Tokens of one embedding input unless the options say otherwise. */
@@ -84,6 +89,10 @@ export class GenerationRuntime {
   readonly chat: ChatPrompter;
   /** Why the model's chat template could not be used, when it could not (the plain transcript is then). */
   readonly chatTemplateError: string | null = null;
+  /** Fast-forward through forced text unless a request turns it off (GenerationRuntimeOptions.fastForward). */
+  fastForward = true;
+  /** Forced text in this model's tokens (fast-forward). */
+  private readonly spellForced: ForcedSpeller;
 
   private constructor(
     readonly model: LlamaModel,
@@ -92,11 +101,17 @@ export class GenerationRuntime {
     maxQueue: number,
     constraints: Partial<ConstraintCacheOptions>,
     embeddingInputTokens: number,
+    prefixCache: { tokens: number; entries: number } = { tokens: 0, entries: 0 },
   ) {
     this.vocab = vocab;
     this.trie = tokenTrieFor(vocab);
+    this.spellForced = forcedSpeller(vocab, this.trie, (text) => model.tokenize(text, { addSpecial: false, parseSpecial: false }));
     this.context = context;
-    this.scheduler = new DecodeScheduler(context, { maxQueue, overlapDecode: model.offloaded || model.threads < availableParallelism() });
+    this.scheduler = new DecodeScheduler(context, {
+      maxQueue,
+      overlapDecode: model.offloaded || model.threads < availableParallelism(),
+      prefixCache: { maxTokens: prefixCache.tokens < 0 ? context.nCtx : prefixCache.tokens, maxEntries: prefixCache.entries },
+    });
     this.constraints = new ConstraintCache(this.trie, { vocabulary: vocab, ...constraints });
     this.embeddings = new EmbeddingLane(model, { inputTokens: embeddingInputTokens }, () => this.scheduler.wake());
     this.scheduler.addSideWork(this.embeddings);
@@ -125,7 +140,16 @@ export class GenerationRuntime {
       nBatch: 512,
     });
     const embeddingInputTokens = Math.min(options.embeddingInputTokens ?? DEFAULT_EMBEDDING_INPUT_TOKENS, train);
-    return new GenerationRuntime(model, vocab, context, options.maxQueue ?? 64, options.constraints ?? {}, embeddingInputTokens);
+    const prefixCache = options.prefixCache ?? { tokens: -1, entries: 32 };
+    return new GenerationRuntime(
+      model,
+      vocab,
+      context,
+      options.maxQueue ?? 64,
+      options.constraints ?? {},
+      embeddingInputTokens,
+      prefixCache,
+    );
   }
 
   get contextLength(): number {
@@ -279,6 +303,8 @@ export class GenerationRuntime {
       const empty: CompletionResult = { completion: "", tokensGenerated: 0, stopReason, promptTokens: prompt.length };
       return Array.from({ length: n }, () => empty);
     }
+    // Forced tokens are not sampled: nothing to report as logprobs, nothing to bias or penalize.
+    const fastForward = (req.fastForward ?? this.fastForward) && req.logprobs === undefined && !LogitAdjuster.needed(req);
     const lane = (i: number, settle: (error?: unknown) => void): CompletionJob => {
       const sampler = new Sampler(this.vocab.size, {
         temperature: req.temperature,
@@ -305,6 +331,7 @@ export class GenerationRuntime {
         logprobs: req.logprobs,
         temperature: req.temperature,
         adjuster: LogitAdjuster.needed(req) ? new LogitAdjuster(this.vocab.size, req) : undefined,
+        fastForward: fastForward ? this.spellForced : undefined,
       });
     };
     // Sharing needs every choice's cells at once; when they do not fit the context together, the

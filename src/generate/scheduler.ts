@@ -4,8 +4,9 @@
  * then each job reads the logits of its rows. A job that arrives joins at the next round; a
  * finished one leaves and frees its sequences at once.
  */
-import { type LlamaBatch, type LlamaContext, SequenceSlots } from "../model/index.js";
+import { KvCacheFullError, type LlamaBatch, type LlamaContext, SequenceSlots } from "../model/index.js";
 import { OverloadedError } from "../compile/index.js";
+import { PrefixCache, type PrefixCacheOptions } from "./prefix-cache.js";
 
 /**
  * Most time per round for jobs' work ahead of the logits (DecodeJob.aheadOfLogits): a new
@@ -25,8 +26,21 @@ export interface DecodeJob {
   readonly kvCells?: number;
   /** True while the job still feeds prompt tokens: such jobs fill after the decoding ones. */
   readonly prefilling: boolean;
-  /** Once, at admission, with the job's own sequence ids (empty KV). */
-  begin(seqs: Int32Array, slots: SequenceSlots): void;
+  /**
+   * The tokens its first sequence begins with (its prompt): the prefix cache may give that
+   * sequence the KV cells of a cached prefix of them. Absent: the job takes empty sequences.
+   */
+  readonly promptTokens?: Int32Array;
+  /**
+   * Once, at admission, with the job's own sequence ids: empty, except that the first holds
+   * the first `reused` tokens of promptTokens when the prefix cache had them (0: none).
+   */
+  begin(seqs: Int32Array, slots: SequenceSlots, reused: number): void;
+  /**
+   * When it has finished or was cancelled: the tokens whose KV cells its first sequence holds
+   * (for the prefix cache), or null when there is nothing to keep.
+   */
+  keptTokens?(): Int32Array | null;
   /**
    * Adds this round's rows (at most `room`). May add none (waiting for nothing is a bug: a job
    * that adds no row and is not finished after consume() would spin, so the scheduler fails it).
@@ -76,6 +90,8 @@ export interface SchedulerOptions {
    * this thread stalls them all (see DESIGN.md, Threads).
    */
   overlapDecode?: boolean;
+  /** The prefix cache's limits (prefix-cache.ts); absent or maxTokens 0: off. */
+  prefixCache?: PrefixCacheOptions;
 }
 
 export class DecodeScheduler {
@@ -88,6 +104,8 @@ export class DecodeScheduler {
   /** KV cells reserved by the admitted jobs. */
   private reservedCells = 0;
   private readonly sideWork: SideWork[] = [];
+  /** Finished sequences kept for the prompts that begin like them (prefix-cache.ts). */
+  readonly prefixCache: PrefixCache;
 
   constructor(
     readonly context: LlamaContext,
@@ -95,6 +113,7 @@ export class DecodeScheduler {
   ) {
     this.slots = new SequenceSlots(context);
     this.batch = context.createBatch();
+    this.prefixCache = new PrefixCache(this.slots, options.prefixCache ?? { maxTokens: 0, maxEntries: 0 });
   }
 
   get queueDepth(): number {
@@ -148,22 +167,38 @@ export class DecodeScheduler {
   }
 
   private admit(): void {
-    while (
-      this.waiting.length > 0 &&
-      this.slots.available >= this.waiting[0]!.seqsNeeded &&
-      this.reservedCells + (this.waiting[0]!.kvCells ?? 0) <= this.context.nCtx
-    ) {
-      const job = this.waiting.shift()!;
+    const cache = this.prefixCache;
+    while (this.waiting.length > 0) {
+      const job = this.waiting[0]!;
+      const prompt = job.promptTokens;
+      // The cached prefix to reuse, found first so that making room does not evict it, unless
+      // nothing else can go.
+      let hit = prompt !== undefined && prompt.length > 1 ? cache.match(prompt, prompt.length - 1) : null;
+      const cells = job.kvCells ?? 0;
+      const fits = () => this.slots.available >= job.seqsNeeded && this.reservedCells + cache.tokens + cells <= this.context.nCtx;
+      while (!fits() && cache.evictOne(hit?.seq ?? -1)) {}
+      if (!fits() && hit !== null && cache.evictOne()) hit = null;
+      while (!fits() && cache.evictOne()) {}
+      if (!fits()) break;
+      this.waiting.shift();
       if (job.signal?.aborted) {
         job.settle(job.signal.reason ?? new Error("aborted"));
         continue;
       }
       const seqs = new Int32Array(job.seqsNeeded);
       for (let i = 0; i < seqs.length; i++) seqs[i] = this.slots.acquire();
-      const entry = { job, seqs, cells: job.kvCells ?? 0 };
+      let reused = 0;
+      if (prompt !== undefined) cache.admitted(prompt.length);
+      if (hit !== null && cache.holds(hit.seq)) {
+        this.context.seqCopy(hit.seq, seqs[0]!, 0, hit.length);
+        this.slots.lengths[seqs[0]!] = hit.length;
+        cache.use(hit.seq, hit.length);
+        reused = hit.length;
+      }
+      const entry = { job, seqs, cells };
       this.reservedCells += entry.cells;
       try {
-        job.begin(seqs, this.slots);
+        job.begin(seqs, this.slots, reused);
       } catch (error) {
         this.finish(entry, error);
         continue;
@@ -172,13 +207,31 @@ export class DecodeScheduler {
     }
   }
 
-  private finish(entry: Admitted, error?: unknown): void {
+  /**
+   * Ends a job. `consistent`: its sequences' cells hold exactly the tokens it fed (it finished, or
+   * was cancelled between rounds), so the prefix cache may keep its first; after a failure (a
+   * decode that failed or was aborted midway, a throw) they may not.
+   */
+  private finish(entry: Admitted, error?: unknown, consistent = error === undefined): void {
     const at = this.running.indexOf(entry);
     if (at >= 0) this.running.splice(at, 1);
-    for (const seq of entry.seqs) if (this.slots.inUse(seq)) this.slots.release(seq);
+    const kept = consistent ? this.keptTokensOf(entry) : null;
+    for (let i = 0; i < entry.seqs.length; i++) {
+      const seq = entry.seqs[i]!;
+      if (!this.slots.inUse(seq)) continue;
+      if (i === 0 && kept !== null) this.prefixCache.keep(seq, kept);
+      else this.slots.release(seq);
+    }
     this.reservedCells -= entry.cells;
     entry.cells = 0;
     entry.job.settle(error);
+  }
+
+  /** The tokens the job's first sequence holds, when they agree with the slots' count (else null). */
+  private keptTokensOf(entry: Admitted): Int32Array | null {
+    if (!this.prefixCache.enabled || entry.seqs.length === 0 || entry.job.keptTokens === undefined) return null;
+    const tokens = entry.job.keptTokens();
+    return tokens !== null && tokens.length === this.slots.lengths[entry.seqs[0]!] ? tokens : null;
   }
 
   /** The round's jobs' work ahead of the logits; a failure here is left to consume(). */
@@ -210,6 +263,22 @@ export class DecodeScheduler {
     }
   }
 
+  /**
+   * The round's decode. Reservations keep the admitted jobs' cells within the context, but the
+   * cells the prefix cache holds may still leave no slot for a batch (llama.cpp places a batch
+   * in free cells, and cached entries fragment them): the cache is emptied and the decode tried
+   * again once.
+   */
+  private async decode(batch: LlamaBatch): Promise<void> {
+    try {
+      await this.context.decodeAsync(batch);
+    } catch (error) {
+      if (!(error instanceof KvCacheFullError) || this.prefixCache.size === 0) throw error;
+      this.prefixCache.clear();
+      await this.context.decodeAsync(batch);
+    }
+  }
+
   /** One decode for every admitted job: fill, decode, consume. */
   private async round(): Promise<void> {
     const batch = this.batch;
@@ -220,7 +289,8 @@ export class DecodeScheduler {
         if (entry.job.prefilling !== pass) continue;
         const signal = entry.job.signal;
         if (signal?.aborted) {
-          this.finish(entry, signal.reason ?? new Error("aborted"));
+          // Between rounds: every decode it took part in completed.
+          this.finish(entry, signal.reason ?? new Error("aborted"), true);
           continue;
         }
         const room = batch.capacity - batch.length;
@@ -244,7 +314,7 @@ export class DecodeScheduler {
     try {
       const overlap = this.options.overlapDecode === true;
       if (!overlap) this.aheadOfLogits(filled, false);
-      const decoding = this.context.decodeAsync(batch);
+      const decoding = this.decode(batch);
       if (overlap) this.aheadOfLogits(filled, true);
       await decoding;
     } catch (error) {

@@ -3,7 +3,7 @@
  * call's arguments, a `required` answer's array, an `auto` reply's marked calls in the model's
  * format), whole or as it streams.
  */
-import { parseToolReply, TOOL_CALL_OPEN, type ToolCallStyle } from "../schema/index.js";
+import { parseToolReply, TOOL_CALL_OPEN, type ToolCallStyle, type ToolDeclaration } from "../schema/index.js";
 import { heldBackLength } from "./stream.js";
 
 /** How a chat request lets the model call its tools (from tool_choice). */
@@ -15,6 +15,8 @@ export interface ToolMode {
   readonly kind: "named" | "required" | "auto";
   readonly name?: string;
   readonly style?: ToolCallStyle;
+  /** "auto": the functions declared (the tagged styles read a value as a string or JSON by its parameter's schema). */
+  readonly tools?: readonly ToolDeclaration[];
 }
 
 /** A call in a tool reply: the function's name and its arguments as JSON text. */
@@ -33,12 +35,19 @@ export function replyCalls(text: string, tools: ToolMode): ReplyCall[] {
     const calls = JSON.parse(text) as { name: string; arguments: unknown }[];
     return calls.map((c) => ({ name: c.name, arguments: JSON.stringify(c.arguments) }));
   }
-  return autoReply(text, tools.style!).calls;
+  return autoReply(text, tools.style!, tools.tools).calls;
 }
 
-/** A tool_choice "auto" reply: its text before any call, and its calls (none: the reply is text). */
-export function autoReply(text: string, style: ToolCallStyle): { content: string | null; calls: ReplyCall[] } {
-  const parsed = parseToolReply(text, style);
+/**
+ * A tool_choice "auto" reply: its text before any call, and its calls (none: the reply is text).
+ * `tools`: those declared (needed by the tagged styles: how a value reads depends on its parameter's schema).
+ */
+export function autoReply(
+  text: string,
+  style: ToolCallStyle,
+  tools: readonly ToolDeclaration[] = [],
+): { content: string | null; calls: ReplyCall[] } {
+  const parsed = parseToolReply(text, style, tools);
   return { content: parsed.content, calls: parsed.calls.map((c) => ({ name: c.name, arguments: c.arguments })) };
 }
 

@@ -3,6 +3,7 @@
  * (server/, cli). The server is a thin shell over an `Engine`; tests may supply a fake one.
  */
 import type { JsonSchemaWarning, ToolCallStyle } from "../schema/index.js";
+import type { PrefixCacheStats } from "./prefix-cache.js";
 import type { ConstraintSpec, ConstraintStats } from "../compile/index.js";
 import type { ChatRenderRequest, ReasoningFormat, RenderedPrompt } from "../prompt/index.js";
 
@@ -48,6 +49,12 @@ export interface CompletionOptions extends SamplingOptions {
    * constrained answer; maxNewTokens covers both and the answer is never cut short.
    */
   reasoning?: ReasoningSection;
+  /**
+   * Fast-forward (fast-forward.ts): append the text the constraint forces without sampling it.
+   * Default: the runtime's setting (on). Off whenever logprobs, logit_bias or penalties are asked
+   * for: forced tokens have no sampled distribution to report or to bias.
+   */
+  fastForward?: boolean;
 }
 
 /** The markers of a reasoning section and its budget. */
@@ -93,6 +100,10 @@ export interface CompletionResult {
   stopReason: StopReason;
   /** Tokens the model read as the prompt (present where the runtime counts them). */
   promptTokens?: number;
+  /** Of those, the ones whose KV cells came from the prefix cache (not evaluated); absent: none. */
+  cachedTokens?: number;
+  /** Of the generated tokens, those the constraint forced and fast-forward appended unsampled; absent: none. */
+  fastForwardedTokens?: number;
   /** Each generated token, when logprobs were asked for. */
   tokens?: readonly GeneratedToken[];
   /** Keywords a JSON Schema constraint left unenforced (strict: false) or wants said. */
@@ -146,6 +157,8 @@ export interface Engine {
   prepare(spec: ConstraintSpec, context: { client?: string; signal?: AbortSignal }): Promise<void>;
   /** Counters of compiled constraints, or undefined where the engine keeps none. */
   constraintStats?(): ConstraintStats;
+  /** The prefix cache's counters (prefix-cache.ts); absent on engines without one. */
+  prefixCacheStats?(): PrefixCacheStats;
   /** A completion that satisfies `req.constraint`, planned within max_new_tokens (422 when nothing fits). */
   complete(req: ConstrainedCompletionRequest): Promise<CompletionResult>;
   /**

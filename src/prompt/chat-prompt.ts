@@ -35,10 +35,20 @@ export function controlTexts(vocab: Vocabulary): string[] {
  */
 export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   if (template === null) return "hermes";
-  // Other formats inside <tool_call> are not Hermes JSON and not read yet: XML calls
-  // (<function=f><parameter=p>: Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5), GLM's
-  // <arg_key>/<arg_value> (GLM 4.6+, Ling, Laguna), a list in <tool_calls> (Apriel), MiniMax's
-  // <invoke name=…> calls.
+  const has = (...markers: string[]): boolean => markers.every((marker) => template.includes(marker));
+  // Tagged arguments: XML calls <function=f><parameter=p> in <tool_call> (Qwen3-Coder, Qwen3.5,
+  // Nemotron 3, Step 3.5; not Functionary's <function=f>{JSON}) or in <seed:tool_call> (Seed-OSS),
+  // GLM's <arg_key>/<arg_value> (GLM-4.6+, Ling, Laguna), MiniMax's <invoke name=…> with
+  // <parameter name=…> (M2) or with the namespace token before each tag (M3).
+  if (has("<seed:tool_call>", "<function=", "<parameter=")) return "seed-oss";
+  if (has("<tool_call>", "<function=", "<parameter=")) return "xml-function";
+  if (has("<tool_call>", "<arg_key>", "<arg_value>")) return "glm";
+  if (has("<minimax:tool_call>", '<invoke name="', '<parameter name="')) return "minimax-m2";
+  if (has("]<]minimax[>[", "<tool_call>", '<invoke name="')) return "minimax-m3";
+  // A JSON list of calls in <tool_calls> (Apriel), or JSON lines in it (MiniMax-M1).
+  if (has("<tool_calls>[", '"arguments": ')) return "apriel";
+  if (has("<tool_calls>\\n", '"arguments": ')) return "minimax-m1";
+  // Not read yet: the above's kin (DeepSeek's and others' <invoke name=…> in other blocks).
   if (["<function=", "<arg_key>", "<tool_calls>", "<invoke name="].some((marker) => template.includes(marker))) return null;
   if (template.includes("<tool_call>") && template.includes('"arguments"')) return "hermes";
   if (template.includes("<|python_tag|>") || template.includes('"parameters": dictionary of argument name')) return "llama3";

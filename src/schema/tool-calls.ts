@@ -10,7 +10,14 @@
  *   `text <tool_call>\n{"name": "f", "arguments": {…}}\n</tool_call>` (then more calls, one per
  *   line, when parallel calls are allowed);
  * - "llama3" (Llama 3.1 – 3.3 custom tools): the whole reply is `{"name": "f", "parameters": {…}}`,
- *   and a reply that is text does not start with "{".
+ *   and a reply that is text does not start with "{";
+ * - "apriel" (Apriel 1.5, 1.6): `text\n<tool_calls>[{"name": "f", "arguments": {…}}, …]</tool_calls>`,
+ *   one JSON list of the calls (of one call when parallel calls are not allowed);
+ * - "minimax-m1" (MiniMax-M1): `<tool_calls>\n{"name": "f", "arguments": {…}}\n…</tool_calls>`,
+ *   one JSON object a line;
+ * - "xml-function" (Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5), "glm" (GLM-4.6+, Ling, Laguna,
+ *   Spark), "seed-oss" (Seed-OSS), "minimax-m2" and "minimax-m3" (MiniMax-M2, M3): calls whose
+ *   arguments are tagged one by one, strings raw (tool-calls-tagged.ts, tool-arguments.ts).
  */
 import {
   compileRegex,
@@ -24,9 +31,16 @@ import {
   subtractDfas,
 } from "../regex/index.js";
 import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
-import type { JsonSchemaWarning } from "./json-schema/errors.js";
+import { JsonSchemaError, type JsonSchemaWarning } from "./json-schema/errors.js";
+import { isObject } from "./json-schema/spec.js";
+import type { TaggedToolCallStyle } from "./tool-arguments.js";
+import { parseTaggedCalls, TAGGED_LAYOUTS, taggedCallLanguage } from "./tool-calls-tagged.js";
 
-export type ToolCallStyle = "hermes" | "llama3";
+/** A tool-call format a chat template teaches (see above). */
+export type ToolCallStyle = "hermes" | "llama3" | "apriel" | "minimax-m1" | TaggedToolCallStyle;
+
+/** Whether a style tags each argument (tool-calls-tagged.ts) rather than writing the arguments as one JSON object. */
+export const isTaggedStyle = (style: ToolCallStyle): style is TaggedToolCallStyle => Object.hasOwn(TAGGED_LAYOUTS, style);
 
 export interface ToolDeclaration {
   readonly name: string;
@@ -34,25 +48,64 @@ export interface ToolDeclaration {
   readonly parameters?: unknown;
 }
 
-/** The marker that opens a call, per style (llama3's is the reply's first byte). */
-export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = { hermes: "<tool_call>", llama3: "{" };
+/** The marker that opens the calls, per style (llama3's is the reply's first byte). */
+export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
+  hermes: "<tool_call>",
+  llama3: "{",
+  apriel: "<tool_calls>",
+  "minimax-m1": "<tool_calls>",
+  "xml-function": TAGGED_LAYOUTS["xml-function"].open,
+  glm: TAGGED_LAYOUTS.glm.open,
+  "seed-oss": TAGGED_LAYOUTS["seed-oss"].open,
+  "minimax-m2": TAGGED_LAYOUTS["minimax-m2"].open,
+  "minimax-m3": TAGGED_LAYOUTS["minimax-m3"].open,
+};
 export const HERMES_CALL_CLOSE = "</tool_call>";
+/** What closes Apriel's and MiniMax-M1's list of calls. */
+const LIST_CLOSE = "</tool_calls>";
 
 export interface ToolCallLanguage {
   readonly dfa: ByteDfa;
   readonly warnings: readonly JsonSchemaWarning[];
 }
 
-/** The JSON Schema of one call's JSON object ({"name", "arguments"} or Llama's {"name", "parameters"}). */
-export function toolCallSchema(tools: readonly ToolDeclaration[], style: ToolCallStyle): unknown {
+/** Where the tools' parameters schemas are placed as resources of their own (see toolCallSchema). */
+const TOOLS_BASE = "https://trellis.invalid/tools/";
+
+/**
+ * The JSON Schema of one call's JSON object ({"name", "arguments"} or Llama's {"name", "parameters"}).
+ * Each function's parameters schema is a resource of its own (an `$id` where it has none), so its
+ * `#…` references resolve inside it, as when it is compiled alone; the document speaks the
+ * dialect the parameters declare (`$schema`), which must be one (a JsonSchemaError naming it).
+ */
+export function toolCallSchema(tools: readonly ToolDeclaration[], style: ToolCallStyle): Record<string, unknown> {
   const argumentsKey = style === "llama3" ? "parameters" : "arguments";
-  const calls = tools.map((t) => ({
-    type: "object",
-    additionalProperties: false,
-    required: ["name", argumentsKey],
-    properties: { name: { const: t.name }, [argumentsKey]: t.parameters ?? { type: "object" } },
-  }));
-  return calls.length === 1 ? calls[0] : { anyOf: calls };
+  let dialect: unknown;
+  tools.forEach((t, i) => {
+    const declared = isObject(t.parameters) ? t.parameters.$schema : undefined;
+    if (declared === undefined || declared === dialect) return;
+    if (dialect !== undefined)
+      throw new JsonSchemaError(
+        `function ${JSON.stringify(t.name)}: its parameters declare the dialect ${JSON.stringify(declared)}, another function's ${JSON.stringify(dialect)}; the calls are one schema, of one dialect`,
+        `${tools.length === 1 ? "" : `/anyOf/${i}`}/properties/${argumentsKey}/$schema`,
+        "$schema",
+      );
+    dialect = declared;
+  });
+  const idKeyword = typeof dialect === "string" && dialect.includes("draft-04") ? "id" : "$id";
+  const calls = tools.map((t, i): Record<string, unknown> => {
+    const parameters = t.parameters ?? { type: "object" };
+    const resource =
+      isObject(parameters) && !(idKeyword in parameters) ? { [idKeyword]: `${TOOLS_BASE}${i}.json`, ...parameters } : parameters;
+    return {
+      type: "object",
+      additionalProperties: false,
+      required: ["name", argumentsKey],
+      properties: { name: { const: t.name }, [argumentsKey]: resource },
+    };
+  });
+  const schema = calls.length === 1 ? calls[0]! : { anyOf: calls };
+  return dialect === undefined ? schema : { $schema: dialect, ...schema };
 }
 
 const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
@@ -64,20 +117,60 @@ export function compileToolCallLanguage(
   parallel: boolean,
   options: JsonSchemaOptions & { limits?: RegexLimits },
 ): ToolCallLanguage {
-  const call = compileJsonSchema(toolCallSchema(tools, style), options);
   const limits = options.limits ?? {};
+  const open = TOOL_CALL_OPEN[style];
+  // Calls may end the reply with a newline (the template's turn goes on after them).
+  const newline: RegexNode = { kind: "repeat", item: literal("\n"), min: 0, max: 1 };
+  const textThen = (calls: RegexNode[]): RegexNode => {
+    const text = freeText(open, limits);
+    return { kind: "alt", items: [text, { kind: "concat", items: [text, ...calls, newline] }] };
+  };
+  if (isTaggedStyle(style)) {
+    const { call, warnings } = taggedCallLanguage(tools, style, options);
+    const { block } = TAGGED_LAYOUTS[style];
+    // One block holding the calls one after another (MiniMax), or blocks one after another, a newline between them or not.
+    const next: RegexNode = block === null ? { kind: "concat", items: [newline, call] } : call;
+    const calls: RegexNode[] = [call, { kind: "repeat", item: next, min: 0, max: parallel ? -1 : 0 }];
+    const items = block === null ? calls : [literal(block.open), ...calls, literal(block.close)];
+    return { dfa: compileRegexNode(textThen(items), limits), warnings };
+  }
+  if (style === "apriel") {
+    const { $schema, ...call } = toolCallSchema(tools, style);
+    const list = {
+      ...($schema === undefined ? {} : { $schema }),
+      type: "array",
+      minItems: 1,
+      ...(parallel ? {} : { maxItems: 1 }),
+      items: call,
+    };
+    const calls = compileJsonSchema(list, options);
+    return {
+      dfa: compileRegexNode(textThen([literal(open), ofDfa(calls.dfa), literal(LIST_CLOSE)]), limits),
+      warnings: calls.warnings,
+    };
+  }
+  const call = compileJsonSchema(toolCallSchema(tools, style), options);
   if (style === "llama3") {
     const text = compileRegex("(?:[^{].*)?", { flags: "s", ...limits });
     return { dfa: compileRegexNode({ kind: "alt", items: [ofDfa(text), ofDfa(call.dfa)] }, limits), warnings: call.warnings };
   }
-  const open = TOOL_CALL_OPEN.hermes;
-  const anyText = compileRegex(".*", { flags: "s", ...limits });
-  const withMarker = compileRegex(`.*${open.replace(/[<>_]/g, (c) => `\\${c}`)}.*`, { flags: "s", ...limits });
-  const text = ofDfa(subtractDfas(anyText, withMarker, limits));
+  if (style === "minimax-m1") {
+    const line: RegexNode = { kind: "concat", items: [ofDfa(call.dfa), literal("\n")] };
+    const lines: RegexNode = { kind: "repeat", item: line, min: 1, max: parallel ? -1 : 1 };
+    return { dfa: compileRegexNode(textThen([literal(`${open}\n`), lines, literal(LIST_CLOSE)]), limits), warnings: call.warnings };
+  }
+  const text = freeText(open, limits);
   const block: RegexNode = { kind: "concat", items: [literal(`${open}\n`), ofDfa(call.dfa), literal(`\n${HERMES_CALL_CLOSE}`)] };
   const more: RegexNode = { kind: "repeat", item: { kind: "concat", items: [literal("\n"), block] }, min: 0, max: parallel ? -1 : 0 };
   const node: RegexNode = { kind: "alt", items: [text, { kind: "concat", items: [text, block, more] }] };
   return { dfa: compileRegexNode(node, limits), warnings: call.warnings };
+}
+
+/** Any text that does not spell the opening marker. */
+function freeText(open: string, limits: RegexLimits): RegexNode {
+  const anyText = compileRegex(".*", { flags: "s", ...limits });
+  const withMarker = compileRegex(`.*${pyReEscape(open)}.*`, { flags: "s", ...limits });
+  return ofDfa(subtractDfas(anyText, withMarker, limits));
 }
 
 export interface ParsedToolReply {
@@ -86,16 +179,24 @@ export interface ParsedToolReply {
   readonly calls: readonly { readonly name: string; readonly arguments: string }[];
 }
 
-/** Splits a reply of the language above into its text and its calls (arguments as JSON text). */
-export function parseToolReply(text: string, style: ToolCallStyle): ParsedToolReply {
+/**
+ * Splits a reply of the language above into its text and its calls (arguments as JSON text).
+ * The tagged styles need the tools the language was compiled for: how a value is written (raw
+ * string or JSON) depends on its parameter's schema.
+ */
+export function parseToolReply(text: string, style: ToolCallStyle, tools: readonly ToolDeclaration[] = []): ParsedToolReply {
   if (style === "llama3") {
     if (!text.startsWith("{")) return { content: text, calls: [] };
     const call = JSON.parse(text) as { name: string; parameters: unknown };
     return { content: null, calls: [{ name: call.name, arguments: JSON.stringify(call.parameters) }] };
   }
-  const open = TOOL_CALL_OPEN.hermes;
+  const open = TOOL_CALL_OPEN[style];
   const at = text.indexOf(open);
   if (at < 0) return { content: text, calls: [] };
+  const before = text.slice(0, at);
+  const content = before.trim().length > 0 ? before : null;
+  if (isTaggedStyle(style)) return { content, calls: parseTaggedCalls(text.slice(at), style, tools) };
+  if (style === "apriel" || style === "minimax-m1") return { content, calls: parseListedCalls(text.slice(at), style) };
   const calls: { name: string; arguments: string }[] = [];
   let rest = text.slice(at);
   while (rest.startsWith(open)) {
@@ -104,6 +205,35 @@ export function parseToolReply(text: string, style: ToolCallStyle): ParsedToolRe
     calls.push({ name: call.name, arguments: JSON.stringify(call.arguments) });
     rest = rest.slice(end + HERMES_CALL_CLOSE.length + 1).replace(/^\n/, "");
   }
-  const before = text.slice(0, at);
-  return { content: before.trim().length > 0 ? before : null, calls };
+  return { content, calls };
+}
+
+/** Apriel's JSON list, or MiniMax-M1's JSON lines, of calls in `<tool_calls>…</tool_calls>` (the text from the marker on). */
+function parseListedCalls(text: string, style: "apriel" | "minimax-m1"): { name: string; arguments: string }[] {
+  const open = TOOL_CALL_OPEN[style];
+  const body = text.slice(open.length, text.length - (text.endsWith(`${LIST_CLOSE}\n`) ? LIST_CLOSE.length + 1 : LIST_CLOSE.length));
+  let values: unknown[];
+  if (style === "apriel") values = JSON.parse(body) as unknown[];
+  else {
+    values = [];
+    for (let at = 1; at < body.length; ) {
+      const end = jsonValueEnd(body, at);
+      values.push(JSON.parse(body.slice(at, end)));
+      at = end + 1; // the newline after it
+    }
+  }
+  return (values as { name: string; arguments: unknown }[]).map((c) => ({ name: c.name, arguments: JSON.stringify(c.arguments) }));
+}
+
+/** Where the JSON object or array starting at `from` ends (its strings skipped whole). */
+function jsonValueEnd(text: string, from: number): number {
+  let depth = 0;
+  for (let i = from; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
+    } else if (c === "{" || c === "[") depth++;
+    else if ((c === "}" || c === "]") && --depth === 0) return i + 1;
+  }
+  throw new Error(`parseToolReply: a JSON value from ${from} does not end`);
 }

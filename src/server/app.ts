@@ -93,6 +93,7 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     inFlight: () => gate.running,
     kvCacheUtilization: () => engine.kvCacheUtilization,
     constraints: () => engine.constraintStats?.(),
+    prefixCache: () => engine.prefixCacheStats?.(),
     usage: () => ({ ...store.stats(), staleKeyServes: store.staleKeyServes }),
     sharing: () => replica.stats(),
     processMetrics: options.processMetrics ?? false,
@@ -102,10 +103,38 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     await replica.close();
   });
 
+  const state = trellisState(app, config, engine, replica, gate, metrics);
+  app.decorate("trellis", state);
+  app.decorateRequest("apiKey", null);
+  app.decorateRequest("keyUsage", null);
+  app.decorateRequest("tokensGenerated", 0);
+  const methods = methodNotAllowed(app);
+
+  await app.register(swagger, { openapi: OPENAPI });
+  installErrorHandlers(app, config);
+  installAccounting(app, metrics, store);
+
+  await app.register(thiggleRoutes);
+  await app.register(openaiRoutes);
+  await app.register(opsRoutes);
+  for (const plugin of options.plugins ?? []) await app.register(async (scope) => plugin(scope));
+  methods.sweep();
+  return app;
+}
+
+/** What the routes share (`app.trellis`), with the graceful shutdown that drains generations. */
+function trellisState(
+  app: FastifyInstance,
+  config: Config,
+  engine: Engine,
+  replica: ReturnType<typeof createReplicaState>,
+  gate: ConcurrencyGate,
+  metrics: ReturnType<typeof createMetrics>,
+): TrellisState {
   const state: TrellisState = {
     config,
     engine,
-    store,
+    store: replica.store,
     metrics,
     gate,
     limiter: replica.limiter,
@@ -133,24 +162,11 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
       }
     },
   };
-  app.decorate("trellis", state);
-  app.decorateRequest("apiKey", null);
-  app.decorateRequest("keyUsage", null);
-  app.decorateRequest("tokensGenerated", 0);
-  const methods = methodNotAllowed(app);
+  return state;
+}
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: "3.0.3",
-      info: {
-        title: "Trellis",
-        version: VERSION,
-        description: "Structured generation: regex- and grammar-constrained completion, and categorization.",
-      },
-      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
-    },
-  });
-
+/** Every error in the one shape of its API (OpenAI's on OpenAI's paths), and 404s likewise. */
+function installErrorHandlers(app: FastifyInstance, config: Config): void {
   app.setErrorHandler((error, request, reply) => {
     const bodySchema = (request.routeOptions.schema?.body ?? {}) as Record<string, unknown>;
     const context = { allowedFields: allowedFields(bodySchema), bodyLimitBytes: config.bodyLimitBytes };
@@ -171,7 +187,10 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
     // A resource of OpenAI's API that Trellis does not serve: answered so an OpenAI SDK reads it.
     return OPENAI_RESOURCE.test(path) ? sendOpenAIError(reply, 404, message) : sendError(reply, 404, message);
   });
+}
 
+/** Per answer: a key's usage and quota charge (quota.ts), the request metrics, the key's outcome. */
+function installAccounting(app: FastifyInstance, metrics: ReturnType<typeof createMetrics>, store: TrellisState["store"]): void {
   // A store key's usage (and its quota's charge) is recorded once per request: for a JSON answer
   // as it is sent, so X-Quota-Remaining counts it; for a stream when it ends (server/quota.ts).
   app.addHook("onSend", async (request, reply, payload) => {
@@ -194,14 +213,17 @@ export async function createServer(options: CreateServerOptions): Promise<Fastif
       if (reply.statusCode >= 400) store.recordOutcome(usage.keyId, reply.statusCode >= 500 ? "server-error" : "client-error");
     }
   });
-
-  await app.register(thiggleRoutes);
-  await app.register(openaiRoutes);
-  await app.register(opsRoutes);
-  for (const plugin of options.plugins ?? []) await app.register(async (scope) => plugin(scope));
-  methods.sweep();
-  return app;
 }
+
+const OPENAPI = {
+  openapi: "3.0.3",
+  info: {
+    title: "Trellis",
+    version: VERSION,
+    description: "Structured generation: regex- and grammar-constrained completion, and categorization.",
+  },
+  components: { securitySchemes: { bearer: { type: "http" as const, scheme: "bearer" } } },
+};
 
 function safeQueueDepth(engine: Engine): number {
   try {

@@ -1,7 +1,7 @@
 /** Prometheus metrics, one registry per server instance (tests create many servers). */
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { ConstraintStats } from "../generate/index.js";
+import type { ConstraintStats, PrefixCacheStats } from "../generate/index.js";
 import type { UsageFlushStats } from "../store/index.js";
 import type { ReplicaSharingStats } from "./shared/replica-state.js";
 
@@ -62,6 +62,8 @@ export interface MetricsSources {
   kvCacheUtilization: () => number | undefined;
   /** Compiled-constraint cache and compile pool counters; undefined when the engine has none. */
   constraints: () => ConstraintStats | undefined;
+  /** The prefix cache's counters; undefined when the engine has none. */
+  prefixCache?: () => PrefixCacheStats | undefined;
   /** The key store's buffered usage and its flushes. */
   usage: () => UsageFlushStats & { staleKeyServes: number };
   /** What this replica shares through Redis, and its fallbacks. */
@@ -104,6 +106,7 @@ export function createMetrics(sources: MetricsSources): ServerMetrics {
     },
   });
   constraintMetrics(registry, sources.constraints);
+  prefixCacheMetrics(registry, sources.prefixCache ?? (() => undefined));
   usageMetrics(registry, sources.usage);
   sharingMetrics(registry, sources.sharing);
   const tokenRate = new TokenRate();
@@ -250,6 +253,26 @@ function usageMetrics(registry: Registry, read: () => UsageFlushStats & { staleK
     "Slowest usage write so far (it holds the event loop).",
     (s) => s.maxFlushDurationMs / 1000,
   );
+}
+
+/** The prefix cache (KV cells of earlier requests reused by prompts that begin the same way). */
+function prefixCacheMetrics(registry: Registry, read: () => PrefixCacheStats | undefined): void {
+  const gauge = scraped(registry, read);
+  gauge("trellis_prefix_cache_lookups_total", "Admissions that looked for a cached prompt prefix.", (s) => s.lookups);
+  gauge("trellis_prefix_cache_hits_total", "Admissions that reused a cached prompt prefix.", (s) => s.hits);
+  gauge("trellis_prefix_cache_tokens_reused_total", "Prompt tokens not evaluated thanks to the prefix cache.", (s) => s.tokensReused);
+  gauge(
+    "trellis_prefix_cache_tokens_looked_up_total",
+    "Prompt tokens of the admissions that looked (reuse rate: reused over this).",
+    (s) => s.tokensLookedUp,
+  );
+  gauge(
+    "trellis_prefix_cache_evictions_total",
+    "Cached prefixes dropped for room (a request needed their cells or sequence) or by the limits.",
+    (s) => s.evictions,
+  );
+  gauge("trellis_prefix_cache_tokens", "KV cells the prefix cache holds now (shared cells counted once per entry).", (s) => s.tokens);
+  gauge("trellis_prefix_cache_entries", "Finished sequences the prefix cache holds now.", (s) => s.entries);
 }
 
 /** The engine's compiled-constraint cache and compile pool. */

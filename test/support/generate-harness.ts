@@ -115,6 +115,13 @@ export function recordingFactory(make: (prefix: Uint8Array | undefined) => Token
       hasAnyToken: (remaining) => inner.hasAnyToken(remaining),
       minTokensToAccept: (cap) => inner.minTokensToAccept(cap),
       ...(inner.minTokensAtLeast ? { minTokensAtLeast: (cap: number) => inner.minTokensAtLeast!(cap) } : {}),
+      // Fast-forward's questions too, so a recorded completion is the one the runtime makes unwrapped.
+      ...(inner.forcedBytes && inner.allowsWithin
+        ? {
+            forcedBytes: (max: number) => inner.forcedBytes!(max),
+            allowsWithin: (token: number, remaining: number) => inner.allowsWithin!(token, remaining),
+          }
+        : {}),
       advance(token) {
         const ok = inner.advance(token);
         if (ok) rec.tokens.push(token);

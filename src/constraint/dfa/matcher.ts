@@ -253,6 +253,37 @@ export class DfaTokenMatcher implements DfaMatcherView {
     return state >= 0 && this.dfa.accepting[state] === 1;
   }
 
+  /**
+   * The one byte that can follow `state` on the way to a match, or -1: the state accepts (the
+   * text may end here), or more than one byte can follow. Memoized per state (fast-forward asks
+   * once per forced byte).
+   */
+  forcedByte(state: number): number {
+    if (state < 0) return -1;
+    const memo = (this.forcedBytes ??= new Int16Array(this.dfa.numStates).fill(-2));
+    let byte = memo[state]!;
+    if (byte === -2) {
+      byte = this.computeForcedByte(state);
+      memo[state] = byte;
+    }
+    return byte;
+  }
+
+  private forcedBytes: Int16Array | null = null;
+
+  private computeForcedByte(state: number): number {
+    const { next, byteClass, numClasses, accepting, minBytesToAccept } = this.dfa;
+    if (accepting[state] === 1) return -1;
+    let only = -1;
+    for (let b = 0; b < 256; b++) {
+      const t = next[state * numClasses + byteClass[b]!]!;
+      if (t < 0 || minBytesToAccept[t]! < 0) continue;
+      if (only >= 0) return -1;
+      only = b;
+    }
+    return only;
+  }
+
   /** DFA state after the token's bytes, or -1 when the token leaves the pattern (or is not generable). */
   advance(state: number, tokenId: number): number {
     if (state < 0 || !this.trie.isGenerable(tokenId)) return -1;

@@ -3,7 +3,7 @@
  * constraint over a shared DfaTokenMatcher, with prompt-boundary healing.
  */
 import { setTokenRange } from "../../support/index.js";
-import { copyMaskInto, type TokenConstraint } from "../token-constraint.js";
+import { copyMaskInto, type ForcedBytes, type TokenConstraint } from "../token-constraint.js";
 import { PREFIX_PENDING } from "../types.js";
 import { NO_BUDGET } from "./budget.js";
 import type { DfaTokenMatcher } from "./matcher.js";
@@ -113,6 +113,35 @@ export class DfaConstraintState implements TokenConstraint {
     this.matcher.work.begin();
     if (this.state !== PREFIX_PENDING) return this.matcher.canAcceptWithin(this.state, budget);
     return this.hasAnyToken(budget);
+  }
+
+  /** See TokenConstraint.forcedBytes. */
+  forcedBytes(max: number): ForcedBytes | null {
+    if (this.state === PREFIX_PENDING) return null;
+    const { next, numClasses, byteClass, minBytesToAccept } = this.matcher.dfa;
+    const out: number[] = [];
+    let s = this.state;
+    for (let b = this.matcher.forcedByte(s); b >= 0 && out.length < max; b = this.matcher.forcedByte(s)) {
+      out.push(b);
+      s = next[s * numClasses + byteClass[b]!]!;
+    }
+    if (out.length === 0) return null;
+    const then = new Uint32Array(8);
+    for (let b = 0; b < 256; b++) {
+      const t = next[s * numClasses + byteClass[b]!]!;
+      if (t >= 0 && minBytesToAccept[t]! >= 0) then[b >>> 5]! |= 1 << (b & 31);
+    }
+    // The end of every match: accepting, and no byte goes on to another.
+    const ends = out.length < max && this.matcher.isAccepting(s) && then.every((w) => w === 0);
+    return { bytes: Uint8Array.from(out), ends, then };
+  }
+
+  /** See TokenConstraint.allowsWithin. */
+  allowsWithin(tokenId: number, remaining: number): boolean {
+    if (this.state === PREFIX_PENDING || remaining < 1) return false;
+    this.matcher.work.begin();
+    const target = this.matcher.advance(this.state, tokenId);
+    return target >= 0 && this.matcher.canAcceptWithin(target, remaining - 1);
   }
 
   /**

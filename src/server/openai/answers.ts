@@ -38,11 +38,27 @@ export function chunkWriter(
     `${prefix}${JSON.stringify(choices)}${usage ? `,"usage":${JSON.stringify(usage)}` : ""}${extra ? `,${JSON.stringify(extra).slice(1, -1)}` : ""}}`;
 }
 
+/**
+ * Prompt tokens whose KV cells the prefix cache gave (OpenAI's `cached_tokens`): the first
+ * choice's of each prompt, `choicesPerPrompt` results apart (the others share its prompt).
+ */
+export function cachedTokensOf(results: readonly CompletionResult[], choicesPerPrompt: number): number {
+  let cached = 0;
+  for (let i = 0; i < results.length; i += Math.max(1, choicesPerPrompt)) cached += results[i]!.cachedTokens ?? 0;
+  return cached;
+}
+
 export function usageOf(results: readonly CompletionResult[], promptTokens: number) {
   const completion = results.reduce((sum, r) => sum + r.tokensGenerated, 0);
   // The prompt is read once however many choices share it (as OpenAI counts it).
   const prompt = promptTokens;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  const cached = cachedTokensOf(results, results.length);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cached },
+  };
 }
 
 export function warningsOf(results: readonly CompletionResult[], fields: readonly FieldWarning[] = []): { warnings?: unknown } {
@@ -61,6 +77,8 @@ export interface StreamPlan {
   maxTokens: number;
   /** Prompt tokens of the whole request, when the results do not carry them. */
   promptTokens?: number;
+  /** Choices per prompt (`n`), for cached_tokens: the first of each prompt's counts. */
+  choicesPerPrompt?: number;
   /** A chunk's JSON text (chunkWriter). */
   chunk(choices: unknown[], usage?: unknown): string;
   /** The choice's opening chunk (chat: the role), or null. */
@@ -123,6 +141,7 @@ export async function streamChoices(
                 prompt_tokens: plan.promptTokens,
                 completion_tokens: request.tokensGenerated,
                 total_tokens: plan.promptTokens + request.tokensGenerated,
+                prompt_tokens_details: { cached_tokens: cachedTokensOf(results, plan.choicesPerPrompt ?? results.length) },
               }
             : usageOf(results, results[0]?.promptTokens ?? 0);
         sse.sendJson(plan.chunk([], usage));

@@ -4,15 +4,7 @@
  * "auto"), after the model's reasoning section where it has one; n choices, logprobs, streaming.
  */
 import type { FastifyInstance } from "fastify";
-import {
-  AutoToolStream,
-  autoReply,
-  type CompletionResult,
-  ReasoningSplitter,
-  replyCalls,
-  type ToolCallStyle,
-  type ToolMode,
-} from "../../generate/index.js";
+import { AutoToolStream, autoReply, type CompletionResult, ReasoningSplitter, replyCalls, type ToolMode } from "../../generate/index.js";
 import type { ReasoningFormat } from "../../prompt/index.js";
 import type { FinishReason } from "../completion-fields.js";
 import { finishReasonOf } from "../completion-fields.js";
@@ -123,7 +115,7 @@ export async function chatRoute(api: FastifyInstance): Promise<void> {
               delta = { ...delta, tool_calls: requiredCalls(result.completion).map((c, i) => ({ index: i, ...c })) };
             if (auto) {
               const rest = auto[index]!.flush();
-              const calls = autoCalls(result.completion, tools!.style!);
+              const calls = autoCalls(result.completion, tools!);
               delta = {
                 ...delta,
                 ...(rest.length > 0 ? { content: rest } : {}),
@@ -183,7 +175,9 @@ function requestWarnings(body: ChatBody, reasoning: ReasoningFormat | null): Fie
     out.push(fieldWarning("reasoning_budget", "reasoning_budget: this model does not reason; it changes nothing"));
   if (body.verbosity != null) out.push(fieldWarning("verbosity", `verbosity: not steered by Trellis; "${body.verbosity}" changes nothing`));
   if (body.prompt_cache_key != null)
-    out.push(fieldWarning("prompt_cache_key", "prompt_cache_key: not used (Trellis does not route or cache prompts by key)"));
+    out.push(
+      fieldWarning("prompt_cache_key", "prompt_cache_key: not used (Trellis caches every prompt prefix on its own, whatever the key)"),
+    );
   return out;
 }
 
@@ -208,8 +202,8 @@ function requiredCalls(text: string) {
 }
 
 /** The calls of a tool_choice "auto" reply, as OpenAI's tool_calls. */
-function autoCalls(text: string, style: ToolCallStyle) {
-  return replyCalls(text, { kind: "auto", style }).map((c) => ({
+function autoCalls(text: string, tools: ToolMode) {
+  return replyCalls(text, tools).map((c) => ({
     id: requestId("call"),
     type: "function" as const,
     function: c,
@@ -229,9 +223,9 @@ function chatMessage(result: CompletionResult, tools: ToolMode | null) {
   }
   if (tools?.kind === "required") return { role: "assistant", content: null, refusal: null, tool_calls: requiredCalls(result.completion) };
   if (tools?.kind === "auto") {
-    const parsed = autoReply(result.completion, tools.style!);
+    const parsed = autoReply(result.completion, tools.style!, tools.tools);
     if (parsed.calls.length === 0) return { role: "assistant", content: result.completion, refusal: null };
-    return { role: "assistant", content: parsed.content, refusal: null, tool_calls: autoCalls(result.completion, tools.style!) };
+    return { role: "assistant", content: parsed.content, refusal: null, tool_calls: autoCalls(result.completion, tools) };
   }
   return { role: "assistant", content: result.completion, refusal: null };
 }
@@ -244,6 +238,6 @@ function withReasoning<M extends object>(message: M, result: CompletionResult): 
 function chatFinish(result: CompletionResult, tools: ToolMode | null, legacy = false): FinishReason | "function_call" {
   // OpenAI ends a forced named call with "stop", a chosen call with "tool_calls" ("function_call" legacy).
   if (tools?.kind === "required") return "tool_calls";
-  if (tools?.kind === "auto" && autoCalls(result.completion, tools.style!).length > 0) return legacy ? "function_call" : "tool_calls";
+  if (tools?.kind === "auto" && autoCalls(result.completion, tools).length > 0) return legacy ? "function_call" : "tool_calls";
   return finishReasonOf(result);
 }

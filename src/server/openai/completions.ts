@@ -3,7 +3,7 @@ import type { FastifyInstance } from "fastify";
 import type { GeneratedToken } from "../../generate/index.js";
 import { finishReasonOf } from "../completion-fields.js";
 import { generation } from "../generation.js";
-import { chunkWriter, logUser, route, streamChoices, warningsOf } from "./answers.js";
+import { cachedTokensOf, chunkWriter, logUser, route, streamChoices, warningsOf } from "./answers.js";
 import { completionLogprobs, requestId, runChoices, SYSTEM_FINGERPRINT } from "./choices.js";
 import { requestBase, tokenBudget } from "./engine-request.js";
 import { OpenAIRequestError } from "./errors.js";
@@ -73,6 +73,7 @@ export async function completionsRoute(api: FastifyInstance): Promise<void> {
           spec,
           maxTokens: maxNewTokens * prompts.length * n,
           promptTokens: promptTotal,
+          choicesPerPrompt: n,
           chunk: chunkWriter({
             id: head.id,
             object: "text_completion",
@@ -109,6 +110,7 @@ export async function completionsRoute(api: FastifyInstance): Promise<void> {
           prompt_tokens: promptTotal,
           completion_tokens: request.tokensGenerated,
           total_tokens: promptTotal + request.tokensGenerated,
+          prompt_tokens_details: { cached_tokens: cachedTokensOf(results, n) },
         },
         ...warningsOf(results),
       };

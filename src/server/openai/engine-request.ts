@@ -64,6 +64,7 @@ export function requestBase(engine: Engine): RequestBase {
       ...samplingOf(body),
       stop: stopStrings(body),
       logitBias: logitBiasOf(body, engine.vocabSize),
+      ...(body.fast_forward == null ? {} : { fastForward: body.fast_forward }),
     };
     return body.seed === null || body.seed === undefined ? request : { ...request, seed: body.seed };
   };

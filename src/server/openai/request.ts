@@ -7,6 +7,7 @@
 import type { ConstraintSpec, ToolCallStyle, ToolMode } from "../../generate/index.js";
 import { MAX_IGNORED_RUN } from "../../generate/index.js";
 import { pyReEscape } from "../../regex/index.js";
+import { toolCallSchema } from "../../schema/index.js";
 import type { ChatMessage, ChatTool, ChatToolCall } from "../../prompt/index.js";
 import { codePointLength } from "../../store/index.js";
 import { stopStrings } from "../completion-fields.js";
@@ -21,6 +22,8 @@ export interface SharedBody {
   n?: number | null;
   stop?: string | string[] | null;
   seed?: number | null;
+  /** Trellis: append the text the constraint forces without sampling it (default: the service's TRELLIS_FAST_FORWARD). */
+  fast_forward?: boolean | null;
   presence_penalty?: number | null;
   frequency_penalty?: number | null;
   logit_bias?: Record<string, number> | null;
@@ -210,28 +213,24 @@ function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: Cons
     if (style === null) {
       throw new OpenAIRequestError(
         400,
-        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> JSON and Llama 3.1–3.3 JSON); send "required", a named function, or "none"',
+        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> JSON, Llama 3.1–3.3 JSON, Qwen3-Coder <function=…><parameter=…>, GLM <arg_key>/<arg_value>, MiniMax <invoke name=…>, Apriel and MiniMax-M1 <tool_calls> and Seed-OSS <seed:tool_call> calls); send "required", a named function, or "none"',
         "tool_choice",
       );
     }
     const declared = tools.map((t) => ({ name: t.function.name, parameters: parametersOf(t) }));
     const options = { whitespace: "default", forbidUnnamedProperties: false, strict: true } as const;
     const parallel = body.parallel_tool_calls !== false;
-    return { spec: { kind: "tool_calls", tools: declared, style, parallel, options }, mode: { kind: "auto", style } };
+    return { spec: { kind: "tool_calls", tools: declared, style, parallel, options }, mode: { kind: "auto", style, tools: declared } };
   }
   if (choice === "required") {
-    const calls = tools.map((t) => ({
-      type: "object",
-      additionalProperties: false,
-      required: ["name", "arguments"],
-      properties: { name: { const: t.function.name }, arguments: parametersOf(t) },
-    }));
-    const one = calls.length === 1 ? calls[0] : { anyOf: calls };
-    const schema =
-      body.parallel_tool_calls === false
-        ? { type: "array", minItems: 1, maxItems: 1, items: one }
-        : { type: "array", minItems: 1, items: one };
-    return { spec: jsonSpec(schema, true), mode: { kind: "required" } };
+    // One call's schema as tool_choice "auto" reads it: each function's parameters its own
+    // resource, so their local $refs resolve as they do compiled alone; the dialect on top.
+    const { $schema, ...one } = toolCallSchema(
+      tools.map((t) => ({ name: t.function.name, parameters: parametersOf(t) })),
+      "hermes",
+    );
+    const array = { type: "array", minItems: 1, ...(body.parallel_tool_calls === false ? { maxItems: 1 } : {}), items: one };
+    return { spec: jsonSpec($schema === undefined ? array : { $schema, ...array }, true), mode: { kind: "required" } };
   }
   const tool = tools.find((t) => t.function.name === choice.function.name);
   if (!tool)

@@ -171,9 +171,14 @@ export function responsesWarnings(body: ResponsesBody, reasons: boolean): FieldW
   if (body.max_tool_calls != null)
     out.push(warn("max_tool_calls", "max_tool_calls: not enforced (parallel_tool_calls: false makes one call at most)"));
   if (body.prompt_cache_key != null)
-    out.push(warn("prompt_cache_key", "prompt_cache_key: not used (Trellis does not route or cache prompts by key)"));
+    out.push(warn("prompt_cache_key", "prompt_cache_key: not used (Trellis caches every prompt prefix on its own, whatever the key)"));
   if (body.prompt_cache_retention != null)
-    out.push(warn("prompt_cache_retention", "prompt_cache_retention: not used (Trellis keeps no prompt cache by key)"));
+    out.push(
+      warn(
+        "prompt_cache_retention",
+        "prompt_cache_retention: not used (the prefix cache keeps what the idle KV cells hold, for as long as no request needs them)",
+      ),
+    );
   return out;
 }
 

@@ -48,9 +48,12 @@ export function newResponseKey(): string {
 
 export const responseIdOf = (key: string): string => `resp_${key}`;
 
-/** The response id an output item id belongs to (`msg_<key>_<n>`, `fc_<key>_<n>`), or null. */
+/**
+ * The response id an item id belongs to, or null: output items are `msg_<key>_<n>` and
+ * `fc_<key>_<n>`, input items (as input_items lists them) `msg|fc|fco_<key>_i<n>`.
+ */
 export function responseIdOfItem(itemId: string): string | null {
-  const match = /^(?:msg|fc)_([0-9a-f]{24})_\d{1,6}$/.exec(itemId);
+  const match = /^(?:msg|fc|fco)_([0-9a-f]{24})_i?\d{1,6}$/.exec(itemId);
   return match ? responseIdOf(match[1]!) : null;
 }
 

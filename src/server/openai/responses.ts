@@ -40,6 +40,7 @@ import {
   responsesWarnings,
 } from "./responses-request.js";
 import { responsesBody } from "./responses-schema.js";
+import { inputItemId, inputItemsPage, inputItemsQuery } from "./responses-input-items.js";
 import { newResponseKey, OutputBuilder, type OutputItem, responseIdOf, responseIdOfItem } from "./responses-stream.js";
 import { replyWithStream, SseStream } from "./sse.js";
 
@@ -89,8 +90,13 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
   const resolveItem = async (owner: string, itemId: string): Promise<ConversationItem | null> => {
     const responseId = responseIdOfItem(itemId);
     const stored = responseId === null ? null : await store.responses.get(owner, responseId);
-    const item = (stored?.response.output as OutputItem[] | undefined)?.find((o) => o.id === itemId);
-    return item ? asInput(item) : null;
+    if (!stored || responseId === null) return null;
+    const item = (stored.response.output as OutputItem[]).find((o) => o.id === itemId);
+    if (item) return asInput(item);
+    // An input item, by the id input_items listed it with.
+    const input = stored.input as ConversationItem[];
+    const key = responseId.slice("resp_".length);
+    return input.find((c, i) => inputItemId(c, key, i) === itemId) ?? null;
   };
 
   api.post(
@@ -171,7 +177,7 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
             incomplete_details: incomplete ? { reason: "max_output_tokens" } : null,
             usage: {
               input_tokens: rendered.tokens.length,
-              input_tokens_details: { cached_tokens: 0 },
+              input_tokens_details: { cached_tokens: result.cachedTokens ?? 0 },
               output_tokens: result.tokensGenerated,
               output_tokens_details: { reasoning_tokens: 0 },
               total_tokens: rendered.tokens.length + result.tokensGenerated,
@@ -283,6 +289,18 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
     if (!stored) throw notFound(id);
     return stored.response;
   });
+
+  api.get(
+    "/v1/responses/:id/input_items",
+    route("The input items of a stored response (OpenAI Responses API)"),
+    async function listInputItems(request) {
+      const { id } = request.params as { id: string };
+      const query = inputItemsQuery(request.query as Record<string, unknown>);
+      const stored = await store.responses.get(ownerOf(request), id);
+      if (!stored) throw notFound(id);
+      return inputItemsPage(stored.input as ConversationItem[], id.slice("resp_".length), query);
+    },
+  );
 
   api.delete("/v1/responses/:id", route("Delete a stored response (OpenAI Responses API)"), async function deleteResponse(request) {
     const { id } = request.params as { id: string };

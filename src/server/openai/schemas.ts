@@ -29,6 +29,11 @@ function sharedProperties(config: Config): Record<string, Schema> {
       maximum: Number.MAX_SAFE_INTEGER,
       description: "Same seed, same request → same output.",
     },
+    fast_forward: {
+      type: nullable("boolean"),
+      description:
+        "Trellis: where the constraint allows one continuation only (a JSON key, a closing bracket), append it without sampling each token (default: the service's TRELLIS_FAST_FORWARD). Off anyway with logprobs, logit_bias or penalties.",
+    },
     logit_bias: {
       type: nullable("object"),
       maxProperties: MAX_LOGIT_BIAS,

@@ -1,0 +1,379 @@
+/**
+ * Tool calls whose arguments are tagged parameters (tool-arguments.ts reads which, and how each
+ * value is written), as the templates write them in an assistant turn's history:
+ * - "xml-function" (Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5):
+ *   `<tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n</function>\n</tool_call>`;
+ *   a string value raw (without "\n</parameter>"), others JSON (`True`/`False`/`None` as well,
+ *   which `value | string` writes);
+ * - "glm" (GLM-4.6+, Ling, Laguna, Spark): `<tool_call>f<arg_key>p</arg_key><arg_value>value</arg_value></tool_call>`,
+ *   with or without a newline before each tag (the family's templates differ) and up to two before
+ *   the closing one; a string value raw (without "</arg_value>"), others JSON;
+ * - "seed-oss" (Seed-OSS): `<seed:tool_call>\n<function=f>\n<parameter=p>value</parameter>\n</function>\n</seed:tool_call>`;
+ *   a string raw (without "</parameter>"), numbers, booleans and null as Python's str writes them
+ *   (JSON's spellings as well); objects and arrays (Python's repr) are refused;
+ * - "minimax-m2" (MiniMax-M2): one block `<minimax:tool_call>\n<invoke name="f">\n<parameter name="p">value</parameter>\n</invoke>\n</minimax:tool_call>`
+ *   holding every call (one `<invoke>` after another); a string raw (without "</parameter>"), others JSON;
+ * - "minimax-m3" (MiniMax-M3): one block `N<tool_call>\nN<invoke name="f">N<p>valueN</p>N</invoke>\nN</tool_call>`,
+ *   N the namespace token `]<]minimax[>[`; a string raw (without N), numbers and booleans as
+ *   JSON; a null argument is left out; objects and arrays (nested elements) are refused.
+ * The calls of the per-call block styles follow one another with or without a newline between,
+ * and one newline may end the reply.
+ */
+import {
+  compileRegex,
+  compileRegexNode,
+  ecmaSearchNode,
+  intersectDfas,
+  isEmptyLanguage,
+  matchesString,
+  parseFlagString,
+  parseRegex,
+  pyReEscape,
+  subtractDfas,
+  type ByteDfa,
+  type RegexLimits,
+  type RegexNode,
+} from "../regex/index.js";
+import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
+import { JsonSchemaError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./json-schema/errors.js";
+import { formatNode } from "./json-schema/formats.js";
+import { isObject } from "./json-schema/spec.js";
+import {
+  type FunctionForm,
+  functionForm,
+  type ParameterForm,
+  reservedPattern,
+  type StringBranch,
+  type TaggedToolCallStyle,
+  VALUE_RULES,
+  valueJson,
+} from "./tool-arguments.js";
+
+/** MiniMax-M3's namespace token, before each of its tags. */
+export const MINIMAX_NS = "]<]minimax[>[";
+
+/** A piece of a layout: literal text, the function's or parameter's name, or up to `newlines` optional newlines. */
+type Piece = string | typeof NAME | { readonly newlines: number };
+const NAME = Symbol("name");
+const newlines = (n: number): Piece => ({ newlines: n });
+
+/** Where a tagged style puts the names and values of its calls. */
+interface TaggedLayout {
+  /** The marker that opens the calls (free text never spells it). */
+  readonly open: string;
+  /** One block around all the calls (its opening starts with `open`), or null: each call is a block of its own, starting with `open`. */
+  readonly block: { readonly open: string; readonly close: string } | null;
+  readonly callOpen: readonly Piece[];
+  readonly paramOpen: readonly Piece[];
+  /** After a value, for the parameter named (starts with `rawStop`). */
+  readonly paramClose: readonly Piece[];
+  readonly callClose: readonly Piece[];
+  /** What a raw string never holds: the value ends at its first occurrence. */
+  readonly rawStop: string;
+}
+
+export const TAGGED_LAYOUTS: Record<TaggedToolCallStyle, TaggedLayout> = {
+  "xml-function": {
+    open: "<tool_call>",
+    block: null,
+    callOpen: ["<tool_call>\n<function=", NAME, ">\n"],
+    paramOpen: ["<parameter=", NAME, ">\n"],
+    paramClose: ["\n</parameter>\n"],
+    callClose: ["</function>\n</tool_call>"],
+    rawStop: "\n</parameter>",
+  },
+  glm: {
+    open: "<tool_call>",
+    block: null,
+    callOpen: ["<tool_call>", NAME],
+    paramOpen: [newlines(1), "<arg_key>", NAME, "</arg_key>", newlines(1), "<arg_value>"],
+    paramClose: ["</arg_value>"],
+    callClose: [newlines(2), "</tool_call>"],
+    rawStop: "</arg_value>",
+  },
+  "seed-oss": {
+    open: "<seed:tool_call>",
+    block: null,
+    callOpen: ["<seed:tool_call>\n<function=", NAME, ">\n"],
+    paramOpen: ["<parameter=", NAME, ">"],
+    paramClose: ["</parameter>\n"],
+    callClose: ["</function>\n</seed:tool_call>"],
+    rawStop: "</parameter>",
+  },
+  "minimax-m2": {
+    open: "<minimax:tool_call>",
+    block: { open: "<minimax:tool_call>\n", close: "</minimax:tool_call>" },
+    callOpen: ['<invoke name="', NAME, '">\n'],
+    paramOpen: ['<parameter name="', NAME, '">'],
+    paramClose: ["</parameter>\n"],
+    callClose: ["</invoke>\n"],
+    rawStop: "</parameter>",
+  },
+  "minimax-m3": {
+    open: `${MINIMAX_NS}<tool_call>`,
+    block: { open: `${MINIMAX_NS}<tool_call>\n`, close: `${MINIMAX_NS}</tool_call>` },
+    callOpen: [`${MINIMAX_NS}<invoke name="`, NAME, '">'],
+    paramOpen: [`${MINIMAX_NS}<`, NAME, ">"],
+    paramClose: [`${MINIMAX_NS}</`, NAME, ">"],
+    callClose: [`${MINIMAX_NS}</invoke>\n`],
+    rawStop: MINIMAX_NS,
+  },
+};
+/** Longest string whose characters are counted (a longer maxLength is written as this), as the JSON Schema front end does. */
+const MAX_COUNTED_LENGTH = 256;
+
+const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
+const ofDfa = (dfa: ByteDfa): RegexNode => ({ kind: "dfa", dfa });
+const optional = (item: RegexNode, max = 1): RegexNode => ({ kind: "repeat", item, min: 0, max });
+const NEWLINE = literal("\n");
+
+/** One call of one of `tools` in `style` (parameters in order, required ones present), and the warnings of their schemas. */
+export function taggedCallLanguage(
+  tools: readonly { readonly name: string; readonly parameters?: unknown }[],
+  style: TaggedToolCallStyle,
+  options: JsonSchemaOptions & { limits?: RegexLimits },
+): { call: RegexNode; warnings: JsonSchemaWarning[] } {
+  const compiler = new ValueCompiler(style, options);
+  const layout = TAGGED_LAYOUTS[style];
+  const calls = tools.map((tool) => {
+    const fn = functionForm(tool, style);
+    const params = fn.parameters.flatMap((p): RegexNode[] => {
+      const value = compiler.value(fn, p);
+      if (value === null) {
+        // No value can be written: a required parameter would leave the function uncallable (422).
+        if (p.required) throw new JsonSchemaUnsatisfiableError(`${p.pointer} (function ${JSON.stringify(fn.name)})`);
+        return [];
+      }
+      const tagged: RegexNode = {
+        kind: "concat",
+        items: [...pieces(layout.paramOpen, p.name), ofDfa(value), ...pieces(layout.paramClose, p.name)],
+      };
+      return [p.required ? tagged : optional(tagged)];
+    });
+    return { kind: "concat", items: [...pieces(layout.callOpen, fn.name), ...params, ...pieces(layout.callClose, fn.name)] } as RegexNode;
+  });
+  return { call: calls.length === 1 ? calls[0]! : { kind: "alt", items: calls }, warnings: compiler.warnings };
+}
+
+/** A layout's pieces as a language, `name` in the name's place. */
+function pieces(layout: readonly Piece[], name: string): RegexNode[] {
+  return layout.map((piece) =>
+    piece === NAME ? literal(name) : typeof piece === "string" ? literal(piece) : optional(NEWLINE, piece.newlines),
+  );
+}
+
+/** The languages of parameter values, with what the JSON Schema front end says of their schemas. */
+class ValueCompiler {
+  readonly warnings: JsonSchemaWarning[] = [];
+  private readonly limits: RegexLimits;
+  private rawText: ByteDfa | null = null;
+  private readonly reserved = new Map<string, ByteDfa>();
+
+  constructor(
+    private readonly style: TaggedToolCallStyle,
+    private readonly options: JsonSchemaOptions & { limits?: RegexLimits },
+  ) {
+    this.limits = options.limits ?? {};
+  }
+
+  /** The texts of a parameter's value (null: none can be written). */
+  value(fn: FunctionForm, p: ParameterForm): ByteDfa | null {
+    const items: RegexNode[] = [];
+    const reserved = reservedPattern(this.style, p.jsonTypes);
+    if (p.strings.length > 0) {
+      const branches = p.strings.map((b) => this.rawString(fn, p, b)).filter((d): d is ByteDfa => d !== null);
+      if (branches.length > 0) {
+        let raw = branches.length === 1 ? branches[0]! : this.compile({ kind: "alt", items: branches.map(ofDfa) });
+        // A string that reads as one of the other types' JSON is that value, so it is not written raw.
+        if (reserved !== null) raw = subtractDfas(raw, this.reservedDfa(reserved), this.limits);
+        if (!isEmptyLanguage(raw)) items.push(ofDfa(raw));
+      }
+    }
+    if (p.jsonSchema !== null) {
+      let json = this.schemaLanguage(fn, p, p.jsonSchema, p.jsonPointer);
+      if (json !== null) {
+        // The reading rule (valueJson) by construction: JSON beside raw strings is a reserved text.
+        if (p.strings.length > 0 && reserved !== null) json = intersectDfas(json, this.reservedDfa(reserved), this.limits);
+        const choices: RegexNode[] = [ofDfa(json)];
+        if (VALUE_RULES[this.style].python) {
+          // What the template writes for these values (`value | string`, Python's str).
+          for (const [text, python] of [
+            ["true", "True"],
+            ["false", "False"],
+            ["null", "None"],
+          ] as const)
+            if (matchesString(json, text)) choices.push(literal(python));
+        }
+        const written = subtractDfas(this.compile({ kind: "alt", items: choices }), this.containsClose(), this.limits);
+        if (!isEmptyLanguage(written)) items.push(ofDfa(written));
+      }
+    }
+    if (items.length === 0) return null;
+    return items.length === 1 ? (items[0] as { dfa: ByteDfa }).dfa : this.compile({ kind: "alt", items });
+  }
+
+  /**
+   * A string branch's raw texts: any text without the value's closing tag, of the lengths,
+   * patterns, formats and enum/const members the branch allows (the JSON Schema front end checks
+   * the branch first: malformed keywords, unsupported formats and patterns are its refusals).
+   */
+  private rawString(fn: FunctionForm, p: ParameterForm, branch: StringBranch): ByteDfa | null {
+    if (this.schemaLanguage(fn, p, { ...branch.schema, type: "string" }, branch.pointer) === null) return null;
+    const s = branch.schema;
+    let dfa = this.rawTextDfa();
+    const min = typeof s.minLength === "number" ? s.minLength : 0;
+    let max = typeof s.maxLength === "number" ? s.maxLength : Number.POSITIVE_INFINITY;
+    if (max > MAX_COUNTED_LENGTH) max = max === Number.POSITIVE_INFINITY ? max : Math.max(MAX_COUNTED_LENGTH, min);
+    const narrow = (other: ByteDfa): void => {
+      if (!isEmptyLanguage(dfa)) dfa = intersectDfas(dfa, other, this.limits);
+    };
+    if (min > 0 || max !== Number.POSITIVE_INFINITY)
+      narrow(compileRegex(`.{${min},${max === Number.POSITIVE_INFINITY ? "" : max}}`, { flags: "s", ...this.limits }));
+    if (typeof s.pattern === "string") narrow(this.compile(ecmaSearchNode(s.pattern)));
+    const format = typeof s.format === "string" ? formatNode(s.format) : null;
+    if (format !== null) narrow(this.compile(format));
+    const members = "const" in s ? [s.const] : Array.isArray(s.enum) ? s.enum : null;
+    if (members !== null) {
+      const strings = members.filter((m): m is string => typeof m === "string");
+      if (strings.length === 0) return null;
+      narrow(this.compile({ kind: "alt", items: strings.map(literal) }));
+    }
+    return isEmptyLanguage(dfa) ? null : dfa;
+  }
+
+  /**
+   * A subschema's JSON texts, compiled with the parameters' definitions beside it; its errors and
+   * warnings name the function, the parameter and where the keyword is in the parameters schema.
+   */
+  private schemaLanguage(fn: FunctionForm, p: ParameterForm, schema: unknown, pointer: string): ByteDfa | null {
+    const collides = isObject(schema) && Object.keys(fn.context).some((k) => k in schema);
+    const document = isObject(schema) && !collides ? { ...fn.context, ...schema } : { ...fn.context, allOf: [schema] };
+    const prefix = isObject(schema) && !collides ? "" : "/allOf/0";
+    const where = (inner: string): string =>
+      /^\/(\$defs|definitions)(\/|$)/.test(inner) ? inner : `${pointer}${inner.startsWith(prefix) ? inner.slice(prefix.length) : inner}`;
+    const about = `function ${JSON.stringify(fn.name)}, parameter ${JSON.stringify(p.name)}`;
+    try {
+      const { dfa, warnings } = compileJsonSchema(document, this.options);
+      for (const w of warnings) this.warnings.push({ keyword: w.keyword, pointer: where(w.pointer), message: `${about}: ${w.message}` });
+      return dfa;
+    } catch (error) {
+      if (error instanceof JsonSchemaUnsatisfiableError) return null;
+      if (error instanceof JsonSchemaError) {
+        const said = error.message.slice(new JsonSchemaError("", error.pointer, error.keyword).message.length);
+        throw new JsonSchemaError(`${about}: ${said}`, where(error.pointer), error.keyword);
+      }
+      throw error;
+    }
+  }
+
+  /** Any text that does not hold the value's closing tag. */
+  private rawTextDfa(): ByteDfa {
+    if (this.rawText === null) {
+      const any = compileRegex(".*", { flags: "s", ...this.limits });
+      this.rawText = subtractDfas(any, this.containsClose(), this.limits);
+    }
+    return this.rawText;
+  }
+
+  private closeDfa: ByteDfa | null = null;
+  private containsClose(): ByteDfa {
+    this.closeDfa ??= compileRegex(`.*${pyReEscape(TAGGED_LAYOUTS[this.style].rawStop)}.*`, { flags: "s", ...this.limits });
+    return this.closeDfa;
+  }
+
+  private reservedDfa(pattern: string): ByteDfa {
+    let dfa = this.reserved.get(pattern);
+    if (dfa === undefined) this.reserved.set(pattern, (dfa = compileRegex(pattern, { flags: "s", ...this.limits })));
+    return dfa;
+  }
+
+  private compile(node: RegexNode): ByteDfa {
+    return compileRegexNode(node, this.limits);
+  }
+}
+
+/**
+ * The calls of a reply of the language above (from its first opening marker on), each with its
+ * arguments as JSON text: the parameters in the order written, strings from their raw text.
+ */
+export function parseTaggedCalls(
+  text: string,
+  style: TaggedToolCallStyle,
+  tools: readonly { readonly name: string; readonly parameters?: unknown }[],
+): { name: string; arguments: string }[] {
+  const layout = TAGGED_LAYOUTS[style];
+  const breaking = VALUE_RULES[style].nameBreaking;
+  const forms = new Map<string, FunctionForm>();
+  const formOf = (name: string): FunctionForm | undefined => {
+    let form = forms.get(name);
+    if (form === undefined) {
+      const tool = tools.find((t) => t.name === name);
+      if (tool) forms.set(name, (form = functionForm(tool, style)));
+    }
+    return form;
+  };
+  let at = 0;
+  /** Reads `layout` from `at` (the name in its place: `name`, else whatever name is written): where it ends and the name read, or null. */
+  const read = (layout: readonly Piece[], name?: string): { end: number; name: string } | null => {
+    let i = at;
+    let read = "";
+    for (const piece of layout) {
+      if (piece === NAME && name === undefined) {
+        const from = i;
+        while (i < text.length && !breaking.test(text[i]!)) i++;
+        read = text.slice(from, i);
+      } else if (typeof piece === "object") {
+        for (let n = 0; n < piece.newlines && text[i] === "\n"; n++) i++;
+      } else {
+        const literal = piece === NAME ? name! : piece;
+        if (!text.startsWith(literal, i)) return null;
+        i += literal.length;
+      }
+    }
+    return { end: i, name: name ?? read };
+  };
+  const fail = (what: string): never => {
+    throw new Error(`parseTaggedCalls: ${what} at ${at}`);
+  };
+  const expect = (layout: readonly Piece[], name?: string): string => {
+    const got = read(layout, name);
+    if (got === null)
+      fail(`expected ${JSON.stringify(layout.map((p) => (typeof p === "string" ? p : p === NAME ? (name ?? "…") : "\n?")).join(""))}`);
+    at = got!.end;
+    return got!.name;
+  };
+  const call = (): { name: string; arguments: string } => {
+    const name = expect(layout.callOpen);
+    const fn = formOf(name) ?? fail(`${JSON.stringify(name)} is not a declared function`);
+    const args: string[] = [];
+    for (;;) {
+      // A parameter's opening tag, else the call's end (a tag naming no parameter: MiniMax-M3's `N</invoke>`).
+      const open = read(layout.paramOpen);
+      const p = open === null ? undefined : fn.parameters.find((q) => q.name === open.name);
+      if (p === undefined) break;
+      at = open!.end;
+      const stop = text.indexOf(layout.rawStop, at);
+      if (stop < 0) fail(`no ${JSON.stringify(layout.rawStop)} after the value`);
+      args.push(`${JSON.stringify(p.name)}:${valueJson(p, text.slice(at, stop), style)}`);
+      at = stop;
+      expect(layout.paramClose, p.name);
+    }
+    expect(layout.callClose, name);
+    return { name: fn.name, arguments: `{${args.join(",")}}` };
+  };
+  const calls: { name: string; arguments: string }[] = [];
+  if (layout.block === null) {
+    while (text.startsWith(layout.open, at)) {
+      calls.push(call());
+      if (text[at] === "\n") at++;
+    }
+  } else {
+    expect([layout.block.open]);
+    do calls.push(call());
+    while (read(layout.callOpen) !== null);
+    expect([layout.block.close]);
+    if (text[at] === "\n") at++;
+  }
+  if (at !== text.length) fail("unexpected text after the calls");
+  return calls;
+}

@@ -1,0 +1,622 @@
+/**
+ * The tagged tool-call styles of tool_choice "auto" (schema/tool-calls-tagged.ts): "xml-function"
+ * (Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5: `<function=f><parameter=p>`), "glm" (GLM-4.6+,
+ * Ling, Laguna, Spark: `<arg_key>`/`<arg_value>`), "seed-oss" (`<seed:tool_call>` with
+ * `<function=f><parameter=p>`), "minimax-m2" (`<minimax:tool_call>` with `<invoke name="f">` and
+ * `<parameter name="p">`) and "minimax-m3" (`]<]minimax[>[` before each tag, `<p>…</p>`). Random
+ * members of each language parse back into calls of declared functions whose arguments Python's
+ * jsonschema finds valid; free text never spells the marker; undeclared functions, missing or
+ * misplaced parameters and wrong types are refused; what each real template writes for an
+ * assistant's calls is in the language and reads back as the same calls; a stream splits the text
+ * from the calls the same at every cut; and what the format cannot say exactly is refused by keyword.
+ */
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { AutoToolStream, autoReply, replyCalls } from "../src/generate/index.js";
+import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
+import { compileRegex, intersectDfas, matchesString, pyReEscape, sampleString, type ByteDfa } from "../src/regex/index.js";
+import {
+  compileToolCallLanguage,
+  JsonSchemaError,
+  JsonSchemaUnsatisfiableError,
+  parseToolReply,
+  TOOL_CALL_OPEN,
+  type ToolDeclaration,
+} from "../src/schema/index.js";
+import { pythonVerdicts } from "./support/json-schema-oracle.js";
+import { seededRandom } from "./support/generate-harness.js";
+import { REPO_ROOT } from "./support/paths.js";
+
+type Tagged = "xml-function" | "glm" | "seed-oss" | "minimax-m2" | "minimax-m3";
+const STYLES: Tagged[] = ["xml-function", "glm", "seed-oss", "minimax-m2", "minimax-m3"];
+const TEMPLATES: Record<Tagged, string[]> = {
+  "xml-function": ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", "StepFun3.5-Flash.jinja"],
+  glm: [
+    "GLM-4.6.jinja",
+    "GLM-4.7-Flash.jinja",
+    "Spark2.5.jinja",
+    "inclusionai-ling-3.0-flash.jinja",
+    "poolside-Laguna-S-2.1.jinja",
+    "poolside-Laguna-XS-2.1.jinja",
+    "poolside-Laguna-XS.2.jinja",
+  ],
+  "seed-oss": ["ByteDance-Seed-OSS.jinja"],
+  "minimax-m2": ["MiniMax-M2.jinja"],
+  "minimax-m3": ["MiniMax-M3.jinja"],
+};
+const TEMPLATE_DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
+const OPTIONS = { whitespace: "default", strict: true } as const;
+/** MiniMax-M3's namespace token. */
+const NS = "]<]minimax[>[";
+/** Styles that write objects and arrays as something other than JSON (Python's repr, nested XML): such parameters are refused. */
+const SCALAR_ONLY = new Set<Tagged>(["seed-oss", "minimax-m3"]);
+/** What ends a raw string (it never holds it). */
+const RAW_STOP: Record<Tagged, string> = {
+  "xml-function": "\n</parameter>",
+  glm: "</arg_value>",
+  "seed-oss": "</parameter>",
+  "minimax-m2": "</parameter>",
+  "minimax-m3": NS,
+};
+/** What ends the calls (the last one, or the block holding them all). */
+const CALLS_CLOSE: Record<Tagged, string> = {
+  "xml-function": "</tool_call>",
+  glm: "</tool_call>",
+  "seed-oss": "</seed:tool_call>",
+  "minimax-m2": "</minimax:tool_call>",
+  "minimax-m3": `${NS}</tool_call>`,
+};
+
+/** The test's functions; where objects and arrays are refused, `filters` is a language code and there are no `tags`. */
+function toolsOf(structured: boolean): ToolDeclaration[] {
+  return [
+    {
+      name: "get_weather",
+      parameters: {
+        type: "object",
+        properties: {
+          city: { type: "string", minLength: 1, maxLength: 24 },
+          unit: { enum: ["celsius", "fahrenheit"] },
+          days: { type: "integer", minimum: 1, maximum: 14 },
+          note: { anyOf: [{ type: "string", maxLength: 10 }, { type: "null" }] },
+        },
+        required: ["city"],
+        additionalProperties: false,
+      },
+    },
+    {
+      name: "search",
+      parameters: {
+        type: "object",
+        properties: {
+          query: { type: "string", pattern: "^[a-z ]+$" },
+          limit: { type: ["integer", "string"] },
+          filters: structured
+            ? {
+                type: "object",
+                properties: { lang: { type: "string" }, safe: { type: "boolean" } },
+                required: ["lang"],
+                additionalProperties: false,
+              }
+            : { type: "string", enum: ["en", "de", "fr"] },
+          ...(structured ? { tags: { type: "array", items: { type: "string" }, maxItems: 3 } } : {}),
+          when: { type: "string", format: "date" },
+          ratio: { type: "number" },
+          strict: { type: "boolean" },
+        },
+        required: ["query", "filters"],
+      },
+    },
+    { name: "now", parameters: { type: "object", properties: {} } },
+    {
+      name: "lookup",
+      parameters: {
+        $defs: { Color: { type: "string", enum: ["red", "green"] } },
+        type: "object",
+        properties: { color: { $ref: "#/$defs/Color" }, anything: structured ? {} : { type: ["string", "number", "boolean", "null"] } },
+        required: ["color"],
+      },
+    },
+  ];
+}
+const STRUCTURED_TOOLS = toolsOf(true);
+const SCALAR_TOOLS = toolsOf(false);
+const toolsFor = (style: Tagged): ToolDeclaration[] => (SCALAR_ONLY.has(style) ? SCALAR_TOOLS : STRUCTURED_TOOLS);
+const schemaOf = (style: Tagged, name: string): unknown => toolsFor(style).find((t) => t.name === name)!.parameters;
+/** The text of `filters` = {"lang": lang} as `style` writes it. */
+const filters = (style: Tagged, lang: string): string => (SCALAR_ONLY.has(style) ? lang : `{"lang": "${lang}"}`);
+
+const languages = new Map<string, ByteDfa>();
+function language(style: Tagged, parallel = true): ByteDfa {
+  const key = `${style}/${parallel}`;
+  let dfa = languages.get(key);
+  if (!dfa) languages.set(key, (dfa = compileToolCallLanguage(toolsFor(style), style, parallel, OPTIONS).dfa));
+  return dfa;
+}
+
+/** What a stream sends as content: the text before the first marker (all of it when there is none). */
+function streamed(style: Tagged, pieces: readonly string[]): string {
+  const stream = new AutoToolStream(style);
+  return pieces.map((p) => stream.push(p)).join("") + stream.flush();
+}
+function textBefore(style: Tagged, reply: string): string {
+  const at = reply.indexOf(TOOL_CALL_OPEN[style]);
+  return at >= 0 ? reply.slice(0, at) : reply;
+}
+const SEEDS: Record<Tagged, number> = { "xml-function": 11, glm: 7, "seed-oss": 13, "minimax-m2": 17, "minimax-m3": 19 };
+
+describe("tagged tool calls: random members of the language", () => {
+  for (const style of STYLES) {
+    test(`${style}: sampled calls parse back into declared calls whose arguments are valid`, () => {
+      const dfa = language(style);
+      const tools = toolsFor(style);
+      const calls = intersectDfas(dfa, compileRegex(`${pyReEscape(TOOL_CALL_OPEN[style])}.*`, { flags: "s" }));
+      const random = seededRandom(SEEDS[style]);
+      const checks: { schema: string; text: string }[] = [];
+      const names = new Set<string>();
+      for (let i = 0; i < 150; i++) {
+        const reply = sampleString(calls, random, { maxBytes: 900, stopProbability: 0.08 })!;
+        const parsed = parseToolReply(reply, style, tools);
+        assert.equal(parsed.content, null, reply);
+        assert.ok(parsed.calls.length >= 1, reply);
+        for (const call of parsed.calls) {
+          names.add(call.name);
+          assert.ok(
+            tools.some((t) => t.name === call.name),
+            call.name,
+          );
+          const args = JSON.parse(call.arguments) as Record<string, unknown>;
+          assert.equal(typeof args, "object");
+          // MiniMax-M3 leaves a null argument out: it never writes one.
+          if (style === "minimax-m3") assert.ok(!Object.values(args).includes(null), call.arguments);
+          checks.push({ schema: JSON.stringify(schemaOf(style, call.name)), text: call.arguments });
+        }
+        // A stream holds back nothing of a reply that starts with a call.
+        assert.equal(streamed(style, [...reply]), "");
+      }
+      assert.equal(names.size, tools.length, `every function is called somewhere: ${[...names].join(", ")}`);
+      const verdicts = pythonVerdicts(checks);
+      verdicts.forEach((v, i) => assert.equal(v, "valid", checks[i]!.text));
+    });
+
+    test(`${style}: sampled replies: free text never spells the marker, and the stream sends exactly it`, () => {
+      const dfa = language(style);
+      // Replies as they come (mostly text), and replies that hold the marker somewhere (text, then calls).
+      const open = TOOL_CALL_OPEN[style];
+      const marked = intersectDfas(dfa, compileRegex(`.*${pyReEscape(open)}.*`, { flags: "s" }));
+      const random = seededRandom(SEEDS[style] + 100);
+      let withCalls = 0;
+      for (let i = 0; i < 300; i++) {
+        const reply = sampleString(i % 2 === 0 ? dfa : marked, random, { maxBytes: 700, stopProbability: 0.05 })!;
+        const parsed = parseToolReply(reply, style, toolsFor(style));
+        const before = textBefore(style, reply);
+        if (parsed.calls.length === 0) assert.equal(parsed.content, reply);
+        else {
+          withCalls++;
+          assert.equal(parsed.content, before.trim().length > 0 ? before : null);
+        }
+        assert.ok(!before.includes(open));
+        assert.equal(streamed(style, [...reply]), before);
+      }
+      assert.equal(withCalls, 150, "every reply holding the marker is text then calls");
+    });
+  }
+});
+
+type Args = readonly (readonly [string, string])[];
+
+/** One call of `f` with `args` as `style` writes it (values already as text), without MiniMax's block. */
+function callText(style: Tagged, f: string, args: Args): string {
+  switch (style) {
+    case "xml-function":
+      return `<tool_call>\n<function=${f}>\n${args.map(([k, v]) => `<parameter=${k}>\n${v}\n</parameter>\n`).join("")}</function>\n</tool_call>`;
+    case "glm":
+      return `<tool_call>${f}\n${args.map(([k, v]) => `<arg_key>${k}</arg_key>\n<arg_value>${v}</arg_value>\n`).join("")}</tool_call>`;
+    case "seed-oss":
+      return `<seed:tool_call>\n<function=${f}>\n${args.map(([k, v]) => `<parameter=${k}>${v}</parameter>\n`).join("")}</function>\n</seed:tool_call>`;
+    case "minimax-m2":
+      return `<invoke name="${f}">\n${args.map(([k, v]) => `<parameter name="${k}">${v}</parameter>\n`).join("")}</invoke>\n`;
+    case "minimax-m3":
+      return `${NS}<invoke name="${f}">${args.map(([k, v]) => `${NS}<${k}>${v}${NS}</${k}>`).join("")}${NS}</invoke>\n`;
+  }
+}
+
+/** The calls as `style` writes them: blocks a newline apart, or MiniMax's one block holding them all. */
+function callsText(style: Tagged, calls: readonly (readonly [string, Args])[]): string {
+  const each = calls.map(([f, args]) => callText(style, f, args));
+  if (style === "minimax-m2") return `<minimax:tool_call>\n${each.join("")}</minimax:tool_call>`;
+  if (style === "minimax-m3") return `${NS}<tool_call>\n${each.join("")}${NS}</tool_call>`;
+  return each.join("\n");
+}
+
+describe("tagged tool calls: what the language refuses", () => {
+  for (const style of STYLES) {
+    test(`${style}: valid calls are in; undeclared names, missing, extra, misplaced and mistyped parameters are out`, () => {
+      const dfa = language(style);
+      const call = (f: string, args: Args): string => callsText(style, [[f, args]]);
+      const weather: Args = [
+        ["city", "Oslo"],
+        ["days", "3"],
+      ];
+      const good = call("get_weather", weather);
+      const open = TOOL_CALL_OPEN[style];
+      for (const text of [
+        "Just text, mentioning tool_call and <tool_call without the bracket.",
+        `Text with ${open.slice(0, -1)} and ${open.slice(1)}.`,
+        "",
+        good,
+        `Let me check.\n\n${good}`,
+        `${callsText(style, [
+          ["get_weather", weather],
+          ["now", []],
+        ])}\n`,
+        ...(style === "minimax-m2" || style === "minimax-m3" ? [] : [`${good}${call("now", [])}\n`]),
+        call("search", [
+          ["query", "cheap flights"],
+          ["limit", "ten"],
+          ["filters", filters(style, "en")],
+        ]),
+        call("lookup", [
+          ["color", "red"],
+          ["anything", "whatever it is"],
+        ]),
+        call("get_weather", [
+          ["city", "x"],
+          ["note", style === "xml-function" || style === "seed-oss" ? "None" : "null"],
+        ]),
+      ])
+        assert.ok(matchesString(dfa, text), JSON.stringify(text));
+      for (const text of [
+        `a ${open} in text`,
+        call("delete_all", []),
+        call("get_weather", [["days", "3"]]), // city is required
+        call("get_weather", [
+          ["days", "3"],
+          ["city", "Oslo"],
+        ]), // out of order
+        call("get_weather", [
+          ["city", "Oslo"],
+          ["town", "x"],
+        ]), // undeclared parameter
+        call("get_weather", [
+          ["city", "Oslo"],
+          ["days", "three"],
+        ]), // not an integer
+        call("get_weather", [
+          ["city", "Oslo"],
+          ["days", "99"],
+        ]), // over its maximum
+        call("get_weather", [["city", "a city name far longer than allowed"]]), // maxLength
+        call("get_weather", [
+          ["city", "Oslo"],
+          ["unit", "kelvin"],
+        ]), // not in the enum
+        call("search", [
+          ["query", "Cheap"],
+          ["filters", filters(style, "en")],
+        ]), // pattern
+        call("search", [
+          ["query", "cheap"],
+          ["filters", filters(style, "en")],
+          ["when", "2024-13-01"],
+        ]), // format date
+        call("search", [
+          ["query", "cheap"],
+          ["filters", "{}"],
+        ]), // filters.lang is required (a language code where filters is one)
+        call("lookup", [["color", "blue"]]),
+        good.slice(0, -3), // unclosed
+        `${good}\nmore text after the calls`,
+        // MiniMax's calls are all in one block: not a second one.
+        ...(style === "minimax-m2" || style === "minimax-m3" ? [`${good}\n${good}`, `${good}${good}`] : []),
+      ])
+        assert.ok(!matchesString(dfa, text), JSON.stringify(text));
+      // A raw string never holds what ends it.
+      assert.ok(!matchesString(dfa, call("get_weather", [["city", `a${RAW_STOP[style]}b`]])));
+    });
+
+    test(`${style}: without parallel calls, a second call cannot follow`, () => {
+      const one = callsText(style, [["now", []]]);
+      const two = callsText(style, [
+        ["now", []],
+        ["now", []],
+      ]);
+      assert.ok(matchesString(language(style, false), `${one}\n`));
+      assert.ok(!matchesString(language(style, false), two));
+      assert.ok(matchesString(language(style, true), two));
+    });
+
+    test(`${style}: a value that may be a string or another type reads by its text`, () => {
+      const reply = callsText(style, [
+        [
+          "search",
+          [
+            ["query", "x"],
+            ["limit", "12"],
+            ["filters", filters(style, "de")],
+          ],
+        ],
+        [
+          "search",
+          [
+            ["query", "x"],
+            ["limit", "twelve"],
+            ["filters", filters(style, "de")],
+          ],
+        ],
+        [
+          "get_weather",
+          [
+            ["city", "12"],
+            ["note", "nullish"],
+          ],
+        ],
+        [
+          "get_weather",
+          [
+            ["city", "x"],
+            ["note", "null"],
+          ],
+        ],
+      ]);
+      assert.ok(matchesString(language(style), reply));
+      const args = parseToolReply(reply, style, toolsFor(style)).calls.map((c) => JSON.parse(c.arguments) as Record<string, unknown>);
+      assert.equal(args[0]!.limit, 12);
+      assert.equal(args[1]!.limit, "twelve");
+      assert.equal(args[2]!.city, "12", "a string parameter is a string whatever its text");
+      assert.equal(args[2]!.note, "nullish");
+      // MiniMax-M3 never writes a null (it leaves the argument out): "null" is the string.
+      assert.equal(args[3]!.note, style === "minimax-m3" ? "null" : null);
+    });
+  }
+});
+
+const SPECIALS = [
+  "<|im_start|>",
+  "<|im_end|>",
+  "<|user|>",
+  "<|assistant|>",
+  "<|observation|>",
+  "<|role_end|>",
+  NS,
+  "<seed:bos>",
+  "<seed:eos>",
+];
+
+type Call = { name: string; arguments: Record<string, unknown> };
+
+/** The conversation's last assistant turn as `file` writes it: its content (if any) and its calls, through the newline after them. */
+function renderedReply(style: Tagged, file: string, calls: Call[], content: string): string {
+  const template = new ChatTemplate(readFileSync(resolve(TEMPLATE_DIR, file), "utf8"), {
+    specialTexts: SPECIALS,
+    bosText: "<s>",
+    eosText: "</s>",
+    addsBos: false,
+  });
+  const messages: ChatMessage[] = [
+    { role: "user", content: "Plan my trip." },
+    {
+      role: "assistant",
+      content,
+      tool_calls: calls.map((c, i) => ({ id: `call${i}`, type: "function", function: { name: c.name, arguments: c.arguments } })),
+    },
+    ...calls.map((_, i): ChatMessage => ({ role: "tool", content: `result ${i}`, tool_call_id: `call${i}` })),
+  ];
+  const tools: ChatTool[] = toolsFor(style).map((t) => ({ type: "function", function: { name: t.name, parameters: t.parameters } }));
+  const text = template
+    .render({ messages, tools, addGenerationPrompt: false })
+    .map((s) => s.text)
+    .join("");
+  const turn = text.slice(text.indexOf("Plan my trip."));
+  const from = content.length > 0 ? turn.indexOf(content) : turn.indexOf(TOOL_CALL_OPEN[style]);
+  let to = turn.lastIndexOf(CALLS_CLOSE[style]) + CALLS_CLOSE[style].length;
+  if (turn[to] === "\n") to++;
+  assert.ok(from >= 0 && to > from, `${file}: ${JSON.stringify(turn)}`);
+  return turn.slice(from, to);
+}
+
+/** Conversations whose calls the templates write; where objects and arrays are refused, `filters` is a language code, and there are no `tags`. */
+function conversations(structured: boolean): { content: string; calls: Call[] }[] {
+  return [
+    {
+      content: "Let me check.",
+      calls: [
+        { name: "get_weather", arguments: { city: 'Zürich <b>&\n"Altstadt"', unit: "celsius", days: 3, note: null } },
+        {
+          name: "search",
+          arguments: {
+            query: "cheap flights",
+            limit: "ten",
+            filters: structured ? { lang: "en", safe: true } : "en",
+            ...(structured ? { tags: ["a", 'b "c"'] } : {}),
+            when: "2024-05-01",
+            ratio: 0.25,
+            strict: false,
+          },
+        },
+        { name: "now", arguments: {} },
+      ],
+    },
+    {
+      content: "",
+      calls: [
+        { name: "lookup", arguments: { color: "green", anything: structured ? { k: [1, null, "ü"] } : true } },
+        { name: "get_weather", arguments: { city: "Lyon", note: "short" } },
+        { name: "search", arguments: { query: "x", limit: 5, filters: structured ? { lang: "fr" } : "fr" } },
+        { name: "lookup", arguments: { color: "red", anything: "free text, not JSON" } },
+      ],
+    },
+    { content: "One call.", calls: [{ name: "lookup", arguments: { color: "red", anything: 7 } }] },
+  ];
+}
+
+/** The calls as they read back: MiniMax-M3 leaves null arguments out. */
+function readBack(style: Tagged, calls: Call[]): Call[] {
+  if (style !== "minimax-m3") return calls;
+  return calls.map((c) => ({ name: c.name, arguments: Object.fromEntries(Object.entries(c.arguments).filter(([, v]) => v !== null)) }));
+}
+
+describe("tagged tool calls: round trip through the real templates", () => {
+  for (const style of STYLES) {
+    for (const file of TEMPLATES[style]) {
+      test(`${style}: ${file} writes calls the language holds, and they read back the same`, () => {
+        const dfa = language(style);
+        const tools = toolsFor(style);
+        for (const { content, calls } of conversations(!SCALAR_ONLY.has(style))) {
+          const reply = renderedReply(style, file, calls, content);
+          assert.ok(matchesString(dfa, reply), `${file}: ${JSON.stringify(reply)}`);
+          const parsed = parseToolReply(reply, style, tools);
+          assert.deepEqual(
+            parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
+            readBack(style, calls),
+            JSON.stringify(reply),
+          );
+          assert.equal(parsed.content?.trim() ?? "", content);
+          // As the chat route reads it: the mode carries the declared tools.
+          assert.deepEqual(replyCalls(reply, { kind: "auto", style, tools }), parsed.calls);
+          assert.deepEqual(autoReply(reply, style, tools), { content: parsed.content, calls: parsed.calls });
+          // Streamed at every cut (and character by character), the content is the text before the calls.
+          const before = textBefore(style, reply);
+          for (let cut = 0; cut <= reply.length; cut++) assert.equal(streamed(style, [reply.slice(0, cut), reply.slice(cut)]), before);
+          assert.equal(streamed(style, [...reply]), before);
+        }
+      });
+    }
+  }
+});
+
+describe("tagged tool calls: what the format cannot say exactly is refused by name", () => {
+  const refused = (parameters: unknown, keyword: string, style: Tagged = "xml-function"): void => {
+    assert.throws(
+      () => compileToolCallLanguage([{ name: "f", parameters }], style, true, OPTIONS),
+      (error: unknown) => {
+        assert.ok(error instanceof JsonSchemaError, String(error));
+        assert.equal(error.keyword, keyword, error.message);
+        assert.match(error.message, /function "f"/);
+        return true;
+      },
+    );
+  };
+  const param = (schema: unknown): unknown => ({ type: "object", properties: { x: schema }, required: ["x"] });
+
+  test("the parameters: unnamed properties, object keywords, undeclared required names, names that end a tag", () => {
+    for (const style of STYLES) {
+      refused({ type: "object", additionalProperties: true }, "additionalProperties", style);
+      refused(
+        { type: "object", properties: { x: { type: "string" } }, additionalProperties: { type: "string" } },
+        "additionalProperties",
+        style,
+      );
+      refused({ type: "object", patternProperties: { "^x": {} } }, "patternProperties", style);
+      refused({ type: "object", properties: { x: {} }, minProperties: 1 }, "minProperties", style);
+      refused({ type: "object", properties: { x: {} }, anyOf: [{ required: ["x"] }] }, "anyOf", style);
+      refused({ type: "array" }, "type", style);
+      refused({ type: "object", properties: { x: {} }, required: ["y"] }, "required", style);
+      refused({ type: "object", properties: { "a>b": {} } }, "properties", style);
+    }
+    assert.throws(() => compileToolCallLanguage([{ name: "f<g" }], "glm", true, OPTIONS), /name/);
+    // MiniMax writes the function's name in a quoted attribute, and M3 a parameter's as its tag (`</p>` ends it).
+    for (const style of ["minimax-m2", "minimax-m3"] as const) {
+      assert.throws(
+        () => compileToolCallLanguage([{ name: 'say"hi' }], style, true, OPTIONS),
+        (e: unknown) => e instanceof JsonSchemaError && e.keyword === "name",
+      );
+      refused({ type: "object", properties: { 'a"b': { type: "string" } } }, "properties", style);
+    }
+    refused({ type: "object", properties: { "/invoke": { type: "string" } } }, "properties", "minimax-m3");
+    assert.ok(compileToolCallLanguage([{ name: "f", parameters: param({ type: "string" }) }], "minimax-m2", true, OPTIONS));
+  });
+
+  test("seed-oss and minimax-m3: a value that may be an object or an array is refused by name", () => {
+    for (const style of ["seed-oss", "minimax-m3"] as const) {
+      for (const [parameters, pointer] of [
+        [param({ type: "object" }), "/properties/x/type"],
+        [param({ type: ["array", "null"], items: { type: "string" } }), "/properties/x/type"],
+        [param({}), "/properties/x"],
+        [{ type: "object", properties: { x: true } }, "/properties/x"],
+        [param({ anyOf: [{ type: "string" }, { type: "array" }] }), "/properties/x/anyOf/1/type"],
+        [{ $defs: { O: { type: "object" } }, type: "object", properties: { x: { $ref: "#/$defs/O" } } }, "/$defs/O/type"],
+      ] as const) {
+        assert.throws(
+          () => compileToolCallLanguage([{ name: "f", parameters }], style, true, OPTIONS),
+          (error: unknown) => {
+            assert.ok(error instanceof JsonSchemaError, String(error));
+            assert.equal(error.keyword, "type", error.message);
+            assert.equal(error.pointer, pointer, error.message);
+            assert.match(error.message, new RegExp(`function "f".*${style}`));
+            return true;
+          },
+        );
+      }
+    }
+  });
+
+  test("minimax-m3: a null is never written (the argument is left out), so a parameter that can only be null cannot be required", () => {
+    assert.throws(
+      () => compileToolCallLanguage([{ name: "f", parameters: param({ type: "null" }) }], "minimax-m3", true, OPTIONS),
+      JsonSchemaUnsatisfiableError,
+    );
+    const optional = { type: "object", properties: { x: { type: "null" }, y: { type: ["integer", "null"] } } };
+    const { dfa } = compileToolCallLanguage([{ name: "f", parameters: optional }], "minimax-m3", true, OPTIONS);
+    const call = (params: string): string => `${NS}<tool_call>\n${NS}<invoke name="f">${params}${NS}</invoke>\n${NS}</tool_call>`;
+    assert.ok(matchesString(dfa, call("")));
+    assert.ok(matchesString(dfa, call(`${NS}<y>3${NS}</y>`)));
+    assert.ok(!matchesString(dfa, call(`${NS}<x>null${NS}</x>`)));
+    assert.ok(!matchesString(dfa, call(`${NS}<y>null${NS}</y>`)));
+    // Elsewhere null is written: JSON's null, or Python's None where the template writes `value | string`.
+    for (const [style, text] of [
+      ["glm", "<tool_call>f<arg_key>x</arg_key><arg_value>null</arg_value></tool_call>"],
+      ["minimax-m2", '<minimax:tool_call>\n<invoke name="f">\n<parameter name="x">null</parameter>\n</invoke>\n</minimax:tool_call>'],
+      ["seed-oss", "<seed:tool_call>\n<function=f>\n<parameter=x>None</parameter>\n</function>\n</seed:tool_call>"],
+    ] as const) {
+      const language = compileToolCallLanguage([{ name: "f", parameters: optional }], style, true, OPTIONS).dfa;
+      assert.ok(matchesString(language, text), style);
+      assert.equal(parseToolReply(text, style, [{ name: "f", parameters: optional }]).calls[0]!.arguments, '{"x":null}');
+    }
+  });
+
+  test("a value that may be a string: keywords a raw string cannot be checked against", () => {
+    refused(param({ type: "string", not: { const: "a" } }), "not");
+    refused(param({ allOf: [{ type: "string" }] }), "allOf");
+    refused(param({ type: ["string", "null"], if: { type: "string" }, else: { const: null } }), "if");
+    refused(param({ oneOf: [{ type: "string" }, { type: "string", maxLength: 2 }] }), "oneOf");
+    refused(param({ type: "string", anyOf: [{ maxLength: 2 }, { pattern: "a" }] }), "anyOf");
+    refused(param({ $ref: "https://example.com/s.json" }), "$ref");
+    refused(param({ $ref: "#/$defs/Missing" }), "$ref");
+    // The JSON Schema front end's own refusals, named where they are.
+    refused(param({ type: "string", format: "regex" }), "format");
+    refused(param({ type: "string", pattern: "(" }), "pattern");
+    refused(param({ type: "integer", minimum: "zero" }), "minimum");
+  });
+
+  test("what is not refused: non-string keywords beside a string type, Optional[str], local $refs, untyped values", () => {
+    const scalar = [
+      param({ type: ["string", "integer"], minimum: 3, maxLength: 4 }),
+      param({ anyOf: [{ type: "string", format: "date" }, { type: "null" }], default: null }),
+      param({ anyOf: [{ anyOf: [{ type: "string" }, { type: "boolean" }] }, { type: "null" }] }),
+      { $defs: { S: { type: "string" } }, type: "object", properties: { x: { $ref: "#/$defs/S" } } },
+      { type: "object" },
+    ];
+    const structured = [
+      {
+        definitions: { O: { type: "object", properties: { y: { $ref: "#/definitions/O" } } } },
+        properties: { x: { $ref: "#/definitions/O" } },
+      },
+      param({}),
+    ];
+    for (const style of STYLES)
+      for (const parameters of SCALAR_ONLY.has(style) ? scalar : [...scalar, ...structured])
+        assert.ok(compileToolCallLanguage([{ name: "f", parameters }], style, true, OPTIONS).dfa.numStates > 0);
+    const { dfa } = compileToolCallLanguage(
+      [{ name: "f", parameters: param({ type: ["string", "integer"], minimum: 3, maxLength: 4 }) }],
+      "glm",
+      true,
+      OPTIONS,
+    );
+    const value = (v: string): string => `<tool_call>f<arg_key>x</arg_key><arg_value>${v}</arg_value></tool_call>`;
+    assert.ok(matchesString(dfa, value("3")) && !matchesString(dfa, value("2")), "minimum applies to the integers");
+    assert.ok(matchesString(dfa, value("abcd")) && !matchesString(dfa, value("abcde")), "maxLength to the strings");
+  });
+});
