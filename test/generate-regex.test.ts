@@ -9,7 +9,7 @@ import { GenerationRuntime } from "../src/generate/index.js";
 import { compileRegexCached, regexConstraintFor } from "../src/compile/index.js";
 import { InvalidRequestError, UnsatisfiableError, type CompletionResult, type RegexCompletionRequest } from "../src/generate/index.js";
 import { matchesString } from "../src/regex/index.js";
-import { LLAMA2_TINY_RANDOM, STORIES_260K, vocabFile } from "./support/paths.js";
+import { LLAMA2_TINY_RANDOM, NO_PREFIX_CACHE, STORIES_260K, vocabFile } from "./support/paths.js";
 import { COMPLEMENT_SHORTHAND_PATTERNS } from "./support/regex-patterns.js";
 import {
   FullmatchOracle,
@@ -58,7 +58,7 @@ async function assertFullMatches(pattern: string | string[], texts: string[]): P
 describe("regex completion on stories260K", () => {
   let runtime: GenerationRuntime;
   before(() => {
-    runtime = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 16 });
+    runtime = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, maxSequences: 16, prefixCache: NO_PREFIX_CACHE });
   });
   after(async () => runtime.close());
 
@@ -222,7 +222,7 @@ describe("regex completion on stories260K", () => {
 
 describe("prompt-boundary healing", () => {
   test("SentencePiece (llama-2-tiny-random): a prompt ending in a space is healed, the space not repeated", async () => {
-    const runtime = GenerationRuntime.open({ modelPath: LLAMA2_TINY_RANDOM, threads: 1, maxSequences: 16 });
+    const runtime = GenerationRuntime.open({ modelPath: LLAMA2_TINY_RANDOM, threads: 1, maxSequences: 16, prefixCache: NO_PREFIX_CACHE });
     try {
       const prompt = tokensText(runtime, "The answer is ");
       assert.equal(prompt.at(-1), " ", "the prompt's last token is the lone space");

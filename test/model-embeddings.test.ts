@@ -7,7 +7,7 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { loadModel, PoolingType, type LlamaContext, type LlamaModel } from "../src/model/index.js";
 import { embeddingPooling, GenerationRuntime, InvalidRequestError, normalized } from "../src/generate/index.js";
-import { LLAMA2_TINY_RANDOM, STORIES_260K } from "./support/paths.js";
+import { LLAMA2_TINY_RANDOM, NO_PREFIX_CACHE, STORIES_260K } from "./support/paths.js";
 
 const THREADS = 1;
 
@@ -118,7 +118,13 @@ describe("the embedding lane of a GenerationRuntime (stories260K)", () => {
   let runtime: GenerationRuntime;
 
   before(() => {
-    runtime = GenerationRuntime.open({ modelPath: STORIES_260K, threads: THREADS, maxSequences: 4, embeddingInputTokens: 48 });
+    runtime = GenerationRuntime.open({
+      modelPath: STORIES_260K,
+      threads: THREADS,
+      maxSequences: 4,
+      embeddingInputTokens: 48,
+      prefixCache: NO_PREFIX_CACHE,
+    });
   });
 
   after(async () => {

@@ -12,7 +12,7 @@ import { KeyStore } from "../src/store/index.js";
 import { createEngine } from "../src/engine.js";
 import type { Engine } from "../src/generate/index.js";
 import { auth, testConfig } from "./support/fake-engine.js";
-import { ORACLE_PYTHON, REPO_ROOT, STORIES_260K } from "./support/paths.js";
+import { NO_PREFIX_CACHE, ORACLE_PYTHON, REPO_ROOT, STORIES_260K } from "./support/paths.js";
 
 const ARITHMETIC = `?start: sum
 ?sum: product | sum "+" product -> add | sum "-" product -> sub
@@ -50,7 +50,7 @@ function check(grammar: string, text: string): void {
 }
 
 before(async () => {
-  engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8, contextSize: 512 });
+  engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8, contextSize: 512, prefixCache: NO_PREFIX_CACHE });
   store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
   app = await createServer({ engine, config: testConfig(), store });
   await app.ready();

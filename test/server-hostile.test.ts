@@ -22,7 +22,11 @@ import {
 let service: HostileService;
 
 before(async () => {
-  service = await startHostileService(["--import", "tsx", "src/cli.ts"], { TRELLIS_THREADS: "1", TRELLIS_LOG_LEVEL: "error" });
+  service = await startHostileService(["--import", "tsx", "src/cli.ts"], {
+    TRELLIS_THREADS: "1",
+    TRELLIS_LOG_LEVEL: "error",
+    TRELLIS_PREFIX_CACHE_TOKENS: "0",
+  });
 });
 
 after(async () => {

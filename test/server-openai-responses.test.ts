@@ -94,7 +94,8 @@ describe("Responses API through the openai SDK and the AI SDK (stories260K)", ()
   let base: string;
 
   before(async () => {
-    served = await realEngineApp(STORIES_260K, { maxNewTokensLimit: 300 });
+    // Without the prefix cache: streamed and whole answers of one seed are compared (support/paths.ts NO_PREFIX_CACHE).
+    served = await realEngineApp(STORIES_260K, { maxNewTokensLimit: 300, prefixCacheTokens: 0 });
     await served.app.listen({ host: "127.0.0.1", port: 0 });
     const { port } = served.app.server.address() as { port: number };
     base = `http://127.0.0.1:${port}/v1`;

@@ -15,7 +15,7 @@ import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
 import { createEngine } from "../src/engine.js";
 import type { Engine } from "../src/generate/index.js";
-import { STORIES_260K } from "./support/paths.js";
+import { NO_PREFIX_CACHE, STORIES_260K } from "./support/paths.js";
 import { createFakeEngine, failingChatEngine, TEST_KEY, testConfig } from "./support/fake-engine.js";
 
 const MODEL = "stories260K";
@@ -28,7 +28,7 @@ describe("OpenAI API through the openai SDK (stories260K)", () => {
   let baseURL: string;
 
   before(async () => {
-    engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8 });
+    engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8, prefixCache: NO_PREFIX_CACHE });
     store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
     app = await createServer({ engine, config: testConfig({ maxNewTokensLimit: 300 }), store });
     await app.listen({ host: "127.0.0.1", port: 0 });

@@ -9,7 +9,7 @@ import { createServer } from "../src/server/index.js";
 import { KeyStore } from "../src/store/index.js";
 import { createEngine } from "../src/engine.js";
 import type { Engine } from "../src/generate/index.js";
-import { STORIES_260K } from "./support/paths.js";
+import { NO_PREFIX_CACHE, STORIES_260K } from "./support/paths.js";
 import { auth, testConfig } from "./support/fake-engine.js";
 import { FullmatchOracle } from "./support/generate-harness.js";
 
@@ -29,7 +29,7 @@ describe("POST /v1/completion/regex with the real engine (stories260K)", () => {
 
   before(async () => {
     // One llama.cpp thread: two threads on a loaded 2-core machine wait on each other per decode.
-    engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8 });
+    engine = await createEngine({ modelPath: STORIES_260K, threads: 1, maxSequences: 8, prefixCache: NO_PREFIX_CACHE });
     store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
     app = await createServer({ engine, config: testConfig({ maxNewTokensLimit: MAX_NEW_TOKENS_LIMIT }), store });
     await app.ready();

@@ -11,3 +11,12 @@ export const LLAMA2_TINY_RANDOM = resolve(SHARED_MODELS, "llama-2-tiny-random.gg
 export const vocabFile = (name: string): string => resolve(VOCAB_DIR, `ggml-vocab-${name}.gguf`);
 /** Debian's python3: the only interpreter that sees python3-lark (the oracle). */
 export const ORACLE_PYTHON = "/usr/bin/python3";
+
+/**
+ * Engine options for tests that check a seed reproduces a completion across requests: without the
+ * prefix cache. A prefix reused from it sits in other KV cells than a fresh one, and the last
+ * prompt token is evaluated in a batch of its own, so logits may move in the last bits and a
+ * near tie flip (README, "Batching and reproducibility"); test/generate-prefix-cache holds those
+ * within tolerance.
+ */
+export const NO_PREFIX_CACHE = { tokens: 0, entries: 0 } as const;

@@ -79,7 +79,9 @@ export async function realEngineApp(
   modelPath: string,
   overrides: Partial<Config> = {},
 ): Promise<{ app: FastifyInstance; engine: Engine; store: KeyStore; close(): Promise<void> }> {
-  const engine = await createEngine({ modelPath, threads: 1, maxSequences: 8 });
+  // The prefix cache as the overrides set it (on by default, as the service runs).
+  const prefixCache = { tokens: overrides.prefixCacheTokens ?? -1, entries: overrides.prefixCacheEntries ?? 32 };
+  const engine = await createEngine({ modelPath, threads: 1, maxSequences: 8, prefixCache });
   const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
   const app = await createServer({ engine, config: testConfig(overrides), store });
   await app.ready();

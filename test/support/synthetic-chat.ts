@@ -11,7 +11,7 @@ import { KeyStore } from "../../src/store/index.js";
 import { createEngine } from "../../src/engine.js";
 import type { Engine } from "../../src/generate/index.js";
 import { SHAPES, synthesizeModel } from "../../scripts/synth-model/synthesize.js";
-import { REPO_ROOT } from "./paths.js";
+import { NO_PREFIX_CACHE, REPO_ROOT } from "./paths.js";
 import { TEST_KEY, testConfig } from "./fake-engine.js";
 
 export const TEMPLATES = resolve(REPO_ROOT, "..", "shared", "chat-templates");
@@ -35,7 +35,8 @@ export async function serveSyntheticChat(
   const path = join(dir, `${vocab}.gguf`);
   const chatTemplate = readFileSync(join(TEMPLATES, templateFile), "utf8");
   synthesizeModel({ ...SHAPES["tiny-test"]!, vocab, contextLength: 4096 }, "q8_0", path, undefined, { chatTemplate });
-  const engine = await createEngine({ modelPath: path, threads: 1, maxSequences: 4 });
+  // Without the prefix cache: these tests compare a streamed answer with the whole one of the same seed.
+  const engine = await createEngine({ modelPath: path, threads: 1, maxSequences: 4, prefixCache: NO_PREFIX_CACHE });
   const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });
   const app = await createServer({ engine, config: testConfig({ maxNewTokensLimit }), store });
   await app.listen({ host: "127.0.0.1", port: 0 });

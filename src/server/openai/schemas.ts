@@ -27,7 +27,8 @@ function sharedProperties(config: Config): Record<string, Schema> {
       type: nullable("integer"),
       minimum: -Number.MAX_SAFE_INTEGER,
       maximum: Number.MAX_SAFE_INTEGER,
-      description: "Same seed, same request → same output.",
+      description:
+        "Same seed, same request, same load → same output (a prompt prefix reused from the prefix cache may move the last bits: TRELLIS_PREFIX_CACHE_TOKENS=0 for exact repeats).",
     },
     fast_forward: {
       type: nullable("boolean"),
