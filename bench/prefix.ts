@@ -26,10 +26,7 @@
 import { writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
-import { type Config, defaultConfig, engineOptions } from "../src/config.js";
-import { createEngine } from "../src/engine.js";
-import { createServer } from "../src/server/index.js";
-import { KeyStore } from "../src/store/index.js";
+import { type BenchService, startBenchService, streamedChat as streamed } from "./chat-service.js";
 import { argValue, round3 } from "./stats.js";
 
 const ROUNDS = Number(argValue("rounds") ?? 2);
@@ -60,79 +57,17 @@ function prose(seed: number, words: number): string {
   return `${out.join(" ")}.`;
 }
 
-interface Served {
-  name: "cache" | "noCache";
-  url: string;
-  close(): Promise<void>;
-}
+type Served = BenchService & { name: "cache" | "noCache" };
 
-async function serve(name: Served["name"], modelPath: string): Promise<Served> {
-  const config: Config = {
-    ...defaultConfig(),
-    host: "127.0.0.1",
-    port: 0,
-    apiKeys: [KEY],
-    rateLimit: 0,
-    dataDir: ":memory:",
-    requestTimeoutMs: 600_000,
-    ...(name === "noCache" ? { prefixCacheTokens: 0 } : {}),
-  };
-  const engine = await createEngine(engineOptions(config, modelPath));
-  const store = new KeyStore({ dataDir: ":memory:" });
-  const app = await createServer({ engine, config, store });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  return {
-    name,
-    url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`,
-    async close() {
-      await app.close();
-      await engine.close();
-      store.close();
-    },
-  };
-}
-
-const headers = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
-
-/** A streamed chat completion: time to first content, its text, and the usage it reports. */
+/** A streamed chat completion: time to first content, its text, and the prompt tokens it reports as cached. */
 async function streamedChat(s: Served, messages: unknown[], maxTokens: number, seed: number) {
-  const sent = performance.now();
-  const response = await fetch(`${s.url}/v1/chat/completions`, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({
-      model: "synthetic-qwen2-0.5b-q8_0",
-      messages,
-      max_tokens: maxTokens,
-      seed,
-      temperature: 1,
-      stream: true,
-      stream_options: { include_usage: true },
-    }),
-  });
-  if (!response.ok) throw new Error(`${response.status}: ${await response.text()}`);
-  let ttft = Number.NaN;
-  let text = "";
-  type Usage = { prompt_tokens: number; prompt_tokens_details?: { cached_tokens?: number } };
-  let usage = null as Usage | null;
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let at: number;
-    while ((at = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, at);
-      buffer = buffer.slice(at + 2);
-      const data = event.startsWith("data: ") ? event.slice(6) : "";
-      if (data === "" || data === "[DONE]") continue;
-      const parsed = JSON.parse(data) as { choices: { delta?: { content?: string } }[]; usage?: Usage | null };
-      const content = parsed.choices[0]?.delta?.content ?? "";
-      if (content.length > 0 && Number.isNaN(ttft)) ttft = performance.now() - sent;
-      text += content;
-      if (parsed.usage) usage = parsed.usage;
-    }
-  }
-  return { ttftMs: ttft, text, promptTokens: usage?.prompt_tokens ?? 0, cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0 };
+  const r = await streamed(s, KEY, { messages, max_tokens: maxTokens, seed, temperature: 1 });
+  return {
+    ttftMs: r.firstMs,
+    text: r.text,
+    promptTokens: r.usage.prompt_tokens,
+    cachedTokens: r.usage.prompt_tokens_details?.cached_tokens ?? 0,
+  };
 }
 
 async function chatScenario(s: Served, round: number) {
@@ -163,6 +98,8 @@ async function repeatScenario(s: Served, round: number) {
   };
 }
 
+const headers = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
+
 async function categorizeScenario(s: Served, round: number) {
   const body = {
     prompt: `${prose(9000 + round, 430)}\nWhat is this text mostly about?`,
@@ -181,7 +118,10 @@ async function categorizeScenario(s: Served, round: number) {
 
 const modelPath = ensureSyntheticModel("qwen2-0.5b");
 log(`opening ${modelPath} twice (prefix cache at its defaults, and off)`);
-const servers = [await serve("cache", modelPath), await serve("noCache", modelPath)];
+const servers: Served[] = [
+  { ...(await startBenchService(modelPath, KEY)), name: "cache" },
+  { ...(await startBenchService(modelPath, KEY, { prefixCacheTokens: 0 })), name: "noCache" },
+];
 const load0 = loadavg()[0]!;
 const rounds: Record<string, unknown>[] = [];
 // An untimed warm-up on each: pages the weights in.

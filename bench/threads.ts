@@ -19,17 +19,14 @@
 import { writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
-import { type Config, defaultConfig, engineOptions } from "../src/config.js";
-import { createEngine } from "../src/engine.js";
-import { createServer } from "../src/server/index.js";
-import { KeyStore } from "../src/store/index.js";
+import { defaultConfig } from "../src/config.js";
+import { type BenchService, startBenchService, streamedChat } from "./chat-service.js";
 import { argValue, percentile, round3 } from "./stats.js";
 
 const ROUNDS = Number(argValue("rounds") ?? 2);
 const LAYOUTS = (argValue("layouts") ?? Array.from({ length: availableParallelism() }, (_, i) => i + 1).join(",")).split(",").map(Number);
 const OUT = argValue("out");
 const KEY = "bench-threads-key";
-const MODEL_ID = "synthetic-qwen2-0.5b-q8_0";
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const quantile = (xs: readonly number[], q: number) =>
@@ -56,68 +53,12 @@ const SCHEMA = {
   additionalProperties: false,
 };
 
-interface Served {
-  threads: number;
-  url: string;
-  close(): Promise<void>;
-}
+type Served = BenchService & { threads: number };
 
-async function serve(threads: number, modelPath: string): Promise<Served> {
-  const config: Config = {
-    ...defaultConfig(),
-    host: "127.0.0.1",
-    port: 0,
-    apiKeys: [KEY],
-    rateLimit: 0,
-    dataDir: ":memory:",
-    requestTimeoutMs: 600_000,
-    threads,
-    prefixCacheTokens: 0,
-  };
-  const engine = await createEngine(engineOptions(config, modelPath));
-  const store = new KeyStore({ dataDir: ":memory:" });
-  const app = await createServer({ engine, config, store });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  return {
-    threads,
-    url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`,
-    async close() {
-      await app.close();
-      await engine.close();
-      store.close();
-    },
-  };
-}
-
-const headers = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
-
-/** A streamed chat completion: tokens, the time to the first content event and from it to the end. */
+/** A streamed chat completion: its usage, time to the first content and from it to the end. */
 async function chat(s: Served, body: Record<string, unknown>) {
-  const sent = performance.now();
-  const response = await fetch(`${s.url}/v1/chat/completions`, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ model: MODEL_ID, stream: true, stream_options: { include_usage: true }, ...body }),
-  });
-  if (!response.ok) throw new Error(`${response.status}: ${await response.text()}`);
-  let first = Number.NaN;
-  let usage = { prompt_tokens: 0, completion_tokens: 0 };
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let at: number;
-    while ((at = buffer.indexOf("\n\n")) >= 0) {
-      const data = buffer.slice(6, at);
-      buffer = buffer.slice(at + 2);
-      if (data === "[DONE]" || data === "") continue;
-      const parsed = JSON.parse(data) as { choices: { delta?: { content?: string } }[]; usage?: typeof usage };
-      if ((parsed.choices[0]?.delta?.content ?? "").length > 0 && Number.isNaN(first)) first = performance.now();
-      if (parsed.usage) usage = parsed.usage;
-    }
-  }
-  const end = performance.now();
-  return { usage, totalMs: end - sent, firstMs: first - sent, afterFirstMs: end - first };
+  const r = await streamedChat(s, KEY, body);
+  return { usage: r.usage, totalMs: r.totalMs, afterFirstMs: r.totalMs - r.firstMs };
 }
 
 /** Polls /healthz every 25 ms until stopped; the latencies. */
@@ -164,7 +105,8 @@ async function measure(s: Served, round: number) {
 const modelPath = ensureSyntheticModel("qwen2-0.5b");
 log(`opening ${modelPath} once per layout: threads ${LAYOUTS.join(", ")}`);
 const servers: Served[] = [];
-for (const threads of LAYOUTS) servers.push(await serve(threads, modelPath));
+// Without the prefix cache: every prompt is evaluated.
+for (const threads of LAYOUTS) servers.push({ ...(await startBenchService(modelPath, KEY, { threads, prefixCacheTokens: 0 })), threads });
 const load0 = loadavg()[0]!;
 for (const s of servers) await chat(s, { messages: [{ role: "user", content: "Hello" }], max_tokens: 2, seed: 1 }); // pages the weights in
 const samples = new Map(servers.map((s) => [s.threads, [] as Awaited<ReturnType<typeof measure>>[]]));
