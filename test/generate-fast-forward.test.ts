@@ -195,6 +195,19 @@ describe("fast-forward on a real model (stories260K)", () => {
     assert.equal(withLogprobs.tokens!.length, withLogprobs.tokensGenerated);
   });
 
+  test("off for the whole runtime (TRELLIS_FAST_FORWARD=false): nothing forced unless a request asks", async () => {
+    const off = GenerationRuntime.open({ modelPath: STORIES_260K, threads: 1, contextSize: 512, maxSequences: 2, fastForward: false });
+    try {
+      const req = { ...base, maxNewTokens: 120, seed: 4, constraint: { kind: "regex" as const, pattern } };
+      const r = await off.complete(req);
+      assert.equal(r.fastForwardedTokens, undefined);
+      assert.ok(matchesString(compileRegexCached(pattern), r.completion));
+      assert.ok(((await off.complete({ ...req, fastForward: true })).fastForwardedTokens ?? 0) > 0, "a request may still ask for it");
+    } finally {
+      await off.close();
+    }
+  });
+
   test("a stop string inside a forced run ends the text before it", async () => {
     const r = await runtime.complete({
       ...base,

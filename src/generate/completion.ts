@@ -172,7 +172,9 @@ export class CompletionJob implements DecodeJob {
     const feed = this.feed;
     const n = Math.min(room, feed.length);
     for (let i = 0; i < n; i++) this.row = slots.append(batch, this.seq, feed[i]!, n === feed.length && i === n - 1);
-    feed.splice(0, n);
+    // Nearly always the whole run fits: emptied in place, no array made per token.
+    if (n === feed.length) feed.length = 0;
+    else feed.splice(0, n);
     this.fedGenerated += n;
     if (feed.length > 0) this.row = -1;
   }

@@ -117,6 +117,7 @@ function extendsPast(token: number, then: Uint32Array, trie: TokenTrie): boolean
  * null when nothing is forced or no tokens spell it.
  */
 export function forcedTokens(constraint: TokenConstraint, speller: ForcedSpeller): Int32Array | null {
+  if (constraint.allowsWithin === undefined) return null; // every forced token is checked against its budget
   const forced = constraint.forcedBytes?.(FAST_FORWARD_MAX_BYTES);
   if (!forced) return null;
   const length = wholeCharacters(forced.bytes);

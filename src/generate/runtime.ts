@@ -141,7 +141,7 @@ export class GenerationRuntime {
     });
     const embeddingInputTokens = Math.min(options.embeddingInputTokens ?? DEFAULT_EMBEDDING_INPUT_TOKENS, train);
     const prefixCache = options.prefixCache ?? { tokens: -1, entries: 32 };
-    return new GenerationRuntime(
+    const runtime = new GenerationRuntime(
       model,
       vocab,
       context,
@@ -150,6 +150,8 @@ export class GenerationRuntime {
       embeddingInputTokens,
       prefixCache,
     );
+    runtime.fastForward = options.fastForward ?? true;
+    return runtime;
   }
 
   get contextLength(): number {
