@@ -130,6 +130,25 @@ describe("OpenAI chat fields of issue 40 through the openai SDK (stories260K)", 
     assert.ok(value("trellis_prefix_cache_entries") >= 1);
   });
 
+  test("fast_forward (Trellis's extension): false and true both answer a valid document, without warnings; a non-boolean is a 400 naming it", async () => {
+    const pet = {
+      type: "object",
+      properties: { name: { type: "string", maxLength: 10 }, legs: { type: "integer" } },
+      required: ["name", "legs"],
+    };
+    for (const fast_forward of [false, true]) {
+      const r = await chat({
+        fast_forward,
+        max_tokens: 60,
+        response_format: { type: "json_schema", json_schema: { name: "pet", schema: pet } },
+      });
+      const value = JSON.parse(r.choices[0]!.message.content!) as { name: string; legs: number };
+      assert.ok(typeof value.name === "string" && Number.isInteger(value.legs), r.choices[0]!.message.content!);
+      assert.deepEqual(warningsOf(r), []);
+    }
+    await refused({ fast_forward: "yes" }, "fast_forward");
+  });
+
   test("accepted fields in a stream: the warnings ride on the first chunk", async () => {
     const stream = await client.chat.completions.create({
       model: MODEL,
