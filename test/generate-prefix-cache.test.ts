@@ -7,7 +7,8 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { GenerationRuntime, MIN_PREFIX_MATCH, PrefixCache, commonPrefixLength, type CompletionResult } from "../src/generate/index.js";
+import { GenerationRuntime, MIN_PREFIX_MATCH, PrefixCache, type CompletionResult } from "../src/generate/index.js";
+import { commonPrefixLength } from "../src/support/index.js";
 import type { SequenceSlots } from "../src/model/index.js";
 import { Categorizer } from "../src/categorize/index.js";
 import { STORIES_260K } from "./support/paths.js";

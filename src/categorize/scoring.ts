@@ -21,6 +21,7 @@
  */
 import type { LlamaBatch, LlamaContext, SequenceSlots } from "../model/index.js";
 import type { DecodeJob } from "../generate/index.js";
+import { commonPrefixLength } from "../support/index.js";
 import { MAX_READ_SETS, logSumExpOf, setMembership } from "./logsumexp.js";
 
 export interface ScoringRequest {
@@ -233,7 +234,7 @@ export class ScoringJob implements DecodeJob {
     let mostCells = 0;
     for (let i = 0; i < order.length; i++) {
       const tokens = req.branches[order[i]!]!;
-      const shared = wave.length === 0 ? 0 : sharedLength(tokens, req.branches[order[i - 1]!]!);
+      const shared = wave.length === 0 ? 0 : commonPrefixLength(tokens, req.branches[order[i - 1]!]!);
       if (wave.length > 0 && (wave.length >= req.maxBranchSeqs || cells + tokens.length - shared > cellBudget)) {
         this.waves.push(new Wave(wave, req.branches, req.scoreFrom, req.readAfter.length > 0));
         wave = [];
@@ -442,13 +443,6 @@ export class ScoringJob implements DecodeJob {
   result(): ScoringResult {
     return this.out;
   }
-}
-
-function sharedLength(a: Int32Array, b: Int32Array): number {
-  const n = Math.min(a.length, b.length);
-  let k = 0;
-  while (k < n && a[k] === b[k]) k++;
-  return k;
 }
 
 function compareTokens(a: Int32Array, b: Int32Array): number {

@@ -26,7 +26,7 @@ export {
 export { DecodeScheduler, runJob, type DecodeJob, type SchedulerOptions, type SideWork } from "./scheduler.js";
 export { EmbeddingLane, embeddingPooling, normalized, type EmbeddingLaneOptions } from "./embeddings.js";
 export { CompletionJob, completionText, UNBOUNDED, type CompletionJobOptions } from "./completion.js";
-export { MIN_PREFIX_MATCH, PrefixCache, commonPrefixLength, type PrefixCacheOptions, type PrefixCacheStats } from "./prefix-cache.js";
+export { MIN_PREFIX_MATCH, PrefixCache, type PrefixCacheOptions, type PrefixCacheStats } from "./prefix-cache.js";
 // The compile stage's contract types and errors, as the Engine's callers meet them.
 export {
   ClientLimitError,

@@ -16,6 +16,7 @@
  * longer one answers every match it would).
  */
 import type { SequenceSlots } from "../model/index.js";
+import { commonPrefixLength } from "../support/index.js";
 
 export interface PrefixCacheOptions {
   /** Most tokens (KV cells) kept over all entries; 0 turns the cache off. */
@@ -48,14 +49,6 @@ export interface PrefixCacheStats {
   /** Tokens held now, and entries. */
   tokens: number;
   entries: number;
-}
-
-/** Length of the common prefix of `a` and `b`. */
-export function commonPrefixLength(a: Int32Array, b: Int32Array): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
 }
 
 export class PrefixCache {

@@ -89,8 +89,6 @@ export class GenerationRuntime {
   readonly chat: ChatPrompter;
   /** Why the model's chat template could not be used, when it could not (the plain transcript is then). */
   readonly chatTemplateError: string | null = null;
-  /** Fast-forward through forced text unless a request turns it off (GenerationRuntimeOptions.fastForward). */
-  fastForward = true;
   /** Forced text in this model's tokens (fast-forward). */
   private readonly spellForced: ForcedSpeller;
 
@@ -102,6 +100,8 @@ export class GenerationRuntime {
     constraints: Partial<ConstraintCacheOptions>,
     embeddingInputTokens: number,
     prefixCache: { tokens: number; entries: number } = { tokens: 0, entries: 0 },
+    /** Fast-forward through forced text unless a request turns it off (GenerationRuntimeOptions.fastForward). */
+    readonly fastForward = true,
   ) {
     this.vocab = vocab;
     this.trie = tokenTrieFor(vocab);
@@ -141,7 +141,7 @@ export class GenerationRuntime {
     });
     const embeddingInputTokens = Math.min(options.embeddingInputTokens ?? DEFAULT_EMBEDDING_INPUT_TOKENS, train);
     const prefixCache = options.prefixCache ?? { tokens: -1, entries: 32 };
-    const runtime = new GenerationRuntime(
+    return new GenerationRuntime(
       model,
       vocab,
       context,
@@ -149,9 +149,8 @@ export class GenerationRuntime {
       options.constraints ?? {},
       embeddingInputTokens,
       prefixCache,
+      options.fastForward ?? true,
     );
-    runtime.fastForward = options.fastForward ?? true;
-    return runtime;
   }
 
   get contextLength(): number {

@@ -171,10 +171,12 @@ export class DecodeScheduler {
     while (this.waiting.length > 0) {
       const job = this.waiting[0]!;
       const prompt = job.promptTokens;
+      const cells = job.kvCells ?? 0;
+      // Blocked by running jobs, not by the cache: wait without scanning the cache every round.
+      if (this.slots.available + cache.size < job.seqsNeeded || this.reservedCells + cells > this.context.nCtx) break;
       // The cached prefix to reuse, found first so that making room does not evict it, unless
       // nothing else can go.
       let hit = prompt !== undefined && prompt.length > 1 ? cache.match(prompt, prompt.length - 1) : null;
-      const cells = job.kvCells ?? 0;
       const fits = () => this.slots.available >= job.seqsNeeded && this.reservedCells + cache.tokens + cells <= this.context.nCtx;
       while (!fits() && cache.evictOne(hit?.seq ?? -1)) {}
       if (!fits() && hit !== null && cache.evictOne()) hit = null;

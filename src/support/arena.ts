@@ -107,6 +107,14 @@ export function grownTo<T extends Int32Array | Uint32Array | Uint8Array>(array: 
 
 // Typed copies of plain lists by a loop: the static `from` goes through the iterator protocol,
 // several times slower for the short lists compile stages keep.
+/** Length of the common prefix of `a` and `b` (token sequences: the prefix cache, categorization's trie order). */
+export function commonPrefixLength(a: Int32Array, b: Int32Array): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
 /** The arrays one after another in one new array. */
 export function concatInt32(parts: readonly Int32Array[]): Int32Array {
   let n = 0;

@@ -10,7 +10,7 @@
  *   Threads:             WorkerPool (time-limited tasks, per-client round-robin)
  *   Tests and fuzzers:   seededRandom
  */
-export { concatInt32, grownTo, Int32Arena, int32Of, TableSlab, uint8Of } from "./arena.js";
+export { commonPrefixLength, concatInt32, grownTo, Int32Arena, int32Of, TableSlab, uint8Of } from "./arena.js";
 export { IdMap, IntMap } from "./int-map.js";
 export { DenseTable } from "./dense-table.js";
 export { maskWords, orInto, setBits, setTokenList, setTokenRange } from "./bitset.js";

@@ -117,7 +117,8 @@ export class DfaConstraintState implements TokenConstraint {
 
   /** See TokenConstraint.forcedBytes. */
   forcedBytes(max: number): ForcedBytes | null {
-    if (this.state === PREFIX_PENDING) return null;
+    // Asked after every sampled token: most states force nothing, and then nothing is allocated.
+    if (this.state === PREFIX_PENDING || this.matcher.forcedByte(this.state) < 0) return null;
     const { next, numClasses, byteClass, minBytesToAccept } = this.matcher.dfa;
     const out: number[] = [];
     let s = this.state;
@@ -125,7 +126,6 @@ export class DfaConstraintState implements TokenConstraint {
       out.push(b);
       s = next[s * numClasses + byteClass[b]!]!;
     }
-    if (out.length === 0) return null;
     const then = new Uint32Array(8);
     for (let b = 0; b < 256; b++) {
       const t = next[s * numClasses + byteClass[b]!]!;
