@@ -7,15 +7,17 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { compileRegexCached, regexConstraintFor } from "../src/compile/index.js";
-import { type DfaConstraintState, tokenTrieFor } from "../src/constraint/index.js";
+import { spawnSync } from "node:child_process";
+import { resolve } from "node:path";
+import { compileRegexCached, grammarConstraintFor, regexConstraintFor } from "../src/compile/index.js";
+import { type DfaConstraintState, type GrammarConstraintState, tokenTrieFor } from "../src/constraint/index.js";
 import { FAST_FORWARD_MAX_BYTES, forcedSpeller, forcedTokens } from "../src/generate/fast-forward.js";
 import { CompletionJob, GenerationRuntime, runJob, type ConstrainedCompletionRequest } from "../src/generate/index.js";
 import { Sampler } from "../src/sampling/index.js";
 import { openRandomLogitsRuntime } from "./support/generate-harness.js";
 import { matchesString } from "../src/regex/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
-import { STORIES_260K, vocabFile } from "./support/paths.js";
+import { ORACLE_PYTHON, REPO_ROOT, STORIES_260K, vocabFile } from "./support/paths.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -55,6 +57,37 @@ describe("forced bytes and their tokens", () => {
     assert.equal(text(whole.forcedBytes(5)!.bytes), "hello");
     assert.equal(whole.forcedBytes(5)!.ends, false, "cut short by max: not the end");
     assert.equal(state("a|b").forcedBytes(64), null);
+  });
+
+  test("a grammar forces a literal's bytes while one byte can follow; ignored whitespace or a choice stops it", () => {
+    const grammar = (source: string) => grammarConstraintFor(trie, source)(undefined) as GrammarConstraintState;
+    const followers = (then: Uint32Array) =>
+      String.fromCharCode(...Array.from({ length: 256 }, (_, b) => b).filter((b) => ((then[b >>> 5]! >>> (b & 31)) & 1) === 1));
+    const sql = grammar('start: "SELECT" NAME "FROM" NAME\nNAME: /[a-z]+/\n%ignore " "');
+    assert.equal(sql.forcedBytes(64), null, "S, or a space (ignored)");
+    assert.ok(sql.advance(idOf("S")));
+    const first = sql.forcedBytes(FAST_FORWARD_MAX_BYTES)!;
+    assert.equal(text(first.bytes), "ELECT");
+    assert.equal(first.ends, false);
+    assert.equal(followers(first.then), " abcdefghijklmnopqrstuvwxyz", "a space (ignored) or the name");
+    for (const c of "ELECT x") assert.ok(sql.advance(idOf(c)));
+    assert.equal(sql.forcedBytes(64), null, "the name goes on, or a space, or FROM");
+    assert.ok(sql.advance(idOf(" ")));
+    assert.ok(sql.advance(idOf("F")));
+    assert.equal(text(sql.forcedBytes(64)!.bytes), "ROM");
+    const bool = grammar('start: "true" | "false"');
+    assert.equal(bool.forcedBytes(64), null, "t or f");
+    assert.ok(bool.advance(idOf("t")));
+    const rest = bool.forcedBytes(64)!;
+    assert.equal(text(rest.bytes), "rue");
+    assert.equal(rest.ends, true, "complete, and nothing may follow");
+    assert.equal(followers(rest.then), "");
+    assert.equal(text(bool.forcedBytes(2)!.bytes), "ru");
+    assert.equal(bool.forcedBytes(2)!.ends, false, "cut short by max: not the end");
+    // Every forced token is checked against the budget like a sampled one.
+    assert.equal(bool.allowsWithin(idOf("rue"), 1), true);
+    assert.equal(bool.allowsWithin(idOf("r"), 1), false, "r then ue: two tokens, one left");
+    assert.equal(bool.allowsWithin(idOf("x"), 5), false);
   });
 
   test("forced text is spelled exactly; the last token stays open where a longer token could go on past the run", () => {
@@ -206,6 +239,38 @@ describe("fast-forward on a real model (stories260K)", () => {
     } finally {
       await off.close();
     }
+  });
+
+  test("grammars fast-forward through their literals; every completion is a sentence Lark accepts", async () => {
+    const grammar = [
+      'start: "SELECT " cols " FROM " NAME (" WHERE " cond)? ";"',
+      'cols: NAME ("," " "? NAME)*',
+      'cond: NAME " = " (NUMBER | "\'" NAME "\'")',
+      "NAME: /[a-z]{1,6}/",
+      "NUMBER: /[0-9]{1,3}/",
+    ].join("\n");
+    const texts: string[] = [];
+    let forced = 0;
+    for (let seed = 0; seed < 8; seed++) {
+      for (const maxNewTokens of [120, 24]) {
+        let r: Awaited<ReturnType<typeof runtime.completeGrammar>>;
+        try {
+          r = await runtime.completeGrammar({ ...base, prompt: "SQL: ", grammar, maxNewTokens, seed });
+        } catch (error) {
+          assert.equal(maxNewTokens, 24, `refused at ${maxNewTokens}: ${String(error)}`);
+          continue;
+        }
+        assert.ok(r.tokensGenerated <= maxNewTokens);
+        forced += r.fastForwardedTokens ?? 0;
+        texts.push(r.completion);
+      }
+    }
+    assert.ok(forced > 0, "some tokens were forced");
+    const input = JSON.stringify({ grammar, texts }) + "\n";
+    const oracle = spawnSync(ORACLE_PYTHON, [resolve(REPO_ROOT, "test", "grammars", "lark_oracle.py")], { input, encoding: "utf8" });
+    const answer = JSON.parse(oracle.stdout) as { ok: boolean; results: boolean[] };
+    assert.ok(answer.ok, oracle.stdout + oracle.stderr);
+    answer.results.forEach((ok, i) => assert.ok(ok, `Lark refuses ${JSON.stringify(texts[i])}`));
   });
 
   test("a stop string inside a forced run ends the text before it", async () => {

@@ -45,6 +45,24 @@ describe("reasoning then answer (stories260K)", () => {
     }
   });
 
+  test("the answer fast-forwards through what it forces once the section is closed", async () => {
+    const pattern = 'answer: \\{"n": [0-9]{1,2}\\}';
+    let forced = 0;
+    for (const seed of [1, 2, 3]) {
+      const r = await runtime.complete({
+        ...base,
+        seed,
+        maxNewTokens: 80,
+        reasoning: { ...SECTION, maxTokens: 20 },
+        constraint: { kind: "regex", pattern },
+      });
+      assert.ok(matchesString(compileRegex(pattern), r.completion), `answer ${JSON.stringify(r.completion)}`);
+      assert.ok(r.tokensGenerated <= 80);
+      forced += r.fastForwardedTokens ?? 0;
+    }
+    assert.ok(forced > 0, "the answer's literal text was forced");
+  });
+
   test("free text after the section: the answer is what follows the closing marker", async () => {
     const r = await runtime.complete({
       ...base,

@@ -9,7 +9,7 @@
  */
 import type { ByteDfa } from "./types.js";
 import type { DfaConstraintState } from "./dfa/state.js";
-import type { TokenConstraint } from "./token-constraint.js";
+import type { ForcedBytes, TokenConstraint } from "./token-constraint.js";
 
 /**
  * The byte DFA of `open · body · close` where body is any bytes not containing `close` (a
@@ -126,6 +126,16 @@ export class ReasoningConstraint implements TokenConstraint {
     if (close > cap) return close;
     const answer = this.answer.minTokensAtLeast ? this.answer.minTokensAtLeast(cap - close) : this.answer.minTokensToAccept(cap - close);
     return Math.min(close + answer, cap + 1);
+  }
+
+  /** Fast-forward in the answer only (the answer's own); the reasoning is free text, nothing forced. */
+  forcedBytes(max: number): ForcedBytes | null {
+    const a = this.answer;
+    return this.inAnswer && a.forcedBytes !== undefined && a.allowsWithin !== undefined ? a.forcedBytes(max) : null;
+  }
+
+  allowsWithin(token: number, remaining: number): boolean {
+    return this.inAnswer && this.answer.allowsWithin?.(token, remaining) === true;
   }
 
   walkAhead(deadline: number): boolean {

@@ -25,6 +25,7 @@ import { CompletionBounds } from "./bounds.js";
 import { TokenBudgets } from "./budget.js";
 import type { CompletableAutomaton } from "./contracts.js";
 import { StateEdgeCache } from "./edges.js";
+import { ForcedBytesOfStates } from "./forced.js";
 import { LexerLevelWalks } from "./lexer-walks.js";
 import { listOf, MATCHER_SLAB_BYTES } from "./tables.js";
 
@@ -51,6 +52,7 @@ export class GrammarTokenMatcher {
   private readonly edges: StateEdgeCache;
   private readonly bounds: CompletionBounds;
   private readonly budgets: TokenBudgets;
+  private readonly forced: ForcedBytesOfStates;
   /** Bounds each operation's walks (see work-meter.ts); the constraint state begins it. */
   readonly work = new WorkMeter(Number.POSITIVE_INFINITY, GRAMMAR_STEP_WEIGHT);
 
@@ -64,6 +66,7 @@ export class GrammarTokenMatcher {
     this.edges = new StateEdgeCache(trie, automaton, this.lexer, this.tables, this.work);
     this.bounds = new CompletionBounds(trie, automaton, this.lexer, this.tables, this.work);
     this.budgets = new TokenBudgets(trie, automaton, this.lexer, this.edges, this.bounds, this.tables, this.work);
+    this.forced = new ForcedBytesOfStates(automaton, this.tables, this.work);
     this.words = this.edges.words;
   }
 
@@ -82,7 +85,7 @@ export class GrammarTokenMatcher {
    */
   retainedBytes(): number {
     let bytes = MATCHER_SLAB_BYTES + this.edges.retainedBytes() + this.bounds.retainedBytes() + this.budgets.retainedBytes();
-    bytes += this.lexer?.retainedBytes() ?? 0;
+    bytes += (this.lexer?.retainedBytes() ?? 0) + this.forced.byteLength;
     for (const cached of this.prefixCache.values()) bytes += 200 + cached.tokens.byteLength + cached.targets.byteLength;
     return bytes;
   }
@@ -196,5 +199,15 @@ export class GrammarTokenMatcher {
 
   hasAnyToken(state: number, remaining: number): boolean {
     return this.budgets.hasAnyToken(state, remaining);
+  }
+
+  /** The one byte that can follow `state` on the way to a complete sentence, or -1 (see forced.ts). */
+  forcedByte(state: number): number {
+    return this.forced.forcedByte(state);
+  }
+
+  /** The bytes that may follow `state` on the way to a complete sentence, set in a zeroed `out` (8 words). */
+  liveBytes(state: number, out: Uint32Array): void {
+    this.forced.liveBytes(state, out);
   }
 }

@@ -2,7 +2,7 @@
  * One grammar request's position (GrammarConstraintState): the decode loop's view of a grammar
  * constraint over a shared GrammarTokenMatcher, with prompt-boundary healing.
  */
-import { copyMaskInto, type TokenConstraint } from "../token-constraint.js";
+import { copyMaskInto, type ForcedBytes, type TokenConstraint } from "../token-constraint.js";
 import { PREFIX_PENDING } from "../types.js";
 import type { GrammarTokenMatcher } from "./matcher.js";
 
@@ -104,6 +104,34 @@ export class GrammarConstraintState implements TokenConstraint {
     for (let i = 0; i < targets.length; i++)
       best = Math.min(best, 1 + this.matcher.minTokensToAccept(targets[i]!, Math.min(cap, best - 2)));
     return best;
+  }
+
+  /** See TokenConstraint.forcedBytes: a grammar literal's bytes, while one byte at a time can follow. */
+  forcedBytes(max: number): ForcedBytes | null {
+    if (this.state === PREFIX_PENDING) return null;
+    const m = this.matcher;
+    m.work.begin();
+    // Asked after every sampled token: most states force nothing, and then nothing is allocated.
+    if (m.forcedByte(this.state) < 0) return null;
+    const out: number[] = [];
+    let s = this.state;
+    for (let b = m.forcedByte(s); b >= 0 && out.length < max && s >= 0; b = m.forcedByte(s)) {
+      out.push(b);
+      s = m.automaton.step(s, b);
+    }
+    const then = new Uint32Array(8);
+    if (s >= 0) m.liveBytes(s, then);
+    // The end of every sentence: complete, and no byte goes on to another.
+    const ends = out.length < max && m.isAccepting(s) && then.every((w) => w === 0);
+    return { bytes: Uint8Array.from(out), ends, then };
+  }
+
+  /** See TokenConstraint.allowsWithin. */
+  allowsWithin(token: number, remaining: number): boolean {
+    if (this.state === PREFIX_PENDING || remaining < 1) return false;
+    this.matcher.work.begin();
+    const target = this.matcher.advance(this.state, token);
+    return target >= 0 && this.matcher.canAcceptWithin(target, remaining - 1);
   }
 
   advance(token: number): boolean {
