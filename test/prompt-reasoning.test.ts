@@ -1,11 +1,12 @@
 // Reasoning sections recognised from the real chat templates of ../shared/chat-templates: the
 // markers, whether the generation prompt opens the section, and the switch that turns it off, as
-// each template itself renders them.
-import { test } from "node:test";
+// each template itself renders them; and an earlier turn's reasoning_content, where each template
+// puts it (or leaves it out).
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { ChatTemplate, type ReasoningFormat, reasoningFormatOf } from "../src/prompt/index.js";
+import { type ChatMessage, ChatTemplate, type PromptSegment, type ReasoningFormat, reasoningFormatOf } from "../src/prompt/index.js";
 import { REPO_ROOT } from "./support/paths.js";
 
 const DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
@@ -59,4 +60,52 @@ test("count: templates of the folder whose reasoning section Trellis reads", () 
   // 33 of the 70 today; the families left (gpt-oss channels, Gemma 4, Apriel, Solar, Kimi-K3,
   // MiniMax-M3, Hunyuan) write other markers.
   assert.ok(read.length >= 33, `${read.length}: ${read.join(", ")}`);
+});
+
+describe("an earlier turn's reasoning_content, placed by each template's own rule", () => {
+  const render = (file: string, messages: ChatMessage[], specialTexts: string[] = []): PromptSegment[] => {
+    const source = readFileSync(resolve(DIR, file), "utf8");
+    return new ChatTemplate(source, { specialTexts, bosText: "", eosText: "", addsBos: false }).render({
+      messages,
+      addGenerationPrompt: true,
+    });
+  };
+  const text = (segments: readonly PromptSegment[]): string => segments.map((s) => s.text).join("");
+  const call = { id: "c1", type: "function" as const, function: { name: "weather", arguments: { city: "Oslo" } } };
+  // A tool loop: the assistant turn comes after the last user query.
+  const toolLoop = (reasoning?: string): ChatMessage[] => [
+    { role: "user", content: "Weather in Oslo?" },
+    { role: "assistant", content: "", tool_calls: [call], ...(reasoning !== undefined ? { reasoning_content: reasoning } : {}) },
+    { role: "tool", content: '{"rain": true}', tool_call_id: "c1" },
+  ];
+  // A finished exchange: a user query follows the assistant turn.
+  const answered = (reasoning: string): ChatMessage[] => [
+    { role: "user", content: "Hi" },
+    { role: "assistant", content: "Hello!", reasoning_content: reasoning },
+    { role: "user", content: "Bye" },
+  ];
+
+  test("Qwen3: inside <think> after the last user query, left out before it", () => {
+    assert.ok(text(render("Qwen-Qwen3-0.6B.jinja", toolLoop("It may rain in Oslo."))).includes("<think>\nIt may rain in Oslo.\n</think>"));
+    assert.ok(!text(render("Qwen-Qwen3-0.6B.jinja", toolLoop())).includes("It may rain"));
+    assert.ok(!text(render("Qwen-Qwen3-0.6B.jinja", answered("Greet back."))).includes("Greet back."));
+  });
+
+  test("GLM-4.6: <think>…</think> after the last user query, an empty section before it", () => {
+    assert.ok(text(render("GLM-4.6.jinja", toolLoop("It may rain in Oslo."))).includes("<think>It may rain in Oslo.</think>"));
+    const before = text(render("GLM-4.6.jinja", answered("Greet back.")));
+    assert.ok(!before.includes("Greet back.") && before.includes("<think></think>"));
+  });
+
+  test("DeepSeek-R1's template never reads it", () => {
+    const file = "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja";
+    assert.equal(text(render(file, toolLoop("It may rain in Oslo."))), text(render(file, toolLoop())));
+  });
+
+  test("it is the user's text: a control token spelled in it stays plain text", () => {
+    const segments = render("Qwen-Qwen3-0.6B.jinja", toolLoop("Done.<|im_end|>"), ["<|im_end|>", "<|im_start|>"]);
+    const carrying = segments.filter((s) => s.text.includes("Done.<|im_end|>"));
+    assert.equal(carrying.length, 1);
+    assert.equal(carrying[0]!.special, false);
+  });
 });

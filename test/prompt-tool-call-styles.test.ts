@@ -2,13 +2,13 @@
 // recognises it: Hermes/Qwen JSON inside <tool_call>, Llama 3.x JSON, XML calls
 // (<function=f><parameter=p>, in <tool_call> or Seed-OSS's <seed:tool_call>), GLM's
 // <arg_key>/<arg_value>, MiniMax's <invoke name=…> (M2, M3) and JSON in <tool_calls> (M1), Apriel's
-// JSON list in <tool_calls>, or null (a format Trellis does not read yet, so tool_choice "auto" is
+// JSON list in <tool_calls>, DeepSeek's <｜tool▁call▁begin｜> blocks (R1, V3.1), or null (a format Trellis does not read yet, so tool_choice "auto" is
 // refused by name instead of constrained wrongly).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { toolCallStyleOf } from "../src/prompt/index.js";
+import { readableToolCallStyle, toolCallStyleOf } from "../src/prompt/index.js";
 import { REPO_ROOT } from "./support/paths.js";
 
 const DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
@@ -44,14 +44,28 @@ const READ: Record<string, readonly string[]> = {
   "minimax-m2": ["MiniMax-M2.jinja"],
   "minimax-m3": ["MiniMax-M3.jinja"],
   apriel: ["Apriel-1.6-15b-Thinker-fixed.jinja", "unsloth-Apriel-1.5.jinja"],
+  "deepseek-r1": [
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+    "llama-cpp-deepseek-r1.jinja",
+  ],
+  "deepseek-v3": ["deepseek-ai-DeepSeek-V3.1.jinja"],
+  mistral: [
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja",
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja",
+    "unsloth-mistral-Devstral-Small-2507.jinja",
+  ],
+  "mistral-nemo": ["mistralai-Mistral-Nemo-Instruct-2407.jinja"],
+  "kimi-k2": ["Kimi-K2-Instruct.jinja", "Kimi-K2-Thinking.jinja", "moonshotai-Kimi-K2.jinja"],
+  "functionary-v3.1": ["meetkai-functionary-medium-v3.1.jinja"],
 };
 
-test("Hermes/Qwen JSON, Llama 3.x JSON, XML <function=…>, GLM <arg_key>, MiniMax, Apriel and Seed-OSS calls; other formats left unread", () => {
+test("Hermes/Qwen JSON, Llama 3.x JSON, XML <function=…>, GLM <arg_key>, MiniMax, Apriel, Seed-OSS and DeepSeek calls; other formats left unread", () => {
   for (const [style, files] of Object.entries(READ)) for (const file of files) assert.equal(styleOf(file), style, file);
-  // Kin of the above that are not the same format: Functionary's <function=f>{JSON}</function>,
-  // DeepSeek's and Muse's <invoke name=…> in their own blocks (DSML, <atem:function_calls>).
+  // Kin of the above that are not the same format: DeepSeek's and Muse's <invoke name=…> in their
+  // own blocks (DSML, <atem:function_calls>), Functionary v3.2's >>>f.
   for (const file of [
-    "meetkai-functionary-medium-v3.1.jinja",
+    "meetkai-functionary-medium-v3.2.jinja",
     "deepseek-ai-DeepSeek-V3.2.jinja",
     "deepseek-ai-DeepSeek-V4.jinja",
     "deepseek-ai-DeepSeek-V4-Flash-0731.jinja",
@@ -65,7 +79,20 @@ test("every template in the folder maps to its expected style", () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja"));
   const expected = new Map(Object.entries(READ).flatMap(([style, list]) => list.map((f) => [f, style] as const)));
   for (const file of files) assert.equal(styleOf(file), expected.get(file) ?? null, file);
-  // 30 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
-  // 3 MiniMax (M1, M2, M3), 2 Apriel.
-  assert.equal(files.filter((f) => styleOf(f) !== null).length, 30);
+  // 42 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
+  // 3 MiniMax (M1, M2, M3), 2 Apriel, 4 DeepSeek (3 R1, 1 V3.1), 4 Mistral (3 [ARGS], 1 Nemo),
+  // 3 Kimi-K2, 1 Functionary v3.1.
+  assert.equal(files.filter((f) => styleOf(f) !== null).length, 42);
+});
+
+test("a text style whose opening marker is a control token of the vocabulary is not read, nor a control style without its tokens", () => {
+  const v31 = readFileSync(resolve(DIR, "deepseek-ai-DeepSeek-V3.1.jinja"), "utf8");
+  assert.equal(readableToolCallStyle(v31, ["<｜end▁of▁sentence｜>"]), "deepseek-v3");
+  assert.equal(readableToolCallStyle(v31, ["<｜tool▁calls▁begin｜>", "<｜end▁of▁sentence｜>"]), null);
+  assert.equal(readableToolCallStyle(null, ["<tool_call>"]), null);
+  // Mistral's markers are control tokens: read only where the vocabulary has them as such.
+  const small = readFileSync(resolve(DIR, "Mistral-Small-3.2-24B-Instruct-2506.jinja"), "utf8");
+  assert.equal(readableToolCallStyle(small, ["[TOOL_CALLS]", "[ARGS]", "[INST]"]), "mistral");
+  assert.equal(readableToolCallStyle(small, ["[TOOL_CALLS]", "[INST]"]), null, "no [ARGS] control token");
+  assert.equal(readableToolCallStyle(small, []), null, "[TOOL_CALLS] would be text");
 });

@@ -5,7 +5,9 @@
  * answer alone as `content` or tool calls, valid and complete under every budget that fits; the
  * reasoning is bounded by reasoning_effort / reasoning_budget and closed by the mask when the
  * budget needs it; `reasoning_effort: "none"` renders the template's empty section; streamed
- * deltas carry the same split — through the openai SDK.
+ * deltas carry the same split — through the openai SDK. An earlier turn's reasoning sent back
+ * (`reasoning_content`, or vLLM's `reasoning`) reaches the prompt where the template puts it, is
+ * a warning where the template never reads it, and counts in the prompt's character cap.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -28,7 +30,7 @@ const SCHEMA = {
 function validAnswer(text: string | null | undefined): void {
   const value = JSON.parse(text ?? "") as { city: unknown; rain: unknown };
   assert.equal(typeof value.city, "string");
-  assert.ok((value.city as string).length <= 12);
+  assert.ok([...(value.city as string)].length <= 12, `${JSON.stringify(value.city)}: maxLength counts code points`);
   assert.equal(typeof value.rain, "boolean");
   assert.deepEqual(Object.keys(value).sort(), ["city", "rain"]);
 }
@@ -157,5 +159,97 @@ describe("reasoning models (synthetic, real templates)", () => {
     validAnswer(content);
     assert.equal(content, whole.content);
     assert.equal(reasoning, whole.reasoning_content);
+  });
+
+  describe("an earlier turn's reasoning, sent back", () => {
+    const REASONING = "It may rain in Oslo today, so say so.";
+    // A tool loop: the assistant turn carrying the reasoning comes after the last user query.
+    const conversation = (reasoning: Record<string, unknown> = {}) => [
+      { role: "user", content: "Weather in Oslo?" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "c1", type: "function", function: { name: "weather", arguments: '{"city":"Oslo"}' } }],
+        ...reasoning,
+      },
+      { role: "tool", tool_call_id: "c1", content: '{"rain": true}' },
+    ];
+    /** Tokens of the prompt the template renders for that conversation (as prepareChat renders it). */
+    const renderedTokens = (s: SyntheticChat, reasoning?: string): number =>
+      s.engine.renderChat!({
+        messages: [
+          { role: "user", content: "Weather in Oslo?" },
+          {
+            role: "assistant",
+            content: "",
+            tool_calls: [{ id: "c1", type: "function", function: { name: "weather", arguments: { city: "Oslo" } } }],
+            ...(reasoning !== undefined ? { reasoning_content: reasoning } : {}),
+          },
+          { role: "tool", content: '{"rain": true}', tool_call_id: "c1" },
+        ],
+        addGenerationPrompt: true,
+        ...(s.engine.reasoningFormat?.toggle ? { variables: { [s.engine.reasoningFormat.toggle]: true } } : {}),
+      }).tokens.length;
+    const send = (s: SyntheticChat, messages: unknown[]) =>
+      s.client.chat.completions.create({
+        model: s.engine.modelId ?? "",
+        messages,
+        max_tokens: 12,
+        seed: 7,
+      } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming) as Promise<
+        OpenAI.Chat.Completions.ChatCompletion & { warnings?: { keyword: string; message: string }[] }
+      >;
+    const refusedNaming = async (s: SyntheticChat, messages: unknown[], param: string, message: RegExp) => {
+      await assert.rejects(send(s, messages), (e: unknown) => {
+        assert.ok(e instanceof OpenAI.APIError, String(e));
+        assert.equal(e.status, 400);
+        assert.equal(e.param, param);
+        assert.match(e.message, message);
+        return true;
+      });
+    };
+
+    test("reasoning_content (or vLLM's reasoning) reaches the prompt where Qwen3's template puts it", async () => {
+      assert.notEqual(renderedTokens(qwen3, REASONING), renderedTokens(qwen3));
+      for (const field of ["reasoning_content", "reasoning"]) {
+        const r = await send(qwen3, conversation({ [field]: REASONING }));
+        assert.equal(r.usage!.prompt_tokens, renderedTokens(qwen3, REASONING), field);
+        assert.deepEqual(r.warnings ?? [], [], field);
+      }
+      // null is no reasoning; both names with the same text are one reasoning.
+      assert.equal((await send(qwen3, conversation({ reasoning_content: null }))).usage!.prompt_tokens, renderedTokens(qwen3));
+      const both = await send(qwen3, conversation({ reasoning_content: REASONING, reasoning: REASONING }));
+      assert.equal(both.usage!.prompt_tokens, renderedTokens(qwen3, REASONING));
+    });
+
+    test("a template that never reads it (DeepSeek-R1's): accepted, with a warning naming the field", async () => {
+      const r = await send(r1, conversation({ reasoning_content: REASONING }));
+      assert.equal(r.usage!.prompt_tokens, renderedTokens(r1));
+      const warned = (r.warnings ?? []).filter((w) => w.keyword === "messages[1].reasoning_content");
+      assert.equal(warned.length, 1, JSON.stringify(r.warnings));
+      assert.match(warned[0]!.message, /never reads earlier reasoning/);
+      const alias = await send(r1, conversation({ reasoning: REASONING }));
+      assert.ok(
+        (alias.warnings ?? []).some((w) => w.keyword === "messages[1].reasoning"),
+        JSON.stringify(alias.warnings),
+      );
+    });
+
+    test("bounded with the messages' text, refused by name: too long, on another role, two names that differ", async () => {
+      // TRELLIS_MAX_PROMPT_CHARS is 32768 here: the reasoning is what crosses it.
+      await refusedNaming(
+        qwen3,
+        conversation({ reasoning_content: "x".repeat(32_768) }),
+        "messages[1].reasoning_content",
+        /longer than 32768 characters in all \(TRELLIS_MAX_PROMPT_CHARS\)/,
+      );
+      await refusedNaming(
+        qwen3,
+        [{ role: "user", content: "hi", reasoning_content: "no" }],
+        "messages[0].reasoning_content",
+        /only assistant messages/,
+      );
+      await refusedNaming(qwen3, conversation({ reasoning_content: REASONING, reasoning: "other" }), "messages[1].reasoning", /differ/);
+    });
   });
 });

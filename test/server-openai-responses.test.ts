@@ -526,7 +526,11 @@ describe("Responses API through the openai SDK and the AI SDK (stories260K)", ()
     await refused({ tool_choice: "required" }, "tool_choice");
     await refused({ input: [{ type: "function_call_output", call_id: "call_x", output: "1" }] }, "input[0].call_id", /call_x/);
     await refused({ input: [{ role: "user", content: [{ type: "input_image", image_url: "http://x" }] }] }, "input[0].content[0].type");
-    await refused({ input: [{ type: "reasoning", summary: [] }] }, "input[0].summary");
+    await refused(
+      { input: [{ type: "reasoning", summary: [], content: [{ type: "summary_text", text: "x" }] }] },
+      "input[0].content[0].type",
+    );
+    await refused({ input: [{ type: "reasoning", summary: [{ type: "reasoning_text", text: "x" }] }] }, "input[0].summary[0].type");
     await refused({ input: [{ type: "function_call", call_id: "c", name: "f", arguments: "{" }] }, "input[0].arguments");
     await refused({ text: { format: { type: "json_schema", name: "x" } } }, "text.format.schema");
     await refused({ previous_response_id: "resp_000000000000000000000000" }, "previous_response_id");

@@ -14,11 +14,15 @@ import { join } from "node:path";
 import { loadModel } from "../src/model/index.js";
 import { serveSyntheticChat, stopSyntheticChat, type SyntheticChat } from "./support/synthetic-chat.js";
 
+const MISTRAL_MARKERS = { 151900: "[TOOL_CALLS]", 151901: "[ARGS]", 151902: "[CALL_ID]" } as const;
+
 describe("chat templates end to end (synthetic models with real templates)", () => {
   let dir: string;
   let qwen: SyntheticChat;
   let llama: SyntheticChat;
   let coder: SyntheticChat;
+  let deepseek: SyntheticChat;
+  let mistral: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-chat-"));
@@ -27,12 +31,21 @@ describe("chat templates end to end (synthetic models with real templates)", () 
     const coderDir = join(dir, "coder");
     mkdirSync(coderDir);
     coder = await serveSyntheticChat(coderDir, "qwen2", "Qwen3-Coder.jinja", 300);
+    const deepseekDir = join(dir, "deepseek");
+    mkdirSync(deepseekDir);
+    deepseek = await serveSyntheticChat(deepseekDir, "qwen2", "deepseek-ai-DeepSeek-V3.1.jinja", 300);
+    const mistralDir = join(dir, "mistral");
+    mkdirSync(mistralDir);
+    // Qwen2's vocabulary with three of its padding tokens made Mistral's control markers.
+    mistral = await serveSyntheticChat(mistralDir, "qwen2", "unsloth-mistral-Devstral-Small-2507.jinja", 300, MISTRAL_MARKERS);
   });
 
   after(async () => {
     await stopSyntheticChat(qwen);
     await stopSyntheticChat(llama);
     await stopSyntheticChat(coder);
+    await stopSyntheticChat(deepseek);
+    await stopSyntheticChat(mistral);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -250,5 +263,126 @@ describe("chat templates end to end (synthetic models with real templates)", () 
       }),
       (error: { status?: number; message?: string }) => error.status === 400 && /additionalProperties/.test(error.message ?? ""),
     );
+  });
+
+  test("DeepSeek-V3.1: calls between its markers in history, and auto answers text or valid calls, whole and streamed", async () => {
+    assert.equal(deepseek.engine.toolCallStyle, "deepseek-v3");
+    const weather = {
+      type: "function" as const,
+      function: {
+        name: "get_weather",
+        parameters: {
+          type: "object",
+          properties: { city: { type: "string", maxLength: 8 } },
+          required: ["city"],
+          additionalProperties: false,
+        },
+      },
+    };
+    const history = deepseek.engine.renderChat!({
+      messages: [
+        { role: "user", content: "Weather?" },
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: { city: "Oslo" } } }],
+        },
+        { role: "tool", content: "3C", tool_call_id: "c1" },
+      ],
+      tools: [weather],
+      addGenerationPrompt: true,
+    });
+    assert.ok(
+      history.text.includes('<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Oslo"}<｜tool▁call▁end｜>'),
+    );
+    const marker = "<｜tool▁calls▁begin｜>";
+    for (const seed of [1, 2]) {
+      const request = {
+        model: "qwen2",
+        messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+        tools: [weather],
+        max_tokens: 60,
+        seed,
+      };
+      const r = await deepseek.client.chat.completions.create(request);
+      const choice = r.choices[0]!;
+      for (const call of choice.message.tool_calls ?? []) {
+        const fn = (call as { function: { name: string; arguments: string } }).function;
+        assert.equal(fn.name, "get_weather");
+        assert.ok((JSON.parse(fn.arguments) as { city: string }).city.length <= 8);
+      }
+      assert.ok(!(choice.message.content ?? "").includes(marker));
+      const stream = await deepseek.client.chat.completions.create({ ...request, stream: true });
+      let content = "";
+      for await (const chunk of stream) content += chunk.choices[0]?.delta?.content ?? "";
+      assert.ok(!content.includes(marker));
+    }
+  });
+
+  test("Devstral (Mistral): calls through the [TOOL_CALLS] control token, parsed for the SDK, whole and streamed", async () => {
+    assert.equal(mistral.engine.toolCallStyle, "mistral");
+    const weather = {
+      type: "function" as const,
+      function: {
+        name: "get_weather",
+        parameters: {
+          type: "object",
+          properties: { city: { type: "string", maxLength: 8 }, days: { type: "integer", minimum: 1, maximum: 7 } },
+          required: ["city"],
+          additionalProperties: false,
+        },
+      },
+    };
+    // History: the template's [TOOL_CALLS] and [ARGS] are the control tokens, not their text.
+    const history = mistral.engine.renderChat!({
+      messages: [
+        { role: "user", content: "Weather?" },
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [{ id: "c00000001", type: "function", function: { name: "get_weather", arguments: { city: "Oslo" } } }],
+        },
+        { role: "tool", content: "3C", tool_call_id: "c00000001" },
+      ],
+      tools: [weather],
+      addGenerationPrompt: true,
+    });
+    assert.ok(history.text.includes('[TOOL_CALLS]get_weather[ARGS]{"city": "Oslo"}'));
+    assert.equal(history.tokens.filter((t) => t === 151900).length, 1);
+    assert.equal(history.tokens.filter((t) => t === 151901).length, 1);
+    // Random weights would never pick one token of 152k: a bias makes the model call.
+    const request = {
+      model: "qwen2",
+      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+      tools: [weather],
+      parallel_tool_calls: false,
+      logit_bias: { "151900": 100 },
+      max_tokens: 60,
+      seed: 3,
+    };
+    const r = await mistral.client.chat.completions.create(request);
+    const choice = r.choices[0]!;
+    assert.equal(choice.finish_reason, "tool_calls");
+    assert.equal(choice.message.tool_calls?.length, 1);
+    const fn = (choice.message.tool_calls![0] as { function: { name: string; arguments: string } }).function;
+    assert.equal(fn.name, "get_weather");
+    const args = JSON.parse(fn.arguments) as { city: string; days?: number };
+    assert.ok(typeof args.city === "string" && [...args.city].length <= 8, fn.arguments);
+    if (args.days !== undefined) assert.ok(Number.isInteger(args.days) && args.days >= 1 && args.days <= 7);
+    const stream = await mistral.client.chat.completions.create({ ...request, stream: true });
+    let content = "";
+    const calls: { function: { name: string; arguments: string } }[] = [];
+    for await (const chunk of stream) {
+      content += chunk.choices[0]?.delta?.content ?? "";
+      for (const c of chunk.choices[0]?.delta?.tool_calls ?? []) calls.push(c as never);
+    }
+    assert.equal(content, "");
+    assert.deepEqual(
+      calls.map((c) => c.function),
+      [fn],
+    );
+    // Without the bias: text never holds the marker's text.
+    const plain = await mistral.client.chat.completions.create({ ...request, logit_bias: undefined });
+    assert.ok(!(plain.choices[0]!.message.content ?? "").includes("[TOOL_CALLS]"));
   });
 });

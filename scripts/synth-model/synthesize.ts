@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { GgmlType, readGguf, type GgufKv } from "../../src/vocab/index.js";
+import { GgmlType, GgufStringArray, readGguf, type GgufKv } from "../../src/vocab/index.js";
 import { kv, writeGguf, type TensorSpec } from "./gguf-writer.js";
 
 export interface ModelShape {
@@ -154,6 +154,32 @@ function f32Tensor(name: string, dims: number[], base: number, noise: number): T
 export interface SynthesizeOptions {
   /** A chat template to carry (tokenizer.chat_template) instead of the vocabulary file's own. */
   chatTemplate?: string;
+  /**
+   * Tokens to turn into control tokens with these texts (id → text), as another family's
+   * tokenizer has them (Mistral's `[TOOL_CALLS]`): tests of formats whose markers are control tokens.
+   */
+  controlTokens?: Readonly<Record<number, string>>;
+}
+
+/** The tokenizer's tokens and token types with `controls` made control tokens of those texts. */
+function withControlTokens(kvs: GgufKv[], controls: Readonly<Record<number, string>>): GgufKv[] {
+  const utf8 = new TextEncoder();
+  return kvs.map((k) => {
+    if (k.key === "tokenizer.ggml.tokens" && k.value instanceof GgufStringArray) {
+      const items = k.value.toArray().map((t, id) => utf8.encode(controls[id] ?? t));
+      const offsets = new Uint32Array(items.length + 1);
+      items.forEach((b, i) => (offsets[i + 1] = offsets[i]! + b.length));
+      const bytes = new Uint8Array(offsets[items.length]!);
+      items.forEach((b, i) => bytes.set(b, offsets[i]!));
+      return { ...k, value: new GgufStringArray(offsets, bytes) };
+    }
+    if (k.key === "tokenizer.ggml.token_type" && typeof k.value === "object" && "values" in k.value) {
+      const values = (k.value.values as Int32Array).slice();
+      for (const id of Object.keys(controls)) values[Number(id)] = 3; // LLAMA_TOKEN_TYPE_CONTROL
+      return { ...k, value: { ...k.value, values } as GgufKv["value"] };
+    }
+    return k;
+  });
 }
 
 export function synthesizeModel(
@@ -164,10 +190,11 @@ export function synthesizeModel(
   options: SynthesizeOptions = {},
 ): void {
   const vocabFile = readGguf(vocabPath ?? join(VOCAB_DIR, `ggml-vocab-${shape.vocab}.gguf`));
-  const tokenizerKvs = vocabFile.kvs.filter(
+  let tokenizerKvs = vocabFile.kvs.filter(
     (k) => k.key.startsWith("tokenizer.") && !(options.chatTemplate !== undefined && k.key === "tokenizer.chat_template"),
   );
   if (options.chatTemplate !== undefined) tokenizerKvs.push(kv.str("tokenizer.chat_template", options.chatTemplate));
+  if (options.controlTokens !== undefined) tokenizerKvs = withControlTokens(tokenizerKvs, options.controlTokens);
   const tokens = vocabFile.metadata.get("tokenizer.ggml.tokens");
   if (!tokens || typeof tokens !== "object" || !("length" in tokens)) throw new Error("vocabulary file has no tokens");
   const nVocab = (tokens as { length: number }).length;

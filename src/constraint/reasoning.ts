@@ -7,6 +7,7 @@
  *   const dfa = reasoningDfa(utf8("<think>"), utf8("</think>"));   // open: null when pre-opened
  *   const c = new ReasoningConstraint(new DfaConstraintState(dfaTokenMatcherFor(trie, dfa)), answer, 512);
  */
+import { MARKER_LEAD } from "../support/index.js";
 import type { ByteDfa } from "./types.js";
 import type { DfaConstraintState } from "./dfa/state.js";
 import type { ForcedBytes, TokenConstraint } from "./token-constraint.js";
@@ -25,6 +26,9 @@ export function reasoningDfa(open: Uint8Array | null, close: Uint8Array): ByteDf
   const byteClass = new Uint8Array(256);
   let numClasses = 1;
   for (const b of [...(open ?? []), ...close]) if (byteClass[b] === 0) byteClass[b] = numClasses++;
+  // A control marker's spelling (0xFF, never in UTF-8) is no reasoning: its class leads nowhere.
+  const markerClass = numClasses++;
+  byteClass[MARKER_LEAD] = markerClass;
   const next = new Int32Array(numStates * numClasses).fill(-1);
   const representative = new Uint8Array(numClasses);
   for (let b = 255; b >= 0; b--) representative[byteClass[b]!] = b;
@@ -38,6 +42,7 @@ export function reasoningDfa(open: Uint8Array | null, close: Uint8Array): ByteDf
   }
   for (let j = 0; j < m; j++) {
     for (let c = 0; c < numClasses; c++) {
+      if (c === markerClass) continue;
       const b = representative[c]!;
       let k = j;
       while (k > 0 && close[k] !== b) k = fail[k]!;

@@ -1,3 +1,4 @@
+import { MARKER_LEAD, markerBytes } from "../support/index.js";
 import { TokenKind } from "../vocab/index.js";
 import type { VocabularyBytes } from "./types.js";
 
@@ -12,7 +13,8 @@ import type { VocabularyBytes } from "./types.js";
  *
  * Tokens whose bytes end at node p are tokenIds[tokenStart[p] .. tokenStart[p + 1]); several
  * ids may share one byte string. Only Normal, Byte and UserDefined tokens with at least one byte
- * are in the trie: control and end-of-generation tokens are decided by the decode loop.
+ * are in the trie, and the control tokens that are tool-call markers (support/control-markers.ts),
+ * spelled as no text is: other control and end-of-generation tokens are decided by the decode loop.
  */
 export class TokenTrie {
   readonly vocabSize: number;
@@ -52,7 +54,11 @@ export class TokenTrie {
   readonly utf8Aligned: Uint8Array;
   /** Bitset of every token in the trie (mask layout): the starting point of broad masks. */
   readonly generableMask: Uint32Array;
-  /** The vocabulary the trie was built from: token bytes for advancing automata. */
+  /** generableMask without the control markers: free text's tokens. */
+  readonly textMask: Uint32Array;
+  /** The control markers' token ids (in the trie under their spelling), none in most vocabularies. */
+  readonly markerTokens: Int32Array;
+  /** The vocabulary the trie was built from, markers spelled as constraints write them: token bytes for advancing automata. */
   readonly offsets: Uint32Array;
   readonly data: Uint8Array;
   /**
@@ -90,6 +96,7 @@ export class TokenTrie {
     tokenNode: Int32Array,
     maxTokenLength: number,
     everyByteIsToken: boolean,
+    markerTokens: Int32Array,
   ) {
     this.vocabSize = vocab.size;
     this.offsets = vocab.offsets;
@@ -109,6 +116,9 @@ export class TokenTrie {
       const id = tokenIds[k]!;
       this.generableMask[id >>> 5]! |= 1 << (id & 31);
     }
+    this.markerTokens = markerTokens;
+    this.textMask = this.generableMask.slice();
+    for (const id of markerTokens) this.textMask[id >>> 5]! &= ~(1 << (id & 31));
     const nodeInfo = new Uint32Array(numNodes);
     for (let p = 0; p < numNodes; p++) {
       nodeInfo[p] = (nodeByte[p]! | (depth[p]! << 8) | (tokenStart[p + 1]! > tokenStart[p]! ? 0x80000000 : 0)) >>> 0;
@@ -139,16 +149,20 @@ export class TokenTrie {
     return ++this.tokenStampValue;
   }
 
-  static build(vocab: VocabularyBytes): TokenTrie {
+  static build(original: VocabularyBytes): TokenTrie {
+    const vocab = withMarkerSpellings(original);
     const { offsets, data, kinds, size } = vocab;
-    const candidates: number[] = [];
+    const candidates: number[] = [...vocab.markers];
+    // With markers, a text token that starts with their lead byte (the byte token 0xFF: never in
+    // UTF-8) could spell a marker's bytes out of two tokens: it is left out.
+    const hasMarkers = vocab.markers.length > 0;
     for (let id = 0; id < size; id++) {
       const kind = kinds[id];
       if ((kind === TokenKind.Normal || kind === TokenKind.Byte || kind === TokenKind.UserDefined) && offsets[id + 1]! > offsets[id]!) {
-        candidates.push(id);
+        if (!hasMarkers || data[offsets[id]!] !== MARKER_LEAD) candidates.push(id);
       }
     }
-    const ids = Int32Array.from(candidates);
+    const ids = Int32Array.from(candidates).sort();
     const built = buildSorted(ids, offsets, data);
     const { numNodes, nodeByte, depth, subtreeSize, tokenStart, maxLen } = built;
     const tokenNode = new Int32Array(size).fill(-1);
@@ -161,10 +175,13 @@ export class TokenTrie {
       const id = ids[k]!;
       if (offsets[id + 1]! - offsets[id]! === 1) singleByteSeen[data[offsets[id]!]!] = 1;
     }
+    // The marker lead is only ever a marker's first byte, one token with the next: still n bytes, at most n tokens.
+    if (hasMarkers) singleByteSeen[MARKER_LEAD] = 1;
     let everyByteIsToken = true;
     for (let b = 0; b < 256; b++) if (singleByteSeen[b] === 0) everyByteIsToken = false;
 
-    return new TokenTrie(vocab, numNodes, nodeByte, depth, subtreeSize, tokenStart, ids, tokenNode, maxLen, everyByteIsToken);
+    const markers = Int32Array.from(vocab.markers);
+    return new TokenTrie(vocab, numNodes, nodeByte, depth, subtreeSize, tokenStart, ids, tokenNode, maxLen, everyByteIsToken, markers);
   }
 
   /** Whether the token can ever be in a mask. */
@@ -561,4 +578,25 @@ function bucketByByte(
   }
   for (let k = lo; k < hi; k++) ids[k] = tmp[k]!;
   return numTouched;
+}
+
+/**
+ * The vocabulary with each control token that is a tool-call marker spelled as markerBytes says
+ * (the same arrays when it has none, as most vocabularies), and those tokens' ids.
+ */
+function withMarkerSpellings(vocab: VocabularyBytes): VocabularyBytes & { markers: number[] } {
+  const { offsets, data, kinds, size } = vocab;
+  const spelled = new Map<number, Uint8Array>();
+  const text = new TextDecoder();
+  for (let id = 0; id < size; id++) {
+    if (kinds[id] !== TokenKind.Control || offsets[id + 1]! - offsets[id]! > 64) continue;
+    const bytes = markerBytes(text.decode(data.subarray(offsets[id]!, offsets[id + 1]!)));
+    if (bytes !== null) spelled.set(id, bytes);
+  }
+  if (spelled.size === 0) return { ...vocab, markers: [] };
+  const newOffsets = new Uint32Array(size + 1);
+  for (let id = 0; id < size; id++) newOffsets[id + 1] = newOffsets[id]! + (spelled.get(id)?.length ?? offsets[id + 1]! - offsets[id]!);
+  const newData = new Uint8Array(newOffsets[size]!);
+  for (let id = 0; id < size; id++) newData.set(spelled.get(id) ?? data.subarray(offsets[id]!, offsets[id + 1]!), newOffsets[id]!);
+  return { size, kinds, offsets: newOffsets, data: newData, markers: [...spelled.keys()] };
 }

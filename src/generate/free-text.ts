@@ -1,6 +1,6 @@
 /**
  * Free text as a constraint of its own, so one decode loop serves constrained and unconstrained
- * generation alike: every generable token is allowed, every text is complete (the model may end it
+ * generation alike: every text token is allowed (not the control markers), every text is complete (the model may end it
  * with an end-of-generation token), nothing needs planning.
  */
 import { copyMaskInto, type TokenConstraint, type TokenTrie } from "../constraint/index.js";
@@ -9,7 +9,7 @@ export class FreeTextConstraint implements TokenConstraint {
   constructor(private readonly trie: TokenTrie) {}
 
   writeMask(_remaining: number, out: Uint32Array): void {
-    copyMaskInto(this.trie.generableMask, out);
+    copyMaskInto(this.trie.textMask, out);
   }
 
   isAccepting(): boolean {
@@ -21,7 +21,7 @@ export class FreeTextConstraint implements TokenConstraint {
   }
 
   advance(token: number): boolean {
-    return token >= 0 && (this.trie.generableMask[token >>> 5]! & (1 << (token & 31))) !== 0;
+    return token >= 0 && (this.trie.textMask[token >>> 5]! & (1 << (token & 31))) !== 0;
   }
 
   minTokensToAccept(_cap: number): number {

@@ -3,7 +3,7 @@
  * plain transcript ("System: …\nUser: …\nAssistant:"), tokenized as llama.cpp tokenizes a rendered
  * template (special-token parsing in the template's text only; see chat-template.ts).
  */
-import type { ToolCallStyle } from "../schema/index.js";
+import { controlMarkersOf, TOOL_CALL_OPEN, type ToolCallStyle } from "../schema/index.js";
 import { TokenKind, type Vocabulary } from "../vocab/index.js";
 import { type ChatRenderRequest, ChatTemplate } from "./chat-template.js";
 import type { PromptSegment } from "./segments.js";
@@ -15,6 +15,11 @@ export interface RenderedPrompt {
   readonly text: string;
   readonly tokens: Int32Array;
   readonly segments: readonly PromptSegment[];
+  /**
+   * Some message carried `reasoning_content` and this model's template never reads the field (nor
+   * does the plain transcript): that reasoning is not in the prompt. Absent: false.
+   */
+  readonly reasoningContentUnread?: boolean;
 }
 
 /** Texts special-token parsing turns into control tokens (not the added tokens matched as text anyway). */
@@ -48,11 +53,35 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // A JSON list of calls in <tool_calls> (Apriel), or JSON lines in it (MiniMax-M1).
   if (has("<tool_calls>[", '"arguments": ')) return "apriel";
   if (has("<tool_calls>\\n", '"arguments": ')) return "minimax-m1";
+  // Kimi-K2's control tokens around `functions.f:0` and the JSON arguments.
+  if (has("<|tool_calls_section_begin|>", "<|tool_call_argument_begin|>")) return "kimi-k2";
+  // Mistral's control tokens: [TOOL_CALLS] before a JSON list (Nemo), or before each call's name and [ARGS].
+  if (has("[TOOL_CALLS][")) return "mistral-nemo";
+  if (has("[TOOL_CALLS]", "[ARGS]")) return "mistral";
+  // Functionary v3.1: <function=f>{JSON}</function> (not the XML calls' <parameter=…> inside).
+  if (has("<function=", "</function>") && !template.includes("<parameter=")) return "functionary-v3.1";
+  // DeepSeek's markers around a name and JSON arguments: R1 writes `function<｜tool▁sep｜>f` and a ```json block, V3.1 `f<｜tool▁sep｜>{…}`.
+  if (has("<｜tool▁calls▁begin｜>", "<｜tool▁sep｜>", "```json")) return "deepseek-r1";
+  if (has("<｜tool▁calls▁begin｜>", "<｜tool▁sep｜>")) return "deepseek-v3";
   // Not read yet: the above's kin (DeepSeek's and others' <invoke name=…> in other blocks).
   if (["<function=", "<arg_key>", "<tool_calls>", "<invoke name="].some((marker) => template.includes(marker))) return null;
   if (template.includes("<tool_call>") && template.includes('"arguments"')) return "hermes";
   if (template.includes("<|python_tag|>") || template.includes('"parameters": dictionary of argument name')) return "llama3";
   return null;
+}
+
+/**
+ * The template's tool-call style as this vocabulary can write it, else null: a style made of
+ * control tokens (Mistral's `[TOOL_CALLS]`) needs each as a control token of the vocabulary; a
+ * style of text markers needs its opening marker not to be one (DeepSeek's, in some conversions),
+ * since the constraint would have the model spell a control token as text.
+ */
+export function readableToolCallStyle(template: string | null, controlTexts: readonly string[]): ToolCallStyle | null {
+  const style = toolCallStyleOf(template);
+  if (style === null) return null;
+  const controls = controlMarkersOf(style);
+  if (controls.length > 0) return controls.every((marker) => controlTexts.includes(marker)) ? style : null;
+  return controlTexts.includes(TOOL_CALL_OPEN[style]) ? null : style;
 }
 
 export class ChatPrompter {
@@ -62,6 +91,8 @@ export class ChatPrompter {
   readonly toolCallStyle: ToolCallStyle | null;
   /** How this model reasons before it answers, or null when it does not (or Trellis cannot read its format). */
   readonly reasoning: ReasoningFormat | null;
+  /** The template reads a message's `reasoning_content` (29 of the 72 the tests read do); where it puts it is its own rule. */
+  readonly readsReasoningContent: boolean;
   readonly controlTexts: readonly string[];
   private readonly tokenizer: PromptTokenizer;
 
@@ -76,7 +107,9 @@ export class ChatPrompter {
           addsBos: vocab.addBos,
         })
       : null;
-    this.toolCallStyle = toolCallStyleOf(this.template ? templateSource : null);
+    this.toolCallStyle = readableToolCallStyle(this.template ? templateSource : null, this.controlTexts);
+    // Read as reasoning.ts reads markers: from what the source spells (`message.reasoning_content`, `m['reasoning_content']`).
+    this.readsReasoningContent = this.template !== null && /\breasoning_content\b/.test(templateSource ?? "");
     const template = this.template;
     this.reasoning = template
       ? reasoningFormatOf(templateSource, (request) =>
@@ -92,7 +125,9 @@ export class ChatPrompter {
 
   render(request: ChatRenderRequest): RenderedPrompt {
     const segments = this.template ? this.template.render(request) : plainTranscript(request);
-    return { text: segments.map((s) => s.text).join(""), tokens: this.tokenizer.sequence(segments), segments };
+    const rendered = { text: segments.map((s) => s.text).join(""), tokens: this.tokenizer.sequence(segments), segments };
+    const unread = !this.readsReasoningContent && request.messages.some((m) => m.reasoning_content !== undefined);
+    return unread ? { ...rendered, reasoningContentUnread: true } : rendered;
   }
 }
 

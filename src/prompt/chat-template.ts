@@ -26,6 +26,8 @@ export interface ChatMessage {
   readonly name?: string;
   readonly tool_calls?: readonly ChatToolCall[];
   readonly tool_call_id?: string;
+  /** An earlier assistant turn's reasoning (markers left out), as vLLM's and DeepSeek's clients send it back; the template places it. */
+  readonly reasoning_content?: string;
 }
 
 export interface ChatToolCall {
@@ -74,14 +76,17 @@ export interface ChatTemplateOptions {
 
 /**
  * Whether the string at `path` (keys and indices from the context's root) is free text a user
- * wrote: a message's content, a tool call's argument values, a tool's or a parameter's
+ * wrote: a message's content and reasoning, a tool call's argument values, a tool's or a parameter's
  * description. Everything else (roles, names, ids, a schema's property names, `required`, `enum`)
  * is structure a template compares or prints as such: never wrapped, and a control token's text
  * there is refused.
  */
 function isFreeText(path: readonly (string | number)[]): boolean {
   const [root, , field, ...rest] = path;
-  if (root === "messages") return field === "content" || (field === "tool_calls" && rest[1] === "function" && rest[2] === "arguments");
+  if (root === "messages")
+    return (
+      field === "content" || field === "reasoning_content" || (field === "tool_calls" && rest[1] === "function" && rest[2] === "arguments")
+    );
   if (root === "tools" && field === "function") {
     const last = path[path.length - 1];
     return rest[0] === "description" || (rest[0] === "parameters" && (last === "description" || last === "title"));
@@ -215,12 +220,13 @@ export class ChatTemplate {
   }
 }
 
-/** The message as templates expect it: `tool_calls` only when there are some. */
+/** The message as templates expect it: `tool_calls` only when there are some, `reasoning_content` only when given. */
 function templateMessage(message: ChatMessage): Record<string, unknown> {
   const out: Record<string, unknown> = { role: message.role, content: message.content };
   if (message.name !== undefined) out.name = message.name;
   if (message.tool_calls && message.tool_calls.length > 0) out.tool_calls = message.tool_calls;
   if (message.tool_call_id !== undefined) out.tool_call_id = message.tool_call_id;
+  if (message.reasoning_content !== undefined) out.reasoning_content = message.reasoning_content;
   return out;
 }
 

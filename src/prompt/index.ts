@@ -19,7 +19,7 @@ export {
   type ChatTool,
   type ChatToolCall,
 } from "./chat-template.js";
-export { ChatPrompter, controlTexts, toolCallStyleOf, type RenderedPrompt } from "./chat-prompt.js";
+export { ChatPrompter, controlTexts, readableToolCallStyle, toolCallStyleOf, type RenderedPrompt } from "./chat-prompt.js";
 export { type PromptSegment, withPlainTail } from "./segments.js";
 export { PromptTokenizer, mergePlain, type Tokenizer } from "./tokenize.js";
 export { reasoningFormatOf, type ReasoningFormat } from "./reasoning.js";

@@ -36,6 +36,7 @@ export {
 export { hasRepeatedKeys, withoutRepeatedKeys } from "./typescript/value-text.js";
 export {
   compileToolCallLanguage,
+  controlMarkersOf,
   HERMES_CALL_CLOSE,
   parseToolReply,
   TOOL_CALL_OPEN,

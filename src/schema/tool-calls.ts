@@ -17,7 +17,14 @@
  *   one JSON object a line;
  * - "xml-function" (Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5), "glm" (GLM-4.6+, Ling, Laguna,
  *   Spark), "seed-oss" (Seed-OSS), "minimax-m2" and "minimax-m3" (MiniMax-M2, M3): calls whose
- *   arguments are tagged one by one, strings raw (tool-calls-tagged.ts, tool-arguments.ts).
+ *   arguments are tagged one by one, strings raw (tool-calls-tagged.ts, tool-arguments.ts);
+ * - "deepseek-r1" (DeepSeek-R1 and its distills), "deepseek-v3" (DeepSeek-V3.1), "functionary-v3.1":
+ *   the name outside the JSON arguments, between DeepSeek's `<｜tool▁call▁begin｜>` markers or in
+ *   `<function=f>` (tool-calls-named.ts);
+ * - "mistral" (Mistral Small 3.2, Devstral, Ministral 3), "mistral-nemo" (Mistral Nemo): after the
+ *   `[TOOL_CALLS]` control token (tool-calls-mistral.ts);
+ * - "kimi-k2" (Kimi-K2): `<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{…}`
+ *   between control tokens (tool-calls-kimi.ts).
  */
 import {
   compileRegex,
@@ -33,11 +40,38 @@ import {
 import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
 import { JsonSchemaError, type JsonSchemaWarning } from "./json-schema/errors.js";
 import { isObject } from "./json-schema/spec.js";
+import { jsonValueEnd } from "./json-value-end.js";
 import type { TaggedToolCallStyle } from "./tool-arguments.js";
+import { isNamedStyle, type NamedToolCallStyle, namedCallsLanguage, namedCallsOpen, parseNamedCalls } from "./tool-calls-named.js";
+import { KIMI_CALLS_OPEN, KIMI_MARKERS, kimiCallsLanguage, parseKimiCalls } from "./tool-calls-kimi.js";
+import {
+  isMistralStyle,
+  MISTRAL_CALLS_OPEN,
+  MISTRAL_MARKERS,
+  type MistralToolCallStyle,
+  mistralCallsLanguage,
+  parseMistralCalls,
+} from "./tool-calls-mistral.js";
 import { parseTaggedCalls, TAGGED_LAYOUTS, taggedCallLanguage } from "./tool-calls-tagged.js";
 
 /** A tool-call format a chat template teaches (see above). */
-export type ToolCallStyle = "hermes" | "llama3" | "apriel" | "minimax-m1" | TaggedToolCallStyle;
+export type ToolCallStyle =
+  | "hermes"
+  | "llama3"
+  | "apriel"
+  | "minimax-m1"
+  | TaggedToolCallStyle
+  | NamedToolCallStyle
+  | MistralToolCallStyle
+  | "kimi-k2";
+
+/**
+ * The control tokens a style's calls are made of (its vocabulary must have each as a control
+ * token); none for the styles whose markers are text.
+ */
+export function controlMarkersOf(style: ToolCallStyle): readonly string[] {
+  return isMistralStyle(style) ? MISTRAL_MARKERS[style] : style === "kimi-k2" ? KIMI_MARKERS : [];
+}
 
 /** Whether a style tags each argument (tool-calls-tagged.ts) rather than writing the arguments as one JSON object. */
 export const isTaggedStyle = (style: ToolCallStyle): style is TaggedToolCallStyle => Object.hasOwn(TAGGED_LAYOUTS, style);
@@ -59,6 +93,12 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "seed-oss": TAGGED_LAYOUTS["seed-oss"].open,
   "minimax-m2": TAGGED_LAYOUTS["minimax-m2"].open,
   "minimax-m3": TAGGED_LAYOUTS["minimax-m3"].open,
+  "deepseek-r1": namedCallsOpen("deepseek-r1"),
+  "deepseek-v3": namedCallsOpen("deepseek-v3"),
+  "functionary-v3.1": namedCallsOpen("functionary-v3.1"),
+  mistral: MISTRAL_CALLS_OPEN,
+  "mistral-nemo": MISTRAL_CALLS_OPEN,
+  "kimi-k2": KIMI_CALLS_OPEN,
 };
 export const HERMES_CALL_CLOSE = "</tool_call>";
 /** What closes Apriel's and MiniMax-M1's list of calls. */
@@ -134,6 +174,19 @@ export function compileToolCallLanguage(
     const items = block === null ? calls : [literal(block.open), ...calls, literal(block.close)];
     return { dfa: compileRegexNode(textThen(items), limits), warnings };
   }
+  if (isNamedStyle(style)) {
+    const { block, warnings } = namedCallsLanguage(tools, style, parallel, options);
+    return { dfa: compileRegexNode(textThen([block]), limits), warnings };
+  }
+  if (isMistralStyle(style)) {
+    // The text may not spell "[TOOL_CALLS]" either, though only the control token opens calls.
+    const { calls, warnings } = mistralCallsLanguage(tools, style, parallel, options);
+    return { dfa: compileRegexNode(textThen([calls]), limits), warnings };
+  }
+  if (style === "kimi-k2") {
+    const { section, warnings } = kimiCallsLanguage(tools, parallel, options);
+    return { dfa: compileRegexNode(textThen([section]), limits), warnings };
+  }
   if (style === "apriel") {
     const { $schema, ...call } = toolCallSchema(tools, style);
     const list = {
@@ -197,6 +250,9 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
   const content = before.trim().length > 0 ? before : null;
   if (isTaggedStyle(style)) return { content, calls: parseTaggedCalls(text.slice(at), style, tools) };
   if (style === "apriel" || style === "minimax-m1") return { content, calls: parseListedCalls(text.slice(at), style) };
+  if (isNamedStyle(style)) return { content, calls: parseNamedCalls(text.slice(at), style) };
+  if (isMistralStyle(style)) return { content, calls: parseMistralCalls(text.slice(at), style) };
+  if (style === "kimi-k2") return { content, calls: parseKimiCalls(text.slice(at)) };
   const calls: { name: string; arguments: string }[] = [];
   let rest = text.slice(at);
   while (rest.startsWith(open)) {
@@ -223,17 +279,4 @@ function parseListedCalls(text: string, style: "apriel" | "minimax-m1"): { name:
     }
   }
   return (values as { name: string; arguments: unknown }[]).map((c) => ({ name: c.name, arguments: JSON.stringify(c.arguments) }));
-}
-
-/** Where the JSON object or array starting at `from` ends (its strings skipped whole). */
-function jsonValueEnd(text: string, from: number): number {
-  let depth = 0;
-  for (let i = from; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"') {
-      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
-    } else if (c === "{" || c === "[") depth++;
-    else if ((c === "}" || c === "]") && --depth === 0) return i + 1;
-  }
-  throw new Error(`parseToolReply: a JSON value from ${from} does not end`);
 }

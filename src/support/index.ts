@@ -9,6 +9,7 @@
  *   Caches:              LruCache (by entries), ByteLruCache (by the bytes entries report)
  *   Threads:             WorkerPool (time-limited tasks, per-client round-robin)
  *   Tests and fuzzers:   seededRandom
+ *   Control markers:     CONTROL_MARKERS, markerBytes (control tokens' spelling in constraints)
  */
 export { commonPrefixLength, concatInt32, grownTo, Int32Arena, int32Of, TableSlab, uint8Of } from "./arena.js";
 export { IdMap, IntMap } from "./int-map.js";
@@ -28,3 +29,4 @@ export {
   type WorkerPoolStats,
 } from "./worker-pool.js";
 export { seededRandom } from "./rng.js";
+export { CONTROL_MARKERS, MARKER_LEAD, markerBytes, markerOfBytes } from "./control-markers.js";

@@ -31,10 +31,12 @@ export async function serveSyntheticChat(
   vocab: string,
   templateFile: string,
   maxNewTokensLimit = 200,
+  /** Tokens made control tokens of these texts (another family's markers in this vocabulary). */
+  controlTokens?: Readonly<Record<number, string>>,
 ): Promise<SyntheticChat> {
   const path = join(dir, `${vocab}.gguf`);
   const chatTemplate = readFileSync(join(TEMPLATES, templateFile), "utf8");
-  synthesizeModel({ ...SHAPES["tiny-test"]!, vocab, contextLength: 4096 }, "q8_0", path, undefined, { chatTemplate });
+  synthesizeModel({ ...SHAPES["tiny-test"]!, vocab, contextLength: 4096 }, "q8_0", path, undefined, { chatTemplate, controlTokens });
   // Without the prefix cache: these tests compare a streamed answer with the whole one of the same seed.
   const engine = await createEngine({ modelPath: path, threads: 1, maxSequences: 4, prefixCache: NO_PREFIX_CACHE });
   const store = new KeyStore({ dataDir: ":memory:", flushIntervalMs: 0 });

@@ -41,7 +41,8 @@ export async function chatRoute(api: FastifyInstance): Promise<void> {
       }
       if (body.top_logprobs != null && body.logprobs !== true)
         throw new OpenAIRequestError(400, "top_logprobs needs logprobs: true", "top_logprobs");
-      const { spec, tools, rendered, maxNewTokens, base, reasoning } = prepareChat(engine, config, body, tokensParam);
+      const { spec, tools, rendered, maxNewTokens, base, reasoning, unreadReasoning } = prepareChat(engine, config, body, tokensParam);
+      if (unreadReasoning.length > 0) fieldWarnings.push(unreadReasoningWarning(body, unreadReasoning));
       const n = body.n ?? 1;
       const id = requestId("chatcmpl");
       const now = Math.floor(Date.now() / 1000);
@@ -179,6 +180,17 @@ function requestWarnings(body: ChatBody, reasoning: ReasoningFormat | null): Fie
       fieldWarning("prompt_cache_key", "prompt_cache_key: not used (Trellis caches every prompt prefix on its own, whatever the key)"),
     );
   return out;
+}
+
+/**
+ * Earlier turns' reasoning that this model's chat template never reads: accepted (a client echoing
+ * every turn back need not know the template), said once, naming the first message that carried it.
+ */
+function unreadReasoningWarning(body: ChatBody, indices: readonly number[]): FieldWarning {
+  const first = indices[0]!;
+  const field = `messages[${first}].${body.messages[first]!.reasoning_content != null ? "reasoning_content" : "reasoning"}`;
+  const more = indices.length > 1 ? ` (and ${indices.length - 1} more message${indices.length > 2 ? "s" : ""})` : "";
+  return fieldWarning(field, `${field}${more}: this model's chat template never reads earlier reasoning, so it is not in the prompt`);
 }
 
 /** A chat completion with legacy `functions`: its call as message.function_call (one at most). */

@@ -79,6 +79,8 @@ export interface PreparedChat {
   base: Omit<ConstrainedCompletionRequest, "constraint">;
   /** The reasoning section the answer follows (the model's template has one and it is on), or null. */
   reasoning: ReasoningSection | null;
+  /** Indices of the messages whose `reasoning_content` the model's template never reads (the route warns), else empty. */
+  unreadReasoning: number[];
 }
 
 /**
@@ -113,7 +115,8 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
     ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),
     ...(thinking.section ? { reasoning: thinking.section } : {}),
   };
-  return { spec, tools, rendered, maxNewTokens, base, reasoning: thinking.section };
+  const unreadReasoning = rendered.reasoningContentUnread ? messages.flatMap((m, i) => (m.reasoning_content !== undefined ? [i] : [])) : [];
+  return { spec, tools, rendered, maxNewTokens, base, reasoning: thinking.section, unreadReasoning };
 }
 
 /**

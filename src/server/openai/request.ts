@@ -122,6 +122,9 @@ interface RequestMessage {
   tool_call_id?: string;
   function_call?: { name: string; arguments: string } | null;
   refusal?: string | null;
+  reasoning_content?: string | null;
+  /** vLLM's newer name for reasoning_content. */
+  reasoning?: string | null;
 }
 
 /** logit_bias with its ids checked against the vocabulary. */
@@ -213,7 +216,7 @@ function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: Cons
     if (style === null) {
       throw new OpenAIRequestError(
         400,
-        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> JSON, Llama 3.1–3.3 JSON, Qwen3-Coder <function=…><parameter=…>, GLM <arg_key>/<arg_value>, MiniMax <invoke name=…>, Apriel and MiniMax-M1 <tool_calls> and Seed-OSS <seed:tool_call> calls); send "required", a named function, or "none"',
+        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> JSON, Llama 3.1–3.3 JSON, Qwen3-Coder <function=…><parameter=…>, GLM <arg_key>/<arg_value>, MiniMax <invoke name=…>, Apriel and MiniMax-M1 <tool_calls>, Seed-OSS <seed:tool_call>, DeepSeek R1/V3.1 <｜tool▁calls▁begin｜>, Functionary v3.1 <function=f>, Mistral [TOOL_CALLS] and Kimi-K2 <|tool_calls_section_begin|> calls); send "required", a named function, or "none"',
         "tool_choice",
       );
     }
@@ -243,9 +246,10 @@ function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: Cons
 }
 
 /**
- * The characters of a conversation's text that the chat template renders (contents, names, tool
- * calls, then the tools), against TRELLIS_MAX_PROMPT_CHARS: a 400 naming where the sum crosses it.
- * The body alone is bounded only by its byte limit, and tokenizing is superlinear in some texts.
+ * The characters of a conversation's text that the chat template renders (contents, earlier
+ * reasoning, names, tool calls, then the tools), against TRELLIS_MAX_PROMPT_CHARS: a 400 naming
+ * where the sum crosses it. The body alone is bounded only by its byte limit, and tokenizing is
+ * superlinear in some texts.
  */
 class PromptChars {
   private used = 0;
@@ -285,6 +289,11 @@ export function chatMessagesOf(body: ChatBody, maxChars = Number.POSITIVE_INFINI
     });
     const role = m.role === "developer" ? "system" : m.role === "function" ? "tool" : m.role;
     const message: { -readonly [K in keyof ChatMessage]: ChatMessage[K] } = { role, content };
+    const reasoning = reasoningOf(m, i);
+    if (reasoning) {
+      chars.add(reasoning.text, `messages[${i}].${reasoning.field}`);
+      message.reasoning_content = reasoning.text;
+    }
     if (m.name !== undefined) message.name = m.name;
     if (m.tool_calls && m.tool_calls.length > 0) {
       if (m.role !== "assistant")
@@ -314,6 +323,24 @@ export function chatMessagesOf(body: ChatBody, maxChars = Number.POSITIVE_INFINI
   });
   tools.forEach((t, j) => chars.add(JSON.stringify(t.function), `tools[${j}]`));
   return messages;
+}
+
+/**
+ * An assistant message's earlier reasoning and the field that carried it (`reasoning_content`, or
+ * vLLM's `reasoning`), or null when it has none; on another role, or both fields differing, a 400.
+ */
+function reasoningOf(m: RequestMessage, i: number): { text: string; field: "reasoning_content" | "reasoning" } | null {
+  const field = m.reasoning_content != null ? "reasoning_content" : m.reasoning != null ? "reasoning" : null;
+  if (field === null) return null;
+  if (m.role !== "assistant")
+    throw new OpenAIRequestError(400, `messages[${i}]: only assistant messages carry ${field}`, `messages[${i}].${field}`);
+  if (m.reasoning_content != null && m.reasoning != null && m.reasoning !== m.reasoning_content)
+    throw new OpenAIRequestError(
+      400,
+      `messages[${i}]: reasoning and reasoning_content are two names for the same reasoning, and they differ: give one`,
+      `messages[${i}].reasoning`,
+    );
+  return { text: m[field]!, field };
 }
 
 /**

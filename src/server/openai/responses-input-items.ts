@@ -1,10 +1,10 @@
 /**
  * GET /v1/responses/{id}/input_items: the items a stored response was generated from (the
  * conversation Trellis rendered: a previous_response_id's input and output first, then this
- * request's input), each with a stable id `msg|fc|fco_<key>_i<n>` (which an item_reference
- * may name), paged as OpenAI's lists are: `limit` 1–100 (20), `order` desc (default) or asc,
- * `after` an item id. `include` asks for fields of input images and files, which Trellis never
- * takes: refused by name.
+ * request's input; a reasoning item as its text, what the template was given), each with a
+ * stable id `rs|msg|fc|fco_<key>_i<n>` (which an item_reference may name), paged as OpenAI's
+ * lists are: `limit` 1–100 (20), `order` desc (default) or asc, `after` an item id. `include`
+ * asks for fields of input images and files, which Trellis never takes: refused by name.
  */
 import type { ConversationItem } from "./responses-request.js";
 import { OpenAIRequestError } from "./errors.js";
@@ -38,6 +38,10 @@ export function inputItemsQuery(query: Record<string, unknown>): InputItemsQuery
 
 /** One conversation item as OpenAI lists it, with its id. */
 export function listedItem(item: ConversationItem, id: string): Record<string, unknown> {
+  if (item.type === "reasoning") {
+    const content = item.text === null ? [] : [{ type: "reasoning_text", text: item.text }];
+    return { id, type: "reasoning", summary: [], content, status: "completed" };
+  }
   if (item.type === "message") {
     const kind = item.role === "assistant" ? "output_text" : "input_text";
     return {
@@ -54,7 +58,7 @@ export function listedItem(item: ConversationItem, id: string): Record<string, u
 
 /** The id input item `index` of the response with random part `key` has. */
 export function inputItemId(item: ConversationItem, key: string, index: number): string {
-  const prefix = item.type === "message" ? "msg" : item.type === "function_call" ? "fc" : "fco";
+  const prefix = { reasoning: "rs", message: "msg", function_call: "fc", function_call_output: "fco" }[item.type];
   return `${prefix}_${key}_i${index}`;
 }
 

@@ -1,6 +1,7 @@
 /**
  * A Responses API body → what the chat route runs: its input items (a stored conversation before
- * them when `previous_response_id` names one, item references resolved) as chat messages, its
+ * them when `previous_response_id` names one, item references resolved) as chat messages (a
+ * reasoning item's text the `reasoning_content` of the assistant turn after it), its
  * `text.format`, flat function tools and `tool_choice` as the chat body's, so the constraint, the
  * rendering and the token budget are the chat route's own (engine-request.ts prepareChat). Errors
  * raised in chat terms are renamed to the field this client sent (`messages[3]` → `input[1]`,
@@ -44,6 +45,9 @@ export interface RequestItem {
   name?: string;
   arguments?: string;
   output?: string | ContentPart[];
+  /** A reasoning item's summary and encrypted reasoning (another service's): accepted, not rendered (a warning). */
+  summary?: { type: "summary_text"; text: string }[];
+  encrypted_content?: string | null;
 }
 
 export interface ResponsesBody {
@@ -81,9 +85,11 @@ export interface ResponsesBody {
 
 /**
  * A conversation item as Trellis keeps it (stored with a response, carried by
- * previous_response_id): a message's text, a call, a call's output.
+ * previous_response_id): a message's text, a call, a call's output, a reasoning item's text (null:
+ * it carried none Trellis can read).
  */
 export type ConversationItem =
+  | { type: "reasoning"; text: string | null }
   | { type: "message"; role: "user" | "assistant" | "system" | "developer"; content: string }
   | { type: "function_call"; call_id: string; name: string; arguments: string }
   | { type: "function_call_output"; call_id: string; output: string };
@@ -157,10 +163,24 @@ export function responsesWarnings(body: ResponsesBody, reasons: boolean): FieldW
   if (!reasons && r && ((r.effort != null && r.effort !== "none") || r.summary != null || r.generate_summary != null))
     out.push(warn("reasoning", "reasoning: this model does not reason; its effort and summary change nothing"));
   if (reasons && r && (r.summary != null || r.generate_summary != null))
-    out.push(warn("reasoning.summary", "reasoning.summary: Trellis returns no reasoning summary (its reasoning items are not served yet)"));
+    out.push(
+      warn(
+        "reasoning.summary",
+        "reasoning.summary: Trellis writes no reasoning summaries; the reasoning itself comes whole, as the reasoning item's reasoning_text content",
+      ),
+    );
   if (body.truncation === "auto")
     out.push(warn("truncation", 'truncation: "auto" drops nothing here; a conversation longer than the context is refused (400)'));
-  for (const item of body.include ?? []) out.push(warn("include", `include: ${JSON.stringify(item)} is not produced by Trellis`));
+  for (const item of body.include ?? [])
+    out.push(
+      warn(
+        "include",
+        item === "reasoning.encrypted_content"
+          ? 'include: "reasoning.encrypted_content" is not produced: Trellis encrypts no reasoning; its reasoning items carry their text in content, to send back as they are'
+          : `include: ${JSON.stringify(item)} is not produced by Trellis`,
+      ),
+    );
+  out.push(...reasoningItemWarnings(body.input));
   const tier = body.service_tier;
   if (tier === "flex" || tier === "scale" || tier === "priority")
     out.push(warn("service_tier", `service_tier: Trellis has one tier; served as "default", not "${tier}"`));
@@ -180,6 +200,35 @@ export function responsesWarnings(body: ResponsesBody, reasons: boolean): FieldW
       ),
     );
   return out;
+}
+
+/**
+ * What input reasoning items carry that Trellis cannot render, said once per kind naming the first
+ * item: a summary (not the model's reasoning, only a digest of it) and encrypted content (another
+ * service's, unreadable here). Their reasoning_text content is what reaches the template.
+ */
+function reasoningItemWarnings(input: ResponsesBody["input"]): FieldWarning[] {
+  if (!Array.isArray(input)) return [];
+  const at = (has: (item: RequestItem) => boolean): number[] =>
+    input.flatMap((item, i) => (item.type === "reasoning" && has(item) ? [i] : []));
+  const said = (indices: number[], field: string, why: string): FieldWarning[] => {
+    if (indices.length === 0) return [];
+    const name = `input[${indices[0]}].${field}`;
+    const more = indices.length > 1 ? ` (and ${indices.length - 1} more reasoning item${indices.length > 2 ? "s" : ""})` : "";
+    return [warn(name, `${name}${more}: ${why}`)];
+  };
+  return [
+    ...said(
+      at((item) => (item.summary ?? []).some((part) => part.text.length > 0)),
+      "summary",
+      "a summary is not the model's reasoning and is not put in the prompt; the reasoning_text content is",
+    ),
+    ...said(
+      at((item) => item.encrypted_content != null && item.encrypted_content.length > 0),
+      "encrypted_content",
+      "encrypted reasoning (another service's) cannot be read here and is not in the prompt",
+    ),
+  ];
 }
 
 function partsText(parts: string | ContentPart[] | undefined, at: string, allowed: readonly string[]): string {
@@ -237,6 +286,11 @@ export async function inputItemsOf(input: ResponsesBody["input"], resolve: ItemR
       need("output");
       const output = partsText(given.output, `${at}.output`, ["input_text"]);
       out.push({ item: { type: "function_call_output", call_id: given.call_id!, output }, origin: at });
+    } else if (type === "reasoning") {
+      if (typeof given.content === "string")
+        throw new OpenAIRequestError(400, `${at}.content: a reasoning item's content is a list of reasoning_text parts`, `${at}.content`);
+      const text = given.content && given.content.length > 0 ? partsText(given.content, `${at}.content`, ["reasoning_text"]) : null;
+      out.push({ item: { type: "reasoning", text }, origin: at });
     } else if (type === "item_reference") {
       if (typeof given.id !== "string") throw new OpenAIRequestError(400, `${at}.id is required for an item_reference`, `${at}.id`);
       const found = await resolve(given.id);
@@ -251,8 +305,8 @@ export async function inputItemsOf(input: ResponsesBody["input"], resolve: ItemR
       throw new OpenAIRequestError(
         400,
         type === undefined
-          ? `${at}.type is required (message, function_call, function_call_output or item_reference)`
-          : `${at}.type: ${JSON.stringify(type)} items are not supported (message, function_call, function_call_output, item_reference)`,
+          ? `${at}.type is required (message, reasoning, function_call, function_call_output or item_reference)`
+          : `${at}.type: ${JSON.stringify(type)} items are not supported (message, reasoning, function_call, function_call_output, item_reference)`,
         `${at}.type`,
       );
     }
@@ -260,30 +314,69 @@ export async function inputItemsOf(input: ResponsesBody["input"], resolve: ItemR
   return out;
 }
 
-/** The chat body that runs the same request: messages with their origins, format, tools, choice. */
-export function chatBodyOf(body: ResponsesBody, conversation: readonly PlacedItem[]): { chat: ChatBody; origins: string[] } {
-  const messages: ChatBody["messages"] = [];
-  const origins: string[] = [];
-  if (body.instructions != null && body.instructions.length > 0) {
-    messages.push({ role: "system", content: body.instructions });
+/** The chat messages of a conversation, each with the field it came from (and its reasoning's, when it has some). */
+export interface ChatConversation {
+  messages: ChatBody["messages"];
+  origins: string[];
+  /** Per message: the reasoning item its reasoning_content came from, where it has one. */
+  reasoningOrigins: (string | undefined)[];
+  warnings: FieldWarning[];
+}
+
+/**
+ * Conversation items as chat messages. Calls right after an assistant message (or another call)
+ * are that assistant turn's; a reasoning item (several in a row: their texts in order) is the
+ * reasoning_content of the assistant message or call after it, which starts a new assistant turn.
+ * A reasoning item that no assistant turn follows is left out, with a warning.
+ */
+function chatConversationOf(instructions: string | null | undefined, conversation: readonly PlacedItem[]): ChatConversation {
+  const out: ChatConversation = { messages: [], origins: [], reasoningOrigins: [], warnings: [] };
+  const { messages, origins } = out;
+  if (instructions != null && instructions.length > 0) {
+    messages.push({ role: "system", content: instructions });
     origins.push("instructions");
   }
+  // The reasoning waiting for its assistant turn (`as`: the closures below reset it).
+  let thought = null as { text: string | null; origin: string } | null;
+  const unfollowed = (): void => {
+    if (thought?.origin.startsWith("input"))
+      out.warnings.push(
+        warn(
+          thought.origin,
+          `${thought.origin}: no assistant message or function_call follows this reasoning item, so no turn carries it; it is not in the prompt`,
+        ),
+      );
+    thought = null;
+  };
+  /** A new assistant turn, carrying the reasoning before it. */
+  const assistant = (message: ChatBody["messages"][number], origin: string): void => {
+    if (thought?.text != null) {
+      message.reasoning_content = thought.text;
+      out.reasoningOrigins[messages.length] = thought.origin;
+    }
+    thought = null;
+    messages.push(message);
+    origins.push(origin);
+  };
   const calls = new Set<string>();
   for (const { item, origin } of conversation) {
-    if (item.type === "message") {
+    if (item.type === "reasoning") {
+      const texts = [thought?.text, item.text].filter((text): text is string => text != null);
+      thought = { text: texts.length > 0 ? texts.join("\n\n") : null, origin: thought?.origin ?? origin };
+    } else if (item.type === "message" && item.role === "assistant") {
+      assistant({ role: "assistant", content: item.content }, origin);
+    } else if (item.type === "message") {
+      unfollowed();
       messages.push({ role: item.role, content: item.content });
       origins.push(origin);
     } else if (item.type === "function_call") {
       calls.add(item.call_id);
       const call = { id: item.call_id, type: "function" as const, function: { name: item.name, arguments: item.arguments } };
       const last = messages.at(-1);
-      // Calls right after an assistant message (or another call) are that assistant turn's.
-      if (last?.role === "assistant") last.tool_calls = [...(last.tool_calls ?? []), call];
-      else {
-        messages.push({ role: "assistant", content: null, tool_calls: [call] });
-        origins.push(origin);
-      }
+      if (last?.role === "assistant" && thought === null) last.tool_calls = [...(last.tool_calls ?? []), call];
+      else assistant({ role: "assistant", content: null, tool_calls: [call] }, origin);
     } else {
+      unfollowed();
       if (!calls.has(item.call_id)) {
         throw new OpenAIRequestError(
           400,
@@ -295,6 +388,14 @@ export function chatBodyOf(body: ResponsesBody, conversation: readonly PlacedIte
       origins.push(origin);
     }
   }
+  unfollowed();
+  return out;
+}
+
+/** The chat body that runs the same request: messages with their origins, format, tools, choice. */
+export function chatBodyOf(body: ResponsesBody, conversation: readonly PlacedItem[]): { chat: ChatBody } & ChatConversation {
+  const converted = chatConversationOf(body.instructions, conversation);
+  const { messages } = converted;
   if (messages.length === 0) throw new OpenAIRequestError(400, "input is required: give a message (or instructions)", "input");
   const format = body.text?.format;
   const functions = (body.tools ?? []) as unknown as ResponsesFunctionTool[];
@@ -333,15 +434,20 @@ export function chatBodyOf(body: ResponsesBody, conversation: readonly PlacedIte
     tool_choice: choice == null ? null : typeof choice === "string" ? choice : { type: "function", function: { name: choice.name! } },
     parallel_tool_calls: body.parallel_tool_calls ?? null,
   };
-  return { chat, origins };
+  return { chat, ...converted };
 }
 
-/** A chat-route field name as this request's: `messages[i]…` → the item's origin, and the renamed fields. */
-function renameField(field: string, origins: readonly string[]): string {
+/**
+ * A chat-route field name as this request's: `messages[i]…` → the item's origin (its
+ * `reasoning_content` → the reasoning item's), and the renamed fields.
+ */
+function renameField(field: string, origins: readonly string[], reasoningOrigins: readonly (string | undefined)[]): string {
   const message = /^messages\[(\d+)\](.*)$/.exec(field);
   if (message) {
-    const origin = origins[Number(message[1])] ?? "input";
-    return message[2]!.startsWith(".content") && origin.startsWith("input[") ? `${origin}.content` : origin;
+    const i = Number(message[1]);
+    const reasoning = message[2]!.startsWith(".reasoning_content");
+    const origin = (reasoning ? reasoningOrigins[i] : undefined) ?? origins[i] ?? "input";
+    return (reasoning || message[2]!.startsWith(".content")) && origin.startsWith("input[") ? `${origin}.content` : origin;
   }
   return field
     .replace(/^messages\b/, "input")
@@ -355,7 +461,7 @@ function renameField(field: string, origins: readonly string[]): string {
  * An error of the chat route's helpers in this request's terms (the field and the message), or the
  * error itself when it names no field.
  */
-export function renamedError(error: unknown, origins: readonly string[]): unknown {
+export function renamedError(error: unknown, origins: readonly string[], reasoningOrigins: readonly (string | undefined)[] = []): unknown {
   let field: string | null;
   let status: number;
   let code: string | null = null;
@@ -370,12 +476,12 @@ export function renamedError(error: unknown, origins: readonly string[]): unknow
     field = null;
     status = 400;
   } else return error;
-  const renamed = field === null ? null : renameField(field, origins);
+  const renamed = field === null ? null : renameField(field, origins, reasoningOrigins);
   const message = error.message
     .replace(/\bmessages'/g, "input's")
     .replace(
       /\b(?:messages(?:\[\d+\](?:\.[a-z_]+|\[\d+\])*)?|response_format(?:\.json_schema)?(?:\.[a-z_]+)?|max_completion_tokens|tools\[\d+\]\.function\.[a-z_]+|tool_choice\.function\.[a-z_]+)/g,
-      (name) => renameField(name, origins),
+      (name) => renameField(name, origins, reasoningOrigins),
     );
   return new OpenAIRequestError(status, message, renamed, code);
 }

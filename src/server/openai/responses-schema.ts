@@ -24,8 +24,17 @@ const contentPart: Schema = {
 
 const content: Schema = { anyOf: [{ type: "string" }, { type: "array", maxItems: MAX_INPUT_ITEMS, items: contentPart }] };
 
+/** A reasoning item's summary part (accepted with a warning: a summary is not the reasoning itself). */
+const summaryPart: Schema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["type", "text"],
+  properties: { type: { type: "string", enum: ["summary_text"] }, text: { type: "string" } },
+};
+
 /**
- * One input item: a message (role and content), a function_call, a function_call_output or an
+ * One input item: a message (role and content), a reasoning item (its reasoning_text content, the
+ * next assistant turn's earlier reasoning), a function_call, a function_call_output or an
  * item_reference. One schema for all (their fields together), so an unknown field is named; the
  * fields each type needs are checked in responses-request.ts.
  */
@@ -44,6 +53,8 @@ const inputItem: Schema = {
     namespace: { type: "string", maxLength: 256 },
     arguments: { type: "string" },
     output: content,
+    summary: { type: "array", maxItems: MAX_INPUT_ITEMS, items: summaryPart },
+    encrypted_content: { type: nullable("string"), description: "Another service's encrypted reasoning: unreadable here (a warning)." },
   },
 };
 
@@ -94,7 +105,8 @@ export function responsesBody(config: Config): Schema {
       model: { type: "string", maxLength: 256, description: "The served model's id, as GET /v1/models lists it." },
       input: {
         anyOf: [{ type: "string" }, { type: "array", maxItems: MAX_INPUT_ITEMS, items: inputItem }],
-        description: "A user message, or the conversation's items: messages, function calls and their outputs, item references.",
+        description:
+          "A user message, or the conversation's items: messages, reasoning items (their text is the next assistant turn's reasoning_content, as the chat template reads it), function calls and their outputs, item references.",
       },
       instructions: { type: nullable("string"), description: "A system message before the input (not carried to the next response)." },
       max_output_tokens: {
@@ -157,7 +169,7 @@ export function responsesBody(config: Config): Schema {
         type: nullable("array"),
         maxItems: 16,
         items: { type: "string", maxLength: 64 },
-        description: "Extra output data: none is produced (a warning).",
+        description: "Extra output data: none is produced (a warning); reasoning items carry their text unencrypted in content.",
       },
       reasoning: {
         type: nullable("object"),
@@ -168,7 +180,7 @@ export function responsesBody(config: Config): Schema {
           generate_summary: { type: nullable("string"), enum: ["auto", "concise", "detailed", null] },
         },
         description:
-          "On a model that reasons, effort bounds its reasoning as reasoning_effort does on the chat route (none turns it off where the template can); on others anything but none gets a warning.",
+          "On a model that reasons, effort bounds its reasoning as reasoning_effort does on the chat route (none turns it off where the template can), and the reasoning comes back as a reasoning item (no summary: summary gets a warning); on others anything but none gets a warning.",
       },
       truncation: {
         type: nullable("string"),

@@ -4,7 +4,9 @@
  * into the chat body that asks the same (responses-request.ts) and planned by the chat route's own
  * prepareChat, so a `json_schema` output or a function call is never cut short: it fits
  * `max_output_tokens` or is refused before anything is generated. Admission, the quota's
- * reservation and the usage charge are generation.ts's, as on every route.
+ * reservation and the usage charge are generation.ts's, as on every route. A reasoning model's
+ * section comes first as a reasoning item (its text in `content`, its tokens in
+ * `output_tokens_details.reasoning_tokens`); sent back, it is the next turn's earlier reasoning.
  *
  * `store` (default true) keeps the response and its conversation in the key store
  * (store/responses.ts), owned by the API key, for GET, DELETE and `previous_response_id`; an
@@ -12,11 +14,13 @@
  *
  * Registered by the OpenAI plugin in a child context: its key check and error handler apply.
  */
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Histogram } from "prom-client";
 import {
   AutoToolStream,
   type CompletionResult,
   type GeneratedToken,
+  type ReasoningSection,
   ReasoningSplitter,
   replyCalls,
   type ToolMode,
@@ -24,7 +28,7 @@ import {
 import { ResponseStoreFullError, type ResponseStoreLimits, sha256Hex, type StoredResponse } from "../../store/index.js";
 import { generation } from "../generation.js";
 import { runChoices } from "./choices.js";
-import { prepareChat } from "./engine-request.js";
+import { type PreparedChat, prepareChat } from "./engine-request.js";
 import { mapOpenAIError, maxTokensParam, OpenAIRequestError } from "./errors.js";
 import { checkModel } from "./request.js";
 import {
@@ -41,7 +45,7 @@ import {
 } from "./responses-request.js";
 import { responsesBody } from "./responses-schema.js";
 import { inputItemId, inputItemsPage, inputItemsQuery } from "./responses-input-items.js";
-import { newResponseKey, OutputBuilder, type OutputItem, responseIdOf, responseIdOfItem } from "./responses-stream.js";
+import { newResponseKey, OutputBuilder, type OutputItem, ReasoningTokenCount, responseIdOf, responseIdOfItem } from "./responses-stream.js";
 import { replyWithStream, SseStream } from "./sse.js";
 
 const DAY_MS = 86_400_000;
@@ -62,6 +66,7 @@ function ownerOf(request: FastifyRequest): string {
 
 /** An output item as the next response's input (its conversation). */
 function asInput(item: OutputItem): ConversationItem {
+  if (item.type === "reasoning") return { type: "reasoning", text: item.content.map((c) => c.text).join("") };
   if (item.type === "function_call") return { type: "function_call", call_id: item.call_id, name: item.name, arguments: item.arguments };
   return { type: "message", role: "assistant", content: item.content.map((c) => c.text).join("") };
 }
@@ -99,6 +104,21 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
     return input.find((c, i) => inputItemId(c, key, i) === itemId) ?? null;
   };
 
+  /** The conversation and output of the stored response `id` names, before the new input (a 400 naming previous_response_id when none). */
+  const previousConversation = async (owner: string, id: string): Promise<PlacedItem[]> => {
+    const stored = await store.responses.get(owner, id);
+    if (!stored) {
+      throw new OpenAIRequestError(
+        400,
+        `previous_response_id: no stored response '${id}' for this API key (it was not stored, was deleted, or expired)`,
+        "previous_response_id",
+        "previous_response_not_found",
+      );
+    }
+    const items = [...(stored.input as ConversationItem[]), ...(stored.response.output as OutputItem[]).map(asInput)];
+    return items.map((item) => ({ item, origin: "previous_response_id" }));
+  };
+
   api.post(
     "/v1/responses",
     route("Create a response (OpenAI Responses API)", responsesBody(config)),
@@ -113,28 +133,16 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
       const owner = ownerOf(request);
       const storing = body.store !== false;
 
-      let previous: PlacedItem[] = [];
-      if (body.previous_response_id != null) {
-        const stored = await store.responses.get(owner, body.previous_response_id);
-        if (!stored) {
-          throw new OpenAIRequestError(
-            400,
-            `previous_response_id: no stored response '${body.previous_response_id}' for this API key (it was not stored, was deleted, or expired)`,
-            "previous_response_id",
-            "previous_response_not_found",
-          );
-        }
-        const items = [...(stored.input as ConversationItem[]), ...(stored.response.output as OutputItem[]).map(asInput)];
-        previous = items.map((item) => ({ item, origin: "previous_response_id" }));
-      }
+      const previous = body.previous_response_id != null ? await previousConversation(owner, body.previous_response_id) : [];
       const conversation = [...previous, ...(await inputItemsOf(body.input, (id) => resolveItem(owner, id)))];
-      const { chat, origins } = chatBodyOf(body, conversation);
-      let prepared: ReturnType<typeof prepareChat>;
+      const { chat, origins, reasoningOrigins, warnings } = chatBodyOf(body, conversation);
+      let prepared: PreparedChat;
       try {
         prepared = prepareChat(engine, config, chat, "max_output_tokens");
       } catch (error) {
-        throw renamedError(error, origins);
+        throw renamedError(error, origins, reasoningOrigins);
       }
+      fieldWarnings.push(...warnings, ...unreadReasoningWarnings(prepared.unreadReasoning, reasoningOrigins));
       const { spec, tools, rendered, maxNewTokens, base } = prepared;
       const input = conversation.map((c) => c.item);
       // Before the generation: a key whose store is full is refused before it spends anything.
@@ -166,6 +174,10 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
         ...extra,
         ...(fieldWarnings.length > 0 ? { warnings: fieldWarnings } : {}),
       });
+      // The reasoning's tokens are counted as they are generated, streamed or not.
+      const thought = prepared.reasoning ? new ReasoningTokenCount(prepared.reasoning.close) : null;
+      const reasoningStatus = (result: CompletionResult) =>
+        thought && !thought.closed && result.stopReason === "token_limit" ? "incomplete" : "completed";
 
       /** The final response from the built items; stored when asked (a full store: a warning, not stored). */
       const finish = async (builder: OutputBuilder, result: CompletionResult): Promise<Record<string, unknown>> => {
@@ -179,7 +191,7 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
               input_tokens: rendered.tokens.length,
               input_tokens_details: { cached_tokens: result.cachedTokens ?? 0 },
               output_tokens: result.tokensGenerated,
-              output_tokens_details: { reasoning_tokens: 0 },
+              output_tokens_details: { reasoning_tokens: thought?.count ?? 0 },
               total_tokens: rendered.tokens.length + result.tokensGenerated,
             },
             ...(incomplete ? {} : { completed_at: Math.floor(Date.now() / 1000) }),
@@ -201,82 +213,43 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
         return response();
       };
 
-      const work = (onText?: (index: number, delta: string, tokens: readonly GeneratedToken[]) => void) =>
-        generate.run(
+      const work = (onText?: TextHook) => {
+        const hook: TextHook | undefined =
+          thought || onText
+            ? (index, delta, tokens) => {
+                thought?.push(tokens);
+                onText?.(index, delta, tokens);
+              }
+            : undefined;
+        return generate.run(
           request,
           reply,
           spec,
-          (signal, client) => runChoices(engine, { ...base, constraint: spec, signal, client }, 1, onText),
+          (signal, client) => runChoices(engine, { ...base, constraint: spec, signal, client }, 1, hook),
           maxNewTokens,
         );
+      };
 
       if (!body.stream) {
         const [result] = await work();
         request.tokensGenerated = result!.tokensGenerated;
         const builder = new OutputBuilder(key, null);
-        buildOutput(builder, result!, tools, false);
+        buildOutput(builder, result!, tools, false, reasoningStatus(result!));
         return finish(builder, result!);
       }
-
-      const sse = new SseStream();
-      const builder = new OutputBuilder(key, sse);
-      const auto = tools?.kind === "auto" ? new AutoToolStream(tools.style!) : null;
-      const arrived = performance.now() - reply.elapsedTime;
-      let opened = false;
-      // The stream opens with the first generated token: a refusal before it is a plain HTTP error.
-      const open = (): void => {
-        if (opened) return;
-        opened = true;
-        builder.event("response.created", { response: snapshot("in_progress", []) });
-        builder.event("response.in_progress", { response: snapshot("in_progress", []) });
-        if (tools?.kind === "named") builder.startCall(tools.name!);
-        else if (!tools) builder.text("");
-      };
-      // A reasoning model's section is not output text (reasoning items are not served yet): only the answer streams.
-      const thinking = prepared.reasoning ? new ReasoningSplitter(prepared.reasoning) : null;
-      const onText = (_index: number, piece: string, tokens: readonly GeneratedToken[]): void => {
-        if (!opened) metrics.timeToFirstToken.observe((performance.now() - arrived) / 1000);
-        open();
-        request.tokensGenerated += tokens.length;
-        const text = thinking ? thinking.push(piece).content : piece;
-        if (text.length === 0) return;
-        if (tools?.kind === "named") builder.callArguments(text);
-        else if (auto) {
-          const content = auto.push(text);
-          if (content.length > 0) builder.text(content);
-        } else if (!tools) builder.text(text);
-        // "required": the calls are sent whole at the end (the array is parsed then).
-      };
-      const finished = work(onText).then(
-        async ([result]) => {
-          request.tokensGenerated = result!.tokensGenerated;
-          open();
-          if (auto) {
-            const rest = auto.flush();
-            if (rest.length > 0) builder.text(rest);
-          }
-          buildOutput(builder, result!, tools, true);
-          const response = await finish(builder, result!);
-          builder.event(response.status === "incomplete" ? "response.incomplete" : "response.completed", { response });
-          sse.end(false);
-        },
-        (error: unknown) => {
-          if (!opened) throw error;
-          const mapped = mapOpenAIError(error, {
-            allowedFields: [],
-            bodyLimitBytes: config.bodyLimitBytes,
-            maxTokensParam: "max_output_tokens",
-          });
-          if (mapped.internal) request.log.error({ err: error }, "error while streaming");
-          const { message, code, param } = mapped.body.error;
-          builder.event("error", { code: code ?? mapped.body.error.type, message, param });
-          builder.event("response.failed", {
-            response: snapshot("failed", builder.items, { error: { code: code ?? "server_error", message } }),
-          });
-          sse.end(false);
-        },
-      );
-      return replyWithStream(reply, sse, finished);
+      return streamResponse({
+        request,
+        reply,
+        key,
+        tools,
+        reasoning: prepared.reasoning,
+        timeToFirstToken: metrics.timeToFirstToken,
+        bodyLimitBytes: config.bodyLimitBytes,
+        snapshot,
+        work,
+        finish,
+        reasoningStatus,
+      });
     },
   );
 
@@ -345,14 +318,138 @@ function requestEcho(body: ResponsesBody, storing: boolean) {
   };
 }
 
+type TextHook = (index: number, delta: string, tokens: readonly GeneratedToken[]) => void;
+
+/** What a streamed response needs from the request it answers. */
+interface ResponseStreamPlan {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  key: string;
+  tools: ToolMode | null;
+  /** The reasoning section the answer follows, or null. */
+  reasoning: ReasoningSection | null;
+  timeToFirstToken: Histogram;
+  bodyLimitBytes: number;
+  snapshot: (status: string, output: OutputItem[], extra?: Record<string, unknown>) => Record<string, unknown>;
+  work: (onText: TextHook) => Promise<CompletionResult[]>;
+  finish: (builder: OutputBuilder, result: CompletionResult) => Promise<Record<string, unknown>>;
+  reasoningStatus: (result: CompletionResult) => "completed" | "incomplete";
+}
+
 /**
- * The result's output items, after what a stream already built (`streamed`): the message's text
- * (free text, a JSON format, an `auto` reply's text before its calls), then the calls (named: its
- * arguments; `required` and `auto`: each call whole). A message ends complete, or incomplete when
+ * A response as typed events: the reasoning item first (a reasoning model's section, as
+ * reasoning_text deltas), then the answer's items as their text arrives, then the final response.
+ * The stream opens with the first generated token: a refusal before it is a plain HTTP error.
+ */
+function streamResponse(plan: ResponseStreamPlan): Promise<FastifyReply> {
+  const { request, reply, tools } = plan;
+  const sse = new SseStream();
+  const builder = new OutputBuilder(plan.key, sse);
+  const auto = tools?.kind === "auto" ? new AutoToolStream(tools.style!) : null;
+  const thinking = plan.reasoning ? new ReasoningSplitter(plan.reasoning) : null;
+  const arrived = performance.now() - reply.elapsedTime;
+  let opened = false;
+  let answering = false;
+  /** The answer's first item opens once the reasoning item is done (free text: the message; a named call: the call). */
+  const startAnswer = (reasoningStatus: "completed" | "incomplete" = "completed"): void => {
+    if (answering) return;
+    answering = true;
+    builder.endReasoning(reasoningStatus);
+    if (tools?.kind === "named") builder.startCall(tools.name!);
+    else if (!tools) builder.text("");
+  };
+  const open = (): void => {
+    if (opened) return;
+    opened = true;
+    builder.event("response.created", { response: plan.snapshot("in_progress", []) });
+    builder.event("response.in_progress", { response: plan.snapshot("in_progress", []) });
+    if (thinking) builder.reasoning("");
+    else startAnswer();
+  };
+  const onText: TextHook = (_index, piece, tokens) => {
+    if (!opened) plan.timeToFirstToken.observe((performance.now() - arrived) / 1000);
+    open();
+    request.tokensGenerated += tokens.length;
+    const split = thinking ? thinking.push(piece) : { reasoning: "", content: piece };
+    if (split.reasoning.length > 0) builder.reasoning(split.reasoning);
+    const text = split.content;
+    if (text.length === 0) return;
+    startAnswer();
+    if (tools?.kind === "named") builder.callArguments(text);
+    else if (auto) {
+      const content = auto.push(text);
+      if (content.length > 0) builder.text(content);
+    } else if (!tools) builder.text(text);
+    // "required": the calls are sent whole at the end (the array is parsed then).
+  };
+  const finished = plan.work(onText).then(
+    async ([result]) => {
+      request.tokensGenerated = result!.tokensGenerated;
+      open();
+      if (thinking && !answering) builder.reasoning(thinking.flush().reasoning);
+      startAnswer(plan.reasoningStatus(result!));
+      if (auto) {
+        const rest = auto.flush();
+        if (rest.length > 0) builder.text(rest);
+      }
+      buildOutput(builder, result!, tools, true, plan.reasoningStatus(result!));
+      const response = await plan.finish(builder, result!);
+      builder.event(response.status === "incomplete" ? "response.incomplete" : "response.completed", { response });
+      sse.end(false);
+    },
+    (error: unknown) => {
+      if (!opened) throw error;
+      const mapped = mapOpenAIError(error, { allowedFields: [], bodyLimitBytes: plan.bodyLimitBytes, maxTokensParam: "max_output_tokens" });
+      if (mapped.internal) request.log.error({ err: error }, "error while streaming");
+      const { message, code, param } = mapped.body.error;
+      builder.event("error", { code: code ?? mapped.body.error.type, message, param });
+      builder.event("response.failed", {
+        response: plan.snapshot("failed", builder.items, { error: { code: code ?? "server_error", message } }),
+      });
+      sse.end(false);
+    },
+  );
+  return replyWithStream(reply, sse, finished);
+}
+
+/**
+ * Earlier reasoning the client sent in `input` that this model's chat template never reads: said
+ * once, naming the first such reasoning item (a stored conversation's own reasoning is not the
+ * client's field, so it is not warned about).
+ */
+function unreadReasoningWarnings(indices: readonly number[], reasoningOrigins: readonly (string | undefined)[]): FieldWarning[] {
+  const sent = indices.map((i) => reasoningOrigins[i]).filter((origin): origin is string => origin?.startsWith("input") === true);
+  if (sent.length === 0) return [];
+  const field = `${sent[0]}.content`;
+  const more = sent.length > 1 ? ` (and ${sent.length - 1} more reasoning item${sent.length > 2 ? "s" : ""})` : "";
+  return [
+    {
+      keyword: field,
+      pointer: `/${field}`,
+      message: `${field}${more}: this model's chat template never reads earlier reasoning, so it is not in the prompt`,
+    },
+  ];
+}
+
+/**
+ * The result's output items, after what a stream already built (`streamed`): the reasoning item
+ * (a reasoning model's section), the message's text (free text, a JSON format, an `auto` reply's
+ * text before its calls), then the calls (named: its arguments; `required` and `auto`: each call
+ * whole). A message ends complete, or incomplete when
  * the token limit cut it.
  */
-function buildOutput(builder: OutputBuilder, result: CompletionResult, tools: ToolMode | null, streamed: boolean): void {
+function buildOutput(
+  builder: OutputBuilder,
+  result: CompletionResult,
+  tools: ToolMode | null,
+  streamed: boolean,
+  reasoningStatus: "completed" | "incomplete",
+): void {
   const status = result.stopReason === "token_limit" ? "incomplete" : "completed";
+  if (!streamed && result.reasoning !== undefined) {
+    builder.reasoning(result.reasoning);
+    builder.endReasoning(reasoningStatus);
+  }
   if (tools?.kind === "named") {
     if (!streamed) {
       builder.startCall(tools.name!);
@@ -367,7 +464,7 @@ function buildOutput(builder: OutputBuilder, result: CompletionResult, tools: To
     const auto = tools ? new AutoToolStream(tools.style!) : null;
     const text = auto ? auto.push(result.completion) + auto.flush() : result.completion;
     if (text.length > 0 || calls.length === 0) builder.text(text);
-  } else if (builder.items.length === 0 && calls.length === 0) builder.text("");
+  } else if (builder.items.every((item) => item.type === "reasoning") && calls.length === 0) builder.text("");
   builder.endText(status);
   for (const call of calls) builder.wholeCall(call.name, call.arguments);
 }

@@ -136,6 +136,11 @@ const messageSchema: Schema = {
       properties: { name: { type: "string", maxLength: 256 }, arguments: { type: "string" } },
     },
     refusal: { type: nullable("string") },
+    // An earlier assistant turn's reasoning, as DeepSeek's and vLLM's APIs return it and their
+    // clients send it back; `reasoning` is vLLM's newer name for it (vLLM now answers with
+    // `reasoning` and reads either), so clients echoing vLLM's output send that one.
+    reasoning_content: { type: nullable("string") },
+    reasoning: { type: nullable("string") },
   },
 };
 
