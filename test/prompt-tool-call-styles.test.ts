@@ -58,20 +58,15 @@ const READ: Record<string, readonly string[]> = {
   "mistral-nemo": ["mistralai-Mistral-Nemo-Instruct-2407.jinja"],
   "kimi-k2": ["Kimi-K2-Instruct.jinja", "Kimi-K2-Thinking.jinja", "moonshotai-Kimi-K2.jinja"],
   "functionary-v3.1": ["meetkai-functionary-medium-v3.1.jinja"],
+  "deepseek-dsml": ["deepseek-ai-DeepSeek-V3.2.jinja"],
+  "deepseek-v4": ["deepseek-ai-DeepSeek-V4.jinja", "deepseek-ai-DeepSeek-V4-Flash-0731.jinja"],
 };
 
 test("Hermes/Qwen JSON, Llama 3.x JSON, XML <function=…>, GLM <arg_key>, MiniMax, Apriel, Seed-OSS and DeepSeek calls; other formats left unread", () => {
   for (const [style, files] of Object.entries(READ)) for (const file of files) assert.equal(styleOf(file), style, file);
-  // Kin of the above that are not the same format: DeepSeek's and Muse's <invoke name=…> in their
-  // own blocks (DSML, <atem:function_calls>), Functionary v3.2's >>>f.
-  for (const file of [
-    "meetkai-functionary-medium-v3.2.jinja",
-    "deepseek-ai-DeepSeek-V3.2.jinja",
-    "deepseek-ai-DeepSeek-V4.jinja",
-    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja",
-    "muse-glimmer.jinja",
-  ])
-    assert.equal(styleOf(file), null, file);
+  // Kin of the above that are not the same format: Muse's <invoke name=…> in <atem:function_calls>,
+  // Functionary v3.2's >>>f.
+  for (const file of ["meetkai-functionary-medium-v3.2.jinja", "muse-glimmer.jinja"]) assert.equal(styleOf(file), null, file);
   assert.equal(toolCallStyleOf(null), "hermes", "the plain transcript teaches Hermes itself");
 });
 
@@ -79,10 +74,10 @@ test("every template in the folder maps to its expected style", () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja"));
   const expected = new Map(Object.entries(READ).flatMap(([style, list]) => list.map((f) => [f, style] as const)));
   for (const file of files) assert.equal(styleOf(file), expected.get(file) ?? null, file);
-  // 42 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
-  // 3 MiniMax (M1, M2, M3), 2 Apriel, 4 DeepSeek (3 R1, 1 V3.1), 4 Mistral (3 [ARGS], 1 Nemo),
-  // 3 Kimi-K2, 1 Functionary v3.1.
-  assert.equal(files.filter((f) => styleOf(f) !== null).length, 42);
+  // 45 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
+  // 3 MiniMax (M1, M2, M3), 2 Apriel, 7 DeepSeek (3 R1, 1 V3.1, 3 DSML), 4 Mistral (3 [ARGS],
+  // 1 Nemo), 3 Kimi-K2, 1 Functionary v3.1.
+  assert.equal(files.filter((f) => styleOf(f) !== null).length, 45);
 });
 
 test("a text style whose opening marker is a control token of the vocabulary is not read, nor a control style without its tokens", () => {

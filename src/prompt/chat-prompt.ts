@@ -63,6 +63,9 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // DeepSeek's markers around a name and JSON arguments: R1 writes `function<｜tool▁sep｜>f` and a ```json block, V3.1 `f<｜tool▁sep｜>{…}`.
   if (has("<｜tool▁calls▁begin｜>", "<｜tool▁sep｜>", "```json")) return "deepseek-r1";
   if (has("<｜tool▁calls▁begin｜>", "<｜tool▁sep｜>")) return "deepseek-v3";
+  // DeepSeek's DSML: <｜DSML｜invoke name=…> with typed <｜DSML｜parameter …> in function_calls (V3.2) or tool_calls (V4).
+  if (has("dsml_token", "'function_calls>", "invoke name=", 'string="true"')) return "deepseek-dsml";
+  if (has("dsml_token", "'tool_calls>", "invoke name=", 'string="true"')) return "deepseek-v4";
   // Not read yet: the above's kin (DeepSeek's and others' <invoke name=…> in other blocks).
   if (["<function=", "<arg_key>", "<tool_calls>", "<invoke name="].some((marker) => template.includes(marker))) return null;
   if (template.includes("<tool_call>") && template.includes('"arguments"')) return "hermes";

@@ -2,7 +2,8 @@
  * A function's arguments as the tagged tool-call styles write them ("xml-function":
  * `<parameter=p>\nvalue\n</parameter>`, "glm": `<arg_key>p</arg_key><arg_value>value</arg_value>`,
  * "seed-oss": `<parameter=p>value</parameter>`, "minimax-m2": `<parameter name="p">value</parameter>`,
- * "minimax-m3": `]<]minimax[>[<p>value]<]minimax[>[</p>`): one tag per parameter, in the order of
+ * "minimax-m3": `]<]minimax[>[<p>value]<]minimax[>[</p>`, DeepSeek's DSML
+ * `<｜DSML｜parameter name="p" string="true|false">value</｜DSML｜parameter>`): one tag per parameter, in the order of
  * the schema's `properties`, its value raw text when it is a string and otherwise as the template
  * writes it (`v if v is string else v|tojson`, or Python's `v|string`; see VALUE_RULES).
  *
@@ -18,7 +19,7 @@ import { isAnnotation, validationKeywords } from "./json-schema/keywords.js";
 import { isObject } from "./json-schema/spec.js";
 
 /** A tool-call style whose calls tag each argument (the others write the arguments as one JSON object). */
-export type TaggedToolCallStyle = "xml-function" | "glm" | "seed-oss" | "minimax-m2" | "minimax-m3";
+export type TaggedToolCallStyle = "xml-function" | "glm" | "seed-oss" | "minimax-m2" | "minimax-m3" | "deepseek-dsml" | "deepseek-v4";
 
 /** How a tagged style's template writes a value that is not a string (a string is always raw text). */
 export interface ValueRules {
@@ -50,6 +51,8 @@ export const VALUE_RULES: Record<TaggedToolCallStyle, ValueRules> = {
     nameBreakingText: TAG_TEXT,
   },
   "minimax-m2": { python: false, nulls: true, structured: null, nameBreaking: ATTRIBUTE_BREAKING, nameBreakingText: ATTRIBUTE_TEXT },
+  "deepseek-dsml": { python: false, nulls: true, structured: null, nameBreaking: ATTRIBUTE_BREAKING, nameBreakingText: ATTRIBUTE_TEXT },
+  "deepseek-v4": { python: false, nulls: true, structured: null, nameBreaking: ATTRIBUTE_BREAKING, nameBreakingText: ATTRIBUTE_TEXT },
   "minimax-m3": {
     python: false,
     nulls: false,

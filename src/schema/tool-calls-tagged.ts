@@ -15,7 +15,11 @@
  *   holding every call (one `<invoke>` after another); a string raw (without "</parameter>"), others JSON;
  * - "minimax-m3" (MiniMax-M3): one block `N<tool_call>\nN<invoke name="f">N<p>valueN</p>N</invoke>\nN</tool_call>`,
  *   N the namespace token `]<]minimax[>[`; a string raw (without N), numbers and booleans as
- *   JSON; a null argument is left out; objects and arrays (nested elements) are refused.
+ *   JSON; a null argument is left out; objects and arrays (nested elements) are refused;
+ * - "deepseek-dsml" (DeepSeek-V3.2) and "deepseek-v4" (DeepSeek-V4): one block
+ *   `<｜DSML｜function_calls>\n<｜DSML｜invoke name="f">\n<｜DSML｜parameter name="p" string="true">value</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>`
+ *   (V4: `tool_calls`, and a newline more in a call without arguments), the `string` attribute saying how the value reads: "true" a raw string,
+ *   "false" JSON of any other type (so a string is never told apart by its text here).
  * The calls of the per-call block styles follow one another with or without a newline between,
  * and one newline may end the reply.
  */
@@ -70,7 +74,28 @@ interface TaggedLayout {
   readonly callClose: readonly Piece[];
   /** What a raw string never holds: the value ends at its first occurrence. */
   readonly rawStop: string;
+  /**
+   * The value's kind said before it (DSML's `string="true">` / `string="false">`, after
+   * paramOpen): then a raw string and JSON are told apart by it, not by the value's text.
+   */
+  readonly typed?: { readonly raw: string; readonly json: string };
 }
+
+const DSML = "｜DSML｜";
+/**
+ * DeepSeek's DSML layout, its block named `block` (V3.2 function_calls, V4 tool_calls); V4 writes
+ * a newline more in a call without arguments (`emptyNewline`).
+ */
+const dsmlLayout = (block: string, emptyNewline: boolean): TaggedLayout => ({
+  open: `<${DSML}${block}>`,
+  block: { open: `<${DSML}${block}>\n`, close: `</${DSML}${block}>` },
+  callOpen: [`<${DSML}invoke name="`, NAME, '">\n'],
+  paramOpen: [`<${DSML}parameter name="`, NAME, '" string="'],
+  paramClose: [`</${DSML}parameter>\n`],
+  callClose: emptyNewline ? [newlines(1), `</${DSML}invoke>\n`] : [`</${DSML}invoke>\n`],
+  rawStop: `</${DSML}parameter>`,
+  typed: { raw: 'true">', json: 'false">' },
+});
 
 export const TAGGED_LAYOUTS: Record<TaggedToolCallStyle, TaggedLayout> = {
   "xml-function": {
@@ -118,6 +143,8 @@ export const TAGGED_LAYOUTS: Record<TaggedToolCallStyle, TaggedLayout> = {
     callClose: [`${MINIMAX_NS}</invoke>\n`],
     rawStop: MINIMAX_NS,
   },
+  "deepseek-dsml": dsmlLayout("function_calls", false),
+  "deepseek-v4": dsmlLayout("tool_calls", true),
 };
 /** Longest string whose characters are counted (a longer maxLength is written as this), as the JSON Schema front end does. */
 const MAX_COUNTED_LENGTH = 256;
@@ -138,7 +165,7 @@ export function taggedCallLanguage(
   const calls = tools.map((tool) => {
     const fn = functionForm(tool, style);
     const params = fn.parameters.flatMap((p): RegexNode[] => {
-      const value = compiler.value(fn, p);
+      const value = layout.typed ? compiler.typedValue(fn, p, layout.typed) : compiler.value(fn, p);
       if (value === null) {
         // No value can be written: a required parameter would leave the function uncallable (422).
         if (p.required) throw new JsonSchemaUnsatisfiableError(`${p.pointer} (function ${JSON.stringify(fn.name)})`);
@@ -174,6 +201,22 @@ class ValueCompiler {
     private readonly options: JsonSchemaOptions & { limits?: RegexLimits },
   ) {
     this.limits = options.limits ?? {};
+  }
+
+  /**
+   * A value after its kind (`typed.raw` then a raw string, or `typed.json` then JSON of the other
+   * types): the kind tells them apart, so neither is narrowed by the other (null: none can be written).
+   */
+  typedValue(fn: FunctionForm, p: ParameterForm, typed: { readonly raw: string; readonly json: string }): ByteDfa | null {
+    const items: RegexNode[] = [];
+    const raw = p.strings.map((b) => this.rawString(fn, p, b)).filter((d): d is ByteDfa => d !== null);
+    if (raw.length > 0) items.push({ kind: "concat", items: [literal(typed.raw), { kind: "alt", items: raw.map(ofDfa) }] });
+    const json = p.jsonSchema === null ? null : this.schemaLanguage(fn, p, p.jsonSchema, p.jsonPointer);
+    if (json !== null) {
+      const written = subtractDfas(json, this.containsClose(), this.limits);
+      if (!isEmptyLanguage(written)) items.push({ kind: "concat", items: [literal(typed.json), ofDfa(written)] });
+    }
+    return items.length === 0 ? null : this.compile(items.length === 1 ? items[0]! : { kind: "alt", items });
   }
 
   /** The texts of a parameter's value (null: none can be written). */
@@ -352,9 +395,17 @@ export function parseTaggedCalls(
       const p = open === null ? undefined : fn.parameters.find((q) => q.name === open.name);
       if (p === undefined) break;
       at = open!.end;
+      // DSML says the value's kind before it; the other styles' values tell it by their text.
+      let raw: boolean | null = null;
+      if (layout.typed) {
+        raw = text.startsWith(layout.typed.raw, at);
+        if (!raw && !text.startsWith(layout.typed.json, at)) fail("expected the value's kind");
+        at += raw ? layout.typed.raw.length : layout.typed.json.length;
+      }
       const stop = text.indexOf(layout.rawStop, at);
       if (stop < 0) fail(`no ${JSON.stringify(layout.rawStop)} after the value`);
-      args.push(`${JSON.stringify(p.name)}:${valueJson(p, text.slice(at, stop), style)}`);
+      const value = text.slice(at, stop);
+      args.push(`${JSON.stringify(p.name)}:${raw === null ? valueJson(p, value, style) : raw ? JSON.stringify(value) : value}`);
       at = stop;
       expect(layout.paramClose, p.name);
     }

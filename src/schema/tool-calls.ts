@@ -93,6 +93,8 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "seed-oss": TAGGED_LAYOUTS["seed-oss"].open,
   "minimax-m2": TAGGED_LAYOUTS["minimax-m2"].open,
   "minimax-m3": TAGGED_LAYOUTS["minimax-m3"].open,
+  "deepseek-dsml": TAGGED_LAYOUTS["deepseek-dsml"].open,
+  "deepseek-v4": TAGGED_LAYOUTS["deepseek-v4"].open,
   "deepseek-r1": namedCallsOpen("deepseek-r1"),
   "deepseek-v3": namedCallsOpen("deepseek-v3"),
   "functionary-v3.1": namedCallsOpen("functionary-v3.1"),
