@@ -41,16 +41,19 @@ describe("reasoning models (synthetic, real templates)", () => {
   let dir: string;
   let qwen3: SyntheticChat;
   let r1: SyntheticChat;
+  let gemma4: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-reasoning-"));
     qwen3 = await serveSyntheticChat(dir, "qwen2", "Qwen-Qwen3-0.6B.jinja", 400);
     r1 = await serveSyntheticChat(dir, "llama-bpe", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", 400);
+    gemma4 = await serveSyntheticChat(dir, "gemma-4", "google-gemma-4-31B-it.jinja", 400);
   });
 
   after(async () => {
     await stopSyntheticChat(qwen3);
     await stopSyntheticChat(r1);
+    await stopSyntheticChat(gemma4);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -62,13 +65,19 @@ describe("reasoning models (synthetic, real templates)", () => {
       ...extra,
     } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
 
-  test("both families recognised from their templates", () => {
+  test("the families recognised from their templates", () => {
     assert.deepEqual(qwen3.engine.reasoningFormat, { open: "<think>", close: "</think>", preOpened: false, toggle: "enable_thinking" });
     assert.deepEqual(r1.engine.reasoningFormat, { open: "<think>", close: "</think>", preOpened: true, toggle: null });
+    assert.deepEqual(gemma4.engine.reasoningFormat, {
+      open: "<|channel>thought\n",
+      close: "<channel|>",
+      preOpened: false,
+      toggle: "enable_thinking",
+    });
   });
 
   test("structured output after reasoning: reasoning_content apart, content valid, within max_tokens", async () => {
-    for (const s of [qwen3, r1]) {
+    for (const s of [qwen3, r1, gemma4]) {
       for (const [maxTokens, budget, seed] of [
         [120, 40, 1],
         [120, undefined, 2],
@@ -78,7 +87,7 @@ describe("reasoning models (synthetic, real templates)", () => {
         const message = r.choices[0]!.message as Message;
         validAnswer(message.content);
         assert.equal(typeof message.reasoning_content, "string");
-        assert.ok(!message.reasoning_content!.includes("</think>"));
+        assert.ok(!message.reasoning_content!.includes(s.engine.reasoningFormat!.close));
         assert.ok(r.usage!.completion_tokens <= maxTokens, `${r.usage!.completion_tokens} > ${maxTokens}`);
         assert.equal(r.choices[0]!.finish_reason, "stop");
       }
@@ -121,6 +130,10 @@ describe("reasoning models (synthetic, real templates)", () => {
     };
     assert.equal(typeof r1Answer.choices[0]!.message.reasoning_content, "string");
     assert.ok(r1Answer.warnings?.some((w) => w.keyword === "reasoning_effort"));
+    // Gemma 4's switch writes its empty thought channel.
+    const gemmaOff = await ask(gemma4, { max_tokens: 60, seed: 4, reasoning_effort: "none" });
+    validAnswer(gemmaOff.choices[0]!.message.content);
+    assert.equal((gemmaOff.choices[0]!.message as Message).reasoning_content, undefined);
   });
 
   test("reasoning_effort minimal bounds the reasoning", async () => {

@@ -20,7 +20,13 @@ const MARKER_PAIRS: readonly (readonly [string, string])[] = [
   ["<seed:think>", "</seed:think>"],
   ["[THINK]", "[/THINK]"],
   ["<|START_THINKING|>", "<|END_THINKING|>"],
+  // Gemma 4: a thought channel (its markers are text tokens there).
+  ["<|channel>thought\n", "<channel|>"],
 ];
+
+/** Whether the template's source writes `marker` (a newline in it spelled as the string escape \n, as templates write it). */
+const writes = (template: string, marker: string): boolean =>
+  template.includes(marker) || template.includes(marker.replaceAll("\n", "\\n"));
 
 const TOGGLES = ["enable_thinking", "thinking"] as const;
 
@@ -30,7 +36,7 @@ const TOGGLES = ["enable_thinking", "thinking"] as const;
  */
 export function reasoningFormatOf(template: string | null, render: (request: ChatRenderRequest) => string): ReasoningFormat | null {
   if (template === null) return null;
-  const pair = MARKER_PAIRS.find(([open, close]) => template.includes(open) && template.includes(close));
+  const pair = MARKER_PAIRS.find(([open, close]) => writes(template, open) && writes(template, close));
   if (!pair) return null;
   const [open, close] = pair;
   const messages = [{ role: "user" as const, content: "hi" }];
