@@ -11,7 +11,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import OpenAI from "openai";
@@ -42,18 +42,23 @@ describe("reasoning models (synthetic, real templates)", () => {
   let qwen3: SyntheticChat;
   let r1: SyntheticChat;
   let gemma4: SyntheticChat;
+  let apriel: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-reasoning-"));
     qwen3 = await serveSyntheticChat(dir, "qwen2", "Qwen-Qwen3-0.6B.jinja", 400);
     r1 = await serveSyntheticChat(dir, "llama-bpe", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", 400);
     gemma4 = await serveSyntheticChat(dir, "gemma-4", "google-gemma-4-31B-it.jinja", 400);
+    const aprielDir = join(dir, "apriel");
+    mkdirSync(aprielDir);
+    apriel = await serveSyntheticChat(aprielDir, "qwen2", "Apriel-1.6-15b-Thinker-fixed.jinja", 400);
   });
 
   after(async () => {
     await stopSyntheticChat(qwen3);
     await stopSyntheticChat(r1);
     await stopSyntheticChat(gemma4);
+    await stopSyntheticChat(apriel);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -74,10 +79,11 @@ describe("reasoning models (synthetic, real templates)", () => {
       preOpened: false,
       toggle: "enable_thinking",
     });
+    assert.equal(apriel.engine.reasoningFormat?.close, "\n[BEGIN FINAL RESPONSE]\n");
   });
 
   test("structured output after reasoning: reasoning_content apart, content valid, within max_tokens", async () => {
-    for (const s of [qwen3, r1, gemma4]) {
+    for (const s of [qwen3, r1, gemma4, apriel]) {
       for (const [maxTokens, budget, seed] of [
         [120, 40, 1],
         [120, undefined, 2],

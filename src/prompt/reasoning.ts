@@ -22,6 +22,8 @@ const MARKER_PAIRS: readonly (readonly [string, string])[] = [
   ["<|START_THINKING|>", "<|END_THINKING|>"],
   // Gemma 4: a thought channel (its markers are text tokens there).
   ["<|channel>thought\n", "<channel|>"],
+  // Apriel 1.6: the generation prompt opens the reasoning in words; a marker line ends it.
+  ["Here are my reasoning steps:\n", "\n[BEGIN FINAL RESPONSE]\n"],
 ];
 
 /** Whether the template's source writes `marker` (a newline in it spelled as the string escape \n, as templates write it). */
@@ -51,9 +53,11 @@ export function reasoningFormatOf(template: string | null, render: (request: Cha
   if (on === null) return null;
   // A switch is one the template reads and that, set false, makes it write the empty section.
   const toggle =
-    TOGGLES.find((name) => new RegExp(`\\b${name}\\b`).test(template) && tail({ [name]: false })?.endsWith(close) === true) ?? null;
+    TOGGLES.find((name) => new RegExp(`\\b${name}\\b`).test(template) && tail({ [name]: false })?.endsWith(close.trimEnd()) === true) ??
+    null;
   const onTail = toggle ? (tail({ [toggle]: true }) ?? on) : on;
-  // Thinking off by default and no switch to turn it on: the model does not reason here.
-  if (onTail.endsWith(close)) return null;
-  return { open, close, preOpened: onTail.endsWith(open), toggle };
+  // Thinking off by default and no switch to turn it on: the model does not reason here. (The
+  // tails are trimmed: so are the markers, where they end in a newline.)
+  if (onTail.endsWith(close.trimEnd())) return null;
+  return { open, close, preOpened: onTail.endsWith(open.trimEnd()), toggle };
 }
