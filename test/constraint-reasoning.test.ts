@@ -56,6 +56,20 @@ function setup(maxReasoning = Number.POSITIVE_INFINITY, preOpened = false) {
   return { vocab, trie, make, answerDfa };
 }
 
+test("a control marker's spelling (0xFF, then its byte) is no reasoning text: only as part of the end marker, and then whole", () => {
+  const utf8 = (t: string) => Array.from(new TextEncoder().encode(t));
+  const bytes = (...parts: (number[] | string)[]) => Uint8Array.from(parts.flatMap((p) => (typeof p === "string" ? utf8(p) : p)));
+  // An end marker of two control markers and text between (as gpt-oss's would be, were its markers control tokens).
+  const close = bytes([0xff, 0x80], "x", [0xff, 0x81]);
+  const dfa = reasoningDfa(null, close);
+  assert.ok(matchesBytes(dfa, bytes("thinking ", [0xff, 0x80], "x", [0xff, 0x81])));
+  assert.ok(!matchesBytes(dfa, bytes("a", [0xff, 0x82], "b", [0xff, 0x80], "x", [0xff, 0x81])), "another marker in the body");
+  assert.ok(!matchesBytes(dfa, bytes("a", [0xff, 0x80], "y", [0xff, 0x80], "x", [0xff, 0x81])), "the end begun, then left");
+  assert.ok(matchesBytes(dfa, bytes("\u00e9\u4e2d ", [0xff, 0x80], "x", [0xff, 0x81])), "continuation bytes are text");
+  // Text markers: the lead byte is dead in the body.
+  assert.ok(!matchesBytes(reasoningDfa(null, bytes("</think>")), bytes([0xff, 0x80], "</think>")));
+});
+
 test("while reasoning, no token may spell the end marker inside the body, and the answer's tokens wait for it", () => {
   const { vocab, make } = setup(Number.POSITIVE_INFINITY, true);
   const c = make();

@@ -37,6 +37,13 @@ test("each family's markers, opening and switch, as its template renders them", 
     "mistralai-Ministral-3-14B-Reasoning-2512.jinja": { open: "[THINK]", close: "[/THINK]", preOpened: false, toggle: null },
     // Gemma 4's thought channel (the template writes "\n" as an escape in its source).
     "google-gemma-4-31B-it.jinja": { open: "<|channel>thought\n", close: "<channel|>", preOpened: false, toggle: "enable_thinking" },
+    // gpt-oss: the analysis channel, then the final one (control tokens: read where the vocabulary has them).
+    "openai-gpt-oss-120b.jinja": {
+      open: "<|channel|>analysis<|message|>",
+      close: "<|end|><|start|>assistant<|channel|>final<|message|>",
+      preOpened: false,
+      toggle: null,
+    },
     // Apriel 1.6: opened in words by the generation prompt, ended by a marker line.
     "Apriel-1.6-15b-Thinker-fixed.jinja": {
       open: "Here are my reasoning steps:\n",
@@ -66,9 +73,9 @@ test("with its switch off, a template writes the empty section itself (so no sec
 test("count: templates of the folder whose reasoning section Trellis reads", () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja"));
   const read = files.filter((f) => formatOf(f) !== null);
-  // 36 of the 70 today; the families left (gpt-oss channels, Apriel 1.5, Solar, Kimi-K3,
-  // MiniMax-M3, Hunyuan) write other markers.
-  assert.equal(read.length, 36, `${read.length}: ${read.join(", ")}`);
+  // 37 of the 70 today; the families left (Apriel 1.5, Solar, Kimi-K3, MiniMax-M3, Hunyuan) write
+  // other markers.
+  assert.equal(read.length, 37, `${read.length}: ${read.join(", ")}`);
 });
 
 describe("an earlier turn's reasoning_content, placed by each template's own rule", () => {

@@ -151,6 +151,14 @@ describe("control markers in the token trie", () => {
     free.writeMask(10, mask);
     assert.equal(mask[0]! & 0b111, 0, "no control token, markers included");
     assert.ok(!free.advance(1));
+    // Every other constraint reads UTF-8 text: a broad one (any text) never offers a marker.
+    const anyText = new DfaConstraintState(dfaTokenMatcherFor(trie, compileRegex(".*", { flags: "s" })));
+    for (const next of ["a", "[", "b"]) {
+      const textMask = anyText.mask(10);
+      assert.equal(textMask[0]! & 0b110, 0, "no marker in a regex's mask");
+      assert.ok((textMask[PLAIN_MARKER >>> 5]! >>> (PLAIN_MARKER & 31)) & 1, "the plain token with the marker's text is text");
+      assert.ok(anyText.advance(texts.indexOf(next)));
+    }
     // A reasoning section is text: the marker's spelling is no part of it.
     const thinking = new DfaConstraintState(dfaTokenMatcherFor(trie, reasoningDfa(null, utf8.encode("]"))));
     assert.ok(!thinking.advance(1));

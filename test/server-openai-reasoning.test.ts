@@ -37,12 +37,27 @@ function validAnswer(text: string | null | undefined): void {
 
 type Message = OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
 
+/**
+ * gpt-oss's o200k_harmony markers put on six of qwen2's padding tokens, as its GGUFs have them:
+ * control tokens, of which llama.cpp renders <|channel|>, <|message|>, <|start|> and (beside
+ * <|return|> and <|call|>, which end the generation) <|end|> as text, so they are text here too.
+ */
+const HARMONY_MARKERS = {
+  151900: "<|channel|>",
+  151901: "<|message|>",
+  151902: "<|end|>",
+  151903: "<|start|>",
+  151904: "<|return|>",
+  151905: "<|call|>",
+} as const;
+
 describe("reasoning models (synthetic, real templates)", () => {
   let dir: string;
   let qwen3: SyntheticChat;
   let r1: SyntheticChat;
   let gemma4: SyntheticChat;
   let apriel: SyntheticChat;
+  let gptOss: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-reasoning-"));
@@ -52,6 +67,10 @@ describe("reasoning models (synthetic, real templates)", () => {
     const aprielDir = join(dir, "apriel");
     mkdirSync(aprielDir);
     apriel = await serveSyntheticChat(aprielDir, "qwen2", "Apriel-1.6-15b-Thinker-fixed.jinja", 400);
+    // gpt-oss: its harmony markers on qwen2's vocabulary.
+    const gptOssDir = join(dir, "gpt-oss");
+    mkdirSync(gptOssDir);
+    gptOss = await serveSyntheticChat(gptOssDir, "qwen2", "openai-gpt-oss-120b.jinja", 400, HARMONY_MARKERS);
   });
 
   after(async () => {
@@ -59,6 +78,7 @@ describe("reasoning models (synthetic, real templates)", () => {
     await stopSyntheticChat(r1);
     await stopSyntheticChat(gemma4);
     await stopSyntheticChat(apriel);
+    await stopSyntheticChat(gptOss);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -80,10 +100,11 @@ describe("reasoning models (synthetic, real templates)", () => {
       toggle: "enable_thinking",
     });
     assert.equal(apriel.engine.reasoningFormat?.close, "\n[BEGIN FINAL RESPONSE]\n");
+    assert.equal(gptOss.engine.reasoningFormat?.close, "<|end|><|start|>assistant<|channel|>final<|message|>");
   });
 
   test("structured output after reasoning: reasoning_content apart, content valid, within max_tokens", async () => {
-    for (const s of [qwen3, r1, gemma4, apriel]) {
+    for (const s of [qwen3, r1, gemma4, apriel, gptOss]) {
       for (const [maxTokens, budget, seed] of [
         [120, 40, 1],
         [120, undefined, 2],

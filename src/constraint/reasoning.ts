@@ -15,7 +15,8 @@ import type { ForcedBytes, TokenConstraint } from "./token-constraint.js";
 /**
  * The byte DFA of `open · body · close` where body is any bytes not containing `close` (a
  * Knuth–Morris–Pratt automaton on `close`) and nothing follows `close`. `open` null: the prompt
- * already opened the section.
+ * already opened the section. A control marker's spelling (support/control-markers.ts) is never
+ * body text: it may appear only as part of `close`, and once one has, `close` must go on to its end.
  */
 export function reasoningDfa(open: Uint8Array | null, close: Uint8Array): ByteDfa {
   if (close.length === 0) throw new RangeError("a reasoning section needs a non-empty end marker");
@@ -25,10 +26,8 @@ export function reasoningDfa(open: Uint8Array | null, close: Uint8Array): ByteDf
   // Byte classes: each byte of the markers its own, every other byte one class (0).
   const byteClass = new Uint8Array(256);
   let numClasses = 1;
-  for (const b of [...(open ?? []), ...close]) if (byteClass[b] === 0) byteClass[b] = numClasses++;
-  // A control marker's spelling (0xFF, never in UTF-8) is no reasoning: its class leads nowhere.
-  const markerClass = numClasses++;
-  byteClass[MARKER_LEAD] = markerClass;
+  // The lead byte of a control marker's spelling (never in UTF-8) has a class of its own too.
+  for (const b of [...(open ?? []), ...close, MARKER_LEAD]) if (byteClass[b] === 0) byteClass[b] = numClasses++;
   const next = new Int32Array(numStates * numClasses).fill(-1);
   const representative = new Uint8Array(numClasses);
   for (let b = 255; b >= 0; b--) representative[byteClass[b]!] = b;
@@ -40,10 +39,14 @@ export function reasoningDfa(open: Uint8Array | null, close: Uint8Array): ByteDf
     if (close[i] === close[k]) k++;
     fail[i + 1] = k;
   }
+  // A control marker is no reasoning text: one may be written only as part of the closing
+  // marker (gpt-oss's <|end|><|start|>…), and once one is, the rest of that marker must follow.
+  const committed = new Uint8Array(m);
+  for (let j = 1; j < m; j++) committed[j] = committed[j - 1]! | (close[j - 1] === MARKER_LEAD ? 1 : 0);
   for (let j = 0; j < m; j++) {
     for (let c = 0; c < numClasses; c++) {
-      if (c === markerClass) continue;
       const b = representative[c]!;
+      if (b !== close[j] && (b === MARKER_LEAD || committed[j] === 1)) continue;
       let k = j;
       while (k > 0 && close[k] !== b) k = fail[k]!;
       if (close[k] === b) k++;

@@ -32,12 +32,19 @@ const writes = (template: string, marker: string): boolean =>
 
 const TOGGLES = ["enable_thinking", "thinking"] as const;
 
+/** gpt-oss's channels (their markers are control tokens: see ChatPrompter). */
+const HARMONY_ANALYSIS = "<|channel|>analysis<|message|>";
+const HARMONY_FINAL = "<|channel|>final<|message|>";
+
 /**
  * The template's reasoning format, or null when it has none Trellis reads. `render` renders a
  * one-message conversation with the generation prompt (and the given template variables).
  */
 export function reasoningFormatOf(template: string | null, render: (request: ChatRenderRequest) => string): ReasoningFormat | null {
   if (template === null) return null;
+  // gpt-oss (harmony): the analysis channel, then the final one; the prompt ends with <|start|>assistant.
+  if (template.includes(HARMONY_ANALYSIS) && template.includes(HARMONY_FINAL))
+    return { open: HARMONY_ANALYSIS, close: `<|end|><|start|>assistant${HARMONY_FINAL}`, preOpened: false, toggle: null };
   const pair = MARKER_PAIRS.find(([open, close]) => writes(template, open) && writes(template, close));
   if (!pair) return null;
   const [open, close] = pair;
