@@ -60,6 +60,7 @@ const READ: Record<string, readonly string[]> = {
   "functionary-v3.1": ["meetkai-functionary-medium-v3.1.jinja"],
   "deepseek-dsml": ["deepseek-ai-DeepSeek-V3.2.jinja"],
   "deepseek-v4": ["deepseek-ai-DeepSeek-V4.jinja", "deepseek-ai-DeepSeek-V4-Flash-0731.jinja"],
+  harmony: ["openai-gpt-oss-120b.jinja"],
 };
 
 test("Hermes/Qwen JSON, Llama 3.x JSON, XML <function=…>, GLM <arg_key>, MiniMax, Apriel, Seed-OSS and DeepSeek calls; other formats left unread", () => {
@@ -74,10 +75,10 @@ test("every template in the folder maps to its expected style", () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja"));
   const expected = new Map(Object.entries(READ).flatMap(([style, list]) => list.map((f) => [f, style] as const)));
   for (const file of files) assert.equal(styleOf(file), expected.get(file) ?? null, file);
-  // 45 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
+  // 46 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
   // 3 MiniMax (M1, M2, M3), 2 Apriel, 7 DeepSeek (3 R1, 1 V3.1, 3 DSML), 4 Mistral (3 [ARGS],
-  // 1 Nemo), 3 Kimi-K2, 1 Functionary v3.1.
-  assert.equal(files.filter((f) => styleOf(f) !== null).length, 45);
+  // 1 Nemo), 3 Kimi-K2, 1 Functionary v3.1, 1 gpt-oss.
+  assert.equal(files.filter((f) => styleOf(f) !== null).length, 46);
 });
 
 test("a text style whose opening marker is a control token of the vocabulary is not read, nor a control style without its tokens", () => {

@@ -279,3 +279,84 @@ describe("DeepSeek tool calls: round trip through the real templates", () => {
     }
   }
 });
+
+describe("gpt-oss (harmony): the final channel, or one call in the commentary channel", () => {
+  const dfa = compileToolCallLanguage(TOOLS, "harmony", true, OPTIONS).dfa;
+  const call = (name: string, args: string) => ` to=functions.${name}<|channel|>commentary json<|message|>${args}`;
+  const streamedHarmony = (pieces: readonly string[]): string => {
+    const stream = new AutoToolStream("harmony");
+    return pieces.map((p) => stream.push(p)).join("") + stream.flush();
+  };
+
+  test("what the language holds and refuses; how it reads back and streams", () => {
+    for (const text of ["<|channel|>final<|message|>Hello there.", call("get_weather", '{"city": "Oslo"}'), call("now", "{}")])
+      assert.ok(matchesString(dfa, text), text);
+    for (const text of [
+      "Hello there.",
+      call("delete_all", "{}"),
+      call("get_weather", '{"days": 3}'),
+      `${call("now", "{}")}${call("now", "{}")}`,
+      `Hi${call("now", "{}")}`, // text outside the final channel
+    ])
+      assert.ok(!matchesString(dfa, text), text);
+    assert.deepEqual(parseToolReply("<|channel|>final<|message|>Hello.", "harmony", TOOLS), { content: "Hello.", calls: [] });
+    // After a reasoning section the split leaves the leading space out.
+    assert.deepEqual(parseToolReply(call("get_weather", '{"city": "Oslo"}').trimStart(), "harmony", TOOLS), {
+      content: null,
+      calls: [{ name: "get_weather", arguments: '{"city":"Oslo"}' }],
+    });
+    const final = "<|channel|>final<|message|>Hello, world.";
+    for (let cut = 0; cut <= final.length; cut++) assert.equal(streamedHarmony([final.slice(0, cut), final.slice(cut)]), "Hello, world.");
+    const reply = call("now", "{}");
+    for (let cut = 0; cut <= reply.length; cut++) assert.equal(streamedHarmony([reply.slice(0, cut), reply.slice(cut)]), "");
+  });
+
+  test("sampled replies read back into declared calls whose arguments are valid", () => {
+    const random = seededRandom(79);
+    const checks: { schema: string; text: string }[] = [];
+    let texts = 0;
+    for (let i = 0; i < 150; i++) {
+      const reply = sampleString(dfa, random, { maxBytes: 700, stopProbability: 0.08 })!;
+      const parsed = parseToolReply(reply, "harmony", TOOLS);
+      if (parsed.calls.length === 0) texts++;
+      for (const c of parsed.calls) checks.push({ schema: JSON.stringify(schemaOf(c.name)), text: c.arguments });
+    }
+    assert.ok(texts > 0 && checks.length > 0, `${texts} texts, ${checks.length} calls`);
+    pythonVerdicts(checks).forEach((v, i) => assert.equal(v, "valid", checks[i]!.text));
+  });
+
+  test("openai-gpt-oss-120b.jinja writes a call the language holds, and it reads back the same", () => {
+    const template = new ChatTemplate(readFileSync(resolve(TEMPLATE_DIR, "openai-gpt-oss-120b.jinja"), "utf8"), {
+      specialTexts: ["<|return|>", "<|call|>"],
+      bosText: "<|startoftext|>",
+      eosText: "<|return|>",
+      addsBos: false,
+    });
+    const args = { city: 'Zürich <b>&\n"Altstadt"', days: 3 };
+    const rendered = template
+      .render({
+        messages: [
+          { role: "user", content: "Weather?" },
+          {
+            role: "assistant",
+            content: "",
+            tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: args } }],
+          },
+        ],
+        tools: TOOLS.map((t) => ({
+          type: "function",
+          function: { name: t.name, description: `Calls ${t.name}.`, parameters: t.parameters },
+        })),
+        addGenerationPrompt: false,
+      })
+      .map((s) => s.text)
+      .join("");
+    const from = rendered.lastIndexOf("<|start|>assistant") + "<|start|>assistant".length;
+    const reply = rendered.slice(from, rendered.indexOf("<|call|>", from));
+    assert.ok(matchesString(dfa, reply), JSON.stringify(reply));
+    assert.deepEqual(
+      parseToolReply(reply, "harmony", TOOLS).calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
+      [{ name: "get_weather", arguments: args }],
+    );
+  });
+});

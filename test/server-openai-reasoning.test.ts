@@ -121,6 +121,58 @@ describe("reasoning models (synthetic, real templates)", () => {
     }
   });
 
+  test("gpt-oss with tools on auto: reasoning, then the final channel's text or one valid call, whole and streamed", async () => {
+    assert.equal(gptOss.engine.toolCallStyle, "harmony");
+    const weather = {
+      type: "function" as const,
+      function: {
+        name: "get_weather",
+        description: "The weather in a city.", // gpt-oss's template needs one
+        parameters: {
+          type: "object",
+          properties: { city: { type: "string", maxLength: 8 } },
+          required: ["city"],
+          additionalProperties: false,
+        },
+      },
+    };
+    const kinds = new Set<string>();
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      const request = {
+        model: gptOss.engine.modelId ?? "",
+        messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+        tools: [weather],
+        max_tokens: 80,
+        reasoning_budget: 12,
+        seed,
+      };
+      const r = await gptOss.client.chat.completions.create(request);
+      const message = r.choices[0]!.message as Message;
+      assert.equal(typeof message.reasoning_content, "string");
+      assert.ok(r.usage!.completion_tokens <= 80);
+      for (const text of [message.content ?? "", message.reasoning_content!]) assert.ok(!text.includes("<|channel|>"), text);
+      if (message.tool_calls) {
+        kinds.add("call");
+        assert.equal(r.choices[0]!.finish_reason, "tool_calls");
+        assert.equal(message.tool_calls.length, 1);
+        const fn = (message.tool_calls[0] as { function: { name: string; arguments: string } }).function;
+        assert.equal(fn.name, "get_weather");
+        assert.ok([...(JSON.parse(fn.arguments) as { city: string }).city].length <= 8);
+      } else kinds.add("text");
+      // Streamed: the same split.
+      const stream = await gptOss.client.chat.completions.create({ ...request, stream: true });
+      let content = "";
+      let calls = 0;
+      for await (const chunk of stream) {
+        content += chunk.choices[0]?.delta?.content ?? "";
+        calls += chunk.choices[0]?.delta?.tool_calls?.length ?? 0;
+      }
+      assert.equal(calls, message.tool_calls?.length ?? 0);
+      assert.equal(content, message.content ?? "");
+    }
+    assert.deepEqual([...kinds].sort(), ["call", "text"], "both kinds of reply come up");
+  });
+
   test("a budget too small for the section and the answer is refused up front, naming max_tokens", async () => {
     await assert.rejects(
       ask(r1, { max_tokens: 3 }),

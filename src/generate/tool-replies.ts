@@ -3,7 +3,7 @@
  * call's arguments, a `required` answer's array, an `auto` reply's marked calls in the model's
  * format), whole or as it streams.
  */
-import { parseToolReply, TOOL_CALL_OPEN, type ToolCallStyle, type ToolDeclaration } from "../schema/index.js";
+import { HARMONY_CALL, HARMONY_FINAL, parseToolReply, TOOL_CALL_OPEN, type ToolCallStyle, type ToolDeclaration } from "../schema/index.js";
 import { heldBackLength } from "./stream.js";
 
 /** How a chat request lets the model call its tools (from tool_choice). */
@@ -66,6 +66,7 @@ export class AutoToolStream {
   push(delta: string): string {
     this.text += delta;
     if (this.inCalls || this.text.length === 0) return "";
+    if (this.style === "harmony") return this.pushHarmony();
     const open = TOOL_CALL_OPEN[this.style];
     if (this.style === "llama3") {
       // A Llama reply is a call exactly when it starts with "{".
@@ -81,6 +82,22 @@ export class AutoToolStream {
       return this.take(at);
     }
     return this.take(this.text.length - heldBackLength(this.text, open));
+  }
+
+  /** gpt-oss: its start says a call or the final channel, whose text (after its header) goes out. */
+  private pushHarmony(): string {
+    const lead = this.text.length - this.text.replace(/^\s+/, "").length;
+    const rest = this.text.slice(lead);
+    if (rest.startsWith(HARMONY_CALL)) {
+      this.inCalls = true;
+      return "";
+    }
+    if (rest.startsWith(HARMONY_FINAL)) {
+      this.sent = Math.max(this.sent, lead + HARMONY_FINAL.length);
+      return this.take(this.text.length);
+    }
+    // Still a beginning of either (the constraint allows nothing else): nothing to send yet.
+    return HARMONY_CALL.startsWith(rest) || HARMONY_FINAL.startsWith(rest) ? "" : this.take(this.text.length);
   }
 
   /** The reply ended: what was held back, when no call followed it. */

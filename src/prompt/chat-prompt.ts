@@ -53,6 +53,8 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // A JSON list of calls in <tool_calls> (Apriel), or JSON lines in it (MiniMax-M1).
   if (has("<tool_calls>[", '"arguments": ')) return "apriel";
   if (has("<tool_calls>\\n", '"arguments": ')) return "minimax-m1";
+  // gpt-oss (harmony): a call is its own message in the commentary channel, to=functions.f.
+  if (has("<|start|>assistant to=", "<|channel|>commentary ")) return "harmony";
   // Kimi-K2's control tokens around `functions.f:0` and the JSON arguments.
   if (has("<|tool_calls_section_begin|>", "<|tool_call_argument_begin|>")) return "kimi-k2";
   // Mistral's control tokens: [TOOL_CALLS] before a JSON list (Nemo), or before each call's name and [ARGS].

@@ -47,3 +47,4 @@ export {
   type ToolDeclaration,
 } from "./tool-calls.js";
 export { MAX_SCHEMA_NESTING, nestedDeeperThan } from "./json-schema/document.js";
+export { HARMONY_CALL, HARMONY_FINAL, HARMONY_TOOLS_CLOSE } from "./tool-calls-harmony.js";

@@ -24,7 +24,9 @@
  * - "mistral" (Mistral Small 3.2, Devstral, Ministral 3), "mistral-nemo" (Mistral Nemo): after the
  *   `[TOOL_CALLS]` control token (tool-calls-mistral.ts);
  * - "kimi-k2" (Kimi-K2): `<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{…}`
- *   between control tokens (tool-calls-kimi.ts).
+ *   between control tokens (tool-calls-kimi.ts);
+ * - "harmony" (gpt-oss): the final channel's text, or one call in the commentary channel
+ *   (tool-calls-harmony.ts).
  */
 import {
   compileRegex,
@@ -43,6 +45,7 @@ import { isObject } from "./json-schema/spec.js";
 import { jsonValueEnd } from "./json-value-end.js";
 import type { TaggedToolCallStyle } from "./tool-arguments.js";
 import { isNamedStyle, type NamedToolCallStyle, namedCallsLanguage, namedCallsOpen, parseNamedCalls } from "./tool-calls-named.js";
+import { HARMONY_CALL, harmonyLanguage, parseHarmonyReply } from "./tool-calls-harmony.js";
 import { KIMI_CALLS_OPEN, KIMI_MARKERS, kimiCallsLanguage, parseKimiCalls } from "./tool-calls-kimi.js";
 import {
   isMistralStyle,
@@ -63,7 +66,8 @@ export type ToolCallStyle =
   | TaggedToolCallStyle
   | NamedToolCallStyle
   | MistralToolCallStyle
-  | "kimi-k2";
+  | "kimi-k2"
+  | "harmony";
 
 /**
  * The control tokens a style's calls are made of (its vocabulary must have each as a control
@@ -101,6 +105,7 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   mistral: MISTRAL_CALLS_OPEN,
   "mistral-nemo": MISTRAL_CALLS_OPEN,
   "kimi-k2": KIMI_CALLS_OPEN,
+  harmony: HARMONY_CALL,
 };
 export const HERMES_CALL_CLOSE = "</tool_call>";
 /** What closes Apriel's and MiniMax-M1's list of calls. */
@@ -167,6 +172,8 @@ export function compileToolCallLanguage(
     const text = freeText(open, limits);
     return { kind: "alt", items: [text, { kind: "concat", items: [text, ...calls, newline] }] };
   };
+  // gpt-oss: the reply is the final channel or one call, told apart at its start.
+  if (style === "harmony") return harmonyLanguage(tools, options);
   if (isTaggedStyle(style)) {
     const { call, warnings } = taggedCallLanguage(tools, style, options);
     const { block } = TAGGED_LAYOUTS[style];
@@ -245,6 +252,7 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
     const call = JSON.parse(text) as { name: string; parameters: unknown };
     return { content: null, calls: [{ name: call.name, arguments: JSON.stringify(call.parameters) }] };
   }
+  if (style === "harmony") return parseHarmonyReply(text);
   const open = TOOL_CALL_OPEN[style];
   const at = text.indexOf(open);
   if (at < 0) return { content: text, calls: [] };

@@ -236,7 +236,8 @@ function chatMessage(result: CompletionResult, tools: ToolMode | null) {
   if (tools?.kind === "required") return { role: "assistant", content: null, refusal: null, tool_calls: requiredCalls(result.completion) };
   if (tools?.kind === "auto") {
     const parsed = autoReply(result.completion, tools.style!, tools.tools);
-    if (parsed.calls.length === 0) return { role: "assistant", content: result.completion, refusal: null };
+    // Text: what the format says is text (gpt-oss's without its final channel's header).
+    if (parsed.calls.length === 0) return { role: "assistant", content: parsed.content ?? result.completion, refusal: null };
     return { role: "assistant", content: parsed.content, refusal: null, tool_calls: autoCalls(result.completion, tools) };
   }
   return { role: "assistant", content: result.completion, refusal: null };

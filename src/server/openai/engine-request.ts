@@ -8,6 +8,7 @@ import type { Config } from "../../config.js";
 import type { ConstrainedCompletionRequest, ConstraintSpec, Engine, ReasoningSection, ToolMode } from "../../generate/index.js";
 import type { ReasoningFormat, RenderedPrompt } from "../../prompt/index.js";
 import { samplingOf, stopStrings } from "../completion-fields.js";
+import { HARMONY_TOOLS_CLOSE } from "../../schema/index.js";
 import { OpenAIRequestError } from "./errors.js";
 import { type ChatBody, chatMessagesOf, constraintOf, logitBiasOf, type SharedBody } from "./request.js";
 
@@ -95,6 +96,10 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
   const withTools = body.tools && body.tools.length > 0 && body.tool_choice !== "none" ? body.tools : undefined;
   const messages = chatMessagesOf(body, config.maxPromptChars, withTools);
   const thinking = reasoningOf(engine.reasoningFormat ?? null, body);
+  // gpt-oss with tools on "auto": the section ends at the next message's start, whose header says
+  // whether it is the final answer or a call (the tool language reads both).
+  if (thinking.section && tools?.kind === "auto" && tools.style === "harmony")
+    thinking.section = { ...thinking.section, close: HARMONY_TOOLS_CLOSE };
   const rendered = engine.renderChat({
     messages,
     tools: withTools,

@@ -216,7 +216,7 @@ function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: Cons
     if (style === null) {
       throw new OpenAIRequestError(
         400,
-        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> JSON, Llama 3.1–3.3 JSON, Qwen3-Coder <function=…><parameter=…>, GLM <arg_key>/<arg_value>, MiniMax <invoke name=…>, Apriel and MiniMax-M1 <tool_calls>, Seed-OSS <seed:tool_call>, DeepSeek R1/V3.1 <｜tool▁calls▁begin｜> and V3.2/V4 DSML, Functionary v3.1 <function=f>, Mistral [TOOL_CALLS] and Kimi-K2 <|tool_calls_section_begin|> calls); send "required", a named function, or "none"',
+        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> JSON, Llama 3.1–3.3 JSON, Qwen3-Coder <function=…><parameter=…>, GLM <arg_key>/<arg_value>, MiniMax <invoke name=…>, Apriel and MiniMax-M1 <tool_calls>, Seed-OSS <seed:tool_call>, DeepSeek R1/V3.1 <｜tool▁calls▁begin｜> and V3.2/V4 DSML, Functionary v3.1 <function=f>, Mistral [TOOL_CALLS], Kimi-K2 <|tool_calls_section_begin|> and gpt-oss to=functions.f calls); send "required", a named function, or "none"',
         "tool_choice",
       );
     }
