@@ -17,6 +17,8 @@ import { join, resolve } from "node:path";
 import OpenAI from "openai";
 import { REPO_ROOT } from "./support/paths.js";
 import { serveSyntheticChat, stopSyntheticChat, type SyntheticChat } from "./support/synthetic-chat.js";
+import { testConfig } from "./support/fake-engine.js";
+import { prepareChat } from "../src/server/openai/engine-request.js";
 
 const _TEMPLATES = resolve(REPO_ROOT, "..", "shared", "chat-templates");
 
@@ -171,6 +173,26 @@ describe("reasoning models (synthetic, real templates)", () => {
       assert.equal(content, message.content ?? "");
     }
     assert.deepEqual([...kinds].sort(), ["call", "text"], "both kinds of reply come up");
+  });
+
+  test("reasoning_effort reaches templates that read it: gpt-oss's system prompt says it", async () => {
+    const render = (variables?: Record<string, string>) =>
+      gptOss.engine.renderChat!({
+        messages: [{ role: "user", content: "Weather?" }],
+        addGenerationPrompt: true,
+        ...(variables ? { variables } : {}),
+      });
+    assert.ok(render({ reasoning_effort: "low" }).text.includes("Reasoning: low"));
+    assert.ok(render().text.includes("Reasoning: medium"), "the template's default");
+    // What a request renders (the route's own preparation), then the request itself.
+    const body = { model: "m", messages: [{ role: "user" as const, content: "Weather?" }], max_tokens: 60 };
+    const prepared = (extra: Record<string, unknown>) =>
+      prepareChat(gptOss.engine, testConfig(), { ...body, ...extra } as never, "max_tokens");
+    assert.ok(prepared({ reasoning_effort: "low" }).rendered.text.includes("Reasoning: low"));
+    assert.ok(prepared({}).rendered.text.includes("Reasoning: medium"));
+    assert.ok(prepared({ reasoning_effort: "high" }).rendered.text.includes("Reasoning: high"));
+    const low = await ask(gptOss, { max_tokens: 60, seed: 6, reasoning_effort: "low" });
+    validAnswer(low.choices[0]!.message.content);
   });
 
   test("a budget too small for the section and the answer is refused up front, naming max_tokens", async () => {

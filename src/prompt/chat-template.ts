@@ -48,8 +48,11 @@ export interface ChatRenderRequest {
   readonly tools?: readonly ChatTool[];
   /** End with the start of the assistant's turn (true for a chat completion). */
   readonly addGenerationPrompt: boolean;
-  /** Template switches Trellis sets itself (never from a request): a reasoning toggle such as `enable_thinking`. */
-  readonly variables?: Readonly<Record<string, boolean>>;
+  /**
+   * Template variables Trellis sets itself (never a request's names): a reasoning toggle such as
+   * `enable_thinking`, and `reasoning_effort` (the request's validated value).
+   */
+  readonly variables?: Readonly<Record<string, boolean | string>>;
 }
 
 /** The template could not render this conversation (it raised, or a user string is unsafe where it lands). */
@@ -174,7 +177,7 @@ export class ChatTemplate {
     tools: readonly unknown[] | undefined,
     addGenerationPrompt: boolean,
     sentinels: readonly string[] = [],
-    variables: Readonly<Record<string, boolean>> = {},
+    variables: Readonly<Record<string, boolean | string>> = {},
   ): string {
     const context: Record<string, unknown> = {
       ...variables,

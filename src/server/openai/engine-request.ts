@@ -132,15 +132,20 @@ export const REASONING_EFFORT_TOKENS: Readonly<Record<string, number>> = { minim
 
 /**
  * How a chat request reasons on a model whose template has a reasoning section: the section the
- * answer follows (null: none), and the template switch to render with. `reasoning_effort: "none"`
- * turns the section off where the template can (its switch set false writes an empty section).
+ * answer follows (null: none), and the template variables to render with: its switch, and the
+ * request's `reasoning_effort` itself, which some templates read (gpt-oss writes "Reasoning: low",
+ * DeepSeek V4 a longer instruction for "high"). `reasoning_effort: "none"` turns the section off
+ * where the template can (its switch set false writes an empty section).
  */
 function reasoningOf(
   format: ReasoningFormat | null,
   body: ChatBody,
-): { section: ReasoningSection | null; variables: Record<string, boolean> | null } {
+): { section: ReasoningSection | null; variables: Record<string, boolean | string> | null } {
   if (format === null) return { section: null, variables: null };
   const effort = body.reasoning_effort ?? null;
+  // "none" is not passed on: whether reasoning is off is the switch's business (a template that
+  // read it as its own switch would disagree with the section planned here).
+  const asked: Record<string, string> = effort === null || effort === "none" ? {} : { reasoning_effort: effort };
   if (effort === "none" && format.toggle !== null) return { section: null, variables: { [format.toggle]: false } };
   const budget = body.reasoning_budget ?? (effort === null ? undefined : REASONING_EFFORT_TOKENS[effort]);
   const section: ReasoningSection = {
@@ -148,5 +153,6 @@ function reasoningOf(
     close: format.close,
     ...(budget === undefined ? {} : { maxTokens: budget }),
   };
-  return { section, variables: format.toggle !== null ? { [format.toggle]: true } : null };
+  const variables: Record<string, boolean | string> = { ...(format.toggle !== null ? { [format.toggle]: true } : {}), ...asked };
+  return { section, variables: Object.keys(variables).length > 0 ? variables : null };
 }
