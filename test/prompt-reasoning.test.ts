@@ -113,6 +113,20 @@ describe("an earlier turn's reasoning_content, placed by each template's own rul
     assert.ok(!before.includes("Greet back.") && before.includes("<think></think>"));
   });
 
+  test("gpt-oss reads it as `thinking`: its analysis channel before the call", () => {
+    const rendered = text(render("openai-gpt-oss-120b.jinja", toolLoop("It may rain in Oslo.")));
+    assert.ok(
+      rendered.includes(
+        "<|start|>assistant<|channel|>analysis<|message|>It may rain in Oslo.<|end|><|start|>assistant to=functions.weather",
+      ),
+    );
+    assert.ok(!text(render("openai-gpt-oss-120b.jinja", toolLoop())).includes("analysis<|message|>It may"));
+  });
+
+  test("LFM2.5 reads it as `thinking`, after the last user query", () => {
+    assert.ok(text(render("LFM2.5-8B-A1B.jinja", toolLoop("It may rain in Oslo."))).includes("<think>It may rain in Oslo.</think>"));
+  });
+
   test("DeepSeek-R1's template never reads it", () => {
     const file = "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja";
     assert.equal(text(render(file, toolLoop("It may rain in Oslo."))), text(render(file, toolLoop())));

@@ -114,7 +114,9 @@ export class ChatPrompter {
       : null;
     this.toolCallStyle = readableToolCallStyle(this.template ? templateSource : null, this.controlTexts);
     // Read as reasoning.ts reads markers: from what the source spells (`message.reasoning_content`, `m['reasoning_content']`).
-    this.readsReasoningContent = this.template !== null && /\breasoning_content\b/.test(templateSource ?? "");
+    this.readsReasoningContent =
+      this.template !== null &&
+      /\breasoning_content\b|message(?:\.thinking\b|\[['"]thinking['"]\])|["']thinking["'] in message/.test(templateSource ?? "");
     const template = this.template;
     this.reasoning = template
       ? reasoningFormatOf(templateSource, (request) =>

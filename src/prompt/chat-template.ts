@@ -88,7 +88,10 @@ function isFreeText(path: readonly (string | number)[]): boolean {
   const [root, , field, ...rest] = path;
   if (root === "messages")
     return (
-      field === "content" || field === "reasoning_content" || (field === "tool_calls" && rest[1] === "function" && rest[2] === "arguments")
+      field === "content" ||
+      field === "reasoning_content" ||
+      field === "thinking" ||
+      (field === "tool_calls" && rest[1] === "function" && rest[2] === "arguments")
     );
   if (root === "tools" && field === "function") {
     const last = path[path.length - 1];
@@ -229,7 +232,8 @@ function templateMessage(message: ChatMessage): Record<string, unknown> {
   if (message.name !== undefined) out.name = message.name;
   if (message.tool_calls && message.tool_calls.length > 0) out.tool_calls = message.tool_calls;
   if (message.tool_call_id !== undefined) out.tool_call_id = message.tool_call_id;
-  if (message.reasoning_content !== undefined) out.reasoning_content = message.reasoning_content;
+  // Some templates read earlier reasoning as `thinking` (gpt-oss keeps it before a call, LFM2.5).
+  if (message.reasoning_content !== undefined) out.reasoning_content = out.thinking = message.reasoning_content;
   return out;
 }
 
