@@ -16,10 +16,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { DfaConstraintState, dfaTokenMatcherFor, reasoningDfa, TokenTrie } from "../src/constraint/index.js";
-import { AutoToolStream, autoReply } from "../src/generate/index.js";
+import { autoReply } from "../src/generate/index.js";
 import { FreeTextConstraint } from "../src/generate/free-text.js";
 import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
-import { compileRegex, intersectDfas, matchesBytes, sampleMember, type ByteDfa } from "../src/regex/index.js";
+import { compileRegex, intersectDfas, matchesBytes, sampleMember } from "../src/regex/index.js";
 import { compileToolCallLanguage, parseToolReply, TOOL_CALL_OPEN, type ToolDeclaration } from "../src/schema/index.js";
 import { CONTROL_MARKERS, markerBytes } from "../src/support/index.js";
 import { TokenKind } from "../src/vocab/index.js";
@@ -27,6 +27,7 @@ import { makeVocab } from "./support/constraint-fixtures.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
+import { streamedReply, textBeforeCalls, toolCallLanguages } from "./support/tool-call-languages.js";
 
 type Mistral = "mistral" | "mistral-nemo" | "kimi-k2";
 const STYLES: Mistral[] = ["mistral", "mistral-nemo", "kimi-k2"];
@@ -66,13 +67,7 @@ const TOOLS: ToolDeclaration[] = [
 ];
 const schemaOf = (name: string): unknown => TOOLS.find((t) => t.name === name)!.parameters;
 
-const languages = new Map<string, ByteDfa>();
-function language(style: Mistral, parallel = true): ByteDfa {
-  const key = `${style}/${parallel}`;
-  let dfa = languages.get(key);
-  if (!dfa) languages.set(key, (dfa = compileToolCallLanguage(TOOLS, style, parallel, OPTIONS).dfa));
-  return dfa;
-}
+const language = toolCallLanguages((_style: Mistral) => TOOLS, OPTIONS);
 
 /** Bytes as the detokenizer writes them: each marker's spelling as the marker's text. */
 function asText(bytes: Uint8Array): string {
@@ -92,15 +87,9 @@ function asBytes(text: string): Uint8Array {
   return Uint8Array.from(out);
 }
 
-function streamed(style: Mistral, pieces: readonly string[]): string {
-  const stream = new AutoToolStream(style);
-  return pieces.map((p) => stream.push(p)).join("") + stream.flush();
-}
+const streamed = streamedReply;
 const openOf = (style: Mistral): string => TOOL_CALL_OPEN[style];
-function textBefore(style: Mistral, reply: string): string {
-  const at = reply.indexOf(openOf(style));
-  return at < 0 ? reply : reply.slice(0, at);
-}
+const textBefore = textBeforeCalls;
 
 function callsText(style: Mistral, calls: { name: string; args: string }[]): string {
   if (style === "kimi-k2")

@@ -11,13 +11,14 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { AutoToolStream, autoReply } from "../src/generate/index.js";
+import { autoReply } from "../src/generate/index.js";
 import { ChatTemplate, type ChatMessage, type ChatTool, toolCallStyleOf } from "../src/prompt/index.js";
-import { compileRegex, intersectDfas, matchesString, pyReEscape, sampleString, type ByteDfa } from "../src/regex/index.js";
-import { compileToolCallLanguage, parseToolReply, TOOL_CALL_OPEN, type ToolDeclaration } from "../src/schema/index.js";
+import { compileRegex, intersectDfas, matchesString, pyReEscape, sampleString } from "../src/regex/index.js";
+import { parseToolReply, TOOL_CALL_OPEN, type ToolDeclaration } from "../src/schema/index.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
+import { streamedReply, textBeforeCalls, toolCallLanguages } from "./support/tool-call-languages.js";
 
 type Dsml = "deepseek-dsml" | "deepseek-v4";
 const STYLES: Dsml[] = ["deepseek-dsml", "deepseek-v4"];
@@ -61,21 +62,9 @@ const TOOLS: ToolDeclaration[] = [
 ];
 const schemaOf = (name: string): unknown => TOOLS.find((t) => t.name === name)!.parameters;
 
-const languages = new Map<string, ByteDfa>();
-function language(style: Dsml, parallel = true): ByteDfa {
-  const key = `${style}/${parallel}`;
-  let dfa = languages.get(key);
-  if (!dfa) languages.set(key, (dfa = compileToolCallLanguage(TOOLS, style, parallel, OPTIONS).dfa));
-  return dfa;
-}
-function streamed(style: Dsml, pieces: readonly string[]): string {
-  const stream = new AutoToolStream(style);
-  return pieces.map((p) => stream.push(p)).join("") + stream.flush();
-}
-function textBefore(style: Dsml, reply: string): string {
-  const at = reply.indexOf(TOOL_CALL_OPEN[style]);
-  return at < 0 ? reply : reply.slice(0, at);
-}
+const language = toolCallLanguages((_style: Dsml) => TOOLS, OPTIONS);
+const streamed = streamedReply;
+const textBefore = textBeforeCalls;
 
 /** A parameter: [name, value text, raw string or not]. */
 type Param = [string, string, boolean];

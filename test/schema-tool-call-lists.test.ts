@@ -13,9 +13,9 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { AutoToolStream, autoReply, replyCalls } from "../src/generate/index.js";
+import { autoReply, replyCalls } from "../src/generate/index.js";
 import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
-import { compileRegex, intersectDfas, matchesString, pyReEscape, sampleString, type ByteDfa } from "../src/regex/index.js";
+import { compileRegex, intersectDfas, matchesString, pyReEscape, sampleString } from "../src/regex/index.js";
 import {
   compileToolCallLanguage,
   JsonSchemaError,
@@ -27,6 +27,7 @@ import {
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
+import { streamedReply, textBeforeCalls, toolCallLanguages } from "./support/tool-call-languages.js";
 
 type Listed = "apriel" | "minimax-m1";
 const STYLES: Listed[] = ["apriel", "minimax-m1"];
@@ -87,20 +88,9 @@ const TOOLS: ToolDeclaration[] = [
 ];
 const schemaOf = (name: string): unknown => TOOLS.find((t) => t.name === name)!.parameters;
 
-const languages = new Map<string, ByteDfa>();
-function language(style: Listed, parallel = true): ByteDfa {
-  const key = `${style}/${parallel}`;
-  let dfa = languages.get(key);
-  if (!dfa) languages.set(key, (dfa = compileToolCallLanguage(TOOLS, style, parallel, OPTIONS).dfa));
-  return dfa;
-}
+const language = toolCallLanguages((_style: Listed) => TOOLS, OPTIONS);
 
-/** What a stream sends as content: the text before the first marker (all of it when there is none). */
-function streamed(style: Listed, pieces: readonly string[]): string {
-  const stream = new AutoToolStream(style);
-  return pieces.map((p) => stream.push(p)).join("") + stream.flush();
-}
-const textBefore = (reply: string): string => (reply.includes(OPEN) ? reply.slice(0, reply.indexOf(OPEN)) : reply);
+const streamed = streamedReply;
 
 /** The calls (JSON texts of {"name", "arguments"} objects) as `style` writes them. */
 function callsText(style: Listed, calls: readonly string[]): string {
@@ -152,7 +142,7 @@ describe("listed tool calls: random members of the language", () => {
       for (let i = 0; i < 300; i++) {
         const reply = sampleString(i % 2 === 0 ? dfa : marked, random, { maxBytes: 700, stopProbability: 0.05 })!;
         const parsed = parseToolReply(reply, style, TOOLS);
-        const before = textBefore(reply);
+        const before = textBeforeCalls(style, reply);
         if (parsed.calls.length === 0) assert.equal(parsed.content, reply);
         else {
           withCalls++;
@@ -347,7 +337,7 @@ describe("listed tool calls: round trip through the real templates", () => {
           assert.equal(parsed.content?.trim() ?? "", style === "minimax-m1" ? "" : content);
           assert.deepEqual(replyCalls(reply, { kind: "auto", style, tools: TOOLS }), parsed.calls);
           assert.deepEqual(autoReply(reply, style, TOOLS), { content: parsed.content, calls: parsed.calls });
-          const before = textBefore(reply);
+          const before = textBeforeCalls(style, reply);
           for (let cut = 0; cut <= reply.length; cut++) assert.equal(streamed(style, [reply.slice(0, cut), reply.slice(cut)]), before);
           assert.equal(streamed(style, [...reply]), before);
         }

@@ -15,13 +15,14 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { AutoToolStream, autoReply, replyCalls } from "../src/generate/index.js";
+import { autoReply, replyCalls } from "../src/generate/index.js";
 import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
-import { compileRegex, intersectDfas, matchesString, pyReEscape, sampleString, type ByteDfa } from "../src/regex/index.js";
+import { compileRegex, intersectDfas, matchesString, pyReEscape, sampleString } from "../src/regex/index.js";
 import { compileToolCallLanguage, parseToolReply, TOOL_CALL_OPEN, type ToolDeclaration } from "../src/schema/index.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
+import { streamedReply, textBeforeCalls, toolCallLanguages } from "./support/tool-call-languages.js";
 
 type DeepSeek = "deepseek-r1" | "deepseek-v3" | "functionary-v3.1";
 const STYLES: DeepSeek[] = ["deepseek-r1", "deepseek-v3", "functionary-v3.1"];
@@ -76,22 +77,10 @@ const TOOLS: ToolDeclaration[] = [
 ];
 const schemaOf = (name: string): unknown => TOOLS.find((t) => t.name === name)!.parameters;
 
-const languages = new Map<string, ByteDfa>();
-function language(style: DeepSeek, parallel = true): ByteDfa {
-  const key = `${style}/${parallel}`;
-  let dfa = languages.get(key);
-  if (!dfa) languages.set(key, (dfa = compileToolCallLanguage(TOOLS, style, parallel, OPTIONS).dfa));
-  return dfa;
-}
+const language = toolCallLanguages((_style: DeepSeek) => TOOLS, OPTIONS);
 
-function streamed(style: DeepSeek, pieces: readonly string[]): string {
-  const stream = new AutoToolStream(style);
-  return pieces.map((p) => stream.push(p)).join("") + stream.flush();
-}
-function textBefore(style: DeepSeek, reply: string): string {
-  const at = reply.indexOf(openOf(style));
-  return at < 0 ? reply : reply.slice(0, at);
-}
+const streamed = streamedReply;
+const textBefore = textBeforeCalls;
 
 /** One call as `style` writes it. */
 function callText(style: DeepSeek, name: string, args: string): string {
@@ -283,10 +272,7 @@ describe("DeepSeek tool calls: round trip through the real templates", () => {
 describe("gpt-oss (harmony): the final channel, or one call in the commentary channel", () => {
   const dfa = compileToolCallLanguage(TOOLS, "harmony", true, OPTIONS).dfa;
   const call = (name: string, args: string) => ` to=functions.${name}<|channel|>commentary json<|message|>${args}`;
-  const streamedHarmony = (pieces: readonly string[]): string => {
-    const stream = new AutoToolStream("harmony");
-    return pieces.map((p) => stream.push(p)).join("") + stream.flush();
-  };
+  const streamedHarmony = (pieces: readonly string[]): string => streamedReply("harmony", pieces);
 
   test("what the language holds and refuses; how it reads back and streams", () => {
     for (const text of ["<|channel|>final<|message|>Hello there.", call("get_weather", '{"city": "Oslo"}'), call("now", "{}")])

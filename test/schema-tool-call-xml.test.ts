@@ -14,9 +14,9 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { AutoToolStream, autoReply, replyCalls } from "../src/generate/index.js";
+import { autoReply, replyCalls } from "../src/generate/index.js";
 import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
-import { compileRegex, intersectDfas, matchesString, pyReEscape, sampleString, type ByteDfa } from "../src/regex/index.js";
+import { compileRegex, intersectDfas, matchesString, pyReEscape, sampleString } from "../src/regex/index.js";
 import {
   compileToolCallLanguage,
   JsonSchemaError,
@@ -28,6 +28,7 @@ import {
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
+import { streamedReply, textBeforeCalls, toolCallLanguages } from "./support/tool-call-languages.js";
 
 type Tagged = "xml-function" | "glm" | "seed-oss" | "minimax-m2" | "minimax-m3";
 const STYLES: Tagged[] = ["xml-function", "glm", "seed-oss", "minimax-m2", "minimax-m3"];
@@ -128,23 +129,10 @@ const schemaOf = (style: Tagged, name: string): unknown => toolsFor(style).find(
 /** The text of `filters` = {"lang": lang} as `style` writes it. */
 const filters = (style: Tagged, lang: string): string => (SCALAR_ONLY.has(style) ? lang : `{"lang": "${lang}"}`);
 
-const languages = new Map<string, ByteDfa>();
-function language(style: Tagged, parallel = true): ByteDfa {
-  const key = `${style}/${parallel}`;
-  let dfa = languages.get(key);
-  if (!dfa) languages.set(key, (dfa = compileToolCallLanguage(toolsFor(style), style, parallel, OPTIONS).dfa));
-  return dfa;
-}
+const language = toolCallLanguages((style: Tagged) => toolsFor(style), OPTIONS);
 
-/** What a stream sends as content: the text before the first marker (all of it when there is none). */
-function streamed(style: Tagged, pieces: readonly string[]): string {
-  const stream = new AutoToolStream(style);
-  return pieces.map((p) => stream.push(p)).join("") + stream.flush();
-}
-function textBefore(style: Tagged, reply: string): string {
-  const at = reply.indexOf(TOOL_CALL_OPEN[style]);
-  return at >= 0 ? reply.slice(0, at) : reply;
-}
+const streamed = streamedReply;
+const textBefore = textBeforeCalls;
 const SEEDS: Record<Tagged, number> = { "xml-function": 11, glm: 7, "seed-oss": 13, "minimax-m2": 17, "minimax-m3": 19 };
 
 describe("tagged tool calls: random members of the language", () => {

@@ -59,6 +59,8 @@ export class AutoToolStream {
   private text = "";
   private sent = 0;
   private inCalls = false;
+  /** gpt-oss: the final channel's header was read; the rest is its text. */
+  private inFinal = false;
 
   constructor(private readonly style: ToolCallStyle) {}
 
@@ -66,6 +68,7 @@ export class AutoToolStream {
   push(delta: string): string {
     this.text += delta;
     if (this.inCalls || this.text.length === 0) return "";
+    if (this.inFinal) return this.take(this.text.length);
     if (this.style === "harmony") return this.pushHarmony();
     const open = TOOL_CALL_OPEN[this.style];
     if (this.style === "llama3") {
@@ -93,6 +96,7 @@ export class AutoToolStream {
       return "";
     }
     if (rest.startsWith(HARMONY_FINAL)) {
+      this.inFinal = true;
       this.sent = Math.max(this.sent, lead + HARMONY_FINAL.length);
       return this.take(this.text.length);
     }

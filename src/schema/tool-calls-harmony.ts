@@ -15,9 +15,9 @@ import {
   type RegexLimits,
   type RegexNode,
 } from "../regex/index.js";
-import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
+import type { JsonSchemaOptions } from "./json-schema/compile.js";
 import type { JsonSchemaWarning } from "./json-schema/errors.js";
-import { jsonValueEnd } from "./json-value-end.js";
+import { jsonValueEnd, toolCallAlternatives } from "./tool-call-json.js";
 import type { ByteDfa } from "../regex/index.js";
 
 /** What opens the final channel's text. */
@@ -37,12 +37,7 @@ export function harmonyLanguage(
   options: JsonSchemaOptions & { limits?: RegexLimits },
 ): { dfa: ByteDfa; warnings: JsonSchemaWarning[] } {
   const limits = options.limits ?? {};
-  const warnings: JsonSchemaWarning[] = [];
-  const calls = tools.map((t): RegexNode => {
-    const args = compileJsonSchema(t.parameters ?? { type: "object" }, options);
-    warnings.push(...args.warnings);
-    return { kind: "concat", items: [literal(` ${HARMONY_CALL}${t.name}${CHANNEL}`), { kind: "dfa", dfa: args.dfa }] };
-  });
+  const { calls, warnings } = toolCallAlternatives(tools, options, (name, args) => [literal(` ${HARMONY_CALL}${name}${CHANNEL}`), args]);
   const text: RegexNode = {
     kind: "concat",
     items: [literal(HARMONY_FINAL), { kind: "dfa", dfa: compileRegex(".*", { flags: "s", ...limits }) }],

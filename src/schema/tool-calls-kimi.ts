@@ -8,10 +8,10 @@
  * standing as its text.
  */
 import { compileRegex, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../regex/index.js";
-import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
+import type { JsonSchemaOptions } from "./json-schema/compile.js";
 import type { JsonSchemaWarning } from "./json-schema/errors.js";
 import { markerNode } from "./marker-node.js";
-import { jsonValueEnd } from "./json-value-end.js";
+import { jsonValueEnd, toolCallAlternatives } from "./tool-call-json.js";
 
 export const KIMI_CALLS_OPEN = "<|tool_calls_section_begin|>";
 const CALLS_CLOSE = "<|tool_calls_section_end|>";
@@ -30,24 +30,15 @@ export function kimiCallsLanguage(
   parallel: boolean,
   options: JsonSchemaOptions & { limits?: RegexLimits },
 ): { section: RegexNode; warnings: JsonSchemaWarning[] } {
-  const warnings: JsonSchemaWarning[] = [];
   const index: RegexNode = { kind: "dfa", dfa: compileRegex("[0-9]+", options.limits ?? {}) };
-  const calls = tools.map((t): RegexNode => {
-    const args = compileJsonSchema(t.parameters ?? { type: "object" }, options);
-    warnings.push(...args.warnings);
-    return {
-      kind: "concat",
-      items: [
-        markerNode(CALL_OPEN),
-        literal(`functions.${t.name}:`),
-        index,
-        markerNode(ARGUMENTS),
-        { kind: "dfa", dfa: args.dfa },
-        markerNode(CALL_CLOSE),
-      ],
-    };
-  });
-  const call: RegexNode = calls.length === 1 ? calls[0]! : { kind: "alt", items: calls };
+  const { call, warnings } = toolCallAlternatives(tools, options, (name, args) => [
+    markerNode(CALL_OPEN),
+    literal(`functions.${name}:`),
+    index,
+    markerNode(ARGUMENTS),
+    args,
+    markerNode(CALL_CLOSE),
+  ]);
   const all: RegexNode = { kind: "repeat", item: call, min: 1, max: parallel ? -1 : 1 };
   return { section: { kind: "concat", items: [markerNode(KIMI_CALLS_OPEN), all, markerNode(CALLS_CLOSE)] }, warnings };
 }

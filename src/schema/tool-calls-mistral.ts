@@ -16,7 +16,7 @@ import { compileRegex, parseFlagString, parseRegex, pyReEscape, type RegexLimits
 import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
 import type { JsonSchemaWarning } from "./json-schema/errors.js";
 import { markerNode } from "./marker-node.js";
-import { jsonValueEnd } from "./json-value-end.js";
+import { jsonValueEnd, toolCallAlternatives } from "./tool-call-json.js";
 
 export type MistralToolCallStyle = "mistral" | "mistral-nemo";
 
@@ -64,22 +64,19 @@ export function mistralCallsLanguage(
       warnings: [...compiled.warnings],
     };
   }
-  const warnings: JsonSchemaWarning[] = [];
   const callId: RegexNode = {
     kind: "repeat",
     item: { kind: "concat", items: [markerNode(CALL_ID), { kind: "dfa", dfa: compileRegex("[a-zA-Z0-9]{9}", options.limits ?? {}) }] },
     min: 0,
     max: 1,
   };
-  const calls = tools.map((t): RegexNode => {
-    const args = compileJsonSchema(t.parameters ?? { type: "object" }, options);
-    warnings.push(...args.warnings);
-    return {
-      kind: "concat",
-      items: [markerNode(MISTRAL_CALLS_OPEN), literal(t.name), callId, markerNode(ARGS), { kind: "dfa", dfa: args.dfa }],
-    };
-  });
-  const call: RegexNode = calls.length === 1 ? calls[0]! : { kind: "alt", items: calls };
+  const { call, warnings } = toolCallAlternatives(tools, options, (name, args) => [
+    markerNode(MISTRAL_CALLS_OPEN),
+    literal(name),
+    callId,
+    markerNode(ARGS),
+    args,
+  ]);
   return { calls: { kind: "repeat", item: call, min: 1, max: parallel ? -1 : 1 }, warnings };
 }
 

@@ -14,9 +14,9 @@
  * token, the chat stage does not read the style (it would have to spell a control token as text).
  */
 import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../regex/index.js";
-import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
+import type { JsonSchemaOptions } from "./json-schema/compile.js";
 import type { JsonSchemaWarning } from "./json-schema/errors.js";
-import { jsonValueEnd } from "./json-value-end.js";
+import { jsonValueEnd, toolCallAlternatives } from "./tool-call-json.js";
 
 export type NamedToolCallStyle = "deepseek-r1" | "deepseek-v3" | "functionary-v3.1";
 
@@ -74,20 +74,11 @@ export function namedCallsLanguage(
   options: JsonSchemaOptions & { limits?: RegexLimits },
 ): { block: RegexNode; warnings: JsonSchemaWarning[] } {
   const layout = LAYOUTS[style];
-  const warnings: JsonSchemaWarning[] = [];
-  const calls = tools.map((t): RegexNode => {
-    const args = compileJsonSchema(t.parameters ?? { type: "object" }, options);
-    warnings.push(...args.warnings);
-    return {
-      kind: "concat",
-      items: [
-        literal(`${layout.beforeName}${t.name}${layout.beforeArguments}`),
-        { kind: "dfa", dfa: args.dfa },
-        literal(layout.afterArguments),
-      ],
-    };
-  });
-  const call: RegexNode = calls.length === 1 ? calls[0]! : { kind: "alt", items: calls };
+  const { call, warnings } = toolCallAlternatives(tools, options, (name, args) => [
+    literal(`${layout.beforeName}${name}${layout.beforeArguments}`),
+    args,
+    literal(layout.afterArguments),
+  ]);
   const between: RegexNode = layout.newlineBetween
     ? { kind: "repeat", item: literal("\n"), min: 0, max: 1 }
     : { kind: "concat", items: [] };

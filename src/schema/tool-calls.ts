@@ -42,7 +42,7 @@ import {
 import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
 import { JsonSchemaError, type JsonSchemaWarning } from "./json-schema/errors.js";
 import { isObject } from "./json-schema/spec.js";
-import { jsonValueEnd } from "./json-value-end.js";
+import { jsonValueEnd } from "./tool-call-json.js";
 import type { TaggedToolCallStyle } from "./tool-arguments.js";
 import { isNamedStyle, type NamedToolCallStyle, namedCallsLanguage, namedCallsOpen, parseNamedCalls } from "./tool-calls-named.js";
 import { HARMONY_CALL, harmonyLanguage, parseHarmonyReply } from "./tool-calls-harmony.js";

@@ -19,6 +19,8 @@ export class ForcedBytesOfStates {
   private readonly lexerLevel: LexerLevelAutomaton | null;
   /** Scratch: per lexer byte label, whether its bytes go on (liveBytes). */
   private readonly liveLabel = new Uint8Array(256);
+  /** Scratch: the bytes that go on from a state being memoized (forcedByte). */
+  private readonly live = new Uint32Array(8);
 
   constructor(
     private readonly automaton: CompletableAutomaton,
@@ -44,7 +46,7 @@ export class ForcedBytesOfStates {
     if (byte === IntMap.MISSING) {
       byte = -1;
       if (!this.automaton.isComplete(state)) {
-        const live = new Uint32Array(8);
+        const live = this.live.fill(0);
         if (this.liveBytes(state, live) === 1) for (let w = 0; w < 8; w++) if (live[w] !== 0) byte = w * 32 + 31 - Math.clz32(live[w]!);
       }
       this.forced.set(state, byte);
