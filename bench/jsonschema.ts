@@ -28,7 +28,16 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { basename, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ConstraintTooCostlyError, DfaConstraintState, DfaTokenMatcher, TokenTrie, warmUpMatchers } from "../src/constraint/index.js";
+import {
+  ConstraintTooCostlyError,
+  DfaConstraintState,
+  DfaTokenMatcher,
+  GrammarConstraintState,
+  GrammarTokenMatcher,
+  TokenTrie,
+  warmUpMatchers,
+} from "../src/constraint/index.js";
+import { RuleNetworkAutomaton } from "../src/grammar/index.js";
 import {
   compileJsonSchema,
   DEFAULT_JSON_SCHEMA_OPTIONS,
@@ -38,7 +47,7 @@ import {
 } from "../src/schema/index.js";
 import type { ByteDfa } from "../src/regex/index.js";
 import { engineOptions, loadConfig } from "../src/config.js";
-import { JSON_SCHEMA_WORK_FACTOR } from "../src/compile/index.js";
+import { compileServedSchema, JSON_SCHEMA_WORK_FACTOR } from "../src/compile/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { parseKeepingNumbers, pythonDumps, type PyJson } from "../test/support/python-json.js";
 import { hasBit } from "./replay.js";
@@ -148,6 +157,14 @@ function dfaVerdict(dfa: ByteDfa, text: string): { dfaAccepts: boolean; detail: 
   return { dfaAccepts: true, detail: "DFA accepts the text" };
 }
 
+/** dfaVerdict for a rule network. */
+function networkVerdict(rules: readonly ByteDfa[], text: string): { dfaAccepts: boolean; detail: string } {
+  const automaton = new RuleNetworkAutomaton({ rules });
+  const s = automaton.walk(automaton.start, text);
+  const dfaAccepts = s >= 0 && automaton.isComplete(s);
+  return { dfaAccepts, detail: dfaAccepts ? "rule network accepts the text" : "rule network refuses the text" };
+}
+
 async function main(): Promise<void> {
   const dataDir = resolve(REPO_ROOT, argValue("data") ?? "../shared/jsonschema/maskbench");
   const vocabName = argValue("vocab") ?? "llama-bpe";
@@ -156,6 +173,8 @@ async function main(): Promise<void> {
   const maskMaxWork = Number(argValue("mask-max-work") ?? defaults.maskMaxWork);
   const probeBudgets = engineOptions(defaults, "").constraints!.probeBudgets;
   const outFile = argValue("out");
+  /** "stack" (the service's: rule networks where values nest without bound) or "unrolled" (one DFA). */
+  const recursion = (argValue("recursion") ?? "stack") as "stack" | "unrolled";
   const llgPath = resolve(REPO_ROOT, argValue("llguidance") ?? "../shared/jsonschema/llguidance-maskbench.json");
 
   const vocabPath = resolve(SHARED, "models", "vocab", `ggml-vocab-${vocabName}.gguf`);
@@ -185,6 +204,8 @@ async function main(): Promise<void> {
   const errorFiles: Record<string, string> = {};
   const c = {
     compiled: 0,
+    /** Compiled to a rule network (values nesting without bound), served by a grammar matcher. */
+    ruleNetworks: 0,
     refused: 0,
     timeouts: 0,
     tooComplex: 0,
@@ -238,22 +259,40 @@ async function main(): Promise<void> {
       errorFiles[file] = `unreadable: ${(err as Error).message}`;
       return `error: unreadable: ${(err as Error).message}`;
     }
-    let matcher: DfaTokenMatcher;
-    let dfa: ByteDfa;
+    let newState: () => DfaConstraintState | GrammarConstraintState;
+    let dfa: ByteDfa | undefined;
+    let rules: readonly ByteDfa[] | undefined;
     const t0 = performance.now();
     let tSchema = t0;
     try {
-      ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits }));
+      // The form the service serves (compile/task.ts), chosen with its probe: the budget question
+      // and the first mask at each probe budget, on a fresh matcher under the mask work limit.
+      const probe = { budgets: probeBudgets, limitSteps: maskMaxWork };
+      if (recursion === "stack") {
+        const served = compileServedSchema(mb.schema, { whitespace: "default", strict: true, limits }, trie, probe);
+        if (served.kind === "rules") rules = served.rules;
+        else dfa = served.dfa;
+      } else ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits }));
       tSchema = performance.now();
-      // The compile worker's probe (compile/task.ts): the budget question and the first mask at
-      // each probe budget, on a fresh matcher under the mask work limit.
-      const probe = new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: false });
-      probe.work.limitSteps = maskMaxWork;
-      const first = new DfaConstraintState(probe);
-      for (const budget of probeBudgets) if (first.minTokensToAccept(budget) <= budget) first.mask(budget);
-      // As the service makes a schema's matcher (compile/cache.ts); unbounded, for the verdicts.
-      matcher = new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: false });
-      new DfaConstraintState(matcher).mask();
+      // As the service makes a schema's matcher (compile/cache.ts): a DFA's, or a grammar
+      // matcher over the rule network.
+      const makeState = (limitSteps: number): (() => DfaConstraintState | GrammarConstraintState) => {
+        if (rules !== undefined) {
+          const m = new GrammarTokenMatcher(trie, new RuleNetworkAutomaton({ rules }));
+          m.work.limitSteps = limitSteps;
+          return () => new GrammarConstraintState(m);
+        }
+        const m = new DfaTokenMatcher(trie, dfa!, { shareEquivalentStates: false });
+        m.work.limitSteps = limitSteps;
+        return () => new DfaConstraintState(m);
+      };
+      if (recursion !== "stack") {
+        const first = makeState(maskMaxWork)();
+        for (const budget of probeBudgets) if (first.minTokensToAccept(budget) <= budget) first.mask(budget);
+      }
+      // Unbounded, for the verdicts.
+      newState = makeState(Number.POSITIVE_INFINITY);
+      newState().mask(1 << 20);
     } catch (err) {
       if (err instanceof JsonSchemaError) {
         c.refused++;
@@ -288,6 +327,7 @@ async function main(): Promise<void> {
     schemaMs.push(tSchema - t0);
     firstMaskMs.push(t1 - tSchema);
     c.compiled++;
+    if (rules !== undefined) c.ruleNetworks++;
 
     let verdict: Verdict = "ok";
     /** Every invalid instance we let through, with its text: they outrank any other verdict. */
@@ -296,14 +336,14 @@ async function main(): Promise<void> {
       const test = mb.tests[i]!;
       const text = pythonDumps(test.data);
       const tokens = tokenize(text);
-      const st = new DfaConstraintState(matcher);
+      const st = newState();
       let allowed = true;
       let stoppedAt = -1;
       try {
         for (let j = 0; j < tokens.length; j++) {
           const tok = tokens[j]!;
           const a = performance.now();
-          const mask = st.mask();
+          const mask = st.mask(1 << 20);
           maskUs.push((performance.now() - a) * 1000);
           c.tokens++;
           if (!hasBit(mask, tok)) {
@@ -329,7 +369,7 @@ async function main(): Promise<void> {
         c.validInstances++;
         if (accepted) c.validAccepted++;
         else {
-          const why = dfaVerdict(dfa, text);
+          const why = rules !== undefined ? networkVerdict(rules, text) : dfaVerdict(dfa!, text);
           // The DFA accepts the text but its tokens did not get through: masks and DFA disagree.
           if (why.dfaAccepts) maskDisagreements.push(`${file} #${i}`);
           const where = stoppedAt >= 0 ? `token ${stoppedAt}/${tokens.length} not in the mask` : "not accepting at the end";
@@ -357,6 +397,7 @@ async function main(): Promise<void> {
     tokenizer: "llama.cpp (vocab-only, no BOS)",
     compileMaxWork,
     maskMaxWork,
+    recursion,
     probeBudgets,
     /** What the service would refuse (422) at these limits: compile work, then the probe's. */
     refusedAtDefaults: c.timeouts + c.maskTooCostly,
@@ -367,6 +408,7 @@ async function main(): Promise<void> {
     elapsedS: round3((performance.now() - started) / 1000),
     schemas: files.length,
     compiled: c.compiled,
+    ruleNetworks: c.ruleNetworks,
     refused: c.refused,
     refusedByKeyword: Object.fromEntries(Object.entries(refusedByKeyword).sort((a, b) => b[1] - a[1])),
     timeouts: c.timeouts,
@@ -397,9 +439,10 @@ async function main(): Promise<void> {
       notInTheirRecord: table.notInTheirRecord,
     },
     note:
-      "compileMs = compileJsonSchema (whitespace default, strict) + DfaTokenMatcher (as the service makes a schema's) + first mask, " +
+      "compileMs = compileJsonSchema (whitespace default, strict, recursion as --recursion, the service's: stack) + " +
+      "the matcher the service makes (a DfaTokenMatcher, or a GrammarTokenMatcher over the rule network) + first mask, " +
       "compiled schemas only; compileParts splits it into the schema's DFA and the matcher with its first mask; " +
-      "maskUs = every mask of every instance token (fresh DfaConstraintState per instance on the schema's matcher, no token budget), " +
+      "maskUs = every mask of every instance token (fresh constraint state per instance on the schema's matcher, budget 2^20 tokens), " +
       "walks stop at the first disallowed token. schemasPassing = compiled and every instance judged right. " +
       "llguidance = its own record (llguidance 1.8) of the same files: passing = {} in the record.",
   };

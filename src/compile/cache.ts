@@ -15,7 +15,15 @@
 import { deserialize } from "node:v8";
 import { Worker } from "node:worker_threads";
 import { REGEX_MAX_WORK, type ByteDfa, type RegexLimits } from "../regex/index.js";
-import { createGrammarAutomaton, type Grammar, type GrammarAutomaton, type GrammarLimits, type ScannerParts } from "../grammar/index.js";
+import {
+  createGrammarAutomaton,
+  RuleNetworkAutomaton,
+  type Grammar,
+  type GrammarAutomaton,
+  type GrammarLimits,
+  type RuleNetwork,
+  type ScannerParts,
+} from "../grammar/index.js";
 import { DEFAULT_JSON_SCHEMA_OPTIONS, type JsonSchemaWarning } from "../schema/index.js";
 import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
@@ -122,7 +130,7 @@ export type ConstraintFactory = (forcedPrefix: Uint8Array | undefined) => TokenC
 /** A compiled constraint ready to serve requests. */
 export interface ConstraintEntry extends Sized {
   readonly key: string;
-  /** How it is served: a byte DFA's token matcher, or a grammar's. */
+  /** How it is served: a byte DFA's token matcher, or a grammar's (a Lark grammar's, a rule network's). */
   readonly kind: "dfa" | "grammar";
   /** The request field it comes from (what its refusals name). */
   readonly field: string;
@@ -225,7 +233,46 @@ class GrammarEntry implements ConstraintEntry {
   }
 }
 
-type CacheValue = DfaEntry | GrammarEntry | RefusalEntry;
+/** A schema served by a rule network (its values nest without bound): a grammar matcher over it. */
+class RuleNetworkEntry implements ConstraintEntry {
+  readonly kind = "grammar";
+  readonly factory: ConstraintFactory;
+  private automaton: RuleNetworkAutomaton;
+  private matcher: GrammarTokenMatcher;
+  private readonly rulesBytes: number;
+
+  constructor(
+    readonly key: string,
+    readonly field: string,
+    private readonly trie: TokenTrie,
+    private readonly network: RuleNetwork,
+    private readonly maskMaxWork: number,
+    readonly warnings?: readonly JsonSchemaWarning[],
+  ) {
+    this.rulesBytes = network.rules.reduce((sum, dfa) => sum + typedArrayBytes(dfa), 0);
+    this.automaton = new RuleNetworkAutomaton(network);
+    this.matcher = this.freshMatcher();
+    this.factory = (prefix) => {
+      if (this.automaton.numStates > MAX_AUTOMATON_STATES) {
+        this.automaton = new RuleNetworkAutomaton(this.network);
+        this.matcher = this.freshMatcher();
+      }
+      return new GrammarConstraintState(this.matcher, prefix);
+    };
+  }
+
+  private freshMatcher(): GrammarTokenMatcher {
+    const matcher = new GrammarTokenMatcher(this.trie, this.automaton);
+    matcher.work.limitSteps = this.maskMaxWork;
+    return matcher;
+  }
+
+  retainedBytes(): number {
+    return this.rulesBytes + this.automaton.retainedBytes() + this.matcher.retainedBytes();
+  }
+}
+
+type CacheValue = DfaEntry | GrammarEntry | RuleNetworkEntry | RefusalEntry;
 
 /** A compile running (or waiting for a worker) and how many requests wait for it. */
 interface InFlightCompile {
@@ -292,6 +339,9 @@ export class ConstraintCache {
     const key = keyOf(spec);
     return this.lookup(key, context, this.taskOf(spec), (output, serializedBytes) => {
       if (output.kind === "dfa") return this.dfaEntry(key, spec.kind, output.dfa, output.warnings);
+      if (output.kind === "rules") {
+        return new RuleNetworkEntry(key, fieldOf(spec.kind), this.trie, { rules: output.rules }, this.options.maskMaxWork, output.warnings);
+      }
       const maxIgnoredRun = spec.kind === "grammar" ? (spec.maxIgnoredRun ?? MAX_IGNORED_RUN) : MAX_IGNORED_RUN;
       const bytes = serializedBytes * GRAMMAR_HEAP_PER_SERIALIZED_BYTE;
       return new GrammarEntry(key, this.trie, output.grammar, output.scanners, maxIgnoredRun, bytes, this.options.maskMaxWork);

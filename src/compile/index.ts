@@ -3,7 +3,8 @@
  * serving token constraints, built on worker threads under work limits, kept in one LRU bounded by
  * bytes, refusals kept too. One key (`keyOf`) and one entry point (`ConstraintCache.get`) for
  * every kind; the front ends (regex/, schema/, grammar/) are dispatched once, in the worker's
- * `runCompileTask`, and every kind comes back as a byte DFA (`"dfa"`) or a grammar (`"grammar"`).
+ * `runCompileTask`, and every kind comes back as a byte DFA (`"dfa"`), a rule network (`"rules"`: a
+ * schema that recurses, `compileServedSchema` chooses) or a grammar (`"grammar"`).
  *
  * Key types: `ConstraintSpec`, `ConstraintCache` (`get(spec, { client, signal })`, `release`,
  * `refuse`), `ConstraintEntry` (`factory(forcedPrefix)` → a `TokenConstraint`), and the errors the
@@ -41,6 +42,7 @@ export {
   type ConstraintFactory,
 } from "./cache.js";
 export {
+  compileServedSchema,
   GRAMMAR_LIMIT_SETTINGS,
   refusalError,
   refusalOf,

@@ -10,6 +10,7 @@ import {
   createGrammarAutomaton,
   GrammarError,
   reviveGrammar,
+  RuleNetworkAutomaton,
   type Grammar,
   type GrammarLimits,
   type ScannerParts,
@@ -22,6 +23,7 @@ import {
   JsonSchemaError,
   JsonSchemaTooComplexError,
   JsonSchemaUnsatisfiableError,
+  type JsonSchemaOptions,
   type JsonSchemaWarning,
 } from "../schema/index.js";
 import { DfaConstraintState, DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
@@ -59,9 +61,13 @@ export interface ProbeOptions {
   readonly limitSteps: number;
 }
 
-/** A compiled constraint: a byte DFA (patterns, schemas, tool calls) or a grammar's parts. */
+/**
+ * A compiled constraint: a byte DFA (patterns, schemas, tool calls), a rule network (a schema
+ * whose values nest without bound: rule DFAs that call each other) or a grammar's parts.
+ */
 export type CompileOutput =
   | { readonly kind: "dfa"; readonly dfa: ByteDfa; readonly warnings?: readonly JsonSchemaWarning[] }
+  | { readonly kind: "rules"; readonly rules: readonly ByteDfa[]; readonly warnings?: readonly JsonSchemaWarning[] }
   | { readonly kind: "grammar"; readonly grammar: Grammar; readonly scanners: ScannerParts };
 
 /**
@@ -98,13 +104,12 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
     } else {
       const { whitespace, forbidUnnamedProperties, strict } = task.options;
       const typed = task.kind === "typescript" ? typeScriptSchema(task) : null;
-      ({ dfa, warnings } = compileJsonSchema(task.kind === "json_schema" ? task.schema : typed?.schema, {
-        whitespace,
-        forbidAdditionalProperties: forbidUnnamedProperties,
-        strict,
-        limits: task.limits,
-      }));
-      if (typed && typed.warnings.length > 0) warnings = [...typed.warnings, ...(warnings ?? [])];
+      const schema = task.kind === "json_schema" ? task.schema : typed?.schema;
+      const options = { whitespace, forbidAdditionalProperties: forbidUnnamedProperties, strict, limits: task.limits };
+      // Probed with the choice of its form.
+      const { warnings: own, ...served } = compileServedSchema(schema, options, trie, probe);
+      const all = [...(typed?.warnings ?? []), ...(own ?? [])];
+      return all.length > 0 ? { ...served, warnings: all } : served;
     }
     if (trie && probe)
       probeFirstOperations(
@@ -124,6 +129,48 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
     probeFirstOperations(fresh, (m) => new GrammarConstraintState(m), probe);
   }
   return { kind: "grammar", grammar, scanners };
+}
+
+/**
+ * A JSON Schema in the form the service serves it: where it recurses, its rule network (the
+ * recursion to any depth, a pushdown automaton), when that network's first operations pass the
+ * probe; otherwise, or where nothing recurses, its one DFA (recursion unrolled, as before rule
+ * networks; DFA masks are precomputed, the network's are walked per stack, so a DFA is kept
+ * wherever it is exact). Free values nest `freeNesting` levels either way. bench/jsonschema.ts
+ * judges MaskBench through this same choice.
+ */
+export function compileServedSchema(
+  schema: unknown,
+  options: JsonSchemaOptions,
+  trie?: TokenTrie,
+  probe?: ProbeOptions,
+): CompileOutput & { kind: "dfa" | "rules" } {
+  let compiled = compileJsonSchema(schema, { ...options, recursion: "stack" });
+  const warned = (w: readonly JsonSchemaWarning[]) => (w.length > 0 ? { warnings: w } : {});
+  if (compiled.rules !== undefined) {
+    const network = { rules: compiled.rules };
+    try {
+      if (trie && probe) {
+        probeFirstOperations(
+          () => new GrammarTokenMatcher(trie, new RuleNetworkAutomaton(network)),
+          (m) => new GrammarConstraintState(m),
+          probe,
+        );
+      }
+      return { kind: "rules", rules: compiled.rules, ...warned(compiled.warnings) };
+    } catch (error) {
+      if (!(error instanceof ConstraintTooCostlyError)) throw error;
+    }
+    compiled = compileJsonSchema(schema, { ...options, recursion: "unrolled" });
+  }
+  const dfa = compiled.dfa;
+  if (trie && probe)
+    probeFirstOperations(
+      () => new DfaTokenMatcher(trie, dfa, { shareEquivalentStates: false }),
+      (m) => new DfaConstraintState(m),
+      probe,
+    );
+  return { kind: "dfa", dfa, ...warned(compiled.warnings) };
 }
 
 /**

@@ -37,7 +37,7 @@ export class CompletionBounds {
   /** Where along the greedy chain a state's byte bound goes on: `at` bytes into `node`'s step. */
   private readonly boundNode: IdMap;
   private readonly boundAt: IdMap;
-  /** Every byte is a token and the greedy completion is known (lexer-level): byteBoundOf applies. */
+  /** Every byte is a token and a completion's length is known (lexer-level, or exact distances): byteBoundOf applies. */
   readonly bytesAreTokens: boolean;
   /** States whose bound has had the shortest-completion search too. */
   private readonly exactBounded = new Set<number>();
@@ -70,7 +70,7 @@ export class CompletionBounds {
     this.greedyBytes = new IdMap(MEMO_CAPACITY, tables);
     this.greedyCommits = new IdMap(MEMO_CAPACITY, tables);
     this.greedyHint = new IdMap(MEMO_CAPACITY, tables);
-    this.bytesAreTokens = trie.everyByteIsToken && lexer !== null;
+    this.bytesAreTokens = trie.everyByteIsToken && (lexer !== null || this.exactDistances);
   }
 
   /** An estimate of the heap bytes of its memos, erring high (see the matcher's). */
@@ -92,11 +92,12 @@ export class CompletionBounds {
   tokenUpperBound(state: number, exact: boolean): number {
     let known = this.tokenBound.get(state);
     if (known === undefined) {
-      const path = this.lexer === null ? null : this.greedyCompletionOf(state);
+      const path = this.lexer === null ? (this.automaton.completingBytes?.(state) ?? null) : this.greedyCompletionOf(state);
       known = path === null ? Number.POSITIVE_INFINITY : this.boundAlong(state, path);
       if (!this.tokenBound.has(state)) this.tokenBound.set(state, known);
     }
-    if (!exact || this.exactBounded.has(state)) return known;
+    // A completion the automaton spells itself is already the shortest.
+    if (!exact || this.exactBounded.has(state) || this.automaton.completingBytes !== undefined) return known;
     this.exactBounded.add(state);
     const path = (this.lexer === null ? null : this.terminalLevelCompletion(state, 2000)) ?? this.shortestCompletion(state, 5000);
     return path === null ? known : Math.min(known, this.boundAlong(state, path));
@@ -116,8 +117,14 @@ export class CompletionBounds {
     return out;
   }
 
+  /** The automaton's byte distances are exact (it spells its shortest completions: a rule network). */
+  private get exactDistances(): boolean {
+    return this.automaton.completingBytes !== undefined;
+  }
+
   /** Bytes that surely suffice from `state` (Infinity: unknown): the greedy completion's length. */
   byteBoundOf(state: number): number {
+    if (this.lexer === null) return this.exactDistances ? this.automaton.minBytesLowerBound(state) : Number.POSITIVE_INFINITY;
     const known = this.byteBound.get(state);
     if (known !== IntMap.MISSING) return known < 0 ? Number.POSITIVE_INFINITY : known;
     const length = this.greedyLength(state);

@@ -15,6 +15,11 @@ export interface CompletableAutomaton extends ByteAutomaton {
   minBytesLowerBound(state: number): number;
   /** Exact fewest bytes to a complete sentence, or -1 when the search gave up. */
   minBytesToComplete(state: number, maxExpansions?: number): number;
+  /**
+   * One shortest completing byte string, where the automaton knows it without a search (a rule
+   * network's exact distances); absent or null: the token layer searches.
+   */
+  completingBytes?(state: number): Uint8Array | null;
 }
 
 /** The grammar stage's stack-independent view of its states (GrammarAutomaton has it). */

@@ -70,7 +70,9 @@ import {
 import { numberLanguage } from "./numbers.js";
 import { objectLanguage } from "./objects.js";
 import { keepShared, sharedDfa } from "./shared-dfas.js";
+import { MAX_RULES } from "../../support/index.js";
 import { isObject, mergeConjuncts, type Conjunct, type Spec } from "./spec.js";
+import { callNode, callsBeforeReading, hasCalls, productiveRules } from "./rules.js";
 import { stringLanguage } from "./strings.js";
 import { enumLanguage } from "./values.js";
 
@@ -83,8 +85,17 @@ export interface JsonSchemaOptions {
   readonly strict?: boolean;
   /** Nesting levels of a value the schema leaves free. */
   readonly freeNesting?: number;
+  /** With recursion "stack": a free value is a call too, so it nests to any depth (not freeNesting levels). */
+  readonly freeValuesAnyDepth?: boolean;
   /** Per-automaton sizes, and the whole compile's work (maxWork) and wall-clock valve (timeoutMs). */
   readonly limits?: RegexLimits;
+  /**
+   * "unrolled": one DFA (recursion written MAX_RECURSION levels deep, free values `freeNesting`);
+   * "stack": where values nest without bound, calls of rules (CompiledJsonSchema.rules), served
+   * by a pushdown automaton, so recursion and free values reach any depth. The indented style
+   * stays unrolled (its indentation is per depth), as does whatever a set operation needs.
+   */
+  readonly recursion?: "unrolled" | "stack";
 }
 
 export const DEFAULT_JSON_SCHEMA_OPTIONS = {
@@ -92,11 +103,16 @@ export const DEFAULT_JSON_SCHEMA_OPTIONS = {
   forbidAdditionalProperties: false,
   strict: true,
   freeNesting: 2,
+  recursion: "unrolled" as "unrolled" | "stack",
+  freeValuesAnyDepth: false,
   limits: { maxDfaStates: 100_000, maxNfaStates: 400_000, maxWork: REGEX_MAX_WORK, timeoutMs: Number.POSITIVE_INFINITY } as RegexLimits,
 };
 
 export interface CompiledJsonSchema {
+  /** The language; with `rules`, rule 0's DFA, whose calls of the other rules it spells. */
   readonly dfa: ByteDfa;
+  /** Under recursion "stack", where calls were written: every rule's DFA (rule 0 is `dfa`). */
+  readonly rules?: readonly ByteDfa[];
   readonly draft: Draft;
   readonly warnings: readonly JsonSchemaWarning[];
 }
@@ -118,15 +134,34 @@ const MAX_RECURSION = 3;
 export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = {}): CompiledJsonSchema {
   if (typeof schema !== "boolean" && !isObject(schema)) throw new JsonSchemaError("a schema must be an object or a boolean", "");
   if (nestedDeeperThan(schema, MAX_SCHEMA_NESTING)) throw new JsonSchemaError(`nested deeper than ${MAX_SCHEMA_NESTING} levels`, "");
-  const document = new SchemaDocument(schema);
   const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, ...options.limits };
-  const compiler = new SchemaCompiler(document, { ...DEFAULT_JSON_SCHEMA_OPTIONS, ...options, limits });
+  const resolved = { ...DEFAULT_JSON_SCHEMA_OPTIONS, ...options, limits };
+  if (resolved.recursion === "stack" && resolved.whitespace !== "indented") {
+    try {
+      return compileOnce(schema, resolved);
+    } catch (error) {
+      // A set operation met a call: the language is written unrolled instead, as one DFA.
+      if (!(error instanceof CallsInSetOperation)) throw error;
+    }
+  }
+  return compileOnce(schema, { ...resolved, recursion: "unrolled" });
+}
+
+/** What a set operation cannot take: a language with calls (their texts are not known there). */
+class CallsInSetOperation extends Error {}
+
+function compileOnce(schema: unknown, options: Options): CompiledJsonSchema {
+  const document = new SchemaDocument(schema);
+  const limits = options.limits;
+  const compiler = new SchemaCompiler(document, options);
   let dfa: ByteDfa;
+  let rules: ByteDfa[] | undefined;
   // One frame of work (and of the wall-clock valve) for the whole compile: every DFA built,
   // product taken or shared DFA reused in it counts against it.
   const frame = regexClock.start(limits.maxWork ?? REGEX_MAX_WORK, limits.timeoutMs ?? Number.POSITIVE_INFINITY);
   try {
     dfa = compiler.dfaOf(compiler.language([document.rootAt], { depth: 0, over: false, dupFree: false }), "");
+    rules = compiler.ruleDfas(dfa);
   } catch (error) {
     // The limits above bound every recursion we know of; should one be missed, the answer is
     // still a refusal, not a crash.
@@ -138,7 +173,9 @@ export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = 
     regexClock.stop(frame);
   }
   if (isEmptyLanguage(dfa)) throw new JsonSchemaUnsatisfiableError("");
-  return { dfa, draft: document.draft, warnings: compiler.warnings };
+  if (rules === undefined) return { dfa, draft: document.draft, warnings: compiler.warnings };
+  if (!productiveRules(rules)[0]) throw new JsonSchemaUnsatisfiableError("");
+  return { dfa, rules, draft: document.draft, warnings: compiler.warnings };
 }
 
 type Options = typeof DEFAULT_JSON_SCHEMA_OPTIONS & JsonSchemaOptions;
@@ -160,6 +197,14 @@ class SchemaCompiler implements WriterContext {
    * at another depth is another language.
    */
   private unrolled = 0;
+  /** Rules by the key of the language each stands for (recursion "stack"); rule 0 is the document. */
+  private readonly ruleOfKey = new Map<string, number>();
+  /** Each rule's language, once built (index 0: the document, set last). */
+  private readonly ruleBodies: (RegexNode | null)[] = [null];
+  /** Languages being built now, by key: meeting one again inside itself is a call of its rule. */
+  private readonly building = new Set<string>();
+  /** Open set operations' operands: no calls may be written inside them (see `stacking`). */
+  private blocked = 0;
 
   constructor(
     private readonly document: SchemaDocument,
@@ -219,11 +264,45 @@ class SchemaCompiler implements WriterContext {
   }
 
   intersect(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
+    if (this.options.recursion === "stack" && (hasCalls(a) || hasCalls(b))) throw new CallsInSetOperation();
     return this.regex(pointer, (limits) => intersectDfas(a, b, limits));
   }
 
   subtract(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
+    if (this.options.recursion === "stack" && (hasCalls(a) || hasCalls(b))) throw new CallsInSetOperation();
     return this.regex(pointer, (limits) => subtractDfas(a, b, limits));
+  }
+
+  // ---- rules (recursion "stack") -------------------------------------------------------
+
+  /** Whether a value that nests without bound is written as a call here (see JsonSchemaOptions.recursion). */
+  private get stacking(): boolean {
+    return this.options.recursion === "stack" && this.blocked === 0;
+  }
+
+  /** The rule of the language keyed `key` (made on first need). */
+  private ruleFor(key: string): number {
+    let rule = this.ruleOfKey.get(key);
+    if (rule === undefined) {
+      rule = this.ruleBodies.length;
+      if (rule >= MAX_RULES) throw new JsonSchemaTooComplexError(`needs more than ${MAX_RULES} rules`, "", "rules");
+      this.ruleOfKey.set(key, rule);
+      this.ruleBodies.push(null);
+    }
+    return rule;
+  }
+
+  /** Every rule's DFA, the document's (`root`) first; undefined when no call was written. */
+  ruleDfas(root: ByteDfa): ByteDfa[] | undefined {
+    if (this.ruleBodies.length === 1) return undefined;
+    const rules = [root];
+    for (let r = 1; r < this.ruleBodies.length; r++) {
+      const body = this.ruleBodies[r];
+      if (!body) throw new Error(`rule ${r} was called but never built`);
+      rules.push(this.dfaOf(body, ""));
+    }
+    if (callsBeforeReading(rules)) throw new CallsInSetOperation();
+    return rules;
   }
 
   /** A schema-independent DFA, from the shared cache or built now. */
@@ -262,7 +341,10 @@ class SchemaCompiler implements WriterContext {
     const style = this.syntax.style === "indented" ? want.depth : 0;
     // An over-approximation's language depends on how much deeper than here its limit is.
     const over = want.over ? `O${want.limit === undefined ? "" : want.limit - want.depth}` : "U";
-    const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}`;
+    const stacking = this.stacking && !want.over && !want.dupFree;
+    const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}${stacking ? "S" : ""}`;
+    // Met again inside itself: a call of its rule (the rule is this very language).
+    if (stacking && this.building.has(baseKey)) return callNode(this.ruleFor(baseKey));
     const known = this.memo.get(`${baseKey}@${this.unrolled}`);
     if (known) {
       // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as
@@ -278,18 +360,25 @@ class SchemaCompiler implements WriterContext {
       // An over-approximation cannot stop there (it must hold every deeper document): where the
       // schema re-enters itself it holds any value (of any depth a text we write can reach).
       if (want.over) return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
-      if (this.unrolled > MAX_RECURSION) return EMPTY;
+      if (!stacking && this.unrolled > MAX_RECURSION) return EMPTY;
     }
     const depth = this.unrolled;
     this.inProgress.set(pointers, open + 1);
-    if (open > 0) this.unrolled++;
+    if (open > 0 && !stacking) this.unrolled++;
+    if (stacking) this.building.add(baseKey);
     let node: RegexNode;
     try {
       node = this.compileAlternatives(refs, want, pointer);
     } finally {
       this.unrolled = depth;
+      if (stacking) this.building.delete(baseKey);
       if (open === 0) this.inProgress.delete(pointers);
       else this.inProgress.set(pointers, open);
+    }
+    const rule = stacking ? this.ruleOfKey.get(baseKey) : undefined;
+    if (rule !== undefined) {
+      this.ruleBodies[rule] = node;
+      node = callNode(rule);
     }
     this.memo.set(`${baseKey}@${depth}`, node);
     return node;
@@ -314,7 +403,14 @@ class SchemaCompiler implements WriterContext {
       const subtract = alternative.subtract.filter((subtrahend) => !this.disjoint(mine!, subtrahend));
       const minuendWant = subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
       const spec = mergeConjuncts(alternative.conjuncts, this.document, this, refs.length === 1 ? this.scopeRoot(refs[0]!) : null);
-      const base = this.specLanguage(spec, alternative, minuendWant, pointer);
+      // A minuend is written without calls (a subtraction needs its texts).
+      if (subtract.length > 0) this.blocked++;
+      let base: RegexNode;
+      try {
+        base = this.specLanguage(spec, alternative, minuendWant, pointer);
+      } finally {
+        if (subtract.length > 0) this.blocked--;
+      }
       if (subtract.length === 0) {
         parts.push(base);
         continue;
@@ -610,6 +706,7 @@ class SchemaCompiler implements WriterContext {
    * (and not over), an object has at most one key.
    */
   anyValue(depth: number, levels: number, want: Want, only?: "object" | "array"): ByteDfa {
+    if (this.stacking && this.options.freeValuesAnyDepth && !want.over && !want.dupFree) return this.freeValue(only);
     const key = want.over
       ? `counted#${this.freeLevels(want, depth)}#${only ?? ""}`
       : `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.dupFree ? "d" : ""}#${only ?? ""}`;
@@ -631,6 +728,27 @@ class SchemaCompiler implements WriterContext {
       }
     }
     return keepShared(key, this.compileNode(alt(items), ""), before);
+  }
+
+  /**
+   * Any JSON value at any depth (`only`: of that kind): its own container written here, each value
+   * inside it a call of the free-value rule, whose language is this one again.
+   */
+  private freeValue(only?: "object" | "array"): ByteDfa {
+    const rule = this.ruleFor("#free");
+    const build = (kind?: "object" | "array"): ByteDfa => {
+      const key = `free#${this.syntax.style}#${rule}#${kind ?? ""}`;
+      const known = sharedDfa(key);
+      if (known) return known;
+      const before = regexClock.used;
+      const inner = callNode(rule);
+      const items: RegexNode[] = kind ? [] : [NULL_TEXT, TRUE_TEXT, FALSE_TEXT, NUMBER_TEXT, anyStringText()];
+      if (kind !== "object") items.push(this.sequence(0x5b, 0x5d, inner, 0, Infinity));
+      if (kind !== "array") items.push(this.sequence(0x7b, 0x7d, concat(anyStringText(), this.syntax.colon, inner), 0, Infinity));
+      return keepShared(key, this.compileNode(alt(items), ""), before);
+    };
+    if (this.ruleBodies[rule] === null) this.ruleBodies[rule] = dfaNode(build());
+    return build(only);
   }
 
   /**

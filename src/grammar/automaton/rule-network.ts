@@ -1,0 +1,445 @@
+// A rule network's byte-level recognizer: rules are byte DFAs whose paths may spell calls of
+// rules (support/rule-calls.ts), the pushdown form the schema stage gives a JSON Schema whose
+// values nest without bound (recursive `$ref`s, free values at any depth). A state is a set of
+// stacks; a stack is a persistent list of frames (a rule's DFA state), the top frame the position
+// in the rule being read, the frames below the states each caller returns to.
+//
+// States are closed under the moves that read nothing: a frame whose DFA state may call rule c
+// pushes c's start (over its own state after the call), and a frame that accepts may pop. Rules
+// read at least one byte before any call (JSON values open with a byte), so the closure is finite:
+// a network where a rule can call without reading first is refused when it is made.
+//
+// Distances are exact: the fewest bytes of each rule (a fixpoint over the rules, calls weighing
+// their callee's fewest) and, per DFA state, the fewest to its rule's end; a stack needs the sum
+// over its frames. So the lower bound the token layer plans with is the exact shortest completion,
+// and `completingBytes` spells one.
+
+import { IntMap, RULE_CALL_LEAD, TableSlab } from "../../support/index.js";
+import type { ByteDfa } from "../../regex/index.js";
+import { GrammarError } from "../errors.js";
+import { INT_MAP_FIRST_BYTES, MEMO_CAPACITY } from "./tables.js";
+
+/** Stacks one state's closure may hold before the network is taken as unbounded (left recursion). */
+const MAX_CLOSURE_STACKS = 4096;
+
+const SLAB_BYTES = 3 * INT_MAP_FIRST_BYTES;
+
+/** Rule DFAs; rule 0 is the sentence. */
+export interface RuleNetwork {
+  readonly rules: readonly ByteDfa[];
+}
+
+export class RuleNetworkAutomaton {
+  readonly start: number;
+  private readonly rules: readonly ByteDfa[];
+  /** Global DFA state g = offset[r] + q. */
+  private readonly offset: Int32Array;
+  private readonly ruleOf: Int32Array;
+  /** States inside a call's spelling (after its lead or its first byte): never reached by text. */
+  private readonly inCall: Uint8Array;
+  /** Per global state, its calls: callFirst[g] .. callFirst[g + 1] index callee / callReturn. */
+  private readonly callFirst: Int32Array;
+  private readonly callee: Int32Array;
+  private readonly callReturn: Int32Array;
+  /** Fewest bytes from a global state to its rule's end (Infinity: none), and of each rule. */
+  private readonly dist: Float64Array;
+  private readonly minLength: Float64Array;
+  private readonly tables = new TableSlab(SLAB_BYTES);
+  // Interned stacks: top frame (global state), the stack below (-1: none), fewest bytes to finish.
+  private readonly stackTop: number[] = [];
+  private readonly stackBelow: number[] = [];
+  private readonly stackCost: number[] = [];
+  private readonly stackIds = new IntMap(MEMO_CAPACITY, this.tables);
+  // Interned states: sorted stack ids, closed under pushes and pops.
+  private readonly sets: Int32Array[] = [];
+  private readonly singleSetIds = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly multiSetIds = new Map<number, number[]>();
+  private readonly stepMemo = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly scratch: number[] = [];
+
+  constructor(network: RuleNetwork) {
+    const rules = network.rules;
+    if (rules.length === 0) throw new GrammarError("a rule network needs a rule");
+    this.rules = rules;
+    this.offset = new Int32Array(rules.length + 1);
+    for (let r = 0; r < rules.length; r++) this.offset[r + 1] = this.offset[r]! + rules[r]!.numStates;
+    const total = this.offset[rules.length]!;
+    this.ruleOf = new Int32Array(total);
+    for (let r = 0; r < rules.length; r++) this.ruleOf.fill(r, this.offset[r]!, this.offset[r + 1]!);
+    this.inCall = new Uint8Array(total);
+    const calls = this.readCalls();
+    this.callFirst = calls.first;
+    this.callee = calls.callee;
+    this.callReturn = calls.ret;
+    this.minLength = new Float64Array(rules.length).fill(Infinity);
+    this.dist = new Float64Array(total).fill(Infinity);
+    this.computeDistances();
+    if (this.minLength[0] === Infinity) throw new GrammarError("the rule network accepts no sentence");
+    const root = this.internStack(-1, this.offset[0]! + rules[0]!.start);
+    this.start = this.internSet(this.closure([root]));
+  }
+
+  /** The calls each DFA state spells: lead byte, then the rule's two bytes, then the return state. */
+  private readCalls(): { first: Int32Array; callee: Int32Array; ret: Int32Array } {
+    const first = new Int32Array(this.inCall.length + 1);
+    const callee: number[] = [];
+    const ret: number[] = [];
+    for (let r = 0; r < this.rules.length; r++) {
+      const { numStates, numClasses, byteClass, next } = this.rules[r]!;
+      const base = this.offset[r]!;
+      for (let q = 0; q < numStates; q++) {
+        first[base + q] = callee.length;
+        const s1 = next[q * numClasses + byteClass[RULE_CALL_LEAD]!]!;
+        if (s1 < 0) continue;
+        this.inCall[base + s1] = 1;
+        for (let hi = 0; hi < 256; hi++) {
+          const s2 = next[s1 * numClasses + byteClass[hi]!]!;
+          if (s2 < 0) continue;
+          this.inCall[base + s2] = 1;
+          for (let lo = 0; lo < 256; lo++) {
+            const s3 = next[s2 * numClasses + byteClass[lo]!]!;
+            const c = hi * 256 + lo;
+            if (s3 < 0 || c >= this.rules.length) continue;
+            callee.push(c);
+            ret.push(base + s3);
+          }
+        }
+      }
+    }
+    first[this.inCall.length] = callee.length;
+    return { first, callee: Int32Array.from(callee), ret: Int32Array.from(ret) };
+  }
+
+  /** The global state after a text byte, or -1 (a call's spelling is no text). */
+  private textStep(g: number, byte: number): number {
+    if (byte === RULE_CALL_LEAD) return -1;
+    const r = this.ruleOf[g]!;
+    const dfa = this.rules[r]!;
+    const base = this.offset[r]!;
+    const q = dfa.next[(g - base) * dfa.numClasses + dfa.byteClass[byte]!]!;
+    if (q < 0 || this.inCall[base + q] === 1) return -1;
+    return base + q;
+  }
+
+  /**
+   * The fewest bytes of each rule and from each state to its rule's end: Dijkstra per rule over
+   * its reversed edges (text bytes weigh 1, a call its callee's fewest), repeated until the rules'
+   * fewest settle (each round can only lower them; a rule's shortest derivation has finite depth).
+   */
+  private computeDistances(): void {
+    const total = this.inCall.length;
+    // Reversed text edges, as lists per target.
+    const into: number[][] = Array.from({ length: total }, () => []);
+    for (let r = 0; r < this.rules.length; r++) {
+      const dfa = this.rules[r]!;
+      const base = this.offset[r]!;
+      const reps = classRepresentatives(dfa);
+      for (let q = 0; q < dfa.numStates; q++) {
+        if (this.inCall[base + q] === 1) continue;
+        for (const b of reps) {
+          const t = this.textStep(base + q, b);
+          if (t >= 0) into[t]!.push(base + q);
+        }
+      }
+    }
+    const callsInto: number[][] = Array.from({ length: total }, () => []);
+    for (let g = 0; g < total; g++)
+      for (let i = this.callFirst[g]!; i < this.callFirst[g + 1]!; i++) callsInto[this.callReturn[i]!]!.push(i);
+    const callFrom = new Int32Array(this.callee.length);
+    for (let g = 0; g < total; g++) callFrom.fill(g, this.callFirst[g]!, this.callFirst[g + 1]!);
+    for (let round = 0; round <= this.rules.length + 1; round++) {
+      this.dist.fill(Infinity);
+      const heap = new MinHeap();
+      for (let r = 0; r < this.rules.length; r++) {
+        const dfa = this.rules[r]!;
+        for (let q = 0; q < dfa.numStates; q++) {
+          if (dfa.accepting[q] === 1 && this.inCall[this.offset[r]! + q] === 0) {
+            this.dist[this.offset[r]! + q] = 0;
+            heap.push(this.offset[r]! + q, 0);
+          }
+        }
+      }
+      while (heap.size > 0) {
+        const d = heap.topKey();
+        const g = heap.pop();
+        if (d > this.dist[g]!) continue;
+        for (const p of into[g]!) {
+          if (d + 1 < this.dist[p]!) {
+            this.dist[p] = d + 1;
+            heap.push(p, d + 1);
+          }
+        }
+        for (const i of callsInto[g]!) {
+          const p = callFrom[i]!;
+          const nd = d + this.minLength[this.callee[i]!]!;
+          if (nd < this.dist[p]!) {
+            this.dist[p] = nd;
+            heap.push(p, nd);
+          }
+        }
+      }
+      let changed = false;
+      for (let r = 0; r < this.rules.length; r++) {
+        const m = this.dist[this.offset[r]! + this.rules[r]!.start]!;
+        if (m !== this.minLength[r]) {
+          this.minLength[r] = m;
+          changed = true;
+        }
+      }
+      if (!changed) return;
+    }
+  }
+
+  get numStates(): number {
+    return this.sets.length;
+  }
+
+  /** An estimate of the heap bytes its memos hold (erring high), as GrammarAutomaton's. */
+  retainedBytes(): number {
+    let bytes = SLAB_BYTES + this.stackIds.byteLength + this.singleSetIds.byteLength + this.stepMemo.byteLength;
+    bytes += this.stackTop.length * 40;
+    let ints = 0;
+    for (const set of this.sets) ints += set.length;
+    return bytes + this.sets.length * 200 + ints * 8;
+  }
+
+  private internStack(below: number, top: number): number {
+    const key = (below + 1) * this.inCall.length + top;
+    let id = this.stackIds.get(key);
+    if (id === IntMap.MISSING) {
+      id = this.stackTop.length;
+      this.stackTop.push(top);
+      this.stackBelow.push(below);
+      this.stackCost.push(this.dist[top]! + (below < 0 ? 0 : this.stackCost[below]!));
+      this.stackIds.set(key, id);
+    }
+    return id;
+  }
+
+  /**
+   * `stacks` with every stack reachable from them by pushes and pops, dead ones (no way to finish)
+   * left out. Consumes nothing; returns a scratch array.
+   */
+  private closure(stacks: readonly number[]): number[] {
+    const out = this.scratch;
+    out.length = 0;
+    for (const s of stacks) if (this.stackCost[s] !== Infinity && !out.includes(s)) out.push(s);
+    for (let i = 0; i < out.length; i++) {
+      const s = out[i]!;
+      const g = this.stackTop[s]!;
+      const below = this.stackBelow[s]!;
+      for (let c = this.callFirst[g]!; c < this.callFirst[g + 1]!; c++) {
+        const rule = this.callee[c]!;
+        if (this.minLength[rule] === Infinity) continue;
+        const caller = this.internStack(below, this.callReturn[c]!);
+        if (this.stackCost[caller] === Infinity) continue;
+        const pushed = this.internStack(caller, this.offset[rule]! + this.rules[rule]!.start);
+        if (!out.includes(pushed)) out.push(pushed);
+      }
+      if (below >= 0 && this.dist[g] === 0 && !out.includes(below)) out.push(below);
+      if (out.length > MAX_CLOSURE_STACKS) throw new GrammarError("a rule calls itself before reading anything (left recursion)");
+    }
+    return out;
+  }
+
+  private internSet(stacks: number[]): number {
+    if (stacks.length === 0) return -1;
+    stacks.sort((a, b) => a - b);
+    if (stacks.length === 1) {
+      let id = this.singleSetIds.get(stacks[0]!);
+      if (id === IntMap.MISSING) {
+        id = this.sets.length;
+        this.sets.push(Int32Array.of(stacks[0]!));
+        this.singleSetIds.set(stacks[0]!, id);
+      }
+      return id;
+    }
+    let h = 0x811c9dc5;
+    for (const s of stacks) h = Math.imul(h ^ s, 0x01000193);
+    let bucket = this.multiSetIds.get(h);
+    if (bucket === undefined) {
+      bucket = [];
+      this.multiSetIds.set(h, bucket);
+    }
+    for (const id of bucket) {
+      const set = this.sets[id]!;
+      if (set.length === stacks.length && set.every((s, i) => s === stacks[i])) return id;
+    }
+    const id = this.sets.length;
+    this.sets.push(Int32Array.from(stacks));
+    bucket.push(id);
+    return id;
+  }
+
+  /** Next state after `byte`, or -1. */
+  step(state: number, byte: number): number {
+    if (state < 0) return -1;
+    const memoKey = state * 256 + byte;
+    const hit = this.stepMemo.get(memoKey);
+    if (hit !== IntMap.MISSING) return hit;
+    const set = this.sets[state]!;
+    const moved: number[] = [];
+    for (let i = 0; i < set.length; i++) {
+      const s = set[i]!;
+      const t = this.textStep(this.stackTop[s]!, byte);
+      if (t >= 0 && this.dist[t] !== Infinity) moved.push(this.internStack(this.stackBelow[s]!, t));
+    }
+    const id = this.internSet(this.closure(moved));
+    this.stepMemo.set(memoKey, id);
+    return id;
+  }
+
+  /** Whether the text so far is a whole sentence. */
+  isComplete(state: number): boolean {
+    if (state < 0) return false;
+    const set = this.sets[state]!;
+    for (let i = 0; i < set.length; i++) if (this.stackBelow[set[i]!] === -1 && this.dist[this.stackTop[set[i]!]!] === 0) return true;
+    return false;
+  }
+
+  /** The fewest bytes to a whole sentence (exact; Infinity for a dead state). */
+  minBytesLowerBound(state: number): number {
+    if (state < 0) return Infinity;
+    const set = this.sets[state]!;
+    let best = Infinity;
+    for (let i = 0; i < set.length; i++) best = Math.min(best, this.stackCost[set[i]!]!);
+    return best;
+  }
+
+  /** The fewest bytes to a whole sentence, or -1 for a dead state (exact: no search needed). */
+  minBytesToComplete(state: number): number {
+    const n = this.minBytesLowerBound(state);
+    return n === Infinity ? -1 : n;
+  }
+
+  /** One shortest byte string that completes `state`, or null for a dead state. */
+  completingBytes(state: number): Uint8Array | null {
+    if (state < 0) return null;
+    const set = this.sets[state]!;
+    let best = -1;
+    for (let i = 0; i < set.length; i++) if (best < 0 || this.stackCost[set[i]!]! < this.stackCost[best]!) best = set[i]!;
+    if (best < 0 || this.stackCost[best] === Infinity) return null;
+    const out: number[] = [];
+    for (let s = best; s >= 0; s = this.stackBelow[s]!) this.spellShortest(this.stackTop[s]!, out);
+    return Uint8Array.from(out);
+  }
+
+  /** Appends the fewest bytes from global state `g` to its rule's end, calls spelled out. */
+  private spellShortest(from: number, out: number[]): void {
+    const r = this.ruleOf[from]!;
+    const reps = classRepresentatives(this.rules[r]!);
+    for (let g = from; this.dist[g] !== 0; ) {
+      const d = this.dist[g]!;
+      let moved = false;
+      for (const b of reps) {
+        const t = this.textStep(g, b);
+        if (t >= 0 && this.dist[t]! + 1 === d) {
+          out.push(b);
+          g = t;
+          moved = true;
+          break;
+        }
+      }
+      if (moved) continue;
+      for (let c = this.callFirst[g]!; c < this.callFirst[g + 1]! && !moved; c++) {
+        const rule = this.callee[c]!;
+        if (this.minLength[rule]! + this.dist[this.callReturn[c]!]! !== d) continue;
+        this.spellShortest(this.offset[rule]! + this.rules[rule]!.start, out);
+        g = this.callReturn[c]!;
+        moved = true;
+      }
+      if (!moved) throw new Error("rule network distances disagree with its edges");
+    }
+  }
+
+  /** Feeds a whole string (UTF-8); -1 when rejected on the way. */
+  walk(state: number, text: string): number {
+    let s = state;
+    for (const b of new TextEncoder().encode(text)) {
+      s = this.step(s, b);
+      if (s < 0) return -1;
+    }
+    return s;
+  }
+
+  /** Deepest stack of a state (frames), for tests and limits. */
+  depth(state: number): number {
+    let deepest = 0;
+    for (const s of this.sets[state] ?? []) {
+      let n = 0;
+      for (let t = s; t >= 0; t = this.stackBelow[t]!) n++;
+      deepest = Math.max(deepest, n);
+    }
+    return deepest;
+  }
+}
+
+/** One byte per byte class of a DFA, printable ASCII first, never the call lead alone. */
+function classRepresentatives(dfa: ByteDfa): number[] {
+  const seen = new Set<number>();
+  const reps: number[] = [];
+  const order = [...Array.from({ length: 95 }, (_, i) => 0x20 + i), ...Array.from({ length: 256 }, (_, i) => i)];
+  for (const b of order) {
+    if (b === RULE_CALL_LEAD) continue;
+    const c = dfa.byteClass[b]!;
+    if (seen.has(c)) continue;
+    seen.add(c);
+    reps.push(b);
+  }
+  return reps;
+}
+
+/** A binary min-heap of (key, value) pairs with number keys. */
+class MinHeap {
+  private readonly keys: number[] = [];
+  private readonly values: number[] = [];
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  topKey(): number {
+    return this.keys[0]!;
+  }
+
+  push(value: number, key: number): void {
+    const keys = this.keys;
+    const values = this.values;
+    let i = keys.length;
+    keys.push(key);
+    values.push(value);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (keys[parent]! <= key) break;
+      keys[i] = keys[parent]!;
+      values[i] = values[parent]!;
+      i = parent;
+    }
+    keys[i] = key;
+    values[i] = value;
+  }
+
+  pop(): number {
+    const keys = this.keys;
+    const values = this.values;
+    const top = values[0]!;
+    const lastKey = keys.pop()!;
+    const lastValue = values.pop()!;
+    const n = keys.length;
+    if (n > 0) {
+      let i = 0;
+      for (;;) {
+        let child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && keys[child + 1]! < keys[child]!) child++;
+        if (keys[child]! >= lastKey) break;
+        keys[i] = keys[child]!;
+        values[i] = values[child]!;
+        i = child;
+      }
+      keys[i] = lastKey;
+      values[i] = lastValue;
+    }
+    return top;
+  }
+}

@@ -1,0 +1,115 @@
+// The pushdown form of a schema's language: where a value nests without bound (a recursive
+// `$ref`, a value the schema leaves free), the compiler writes a call of a rule (its spelling,
+// support/rule-calls.ts) instead of unrolling it, and each rule is one DFA. This file holds the
+// calls as regex nodes and what the compiler checks of the rules once they are built.
+
+import { RULE_CALL_LEAD, ruleCallBytes } from "../../support/index.js";
+import type { ByteDfa, RegexNode } from "../../regex/index.js";
+
+/** A call of rule `rule` as a regex node: its spelling, as a small DFA (sets are code points). */
+export function callNode(rule: number): RegexNode {
+  const bytes = ruleCallBytes(rule);
+  const numClasses = bytes.length + 1;
+  const byteClass = new Uint8Array(256);
+  // Distinct classes per position even when two bytes are equal (rule 0xFEFE): the DFA walks
+  // class by class, so the same byte twice gets one class, checked at each position.
+  const classOf = new Map<number, number>();
+  for (const b of bytes) if (!classOf.has(b)) classOf.set(b, classOf.size + 1);
+  for (const [b, c] of classOf) byteClass[b] = c;
+  const numStates = bytes.length + 1;
+  const next = new Int32Array(numStates * numClasses).fill(-1);
+  for (let i = 0; i < bytes.length; i++) next[i * numClasses + classOf.get(bytes[i]!)!] = i + 1;
+  const accepting = new Uint8Array(numStates);
+  accepting[bytes.length] = 1;
+  const minBytesToAccept = Int32Array.from({ length: numStates }, (_, s) => bytes.length - s);
+  return { kind: "dfa", dfa: { numStates, start: 0, numClasses, byteClass, next, accepting, minBytesToAccept } };
+}
+
+/** Whether any state of `dfa` reads a call's lead byte: a language with calls in it. */
+export function hasCalls(dfa: ByteDfa): boolean {
+  const c = dfa.byteClass[RULE_CALL_LEAD]!;
+  for (let q = 0; q < dfa.numStates; q++) if (dfa.next[q * dfa.numClasses + c]! >= 0) return true;
+  return false;
+}
+
+/** The (callee, state after the call) pairs a DFA state spells. */
+function callsAt(dfa: ByteDfa, q: number, numRules: number): [number, number][] {
+  const { next, numClasses, byteClass } = dfa;
+  const out: [number, number][] = [];
+  const s1 = next[q * numClasses + byteClass[RULE_CALL_LEAD]!]!;
+  if (s1 < 0) return out;
+  for (let hi = 0; hi < 256; hi++) {
+    const s2 = next[s1 * numClasses + byteClass[hi]!]!;
+    if (s2 < 0) continue;
+    for (let lo = 0; lo < 256; lo++) {
+      const s3 = next[s2 * numClasses + byteClass[lo]!]!;
+      if (s3 >= 0 && hi * 256 + lo < numRules) out.push([hi * 256 + lo, s3]);
+    }
+  }
+  return out;
+}
+
+/**
+ * Which rules derive at least one text (a fixpoint: a rule is productive once an accepting state
+ * is reachable reading text and calling productive rules). A rule that is not can never finish
+ * (`{"required": ["next"], "properties": {"next": {"$ref": "#"}}}`).
+ */
+export function productiveRules(rules: readonly ByteDfa[]): boolean[] {
+  const productive = rules.map(() => false);
+  const calls = rules.map((dfa) => Array.from({ length: dfa.numStates }, (_, q) => callsAt(dfa, q, rules.length)));
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (let r = 0; r < rules.length; r++) {
+      if (productive[r]) continue;
+      const dfa = rules[r]!;
+      const classes = textClasses(dfa);
+      const seen = new Uint8Array(dfa.numStates);
+      const queue = [dfa.start];
+      seen[dfa.start] = 1;
+      let found = false;
+      while (queue.length > 0 && !found) {
+        const q = queue.pop()!;
+        if (dfa.accepting[q] === 1) found = true;
+        const targets: number[] = [];
+        for (const c of classes) targets.push(dfa.next[q * dfa.numClasses + c]!);
+        for (const [callee, after] of calls[r]![q]!) if (productive[callee]) targets.push(after);
+        for (const t of targets) {
+          if (t >= 0 && seen[t] === 0) {
+            seen[t] = 1;
+            queue.push(t);
+          }
+        }
+      }
+      if (found) {
+        productive[r] = true;
+        changed = true;
+      }
+    }
+  }
+  return productive;
+}
+
+/** The byte classes of a DFA that some text byte (not a call's lead) is in. */
+function textClasses(dfa: ByteDfa): number[] {
+  const classes = new Set<number>();
+  for (let b = 0; b < 256; b++) if (b !== RULE_CALL_LEAD) classes.add(dfa.byteClass[b]!);
+  return [...classes];
+}
+
+/**
+ * Whether some rule can call itself again before reading a byte (through the calls its start
+ * state spells): then a stack could grow without reading, which the rule automaton refuses.
+ */
+export function callsBeforeReading(rules: readonly ByteDfa[]): boolean {
+  const first = rules.map((dfa) => callsAt(dfa, dfa.start, rules.length).map(([callee]) => callee));
+  const state = new Uint8Array(rules.length); // 0 new, 1 on the path, 2 done
+  const visit = (r: number): boolean => {
+    if (state[r] === 1) return true;
+    if (state[r] === 2) return false;
+    state[r] = 1;
+    for (const c of first[r]!) if (visit(c)) return true;
+    state[r] = 2;
+    return false;
+  };
+  return rules.some((_, r) => visit(r));
+}

@@ -1,0 +1,169 @@
+// The rule network automaton (grammar/automaton/rule-network.ts) against a reference recognizer:
+// a small recursive language written as rule DFAs with calls, every string over its alphabet up
+// to length 8 judged both ways, prefixes kept alive exactly when they extend to a sentence, and
+// the distances it plans budgets with equal to a breadth-first search's.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { GrammarError, RuleNetworkAutomaton } from "../src/grammar/index.js";
+import { compileRegexNode, type ByteDfa, type RegexNode } from "../src/regex/index.js";
+import { alt, concat, literal, optional, repeat } from "../src/schema/json-schema/json-text.js";
+import { callNode, callsBeforeReading, productiveRules } from "../src/schema/json-schema/rules.js";
+
+const dfa = (node: RegexNode): ByteDfa => compileRegexNode(node);
+
+// V → "x" | "[" (V ("," V)*)? "]" | "<" V ">" — rule 1 is V, rule 0 is V again through a call.
+const V = callNode(1);
+const NETWORK = {
+  rules: [
+    dfa(V),
+    dfa(
+      alt([
+        literal("x"),
+        concat(literal("["), optional(concat(V, repeat(concat(literal(","), V), 0, -1))), literal("]")),
+        concat(literal("<"), V, literal(">")),
+      ]),
+    ),
+  ],
+};
+
+/** Reference: the length of a V at `at`, or -1. */
+function value(s: string, at: number): number {
+  if (s[at] === "x") return 1;
+  if (s[at] === "<") {
+    const inner = value(s, at + 1);
+    return inner < 0 || s[at + 1 + inner] !== ">" ? -1 : inner + 2;
+  }
+  if (s[at] !== "[") return -1;
+  let i = at + 1;
+  if (s[i] === "]") return 2;
+  for (;;) {
+    const n = value(s, i);
+    if (n < 0) return -1;
+    i += n;
+    if (s[i] === "]") return i + 1 - at;
+    if (s[i] !== ",") return -1;
+    i++;
+  }
+}
+const sentence = (s: string): boolean => value(s, 0) === s.length;
+
+/**
+ * Reference: whether `s` is a prefix of a sentence, by a pushdown parser whose frames say what
+ * each open construct expects next (a value, a list's next item or end, an angle's end).
+ */
+function viablePrefix(s: string): boolean {
+  type Frame = "value" | "done" | "list-open" | "list-item" | "list-more" | "angle" | "angle-end";
+  const stack: Frame[] = ["value"];
+  const afterValue: Partial<Record<Frame, Frame>> = {
+    value: "done",
+    "list-open": "list-more",
+    "list-item": "list-more",
+    angle: "angle-end",
+  };
+  for (const ch of s) {
+    const top = stack[stack.length - 1]!;
+    const next = afterValue[top];
+    if (top === "list-open" && ch === "]") stack.pop();
+    else if (next !== undefined && (ch === "x" || ch === "[" || ch === "<")) {
+      stack[stack.length - 1] = next;
+      if (ch === "[") stack.push("list-open");
+      if (ch === "<") stack.push("angle");
+    } else if (top === "list-more" && ch === ",") stack[stack.length - 1] = "list-item";
+    else if ((top === "list-more" && ch === "]") || (top === "angle-end" && ch === ">")) stack.pop();
+    else return false;
+  }
+  return true;
+}
+
+const ALPHABET = ["x", "[", "]", ",", "<", ">"];
+
+function* strings(maxLength: number): Generator<string> {
+  yield "";
+  let layer = [""];
+  for (let n = 1; n <= maxLength; n++) {
+    const next: string[] = [];
+    for (const s of layer) for (const ch of ALPHABET) next.push(s + ch);
+    yield* next;
+    layer = next;
+  }
+}
+
+test("a rule network accepts exactly its language, and keeps exactly the viable prefixes alive", () => {
+  const a = new RuleNetworkAutomaton(NETWORK);
+  let sentences = 0;
+  for (const s of strings(7)) {
+    const state = a.walk(a.start, s);
+    assert.equal(state >= 0 && a.isComplete(state), sentence(s), `complete(${JSON.stringify(s)})`);
+    if (sentence(s)) sentences++;
+    if (sentence(s)) assert.ok(state >= 0);
+    if (state >= 0) {
+      // Alive: its shortest completion, spelled by the automaton, makes a sentence of it.
+      const rest = new TextDecoder().decode(a.completingBytes(state)!);
+      assert.ok(sentence(s + rest), `${JSON.stringify(s)} + ${JSON.stringify(rest)}`);
+      assert.equal(a.minBytesToComplete(state), rest.length);
+    }
+    assert.equal(state >= 0, viablePrefix(s), `alive(${JSON.stringify(s)})`);
+  }
+  assert.ok(sentences >= 30, `only ${sentences} sentences`);
+});
+
+test("its distances are a breadth-first search's: the fewest bytes to a sentence", () => {
+  const a = new RuleNetworkAutomaton(NETWORK);
+  const bfs = (state: number): number => {
+    let layer = [state];
+    const seen = new Set(layer);
+    for (let d = 0; d < 40; d++) {
+      if (layer.some((s) => a.isComplete(s))) return d;
+      const next: number[] = [];
+      for (const s of layer) {
+        for (const ch of ALPHABET) {
+          const t = a.step(s, ch.charCodeAt(0));
+          if (t >= 0 && !seen.has(t)) {
+            seen.add(t);
+            next.push(t);
+          }
+        }
+      }
+      layer = next;
+    }
+    return -1;
+  };
+  let checked = 0;
+  for (const s of strings(6)) {
+    const state = a.walk(a.start, s);
+    if (state < 0) continue;
+    assert.equal(a.minBytesToComplete(state), bfs(state), JSON.stringify(s));
+    assert.equal(a.minBytesLowerBound(state), bfs(state));
+    checked++;
+  }
+  assert.ok(checked > 200);
+});
+
+test("nesting has no bound but the text: 300 levels deep, and a call's spelling is never text", () => {
+  const a = new RuleNetworkAutomaton(NETWORK);
+  const deep = `${"[<".repeat(300)}x${">]".repeat(300)}`;
+  const inside = a.walk(a.start, deep.slice(0, 600));
+  assert.ok(inside >= 0);
+  assert.ok(a.depth(inside) > 300, `depth ${a.depth(inside)}`);
+  assert.equal(a.minBytesToComplete(inside), 601);
+  assert.ok(a.isComplete(a.walk(a.start, deep)));
+  // 0xFE 0x00 0x01 spells "call rule 1" inside the DFAs: as text it is refused.
+  let s = a.step(a.start, 0x5b);
+  assert.ok(s >= 0);
+  assert.equal(a.step(s, 0xfe), -1);
+  s = a.step(s, 0x78);
+  assert.ok(a.isComplete(a.step(s, 0x5d)));
+});
+
+test("left recursion and rules that never finish are found", () => {
+  // R → R "x" | "y": a call before any byte.
+  const left = [dfa(callNode(1)), dfa(alt([concat(callNode(1), literal("x")), literal("y")]))];
+  assert.equal(callsBeforeReading(left), true);
+  assert.throws(() => new RuleNetworkAutomaton({ rules: left }), GrammarError);
+  assert.equal(callsBeforeReading(NETWORK.rules), false);
+  // R → "[" R "]": no text ends it.
+  const endless = [dfa(callNode(1)), dfa(concat(literal("["), callNode(1), literal("]")))];
+  assert.deepEqual(productiveRules(endless), [false, false]);
+  assert.throws(() => new RuleNetworkAutomaton({ rules: endless }), /accepts no sentence/);
+  assert.deepEqual(productiveRules(NETWORK.rules), [true, true]);
+});

@@ -1,0 +1,276 @@
+// JSON Schema recursion served by a stack (issue 42's first slice): a recursive `$ref` compiles,
+// under recursion "stack", to a rule network (schema/json-schema/rules.ts) that the grammar
+// stage's RuleNetworkAutomaton recognizes at any depth, where the one-DFA form stops at
+// MAX_RECURSION levels. Every text here is judged by Python's jsonschema too; generation over the
+// qwen2 vocabulary (152k tokens) is driven deep (≥ 10 levels) and must stay valid and complete
+// within every budget.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { compileServedSchema } from "../src/compile/index.js";
+import { GrammarConstraintState, GrammarTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
+import { RuleNetworkAutomaton } from "../src/grammar/index.js";
+import { compileJsonSchema, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaOptions } from "../src/schema/index.js";
+import { seededRandom } from "../src/support/index.js";
+import { loadVocabulary } from "../src/vocab/index.js";
+import { pythonVerdicts } from "./support/json-schema-oracle.js";
+import { vocabFile } from "./support/paths.js";
+
+/** json.dumps(value) with its default separators, as the "default" style writes JSON. */
+function dumps(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(dumps).join(", ")}]`;
+  if (value !== null && typeof value === "object") {
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${dumps(v)}`)
+      .join(", ")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const TREE = {
+  type: "object",
+  properties: { value: { type: "integer" }, children: { type: "array", items: { $ref: "#" } } },
+  required: ["value"],
+  additionalProperties: false,
+};
+const LIST = {
+  $defs: {
+    node: {
+      type: "object",
+      properties: { v: { type: "string", maxLength: 3 }, next: { anyOf: [{ $ref: "#/$defs/node" }, { type: "null" }] } },
+      required: ["v", "next"],
+      additionalProperties: false,
+    },
+  },
+  $ref: "#/$defs/node",
+};
+const JSON_LIKE = {
+  $defs: {
+    json: {
+      anyOf: [
+        { type: "null" },
+        { type: "boolean" },
+        { type: "integer" },
+        { type: "string", maxLength: 5 },
+        { type: "array", items: { $ref: "#/$defs/json" }, maxItems: 3 },
+        { type: "object", properties: { k: { $ref: "#/$defs/json" } }, additionalProperties: false },
+      ],
+    },
+  },
+  $ref: "#/$defs/json",
+};
+/** A and B call each other. */
+const MUTUAL = {
+  $defs: {
+    a: { type: "object", properties: { b: { $ref: "#/$defs/b" } }, additionalProperties: false },
+    b: { type: "array", items: { $ref: "#/$defs/a" }, maxItems: 2 },
+  },
+  $ref: "#/$defs/a",
+};
+
+const tree = (depth: number, leaf: unknown = 1): unknown =>
+  depth === 0 ? { value: leaf } : { value: depth, children: [{ value: 0 }, tree(depth - 1, leaf)] };
+const list = (n: number, last: unknown = "end"): unknown => (n === 0 ? { v: last, next: null } : { v: "x", next: list(n - 1, last) });
+const jsonLike = (n: number, leaf: unknown = "ok"): unknown =>
+  n === 0 ? leaf : n % 2 ? [true, jsonLike(n - 1, leaf)] : { k: jsonLike(n - 1, leaf) };
+const mutual = (n: number, extra = false): unknown => (n === 0 ? (extra ? { c: 1 } : {}) : { b: [{}, mutual(n - 1, extra)] });
+
+const STACK: JsonSchemaOptions = { recursion: "stack" };
+
+/** [schema, valid deep texts, invalid deep texts] */
+const CASES: [string, object, unknown[], unknown[]][] = [
+  ["tree", TREE, [tree(12), tree(25)], [tree(12, "one"), tree(15, 1.5)]],
+  ["linked list", LIST, [list(12), list(40)], [list(12, "long"), list(20, 7)]],
+  ["JSON-like", JSON_LIKE, [jsonLike(12), jsonLike(30, null)], [jsonLike(12, "toolong"), jsonLike(13, 2.5)]],
+  ["mutual", MUTUAL, [mutual(12)], [mutual(12, true)]],
+];
+
+test("recursive schemas compile to rule networks that accept any depth, exactly", () => {
+  const judged: { schema: string; text: string; expected: string }[] = [];
+  for (const [name, schema, valid, invalid] of CASES) {
+    const stacked = compileJsonSchema(schema, STACK);
+    assert.ok(stacked.rules !== undefined && stacked.rules.length >= 2, `${name}: a rule network`);
+    const automaton = new RuleNetworkAutomaton({ rules: stacked.rules });
+    // The one-DFA form: JSON-like's unrolled recursion is past the DFA's limits altogether.
+    let unrolled: ReturnType<typeof compileJsonSchema> | null = null;
+    try {
+      unrolled = compileJsonSchema(schema);
+    } catch (error) {
+      assert.ok(error instanceof JsonSchemaTooComplexError && name === "JSON-like", `${name}: ${(error as Error).message}`);
+    }
+    const accepts = (text: string): boolean => {
+      const s = automaton.walk(automaton.start, text);
+      return s >= 0 && automaton.isComplete(s);
+    };
+    const dfaAccepts = (text: string): boolean => {
+      if (unrolled === null) return false;
+      const { dfa } = unrolled;
+      let s = dfa.start;
+      for (const b of new TextEncoder().encode(text)) {
+        s = dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
+        if (s < 0) return false;
+      }
+      return dfa.accepting[s] === 1;
+    };
+    for (const value of valid) {
+      const text = dumps(value);
+      assert.ok(accepts(text), `${name}: the network accepts ${text.slice(0, 80)}…`);
+      // What the one-DFA form could not hold: recursion unrolled MAX_RECURSION levels.
+      assert.ok(!dfaAccepts(text), `${name}: the unrolled DFA stops early`);
+      assert.ok(accepts(JSON.stringify(value)), `${name}: compact too`);
+      judged.push({ schema: JSON.stringify(schema), text, expected: "valid" });
+    }
+    for (const value of invalid) {
+      const text = dumps(value);
+      assert.ok(!accepts(text), `${name}: the network refuses ${text.slice(0, 80)}…`);
+      judged.push({ schema: JSON.stringify(schema), text, expected: "invalid" });
+    }
+    // Shallow texts: both forms agree.
+    const shallow = dumps(
+      valid[0] === undefined
+        ? null
+        : name === "tree"
+          ? tree(1)
+          : name === "linked list"
+            ? list(1)
+            : name === "JSON-like"
+              ? jsonLike(2)
+              : mutual(1),
+    );
+    assert.ok(accepts(shallow) && (unrolled === null || dfaAccepts(shallow)), `${name}: ${shallow}`);
+  }
+  const verdicts = pythonVerdicts(judged);
+  judged.forEach((j, i) => assert.ok(verdicts[i]!.startsWith(j.expected), `${j.text.slice(0, 60)}: Python says ${verdicts[i]}`));
+});
+
+test("a subtraction inside the recursion keeps the one-DFA form, exact as before", () => {
+  // Both oneOf branches hold `{}`: the first is written minus the second, and a subtraction needs
+  // the texts of its operands, so the recursion under it is unrolled.
+  const schema = {
+    oneOf: [
+      { type: "object", properties: { a: { $ref: "#" } }, additionalProperties: false },
+      { type: "object", properties: { c: { type: "integer" } } },
+    ],
+  };
+  const compiled = compileJsonSchema(schema, STACK);
+  assert.equal(compiled.rules, undefined);
+  const { dfa } = compiled;
+  const accepts = (text: string): boolean => {
+    let s = dfa.start;
+    for (const b of new TextEncoder().encode(text)) {
+      s = dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
+      if (s < 0) return false;
+    }
+    return dfa.accepting[s] === 1;
+  };
+  const texts = ['{"c": 1}', "{}", '{"a": {"c": 1}}', '{"c": 1, "d": {"e": 2}}', '{"a": {}}'];
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  texts.forEach((text, i) => {
+    if (accepts(text)) assert.equal(verdicts[i], "valid", text);
+  });
+  assert.deepEqual(verdicts.slice(0, 3), ["valid", verdicts[1], verdicts[2]]);
+  assert.ok(verdicts[1]!.startsWith("invalid") && verdicts[2]!.startsWith("invalid"));
+  assert.ok(accepts(texts[0]!) && !accepts(texts[1]!) && !accepts(texts[2]!));
+});
+
+test("free values at any depth (freeValuesAnyDepth) and recursion that never ends", () => {
+  const inventory = {
+    type: "object",
+    additionalProperties: { type: "object", properties: { hosts: { type: "object" } }, required: ["hosts"] },
+  };
+  const deep = { atlanta: { hosts: { h1: { vars: { a: { b: { c: { d: { e: [1, [2, [3, { f: null }]]] } } } } } } } } };
+  const text = dumps(deep);
+  const bounded = compileJsonSchema(inventory, STACK);
+  assert.equal(bounded.rules, undefined, "free values nest freeNesting levels unless asked");
+  const free = compileJsonSchema(inventory, { ...STACK, freeValuesAnyDepth: true });
+  assert.ok(free.rules !== undefined);
+  const automaton = new RuleNetworkAutomaton({ rules: free.rules });
+  const s = automaton.walk(automaton.start, text);
+  assert.ok(s >= 0 && automaton.isComplete(s));
+  assert.equal(automaton.walk(automaton.start, dumps({ atlanta: { vars: {} } })) >= 0 && false, false);
+  const missing = automaton.walk(automaton.start, dumps({ atlanta: { vars: {} } }));
+  assert.ok(missing < 0 || !automaton.isComplete(missing), "hosts is required");
+  assert.deepEqual(pythonVerdicts([{ schema: JSON.stringify(inventory), text }]), ["valid"]);
+  // Every tree needs a `next`, forever: no text satisfies it.
+  const endless = { type: "object", properties: { next: { $ref: "#" } }, required: ["next"] };
+  assert.throws(() => compileJsonSchema(endless, STACK), JsonSchemaUnsatisfiableError);
+});
+
+/** JSON nesting depth of a text (brackets outside strings). */
+function nesting(text: string): number {
+  let depth = 0,
+    deepest = 0,
+    inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (inString) {
+      if (ch === "\\") i++;
+      else if (ch === '"') inString = false;
+    } else if (ch === '"') inString = true;
+    else if (ch === "{" || ch === "[") deepest = Math.max(deepest, ++depth);
+    else if (ch === "}" || ch === "]") depth--;
+  }
+  return deepest;
+}
+
+test("generation over qwen2's vocabulary goes deep, stays valid and finishes within every budget", () => {
+  const vocab = loadVocabulary(vocabFile("qwen2"));
+  const trie = tokenTrieFor(vocab);
+  const rng = seededRandom(20261203);
+  const decoder = new TextDecoder();
+  const outputs: { schema: string; text: string; budget: number }[] = [];
+  let deepest = 0;
+  const servedAs: string[] = [];
+  for (const [name, schema] of CASES) {
+    // As the service serves it: the network, its first masks probed at the service's limits.
+    const served = compileServedSchema(schema, { whitespace: "default" }, trie, { budgets: [512], limitSteps: 4_000_000 });
+    // A network whose first operations cost more than the probe allows is served as the
+    // one-DFA form instead (as before networks): the linked list's at this vocabulary.
+    servedAs.push(`${name}: ${served.kind}`);
+    if (served.kind !== "rules") continue;
+    const matcher = new GrammarTokenMatcher(trie, new RuleNetworkAutomaton({ rules: served.rules }));
+    for (const budget of [24, 80, 300]) {
+      const state = new GrammarConstraintState(matcher);
+      const needed = state.minTokensToAccept(budget);
+      if (needed > budget) continue;
+      const bytes: number[] = [];
+      let opened = 0;
+      for (let n = 0; ; n++) {
+        const remaining = budget - n;
+        const text = decoder.decode(Uint8Array.from(bytes));
+        const deepEnough = nesting(text) >= 12 || budget < 300;
+        if (state.isAccepting() && (remaining === 0 || !state.hasAnyToken(remaining) || (deepEnough && rng() < 0.5))) break;
+        assert.ok(remaining > 0, `${name}: budget spent before a complete text: ${text}`);
+        const mask = state.mask(remaining);
+        const allowed: number[] = [];
+        for (let w = 0; w < mask.length; w++) {
+          for (let bits = mask[w]!; bits !== 0; bits &= bits - 1) allowed.push(w * 32 + 31 - Math.clz32(bits & -bits));
+        }
+        assert.ok(allowed.length > 0, `${name}: empty mask before a complete text: ${text}`);
+        // Deepening: while shallow, tokens that open more than they close; then ones that close.
+        const opens = (t: number): number => {
+          let d = 0;
+          for (const b of vocab.tokenBytes(t)) d += b === 0x7b || b === 0x5b ? 1 : b === 0x7d || b === 0x5d ? -1 : 0;
+          return d;
+        };
+        const wantOpen = nesting(text) - opened < 12 && budget >= 300 && n < budget / 2;
+        const preferred = allowed.filter((t) => (wantOpen ? opens(t) > 0 : opens(t) < 0));
+        const short = allowed.filter((t) => vocab.tokenBytes(t).length <= 3);
+        const pool = preferred.length > 0 && rng() < 0.7 ? preferred : short.length > 0 && rng() < 0.8 ? short : allowed;
+        const token = pool[Math.floor(rng() * pool.length)]!;
+        assert.ok(state.advance(token), `${name}: the mask allowed ${token} but advance refused it`);
+        bytes.push(...vocab.tokenBytes(token));
+        opened = 0;
+      }
+      assert.ok(state.isAccepting());
+      const text = decoder.decode(Uint8Array.from(bytes));
+      deepest = Math.max(deepest, nesting(text));
+      outputs.push({ schema: JSON.stringify(schema), text, budget });
+    }
+  }
+  console.log(servedAs.join("; "));
+  assert.ok(servedAs.includes("tree: rules"), servedAs.join("; "));
+  assert.ok(outputs.length >= 5, `${outputs.length} outputs`);
+  assert.ok(deepest >= 10, `deepest generated text nests ${deepest} levels`);
+  const verdicts = pythonVerdicts(outputs);
+  outputs.forEach((o, i) => assert.equal(verdicts[i], "valid", `${o.text.slice(0, 200)} (budget ${o.budget}): ${verdicts[i]}`));
+});
