@@ -37,7 +37,7 @@ import {
   TokenTrie,
   warmUpMatchers,
 } from "../src/constraint/index.js";
-import { RuleNetworkAutomaton } from "../src/grammar/index.js";
+import { ruleNetworkAutomaton } from "../src/grammar/index.js";
 import {
   compileJsonSchema,
   DEFAULT_JSON_SCHEMA_OPTIONS,
@@ -159,7 +159,7 @@ function dfaVerdict(dfa: ByteDfa, text: string): { dfaAccepts: boolean; detail: 
 
 /** dfaVerdict for a rule network. */
 function networkVerdict(rules: readonly ByteDfa[], text: string): { dfaAccepts: boolean; detail: string } {
-  const automaton = new RuleNetworkAutomaton({ rules });
+  const automaton = ruleNetworkAutomaton({ rules });
   const s = automaton.walk(automaton.start, text);
   const dfaAccepts = s >= 0 && automaton.isComplete(s);
   return { dfaAccepts, detail: dfaAccepts ? "rule network accepts the text" : "rule network refuses the text" };
@@ -175,6 +175,8 @@ async function main(): Promise<void> {
   const outFile = argValue("out");
   /** "stack" (the service's: rule networks where values nest without bound) or "unrolled" (one DFA). */
   const recursion = (argValue("recursion") ?? "stack") as "stack" | "unrolled";
+  /** Free values as calls too (any depth), where the service does (JsonSchemaOptions.freeValuesAnyDepth). */
+  const freeValuesAnyDepth = process.argv.includes("--free-any-depth");
   const llgPath = resolve(REPO_ROOT, argValue("llguidance") ?? "../shared/jsonschema/llguidance-maskbench.json");
 
   const vocabPath = resolve(SHARED, "models", "vocab", `ggml-vocab-${vocabName}.gguf`);
@@ -269,7 +271,7 @@ async function main(): Promise<void> {
       // and the first mask at each probe budget, on a fresh matcher under the mask work limit.
       const probe = { budgets: probeBudgets, limitSteps: maskMaxWork };
       if (recursion === "stack") {
-        const served = compileServedSchema(mb.schema, { whitespace: "default", strict: true, limits }, trie, probe);
+        const served = compileServedSchema(mb.schema, { whitespace: "default", strict: true, limits, freeValuesAnyDepth }, trie, probe);
         if (served.kind === "rules") rules = served.rules;
         else dfa = served.dfa;
       } else ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits }));
@@ -278,7 +280,7 @@ async function main(): Promise<void> {
       // matcher over the rule network.
       const makeState = (limitSteps: number): (() => DfaConstraintState | GrammarConstraintState) => {
         if (rules !== undefined) {
-          const m = new GrammarTokenMatcher(trie, new RuleNetworkAutomaton({ rules }));
+          const m = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
           m.work.limitSteps = limitSteps;
           return () => new GrammarConstraintState(m);
         }
@@ -398,6 +400,7 @@ async function main(): Promise<void> {
     compileMaxWork,
     maskMaxWork,
     recursion,
+    freeValuesAnyDepth,
     probeBudgets,
     /** What the service would refuse (422) at these limits: compile work, then the probe's. */
     refusedAtDefaults: c.timeouts + c.maskTooCostly,

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { compileServedSchema } from "../src/compile/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
-import { RuleNetworkAutomaton } from "../src/grammar/index.js";
+import { ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { compileJsonSchema, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaOptions } from "../src/schema/index.js";
 import { seededRandom } from "../src/support/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
@@ -89,7 +89,7 @@ test("recursive schemas compile to rule networks that accept any depth, exactly"
   for (const [name, schema, valid, invalid] of CASES) {
     const stacked = compileJsonSchema(schema, STACK);
     assert.ok(stacked.rules !== undefined && stacked.rules.length >= 2, `${name}: a rule network`);
-    const automaton = new RuleNetworkAutomaton({ rules: stacked.rules });
+    const automaton = ruleNetworkAutomaton({ rules: stacked.rules });
     // The one-DFA form: JSON-like's unrolled recursion is past the DFA's limits altogether.
     let unrolled: ReturnType<typeof compileJsonSchema> | null = null;
     try {
@@ -183,7 +183,7 @@ test("free values at any depth (freeValuesAnyDepth) and recursion that never end
   assert.equal(bounded.rules, undefined, "free values nest freeNesting levels unless asked");
   const free = compileJsonSchema(inventory, { ...STACK, freeValuesAnyDepth: true });
   assert.ok(free.rules !== undefined);
-  const automaton = new RuleNetworkAutomaton({ rules: free.rules });
+  const automaton = ruleNetworkAutomaton({ rules: free.rules });
   const s = automaton.walk(automaton.start, text);
   assert.ok(s >= 0 && automaton.isComplete(s));
   assert.equal(automaton.walk(automaton.start, dumps({ atlanta: { vars: {} } })) >= 0 && false, false);
@@ -212,7 +212,7 @@ function nesting(text: string): number {
   return deepest;
 }
 
-test("generation over qwen2's vocabulary goes deep, stays valid and finishes within every budget", () => {
+test("generation over qwen2's vocabulary goes deep, stays valid and finishes within every budget", (t) => {
   const vocab = loadVocabulary(vocabFile("qwen2"));
   const trie = tokenTrieFor(vocab);
   const rng = seededRandom(20261203);
@@ -227,7 +227,7 @@ test("generation over qwen2's vocabulary goes deep, stays valid and finishes wit
     // one-DFA form instead (as before networks): the linked list's at this vocabulary.
     servedAs.push(`${name}: ${served.kind}`);
     if (served.kind !== "rules") continue;
-    const matcher = new GrammarTokenMatcher(trie, new RuleNetworkAutomaton({ rules: served.rules }));
+    const matcher = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules: served.rules }));
     for (const budget of [24, 80, 300]) {
       const state = new GrammarConstraintState(matcher);
       const needed = state.minTokensToAccept(budget);
@@ -267,10 +267,83 @@ test("generation over qwen2's vocabulary goes deep, stays valid and finishes wit
       outputs.push({ schema: JSON.stringify(schema), text, budget });
     }
   }
-  console.log(servedAs.join("; "));
+  t.diagnostic(servedAs.join("; "));
   assert.ok(servedAs.includes("tree: rules"), servedAs.join("; "));
   assert.ok(outputs.length >= 5, `${outputs.length} outputs`);
   assert.ok(deepest >= 10, `deepest generated text nests ${deepest} levels`);
   const verdicts = pythonVerdicts(outputs);
   outputs.forEach((o, i) => assert.equal(verdicts[i], "valid", `${o.text.slice(0, 200)} (budget ${o.budget}): ${verdicts[i]}`));
+});
+
+test("the lexer-level view of a network gives the reference walk's masks, budgets included", () => {
+  const vocab = loadVocabulary(vocabFile("gpt-2"));
+  const trie = tokenTrieFor(vocab);
+  const single = new Map<number, number>();
+  for (let t = 0; t < vocab.size; t++) {
+    const b = vocab.tokenBytes(t);
+    if (b.length === 1 && !single.has(b[0]!)) single.set(b[0]!, t);
+  }
+  const free = { type: "object", properties: { meta: { type: "object" }, tags: { type: "array", items: true } } };
+  const walks: [object, JsonSchemaOptions, string][] = [
+    [LIST, STACK, dumps(list(3))],
+    [TREE, STACK, dumps(tree(3))],
+    [JSON_LIKE, STACK, dumps(jsonLike(5))],
+    [free, { ...STACK, freeValuesAnyDepth: true }, dumps({ meta: { a: { b: [1, { c: "d" }, null] }, e: true }, tags: [[[]], "x"] })],
+  ];
+  for (const [schema, options, text] of walks) {
+    const { rules } = compileJsonSchema(schema, options);
+    assert.ok(rules !== undefined);
+    const automaton = ruleNetworkAutomaton({ rules });
+    assert.equal(typeof (automaton as unknown as { hypotheses?: unknown }).hypotheses, "function", "the lexer-level view");
+    const fast = new GrammarConstraintState(new GrammarTokenMatcher(trie, automaton));
+    const reference = new GrammarConstraintState(new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { lexerLevel: false }));
+    const bytes = new TextEncoder().encode(text);
+    for (let i = 0; i < bytes.length; i++) {
+      for (const remaining of [1 << 20, bytes.length - i + 2, bytes.length - i]) {
+        assert.deepEqual(fast.mask(remaining), reference.mask(remaining), `${text.slice(0, i)}⟨here⟩ remaining ${remaining}`);
+      }
+      const token = single.get(bytes[i]!)!;
+      assert.ok(fast.advance(token) && reference.advance(token), text.slice(0, i + 1));
+    }
+    assert.ok(fast.isAccepting() && reference.isAccepting());
+  }
+});
+
+test("past the one DFA's size limit, a subschema used in many places is one shared rule", () => {
+  const big = {
+    type: "object",
+    properties: Object.fromEntries(
+      Array.from({ length: 30 }, (_, i) => [`field${i}`, { type: "string", enum: [`alpha${i}`, `beta${i}`] }]),
+    ),
+    additionalProperties: false,
+  };
+  const schema = {
+    $defs: { big },
+    type: "object",
+    properties: Object.fromEntries(Array.from({ length: 140 }, (_, i) => [`item${i}`, { $ref: "#/$defs/big" }])),
+    additionalProperties: false,
+  };
+  assert.throws(
+    () => compileJsonSchema(schema),
+    (e: unknown) => e instanceof JsonSchemaTooComplexError && e.limit === "dfaStates",
+  );
+  const served = compileServedSchema(schema, {});
+  assert.equal(served.kind, "rules");
+  if (served.kind !== "rules") return;
+  assert.equal(served.rules.length, 2, "the document and the one shared subschema");
+  const automaton = ruleNetworkAutomaton({ rules: served.rules });
+  const accepts = (text: string): boolean => {
+    const s = automaton.walk(automaton.start, text);
+    return s >= 0 && automaton.isComplete(s);
+  };
+  const texts = [
+    dumps({ item0: { field0: "alpha0" }, item77: { field3: "beta3", field29: "alpha29" }, item139: {} }),
+    dumps({ item0: { field0: "alpha1" } }),
+    dumps({ item140: {} }),
+    dumps({ item5: { field0: "alpha0", extra: 1 } }),
+  ];
+  assert.deepEqual(texts.map(accepts), [true, false, false, false]);
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.equal(verdicts[0], "valid");
+  for (const v of verdicts.slice(1)) assert.ok(v.startsWith("invalid"), v);
 });

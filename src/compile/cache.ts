@@ -17,7 +17,8 @@ import { Worker } from "node:worker_threads";
 import { REGEX_MAX_WORK, type ByteDfa, type RegexLimits } from "../regex/index.js";
 import {
   createGrammarAutomaton,
-  RuleNetworkAutomaton,
+  ruleNetworkAutomaton,
+  type RuleNetworkAutomaton,
   type Grammar,
   type GrammarAutomaton,
   type GrammarLimits,
@@ -250,11 +251,11 @@ class RuleNetworkEntry implements ConstraintEntry {
     readonly warnings?: readonly JsonSchemaWarning[],
   ) {
     this.rulesBytes = network.rules.reduce((sum, dfa) => sum + typedArrayBytes(dfa), 0);
-    this.automaton = new RuleNetworkAutomaton(network);
+    this.automaton = ruleNetworkAutomaton(network);
     this.matcher = this.freshMatcher();
     this.factory = (prefix) => {
       if (this.automaton.numStates > MAX_AUTOMATON_STATES) {
-        this.automaton = new RuleNetworkAutomaton(this.network);
+        this.automaton = ruleNetworkAutomaton(this.network);
         this.matcher = this.freshMatcher();
       }
       return new GrammarConstraintState(this.matcher, prefix);

@@ -10,7 +10,7 @@ import {
   createGrammarAutomaton,
   GrammarError,
   reviveGrammar,
-  RuleNetworkAutomaton,
+  ruleNetworkAutomaton,
   type Grammar,
   type GrammarLimits,
   type ScannerParts,
@@ -145,14 +145,26 @@ export function compileServedSchema(
   trie?: TokenTrie,
   probe?: ProbeOptions,
 ): CompileOutput & { kind: "dfa" | "rules" } {
-  let compiled = compileJsonSchema(schema, { ...options, recursion: "stack" });
+  let compiled: ReturnType<typeof compileJsonSchema>;
+  try {
+    compiled = compileJsonSchema(schema, { ...options, recursion: "stack" });
+  } catch (error) {
+    // Past a DFA's size limits: the subschemas used more than once become shared rules.
+    if (!(error instanceof JsonSchemaTooComplexError) || (error.limit !== "dfaStates" && error.limit !== "nfaStates")) throw error;
+    try {
+      compiled = compileJsonSchema(schema, { ...options, recursion: "stack", shareSubschemas: true });
+    } catch {
+      throw error;
+    }
+    if (compiled.rules === undefined) throw error;
+  }
   const warned = (w: readonly JsonSchemaWarning[]) => (w.length > 0 ? { warnings: w } : {});
   if (compiled.rules !== undefined) {
     const network = { rules: compiled.rules };
     try {
       if (trie && probe) {
         probeFirstOperations(
-          () => new GrammarTokenMatcher(trie, new RuleNetworkAutomaton(network)),
+          () => new GrammarTokenMatcher(trie, ruleNetworkAutomaton(network)),
           (m) => new GrammarConstraintState(m),
           probe,
         );

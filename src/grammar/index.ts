@@ -13,9 +13,10 @@
  *   let s = automaton.start; for (const b of bytes) s = automaton.step(s, b);  // -1: refused
  *   automaton.isComplete(s);                              // a whole sentence
  *
- * Beside it, `RuleNetworkAutomaton`: the pushdown recognizer of a rule network (byte DFAs that
- * spell calls of each other, support/rule-calls.ts), the form the schema stage gives a JSON Schema
- * whose values nest without bound; the same contract, exact byte distances.
+ * Beside it, `ruleNetworkAutomaton(network)`: the pushdown recognizer of a rule network (byte DFAs
+ * that spell calls of each other, support/rule-calls.ts), the form the schema stage gives a JSON
+ * Schema whose values nest without bound; the same contract, exact byte distances, and the
+ * lexer-level view (a rule's DFA state as the lexer state) where each state has one move.
  *
  * Test support (sentence samplers, Lark's verdict by translated RegExps) is in testing.ts.
  */
@@ -27,7 +28,7 @@ export {
   LEXER_COMMITS,
   type IncrementalOptions,
 } from "./automaton/grammar-automaton.js";
-export { RuleNetworkAutomaton, type RuleNetwork } from "./automaton/rule-network.js";
+export { ruleNetworkAutomaton, RuleNetworkAutomaton, type RuleNetwork } from "./automaton/rule-network.js";
 export { LEXER_END_KEEPS_STACK } from "./automaton/lexer-states.js";
 export type { ScannerParts } from "./scanner-dfa.js";
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";

@@ -92,7 +92,12 @@ export class CompletionBounds {
   tokenUpperBound(state: number, exact: boolean): number {
     let known = this.tokenBound.get(state);
     if (known === undefined) {
-      const path = this.lexer === null ? (this.automaton.completingBytes?.(state) ?? null) : this.greedyCompletionOf(state);
+      // A shortest completion the automaton spells itself (exact distances) beats the greedy one.
+      const path = this.exactDistances
+        ? (this.automaton.completingBytes?.(state) ?? null)
+        : this.lexer === null
+          ? null
+          : this.greedyCompletionOf(state);
       known = path === null ? Number.POSITIVE_INFINITY : this.boundAlong(state, path);
       if (!this.tokenBound.has(state)) this.tokenBound.set(state, known);
     }
@@ -124,7 +129,8 @@ export class CompletionBounds {
 
   /** Bytes that surely suffice from `state` (Infinity: unknown): the greedy completion's length. */
   byteBoundOf(state: number): number {
-    if (this.lexer === null) return this.exactDistances ? this.automaton.minBytesLowerBound(state) : Number.POSITIVE_INFINITY;
+    if (this.exactDistances) return this.automaton.minBytesLowerBound(state);
+    if (this.lexer === null) return Number.POSITIVE_INFINITY;
     const known = this.byteBound.get(state);
     if (known !== IntMap.MISSING) return known < 0 ? Number.POSITIVE_INFINITY : known;
     const length = this.greedyLength(state);

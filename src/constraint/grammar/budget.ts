@@ -151,6 +151,21 @@ export class TokenBudgets {
     return e.nearestFirst;
   }
 
+  /**
+   * Tokens that surely suffice from `state` when a known completion fits within `cap` (its bound:
+   * at least the fewest, at most `cap`), else Infinity. No search: an admission question with a
+   * roomy budget only asks whether it fits.
+   */
+  surelyWithin(state: number, cap: number): number {
+    if (this.automaton.isComplete(state)) return 0;
+    if (this.bytesAreTokens) {
+      const bytes = this.bounds.byteBoundOf(state);
+      if (bytes <= cap) return bytes;
+    }
+    const tokens = this.bounds.tokenUpperBound(state, false);
+    return tokens <= cap ? tokens : Number.POSITIVE_INFINITY;
+  }
+
   /** Fewest tokens to a complete sentence, searched up to `cap` (Infinity beyond it). */
   minTokensToAccept(state: number, cap: number): number {
     for (let k = 0; k <= cap; k++) if (this.canAcceptWithin(state, k)) return k;

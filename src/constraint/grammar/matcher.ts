@@ -183,6 +183,11 @@ export class GrammarTokenMatcher {
     return this.budgets.minTokensToAccept(state, cap);
   }
 
+  /** Tokens that surely suffice, ≤ cap, from a known completion; Infinity when none is known to fit (see TokenBudgets). */
+  surelyWithin(state: number, cap: number): number {
+    return this.budgets.surelyWithin(state, cap);
+  }
+
   /**
    * A proven lower bound on the tokens of every complete sentence from `state`: one more than the
    * largest budget up to `cap` that a finished search (not one that gave up) showed too small.

@@ -95,10 +95,18 @@ export class GrammarConstraintState implements TokenConstraint {
     return this.state === PREFIX_PENDING ? 0 : this.matcher.minTokensAtLeast(this.state, cap);
   }
 
-  /** Fewest tokens to a complete sentence, searched up to `cap`. */
+  /**
+   * Fewest tokens to a complete sentence, searched up to `cap`; as the DFA state's, when a known
+   * completion surely fits within `cap`, its count instead (≤ cap, and exact when cap is the
+   * fewest): proving every smaller budget too small is the costly part, and admission only asks
+   * whether the budget fits.
+   */
   minTokensToAccept(cap = 64): number {
     this.matcher.work.begin();
-    if (this.state !== PREFIX_PENDING) return this.matcher.minTokensToAccept(this.state, cap);
+    if (this.state !== PREFIX_PENDING) {
+      const sure = this.matcher.surelyWithin(this.state, cap);
+      return sure <= cap ? sure : this.matcher.minTokensToAccept(this.state, cap);
+    }
     let best = Number.POSITIVE_INFINITY;
     const targets = this.prefixTargets!;
     for (let i = 0; i < targets.length; i++)

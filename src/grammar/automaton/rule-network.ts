@@ -17,6 +17,7 @@
 import { IntMap, RULE_CALL_LEAD, TableSlab } from "../../support/index.js";
 import type { ByteDfa } from "../../regex/index.js";
 import { GrammarError } from "../errors.js";
+import { LEXER_COMMITS } from "./grammar-automaton.js";
 import { INT_MAP_FIRST_BYTES, MEMO_CAPACITY } from "./tables.js";
 
 /** Stacks one state's closure may hold before the network is taken as unbounded (left recursion). */
@@ -31,27 +32,27 @@ export interface RuleNetwork {
 
 export class RuleNetworkAutomaton {
   readonly start: number;
-  private readonly rules: readonly ByteDfa[];
+  protected readonly rules: readonly ByteDfa[];
   /** Global DFA state g = offset[r] + q. */
-  private readonly offset: Int32Array;
-  private readonly ruleOf: Int32Array;
+  protected readonly offset: Int32Array;
+  protected readonly ruleOf: Int32Array;
   /** States inside a call's spelling (after its lead or its first byte): never reached by text. */
-  private readonly inCall: Uint8Array;
+  protected readonly inCall: Uint8Array;
   /** Per global state, its calls: callFirst[g] .. callFirst[g + 1] index callee / callReturn. */
-  private readonly callFirst: Int32Array;
-  private readonly callee: Int32Array;
-  private readonly callReturn: Int32Array;
+  protected readonly callFirst: Int32Array;
+  protected readonly callee: Int32Array;
+  protected readonly callReturn: Int32Array;
   /** Fewest bytes from a global state to its rule's end (Infinity: none), and of each rule. */
-  private readonly dist: Float64Array;
-  private readonly minLength: Float64Array;
-  private readonly tables = new TableSlab(SLAB_BYTES);
+  protected readonly dist: Float64Array;
+  protected readonly minLength: Float64Array;
+  protected readonly tables = new TableSlab(SLAB_BYTES);
   // Interned stacks: top frame (global state), the stack below (-1: none), fewest bytes to finish.
-  private readonly stackTop: number[] = [];
-  private readonly stackBelow: number[] = [];
-  private readonly stackCost: number[] = [];
+  protected readonly stackTop: number[] = [];
+  protected readonly stackBelow: number[] = [];
+  protected readonly stackCost: number[] = [];
   private readonly stackIds = new IntMap(MEMO_CAPACITY, this.tables);
   // Interned states: sorted stack ids, closed under pushes and pops.
-  private readonly sets: Int32Array[] = [];
+  protected readonly sets: Int32Array[] = [];
   private readonly singleSetIds = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly multiSetIds = new Map<number, number[]>();
   private readonly stepMemo = new IntMap(MEMO_CAPACITY, this.tables);
@@ -111,7 +112,7 @@ export class RuleNetworkAutomaton {
   }
 
   /** The global state after a text byte, or -1 (a call's spelling is no text). */
-  private textStep(g: number, byte: number): number {
+  protected textStep(g: number, byte: number): number {
     if (byte === RULE_CALL_LEAD) return -1;
     const r = this.ruleOf[g]!;
     const dfa = this.rules[r]!;
@@ -203,7 +204,7 @@ export class RuleNetworkAutomaton {
     return bytes + this.sets.length * 200 + ints * 8;
   }
 
-  private internStack(below: number, top: number): number {
+  protected internStack(below: number, top: number): number {
     const key = (below + 1) * this.inCall.length + top;
     let id = this.stackIds.get(key);
     if (id === IntMap.MISSING) {
@@ -242,7 +243,7 @@ export class RuleNetworkAutomaton {
     return out;
   }
 
-  private internSet(stacks: number[]): number {
+  protected internSet(stacks: number[]): number {
     if (stacks.length === 0) return -1;
     stacks.sort((a, b) => a - b);
     if (stacks.length === 1) {
@@ -352,6 +353,42 @@ export class RuleNetworkAutomaton {
     }
   }
 
+  /**
+   * Per global state its one move — the index of its one productive call, -1 to pop (its rule
+   * may end there; never in rule 0, which nothing calls), -2 none — or null when some state has
+   * two moves, a call lands where its caller may move again without a byte, or a called rule may
+   * move before its first byte (LexerLevelRuleNetwork's conditions).
+   */
+  oneMoveEach(): Int32Array | null {
+    const total = this.inCall.length;
+    const move = new Int32Array(total).fill(-2);
+    const called = new Uint8Array(this.rules.length);
+    for (let g = 0; g < total; g++) {
+      if (this.dist[g] === Infinity) continue;
+      let calls = 0;
+      for (let c = this.callFirst[g]!; c < this.callFirst[g + 1]!; c++) {
+        if (this.minLength[this.callee[c]!] === Infinity || this.dist[this.callReturn[c]!] === Infinity) continue;
+        calls++;
+        move[g] = c;
+        called[this.callee[c]!] = 1;
+      }
+      const ends = this.dist[g] === 0 && this.ruleOf[g] !== 0;
+      if (calls + (ends ? 1 : 0) > 1) return null;
+      if (ends) move[g] = -1;
+    }
+    if (called[0] === 1) return null;
+    for (let g = 0; g < total; g++) {
+      const m = move[g]!;
+      if (m < 0) continue;
+      const ret = this.callReturn[m]!;
+      // What a call returns to must wait for a byte (or be the document's end).
+      if (move[ret] !== -2 || (this.dist[ret] === 0 && this.ruleOf[ret] !== 0)) return null;
+      const start = this.offset[this.callee[m]!]! + this.rules[this.callee[m]!]!.start;
+      if (move[start] !== -2 || this.dist[start] === 0) return null;
+    }
+    return move;
+  }
+
   /** Feeds a whole string (UTF-8); -1 when rejected on the way. */
   walk(state: number, text: string): number {
     let s = state;
@@ -375,7 +412,7 @@ export class RuleNetworkAutomaton {
 }
 
 /** One byte per byte class of a DFA, printable ASCII first, never the call lead alone. */
-function classRepresentatives(dfa: ByteDfa): number[] {
+export function classRepresentatives(dfa: ByteDfa): number[] {
   const seen = new Set<number>();
   const reps: number[] = [];
   const order = [...Array.from({ length: 95 }, (_, i) => 0x20 + i), ...Array.from({ length: 256 }, (_, i) => i)];
@@ -442,4 +479,154 @@ class MinHeap {
     }
     return top;
   }
+}
+
+/**
+ * A rule network whose moves are one per byte: the lexer-level view the grammar matcher shares
+ * walks over (constraint/grammar/contracts.ts's LexerLevelAutomaton, by duck typing). A lexer
+ * state is a rule's DFA state (global index); a hypothesis's stack is the stack below its top
+ * frame, plus one (0: none). A byte "commits" where the DFA state it reaches may pop (its rule
+ * ends there) or push (a call is spelled there), and the commit key is that state: in a network
+ * made by the schema stage each such state has exactly one move, and the frame it leaves has
+ * none left (a call is always followed by a byte of its caller, save the document's own end), so
+ * a commit leads to one hypothesis, as a terminal does in an LR parser. `ruleNetworkAutomaton`
+ * checks that and gives the plain automaton otherwise.
+ */
+class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
+  /** Per global state: its one move's call index (≥ 0), POP, or NO_MOVE. */
+  private readonly move: Int32Array;
+  private readonly afterCommitMemo = new IntMap(MEMO_CAPACITY, this.tables);
+  private readonly hypothesisPairs: (Int32Array | undefined)[] = [];
+  private readonly labels: (Uint8Array | undefined)[] = [];
+  private readonly reps: (Uint8Array | undefined)[] = [];
+  private readonly startLexers: Int32Array;
+  private readonly scratchStacks: number[] = [];
+
+  constructor(network: RuleNetwork, move: Int32Array) {
+    super(network);
+    this.move = move;
+    const starts = new Set<number>();
+    for (let r = 0; r < this.rules.length; r++) starts.add(this.offset[r]! + this.rules[r]!.start);
+    for (const g of this.callReturn) starts.add(g);
+    this.startLexers = Int32Array.from(starts);
+  }
+
+  hypotheses(state: number): Int32Array {
+    let pairs = this.hypothesisPairs[state];
+    if (pairs === undefined) {
+      const set = this.sets[state]!;
+      pairs = new Int32Array(set.length * 2);
+      for (let i = 0; i < set.length; i++) {
+        pairs[2 * i] = this.stackBelow[set[i]!]! + 1;
+        pairs[2 * i + 1] = this.stackTop[set[i]!]!;
+      }
+      this.hypothesisPairs[state] = pairs;
+    }
+    return pairs;
+  }
+
+  lexerStep(lex: number, byte: number): number {
+    const t = this.textStep(lex, byte);
+    if (t < 0 || this.dist[t] === Infinity) return 0;
+    return (t + 1) | (this.move[t]! !== NO_MOVE ? LEXER_COMMITS : 0);
+  }
+
+  lexerRestart(): number {
+    return -1;
+  }
+
+  lexerIgnoredRun(): number {
+    return 0;
+  }
+
+  /** Ending the text: a rule that may end here (0), or -1. */
+  lexerEndKey(lex: number): number {
+    return this.dist[lex] === 0 ? 0 : -1;
+  }
+
+  tokenStartLexers(): Int32Array {
+    return this.startLexers;
+  }
+
+  lexerByteReps(lex: number): Uint8Array {
+    const r = this.ruleOf[lex]!;
+    let reps = this.reps[r];
+    if (reps === undefined) {
+      reps = Uint8Array.from(classRepresentatives(this.rules[r]!));
+      this.reps[r] = reps;
+    }
+    return reps;
+  }
+
+  lexerByteLabels(lex: number): Uint8Array {
+    const r = this.ruleOf[lex]!;
+    let labels = this.labels[r];
+    if (labels === undefined) {
+      const dfa = this.rules[r]!;
+      labels = Uint8Array.from(dfa.byteClass);
+      // The call lead is no text: a label of its own, whatever class it shares.
+      const own = new Set(labels);
+      let free = 0;
+      while (own.has(free)) free++;
+      labels[RULE_CALL_LEAD] = free;
+      this.labels[r] = labels;
+    }
+    return labels;
+  }
+
+  lexerCommitKey(lex: number, byte: number): number {
+    const t = this.textStep(lex, byte);
+    return t < 0 || this.dist[t] === Infinity || this.move[t]! === NO_MOVE ? -1 : t;
+  }
+
+  afterCommit(stack: number, commitKey: number): number {
+    const memoKey = stack * this.inCall.length + commitKey;
+    const hit = this.afterCommitMemo.get(memoKey);
+    if (hit !== IntMap.MISSING) return hit;
+    const result = this.moved(stack - 1, commitKey);
+    const state = result < 0 ? -1 : this.internSet([result]);
+    this.afterCommitMemo.set(memoKey, state);
+    return state;
+  }
+
+  /** The stack after `t`'s move on the stack `below` (−1: none), or −1 when refused. */
+  private moved(below: number, t: number): number {
+    const m = this.move[t]!;
+    if (m === POP) return below;
+    const rule = this.callee[m]!;
+    const caller = this.internStack(below, this.callReturn[m]!);
+    const pushed = this.internStack(caller, this.offset[rule]! + this.rules[rule]!.start);
+    return this.stackCost[pushed] === Infinity ? -1 : pushed;
+  }
+
+  lowerBoundAfterCommit(stack: number, commitKey: number): number {
+    const m = this.move[commitKey]!;
+    const below = stack - 1;
+    const under = below < 0 ? 0 : this.stackCost[below]!;
+    if (m === POP) return below < 0 ? Infinity : under;
+    return this.minLength[this.callee[m]!]! + this.dist[this.callReturn[m]!]! + under;
+  }
+
+  withStack(stack: number, lexers: readonly number[]): number {
+    const stacks = this.scratchStacks;
+    stacks.length = 0;
+    for (const l of lexers) {
+      const s = this.internStack(stack - 1, l);
+      if (this.stackCost[s] !== Infinity) stacks.push(s);
+    }
+    return this.internSet(stacks);
+  }
+}
+
+const NO_MOVE = -2;
+const POP = -1;
+
+/**
+ * The automaton of a rule network: the lexer-level one where each state has at most one move
+ * and what a move leaves has none (see LexerLevelRuleNetwork), the plain one otherwise.
+ */
+export function ruleNetworkAutomaton(network: RuleNetwork): RuleNetworkAutomaton {
+  const plain = new RuleNetworkAutomaton(network);
+  const move = plain.oneMoveEach();
+  return move === null ? plain : new LexerLevelRuleNetwork(network, move);
 }

@@ -87,6 +87,11 @@ export interface JsonSchemaOptions {
   readonly freeNesting?: number;
   /** With recursion "stack": a free value is a call too, so it nests to any depth (not freeNesting levels). */
   readonly freeValuesAnyDepth?: boolean;
+  /**
+   * With recursion "stack": a subschema's language used a second time is a call of one rule, not
+   * another copy of its DFA (big schemas whose one DFA is past the size limits).
+   */
+  readonly shareSubschemas?: boolean;
   /** Per-automaton sizes, and the whole compile's work (maxWork) and wall-clock valve (timeoutMs). */
   readonly limits?: RegexLimits;
   /**
@@ -105,6 +110,7 @@ export const DEFAULT_JSON_SCHEMA_OPTIONS = {
   freeNesting: 2,
   recursion: "unrolled" as "unrolled" | "stack",
   freeValuesAnyDepth: false,
+  shareSubschemas: false,
   limits: { maxDfaStates: 100_000, maxNfaStates: 400_000, maxWork: REGEX_MAX_WORK, timeoutMs: Number.POSITIVE_INFINITY } as RegexLimits,
 };
 
@@ -333,7 +339,10 @@ class SchemaCompiler implements WriterContext {
   /** The language (U or O, per `want`) of the conjunction of `refs`. */
   language(refs: readonly SchemaAt[], want: Want): RegexNode {
     if (refs.length === 0) return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
-    const pointers = refs.map((r) => r.pointer).join("|");
+    const stacking = this.stacking && !want.over && !want.dupFree;
+    // Written as calls, a schema that is only a `$ref` is its target's language: keyed by the
+    // target, each subschema is one rule however many places refer to it.
+    const pointers = stacking && refs.length === 1 ? this.scopeRoot(refs[0]!) : refs.map((r) => r.pointer).join("|");
     // Where a dynamic reference's target depends on the dynamic scope, so may the language.
     const scopes = this.document.scopeMatters ? ` ${refs.map((r) => this.document.dynamicKey(r)).join("|")}` : "";
     const pointer = refs[0]?.pointer ?? "";
@@ -341,7 +350,6 @@ class SchemaCompiler implements WriterContext {
     const style = this.syntax.style === "indented" ? want.depth : 0;
     // An over-approximation's language depends on how much deeper than here its limit is.
     const over = want.over ? `O${want.limit === undefined ? "" : want.limit - want.depth}` : "U";
-    const stacking = this.stacking && !want.over && !want.dupFree;
     const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}${stacking ? "S" : ""}`;
     // Met again inside itself: a call of its rule (the rule is this very language).
     if (stacking && this.building.has(baseKey)) return callNode(this.ruleFor(baseKey));
@@ -350,6 +358,14 @@ class SchemaCompiler implements WriterContext {
       // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as
       // (minimal: each copy of it in a DFA around it costs states).
       if (known.kind === "dfa") return known;
+      // Or, sharing subschemas, a call of one rule wherever it is used (its language is the same).
+      if (stacking && this.options.shareSubschemas) {
+        const rule = this.ruleFor(baseKey);
+        this.ruleBodies[rule] = known;
+        const call = callNode(rule);
+        this.memo.set(`${baseKey}@${this.unrolled}`, call);
+        return call;
+      }
       const compiled = dfaNode(this.compileNode(known, pointer));
       this.memo.set(`${baseKey}@${this.unrolled}`, compiled);
       return compiled;
