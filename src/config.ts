@@ -68,6 +68,8 @@ export interface Config {
   prefixCacheEntries: number;
   /** Append forced text without sampling it (fast-forward); a request's fast_forward overrides. */
   fastForward: boolean;
+  /** JSON Schema free values at any depth (rule networks) rather than two levels in one DFA. */
+  jsonFreeAnyDepth: boolean;
   /** Regex automaton cap: DFA states; beyond it 422 "too complex". */
   regexMaxStates: number;
   /** Work units one regex, grammar or JSON Schema compile may spend (422 beyond: deterministic). */
@@ -448,6 +450,15 @@ export const SETTINGS: readonly Setting[] = [
       "Where a constraint allows one continuation only (a JSON key and its colon, a closing bracket, a tool call's wrapper), append it as tokens in one batched decode instead of sampling each (a request's `fast_forward` overrides; off anyway with logprobs, logit_bias or penalties).",
   },
   {
+    key: "jsonFreeAnyDepth",
+    env: "TRELLIS_JSON_FREE_ANY_DEPTH",
+    flag: "--json-free-any-depth",
+    kind: "bool",
+    defaultText: "true",
+    description:
+      'JSON Schema values the schema leaves free (`{}`, `true`, `{"type": "object"}`, absent `items`/`additionalProperties`) nest to any depth (served by a pushdown automaton, masks walked per stack); false: at most 2 levels, in one DFA (the cheapest masks).',
+  },
+  {
     key: "regexMaxStates",
     env: "TRELLIS_REGEX_MAX_STATES",
     flag: "--regex-max-states",
@@ -657,6 +668,7 @@ export function defaultConfig(): Config {
     prefixCacheTokens: -1,
     prefixCacheEntries: 32,
     fastForward: true,
+    jsonFreeAnyDepth: true,
     regexMaxStates: 20_000,
     compileMaxWork: 32_000_000,
     grammarMaxNesting: 100,
@@ -792,6 +804,7 @@ export interface EngineFactoryOptions {
     maskMaxWork: number;
     compileMaxWork: number;
     probeBudgets: number[];
+    freeValuesAnyDepth: boolean;
     grammarLimits: Partial<GrammarLimits>;
   };
 }
@@ -820,6 +833,7 @@ export function engineOptions(config: Config, modelPath: string): EngineFactoryO
       // (exact token distances, up to ~10^8 steps for everyday schemas at 152k tokens), which a
       // request whose budget needs it does on the serving thread under the same limit.
       probeBudgets: [config.maxNewTokensLimit],
+      freeValuesAnyDepth: config.jsonFreeAnyDepth,
       grammarLimits: {
         maxNesting: config.grammarMaxNesting,
         maxTerminals: config.grammarMaxTerminals,

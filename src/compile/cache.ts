@@ -92,6 +92,8 @@ export interface ConstraintCacheOptions {
    */
   vocabulary: VocabularyBytes | null;
   probeBudgets: readonly number[];
+  /** JSON Schema free values at any depth, served by rule networks (TRELLIS_JSON_FREE_ANY_DEPTH). */
+  freeValuesAnyDepth: boolean;
 }
 
 /**
@@ -116,6 +118,7 @@ export const DEFAULT_CONSTRAINT_CACHE_OPTIONS: Readonly<ConstraintCacheOptions> 
   maskMaxWork: Number.POSITIVE_INFINITY,
   vocabulary: null,
   probeBudgets: [8, 512],
+  freeValuesAnyDepth: true,
 };
 
 /** Who asks for a constraint: the fairness unit, and what aborts the wait. */
@@ -356,8 +359,10 @@ export class ConstraintCache {
         return { ...spec, limits: this.regexLimits };
       case "grammar":
         return { ...spec, maxIgnoredRun: spec.maxIgnoredRun ?? MAX_IGNORED_RUN, limits: this.grammarLimits };
-      default:
+      case "tool_calls":
         return { ...spec, limits: this.jsonSchemaLimits };
+      default:
+        return { ...spec, limits: this.jsonSchemaLimits, freeValuesAnyDepth: this.options.freeValuesAnyDepth };
     }
   }
 

@@ -39,7 +39,11 @@ import type { CompiledSpec } from "./spec.js";
 export type CompileTask =
   | (Extract<CompiledSpec, { kind: "regex" }> & { readonly limits: RegexLimits })
   | (Extract<CompiledSpec, { kind: "grammar" }> & { readonly maxIgnoredRun: number; readonly limits: Partial<GrammarLimits> })
-  | (Extract<CompiledSpec, { kind: "json_schema" | "typescript" | "tool_calls" }> & { readonly limits: RegexLimits });
+  | (Extract<CompiledSpec, { kind: "json_schema" | "typescript" }> & {
+      readonly limits: RegexLimits;
+      readonly freeValuesAnyDepth?: boolean;
+    })
+  | (Extract<CompiledSpec, { kind: "tool_calls" }> & { readonly limits: RegexLimits });
 
 /**
  * The JSON Schema a typed completion's TypeScript type stands for (its refusals name schema or
@@ -105,7 +109,13 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
       const { whitespace, forbidUnnamedProperties, strict } = task.options;
       const typed = task.kind === "typescript" ? typeScriptSchema(task) : null;
       const schema = task.kind === "json_schema" ? task.schema : typed?.schema;
-      const options = { whitespace, forbidAdditionalProperties: forbidUnnamedProperties, strict, limits: task.limits };
+      const options = {
+        whitespace,
+        forbidAdditionalProperties: forbidUnnamedProperties,
+        strict,
+        limits: task.limits,
+        freeValuesAnyDepth: task.freeValuesAnyDepth ?? false,
+      };
       // Probed with the choice of its form.
       const { warnings: own, ...served } = compileServedSchema(schema, options, trie, probe);
       const all = [...(typed?.warnings ?? []), ...(own ?? [])];
@@ -132,12 +142,13 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
 }
 
 /**
- * A JSON Schema in the form the service serves it: where it recurses, its rule network (the
- * recursion to any depth, a pushdown automaton), when that network's first operations pass the
- * probe; otherwise, or where nothing recurses, its one DFA (recursion unrolled, as before rule
- * networks; DFA masks are precomputed, the network's are walked per stack, so a DFA is kept
- * wherever it is exact). Free values nest `freeNesting` levels either way. bench/jsonschema.ts
- * judges MaskBench through this same choice.
+ * A JSON Schema in the form the service serves it: its rule network where values nest without
+ * bound (recursion; free values too under `freeValuesAnyDepth`) or its one DFA is past the size
+ * limits, when that network's first operations pass the probe; otherwise its one DFA (recursion
+ * unrolled, free values `freeNesting` deep: the form before rule networks, whose masks are the
+ * cheapest). The forms are tried in that order, each refusal for size or work passing on to the
+ * next and the first refusal answered when none is left, so no schema the one DFA serves is
+ * refused. bench/jsonschema.ts judges MaskBench through this same choice.
  */
 export function compileServedSchema(
   schema: unknown,
@@ -145,21 +156,30 @@ export function compileServedSchema(
   trie?: TokenTrie,
   probe?: ProbeOptions,
 ): CompileOutput & { kind: "dfa" | "rules" } {
-  let compiled: ReturnType<typeof compileJsonSchema>;
-  try {
-    compiled = compileJsonSchema(schema, { ...options, recursion: "stack" });
-  } catch (error) {
-    // Past a DFA's size limits: the subschemas used more than once become shared rules.
-    if (!(error instanceof JsonSchemaTooComplexError) || (error.limit !== "dfaStates" && error.limit !== "nfaStates")) throw error;
+  const free = options.freeValuesAnyDepth === true;
+  const stacked: JsonSchemaOptions[] = [
+    { recursion: "stack", freeValuesAnyDepth: free },
+    { recursion: "stack", freeValuesAnyDepth: free, shareSubschemas: true },
+  ];
+  if (free) stacked.push({ recursion: "stack" }, { recursion: "stack", shareSubschemas: true });
+  let firstRefusal: JsonSchemaTooComplexError | null = null;
+  let lastRefusal: JsonSchemaTooComplexError | null = null;
+  let compiled: ReturnType<typeof compileJsonSchema> | null = null;
+  for (const form of stacked) {
+    // Sharing only helps past a size limit.
+    if (form.shareSubschemas && lastRefusal?.limit !== "dfaStates" && lastRefusal?.limit !== "nfaStates") continue;
     try {
-      compiled = compileJsonSchema(schema, { ...options, recursion: "stack", shareSubschemas: true });
-    } catch {
-      throw error;
+      compiled = compileJsonSchema(schema, { ...options, freeValuesAnyDepth: false, ...form });
+      break;
+    } catch (error) {
+      // The wall-clock valve (503) and every other refusal are answered as they are.
+      if (!(error instanceof JsonSchemaTooComplexError) || error.limit === "time") throw error;
+      firstRefusal ??= error;
+      lastRefusal = error;
     }
-    if (compiled.rules === undefined) throw error;
   }
   const warned = (w: readonly JsonSchemaWarning[]) => (w.length > 0 ? { warnings: w } : {});
-  if (compiled.rules !== undefined) {
+  if (compiled?.rules !== undefined) {
     const network = { rules: compiled.rules };
     try {
       if (trie && probe) {
@@ -173,7 +193,14 @@ export function compileServedSchema(
     } catch (error) {
       if (!(error instanceof ConstraintTooCostlyError)) throw error;
     }
-    compiled = compileJsonSchema(schema, { ...options, recursion: "unrolled" });
+    compiled = null;
+  }
+  if (compiled === null) {
+    try {
+      compiled = compileJsonSchema(schema, { ...options, recursion: "unrolled" });
+    } catch (error) {
+      throw firstRefusal ?? error;
+    }
   }
   const dfa = compiled.dfa;
   if (trie && probe)

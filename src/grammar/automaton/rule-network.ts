@@ -129,8 +129,10 @@ export class RuleNetworkAutomaton {
    */
   private computeDistances(): void {
     const total = this.inCall.length;
-    // Reversed text edges, as lists per target.
-    const into: number[][] = Array.from({ length: total }, () => []);
+    // Reversed text edges (each (q, t) once) and calls, as compact lists per target.
+    const edgeFrom: number[] = [];
+    const edgeTo: number[] = [];
+    const seenFrom = new Int32Array(total).fill(-1);
     for (let r = 0; r < this.rules.length; r++) {
       const dfa = this.rules[r]!;
       const base = this.offset[r]!;
@@ -139,13 +141,23 @@ export class RuleNetworkAutomaton {
         if (this.inCall[base + q] === 1) continue;
         for (const b of reps) {
           const t = this.textStep(base + q, b);
-          if (t >= 0) into[t]!.push(base + q);
+          if (t < 0 || seenFrom[t] === base + q) continue;
+          seenFrom[t] = base + q;
+          edgeFrom.push(base + q);
+          edgeTo.push(t);
         }
       }
     }
-    const callsInto: number[][] = Array.from({ length: total }, () => []);
-    for (let g = 0; g < total; g++)
-      for (let i = this.callFirst[g]!; i < this.callFirst[g + 1]!; i++) callsInto[this.callReturn[i]!]!.push(i);
+    const intoFirst = new Int32Array(total + 1);
+    for (const t of edgeTo) intoFirst[t + 1]!++;
+    for (let g = 0; g < total; g++) intoFirst[g + 1]! += intoFirst[g]!;
+    const into = new Int32Array(edgeTo.length);
+    const fill = intoFirst.slice(0, total);
+    for (let e = 0; e < edgeTo.length; e++) into[fill[edgeTo[e]!]!++] = edgeFrom[e]!;
+    const callsInto: number[][] = [];
+    for (let g = 0; g < total; g++) {
+      for (let i = this.callFirst[g]!; i < this.callFirst[g + 1]!; i++) (callsInto[this.callReturn[i]!] ??= []).push(i);
+    }
     const callFrom = new Int32Array(this.callee.length);
     for (let g = 0; g < total; g++) callFrom.fill(g, this.callFirst[g]!, this.callFirst[g + 1]!);
     for (let round = 0; round <= this.rules.length + 1; round++) {
@@ -164,13 +176,14 @@ export class RuleNetworkAutomaton {
         const d = heap.topKey();
         const g = heap.pop();
         if (d > this.dist[g]!) continue;
-        for (const p of into[g]!) {
+        for (let e = intoFirst[g]!; e < intoFirst[g + 1]!; e++) {
+          const p = into[e]!;
           if (d + 1 < this.dist[p]!) {
             this.dist[p] = d + 1;
             heap.push(p, d + 1);
           }
         }
-        for (const i of callsInto[g]!) {
+        for (const i of callsInto[g] ?? []) {
           const p = callFrom[i]!;
           const nd = d + this.minLength[this.callee[i]!]!;
           if (nd < this.dist[p]!) {
