@@ -15,6 +15,10 @@
  *
  * Usage: npm run bench:jsonschema -- [--data DIR] [--vocab llama-bpe] [--limit N | --sample N]
  *          [--only A,B] [--out FILE] [--compile-max-work N] [--mask-max-work N] [--llguidance FILE]
+ *          [--recursion stack|unrolled] [--free-any-depth true|false]
+ *   --recursion  "stack" (default, the service's: compileServedSchema's choice of a rule network or
+ *                one DFA) or "unrolled" (one DFA always, the form before rule networks).
+ *   --free-any-depth  free values at any depth (default: the service's TRELLIS_JSON_FREE_ANY_DEPTH).
  *   --only A,B   only the files whose names contain one of these (reproducing one schema's verdict).
  *   --limit N    the first N files by name; --sample N: N files evenly spaced over the sorted list
  *                (every k-th, k = files/N), so a quick run covers every subset.
@@ -175,8 +179,9 @@ async function main(): Promise<void> {
   const outFile = argValue("out");
   /** "stack" (the service's: rule networks where values nest without bound) or "unrolled" (one DFA). */
   const recursion = (argValue("recursion") ?? "stack") as "stack" | "unrolled";
-  /** Free values as calls too (any depth), where the service does (JsonSchemaOptions.freeValuesAnyDepth). */
-  const freeValuesAnyDepth = process.argv.includes("--free-any-depth");
+  /** Free values as calls too (any depth): the service's TRELLIS_JSON_FREE_ANY_DEPTH unless --free-any-depth true|false. */
+  const freeArg = argValue("free-any-depth");
+  const freeValuesAnyDepth = freeArg === undefined ? defaults.jsonFreeAnyDepth : freeArg === "true";
   const llgPath = resolve(REPO_ROOT, argValue("llguidance") ?? "../shared/jsonschema/llguidance-maskbench.json");
 
   const vocabPath = resolve(SHARED, "models", "vocab", `ggml-vocab-${vocabName}.gguf`);

@@ -1,6 +1,7 @@
-// compileJsonSchema against the official JSON Schema Test Suite (draft 2020-12 and draft-07,
-// optional/ and optional/format/ included; refRemote.json skipped: it needs a server of remotes/).
-// Each instance is written as Python's json.dumps(data) and checked for membership in the DFA.
+// The JSON Schema compiler, in the form the service serves (a rule network where values nest
+// without bound, else one DFA), against the official JSON Schema Test Suite (draft 2020-12 and
+// draft-07, optional/ and optional/format/ included; refRemote.json skipped: it needs a server of
+// remotes/). Each instance is written as Python's json.dumps(data) and checked for membership.
 //
 // The DFA writes JSON in one layout (properties in the schema's order, then others), so a valid
 // instance may be rejected for its key order or layout: a miss, counted, not a failure. An
@@ -43,12 +44,14 @@ const where = (r: GroupResult): string => `${r.draft}/${r.file} #${r.index} "${r
  * and 222 in draft-07; 308 since a nested unevaluated… evaluates every key or item for the
  * schemas around it, 309 since a minContains 0 contains still evaluates, 316 since a
  * schema's own properties are written before its $ref's, 318 (and 224 in draft-07) since the
- * keys a dependency requires are written before its trigger. Raise them
+ * keys a dependency requires are written before its trigger; 319 and 225 (and 51 optional in
+ * 2020-12) since recursion is served by a stack, to any depth (the service's form: rule
+ * networks, test/support/json-schema-suite.ts). Raise them
  * when the compiler improves; a drop of more than FLOOR_MARGIN is a regression.
  */
 const MEASURED_PASSED: Readonly<Record<SuiteDraft, { required: number; optional: number }>> = {
-  "draft2020-12": { required: 318, optional: 50 },
-  draft7: { required: 224, optional: 43 },
+  "draft2020-12": { required: 319, optional: 51 },
+  draft7: { required: 225, optional: 43 },
 };
 const FLOOR_MARGIN = 5;
 

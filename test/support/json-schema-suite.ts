@@ -1,20 +1,22 @@
-// Runs the official JSON Schema Test Suite (../shared/jsonschema/test-suite/) against
-// compileJsonSchema: each group's schema compiled once, each test's instance written as Python's
-// json.dumps(data) and checked for membership in the DFA.
+// Runs the official JSON Schema Test Suite (../shared/jsonschema/test-suite/) against the JSON
+// Schema compiler in the form the service serves (compileServedSchema: a rule network where
+// values nest without bound, else one DFA): each group's schema compiled once, each test's
+// instance written as Python's json.dumps(data) and checked for membership.
 //
 // Our DFA writes JSON in one layout (properties in the schema's order, then others), so a valid
 // instance it rejects is only a miss; an invalid instance it accepts is a bug.
 import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import {
-  compileJsonSchema,
   DEFAULT_JSON_SCHEMA_OPTIONS,
   JsonSchemaError,
   JsonSchemaTooComplexError,
   JsonSchemaUnsatisfiableError,
   type JsonSchemaWarning,
 } from "../../src/schema/index.js";
-import { type ByteDfa, matchesString } from "../../src/regex/index.js";
+import { compileServedSchema } from "../../src/compile/index.js";
+import { ruleNetworkAutomaton } from "../../src/grammar/index.js";
+import { matchesString } from "../../src/regex/index.js";
 import { REPO_ROOT } from "./paths.js";
 import { parseKeepingNumbers, pythonDumps, type PyJson } from "./python-json.js";
 
@@ -119,18 +121,26 @@ export function compileForSuite(
   schema: unknown,
   options: RunOptions = {},
 ):
-  | { kind: "dfa"; dfa: ByteDfa; warnings: readonly JsonSchemaWarning[] }
+  | { kind: "served"; accepts: (text: string) => boolean; warnings: readonly JsonSchemaWarning[] }
   | { kind: "refused"; keyword: string; pointer: string }
   | { kind: "tooComplex"; limit: string; pointer: string }
   | { kind: "unsatisfiable" }
   | { kind: "crashed"; message: string } {
   try {
-    const { dfa, warnings } = compileJsonSchema(schema, {
+    const served = compileServedSchema(schema, {
       whitespace: "default",
       strict: true,
       limits: { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, timeoutMs: options.timeoutMs ?? 2000 },
+      freeValuesAnyDepth: true,
     });
-    return { kind: "dfa", dfa, warnings };
+    const warnings = served.warnings ?? [];
+    if (served.kind === "dfa") return { kind: "served", accepts: (text) => matchesString(served.dfa, text), warnings };
+    const automaton = ruleNetworkAutomaton({ rules: served.rules });
+    const accepts = (text: string): boolean => {
+      const state = automaton.walk(automaton.start, text);
+      return state >= 0 && automaton.isComplete(state);
+    };
+    return { kind: "served", accepts, warnings };
   } catch (e) {
     if (e instanceof JsonSchemaError) return { kind: "refused", keyword: e.keyword ?? "(none)", pointer: e.pointer };
     if (e instanceof JsonSchemaTooComplexError) return { kind: "tooComplex", limit: e.limit, pointer: e.pointer };
@@ -155,8 +165,8 @@ export function runSuiteFile(draft: SuiteDraft, file: string, options: RunOption
     const started = performance.now();
     const compiled = compileForSuite(schema, options);
     let accepted: (c: SuiteCase) => boolean = () => false;
-    if (compiled.kind === "dfa") accepted = (c) => matchesString(compiled.dfa, c.text);
-    const checked = compiled.kind === "dfa" || compiled.kind === "unsatisfiable";
+    if (compiled.kind === "served") accepted = (c) => compiled.accepts(c.text);
+    const checked = compiled.kind === "served" || compiled.kind === "unsatisfiable";
     const validRejected = checked ? cases.filter((c) => c.valid && !accepted(c)) : [];
     const invalidAccepted = checked ? cases.filter((c) => !c.valid && accepted(c)) : [];
     const ms = performance.now() - started;
@@ -167,7 +177,7 @@ export function runSuiteFile(draft: SuiteDraft, file: string, options: RunOption
     else if (compiled.kind === "tooComplex") (outcome = "tooComplex"), (detail = compiled.limit), (pointer = compiled.pointer);
     else if (compiled.kind === "crashed") (outcome = "crashed"), (detail = compiled.message);
     else if (invalidAccepted.length > 0) {
-      detail = notAssertedReason(file, compiled.kind === "dfa" ? compiled.warnings : []);
+      detail = notAssertedReason(file, compiled.kind === "served" ? compiled.warnings : []);
       outcome = detail === null ? "failed" : "notAsserted";
     } else if (validRejected.length === 0) outcome = "passed";
     else outcome = compiled.kind === "unsatisfiable" ? "unsatisfiable" : "partial";

@@ -524,6 +524,12 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
     this.startLexers = Int32Array.from(starts);
   }
 
+  override retainedBytes(): number {
+    let pairs = 0;
+    for (const p of this.hypothesisPairs) if (p !== undefined) pairs += 64 + p.byteLength;
+    return super.retainedBytes() + this.afterCommitMemo.byteLength + pairs + this.move.byteLength;
+  }
+
   hypotheses(state: number): Int32Array {
     let pairs = this.hypothesisPairs[state];
     if (pairs === undefined) {
