@@ -258,7 +258,7 @@ class RuleNetworkEntry implements ConstraintEntry {
     this.matcher = this.freshMatcher();
     this.factory = (prefix) => {
       if (this.automaton.numStates > MAX_AUTOMATON_STATES) {
-        this.automaton = ruleNetworkAutomaton(this.network);
+        this.automaton = ruleNetworkAutomaton(this.network, this.automaton);
         this.matcher = this.freshMatcher();
       }
       return new GrammarConstraintState(this.matcher, prefix);

@@ -57,24 +57,37 @@ export class RuleNetworkAutomaton {
   private readonly multiSetIds = new Map<number, number[]>();
   private readonly stepMemo = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly scratch: number[] = [];
+  /** Per rule, one text byte per byte class (classRepresentatives). */
+  protected readonly textBytes: readonly number[][];
 
-  constructor(network: RuleNetwork) {
+  /**
+   * `tablesOf`: an automaton of the same network whose tables (calls, distances: read only once
+   * made) this one shares instead of computing them again; its memos are its own.
+   */
+  constructor(network: RuleNetwork, tablesOf?: RuleNetworkAutomaton) {
     const rules = network.rules;
     if (rules.length === 0) throw new GrammarError("a rule network needs a rule");
     this.rules = rules;
-    this.offset = new Int32Array(rules.length + 1);
-    for (let r = 0; r < rules.length; r++) this.offset[r + 1] = this.offset[r]! + rules[r]!.numStates;
-    const total = this.offset[rules.length]!;
-    this.ruleOf = new Int32Array(total);
-    for (let r = 0; r < rules.length; r++) this.ruleOf.fill(r, this.offset[r]!, this.offset[r + 1]!);
-    this.inCall = new Uint8Array(total);
-    const calls = this.readCalls();
-    this.callFirst = calls.first;
-    this.callee = calls.callee;
-    this.callReturn = calls.ret;
-    this.minLength = new Float64Array(rules.length).fill(Infinity);
-    this.dist = new Float64Array(total).fill(Infinity);
-    this.computeDistances();
+    if (tablesOf?.sameNetwork(network)) {
+      ({ offset: this.offset, ruleOf: this.ruleOf, inCall: this.inCall, textBytes: this.textBytes } = tablesOf);
+      ({ callFirst: this.callFirst, callee: this.callee, callReturn: this.callReturn } = tablesOf);
+      ({ minLength: this.minLength, dist: this.dist } = tablesOf);
+    } else {
+      this.offset = new Int32Array(rules.length + 1);
+      for (let r = 0; r < rules.length; r++) this.offset[r + 1] = this.offset[r]! + rules[r]!.numStates;
+      const total = this.offset[rules.length]!;
+      this.ruleOf = new Int32Array(total);
+      for (let r = 0; r < rules.length; r++) this.ruleOf.fill(r, this.offset[r]!, this.offset[r + 1]!);
+      this.inCall = new Uint8Array(total);
+      this.textBytes = rules.map(classRepresentatives);
+      const calls = this.readCalls();
+      this.callFirst = calls.first;
+      this.callee = calls.callee;
+      this.callReturn = calls.ret;
+      this.minLength = new Float64Array(rules.length).fill(Infinity);
+      this.dist = new Float64Array(total).fill(Infinity);
+      this.computeDistances();
+    }
     if (this.minLength[0] === Infinity) throw new GrammarError("the rule network accepts no sentence");
     const root = this.internStack(-1, this.offset[0]! + rules[0]!.start);
     this.start = this.internSet(this.closure([root]));
@@ -88,21 +101,29 @@ export class RuleNetworkAutomaton {
     for (let r = 0; r < this.rules.length; r++) {
       const { numStates, numClasses, byteClass, next } = this.rules[r]!;
       const base = this.offset[r]!;
+      // The bytes of each class: a call's two bytes are found class by class, not 65,536 pairs.
+      const bytesOf: number[][] = Array.from({ length: numClasses }, () => []);
+      for (let b = 0; b < 256; b++) bytesOf[byteClass[b]!]!.push(b);
       for (let q = 0; q < numStates; q++) {
         first[base + q] = callee.length;
         const s1 = next[q * numClasses + byteClass[RULE_CALL_LEAD]!]!;
         if (s1 < 0) continue;
         this.inCall[base + s1] = 1;
-        for (let hi = 0; hi < 256; hi++) {
-          const s2 = next[s1 * numClasses + byteClass[hi]!]!;
+        for (let c1 = 0; c1 < numClasses; c1++) {
+          const s2 = next[s1 * numClasses + c1]!;
           if (s2 < 0) continue;
           this.inCall[base + s2] = 1;
-          for (let lo = 0; lo < 256; lo++) {
-            const s3 = next[s2 * numClasses + byteClass[lo]!]!;
-            const c = hi * 256 + lo;
-            if (s3 < 0 || c >= this.rules.length) continue;
-            callee.push(c);
-            ret.push(base + s3);
+          for (let c2 = 0; c2 < numClasses; c2++) {
+            const s3 = next[s2 * numClasses + c2]!;
+            if (s3 < 0) continue;
+            for (const hi of bytesOf[c1]!) {
+              for (const lo of bytesOf[c2]!) {
+                const c = hi * 256 + lo;
+                if (c >= this.rules.length) continue;
+                callee.push(c);
+                ret.push(base + s3);
+              }
+            }
           }
         }
       }
@@ -136,7 +157,7 @@ export class RuleNetworkAutomaton {
     for (let r = 0; r < this.rules.length; r++) {
       const dfa = this.rules[r]!;
       const base = this.offset[r]!;
-      const reps = classRepresentatives(dfa);
+      const reps = this.textBytes[r]!;
       for (let q = 0; q < dfa.numStates; q++) {
         if (this.inCall[base + q] === 1) continue;
         for (const b of reps) {
@@ -340,8 +361,7 @@ export class RuleNetworkAutomaton {
 
   /** Appends the fewest bytes from global state `g` to its rule's end, calls spelled out. */
   private spellShortest(from: number, out: number[]): void {
-    const r = this.ruleOf[from]!;
-    const reps = classRepresentatives(this.rules[r]!);
+    const reps = this.textBytes[this.ruleOf[from]!]!;
     for (let g = from; this.dist[g] !== 0; ) {
       const d = this.dist[g]!;
       let moved = false;
@@ -402,6 +422,11 @@ export class RuleNetworkAutomaton {
     return move;
   }
 
+  /** Whether `network` is this automaton's (the same rules). */
+  sameNetwork(network: RuleNetwork): boolean {
+    return this.rules === network.rules;
+  }
+
   /** Feeds a whole string (UTF-8); -1 when rejected on the way. */
   walk(state: number, text: string): number {
     let s = state;
@@ -426,14 +451,14 @@ export class RuleNetworkAutomaton {
 
 /** One byte per byte class of a DFA, printable ASCII first, never the call lead alone. */
 export function classRepresentatives(dfa: ByteDfa): number[] {
-  const seen = new Set<number>();
+  const seen = new Uint8Array(dfa.numClasses);
   const reps: number[] = [];
-  const order = [...Array.from({ length: 95 }, (_, i) => 0x20 + i), ...Array.from({ length: 256 }, (_, i) => i)];
-  for (const b of order) {
+  for (let i = 0; i < 95 + 256; i++) {
+    const b = i < 95 ? 0x20 + i : i - 95;
     if (b === RULE_CALL_LEAD) continue;
     const c = dfa.byteClass[b]!;
-    if (seen.has(c)) continue;
-    seen.add(c);
+    if (seen[c] === 1) continue;
+    seen[c] = 1;
     reps.push(b);
   }
   return reps;
@@ -508,6 +533,10 @@ class MinHeap {
 class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
   /** Per global state: its one move's call index (≥ 0), POP, or NO_MOVE. */
   private readonly move: Int32Array;
+
+  get moves(): Int32Array {
+    return this.move;
+  }
   private readonly afterCommitMemo = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly hypothesisPairs: (Int32Array | undefined)[] = [];
   private readonly labels: (Uint8Array | undefined)[] = [];
@@ -515,8 +544,8 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
   private readonly startLexers: Int32Array;
   private readonly scratchStacks: number[] = [];
 
-  constructor(network: RuleNetwork, move: Int32Array) {
-    super(network);
+  constructor(network: RuleNetwork, move: Int32Array, tablesOf: RuleNetworkAutomaton) {
+    super(network, tablesOf);
     this.move = move;
     const starts = new Set<number>();
     for (let r = 0; r < this.rules.length; r++) starts.add(this.offset[r]! + this.rules[r]!.start);
@@ -571,7 +600,7 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
     const r = this.ruleOf[lex]!;
     let reps = this.reps[r];
     if (reps === undefined) {
-      reps = Uint8Array.from(classRepresentatives(this.rules[r]!));
+      reps = Uint8Array.from(this.textBytes[r]!);
       this.reps[r] = reps;
     }
     return reps;
@@ -641,11 +670,12 @@ const NO_MOVE = -2;
 const POP = -1;
 
 /**
- * The automaton of a rule network: the lexer-level one where each state has at most one move
+ * The automaton of a rule network (`tablesOf`: one of the same network whose tables it shares,
+ * e.g. the automaton it replaces when its memos are full): the lexer-level one where each state has at most one move
  * and what a move leaves has none (see LexerLevelRuleNetwork), the plain one otherwise.
  */
-export function ruleNetworkAutomaton(network: RuleNetwork): RuleNetworkAutomaton {
-  const plain = new RuleNetworkAutomaton(network);
-  const move = plain.oneMoveEach();
-  return move === null ? plain : new LexerLevelRuleNetwork(network, move);
+export function ruleNetworkAutomaton(network: RuleNetwork, tablesOf?: RuleNetworkAutomaton): RuleNetworkAutomaton {
+  const plain = new RuleNetworkAutomaton(network, tablesOf);
+  const move = tablesOf instanceof LexerLevelRuleNetwork && tablesOf.sameNetwork(network) ? tablesOf.moves : plain.oneMoveEach();
+  return move === null ? plain : new LexerLevelRuleNetwork(network, move, plain);
 }
