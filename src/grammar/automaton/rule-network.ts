@@ -14,7 +14,7 @@
 // over its frames. So the lower bound the token layer plans with is the exact shortest completion,
 // and `completingBytes` spells one.
 
-import { IntMap, RULE_CALL_LEAD, TableSlab } from "../../support/index.js";
+import { forEachCall, IntMap, RULE_CALL_LEAD, TableSlab } from "../../support/index.js";
 import type { ByteDfa } from "../../regex/index.js";
 import { GrammarError } from "../errors.js";
 import { LEXER_COMMITS } from "./grammar-automaton.js";
@@ -99,33 +99,16 @@ export class RuleNetworkAutomaton {
     const callee: number[] = [];
     const ret: number[] = [];
     for (let r = 0; r < this.rules.length; r++) {
-      const { numStates, numClasses, byteClass, next } = this.rules[r]!;
+      const dfa = this.rules[r]!;
       const base = this.offset[r]!;
-      // The bytes of each class: a call's two bytes are found class by class, not 65,536 pairs.
-      const bytesOf: number[][] = Array.from({ length: numClasses }, () => []);
-      for (let b = 0; b < 256; b++) bytesOf[byteClass[b]!]!.push(b);
-      for (let q = 0; q < numStates; q++) {
+      for (let q = 0; q < dfa.numStates; q++) {
         first[base + q] = callee.length;
-        const s1 = next[q * numClasses + byteClass[RULE_CALL_LEAD]!]!;
-        if (s1 < 0) continue;
-        this.inCall[base + s1] = 1;
-        for (let c1 = 0; c1 < numClasses; c1++) {
-          const s2 = next[s1 * numClasses + c1]!;
-          if (s2 < 0) continue;
-          this.inCall[base + s2] = 1;
-          for (let c2 = 0; c2 < numClasses; c2++) {
-            const s3 = next[s2 * numClasses + c2]!;
-            if (s3 < 0) continue;
-            for (const hi of bytesOf[c1]!) {
-              for (const lo of bytesOf[c2]!) {
-                const c = hi * 256 + lo;
-                if (c >= this.rules.length) continue;
-                callee.push(c);
-                ret.push(base + s3);
-              }
-            }
-          }
-        }
+        forEachCall(dfa, q, this.rules.length, (rule, after, afterLead, afterFirst) => {
+          this.inCall[base + afterLead] = 1;
+          this.inCall[base + afterFirst] = 1;
+          callee.push(rule);
+          ret.push(base + after);
+        });
       }
     }
     first[this.inCall.length] = callee.length;

@@ -3,7 +3,7 @@
 // support/rule-calls.ts) instead of unrolling it, and each rule is one DFA. This file holds the
 // calls as regex nodes and what the compiler checks of the rules once they are built.
 
-import { RULE_CALL_LEAD, ruleCallBytes } from "../../support/index.js";
+import { forEachCall, RULE_CALL_LEAD, ruleCallBytes } from "../../support/index.js";
 import type { ByteDfa, RegexNode } from "../../regex/index.js";
 
 /** A call of rule `rule` as a regex node: its spelling, as a small DFA (sets are code points). */
@@ -34,18 +34,8 @@ export function hasCalls(dfa: ByteDfa): boolean {
 
 /** The (callee, state after the call) pairs a DFA state spells. */
 function callsAt(dfa: ByteDfa, q: number, numRules: number): [number, number][] {
-  const { next, numClasses, byteClass } = dfa;
   const out: [number, number][] = [];
-  const s1 = next[q * numClasses + byteClass[RULE_CALL_LEAD]!]!;
-  if (s1 < 0) return out;
-  for (let hi = 0; hi < 256; hi++) {
-    const s2 = next[s1 * numClasses + byteClass[hi]!]!;
-    if (s2 < 0) continue;
-    for (let lo = 0; lo < 256; lo++) {
-      const s3 = next[s2 * numClasses + byteClass[lo]!]!;
-      if (s3 >= 0 && hi * 256 + lo < numRules) out.push([hi * 256 + lo, s3]);
-    }
-  }
+  forEachCall(dfa, q, numRules, (rule, after) => out.push([rule, after]));
   return out;
 }
 
