@@ -136,6 +136,29 @@ describe("POST /v1/completion/json with the real engine (stories260K)", () => {
     assertValid([[schema, body.completion]]);
   });
 
+  test("recursive schemas and free values are served to any depth: valid, and the least budget is exact", async () => {
+    // A tree whose nodes need their `kids` list, and a free `meta` value: a rule network.
+    const tree = {
+      type: "object",
+      properties: { v: { const: "node" }, kids: { type: "array", items: { $ref: "#" } }, meta: { type: "object" } },
+      required: ["v", "kids"],
+      additionalProperties: false,
+    };
+    const outputs: [unknown, string][] = [];
+    for (let seed = 1; seed <= 4; seed++) {
+      const body = await ok({ prompt: "A tree:", schema: tree, seed, temperature: 1.5, max_new_tokens: 150 });
+      assert.equal(body.stop_reason, "pattern_match");
+      outputs.push([tree, body.completion]);
+    }
+    const message = await error({ prompt: "x", schema: tree, max_new_tokens: 2 }, 422, /schema needs at least (\d+) tokens/);
+    const least = Number(/at least (\d+) tokens/.exec(message)![1]);
+    await error({ prompt: "x", schema: tree, max_new_tokens: least - 1 }, 422, new RegExp(`at least ${least} tokens`));
+    const body = await ok({ prompt: "x", schema: tree, max_new_tokens: least, seed: 5 });
+    assert.ok(body.tokens_generated <= least);
+    outputs.push([tree, body.completion]);
+    assertValid(outputs);
+  });
+
   test("malformed and remote schemas are 400s naming the keyword and its JSON pointer", async () => {
     await error({ prompt: "x", schema: { type: "strin" } }, 400, /schema: type at \/type: must be one of/);
     await error(
