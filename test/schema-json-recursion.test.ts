@@ -1,7 +1,8 @@
-// JSON Schema recursion served by a stack (issue 42's first slice): a recursive `$ref` compiles,
-// under recursion "stack", to a rule network (schema/json-schema/rules.ts) that the grammar
-// stage's RuleNetworkAutomaton recognizes at any depth, where the one-DFA form stops at
-// MAX_RECURSION levels. Every text here is judged by Python's jsonschema too; generation over the
+// JSON Schema nesting served by a stack (issue 42): a recursive `$ref` (and, with
+// freeValuesAnyDepth, a free value) compiles under recursion "stack" to a rule network
+// (schema/json-schema/rules.ts) that the grammar stage's RuleNetworkAutomaton recognizes at any
+// depth, where the one-DFA form stops at MAX_RECURSION levels; past the one DFA's size limit a
+// subschema used in many places is one shared rule. Every text here is judged by Python's jsonschema too; generation over the
 // qwen2 vocabulary (152k tokens) is driven deep (≥ 10 levels) and must stay valid and complete
 // within every budget.
 import assert from "node:assert/strict";
