@@ -202,6 +202,8 @@ async function main(): Promise<void> {
   const schemaMs = new SampleBuffer();
   const firstMaskMs = new SampleBuffer();
   const perSchema: Record<string, Verdict> = {};
+  /** compileMs per compiled schema (in --out's file): runs compare on the schemas both compiled. */
+  const compileMsBySchema: Record<string, number> = {};
   const refusedByKeyword: Record<string, number> = {};
   const tooComplex: Record<string, number> = {};
   const invalidAcceptedFiles: string[] = [];
@@ -331,6 +333,7 @@ async function main(): Promise<void> {
     }
     const t1 = performance.now();
     compileMs.push(t1 - t0);
+    compileMsBySchema[file] = round3(t1 - t0);
     schemaMs.push(tSchema - t0);
     firstMaskMs.push(t1 - tSchema);
     c.compiled++;
@@ -455,7 +458,7 @@ async function main(): Promise<void> {
       "llguidance = its own record (llguidance 1.8) of the same files: passing = {} in the record.",
   };
   if (outFile !== undefined) {
-    writeFileSync(resolve(outFile), JSON.stringify({ ...summary, perSchema }, null, 2) + "\n");
+    writeFileSync(resolve(outFile), JSON.stringify({ ...summary, perSchema, compileMsBySchema }, null, 2) + "\n");
     process.stdout.write(JSON.stringify({ ...summary, perSchemaIn: basename(outFile) }, null, 2) + "\n");
   } else {
     process.stdout.write(JSON.stringify({ ...summary, perSchema }, null, 2) + "\n");
