@@ -146,9 +146,9 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
  * bound (recursion; free values too under `freeValuesAnyDepth`) or its one DFA is past the size
  * limits, when that network's first operations pass the probe; otherwise its one DFA (recursion
  * unrolled, free values `freeNesting` deep: the form before rule networks, whose masks are the
- * cheapest). The forms are tried in that order, each refusal for size or work passing on to the
- * next and the first refusal answered when none is left, so no schema the one DFA serves is
- * refused. bench/jsonschema.ts judges MaskBench through this same choice.
+ * cheapest). The forms are tried in that order, each refusal for size passing on to the next (one
+ * for work straight to the one DFA) and the first refusal answered when none is left, so no schema
+ * the one DFA serves is refused. bench/jsonschema.ts judges MaskBench through this same choice.
  */
 export function compileServedSchema(
   schema: unknown,
@@ -176,6 +176,8 @@ export function compileServedSchema(
       if (!(error instanceof JsonSchemaTooComplexError) || error.limit === "time") throw error;
       firstRefusal ??= error;
       lastRefusal = error;
+      // Past the work limit, only the one DFA is tried again: at most twice the work in all.
+      if (error.limit === "work") break;
     }
   }
   const warned = (w: readonly JsonSchemaWarning[]) => (w.length > 0 ? { warnings: w } : {});
