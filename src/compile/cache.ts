@@ -18,16 +18,13 @@ import { REGEX_MAX_WORK, type ByteDfa, type RegexLimits } from "../regex/index.j
 import {
   createGrammarAutomaton,
   ruleNetworkAutomaton,
-  type RuleNetworkAutomaton,
-  type Grammar,
   type GrammarAutomaton,
   type GrammarLimits,
-  type RuleNetwork,
-  type ScannerParts,
+  type RuleNetworkAutomaton,
 } from "../grammar/index.js";
 import { DEFAULT_JSON_SCHEMA_OPTIONS, type JsonSchemaWarning } from "../schema/index.js";
 import { DfaConstraintState, dfaTokenMatcherFor, type DfaTokenMatcher, type TokenTrie, type VocabularyBytes } from "../constraint/index.js";
-import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
+import { GrammarConstraintState, GrammarTokenMatcher, type CompletableAutomaton } from "../constraint/index.js";
 import type { ConstraintTooCostlyError, TokenConstraint } from "../constraint/index.js";
 import {
   ByteLruCache,
@@ -194,36 +191,42 @@ class DfaEntry implements ConstraintEntry {
   }
 }
 
-class GrammarEntry implements ConstraintEntry {
+/** An automaton a grammar matcher serves (a Lark grammar's, a rule network's). */
+interface MatchedAutomaton extends CompletableAutomaton {
+  readonly numStates: number;
+  retainedBytes(): number;
+}
+
+/**
+ * A constraint served by a grammar matcher over an automaton whose states are made as requests
+ * meet them: a Lark grammar's, or a rule network's (a schema whose values nest without bound).
+ * `fresh` makes the automaton, given the one it replaces once that one's memos are full.
+ */
+class GrammarEntry<A extends MatchedAutomaton> implements ConstraintEntry {
   readonly kind = "grammar";
-  readonly field = "grammar";
   readonly factory: ConstraintFactory;
-  private automaton: GrammarAutomaton;
+  private automaton: A;
   private matcher: GrammarTokenMatcher;
 
   constructor(
     readonly key: string,
+    readonly field: string,
     private readonly trie: TokenTrie,
-    private readonly grammar: Grammar,
-    private readonly scanners: ScannerParts,
-    private readonly maxIgnoredRun: number,
-    /** The deserialized grammar and scanner DFAs. */
+    private readonly fresh: (replaced?: A) => A,
+    /** The deserialized compile output (grammar and scanner DFAs, or rule DFAs). */
     private readonly compiledBytes: number,
     private readonly maskMaxWork: number,
+    readonly warnings?: readonly JsonSchemaWarning[],
   ) {
-    this.automaton = this.freshAutomaton();
+    this.automaton = fresh();
     this.matcher = this.freshMatcher();
     this.factory = (prefix) => {
       if (this.automaton.numStates > MAX_AUTOMATON_STATES) {
-        this.automaton = this.freshAutomaton();
+        this.automaton = this.fresh(this.automaton);
         this.matcher = this.freshMatcher();
       }
       return new GrammarConstraintState(this.matcher, prefix);
     };
-  }
-
-  private freshAutomaton(): GrammarAutomaton {
-    return createGrammarAutomaton(this.grammar, { maxIgnoredRun: this.maxIgnoredRun, prebuilt: this.scanners });
   }
 
   private freshMatcher(): GrammarTokenMatcher {
@@ -237,46 +240,7 @@ class GrammarEntry implements ConstraintEntry {
   }
 }
 
-/** A schema served by a rule network (its values nest without bound): a grammar matcher over it. */
-class RuleNetworkEntry implements ConstraintEntry {
-  readonly kind = "grammar";
-  readonly factory: ConstraintFactory;
-  private automaton: RuleNetworkAutomaton;
-  private matcher: GrammarTokenMatcher;
-  private readonly rulesBytes: number;
-
-  constructor(
-    readonly key: string,
-    readonly field: string,
-    private readonly trie: TokenTrie,
-    private readonly network: RuleNetwork,
-    private readonly maskMaxWork: number,
-    readonly warnings?: readonly JsonSchemaWarning[],
-  ) {
-    this.rulesBytes = network.rules.reduce((sum, dfa) => sum + typedArrayBytes(dfa), 0);
-    this.automaton = ruleNetworkAutomaton(network);
-    this.matcher = this.freshMatcher();
-    this.factory = (prefix) => {
-      if (this.automaton.numStates > MAX_AUTOMATON_STATES) {
-        this.automaton = ruleNetworkAutomaton(this.network, this.automaton);
-        this.matcher = this.freshMatcher();
-      }
-      return new GrammarConstraintState(this.matcher, prefix);
-    };
-  }
-
-  private freshMatcher(): GrammarTokenMatcher {
-    const matcher = new GrammarTokenMatcher(this.trie, this.automaton);
-    matcher.work.limitSteps = this.maskMaxWork;
-    return matcher;
-  }
-
-  retainedBytes(): number {
-    return this.rulesBytes + this.automaton.retainedBytes() + this.matcher.retainedBytes();
-  }
-}
-
-type CacheValue = DfaEntry | GrammarEntry | RuleNetworkEntry | RefusalEntry;
+type CacheValue = DfaEntry | GrammarEntry<GrammarAutomaton> | GrammarEntry<RuleNetworkAutomaton> | RefusalEntry;
 
 /** A compile running (or waiting for a worker) and how many requests wait for it. */
 interface InFlightCompile {
@@ -343,12 +307,19 @@ export class ConstraintCache {
     const key = keyOf(spec);
     return this.lookup(key, context, this.taskOf(spec), (output, serializedBytes) => {
       if (output.kind === "dfa") return this.dfaEntry(key, spec.kind, output.dfa, output.warnings);
+      const maskMaxWork = this.options.maskMaxWork;
       if (output.kind === "rules") {
-        return new RuleNetworkEntry(key, fieldOf(spec.kind), this.trie, { rules: output.rules }, this.options.maskMaxWork, output.warnings);
+        const network = { rules: output.rules };
+        const bytes = output.rules.reduce((sum, dfa) => sum + typedArrayBytes(dfa), 0);
+        // A replacement shares the tables of the automaton it replaces.
+        const fresh = (replaced?: RuleNetworkAutomaton) => ruleNetworkAutomaton(network, replaced);
+        return new GrammarEntry(key, fieldOf(spec.kind), this.trie, fresh, bytes, maskMaxWork, output.warnings);
       }
       const maxIgnoredRun = spec.kind === "grammar" ? (spec.maxIgnoredRun ?? MAX_IGNORED_RUN) : MAX_IGNORED_RUN;
       const bytes = serializedBytes * GRAMMAR_HEAP_PER_SERIALIZED_BYTE;
-      return new GrammarEntry(key, this.trie, output.grammar, output.scanners, maxIgnoredRun, bytes, this.options.maskMaxWork);
+      const { grammar, scanners } = output;
+      const fresh = () => createGrammarAutomaton(grammar, { maxIgnoredRun, prebuilt: scanners });
+      return new GrammarEntry(key, "grammar", this.trie, fresh, bytes, maskMaxWork);
     });
   }
 
@@ -536,7 +507,9 @@ export const MATCHER_PRECOMPUTE_MS = 4;
 export function grammarConstraintInThread(trie: TokenTrie, source: string, maxIgnoredRun: number = MAX_IGNORED_RUN): ConstraintEntry {
   const output = runCompileTask({ kind: "grammar", grammar: source, maxIgnoredRun, limits: {} });
   if (output.kind !== "grammar") throw new Error("unreachable");
-  return new GrammarEntry(`in-thread`, trie, output.grammar, output.scanners, maxIgnoredRun, 0, Number.POSITIVE_INFINITY);
+  const { grammar, scanners } = output;
+  const fresh = () => createGrammarAutomaton(grammar, { maxIgnoredRun, prebuilt: scanners });
+  return new GrammarEntry("in-thread", "grammar", trie, fresh, 0, Number.POSITIVE_INFINITY);
 }
 
 function typedArrayBytes(value: object): number {

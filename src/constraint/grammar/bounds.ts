@@ -37,6 +37,8 @@ export class CompletionBounds {
   /** Where along the greedy chain a state's byte bound goes on: `at` bytes into `node`'s step. */
   private readonly boundNode: IdMap;
   private readonly boundAt: IdMap;
+  /** The automaton's byte distances are exact (it spells its shortest completions: a rule network). */
+  private readonly exactDistances: boolean;
   /** Every byte is a token and a completion's length is known (lexer-level, or exact distances): byteBoundOf applies. */
   readonly bytesAreTokens: boolean;
   /** States whose bound has had the shortest-completion search too. */
@@ -70,6 +72,7 @@ export class CompletionBounds {
     this.greedyBytes = new IdMap(MEMO_CAPACITY, tables);
     this.greedyCommits = new IdMap(MEMO_CAPACITY, tables);
     this.greedyHint = new IdMap(MEMO_CAPACITY, tables);
+    this.exactDistances = automaton.completingBytes !== undefined;
     this.bytesAreTokens = trie.everyByteIsToken && (lexer !== null || this.exactDistances);
   }
 
@@ -102,7 +105,7 @@ export class CompletionBounds {
       if (!this.tokenBound.has(state)) this.tokenBound.set(state, known);
     }
     // A completion the automaton spells itself is already the shortest.
-    if (!exact || this.exactBounded.has(state) || this.automaton.completingBytes !== undefined) return known;
+    if (!exact || this.exactBounded.has(state) || this.exactDistances) return known;
     this.exactBounded.add(state);
     const path = (this.lexer === null ? null : this.terminalLevelCompletion(state, 2000)) ?? this.shortestCompletion(state, 5000);
     return path === null ? known : Math.min(known, this.boundAlong(state, path));
@@ -120,11 +123,6 @@ export class CompletionBounds {
       s = step.next;
     }
     return out;
-  }
-
-  /** The automaton's byte distances are exact (it spells its shortest completions: a rule network). */
-  private get exactDistances(): boolean {
-    return this.automaton.completingBytes !== undefined;
   }
 
   /** Bytes that surely suffice from `state` (Infinity: unknown): the greedy completion's length. */

@@ -22,7 +22,7 @@ import { buildGrammarScanners, refuseUnsupportedTerminals, type ScannerDfa, type
 import { CompletionDistances, DISTANCE_TABLE_BYTES, fewestBytesToComplete } from "./distance.js";
 import { LEXER_END_KEEPS_STACK, LEXER_TABLE_BYTES, LexerStates, STEP_FIELDS as LEXER_STEP_FIELDS } from "./lexer-states.js";
 import { ParserStacks, STACK_TABLE_BYTES } from "./stacks.js";
-import { ID_MAP_FIRST_BYTES, INT_MAP_FIRST_BYTES, MEMO_CAPACITY } from "./tables.js";
+import { ID_MAP_FIRST_BYTES, INT_MAP_FIRST_BYTES, IntListIds, MEMO_CAPACITY, walkText } from "./tables.js";
 
 /** Kept in a const of this module for step and the lexer steps (see regex/clock.ts). */
 const STEP_FIELDS = LEXER_STEP_FIELDS;
@@ -86,10 +86,10 @@ export class GrammarAutomaton {
   private readonly scannerOfState: Int32Array;
   private readonly afterCommitMemo = new IntMap(MEMO_CAPACITY, this.tables);
   // Interned hypothesis sets: sorted (stack, lexer state) pairs.
-  private readonly sets: Int32Array[] = [];
-  private readonly setIds = new Map<string, number>();
-  /** Sets of several hypotheses by a hash of their pairs (see intern). */
-  private readonly multiSetIds = new Map<number, number[]>();
+  private readonly setIds = new IntListIds();
+  private readonly sets = this.setIds.lists;
+  /** One-hypothesis sets past singleSetIds' numeric keys, by string. */
+  private readonly bigSingleSetIds = new Map<string, number>();
   private readonly sortScratch: number[] = [];
   /** One-hypothesis sets (most of them) by stack * 2^24 + lexer state, without a string key. */
   private readonly singleSetIds = new IntMap(MEMO_CAPACITY, this.tables);
@@ -138,10 +138,8 @@ export class GrammarAutomaton {
     let bytes = AUTOMATON_SLAB_BYTES + this.stacks.retainedBytes() + this.lexers.retainedBytes();
     for (const map of [this.afterCommitMemo, this.singleSetIds, this.stepMemo]) bytes += map.byteLength;
     bytes += this.completeMemo.byteLength;
-    let setInts = 0;
-    for (const set of this.sets) setInts += set.length;
-    // A set: its Int32Array (header and store) and its keys in setIds / multiSetIds.
-    bytes += this.sets.length * 200 + setInts * 8;
+    // A set: its Int32Array (header and store) and its keys in setIds.
+    bytes += this.sets.length * 200 + this.setIds.totalLength() * 8;
     return bytes;
   }
 
@@ -277,38 +275,18 @@ export class GrammarAutomaton {
       sorted.splice(at, 0, s, l);
     }
     if (sorted.length === 2) return this.internSingle(sorted[0]!, sorted[1]!);
-    // By a hash of the pairs, candidates compared pair by pair (no string key per lookup).
-    let h = 0x811c9dc5;
-    for (let i = 0; i < sorted.length; i++) h = Math.imul(h ^ sorted[i]!, 0x01000193);
-    let bucket = this.multiSetIds.get(h);
-    if (bucket !== undefined) {
-      for (let b = 0; b < bucket.length; b++) {
-        const set = this.sets[bucket[b]!]!;
-        if (set.length !== sorted.length) continue;
-        let same = true;
-        for (let i = 0; i < set.length && same; i++) if (set[i] !== sorted[i]) same = false;
-        if (same) return bucket[b]!;
-      }
-    } else {
-      bucket = [];
-      this.multiSetIds.set(h, bucket);
-    }
-    const id = this.sets.length;
-    this.sets.push(new Int32Array(sorted));
-    bucket.push(id);
-    return id;
+    return this.setIds.idOf(sorted);
   }
 
   private internSingle(stack: number, lex: number): number {
     // Numeric key while it stays exact (stack < 2^29, lexer state < 2^24); a string beyond.
     const numeric = stack < 0x20000000 && lex < 0x1000000;
     const key = numeric ? stack * 0x1000000 + lex : `${stack},${lex}`;
-    let id = numeric ? this.singleSetIds.get(key as number) : (this.setIds.get(key as string) ?? IntMap.MISSING);
+    let id = numeric ? this.singleSetIds.get(key as number) : (this.bigSingleSetIds.get(key as string) ?? IntMap.MISSING);
     if (id === IntMap.MISSING) {
-      id = this.sets.length;
-      this.sets.push(Int32Array.of(stack, lex));
+      id = this.setIds.append(Int32Array.of(stack, lex));
       if (numeric) this.singleSetIds.set(key as number, id);
-      else this.setIds.set(key as string, id);
+      else this.bigSingleSetIds.set(key as string, id);
     }
     return id;
   }
@@ -364,12 +342,7 @@ export class GrammarAutomaton {
 
   /** Feeds a whole string (UTF-8); -1 when rejected on the way. */
   walk(state: number, text: string): number {
-    let s = state;
-    for (const b of new TextEncoder().encode(text)) {
-      s = this.step(s, b);
-      if (s < 0) return -1;
-    }
-    return s;
+    return walkText(this, state, text);
   }
 
   /** Bytes that may come next from `state`. */

@@ -18,7 +18,7 @@ import { forEachCall, IntMap, RULE_CALL_LEAD, TableSlab } from "../../support/in
 import type { ByteDfa } from "../../regex/index.js";
 import { GrammarError } from "../errors.js";
 import { LEXER_COMMITS } from "./grammar-automaton.js";
-import { INT_MAP_FIRST_BYTES, MEMO_CAPACITY } from "./tables.js";
+import { INT_MAP_FIRST_BYTES, IntListIds, MEMO_CAPACITY, walkText } from "./tables.js";
 
 /** Stacks one state's closure may hold before the network is taken as unbounded (left recursion). */
 const MAX_CLOSURE_STACKS = 4096;
@@ -52,9 +52,9 @@ export class RuleNetworkAutomaton {
   protected readonly stackCost: number[] = [];
   private readonly stackIds = new IntMap(MEMO_CAPACITY, this.tables);
   // Interned states: sorted stack ids, closed under pushes and pops.
-  protected readonly sets: Int32Array[] = [];
+  private readonly setIds = new IntListIds();
+  protected readonly sets = this.setIds.lists;
   private readonly singleSetIds = new IntMap(MEMO_CAPACITY, this.tables);
-  private readonly multiSetIds = new Map<number, number[]>();
   private readonly stepMemo = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly scratch: number[] = [];
   /** Per rule, one text byte per byte class (classRepresentatives). */
@@ -216,9 +216,7 @@ export class RuleNetworkAutomaton {
   retainedBytes(): number {
     let bytes = SLAB_BYTES + this.stackIds.byteLength + this.singleSetIds.byteLength + this.stepMemo.byteLength;
     bytes += this.stackTop.length * 40;
-    let ints = 0;
-    for (const set of this.sets) ints += set.length;
-    return bytes + this.sets.length * 200 + ints * 8;
+    return bytes + this.sets.length * 200 + this.setIds.totalLength() * 8;
   }
 
   protected internStack(below: number, top: number): number {
@@ -263,29 +261,12 @@ export class RuleNetworkAutomaton {
   protected internSet(stacks: number[]): number {
     if (stacks.length === 0) return -1;
     stacks.sort((a, b) => a - b);
-    if (stacks.length === 1) {
-      let id = this.singleSetIds.get(stacks[0]!);
-      if (id === IntMap.MISSING) {
-        id = this.sets.length;
-        this.sets.push(Int32Array.of(stacks[0]!));
-        this.singleSetIds.set(stacks[0]!, id);
-      }
-      return id;
+    if (stacks.length > 1) return this.setIds.idOf(stacks);
+    let id = this.singleSetIds.get(stacks[0]!);
+    if (id === IntMap.MISSING) {
+      id = this.setIds.append(Int32Array.of(stacks[0]!));
+      this.singleSetIds.set(stacks[0]!, id);
     }
-    let h = 0x811c9dc5;
-    for (const s of stacks) h = Math.imul(h ^ s, 0x01000193);
-    let bucket = this.multiSetIds.get(h);
-    if (bucket === undefined) {
-      bucket = [];
-      this.multiSetIds.set(h, bucket);
-    }
-    for (const id of bucket) {
-      const set = this.sets[id]!;
-      if (set.length === stacks.length && set.every((s, i) => s === stacks[i])) return id;
-    }
-    const id = this.sets.length;
-    this.sets.push(Int32Array.from(stacks));
-    bucket.push(id);
     return id;
   }
 
@@ -412,12 +393,7 @@ export class RuleNetworkAutomaton {
 
   /** Feeds a whole string (UTF-8); -1 when rejected on the way. */
   walk(state: number, text: string): number {
-    let s = state;
-    for (const b of new TextEncoder().encode(text)) {
-      s = this.step(s, b);
-      if (s < 0) return -1;
-    }
-    return s;
+    return walkText(this, state, text);
   }
 
   /** Deepest stack of a state (frames), for tests and limits. */

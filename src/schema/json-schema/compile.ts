@@ -722,10 +722,14 @@ class SchemaCompiler implements WriterContext {
    * (and not over), an object has at most one key.
    */
   anyValue(depth: number, levels: number, want: Want, only?: "object" | "array"): ByteDfa {
-    if (this.stacking && this.options.freeValuesAnyDepth && !want.over && !want.dupFree) return this.freeValue(only);
+    // At any depth (freeValuesAnyDepth): the container's members are calls of the free-value
+    // rule, whose language is this one again; otherwise nested `levels` deep.
+    const call = this.stacking && this.options.freeValuesAnyDepth && !want.over && !want.dupFree ? this.freeValueRule() : -1;
     const key = want.over
       ? `counted#${this.freeLevels(want, depth)}#${only ?? ""}`
-      : `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.dupFree ? "d" : ""}#${only ?? ""}`;
+      : call >= 0
+        ? `free#${this.syntax.style}#${call}#${only ?? ""}`
+        : `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.dupFree ? "d" : ""}#${only ?? ""}`;
     const known = sharedDfa(key);
     if (known) return known;
     const before = regexClock.used;
@@ -735,8 +739,8 @@ class SchemaCompiler implements WriterContext {
       return keepShared(key, this.compileNode(countedValueText(this.freeLevels(want, depth), only), ""), before);
     }
     const items: RegexNode[] = only ? [] : [NULL_TEXT, TRUE_TEXT, FALSE_TEXT, NUMBER_TEXT, anyStringText()];
-    if (levels > 0) {
-      const inner = dfaNode(this.anyValue(depth + 1, levels - 1, want));
+    if (levels > 0 || call >= 0) {
+      const inner = call >= 0 ? callNode(call) : dfaNode(this.anyValue(depth + 1, levels - 1, want));
       if (only !== "object") items.push(this.sequence(0x5b, 0x5d, inner, depth, Infinity));
       if (only !== "array") {
         const pair = concat(anyStringText(), this.syntax.colon, inner);
@@ -746,25 +750,15 @@ class SchemaCompiler implements WriterContext {
     return keepShared(key, this.compileNode(alt(items), ""), before);
   }
 
-  /**
-   * Any JSON value at any depth (`only`: of that kind): its own container written here, each value
-   * inside it a call of the free-value rule, whose language is this one again.
-   */
-  private freeValue(only?: "object" | "array"): ByteDfa {
+  /** The free-value rule (any JSON value at any depth), its body made on first need. */
+  private freeValueRule(): number {
     const rule = this.ruleFor("#free");
-    const build = (kind?: "object" | "array"): ByteDfa => {
-      const key = `free#${this.syntax.style}#${rule}#${kind ?? ""}`;
-      const known = sharedDfa(key);
-      if (known) return known;
-      const before = regexClock.used;
-      const inner = callNode(rule);
-      const items: RegexNode[] = kind ? [] : [NULL_TEXT, TRUE_TEXT, FALSE_TEXT, NUMBER_TEXT, anyStringText()];
-      if (kind !== "object") items.push(this.sequence(0x5b, 0x5d, inner, 0, Infinity));
-      if (kind !== "array") items.push(this.sequence(0x7b, 0x7d, concat(anyStringText(), this.syntax.colon, inner), 0, Infinity));
-      return keepShared(key, this.compileNode(alt(items), ""), before);
-    };
-    if (this.ruleBodies[rule] === null) this.ruleBodies[rule] = dfaNode(build());
-    return build(only);
+    if (this.ruleBodies[rule] === null) {
+      // Marked first: the body's own members call the rule (anyValue asks for it again).
+      this.ruleBodies[rule] = EMPTY;
+      this.ruleBodies[rule] = dfaNode(this.anyValue(0, 0, { depth: 0, over: false, dupFree: false }));
+    }
+    return rule;
   }
 
   /**

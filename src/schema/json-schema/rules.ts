@@ -5,24 +5,11 @@
 
 import { forEachCall, RULE_CALL_LEAD, ruleCallBytes } from "../../support/index.js";
 import type { ByteDfa, RegexNode } from "../../regex/index.js";
+import { spellingNode } from "../marker-node.js";
 
-/** A call of rule `rule` as a regex node: its spelling, as a small DFA (sets are code points). */
+/** A call of rule `rule` as a regex node: its spelling. */
 export function callNode(rule: number): RegexNode {
-  const bytes = ruleCallBytes(rule);
-  const numClasses = bytes.length + 1;
-  const byteClass = new Uint8Array(256);
-  // Distinct classes per position even when two bytes are equal (rule 0xFEFE): the DFA walks
-  // class by class, so the same byte twice gets one class, checked at each position.
-  const classOf = new Map<number, number>();
-  for (const b of bytes) if (!classOf.has(b)) classOf.set(b, classOf.size + 1);
-  for (const [b, c] of classOf) byteClass[b] = c;
-  const numStates = bytes.length + 1;
-  const next = new Int32Array(numStates * numClasses).fill(-1);
-  for (let i = 0; i < bytes.length; i++) next[i * numClasses + classOf.get(bytes[i]!)!] = i + 1;
-  const accepting = new Uint8Array(numStates);
-  accepting[bytes.length] = 1;
-  const minBytesToAccept = Int32Array.from({ length: numStates }, (_, s) => bytes.length - s);
-  return { kind: "dfa", dfa: { numStates, start: 0, numClasses, byteClass, next, accepting, minBytesToAccept } };
+  return spellingNode(ruleCallBytes(rule));
 }
 
 /** Whether any state of `dfa` reads a call's lead byte: a language with calls in it. */
