@@ -51,6 +51,11 @@ test("each family's markers, opening and switch, as its template renders them", 
       preOpened: true,
       toggle: null,
     },
+    // Reasoning only when asked: the switch, set true, adds the instructions (and Bielik's and
+    // Reka's generation prompts then open the section); unset, the model answers at once.
+    "ibm-granite-granite-3.3-2B-Instruct.jinja": { ...THINK, preOpened: false, toggle: "thinking", askedOnly: true },
+    "Bielik-11B-v3.0-Instruct.jinja": { ...THINK, preOpened: true, toggle: "enable_thinking", askedOnly: true },
+    "Reka-Edge.jinja": { ...THINK, preOpened: true, toggle: "enable_thinking", askedOnly: true },
     // No reasoning section.
     "Qwen-Qwen2.5-7B-Instruct.jinja": null,
     "meta-llama-Llama-3.1-8B-Instruct.jinja": null,

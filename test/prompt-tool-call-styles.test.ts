@@ -61,13 +61,17 @@ const READ: Record<string, readonly string[]> = {
   "deepseek-dsml": ["deepseek-ai-DeepSeek-V3.2.jinja"],
   "deepseek-v4": ["deepseek-ai-DeepSeek-V4.jinja", "deepseek-ai-DeepSeek-V4-Flash-0731.jinja"],
   harmony: ["openai-gpt-oss-120b.jinja"],
+  hunyuan: ["tencent-Hy3.jinja"],
+  granite: ["ibm-granite-granite-3.3-2B-Instruct.jinja"],
+  "firefunction-v2": ["fireworks-ai-llama-3-firefunction-v2.jinja"],
+  apertus: ["Apertus-8B-Instruct.jinja"],
+  "functionary-v3.2": ["meetkai-functionary-medium-v3.2.jinja"],
 };
 
 test("Hermes/Qwen JSON, Llama 3.x JSON, XML <function=…>, GLM <arg_key>, MiniMax, Apriel, Seed-OSS and DeepSeek calls; other formats left unread", () => {
   for (const [style, files] of Object.entries(READ)) for (const file of files) assert.equal(styleOf(file), style, file);
-  // Kin of the above that are not the same format: Muse's <invoke name=…> in <atem:function_calls>,
-  // Functionary v3.2's >>>f.
-  for (const file of ["meetkai-functionary-medium-v3.2.jinja", "muse-glimmer.jinja"]) assert.equal(styleOf(file), null, file);
+  // Kin of the above that are not the same format: Muse's <invoke name=…> in <atem:function_calls>.
+  for (const file of ["muse-glimmer.jinja"]) assert.equal(styleOf(file), null, file);
   assert.equal(toolCallStyleOf(null), "hermes", "the plain transcript teaches Hermes itself");
 });
 
@@ -75,10 +79,11 @@ test("every template in the folder maps to its expected style", () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja"));
   const expected = new Map(Object.entries(READ).flatMap(([style, list]) => list.map((f) => [f, style] as const)));
   for (const file of files) assert.equal(styleOf(file), expected.get(file) ?? null, file);
-  // 46 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
+  // 51 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
   // 3 MiniMax (M1, M2, M3), 2 Apriel, 7 DeepSeek (3 R1, 1 V3.1, 3 DSML), 4 Mistral (3 [ARGS],
-  // 1 Nemo), 3 Kimi-K2, 1 Functionary v3.1, 1 gpt-oss.
-  assert.equal(files.filter((f) => styleOf(f) !== null).length, 46);
+  // 1 Nemo), 3 Kimi-K2, 2 Functionary (v3.1, v3.2), 1 gpt-oss, 1 Hunyuan 3, 1 Granite 3.3,
+  // 1 FireFunction v2, 1 Apertus.
+  assert.equal(files.filter((f) => styleOf(f) !== null).length, 51);
 });
 
 test("a text style whose opening marker is a control token of the vocabulary is not read, nor a control style without its tokens", () => {
@@ -91,4 +96,11 @@ test("a text style whose opening marker is a control token of the vocabulary is 
   assert.equal(readableToolCallStyle(small, ["[TOOL_CALLS]", "[ARGS]", "[INST]"]), "mistral");
   assert.equal(readableToolCallStyle(small, ["[TOOL_CALLS]", "[INST]"]), null, "no [ARGS] control token");
   assert.equal(readableToolCallStyle(small, []), null, "[TOOL_CALLS] would be text");
+  // So are Granite 3.3's and Apertus's.
+  const granite = readFileSync(resolve(DIR, "ibm-granite-granite-3.3-2B-Instruct.jinja"), "utf8");
+  assert.equal(readableToolCallStyle(granite, ["<|tool_call|>", "<|end_of_text|>"]), "granite");
+  assert.equal(readableToolCallStyle(granite, ["<|end_of_text|>"]), null);
+  const apertus = readFileSync(resolve(DIR, "Apertus-8B-Instruct.jinja"), "utf8");
+  assert.equal(readableToolCallStyle(apertus, ["<|tools_prefix|>", "<|tools_suffix|>"]), "apertus");
+  assert.equal(readableToolCallStyle(apertus, ["<|tools_prefix|>"]), null, "no <|tools_suffix|> control token");
 });

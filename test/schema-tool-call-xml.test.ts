@@ -30,8 +30,8 @@ import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
 import { streamedReply, textBeforeCalls, toolCallLanguages } from "./support/tool-call-languages.js";
 
-type Tagged = "xml-function" | "glm" | "seed-oss" | "minimax-m2" | "minimax-m3";
-const STYLES: Tagged[] = ["xml-function", "glm", "seed-oss", "minimax-m2", "minimax-m3"];
+type Tagged = "xml-function" | "glm" | "seed-oss" | "minimax-m2" | "minimax-m3" | "hunyuan";
+const STYLES: Tagged[] = ["xml-function", "glm", "seed-oss", "minimax-m2", "minimax-m3", "hunyuan"];
 const TEMPLATES: Record<Tagged, string[]> = {
   "xml-function": ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", "StepFun3.5-Flash.jinja"],
   glm: [
@@ -46,11 +46,16 @@ const TEMPLATES: Record<Tagged, string[]> = {
   "seed-oss": ["ByteDance-Seed-OSS.jinja"],
   "minimax-m2": ["MiniMax-M2.jinja"],
   "minimax-m3": ["MiniMax-M3.jinja"],
+  hunyuan: ["tencent-Hy3.jinja"],
 };
 const TEMPLATE_DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
 const OPTIONS = { whitespace: "default", strict: true } as const;
 /** MiniMax-M3's namespace token. */
 const NS = "]<]minimax[>[";
+/** Styles whose calls are all in one block. */
+const ONE_BLOCK = new Set<Tagged>(["minimax-m2", "minimax-m3", "hunyuan"]);
+/** Hunyuan 3's suffix in its tags' names. */
+const HY = ":opensource";
 /** Styles that write objects and arrays as something other than JSON (Python's repr, nested XML): such parameters are refused. */
 const SCALAR_ONLY = new Set<Tagged>(["seed-oss", "minimax-m3"]);
 /** What ends a raw string (it never holds it). */
@@ -60,6 +65,7 @@ const RAW_STOP: Record<Tagged, string> = {
   "seed-oss": "</parameter>",
   "minimax-m2": "</parameter>",
   "minimax-m3": NS,
+  hunyuan: "</arg_value:opensource>",
 };
 /** What ends the calls (the last one, or the block holding them all). */
 const CALLS_CLOSE: Record<Tagged, string> = {
@@ -68,6 +74,7 @@ const CALLS_CLOSE: Record<Tagged, string> = {
   "seed-oss": "</seed:tool_call>",
   "minimax-m2": "</minimax:tool_call>",
   "minimax-m3": `${NS}</tool_call>`,
+  hunyuan: "</tool_calls:opensource>",
 };
 
 /** The test's functions; where objects and arrays are refused, `filters` is a language code and there are no `tags`. */
@@ -133,7 +140,7 @@ const language = toolCallLanguages((style: Tagged) => toolsFor(style), OPTIONS);
 
 const streamed = streamedReply;
 const textBefore = textBeforeCalls;
-const SEEDS: Record<Tagged, number> = { "xml-function": 11, glm: 7, "seed-oss": 13, "minimax-m2": 17, "minimax-m3": 19 };
+const SEEDS: Record<Tagged, number> = { "xml-function": 11, glm: 7, "seed-oss": 13, "minimax-m2": 17, "minimax-m3": 19, hunyuan: 23 };
 
 describe("tagged tool calls: random members of the language", () => {
   for (const style of STYLES) {
@@ -208,6 +215,8 @@ function callText(style: Tagged, f: string, args: Args): string {
       return `<invoke name="${f}">\n${args.map(([k, v]) => `<parameter name="${k}">${v}</parameter>\n`).join("")}</invoke>\n`;
     case "minimax-m3":
       return `${NS}<invoke name="${f}">${args.map(([k, v]) => `${NS}<${k}>${v}${NS}</${k}>`).join("")}${NS}</invoke>\n`;
+    case "hunyuan":
+      return `<tool_call${HY}>${f}<tool_sep${HY}>\n${args.map(([k, v]) => `<arg_key${HY}>${k}</arg_key${HY}>\n<arg_value${HY}>${v}</arg_value${HY}>\n`).join("")}</tool_call${HY}>\n`;
   }
 }
 
@@ -216,6 +225,7 @@ function callsText(style: Tagged, calls: readonly (readonly [string, Args])[]): 
   const each = calls.map(([f, args]) => callText(style, f, args));
   if (style === "minimax-m2") return `<minimax:tool_call>\n${each.join("")}</minimax:tool_call>`;
   if (style === "minimax-m3") return `${NS}<tool_call>\n${each.join("")}${NS}</tool_call>`;
+  if (style === "hunyuan") return `<tool_calls${HY}>\n${each.join("")}</tool_calls${HY}>`;
   return each.join("\n");
 }
 
@@ -240,7 +250,7 @@ describe("tagged tool calls: what the language refuses", () => {
           ["get_weather", weather],
           ["now", []],
         ])}\n`,
-        ...(style === "minimax-m2" || style === "minimax-m3" ? [] : [`${good}${call("now", [])}\n`]),
+        ...(ONE_BLOCK.has(style) ? [] : [`${good}${call("now", [])}\n`]),
         call("search", [
           ["query", "cheap flights"],
           ["limit", "ten"],
@@ -297,8 +307,8 @@ describe("tagged tool calls: what the language refuses", () => {
         call("lookup", [["color", "blue"]]),
         good.slice(0, -3), // unclosed
         `${good}\nmore text after the calls`,
-        // MiniMax's calls are all in one block: not a second one.
-        ...(style === "minimax-m2" || style === "minimax-m3" ? [`${good}\n${good}`, `${good}${good}`] : []),
+        // MiniMax's and Hunyuan's calls are all in one block: not a second one.
+        ...(ONE_BLOCK.has(style) ? [`${good}\n${good}`, `${good}${good}`] : []),
       ])
         assert.ok(!matchesString(dfa, text), JSON.stringify(text));
       // A raw string never holds what ends it.

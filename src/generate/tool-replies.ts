@@ -3,7 +3,15 @@
  * call's arguments, a `required` answer's array, an `auto` reply's marked calls in the model's
  * format), whole or as it streams.
  */
-import { HARMONY_CALL, HARMONY_FINAL, parseToolReply, TOOL_CALL_OPEN, type ToolCallStyle, type ToolDeclaration } from "../schema/index.js";
+import {
+  HARMONY_CALL,
+  HARMONY_FINAL,
+  parseToolReply,
+  RECIPIENT_ALL,
+  TOOL_CALL_OPEN,
+  type ToolCallStyle,
+  type ToolDeclaration,
+} from "../schema/index.js";
 import { heldBackLength } from "./stream.js";
 
 /** How a chat request lets the model call its tools (from tool_choice). */
@@ -61,6 +69,8 @@ export class AutoToolStream {
   private inCalls = false;
   /** gpt-oss: the final channel's header was read; the rest is its text. */
   private inFinal = false;
+  /** Functionary v3.2: the first line (`all`, or a function's name) was read. */
+  private recipientRead = false;
 
   constructor(private readonly style: ToolCallStyle) {}
 
@@ -70,6 +80,17 @@ export class AutoToolStream {
     if (this.inCalls || this.text.length === 0) return "";
     if (this.inFinal) return this.take(this.text.length);
     if (this.style === "harmony") return this.pushHarmony();
+    if (this.style === "functionary-v3.2" && !this.recipientRead) {
+      // Text for the user starts with `all\n` (not sent); any other first line names a function.
+      if (this.text.startsWith(RECIPIENT_ALL)) {
+        this.recipientRead = true;
+        this.sent = RECIPIENT_ALL.length;
+      } else if (RECIPIENT_ALL.startsWith(this.text)) return "";
+      else {
+        this.inCalls = true;
+        return "";
+      }
+    }
     const open = TOOL_CALL_OPEN[this.style];
     if (this.style === "llama3") {
       // A Llama reply is a call exactly when it starts with "{".

@@ -68,6 +68,15 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // DeepSeek's DSML: <｜DSML｜invoke name=…> with typed <｜DSML｜parameter …> in function_calls (V3.2) or tool_calls (V4).
   if (has("dsml_token", "'function_calls>", "invoke name=", 'string="true"')) return "deepseek-dsml";
   if (has("dsml_token", "'tool_calls>", "invoke name=", 'string="true"')) return "deepseek-v4";
+  // Hunyuan 3: GLM's tags with its namespace suffix, `'<arg_key{}>'.format(HYTK)`.
+  if (has("'<tool_calls{}>'.format(HYTK)", "'<arg_key{}>'.format(HYTK)", "HYTK = ':opensource'")) return "hunyuan";
+  // One JSON list of calls after a marker: Granite 3.3's <|tool_call|> control token, FireFunction's
+  // `functools[`, Apertus's <|tools_prefix|> with each call keyed by its name.
+  if (has("<|tool_call|>", "JSON list of tools")) return "granite";
+  if (has(" functools[")) return "firefunction-v2";
+  if (has("<|tools_prefix|>", "<|tools_suffix|>", "'{\"' + tool_call.name + '\": '")) return "apertus";
+  // Functionary v3.2: each message names its recipient after `>>>`, `all` for the user.
+  if (has("'>>>all\\n'", "'>>>' + tool_call['function']['name'] + '\\n'")) return "functionary-v3.2";
   // Not read yet: the above's kin (DeepSeek's and others' <invoke name=…> in other blocks).
   if (["<function=", "<arg_key>", "<tool_calls>", "<invoke name="].some((marker) => template.includes(marker))) return null;
   if (template.includes("<tool_call>") && template.includes('"arguments"')) return "hermes";

@@ -12,6 +12,12 @@ export interface ReasoningFormat {
   readonly preOpened: boolean;
   /** The template variable that turns thinking off when false (`enable_thinking`, `thinking`), or null. */
   readonly toggle: string | null;
+  /**
+   * The model reasons only when asked: its template's switch is off unless set (Granite 3.3's
+   * `thinking` adds the instructions to think), so a request without `reasoning_effort` (or with
+   * "none") gets no section, and one with it sets the switch true. Absent: false.
+   */
+  readonly askedOnly?: true;
 }
 
 /** Marker pairs of the families whose sections are plain text between two markers. */
@@ -62,6 +68,19 @@ export function reasoningFormatOf(template: string | null, render: (request: Cha
   const toggle =
     TOGGLES.find((name) => new RegExp(`\\b${name}\\b`).test(template) && tail({ [name]: false })?.endsWith(close.trimEnd()) === true) ??
     null;
+  if (toggle === null) {
+    // A switch that is off unless set: true changes what the template writes, false does not.
+    const asked = TOGGLES.find((name) => {
+      if (!new RegExp(`\\b${name}\\b`).test(template)) return false;
+      const set = tail({ [name]: true });
+      return set !== null && set !== on && tail({ [name]: false }) === on;
+    });
+    if (asked !== undefined) {
+      const set = tail({ [asked]: true })!;
+      if (set.endsWith(close.trimEnd())) return null;
+      return { open, close, preOpened: set.endsWith(open.trimEnd()), toggle: asked, askedOnly: true };
+    }
+  }
   const onTail = toggle ? (tail({ [toggle]: true }) ?? on) : on;
   // Thinking off by default and no switch to turn it on: the model does not reason here. (The
   // tails are trimmed: so are the markers, where they end in a newline.)

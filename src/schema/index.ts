@@ -48,3 +48,4 @@ export {
 } from "./tool-calls.js";
 export { MAX_SCHEMA_NESTING, nestedDeeperThan } from "./json-schema/document.js";
 export { HARMONY_CALL, HARMONY_FINAL, HARMONY_TOOLS_CLOSE } from "./tool-calls-harmony.js";
+export { RECIPIENT_ALL } from "./tool-calls-recipient.js";

@@ -19,7 +19,15 @@ import { isAnnotation, validationKeywords } from "./json-schema/keywords.js";
 import { isObject } from "./json-schema/spec.js";
 
 /** A tool-call style whose calls tag each argument (the others write the arguments as one JSON object). */
-export type TaggedToolCallStyle = "xml-function" | "glm" | "seed-oss" | "minimax-m2" | "minimax-m3" | "deepseek-dsml" | "deepseek-v4";
+export type TaggedToolCallStyle =
+  | "xml-function"
+  | "glm"
+  | "seed-oss"
+  | "minimax-m2"
+  | "minimax-m3"
+  | "deepseek-dsml"
+  | "deepseek-v4"
+  | "hunyuan";
 
 /** How a tagged style's template writes a value that is not a string (a string is always raw text). */
 export interface ValueRules {
@@ -43,6 +51,7 @@ const ATTRIBUTE_TEXT = '"<", ">", \'"\' or a newline';
 export const VALUE_RULES: Record<TaggedToolCallStyle, ValueRules> = {
   "xml-function": { python: true, nulls: true, structured: null, nameBreaking: TAG_BREAKING, nameBreakingText: TAG_TEXT },
   glm: { python: false, nulls: true, structured: null, nameBreaking: TAG_BREAKING, nameBreakingText: TAG_TEXT },
+  hunyuan: { python: false, nulls: true, structured: null, nameBreaking: TAG_BREAKING, nameBreakingText: TAG_TEXT },
   "seed-oss": {
     python: true,
     nulls: true,

@@ -19,7 +19,9 @@
  * - "deepseek-dsml" (DeepSeek-V3.2) and "deepseek-v4" (DeepSeek-V4): one block
  *   `<｜DSML｜function_calls>\n<｜DSML｜invoke name="f">\n<｜DSML｜parameter name="p" string="true">value</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>`
  *   (V4: `tool_calls`, and a newline more in a call without arguments), the `string` attribute saying how the value reads: "true" a raw string,
- *   "false" JSON of any other type (so a string is never told apart by its text here).
+ *   "false" JSON of any other type (so a string is never told apart by its text here);
+ * - "hunyuan" (Hunyuan 3): one block `<tool_calls:opensource>\n<tool_call:opensource>f<tool_sep:opensource>\n<arg_key:opensource>p</arg_key:opensource>\n<arg_value:opensource>value</arg_value:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>`
+ *   (GLM's tags, namespaced); a string raw (without "</arg_value:opensource>"), others JSON.
  * The calls of the per-call block styles follow one another with or without a newline between,
  * and one newline may end the reply.
  */
@@ -82,6 +84,8 @@ interface TaggedLayout {
 }
 
 const DSML = "｜DSML｜";
+/** Hunyuan 3's suffix in each of its tags' names. */
+const HY = ":opensource";
 /**
  * DeepSeek's DSML layout, its block named `block` (V3.2 function_calls, V4 tool_calls); V4 writes
  * a newline more in a call without arguments (`emptyNewline`).
@@ -145,6 +149,15 @@ export const TAGGED_LAYOUTS: Record<TaggedToolCallStyle, TaggedLayout> = {
   },
   "deepseek-dsml": dsmlLayout("function_calls", false),
   "deepseek-v4": dsmlLayout("tool_calls", true),
+  hunyuan: {
+    open: `<tool_calls${HY}>`,
+    block: { open: `<tool_calls${HY}>\n`, close: `</tool_calls${HY}>` },
+    callOpen: [`<tool_call${HY}>`, NAME, `<tool_sep${HY}>\n`],
+    paramOpen: [`<arg_key${HY}>`, NAME, `</arg_key${HY}>\n<arg_value${HY}>`],
+    paramClose: [`</arg_value${HY}>\n`],
+    callClose: [`</tool_call${HY}>\n`],
+    rawStop: `</arg_value${HY}>`,
+  },
 };
 /** Longest string whose characters are counted (a longer maxLength is written as this), as the JSON Schema front end does. */
 const MAX_COUNTED_LENGTH = 256;

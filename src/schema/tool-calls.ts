@@ -26,7 +26,11 @@
  * - "kimi-k2" (Kimi-K2): `<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{…}`
  *   between control tokens (tool-calls-kimi.ts);
  * - "harmony" (gpt-oss): the final channel's text, or one call in the commentary channel
- *   (tool-calls-harmony.ts).
+ *   (tool-calls-harmony.ts);
+ * - "granite" (Granite 3.3), "firefunction-v2", "apertus" (Apertus): one JSON list of calls after
+ *   a marker (tool-calls-listed.ts);
+ * - "functionary-v3.2": each message after `>>>` names its recipient, `all` the user, else a
+ *   function (tool-calls-recipient.ts).
  */
 import {
   compileRegex,
@@ -56,6 +60,15 @@ import {
   parseMistralCalls,
 } from "./tool-calls-mistral.js";
 import { parseTaggedCalls, TAGGED_LAYOUTS, taggedCallLanguage } from "./tool-calls-tagged.js";
+import {
+  isListedStyle,
+  type ListedToolCallStyle,
+  listedCallsLanguage,
+  listedCallsOpen,
+  listedControlMarkers,
+  parseListedCalls as parseJsonListCalls,
+} from "./tool-calls-listed.js";
+import { parseRecipientReply, RECIPIENT_OPEN, recipientLanguage } from "./tool-calls-recipient.js";
 
 /** A tool-call format a chat template teaches (see above). */
 export type ToolCallStyle =
@@ -66,15 +79,19 @@ export type ToolCallStyle =
   | TaggedToolCallStyle
   | NamedToolCallStyle
   | MistralToolCallStyle
+  | ListedToolCallStyle
   | "kimi-k2"
-  | "harmony";
+  | "harmony"
+  | "functionary-v3.2";
 
 /**
  * The control tokens a style's calls are made of (its vocabulary must have each as a control
  * token); none for the styles whose markers are text.
  */
 export function controlMarkersOf(style: ToolCallStyle): readonly string[] {
-  return isMistralStyle(style) ? MISTRAL_MARKERS[style] : style === "kimi-k2" ? KIMI_MARKERS : [];
+  if (isMistralStyle(style)) return MISTRAL_MARKERS[style];
+  if (isListedStyle(style)) return listedControlMarkers(style);
+  return style === "kimi-k2" ? KIMI_MARKERS : [];
 }
 
 /** Whether a style tags each argument (tool-calls-tagged.ts) rather than writing the arguments as one JSON object. */
@@ -99,6 +116,7 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "minimax-m3": TAGGED_LAYOUTS["minimax-m3"].open,
   "deepseek-dsml": TAGGED_LAYOUTS["deepseek-dsml"].open,
   "deepseek-v4": TAGGED_LAYOUTS["deepseek-v4"].open,
+  hunyuan: TAGGED_LAYOUTS.hunyuan.open,
   "deepseek-r1": namedCallsOpen("deepseek-r1"),
   "deepseek-v3": namedCallsOpen("deepseek-v3"),
   "functionary-v3.1": namedCallsOpen("functionary-v3.1"),
@@ -106,6 +124,10 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "mistral-nemo": MISTRAL_CALLS_OPEN,
   "kimi-k2": KIMI_CALLS_OPEN,
   harmony: HARMONY_CALL,
+  granite: listedCallsOpen("granite"),
+  "firefunction-v2": listedCallsOpen("firefunction-v2"),
+  apertus: listedCallsOpen("apertus"),
+  "functionary-v3.2": RECIPIENT_OPEN,
 };
 export const HERMES_CALL_CLOSE = "</tool_call>";
 /** What closes Apriel's and MiniMax-M1's list of calls. */
@@ -174,6 +196,8 @@ export function compileToolCallLanguage(
   };
   // gpt-oss: the reply is the final channel or one call, told apart at its start.
   if (style === "harmony") return harmonyLanguage(tools, options);
+  // Functionary v3.2: the reply's first line names its recipient.
+  if (style === "functionary-v3.2") return recipientLanguage(tools, parallel, options);
   if (isTaggedStyle(style)) {
     const { call, warnings } = taggedCallLanguage(tools, style, options);
     const { block } = TAGGED_LAYOUTS[style];
@@ -190,6 +214,10 @@ export function compileToolCallLanguage(
   if (isMistralStyle(style)) {
     // The text may not spell "[TOOL_CALLS]" either, though only the control token opens calls.
     const { calls, warnings } = mistralCallsLanguage(tools, style, parallel, options);
+    return { dfa: compileRegexNode(textThen([calls]), limits), warnings };
+  }
+  if (isListedStyle(style)) {
+    const { calls, warnings } = listedCallsLanguage(tools, style, parallel, options);
     return { dfa: compileRegexNode(textThen([calls]), limits), warnings };
   }
   if (style === "kimi-k2") {
@@ -253,6 +281,7 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
     return { content: null, calls: [{ name: call.name, arguments: JSON.stringify(call.parameters) }] };
   }
   if (style === "harmony") return parseHarmonyReply(text);
+  if (style === "functionary-v3.2") return parseRecipientReply(text);
   const open = TOOL_CALL_OPEN[style];
   const at = text.indexOf(open);
   if (at < 0) return { content: text, calls: [] };
@@ -263,6 +292,7 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
   if (isNamedStyle(style)) return { content, calls: parseNamedCalls(text.slice(at), style) };
   if (isMistralStyle(style)) return { content, calls: parseMistralCalls(text.slice(at), style) };
   if (style === "kimi-k2") return { content, calls: parseKimiCalls(text.slice(at)) };
+  if (isListedStyle(style)) return { content, calls: parseJsonListCalls(text.slice(at), style) };
   const calls: { name: string; arguments: string }[] = [];
   let rest = text.slice(at);
   while (rest.startsWith(open)) {

@@ -1,6 +1,7 @@
 /**
  * Control tokens a constraint may write: the tool-call markers some vocabularies have as control
- * tokens (Mistral's `[TOOL_CALLS]`, `[ARGS]`, `[CALL_ID]`; Kimi-K2's `<|tool_call_begin|>` and kin). A constraint is a byte automaton, and a
+ * tokens (Mistral's `[TOOL_CALLS]`, `[ARGS]`, `[CALL_ID]`; Kimi-K2's `<|tool_call_begin|>` and kin;
+ * Granite 3.3's `<|tool_call|>`; Apertus's `<|tools_prefix|>`, `<|tools_suffix|>`). A constraint is a byte automaton, and a
  * control token has no bytes of its own as text does: each marker gets a spelling no text has,
  * 0xFF (never in UTF-8) then one byte for the marker, which the token trie gives the control token
  * (constraint/trie.ts) and the tool-call languages write where the marker goes. Every other
@@ -19,6 +20,11 @@ export const CONTROL_MARKERS: readonly string[] = [
   "<|tool_call_begin|>",
   "<|tool_call_argument_begin|>",
   "<|tool_call_end|>",
+  // Granite 3.3
+  "<|tool_call|>",
+  // Apertus
+  "<|tools_prefix|>",
+  "<|tools_suffix|>",
 ];
 
 /** The byte every marker's spelling starts with (no UTF-8 text has it). */

@@ -135,7 +135,9 @@ export const REASONING_EFFORT_TOKENS: Readonly<Record<string, number>> = { minim
  * answer follows (null: none), and the template variables to render with: its switch, and the
  * request's `reasoning_effort` itself, which some templates read (gpt-oss writes "Reasoning: low",
  * DeepSeek V4 a longer instruction for "high"). `reasoning_effort: "none"` turns the section off
- * where the template can (its switch set false writes an empty section).
+ * where the template can (its switch set false writes an empty section); where the template
+ * reasons only when its switch is set (`askedOnly`), a `reasoning_effort` or `reasoning_budget`
+ * turns it on.
  */
 function reasoningOf(
   format: ReasoningFormat | null,
@@ -147,6 +149,8 @@ function reasoningOf(
   // read it as its own switch would disagree with the section planned here).
   const asked: Record<string, string> = effort === null || effort === "none" ? {} : { reasoning_effort: effort };
   if (effort === "none" && format.toggle !== null) return { section: null, variables: { [format.toggle]: false } };
+  // A model that reasons only when asked (Granite 3.3, Bielik, Reka) answers at once unless asked.
+  if (format.askedOnly && effort === null && body.reasoning_budget == null) return { section: null, variables: null };
   const budget = body.reasoning_budget ?? (effort === null ? undefined : REASONING_EFFORT_TOKENS[effort]);
   const section: ReasoningSection = {
     open: format.preOpened ? null : format.open,

@@ -1,0 +1,332 @@
+/**
+ * The tool-call styles that write one JSON list of calls after a marker (schema/tool-calls-listed.ts):
+ * "granite" (`<|tool_call|>[{"name": "f", "arguments": {…}}]`, the marker a control token, the keys
+ * in either order), "firefunction-v2" (`functools[{…}, …]`, text) and "apertus"
+ * (`<|tools_prefix|>[{"f": {…}}]<|tools_suffix|>`, control tokens); and Functionary v3.2's
+ * recipients (schema/tool-calls-recipient.ts: `all\ntext>>>f\n{…}>>>g\n{…}`).
+ * Shown: random members of each language read back (control markers as their text) into calls of
+ * declared functions whose arguments Python's jsonschema finds valid, and a stream sends exactly
+ * the text; free text never spells the marker; undeclared names, invalid arguments, a marker
+ * written as text, text after the calls are refused; without parallel calls there is one; what
+ * each real template writes for an assistant's calls is in the language and reads back the same,
+ * streamed at every cut; a walk over a small vocabulary's masks opens Granite's calls only with
+ * the control token; a function named "all" is refused for Functionary v3.2.
+ */
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { DfaConstraintState, dfaTokenMatcherFor, TokenTrie } from "../src/constraint/index.js";
+import { autoReply } from "../src/generate/index.js";
+import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
+import { compileRegex, intersectDfas, matchesBytes, sampleMember } from "../src/regex/index.js";
+import { compileToolCallLanguage, JsonSchemaError, parseToolReply, TOOL_CALL_OPEN, type ToolDeclaration } from "../src/schema/index.js";
+import { CONTROL_MARKERS, markerBytes } from "../src/support/index.js";
+import { TokenKind } from "../src/vocab/index.js";
+import { makeVocab } from "./support/constraint-fixtures.js";
+import { pythonVerdicts } from "./support/json-schema-oracle.js";
+import { seededRandom } from "./support/generate-harness.js";
+import { REPO_ROOT } from "./support/paths.js";
+import { streamedReply, toolCallLanguages } from "./support/tool-call-languages.js";
+
+type Listed = "granite" | "firefunction-v2" | "apertus" | "functionary-v3.2";
+const STYLES: Listed[] = ["granite", "firefunction-v2", "apertus", "functionary-v3.2"];
+/** The templates that write an assistant's calls (Granite 3.3's never does). */
+const TEMPLATES: Record<Listed, string[]> = {
+  granite: [],
+  "firefunction-v2": ["fireworks-ai-llama-3-firefunction-v2.jinja"],
+  apertus: ["Apertus-8B-Instruct.jinja"],
+  "functionary-v3.2": ["meetkai-functionary-medium-v3.2.jinja"],
+};
+const TEMPLATE_DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
+const OPTIONS = { whitespace: "default", strict: true } as const;
+const utf8 = new TextEncoder();
+
+const TOOLS: ToolDeclaration[] = [
+  {
+    name: "get_weather",
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string", minLength: 1, maxLength: 24 }, days: { type: "integer", minimum: 1, maximum: 14 } },
+      required: ["city"],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: "search",
+    parameters: {
+      type: "object",
+      properties: { query: { type: "string", pattern: "^[a-z ]+$" }, tags: { type: "array", items: { type: "string" }, maxItems: 3 } },
+      required: ["query"],
+      additionalProperties: false,
+    },
+  },
+  { name: "now", parameters: { type: "object", properties: {}, additionalProperties: false } },
+];
+const schemaOf = (name: string): unknown => TOOLS.find((t) => t.name === name)!.parameters;
+
+const language = toolCallLanguages((_style: Listed) => TOOLS, OPTIONS);
+
+/** Bytes as the detokenizer writes them: each marker's spelling as the marker's text. */
+function asText(bytes: Uint8Array): string {
+  const parts: number[] = [];
+  for (let i = 0; i < bytes.length; i++) {
+    if (bytes[i] === 0xff) parts.push(...utf8.encode(CONTROL_MARKERS[bytes[++i]! - 0x80]!));
+    else parts.push(bytes[i]!);
+  }
+  return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(parts));
+}
+/** Text with every marker written as its control token's spelling (what the constraint reads). */
+function asBytes(text: string): Uint8Array {
+  const out: number[] = [];
+  const markers = new RegExp(`(${CONTROL_MARKERS.map((m) => m.replace(/[[\]|]/g, "\\$&")).join("|")})`);
+  for (const [i, piece] of text.split(markers).entries()) out.push(...(i % 2 === 1 ? markerBytes(piece)! : utf8.encode(piece)));
+  return Uint8Array.from(out);
+}
+
+type Written = { name: string; args: string };
+
+/** A reply as `style` writes it: `text` (or none) then the calls (or none). */
+function replyText(style: Listed, text: string | null, calls: Written[]): string {
+  if (style === "functionary-v3.2") {
+    const each = calls.map((c) => `${c.name}\n${c.args}`).join(">>>");
+    if (text === null) return each;
+    return `all\n${text}${calls.length > 0 ? `>>>${each}` : ""}`;
+  }
+  if (calls.length === 0) return text ?? "";
+  const objects = calls.map((c) => (style === "apertus" ? `{"${c.name}": ${c.args}}` : `{"name": "${c.name}", "arguments": ${c.args}}`));
+  const list = `[${objects.join(", ")}]`;
+  const block =
+    style === "granite" ? `<|tool_call|>${list}` : style === "apertus" ? `<|tools_prefix|>${list}<|tools_suffix|>` : `functools${list}`;
+  return `${text ?? ""}${block}`;
+}
+
+/** What a stream sends of a reply: the text before the calls (Functionary: after `all\n`). */
+function sentText(style: Listed, reply: string): string {
+  if (style === "functionary-v3.2") {
+    if (!reply.startsWith("all\n")) return "";
+    const end = reply.indexOf(">>>");
+    return reply.slice(4, end < 0 ? reply.length : end);
+  }
+  const at = reply.indexOf(TOOL_CALL_OPEN[style]);
+  return at < 0 ? reply : reply.slice(0, at);
+}
+
+const weather: Written = { name: "get_weather", args: '{"city": "Oslo", "days": 3}' };
+const now: Written = { name: "now", args: "{}" };
+
+describe("JSON lists of calls, and Functionary v3.2's recipients: the language", () => {
+  test("the opening markers: <|tool_call|>, functools[, <|tools_prefix|>, >>>", () => {
+    assert.deepEqual(
+      STYLES.map((s) => TOOL_CALL_OPEN[s]),
+      ["<|tool_call|>", "functools[", "<|tools_prefix|>", ">>>"],
+    );
+  });
+
+  for (const style of STYLES) {
+    test(`${style}: sampled replies read back into declared calls whose arguments are valid; the stream sends exactly the text`, () => {
+      const dfa = language(style);
+      // Replies that start with their calls (the marker's spelling starts with a byte no letter has).
+      const open = style === "functionary-v3.2" ? "[^a]" : style === "firefunction-v2" ? "functools\\[" : "[^a-zA-Z]";
+      const calls = intersectDfas(dfa, compileRegex(`(?:${open}.*)?`, { flags: "s" }));
+      const random = seededRandom(STYLES.indexOf(style) + 71);
+      const checks: { schema: string; text: string }[] = [];
+      let withCalls = 0;
+      let several = 0;
+      for (let i = 0; i < 200; i++) {
+        const reply = asText(sampleMember(i % 2 === 0 ? dfa : calls, random, { maxBytes: 700, stopProbability: 0.05 })!);
+        const parsed = parseToolReply(reply, style, TOOLS);
+        const sent = sentText(style, reply);
+        assert.ok(!sent.includes(TOOL_CALL_OPEN[style]), reply);
+        if (parsed.calls.length === 0) assert.equal(parsed.content, sent);
+        else {
+          withCalls++;
+          if (parsed.calls.length > 1) several++;
+          assert.equal(parsed.content, sent.trim().length > 0 ? sent : null, reply);
+          for (const call of parsed.calls) checks.push({ schema: JSON.stringify(schemaOf(call.name)), text: call.arguments });
+        }
+        assert.equal(streamedReply(style, [...reply]), sent, reply);
+      }
+      assert.ok(withCalls > 20 && several > 0, `${withCalls} replies with calls, ${several} with several`);
+      pythonVerdicts(checks).forEach((v, i) => assert.equal(v, "valid", checks[i]!.text));
+    });
+
+    test(`${style}: valid calls are in; undeclared names, invalid arguments and text after the calls are out`, () => {
+      const dfa = language(style);
+      const has = (text: string): boolean => matchesBytes(dfa, asBytes(text));
+      for (const text of [
+        replyText(style, "Just text.", []),
+        replyText(style, "", []),
+        replyText(style, null, [weather]),
+        replyText(style, "Let me check. ", [weather]),
+        replyText(style, null, [weather, now]),
+      ])
+        assert.ok(has(text), JSON.stringify(text));
+      for (const text of [
+        replyText(style, null, [{ name: "delete_all", args: "{}" }]),
+        replyText(style, null, [{ name: "get_weather", args: '{"days": 3}' }]),
+        replyText(style, null, [{ name: "get_weather", args: '{"city": "Oslo", "town": "x"}' }]),
+        replyText(style, null, [{ name: "get_weather", args: '{"city": "Oslo", "days": 99}' }]),
+        `${replyText(style, null, [weather])} and text after`,
+        replyText(style, `a ${TOOL_CALL_OPEN[style]} in text`, []),
+      ])
+        assert.ok(!has(text), JSON.stringify(text));
+      const one = asBytes(replyText(style, null, [now]));
+      const two = asBytes(replyText(style, null, [now, weather]));
+      assert.ok(matchesBytes(language(style, false), one));
+      assert.ok(!matchesBytes(language(style, false), two));
+    });
+  }
+
+  test("granite: the keys in either order; the marker as text opens nothing and is not text either", () => {
+    const dfa = language("granite");
+    const argumentsFirst = '<|tool_call|>[{"arguments": {"city": "Oslo"}, "name": "get_weather"}]';
+    assert.ok(matchesBytes(dfa, asBytes(argumentsFirst)));
+    assert.deepEqual(parseToolReply(argumentsFirst, "granite", TOOLS).calls, [{ name: "get_weather", arguments: '{"city":"Oslo"}' }]);
+    assert.ok(!matchesBytes(dfa, utf8.encode(replyText("granite", null, [weather]))));
+    assert.ok(!matchesBytes(dfa, utf8.encode("see <|tool_call|> here")));
+    for (const style of ["apertus"] as const) assert.ok(!matchesBytes(language(style), utf8.encode(replyText(style, null, [weather]))));
+  });
+
+  test("firefunction-v2: the word functools is free text; only functools[ opens the calls", () => {
+    const dfa = language("firefunction-v2");
+    assert.ok(matchesBytes(dfa, utf8.encode("Use Python's functools module.")));
+    assert.ok(!matchesBytes(dfa, utf8.encode("functools[1]")));
+  });
+
+  test("functionary-v3.2: text for the user is `all`; a string argument may spell >>>; no function may be named all", () => {
+    const reply = 'all\nChecking.>>>search\n{"query": "a >>> b"}';
+    assert.ok(!matchesBytes(language("functionary-v3.2"), utf8.encode(reply)), "the pattern allows letters and spaces only");
+    const lookup: ToolDeclaration = { name: "note", parameters: { type: "object", properties: { text: { type: "string" } } } };
+    const dfa = compileToolCallLanguage([lookup], "functionary-v3.2", true, OPTIONS).dfa;
+    const note = 'all\nChecking.>>>note\n{"text": "a >>> b"}>>>note\n{}';
+    assert.ok(matchesBytes(dfa, utf8.encode(note)));
+    assert.deepEqual(parseToolReply(note, "functionary-v3.2", [lookup]), {
+      content: "Checking.",
+      calls: [
+        { name: "note", arguments: '{"text":"a >>> b"}' },
+        { name: "note", arguments: "{}" },
+      ],
+    });
+    assert.ok(!matchesBytes(dfa, utf8.encode("Checking.")), "text without its recipient line");
+    assert.throws(
+      () => compileToolCallLanguage([{ name: "all" }], "functionary-v3.2", true, OPTIONS),
+      (error: unknown) => error instanceof JsonSchemaError && error.keyword === "name" && /"all"/.test(error.message),
+    );
+  });
+});
+
+describe("Granite's calls through its control token, over a small vocabulary's masks", () => {
+  // Control tokens 0-1, then text: "<|tool_call|>" as a plain token too (text, not the marker).
+  const texts = ["<s>", "<|tool_call|>", "<|tool_call|>", "[", "]", "{", "}", '"', ":", " ", ",", ..."abcdefghijklmnopqrstuvwxyz"];
+  const PLAIN_MARKER = 2;
+  const vocab = makeVocab(
+    texts,
+    texts.map((_, id) => (id < 2 ? TokenKind.Control : TokenKind.Normal)),
+  );
+  const trie = TokenTrie.build(vocab);
+
+  test("calls are opened by the control token only; the plain token of its text is never written", () => {
+    const dfa = compileToolCallLanguage(
+      [{ name: "a", parameters: { type: "object", properties: {}, additionalProperties: false } }],
+      "granite",
+      true,
+      OPTIONS,
+    ).dfa;
+    const random = seededRandom(9);
+    let called = 0;
+    for (let run = 0; run < 40; run++) {
+      const state = new DfaConstraintState(dfaTokenMatcherFor(trie, dfa));
+      const tokens: number[] = [];
+      for (let step = 0; step < 80; step++) {
+        if (state.isAccepting() && random() < 0.2) break;
+        const mask = state.mask(80 - step);
+        const allowed = Array.from({ length: vocab.size }, (_, id) => id).filter((id) => (mask[id >>> 5]! >>> (id & 31)) & 1);
+        if (allowed.length === 0) break;
+        const id = allowed.includes(1) && random() < 0.5 ? 1 : allowed[Math.floor(random() * allowed.length)]!;
+        assert.ok(state.advance(id));
+        tokens.push(id);
+      }
+      if (!state.isAccepting()) continue;
+      assert.ok(!tokens.includes(PLAIN_MARKER) && !tokens.includes(0));
+      const text = tokens.map((t) => texts[t]).join("");
+      const parsed = parseToolReply(text, "granite", []);
+      if (parsed.calls.length > 0) {
+        called++;
+        for (const call of parsed.calls) assert.deepEqual({ ...call }, { name: "a", arguments: "{}" });
+      } else assert.equal(parsed.content, text);
+    }
+    assert.ok(called > 0, "some walks wrote calls");
+  });
+});
+
+type Call = { name: string; arguments: Record<string, unknown> };
+
+/** The assistant's last turn as `file` writes it, from its content (or its calls) to the end of its calls. */
+function renderedReply(style: Listed, file: string, calls: Call[], content: string): string {
+  const template = new ChatTemplate(readFileSync(resolve(TEMPLATE_DIR, file), "utf8"), {
+    specialTexts: [...CONTROL_MARKERS, "<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"],
+    bosText: "<|begin_of_text|>",
+    eosText: "<|eot_id|>",
+    addsBos: false,
+  });
+  const messages: ChatMessage[] = [
+    { role: "user", content: "Plan my trip." },
+    {
+      role: "assistant",
+      content,
+      tool_calls: calls.map((c, i) => ({ id: `call0000${i}`, type: "function", function: { name: c.name, arguments: c.arguments } })),
+    },
+  ];
+  // Apertus's template writes each tool's description (undefined is an error, as in Jinja).
+  const tools: ChatTool[] = TOOLS.map((t) => ({
+    type: "function",
+    function: { name: t.name, description: t.name, parameters: t.parameters },
+  }));
+  const rendered = template
+    .render({ messages, tools, addGenerationPrompt: false })
+    .map((s) => s.text)
+    .join("");
+  let turn = rendered.slice(rendered.lastIndexOf("Plan my trip."));
+  const start = style === "functionary-v3.2" ? "\n\n>>>" : "<|end_header_id|>\n\n";
+  const header = style === "apertus" ? "<|assistant_start|>" : start;
+  turn = turn.slice(turn.indexOf(header) + header.length);
+  const end = style === "apertus" ? turn.indexOf("<|tools_suffix|>") + "<|tools_suffix|>".length : turn.indexOf("<|eot_id|>");
+  assert.ok(end > 0, `${file}: ${JSON.stringify(turn)}`);
+  return turn.slice(0, end);
+}
+
+const CONVERSATIONS: { content: string; calls: Call[] }[] = [
+  {
+    content: "",
+    calls: [
+      { name: "get_weather", arguments: { city: 'Zürich <b>&\n"Altstadt"', days: 3 } },
+      { name: "search", arguments: { query: "cheap flights", tags: ["a", 'b "c"'] } },
+      { name: "now", arguments: {} },
+    ],
+  },
+  { content: "Let me look.", calls: [{ name: "now", arguments: {} }] },
+];
+
+describe("JSON lists of calls: round trip through the real templates", () => {
+  for (const style of STYLES) {
+    for (const file of TEMPLATES[style]) {
+      test(`${style}: ${file} writes calls the language holds, and they read back the same, streamed at every cut`, () => {
+        for (const { content, calls } of CONVERSATIONS) {
+          // FireFunction writes a space before `functools[`: text before the calls.
+          const reply = renderedReply(style, file, calls, content);
+          assert.ok(matchesBytes(language(style), asBytes(reply)), `${file}: ${JSON.stringify(reply)}`);
+          const parsed = parseToolReply(reply, style, TOOLS);
+          assert.deepEqual(
+            parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
+            calls,
+          );
+          assert.equal(parsed.content?.trim() ?? "", content);
+          assert.deepEqual(autoReply(reply, style, TOOLS), { content: parsed.content, calls: parsed.calls });
+          const sent = sentText(style, reply);
+          for (let cut = 0; cut <= reply.length; cut++) assert.equal(streamedReply(style, [reply.slice(0, cut), reply.slice(cut)]), sent);
+        }
+      });
+    }
+  }
+});

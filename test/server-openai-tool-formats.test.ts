@@ -1,0 +1,230 @@
+/**
+ * Tool calls on `tool_choice: "auto"` through the openai SDK, for the formats read as one JSON
+ * list after a marker (Granite 3.3's `<|tool_call|>` and Apertus's `<|tools_prefix|>`, control
+ * tokens put on qwen2's padding tokens as those models' GGUFs have them) and Functionary v3.2's
+ * recipients (`>>>f\n{…}`, on Llama 3's tokenizer, which its template's headers are made of):
+ * synthetic models carrying the real templates. A logit bias makes the random model call (or, for
+ * Functionary, write to the user); the SDK gets parsed calls of declared functions with valid
+ * arguments, the same streamed as whole, and text without the markers.
+ */
+import { test, describe, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type OpenAI from "openai";
+import { ggufStringArray, readGguf } from "../src/vocab/index.js";
+import { REPO_ROOT } from "./support/paths.js";
+import { serveSyntheticChat, stopSyntheticChat, type SyntheticChat } from "./support/synthetic-chat.js";
+
+const GRANITE_MARKERS = { 151900: "<|tool_call|>" } as const;
+const APERTUS_MARKERS = { 151900: "<|tools_prefix|>", 151901: "<|tools_suffix|>" } as const;
+
+const WEATHER = {
+  type: "function" as const,
+  function: {
+    name: "get_weather",
+    description: "The weather in a city.",
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string", maxLength: 8 }, days: { type: "integer", minimum: 1, maximum: 7 } },
+      required: ["city"],
+      additionalProperties: false,
+    },
+  },
+};
+
+/** The id of the token whose text is `text` in a vocabulary of ../shared/models/vocab. */
+function tokenId(vocab: string, text: string): number {
+  const tokens = ggufStringArray(
+    readGguf(resolve(REPO_ROOT, "..", "shared", "models", "vocab", `ggml-vocab-${vocab}.gguf`)),
+    "tokenizer.ggml.tokens",
+  )!;
+  for (let id = 0; id < tokens.length; id++) if (tokens.item(id) === text) return id;
+  throw new Error(`${vocab} has no token ${JSON.stringify(text)}`);
+}
+
+type Fn = { name: string; arguments: string };
+
+/** Checks the arguments against WEATHER's parameters. */
+function assertWeather(fn: Fn): void {
+  assert.equal(fn.name, "get_weather");
+  const args = JSON.parse(fn.arguments) as Record<string, unknown>;
+  assert.deepEqual(
+    Object.keys(args).filter((k) => k !== "city" && k !== "days"),
+    [],
+  );
+  assert.ok(typeof args.city === "string" && [...args.city].length <= 8, fn.arguments);
+  if (args.days !== undefined) assert.ok(Number.isInteger(args.days) && (args.days as number) >= 1 && (args.days as number) <= 7);
+}
+
+/** The same request streamed: its content and its calls. */
+async function streamed(s: SyntheticChat, request: Record<string, unknown>): Promise<{ content: string; calls: Fn[] }> {
+  const stream = await s.client.chat.completions.create({
+    ...request,
+    stream: true,
+  } as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming);
+  let content = "";
+  const calls: Fn[] = [];
+  for await (const chunk of stream) {
+    content += chunk.choices[0]?.delta?.content ?? "";
+    for (const c of chunk.choices[0]?.delta?.tool_calls ?? []) {
+      if (c.function?.name !== undefined) calls.push({ name: c.function.name, arguments: c.function.arguments ?? "" });
+      else calls[calls.length - 1]!.arguments += c.function?.arguments ?? "";
+    }
+  }
+  return { content, calls };
+}
+
+describe("tool-call formats on auto (synthetic models, real templates)", () => {
+  let dir: string;
+  let granite: SyntheticChat;
+  let apertus: SyntheticChat;
+  let functionary: SyntheticChat;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "trellis-tool-formats-"));
+    const at = (name: string): string => {
+      mkdirSync(join(dir, name));
+      return join(dir, name);
+    };
+    granite = await serveSyntheticChat(at("granite"), "qwen2", "ibm-granite-granite-3.3-2B-Instruct.jinja", 300, GRANITE_MARKERS);
+    apertus = await serveSyntheticChat(at("apertus"), "qwen2", "Apertus-8B-Instruct.jinja", 300, APERTUS_MARKERS);
+    functionary = await serveSyntheticChat(at("functionary"), "llama-bpe", "meetkai-functionary-medium-v3.2.jinja", 300);
+  });
+
+  after(async () => {
+    await stopSyntheticChat(granite);
+    await stopSyntheticChat(apertus);
+    await stopSyntheticChat(functionary);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("each family's format is read from its template (and, for the control markers, its vocabulary)", () => {
+    assert.equal(granite.engine.toolCallStyle, "granite");
+    assert.equal(apertus.engine.toolCallStyle, "apertus");
+    assert.equal(functionary.engine.toolCallStyle, "functionary-v3.2");
+  });
+
+  test("Apertus: calls in history are its control tokens around a JSON list keyed by name", () => {
+    const history = apertus.engine.renderChat!({
+      messages: [
+        { role: "user", content: "Weather?" },
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: { city: "Oslo" } } }],
+        },
+        { role: "tool", content: "3C", tool_call_id: "c1" },
+      ],
+      tools: [WEATHER],
+      addGenerationPrompt: true,
+    });
+    assert.ok(history.text.includes('<|tools_prefix|>[{"get_weather": {"city": "Oslo"}}]<|tools_suffix|>'), history.text);
+    assert.equal(history.tokens.filter((t) => t === 151900).length, 1);
+    assert.equal(history.tokens.filter((t) => t === 151901).length, 1);
+  });
+
+  for (const [family, marker] of [
+    ["granite", 151900],
+    ["apertus", 151900],
+  ] as const) {
+    test(`${family}: a call through its control token, parsed for the SDK, whole and streamed; text never spells the marker`, async () => {
+      const s = family === "granite" ? granite : apertus;
+      const request = {
+        model: "qwen2",
+        messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+        tools: [WEATHER],
+        logit_bias: { [String(marker)]: 100 },
+        max_tokens: 80,
+        seed: 5,
+      };
+      const r = await s.client.chat.completions.create(request);
+      const choice = r.choices[0]!;
+      assert.equal(choice.finish_reason, "tool_calls");
+      const calls = (choice.message.tool_calls ?? []) as { function: Fn }[];
+      assert.ok(calls.length >= 1);
+      for (const c of calls) assertWeather(c.function);
+      const whole = await streamed(s, request);
+      assert.equal(whole.content, choice.message.content ?? "");
+      assert.deepEqual(
+        whole.calls,
+        calls.map((c) => c.function),
+      );
+      // One call where parallel calls are off.
+      const one = await s.client.chat.completions.create({ ...request, parallel_tool_calls: false });
+      assert.equal(one.choices[0]!.message.tool_calls?.length, 1);
+      // Without the bias: the marker's text is never in the content.
+      const plain = await s.client.chat.completions.create({ ...request, logit_bias: undefined });
+      const text = plain.choices[0]!.message.content ?? "";
+      assert.ok(!text.includes(family === "granite" ? "<|tool_call|>" : "<|tools_prefix|>"), text);
+      for (const c of (plain.choices[0]!.message.tool_calls ?? []) as { function: Fn }[]) assertWeather(c.function);
+    });
+  }
+
+  test("granite: reasons only when asked (its template's `thinking`), then still calls", async () => {
+    assert.deepEqual(granite.engine.reasoningFormat, {
+      open: "<think>",
+      close: "</think>",
+      preOpened: false,
+      toggle: "thinking",
+      askedOnly: true,
+    });
+    const request = {
+      model: "qwen2",
+      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+      tools: [WEATHER],
+      max_tokens: 120,
+      seed: 5,
+      reasoning_effort: "low" as const,
+      reasoning_budget: 20,
+      logit_bias: { "151900": 100 },
+    };
+    const r = await granite.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    const message = r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+    assert.ok((message.reasoning_content ?? "").length > 0, JSON.stringify(message));
+    assert.equal(r.choices[0]!.finish_reason, "tool_calls");
+    for (const c of (message.tool_calls ?? []) as { function: Fn }[]) assertWeather(c.function);
+    // Unasked: no reasoning, the call at once.
+    const { reasoning_effort: _effort, reasoning_budget: _budget, ...unasked } = request;
+    const plain = await granite.client.chat.completions.create(unasked);
+    assert.equal((plain.choices[0]!.message as { reasoning_content?: string }).reasoning_content, undefined);
+    assert.equal(plain.choices[0]!.finish_reason, "tool_calls");
+  });
+
+  test("functionary-v3.2: a call when the reply names a function, text when it names `all`; whole and streamed", async () => {
+    const request = {
+      model: "llama-bpe",
+      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+      tools: [WEATHER],
+      max_tokens: 80,
+      seed: 7,
+    };
+    const call = { ...request, logit_bias: { [String(tokenId("llama-bpe", "get"))]: 100 } };
+    const r = await functionary.client.chat.completions.create(call);
+    assert.equal(r.choices[0]!.finish_reason, "tool_calls");
+    const calls = (r.choices[0]!.message.tool_calls ?? []) as { function: Fn }[];
+    assert.ok(calls.length >= 1);
+    for (const c of calls) assertWeather(c.function);
+    assert.equal(r.choices[0]!.message.content, null);
+    const streamedCall = await streamed(functionary, call);
+    assert.equal(streamedCall.content, "");
+    assert.deepEqual(
+      streamedCall.calls,
+      calls.map((c) => c.function),
+    );
+    // Text for the user: `all\n` is its recipient line, not content.
+    const text = { ...request, logit_bias: { [String(tokenId("llama-bpe", "all"))]: 100 } };
+    const t = await functionary.client.chat.completions.create(text);
+    const content = t.choices[0]!.message.content ?? "";
+    assert.ok(!content.includes(">>>"), content);
+    for (const c of (t.choices[0]!.message.tool_calls ?? []) as { function: Fn }[]) assertWeather(c.function);
+    const streamedText = await streamed(functionary, text);
+    assert.equal(streamedText.content, content);
+    // A function named `all` cannot be told from text: a 400 naming it.
+    await assert.rejects(
+      functionary.client.chat.completions.create({ ...request, tools: [{ type: "function", function: { name: "all" } }] }),
+      (e: { status?: number; message?: string }) => e.status === 400 && /"all"/.test(e.message ?? ""),
+    );
+  });
+});
