@@ -142,6 +142,20 @@ describe("chat formats tokenize markers as special tokens and user text as text"
     }
   });
 
+  test("a prompt that ends with a control token (Cohere's generation prompt): the answer is tokenized after it, on its own", () => {
+    const m = models.qwen2!;
+    const tokenizer = new PromptTokenizer(m, 0);
+    const segments = [
+      { text: "<|im_start|>", special: true },
+      { text: "user\nhi", special: false },
+      { text: "<|im_end|>", special: true },
+    ];
+    const head = [...m.tokenize("<|im_start|>user\nhi<|im_end|>", { addSpecial: true, parseSpecial: true })];
+    assert.deepEqual([...tokenizer.tokens(segments)], head);
+    assert.deepEqual([...tokenizer.tokens(segments, "dog")], [...head, ...m.tokenize("dog", { addSpecial: false, parseSpecial: false })]);
+    assert.equal(head.at(-1), special(m, "<|im_end|>"));
+  });
+
   test("phi-3 and gemma-4: BOS first, markers special, answer after the assistant header", () => {
     for (const name of ["phi-3", "gemma-4"]) {
       const m = models[name]!;

@@ -3,7 +3,9 @@
  * "granite" (`<|tool_call|>[{"name": "f", "arguments": {…}}]`, the marker a control token, the keys
  * in either order), "firefunction-v2" (`functools[{…}, …]`, text) and "apertus"
  * (`<|tools_prefix|>[{"f": {…}}]<|tools_suffix|>`, control tokens); and Functionary v3.2's
- * recipients (schema/tool-calls-recipient.ts: `all\ntext>>>f\n{…}>>>g\n{…}`).
+ * recipients (schema/tool-calls-recipient.ts: `all\ntext>>>f\n{…}>>>g\n{…}`); and Cohere's
+ * replies (schema/tool-calls-cohere.ts: text between its answer markers, or a JSON list between
+ * its action markers, all control tokens), with a reasoning section's control-token markers.
  * Shown: random members of each language read back (control markers as their text) into calls of
  * declared functions whose arguments Python's jsonschema finds valid, and a stream sends exactly
  * the text; free text never spells the marker; undeclared names, invalid arguments, a marker
@@ -16,7 +18,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { DfaConstraintState, dfaTokenMatcherFor, TokenTrie } from "../src/constraint/index.js";
+import { DfaConstraintState, dfaTokenMatcherFor, reasoningDfa, TokenTrie } from "../src/constraint/index.js";
 import { autoReply } from "../src/generate/index.js";
 import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
 import { compileRegex, intersectDfas, matchesBytes, sampleMember } from "../src/regex/index.js";
@@ -260,6 +262,33 @@ describe("Granite's calls through its control token, over a small vocabulary's m
   });
 });
 
+describe("a reasoning section's markers that are control tokens of the vocabulary", () => {
+  test("are written as those tokens (Cohere's <|END_THINKING|>), and as text where the vocabulary has them as text", () => {
+    const texts = ["<s>", "<|END_THINKING|>", "<|", "END_THINKING", "|>", "a", "b"];
+    const control = TokenKind.Control;
+    const trie = TokenTrie.build(
+      makeVocab(
+        texts,
+        texts.map((_, id) => (id < 2 ? control : TokenKind.Normal)),
+      ),
+    );
+    const close = "<|END_THINKING|>";
+    assert.deepEqual([...trie.markerSpelling(close)], [...markerBytes(close)!]);
+    const textual = TokenTrie.build(
+      makeVocab(
+        texts,
+        texts.map(() => TokenKind.Normal),
+      ),
+    );
+    assert.deepEqual([...textual.markerSpelling(close)], [...utf8.encode(close)]);
+    // Over the first vocabulary the section closes with the control token only, never the text pieces.
+    const section = new DfaConstraintState(dfaTokenMatcherFor(trie, reasoningDfa(null, trie.markerSpelling(close))));
+    assert.ok(section.advance(5) && section.advance(2) && section.advance(3) && section.advance(4), "the text pieces are reasoning text");
+    assert.ok(!section.isAccepting());
+    assert.ok(section.advance(1) && section.isAccepting());
+  });
+});
+
 type Call = { name: string; arguments: Record<string, unknown> };
 
 /** The assistant's last turn as `file` writes it, from its content (or its calls) to the end of its calls. */
@@ -328,5 +357,110 @@ describe("JSON lists of calls: round trip through the real templates", () => {
         }
       });
     }
+  }
+});
+
+describe("Cohere: text between its answer markers, or calls between its action markers", () => {
+  type Cohere = "command-r7b" | "cohere2";
+  const COHERE: Record<Cohere, { file: string; open: string; close: string }> = {
+    "command-r7b": { file: "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", open: "<|START_RESPONSE|>", close: "<|END_RESPONSE|>" },
+    cohere2: { file: "Cohere2MoE.jinja", open: "<|START_TEXT|>", close: "<|END_TEXT|>" },
+  };
+  const cohereLanguage = toolCallLanguages((_style: Cohere) => TOOLS, OPTIONS);
+  const action = (calls: Written[]): string =>
+    `<|START_ACTION|>[\n    ${calls
+      .map((c, i) => `{"tool_call_id": "${i}", "tool_name": "${c.name}", "parameters": ${c.args}}`)
+      .join(",\n    ")}\n]<|END_ACTION|>`;
+
+  for (const style of ["command-r7b", "cohere2"] as const) {
+    const { open, close, file } = COHERE[style];
+    const answer = (text: string): string => `${open}${text}${close}`;
+
+    test(`${style}: sampled replies read back; calls valid; the stream sends the text without its markers`, () => {
+      const dfa = cohereLanguage(style);
+      const random = seededRandom(style === "cohere2" ? 83 : 89);
+      const checks: { schema: string; text: string }[] = [];
+      let withCalls = 0;
+      for (let i = 0; i < 150; i++) {
+        const reply = asText(sampleMember(dfa, random, { maxBytes: 700, stopProbability: 0.05 })!);
+        const parsed = parseToolReply(reply, style, TOOLS);
+        const text = reply.startsWith(open) ? reply.slice(open.length, reply.length - close.length) : "";
+        if (parsed.calls.length === 0) assert.equal(parsed.content, text, reply);
+        else {
+          withCalls++;
+          assert.equal(parsed.content, null);
+          for (const call of parsed.calls) checks.push({ schema: JSON.stringify(schemaOf(call.name)), text: call.arguments });
+        }
+        assert.ok(!text.includes(close) && !text.includes("<|START_ACTION|>"));
+        assert.equal(streamedReply(style, [...reply]), text, reply);
+      }
+      assert.ok(withCalls > 10, `${withCalls} replies with calls`);
+      pythonVerdicts(checks).forEach((v, i) => assert.equal(v, "valid", checks[i]!.text));
+    });
+
+    test(`${style}: text or calls, not both; undeclared names, invalid arguments and marker texts are out`, () => {
+      const dfa = cohereLanguage(style);
+      const has = (text: string): boolean => matchesBytes(dfa, asBytes(text));
+      for (const text of [answer("Just text."), answer(""), action([weather]), action([weather, now])]) assert.ok(has(text), text);
+      for (const text of [
+        "Just text.",
+        `${answer("Let me check.")}${action([weather])}`,
+        action([{ name: "delete_all", args: "{}" }]),
+        action([{ name: "get_weather", args: '{"days": 3}' }]),
+        answer(`a ${close} inside`),
+        `${action([weather])} more`,
+      ])
+        assert.ok(!has(text), text);
+      // The markers as text are neither markers nor text.
+      assert.ok(!matchesBytes(dfa, utf8.encode(answer("x"))));
+      assert.ok(!matchesBytes(cohereLanguage(style, false), asBytes(action([weather, now]))));
+      assert.ok(matchesBytes(cohereLanguage(style, false), asBytes(action([now]))));
+    });
+
+    test(`${style}: ${file} writes calls (and text) the language holds, and they read back the same, streamed at every cut`, () => {
+      const template = new ChatTemplate(readFileSync(resolve(TEMPLATE_DIR, file), "utf8"), {
+        specialTexts: [...CONTROL_MARKERS, "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>", "<|USER_TOKEN|>"],
+        bosText: "<BOS_TOKEN>",
+        eosText: "<|END_OF_TURN_TOKEN|>",
+        addsBos: false,
+      });
+      const tools: ChatTool[] = TOOLS.map((t) => ({
+        type: "function",
+        function: { name: t.name, description: t.name, parameters: t.parameters },
+      }));
+      for (const { calls } of CONVERSATIONS) {
+        const messages: ChatMessage[] = [
+          { role: "user", content: "Plan my trip." },
+          {
+            role: "assistant",
+            content: "",
+            reasoning_content: "Plan.",
+            tool_calls: calls.map((c, i) => ({ id: `c${i}`, type: "function", function: { name: c.name, arguments: c.arguments } })),
+          },
+          ...calls.map((_, i): ChatMessage => ({ role: "tool", content: `result ${i}`, tool_call_id: `c${i}` })),
+          { role: "assistant", content: "It is sunny." },
+        ];
+        const rendered = template
+          .render({ messages, tools, addGenerationPrompt: false })
+          .map((s) => s.text)
+          .join("");
+        const from = rendered.indexOf("<|START_ACTION|>", rendered.lastIndexOf("Plan my trip."));
+        const reply = rendered.slice(from, rendered.indexOf("<|END_ACTION|>", from) + "<|END_ACTION|>".length);
+        assert.ok(matchesBytes(cohereLanguage(style), asBytes(reply)), JSON.stringify(reply));
+        const parsed = parseToolReply(reply, style, TOOLS);
+        assert.deepEqual(
+          parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
+          calls,
+        );
+        for (let cut = 0; cut <= reply.length; cut++) assert.equal(streamedReply(style, [reply.slice(0, cut), reply.slice(cut)]), "");
+        // The text turn after the tool results.
+        const text = rendered.slice(rendered.lastIndexOf(open), rendered.lastIndexOf(close) + close.length);
+        assert.equal(text, answer("It is sunny."));
+        assert.ok(matchesBytes(cohereLanguage(style), asBytes(text)));
+        assert.deepEqual(autoReply(text, style, TOOLS), { content: "It is sunny.", calls: [] });
+        for (let cut = 0; cut <= text.length; cut++)
+          assert.equal(streamedReply(style, [text.slice(0, cut), text.slice(cut)]), "It is sunny.");
+      }
+    });
   }
 });

@@ -19,6 +19,15 @@ import { serveSyntheticChat, stopSyntheticChat, type SyntheticChat } from "./sup
 
 const GRANITE_MARKERS = { 151900: "<|tool_call|>" } as const;
 const APERTUS_MARKERS = { 151900: "<|tools_prefix|>", 151901: "<|tools_suffix|>" } as const;
+/** Command R7B's reasoning, answer and action markers, control tokens as in its GGUFs. */
+const COHERE_MARKERS = {
+  151900: "<|START_THINKING|>",
+  151901: "<|END_THINKING|>",
+  151902: "<|START_RESPONSE|>",
+  151903: "<|END_RESPONSE|>",
+  151904: "<|START_ACTION|>",
+  151905: "<|END_ACTION|>",
+} as const;
 
 const WEATHER = {
   type: "function" as const,
@@ -81,6 +90,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
   let granite: SyntheticChat;
   let apertus: SyntheticChat;
   let functionary: SyntheticChat;
+  let cohere: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-tool-formats-"));
@@ -91,12 +101,14 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     granite = await serveSyntheticChat(at("granite"), "qwen2", "ibm-granite-granite-3.3-2B-Instruct.jinja", 300, GRANITE_MARKERS);
     apertus = await serveSyntheticChat(at("apertus"), "qwen2", "Apertus-8B-Instruct.jinja", 300, APERTUS_MARKERS);
     functionary = await serveSyntheticChat(at("functionary"), "llama-bpe", "meetkai-functionary-medium-v3.2.jinja", 300);
+    cohere = await serveSyntheticChat(at("cohere"), "qwen2", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", 300, COHERE_MARKERS);
   });
 
   after(async () => {
     await stopSyntheticChat(granite);
     await stopSyntheticChat(apertus);
     await stopSyntheticChat(functionary);
+    await stopSyntheticChat(cohere);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -104,6 +116,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     assert.equal(granite.engine.toolCallStyle, "granite");
     assert.equal(apertus.engine.toolCallStyle, "apertus");
     assert.equal(functionary.engine.toolCallStyle, "functionary-v3.2");
+    assert.equal(cohere.engine.toolCallStyle, "command-r7b");
   });
 
   test("Apertus: calls in history are its control tokens around a JSON list keyed by name", () => {
@@ -226,5 +239,40 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
       functionary.client.chat.completions.create({ ...request, tools: [{ type: "function", function: { name: "all" } }] }),
       (e: { status?: number; message?: string }) => e.status === 400 && /"all"/.test(e.message ?? ""),
     );
+  });
+
+  test("Command R7B: reasoning between its control tokens, then text in its answer markers or calls in its action markers", async () => {
+    const message = (r: OpenAI.Chat.Completions.ChatCompletion) =>
+      r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+    const request = {
+      model: "qwen2",
+      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+      tools: [WEATHER],
+      max_tokens: 100,
+      seed: 11,
+      reasoning_budget: 12,
+      logit_bias: { "151904": 100 },
+    };
+    const r = await cohere.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(r.choices[0]!.finish_reason, "tool_calls");
+    assert.ok((message(r).reasoning_content ?? "").length > 0, JSON.stringify(message(r)));
+    assert.equal(message(r).content, null);
+    const calls = (message(r).tool_calls ?? []) as { function: Fn }[];
+    assert.ok(calls.length >= 1);
+    for (const c of calls) assertWeather(c.function);
+    const s = await streamed(cohere, request);
+    assert.equal(s.content, "");
+    assert.deepEqual(
+      s.calls,
+      calls.map((c) => c.function),
+    );
+    // Text: its answer markers are not content; no reasoning when it is turned off.
+    const text = { ...request, logit_bias: { "151902": 100 }, reasoning_effort: "none" };
+    const t = await cohere.client.chat.completions.create(text as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(message(t).reasoning_content, undefined);
+    const content = message(t).content ?? "";
+    for (const marker of Object.values(COHERE_MARKERS)) assert.ok(!content.includes(marker), content);
+    assert.equal(t.choices[0]!.message.tool_calls, undefined);
+    assert.equal((await streamed(cohere, text)).content, content);
   });
 });

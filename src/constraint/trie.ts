@@ -189,6 +189,21 @@ export class TokenTrie {
     return tokenId >= 0 && tokenId < this.vocabSize && this.tokenNode[tokenId]! >= 0;
   }
 
+  /**
+   * How constraints over this vocabulary write `marker`: its control spelling (markerBytes) where
+   * one of this trie's marker tokens has it, else its UTF-8 text (a reasoning section's markers
+   * are control tokens in some vocabularies, text in others).
+   */
+  markerSpelling(marker: string): Uint8Array {
+    const spelled = markerBytes(marker);
+    if (spelled !== null)
+      for (const id of this.markerTokens) {
+        const bytes = this.tokenBytes(id);
+        if (bytes.length === spelled.length && bytes[0] === spelled[0] && bytes[1] === spelled[1]) return spelled;
+      }
+    return new TextEncoder().encode(marker);
+  }
+
   tokenBytes(tokenId: number): Uint8Array {
     return this.data.subarray(this.offsets[tokenId]!, this.offsets[tokenId + 1]!);
   }
@@ -581,7 +596,7 @@ function bucketByByte(
 }
 
 /**
- * The vocabulary with each control token that is a tool-call marker spelled as markerBytes says
+ * The vocabulary with each control token that is a marker (support/control-markers.ts) spelled as markerBytes says
  * (the same arrays when it has none, as most vocabularies), and those tokens' ids.
  */
 function withMarkerSpellings(vocab: VocabularyBytes): VocabularyBytes & { markers: number[] } {

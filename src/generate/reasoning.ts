@@ -19,15 +19,21 @@ import type { ReasoningSection } from "./types.js";
 
 type Factory = (forcedPrefix: Uint8Array | undefined) => TokenConstraint;
 
-const encoder = new TextEncoder();
-/** One DFA per marker pair (its matcher is then one per vocabulary: dfaTokenMatcherFor keys on both). */
+/** One DFA per marker pair as spelled (its matcher is then one per vocabulary: dfaTokenMatcherFor keys on both). */
 const sectionDfas = new LruCache<ByteDfa>(64);
+const latin1 = new TextDecoder("latin1");
 
+/**
+ * The section's matcher over `trie`: a marker that is a control token of the vocabulary (Cohere's
+ * `<|END_THINKING|>`, Mistral's `[/THINK]`) is written as that token, else as text.
+ */
 function sectionMatcher(trie: TokenTrie, section: ReasoningSection): DfaTokenMatcher {
-  const key = `${section.open ?? ""}\0${section.close}`;
+  const open = section.open === null ? null : trie.markerSpelling(section.open);
+  const close = trie.markerSpelling(section.close);
+  const key = `${open === null ? "" : latin1.decode(open)}\0${latin1.decode(close)}`;
   let dfa = sectionDfas.get(key);
   if (dfa === undefined) {
-    dfa = reasoningDfa(section.open === null ? null : encoder.encode(section.open), encoder.encode(section.close));
+    dfa = reasoningDfa(open, close);
     sectionDfas.set(key, dfa);
   }
   return dfaTokenMatcherFor(trie, dfa);

@@ -4,6 +4,7 @@
  * format), whole or as it streams.
  */
 import {
+  COHERE_TEXT,
   HARMONY_CALL,
   HARMONY_FINAL,
   parseToolReply,
@@ -60,6 +61,17 @@ export function autoReply(
 }
 
 /**
+ * Styles whose reply says at its start whether it is text (then this lead, not content) or calls:
+ * Functionary v3.2's `all\n` (calls may follow the text), Cohere's text markers (the text ends at
+ * its closing marker).
+ */
+const TEXT_LEAD: Partial<Record<ToolCallStyle, { readonly open: string; readonly close?: string }>> = {
+  "functionary-v3.2": { open: RECIPIENT_ALL },
+  "command-r7b": COHERE_TEXT["command-r7b"],
+  cohere2: COHERE_TEXT.cohere2,
+};
+
+/**
  * Streaming a tool_choice "auto" reply: its text goes out as it comes, except what may still turn
  * out to be a call's opening marker; from the marker on, the reply is calls, sent whole at the end.
  */
@@ -69,8 +81,8 @@ export class AutoToolStream {
   private inCalls = false;
   /** gpt-oss: the final channel's header was read; the rest is its text. */
   private inFinal = false;
-  /** Functionary v3.2: the first line (`all`, or a function's name) was read. */
-  private recipientRead = false;
+  /** A style whose reply starts by saying text or calls (TEXT_LEAD): that start was read. */
+  private leadRead = false;
 
   constructor(private readonly style: ToolCallStyle) {}
 
@@ -80,18 +92,20 @@ export class AutoToolStream {
     if (this.inCalls || this.text.length === 0) return "";
     if (this.inFinal) return this.take(this.text.length);
     if (this.style === "harmony") return this.pushHarmony();
-    if (this.style === "functionary-v3.2" && !this.recipientRead) {
-      // Text for the user starts with `all\n` (not sent); any other first line names a function.
-      if (this.text.startsWith(RECIPIENT_ALL)) {
-        this.recipientRead = true;
-        this.sent = RECIPIENT_ALL.length;
-      } else if (RECIPIENT_ALL.startsWith(this.text)) return "";
+    const lead = TEXT_LEAD[this.style];
+    if (lead !== undefined && !this.leadRead) {
+      // The reply's start says text (its lead is not sent) or calls.
+      if (this.text.startsWith(lead.open)) {
+        this.leadRead = true;
+        this.sent = lead.open.length;
+      } else if (lead.open.startsWith(this.text)) return "";
       else {
         this.inCalls = true;
         return "";
       }
     }
-    const open = TOOL_CALL_OPEN[this.style];
+    // The text ends where the calls open, or at its own closing marker (Cohere's).
+    const open = lead?.close ?? TOOL_CALL_OPEN[this.style];
     if (this.style === "llama3") {
       // A Llama reply is a call exactly when it starts with "{".
       if (this.text.startsWith(open)) {

@@ -75,6 +75,9 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   if (has("<|tool_call|>", "JSON list of tools")) return "granite";
   if (has(" functools[")) return "firefunction-v2";
   if (has("<|tools_prefix|>", "<|tools_suffix|>", "'{\"' + tool_call.name + '\": '")) return "apertus";
+  // Cohere: text in <|START_RESPONSE|> (R7B) or <|START_TEXT|> (Command A), or calls in <|START_ACTION|>.
+  if (has("<|START_ACTION|>[", '"tool_name": "', "<|START_RESPONSE|>")) return "command-r7b";
+  if (has("<|START_ACTION|>[", '"tool_name": "', "<|START_TEXT|>")) return "cohere2";
   // Functionary v3.2: each message names its recipient after `>>>`, `all` for the user.
   if (has("'>>>all\\n'", "'>>>' + tool_call['function']['name'] + '\\n'")) return "functionary-v3.2";
   // Not read yet: the above's kin (DeepSeek's and others' <invoke name=…> in other blocks).

@@ -55,13 +55,17 @@ export class PromptTokenizer {
   ) {}
 
   /**
-   * Tokens of the segments with `answer` appended to the last one (which must be plain text, so
-   * the model's own tokenization of "prompt end + answer" is what gets scored).
+   * Tokens of the segments with `answer` appended to the last one where it is plain text (so the
+   * model's own tokenization of "prompt end + answer" is what gets scored); after a prompt that
+   * ends with a control token (Cohere's `<|START_THINKING|>`), the answer is tokenized on its own.
    */
   tokens(segments: readonly PromptSegment[], answer = ""): Int32Array {
     const merged = this.stripAroundMarkers(mergePlain(segments));
-    const last = merged.pop();
-    if (last?.special) throw new Error("a formatted prompt must end with plain text");
+    let last = merged.pop();
+    if (last?.special) {
+      merged.push(last);
+      last = undefined;
+    }
     const headKey = JSON.stringify(merged);
     let head = this.headCache.get(headKey);
     if (!head) {

@@ -30,7 +30,9 @@
  * - "granite" (Granite 3.3), "firefunction-v2", "apertus" (Apertus): one JSON list of calls after
  *   a marker (tool-calls-listed.ts);
  * - "functionary-v3.2": each message after `>>>` names its recipient, `all` the user, else a
- *   function (tool-calls-recipient.ts).
+ *   function (tool-calls-recipient.ts);
+ * - "command-r7b" (Command R7B), "cohere2" (Command A): text between answer markers, or one JSON
+ *   list of calls between action markers, all control tokens (tool-calls-cohere.ts).
  */
 import {
   compileRegex,
@@ -69,6 +71,14 @@ import {
   parseListedCalls as parseJsonListCalls,
 } from "./tool-calls-listed.js";
 import { parseRecipientReply, RECIPIENT_OPEN, recipientLanguage } from "./tool-calls-recipient.js";
+import {
+  COHERE_ACTION_OPEN,
+  type CohereToolCallStyle,
+  cohereLanguage,
+  cohereMarkers,
+  isCohereStyle,
+  parseCohereReply,
+} from "./tool-calls-cohere.js";
 
 /** A tool-call format a chat template teaches (see above). */
 export type ToolCallStyle =
@@ -82,7 +92,8 @@ export type ToolCallStyle =
   | ListedToolCallStyle
   | "kimi-k2"
   | "harmony"
-  | "functionary-v3.2";
+  | "functionary-v3.2"
+  | CohereToolCallStyle;
 
 /**
  * The control tokens a style's calls are made of (its vocabulary must have each as a control
@@ -91,6 +102,7 @@ export type ToolCallStyle =
 export function controlMarkersOf(style: ToolCallStyle): readonly string[] {
   if (isMistralStyle(style)) return MISTRAL_MARKERS[style];
   if (isListedStyle(style)) return listedControlMarkers(style);
+  if (isCohereStyle(style)) return cohereMarkers(style);
   return style === "kimi-k2" ? KIMI_MARKERS : [];
 }
 
@@ -128,6 +140,8 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "firefunction-v2": listedCallsOpen("firefunction-v2"),
   apertus: listedCallsOpen("apertus"),
   "functionary-v3.2": RECIPIENT_OPEN,
+  "command-r7b": COHERE_ACTION_OPEN,
+  cohere2: COHERE_ACTION_OPEN,
 };
 export const HERMES_CALL_CLOSE = "</tool_call>";
 /** What closes Apriel's and MiniMax-M1's list of calls. */
@@ -198,6 +212,8 @@ export function compileToolCallLanguage(
   if (style === "harmony") return harmonyLanguage(tools, options);
   // Functionary v3.2: the reply's first line names its recipient.
   if (style === "functionary-v3.2") return recipientLanguage(tools, parallel, options);
+  // Cohere: text between its answer markers, or the calls.
+  if (isCohereStyle(style)) return cohereLanguage(tools, style, parallel, options);
   if (isTaggedStyle(style)) {
     const { call, warnings } = taggedCallLanguage(tools, style, options);
     const { block } = TAGGED_LAYOUTS[style];
@@ -282,6 +298,7 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
   }
   if (style === "harmony") return parseHarmonyReply(text);
   if (style === "functionary-v3.2") return parseRecipientReply(text);
+  if (isCohereStyle(style)) return parseCohereReply(text, style);
   const open = TOOL_CALL_OPEN[style];
   const at = text.indexOf(open);
   if (at < 0) return { content: text, calls: [] };

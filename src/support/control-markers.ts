@@ -1,7 +1,9 @@
 /**
  * Control tokens a constraint may write: the tool-call markers some vocabularies have as control
  * tokens (Mistral's `[TOOL_CALLS]`, `[ARGS]`, `[CALL_ID]`; Kimi-K2's `<|tool_call_begin|>` and kin;
- * Granite 3.3's `<|tool_call|>`; Apertus's `<|tools_prefix|>`, `<|tools_suffix|>`). A constraint is a byte automaton, and a
+ * Granite 3.3's `<|tool_call|>`; Apertus's `<|tools_prefix|>`, `<|tools_suffix|>`; Cohere's
+ * `<|START_ACTION|>` and kin), and the reasoning sections' markers where a vocabulary has them as
+ * control tokens (`<|END_THINKING|>`, `[/THINK]`). A constraint is a byte automaton, and a
  * control token has no bytes of its own as text does: each marker gets a spelling no text has,
  * 0xFF (never in UTF-8) then one byte for the marker, which the token trie gives the control token
  * (constraint/trie.ts) and the tool-call languages write where the marker goes. Every other
@@ -25,6 +27,17 @@ export const CONTROL_MARKERS: readonly string[] = [
   // Apertus
   "<|tools_prefix|>",
   "<|tools_suffix|>",
+  // Reasoning sections' markers (Cohere, Mistral) and Cohere's answers.
+  "<|START_THINKING|>",
+  "<|END_THINKING|>",
+  "[THINK]",
+  "[/THINK]",
+  "<|START_RESPONSE|>",
+  "<|END_RESPONSE|>",
+  "<|START_TEXT|>",
+  "<|END_TEXT|>",
+  "<|START_ACTION|>",
+  "<|END_ACTION|>",
 ];
 
 /** The byte every marker's spelling starts with (no UTF-8 text has it). */
