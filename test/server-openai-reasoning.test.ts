@@ -119,6 +119,10 @@ describe("reasoning models (synthetic, real templates)", () => {
         assert.ok(!message.reasoning_content!.includes(s.engine.reasoningFormat!.close));
         assert.ok(r.usage!.completion_tokens <= maxTokens, `${r.usage!.completion_tokens} > ${maxTokens}`);
         assert.equal(r.choices[0]!.finish_reason, "stop");
+        // Of the completion tokens, the reasoning's (its markers included), as OpenAI reports them.
+        const reasoningTokens = r.usage!.completion_tokens_details?.reasoning_tokens ?? -1;
+        assert.ok(reasoningTokens >= 1 && reasoningTokens < r.usage!.completion_tokens, JSON.stringify(r.usage));
+        if (budget) assert.ok(reasoningTokens <= budget, `${reasoningTokens} > ${budget}`);
       }
     }
   });
@@ -222,6 +226,7 @@ describe("reasoning models (synthetic, real templates)", () => {
     const message = r.choices[0]!.message as Message;
     validAnswer(message.content);
     assert.equal(message.reasoning_content, undefined);
+    assert.equal(r.usage!.completion_tokens_details, undefined, "no section, no reasoning tokens counted");
     assert.equal(r.usage!.prompt_tokens, off.tokens.length);
     assert.notEqual(on.tokens.length, off.tokens.length);
     // R1's template cannot turn it off: it reasons, and says so.
@@ -252,16 +257,21 @@ describe("reasoning models (synthetic, real templates)", () => {
       seed: 6,
       reasoning_budget: 30,
     };
-    const whole = (await qwen3.client.chat.completions.create(params as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming))
-      .choices[0]!.message as Message;
+    const wholeAnswer = await qwen3.client.chat.completions.create(
+      params as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
+    );
+    const whole = wholeAnswer.choices[0]!.message as Message;
     const stream = await qwen3.client.chat.completions.create({
       ...params,
       stream: true,
+      stream_options: { include_usage: true },
     } as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming);
     let reasoning = "";
     let content = "";
     let sawContentBeforeReasoningEnded = false;
+    let usage: OpenAI.CompletionUsage | undefined;
     for await (const chunk of stream) {
+      usage = chunk.usage ?? usage;
       const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning_content?: string } | undefined;
       if (delta?.reasoning_content) {
         if (content.length > 0) sawContentBeforeReasoningEnded = true;
@@ -273,6 +283,8 @@ describe("reasoning models (synthetic, real templates)", () => {
     validAnswer(content);
     assert.equal(content, whole.content);
     assert.equal(reasoning, whole.reasoning_content);
+    assert.deepEqual(usage?.completion_tokens_details, wholeAnswer.usage!.completion_tokens_details);
+    assert.ok((usage?.completion_tokens_details?.reasoning_tokens ?? 0) >= 1);
   });
 
   describe("an earlier turn's reasoning, sent back", () => {

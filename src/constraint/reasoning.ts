@@ -74,6 +74,10 @@ export class ReasoningConstraint implements TokenConstraint {
     private readonly maxReasoningTokens: number = Number.POSITIVE_INFINITY,
   ) {}
 
+  reasoningTokenCount(): number {
+    return this.reasoningTokens;
+  }
+
   /** Whether the reasoning section has ended (its marker written). */
   get answering(): boolean {
     return this.inAnswer;

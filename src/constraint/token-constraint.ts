@@ -41,6 +41,8 @@ export interface TokenConstraint {
    * writeMask would write, without writing it. With forcedBytes.
    */
   allowsWithin?(token: number, remaining: number): boolean;
+  /** A reasoning section before the answer (ReasoningConstraint): the tokens it has taken so far, its markers included. */
+  reasoningTokenCount?(): number;
 }
 
 /** Bytes a constraint forces, and what may follow them. */

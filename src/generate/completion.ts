@@ -321,6 +321,8 @@ export class CompletionJob implements DecodeJob {
       ...(this.reused > 0 ? { cachedTokens: this.reused } : {}),
       ...(this.forced > 0 ? { fastForwardedTokens: this.forced } : {}),
     };
+    const reasoningTokens = this.o.constraint.reasoningTokenCount?.();
+    if (reasoningTokens !== undefined) result.reasoningTokens = reasoningTokens;
     return this.tokens ? { ...result, tokens: this.tokens } : result;
   }
 }

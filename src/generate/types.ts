@@ -110,6 +110,8 @@ export interface CompletionResult {
   warnings?: readonly JsonSchemaWarning[];
   /** The reasoning section's text (its markers left out), when the request had one; `completion` is then the answer only. */
   reasoning?: string;
+  /** Of the generated tokens, those of the reasoning section (its markers included), when the request had one. */
+  reasoningTokens?: number;
 }
 
 /** One input of an embeddings request: text (tokenized as a prompt, BOS/EOS as the model adds them) or token ids as they are. */

@@ -53,12 +53,16 @@ export function usageOf(results: readonly CompletionResult[], promptTokens: numb
   // The prompt is read once however many choices share it (as OpenAI counts it).
   const prompt = promptTokens;
   const cached = cachedTokensOf(results, results.length);
-  return {
+  const usage = {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
     prompt_tokens_details: { cached_tokens: cached },
   };
+  // A model that reasoned: of the completion tokens, those of its reasoning sections (as OpenAI's o-series report them).
+  if (!results.some((r) => r.reasoningTokens !== undefined)) return usage;
+  const reasoning = results.reduce((sum, r) => sum + (r.reasoningTokens ?? 0), 0);
+  return { ...usage, completion_tokens_details: { reasoning_tokens: reasoning } };
 }
 
 export function warningsOf(results: readonly CompletionResult[], fields: readonly FieldWarning[] = []): { warnings?: unknown } {

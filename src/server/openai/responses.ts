@@ -191,7 +191,7 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
               input_tokens: rendered.tokens.length,
               input_tokens_details: { cached_tokens: result.cachedTokens ?? 0 },
               output_tokens: result.tokensGenerated,
-              output_tokens_details: { reasoning_tokens: thought?.count ?? 0 },
+              output_tokens_details: { reasoning_tokens: result.reasoningTokens ?? thought?.count ?? 0 },
               total_tokens: rendered.tokens.length + result.tokensGenerated,
             },
             ...(incomplete ? {} : { completed_at: Math.floor(Date.now() / 1000) }),
