@@ -91,6 +91,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
   let apertus: SyntheticChat;
   let functionary: SyntheticChat;
   let cohere: SyntheticChat;
+  let gemma: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-tool-formats-"));
@@ -102,6 +103,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     apertus = await serveSyntheticChat(at("apertus"), "qwen2", "Apertus-8B-Instruct.jinja", 300, APERTUS_MARKERS);
     functionary = await serveSyntheticChat(at("functionary"), "llama-bpe", "meetkai-functionary-medium-v3.2.jinja", 300);
     cohere = await serveSyntheticChat(at("cohere"), "qwen2", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", 300, COHERE_MARKERS);
+    gemma = await serveSyntheticChat(at("gemma"), "gemma-4", "google-gemma-4-31B-it.jinja", 300);
   });
 
   after(async () => {
@@ -109,6 +111,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     await stopSyntheticChat(apertus);
     await stopSyntheticChat(functionary);
     await stopSyntheticChat(cohere);
+    await stopSyntheticChat(gemma);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -117,6 +120,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     assert.equal(apertus.engine.toolCallStyle, "apertus");
     assert.equal(functionary.engine.toolCallStyle, "functionary-v3.2");
     assert.equal(cohere.engine.toolCallStyle, "command-r7b");
+    assert.equal(gemma.engine.toolCallStyle, "gemma4");
   });
 
   test("Apertus: calls in history are its control tokens around a JSON list keyed by name", () => {
@@ -274,5 +278,33 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     for (const marker of Object.values(COHERE_MARKERS)) assert.ok(!content.includes(marker), content);
     assert.equal(t.choices[0]!.message.tool_calls, undefined);
     assert.equal((await streamed(cohere, text)).content, content);
+  });
+
+  test("Gemma 4: calls in its own notation, parsed for the SDK as JSON, whole and streamed, after its thought channel or without", async () => {
+    const callToken = tokenId("gemma-4", "<|tool_call>");
+    for (const effort of ["none", "low"] as const) {
+      const request = {
+        model: "gemma-4",
+        messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+        tools: [WEATHER],
+        max_tokens: 100,
+        seed: 13,
+        reasoning_effort: effort,
+        reasoning_budget: effort === "none" ? undefined : 12,
+        logit_bias: { [String(callToken)]: 100 },
+      };
+      const r = await gemma.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+      const message = r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+      assert.equal(r.choices[0]!.finish_reason, "tool_calls", JSON.stringify(message));
+      assert.equal(message.reasoning_content === undefined, effort === "none");
+      const calls = (message.tool_calls ?? []) as { function: Fn }[];
+      assert.ok(calls.length >= 1);
+      for (const c of calls) assertWeather(c.function);
+      const s = await streamed(gemma, request);
+      assert.deepEqual(
+        s.calls,
+        calls.map((c) => c.function),
+      );
+    }
   });
 });

@@ -75,6 +75,8 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   if (has("<|tool_call|>", "JSON list of tools")) return "granite";
   if (has(" functools[")) return "firefunction-v2";
   if (has("<|tools_prefix|>", "<|tools_suffix|>", "'{\"' + tool_call.name + '\": '")) return "apertus";
+  // Gemma 4: `<|tool_call>call:f{k:v}<tool_call|>`, its arguments in its own notation.
+  if (has("<|tool_call>call:", "<tool_call|>")) return "gemma4";
   // Cohere: text in <|START_RESPONSE|> (R7B) or <|START_TEXT|> (Command A), or calls in <|START_ACTION|>.
   if (has("<|START_ACTION|>[", '"tool_name": "', "<|START_RESPONSE|>")) return "command-r7b";
   if (has("<|START_ACTION|>[", '"tool_name": "', "<|START_TEXT|>")) return "cohere2";

@@ -29,6 +29,9 @@ export type TaggedToolCallStyle =
   | "deepseek-v4"
   | "hunyuan";
 
+/** A style whose calls write each argument on its own: the tagged styles, and Gemma 4's `call:f{k:v,…}`. */
+export type ArgumentStyle = TaggedToolCallStyle | "gemma4";
+
 /** How a tagged style's template writes a value that is not a string (a string is always raw text). */
 export interface ValueRules {
   /** `value | string` (Python's str): `True`, `False`, `None` are written beside JSON's spellings. */
@@ -48,10 +51,18 @@ const ATTRIBUTE_BREAKING = /[<>\n"]/;
 const TAG_TEXT = '"<", ">" or a newline';
 const ATTRIBUTE_TEXT = '"<", ">", \'"\' or a newline';
 
-export const VALUE_RULES: Record<TaggedToolCallStyle, ValueRules> = {
+export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
   "xml-function": { python: true, nulls: true, structured: null, nameBreaking: TAG_BREAKING, nameBreakingText: TAG_TEXT },
   glm: { python: false, nulls: true, structured: null, nameBreaking: TAG_BREAKING, nameBreakingText: TAG_TEXT },
   hunyuan: { python: false, nulls: true, structured: null, nameBreaking: TAG_BREAKING, nameBreakingText: TAG_TEXT },
+  // Gemma 4 writes `None` for a null (Jinja's rendering of it), objects and arrays in its own notation.
+  gemma4: {
+    python: true,
+    nulls: true,
+    structured: "in Gemma's own notation ({k:…}, [a,b]), not JSON",
+    nameBreaking: /[<>\n{}:,"]/,
+    nameBreakingText: `"<", ">", "{", "}", ":", ",", '"' or a newline`,
+  },
   "seed-oss": {
     python: true,
     nulls: true,
@@ -129,7 +140,7 @@ const validationWords = (schema: Readonly<Record<string, unknown>>): string[] =>
  * string under a keyword the raw string cannot be checked against, and one that may be an object
  * or an array where the style does not write them as JSON (see valueForm).
  */
-export function functionForm(tool: { readonly name: string; readonly parameters?: unknown }, style: TaggedToolCallStyle): FunctionForm {
+export function functionForm(tool: { readonly name: string; readonly parameters?: unknown }, style: ArgumentStyle): FunctionForm {
   const fn = tool.name;
   const rules = VALUE_RULES[style];
   if (rules.nameBreaking.test(fn) || fn.length === 0)
@@ -200,7 +211,7 @@ interface ValueForm {
 /** What valueForm reads a parameter's schema with. */
 interface FormContext {
   readonly fn: string;
-  readonly style: TaggedToolCallStyle;
+  readonly style: ArgumentStyle;
   readonly rules: ValueRules;
   /** The parameters schema (local `$ref`s are read in it). */
   readonly root: Readonly<Record<string, unknown>>;
@@ -348,7 +359,7 @@ function followPointer(root: unknown, fragment: string): unknown {
  * writes `value | string` ("xml-function", "seed-oss") Python's `True`, `False`, `None` as well. A
  * raw string of a value that may also be one of `types` is never one of these texts.
  */
-export function reservedPattern(style: TaggedToolCallStyle, types: readonly JsonType[]): string | null {
+export function reservedPattern(style: ArgumentStyle, types: readonly JsonType[]): string | null {
   const python = VALUE_RULES[style].python;
   const parts: string[] = [];
   if (types.includes("null")) parts.push(python ? "null|None" : "null");
@@ -365,7 +376,7 @@ const PYTHON_LITERALS: Record<string, string> = { True: "true", False: "false", 
  * A value's text (of the language the tagged style compiled for `form`) as JSON text: a string's
  * raw text quoted, a JSON value as written (Python's True/False/None as JSON's).
  */
-export function valueJson(form: ParameterForm, text: string, style: TaggedToolCallStyle): string {
+export function valueJson(form: ParameterForm, text: string, style: ArgumentStyle): string {
   let json = form.jsonSchema !== null;
   if (json && form.strings.length > 0) {
     const reserved = reservedPattern(style, form.jsonTypes);

@@ -45,6 +45,7 @@ import { JsonSchemaError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning }
 import { formatNode } from "./json-schema/formats.js";
 import { isObject } from "./json-schema/spec.js";
 import {
+  type ArgumentStyle,
   type FunctionForm,
   functionForm,
   type ParameterForm,
@@ -166,6 +167,12 @@ const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseF
 const ofDfa = (dfa: ByteDfa): RegexNode => ({ kind: "dfa", dfa });
 const optional = (item: RegexNode, max = 1): RegexNode => ({ kind: "repeat", item, min: 0, max });
 const NEWLINE = literal("\n");
+/** JSON's literals and Python's str of them, which some templates write. */
+const PYTHON_SPELLINGS = [
+  ["true", "True"],
+  ["false", "False"],
+  ["null", "None"],
+] as const;
 
 /** One call of one of `tools` in `style` (parameters in order, required ones present), and the warnings of their schemas. */
 export function taggedCallLanguage(
@@ -173,8 +180,8 @@ export function taggedCallLanguage(
   style: TaggedToolCallStyle,
   options: JsonSchemaOptions & { limits?: RegexLimits },
 ): { call: RegexNode; warnings: JsonSchemaWarning[] } {
-  const compiler = new ValueCompiler(style, options);
   const layout = TAGGED_LAYOUTS[style];
+  const compiler = new ValueCompiler(style, options, layout.rawStop);
   const calls = tools.map((tool) => {
     const fn = functionForm(tool, style);
     const params = fn.parameters.flatMap((p): RegexNode[] => {
@@ -203,17 +210,39 @@ function pieces(layout: readonly Piece[], name: string): RegexNode[] {
 }
 
 /** The languages of parameter values, with what the JSON Schema front end says of their schemas. */
-class ValueCompiler {
+export class ValueCompiler {
   readonly warnings: JsonSchemaWarning[] = [];
   private readonly limits: RegexLimits;
   private rawText: ByteDfa | null = null;
   private readonly reserved = new Map<string, ByteDfa>();
 
   constructor(
-    private readonly style: TaggedToolCallStyle,
+    private readonly style: ArgumentStyle,
     private readonly options: JsonSchemaOptions & { limits?: RegexLimits },
+    /** What ends a raw string (it never holds it). */
+    private readonly rawStop: string,
   ) {
     this.limits = options.limits ?? {};
+  }
+
+  /**
+   * A value whose strings are quoted (`quote`, raw text, `quote`: Gemma 4's `<|"|>`), so that a
+   * string and the other types' values are told apart by the quote, not by their text (null: none
+   * can be written).
+   */
+  quotedValue(fn: FunctionForm, p: ParameterForm, quote: string): ByteDfa | null {
+    const items: RegexNode[] = [];
+    for (const branch of p.strings) {
+      const raw = this.rawString(fn, p, branch);
+      if (raw !== null) items.push({ kind: "concat", items: [literal(quote), ofDfa(raw), literal(quote)] });
+    }
+    const json = p.jsonSchema === null ? null : this.schemaLanguage(fn, p, p.jsonSchema, p.jsonPointer);
+    if (json !== null) {
+      const choices: RegexNode[] = [ofDfa(json)];
+      for (const [text, python] of PYTHON_SPELLINGS) if (matchesString(json, text)) choices.push(literal(python));
+      items.push({ kind: "alt", items: choices });
+    }
+    return items.length === 0 ? null : this.compile(items.length === 1 ? items[0]! : { kind: "alt", items });
   }
 
   /**
@@ -253,12 +282,7 @@ class ValueCompiler {
         const choices: RegexNode[] = [ofDfa(json)];
         if (VALUE_RULES[this.style].python) {
           // What the template writes for these values (`value | string`, Python's str).
-          for (const [text, python] of [
-            ["true", "True"],
-            ["false", "False"],
-            ["null", "None"],
-          ] as const)
-            if (matchesString(json, text)) choices.push(literal(python));
+          for (const [text, python] of PYTHON_SPELLINGS) if (matchesString(json, text)) choices.push(literal(python));
         }
         const written = subtractDfas(this.compile({ kind: "alt", items: choices }), this.containsClose(), this.limits);
         if (!isEmptyLanguage(written)) items.push(ofDfa(written));
@@ -333,7 +357,7 @@ class ValueCompiler {
 
   private closeDfa: ByteDfa | null = null;
   private containsClose(): ByteDfa {
-    this.closeDfa ??= compileRegex(`.*${pyReEscape(TAGGED_LAYOUTS[this.style].rawStop)}.*`, { flags: "s", ...this.limits });
+    this.closeDfa ??= compileRegex(`.*${pyReEscape(this.rawStop)}.*`, { flags: "s", ...this.limits });
     return this.closeDfa;
   }
 

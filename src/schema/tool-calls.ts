@@ -32,7 +32,9 @@
  * - "functionary-v3.2": each message after `>>>` names its recipient, `all` the user, else a
  *   function (tool-calls-recipient.ts);
  * - "command-r7b" (Command R7B), "cohere2" (Command A): text between answer markers, or one JSON
- *   list of calls between action markers, all control tokens (tool-calls-cohere.ts).
+ *   list of calls between action markers, all control tokens (tool-calls-cohere.ts);
+ * - "gemma4" (Gemma 4): `<|tool_call>call:f{k:v,…}<tool_call|>`, each argument in its own
+ *   notation (tool-calls-gemma.ts).
  */
 import {
   compileRegex,
@@ -71,6 +73,7 @@ import {
   parseListedCalls as parseJsonListCalls,
 } from "./tool-calls-listed.js";
 import { parseRecipientReply, RECIPIENT_OPEN, recipientLanguage } from "./tool-calls-recipient.js";
+import { GEMMA_CALL_OPEN, gemmaCallLanguage, parseGemmaCalls } from "./tool-calls-gemma.js";
 import {
   COHERE_ACTION_OPEN,
   type CohereToolCallStyle,
@@ -93,7 +96,8 @@ export type ToolCallStyle =
   | "kimi-k2"
   | "harmony"
   | "functionary-v3.2"
-  | CohereToolCallStyle;
+  | CohereToolCallStyle
+  | "gemma4";
 
 /**
  * The control tokens a style's calls are made of (its vocabulary must have each as a control
@@ -142,6 +146,7 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "functionary-v3.2": RECIPIENT_OPEN,
   "command-r7b": COHERE_ACTION_OPEN,
   cohere2: COHERE_ACTION_OPEN,
+  gemma4: GEMMA_CALL_OPEN,
 };
 export const HERMES_CALL_CLOSE = "</tool_call>";
 /** What closes Apriel's and MiniMax-M1's list of calls. */
@@ -222,6 +227,11 @@ export function compileToolCallLanguage(
     const calls: RegexNode[] = [call, { kind: "repeat", item: next, min: 0, max: parallel ? -1 : 0 }];
     const items = block === null ? calls : [literal(block.open), ...calls, literal(block.close)];
     return { dfa: compileRegexNode(textThen(items), limits), warnings };
+  }
+  if (style === "gemma4") {
+    const { call, warnings } = gemmaCallLanguage(tools, options);
+    const calls: RegexNode[] = [call, { kind: "repeat", item: call, min: 0, max: parallel ? -1 : 0 }];
+    return { dfa: compileRegexNode(textThen(calls), limits), warnings };
   }
   if (isNamedStyle(style)) {
     const { block, warnings } = namedCallsLanguage(tools, style, parallel, options);
@@ -310,6 +320,7 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
   if (isMistralStyle(style)) return { content, calls: parseMistralCalls(text.slice(at), style) };
   if (style === "kimi-k2") return { content, calls: parseKimiCalls(text.slice(at)) };
   if (isListedStyle(style)) return { content, calls: parseJsonListCalls(text.slice(at), style) };
+  if (style === "gemma4") return { content, calls: parseGemmaCalls(text.slice(at)) };
   const calls: { name: string; arguments: string }[] = [];
   let rest = text.slice(at);
   while (rest.startsWith(open)) {
