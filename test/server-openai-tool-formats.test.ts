@@ -92,6 +92,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
   let functionary: SyntheticChat;
   let cohere: SyntheticChat;
   let gemma: SyntheticChat;
+  let lfm: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-tool-formats-"));
@@ -104,6 +105,10 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     functionary = await serveSyntheticChat(at("functionary"), "llama-bpe", "meetkai-functionary-medium-v3.2.jinja", 300);
     cohere = await serveSyntheticChat(at("cohere"), "qwen2", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", 300, COHERE_MARKERS);
     gemma = await serveSyntheticChat(at("gemma"), "gemma-4", "google-gemma-4-31B-it.jinja", 300);
+    lfm = await serveSyntheticChat(at("lfm"), "qwen2", "LFM2.5-8B-A1B.jinja", 300, {
+      151900: "<|tool_call_start|>",
+      151901: "<|tool_call_end|>",
+    });
   });
 
   after(async () => {
@@ -112,6 +117,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     await stopSyntheticChat(functionary);
     await stopSyntheticChat(cohere);
     await stopSyntheticChat(gemma);
+    await stopSyntheticChat(lfm);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -121,6 +127,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     assert.equal(functionary.engine.toolCallStyle, "functionary-v3.2");
     assert.equal(cohere.engine.toolCallStyle, "command-r7b");
     assert.equal(gemma.engine.toolCallStyle, "gemma4");
+    assert.equal(lfm.engine.toolCallStyle, "lfm2");
   });
 
   test("Apertus: calls in history are its control tokens around a JSON list keyed by name", () => {
@@ -306,5 +313,33 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
         calls.map((c) => c.function),
       );
     }
+  });
+
+  test("LFM2.5: Python calls between its control tokens, parsed for the SDK as JSON, whole and streamed", async () => {
+    const request = {
+      model: "qwen2",
+      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+      tools: [WEATHER],
+      max_tokens: 100,
+      seed: 17,
+      // LFM2.5 always thinks (its template has no switch): a short section, then the call.
+      reasoning_budget: 12,
+      logit_bias: { "151900": 100 },
+    };
+    const r = await lfm.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(r.choices[0]!.finish_reason, "tool_calls", JSON.stringify(r.choices[0]));
+    const calls = (r.choices[0]!.message.tool_calls ?? []) as { function: Fn }[];
+    assert.ok(calls.length >= 1);
+    for (const c of calls) assertWeather(c.function);
+    const s = await streamed(lfm, request);
+    assert.deepEqual(
+      s.calls,
+      calls.map((c) => c.function),
+    );
+    const plain = await lfm.client.chat.completions.create({
+      ...request,
+      logit_bias: undefined,
+    } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.ok(!(plain.choices[0]!.message.content ?? "").includes("<|tool_call_start|>"));
   });
 });

@@ -75,6 +75,10 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   if (has("<|tool_call|>", "JSON list of tools")) return "granite";
   if (has(" functools[")) return "firefunction-v2";
   if (has("<|tools_prefix|>", "<|tools_suffix|>", "'{\"' + tool_call.name + '\": '")) return "apertus";
+  // LFM2 and LFM2.5: a Python list of calls between <|tool_call_start|> and <|tool_call_end|>
+  // (LFM2.5's template writes it; LFM2's and LFM2.5-Instruct's are known by their tool lists).
+  if (has("<|tool_call_start|>[") || has("<|tool_list_start|>", "<|tool_response_start|>") || has("List of tools: [", "<|im_start|>"))
+    return "lfm2";
   // Gemma 4: `<|tool_call>call:f{k:v}<tool_call|>`, its arguments in its own notation.
   if (has("<|tool_call>call:", "<tool_call|>")) return "gemma4";
   // Cohere: text in <|START_RESPONSE|> (R7B) or <|START_TEXT|> (Command A), or calls in <|START_ACTION|>.

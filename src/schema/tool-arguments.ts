@@ -29,8 +29,8 @@ export type TaggedToolCallStyle =
   | "deepseek-v4"
   | "hunyuan";
 
-/** A style whose calls write each argument on its own: the tagged styles, and Gemma 4's `call:f{k:v,…}`. */
-export type ArgumentStyle = TaggedToolCallStyle | "gemma4";
+/** A style whose calls write each argument on its own: the tagged styles, Gemma 4's `call:f{k:v,…}`, LFM2's `f(k=v, …)`. */
+export type ArgumentStyle = TaggedToolCallStyle | "gemma4" | "lfm2";
 
 /** How a tagged style's template writes a value that is not a string (a string is always raw text). */
 export interface ValueRules {
@@ -62,6 +62,14 @@ export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
     structured: "in Gemma's own notation ({k:…}, [a,b]), not JSON",
     nameBreaking: /[<>\n{}:,"]/,
     nameBreakingText: `"<", ">", "{", "}", ":", ",", '"' or a newline`,
+  },
+  // LFM2: Python keyword arguments, `value | string` for numbers, booleans and None.
+  lfm2: {
+    python: true,
+    nulls: true,
+    structured: "as Python's repr ({'k': True}, ['a']), not JSON",
+    nameBreaking: /[<>\n()=,'" ]/,
+    nameBreakingText: `"<", ">", "(", ")", "=", ",", a quote, a space or a newline`,
   },
   "seed-oss": {
     python: true,

@@ -34,7 +34,9 @@
  * - "command-r7b" (Command R7B), "cohere2" (Command A): text between answer markers, or one JSON
  *   list of calls between action markers, all control tokens (tool-calls-cohere.ts);
  * - "gemma4" (Gemma 4): `<|tool_call>call:f{k:v,…}<tool_call|>`, each argument in its own
- *   notation (tool-calls-gemma.ts).
+ *   notation (tool-calls-gemma.ts);
+ * - "lfm2" (LFM2, LFM2.5): `<|tool_call_start|>[f(k='v', n=3)]<|tool_call_end|>`, Python calls
+ *   between control tokens (tool-calls-pythonic.ts).
  */
 import {
   compileRegex,
@@ -74,6 +76,7 @@ import {
 } from "./tool-calls-listed.js";
 import { parseRecipientReply, RECIPIENT_OPEN, recipientLanguage } from "./tool-calls-recipient.js";
 import { GEMMA_CALL_OPEN, gemmaCallLanguage, parseGemmaCalls } from "./tool-calls-gemma.js";
+import { PYTHONIC_CALLS_OPEN, PYTHONIC_MARKERS, parsePythonicCalls, pythonicCallsLanguage } from "./tool-calls-pythonic.js";
 import {
   COHERE_ACTION_OPEN,
   type CohereToolCallStyle,
@@ -97,7 +100,8 @@ export type ToolCallStyle =
   | "harmony"
   | "functionary-v3.2"
   | CohereToolCallStyle
-  | "gemma4";
+  | "gemma4"
+  | "lfm2";
 
 /**
  * The control tokens a style's calls are made of (its vocabulary must have each as a control
@@ -107,6 +111,7 @@ export function controlMarkersOf(style: ToolCallStyle): readonly string[] {
   if (isMistralStyle(style)) return MISTRAL_MARKERS[style];
   if (isListedStyle(style)) return listedControlMarkers(style);
   if (isCohereStyle(style)) return cohereMarkers(style);
+  if (style === "lfm2") return PYTHONIC_MARKERS;
   return style === "kimi-k2" ? KIMI_MARKERS : [];
 }
 
@@ -147,6 +152,7 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "command-r7b": COHERE_ACTION_OPEN,
   cohere2: COHERE_ACTION_OPEN,
   gemma4: GEMMA_CALL_OPEN,
+  lfm2: PYTHONIC_CALLS_OPEN,
 };
 export const HERMES_CALL_CLOSE = "</tool_call>";
 /** What closes Apriel's and MiniMax-M1's list of calls. */
@@ -227,6 +233,10 @@ export function compileToolCallLanguage(
     const calls: RegexNode[] = [call, { kind: "repeat", item: next, min: 0, max: parallel ? -1 : 0 }];
     const items = block === null ? calls : [literal(block.open), ...calls, literal(block.close)];
     return { dfa: compileRegexNode(textThen(items), limits), warnings };
+  }
+  if (style === "lfm2") {
+    const { calls, warnings } = pythonicCallsLanguage(tools, parallel, options);
+    return { dfa: compileRegexNode(textThen([calls]), limits), warnings };
   }
   if (style === "gemma4") {
     const { call, warnings } = gemmaCallLanguage(tools, options);
@@ -321,6 +331,7 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
   if (style === "kimi-k2") return { content, calls: parseKimiCalls(text.slice(at)) };
   if (isListedStyle(style)) return { content, calls: parseJsonListCalls(text.slice(at), style) };
   if (style === "gemma4") return { content, calls: parseGemmaCalls(text.slice(at)) };
+  if (style === "lfm2") return { content, calls: parsePythonicCalls(text.slice(at)) };
   const calls: { name: string; arguments: string }[] = [];
   let rest = text.slice(at);
   while (rest.startsWith(open)) {

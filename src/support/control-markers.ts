@@ -38,6 +38,9 @@ export const CONTROL_MARKERS: readonly string[] = [
   "<|END_TEXT|>",
   "<|START_ACTION|>",
   "<|END_ACTION|>",
+  // LFM2, LFM2.5
+  "<|tool_call_start|>",
+  "<|tool_call_end|>",
 ];
 
 /** The byte every marker's spelling starts with (no UTF-8 text has it). */
