@@ -30,8 +30,8 @@ import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
 import { streamedReply, textBeforeCalls, toolCallLanguages } from "./support/tool-call-languages.js";
 
-type Tagged = "xml-function" | "glm" | "seed-oss" | "minimax-m2" | "minimax-m3" | "hunyuan";
-const STYLES: Tagged[] = ["xml-function", "glm", "seed-oss", "minimax-m2", "minimax-m3", "hunyuan"];
+type Tagged = "xml-function" | "glm" | "seed-oss" | "minimax-m2" | "minimax-m3" | "hunyuan" | "minicpm5";
+const STYLES: Tagged[] = ["xml-function", "glm", "seed-oss", "minimax-m2", "minimax-m3", "hunyuan", "minicpm5"];
 const TEMPLATES: Record<Tagged, string[]> = {
   "xml-function": ["Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", "StepFun3.5-Flash.jinja"],
   glm: [
@@ -47,6 +47,7 @@ const TEMPLATES: Record<Tagged, string[]> = {
   "minimax-m2": ["MiniMax-M2.jinja"],
   "minimax-m3": ["MiniMax-M3.jinja"],
   hunyuan: ["tencent-Hy3.jinja"],
+  minicpm5: ["openbmb-MiniCPM5-1B.jinja"],
 };
 const TEMPLATE_DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
 const OPTIONS = { whitespace: "default", strict: true } as const;
@@ -57,7 +58,7 @@ const ONE_BLOCK = new Set<Tagged>(["minimax-m2", "minimax-m3", "hunyuan"]);
 /** Hunyuan 3's suffix in its tags' names. */
 const HY = ":opensource";
 /** Styles that write objects and arrays as something other than JSON (Python's repr, nested XML): such parameters are refused. */
-const SCALAR_ONLY = new Set<Tagged>(["seed-oss", "minimax-m3"]);
+const SCALAR_ONLY = new Set<Tagged>(["seed-oss", "minimax-m3", "minicpm5"]);
 /** What ends a raw string (it never holds it). */
 const RAW_STOP: Record<Tagged, string> = {
   "xml-function": "\n</parameter>",
@@ -66,6 +67,7 @@ const RAW_STOP: Record<Tagged, string> = {
   "minimax-m2": "</parameter>",
   "minimax-m3": NS,
   hunyuan: "</arg_value:opensource>",
+  minicpm5: "</param>",
 };
 /** What ends the calls (the last one, or the block holding them all). */
 const CALLS_CLOSE: Record<Tagged, string> = {
@@ -75,6 +77,7 @@ const CALLS_CLOSE: Record<Tagged, string> = {
   "minimax-m2": "</minimax:tool_call>",
   "minimax-m3": `${NS}</tool_call>`,
   hunyuan: "</tool_calls:opensource>",
+  minicpm5: "</function>",
 };
 
 /** The test's functions; where objects and arrays are refused, `filters` is a language code and there are no `tags`. */
@@ -140,7 +143,15 @@ const language = toolCallLanguages((style: Tagged) => toolsFor(style), OPTIONS);
 
 const streamed = streamedReply;
 const textBefore = textBeforeCalls;
-const SEEDS: Record<Tagged, number> = { "xml-function": 11, glm: 7, "seed-oss": 13, "minimax-m2": 17, "minimax-m3": 19, hunyuan: 23 };
+const SEEDS: Record<Tagged, number> = {
+  "xml-function": 11,
+  glm: 7,
+  "seed-oss": 13,
+  "minimax-m2": 17,
+  "minimax-m3": 19,
+  hunyuan: 23,
+  minicpm5: 29,
+};
 
 describe("tagged tool calls: random members of the language", () => {
   for (const style of STYLES) {
@@ -215,6 +226,8 @@ function callText(style: Tagged, f: string, args: Args): string {
       return `<invoke name="${f}">\n${args.map(([k, v]) => `<parameter name="${k}">${v}</parameter>\n`).join("")}</invoke>\n`;
     case "minimax-m3":
       return `${NS}<invoke name="${f}">${args.map(([k, v]) => `${NS}<${k}>${v}${NS}</${k}>`).join("")}${NS}</invoke>\n`;
+    case "minicpm5":
+      return `<function name="${f}">${args.map(([k, v]) => `<param name="${k}">${v}</param>`).join("")}</function>`;
     case "hunyuan":
       return `<tool_call${HY}>${f}<tool_sep${HY}>\n${args.map(([k, v]) => `<arg_key${HY}>${k}</arg_key${HY}>\n<arg_value${HY}>${v}</arg_value${HY}>\n`).join("")}</tool_call${HY}>\n`;
   }
@@ -262,7 +275,7 @@ describe("tagged tool calls: what the language refuses", () => {
         ]),
         call("get_weather", [
           ["city", "x"],
-          ["note", style === "xml-function" || style === "seed-oss" ? "None" : "null"],
+          ["note", style === "xml-function" || style === "seed-oss" || style === "minicpm5" ? "None" : "null"],
         ]),
       ])
         assert.ok(matchesString(dfa, text), JSON.stringify(text));
@@ -527,8 +540,8 @@ describe("tagged tool calls: what the format cannot say exactly is refused by na
     assert.ok(compileToolCallLanguage([{ name: "f", parameters: param({ type: "string" }) }], "minimax-m2", true, OPTIONS));
   });
 
-  test("seed-oss and minimax-m3: a value that may be an object or an array is refused by name", () => {
-    for (const style of ["seed-oss", "minimax-m3"] as const) {
+  test("seed-oss, minimax-m3 and minicpm5: a value that may be an object or an array is refused by name", () => {
+    for (const style of ["seed-oss", "minimax-m3", "minicpm5"] as const) {
       for (const [parameters, pointer] of [
         [param({ type: "object" }), "/properties/x/type"],
         [param({ type: ["array", "null"], items: { type: "string" } }), "/properties/x/type"],
@@ -549,6 +562,32 @@ describe("tagged tool calls: what the format cannot say exactly is refused by na
         );
       }
     }
+  });
+
+  test("minicpm5: a string bare (no <, & or newline) or in a CDATA section, which may hold the closing tag", () => {
+    const tools: ToolDeclaration[] = [
+      {
+        name: "f",
+        parameters: { type: "object", properties: { x: { type: "string", maxLength: 15 }, n: { type: ["integer", "string"] } } },
+      },
+    ];
+    const dfa = compileToolCallLanguage(tools, "minicpm5", true, OPTIONS).dfa;
+    const call = (x: string): string => `<function name="f"><param name="x">${x}</param></function>`;
+    for (const [written, read] of [
+      ["plain text", "plain text"],
+      ["<![CDATA[a</param>b]]>", "a</param>b"],
+      ["<![CDATA[two\nlines & <b>]]>", "two\nlines & <b>"],
+    ] as const) {
+      assert.ok(matchesString(dfa, call(written)), written);
+      assert.deepEqual(parseToolReply(call(written), "minicpm5", tools).calls, [{ name: "f", arguments: JSON.stringify({ x: read }) }]);
+    }
+    for (const written of ["a<b", "a & b", "two\nlines", "<![CDATA[a]]>b]]>", "<![CDATA[sixteen characters]]>"])
+      assert.ok(!matchesString(dfa, call(written)), written);
+    // A CDATA section is a string, whatever its text; bare, "7" is the integer.
+    const n = (v: string): string => `<function name="f"><param name="n">${v}</param></function>`;
+    assert.equal(parseToolReply(n("<![CDATA[7]]>"), "minicpm5", tools).calls[0]!.arguments, '{"n":"7"}');
+    assert.equal(parseToolReply(n("7"), "minicpm5", tools).calls[0]!.arguments, '{"n":7}');
+    assert.ok(matchesString(dfa, n("<![CDATA[7]]>")) && matchesString(dfa, n("7")));
   });
 
   test("minimax-m3: a null is never written (the argument is left out), so a parameter that can only be null cannot be required", () => {

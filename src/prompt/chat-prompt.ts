@@ -68,6 +68,8 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // DeepSeek's DSML: <｜DSML｜invoke name=…> with typed <｜DSML｜parameter …> in function_calls (V3.2) or tool_calls (V4).
   if (has("dsml_token", "'function_calls>", "invoke name=", 'string="true"')) return "deepseek-dsml";
   if (has("dsml_token", "'tool_calls>", "invoke name=", 'string="true"')) return "deepseek-v4";
+  // MiniCPM5: <function name="f"><param name="p">value</param></function>, CDATA for strings with "<", "&" or a newline.
+  if (has('<function name="', '<param name="', "<![CDATA[")) return "minicpm5";
   // Hunyuan 3: GLM's tags with its namespace suffix, `'<arg_key{}>'.format(HYTK)`.
   if (has("'<tool_calls{}>'.format(HYTK)", "'<arg_key{}>'.format(HYTK)", "HYTK = ':opensource'")) return "hunyuan";
   // One JSON list of calls after a marker: Granite 3.3's <|tool_call|> control token, FireFunction's

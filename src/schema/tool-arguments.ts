@@ -27,7 +27,8 @@ export type TaggedToolCallStyle =
   | "minimax-m3"
   | "deepseek-dsml"
   | "deepseek-v4"
-  | "hunyuan";
+  | "hunyuan"
+  | "minicpm5";
 
 /** A style whose calls write each argument on its own: the tagged styles, Gemma 4's `call:f{k:v,…}`, LFM2's `f(k=v, …)`. */
 export type ArgumentStyle = TaggedToolCallStyle | "gemma4" | "lfm2";
@@ -55,6 +56,13 @@ export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
   "xml-function": { python: true, nulls: true, structured: null, nameBreaking: TAG_BREAKING, nameBreakingText: TAG_TEXT },
   glm: { python: false, nulls: true, structured: null, nameBreaking: TAG_BREAKING, nameBreakingText: TAG_TEXT },
   hunyuan: { python: false, nulls: true, structured: null, nameBreaking: TAG_BREAKING, nameBreakingText: TAG_TEXT },
+  minicpm5: {
+    python: true,
+    nulls: true,
+    structured: "as Python's repr ({'k': True}), not JSON",
+    nameBreaking: ATTRIBUTE_BREAKING,
+    nameBreakingText: ATTRIBUTE_TEXT,
+  },
   // Gemma 4 writes `None` for a null (Jinja's rendering of it), objects and arrays in its own notation.
   gemma4: {
     python: true,

@@ -20,6 +20,9 @@
  *   `<｜DSML｜function_calls>\n<｜DSML｜invoke name="f">\n<｜DSML｜parameter name="p" string="true">value</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>`
  *   (V4: `tool_calls`, and a newline more in a call without arguments), the `string` attribute saying how the value reads: "true" a raw string,
  *   "false" JSON of any other type (so a string is never told apart by its text here);
+ * - "minicpm5" (MiniCPM5): `<function name="f"><param name="p">value</param></function>` per call; a
+ *   string bare (without "<", "&" or a newline) or in `<![CDATA[…]]>`, others as Python's str writes
+ *   them (objects and arrays, Python's repr, are refused);
  * - "hunyuan" (Hunyuan 3): one block `<tool_calls:opensource>\n<tool_call:opensource>f<tool_sep:opensource>\n<arg_key:opensource>p</arg_key:opensource>\n<arg_value:opensource>value</arg_value:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>`
  *   (GLM's tags, namespaced); a string raw (without "</arg_value:opensource>"), others JSON.
  * The calls of the per-call block styles follow one another with or without a newline between,
@@ -82,6 +85,17 @@ interface TaggedLayout {
    * paramOpen): then a raw string and JSON are told apart by it, not by the value's text.
    */
   readonly typed?: { readonly raw: string; readonly json: string };
+  /**
+   * A string may also be written in a CDATA section (MiniCPM5: `<![CDATA[…]]>`, any text without
+   * its close); then a string written bare holds none of `bareExcludes` (a character class).
+   */
+  readonly cdata?: CdataRule;
+}
+
+interface CdataRule {
+  readonly open: string;
+  readonly close: string;
+  readonly bareExcludes: string;
 }
 
 const DSML = "｜DSML｜";
@@ -150,6 +164,16 @@ export const TAGGED_LAYOUTS: Record<TaggedToolCallStyle, TaggedLayout> = {
   },
   "deepseek-dsml": dsmlLayout("function_calls", false),
   "deepseek-v4": dsmlLayout("tool_calls", true),
+  minicpm5: {
+    open: '<function name="',
+    block: null,
+    callOpen: ['<function name="', NAME, '">'],
+    paramOpen: ['<param name="', NAME, '">'],
+    paramClose: ["</param>"],
+    callClose: ["</function>"],
+    rawStop: "</param>",
+    cdata: { open: "<![CDATA[", close: "]]>", bareExcludes: "[<&\n]" },
+  },
   hunyuan: {
     open: `<tool_calls${HY}>`,
     block: { open: `<tool_calls${HY}>\n`, close: `</tool_calls${HY}>` },
@@ -181,7 +205,7 @@ export function taggedCallLanguage(
   options: JsonSchemaOptions & { limits?: RegexLimits },
 ): { call: RegexNode; warnings: JsonSchemaWarning[] } {
   const layout = TAGGED_LAYOUTS[style];
-  const compiler = new ValueCompiler(style, options, layout.rawStop);
+  const compiler = new ValueCompiler(style, options, layout.rawStop, layout.cdata);
   const calls = tools.map((tool) => {
     const fn = functionForm(tool, style);
     const params = fn.parameters.flatMap((p): RegexNode[] => {
@@ -221,6 +245,7 @@ export class ValueCompiler {
     private readonly options: JsonSchemaOptions & { limits?: RegexLimits },
     /** What ends a raw string (it never holds it). */
     private readonly rawStop: string,
+    private readonly cdata?: CdataRule,
   ) {
     this.limits = options.limits ?? {};
   }
@@ -266,12 +291,22 @@ export class ValueCompiler {
     const items: RegexNode[] = [];
     const reserved = reservedPattern(this.style, p.jsonTypes);
     if (p.strings.length > 0) {
-      const branches = p.strings.map((b) => this.rawString(fn, p, b)).filter((d): d is ByteDfa => d !== null);
+      const bare = this.cdata ? this.reservedDfa(`[^${this.cdata.bareExcludes.slice(1, -1)}]*`) : this.rawTextDfa();
+      const branches = p.strings.map((b) => this.rawString(fn, p, b, bare)).filter((d): d is ByteDfa => d !== null);
       if (branches.length > 0) {
         let raw = branches.length === 1 ? branches[0]! : this.compile({ kind: "alt", items: branches.map(ofDfa) });
         // A string that reads as one of the other types' JSON is that value, so it is not written raw.
         if (reserved !== null) raw = subtractDfas(raw, this.reservedDfa(reserved), this.limits);
         if (!isEmptyLanguage(raw)) items.push(ofDfa(raw));
+      }
+      if (this.cdata) {
+        // In a CDATA section: any text without its close (the section tells a string apart).
+        const { open, close } = this.cdata;
+        const inside = subtractDfas(this.reservedDfa(".*"), this.reservedDfa(`.*${pyReEscape(close)}.*`), this.limits);
+        for (const b of p.strings) {
+          const text = this.rawString(fn, p, b, inside);
+          if (text !== null) items.push({ kind: "concat", items: [literal(open), ofDfa(text), literal(close)] });
+        }
       }
     }
     if (p.jsonSchema !== null) {
@@ -289,7 +324,7 @@ export class ValueCompiler {
       }
     }
     if (items.length === 0) return null;
-    return items.length === 1 ? (items[0] as { dfa: ByteDfa }).dfa : this.compile({ kind: "alt", items });
+    return items.length === 1 && items[0]!.kind === "dfa" ? items[0]!.dfa : this.compile({ kind: "alt", items });
   }
 
   /**
@@ -297,10 +332,10 @@ export class ValueCompiler {
    * patterns, formats and enum/const members the branch allows (the JSON Schema front end checks
    * the branch first: malformed keywords, unsupported formats and patterns are its refusals).
    */
-  private rawString(fn: FunctionForm, p: ParameterForm, branch: StringBranch): ByteDfa | null {
+  private rawString(fn: FunctionForm, p: ParameterForm, branch: StringBranch, base = this.rawTextDfa()): ByteDfa | null {
     if (this.schemaLanguage(fn, p, { ...branch.schema, type: "string" }, branch.pointer) === null) return null;
     const s = branch.schema;
-    let dfa = this.rawTextDfa();
+    let dfa = base;
     const min = typeof s.minLength === "number" ? s.minLength : 0;
     let max = typeof s.maxLength === "number" ? s.maxLength : Number.POSITIVE_INFINITY;
     if (max > MAX_COUNTED_LENGTH) max = max === Number.POSITIVE_INFINITY ? max : Math.max(MAX_COUNTED_LENGTH, min);
@@ -438,6 +473,15 @@ export function parseTaggedCalls(
         raw = text.startsWith(layout.typed.raw, at);
         if (!raw && !text.startsWith(layout.typed.json, at)) fail("expected the value's kind");
         at += raw ? layout.typed.raw.length : layout.typed.json.length;
+      }
+      if (layout.cdata && text.startsWith(layout.cdata.open, at)) {
+        // A string in a CDATA section: up to the section's close (it may hold the closing tag).
+        const end = text.indexOf(layout.cdata.close, at + layout.cdata.open.length);
+        if (end < 0) fail("an unclosed CDATA section");
+        args.push(`${JSON.stringify(p.name)}:${JSON.stringify(text.slice(at + layout.cdata.open.length, end))}`);
+        at = end + layout.cdata.close.length;
+        expect(layout.paramClose, p.name);
+        continue;
       }
       const stop = text.indexOf(layout.rawStop, at);
       if (stop < 0) fail(`no ${JSON.stringify(layout.rawStop)} after the value`);

@@ -16,7 +16,8 @@
  * - "minimax-m1" (MiniMax-M1): `<tool_calls>\n{"name": "f", "arguments": {…}}\n…</tool_calls>`,
  *   one JSON object a line;
  * - "xml-function" (Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5), "glm" (GLM-4.6+, Ling, Laguna,
- *   Spark), "seed-oss" (Seed-OSS), "minimax-m2" and "minimax-m3" (MiniMax-M2, M3): calls whose
+ *   Spark), "seed-oss" (Seed-OSS), "minimax-m2" and "minimax-m3" (MiniMax-M2, M3), "hunyuan"
+ *   (Hunyuan 3), "minicpm5" (MiniCPM5): calls whose
  *   arguments are tagged one by one, strings raw (tool-calls-tagged.ts, tool-arguments.ts);
  * - "deepseek-r1" (DeepSeek-R1 and its distills), "deepseek-v3" (DeepSeek-V3.1), "functionary-v3.1":
  *   the name outside the JSON arguments, between DeepSeek's `<｜tool▁call▁begin｜>` markers or in
@@ -138,6 +139,7 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "deepseek-dsml": TAGGED_LAYOUTS["deepseek-dsml"].open,
   "deepseek-v4": TAGGED_LAYOUTS["deepseek-v4"].open,
   hunyuan: TAGGED_LAYOUTS.hunyuan.open,
+  minicpm5: TAGGED_LAYOUTS.minicpm5.open,
   "deepseek-r1": namedCallsOpen("deepseek-r1"),
   "deepseek-v3": namedCallsOpen("deepseek-v3"),
   "functionary-v3.1": namedCallsOpen("functionary-v3.1"),
