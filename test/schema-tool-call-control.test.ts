@@ -27,7 +27,7 @@ import { makeVocab } from "./support/constraint-fixtures.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
-import { streamedReply, textBeforeCalls, toolCallLanguages } from "./support/tool-call-languages.js";
+import { markersAsBytes, markersAsText, streamedReply, textBeforeCalls, toolCallLanguages } from "./support/tool-call-languages.js";
 
 type Mistral = "mistral" | "mistral-nemo" | "kimi-k2";
 const STYLES: Mistral[] = ["mistral", "mistral-nemo", "kimi-k2"];
@@ -68,24 +68,6 @@ const TOOLS: ToolDeclaration[] = [
 const schemaOf = (name: string): unknown => TOOLS.find((t) => t.name === name)!.parameters;
 
 const language = toolCallLanguages((_style: Mistral) => TOOLS, OPTIONS);
-
-/** Bytes as the detokenizer writes them: each marker's spelling as the marker's text. */
-function asText(bytes: Uint8Array): string {
-  const parts: number[] = [];
-  for (let i = 0; i < bytes.length; i++) {
-    if (bytes[i] === 0xff) {
-      parts.push(...utf8.encode(CONTROL_MARKERS[bytes[++i]! - 0x80]!));
-    } else parts.push(bytes[i]!);
-  }
-  return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(parts));
-}
-/** Text with every marker written as its control token's spelling (what the constraint reads). */
-function asBytes(text: string): Uint8Array {
-  const out: number[] = [];
-  const markers = new RegExp(`(${CONTROL_MARKERS.map((m) => m.replace(/[[\]|]/g, "\\$&")).join("|")})`);
-  for (const [i, piece] of text.split(markers).entries()) out.push(...(i % 2 === 1 ? markerBytes(piece)! : utf8.encode(piece)));
-  return Uint8Array.from(out);
-}
 
 const streamed = streamedReply;
 const openOf = (style: Mistral): string => TOOL_CALL_OPEN[style];
@@ -211,10 +193,10 @@ describe("Mistral tool calls: the language", () => {
       let withCalls = 0;
       for (let i = 0; i < 200; i++) {
         const bytes = sampleMember(i % 2 === 0 ? dfa : calls, random, { maxBytes: 700, stopProbability: 0.05 })!;
-        const reply = asText(bytes);
+        const reply = markersAsText(bytes);
         const parsed = parseToolReply(reply, style, TOOLS);
         const before = textBefore(style, reply);
-        assert.ok(!asText(bytes.subarray(0, utf8.encode(before).length)).includes(openOf(style)));
+        assert.ok(!markersAsText(bytes.subarray(0, utf8.encode(before).length)).includes(openOf(style)));
         if (parsed.calls.length === 0) assert.equal(parsed.content, reply);
         else {
           withCalls++;
@@ -238,19 +220,19 @@ describe("Mistral tool calls: the language", () => {
         `Let me check.${callsText(style, [weather])}`,
         callsText(style, [weather, now]),
       ])
-        assert.ok(matchesBytes(dfa, asBytes(text)), JSON.stringify(text));
+        assert.ok(matchesBytes(dfa, markersAsBytes(text)), JSON.stringify(text));
       for (const text of [
         callsText(style, [{ name: "delete_all", args: "{}" }]),
         callsText(style, [{ name: "get_weather", args: '{"days": 3}' }]),
         callsText(style, [{ name: "get_weather", args: '{"city": "Oslo", "town": "x"}' }]),
         `${callsText(style, [weather])} and text after`,
       ])
-        assert.ok(!matchesBytes(dfa, asBytes(text)), JSON.stringify(text));
+        assert.ok(!matchesBytes(dfa, markersAsBytes(text)), JSON.stringify(text));
       // The marker spelled as text (not the control token) opens nothing and is not text either.
       assert.ok(!matchesBytes(dfa, utf8.encode(callsText(style, [weather]))));
       assert.ok(!matchesBytes(dfa, utf8.encode(`see ${openOf(style)} here`)));
-      const one = asBytes(callsText(style, [now]));
-      const two = asBytes(callsText(style, [now, weather]));
+      const one = markersAsBytes(callsText(style, [now]));
+      const two = markersAsBytes(callsText(style, [now, weather]));
       assert.ok(matchesBytes(language(style, false), one));
       assert.ok(!matchesBytes(language(style, false), two));
     });
@@ -259,8 +241,8 @@ describe("Mistral tool calls: the language", () => {
   test("mistral: a call id ([CALL_ID] and 9 letters or digits, as Small 3.2's history has it) may come before [ARGS]", () => {
     const dfa = language("mistral");
     const reply = '[TOOL_CALLS]now[CALL_ID]a1B2c3D4e[ARGS]{}[TOOL_CALLS]get_weather[ARGS]{"city": "x [ARGS] y"}';
-    assert.ok(matchesBytes(dfa, asBytes(reply.replace("x [ARGS] y", "x"))));
-    assert.ok(!matchesBytes(dfa, asBytes("[TOOL_CALLS]now[CALL_ID]short[ARGS]{}")));
+    assert.ok(matchesBytes(dfa, markersAsBytes(reply.replace("x [ARGS] y", "x"))));
+    assert.ok(!matchesBytes(dfa, markersAsBytes("[TOOL_CALLS]now[CALL_ID]short[ARGS]{}")));
     assert.deepEqual(parseToolReply(reply, "mistral", TOOLS).calls, [
       { name: "now", arguments: "{}" },
       { name: "get_weather", arguments: '{"city":"x [ARGS] y"}' },
@@ -317,7 +299,7 @@ describe("Mistral tool calls: round trip through the real templates", () => {
       test(`${style}: ${file} writes calls the language holds, and they read back the same`, () => {
         for (const calls of CONVERSATIONS) {
           const reply = renderedReply(style, file, calls, "");
-          assert.ok(matchesBytes(language(style), asBytes(reply)), `${file}: ${JSON.stringify(reply)}`);
+          assert.ok(matchesBytes(language(style), markersAsBytes(reply)), `${file}: ${JSON.stringify(reply)}`);
           const parsed = parseToolReply(reply, style, TOOLS);
           assert.deepEqual(
             parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),

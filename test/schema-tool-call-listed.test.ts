@@ -29,7 +29,7 @@ import { makeVocab } from "./support/constraint-fixtures.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
-import { streamedReply, toolCallLanguages } from "./support/tool-call-languages.js";
+import { markersAsBytes, markersAsText, streamedReply, toolCallLanguages } from "./support/tool-call-languages.js";
 
 type Listed = "granite" | "firefunction-v2" | "apertus" | "functionary-v3.2";
 const STYLES: Listed[] = ["granite", "firefunction-v2", "apertus", "functionary-v3.2"];
@@ -68,23 +68,6 @@ const TOOLS: ToolDeclaration[] = [
 const schemaOf = (name: string): unknown => TOOLS.find((t) => t.name === name)!.parameters;
 
 const language = toolCallLanguages((_style: Listed) => TOOLS, OPTIONS);
-
-/** Bytes as the detokenizer writes them: each marker's spelling as the marker's text. */
-function asText(bytes: Uint8Array): string {
-  const parts: number[] = [];
-  for (let i = 0; i < bytes.length; i++) {
-    if (bytes[i] === 0xff) parts.push(...utf8.encode(CONTROL_MARKERS[bytes[++i]! - 0x80]!));
-    else parts.push(bytes[i]!);
-  }
-  return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(parts));
-}
-/** Text with every marker written as its control token's spelling (what the constraint reads). */
-function asBytes(text: string): Uint8Array {
-  const out: number[] = [];
-  const markers = new RegExp(`(${CONTROL_MARKERS.map((m) => m.replace(/[[\]|]/g, "\\$&")).join("|")})`);
-  for (const [i, piece] of text.split(markers).entries()) out.push(...(i % 2 === 1 ? markerBytes(piece)! : utf8.encode(piece)));
-  return Uint8Array.from(out);
-}
 
 type Written = { name: string; args: string };
 
@@ -136,7 +119,7 @@ describe("JSON lists of calls, and Functionary v3.2's recipients: the language",
       let withCalls = 0;
       let several = 0;
       for (let i = 0; i < 200; i++) {
-        const reply = asText(sampleMember(i % 2 === 0 ? dfa : calls, random, { maxBytes: 700, stopProbability: 0.05 })!);
+        const reply = markersAsText(sampleMember(i % 2 === 0 ? dfa : calls, random, { maxBytes: 700, stopProbability: 0.05 })!);
         const parsed = parseToolReply(reply, style, TOOLS);
         const sent = sentText(style, reply);
         assert.ok(!sent.includes(TOOL_CALL_OPEN[style]), reply);
@@ -155,7 +138,7 @@ describe("JSON lists of calls, and Functionary v3.2's recipients: the language",
 
     test(`${style}: valid calls are in; undeclared names, invalid arguments and text after the calls are out`, () => {
       const dfa = language(style);
-      const has = (text: string): boolean => matchesBytes(dfa, asBytes(text));
+      const has = (text: string): boolean => matchesBytes(dfa, markersAsBytes(text));
       for (const text of [
         replyText(style, "Just text.", []),
         replyText(style, "", []),
@@ -173,8 +156,8 @@ describe("JSON lists of calls, and Functionary v3.2's recipients: the language",
         replyText(style, `a ${TOOL_CALL_OPEN[style]} in text`, []),
       ])
         assert.ok(!has(text), JSON.stringify(text));
-      const one = asBytes(replyText(style, null, [now]));
-      const two = asBytes(replyText(style, null, [now, weather]));
+      const one = markersAsBytes(replyText(style, null, [now]));
+      const two = markersAsBytes(replyText(style, null, [now, weather]));
       assert.ok(matchesBytes(language(style, false), one));
       assert.ok(!matchesBytes(language(style, false), two));
     });
@@ -183,7 +166,7 @@ describe("JSON lists of calls, and Functionary v3.2's recipients: the language",
   test("granite: the keys in either order; the marker as text opens nothing and is not text either", () => {
     const dfa = language("granite");
     const argumentsFirst = '<|tool_call|>[{"arguments": {"city": "Oslo"}, "name": "get_weather"}]';
-    assert.ok(matchesBytes(dfa, asBytes(argumentsFirst)));
+    assert.ok(matchesBytes(dfa, markersAsBytes(argumentsFirst)));
     assert.deepEqual(parseToolReply(argumentsFirst, "granite", TOOLS).calls, [{ name: "get_weather", arguments: '{"city":"Oslo"}' }]);
     assert.ok(!matchesBytes(dfa, utf8.encode(replyText("granite", null, [weather]))));
     assert.ok(!matchesBytes(dfa, utf8.encode("see <|tool_call|> here")));
@@ -344,7 +327,7 @@ describe("JSON lists of calls: round trip through the real templates", () => {
         for (const { content, calls } of CONVERSATIONS) {
           // FireFunction writes a space before `functools[`: text before the calls.
           const reply = renderedReply(style, file, calls, content);
-          assert.ok(matchesBytes(language(style), asBytes(reply)), `${file}: ${JSON.stringify(reply)}`);
+          assert.ok(matchesBytes(language(style), markersAsBytes(reply)), `${file}: ${JSON.stringify(reply)}`);
           const parsed = parseToolReply(reply, style, TOOLS);
           assert.deepEqual(
             parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
@@ -382,7 +365,7 @@ describe("Cohere: text between its answer markers, or calls between its action m
       const checks: { schema: string; text: string }[] = [];
       let withCalls = 0;
       for (let i = 0; i < 150; i++) {
-        const reply = asText(sampleMember(dfa, random, { maxBytes: 700, stopProbability: 0.05 })!);
+        const reply = markersAsText(sampleMember(dfa, random, { maxBytes: 700, stopProbability: 0.05 })!);
         const parsed = parseToolReply(reply, style, TOOLS);
         const text = reply.startsWith(open) ? reply.slice(open.length, reply.length - close.length) : "";
         if (parsed.calls.length === 0) assert.equal(parsed.content, text, reply);
@@ -400,7 +383,7 @@ describe("Cohere: text between its answer markers, or calls between its action m
 
     test(`${style}: text or calls, not both; undeclared names, invalid arguments and marker texts are out`, () => {
       const dfa = cohereLanguage(style);
-      const has = (text: string): boolean => matchesBytes(dfa, asBytes(text));
+      const has = (text: string): boolean => matchesBytes(dfa, markersAsBytes(text));
       for (const text of [answer("Just text."), answer(""), action([weather]), action([weather, now])]) assert.ok(has(text), text);
       for (const text of [
         "Just text.",
@@ -413,8 +396,8 @@ describe("Cohere: text between its answer markers, or calls between its action m
         assert.ok(!has(text), text);
       // The markers as text are neither markers nor text.
       assert.ok(!matchesBytes(dfa, utf8.encode(answer("x"))));
-      assert.ok(!matchesBytes(cohereLanguage(style, false), asBytes(action([weather, now]))));
-      assert.ok(matchesBytes(cohereLanguage(style, false), asBytes(action([now]))));
+      assert.ok(!matchesBytes(cohereLanguage(style, false), markersAsBytes(action([weather, now]))));
+      assert.ok(matchesBytes(cohereLanguage(style, false), markersAsBytes(action([now]))));
     });
 
     test(`${style}: ${file} writes calls (and text) the language holds, and they read back the same, streamed at every cut`, () => {
@@ -446,7 +429,7 @@ describe("Cohere: text between its answer markers, or calls between its action m
           .join("");
         const from = rendered.indexOf("<|START_ACTION|>", rendered.lastIndexOf("Plan my trip."));
         const reply = rendered.slice(from, rendered.indexOf("<|END_ACTION|>", from) + "<|END_ACTION|>".length);
-        assert.ok(matchesBytes(cohereLanguage(style), asBytes(reply)), JSON.stringify(reply));
+        assert.ok(matchesBytes(cohereLanguage(style), markersAsBytes(reply)), JSON.stringify(reply));
         const parsed = parseToolReply(reply, style, TOOLS);
         assert.deepEqual(
           parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
@@ -456,7 +439,7 @@ describe("Cohere: text between its answer markers, or calls between its action m
         // The text turn after the tool results.
         const text = rendered.slice(rendered.lastIndexOf(open), rendered.lastIndexOf(close) + close.length);
         assert.equal(text, answer("It is sunny."));
-        assert.ok(matchesBytes(cohereLanguage(style), asBytes(text)));
+        assert.ok(matchesBytes(cohereLanguage(style), markersAsBytes(text)));
         assert.deepEqual(autoReply(text, style, TOOLS), { content: "It is sunny.", calls: [] });
         for (let cut = 0; cut <= text.length; cut++)
           assert.equal(streamedReply(style, [text.slice(0, cut), text.slice(cut)]), "It is sunny.");

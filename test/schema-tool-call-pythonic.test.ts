@@ -16,11 +16,11 @@ import { autoReply } from "../src/generate/index.js";
 import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
 import { compileRegex, intersectDfas, matchesBytes, sampleMember } from "../src/regex/index.js";
 import { compileToolCallLanguage, JsonSchemaError, parseToolReply, type ToolDeclaration } from "../src/schema/index.js";
-import { CONTROL_MARKERS, markerBytes } from "../src/support/index.js";
+import { CONTROL_MARKERS } from "../src/support/index.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
-import { streamedReply, textBeforeCalls } from "./support/tool-call-languages.js";
+import { markersAsBytes, markersAsText, streamedReply, textBeforeCalls } from "./support/tool-call-languages.js";
 
 const TEMPLATE_DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
 const OPTIONS = { whitespace: "default", strict: true } as const;
@@ -55,20 +55,6 @@ const TOOLS: ToolDeclaration[] = [
 const schemaOf = (name: string): unknown => TOOLS.find((t) => t.name === name)!.parameters;
 const language = (parallel = true) => compileToolCallLanguage(TOOLS, "lfm2", parallel, OPTIONS).dfa;
 
-function asText(bytes: Uint8Array): string {
-  const parts: number[] = [];
-  for (let i = 0; i < bytes.length; i++) {
-    if (bytes[i] === 0xff) parts.push(...utf8.encode(CONTROL_MARKERS[bytes[++i]! - 0x80]!));
-    else parts.push(bytes[i]!);
-  }
-  return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(parts));
-}
-function asBytes(text: string): Uint8Array {
-  const out: number[] = [];
-  const markers = /(<\|tool_call_start\|>|<\|tool_call_end\|>)/;
-  for (const [i, piece] of text.split(markers).entries()) out.push(...(i % 2 === 1 ? markerBytes(piece)! : utf8.encode(piece)));
-  return Uint8Array.from(out);
-}
 const list = (...calls: string[]): string => `<|tool_call_start|>[${calls.join(", ")}]<|tool_call_end|>`;
 
 describe("LFM2 tool calls: the language", () => {
@@ -79,7 +65,7 @@ describe("LFM2 tool calls: the language", () => {
     const checks: { schema: string; text: string }[] = [];
     let withCalls = 0;
     for (let i = 0; i < 200; i++) {
-      const reply = asText(sampleMember(i % 2 === 0 ? dfa : calls, random, { maxBytes: 700, stopProbability: 0.05 })!);
+      const reply = markersAsText(sampleMember(i % 2 === 0 ? dfa : calls, random, { maxBytes: 700, stopProbability: 0.05 })!);
       const parsed = parseToolReply(reply, "lfm2", TOOLS);
       const before = textBeforeCalls("lfm2", reply);
       if (parsed.calls.length === 0) assert.equal(parsed.content, reply);
@@ -96,7 +82,7 @@ describe("LFM2 tool calls: the language", () => {
 
   test("valid calls are in; out of order, unquoted, undeclared and invalid arguments are out", () => {
     const dfa = language();
-    const has = (text: string): boolean => matchesBytes(dfa, asBytes(text));
+    const has = (text: string): boolean => matchesBytes(dfa, markersAsBytes(text));
     const weather = "get_weather(city='Oslo', days=3)";
     for (const text of [
       "Just text.",
@@ -121,8 +107,8 @@ describe("LFM2 tool calls: the language", () => {
     ])
       assert.ok(!has(text), text);
     assert.ok(!matchesBytes(dfa, utf8.encode(list(weather))), "the markers as text open nothing");
-    assert.ok(!matchesBytes(language(false), asBytes(list(weather, "now()"))));
-    assert.ok(matchesBytes(language(false), asBytes(list(weather))));
+    assert.ok(!matchesBytes(language(false), markersAsBytes(list(weather, "now()"))));
+    assert.ok(matchesBytes(language(false), markersAsBytes(list(weather))));
   });
 
   test("objects and arrays (Python's repr) are refused by name", () => {
@@ -161,7 +147,7 @@ test("LFM2.5's template writes calls the language holds, and they read back the 
     .join("");
   const from = rendered.indexOf("<|tool_call_start|>");
   const reply = rendered.slice(from, rendered.indexOf("<|tool_call_end|>") + "<|tool_call_end|>".length);
-  assert.ok(matchesBytes(language(), asBytes(reply)), JSON.stringify(reply));
+  assert.ok(matchesBytes(language(), markersAsBytes(reply)), JSON.stringify(reply));
   const parsed = parseToolReply(reply, "lfm2", TOOLS);
   assert.deepEqual(
     parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),

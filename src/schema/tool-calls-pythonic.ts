@@ -13,17 +13,17 @@ import type { JsonSchemaOptions } from "./json-schema/compile.js";
 import { JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./json-schema/errors.js";
 import { markerNode } from "./marker-node.js";
 import { functionForm } from "./tool-arguments.js";
+import { type KeywordNotation, keywordArguments, readKeywordArguments } from "./tool-call-keywords.js";
 import { ValueCompiler } from "./tool-calls-tagged.js";
 
 export const PYTHONIC_CALLS_OPEN = "<|tool_call_start|>";
 const CALLS_CLOSE = "<|tool_call_end|>";
 /** The control markers the style writes (the model's vocabulary must have them as control tokens). */
 export const PYTHONIC_MARKERS: readonly string[] = [PYTHONIC_CALLS_OPEN, CALLS_CLOSE];
-const QUOTES = ["'", '"'] as const;
+const NOTATION: KeywordNotation = { assign: "=", separator: ", ", close: ")", quotes: ["'", '"'] };
 
 const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
-const EMPTY: RegexNode = { kind: "concat", items: [] };
 
 /** The list of calls (one, without parallel calls). */
 export function pythonicCallsLanguage(
@@ -31,30 +31,19 @@ export function pythonicCallsLanguage(
   parallel: boolean,
   options: JsonSchemaOptions & { limits?: RegexLimits },
 ): { calls: RegexNode; warnings: JsonSchemaWarning[] } {
-  const compilers = QUOTES.map((quote) => new ValueCompiler("lfm2", options, quote));
+  const compilers = NOTATION.quotes.map((quote) => new ValueCompiler("lfm2", options, quote));
   const alternatives = tools.map((tool): RegexNode => {
     const fn = functionForm(tool, "lfm2");
-    const items: { node: RegexNode; required: boolean }[] = [];
+    const items: { name: string; value: RegexNode; required: boolean }[] = [];
     for (const p of fn.parameters) {
-      const values = QUOTES.map((quote, i) => compilers[i]!.quotedValue(fn, p, quote)).filter((d) => d !== null);
+      const values = NOTATION.quotes.map((quote, i) => compilers[i]!.quotedValue(fn, p, quote)).filter((d) => d !== null);
       if (values.length === 0) {
         if (p.required) throw new JsonSchemaUnsatisfiableError(`${p.pointer} (function ${JSON.stringify(fn.name)})`);
         continue;
       }
-      const value: RegexNode = { kind: "alt", items: values.map((dfa) => ({ kind: "dfa", dfa })) };
-      items.push({ node: concat(literal(`${p.name}=`), value), required: p.required });
+      items.push({ name: p.name, value: { kind: "alt", items: values.map((dfa) => ({ kind: "dfa", dfa })) }, required: p.required });
     }
-    // From the right: `after` writes the rest once a keyword was written (each after ", "), `first` before any was.
-    let after: RegexNode = EMPTY;
-    let first: RegexNode = EMPTY;
-    for (let k = items.length - 1; k >= 0; k--) {
-      const { node, required } = items[k]!;
-      const withComma = concat(literal(", "), node);
-      const written = concat(node, after);
-      first = required ? written : { kind: "alt", items: [written, first] };
-      after = concat(required ? withComma : { kind: "repeat", item: withComma, min: 0, max: 1 }, after);
-    }
-    return concat(literal(`${fn.name}(`), first, literal(")"));
+    return concat(literal(`${fn.name}(`), keywordArguments(items, NOTATION), literal(")"));
   });
   const call: RegexNode = alternatives.length === 1 ? alternatives[0]! : { kind: "alt", items: alternatives };
   const more: RegexNode = { kind: "repeat", item: concat(literal(", "), call), min: 0, max: parallel ? -1 : 0 };
@@ -65,49 +54,16 @@ export function pythonicCallsLanguage(
   };
 }
 
-const PYTHON_LITERALS: Record<string, string> = { True: "true", False: "false", None: "null" };
-
 /** The calls of a reply of the language above (from its opening marker on), arguments as JSON text in the order written. */
 export function parsePythonicCalls(text: string): { name: string; arguments: string }[] {
   const calls: { name: string; arguments: string }[] = [];
   let at = PYTHONIC_CALLS_OPEN.length + 1; // the marker, then "["
-  const fail = (what: string): never => {
-    throw new Error(`parsePythonicCalls: ${what} at ${at}`);
-  };
   for (;;) {
     const paren = text.indexOf("(", at);
-    if (paren < 0) fail('expected "("');
-    const name = text.slice(at, paren);
-    at = paren + 1;
-    const args: string[] = [];
-    while (text[at] !== ")") {
-      if (args.length > 0) {
-        if (!text.startsWith(", ", at)) fail('expected ", "');
-        at += 2;
-      }
-      const equals = text.indexOf("=", at);
-      if (equals < 0) fail('expected "="');
-      const key = text.slice(at, equals);
-      at = equals + 1;
-      let value: string;
-      const quote = text[at];
-      if (quote === "'" || quote === '"') {
-        const end = text.indexOf(quote, at + 1);
-        if (end < 0) fail("an unclosed string");
-        value = JSON.stringify(text.slice(at + 1, end));
-        at = end + 1;
-      } else {
-        // A number, boolean or null: up to the next "," or ")" (none of them holds one).
-        let end = at;
-        while (end < text.length && text[end] !== "," && text[end] !== ")") end++;
-        const written = text.slice(at, end);
-        value = Object.hasOwn(PYTHON_LITERALS, written) ? PYTHON_LITERALS[written]! : written;
-        at = end;
-      }
-      args.push(`${JSON.stringify(key)}:${value}`);
-    }
-    at++;
-    calls.push({ name, arguments: `{${args.join(",")}}` });
+    if (paren < 0) throw new Error(`parsePythonicCalls: expected "(" at ${at}`);
+    const { json, end } = readKeywordArguments(text, paren + 1, NOTATION);
+    calls.push({ name: text.slice(at, paren), arguments: json });
+    at = end;
     if (!text.startsWith(", ", at)) break;
     at += 2;
   }
