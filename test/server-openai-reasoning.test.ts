@@ -60,6 +60,7 @@ describe("reasoning models (synthetic, real templates)", () => {
   let gemma4: SyntheticChat;
   let apriel: SyntheticChat;
   let gptOss: SyntheticChat;
+  let minimax: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-reasoning-"));
@@ -73,6 +74,9 @@ describe("reasoning models (synthetic, real templates)", () => {
     const gptOssDir = join(dir, "gpt-oss");
     mkdirSync(gptOssDir);
     gptOss = await serveSyntheticChat(gptOssDir, "qwen2", "openai-gpt-oss-120b.jinja", 400, HARMONY_MARKERS);
+    const minimaxDir = join(dir, "minimax");
+    mkdirSync(minimaxDir);
+    minimax = await serveSyntheticChat(minimaxDir, "qwen2", "MiniMax-M3.jinja", 400);
   });
 
   after(async () => {
@@ -81,6 +85,7 @@ describe("reasoning models (synthetic, real templates)", () => {
     await stopSyntheticChat(gemma4);
     await stopSyntheticChat(apriel);
     await stopSyntheticChat(gptOss);
+    await stopSyntheticChat(minimax);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -125,6 +130,25 @@ describe("reasoning models (synthetic, real templates)", () => {
         if (budget) assert.ok(reasoningTokens <= budget, `${reasoningTokens} > ${budget}`);
       }
     }
+  });
+
+  test('MiniMax-M3: thinking_mode "enabled" opens the section (its default, "adaptive", is not planned), "none" sets "disabled"', async () => {
+    const render = (thinking_mode: string) =>
+      minimax.engine.renderChat!({
+        messages: [{ role: "user", content: "Weather?" }],
+        addGenerationPrompt: true,
+        variables: { thinking_mode },
+      });
+    const on = await ask(minimax, { max_tokens: 80, seed: 8, reasoning_budget: 20 });
+    validAnswer(on.choices[0]!.message.content);
+    assert.equal(typeof (on.choices[0]!.message as Message).reasoning_content, "string");
+    assert.equal(on.usage!.prompt_tokens, render("enabled").tokens.length);
+    assert.ok(render("enabled").text.endsWith("<mm:think>"));
+    const off = await ask(minimax, { max_tokens: 80, seed: 8, reasoning_effort: "none" });
+    validAnswer(off.choices[0]!.message.content);
+    assert.equal((off.choices[0]!.message as Message).reasoning_content, undefined);
+    assert.equal(off.usage!.prompt_tokens, render("disabled").tokens.length);
+    assert.ok(render("disabled").text.endsWith("</mm:think>"));
   });
 
   test("gpt-oss with tools on auto: reasoning, then the final channel's text or one valid call, whole and streamed", async () => {

@@ -12,6 +12,8 @@ export interface ReasoningFormat {
   readonly preOpened: boolean;
   /** The template variable that turns thinking off when false (`enable_thinking`, `thinking`), or null. */
   readonly toggle: string | null;
+  /** A switch of two words instead of true and false (MiniMax-M3's `thinking_mode`: "enabled", "disabled"). Absent: a boolean. */
+  readonly toggleValues?: { readonly on: string; readonly off: string };
   /**
    * The model reasons only when asked: its template's switch is off unless set (Granite 3.3's
    * `thinking` adds the instructions to think), so a request without `reasoning_effort` (or with
@@ -28,6 +30,8 @@ const MARKER_PAIRS: readonly (readonly [string, string])[] = [
   ["<|START_THINKING|>", "<|END_THINKING|>"],
   // Gemma 4: a thought channel (its markers are text tokens there).
   ["<|channel>thought\n", "<channel|>"],
+  // MiniMax-M3.
+  ["<mm:think>", "</mm:think>"],
   // Apriel 1.6: the generation prompt opens the reasoning in words; a marker line ends it.
   ["Here are my reasoning steps:\n", "\n[BEGIN FINAL RESPONSE]\n"],
 ];
@@ -37,6 +41,11 @@ const writes = (template: string, marker: string): boolean =>
   template.includes(marker) || template.includes(marker.replaceAll("\n", "\\n"));
 
 const TOGGLES = ["enable_thinking", "thinking"] as const;
+/**
+ * Switches of two words: MiniMax-M3's `thinking_mode` ("adaptive" by default lets the model choose
+ * whether to think, a section Trellis cannot plan: "enabled" is what a request that reasons sets).
+ */
+const WORD_TOGGLES = [{ name: "thinking_mode", on: "enabled", off: "disabled" }] as const;
 
 /** gpt-oss's channels (their markers are control tokens: see ChatPrompter). */
 const HARMONY_ANALYSIS = "<|channel|>analysis<|message|>";
@@ -55,7 +64,7 @@ export function reasoningFormatOf(template: string | null, render: (request: Cha
   if (!pair) return null;
   const [open, close] = pair;
   const messages = [{ role: "user" as const, content: "hi" }];
-  const tail = (variables?: Record<string, boolean>): string | null => {
+  const tail = (variables?: Record<string, boolean | string>): string | null => {
     try {
       return render({ messages, addGenerationPrompt: true, ...(variables ? { variables } : {}) }).trimEnd();
     } catch {
@@ -69,6 +78,14 @@ export function reasoningFormatOf(template: string | null, render: (request: Cha
     TOGGLES.find((name) => new RegExp(`\\b${name}\\b`).test(template) && tail({ [name]: false })?.endsWith(close.trimEnd()) === true) ??
     null;
   if (toggle === null) {
+    const words = WORD_TOGGLES.find(
+      (w) => template.includes(w.name) && template.includes(`"${w.on}"`) && tail({ [w.name]: w.off })?.endsWith(close.trimEnd()) === true,
+    );
+    if (words !== undefined) {
+      const set = tail({ [words.name]: words.on });
+      if (set === null || set.endsWith(close.trimEnd())) return null;
+      return { open, close, preOpened: set.endsWith(open.trimEnd()), toggle: words.name, toggleValues: { on: words.on, off: words.off } };
+    }
     // A switch that is off unless set: true changes what the template writes, false does not.
     const asked = TOGGLES.find((name) => {
       if (!new RegExp(`\\b${name}\\b`).test(template)) return false;

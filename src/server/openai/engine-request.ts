@@ -148,7 +148,8 @@ function reasoningOf(
   // "none" is not passed on: whether reasoning is off is the switch's business (a template that
   // read it as its own switch would disagree with the section planned here).
   const asked: Record<string, string> = effort === null || effort === "none" ? {} : { reasoning_effort: effort };
-  if (effort === "none" && format.toggle !== null) return { section: null, variables: { [format.toggle]: false } };
+  if (effort === "none" && format.toggle !== null)
+    return { section: null, variables: { [format.toggle]: format.toggleValues?.off ?? false } };
   // A model that reasons only when asked (Granite 3.3, Bielik, Reka) answers at once unless asked.
   if (format.askedOnly && effort === null && body.reasoning_budget == null) return { section: null, variables: null };
   const budget = body.reasoning_budget ?? (effort === null ? undefined : REASONING_EFFORT_TOKENS[effort]);
@@ -157,6 +158,9 @@ function reasoningOf(
     close: format.close,
     ...(budget === undefined ? {} : { maxTokens: budget }),
   };
-  const variables: Record<string, boolean | string> = { ...(format.toggle !== null ? { [format.toggle]: true } : {}), ...asked };
+  const variables: Record<string, boolean | string> = {
+    ...(format.toggle !== null ? { [format.toggle]: format.toggleValues?.on ?? true } : {}),
+    ...asked,
+  };
   return { section, variables: Object.keys(variables).length > 0 ? variables : null };
 }
