@@ -5,9 +5,10 @@
  * Shown: random members of the language read back into calls of declared functions whose arguments
  * Python's jsonschema finds valid, and a stream sends exactly the text before them; what both real
  * Gemma 4 templates write for an assistant's calls is in the language and reads back the same;
- * out of order, unquoted, undeclared, missing and invalid arguments are refused; parameters the
- * notation cannot say as JSON (objects, arrays, unnamed properties) are a JsonSchemaError naming
- * the keyword.
+ * out of order, unquoted, undeclared, missing and invalid arguments are refused; objects and
+ * arrays are written in Gemma's notation (keys bare, in the order of their names); what that
+ * notation cannot say (any-typed values, unnamed properties, oneOf of objects, $ref inside) is a
+ * JsonSchemaError naming the keyword.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -58,6 +59,27 @@ const TOOLS: ToolDeclaration[] = [
     },
   },
   { name: "now", parameters: { type: "object", properties: {} } },
+  {
+    name: "plan",
+    parameters: {
+      type: "object",
+      properties: {
+        stops: { type: "array", items: { type: "string", maxLength: 8 }, minItems: 1, maxItems: 3 },
+        filters: {
+          type: "object",
+          properties: { lang: { enum: ["en", "de"] }, safe: { type: "boolean" }, max: { type: ["integer", "null"], minimum: 1 } },
+          required: ["lang"],
+          additionalProperties: false,
+        },
+        points: {
+          type: "array",
+          items: { type: "object", properties: { x: { type: "number" }, Y: { type: "integer" } }, required: ["x", "Y"] },
+          maxItems: 2,
+        },
+      },
+      required: ["stops"],
+    },
+  },
 ];
 const schemaOf = (name: string): unknown => TOOLS.find((t) => t.name === name)!.parameters;
 const language = (parallel = true) => compileToolCallLanguage(TOOLS, "gemma4", parallel, OPTIONS).dfa;
@@ -130,15 +152,55 @@ describe("Gemma 4 tool calls: the language", () => {
     assert.ok(matchesString(language(false), weather));
   });
 
-  test("what the notation cannot say as JSON is refused by name", () => {
+  test("objects and arrays in Gemma's notation: keys bare in the order of their names, strings quoted at any depth", () => {
+    const dfa = language();
+    const plan = (args: string): string => call("plan", args);
+    for (const text of [
+      plan(`stops:[${Q}Oslo${Q}]`),
+      plan(`filters:{lang:${Q}en${Q},max:None,safe:true},stops:[${Q}a${Q},${Q}b, c${Q},${Q}d]e${Q}]`),
+      plan(`filters:{lang:${Q}de${Q}},points:[],stops:[${Q}x${Q}]`),
+      plan(`points:[{x:0.5,Y:-2},{x:1,Y:3}],stops:[${Q}x${Q}]`),
+    ])
+      assert.ok(matchesString(dfa, text), text);
+    for (const text of [
+      plan("stops:[]"), // minItems
+      plan(`stops:[${Q}a${Q},${Q}b${Q},${Q}c${Q},${Q}d${Q}]`), // maxItems
+      plan(`stops:[${Q}too long a stop${Q}]`),
+      plan(`stops:[${Q}x${Q}],filters:{lang:${Q}en${Q}}`), // out of order
+      plan(`filters:{safe:true,lang:${Q}en${Q}},stops:[${Q}x${Q}]`), // keys out of order
+      plan(`filters:{${Q}lang${Q}:${Q}en${Q}},stops:[${Q}x${Q}]`), // a quoted key
+      plan(`filters:{lang:${Q}fr${Q}},stops:[${Q}x${Q}]`),
+      plan(`filters:{lang:${Q}en${Q},max:0},stops:[${Q}x${Q}]`),
+      plan(`filters:{max:3},stops:[${Q}x${Q}]`), // lang is required
+      plan(`points:[{Y:1,x:2}],stops:[${Q}x${Q}]`), // x before Y, case aside
+      plan(`points:[{x:1}],stops:[${Q}x${Q}]`),
+      plan(`stops:["Oslo"]`),
+    ])
+      assert.ok(!matchesString(dfa, text), text);
+    const read = parseToolReply(plan(`filters:{lang:${Q}en${Q},max:None},points:[{x:0.5,Y:-2}],stops:[${Q}a,]}${Q}]`), "gemma4", TOOLS);
+    assert.deepEqual(JSON.parse(read.calls[0]!.arguments), {
+      filters: { lang: "en", max: null },
+      points: [{ x: 0.5, Y: -2 }],
+      stops: ["a,]}"],
+    });
+  });
+
+  test("what the notation cannot say is refused by name", () => {
     const refused = (parameters: unknown, keyword: string): void =>
       assert.throws(
         () => compileToolCallLanguage([{ name: "f", parameters }], "gemma4", true, OPTIONS),
         (error: unknown) => error instanceof JsonSchemaError && error.keyword === keyword && /function "f"/.test(error.message),
       );
-    refused({ type: "object", properties: { x: { type: "object" } } }, "type");
-    refused({ type: "object", properties: { x: { type: "array", items: { type: "string" } } } }, "type");
-    refused({ type: "object", properties: { x: {} } }, "type");
+    const param = (x: unknown): unknown => ({ type: "object", properties: { x } });
+    refused(param({}), "items"); // any value: an array among them, of any items
+    refused(param({ type: "array" }), "items");
+    refused(param({ type: "array", items: {} }), "type");
+    refused(param({ type: "array", items: { type: "string" }, uniqueItems: true }), "uniqueItems");
+    refused(param({ type: "object", properties: { a: { type: "string" } }, additionalProperties: true }), "additionalProperties");
+    refused(param({ type: "object", properties: { a: { $ref: "#/$defs/A" } } }), "$ref");
+    refused(param({ type: "object", properties: { a: { type: "string", not: { const: "b" } } } }), "not");
+    refused(param({ oneOf: [{ type: "object", properties: {} }, { type: "null" }] }), "oneOf");
+    refused(param({ type: "object", properties: { "a:b": { type: "string" } } }), "properties");
     refused({ type: "object", additionalProperties: true }, "additionalProperties");
     refused({ type: "object", properties: { "a:b": { type: "string" } } }, "properties");
   });
@@ -156,7 +218,16 @@ describe("Gemma 4 tool calls: round trip through the real templates", () => {
         { name: "now", arguments: {} },
       ],
     },
-    { content: "Let me look.", calls: [{ name: "get_weather", arguments: { city: "Lyon", note: "short" } }] },
+    {
+      content: "Let me look.",
+      calls: [
+        { name: "get_weather", arguments: { city: "Lyon", note: "short" } },
+        {
+          name: "plan",
+          arguments: { stops: ["Oslo", 'a "b"'], filters: { lang: "de", max: null, safe: false }, points: [{ x: 0.5, Y: 2 }] },
+        },
+      ],
+    },
   ];
   for (const file of TEMPLATES) {
     test(`${file} writes calls the language holds, and they read back the same, streamed at every cut`, () => {

@@ -67,7 +67,8 @@ export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
   gemma4: {
     python: true,
     nulls: true,
-    structured: "in Gemma's own notation ({k:…}, [a,b]), not JSON",
+    // Objects and arrays in its own notation: tool-calls-gemma.ts writes them.
+    structured: null,
     nameBreaking: /[<>\n{}:,"]/,
     nameBreakingText: `"<", ">", "{", "}", ":", ",", '"' or a newline`,
   },

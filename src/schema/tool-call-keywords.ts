@@ -16,6 +16,11 @@ export interface KeywordNotation {
   readonly close: string;
   /** The quotes a string may be written between (raw: it cannot hold its quote). */
   readonly quotes: readonly string[];
+  /**
+   * Values may be objects `{k:v,…}` (keys bare, `assign` and `separator` as at the top) and arrays
+   * `[v,…]` (Gemma 4's notation). Absent: false.
+   */
+  readonly nested?: boolean;
 }
 
 const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
@@ -69,22 +74,45 @@ export function readKeywordArguments(text: string, from: number, notation: Keywo
     if (assign < 0) fail(`expected ${JSON.stringify(notation.assign)}`);
     const key = text.slice(at, assign);
     at = assign + notation.assign.length;
-    const quote = notation.quotes.find((q) => text.startsWith(q, at));
-    let value: string;
-    if (quote !== undefined) {
-      const end = text.indexOf(quote, at + quote.length);
-      if (end < 0) fail("an unclosed string");
-      value = JSON.stringify(text.slice(at + quote.length, end));
-      at = end + quote.length;
-    } else {
-      // A number, boolean or null: up to the separator or the close (none of them holds either).
-      let end = at;
-      while (end < text.length && !stops.includes(text[end]!)) end++;
-      const written = text.slice(at, end);
-      value = Object.hasOwn(PYTHON_LITERALS, written) ? PYTHON_LITERALS[written]! : written;
-      at = end;
-    }
-    args.push(`${JSON.stringify(key)}:${value}`);
+    const value = readValue(text, at, notation, stops, fail);
+    args.push(`${JSON.stringify(key)}:${value.json}`);
+    at = value.end;
   }
   return { json: `{${args.join(",")}}`, end: at + notation.close.length };
+}
+
+/** One value from `at`: its JSON text and where it ends (`stops`: what ends a bare value there). */
+function readValue(
+  text: string,
+  at: number,
+  notation: KeywordNotation,
+  stops: readonly string[],
+  fail: (what: string) => never,
+): { json: string; end: number } {
+  const quote = notation.quotes.find((q) => text.startsWith(q, at));
+  if (quote !== undefined) {
+    const end = text.indexOf(quote, at + quote.length);
+    if (end < 0) fail("an unclosed string");
+    return { json: JSON.stringify(text.slice(at + quote.length, end)), end: end + quote.length };
+  }
+  if (notation.nested && text[at] === "{") return readKeywordArguments(text, at + 1, { ...notation, close: "}" });
+  if (notation.nested && text[at] === "[") {
+    const items: string[] = [];
+    let i = at + 1;
+    while (text[i] !== "]") {
+      if (items.length > 0) {
+        if (!text.startsWith(notation.separator, i)) fail(`expected ${JSON.stringify(notation.separator)}`);
+        i += notation.separator.length;
+      }
+      const item = readValue(text, i, notation, [notation.separator[0]!, "]"], fail);
+      items.push(item.json);
+      i = item.end;
+    }
+    return { json: `[${items.join(",")}]`, end: i + 1 };
+  }
+  // A number, boolean or null: up to what ends it here (none of them holds that).
+  let end = at;
+  while (end < text.length && !stops.includes(text[end]!)) end++;
+  const written = text.slice(at, end);
+  return { json: Object.hasOwn(PYTHON_LITERALS, written) ? PYTHON_LITERALS[written]! : written, end };
 }

@@ -332,7 +332,7 @@ export class ValueCompiler {
    * patterns, formats and enum/const members the branch allows (the JSON Schema front end checks
    * the branch first: malformed keywords, unsupported formats and patterns are its refusals).
    */
-  private rawString(fn: FunctionForm, p: ParameterForm, branch: StringBranch, base = this.rawTextDfa()): ByteDfa | null {
+  rawString(fn: FunctionForm, p: ParameterForm, branch: StringBranch, base = this.rawTextDfa()): ByteDfa | null {
     if (this.schemaLanguage(fn, p, { ...branch.schema, type: "string" }, branch.pointer) === null) return null;
     const s = branch.schema;
     let dfa = base;
@@ -360,7 +360,7 @@ export class ValueCompiler {
    * A subschema's JSON texts, compiled with the parameters' definitions beside it; its errors and
    * warnings name the function, the parameter and where the keyword is in the parameters schema.
    */
-  private schemaLanguage(fn: FunctionForm, p: ParameterForm, schema: unknown, pointer: string): ByteDfa | null {
+  schemaLanguage(fn: FunctionForm, p: ParameterForm, schema: unknown, pointer: string): ByteDfa | null {
     const collides = isObject(schema) && Object.keys(fn.context).some((k) => k in schema);
     const document = isObject(schema) && !collides ? { ...fn.context, ...schema } : { ...fn.context, allOf: [schema] };
     const prefix = isObject(schema) && !collides ? "" : "/allOf/0";
