@@ -1,8 +1,9 @@
 /**
  * The tool-call styles that write one JSON list of calls after a marker (schema/tool-calls-listed.ts):
  * "granite" (`<|tool_call|>[{"name": "f", "arguments": {…}}]`, the marker a control token, the keys
- * in either order), "firefunction-v2" (`functools[{…}, …]`, text) and "apertus"
- * (`<|tools_prefix|>[{"f": {…}}]<|tools_suffix|>`, control tokens); and Functionary v3.2's
+ * in either order), "firefunction-v2" (`functools[{…}, …]`, text), "nemotron-v2"
+ * (`<TOOLCALL>[…]</TOOLCALL>`, text) and "apertus" (`<|tools_prefix|>[{"f": {…}}]<|tools_suffix|>`,
+ * control tokens); and Functionary v3.2's
  * recipients (schema/tool-calls-recipient.ts: `all\ntext>>>f\n{…}>>>g\n{…}`); and Cohere's
  * replies (schema/tool-calls-cohere.ts: text between its answer markers, or a JSON list between
  * its action markers, all control tokens), with a reasoning section's control-token markers.
@@ -31,13 +32,14 @@ import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
 import { markersAsBytes, markersAsText, streamedReply, toolCallLanguages } from "./support/tool-call-languages.js";
 
-type Listed = "granite" | "firefunction-v2" | "apertus" | "functionary-v3.2";
-const STYLES: Listed[] = ["granite", "firefunction-v2", "apertus", "functionary-v3.2"];
+type Listed = "granite" | "firefunction-v2" | "apertus" | "nemotron-v2" | "functionary-v3.2";
+const STYLES: Listed[] = ["granite", "firefunction-v2", "apertus", "nemotron-v2", "functionary-v3.2"];
 /** The templates that write an assistant's calls (Granite 3.3's never does). */
 const TEMPLATES: Record<Listed, string[]> = {
   granite: [],
   "firefunction-v2": ["fireworks-ai-llama-3-firefunction-v2.jinja"],
   apertus: ["Apertus-8B-Instruct.jinja"],
+  "nemotron-v2": ["NVIDIA-Nemotron-Nano-v2.jinja"],
   "functionary-v3.2": ["meetkai-functionary-medium-v3.2.jinja"],
 };
 const TEMPLATE_DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
@@ -82,7 +84,13 @@ function replyText(style: Listed, text: string | null, calls: Written[]): string
   const objects = calls.map((c) => (style === "apertus" ? `{"${c.name}": ${c.args}}` : `{"name": "${c.name}", "arguments": ${c.args}}`));
   const list = `[${objects.join(", ")}]`;
   const block =
-    style === "granite" ? `<|tool_call|>${list}` : style === "apertus" ? `<|tools_prefix|>${list}<|tools_suffix|>` : `functools${list}`;
+    style === "granite"
+      ? `<|tool_call|>${list}`
+      : style === "apertus"
+        ? `<|tools_prefix|>${list}<|tools_suffix|>`
+        : style === "nemotron-v2"
+          ? `<TOOLCALL>${list}</TOOLCALL>`
+          : `functools${list}`;
   return `${text ?? ""}${block}`;
 }
 
@@ -101,10 +109,10 @@ const weather: Written = { name: "get_weather", args: '{"city": "Oslo", "days": 
 const now: Written = { name: "now", args: "{}" };
 
 describe("JSON lists of calls, and Functionary v3.2's recipients: the language", () => {
-  test("the opening markers: <|tool_call|>, functools[, <|tools_prefix|>, >>>", () => {
+  test("the opening markers: <|tool_call|>, functools[, <|tools_prefix|>, <TOOLCALL>, >>>", () => {
     assert.deepEqual(
       STYLES.map((s) => TOOL_CALL_OPEN[s]),
-      ["<|tool_call|>", "functools[", "<|tools_prefix|>", ">>>"],
+      ["<|tool_call|>", "functools[", "<|tools_prefix|>", "<TOOLCALL>", ">>>"],
     );
   });
 
@@ -112,7 +120,14 @@ describe("JSON lists of calls, and Functionary v3.2's recipients: the language",
     test(`${style}: sampled replies read back into declared calls whose arguments are valid; the stream sends exactly the text`, () => {
       const dfa = language(style);
       // Replies that start with their calls (the marker's spelling starts with a byte no letter has).
-      const open = style === "functionary-v3.2" ? "[^a]" : style === "firefunction-v2" ? "functools\\[" : "[^a-zA-Z]";
+      const open =
+        style === "functionary-v3.2"
+          ? "[^a]"
+          : style === "firefunction-v2"
+            ? "functools\\["
+            : style === "nemotron-v2"
+              ? "<TOOLCALL>"
+              : "[^a-zA-Z]";
       const calls = intersectDfas(dfa, compileRegex(`(?:${open}.*)?`, { flags: "s" }));
       const random = seededRandom(STYLES.indexOf(style) + 71);
       const checks: { schema: string; text: string }[] = [];
@@ -301,9 +316,11 @@ function renderedReply(style: Listed, file: string, calls: Call[], content: stri
     .join("");
   let turn = rendered.slice(rendered.lastIndexOf("Plan my trip."));
   const start = style === "functionary-v3.2" ? "\n\n>>>" : "<|end_header_id|>\n\n";
-  const header = style === "apertus" ? "<|assistant_start|>" : start;
-  turn = turn.slice(turn.indexOf(header) + header.length);
-  const end = style === "apertus" ? turn.indexOf("<|tools_suffix|>") + "<|tools_suffix|>".length : turn.indexOf("<|eot_id|>");
+  const header = style === "apertus" ? "<|assistant_start|>" : style === "nemotron-v2" ? "<SPECIAL_11>Assistant\n" : start;
+  // Nemotron Nano v2 writes an assistant's text as a turn of its own before its calls' turn.
+  turn = turn.slice((style === "nemotron-v2" ? turn.lastIndexOf(header) : turn.indexOf(header)) + header.length);
+  const close = style === "apertus" ? "<|tools_suffix|>" : style === "nemotron-v2" ? "</TOOLCALL>" : null;
+  const end = close !== null ? turn.indexOf(close) + close.length : turn.indexOf("<|eot_id|>");
   assert.ok(end > 0, `${file}: ${JSON.stringify(turn)}`);
   return turn.slice(0, end);
 }
@@ -333,7 +350,7 @@ describe("JSON lists of calls: round trip through the real templates", () => {
             parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
             calls,
           );
-          assert.equal(parsed.content?.trim() ?? "", content);
+          assert.equal(parsed.content?.trim() ?? "", style === "nemotron-v2" ? "" : content);
           assert.deepEqual(autoReply(reply, style, TOOLS), { content: parsed.content, calls: parsed.calls });
           const sent = sentText(style, reply);
           for (let cut = 0; cut <= reply.length; cut++) assert.equal(streamedReply(style, [reply.slice(0, cut), reply.slice(cut)]), sent);

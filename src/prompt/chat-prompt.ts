@@ -73,9 +73,10 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // Hunyuan 3: GLM's tags with its namespace suffix, `'<arg_key{}>'.format(HYTK)`.
   if (has("'<tool_calls{}>'.format(HYTK)", "'<arg_key{}>'.format(HYTK)", "HYTK = ':opensource'")) return "hunyuan";
   // One JSON list of calls after a marker: Granite 3.3's <|tool_call|> control token, FireFunction's
-  // `functools[`, Apertus's <|tools_prefix|> with each call keyed by its name.
+  // `functools[`, Nemotron Nano v2's <TOOLCALL>, Apertus's <|tools_prefix|> with each call keyed by its name.
   if (has("<|tool_call|>", "JSON list of tools")) return "granite";
   if (has(" functools[")) return "firefunction-v2";
+  if (has("<TOOLCALL>[", "]</TOOLCALL>")) return "nemotron-v2";
   if (has("<|tools_prefix|>", "<|tools_suffix|>", "'{\"' + tool_call.name + '\": '")) return "apertus";
   // LFM2 and LFM2.5: a Python list of calls between <|tool_call_start|> and <|tool_call_end|>
   // (LFM2.5's template writes it; LFM2's and LFM2.5-Instruct's are known by their tool lists).

@@ -5,7 +5,8 @@
  *   control token; the keys in either order (Granite's own examples put "arguments" first);
  * - "firefunction-v2" (FireFunction v2): `functools[{"name": "f", "arguments": {…}}, …]`, text;
  * - "apertus" (Apertus): `<|tools_prefix|>[{"f": {…}}, …]<|tools_suffix|>`, each call an object
- *   whose one key is the function's name, the markers control tokens.
+ *   whose one key is the function's name, the markers control tokens;
+ * - "nemotron-v2" (Nemotron Nano v2): `<TOOLCALL>[{"name": "f", "arguments": {…}}, …]</TOOLCALL>`, text.
  * Two calls are separated by ", " as the templates join them; without parallel calls the list
  * holds one. The arguments are each function's parameters schema compiled alone (its `#…`
  * references resolve in it). Function names are plain (the API allows [a-zA-Z0-9_-] only), so a
@@ -19,7 +20,7 @@ import type { JsonSchemaWarning } from "./json-schema/errors.js";
 import { markerNode } from "./marker-node.js";
 import { toolCallAlternatives } from "./tool-call-json.js";
 
-export type ListedToolCallStyle = "granite" | "firefunction-v2" | "apertus";
+export type ListedToolCallStyle = "granite" | "firefunction-v2" | "apertus" | "nemotron-v2";
 
 /** How a call object holds the name and the arguments. */
 type CallObject = "name-arguments" | "name-arguments-either-order" | "keyed-by-name";
@@ -40,6 +41,7 @@ const LAYOUTS: Record<ListedToolCallStyle, ListedLayout> = {
   // The text "functools" alone is free to write (Python's module); a call needs its "[".
   "firefunction-v2": { open: "functools[", bracketInOpen: true, close: null, control: false, object: "name-arguments" },
   apertus: { open: "<|tools_prefix|>", bracketInOpen: false, close: "<|tools_suffix|>", control: true, object: "keyed-by-name" },
+  "nemotron-v2": { open: "<TOOLCALL>", bracketInOpen: false, close: "</TOOLCALL>", control: false, object: "name-arguments" },
 };
 
 export const isListedStyle = (style: string): style is ListedToolCallStyle => Object.hasOwn(LAYOUTS, style);

@@ -28,8 +28,8 @@
  *   between control tokens (tool-calls-kimi.ts);
  * - "harmony" (gpt-oss): the final channel's text, or one call in the commentary channel
  *   (tool-calls-harmony.ts);
- * - "granite" (Granite 3.3), "firefunction-v2", "apertus" (Apertus): one JSON list of calls after
- *   a marker (tool-calls-listed.ts);
+ * - "granite" (Granite 3.3), "firefunction-v2", "apertus" (Apertus), "nemotron-v2" (Nemotron Nano
+ *   v2): one JSON list of calls after a marker (tool-calls-listed.ts);
  * - "functionary-v3.2": each message after `>>>` names its recipient, `all` the user, else a
  *   function (tool-calls-recipient.ts);
  * - "command-r7b" (Command R7B), "cohere2" (Command A): text between answer markers, or one JSON
@@ -150,6 +150,7 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   granite: listedCallsOpen("granite"),
   "firefunction-v2": listedCallsOpen("firefunction-v2"),
   apertus: listedCallsOpen("apertus"),
+  "nemotron-v2": listedCallsOpen("nemotron-v2"),
   "functionary-v3.2": RECIPIENT_OPEN,
   "command-r7b": COHERE_ACTION_OPEN,
   cohere2: COHERE_ACTION_OPEN,
