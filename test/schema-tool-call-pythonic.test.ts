@@ -6,7 +6,7 @@
  * functions whose arguments Python's jsonschema finds valid, and a stream sends exactly the text
  * before them; what LFM2.5's template writes for an assistant's calls is in the language and reads
  * back the same; out of order, unquoted, undeclared and invalid arguments, and the markers written
- * as text, are refused; objects and arrays (Python's repr) are a JsonSchemaError naming them.
+ * as text, are refused; objects are JSON, arrays (Python's repr) a JsonSchemaError naming them.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -46,7 +46,16 @@ const TOOLS: ToolDeclaration[] = [
     name: "search",
     parameters: {
       type: "object",
-      properties: { query: { type: "string", pattern: "^[a-z ]+$" }, when: { type: "string", format: "date" } },
+      properties: {
+        query: { type: "string", pattern: "^[a-z ]+$" },
+        when: { type: "string", format: "date" },
+        filters: {
+          type: "object",
+          properties: { lang: { type: "string", maxLength: 5 }, safe: { type: "boolean" } },
+          required: ["lang"],
+          additionalProperties: false,
+        },
+      },
       required: ["query"],
     },
   },
@@ -91,6 +100,7 @@ describe("LFM2 tool calls: the language", () => {
       list(`get_weather(city="Zürich 'Altstadt'", unit='celsius', days=14, note=None, strict=True)`),
       list("get_weather(city='x', note='short', strict=false)"),
       list("search(query='cheap flights', when='2024-05-01')"),
+      list(`search(query='x', filters={"lang": "en", "safe": true})`),
     ])
       assert.ok(has(text), text);
     for (const text of [
@@ -103,6 +113,8 @@ describe("LFM2 tool calls: the language", () => {
       list("get_weather(city='it's')"),
       list("get_weather(city='Oslo',days=3)"),
       list("search(query='Cheap')"),
+      list(`search(query='x', filters={"safe": true})`),
+      list(`search(query='x', filters={'lang': 'en'})`),
       `${list(weather)} and text after`,
     ])
       assert.ok(!has(text), text);
@@ -111,8 +123,10 @@ describe("LFM2 tool calls: the language", () => {
     assert.ok(matchesBytes(language(false), markersAsBytes(list(weather))));
   });
 
-  test("objects and arrays (Python's repr) are refused by name", () => {
-    for (const x of [{ type: "object" }, { type: "array", items: { type: "string" } }, {}])
+  test("objects are JSON (the template's tojson); arrays (Python's repr) are refused by name", () => {
+    const read = parseToolReply(list(`search(query='x', filters={"lang": "a, b)", "safe": false}, when='2024-01-02')`), "lfm2", TOOLS);
+    assert.deepEqual(JSON.parse(read.calls[0]!.arguments), { query: "x", filters: { lang: "a, b)", safe: false }, when: "2024-01-02" });
+    for (const x of [{ type: "array", items: { type: "string" } }, {}])
       assert.throws(
         () => compileToolCallLanguage([{ name: "f", parameters: { type: "object", properties: { x } } }], "lfm2", true, OPTIONS),
         (error: unknown) => error instanceof JsonSchemaError && error.keyword === "type" && /function "f"/.test(error.message),
@@ -130,7 +144,7 @@ test("LFM2.5's template writes calls the language holds, and they read back the 
   const tools: ChatTool[] = TOOLS.map((t) => ({ type: "function", function: { name: t.name, parameters: t.parameters } }));
   const calls = [
     { name: "get_weather", arguments: { city: 'Zürich <b>&\n"Altstadt"', unit: "celsius", days: 3, note: null, strict: true } },
-    { name: "search", arguments: { query: "cheap flights", when: "2024-05-01" } },
+    { name: "search", arguments: { query: "cheap flights", when: "2024-05-01", filters: { lang: "en", safe: true } } },
     { name: "now", arguments: {} },
   ];
   const messages: ChatMessage[] = [

@@ -41,6 +41,8 @@ export interface ValueRules {
   readonly nulls: boolean;
   /** null: objects and arrays are written as JSON; else why they cannot be read (a parameter that may be one is refused). */
   readonly structured: string | null;
+  /** Objects are written as JSON even so (LFM2's template: `tojson` for a mapping, Python's repr for a list). Absent: false. */
+  readonly objectsAsJson?: boolean;
   /** Characters a function or parameter name cannot hold: they would end its tag or attribute. */
   readonly nameBreaking: RegExp;
   /** How the refusals show them. */
@@ -76,7 +78,8 @@ export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
   lfm2: {
     python: true,
     nulls: true,
-    structured: "as Python's repr ({'k': True}, ['a']), not JSON",
+    structured: "as Python's repr (['a', 'b']), not JSON",
+    objectsAsJson: true,
     nameBreaking: /[<>\n()=,'" ]/,
     nameBreakingText: `"<", ">", "(", ")", "=", ",", a quote, a space or a newline`,
   },
@@ -304,7 +307,7 @@ const writable = (cx: FormContext, types: readonly JsonType[]): JsonType[] => ty
 /** Refuses a value that may be an object or an array where the style does not write them as JSON. */
 function refuseStructured(cx: FormContext, types: readonly JsonType[], pointer: string, typed: boolean): void {
   const how = cx.rules.structured;
-  const structured = types.filter((t) => t === "object" || t === "array");
+  const structured = types.filter((t) => t === "array" || (t === "object" && !cx.rules.objectsAsJson));
   if (how === null || structured.length === 0) return;
   refuse(
     cx.fn,

@@ -6,6 +6,7 @@
  * or as Python's str writes them. Here: their language from the parameters' values, and their reader.
  */
 import { parseFlagString, parseRegex, pyReEscape, type RegexNode } from "../regex/index.js";
+import { jsonValueEnd } from "./tool-call-json.js";
 
 export interface KeywordNotation {
   /** Between a name and its value (":", "="). */
@@ -21,6 +22,8 @@ export interface KeywordNotation {
    * `[v,…]` (Gemma 4's notation). Absent: false.
    */
   readonly nested?: boolean;
+  /** Values may be JSON objects (LFM2's `tojson` of a mapping). Absent: false. */
+  readonly jsonObjects?: boolean;
 }
 
 const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
@@ -96,6 +99,10 @@ function readValue(
     return { json: JSON.stringify(text.slice(at + quote.length, end)), end: end + quote.length };
   }
   if (notation.nested && text[at] === "{") return readKeywordArguments(text, at + 1, { ...notation, close: "}" });
+  if (notation.jsonObjects && text[at] === "{") {
+    const end = jsonValueEnd(text, at);
+    return { json: JSON.stringify(JSON.parse(text.slice(at, end))), end };
+  }
   if (notation.nested && text[at] === "[") {
     const items: string[] = [];
     let i = at + 1;

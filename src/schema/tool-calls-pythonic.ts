@@ -5,8 +5,8 @@
  * in the order of `properties`, ", " between them and between calls; a string quoted with ' or ",
  * raw (it cannot hold its quote), its enum/const/length/pattern/format enforced on the text; a
  * number as JSON; a boolean or null as Python's str writes it (`True`, `None`; JSON's spellings are
- * read as well). Objects and arrays (Python's repr) are refused by name, as are parameters that are
- * not named `properties` (tool-arguments.ts).
+ * read as well); an object as JSON (the template's `tojson`). Arrays (Python's repr) are refused by
+ * name, as are parameters that are not named `properties` (tool-arguments.ts).
  */
 import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../regex/index.js";
 import type { JsonSchemaOptions } from "./json-schema/compile.js";
@@ -20,7 +20,7 @@ export const PYTHONIC_CALLS_OPEN = "<|tool_call_start|>";
 const CALLS_CLOSE = "<|tool_call_end|>";
 /** The control markers the style writes (the model's vocabulary must have them as control tokens). */
 export const PYTHONIC_MARKERS: readonly string[] = [PYTHONIC_CALLS_OPEN, CALLS_CLOSE];
-const NOTATION: KeywordNotation = { assign: "=", separator: ", ", close: ")", quotes: ["'", '"'] };
+const NOTATION: KeywordNotation = { assign: "=", separator: ", ", close: ")", quotes: ["'", '"'], jsonObjects: true };
 
 const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
