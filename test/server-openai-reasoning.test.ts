@@ -61,6 +61,7 @@ describe("reasoning models (synthetic, real templates)", () => {
   let apriel: SyntheticChat;
   let gptOss: SyntheticChat;
   let minimax: SyntheticChat;
+  let hunyuan: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-reasoning-"));
@@ -77,6 +78,9 @@ describe("reasoning models (synthetic, real templates)", () => {
     const minimaxDir = join(dir, "minimax");
     mkdirSync(minimaxDir);
     minimax = await serveSyntheticChat(minimaxDir, "qwen2", "MiniMax-M3.jinja", 400);
+    const hunyuanDir = join(dir, "hunyuan");
+    mkdirSync(hunyuanDir);
+    hunyuan = await serveSyntheticChat(hunyuanDir, "qwen2", "tencent-Hy3.jinja", 400);
   });
 
   after(async () => {
@@ -86,6 +90,7 @@ describe("reasoning models (synthetic, real templates)", () => {
     await stopSyntheticChat(apriel);
     await stopSyntheticChat(gptOss);
     await stopSyntheticChat(minimax);
+    await stopSyntheticChat(hunyuan);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -149,6 +154,30 @@ describe("reasoning models (synthetic, real templates)", () => {
     assert.equal((off.choices[0]!.message as Message).reasoning_content, undefined);
     assert.equal(off.usage!.prompt_tokens, render("disabled").tokens.length);
     assert.ok(render("disabled").text.endsWith("</mm:think>"));
+  });
+
+  test('Hunyuan 3: reasons only when asked, its reasoning_effort words set from the request\'s ("medium" is its "high")', async () => {
+    const render = (reasoning_effort: string) =>
+      hunyuan.engine.renderChat!({
+        messages: [{ role: "user", content: "Weather?" }],
+        addGenerationPrompt: true,
+        variables: { reasoning_effort },
+      });
+    const unasked = await ask(hunyuan, { max_tokens: 80, seed: 9 });
+    validAnswer(unasked.choices[0]!.message.content);
+    assert.equal((unasked.choices[0]!.message as Message).reasoning_content, undefined);
+    assert.equal(unasked.usage!.prompt_tokens, render("no_think").tokens.length);
+    for (const [effort, word] of [
+      ["medium", "high"],
+      ["minimal", "low"],
+    ] as const) {
+      const r = await ask(hunyuan, { max_tokens: 120, seed: 9, reasoning_effort: effort, reasoning_budget: 20 });
+      validAnswer(r.choices[0]!.message.content);
+      assert.equal(typeof (r.choices[0]!.message as Message).reasoning_content, "string");
+      assert.equal(r.usage!.prompt_tokens, render(word).tokens.length, effort);
+    }
+    const off = await ask(hunyuan, { max_tokens: 80, seed: 9, reasoning_effort: "none" });
+    assert.equal((off.choices[0]!.message as Message).reasoning_content, undefined);
   });
 
   test("gpt-oss with tools on auto: reasoning, then the final channel's text or one valid call, whole and streamed", async () => {

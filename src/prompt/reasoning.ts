@@ -45,7 +45,14 @@ const TOGGLES = ["enable_thinking", "thinking"] as const;
  * Switches of two words: MiniMax-M3's `thinking_mode` ("adaptive" by default lets the model choose
  * whether to think, a section Trellis cannot plan: "enabled" is what a request that reasons sets).
  */
-const WORD_TOGGLES = [{ name: "thinking_mode", on: "enabled", off: "disabled" }] as const;
+const WORD_TOGGLES = [
+  { name: "thinking_mode", on: "enabled", off: "disabled" },
+  // Hunyuan 3: its reasoning_effort is the switch ("no_think" by default; "low", "high").
+  { name: "reasoning_effort", on: "high", off: "no_think" },
+] as const;
+
+/** Hunyuan 3 writes its markers with a suffix, `'<think{}>'.format(HYTK)`: the source never spells them. */
+const HUNYUAN = { source: "'<think{}>'.format(HYTK)", suffix: /HYTK = '([^']*)'/ };
 
 /** gpt-oss's channels (their markers are control tokens: see ChatPrompter). */
 const HARMONY_ANALYSIS = "<|channel|>analysis<|message|>";
@@ -60,7 +67,11 @@ export function reasoningFormatOf(template: string | null, render: (request: Cha
   // gpt-oss (harmony): the analysis channel, then the final one; the prompt ends with <|start|>assistant.
   if (template.includes(HARMONY_ANALYSIS) && template.includes(HARMONY_FINAL))
     return { open: HARMONY_ANALYSIS, close: `<|end|><|start|>assistant${HARMONY_FINAL}`, preOpened: false, toggle: null };
-  const pair = MARKER_PAIRS.find(([open, close]) => writes(template, open) && writes(template, close));
+  const suffix = template.includes(HUNYUAN.source) ? HUNYUAN.suffix.exec(template)?.[1] : undefined;
+  const pair: readonly [string, string] | undefined =
+    suffix !== undefined
+      ? [`<think${suffix}>`, `</think${suffix}>`]
+      : MARKER_PAIRS.find(([o, c]) => writes(template, o) && writes(template, c));
   if (!pair) return null;
   const [open, close] = pair;
   const messages = [{ role: "user" as const, content: "hi" }];
@@ -79,12 +90,23 @@ export function reasoningFormatOf(template: string | null, render: (request: Cha
     null;
   if (toggle === null) {
     const words = WORD_TOGGLES.find(
-      (w) => template.includes(w.name) && template.includes(`"${w.on}"`) && tail({ [w.name]: w.off })?.endsWith(close.trimEnd()) === true,
+      (w) =>
+        template.includes(w.name) &&
+        (template.includes(`"${w.on}"`) || template.includes(`'${w.on}'`)) &&
+        tail({ [w.name]: w.off })?.endsWith(close.trimEnd()) === true,
     );
     if (words !== undefined) {
       const set = tail({ [words.name]: words.on });
       if (set === null || set.endsWith(close.trimEnd())) return null;
-      return { open, close, preOpened: set.endsWith(open.trimEnd()), toggle: words.name, toggleValues: { on: words.on, off: words.off } };
+      const format = {
+        open,
+        close,
+        preOpened: set.endsWith(open.trimEnd()),
+        toggle: words.name,
+        toggleValues: { on: words.on, off: words.off },
+      };
+      // Off unless set (Hunyuan's default is "no_think"): the model reasons only when asked.
+      return on.endsWith(close.trimEnd()) ? { ...format, askedOnly: true } : format;
     }
     // A switch that is off unless set: true changes what the template writes, false does not.
     const asked = TOGGLES.find((name) => {

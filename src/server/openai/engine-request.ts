@@ -150,7 +150,7 @@ function reasoningOf(
   const asked: Record<string, string> = effort === null || effort === "none" ? {} : { reasoning_effort: effort };
   if (effort === "none" && format.toggle !== null)
     return { section: null, variables: { [format.toggle]: format.toggleValues?.off ?? false } };
-  // A model that reasons only when asked (Granite 3.3, Bielik, Reka) answers at once unless asked.
+  // A model that reasons only when asked (Granite 3.3, Bielik, Reka, Hunyuan 3) answers at once unless asked.
   if (format.askedOnly && effort === null && body.reasoning_budget == null) return { section: null, variables: null };
   const budget = body.reasoning_budget ?? (effort === null ? undefined : REASONING_EFFORT_TOKENS[effort]);
   const section: ReasoningSection = {
@@ -162,5 +162,8 @@ function reasoningOf(
     ...(format.toggle !== null ? { [format.toggle]: format.toggleValues?.on ?? true } : {}),
     ...asked,
   };
+  // A template whose switch is reasoning_effort itself (Hunyuan 3: "low" or "high"; any other word raises).
+  if (format.toggle === "reasoning_effort" && format.toggleValues)
+    variables.reasoning_effort = effort === "minimal" || effort === "low" ? "low" : format.toggleValues.on;
   return { section, variables: Object.keys(variables).length > 0 ? variables : null };
 }

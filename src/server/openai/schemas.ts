@@ -198,7 +198,7 @@ const chatAccountingProperties: Record<string, Schema> = {
     type: nullable("string"),
     enum: ["none", "minimal", "low", "medium", "high", "xhigh", null],
     description:
-      "On a model whose chat template reasons (Qwen3, DeepSeek-R1, GLM, …): none turns reasoning off where the template can; minimal, low, medium bound it to 256, 1024, 4096 tokens; high and xhigh by max_tokens only; any but none is also the template's reasoning_effort variable (gpt-oss's Reasoning: level); a model that reasons only when asked (Granite 3.3, Bielik, Reka) reasons when it is given. On other models a warning.",
+      "On a model whose chat template reasons (Qwen3, DeepSeek-R1, GLM, …): none turns reasoning off where the template can; minimal, low, medium bound it to 256, 1024, 4096 tokens; high and xhigh by max_tokens only; any but none is also the template's reasoning_effort variable (gpt-oss's Reasoning: level); a model that reasons only when asked (Granite 3.3, Bielik, Reka, Hunyuan 3) reasons when it is given. On other models a warning.",
   },
   reasoning_budget: {
     type: nullable("integer"),
