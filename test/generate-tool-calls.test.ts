@@ -1,5 +1,5 @@
 /**
- * tool_choice "auto" as a constraint (schema/tool-calls.ts): free text, or text then calls in the
+ * tool_choice "auto" as a constraint (schema/tool-calls/language.ts): free text, or text then calls in the
  * template's format. Driven token by token as a model would write it (stories260K's tokenizer):
  * a valid call goes through; once the opening marker is written, an undeclared function, bad
  * arguments or an unclosed call cannot be written; free text can never spell the marker; and the

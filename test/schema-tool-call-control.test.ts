@@ -1,7 +1,7 @@
 /**
- * The tool-call styles whose markers are control tokens: Mistral's (schema/tool-calls-mistral.ts)
+ * The tool-call styles whose markers are control tokens: Mistral's (schema/tool-calls/mistral.ts)
  * "mistral" (`[TOOL_CALLS]f[ARGS]{…}`, Small 3.2 / Devstral / Ministral 3) and "mistral-nemo"
- * (`[TOOL_CALLS][{"name": …, "arguments": …, "id": …}]`), and Kimi-K2's (tool-calls-kimi.ts,
+ * (`[TOOL_CALLS][{"name": …, "arguments": …, "id": …}]`), and Kimi-K2's (tool-calls/kimi.ts,
  * `<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{…}<|tool_call_end|><|tool_calls_section_end|>`). In a constraint a marker is its control
  * token's spelling (support/control-markers.ts), which the token trie gives that token alone.
  * Shown: the trie holds the marker tokens and no other control token, free text never offers them;

@@ -1,5 +1,5 @@
 /**
- * DeepSeek's DSML tool calls (schema/tool-calls-tagged.ts): "deepseek-dsml" (V3.2, its block
+ * DeepSeek's DSML tool calls (schema/tool-calls/tagged.ts): "deepseek-dsml" (V3.2, its block
  * `<｜DSML｜function_calls>`) and "deepseek-v4" (V4, `<｜DSML｜tool_calls>`), each parameter
  * `<｜DSML｜parameter name="p" string="true|false">value</｜DSML｜parameter>`, the attribute saying
  * how the value reads (a raw string, or JSON of another type). Random members parse back into

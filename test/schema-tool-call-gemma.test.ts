@@ -1,5 +1,5 @@
 /**
- * Gemma 4's tool calls (schema/tool-calls-gemma.ts): `<|tool_call>call:f{k:v,…}<tool_call|>`, the
+ * Gemma 4's tool calls (schema/tool-calls/gemma.ts): `<|tool_call>call:f{k:v,…}<tool_call|>`, the
  * arguments in the order of their names (case left aside, as Jinja's dictsort), strings between
  * `<|"|>` quotes, numbers as JSON, booleans `true`/`false`, a null `None`.
  * Shown: random members of the language read back into calls of declared functions whose arguments

@@ -1,11 +1,11 @@
 /**
- * The tool-call styles that write one JSON list of calls after a marker (schema/tool-calls-listed.ts):
+ * The tool-call styles that write one JSON list of calls after a marker (schema/tool-calls/listed.ts):
  * "granite" (`<|tool_call|>[{"name": "f", "arguments": {…}}]`, the marker a control token, the keys
  * in either order), "firefunction-v2" (`functools[{…}, …]`, text), "nemotron-v2"
  * (`<TOOLCALL>[…]</TOOLCALL>`, text) and "apertus" (`<|tools_prefix|>[{"f": {…}}]<|tools_suffix|>`,
  * control tokens); and Functionary v3.2's
- * recipients (schema/tool-calls-recipient.ts: `all\ntext>>>f\n{…}>>>g\n{…}`); and Cohere's
- * replies (schema/tool-calls-cohere.ts: text between its answer markers, or a JSON list between
+ * recipients (schema/tool-calls/recipient.ts: `all\ntext>>>f\n{…}>>>g\n{…}`); and Cohere's
+ * replies (schema/tool-calls/cohere.ts: text between its answer markers, or a JSON list between
  * its action markers, all control tokens), with a reasoning section's control-token markers.
  * Shown: random members of each language read back (control markers as their text) into calls of
  * declared functions whose arguments Python's jsonschema finds valid, and a stream sends exactly

@@ -1,6 +1,6 @@
 /**
  * The tool-call styles of tool_choice "auto" that write the calls as JSON inside `<tool_calls>`
- * (schema/tool-calls.ts): "apriel" (Apriel 1.5, 1.6: one JSON list, `<tool_calls>[{…}, {…}]</tool_calls>`)
+ * (schema/tool-calls/language.ts): "apriel" (Apriel 1.5, 1.6: one JSON list, `<tool_calls>[{…}, {…}]</tool_calls>`)
  * and "minimax-m1" (MiniMax-M1: a JSON object a line, `<tool_calls>\n{…}\n{…}\n</tool_calls>`).
  * Random members of each language parse back into calls of declared functions whose arguments
  * Python's jsonschema finds valid; free text never spells the marker; undeclared functions, invalid

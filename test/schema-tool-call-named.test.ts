@@ -1,6 +1,6 @@
 /**
  * The tool-call styles of tool_choice "auto" that write the name outside the JSON arguments
- * (schema/tool-calls-named.ts): "deepseek-r1"
+ * (schema/tool-calls/named.ts): "deepseek-r1"
  * (`<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{…}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`),
  * "deepseek-v3" (V3.1: `<｜tool▁call▁begin｜>f<｜tool▁sep｜>{…}<｜tool▁call▁end｜>`) and
  * "functionary-v3.1" (`<function=f>{…}</function>`).

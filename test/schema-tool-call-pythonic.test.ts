@@ -1,5 +1,5 @@
 /**
- * LFM2's and LFM2.5's tool calls (schema/tool-calls-pythonic.ts): a Python list of calls between
+ * LFM2's and LFM2.5's tool calls (schema/tool-calls/pythonic.ts): a Python list of calls between
  * the control tokens `<|tool_call_start|>` and `<|tool_call_end|>`, keyword arguments in the order
  * of `properties`, strings quoted with ' (the template) or " (Liquid's documentation), raw.
  * Shown: random members of the language read back (markers as their text) into calls of declared

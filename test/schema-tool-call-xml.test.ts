@@ -1,5 +1,5 @@
 /**
- * The tagged tool-call styles of tool_choice "auto" (schema/tool-calls-tagged.ts): "xml-function"
+ * The tagged tool-call styles of tool_choice "auto" (schema/tool-calls/tagged.ts): "xml-function"
  * (Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5: `<function=f><parameter=p>`), "glm" (GLM-4.6+,
  * Ling, Laguna, Spark: `<arg_key>`/`<arg_value>`), "seed-oss" (`<seed:tool_call>` with
  * `<function=f><parameter=p>`), "minimax-m2" (`<minimax:tool_call>` with `<invoke name="f">` and

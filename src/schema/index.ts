@@ -45,8 +45,8 @@ export {
   type ToolCallLanguage,
   type ToolCallStyle,
   type ToolDeclaration,
-} from "./tool-calls.js";
+} from "./tool-calls/language.js";
 export { MAX_SCHEMA_NESTING, nestedDeeperThan } from "./json-schema/document.js";
-export { HARMONY_CALL, HARMONY_FINAL, HARMONY_TOOLS_CLOSE } from "./tool-calls-harmony.js";
-export { RECIPIENT_ALL } from "./tool-calls-recipient.js";
-export { COHERE_TEXT } from "./tool-calls-cohere.js";
+export { HARMONY_CALL, HARMONY_FINAL, HARMONY_TOOLS_CLOSE } from "./tool-calls/harmony.js";
+export { RECIPIENT_ALL } from "./tool-calls/recipient.js";
+export { COHERE_TEXT } from "./tool-calls/cohere.js";

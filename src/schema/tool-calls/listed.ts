@@ -14,11 +14,11 @@
  * spelling (marker-node.ts); the reader works on the generated text, each control token standing
  * as its text.
  */
-import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../regex/index.js";
-import type { JsonSchemaOptions } from "./json-schema/compile.js";
-import type { JsonSchemaWarning } from "./json-schema/errors.js";
-import { markerNode } from "./marker-node.js";
-import { toolCallAlternatives } from "./tool-call-json.js";
+import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import type { JsonSchemaOptions } from "../json-schema/compile.js";
+import type { JsonSchemaWarning } from "../json-schema/errors.js";
+import { markerNode } from "../marker-node.js";
+import { toolCallAlternatives } from "./json.js";
 
 export type ListedToolCallStyle = "granite" | "firefunction-v2" | "apertus" | "nemotron-v2";
 

@@ -3,9 +3,9 @@
  * alternative per declared function around its compiled parameters schema (the languages), and
  * where that JSON ends in a reply (the readers).
  */
-import type { RegexNode } from "../regex/index.js";
-import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
-import type { JsonSchemaWarning } from "./json-schema/errors.js";
+import type { RegexNode } from "../../regex/index.js";
+import { compileJsonSchema, type JsonSchemaOptions } from "../json-schema/compile.js";
+import type { JsonSchemaWarning } from "../json-schema/errors.js";
 
 /**
  * One call of each of `tools`: `around(name, args)` places the function's name and its arguments'

@@ -10,17 +10,17 @@
  * (`additionalProperties` false or absent: only those are written), an array's `items`,
  * `minItems`, `maxItems`, a string's, number's, enum's and const's keywords; `anyOf` of such
  * schemas. Any other keyword there (`oneOf`, `not`, `$ref`, `prefixItems`, `uniqueItems`, …) is
- * refused by name, as are parameters that are not named `properties` (tool-arguments.ts). The
+ * refused by name, as are parameters that are not named `properties` (arguments.ts). The
  * markers are text tokens in Gemma 4's vocabulary.
  */
-import { matchesString, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../regex/index.js";
-import type { JsonSchemaOptions } from "./json-schema/compile.js";
-import { JsonSchemaError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./json-schema/errors.js";
-import { isAnnotation } from "./json-schema/keywords.js";
-import { isObject } from "./json-schema/spec.js";
-import { type FunctionForm, functionForm, type ParameterForm } from "./tool-arguments.js";
-import { type KeywordNotation, keywordArguments, readKeywordArguments } from "./tool-call-keywords.js";
-import { ValueCompiler } from "./tool-calls-tagged.js";
+import { matchesString, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import type { JsonSchemaOptions } from "../json-schema/compile.js";
+import { JsonSchemaError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "../json-schema/errors.js";
+import { isAnnotation } from "../json-schema/keywords.js";
+import { isObject } from "../json-schema/spec.js";
+import { type FunctionForm, functionForm, type ParameterForm } from "./arguments.js";
+import { type KeywordNotation, keywordArguments, readKeywordArguments } from "./keywords.js";
+import { ValueCompiler } from "./tagged.js";
 
 export const GEMMA_CALL_OPEN = "<|tool_call>";
 const CALL_CLOSE = "<tool_call|>";

@@ -6,15 +6,15 @@
  * raw (it cannot hold its quote), its enum/const/length/pattern/format enforced on the text; a
  * number as JSON; a boolean or null as Python's str writes it (`True`, `None`; JSON's spellings are
  * read as well); an object as JSON (the template's `tojson`). Arrays (Python's repr) are refused by
- * name, as are parameters that are not named `properties` (tool-arguments.ts).
+ * name, as are parameters that are not named `properties` (arguments.ts).
  */
-import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../regex/index.js";
-import type { JsonSchemaOptions } from "./json-schema/compile.js";
-import { JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./json-schema/errors.js";
-import { markerNode } from "./marker-node.js";
-import { functionForm } from "./tool-arguments.js";
-import { type KeywordNotation, keywordArguments, readKeywordArguments } from "./tool-call-keywords.js";
-import { ValueCompiler } from "./tool-calls-tagged.js";
+import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import type { JsonSchemaOptions } from "../json-schema/compile.js";
+import { JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "../json-schema/errors.js";
+import { markerNode } from "../marker-node.js";
+import { functionForm } from "./arguments.js";
+import { type KeywordNotation, keywordArguments, readKeywordArguments } from "./keywords.js";
+import { ValueCompiler } from "./tagged.js";
 
 export const PYTHONIC_CALLS_OPEN = "<|tool_call_start|>";
 const CALLS_CLOSE = "<|tool_call_end|>";

@@ -14,11 +14,11 @@ import {
   pyReEscape,
   type RegexLimits,
   type RegexNode,
-} from "../regex/index.js";
-import type { JsonSchemaOptions } from "./json-schema/compile.js";
-import type { JsonSchemaWarning } from "./json-schema/errors.js";
-import { jsonValueEnd, toolCallAlternatives } from "./tool-call-json.js";
-import type { ByteDfa } from "../regex/index.js";
+} from "../../regex/index.js";
+import type { JsonSchemaOptions } from "../json-schema/compile.js";
+import type { JsonSchemaWarning } from "../json-schema/errors.js";
+import { jsonValueEnd, toolCallAlternatives } from "./json.js";
+import type { ByteDfa } from "../../regex/index.js";
 
 /** What opens the final channel's text. */
 export const HARMONY_FINAL = "<|channel|>final<|message|>";

@@ -1,5 +1,5 @@
 /**
- * Tool calls whose arguments are tagged parameters (tool-arguments.ts reads which, and how each
+ * Tool calls whose arguments are tagged parameters (arguments.ts reads which, and how each
  * value is written), as the templates write them in an assistant turn's history:
  * - "xml-function" (Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5):
  *   `<tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n</function>\n</tool_call>`;
@@ -42,11 +42,11 @@ import {
   type ByteDfa,
   type RegexLimits,
   type RegexNode,
-} from "../regex/index.js";
-import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
-import { JsonSchemaError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./json-schema/errors.js";
-import { formatNode } from "./json-schema/formats.js";
-import { isObject } from "./json-schema/spec.js";
+} from "../../regex/index.js";
+import { compileJsonSchema, type JsonSchemaOptions } from "../json-schema/compile.js";
+import { JsonSchemaError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "../json-schema/errors.js";
+import { formatNode } from "../json-schema/formats.js";
+import { isObject } from "../json-schema/spec.js";
 import {
   type ArgumentStyle,
   type FunctionForm,
@@ -57,7 +57,7 @@ import {
   type TaggedToolCallStyle,
   VALUE_RULES,
   valueJson,
-} from "./tool-arguments.js";
+} from "./arguments.js";
 
 /** MiniMax-M3's namespace token, before each of its tags. */
 export const MINIMAX_NS = "]<]minimax[>[";

@@ -13,10 +13,10 @@
  * or something else is told apart by its text: what reads as JSON of one of its other types
  * (`reservedPattern`) is that value, anything else the string, so a raw string never spells one.
  */
-import { escapePointer } from "./json-schema/document.js";
-import { JsonSchemaError } from "./json-schema/errors.js";
-import { isAnnotation, validationKeywords } from "./json-schema/keywords.js";
-import { isObject } from "./json-schema/spec.js";
+import { escapePointer } from "../json-schema/document.js";
+import { JsonSchemaError } from "../json-schema/errors.js";
+import { isAnnotation, validationKeywords } from "../json-schema/keywords.js";
+import { isObject } from "../json-schema/spec.js";
 
 /** A tool-call style whose calls tag each argument (the others write the arguments as one JSON object). */
 export type TaggedToolCallStyle =
@@ -69,7 +69,7 @@ export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
   gemma4: {
     python: true,
     nulls: true,
-    // Objects and arrays in its own notation: tool-calls-gemma.ts writes them.
+    // Objects and arrays in its own notation: gemma.ts writes them.
     structured: null,
     nameBreaking: /[<>\n{}:,"]/,
     nameBreakingText: `"<", ">", "{", "}", ":", ",", '"' or a newline`,

@@ -16,10 +16,10 @@ import {
   type ByteDfa,
   type RegexLimits,
   type RegexNode,
-} from "../regex/index.js";
-import type { JsonSchemaOptions } from "./json-schema/compile.js";
-import { JsonSchemaError, type JsonSchemaWarning } from "./json-schema/errors.js";
-import { jsonValueEnd, toolCallAlternatives } from "./tool-call-json.js";
+} from "../../regex/index.js";
+import type { JsonSchemaOptions } from "../json-schema/compile.js";
+import { JsonSchemaError, type JsonSchemaWarning } from "../json-schema/errors.js";
+import { jsonValueEnd, toolCallAlternatives } from "./json.js";
 
 /** What starts every message after the first (the generation prompt wrote the first one's). */
 export const RECIPIENT_OPEN = ">>>";

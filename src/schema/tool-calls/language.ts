@@ -18,26 +18,26 @@
  * - "xml-function" (Qwen3-Coder, Qwen3.5, Nemotron 3, Step 3.5), "glm" (GLM-4.6+, Ling, Laguna,
  *   Spark), "seed-oss" (Seed-OSS), "minimax-m2" and "minimax-m3" (MiniMax-M2, M3), "hunyuan"
  *   (Hunyuan 3), "minicpm5" (MiniCPM5): calls whose
- *   arguments are tagged one by one, strings raw (tool-calls-tagged.ts, tool-arguments.ts);
+ *   arguments are tagged one by one, strings raw (tagged.ts, arguments.ts);
  * - "deepseek-r1" (DeepSeek-R1 and its distills), "deepseek-v3" (DeepSeek-V3.1), "functionary-v3.1":
  *   the name outside the JSON arguments, between DeepSeek's `<｜tool▁call▁begin｜>` markers or in
- *   `<function=f>` (tool-calls-named.ts);
+ *   `<function=f>` (named.ts);
  * - "mistral" (Mistral Small 3.2, Devstral, Ministral 3), "mistral-nemo" (Mistral Nemo): after the
- *   `[TOOL_CALLS]` control token (tool-calls-mistral.ts);
+ *   `[TOOL_CALLS]` control token (mistral.ts);
  * - "kimi-k2" (Kimi-K2): `<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{…}`
- *   between control tokens (tool-calls-kimi.ts);
+ *   between control tokens (kimi.ts);
  * - "harmony" (gpt-oss): the final channel's text, or one call in the commentary channel
- *   (tool-calls-harmony.ts);
+ *   (harmony.ts);
  * - "granite" (Granite 3.3), "firefunction-v2", "apertus" (Apertus), "nemotron-v2" (Nemotron Nano
- *   v2): one JSON list of calls after a marker (tool-calls-listed.ts);
+ *   v2): one JSON list of calls after a marker (listed.ts);
  * - "functionary-v3.2": each message after `>>>` names its recipient, `all` the user, else a
- *   function (tool-calls-recipient.ts);
+ *   function (recipient.ts);
  * - "command-r7b" (Command R7B), "cohere2" (Command A): text between answer markers, or one JSON
- *   list of calls between action markers, all control tokens (tool-calls-cohere.ts);
+ *   list of calls between action markers, all control tokens (cohere.ts);
  * - "gemma4" (Gemma 4): `<|tool_call>call:f{k:v,…}<tool_call|>`, each argument in its own
- *   notation (tool-calls-gemma.ts);
+ *   notation (gemma.ts);
  * - "lfm2" (LFM2, LFM2.5): `<|tool_call_start|>[f(k='v', n=3)]<|tool_call_end|>`, Python calls
- *   between control tokens (tool-calls-pythonic.ts).
+ *   between control tokens (pythonic.ts).
  */
 import {
   compileRegex,
@@ -49,15 +49,15 @@ import {
   type RegexLimits,
   type RegexNode,
   subtractDfas,
-} from "../regex/index.js";
-import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
-import { JsonSchemaError, type JsonSchemaWarning } from "./json-schema/errors.js";
-import { isObject } from "./json-schema/spec.js";
-import { jsonValueEnd } from "./tool-call-json.js";
-import type { TaggedToolCallStyle } from "./tool-arguments.js";
-import { isNamedStyle, type NamedToolCallStyle, namedCallsLanguage, namedCallsOpen, parseNamedCalls } from "./tool-calls-named.js";
-import { HARMONY_CALL, harmonyLanguage, parseHarmonyReply } from "./tool-calls-harmony.js";
-import { KIMI_CALLS_OPEN, KIMI_MARKERS, kimiCallsLanguage, parseKimiCalls } from "./tool-calls-kimi.js";
+} from "../../regex/index.js";
+import { compileJsonSchema, type JsonSchemaOptions } from "../json-schema/compile.js";
+import { JsonSchemaError, type JsonSchemaWarning } from "../json-schema/errors.js";
+import { isObject } from "../json-schema/spec.js";
+import { jsonValueEnd } from "./json.js";
+import type { TaggedToolCallStyle } from "./arguments.js";
+import { isNamedStyle, type NamedToolCallStyle, namedCallsLanguage, namedCallsOpen, parseNamedCalls } from "./named.js";
+import { HARMONY_CALL, harmonyLanguage, parseHarmonyReply } from "./harmony.js";
+import { KIMI_CALLS_OPEN, KIMI_MARKERS, kimiCallsLanguage, parseKimiCalls } from "./kimi.js";
 import {
   isMistralStyle,
   MISTRAL_CALLS_OPEN,
@@ -65,8 +65,8 @@ import {
   type MistralToolCallStyle,
   mistralCallsLanguage,
   parseMistralCalls,
-} from "./tool-calls-mistral.js";
-import { parseTaggedCalls, TAGGED_LAYOUTS, taggedCallLanguage } from "./tool-calls-tagged.js";
+} from "./mistral.js";
+import { parseTaggedCalls, TAGGED_LAYOUTS, taggedCallLanguage } from "./tagged.js";
 import {
   isListedStyle,
   type ListedToolCallStyle,
@@ -74,18 +74,11 @@ import {
   listedCallsOpen,
   listedControlMarkers,
   parseListedCalls as parseJsonListCalls,
-} from "./tool-calls-listed.js";
-import { parseRecipientReply, RECIPIENT_OPEN, recipientLanguage } from "./tool-calls-recipient.js";
-import { GEMMA_CALL_OPEN, gemmaCallLanguage, parseGemmaCalls } from "./tool-calls-gemma.js";
-import { PYTHONIC_CALLS_OPEN, PYTHONIC_MARKERS, parsePythonicCalls, pythonicCallsLanguage } from "./tool-calls-pythonic.js";
-import {
-  COHERE_ACTION_OPEN,
-  type CohereToolCallStyle,
-  cohereLanguage,
-  cohereMarkers,
-  isCohereStyle,
-  parseCohereReply,
-} from "./tool-calls-cohere.js";
+} from "./listed.js";
+import { parseRecipientReply, RECIPIENT_OPEN, recipientLanguage } from "./recipient.js";
+import { GEMMA_CALL_OPEN, gemmaCallLanguage, parseGemmaCalls } from "./gemma.js";
+import { PYTHONIC_CALLS_OPEN, PYTHONIC_MARKERS, parsePythonicCalls, pythonicCallsLanguage } from "./pythonic.js";
+import { COHERE_ACTION_OPEN, type CohereToolCallStyle, cohereLanguage, cohereMarkers, isCohereStyle, parseCohereReply } from "./cohere.js";
 
 /** A tool-call format a chat template teaches (see above). */
 export type ToolCallStyle =
@@ -116,7 +109,7 @@ export function controlMarkersOf(style: ToolCallStyle): readonly string[] {
   return style === "kimi-k2" ? KIMI_MARKERS : [];
 }
 
-/** Whether a style tags each argument (tool-calls-tagged.ts) rather than writing the arguments as one JSON object. */
+/** Whether a style tags each argument (tagged.ts) rather than writing the arguments as one JSON object. */
 export const isTaggedStyle = (style: ToolCallStyle): style is TaggedToolCallStyle => Object.hasOwn(TAGGED_LAYOUTS, style);
 
 export interface ToolDeclaration {

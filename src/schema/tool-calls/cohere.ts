@@ -19,11 +19,11 @@ import {
   type ByteDfa,
   type RegexLimits,
   type RegexNode,
-} from "../regex/index.js";
-import type { JsonSchemaOptions } from "./json-schema/compile.js";
-import type { JsonSchemaWarning } from "./json-schema/errors.js";
-import { markerNode } from "./marker-node.js";
-import { toolCallAlternatives } from "./tool-call-json.js";
+} from "../../regex/index.js";
+import type { JsonSchemaOptions } from "../json-schema/compile.js";
+import type { JsonSchemaWarning } from "../json-schema/errors.js";
+import { markerNode } from "../marker-node.js";
+import { toolCallAlternatives } from "./json.js";
 
 export type CohereToolCallStyle = "command-r7b" | "cohere2";
 

@@ -5,8 +5,8 @@
  * string (raw between them). Non-string values (numbers, booleans, null) are written bare, as JSON
  * or as Python's str writes them. Here: their language from the parameters' values, and their reader.
  */
-import { parseFlagString, parseRegex, pyReEscape, type RegexNode } from "../regex/index.js";
-import { jsonValueEnd } from "./tool-call-json.js";
+import { parseFlagString, parseRegex, pyReEscape, type RegexNode } from "../../regex/index.js";
+import { jsonValueEnd } from "./json.js";
 
 export interface KeywordNotation {
   /** Between a name and its value (":", "="). */

@@ -12,11 +12,11 @@
  * that the reply's text reads back unambiguously). The reader works on the generated text, where
  * each control token stands as its text.
  */
-import { compileRegex, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../regex/index.js";
-import { compileJsonSchema, type JsonSchemaOptions } from "./json-schema/compile.js";
-import type { JsonSchemaWarning } from "./json-schema/errors.js";
-import { markerNode } from "./marker-node.js";
-import { jsonValueEnd, toolCallAlternatives } from "./tool-call-json.js";
+import { compileRegex, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import { compileJsonSchema, type JsonSchemaOptions } from "../json-schema/compile.js";
+import type { JsonSchemaWarning } from "../json-schema/errors.js";
+import { markerNode } from "../marker-node.js";
+import { jsonValueEnd, toolCallAlternatives } from "./json.js";
 
 export type MistralToolCallStyle = "mistral" | "mistral-nemo";
 

@@ -7,11 +7,11 @@
  * contain the opening marker's text. The reader works on the generated text, each control token
  * standing as its text.
  */
-import { compileRegex, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../regex/index.js";
-import type { JsonSchemaOptions } from "./json-schema/compile.js";
-import type { JsonSchemaWarning } from "./json-schema/errors.js";
-import { markerNode } from "./marker-node.js";
-import { jsonValueEnd, toolCallAlternatives } from "./tool-call-json.js";
+import { compileRegex, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import type { JsonSchemaOptions } from "../json-schema/compile.js";
+import type { JsonSchemaWarning } from "../json-schema/errors.js";
+import { markerNode } from "../marker-node.js";
+import { jsonValueEnd, toolCallAlternatives } from "./json.js";
 
 export const KIMI_CALLS_OPEN = "<|tool_calls_section_begin|>";
 const CALLS_CLOSE = "<|tool_calls_section_end|>";

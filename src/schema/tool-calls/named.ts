@@ -13,10 +13,10 @@
  * spells a marker or a newline. Where the model's vocabulary has the opening marker as a control
  * token, the chat stage does not read the style (it would have to spell a control token as text).
  */
-import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../regex/index.js";
-import type { JsonSchemaOptions } from "./json-schema/compile.js";
-import type { JsonSchemaWarning } from "./json-schema/errors.js";
-import { jsonValueEnd, toolCallAlternatives } from "./tool-call-json.js";
+import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import type { JsonSchemaOptions } from "../json-schema/compile.js";
+import type { JsonSchemaWarning } from "../json-schema/errors.js";
+import { jsonValueEnd, toolCallAlternatives } from "./json.js";
 
 export type NamedToolCallStyle = "deepseek-r1" | "deepseek-v3" | "functionary-v3.1";
 
