@@ -2,6 +2,8 @@ import { MARKER_LEAD, markerBytes } from "../support/index.js";
 import { TokenKind } from "../vocab/index.js";
 import type { VocabularyBytes } from "./types.js";
 
+const UTF8 = new TextEncoder();
+
 /**
  * Every generable token's bytes as a trie in flat typed arrays (llguidance toktrie layout).
  *
@@ -201,7 +203,7 @@ export class TokenTrie {
         const bytes = this.tokenBytes(id);
         if (bytes.length === spelled.length && bytes[0] === spelled[0] && bytes[1] === spelled[1]) return spelled;
       }
-    return new TextEncoder().encode(marker);
+    return UTF8.encode(marker);
   }
 
   tokenBytes(tokenId: number): Uint8Array {

@@ -19,22 +19,25 @@ import type { ReasoningSection } from "./types.js";
 
 type Factory = (forcedPrefix: Uint8Array | undefined) => TokenConstraint;
 
-/** One DFA per marker pair as spelled (its matcher is then one per vocabulary: dfaTokenMatcherFor keys on both). */
-const sectionDfas = new LruCache<ByteDfa>(64);
-const latin1 = new TextDecoder("latin1");
+/**
+ * One DFA per vocabulary and marker pair, the markers spelled as that vocabulary writes them (its
+ * matcher is then dfaTokenMatcherFor's, keyed on both): looked up by the markers' text, so a
+ * request spells nothing.
+ */
+const sectionDfas = new WeakMap<TokenTrie, LruCache<ByteDfa>>();
 
 /**
  * The section's matcher over `trie`: a marker that is a control token of the vocabulary (Cohere's
  * `<|END_THINKING|>`, Mistral's `[/THINK]`) is written as that token, else as text.
  */
 function sectionMatcher(trie: TokenTrie, section: ReasoningSection): DfaTokenMatcher {
-  const open = section.open === null ? null : trie.markerSpelling(section.open);
-  const close = trie.markerSpelling(section.close);
-  const key = `${open === null ? "" : latin1.decode(open)}\0${latin1.decode(close)}`;
-  let dfa = sectionDfas.get(key);
+  let dfas = sectionDfas.get(trie);
+  if (dfas === undefined) sectionDfas.set(trie, (dfas = new LruCache<ByteDfa>(64)));
+  const key = `${section.open ?? ""}\0${section.close}`;
+  let dfa = dfas.get(key);
   if (dfa === undefined) {
-    dfa = reasoningDfa(open, close);
-    sectionDfas.set(key, dfa);
+    dfa = reasoningDfa(section.open === null ? null : trie.markerSpelling(section.open), trie.markerSpelling(section.close));
+    dfas.set(key, dfa);
   }
   return dfaTokenMatcherFor(trie, dfa);
 }

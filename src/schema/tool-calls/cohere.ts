@@ -15,7 +15,6 @@ import {
   parseFlagString,
   parseRegex,
   pyReEscape,
-  subtractDfas,
   type ByteDfa,
   type RegexLimits,
   type RegexNode,
@@ -24,6 +23,7 @@ import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import type { JsonSchemaWarning } from "../json-schema/errors.js";
 import { markerNode } from "../marker-node.js";
 import { toolCallAlternatives } from "./json.js";
+import { textWithout } from "./text.js";
 
 export type CohereToolCallStyle = "command-r7b" | "cohere2";
 
@@ -67,11 +67,7 @@ export function cohereLanguage(
   ]);
   const more: RegexNode = { kind: "repeat", item: concat(literal(",\n    "), call), min: 0, max: parallel ? -1 : 0 };
   const action = concat(markerNode(COHERE_ACTION_OPEN), literal("[\n    "), call, more, literal("\n]"), markerNode(ACTION_CLOSE));
-  const markers = cohereMarkers(style).map(pyReEscape).join("|");
-  const text: RegexNode = {
-    kind: "dfa",
-    dfa: subtractDfas(compileRegex(".*", { flags: "s", ...limits }), compileRegex(`.*(?:${markers}).*`, { flags: "s", ...limits }), limits),
-  };
+  const text: RegexNode = { kind: "dfa", dfa: textWithout(cohereMarkers(style), limits) };
   const answer = concat(markerNode(COHERE_TEXT[style].open), text, markerNode(COHERE_TEXT[style].close));
   return { dfa: compileRegexNode({ kind: "alt", items: [answer, action] }, limits), warnings };
 }

@@ -48,7 +48,6 @@ import {
   type ByteDfa,
   type RegexLimits,
   type RegexNode,
-  subtractDfas,
 } from "../../regex/index.js";
 import { compileJsonSchema, type JsonSchemaOptions } from "../json-schema/compile.js";
 import { JsonSchemaError, type JsonSchemaWarning } from "../json-schema/errors.js";
@@ -75,6 +74,7 @@ import {
   listedControlMarkers,
   parseListedCalls as parseJsonListCalls,
 } from "./listed.js";
+import { textWithout } from "./text.js";
 import { parseRecipientReply, RECIPIENT_OPEN, recipientLanguage } from "./recipient.js";
 import { GEMMA_CALL_OPEN, gemmaCallLanguage, parseGemmaCalls } from "./gemma.js";
 import { PYTHONIC_CALLS_OPEN, PYTHONIC_MARKERS, parsePythonicCalls, pythonicCallsLanguage } from "./pythonic.js";
@@ -289,11 +289,7 @@ export function compileToolCallLanguage(
 }
 
 /** Any text that does not spell the opening marker. */
-function freeText(open: string, limits: RegexLimits): RegexNode {
-  const anyText = compileRegex(".*", { flags: "s", ...limits });
-  const withMarker = compileRegex(`.*${pyReEscape(open)}.*`, { flags: "s", ...limits });
-  return ofDfa(subtractDfas(anyText, withMarker, limits));
-}
+const freeText = (open: string, limits: RegexLimits): RegexNode => ofDfa(textWithout([open], limits));
 
 export interface ParsedToolReply {
   /** Text before the calls (null when there is none but whitespace and there are calls). */

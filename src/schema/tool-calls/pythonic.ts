@@ -31,26 +31,25 @@ export function pythonicCallsLanguage(
   parallel: boolean,
   options: JsonSchemaOptions & { limits?: RegexLimits },
 ): { calls: RegexNode; warnings: JsonSchemaWarning[] } {
-  const compilers = NOTATION.quotes.map((quote) => new ValueCompiler("lfm2", options, quote));
+  const compiler = new ValueCompiler("lfm2", options, NOTATION.quotes[0]!);
   const alternatives = tools.map((tool): RegexNode => {
     const fn = functionForm(tool, "lfm2");
     const items: { name: string; value: RegexNode; required: boolean }[] = [];
     for (const p of fn.parameters) {
-      const values = NOTATION.quotes.map((quote, i) => compilers[i]!.quotedValue(fn, p, quote)).filter((d) => d !== null);
-      if (values.length === 0) {
+      const value = compiler.quotedValue(fn, p, NOTATION.quotes);
+      if (value === null) {
         if (p.required) throw new JsonSchemaUnsatisfiableError(`${p.pointer} (function ${JSON.stringify(fn.name)})`);
         continue;
       }
-      items.push({ name: p.name, value: { kind: "alt", items: values.map((dfa) => ({ kind: "dfa", dfa })) }, required: p.required });
+      items.push({ name: p.name, value: { kind: "dfa", dfa: value }, required: p.required });
     }
     return concat(literal(`${fn.name}(`), keywordArguments(items, NOTATION), literal(")"));
   });
   const call: RegexNode = alternatives.length === 1 ? alternatives[0]! : { kind: "alt", items: alternatives };
   const more: RegexNode = { kind: "repeat", item: concat(literal(", "), call), min: 0, max: parallel ? -1 : 0 };
-  const warnings = compilers.flatMap((c) => c.warnings);
   return {
     calls: concat(markerNode(PYTHONIC_CALLS_OPEN), literal("["), call, more, literal("]"), markerNode(CALLS_CLOSE)),
-    warnings: warnings.filter((w, i) => warnings.findIndex((v) => v.pointer === w.pointer && v.message === w.message) === i),
+    warnings: compiler.warnings,
   };
 }
 

@@ -7,12 +7,10 @@
  * one call.
  */
 import {
-  compileRegex,
   compileRegexNode,
   parseFlagString,
   parseRegex,
   pyReEscape,
-  subtractDfas,
   type ByteDfa,
   type RegexLimits,
   type RegexNode,
@@ -20,6 +18,7 @@ import {
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import { JsonSchemaError, type JsonSchemaWarning } from "../json-schema/errors.js";
 import { jsonValueEnd, toolCallAlternatives } from "./json.js";
+import { textWithout } from "./text.js";
 
 /** What starts every message after the first (the generation prompt wrote the first one's). */
 export const RECIPIENT_OPEN = ">>>";
@@ -46,11 +45,7 @@ export function recipientLanguage(
   const { call, warnings } = toolCallAlternatives(tools, options, (name, args) => [literal(`${name}\n`), args]);
   const more: RegexNode = { kind: "repeat", item: concat(literal(RECIPIENT_OPEN), call), min: 0, max: parallel ? -1 : 0 };
   const calls = concat(call, more);
-  const anyText = compileRegex(".*", { flags: "s", ...limits });
-  const text: RegexNode = {
-    kind: "dfa",
-    dfa: subtractDfas(anyText, compileRegex(`.*${pyReEscape(RECIPIENT_OPEN)}.*`, { flags: "s", ...limits }), limits),
-  };
+  const text: RegexNode = { kind: "dfa", dfa: textWithout([RECIPIENT_OPEN], limits) };
   const answer = concat(literal(RECIPIENT_ALL), text, { kind: "repeat", item: concat(literal(RECIPIENT_OPEN), calls), min: 0, max: 1 });
   return { dfa: compileRegexNode({ kind: "alt", items: [answer, calls] }, limits), warnings };
 }

@@ -58,6 +58,7 @@ import {
   VALUE_RULES,
   valueJson,
 } from "./arguments.js";
+import { textWithout } from "./text.js";
 
 /** MiniMax-M3's namespace token, before each of its tags. */
 export const MINIMAX_NS = "]<]minimax[>[";
@@ -239,6 +240,8 @@ export class ValueCompiler {
   private readonly limits: RegexLimits;
   private rawText: ByteDfa | null = null;
   private readonly reserved = new Map<string, ByteDfa>();
+  /** Raw text between each quote quotedValue was asked for. */
+  private readonly quoted = new Map<string, ByteDfa>();
 
   constructor(
     private readonly style: ArgumentStyle,
@@ -251,15 +254,19 @@ export class ValueCompiler {
   }
 
   /**
-   * A value whose strings are quoted (`quote`, raw text, `quote`: Gemma 4's `<|"|>`), so that a
-   * string and the other types' values are told apart by the quote, not by their text (null: none
-   * can be written).
+   * A value whose strings are quoted with any of `quotes` (raw text between two of the same quote:
+   * LFM2's ' or "), so that a string and the other types' values are told apart by the quote, not
+   * by their text (null: none can be written).
    */
-  quotedValue(fn: FunctionForm, p: ParameterForm, quote: string): ByteDfa | null {
+  quotedValue(fn: FunctionForm, p: ParameterForm, quotes: readonly string[]): ByteDfa | null {
     const items: RegexNode[] = [];
-    for (const branch of p.strings) {
-      const raw = this.rawString(fn, p, branch);
-      if (raw !== null) items.push({ kind: "concat", items: [literal(quote), ofDfa(raw), literal(quote)] });
+    for (const quote of quotes) {
+      let inside = this.quoted.get(quote);
+      if (inside === undefined) this.quoted.set(quote, (inside = textWithout([quote], this.limits)));
+      for (const branch of p.strings) {
+        const raw = this.rawString(fn, p, branch, inside);
+        if (raw !== null) items.push({ kind: "concat", items: [literal(quote), ofDfa(raw), literal(quote)] });
+      }
     }
     const json = p.jsonSchema === null ? null : this.schemaLanguage(fn, p, p.jsonSchema, p.jsonPointer);
     if (json !== null) {
@@ -383,10 +390,7 @@ export class ValueCompiler {
 
   /** Any text that does not hold the value's closing tag. */
   private rawTextDfa(): ByteDfa {
-    if (this.rawText === null) {
-      const any = compileRegex(".*", { flags: "s", ...this.limits });
-      this.rawText = subtractDfas(any, this.containsClose(), this.limits);
-    }
+    this.rawText ??= textWithout([this.rawStop], this.limits);
     return this.rawText;
   }
 
