@@ -73,6 +73,16 @@ test("each family's markers, opening and switch, as its template renders them", 
       toggleValues: { on: "high", off: "no_think" },
       askedOnly: true,
     },
+    // Solar Open: <|think|> after its prompt's <|begin|>assistant, closed by the next message's start
+    // and content header; its switch the reasoning_effort variable, whose minimal and low write the empty section.
+    "upstage-Solar-Open-100B.jinja": {
+      open: "<|think|>",
+      close: "<|end|><|begin|>assistant<|content|>",
+      preOpened: false,
+      toggle: "reasoning_effort",
+      toggleValues: { on: "high", off: "low" },
+      offEfforts: ["minimal", "low"],
+    },
     // No reasoning section.
     "Qwen-Qwen2.5-7B-Instruct.jinja": null,
     "meta-llama-Llama-3.1-8B-Instruct.jinja": null,
@@ -95,8 +105,8 @@ test("with its switch off, a template writes the empty section itself (so no sec
 test("count: templates of the folder whose reasoning section Trellis reads", () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja"));
   const read = files.filter((f) => formatOf(f) !== null);
-  // 39 of the 70 today; the families left (Apriel 1.5, Solar, Kimi-K3) write other markers.
-  assert.equal(read.length, 39, `${read.length}: ${read.join(", ")}`);
+  // 40 of the 70 today; the families left (Apriel 1.5, Kimi-K3) write other markers.
+  assert.equal(read.length, 40, `${read.length}: ${read.join(", ")}`);
 });
 
 describe("an earlier turn's reasoning_content, placed by each template's own rule", () => {

@@ -72,6 +72,9 @@ const READ: Record<string, readonly string[]> = {
   lfm2: ["LFM2-8B-A1B.jinja", "LFM2.5-8B-A1B.jinja", "LFM2.5-Instruct.jinja"],
   minicpm5: ["openbmb-MiniCPM5-1B.jinja"],
   "nemotron-v2": ["NVIDIA-Nemotron-Nano-v2.jinja"],
+  "solar-open": ["upstage-Solar-Open-100B.jinja"],
+  gigachat3: ["GigaChat3-10B-A1.8B.jinja"],
+  "gigachat3.1": ["GigaChat3.1-10B-A1.8B.jinja"],
 };
 
 test("Hermes/Qwen JSON, Llama 3.x JSON, XML <function=…>, GLM <arg_key>, MiniMax, Apriel, Seed-OSS and DeepSeek calls; other formats left unread", () => {
@@ -85,12 +88,12 @@ test("every template in the folder maps to its expected style", () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja"));
   const expected = new Map(Object.entries(READ).flatMap(([style, list]) => list.map((f) => [f, style] as const)));
   for (const file of files) assert.equal(styleOf(file), expected.get(file) ?? null, file);
-  // 60 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
+  // 63 of the 70 today: 10 Hermes/Qwen JSON, 3 Llama 3.x JSON, 4 XML calls, 7 GLM, 1 Seed-OSS,
   // 3 MiniMax (M1, M2, M3), 2 Apriel, 7 DeepSeek (3 R1, 1 V3.1, 3 DSML), 4 Mistral (3 [ARGS],
   // 1 Nemo), 3 Kimi-K2, 2 Functionary (v3.1, v3.2), 1 gpt-oss, 1 Hunyuan 3, 1 Granite 3.3,
   // 1 FireFunction v2, 1 Apertus, 2 Cohere (Command R7B, Cohere2), 2 Gemma 4, 3 LFM2/LFM2.5,
-  // 1 MiniCPM5, 1 Nemotron Nano v2.
-  assert.equal(files.filter((f) => styleOf(f) !== null).length, 60);
+  // 1 MiniCPM5, 1 Nemotron Nano v2, 1 Solar Open, 2 GigaChat (3, 3.1).
+  assert.equal(files.filter((f) => styleOf(f) !== null).length, 63);
 });
 
 test("a text style whose opening marker is a control token of the vocabulary is not read, nor a control style without its tokens", () => {

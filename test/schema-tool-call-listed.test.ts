@@ -22,7 +22,7 @@ import { resolve } from "node:path";
 import { DfaConstraintState, dfaTokenMatcherFor, reasoningDfa, TokenTrie } from "../src/constraint/index.js";
 import { autoReply } from "../src/generate/index.js";
 import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
-import { compileRegex, intersectDfas, matchesBytes, sampleMember } from "../src/regex/index.js";
+import { compileRegex, intersectDfas, matchesBytes, sampleMember, subtractDfas } from "../src/regex/index.js";
 import { compileToolCallLanguage, JsonSchemaError, parseToolReply, TOOL_CALL_OPEN, type ToolDeclaration } from "../src/schema/index.js";
 import { CONTROL_MARKERS, markerBytes } from "../src/support/index.js";
 import { TokenKind } from "../src/vocab/index.js";
@@ -457,6 +457,218 @@ describe("Cohere: text between its answer markers, or calls between its action m
         const text = rendered.slice(rendered.lastIndexOf(open), rendered.lastIndexOf(close) + close.length);
         assert.equal(text, answer("It is sunny."));
         assert.ok(matchesBytes(cohereLanguage(style), markersAsBytes(text)));
+        assert.deepEqual(autoReply(text, style, TOOLS), { content: "It is sunny.", calls: [] });
+        for (let cut = 0; cut <= text.length; cut++)
+          assert.equal(streamedReply(style, [text.slice(0, cut), text.slice(cut)]), "It is sunny.");
+      }
+    });
+  }
+});
+
+describe("Solar Open: text under its content header, or calls under theirs", () => {
+  const solar = toolCallLanguages((_style: "solar-open") => TOOLS, OPTIONS);
+  const FILE = "upstage-Solar-Open-100B.jinja";
+  const answer = (text: string): string => `<|content|>${text}<|end|>`;
+  const callsOf = (calls: Written[], id = "a1b2c3d4e5"): string =>
+    `<|tool_calls|>${calls.map((c) => `<|tool_call:begin|>${id}<|tool_call:name|>${c.name}<|tool_call:args|>${c.args}<|tool_call:end|>`).join("")}`;
+
+  test("sampled replies read back; calls valid; the stream sends the text without its header", () => {
+    const dfa = solar("solar-open");
+    const random = seededRandom(97);
+    const checks: { schema: string; text: string }[] = [];
+    let withCalls = 0;
+    let several = 0;
+    for (let i = 0; i < 150; i++) {
+      const reply = markersAsText(sampleMember(dfa, random, { maxBytes: 700, stopProbability: 0.05 })!);
+      const parsed = parseToolReply(reply, "solar-open", TOOLS);
+      const text = reply.startsWith("<|content|>") ? reply.slice("<|content|>".length).replace(/<\|end\|>$/, "") : "";
+      if (parsed.calls.length === 0) assert.equal(parsed.content, text, reply);
+      else {
+        withCalls++;
+        if (parsed.calls.length > 1) several++;
+        assert.equal(parsed.content, null);
+        for (const call of parsed.calls) checks.push({ schema: JSON.stringify(schemaOf(call.name)), text: call.arguments });
+      }
+      assert.ok(!text.includes("<|end|>") && !text.includes("<|tool_calls|>"), reply);
+      assert.equal(streamedReply("solar-open", [...reply]), text, reply);
+    }
+    assert.ok(withCalls > 10 && several > 0, `${withCalls} replies with calls, ${several} with several`);
+    pythonVerdicts(checks).forEach((v, i) => assert.equal(v, "valid", checks[i]!.text));
+  });
+
+  test("text or calls, not both; ids of ten letters or digits; undeclared names, invalid arguments and marker texts are out", () => {
+    const dfa = solar("solar-open");
+    const has = (text: string): boolean => matchesBytes(dfa, markersAsBytes(text));
+    for (const text of [answer("Just text."), answer(""), "<|content|>Unended", callsOf([weather]), callsOf([weather, now])])
+      assert.ok(has(text), text);
+    for (const text of [
+      "Just text.",
+      `${answer("Let me check.")}${callsOf([weather])}`,
+      callsOf([{ name: "delete_all", args: "{}" }]),
+      callsOf([{ name: "get_weather", args: '{"days": 3}' }]),
+      callsOf([weather], "ABCDEFGHIJ"),
+      callsOf([weather], "abc"),
+      answer("a <|end|> inside"),
+      `${answer("x")} more`,
+    ])
+      assert.ok(!has(text), text);
+    // The headers as text are neither headers nor text.
+    assert.ok(!matchesBytes(dfa, utf8.encode(answer("x"))));
+    assert.ok(!matchesBytes(solar("solar-open", false), markersAsBytes(callsOf([weather, now]))));
+    assert.ok(matchesBytes(solar("solar-open", false), markersAsBytes(callsOf([now]))));
+  });
+
+  test(`${FILE} writes calls and text the language holds, and they read back the same, streamed at every cut`, () => {
+    const template = new ChatTemplate(readFileSync(resolve(TEMPLATE_DIR, FILE), "utf8"), {
+      specialTexts: [...CONTROL_MARKERS, "<|calls|>", "<|flush|>", "<|tool_response|>"],
+      bosText: "",
+      eosText: "<|flush|>",
+      addsBos: false,
+    });
+    const tools: ChatTool[] = TOOLS.map((t) => ({
+      type: "function",
+      function: { name: t.name, description: t.name, parameters: t.parameters },
+    }));
+    for (const { calls } of CONVERSATIONS) {
+      const messages: ChatMessage[] = [
+        { role: "user", content: "Plan my trip." },
+        {
+          role: "assistant",
+          content: "",
+          reasoning_content: "Plan.",
+          tool_calls: calls.map((c, i) => ({ id: `call${i}abcde`, type: "function", function: { name: c.name, arguments: c.arguments } })),
+        },
+        ...calls.map((_, i): ChatMessage => ({ role: "tool", content: `result ${i}`, tool_call_id: `call${i}abcde` })),
+        { role: "assistant", content: "It is sunny." },
+      ];
+      const rendered = template
+        .render({ messages, tools, addGenerationPrompt: false })
+        .map((s) => s.text)
+        .join("");
+      // The reasoning of the turn after the last user message is kept, in its own message.
+      assert.ok(rendered.includes("<|begin|>assistant<|think|>Plan.<|end|>"), rendered);
+      const from = rendered.indexOf("<|tool_calls|>");
+      const reply = rendered.slice(from, rendered.indexOf("<|calls|>", from));
+      assert.ok(matchesBytes(solar("solar-open"), markersAsBytes(reply)), JSON.stringify(reply));
+      assert.deepEqual(
+        parseToolReply(reply, "solar-open", TOOLS).calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
+        calls,
+      );
+      for (let cut = 0; cut <= reply.length; cut++) assert.equal(streamedReply("solar-open", [reply.slice(0, cut), reply.slice(cut)]), "");
+      const text = rendered.slice(rendered.lastIndexOf("<|content|>"));
+      assert.equal(text, answer("It is sunny."));
+      assert.ok(matchesBytes(solar("solar-open"), markersAsBytes(text)));
+      assert.deepEqual(autoReply(text, "solar-open", TOOLS), { content: "It is sunny.", calls: [] });
+      for (let cut = 0; cut <= text.length; cut++)
+        assert.equal(streamedReply("solar-open", [text.slice(0, cut), text.slice(cut)]), "It is sunny.");
+    }
+  });
+});
+
+describe("GigaChat 3 and 3.1: text, then one call in its own message (3) or after <|function_call|> (3.1)", () => {
+  type GigaChat = "gigachat3" | "gigachat3.1";
+  const FILES: Record<GigaChat, string> = { gigachat3: "GigaChat3-10B-A1.8B.jinja", "gigachat3.1": "GigaChat3.1-10B-A1.8B.jinja" };
+  const giga = toolCallLanguages((_style: GigaChat) => TOOLS, OPTIONS);
+  const replyOf = (style: GigaChat, text: string, call: Written | null, ended = true): string => {
+    const json = call === null ? "" : `{"name": "${call.name}", "arguments": ${call.args}}`;
+    const body =
+      call === null
+        ? text
+        : style === "gigachat3"
+          ? `${text}<|message_sep|>\n\nfunction call<|role_sep|>\n${json}`
+          : `${text}<|function_call|>${json}`;
+    return ended ? `${body}<|message_sep|>` : body;
+  };
+
+  for (const style of ["gigachat3", "gigachat3.1"] as const) {
+    test(`${style}: sampled replies read back; the call valid; the stream sends the text before the separator`, () => {
+      const dfa = giga(style);
+      const random = seededRandom(style === "gigachat3" ? 101 : 103);
+      // Replies holding a separator (a control token's spelling is no UTF-8 text): most hold a call.
+      const calls = subtractDfas(dfa, compileRegex(".*", { flags: "s" }));
+      const checks: { schema: string; text: string }[] = [];
+      let withCalls = 0;
+      for (let i = 0; i < 150; i++) {
+        const reply = markersAsText(sampleMember(i % 2 === 0 ? dfa : calls, random, { maxBytes: 700, stopProbability: 0.05 })!);
+        const parsed = parseToolReply(reply, style, TOOLS);
+        const cut = [reply.indexOf("<|message_sep|>"), reply.indexOf("<|function_call|>")].filter((n) => n >= 0);
+        const text = cut.length === 0 ? reply : reply.slice(0, Math.min(...cut));
+        assert.ok(parsed.calls.length <= 1);
+        if (parsed.calls.length === 0) assert.equal(parsed.content, text, reply);
+        else {
+          withCalls++;
+          assert.equal(parsed.content, text.trim().length > 0 ? text : null, reply);
+          checks.push({ schema: JSON.stringify(schemaOf(parsed.calls[0]!.name)), text: parsed.calls[0]!.arguments });
+        }
+        assert.equal(streamedReply(style, [...reply]), text, reply);
+      }
+      assert.ok(withCalls > 20, `${withCalls} replies with a call`);
+      pythonVerdicts(checks).forEach((v, i) => assert.equal(v, "valid", checks[i]!.text));
+    });
+
+    test(`${style}: one call at most; undeclared names, invalid arguments and separator texts are out`, () => {
+      const has = (text: string): boolean => matchesBytes(giga(style), markersAsBytes(text));
+      for (const text of [
+        "Just text.",
+        replyOf(style, "Just text.", null),
+        replyOf(style, "", weather),
+        replyOf(style, "Let me check.", weather, false),
+        replyOf(style, "", now),
+      ])
+        assert.ok(has(text), JSON.stringify(text));
+      for (const text of [
+        replyOf(style, "", { name: "delete_all", args: "{}" }),
+        replyOf(style, "", { name: "get_weather", args: '{"days": 3}' }),
+        `${replyOf(style, "", weather)}${replyOf(style, "", now)}`,
+        `${replyOf(style, "x", null)} more`,
+        replyOf(style, "a <|message_sep|> b", null),
+      ])
+        assert.ok(!has(text), JSON.stringify(text));
+      assert.ok(!matchesBytes(giga(style), utf8.encode(replyOf(style, "", weather))), "separators as text");
+    });
+
+    test(`${style}: ${FILES[style]} writes a call and text the language holds; they read back the same, streamed at every cut`, () => {
+      const template = new ChatTemplate(readFileSync(resolve(TEMPLATE_DIR, FILES[style]), "utf8"), {
+        specialTexts: [...CONTROL_MARKERS],
+        bosText: "<s>",
+        eosText: "</s>",
+        addsBos: false,
+      });
+      const tools: ChatTool[] = TOOLS.map((t) => ({
+        type: "function",
+        function: { name: t.name, description: t.name, parameters: t.parameters },
+      }));
+      for (const { content, calls } of CONVERSATIONS) {
+        const call = calls[0]!;
+        const messages: ChatMessage[] = [
+          { role: "user", content: "Plan my trip." },
+          {
+            role: "assistant",
+            content,
+            tool_calls: [{ id: "c0", type: "function", function: { name: call.name, arguments: call.arguments } }],
+          },
+          { role: "tool", content: "result", tool_call_id: "c0" },
+          { role: "assistant", content: "It is sunny." },
+        ];
+        const rendered = template
+          .render({ messages, tools, addGenerationPrompt: false })
+          .map((s) => s.text)
+          .join("");
+        const start = "assistant<|role_sep|>\n";
+        const from = rendered.indexOf(start, rendered.indexOf("Plan my trip.")) + start.length;
+        const reply = rendered.slice(from, rendered.indexOf("\n\nfunction result", from));
+        assert.ok(matchesBytes(giga(style), markersAsBytes(reply)), JSON.stringify(reply));
+        const parsed = parseToolReply(reply, style, TOOLS);
+        assert.deepEqual(
+          parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
+          [call],
+        );
+        assert.equal(parsed.content ?? "", content);
+        for (let cut = 0; cut <= reply.length; cut++) assert.equal(streamedReply(style, [reply.slice(0, cut), reply.slice(cut)]), content);
+        const last = rendered.lastIndexOf(start) + start.length;
+        const text = rendered.slice(last, rendered.indexOf("\n\n", last));
+        assert.equal(text, "It is sunny.<|message_sep|>");
+        assert.ok(matchesBytes(giga(style), markersAsBytes(text)));
         assert.deepEqual(autoReply(text, style, TOOLS), { content: "It is sunny.", calls: [] });
         for (let cut = 0; cut <= text.length; cut++)
           assert.equal(streamedReply(style, [text.slice(0, cut), text.slice(cut)]), "It is sunny.");

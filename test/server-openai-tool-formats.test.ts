@@ -29,6 +29,24 @@ const COHERE_MARKERS = {
   151905: "<|END_ACTION|>",
 } as const;
 
+/** Solar Open's headers and ends, as its GGUFs have them (llama.cpp renders its <|end|> as text). */
+const SOLAR_MARKERS = {
+  151900: "<|begin|>",
+  151901: "<|end|>",
+  151902: "<|think|>",
+  151903: "<|content|>",
+  151904: "<|tool_calls|>",
+  151905: "<|tool_call:begin|>",
+  151906: "<|tool_call:name|>",
+  151907: "<|tool_call:args|>",
+  151908: "<|tool_call:end|>",
+  151909: "<|calls|>",
+  151910: "<|flush|>",
+} as const;
+
+/** GigaChat's separators, control tokens as in its GGUFs. */
+const GIGACHAT_MARKERS = { 151900: "<|message_sep|>", 151901: "<|role_sep|>", 151902: "<|function_call|>" } as const;
+
 const WEATHER = {
   type: "function" as const,
   function: {
@@ -93,6 +111,9 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
   let cohere: SyntheticChat;
   let gemma: SyntheticChat;
   let lfm: SyntheticChat;
+  let solar: SyntheticChat;
+  let gigachat: SyntheticChat;
+  let gigachat31: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-tool-formats-"));
@@ -105,6 +126,9 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     functionary = await serveSyntheticChat(at("functionary"), "llama-bpe", "meetkai-functionary-medium-v3.2.jinja", 300);
     cohere = await serveSyntheticChat(at("cohere"), "qwen2", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", 300, COHERE_MARKERS);
     gemma = await serveSyntheticChat(at("gemma"), "gemma-4", "google-gemma-4-31B-it.jinja", 300);
+    gigachat = await serveSyntheticChat(at("gigachat"), "qwen2", "GigaChat3-10B-A1.8B.jinja", 300, GIGACHAT_MARKERS);
+    gigachat31 = await serveSyntheticChat(at("gigachat31"), "qwen2", "GigaChat3.1-10B-A1.8B.jinja", 300, GIGACHAT_MARKERS);
+    solar = await serveSyntheticChat(at("solar"), "qwen2", "upstage-Solar-Open-100B.jinja", 300, SOLAR_MARKERS);
     lfm = await serveSyntheticChat(at("lfm"), "qwen2", "LFM2.5-8B-A1B.jinja", 300, {
       151900: "<|tool_call_start|>",
       151901: "<|tool_call_end|>",
@@ -118,6 +142,9 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     await stopSyntheticChat(cohere);
     await stopSyntheticChat(gemma);
     await stopSyntheticChat(lfm);
+    await stopSyntheticChat(solar);
+    await stopSyntheticChat(gigachat);
+    await stopSyntheticChat(gigachat31);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -285,6 +312,88 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     for (const marker of Object.values(COHERE_MARKERS)) assert.ok(!content.includes(marker), content);
     assert.equal(t.choices[0]!.message.tool_calls, undefined);
     assert.equal((await streamed(cohere, text)).content, content);
+  });
+
+  test("Solar Open: reasoning after <|think|>, then calls under <|tool_calls|> or text under <|content|>; low effort thinks not", async () => {
+    assert.equal(solar.engine.toolCallStyle, "solar-open");
+    const message = (r: OpenAI.Chat.Completions.ChatCompletion) =>
+      r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+    const request = {
+      model: "qwen2",
+      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+      tools: [WEATHER],
+      max_tokens: 120,
+      seed: 17,
+      reasoning_budget: 12,
+      logit_bias: { "151904": 100 },
+    };
+    const r = await solar.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(r.choices[0]!.finish_reason, "tool_calls", JSON.stringify(message(r)));
+    assert.ok((message(r).reasoning_content ?? "").length > 0, JSON.stringify(message(r)));
+    assert.equal(message(r).content, null);
+    const calls = (message(r).tool_calls ?? []) as { function: Fn }[];
+    assert.ok(calls.length >= 1);
+    for (const c of calls) assertWeather(c.function);
+    const s = await streamed(solar, request);
+    assert.equal(s.content, "");
+    assert.deepEqual(
+      s.calls,
+      calls.map((c) => c.function),
+    );
+    // Text, without reasoning at "low" (the template writes the empty section): no header in content.
+    const text = { ...request, logit_bias: { "151903": 100 }, reasoning_effort: "low" };
+    const t = await solar.client.chat.completions.create(text as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(message(t).reasoning_content, undefined);
+    const content = message(t).content ?? "";
+    for (const marker of Object.values(SOLAR_MARKERS)) assert.ok(!content.includes(marker), content);
+    assert.equal(t.choices[0]!.message.tool_calls, undefined);
+    assert.equal((await streamed(solar, text)).content, content);
+    // A structured answer after the reasoning: the section closes with the content header.
+    const json = await solar.client.chat.completions.create({
+      model: "qwen2",
+      messages: [{ role: "user", content: "A city?" }],
+      max_tokens: 80,
+      seed: 5,
+      reasoning_budget: 10,
+      response_format: {
+        type: "json_schema",
+        json_schema: { name: "city", schema: { type: "object", properties: { city: { enum: ["Oslo", "Rome"] } }, required: ["city"] } },
+      },
+    } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    const answer = json.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+    assert.equal(typeof answer.reasoning_content, "string");
+    assert.ok(["Oslo", "Rome"].includes((JSON.parse(answer.content ?? "") as { city: string }).city), answer.content ?? "");
+  });
+
+  test("GigaChat 3 and 3.1: text, then one call (its own message, or after <|function_call|>), whole and streamed", async () => {
+    for (const [chat, style, opens] of [
+      [gigachat, "gigachat3", "151900"],
+      [gigachat31, "gigachat3.1", "151902"],
+    ] as const) {
+      assert.equal(chat.engine.toolCallStyle, style);
+      const request = {
+        model: "qwen2",
+        messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+        tools: [WEATHER],
+        max_tokens: 100,
+        seed: 19,
+        // The separator, and not the end of the generation right after it (GigaChat 3's text may end
+        // there): qwen2's end-of-generation tokens, <|endoftext|>, <|im_end|> and its text "</s>".
+        logit_bias: { [opens]: 100, "151643": -100, "151645": -100, "128247": -100 },
+      };
+      const r = await chat.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+      assert.equal(r.choices[0]!.finish_reason, "tool_calls", `${style}: ${JSON.stringify(r.choices[0]!.message)}`);
+      const calls = (r.choices[0]!.message.tool_calls ?? []) as { function: Fn }[];
+      assert.equal(calls.length, 1);
+      assertWeather(calls[0]!.function);
+      const s = await streamed(chat, request);
+      assert.deepEqual(
+        s.calls,
+        calls.map((c) => c.function),
+      );
+      assert.equal(s.content, r.choices[0]!.message.content ?? "");
+      for (const marker of Object.values(GIGACHAT_MARKERS)) assert.ok(!s.content.includes(marker), s.content);
+    }
   });
 
   test("Gemma 4: calls in its own notation, parsed for the SDK as JSON, whole and streamed, after its thought channel or without", async () => {

@@ -1,4 +1,4 @@
-import { MARKER_LEAD, markerBytes } from "../support/index.js";
+import { MARKER_LEAD, markerBytes, markerOfBytes } from "../support/index.js";
 import { TokenKind } from "../vocab/index.js";
 import type { VocabularyBytes } from "./types.js";
 
@@ -192,18 +192,43 @@ export class TokenTrie {
   }
 
   /**
-   * How constraints over this vocabulary write `marker`: its control spelling (markerBytes) where
-   * one of this trie's marker tokens has it, else its UTF-8 text (a reasoning section's markers
-   * are control tokens in some vocabularies, text in others).
+   * How constraints over this vocabulary write `text`: each control marker in it (support's
+   * CONTROL_MARKERS) that one of this trie's marker tokens has, as its control spelling
+   * (markerBytes); the rest as UTF-8 text. A reasoning section's markers are control tokens in some
+   * vocabularies, text in others, and some are several (Solar Open's `<|end|><|begin|>assistant`:
+   * text, a control token, text).
    */
-  markerSpelling(marker: string): Uint8Array {
-    const spelled = markerBytes(marker);
-    if (spelled !== null)
-      for (const id of this.markerTokens) {
-        const bytes = this.tokenBytes(id);
-        if (bytes.length === spelled.length && bytes[0] === spelled[0] && bytes[1] === spelled[1]) return spelled;
+  markerSpelling(text: string): Uint8Array {
+    const own = this.ownMarkers();
+    const parts: number[] = [];
+    let plain = "";
+    for (let at = 0; at < text.length; ) {
+      const marker = text.startsWith("<", at) || text.startsWith("[", at) ? own.find((m) => text.startsWith(m, at)) : undefined;
+      if (marker === undefined) {
+        plain += text[at++];
+        continue;
       }
-    return UTF8.encode(marker);
+      parts.push(...UTF8.encode(plain), ...markerBytes(marker)!);
+      plain = "";
+      at += marker.length;
+    }
+    parts.push(...UTF8.encode(plain));
+    return Uint8Array.from(parts);
+  }
+
+  private ownMarkerTexts: string[] | null = null;
+
+  /** The markers this trie has as marker tokens, longest first (markerSpelling). */
+  private ownMarkers(): string[] {
+    if (this.ownMarkerTexts === null) {
+      const texts: string[] = [];
+      for (const id of this.markerTokens) {
+        const marker = markerOfBytes(this.tokenBytes(id));
+        if (marker !== null) texts.push(marker);
+      }
+      this.ownMarkerTexts = texts.sort((a, b) => b.length - a.length);
+    }
+    return this.ownMarkerTexts;
   }
 
   tokenBytes(tokenId: number): Uint8Array {

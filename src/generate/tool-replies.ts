@@ -5,10 +5,13 @@
  */
 import {
   COHERE_TEXT,
+  GIGACHAT_MESSAGE_SEP,
   HARMONY_CALL,
   HARMONY_FINAL,
   parseToolReply,
   RECIPIENT_ALL,
+  SOLAR_CONTENT,
+  SOLAR_END,
   TOOL_CALL_OPEN,
   type ToolCallStyle,
   type ToolDeclaration,
@@ -62,13 +65,19 @@ export function autoReply(
 
 /**
  * Styles whose reply says at its start whether it is text (then this lead, not content) or calls:
- * Functionary v3.2's `all\n` (calls may follow the text), Cohere's text markers (the text ends at
- * its closing marker).
+ * Functionary v3.2's `all\n` (calls may follow the text), Cohere's text markers and Solar Open's
+ * content header (the text ends at its closing marker).
  */
 const TEXT_LEAD: Partial<Record<ToolCallStyle, { readonly open: string; readonly close?: string }>> = {
   "functionary-v3.2": { open: RECIPIENT_ALL },
   "command-r7b": COHERE_TEXT["command-r7b"],
   cohere2: COHERE_TEXT.cohere2,
+  "solar-open": { open: SOLAR_CONTENT, close: SOLAR_END },
+};
+
+/** Styles whose text ends at the calls' opening marker or at another (GigaChat 3.1's end of the message, when no call follows). */
+const TEXT_ENDS: Partial<Record<ToolCallStyle, readonly string[]>> = {
+  "gigachat3.1": [TOOL_CALL_OPEN["gigachat3.1"], GIGACHAT_MESSAGE_SEP],
 };
 
 /**
@@ -114,12 +123,19 @@ export class AutoToolStream {
       }
       return this.take(this.text.length);
     }
-    const at = this.text.indexOf(open, Math.max(0, this.sent - open.length));
+    const ends = lead?.close === undefined ? (TEXT_ENDS[this.style] ?? [open]) : [open];
+    let at = -1;
+    let held = 0;
+    for (const end of ends) {
+      const i = this.text.indexOf(end, Math.max(0, this.sent - end.length));
+      if (i >= 0 && (at < 0 || i < at)) at = i;
+      held = Math.max(held, heldBackLength(this.text, end));
+    }
     if (at >= 0) {
       this.inCalls = true;
       return this.take(at);
     }
-    return this.take(this.text.length - heldBackLength(this.text, open));
+    return this.take(this.text.length - held);
   }
 
   /** gpt-oss: its start says a call or the final channel, whose text (after its header) goes out. */

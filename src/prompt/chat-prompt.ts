@@ -87,6 +87,11 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // Cohere: text in <|START_RESPONSE|> (R7B) or <|START_TEXT|> (Command A), or calls in <|START_ACTION|>.
   if (has("<|START_ACTION|>[", '"tool_name": "', "<|START_RESPONSE|>")) return "command-r7b";
   if (has("<|START_ACTION|>[", '"tool_name": "', "<|START_TEXT|>")) return "cohere2";
+  // Solar Open: text under <|content|>, or calls under <|tool_calls|>, each id, name and JSON arguments between control tokens.
+  if (has("<|tool_call:begin|>", "<|tool_call:name|>", "<|tool_call:args|>")) return "solar-open";
+  // GigaChat 3: a call is a `function call` message of its own; 3.1: it follows the text after <|function_call|>.
+  if (has("<|function_call|>", "<|message_sep|>", "<|role_sep|>")) return "gigachat3.1";
+  if (has("'function call'", "<|message_sep|>", "<|role_sep|>")) return "gigachat3";
   // Functionary v3.2: each message names its recipient after `>>>`, `all` for the user.
   if (has("'>>>all\\n'", "'>>>' + tool_call['function']['name'] + '\\n'")) return "functionary-v3.2";
   // Not read yet: the above's kin (DeepSeek's and others' <invoke name=…> in other blocks).
@@ -137,7 +142,9 @@ export class ChatPrompter {
     // Read as reasoning.ts reads markers: from what the source spells (`message.reasoning_content`, `m['reasoning_content']`).
     this.readsReasoningContent =
       this.template !== null &&
-      /\breasoning_content\b|message(?:\.thinking\b|\[['"]thinking['"]\])|["']thinking["'] in message/.test(templateSource ?? "");
+      /\breasoning_content\b|message(?:\.(?:thinking|reasoning)\b|\[['"]thinking['"]\])|["']thinking["'] in message/.test(
+        templateSource ?? "",
+      );
     const template = this.template;
     this.reasoning = template
       ? reasoningFormatOf(templateSource, (request) =>

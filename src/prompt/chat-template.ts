@@ -91,6 +91,7 @@ function isFreeText(path: readonly (string | number)[]): boolean {
       field === "content" ||
       field === "reasoning_content" ||
       field === "thinking" ||
+      field === "reasoning" ||
       (field === "tool_calls" && rest[1] === "function" && rest[2] === "arguments")
     );
   if (root === "tools" && field === "function") {
@@ -232,8 +233,9 @@ function templateMessage(message: ChatMessage): Record<string, unknown> {
   if (message.name !== undefined) out.name = message.name;
   if (message.tool_calls && message.tool_calls.length > 0) out.tool_calls = message.tool_calls;
   if (message.tool_call_id !== undefined) out.tool_call_id = message.tool_call_id;
-  // Some templates read earlier reasoning as `thinking` (gpt-oss keeps it before a call, LFM2.5).
-  if (message.reasoning_content !== undefined) out.reasoning_content = out.thinking = message.reasoning_content;
+  // Some templates read earlier reasoning as `thinking` (gpt-oss keeps it before a call, LFM2.5) or
+  // `reasoning` (Solar Open, Kimi-K3).
+  if (message.reasoning_content !== undefined) out.reasoning_content = out.thinking = out.reasoning = message.reasoning_content;
   return out;
 }
 

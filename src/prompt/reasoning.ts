@@ -20,6 +20,11 @@ export interface ReasoningFormat {
    * "none") gets no section, and one with it sets the switch true. Absent: false.
    */
   readonly askedOnly?: true;
+  /**
+   * `reasoning_effort` words with which the template writes the empty section itself (Solar Open's
+   * "minimal" and "low"): the request answers at once. Absent: none.
+   */
+  readonly offEfforts?: readonly string[];
 }
 
 /** Marker pairs of the families whose sections are plain text between two markers. */
@@ -59,6 +64,22 @@ const HARMONY_ANALYSIS = "<|channel|>analysis<|message|>";
 const HARMONY_FINAL = "<|channel|>final<|message|>";
 
 /**
+ * Solar Open: `<|think|>` after the generation prompt's `<|begin|>assistant`, the section ending
+ * with the next message's start and its content header (the model's <|end|> is text); its switch
+ * is the `reasoning_effort` variable, whose "minimal" and "low" write an empty section.
+ */
+const SOLAR_THINK = "<|begin|>assistant<|think|>";
+const SOLAR_CONTENT = "<|begin|>assistant<|content|>";
+const SOLAR: ReasoningFormat = {
+  open: "<|think|>",
+  close: `<|end|>${SOLAR_CONTENT}`,
+  preOpened: false,
+  toggle: "reasoning_effort",
+  toggleValues: { on: "high", off: "low" },
+  offEfforts: ["minimal", "low"],
+};
+
+/**
  * The template's reasoning format, or null when it has none Trellis reads. `render` renders a
  * one-message conversation with the generation prompt (and the given template variables).
  */
@@ -67,6 +88,7 @@ export function reasoningFormatOf(template: string | null, render: (request: Cha
   // gpt-oss (harmony): the analysis channel, then the final one; the prompt ends with <|start|>assistant.
   if (template.includes(HARMONY_ANALYSIS) && template.includes(HARMONY_FINAL))
     return { open: HARMONY_ANALYSIS, close: `<|end|><|start|>assistant${HARMONY_FINAL}`, preOpened: false, toggle: null };
+  if (template.includes(SOLAR_THINK) && template.includes(SOLAR_CONTENT)) return SOLAR;
   const suffix = template.includes(HUNYUAN.source) ? HUNYUAN.suffix.exec(template)?.[1] : undefined;
   const pair: readonly [string, string] | undefined =
     suffix !== undefined

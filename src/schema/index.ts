@@ -50,3 +50,5 @@ export { MAX_SCHEMA_NESTING, nestedDeeperThan } from "./json-schema/document.js"
 export { HARMONY_CALL, HARMONY_FINAL, HARMONY_TOOLS_CLOSE } from "./tool-calls/harmony.js";
 export { RECIPIENT_ALL } from "./tool-calls/recipient.js";
 export { COHERE_TEXT } from "./tool-calls/cohere.js";
+export { SOLAR_CONTENT, SOLAR_END, SOLAR_TOOLS_CLOSE } from "./tool-calls/solar.js";
+export { GIGACHAT_MESSAGE_SEP } from "./tool-calls/gigachat.js";

@@ -2,7 +2,7 @@
  * Control tokens a constraint may write: the tool-call markers some vocabularies have as control
  * tokens (Mistral's `[TOOL_CALLS]`, `[ARGS]`, `[CALL_ID]`; Kimi-K2's `<|tool_call_begin|>` and kin;
  * Granite 3.3's `<|tool_call|>`; Apertus's `<|tools_prefix|>`, `<|tools_suffix|>`; Cohere's
- * `<|START_ACTION|>` and kin), and the reasoning sections' markers where a vocabulary has them as
+ * `<|START_ACTION|>` and kin; Solar Open's `<|tool_call:begin|>` and kin), and the reasoning sections' markers where a vocabulary has them as
  * control tokens (`<|END_THINKING|>`, `[/THINK]`). A constraint is a byte automaton, and a
  * control token has no bytes of its own as text does: each marker gets a spelling no text has,
  * 0xFF (never in UTF-8) then one byte for the marker, which the token trie gives the control token
@@ -41,6 +41,19 @@ export const CONTROL_MARKERS: readonly string[] = [
   // LFM2, LFM2.5
   "<|tool_call_start|>",
   "<|tool_call_end|>",
+  // Solar Open (its <|end|> is text, as llama.cpp renders it; <|calls|> and <|flush|> end the generation)
+  "<|begin|>",
+  "<|think|>",
+  "<|content|>",
+  "<|tool_calls|>",
+  "<|tool_call:begin|>",
+  "<|tool_call:name|>",
+  "<|tool_call:args|>",
+  "<|tool_call:end|>",
+  // GigaChat 3, 3.1
+  "<|message_sep|>",
+  "<|role_sep|>",
+  "<|function_call|>",
 ];
 
 /** The byte every marker's spelling starts with (no UTF-8 text has it). */

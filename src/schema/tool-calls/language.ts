@@ -37,7 +37,11 @@
  * - "gemma4" (Gemma 4): `<|tool_call>call:f{k:v,…}<tool_call|>`, each argument in its own
  *   notation (gemma.ts);
  * - "lfm2" (LFM2, LFM2.5): `<|tool_call_start|>[f(k='v', n=3)]<|tool_call_end|>`, Python calls
- *   between control tokens (pythonic.ts).
+ *   between control tokens (pythonic.ts);
+ * - "solar-open" (Solar Open): text under its content header, or the calls under theirs, each
+ *   `<|tool_call:begin|>id<|tool_call:name|>f<|tool_call:args|>{…}<|tool_call:end|>` (solar.ts);
+ * - "gigachat3", "gigachat3.1" (GigaChat 3, 3.1): text, then one JSON call in a `function call`
+ *   message of its own (3) or after `<|function_call|>` (3.1) (gigachat.ts).
  */
 import {
   compileRegex,
@@ -79,6 +83,15 @@ import { parseRecipientReply, RECIPIENT_OPEN, recipientLanguage } from "./recipi
 import { GEMMA_CALL_OPEN, gemmaCallLanguage, parseGemmaCalls } from "./gemma.js";
 import { PYTHONIC_CALLS_OPEN, PYTHONIC_MARKERS, parsePythonicCalls, pythonicCallsLanguage } from "./pythonic.js";
 import { COHERE_ACTION_OPEN, type CohereToolCallStyle, cohereLanguage, cohereMarkers, isCohereStyle, parseCohereReply } from "./cohere.js";
+import { parseSolarReply, SOLAR_CALLS_OPEN, SOLAR_MARKERS, solarLanguage } from "./solar.js";
+import {
+  type GigaChatToolCallStyle,
+  gigaChatCallsOpen,
+  gigaChatLanguage,
+  gigaChatMarkers,
+  isGigaChatStyle,
+  parseGigaChatReply,
+} from "./gigachat.js";
 
 /** A tool-call format a chat template teaches (see above). */
 export type ToolCallStyle =
@@ -95,7 +108,9 @@ export type ToolCallStyle =
   | "functionary-v3.2"
   | CohereToolCallStyle
   | "gemma4"
-  | "lfm2";
+  | "lfm2"
+  | "solar-open"
+  | GigaChatToolCallStyle;
 
 /**
  * The control tokens a style's calls are made of (its vocabulary must have each as a control
@@ -106,6 +121,8 @@ export function controlMarkersOf(style: ToolCallStyle): readonly string[] {
   if (isListedStyle(style)) return listedControlMarkers(style);
   if (isCohereStyle(style)) return cohereMarkers(style);
   if (style === "lfm2") return PYTHONIC_MARKERS;
+  if (style === "solar-open") return SOLAR_MARKERS;
+  if (isGigaChatStyle(style)) return gigaChatMarkers(style);
   return style === "kimi-k2" ? KIMI_MARKERS : [];
 }
 
@@ -149,6 +166,9 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   cohere2: COHERE_ACTION_OPEN,
   gemma4: GEMMA_CALL_OPEN,
   lfm2: PYTHONIC_CALLS_OPEN,
+  "solar-open": SOLAR_CALLS_OPEN,
+  gigachat3: gigaChatCallsOpen("gigachat3"),
+  "gigachat3.1": gigaChatCallsOpen("gigachat3.1"),
 };
 export const HERMES_CALL_CLOSE = "</tool_call>";
 /** What closes Apriel's and MiniMax-M1's list of calls. */
@@ -221,6 +241,10 @@ export function compileToolCallLanguage(
   if (style === "functionary-v3.2") return recipientLanguage(tools, parallel, options);
   // Cohere: text between its answer markers, or the calls.
   if (isCohereStyle(style)) return cohereLanguage(tools, style, parallel, options);
+  // Solar Open: text under its content header, or the calls under theirs.
+  if (style === "solar-open") return solarLanguage(tools, parallel, options);
+  // GigaChat: text, then at most one call (its templates write no more).
+  if (isGigaChatStyle(style)) return gigaChatLanguage(tools, style, options);
   if (isTaggedStyle(style)) {
     const { call, warnings } = taggedCallLanguage(tools, style, options);
     const { block } = TAGGED_LAYOUTS[style];
@@ -311,6 +335,8 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
   if (style === "harmony") return parseHarmonyReply(text);
   if (style === "functionary-v3.2") return parseRecipientReply(text);
   if (isCohereStyle(style)) return parseCohereReply(text, style);
+  if (style === "solar-open") return parseSolarReply(text);
+  if (isGigaChatStyle(style)) return parseGigaChatReply(text, style);
   const open = TOOL_CALL_OPEN[style];
   const at = text.indexOf(open);
   if (at < 0) return { content: text, calls: [] };

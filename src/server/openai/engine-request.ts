@@ -8,7 +8,7 @@ import type { Config } from "../../config.js";
 import type { ConstrainedCompletionRequest, ConstraintSpec, Engine, ReasoningSection, ToolMode } from "../../generate/index.js";
 import type { ReasoningFormat, RenderedPrompt } from "../../prompt/index.js";
 import { samplingOf, stopStrings } from "../completion-fields.js";
-import { HARMONY_TOOLS_CLOSE } from "../../schema/index.js";
+import { HARMONY_TOOLS_CLOSE, SOLAR_TOOLS_CLOSE, type ToolCallStyle } from "../../schema/index.js";
 import { OpenAIRequestError } from "./errors.js";
 import { type ChatBody, chatMessagesOf, constraintOf, logitBiasOf, type SharedBody } from "./request.js";
 
@@ -71,6 +71,9 @@ export function requestBase(engine: Engine): RequestBase {
   };
 }
 
+/** Where a reasoning section ends when the reply after it may be calls (tools on "auto"), for the styles whose reply starts with its own header. */
+const TOOLS_SECTION_CLOSE: Partial<Record<ToolCallStyle, string>> = { harmony: HARMONY_TOOLS_CLOSE, "solar-open": SOLAR_TOOLS_CLOSE };
+
 /** A chat conversation ready to run: its constraint, tool mode, rendered prompt, token budget and engine request. */
 export interface PreparedChat {
   spec: ConstraintSpec;
@@ -96,10 +99,10 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
   const withTools = body.tools && body.tools.length > 0 && body.tool_choice !== "none" ? body.tools : undefined;
   const messages = chatMessagesOf(body, config.maxPromptChars, withTools);
   const thinking = reasoningOf(engine.reasoningFormat ?? null, body);
-  // gpt-oss with tools on "auto": the section ends at the next message's start, whose header says
-  // whether it is the final answer or a call (the tool language reads both).
-  if (thinking.section && tools?.kind === "auto" && tools.style === "harmony")
-    thinking.section = { ...thinking.section, close: HARMONY_TOOLS_CLOSE };
+  // gpt-oss and Solar Open with tools on "auto": the section ends at the next message's start, whose
+  // header says whether it is the answer or calls (the tool language reads both).
+  const toolsClose = tools?.kind === "auto" && tools.style !== undefined ? TOOLS_SECTION_CLOSE[tools.style] : undefined;
+  if (thinking.section && toolsClose !== undefined) thinking.section = { ...thinking.section, close: toolsClose };
   const rendered = engine.renderChat({
     messages,
     tools: withTools,
@@ -150,6 +153,8 @@ function reasoningOf(
   const asked: Record<string, string> = effort === null || effort === "none" ? {} : { reasoning_effort: effort };
   if (effort === "none" && format.toggle !== null)
     return { section: null, variables: { [format.toggle]: format.toggleValues?.off ?? false } };
+  // Efforts with which the template writes the empty section itself (Solar Open's minimal and low).
+  if (effort !== null && format.offEfforts?.includes(effort) === true) return { section: null, variables: asked };
   // A model that reasons only when asked (Granite 3.3, Bielik, Reka, Hunyuan 3) answers at once unless asked.
   if (format.askedOnly && effort === null && body.reasoning_budget == null) return { section: null, variables: null };
   const budget = body.reasoning_budget ?? (effort === null ? undefined : REASONING_EFFORT_TOKENS[effort]);
@@ -162,8 +167,9 @@ function reasoningOf(
     ...(format.toggle !== null ? { [format.toggle]: format.toggleValues?.on ?? true } : {}),
     ...asked,
   };
-  // A template whose switch is reasoning_effort itself (Hunyuan 3: "low" or "high"; any other word raises).
-  if (format.toggle === "reasoning_effort" && format.toggleValues)
+  // A template whose switch is reasoning_effort itself (Hunyuan 3: "low" or "high"; any other word
+  // raises). Solar Open reads the request's words as they are.
+  if (format.toggle === "reasoning_effort" && format.toggleValues && format.offEfforts === undefined)
     variables.reasoning_effort = effort === "minimal" || effort === "low" ? "low" : format.toggleValues.on;
   return { section, variables: Object.keys(variables).length > 0 ? variables : null };
 }
