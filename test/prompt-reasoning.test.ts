@@ -83,6 +83,39 @@ test("each family's markers, opening and switch, as its template renders them", 
       toggleValues: { on: "high", off: "low" },
       offEfforts: ["minimal", "low"],
     },
+    // Kimi-K3 (XTML): its think tag, opened by the generation prompt while `thinking` is on; its
+    // thinking_effort words follow the request's reasoning_effort.
+    "Kimi-K3.jinja": {
+      open: "<|open|>think<|sep|>",
+      close: "<|close|>think<|sep|><|open|>response<|sep|>",
+      preOpened: true,
+      toggle: "thinking",
+      effortVariable: { name: "thinking_effort", words: { minimal: "low", low: "low", medium: "high", high: "high", xhigh: "max" } },
+    },
+    // Muse: a message to itself before the one to the user.
+    "muse-glimmer.jinja": {
+      open: " to=self<|message|>",
+      close: "<|eom|><|start|>assistant to=user<|message|>",
+      preOpened: false,
+      toggle: null,
+    },
+    // Apriel 1.5: reasoning from the start of its turn (its system prompt asks for it), the answer
+    // after [BEGIN FINAL RESPONSE], which [END FINAL RESPONSE] ends.
+    "unsloth-Apriel-1.5.jinja": {
+      open: "",
+      close: "[BEGIN FINAL RESPONSE]",
+      preOpened: true,
+      toggle: null,
+      answerEnd: "[END FINAL RESPONSE]",
+    },
+    // Apertus: its inner monologue, asked for by enable_thinking ("Deliberation: enabled").
+    "Apertus-8B-Instruct.jinja": {
+      open: "<|inner_prefix|>",
+      close: "<|inner_suffix|>",
+      preOpened: false,
+      toggle: "enable_thinking",
+      askedOnly: true,
+    },
     // No reasoning section.
     "Qwen-Qwen2.5-7B-Instruct.jinja": null,
     "meta-llama-Llama-3.1-8B-Instruct.jinja": null,
@@ -105,8 +138,9 @@ test("with its switch off, a template writes the empty section itself (so no sec
 test("count: templates of the folder whose reasoning section Trellis reads", () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja"));
   const read = files.filter((f) => formatOf(f) !== null);
-  // 40 of the 70 today; the families left (Apriel 1.5, Kimi-K3) write other markers.
-  assert.equal(read.length, 40, `${read.length}: ${read.join(", ")}`);
+  // 44 of the 70 today: every template that has a reasoning section of its own (LFM2.5-Instruct
+  // only drops a past turn's `</think>` text; the others write none).
+  assert.equal(read.length, 44, `${read.length}: ${read.join(", ")}`);
 });
 
 describe("an earlier turn's reasoning_content, placed by each template's own rule", () => {

@@ -62,6 +62,7 @@ describe("reasoning models (synthetic, real templates)", () => {
   let gptOss: SyntheticChat;
   let minimax: SyntheticChat;
   let hunyuan: SyntheticChat;
+  let apriel15: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-reasoning-"));
@@ -81,6 +82,9 @@ describe("reasoning models (synthetic, real templates)", () => {
     const hunyuanDir = join(dir, "hunyuan");
     mkdirSync(hunyuanDir);
     hunyuan = await serveSyntheticChat(hunyuanDir, "qwen2", "tencent-Hy3.jinja", 400);
+    const apriel15Dir = join(dir, "apriel-1.5");
+    mkdirSync(apriel15Dir);
+    apriel15 = await serveSyntheticChat(apriel15Dir, "qwen2", "unsloth-Apriel-1.5.jinja", 400);
   });
 
   after(async () => {
@@ -91,6 +95,7 @@ describe("reasoning models (synthetic, real templates)", () => {
     await stopSyntheticChat(gptOss);
     await stopSyntheticChat(minimax);
     await stopSyntheticChat(hunyuan);
+    await stopSyntheticChat(apriel15);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -101,6 +106,24 @@ describe("reasoning models (synthetic, real templates)", () => {
       response_format: { type: "json_schema", json_schema: { name: "w", schema: SCHEMA, strict: true } },
       ...extra,
     } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+
+  test("Apriel 1.5 reasons from the start of its turn up to [BEGIN FINAL RESPONSE]; a free-text answer stops at [END FINAL RESPONSE]", () => {
+    assert.deepEqual(apriel15.engine.reasoningFormat, {
+      open: "",
+      close: "[BEGIN FINAL RESPONSE]",
+      preOpened: true,
+      toggle: null,
+      answerEnd: "[END FINAL RESPONSE]",
+    });
+    const body = { model: "m", messages: [{ role: "user" as const, content: "Weather?" }], max_tokens: 60 };
+    const prepared = (extra: Record<string, unknown>) =>
+      prepareChat(apriel15.engine, testConfig(), { ...body, ...extra } as never, "max_tokens");
+    assert.deepEqual(prepared({}).base.stop, ["[END FINAL RESPONSE]"]);
+    assert.deepEqual(prepared({ stop: "STOP" }).base.stop, ["STOP", "[END FINAL RESPONSE]"]);
+    // A structured answer ends when it is complete; another model's free text gets no such stop.
+    assert.deepEqual(prepared({ response_format: { type: "json_object" } }).base.stop, []);
+    assert.deepEqual(prepareChat(qwen3.engine, testConfig(), body as never, "max_tokens").base.stop, []);
+  });
 
   test("the families recognised from their templates", () => {
     assert.deepEqual(qwen3.engine.reasoningFormat, { open: "<think>", close: "</think>", preOpened: false, toggle: "enable_thinking" });
@@ -116,7 +139,7 @@ describe("reasoning models (synthetic, real templates)", () => {
   });
 
   test("structured output after reasoning: reasoning_content apart, content valid, within max_tokens", async () => {
-    for (const s of [qwen3, r1, gemma4, apriel, gptOss]) {
+    for (const s of [qwen3, r1, gemma4, apriel, gptOss, apriel15]) {
       for (const [maxTokens, budget, seed] of [
         [120, 40, 1],
         [120, undefined, 2],

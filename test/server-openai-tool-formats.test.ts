@@ -16,9 +16,16 @@ import type OpenAI from "openai";
 import { ggufStringArray, readGguf } from "../src/vocab/index.js";
 import { REPO_ROOT } from "./support/paths.js";
 import { serveSyntheticChat, stopSyntheticChat, type SyntheticChat } from "./support/synthetic-chat.js";
+import { testConfig } from "./support/fake-engine.js";
+import { prepareChat } from "../src/server/openai/engine-request.js";
 
 const GRANITE_MARKERS = { 151900: "<|tool_call|>" } as const;
-const APERTUS_MARKERS = { 151900: "<|tools_prefix|>", 151901: "<|tools_suffix|>" } as const;
+const APERTUS_MARKERS = {
+  151900: "<|tools_prefix|>",
+  151901: "<|tools_suffix|>",
+  151902: "<|inner_prefix|>",
+  151903: "<|inner_suffix|>",
+} as const;
 /** Command R7B's reasoning, answer and action markers, control tokens as in its GGUFs. */
 const COHERE_MARKERS = {
   151900: "<|START_THINKING|>",
@@ -46,6 +53,12 @@ const SOLAR_MARKERS = {
 
 /** GigaChat's separators, control tokens as in its GGUFs. */
 const GIGACHAT_MARKERS = { 151900: "<|message_sep|>", 151901: "<|role_sep|>", 151902: "<|function_call|>" } as const;
+
+/** Kimi-K3's XTML tags and message end, control tokens. */
+const KIMI_K3_MARKERS = { 151900: "<|open|>", 151901: "<|close|>", 151902: "<|sep|>", 151903: "<|end_of_msg|>" } as const;
+
+/** Muse's message ends and headers (llama.cpp renders <|start|> and <|message|> as text, as for gpt-oss). */
+const MUSE_MARKERS = { 151900: "<|eom|>", 151901: "<|eot|>", 151902: "<|start|>", 151903: "<|message|>" } as const;
 
 const WEATHER = {
   type: "function" as const,
@@ -114,6 +127,8 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
   let solar: SyntheticChat;
   let gigachat: SyntheticChat;
   let gigachat31: SyntheticChat;
+  let kimiK3: SyntheticChat;
+  let muse: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-tool-formats-"));
@@ -128,6 +143,8 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     gemma = await serveSyntheticChat(at("gemma"), "gemma-4", "google-gemma-4-31B-it.jinja", 300);
     gigachat = await serveSyntheticChat(at("gigachat"), "qwen2", "GigaChat3-10B-A1.8B.jinja", 300, GIGACHAT_MARKERS);
     gigachat31 = await serveSyntheticChat(at("gigachat31"), "qwen2", "GigaChat3.1-10B-A1.8B.jinja", 300, GIGACHAT_MARKERS);
+    kimiK3 = await serveSyntheticChat(at("kimi-k3"), "qwen2", "Kimi-K3.jinja", 300, KIMI_K3_MARKERS);
+    muse = await serveSyntheticChat(at("muse"), "qwen2", "muse-glimmer.jinja", 300, MUSE_MARKERS);
     solar = await serveSyntheticChat(at("solar"), "qwen2", "upstage-Solar-Open-100B.jinja", 300, SOLAR_MARKERS);
     lfm = await serveSyntheticChat(at("lfm"), "qwen2", "LFM2.5-8B-A1B.jinja", 300, {
       151900: "<|tool_call_start|>",
@@ -145,6 +162,8 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     await stopSyntheticChat(solar);
     await stopSyntheticChat(gigachat);
     await stopSyntheticChat(gigachat31);
+    await stopSyntheticChat(kimiK3);
+    await stopSyntheticChat(muse);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -174,6 +193,34 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     assert.ok(history.text.includes('<|tools_prefix|>[{"get_weather": {"city": "Oslo"}}]<|tools_suffix|>'), history.text);
     assert.equal(history.tokens.filter((t) => t === 151900).length, 1);
     assert.equal(history.tokens.filter((t) => t === 151901).length, 1);
+  });
+
+  test("Apertus: asked to reason, its inner monologue between its control tokens, then a call; unasked, none", async () => {
+    assert.deepEqual(apertus.engine.reasoningFormat, {
+      open: "<|inner_prefix|>",
+      close: "<|inner_suffix|>",
+      preOpened: false,
+      toggle: "enable_thinking",
+      askedOnly: true,
+    });
+    const request = {
+      model: "qwen2",
+      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+      tools: [WEATHER],
+      logit_bias: { "151900": 100 },
+      max_tokens: 80,
+      seed: 29,
+    };
+    for (const asked of [true, false]) {
+      const r = await apertus.client.chat.completions.create({
+        ...request,
+        ...(asked ? { reasoning_budget: 10 } : {}),
+      } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+      const message = r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+      assert.equal(typeof message.reasoning_content, asked ? "string" : "undefined");
+      assert.equal(r.choices[0]!.finish_reason, "tool_calls");
+      for (const c of (message.tool_calls ?? []) as { function: Fn }[]) assertWeather(c.function);
+    }
   });
 
   for (const [family, marker] of [
@@ -394,6 +441,88 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
       assert.equal(s.content, r.choices[0]!.message.content ?? "");
       for (const marker of Object.values(GIGACHAT_MARKERS)) assert.ok(!s.content.includes(marker), s.content);
     }
+  });
+
+  test("Kimi-K3: thinking in its think tag, then the response's text and typed XTML calls, whole and streamed", async () => {
+    assert.equal(kimiK3.engine.toolCallStyle, "kimi-k3");
+    const message = (r: OpenAI.Chat.Completions.ChatCompletion) =>
+      r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+    // <|close|> ends the text; then <|open|> (the block of calls) rather than the message's close.
+    const request = {
+      model: "qwen2",
+      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+      tools: [WEATHER],
+      max_tokens: 150,
+      seed: 23,
+      reasoning_effort: "low",
+      logit_bias: { "151900": 100, "151901": 50 },
+    };
+    const r = await kimiK3.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(r.choices[0]!.finish_reason, "tool_calls", JSON.stringify(message(r)));
+    assert.equal(typeof message(r).reasoning_content, "string");
+    const calls = (message(r).tool_calls ?? []) as { function: Fn }[];
+    assert.ok(calls.length >= 1);
+    for (const c of calls) assertWeather(c.function);
+    const s = await streamed(kimiK3, request);
+    assert.deepEqual(
+      s.calls,
+      calls.map((c) => c.function),
+    );
+    assert.equal(s.content, message(r).content ?? "");
+    // Thinking off: the prompt opens the response; the text comes without tags.
+    const text = { ...request, reasoning_effort: "none", logit_bias: { "151901": 100 } };
+    const t = await kimiK3.client.chat.completions.create(text as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(message(t).reasoning_content, undefined);
+    assert.equal(t.choices[0]!.message.tool_calls, undefined);
+    const content = message(t).content ?? "";
+    for (const marker of Object.values(KIMI_K3_MARKERS)) assert.ok(!content.includes(marker), content);
+    assert.equal((await streamed(kimiK3, text)).content, content);
+    // reasoning_effort reaches the template as its thinking_effort words (its default is max).
+    const prepared = (extra: Record<string, unknown>) =>
+      prepareChat(kimiK3.engine, testConfig(), { model: "m", messages: [{ role: "user", content: "hi" }], ...extra } as never, "max_tokens")
+        .rendered.text;
+    assert.ok(prepared({ reasoning_effort: "minimal" }).includes("thinking_effort=low"));
+    assert.ok(prepared({ reasoning_effort: "medium" }).includes("thinking_effort=high"));
+    assert.ok(prepared({ reasoning_effort: "xhigh" }).includes("thinking_effort=max"));
+    assert.ok(prepared({}).includes("thinking_effort=max"));
+    assert.ok(prepared({ reasoning_effort: "none" }).endsWith("<|open|>response<|sep|>"));
+  });
+
+  test("Muse: reasoning as a message to itself, then text to the user or ATEM calls, whole and streamed", async () => {
+    assert.equal(muse.engine.toolCallStyle, "muse");
+    const kinds = new Set<string>();
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      // <|eom|> ends the reasoning at once, and lets a call be followed by another.
+      const request = {
+        model: "qwen2",
+        messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+        tools: [WEATHER],
+        max_tokens: 120,
+        seed,
+        logit_bias: { "151900": 100 },
+      };
+      const r = await muse.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+      const message = r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+      assert.equal(typeof message.reasoning_content, "string");
+      const calls = (message.tool_calls ?? []) as { function: Fn }[];
+      if (calls.length > 0) {
+        kinds.add("call");
+        assert.equal(r.choices[0]!.finish_reason, "tool_calls");
+        assert.equal(message.content, null);
+        for (const c of calls) assertWeather(c.function);
+      } else {
+        kinds.add("text");
+        for (const marker of [...Object.values(MUSE_MARKERS), "to=user"])
+          assert.ok(!(message.content ?? "").includes(marker), message.content ?? "");
+      }
+      const s = await streamed(muse, request);
+      assert.deepEqual(
+        s.calls,
+        calls.map((c) => c.function),
+      );
+      assert.equal(s.content, message.content ?? "");
+    }
+    assert.deepEqual([...kinds].sort(), ["call", "text"], "both kinds of reply come up");
   });
 
   test("Gemma 4: calls in its own notation, parsed for the SDK as JSON, whole and streamed, after its thought channel or without", async () => {

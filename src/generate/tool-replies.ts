@@ -6,6 +6,8 @@
 import {
   COHERE_TEXT,
   GIGACHAT_MESSAGE_SEP,
+  MUSE_TEXT_LEAD,
+  MUSE_TURN_END,
   HARMONY_CALL,
   HARMONY_FINAL,
   parseToolReply,
@@ -65,14 +67,15 @@ export function autoReply(
 
 /**
  * Styles whose reply says at its start whether it is text (then this lead, not content) or calls:
- * Functionary v3.2's `all\n` (calls may follow the text), Cohere's text markers and Solar Open's
- * content header (the text ends at its closing marker).
+ * Functionary v3.2's `all\n` (calls may follow the text), Cohere's text markers, Solar Open's
+ * content header and Muse's ` to=user` (the text ends at its closing marker).
  */
 const TEXT_LEAD: Partial<Record<ToolCallStyle, { readonly open: string; readonly close?: string }>> = {
   "functionary-v3.2": { open: RECIPIENT_ALL },
   "command-r7b": COHERE_TEXT["command-r7b"],
   cohere2: COHERE_TEXT.cohere2,
   "solar-open": { open: SOLAR_CONTENT, close: SOLAR_END },
+  muse: { open: MUSE_TEXT_LEAD, close: MUSE_TURN_END },
 };
 
 /** Styles whose text ends at the calls' opening marker or at another (GigaChat 3.1's end of the message, when no call follows). */
@@ -103,11 +106,13 @@ export class AutoToolStream {
     if (this.style === "harmony") return this.pushHarmony();
     const lead = TEXT_LEAD[this.style];
     if (lead !== undefined && !this.leadRead) {
-      // The reply's start says text (its lead is not sent) or calls.
-      if (this.text.startsWith(lead.open)) {
+      // The reply's start (after any whitespace) says text (its lead is not sent) or calls.
+      const space = this.text.length - this.text.trimStart().length;
+      const start = this.text.slice(space);
+      if (start.startsWith(lead.open)) {
         this.leadRead = true;
-        this.sent = lead.open.length;
-      } else if (lead.open.startsWith(this.text)) return "";
+        this.sent = space + lead.open.length;
+      } else if (lead.open.startsWith(start)) return "";
       else {
         this.inCalls = true;
         return "";

@@ -46,6 +46,9 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // GLM's <arg_key>/<arg_value> (GLM-4.6+, Ling, Laguna), MiniMax's <invoke name=…> with
   // <parameter name=…> (M2) or with the namespace token before each tag (M3).
   if (has("<seed:tool_call>", "<function=", "<parameter=")) return "seed-oss";
+  // Muse: ATEM calls, one per message, each naming its function as the recipient (` to=f`).
+  if (has("<atem:function_calls>", '<atem:invoke name="', '<atem:parameter name="', "'<|start|>assistant to=' + tc.function.name"))
+    return "muse";
   if (has("<tool_call>", "<function=", "<parameter=")) return "xml-function";
   if (has("<tool_call>", "<arg_key>", "<arg_value>")) return "glm";
   if (has("<minimax:tool_call>", '<invoke name="', '<parameter name="')) return "minimax-m2";
@@ -89,6 +92,9 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   if (has("<|START_ACTION|>[", '"tool_name": "', "<|START_TEXT|>")) return "cohere2";
   // Solar Open: text under <|content|>, or calls under <|tool_calls|>, each id, name and JSON arguments between control tokens.
   if (has("<|tool_call:begin|>", "<|tool_call:name|>", "<|tool_call:args|>")) return "solar-open";
+  // Kimi-K3 (XTML): after the response's text, <|open|>tools<|sep|> with each call's arguments tagged and typed.
+  if (has("'<|open|>' + tag", "open_tag('call', [('tool', fn.name)", "open_tag('argument', [('key', key), ('type', xtml_type(value))])"))
+    return "kimi-k3";
   // GigaChat 3: a call is a `function call` message of its own; 3.1: it follows the text after <|function_call|>.
   if (has("<|function_call|>", "<|message_sep|>", "<|role_sep|>")) return "gigachat3.1";
   if (has("'function call'", "<|message_sep|>", "<|role_sep|>")) return "gigachat3";

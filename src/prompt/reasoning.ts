@@ -25,6 +25,16 @@ export interface ReasoningFormat {
    * "minimal" and "low"): the request answers at once. Absent: none.
    */
   readonly offEfforts?: readonly string[];
+  /**
+   * A template variable of its own that the request's `reasoning_effort` sets, through these words
+   * (Kimi-K3's `thinking_effort`: low, high, max; any other word raises). Absent: none.
+   */
+  readonly effortVariable?: { readonly name: string; readonly words: Readonly<Record<string, string>> };
+  /**
+   * What the model writes after a free-text answer (Apriel 1.5's `[END FINAL RESPONSE]`): a stop
+   * for free-text answers, so it is not content. Absent: none.
+   */
+  readonly answerEnd?: string;
 }
 
 /** Marker pairs of the families whose sections are plain text between two markers. */
@@ -37,6 +47,8 @@ const MARKER_PAIRS: readonly (readonly [string, string])[] = [
   ["<|channel>thought\n", "<channel|>"],
   // MiniMax-M3.
   ["<mm:think>", "</mm:think>"],
+  // Apertus: its inner monologue between control tokens, asked for by `enable_thinking`.
+  ["<|inner_prefix|>", "<|inner_suffix|>"],
   // Apriel 1.6: the generation prompt opens the reasoning in words; a marker line ends it.
   ["Here are my reasoning steps:\n", "\n[BEGIN FINAL RESPONSE]\n"],
 ];
@@ -80,6 +92,46 @@ const SOLAR: ReasoningFormat = {
 };
 
 /**
+ * Kimi-K3 (XTML): the generation prompt opens `<|open|>think<|sep|>` (thinking on, the template's
+ * default) or `<|open|>response<|sep|>`; the section ends with the think tag's close and the
+ * response's open. Its `thinking_effort` (low, high, max) follows the request's reasoning_effort.
+ */
+const KIMI_K3_SOURCE = "{{- open_tag('think' if thinking else 'response') -}}";
+const KIMI_K3: ReasoningFormat = {
+  open: "<|open|>think<|sep|>",
+  close: "<|close|>think<|sep|><|open|>response<|sep|>",
+  preOpened: true,
+  toggle: "thinking",
+  effortVariable: { name: "thinking_effort", words: { minimal: "low", low: "low", medium: "high", high: "high", xhigh: "max" } },
+};
+
+/**
+ * Muse: the reasoning is a message to itself, ` to=self<|message|>…<|eom|>`, before the message to
+ * the user (`<|start|>assistant to=user<|message|>`); the generation prompt ends with
+ * `<|start|>assistant`.
+ */
+const MUSE_SOURCE = "'<|start|>assistant to=self<|message|>'";
+const MUSE: ReasoningFormat = {
+  open: " to=self<|message|>",
+  close: "<|eom|><|start|>assistant to=user<|message|>",
+  preOpened: false,
+  toggle: null,
+};
+
+/**
+ * Apriel 1.5: its system prompt asks for the reasoning first, then the answer between
+ * `[BEGIN FINAL RESPONSE]` and `[END FINAL RESPONSE]`; the model reasons from the start of its turn.
+ */
+const APRIEL_15_SOURCE = "provide the final solution in the following format: [BEGIN FINAL RESPONSE] ... [END FINAL RESPONSE]";
+const APRIEL_15: ReasoningFormat = {
+  open: "",
+  close: "[BEGIN FINAL RESPONSE]",
+  preOpened: true,
+  toggle: null,
+  answerEnd: "[END FINAL RESPONSE]",
+};
+
+/**
  * The template's reasoning format, or null when it has none Trellis reads. `render` renders a
  * one-message conversation with the generation prompt (and the given template variables).
  */
@@ -89,6 +141,9 @@ export function reasoningFormatOf(template: string | null, render: (request: Cha
   if (template.includes(HARMONY_ANALYSIS) && template.includes(HARMONY_FINAL))
     return { open: HARMONY_ANALYSIS, close: `<|end|><|start|>assistant${HARMONY_FINAL}`, preOpened: false, toggle: null };
   if (template.includes(SOLAR_THINK) && template.includes(SOLAR_CONTENT)) return SOLAR;
+  if (template.includes(KIMI_K3_SOURCE)) return KIMI_K3;
+  if (template.includes(MUSE_SOURCE)) return MUSE;
+  if (template.includes(APRIEL_15_SOURCE) && !writes(template, "Here are my reasoning steps:\n")) return APRIEL_15;
   const suffix = template.includes(HUNYUAN.source) ? HUNYUAN.suffix.exec(template)?.[1] : undefined;
   const pair: readonly [string, string] | undefined =
     suffix !== undefined

@@ -52,3 +52,4 @@ export { RECIPIENT_ALL } from "./tool-calls/recipient.js";
 export { COHERE_TEXT } from "./tool-calls/cohere.js";
 export { SOLAR_CONTENT, SOLAR_END, SOLAR_TOOLS_CLOSE } from "./tool-calls/solar.js";
 export { GIGACHAT_MESSAGE_SEP } from "./tool-calls/gigachat.js";
+export { MUSE_TEXT_LEAD, MUSE_TOOLS_CLOSE, MUSE_TURN_END } from "./tool-calls/muse.js";

@@ -54,6 +54,15 @@ export const CONTROL_MARKERS: readonly string[] = [
   "<|message_sep|>",
   "<|role_sep|>",
   "<|function_call|>",
+  // Kimi-K3's XTML tags
+  "<|open|>",
+  "<|close|>",
+  "<|sep|>",
+  // Muse: the end of a message whose turn goes on
+  "<|eom|>",
+  // Apertus's inner monologue (its reasoning section)
+  "<|inner_prefix|>",
+  "<|inner_suffix|>",
 ];
 
 /** The byte every marker's spelling starts with (no UTF-8 text has it). */

@@ -28,7 +28,9 @@ export type TaggedToolCallStyle =
   | "deepseek-dsml"
   | "deepseek-v4"
   | "hunyuan"
-  | "minicpm5";
+  | "minicpm5"
+  | "kimi-k3"
+  | "muse";
 
 /** A style whose calls write each argument on its own: the tagged styles, Gemma 4's `call:f{k:v,…}`, LFM2's `f(k=v, …)`. */
 export type ArgumentStyle = TaggedToolCallStyle | "gemma4" | "lfm2";
@@ -91,8 +93,17 @@ export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
     nameBreakingText: TAG_TEXT,
   },
   "minimax-m2": { python: false, nulls: true, structured: null, nameBreaking: ATTRIBUTE_BREAKING, nameBreakingText: ATTRIBUTE_TEXT },
+  muse: { python: false, nulls: true, structured: null, nameBreaking: ATTRIBUTE_BREAKING, nameBreakingText: ATTRIBUTE_TEXT },
   "deepseek-dsml": { python: false, nulls: true, structured: null, nameBreaking: ATTRIBUTE_BREAKING, nameBreakingText: ATTRIBUTE_TEXT },
   "deepseek-v4": { python: false, nulls: true, structured: null, nameBreaking: ATTRIBUTE_BREAKING, nameBreakingText: ATTRIBUTE_TEXT },
+  // Kimi-K3 writes names in attributes, escaping & and " (refused here instead).
+  "kimi-k3": {
+    python: false,
+    nulls: true,
+    structured: null,
+    nameBreaking: /[<>\n"&]/,
+    nameBreakingText: `"<", ">", '"', "&" or a newline`,
+  },
   "minimax-m3": {
     python: false,
     nulls: false,

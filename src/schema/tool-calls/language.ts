@@ -40,6 +40,10 @@
  *   between control tokens (pythonic.ts);
  * - "solar-open" (Solar Open): text under its content header, or the calls under theirs, each
  *   `<|tool_call:begin|>id<|tool_call:name|>f<|tool_call:args|>{…}<|tool_call:end|>` (solar.ts);
+ * - "kimi-k3" (Kimi-K3): the text, its close `<|close|>response<|sep|>`, then one XTML block of
+ *   calls (tagged.ts);
+ * - "muse" (Muse): ` to=user<|message|>` then text, or calls in ATEM tags, one per message
+ *   (muse.ts);
  * - "gigachat3", "gigachat3.1" (GigaChat 3, 3.1): text, then one JSON call in a `function call`
  *   message of its own (3) or after `<|function_call|>` (3.1) (gigachat.ts).
  */
@@ -69,7 +73,16 @@ import {
   mistralCallsLanguage,
   parseMistralCalls,
 } from "./mistral.js";
-import { parseTaggedCalls, TAGGED_LAYOUTS, taggedCallLanguage } from "./tagged.js";
+import {
+  KIMI_K3_MARKERS,
+  KIMI_K3_RESPONSE_CLOSE,
+  kimiK3ReplyLanguage,
+  parseKimiK3Reply,
+  parseTaggedCalls,
+  spelled,
+  TAGGED_LAYOUTS,
+  taggedCallLanguage,
+} from "./tagged.js";
 import {
   isListedStyle,
   type ListedToolCallStyle,
@@ -84,6 +97,7 @@ import { GEMMA_CALL_OPEN, gemmaCallLanguage, parseGemmaCalls } from "./gemma.js"
 import { PYTHONIC_CALLS_OPEN, PYTHONIC_MARKERS, parsePythonicCalls, pythonicCallsLanguage } from "./pythonic.js";
 import { COHERE_ACTION_OPEN, type CohereToolCallStyle, cohereLanguage, cohereMarkers, isCohereStyle, parseCohereReply } from "./cohere.js";
 import { parseSolarReply, SOLAR_CALLS_OPEN, SOLAR_MARKERS, solarLanguage } from "./solar.js";
+import { MUSE_MARKERS, museLanguage, parseMuseReply } from "./muse.js";
 import {
   type GigaChatToolCallStyle,
   gigaChatCallsOpen,
@@ -123,6 +137,8 @@ export function controlMarkersOf(style: ToolCallStyle): readonly string[] {
   if (style === "lfm2") return PYTHONIC_MARKERS;
   if (style === "solar-open") return SOLAR_MARKERS;
   if (isGigaChatStyle(style)) return gigaChatMarkers(style);
+  if (style === "kimi-k3") return KIMI_K3_MARKERS;
+  if (style === "muse") return MUSE_MARKERS;
   return style === "kimi-k2" ? KIMI_MARKERS : [];
 }
 
@@ -150,6 +166,10 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "deepseek-v4": TAGGED_LAYOUTS["deepseek-v4"].open,
   hunyuan: TAGGED_LAYOUTS.hunyuan.open,
   minicpm5: TAGGED_LAYOUTS.minicpm5.open,
+  // Where the text ends (the block of calls, if any, follows).
+  "kimi-k3": KIMI_K3_RESPONSE_CLOSE,
+  // A call's recipient (the text's is ` to=user`, read by its lead).
+  muse: TAGGED_LAYOUTS.muse.open,
   "deepseek-r1": namedCallsOpen("deepseek-r1"),
   "deepseek-v3": namedCallsOpen("deepseek-v3"),
   "functionary-v3.1": namedCallsOpen("functionary-v3.1"),
@@ -245,6 +265,17 @@ export function compileToolCallLanguage(
   if (style === "solar-open") return solarLanguage(tools, parallel, options);
   // GigaChat: text, then at most one call (its templates write no more).
   if (isGigaChatStyle(style)) return gigaChatLanguage(tools, style, options);
+  // Muse: the recipient says text or a call, a call per message.
+  if (style === "muse") return museLanguage(tools, parallel, options);
+  if (style === "kimi-k3") {
+    const { call, warnings } = taggedCallLanguage(tools, style, options);
+    const { block } = TAGGED_LAYOUTS[style];
+    const calls: RegexNode = {
+      kind: "concat",
+      items: [spelled(block!.open), call, { kind: "repeat", item: call, min: 0, max: parallel ? -1 : 0 }, spelled(block!.close)],
+    };
+    return { dfa: compileRegexNode(kimiK3ReplyLanguage(calls, limits), limits), warnings };
+  }
   if (isTaggedStyle(style)) {
     const { call, warnings } = taggedCallLanguage(tools, style, options);
     const { block } = TAGGED_LAYOUTS[style];
@@ -337,6 +368,8 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
   if (isCohereStyle(style)) return parseCohereReply(text, style);
   if (style === "solar-open") return parseSolarReply(text);
   if (isGigaChatStyle(style)) return parseGigaChatReply(text, style);
+  if (style === "kimi-k3") return parseKimiK3Reply(text, tools);
+  if (style === "muse") return parseMuseReply(text, tools);
   const open = TOOL_CALL_OPEN[style];
   const at = text.indexOf(open);
   if (at < 0) return { content: text, calls: [] };

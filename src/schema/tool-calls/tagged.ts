@@ -23,6 +23,14 @@
  * - "minicpm5" (MiniCPM5): `<function name="f"><param name="p">value</param></function>` per call; a
  *   string bare (without "<", "&" or a newline) or in `<![CDATA[…]]>`, others as Python's str writes
  *   them (objects and arrays, Python's repr, are refused);
+ * - "kimi-k3" (Kimi-K3, XTML): one block `<|open|>tools<|sep|>` of calls
+ *   `<|open|>call tool="f" index="1"<|sep|><|open|>argument key="p" type="string"<|sep|>value<|close|>argument<|sep|>…<|close|>call<|sep|>`
+ *   closed by `<|close|>tools<|sep|>` (`<|open|>`, `<|close|>`, `<|sep|>` control tokens), the
+ *   `type` attribute naming the value's JSON type: "string" before a raw string, "number",
+ *   "boolean", "null", "object", "array" before JSON of that type; it follows the reply's text and
+ *   its close (kimiK3ReplyLanguage);
+ * - "muse" (Muse): one call per message, ` to=f<|message|><atem:function_calls>\n<atem:invoke name="f">\n<atem:parameter name="p">value</atem:parameter>\n…`
+ *   (muse.ts writes the reply around them); a string raw (without "</atem:parameter>"), others JSON;
  * - "hunyuan" (Hunyuan 3): one block `<tool_calls:opensource>\n<tool_call:opensource>f<tool_sep:opensource>\n<arg_key:opensource>p</arg_key:opensource>\n<arg_value:opensource>value</arg_value:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>`
  *   (GLM's tags, namespaced); a string raw (without "</arg_value:opensource>"), others JSON.
  * The calls of the per-call block styles follow one another with or without a newline between,
@@ -59,13 +67,20 @@ import {
   valueJson,
 } from "./arguments.js";
 import { textWithout } from "./text.js";
+import { markerNode } from "../marker-node.js";
+import { CONTROL_MARKERS } from "../../support/index.js";
 
 /** MiniMax-M3's namespace token, before each of its tags. */
 export const MINIMAX_NS = "]<]minimax[>[";
 
-/** A piece of a layout: literal text, the function's or parameter's name, or up to `newlines` optional newlines. */
-type Piece = string | typeof NAME | { readonly newlines: number };
+/**
+ * A piece of a layout: literal text (control markers in it written as their tokens), the
+ * function's or parameter's name, a call's number (Kimi-K3's `index`, any positive decimal), or
+ * up to `newlines` optional newlines.
+ */
+type Piece = string | typeof NAME | typeof INDEX | { readonly newlines: number };
 const NAME = Symbol("name");
+const INDEX = Symbol("index");
 const newlines = (n: number): Piece => ({ newlines: n });
 
 /** Where a tagged style puts the names and values of its calls. */
@@ -82,16 +97,35 @@ interface TaggedLayout {
   /** What a raw string never holds: the value ends at its first occurrence. */
   readonly rawStop: string;
   /**
-   * The value's kind said before it (DSML's `string="true">` / `string="false">`, after
-   * paramOpen): then a raw string and JSON are told apart by it, not by the value's text.
+   * The value's kind said before it (DSML's `string="true">` / `string="false">`, Kimi-K3's
+   * `string"<|sep|>` / `number"<|sep|>`…, after paramOpen): then a raw string and JSON are told
+   * apart by it, not by the value's text.
    */
-  readonly typed?: { readonly raw: string; readonly json: string };
+  readonly typed?: TypedValues;
   /**
    * A string may also be written in a CDATA section (MiniCPM5: `<![CDATA[…]]>`, any text without
    * its close); then a string written bare holds none of `bareExcludes` (a character class).
    */
   readonly cdata?: CdataRule;
 }
+
+/** What is said before a raw string, and before JSON: one word for every type (`json`), or one per type (`byType`). */
+interface TypedValues {
+  readonly raw: string;
+  readonly json?: string;
+  readonly byType?: Readonly<Record<(typeof JSON_KINDS)[number], string>>;
+}
+
+/** Kimi-K3's type names for the values that are not strings (xtml_type: every number is "number"). */
+const JSON_KINDS = ["null", "boolean", "number", "object", "array"] as const;
+/** The JSON texts of each kind, by their first characters (a value's text is one JSON value). */
+const KIND_PATTERNS: Record<(typeof JSON_KINDS)[number], string> = {
+  null: "null",
+  boolean: "true|false",
+  number: "[-0-9].*",
+  object: "\\{.*",
+  array: "\\[.*",
+};
 
 interface CdataRule {
   readonly open: string;
@@ -116,6 +150,16 @@ const dsmlLayout = (block: string, emptyNewline: boolean): TaggedLayout => ({
   rawStop: `</${DSML}parameter>`,
   typed: { raw: 'true">', json: 'false">' },
 });
+
+/** Kimi-K3's XTML tags (control tokens), and the markers that end its reply's text and its message. */
+const XTML_OPEN = "<|open|>";
+const XTML_CLOSE = "<|close|>";
+const XTML_SEP = "<|sep|>";
+export const KIMI_K3_MARKERS: readonly string[] = [XTML_OPEN, XTML_CLOSE, XTML_SEP];
+/** The end of the reply's text (the calls, if any, come after it). */
+export const KIMI_K3_RESPONSE_CLOSE = `${XTML_CLOSE}response${XTML_SEP}`;
+const KIMI_K3_MESSAGE_CLOSE = `${XTML_CLOSE}message${XTML_SEP}`;
+const xtmlTyped = (type: string): string => `${type}"${XTML_SEP}`;
 
 export const TAGGED_LAYOUTS: Record<TaggedToolCallStyle, TaggedLayout> = {
   "xml-function": {
@@ -175,6 +219,35 @@ export const TAGGED_LAYOUTS: Record<TaggedToolCallStyle, TaggedLayout> = {
     rawStop: "</param>",
     cdata: { open: "<![CDATA[", close: "]]>", bareExcludes: "[<&\n]" },
   },
+  // Muse's ATEM call, one per message (muse.ts joins the messages and writes the text's).
+  muse: {
+    open: "to=",
+    block: null,
+    callOpen: ["to=", NAME, '<|message|><atem:function_calls>\n<atem:invoke name="', NAME, '">\n'],
+    paramOpen: ['<atem:parameter name="', NAME, '">'],
+    paramClose: ["</atem:parameter>\n"],
+    callClose: ["</atem:invoke>\n</atem:function_calls>"],
+    rawStop: "</atem:parameter>",
+  },
+  "kimi-k3": {
+    open: `${XTML_OPEN}tools${XTML_SEP}`,
+    block: { open: `${XTML_OPEN}tools${XTML_SEP}`, close: `${XTML_CLOSE}tools${XTML_SEP}` },
+    callOpen: [`${XTML_OPEN}call tool="`, NAME, '" index="', INDEX, `"${XTML_SEP}`],
+    paramOpen: [`${XTML_OPEN}argument key="`, NAME, '" type="'],
+    paramClose: [`${XTML_CLOSE}argument${XTML_SEP}`],
+    callClose: [`${XTML_CLOSE}call${XTML_SEP}`],
+    rawStop: XTML_CLOSE,
+    typed: {
+      raw: xtmlTyped("string"),
+      byType: {
+        null: xtmlTyped("null"),
+        boolean: xtmlTyped("boolean"),
+        number: xtmlTyped("number"),
+        object: xtmlTyped("object"),
+        array: xtmlTyped("array"),
+      },
+    },
+  },
   hunyuan: {
     open: `<tool_calls${HY}>`,
     block: { open: `<tool_calls${HY}>\n`, close: `</tool_calls${HY}>` },
@@ -230,8 +303,61 @@ export function taggedCallLanguage(
 /** A layout's pieces as a language, `name` in the name's place. */
 function pieces(layout: readonly Piece[], name: string): RegexNode[] {
   return layout.map((piece) =>
-    piece === NAME ? literal(name) : typeof piece === "string" ? literal(piece) : optional(NEWLINE, piece.newlines),
+    piece === NAME
+      ? literal(name)
+      : piece === INDEX
+        ? ofDfa(compileRegex("[1-9][0-9]*"))
+        : typeof piece === "string"
+          ? spelled(piece)
+          : optional(NEWLINE, piece.newlines),
   );
+}
+
+/** Text whose control markers (Kimi-K3's `<|open|>`…) are written as their tokens, the rest as text. */
+export function spelled(text: string): RegexNode {
+  const items: RegexNode[] = [];
+  let plain = "";
+  for (let at = 0; at < text.length; ) {
+    const marker = text[at] === "<" || text[at] === "[" ? CONTROL_MARKERS.find((m) => text.startsWith(m, at)) : undefined;
+    if (marker === undefined) {
+      plain += text[at++];
+      continue;
+    }
+    if (plain.length > 0) items.push(literal(plain));
+    items.push(markerNode(marker));
+    plain = "";
+    at += marker.length;
+  }
+  if (plain.length > 0) items.push(literal(plain));
+  return items.length === 1 ? items[0]! : { kind: "concat", items };
+}
+
+/**
+ * Kimi-K3's reply after the generation prompt's `<|open|>response<|sep|>` (or the reasoning's
+ * close, which ends with it): text without the XTML tags, then (or the generation ends there) the
+ * response's close, the block of calls or none, and the message's close or none.
+ */
+export function kimiK3ReplyLanguage(callsBlock: RegexNode, limits: RegexLimits): RegexNode {
+  const text = ofDfa(textWithout(KIMI_K3_MARKERS, limits));
+  const rest: RegexNode = {
+    kind: "concat",
+    items: [spelled(KIMI_K3_RESPONSE_CLOSE), optional(callsBlock), optional(spelled(KIMI_K3_MESSAGE_CLOSE))],
+  };
+  return { kind: "concat", items: [text, optional(rest)] };
+}
+
+/** A reply of kimiK3ReplyLanguage: its text (null when empty and calls follow) and its calls. */
+export function parseKimiK3Reply(
+  text: string,
+  tools: readonly { readonly name: string; readonly parameters?: unknown }[],
+): { content: string | null; calls: { name: string; arguments: string }[] } {
+  const at = text.indexOf(KIMI_K3_RESPONSE_CLOSE);
+  if (at < 0) return { content: text, calls: [] };
+  let rest = text.slice(at + KIMI_K3_RESPONSE_CLOSE.length);
+  if (rest.endsWith(KIMI_K3_MESSAGE_CLOSE)) rest = rest.slice(0, rest.length - KIMI_K3_MESSAGE_CLOSE.length);
+  const calls = rest.length === 0 ? [] : parseTaggedCalls(rest, "kimi-k3", tools);
+  const content = text.slice(0, at);
+  return { content: calls.length > 0 && content.trim().length === 0 ? null : content, calls };
 }
 
 /** The languages of parameter values, with what the JSON Schema front end says of their schemas. */
@@ -281,14 +407,20 @@ export class ValueCompiler {
    * A value after its kind (`typed.raw` then a raw string, or `typed.json` then JSON of the other
    * types): the kind tells them apart, so neither is narrowed by the other (null: none can be written).
    */
-  typedValue(fn: FunctionForm, p: ParameterForm, typed: { readonly raw: string; readonly json: string }): ByteDfa | null {
+  typedValue(fn: FunctionForm, p: ParameterForm, typed: TypedValues): ByteDfa | null {
     const items: RegexNode[] = [];
     const raw = p.strings.map((b) => this.rawString(fn, p, b)).filter((d): d is ByteDfa => d !== null);
-    if (raw.length > 0) items.push({ kind: "concat", items: [literal(typed.raw), { kind: "alt", items: raw.map(ofDfa) }] });
+    if (raw.length > 0) items.push({ kind: "concat", items: [spelled(typed.raw), { kind: "alt", items: raw.map(ofDfa) }] });
     const json = p.jsonSchema === null ? null : this.schemaLanguage(fn, p, p.jsonSchema, p.jsonPointer);
     if (json !== null) {
       const written = subtractDfas(json, this.containsClose(), this.limits);
-      if (!isEmptyLanguage(written)) items.push({ kind: "concat", items: [literal(typed.json), ofDfa(written)] });
+      if (typed.byType !== undefined) {
+        // Each kind's JSON after its own word.
+        for (const kind of JSON_KINDS) {
+          const ofKind = intersectDfas(written, this.reservedDfa(KIND_PATTERNS[kind]), this.limits);
+          if (!isEmptyLanguage(ofKind)) items.push({ kind: "concat", items: [spelled(typed.byType[kind]), ofDfa(ofKind)] });
+        }
+      } else if (!isEmptyLanguage(written)) items.push({ kind: "concat", items: [spelled(typed.json!), ofDfa(written)] });
     }
     return items.length === 0 ? null : this.compile(items.length === 1 ? items[0]! : { kind: "alt", items });
   }
@@ -441,10 +573,14 @@ export function parseTaggedCalls(
         const from = i;
         while (i < text.length && !breaking.test(text[i]!)) i++;
         read = text.slice(from, i);
+      } else if (piece === INDEX) {
+        const from = i;
+        while (i < text.length && text[i]! >= "0" && text[i]! <= "9") i++;
+        if (i === from) return null;
       } else if (typeof piece === "object") {
         for (let n = 0; n < piece.newlines && text[i] === "\n"; n++) i++;
       } else {
-        const literal = piece === NAME ? name! : piece;
+        const literal = piece === NAME ? name! : (piece as string);
         if (!text.startsWith(literal, i)) return null;
         i += literal.length;
       }
@@ -457,7 +593,9 @@ export function parseTaggedCalls(
   const expect = (layout: readonly Piece[], name?: string): string => {
     const got = read(layout, name);
     if (got === null)
-      fail(`expected ${JSON.stringify(layout.map((p) => (typeof p === "string" ? p : p === NAME ? (name ?? "…") : "\n?")).join(""))}`);
+      fail(
+        `expected ${JSON.stringify(layout.map((p) => (typeof p === "string" ? p : p === NAME ? (name ?? "…") : p === INDEX ? "1" : "\n?")).join(""))}`,
+      );
     at = got!.end;
     return got!.name;
   };
@@ -475,8 +613,15 @@ export function parseTaggedCalls(
       let raw: boolean | null = null;
       if (layout.typed) {
         raw = text.startsWith(layout.typed.raw, at);
-        if (!raw && !text.startsWith(layout.typed.json, at)) fail("expected the value's kind");
-        at += raw ? layout.typed.raw.length : layout.typed.json.length;
+        const said = raw
+          ? layout.typed.raw
+          : layout.typed.byType !== undefined
+            ? Object.values(layout.typed.byType).find((word) => text.startsWith(word, at))
+            : text.startsWith(layout.typed.json!, at)
+              ? layout.typed.json
+              : undefined;
+        if (said === undefined) fail("expected the value's kind");
+        at += said!.length;
       }
       if (layout.cdata && text.startsWith(layout.cdata.open, at)) {
         // A string in a CDATA section: up to the section's close (it may hold the closing tag).

@@ -8,7 +8,7 @@ import type { Config } from "../../config.js";
 import type { ConstrainedCompletionRequest, ConstraintSpec, Engine, ReasoningSection, ToolMode } from "../../generate/index.js";
 import type { ReasoningFormat, RenderedPrompt } from "../../prompt/index.js";
 import { samplingOf, stopStrings } from "../completion-fields.js";
-import { HARMONY_TOOLS_CLOSE, SOLAR_TOOLS_CLOSE, type ToolCallStyle } from "../../schema/index.js";
+import { HARMONY_TOOLS_CLOSE, MUSE_TOOLS_CLOSE, SOLAR_TOOLS_CLOSE, type ToolCallStyle } from "../../schema/index.js";
 import { OpenAIRequestError } from "./errors.js";
 import { type ChatBody, chatMessagesOf, constraintOf, logitBiasOf, type SharedBody } from "./request.js";
 
@@ -72,7 +72,11 @@ export function requestBase(engine: Engine): RequestBase {
 }
 
 /** Where a reasoning section ends when the reply after it may be calls (tools on "auto"), for the styles whose reply starts with its own header. */
-const TOOLS_SECTION_CLOSE: Partial<Record<ToolCallStyle, string>> = { harmony: HARMONY_TOOLS_CLOSE, "solar-open": SOLAR_TOOLS_CLOSE };
+const TOOLS_SECTION_CLOSE: Partial<Record<ToolCallStyle, string>> = {
+  harmony: HARMONY_TOOLS_CLOSE,
+  "solar-open": SOLAR_TOOLS_CLOSE,
+  muse: MUSE_TOOLS_CLOSE,
+};
 
 /** A chat conversation ready to run: its constraint, tool mode, rendered prompt, token budget and engine request. */
 export interface PreparedChat {
@@ -99,7 +103,7 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
   const withTools = body.tools && body.tools.length > 0 && body.tool_choice !== "none" ? body.tools : undefined;
   const messages = chatMessagesOf(body, config.maxPromptChars, withTools);
   const thinking = reasoningOf(engine.reasoningFormat ?? null, body);
-  // gpt-oss and Solar Open with tools on "auto": the section ends at the next message's start, whose
+  // gpt-oss, Solar Open and Muse with tools on "auto": the section ends at the next message's start, whose
   // header says whether it is the answer or calls (the tool language reads both).
   const toolsClose = tools?.kind === "auto" && tools.style !== undefined ? TOOLS_SECTION_CLOSE[tools.style] : undefined;
   if (thinking.section && toolsClose !== undefined) thinking.section = { ...thinking.section, close: toolsClose };
@@ -116,9 +120,13 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
     "messages",
     tokensParam,
   );
+  const request = requestBase(engine)(body, rendered.text, maxNewTokens, spec.kind !== "text" && spec.kind !== "tool_calls");
+  // A free-text answer ends where the model says its answer ends (Apriel 1.5's [END FINAL RESPONSE]).
+  const answerEnd = thinking.section && spec.kind === "text" ? engine.reasoningFormat?.answerEnd : undefined;
+  if (answerEnd !== undefined) request.stop = [...(request.stop ?? []), answerEnd];
   const base: Omit<ConstrainedCompletionRequest, "constraint"> = {
     // Free text and "auto" tool replies end when the model ends them.
-    ...requestBase(engine)(body, rendered.text, maxNewTokens, spec.kind !== "text" && spec.kind !== "tool_calls"),
+    ...request,
     promptTokens: rendered.tokens,
     ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),
     ...(thinking.section ? { reasoning: thinking.section } : {}),
@@ -167,6 +175,9 @@ function reasoningOf(
     ...(format.toggle !== null ? { [format.toggle]: format.toggleValues?.on ?? true } : {}),
     ...asked,
   };
+  // A template's own effort variable (Kimi-K3's thinking_effort), in its words.
+  const word = effort === null ? undefined : format.effortVariable?.words[effort];
+  if (word !== undefined) variables[format.effortVariable!.name] = word;
   // A template whose switch is reasoning_effort itself (Hunyuan 3: "low" or "high"; any other word
   // raises). Solar Open reads the request's words as they are.
   if (format.toggle === "reasoning_effort" && format.toggleValues && format.offEfforts === undefined)
