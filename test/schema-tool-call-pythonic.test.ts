@@ -6,7 +6,7 @@
  * functions whose arguments Python's jsonschema finds valid, and a stream sends exactly the text
  * before them; what LFM2.5's template writes for an assistant's calls is in the language and reads
  * back the same; out of order, unquoted, undeclared and invalid arguments, and the markers written
- * as text, are refused; objects are JSON, arrays (Python's repr) a JsonSchemaError naming them.
+ * as text, are refused; objects are JSON, arrays as Python's repr writes them.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -14,8 +14,8 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { autoReply } from "../src/generate/index.js";
 import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
-import { compileRegex, intersectDfas, matchesBytes, sampleMember } from "../src/regex/index.js";
-import { compileToolCallLanguage, JsonSchemaError, parseToolReply, type ToolDeclaration } from "../src/schema/index.js";
+import { compileRegex, intersectDfas, matchesBytes, sampleMember, subtractDfas } from "../src/regex/index.js";
+import { compileToolCallLanguage, parseToolReply, type ToolDeclaration } from "../src/schema/index.js";
 import { CONTROL_MARKERS } from "../src/support/index.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
@@ -123,14 +123,55 @@ describe("LFM2 tool calls: the language", () => {
     assert.ok(matchesBytes(language(false), markersAsBytes(list(weather))));
   });
 
-  test("objects are JSON (the template's tojson); arrays (Python's repr) are refused by name", () => {
+  test("objects are JSON (the template's tojson); arrays as Python's repr writes them (dicts in them too), read back valid", () => {
     const read = parseToolReply(list(`search(query='x', filters={"lang": "a, b)", "safe": false}, when='2024-01-02')`), "lfm2", TOOLS);
     assert.deepEqual(JSON.parse(read.calls[0]!.arguments), { query: "x", filters: { lang: "a, b)", safe: false }, when: "2024-01-02" });
-    for (const x of [{ type: "array", items: { type: "string" } }, {}])
-      assert.throws(
-        () => compileToolCallLanguage([{ name: "f", parameters: { type: "object", properties: { x } } }], "lfm2", true, OPTIONS),
-        (error: unknown) => error instanceof JsonSchemaError && error.keyword === "type" && /function "f"/.test(error.message),
-      );
+    const tags: ToolDeclaration = {
+      name: "tag",
+      parameters: {
+        type: "object",
+        properties: {
+          names: { type: "array", items: { type: "string", maxLength: 6 }, minItems: 1, maxItems: 3 },
+          rows: {
+            type: "array",
+            items: { type: "object", properties: { k: { type: ["boolean", "null"] } }, required: ["k"], additionalProperties: false },
+          },
+        },
+        required: ["names"],
+        additionalProperties: false,
+      },
+    };
+    const dfa = compileToolCallLanguage([tags], "lfm2", true, OPTIONS).dfa;
+    const has = (text: string): boolean => matchesBytes(dfa, markersAsBytes(text));
+    const repr = list(`tag(names=['it\\'s', "a'b", 'c"d'], rows=[{'k': True}, {'k': None}])`);
+    assert.ok(has(repr), repr);
+    assert.deepEqual(JSON.parse(parseToolReply(repr, "lfm2", [tags]).calls[0]!.arguments), {
+      names: ["it's", "a'b", 'c"d'],
+      rows: [{ k: true }, { k: null }],
+    });
+    for (const text of [list(`tag(names=["x"], rows=[{"k": False}])`), list("tag(names=['x'])")]) assert.ok(has(text), text);
+    for (const text of [
+      list(`tag(names=['x'], rows=[{'k': false}])`),
+      list("tag(names=[])"),
+      list("tag(names=['toolong'])"),
+      list("tag(names=['a'], rows=[{'k': 1}])"),
+      list("tag(names=['a', 'b', 'c', 'd'])"),
+    ])
+      assert.ok(!has(text), text);
+    // Sampled calls read back valid under Python's jsonschema.
+    const random = seededRandom(113);
+    const checks: { schema: string; text: string }[] = [];
+    // Replies holding the markers (no UTF-8 text spells one): the calls.
+    const calls = subtractDfas(dfa, compileRegex(".*", { flags: "s" }));
+    let python = 0;
+    for (let i = 0; i < 60; i++) {
+      const reply = markersAsText(sampleMember(calls, random, { maxBytes: 600, stopProbability: 0.05 })!);
+      if (/=\['|\{'k'|'k': (True|False|None)/.test(reply)) python++;
+      for (const c of parseToolReply(reply, "lfm2", [tags]).calls)
+        checks.push({ schema: JSON.stringify(tags.parameters), text: c.arguments });
+    }
+    assert.ok(checks.length > 20 && python > 5, `${checks.length} calls, ${python} written as Python literals`);
+    pythonVerdicts(checks).forEach((v, i) => assert.equal(v, "valid", checks[i]!.text));
   });
 });
 

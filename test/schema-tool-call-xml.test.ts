@@ -57,8 +57,12 @@ const NS = "]<]minimax[>[";
 const ONE_BLOCK = new Set<Tagged>(["minimax-m2", "minimax-m3", "hunyuan"]);
 /** Hunyuan 3's suffix in its tags' names. */
 const HY = ":opensource";
-/** Styles that write objects and arrays as something other than JSON (Python's repr, nested XML): such parameters are refused. */
-const SCALAR_ONLY = new Set<Tagged>(["seed-oss", "minimax-m3", "minicpm5"]);
+/**
+ * Styles whose general tests use scalar parameters only: MiniMax-M3 writes objects and arrays as
+ * nested elements, of one type each (its own test below). Seed-OSS and MiniCPM5 write them as
+ * Python's str does.
+ */
+const SCALAR_ONLY = new Set<Tagged>(["minimax-m3"]);
 /** What ends a raw string (it never holds it). */
 const RAW_STOP: Record<Tagged, string> = {
   "xml-function": "\n</parameter>",
@@ -540,27 +544,100 @@ describe("tagged tool calls: what the format cannot say exactly is refused by na
     assert.ok(compileToolCallLanguage([{ name: "f", parameters: param({ type: "string" }) }], "minimax-m2", true, OPTIONS));
   });
 
-  test("seed-oss, minimax-m3 and minicpm5: a value that may be an object or an array is refused by name", () => {
-    for (const style of ["seed-oss", "minimax-m3", "minicpm5"] as const) {
-      for (const [parameters, pointer] of [
-        [param({ type: "object" }), "/properties/x/type"],
-        [param({ type: ["array", "null"], items: { type: "string" } }), "/properties/x/type"],
-        [param({}), "/properties/x"],
-        [{ type: "object", properties: { x: true } }, "/properties/x"],
-        [param({ anyOf: [{ type: "string" }, { type: "array" }] }), "/properties/x/anyOf/1/type"],
-        [{ $defs: { O: { type: "object" } }, type: "object", properties: { x: { $ref: "#/$defs/O" } } }, "/$defs/O/type"],
-      ] as const) {
-        assert.throws(
-          () => compileToolCallLanguage([{ name: "f", parameters }], style, true, OPTIONS),
-          (error: unknown) => {
-            assert.ok(error instanceof JsonSchemaError, String(error));
-            assert.equal(error.keyword, "type", error.message);
-            assert.equal(error.pointer, pointer, error.message);
-            assert.match(error.message, new RegExp(`function "f".*${style}`));
-            return true;
-          },
-        );
-      }
+  test("minimax-m3: objects and arrays as nested elements, read back; what the elements cannot tell apart is refused by name", () => {
+    const NSX = NS;
+    const rows = {
+      type: "array",
+      items: {
+        type: "object",
+        properties: { k: { type: "string", maxLength: 4 }, n: { type: "integer", minimum: 0 }, ok: { type: "boolean" } },
+        required: ["k"],
+      },
+      maxItems: 3,
+    };
+    const tool: ToolDeclaration = {
+      name: "f",
+      parameters: {
+        type: "object",
+        properties: { rows, opts: { type: ["object", "null"], properties: { tags: { type: "array", items: { type: "string" } } } } },
+        required: ["rows"],
+      },
+    };
+    const dfa = compileToolCallLanguage([tool], "minimax-m3", true, OPTIONS).dfa;
+    const el = (name: string, inner: string): string => `${NSX}<${name}>${inner}${NSX}</${name}>`;
+    const call = (params: string): string => `${NSX}<tool_call>\n${NSX}<invoke name="f">${params}${NSX}</invoke>\n${NSX}</tool_call>`;
+    const good = call(
+      el("rows", el("item", el("k", "ab") + el("n", "3") + el("ok", "true")) + el("item", el("k", "c"))) +
+        el("opts", el("tags", el("item", "x y"))),
+    );
+    assert.ok(matchesString(dfa, good), good);
+    assert.deepEqual(JSON.parse(parseToolReply(good, "minimax-m3", [tool]).calls[0]!.arguments), {
+      rows: [{ k: "ab", n: 3, ok: true }, { k: "c" }],
+      opts: { tags: ["x y"] },
+    });
+    assert.deepEqual(JSON.parse(parseToolReply(call(el("rows", "")), "minimax-m3", [tool]).calls[0]!.arguments), { rows: [] });
+    for (const bad of [
+      call(el("rows", el("item", el("n", "3")))),
+      call(el("rows", el("item", el("k", "toolong")))),
+      call(el("rows", el("item", el("k", "a") + el("n", "x")))),
+      call(el("rows", el("item", el("k", "a")).repeat(4))),
+      call(el("rows", el("item", el("k", "a") + el("z", "1")))),
+    ])
+      assert.ok(!matchesString(dfa, bad), bad);
+    // Sampled calls read back valid under Python's jsonschema.
+    const random = seededRandom(131);
+    const checks: { schema: string; text: string }[] = [];
+    const calls = intersectDfas(dfa, compileRegex(`${pyReEscape(`${NSX}<tool_call>`)}.*`, { flags: "s" }));
+    for (let i = 0; i < 60; i++) {
+      const reply = sampleString(calls, random, { maxBytes: 900, stopProbability: 0.03 })!;
+      for (const c of parseToolReply(reply, "minimax-m3", [tool]).calls)
+        checks.push({ schema: JSON.stringify(tool.parameters), text: c.arguments });
+    }
+    assert.ok(checks.filter((c) => c.text.includes('"k"')).length > 10, `${checks.length} calls`);
+    pythonVerdicts(checks).forEach((v, i) => assert.equal(v, "valid", checks[i]!.text));
+    // What the real template writes for such arguments.
+    const template = new ChatTemplate(readFileSync(resolve(TEMPLATE_DIR, "MiniMax-M3.jinja"), "utf8"), {
+      specialTexts: [],
+      bosText: "",
+      eosText: "",
+      addsBos: false,
+    });
+    const args = { rows: [{ k: "ab", n: 3, ok: true }, { k: "c" }], opts: { tags: ["x", "y z"] } };
+    const rendered = template
+      .render({
+        messages: [
+          { role: "user", content: "Go." },
+          { role: "assistant", content: "", tool_calls: [{ id: "a", type: "function", function: { name: "f", arguments: args } }] },
+          { role: "tool", content: "done", tool_call_id: "a" },
+        ],
+        tools: [{ type: "function", function: { name: "f", description: "f", parameters: tool.parameters } }],
+        addGenerationPrompt: false,
+      })
+      .map((x) => x.text)
+      .join("");
+    const from = rendered.indexOf(`${NSX}<tool_call>`, rendered.indexOf("Go."));
+    const written = rendered.slice(from, rendered.indexOf(`${NSX}</tool_call>`, from) + `${NSX}</tool_call>`.length);
+    assert.ok(matchesString(dfa, written), written);
+    assert.deepEqual(JSON.parse(parseToolReply(written, "minimax-m3", [tool]).calls[0]!.arguments), args);
+    // Refused: a value the elements cannot tell apart.
+    for (const [parameters, pointer] of [
+      [param({}), "/properties/x"],
+      [param({ type: ["string", "object"] }), "/properties/x"],
+      [param({ anyOf: [{ type: "string" }, { type: "array" }] }), "/properties/x"],
+      [param({ type: "array", items: { type: ["string", "integer"] } }), "/properties/x/items/type"],
+      [param({ type: "object", properties: { y: { anyOf: [{ type: "string" }] } } }), "/properties/x/properties/y/type"],
+      [param({ type: "object", additionalProperties: true }), "/properties/x/additionalProperties"],
+      [param({ type: "array", items: { type: "string" }, uniqueItems: true }), "/properties/x/uniqueItems"],
+    ] as const) {
+      assert.throws(
+        () => compileToolCallLanguage([{ name: "f", parameters }], "minimax-m3", true, OPTIONS),
+        (error: unknown) => {
+          assert.ok(error instanceof JsonSchemaError, String(error));
+          assert.equal(error.pointer, pointer, error.message);
+          assert.match(error.message, /function "f"/);
+          return true;
+        },
+      );
     }
   });
 

@@ -17,6 +17,7 @@ import { escapePointer } from "../json-schema/document.js";
 import { JsonSchemaError } from "../json-schema/errors.js";
 import { isAnnotation, validationKeywords } from "../json-schema/keywords.js";
 import { isObject } from "../json-schema/spec.js";
+import { jsonOfLiteral } from "./python-literal.js";
 
 /** A tool-call style whose calls tag each argument (the others write the arguments as one JSON object). */
 export type TaggedToolCallStyle =
@@ -43,8 +44,15 @@ export interface ValueRules {
   readonly nulls: boolean;
   /** null: objects and arrays are written as JSON; else why they cannot be read (a parameter that may be one is refused). */
   readonly structured: string | null;
-  /** Objects are written as JSON even so (LFM2's template: `tojson` for a mapping, Python's repr for a list). Absent: false. */
+  /** With pythonLiterals, objects are written as JSON even so (LFM2's template: `tojson` for a mapping, Python's repr for a list). Absent: false. */
   readonly objectsAsJson?: boolean;
+  /**
+   * Objects and arrays (and what they hold) may be written as Python's str writes them,
+   * `{'k': True}`, beside JSON (python-literal.ts). Absent: false.
+   */
+  readonly pythonLiterals?: boolean;
+  /** Objects and arrays are written as nested elements (MiniMax-M3, minimax-xml.ts). Absent: false. */
+  readonly xmlStructured?: boolean;
   /** Characters a function or parameter name cannot hold: they would end its tag or attribute. */
   readonly nameBreaking: RegExp;
   /** How the refusals show them. */
@@ -63,7 +71,8 @@ export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
   minicpm5: {
     python: true,
     nulls: true,
-    structured: "as Python's repr ({'k': True}), not JSON",
+    structured: null,
+    pythonLiterals: true,
     nameBreaking: ATTRIBUTE_BREAKING,
     nameBreakingText: ATTRIBUTE_TEXT,
   },
@@ -80,15 +89,17 @@ export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
   lfm2: {
     python: true,
     nulls: true,
-    structured: "as Python's repr (['a', 'b']), not JSON",
+    structured: null,
     objectsAsJson: true,
+    pythonLiterals: true,
     nameBreaking: /[<>\n()=,'" ]/,
     nameBreakingText: `"<", ">", "(", ")", "=", ",", a quote, a space or a newline`,
   },
   "seed-oss": {
     python: true,
     nulls: true,
-    structured: "as Python's repr ({'k': True}), not JSON",
+    structured: null,
+    pythonLiterals: true,
     nameBreaking: TAG_BREAKING,
     nameBreakingText: TAG_TEXT,
   },
@@ -107,7 +118,8 @@ export const VALUE_RULES: Record<ArgumentStyle, ValueRules> = {
   "minimax-m3": {
     python: false,
     nulls: false,
-    structured: "as nested XML elements (<k>…</k>, <item>…</item>), not JSON",
+    structured: null,
+    xmlStructured: true,
     // A parameter's tag is `<p>`, its end `</p>`: a name with "/" could read as an end.
     nameBreaking: /[<>\n"/]/,
     nameBreakingText: `"<", ">", '"', "/" or a newline`,
@@ -227,6 +239,13 @@ export function functionForm(tool: { readonly name: string; readonly parameters?
         `the ${style} call format writes each parameter name in a tag: it cannot be empty or hold ${rules.nameBreakingText}`,
       );
     const form = valueForm({ fn, style, rules, root: schema }, sub, pointer);
+    if (rules.xmlStructured && form.strings.length > 0 && form.jsonTypes.some((t) => t === "object" || t === "array"))
+      refuse(
+        fn,
+        pointer,
+        "type",
+        `this value may be a string or an object or array, which the ${style} call format writes alike (raw text and nested elements); give it one of them`,
+      );
     return { name, required: (required as string[]).includes(name), pointer, ...form };
   });
   return { name: fn, parameters, context };
@@ -414,5 +433,6 @@ export function valueJson(form: ParameterForm, text: string, style: ArgumentStyl
     json = reserved !== null && new RegExp(`^(?:${reserved})$`, "s").test(text);
   }
   if (!json) return JSON.stringify(text);
+  if (VALUE_RULES[style].pythonLiterals && (text.startsWith("{") || text.startsWith("["))) return jsonOfLiteral(text);
   return VALUE_RULES[style].python && Object.hasOwn(PYTHON_LITERALS, text) ? PYTHON_LITERALS[text]! : text;
 }

@@ -6,7 +6,7 @@
  * or as Python's str writes them. Here: their language from the parameters' values, and their reader.
  */
 import { parseFlagString, parseRegex, pyReEscape, type RegexNode } from "../../regex/index.js";
-import { jsonValueEnd } from "./json.js";
+import { jsonOfLiteral, readPythonLiteral } from "./python-literal.js";
 
 export interface KeywordNotation {
   /** Between a name and its value (":", "="). */
@@ -99,9 +99,10 @@ function readValue(
     return { json: JSON.stringify(text.slice(at + quote.length, end)), end: end + quote.length };
   }
   if (notation.nested && text[at] === "{") return readKeywordArguments(text, at + 1, { ...notation, close: "}" });
-  if (notation.jsonObjects && text[at] === "{") {
-    const end = jsonValueEnd(text, at);
-    return { json: JSON.stringify(JSON.parse(text.slice(at, end))), end };
+  if (notation.jsonObjects && (text[at] === "{" || text[at] === "[")) {
+    // JSON, or a Python literal (LFM2 writes a list as Python's repr): it ends where its value does.
+    const { end } = readPythonLiteral(text, at);
+    return { json: JSON.stringify(JSON.parse(jsonOfLiteral(text.slice(at, end)))), end };
   }
   if (notation.nested && text[at] === "[") {
     const items: string[] = [];

@@ -5,8 +5,8 @@
  * in the order of `properties`, ", " between them and between calls; a string quoted with ' or ",
  * raw (it cannot hold its quote), its enum/const/length/pattern/format enforced on the text; a
  * number as JSON; a boolean or null as Python's str writes it (`True`, `None`; JSON's spellings are
- * read as well); an object as JSON (the template's `tojson`). Arrays (Python's repr) are refused by
- * name, as are parameters that are not named `properties` (arguments.ts).
+ * read as well); an object as JSON (the template's `tojson`); an array as Python's repr writes it
+ * (python-literal.ts). Parameters that are not named `properties` are refused by name (arguments.ts).
  */
 import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";

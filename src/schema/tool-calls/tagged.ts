@@ -10,19 +10,19 @@
  *   the closing one; a string value raw (without "</arg_value>"), others JSON;
  * - "seed-oss" (Seed-OSS): `<seed:tool_call>\n<function=f>\n<parameter=p>value</parameter>\n</function>\n</seed:tool_call>`;
  *   a string raw (without "</parameter>"), numbers, booleans and null as Python's str writes them
- *   (JSON's spellings as well); objects and arrays (Python's repr) are refused;
+ *   (JSON's spellings as well); objects and arrays as Python's str writes them (python-literal.ts);
  * - "minimax-m2" (MiniMax-M2): one block `<minimax:tool_call>\n<invoke name="f">\n<parameter name="p">value</parameter>\n</invoke>\n</minimax:tool_call>`
  *   holding every call (one `<invoke>` after another); a string raw (without "</parameter>"), others JSON;
  * - "minimax-m3" (MiniMax-M3): one block `N<tool_call>\nN<invoke name="f">N<p>valueN</p>N</invoke>\nN</tool_call>`,
  *   N the namespace token `]<]minimax[>[`; a string raw (without N), numbers and booleans as
- *   JSON; a null argument is left out; objects and arrays (nested elements) are refused;
+ *   JSON; a null argument is left out; objects and arrays as nested elements (minimax-xml.ts);
  * - "deepseek-dsml" (DeepSeek-V3.2) and "deepseek-v4" (DeepSeek-V4): one block
  *   `<｜DSML｜function_calls>\n<｜DSML｜invoke name="f">\n<｜DSML｜parameter name="p" string="true">value</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>`
  *   (V4: `tool_calls`, and a newline more in a call without arguments), the `string` attribute saying how the value reads: "true" a raw string,
  *   "false" JSON of any other type (so a string is never told apart by its text here);
  * - "minicpm5" (MiniCPM5): `<function name="f"><param name="p">value</param></function>` per call; a
  *   string bare (without "<", "&" or a newline) or in `<![CDATA[…]]>`, others as Python's str writes
- *   them (objects and arrays, Python's repr, are refused);
+ *   them (objects and arrays too, Python's literals);
  * - "kimi-k3" (Kimi-K3, XTML): one block `<|open|>tools<|sep|>` of calls
  *   `<|open|>call tool="f" index="1"<|sep|><|open|>argument key="p" type="string"<|sep|>value<|close|>argument<|sep|>…<|close|>call<|sep|>`
  *   closed by `<|close|>tools<|sep|>` (`<|open|>`, `<|close|>`, `<|sep|>` control tokens), the
@@ -67,6 +67,8 @@ import {
   valueJson,
 } from "./arguments.js";
 import { textWithout } from "./text.js";
+import { pythonLiteralLanguage } from "./python-literal.js";
+import { MiniMaxXmlValues, readMiniMaxXml } from "./minimax-xml.js";
 import { markerNode } from "../marker-node.js";
 import { CONTROL_MARKERS } from "../../support/index.js";
 
@@ -394,13 +396,30 @@ export class ValueCompiler {
         if (raw !== null) items.push({ kind: "concat", items: [literal(quote), ofDfa(raw), literal(quote)] });
       }
     }
-    const json = p.jsonSchema === null ? null : this.schemaLanguage(fn, p, p.jsonSchema, p.jsonPointer);
+    const json = this.jsonLanguage(fn, p);
     if (json !== null) {
       const choices: RegexNode[] = [ofDfa(json)];
       for (const [text, python] of PYTHON_SPELLINGS) if (matchesString(json, text)) choices.push(literal(python));
       items.push({ kind: "alt", items: choices });
     }
     return items.length === 0 ? null : this.compile(items.length === 1 ? items[0]! : { kind: "alt", items });
+  }
+
+  /**
+   * A parameter's values that are not strings, as JSON texts (null: none), and where the style's
+   * template writes objects and arrays as Python's str does, as those literals too.
+   */
+  private jsonLanguage(fn: FunctionForm, p: ParameterForm): ByteDfa | null {
+    const json = p.jsonSchema === null ? null : this.schemaLanguage(fn, p, p.jsonSchema, p.jsonPointer);
+    const rules = VALUE_RULES[this.style];
+    if (json === null || !rules.pythonLiterals) return json;
+    // The values the template writes with Python's str: objects and arrays (LFM2: arrays only; its
+    // objects are JSON), what they hold included. Scalars stay JSON (beside Python's spellings).
+    const written = this.reservedDfa(rules.objectsAsJson ? "\\[.*" : "[\\[{].*");
+    const structured = intersectDfas(json, written, this.limits);
+    if (isEmptyLanguage(structured)) return json;
+    const rest = subtractDfas(json, written, this.limits);
+    return this.compile({ kind: "alt", items: [ofDfa(rest), ofDfa(pythonLiteralLanguage(structured, this.limits))] });
   }
 
   /**
@@ -427,6 +446,11 @@ export class ValueCompiler {
 
   /** The texts of a parameter's value (null: none can be written). */
   value(fn: FunctionForm, p: ParameterForm): ByteDfa | null {
+    if (VALUE_RULES[this.style].xmlStructured && p.jsonTypes.some((t) => t === "object" || t === "array")) {
+      // MiniMax-M3's nested elements (such a value is never a string too: arguments.ts).
+      const node = new MiniMaxXmlValues(this, fn, p).top();
+      return node === null ? null : this.compile(node);
+    }
     const items: RegexNode[] = [];
     const reserved = reservedPattern(this.style, p.jsonTypes);
     if (p.strings.length > 0) {
@@ -449,7 +473,7 @@ export class ValueCompiler {
       }
     }
     if (p.jsonSchema !== null) {
-      let json = this.schemaLanguage(fn, p, p.jsonSchema, p.jsonPointer);
+      let json = this.jsonLanguage(fn, p);
       if (json !== null) {
         // The reading rule (valueJson) by construction: JSON beside raw strings is a reserved text.
         if (p.strings.length > 0 && reserved !== null) json = intersectDfas(json, this.reservedDfa(reserved), this.limits);
@@ -629,6 +653,13 @@ export function parseTaggedCalls(
         if (end < 0) fail("an unclosed CDATA section");
         args.push(`${JSON.stringify(p.name)}:${JSON.stringify(text.slice(at + layout.cdata.open.length, end))}`);
         at = end + layout.cdata.close.length;
+        expect(layout.paramClose, p.name);
+        continue;
+      }
+      if (VALUE_RULES[style].xmlStructured && p.jsonTypes.some((t) => t === "object" || t === "array")) {
+        const { json, end } = readMiniMaxXml(text, at, p.jsonSchema);
+        args.push(`${JSON.stringify(p.name)}:${json}`);
+        at = end;
         expect(layout.paramClose, p.name);
         continue;
       }
