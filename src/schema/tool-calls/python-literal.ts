@@ -8,7 +8,7 @@
  * `True`/`False`/`None`, numbers, brackets, separators and whitespace as they are. The reader turns
  * such a literal (or JSON) back into JSON text.
  */
-import { LanguageGraph, compileRegexNode, type ByteDfa, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import { LanguageGraph, compileRegexNode, regexClock, type ByteDfa, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import { spellingNode } from "../marker-node.js";
 
 /** The transducer's states: outside strings, inside `null`, and per quote the string's states. */
@@ -87,6 +87,18 @@ function byteSetNode(set: readonly number[]): RegexNode {
 
 /** The Python literals of the values whose JSON texts `json` holds (see the module comment). */
 export function pythonLiteralLanguage(json: ByteDfa, limits: RegexLimits): ByteDfa {
+  // The product's construction is counted work too (a byte per unit), under the compile's limits.
+  const frame = regexClock.start(limits.maxWork ?? Number.POSITIVE_INFINITY, limits.timeoutMs);
+  try {
+    return compileRegexNode(productGraph(json), limits);
+  } finally {
+    regexClock.stop(frame);
+  }
+}
+
+/** The product of `json` and the transducer, as a graph whose edges read what the transducer writes. */
+function productGraph(json: ByteDfa): RegexNode {
+  const clock = regexClock;
   const graph = new LanguageGraph();
   const stateOf = new Map<number, number>();
   const queue: number[] = [];
@@ -108,6 +120,7 @@ export function pythonLiteralLanguage(json: ByteDfa, limits: RegexLimits): ByteD
     const from = stateOf.get(key)!;
     const copies = new Map<number, number[]>();
     const written = new Set<string>();
+    clock.tick(256);
     for (let b = 0; b < 256; b++) {
       const next = json.next[d * json.numClasses + json.byteClass[b]!]!;
       if (next < 0) continue;
@@ -127,7 +140,7 @@ export function pythonLiteralLanguage(json: ByteDfa, limits: RegexLimits): ByteD
     }
     for (const [to, set] of copies) graph.edge(from, to, byteSetNode(set));
   }
-  return compileRegexNode(graph.node(start), limits);
+  return graph.node(start);
 }
 
 /** Python's str escapes a string may hold (those the language writes, and repr's \x, \u, \U). */
