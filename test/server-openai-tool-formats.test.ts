@@ -116,6 +116,50 @@ async function streamed(s: SyntheticChat, request: Record<string, unknown>): Pro
   return { content, calls };
 }
 
+type Message = OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+
+/**
+ * A format whose reply is text or calls (Cohere, Solar): with `call` (its logit bias opening the
+ * calls) a reasoned reply of valid calls only, the same streamed; with `text` changed in, text
+ * without reasoning and without any of `markers`, the same streamed.
+ */
+async function callsThenText(
+  s: SyntheticChat,
+  markers: Readonly<Record<number, string>>,
+  call: Record<string, unknown>,
+  text: Record<string, unknown>,
+): Promise<void> {
+  const request = {
+    model: "qwen2",
+    messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+    tools: [WEATHER],
+    reasoning_budget: 12,
+    ...call,
+  };
+  const r = await s.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+  const message = r.choices[0]!.message as Message;
+  assert.equal(r.choices[0]!.finish_reason, "tool_calls", JSON.stringify(message));
+  assert.ok((message.reasoning_content ?? "").length > 0, JSON.stringify(message));
+  assert.equal(message.content, null);
+  const calls = (message.tool_calls ?? []) as { function: Fn }[];
+  assert.ok(calls.length >= 1);
+  for (const c of calls) assertWeather(c.function);
+  const streamedCalls = await streamed(s, request);
+  assert.equal(streamedCalls.content, "");
+  assert.deepEqual(
+    streamedCalls.calls,
+    calls.map((c) => c.function),
+  );
+  const asText = { ...request, ...text };
+  const t = await s.client.chat.completions.create(asText as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+  const answer = t.choices[0]!.message as Message;
+  assert.equal(answer.reasoning_content, undefined);
+  const content = answer.content ?? "";
+  for (const marker of Object.values(markers)) assert.ok(!content.includes(marker), content);
+  assert.equal(answer.tool_calls, undefined);
+  assert.equal((await streamed(s, asText)).content, content);
+}
+
 describe("tool-call formats on auto (synthetic models, real templates)", () => {
   let dir: string;
   let granite: SyntheticChat;
@@ -327,74 +371,24 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
   });
 
   test("Command R7B: reasoning between its control tokens, then text in its answer markers or calls in its action markers", async () => {
-    const message = (r: OpenAI.Chat.Completions.ChatCompletion) =>
-      r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
-    const request = {
-      model: "qwen2",
-      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
-      tools: [WEATHER],
-      max_tokens: 100,
-      seed: 11,
-      reasoning_budget: 12,
-      logit_bias: { "151904": 100 },
-    };
-    const r = await cohere.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
-    assert.equal(r.choices[0]!.finish_reason, "tool_calls");
-    assert.ok((message(r).reasoning_content ?? "").length > 0, JSON.stringify(message(r)));
-    assert.equal(message(r).content, null);
-    const calls = (message(r).tool_calls ?? []) as { function: Fn }[];
-    assert.ok(calls.length >= 1);
-    for (const c of calls) assertWeather(c.function);
-    const s = await streamed(cohere, request);
-    assert.equal(s.content, "");
-    assert.deepEqual(
-      s.calls,
-      calls.map((c) => c.function),
+    // Calls after reasoning; text (its answer markers are not content) with reasoning turned off.
+    await callsThenText(
+      cohere,
+      COHERE_MARKERS,
+      { seed: 11, max_tokens: 100, logit_bias: { "151904": 100 } },
+      { logit_bias: { "151902": 100 }, reasoning_effort: "none" },
     );
-    // Text: its answer markers are not content; no reasoning when it is turned off.
-    const text = { ...request, logit_bias: { "151902": 100 }, reasoning_effort: "none" };
-    const t = await cohere.client.chat.completions.create(text as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
-    assert.equal(message(t).reasoning_content, undefined);
-    const content = message(t).content ?? "";
-    for (const marker of Object.values(COHERE_MARKERS)) assert.ok(!content.includes(marker), content);
-    assert.equal(t.choices[0]!.message.tool_calls, undefined);
-    assert.equal((await streamed(cohere, text)).content, content);
   });
 
   test("Solar Open: reasoning after <|think|>, then calls under <|tool_calls|> or text under <|content|>; low effort thinks not", async () => {
     assert.equal(solar.engine.toolCallStyle, "solar-open");
-    const message = (r: OpenAI.Chat.Completions.ChatCompletion) =>
-      r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
-    const request = {
-      model: "qwen2",
-      messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
-      tools: [WEATHER],
-      max_tokens: 120,
-      seed: 17,
-      reasoning_budget: 12,
-      logit_bias: { "151904": 100 },
-    };
-    const r = await solar.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
-    assert.equal(r.choices[0]!.finish_reason, "tool_calls", JSON.stringify(message(r)));
-    assert.ok((message(r).reasoning_content ?? "").length > 0, JSON.stringify(message(r)));
-    assert.equal(message(r).content, null);
-    const calls = (message(r).tool_calls ?? []) as { function: Fn }[];
-    assert.ok(calls.length >= 1);
-    for (const c of calls) assertWeather(c.function);
-    const s = await streamed(solar, request);
-    assert.equal(s.content, "");
-    assert.deepEqual(
-      s.calls,
-      calls.map((c) => c.function),
+    // Text without reasoning at "low" (the template writes the empty section): no header in content.
+    await callsThenText(
+      solar,
+      SOLAR_MARKERS,
+      { seed: 17, max_tokens: 120, logit_bias: { "151904": 100 } },
+      { logit_bias: { "151903": 100 }, reasoning_effort: "low" },
     );
-    // Text, without reasoning at "low" (the template writes the empty section): no header in content.
-    const text = { ...request, logit_bias: { "151903": 100 }, reasoning_effort: "low" };
-    const t = await solar.client.chat.completions.create(text as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
-    assert.equal(message(t).reasoning_content, undefined);
-    const content = message(t).content ?? "";
-    for (const marker of Object.values(SOLAR_MARKERS)) assert.ok(!content.includes(marker), content);
-    assert.equal(t.choices[0]!.message.tool_calls, undefined);
-    assert.equal((await streamed(solar, text)).content, content);
     // A structured answer after the reasoning: the section closes with the content header.
     const json = await solar.client.chat.completions.create({
       model: "qwen2",
