@@ -5,7 +5,10 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import {
+  answerStartOf,
   answerText,
   chatFormatFor,
   formatMultiPrompt,
@@ -14,11 +17,12 @@ import {
   renderedChatFormat,
   Categorizer,
 } from "../src/categorize/index.js";
-import { ChatPrompter, mergePlain, PromptTokenizer } from "../src/prompt/index.js";
+import { ChatPrompter, ChatTemplate, mergePlain, PromptTokenizer, reasoningFormatOf, toolCallStyleOf } from "../src/prompt/index.js";
+import { ANSWER_OPEN } from "../src/schema/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { loadModel, type LlamaModel } from "../src/model/index.js";
 import { GenerationRuntime } from "../src/generate/index.js";
-import { STORIES_260K, LLAMA2_TINY_RANDOM, vocabFile } from "./support/paths.js";
+import { STORIES_260K, LLAMA2_TINY_RANDOM, REPO_ROOT, vocabFile } from "./support/paths.js";
 
 const LLAMA3 =
   "{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] }}<|eot_id|>{% endfor %}";
@@ -197,5 +201,62 @@ describe("a categorizer given a chat template answers well-formed", () => {
       }
     }
     assert.equal(new Categorizer(runtime).style.kind, "plain");
+  });
+});
+
+describe("a categorization is the answer without reasoning, after the answer's header", () => {
+  const DIR = resolve(REPO_ROOT, "..", "shared", "chat-templates");
+  /** The text after the user's message, as a categorization of `file` puts it (its header's controls as text here). */
+  const after = (file: string, controls: readonly string[]): string => {
+    const source = readFileSync(resolve(DIR, file), "utf8");
+    const template = new ChatTemplate(source, { specialTexts: [...controls], bosText: "", eosText: "", addsBos: false });
+    const render = (request: Parameters<ChatTemplate["render"]>[0]) =>
+      template
+        .render(request)
+        .map((s) => s.text)
+        .join("");
+    const style = toolCallStyleOf(source);
+    const start = answerStartOf(reasoningFormatOf(source, render), style === null ? undefined : ANSWER_OPEN[style]);
+    const format = renderedChatFormat(template, controls, start)!;
+    return format.assistantStart.map((s) => s.text).join("");
+  };
+
+  test("the switch off (the template writes the empty section), else the section closed at once; then the header", () => {
+    // Qwen3: enable_thinking false writes the empty section itself.
+    assert.ok(after("Qwen-Qwen3-0.6B.jinja", []).endsWith("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+    // DeepSeek-R1: no switch, the prompt opens the section: it is closed at once.
+    assert.ok(after("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", []).endsWith("<think>\n</think>"));
+    // gpt-oss: the analysis channel opened and closed, then the final channel's header.
+    assert.ok(
+      after("openai-gpt-oss-120b.jinja", []).endsWith(
+        "<|start|>assistant<|channel|>analysis<|message|><|end|><|start|>assistant<|channel|>final<|message|>",
+      ),
+    );
+    // Command R7B and Solar Open: the reasoning off, then the answer's header.
+    const cohere = [
+      "<|START_THINKING|>",
+      "<|END_THINKING|>",
+      "<|START_RESPONSE|>",
+      "<|END_RESPONSE|>",
+      "<|START_ACTION|>",
+      "<|END_ACTION|>",
+    ];
+    assert.ok(
+      after("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", cohere).endsWith("<|START_THINKING|><|END_THINKING|><|START_RESPONSE|>"),
+    );
+    const solar = [
+      "<|begin|>",
+      "<|think|>",
+      "<|content|>",
+      "<|tool_calls|>",
+      "<|tool_call:begin|>",
+      "<|tool_call:name|>",
+      "<|tool_call:args|>",
+      "<|tool_call:end|>",
+    ];
+    assert.ok(after("upstage-Solar-Open-100B.jinja", solar).endsWith("<|begin|>assistant<|think|><|end|><|begin|>assistant<|content|>"));
+    // A model that reasons only when asked (Granite 3.3), or not at all (Qwen2.5): the prompt as it is.
+    assert.ok(after("ibm-granite-granite-3.3-2B-Instruct.jinja", []).endsWith("<|start_of_role|>assistant<|end_of_role|>"));
+    assert.ok(after("Qwen-Qwen2.5-7B-Instruct.jinja", []).endsWith("<|im_start|>assistant\n"));
   });
 });

@@ -74,10 +74,10 @@ test("each family's markers, opening and switch, as its template renders them", 
       askedOnly: true,
     },
     // Solar Open: <|think|> after its prompt's <|begin|>assistant, closed by the next message's start
-    // and content header; its switch the reasoning_effort variable, whose minimal and low write the empty section.
+    // (the reply's header follows: the answer's, ANSWER_OPEN); its switch the reasoning_effort variable, whose minimal and low write the empty section.
     "upstage-Solar-Open-100B.jinja": {
       open: "<|think|>",
-      close: "<|end|><|begin|>assistant<|content|>",
+      close: "<|end|><|begin|>assistant",
       preOpened: false,
       toggle: "reasoning_effort",
       toggleValues: { on: "high", off: "low" },

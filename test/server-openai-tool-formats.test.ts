@@ -406,6 +406,54 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     assert.ok(["Oslo", "Rome"].includes((JSON.parse(answer.content ?? "") as { city: string }).city), answer.content ?? "");
   });
 
+  test("an answer that is not an auto tool reply opens with the style's header (Command R7B, Solar): never content, nor reasoning", async () => {
+    const json = {
+      type: "json_schema",
+      json_schema: { name: "c", schema: { type: "object", properties: { city: { enum: ["Oslo", "Rome"] } }, required: ["city"] } },
+    };
+    for (const [s, header, off] of [
+      [cohere, "<|START_RESPONSE|>", "none"],
+      [solar, "<|content|>", "low"],
+    ] as const) {
+      for (const extra of [{}, { response_format: json }, { reasoning_budget: 8 }, { reasoning_budget: 8, response_format: json }]) {
+        const reasoned = "reasoning_budget" in extra;
+        const request = {
+          model: "qwen2",
+          messages: [{ role: "user" as const, content: "A city?" }],
+          max_tokens: 40,
+          seed: 31,
+          logprobs: true,
+          ...(reasoned ? {} : { reasoning_effort: off }),
+          ...extra,
+        };
+        const r = await s.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+        const message = r.choices[0]!.message as Message;
+        const tokens = (r.choices[0]!.logprobs?.content ?? []).map((t) => t.token);
+        // The header is generated (after the reasoning's close, or first), as the model was trained to write it.
+        const at = tokens.indexOf(header);
+        assert.ok(at >= 0 && (reasoned || at === 0), `${header}: ${JSON.stringify(tokens.slice(0, 12))}`);
+        assert.ok(!(message.content ?? "").includes(header), message.content ?? "");
+        assert.equal(message.reasoning_content === undefined, !reasoned, JSON.stringify(message));
+        assert.equal(r.usage?.completion_tokens_details?.reasoning_tokens === undefined, !reasoned);
+        if ("response_format" in extra) assert.ok(["Oslo", "Rome"].includes((JSON.parse(message.content ?? "") as { city: string }).city));
+        const streamedText = await streamed(s, request);
+        assert.equal(streamedText.content, message.content ?? "");
+      }
+      // The Responses API: a reasoning item only for reasoning, never for the header.
+      for (const reasoned of [false, true]) {
+        const response = await s.client.responses.create({
+          model: "qwen2",
+          input: "A city?",
+          max_output_tokens: 40,
+          reasoning: { effort: reasoned ? "medium" : off },
+        } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+        const types = response.output.map((item) => item.type);
+        assert.equal(types.includes("reasoning"), reasoned, JSON.stringify(types));
+        assert.ok(!response.output_text.includes(header), response.output_text);
+      }
+    }
+  });
+
   test("GigaChat 3 and 3.1: text, then one call (its own message, or after <|function_call|>), whole and streamed", async () => {
     for (const [chat, style, opens] of [
       [gigachat, "gigachat3", "151900"],

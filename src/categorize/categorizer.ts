@@ -26,6 +26,7 @@ import { InvalidRequestError, type CategorizeRequest, type CategorizeResult } fr
 import { TokenKind, type Vocabulary } from "../vocab/index.js";
 import { ScoringJob, type ScoringResult, type ScoringStats } from "./scoring.js";
 import {
+  answerStartOf,
   answerText,
   formatMultiPrompt,
   formatSinglePrompt,
@@ -36,6 +37,7 @@ import {
   type PromptStyle,
 } from "./format.js";
 import { PromptTokenizer, type PromptSegment } from "../prompt/index.js";
+import { ANSWER_OPEN } from "../schema/index.js";
 
 export interface CategorizerOptions {
   /** Overrides the model's chat template (null: plain completion format). */
@@ -62,7 +64,10 @@ export class Categorizer {
     if (options.chatTemplate !== undefined) this.style = promptStyleFor(options.chatTemplate);
     else {
       const chat = runtime.chat;
-      const rendered = chat.template ? renderedChatFormat(chat.template, chat.controlTexts) : null;
+      // The answer as the model writes it without reasoning, after its header (answerStartOf).
+      const header = chat.toolCallStyle === null ? undefined : ANSWER_OPEN[chat.toolCallStyle];
+      const start = answerStartOf(chat.reasoning, header);
+      const rendered = chat.template ? renderedChatFormat(chat.template, chat.controlTexts, start) : null;
       this.style = rendered ? { kind: "chat", format: rendered } : promptStyleFor(runtime.model.chatTemplate());
     }
     const start = vocab.bosToken >= 0 ? vocab.bosToken : vocab.eosToken;

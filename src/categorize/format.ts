@@ -14,7 +14,7 @@
  * "Answer:".
  */
 
-import { type ChatTemplate, type PromptSegment, withPlainTail } from "../prompt/index.js";
+import { type ChatTemplate, type PromptSegment, type ReasoningFormat, withPlainTail } from "../prompt/index.js";
 
 /** The extra option that competes in single mode when a null answer is allowed. */
 export const NULL_OPTION = "none of these";
@@ -88,12 +88,20 @@ export function chatFormatFor(template: string | null): ChatFormat | null {
  * template puts around it: a default system prompt, a date line) and the start of the assistant's
  * reply. Null when the template cannot render a lone user turn.
  */
-export function renderedChatFormat(template: ChatTemplate, controlTexts: readonly string[]): ChatFormat | null {
+export function renderedChatFormat(
+  template: ChatTemplate,
+  controlTexts: readonly string[],
+  answerStart: AnswerStart = { suffix: "" },
+): ChatFormat | null {
   const slot = "\uE000";
   let text: string;
   try {
     text = template
-      .render({ messages: [{ role: "user", content: slot }], addGenerationPrompt: true })
+      .render({
+        messages: [{ role: "user", content: slot }],
+        addGenerationPrompt: true,
+        ...(answerStart.variables ? { variables: answerStart.variables } : {}),
+      })
       .map((s) => s.text)
       .join("");
   } catch {
@@ -102,13 +110,38 @@ export function renderedChatFormat(template: ChatTemplate, controlTexts: readonl
   const at = text.indexOf(slot);
   if (at < 0 || text.indexOf(slot, at + 1) >= 0) return null;
   const before = text.slice(0, at);
-  const after = text.slice(at + slot.length);
+  const after = text.slice(at + slot.length) + answerStart.suffix;
   if (after.length === 0) return null;
   return {
     name: chatFormatFor(template.source)?.name ?? "template",
     userStart: before.length > 0 ? [mark(before)] : [],
     assistantStart: withPlainTail([mark(after)], controlTexts),
   };
+}
+
+/** How the answer starts after the generation prompt: template variables, then what follows the prompt. */
+export interface AnswerStart {
+  readonly variables?: Record<string, boolean | string>;
+  readonly suffix: string;
+}
+
+/**
+ * A categorization is the model's answer without reasoning, its header written (the answer's
+ * likelihood is read where the model writes an answer, not inside a reasoning section): the
+ * template's switch off, where it has one (it then writes the empty section), else the section
+ * opened (where the prompt does not) and closed at once; then the answer's header where the
+ * model's replies start with one (Cohere's `<|START_RESPONSE|>`, Solar's `<|content|>`).
+ */
+export function answerStartOf(reasoning: ReasoningFormat | null, header: string | undefined): AnswerStart {
+  let variables: Record<string, boolean | string> | undefined;
+  let suffix = "";
+  // A model that reasons only when asked answers at once.
+  if (reasoning !== null && reasoning.askedOnly !== true) {
+    if (reasoning.toggle !== null) variables = { [reasoning.toggle]: reasoning.toggleValues?.off ?? false };
+    else suffix = (reasoning.preOpened ? "" : reasoning.open) + reasoning.close;
+  }
+  suffix += header ?? "";
+  return variables === undefined ? { suffix } : { variables, suffix };
 }
 
 export function promptStyleFor(template: string | null): PromptStyle {

@@ -15,12 +15,14 @@ export { logSumExp, logSumExpWithSets, useLogSumExpKernel } from "./logsumexp.js
 export {
   NULL_OPTION,
   NULL_OPTION_ALTERNATIVE,
+  answerStartOf,
   answerText,
   chatFormatFor,
   formatMultiPrompt,
   formatSinglePrompt,
   promptStyleFor,
   renderedChatFormat,
+  type AnswerStart,
   type ChatFormat,
   type PromptStyle,
 } from "./format.js";

@@ -221,7 +221,10 @@ export class GenerationRuntime {
     if (!section) return results;
     return results.map((r) => {
       const { reasoning, content } = splitReasoning(r.completion, section);
-      return { ...r, completion: content, reasoning };
+      if (!section.hidden) return { ...r, completion: content, reasoning };
+      // An answer's header: no reasoning to report.
+      const { reasoningTokens: _header, ...rest } = r;
+      return { ...rest, completion: content };
     });
   }
 

@@ -64,6 +64,12 @@ export interface ReasoningSection {
   readonly close: string;
   /** Most tokens of reasoning, the closing marker included (default: only maxNewTokens bounds it). */
   readonly maxTokens?: number;
+  /**
+   * Not reasoning but the answer's header alone (Cohere's `<|START_RESPONSE|>`, Solar's
+   * `<|content|>`, written before a model answers without reasoning): split off like a section,
+   * never reported as reasoning. Absent: false.
+   */
+  readonly hidden?: true;
 }
 
 /** Streaming of several choices: choice `index`'s text as it becomes final (see CompletionOptions.onText). */

@@ -77,14 +77,15 @@ const HARMONY_FINAL = "<|channel|>final<|message|>";
 
 /**
  * Solar Open: `<|think|>` after the generation prompt's `<|begin|>assistant`, the section ending
- * with the next message's start and its content header (the model's <|end|> is text); its switch
- * is the `reasoning_effort` variable, whose "minimal" and "low" write an empty section.
+ * with the next message's start (the model's <|end|> is text; the reply's header follows, written
+ * as the answer's: ANSWER_OPEN); its switch is the `reasoning_effort` variable, whose "minimal" and
+ * "low" write an empty section.
  */
 const SOLAR_THINK = "<|begin|>assistant<|think|>";
 const SOLAR_CONTENT = "<|begin|>assistant<|content|>";
 const SOLAR: ReasoningFormat = {
   open: "<|think|>",
-  close: `<|end|>${SOLAR_CONTENT}`,
+  close: "<|end|><|begin|>assistant",
   preOpened: false,
   toggle: "reasoning_effort",
   toggleValues: { on: "high", off: "low" },

@@ -95,8 +95,16 @@ import { textWithout } from "./text.js";
 import { parseRecipientReply, RECIPIENT_OPEN, recipientLanguage } from "./recipient.js";
 import { GEMMA_CALL_OPEN, gemmaCallLanguage, parseGemmaCalls } from "./gemma.js";
 import { PYTHONIC_CALLS_OPEN, PYTHONIC_MARKERS, parsePythonicCalls, pythonicCallsLanguage } from "./pythonic.js";
-import { COHERE_ACTION_OPEN, type CohereToolCallStyle, cohereLanguage, cohereMarkers, isCohereStyle, parseCohereReply } from "./cohere.js";
-import { parseSolarReply, SOLAR_CALLS_OPEN, SOLAR_MARKERS, solarLanguage } from "./solar.js";
+import {
+  COHERE_ACTION_OPEN,
+  COHERE_TEXT,
+  type CohereToolCallStyle,
+  cohereLanguage,
+  cohereMarkers,
+  isCohereStyle,
+  parseCohereReply,
+} from "./cohere.js";
+import { parseSolarReply, SOLAR_CALLS_OPEN, SOLAR_CONTENT, SOLAR_MARKERS, solarLanguage } from "./solar.js";
 import { MUSE_MARKERS, museLanguage, parseMuseReply } from "./muse.js";
 import {
   type GigaChatToolCallStyle,
@@ -189,6 +197,16 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "solar-open": SOLAR_CALLS_OPEN,
   gigachat3: gigaChatCallsOpen("gigachat3"),
   "gigachat3.1": gigaChatCallsOpen("gigachat3.1"),
+};
+/**
+ * The header a text answer opens with in the styles whose replies start with one (Cohere's answer
+ * markers, Solar Open's content header): an answer that is not an "auto" tool reply (free text,
+ * a structured output, required or named calls) is written after it, as the model was trained to.
+ */
+export const ANSWER_OPEN: Partial<Record<ToolCallStyle, string>> = {
+  "command-r7b": COHERE_TEXT["command-r7b"].open,
+  cohere2: COHERE_TEXT.cohere2.open,
+  "solar-open": SOLAR_CONTENT,
 };
 export const HERMES_CALL_CLOSE = "</tool_call>";
 /** What closes Apriel's and MiniMax-M1's list of calls. */

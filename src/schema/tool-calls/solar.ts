@@ -33,12 +33,6 @@ const CALL_OPEN = "<|tool_call:begin|>";
 const CALL_NAME = "<|tool_call:name|>";
 const CALL_ARGS = "<|tool_call:args|>";
 const CALL_CLOSE = "<|tool_call:end|>";
-/**
- * With reasoning and tools on "auto", the section ends at the next message's start (the reply's
- * header says text or calls); without tools its close goes on to the content header.
- */
-export const SOLAR_TOOLS_CLOSE = "<|end|><|begin|>assistant";
-
 /** The control tokens the calls and their text are made of. */
 export const SOLAR_MARKERS: readonly string[] = [SOLAR_CONTENT, SOLAR_CALLS_OPEN, CALL_OPEN, CALL_NAME, CALL_ARGS, CALL_CLOSE];
 

@@ -8,7 +8,7 @@ import type { Config } from "../../config.js";
 import type { ConstrainedCompletionRequest, ConstraintSpec, Engine, ReasoningSection, ToolMode } from "../../generate/index.js";
 import type { ReasoningFormat, RenderedPrompt } from "../../prompt/index.js";
 import { samplingOf, stopStrings } from "../completion-fields.js";
-import { HARMONY_TOOLS_CLOSE, MUSE_TOOLS_CLOSE, SOLAR_TOOLS_CLOSE, type ToolCallStyle } from "../../schema/index.js";
+import { ANSWER_OPEN, HARMONY_TOOLS_CLOSE, MUSE_TOOLS_CLOSE, type ToolCallStyle } from "../../schema/index.js";
 import { OpenAIRequestError } from "./errors.js";
 import { type ChatBody, chatMessagesOf, constraintOf, logitBiasOf, type SharedBody } from "./request.js";
 
@@ -72,11 +72,7 @@ export function requestBase(engine: Engine): RequestBase {
 }
 
 /** Where a reasoning section ends when the reply after it may be calls (tools on "auto"), for the styles whose reply starts with its own header. */
-const TOOLS_SECTION_CLOSE: Partial<Record<ToolCallStyle, string>> = {
-  harmony: HARMONY_TOOLS_CLOSE,
-  "solar-open": SOLAR_TOOLS_CLOSE,
-  muse: MUSE_TOOLS_CLOSE,
-};
+const TOOLS_SECTION_CLOSE: Partial<Record<ToolCallStyle, string>> = { harmony: HARMONY_TOOLS_CLOSE, muse: MUSE_TOOLS_CLOSE };
 
 /** A chat conversation ready to run: its constraint, tool mode, rendered prompt, token budget and engine request. */
 export interface PreparedChat {
@@ -103,10 +99,17 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
   const withTools = body.tools && body.tools.length > 0 && body.tool_choice !== "none" ? body.tools : undefined;
   const messages = chatMessagesOf(body, config.maxPromptChars, withTools);
   const thinking = reasoningOf(engine.reasoningFormat ?? null, body);
-  // gpt-oss, Solar Open and Muse with tools on "auto": the section ends at the next message's start, whose
+  // gpt-oss and Muse with tools on "auto": the section ends at the next message's start, whose
   // header says whether it is the answer or calls (the tool language reads both).
   const toolsClose = tools?.kind === "auto" && tools.style !== undefined ? TOOLS_SECTION_CLOSE[tools.style] : undefined;
   if (thinking.section && toolsClose !== undefined) thinking.section = { ...thinking.section, close: toolsClose };
+  // Any other answer opens with the style's header where it has one (Cohere, Solar): after the
+  // reasoning's close, or alone, one control token, before an answer without reasoning.
+  const lead = tools?.kind === "auto" || !engine.toolCallStyle ? undefined : ANSWER_OPEN[engine.toolCallStyle];
+  if (lead !== undefined)
+    thinking.section = thinking.section
+      ? { ...thinking.section, close: thinking.section.close + lead }
+      : { open: null, close: lead, maxTokens: 1, hidden: true };
   const rendered = engine.renderChat({
     messages,
     tools: withTools,

@@ -175,7 +175,7 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
         ...(fieldWarnings.length > 0 ? { warnings: fieldWarnings } : {}),
       });
       // The reasoning's tokens are counted as they are generated, streamed or not.
-      const thought = prepared.reasoning ? new ReasoningTokenCount(prepared.reasoning.close) : null;
+      const thought = prepared.reasoning && !prepared.reasoning.hidden ? new ReasoningTokenCount(prepared.reasoning.close) : null;
       const reasoningStatus = (result: CompletionResult) =>
         thought && !thought.closed && result.stopReason === "token_limit" ? "incomplete" : "completed";
 
@@ -347,6 +347,8 @@ function streamResponse(plan: ResponseStreamPlan): Promise<FastifyReply> {
   const builder = new OutputBuilder(plan.key, sse);
   const auto = tools?.kind === "auto" ? new AutoToolStream(tools.style!) : null;
   const thinking = plan.reasoning ? new ReasoningSplitter(plan.reasoning) : null;
+  /** A section that is reasoning (not an answer's header alone): it makes a reasoning item. */
+  const reasons = plan.reasoning !== null && plan.reasoning.hidden !== true;
   const arrived = performance.now() - reply.elapsedTime;
   let opened = false;
   let answering = false;
@@ -363,7 +365,7 @@ function streamResponse(plan: ResponseStreamPlan): Promise<FastifyReply> {
     opened = true;
     builder.event("response.created", { response: plan.snapshot("in_progress", []) });
     builder.event("response.in_progress", { response: plan.snapshot("in_progress", []) });
-    if (thinking) builder.reasoning("");
+    if (reasons) builder.reasoning("");
     else startAnswer();
   };
   const onText: TextHook = (_index, piece, tokens) => {
@@ -386,7 +388,7 @@ function streamResponse(plan: ResponseStreamPlan): Promise<FastifyReply> {
     async ([result]) => {
       request.tokensGenerated = result!.tokensGenerated;
       open();
-      if (thinking && !answering) builder.reasoning(thinking.flush().reasoning);
+      if (thinking && reasons && !answering) builder.reasoning(thinking.flush().reasoning);
       startAnswer(plan.reasoningStatus(result!));
       if (auto) {
         const rest = auto.flush();
