@@ -8,19 +8,20 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import { autoReply } from "../src/generate/index.js";
-import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
 import { compileRegex, matchesBytes, sampleMember, subtractDfas } from "../src/regex/index.js";
 import { compileToolCallLanguage, JsonSchemaError, parseToolReply, type ToolDeclaration } from "../src/schema/index.js";
-import { CONTROL_MARKERS } from "../src/support/index.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
-import { REPO_ROOT } from "./support/paths.js";
-import { markersAsBytes, markersAsText, streamedReply, toolCallLanguages } from "./support/tool-call-languages.js";
+import {
+  markersAsBytes,
+  markersAsText,
+  realTemplate,
+  renderedToolLoop,
+  streamedReply,
+  toolCallLanguages,
+} from "./support/tool-call-languages.js";
 
-const FILE = resolve(REPO_ROOT, "..", "shared", "chat-templates", "muse-glimmer.jinja");
 const OPTIONS = { whitespace: "default", strict: true } as const;
 const utf8 = new TextEncoder();
 
@@ -125,36 +126,13 @@ describe("Muse: text to the user, or ATEM calls, one per message", () => {
   });
 
   test("muse-glimmer.jinja writes calls and text the language holds; they read back the same, streamed at every cut", () => {
-    const template = new ChatTemplate(readFileSync(FILE, "utf8"), {
-      specialTexts: [...CONTROL_MARKERS, "<|eot|>"],
-      bosText: "",
-      eosText: "<|eot|>",
-      addsBos: false,
-    });
-    const tools: ChatTool[] = TOOLS.map((t) => ({
-      type: "function",
-      function: { name: t.name, description: t.name, parameters: t.parameters },
-    }));
+    const template = realTemplate("muse-glimmer.jinja", { controls: ["<|eot|>"], eos: "<|eot|>" });
     const written = [
       { name: "get_weather", arguments: { city: 'Zürich <b>&\n"Altstadt"', days: 3, detailed: false } },
       { name: "search", arguments: { query: "cheap flights", filters: { lang: "nb" }, tags: ["a", 'b "c"'] } },
       { name: "now", arguments: {} },
     ];
-    const messages: ChatMessage[] = [
-      { role: "user", content: "Plan my trip." },
-      {
-        role: "assistant",
-        content: "",
-        reasoning_content: "Plan.",
-        tool_calls: written.map((c, i) => ({ id: `c${i}`, type: "function", function: { name: c.name, arguments: c.arguments } })),
-      },
-      ...written.map((_, i): ChatMessage => ({ role: "tool", content: `result ${i}`, tool_call_id: `c${i}` })),
-      { role: "assistant", content: "It is sunny." },
-    ];
-    const rendered = template
-      .render({ messages, tools, addGenerationPrompt: false })
-      .map((s) => s.text)
-      .join("");
+    const rendered = renderedToolLoop(template, TOOLS, written);
     // The reasoning is a message to itself; the calls follow from the next message's recipient on.
     const reasoning = "<|start|>assistant to=self<|message|>Plan.<|eom|><|start|>assistant";
     const from = rendered.indexOf(reasoning) + reasoning.length;

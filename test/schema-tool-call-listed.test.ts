@@ -30,7 +30,14 @@ import { makeVocab } from "./support/constraint-fixtures.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { REPO_ROOT } from "./support/paths.js";
-import { markersAsBytes, markersAsText, streamedReply, toolCallLanguages } from "./support/tool-call-languages.js";
+import {
+  markersAsBytes,
+  markersAsText,
+  realTemplate,
+  renderedToolLoop,
+  streamedReply,
+  toolCallLanguages,
+} from "./support/tool-call-languages.js";
 
 type Listed = "granite" | "firefunction-v2" | "apertus" | "nemotron-v2" | "functionary-v3.2";
 const STYLES: Listed[] = ["granite", "firefunction-v2", "apertus", "nemotron-v2", "functionary-v3.2"];
@@ -418,32 +425,13 @@ describe("Cohere: text between its answer markers, or calls between its action m
     });
 
     test(`${style}: ${file} writes calls (and text) the language holds, and they read back the same, streamed at every cut`, () => {
-      const template = new ChatTemplate(readFileSync(resolve(TEMPLATE_DIR, file), "utf8"), {
-        specialTexts: [...CONTROL_MARKERS, "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>", "<|USER_TOKEN|>"],
-        bosText: "<BOS_TOKEN>",
-        eosText: "<|END_OF_TURN_TOKEN|>",
-        addsBos: false,
+      const template = realTemplate(file, {
+        controls: ["<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>", "<|USER_TOKEN|>"],
+        bos: "<BOS_TOKEN>",
+        eos: "<|END_OF_TURN_TOKEN|>",
       });
-      const tools: ChatTool[] = TOOLS.map((t) => ({
-        type: "function",
-        function: { name: t.name, description: t.name, parameters: t.parameters },
-      }));
       for (const { calls } of CONVERSATIONS) {
-        const messages: ChatMessage[] = [
-          { role: "user", content: "Plan my trip." },
-          {
-            role: "assistant",
-            content: "",
-            reasoning_content: "Plan.",
-            tool_calls: calls.map((c, i) => ({ id: `c${i}`, type: "function", function: { name: c.name, arguments: c.arguments } })),
-          },
-          ...calls.map((_, i): ChatMessage => ({ role: "tool", content: `result ${i}`, tool_call_id: `c${i}` })),
-          { role: "assistant", content: "It is sunny." },
-        ];
-        const rendered = template
-          .render({ messages, tools, addGenerationPrompt: false })
-          .map((s) => s.text)
-          .join("");
+        const rendered = renderedToolLoop(template, TOOLS, calls);
         const from = rendered.indexOf("<|START_ACTION|>", rendered.lastIndexOf("Plan my trip."));
         const reply = rendered.slice(from, rendered.indexOf("<|END_ACTION|>", from) + "<|END_ACTION|>".length);
         assert.ok(matchesBytes(cohereLanguage(style), markersAsBytes(reply)), JSON.stringify(reply));
@@ -519,32 +507,9 @@ describe("Solar Open: text under its content header, or calls under theirs", () 
   });
 
   test(`${FILE} writes calls and text the language holds, and they read back the same, streamed at every cut`, () => {
-    const template = new ChatTemplate(readFileSync(resolve(TEMPLATE_DIR, FILE), "utf8"), {
-      specialTexts: [...CONTROL_MARKERS, "<|calls|>", "<|flush|>", "<|tool_response|>"],
-      bosText: "",
-      eosText: "<|flush|>",
-      addsBos: false,
-    });
-    const tools: ChatTool[] = TOOLS.map((t) => ({
-      type: "function",
-      function: { name: t.name, description: t.name, parameters: t.parameters },
-    }));
+    const template = realTemplate(FILE, { controls: ["<|calls|>", "<|flush|>", "<|tool_response|>"], eos: "<|flush|>" });
     for (const { calls } of CONVERSATIONS) {
-      const messages: ChatMessage[] = [
-        { role: "user", content: "Plan my trip." },
-        {
-          role: "assistant",
-          content: "",
-          reasoning_content: "Plan.",
-          tool_calls: calls.map((c, i) => ({ id: `call${i}abcde`, type: "function", function: { name: c.name, arguments: c.arguments } })),
-        },
-        ...calls.map((_, i): ChatMessage => ({ role: "tool", content: `result ${i}`, tool_call_id: `call${i}abcde` })),
-        { role: "assistant", content: "It is sunny." },
-      ];
-      const rendered = template
-        .render({ messages, tools, addGenerationPrompt: false })
-        .map((s) => s.text)
-        .join("");
+      const rendered = renderedToolLoop(template, TOOLS, calls, { id: (i) => `call${i}abcde` });
       // The reasoning of the turn after the last user message is kept, in its own message.
       assert.ok(rendered.includes("<|begin|>assistant<|think|>Plan.<|end|>"), rendered);
       const from = rendered.indexOf("<|tool_calls|>");

@@ -9,19 +9,20 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import { autoReply } from "../src/generate/index.js";
-import { ChatTemplate, type ChatMessage, type ChatTool } from "../src/prompt/index.js";
 import { compileRegex, matchesBytes, sampleMember, subtractDfas } from "../src/regex/index.js";
 import { compileToolCallLanguage, JsonSchemaError, parseToolReply, type ToolDeclaration } from "../src/schema/index.js";
-import { CONTROL_MARKERS } from "../src/support/index.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { seededRandom } from "./support/generate-harness.js";
-import { REPO_ROOT } from "./support/paths.js";
-import { markersAsBytes, markersAsText, streamedReply, toolCallLanguages } from "./support/tool-call-languages.js";
+import {
+  markersAsBytes,
+  markersAsText,
+  realTemplate,
+  renderedToolLoop,
+  streamedReply,
+  toolCallLanguages,
+} from "./support/tool-call-languages.js";
 
-const FILE = resolve(REPO_ROOT, "..", "shared", "chat-templates", "Kimi-K3.jinja");
 const OPTIONS = { whitespace: "default", strict: true } as const;
 const utf8 = new TextEncoder();
 
@@ -146,37 +147,14 @@ describe("Kimi-K3: text, the response's close, then one XTML block of typed argu
   });
 
   test("Kimi-K3.jinja writes calls and text the language holds; they read back the same, streamed at every cut", () => {
-    const template = new ChatTemplate(readFileSync(FILE, "utf8"), {
-      specialTexts: [...CONTROL_MARKERS, "<|end_of_msg|>"],
-      bosText: "",
-      eosText: "<|end_of_msg|>",
-      addsBos: false,
-    });
-    const tools: ChatTool[] = TOOLS.map((t) => ({
-      type: "function",
-      function: { name: t.name, description: t.name, parameters: t.parameters },
-    }));
+    const template = realTemplate("Kimi-K3.jinja", { controls: ["<|end_of_msg|>"], eos: "<|end_of_msg|>" });
     const calls = [
       { name: "get_weather", arguments: { city: 'Zürich <b>&\n"Altstadt"', days: 3, units: null } },
       { name: "search", arguments: { query: 42, filters: { lang: "nb", safe: true }, tags: ["a", 'b "c"'] } },
       { name: "now", arguments: {} },
     ];
     for (const content of ["", "Let me look."]) {
-      const messages: ChatMessage[] = [
-        { role: "user", content: "Plan my trip." },
-        {
-          role: "assistant",
-          content,
-          reasoning_content: "Plan.",
-          tool_calls: calls.map((c, i) => ({ id: `c${i}`, type: "function", function: { name: c.name, arguments: c.arguments } })),
-        },
-        ...calls.map((_, i): ChatMessage => ({ role: "tool", content: `result ${i}`, tool_call_id: `c${i}` })),
-        { role: "assistant", content: "It is sunny." },
-      ];
-      const rendered = template
-        .render({ messages, tools, addGenerationPrompt: false })
-        .map((s) => s.text)
-        .join("");
+      const rendered = renderedToolLoop(template, TOOLS, calls, { content });
       const open = "<|open|>response<|sep|>";
       const from = rendered.indexOf(open) + open.length;
       const reply = rendered.slice(from, rendered.indexOf("<|end_of_msg|>", from));

@@ -1,8 +1,15 @@
-/** What the tool-call language tests (test/schema-tool-call-*.test.ts) share: compiled languages, streams, the text before the calls. */
+/**
+ * What the tool-call language tests (test/schema-tool-call-*.test.ts) share: compiled languages,
+ * streams, the text before the calls, real templates and the tool loop they render.
+ */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import type { ByteDfa } from "../../src/regex/index.js";
+import { ChatTemplate, type ChatMessage, type ChatTool } from "../../src/prompt/index.js";
 import { AutoToolStream } from "../../src/generate/index.js";
 import { compileToolCallLanguage, TOOL_CALL_OPEN, type ToolCallStyle, type ToolDeclaration } from "../../src/schema/index.js";
 import { CONTROL_MARKERS, markerBytes } from "../../src/support/index.js";
+import { REPO_ROOT } from "./paths.js";
 
 const utf8 = new TextEncoder();
 
@@ -48,4 +55,47 @@ export function streamedReply(style: ToolCallStyle, pieces: readonly string[]): 
 export function textBeforeCalls(style: ToolCallStyle, reply: string): string {
   const at = reply.indexOf(TOOL_CALL_OPEN[style]);
   return at < 0 ? reply : reply.slice(0, at);
+}
+
+/** A real chat template of ../shared/chat-templates, the markers and `controls` as its control tokens. */
+export function realTemplate(file: string, options: { controls?: readonly string[]; bos?: string; eos?: string } = {}): ChatTemplate {
+  return new ChatTemplate(readFileSync(resolve(REPO_ROOT, "..", "shared", "chat-templates", file), "utf8"), {
+    specialTexts: [...CONTROL_MARKERS, ...(options.controls ?? [])],
+    bosText: options.bos ?? "",
+    eosText: options.eos ?? "",
+    addsBos: false,
+  });
+}
+
+/**
+ * The whole text `template` renders for a tool loop over `tools`: the user's "Plan my trip.", an
+ * assistant turn reasoning "Plan." and saying `content` beside `calls` (ids `id(i)`), each call's
+ * result ("result i"), then the assistant's "It is sunny.".
+ */
+export function renderedToolLoop(
+  template: ChatTemplate,
+  tools: readonly ToolDeclaration[],
+  calls: readonly { readonly name: string; readonly arguments: unknown }[],
+  options: { content?: string; id?: (i: number) => string } = {},
+): string {
+  const id = options.id ?? ((i: number) => `c${i}`);
+  const messages: ChatMessage[] = [
+    { role: "user", content: "Plan my trip." },
+    {
+      role: "assistant",
+      content: options.content ?? "",
+      reasoning_content: "Plan.",
+      tool_calls: calls.map((c, i) => ({ id: id(i), type: "function", function: { name: c.name, arguments: c.arguments } })),
+    },
+    ...calls.map((_, i): ChatMessage => ({ role: "tool", content: `result ${i}`, tool_call_id: id(i) })),
+    { role: "assistant", content: "It is sunny." },
+  ];
+  const declared: ChatTool[] = tools.map((t) => ({
+    type: "function",
+    function: { name: t.name, description: t.name, parameters: t.parameters },
+  }));
+  return template
+    .render({ messages, tools: declared, addGenerationPrompt: false })
+    .map((s) => s.text)
+    .join("");
 }
