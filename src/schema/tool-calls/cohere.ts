@@ -9,21 +9,13 @@
  * marker's text either, so the reply reads back unambiguously; the reader works on the generated
  * text, each control token standing as its text.
  */
-import {
-  compileRegex,
-  compileRegexNode,
-  parseFlagString,
-  parseRegex,
-  pyReEscape,
-  type ByteDfa,
-  type RegexLimits,
-  type RegexNode,
-} from "../../regex/index.js";
+import { compileRegex, compileRegexNode, type ByteDfa, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import type { JsonSchemaWarning } from "../json-schema/errors.js";
 import { markerNode } from "../marker-node.js";
 import { toolCallAlternatives } from "./json.js";
 import { textWithout } from "./text.js";
+import { concat, literal } from "./nodes.js";
 
 export type CohereToolCallStyle = "command-r7b" | "cohere2";
 
@@ -45,9 +37,6 @@ export const cohereMarkers = (style: CohereToolCallStyle): readonly string[] => 
   COHERE_ACTION_OPEN,
   ACTION_CLOSE,
 ];
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
-const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
 
 /** The reply: see the module comment. */
 export function cohereLanguage(

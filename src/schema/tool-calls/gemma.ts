@@ -13,7 +13,7 @@
  * refused by name, as are parameters that are not named `properties` (arguments.ts). The
  * markers are text tokens in Gemma 4's vocabulary.
  */
-import { matchesString, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import { matchesString, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import { JsonSchemaError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "../json-schema/errors.js";
 import { isAnnotation } from "../json-schema/keywords.js";
@@ -21,6 +21,7 @@ import { isObject } from "../json-schema/spec.js";
 import { type FunctionForm, functionForm, type ParameterForm } from "./arguments.js";
 import { type KeywordNotation, keywordArguments, readKeywordArguments } from "./keywords.js";
 import { ValueCompiler } from "./tagged.js";
+import { concat, literal } from "./nodes.js";
 
 export const GEMMA_CALL_OPEN = "<|tool_call>";
 const CALL_CLOSE = "<tool_call|>";
@@ -28,9 +29,6 @@ const QUOTE = '<|"|>';
 const NOTATION: KeywordNotation = { assign: ":", separator: ",", close: "}", quotes: [QUOTE], nested: true };
 /** Most items of an array written one by one (a larger maxItems is written as unbounded). */
 const MAX_COUNTED_ITEMS = 64;
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
-const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
 
 /** Names in the order `dictsort` writes them: case left aside (ties keep their order). */
 function byName<T>(items: readonly T[], name: (item: T) => string): T[] {

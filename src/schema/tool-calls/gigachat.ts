@@ -11,20 +11,13 @@
  * reads back unambiguously (the reader works on the generated text, each control token standing
  * as its text).
  */
-import {
-  compileRegexNode,
-  parseFlagString,
-  parseRegex,
-  pyReEscape,
-  type ByteDfa,
-  type RegexLimits,
-  type RegexNode,
-} from "../../regex/index.js";
+import { compileRegexNode, type ByteDfa, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import type { JsonSchemaWarning } from "../json-schema/errors.js";
 import { markerNode } from "../marker-node.js";
 import { jsonValueEnd, toolCallAlternatives } from "./json.js";
 import { textWithout } from "./text.js";
+import { literal } from "./nodes.js";
 
 export type GigaChatToolCallStyle = "gigachat3" | "gigachat3.1";
 
@@ -46,7 +39,6 @@ export const gigaChatMarkers = (style: GigaChatToolCallStyle): readonly string[]
 /** Where a style's calls begin (the text ends there): its first separator. */
 export const gigaChatCallsOpen = (style: GigaChatToolCallStyle): string => CALL_OPEN[style][0]!;
 
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 const piece = (text: string): RegexNode => (text.startsWith("<|") ? markerNode(text) : literal(text));
 const optional = (item: RegexNode): RegexNode => ({ kind: "repeat", item, min: 0, max: 1 });
 

@@ -6,19 +6,12 @@
  * end-of-generation token: one call per reply). Its markers are text tokens in gpt-oss's
  * vocabulary (llama.cpp renders them), so the language spells them.
  */
-import {
-  compileRegex,
-  compileRegexNode,
-  parseFlagString,
-  parseRegex,
-  pyReEscape,
-  type RegexLimits,
-  type RegexNode,
-} from "../../regex/index.js";
+import { compileRegex, compileRegexNode, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import type { JsonSchemaWarning } from "../json-schema/errors.js";
 import { jsonValueEnd, toolCallAlternatives } from "./json.js";
 import type { ByteDfa } from "../../regex/index.js";
+import { literal } from "./nodes.js";
 
 /** What opens the final channel's text. */
 export const HARMONY_FINAL = "<|channel|>final<|message|>";
@@ -28,8 +21,6 @@ const CHANNEL = "<|channel|>commentary json<|message|>";
 
 /** The end of a reasoning section before a reply that may call tools: the reply then says which channel it is. */
 export const HARMONY_TOOLS_CLOSE = "<|end|><|start|>assistant";
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 
 /** The reply: final text, or one call of one of `tools`. */
 export function harmonyLanguage(

@@ -5,8 +5,9 @@
  * string (raw between them). Non-string values (numbers, booleans, null) are written bare, as JSON
  * or as Python's str writes them. Here: their language from the parameters' values, and their reader.
  */
-import { parseFlagString, parseRegex, pyReEscape, type RegexNode } from "../../regex/index.js";
+import type { RegexNode } from "../../regex/index.js";
 import { jsonOfLiteral, readPythonLiteral } from "./python-literal.js";
+import { concat, literal } from "./nodes.js";
 
 export interface KeywordNotation {
   /** Between a name and its value (":", "="). */
@@ -26,8 +27,6 @@ export interface KeywordNotation {
   readonly jsonObjects?: boolean;
 }
 
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
-const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
 const EMPTY: RegexNode = { kind: "concat", items: [] };
 
 /**

@@ -7,11 +7,12 @@
  * contain the opening marker's text. The reader works on the generated text, each control token
  * standing as its text.
  */
-import { compileRegex, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import { compileRegex, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import type { JsonSchemaWarning } from "../json-schema/errors.js";
 import { markerNode } from "../marker-node.js";
 import { jsonValueEnd, toolCallAlternatives } from "./json.js";
+import { literal } from "./nodes.js";
 
 export const KIMI_CALLS_OPEN = "<|tool_calls_section_begin|>";
 const CALLS_CLOSE = "<|tool_calls_section_end|>";
@@ -21,8 +22,6 @@ const CALL_CLOSE = "<|tool_call_end|>";
 
 /** The control markers the style writes (the model's vocabulary must have them as control tokens). */
 export const KIMI_MARKERS: readonly string[] = [KIMI_CALLS_OPEN, CALLS_CLOSE, CALL_OPEN, ARGUMENTS, CALL_CLOSE];
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 
 /** The section of calls: see the module comment. */
 export function kimiCallsLanguage(

@@ -47,16 +47,7 @@
  * - "gigachat3", "gigachat3.1" (GigaChat 3, 3.1): text, then one JSON call in a `function call`
  *   message of its own (3) or after `<|function_call|>` (3.1) (gigachat.ts).
  */
-import {
-  compileRegex,
-  compileRegexNode,
-  parseFlagString,
-  parseRegex,
-  pyReEscape,
-  type ByteDfa,
-  type RegexLimits,
-  type RegexNode,
-} from "../../regex/index.js";
+import { compileRegex, compileRegexNode, type ByteDfa, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import { compileJsonSchema, type JsonSchemaOptions } from "../json-schema/compile.js";
 import { JsonSchemaError, type JsonSchemaWarning } from "../json-schema/errors.js";
 import { isObject } from "../json-schema/spec.js";
@@ -114,6 +105,7 @@ import {
   isGigaChatStyle,
   parseGigaChatReply,
 } from "./gigachat.js";
+import { literal } from "./nodes.js";
 
 /** A tool-call format a chat template teaches (see above). */
 export type ToolCallStyle =
@@ -256,7 +248,6 @@ export function toolCallSchema(tools: readonly ToolDeclaration[], style: ToolCal
   return dialect === undefined ? schema : { $schema: dialect, ...schema };
 }
 
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 const ofDfa = (dfa: ByteDfa): RegexNode => ({ kind: "dfa", dfa });
 
 export function compileToolCallLanguage(

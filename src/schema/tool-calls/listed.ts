@@ -14,11 +14,12 @@
  * spelling (marker-node.ts); the reader works on the generated text, each control token standing
  * as its text.
  */
-import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import type { RegexLimits, RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import type { JsonSchemaWarning } from "../json-schema/errors.js";
 import { markerNode } from "../marker-node.js";
 import { toolCallAlternatives } from "./json.js";
+import { concat, literal } from "./nodes.js";
 
 export type ListedToolCallStyle = "granite" | "firefunction-v2" | "apertus" | "nemotron-v2";
 
@@ -54,9 +55,6 @@ export function listedControlMarkers(style: ListedToolCallStyle): readonly strin
   const { open, close, control } = LAYOUTS[style];
   return control ? (close === null ? [open] : [open, close]) : [];
 }
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
-const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
 
 /** The list of calls after any text: see the module comment. */
 export function listedCallsLanguage(

@@ -8,11 +8,12 @@
  * its keywords those of its type (an object's named `properties`, an array's `items`, `minItems`,
  * `maxItems`, a string's, number's, enum's and const's); anything else is refused by name.
  */
-import { parseFlagString, parseRegex, pyReEscape, type ByteDfa, type RegexNode } from "../../regex/index.js";
+import type { ByteDfa, RegexNode } from "../../regex/index.js";
 import { JsonSchemaError } from "../json-schema/errors.js";
 import { isAnnotation } from "../json-schema/keywords.js";
 import { isObject } from "../json-schema/spec.js";
 import type { FunctionForm, ParameterForm, StringBranch } from "./arguments.js";
+import { concat, literal } from "./nodes.js";
 
 /** What the leaves are compiled with (tagged.ts's ValueCompiler, which builds these values). */
 export interface LeafCompiler {
@@ -37,8 +38,6 @@ const CONTEXT_WORDS = new Set(["$schema", "$id", "$defs", "definitions"]);
 /** Characters an element's name cannot hold (they would end its tag, or read as its end). */
 const NAME_BREAKING = /[<>\n"/]/;
 
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
-const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
 const element = (name: string, value: RegexNode): RegexNode => concat(literal(`${NS}<${name}>`), value, literal(`${NS}</${name}>`));
 
 /** A value's one type (null left out), or why it has none. */

@@ -12,11 +12,12 @@
  * that the reply's text reads back unambiguously). The reader works on the generated text, where
  * each control token stands as its text.
  */
-import { compileRegex, parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import { compileRegex, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import { compileJsonSchema, type JsonSchemaOptions } from "../json-schema/compile.js";
 import type { JsonSchemaWarning } from "../json-schema/errors.js";
 import { markerNode } from "../marker-node.js";
 import { jsonValueEnd, toolCallAlternatives } from "./json.js";
+import { literal } from "./nodes.js";
 
 export type MistralToolCallStyle = "mistral" | "mistral-nemo";
 
@@ -31,8 +32,6 @@ export const MISTRAL_MARKERS: Record<MistralToolCallStyle, readonly string[]> = 
 };
 
 export const isMistralStyle = (style: string): style is MistralToolCallStyle => Object.hasOwn(MISTRAL_MARKERS, style);
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 
 /** The calls after the text: see the module comment. */
 export function mistralCallsLanguage(

@@ -13,10 +13,11 @@
  * spells a marker or a newline. Where the model's vocabulary has the opening marker as a control
  * token, the chat stage does not read the style (it would have to spell a control token as text).
  */
-import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import type { RegexLimits, RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import type { JsonSchemaWarning } from "../json-schema/errors.js";
 import { jsonValueEnd, toolCallAlternatives } from "./json.js";
+import { literal } from "./nodes.js";
 
 export type NamedToolCallStyle = "deepseek-r1" | "deepseek-v3" | "functionary-v3.1";
 
@@ -60,8 +61,6 @@ const LAYOUTS: Record<NamedToolCallStyle, NamedLayout> = {
 export const namedCallsOpen = (style: NamedToolCallStyle): string => LAYOUTS[style].block?.open ?? LAYOUTS[style].beforeName;
 
 export const isNamedStyle = (style: string): style is NamedToolCallStyle => Object.hasOwn(LAYOUTS, style);
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 
 /**
  * The calls: one (or, with `parallel`, several: R1's templates put a newline between two,

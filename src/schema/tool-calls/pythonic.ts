@@ -8,22 +8,20 @@
  * read as well); an object as JSON (the template's `tojson`); an array as Python's repr writes it
  * (python-literal.ts). Parameters that are not named `properties` are refused by name (arguments.ts).
  */
-import { parseFlagString, parseRegex, pyReEscape, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import type { RegexLimits, RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import { JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "../json-schema/errors.js";
 import { markerNode } from "../marker-node.js";
 import { functionForm } from "./arguments.js";
 import { type KeywordNotation, keywordArguments, readKeywordArguments } from "./keywords.js";
 import { ValueCompiler } from "./tagged.js";
+import { concat, literal } from "./nodes.js";
 
 export const PYTHONIC_CALLS_OPEN = "<|tool_call_start|>";
 const CALLS_CLOSE = "<|tool_call_end|>";
 /** The control markers the style writes (the model's vocabulary must have them as control tokens). */
 export const PYTHONIC_MARKERS: readonly string[] = [PYTHONIC_CALLS_OPEN, CALLS_CLOSE];
 const NOTATION: KeywordNotation = { assign: "=", separator: ", ", close: ")", quotes: ["'", '"'], jsonObjects: true };
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
-const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
 
 /** The list of calls (one, without parallel calls). */
 export function pythonicCallsLanguage(

@@ -6,27 +6,17 @@
  * no function may be named "all" (its call would read as text). Without parallel calls there is
  * one call.
  */
-import {
-  compileRegexNode,
-  parseFlagString,
-  parseRegex,
-  pyReEscape,
-  type ByteDfa,
-  type RegexLimits,
-  type RegexNode,
-} from "../../regex/index.js";
+import { compileRegexNode, type ByteDfa, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import { JsonSchemaError, type JsonSchemaWarning } from "../json-schema/errors.js";
 import { jsonValueEnd, toolCallAlternatives } from "./json.js";
 import { textWithout } from "./text.js";
+import { concat, literal } from "./nodes.js";
 
 /** What starts every message after the first (the generation prompt wrote the first one's). */
 export const RECIPIENT_OPEN = ">>>";
 /** The first line of a message to the user. */
 export const RECIPIENT_ALL = "all\n";
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
-const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
 
 /** The reply: text for the user then calls, or calls alone. */
 export function recipientLanguage(

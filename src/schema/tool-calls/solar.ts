@@ -9,21 +9,13 @@
  * header's text, so the reply reads back unambiguously; the reader works on the generated text,
  * each control token standing as its text.
  */
-import {
-  compileRegex,
-  compileRegexNode,
-  parseFlagString,
-  parseRegex,
-  pyReEscape,
-  type ByteDfa,
-  type RegexLimits,
-  type RegexNode,
-} from "../../regex/index.js";
+import { compileRegex, compileRegexNode, type ByteDfa, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import type { JsonSchemaOptions } from "../json-schema/compile.js";
 import type { JsonSchemaWarning } from "../json-schema/errors.js";
 import { markerNode } from "../marker-node.js";
 import { jsonValueEnd, toolCallAlternatives } from "./json.js";
 import { textWithout } from "./text.js";
+import { concat, literal } from "./nodes.js";
 
 export const SOLAR_CONTENT = "<|content|>";
 /** Text, as llama.cpp renders it in this vocabulary: the content's end. */
@@ -35,9 +27,6 @@ const CALL_ARGS = "<|tool_call:args|>";
 const CALL_CLOSE = "<|tool_call:end|>";
 /** The control tokens the calls and their text are made of. */
 export const SOLAR_MARKERS: readonly string[] = [SOLAR_CONTENT, SOLAR_CALLS_OPEN, CALL_OPEN, CALL_NAME, CALL_ARGS, CALL_CLOSE];
-
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
-const concat = (...items: RegexNode[]): RegexNode => ({ kind: "concat", items });
 
 /** The reply: see the module comment. */
 export function solarLanguage(

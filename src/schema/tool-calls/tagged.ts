@@ -43,8 +43,6 @@ import {
   intersectDfas,
   isEmptyLanguage,
   matchesString,
-  parseFlagString,
-  parseRegex,
   pyReEscape,
   subtractDfas,
   type ByteDfa,
@@ -71,6 +69,7 @@ import { pythonLiteralLanguage } from "./python-literal.js";
 import { MiniMaxXmlValues, readMiniMaxXml } from "./minimax-xml.js";
 import { markerNode } from "../marker-node.js";
 import { CONTROL_MARKERS } from "../../support/index.js";
+import { literal } from "./nodes.js";
 
 /** MiniMax-M3's namespace token, before each of its tags. */
 export const MINIMAX_NS = "]<]minimax[>[";
@@ -263,7 +262,6 @@ export const TAGGED_LAYOUTS: Record<TaggedToolCallStyle, TaggedLayout> = {
 /** Longest string whose characters are counted (a longer maxLength is written as this), as the JSON Schema front end does. */
 const MAX_COUNTED_LENGTH = 256;
 
-const literal = (text: string): RegexNode => parseRegex(pyReEscape(text), parseFlagString(""));
 const ofDfa = (dfa: ByteDfa): RegexNode => ({ kind: "dfa", dfa });
 const optional = (item: RegexNode, max = 1): RegexNode => ({ kind: "repeat", item, min: 0, max });
 const NEWLINE = literal("\n");
