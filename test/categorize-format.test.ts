@@ -18,7 +18,7 @@ import {
   Categorizer,
 } from "../src/categorize/index.js";
 import { ChatPrompter, ChatTemplate, mergePlain, PromptTokenizer, reasoningFormatOf, toolCallStyleOf } from "../src/prompt/index.js";
-import { ANSWER_OPEN } from "../src/schema/index.js";
+import { answerLeadOf } from "../src/schema/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { loadModel, type LlamaModel } from "../src/model/index.js";
 import { GenerationRuntime } from "../src/generate/index.js";
@@ -215,8 +215,7 @@ describe("a categorization is the answer without reasoning, after the answer's h
         .render(request)
         .map((s) => s.text)
         .join("");
-    const style = toolCallStyleOf(source);
-    const start = answerStartOf(reasoningFormatOf(source, render), style === null ? undefined : ANSWER_OPEN[style]);
+    const start = answerStartOf(reasoningFormatOf(source, render), answerLeadOf(toolCallStyleOf(source)));
     const format = renderedChatFormat(template, controls, start)!;
     return format.assistantStart.map((s) => s.text).join("");
   };
@@ -255,6 +254,12 @@ describe("a categorization is the answer without reasoning, after the answer's h
       "<|tool_call:end|>",
     ];
     assert.ok(after("upstage-Solar-Open-100B.jinja", solar).endsWith("<|begin|>assistant<|think|><|end|><|begin|>assistant<|content|>"));
+    // Command R+: after its directly-answer action, the answer's line.
+    assert.ok(
+      after("CohereForAI-c4ai-command-r-plus-tool_use.jinja", ["<|CHATBOT_TOKEN|>"]).endsWith(
+        '<|CHATBOT_TOKEN|>\nAction:\n```json\n[\n    {\n        "tool_name": "directly-answer",\n        "parameters": {}\n    }\n]```\nAnswer: ',
+      ),
+    );
     // A model that reasons only when asked (Granite 3.3), or not at all (Qwen2.5): the prompt as it is.
     assert.ok(after("ibm-granite-granite-3.3-2B-Instruct.jinja", []).endsWith("<|start_of_role|>assistant<|end_of_role|>"));
     assert.ok(after("Qwen-Qwen2.5-7B-Instruct.jinja", []).endsWith("<|im_start|>assistant\n"));

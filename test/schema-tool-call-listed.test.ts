@@ -6,7 +6,9 @@
  * control tokens); and Functionary v3.2's
  * recipients (schema/tool-calls/recipient.ts: `all\ntext>>>f\n{…}>>>g\n{…}`); and Cohere's
  * replies (schema/tool-calls/cohere.ts: text between its answer markers, or a JSON list between
- * its action markers, all control tokens), with a reasoning section's control-token markers.
+ * its action markers, all control tokens), with a reasoning section's control-token markers; and
+ * Command R+'s action lists (schema/tool-calls/command-r-plus.ts: calls, or `directly-answer` and
+ * the answer after `\nAnswer: `).
  * Shown: random members of each language read back (control markers as their text) into calls of
  * declared functions whose arguments Python's jsonschema finds valid, and a stream sends exactly
  * the text; free text never spells the marker; undeclared names, invalid arguments, a marker
@@ -640,4 +642,115 @@ describe("GigaChat 3 and 3.1: text, then one call in its own message (3) or afte
       }
     });
   }
+});
+
+describe("Command R+: an action list of calls, or its directly-answer action and the answer", () => {
+  const rPlus = toolCallLanguages((_style: "command-r-plus") => TOOLS, OPTIONS);
+  const FILE = "CohereForAI-c4ai-command-r-plus-tool_use.jinja";
+  const entry = (name: string, args: string): string => `{\n        "tool_name": "${name}",\n        "parameters": ${args}\n    }`;
+  const actions = (calls: Written[], sep = " "): string =>
+    `Action:${sep}\`\`\`json\n[\n    ${calls.map((c) => entry(c.name, c.args)).join(",\n    ")}\n]\`\`\``;
+  const direct = (text: string, sep = " "): string => `${actions([{ name: "directly-answer", args: "{}" }], sep)}\nAnswer: ${text}`;
+
+  test("sampled replies read back; calls valid; the stream sends the answer after its lead", () => {
+    const dfa = rPlus("command-r-plus");
+    const random = seededRandom(97);
+    const checks: { schema: string; text: string }[] = [];
+    let withCalls = 0;
+    let answers = 0;
+    for (let i = 0; i < 150; i++) {
+      const reply = new TextDecoder().decode(sampleMember(dfa, random, { maxBytes: 700, stopProbability: 0.05 })!);
+      const parsed = parseToolReply(reply, "command-r-plus", TOOLS);
+      const at = reply.indexOf("\nAnswer: ");
+      if (parsed.calls.length === 0) {
+        answers++;
+        assert.ok(reply.trimStart().startsWith("Action:") && reply.includes('"tool_name": "directly-answer"'), reply);
+        assert.equal(parsed.content, reply.slice(at + "\nAnswer: ".length), reply);
+        assert.equal(streamedReply("command-r-plus", [...reply]), parsed.content);
+      } else {
+        withCalls++;
+        assert.equal(parsed.content, null);
+        assert.ok(!parsed.calls.some((c) => c.name === "directly-answer"));
+        for (const call of parsed.calls) checks.push({ schema: JSON.stringify(schemaOf(call.name)), text: call.arguments });
+        assert.equal(streamedReply("command-r-plus", [...reply]), "", reply);
+      }
+    }
+    assert.ok(withCalls > 10 && answers > 10, `${withCalls} replies with calls, ${answers} answers`);
+    pythonVerdicts(checks).forEach((v, i) => assert.equal(v, "valid", checks[i]!.text));
+  });
+
+  test("directly-answer alone and then the answer; undeclared names, invalid arguments, text before the action are out", () => {
+    const dfa = rPlus("command-r-plus");
+    const has = (text: string): boolean => matchesBytes(dfa, utf8.encode(text));
+    for (const text of [
+      direct("It is sunny."),
+      direct("", "\n"),
+      `\n${direct("Yes.\nAction: none")}`,
+      actions([weather]),
+      `${actions([weather, now], "\n")}\n`,
+    ])
+      assert.ok(has(text), text);
+    for (const text of [
+      "It is sunny.",
+      `Sure. ${actions([weather])}`,
+      actions([weather, { name: "directly-answer", args: "{}" }]),
+      actions([{ name: "delete_all", args: "{}" }]),
+      actions([{ name: "get_weather", args: '{"days": 3}' }]),
+      `${actions([weather])} more`,
+      actions([{ name: "directly-answer", args: "{}" }]),
+    ])
+      assert.ok(!has(text), text);
+    assert.ok(!matchesBytes(rPlus("command-r-plus", false), utf8.encode(actions([weather, now]))));
+    assert.ok(matchesBytes(rPlus("command-r-plus", false), utf8.encode(actions([now]))));
+    assert.throws(
+      () => compileToolCallLanguage([...TOOLS, { name: "directly-answer" }], "command-r-plus", true, OPTIONS),
+      (e: unknown) => e instanceof JsonSchemaError && /directly-answer/.test(e.message),
+    );
+  });
+
+  test(`${FILE} writes calls the reader reads back the same, and the language holds them with one-line arguments`, () => {
+    const template = realTemplate(FILE, {
+      controls: ["<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>", "<|USER_TOKEN|>", "<|SYSTEM_TOKEN|>"],
+      bos: "<BOS_TOKEN>",
+      eos: "<|END_OF_TURN_TOKEN|>",
+    });
+    // The template's python signatures need each parameter's description.
+    const described = TOOLS.map((t) => {
+      const parameters = t.parameters as { properties: Record<string, object> };
+      const properties = Object.fromEntries(Object.entries(parameters.properties).map(([k, v]) => [k, { ...v, description: k }]));
+      return { ...t, parameters: { ...parameters, properties } };
+    });
+    for (const { calls } of CONVERSATIONS) {
+      const rendered = renderedToolLoop(template, described, calls);
+      const from = rendered.indexOf("Action:", rendered.lastIndexOf("Plan my trip."));
+      // The history writes each call's parameters indented (tojson(indent=4)); the reader takes them so.
+      const reply = rendered.slice(from, rendered.indexOf("]```", from) + 4);
+      const parsed = parseToolReply(reply, "command-r-plus", TOOLS);
+      assert.deepEqual(
+        parsed.calls.map((c) => ({ name: c.name, arguments: JSON.parse(c.arguments) as unknown })),
+        calls,
+      );
+      assert.equal(parsed.content, null);
+      // The same calls, their parameters on one line (the default JSON style), are in the language.
+      const oneLine = actions(
+        calls.map((c) => ({
+          name: c.name,
+          args: JSON.stringify(c.arguments, null, 1)
+            .replace(/\n */g, " ")
+            .replace(/\[ /g, "[")
+            .replace(/{ /g, "{")
+            .replace(/ ([\]}])/g, "$1"),
+        })),
+        "\n",
+      );
+      assert.ok(matchesBytes(rPlus("command-r-plus"), utf8.encode(oneLine)), oneLine);
+      assert.equal(rendered.slice(from - 1, from + "Action:\n```json\n[\n".length), "\nAction:\n```json\n[\n");
+      for (let cut = 0; cut <= oneLine.length; cut++)
+        assert.equal(streamedReply("command-r-plus", [oneLine.slice(0, cut), oneLine.slice(cut)]), "");
+    }
+    const text = direct("It is sunny.", "\n");
+    assert.deepEqual(autoReply(text, "command-r-plus", TOOLS), { content: "It is sunny.", calls: [] });
+    for (let cut = 0; cut <= text.length; cut++)
+      assert.equal(streamedReply("command-r-plus", [text.slice(0, cut), text.slice(cut)]), "It is sunny.");
+  });
 });

@@ -51,6 +51,15 @@ const SOLAR_MARKERS = {
   151910: "<|flush|>",
 } as const;
 
+/** Command R+'s turn markers, control tokens as in its GGUFs (its replies are text). */
+const COMMAND_R_PLUS_MARKERS = {
+  151900: "<|START_OF_TURN_TOKEN|>",
+  151901: "<|END_OF_TURN_TOKEN|>",
+  151902: "<|CHATBOT_TOKEN|>",
+  151903: "<|USER_TOKEN|>",
+  151904: "<|SYSTEM_TOKEN|>",
+} as const;
+
 /** GigaChat's separators, control tokens as in its GGUFs. */
 const GIGACHAT_MARKERS = { 151900: "<|message_sep|>", 151901: "<|role_sep|>", 151902: "<|function_call|>" } as const;
 
@@ -85,6 +94,12 @@ function tokenId(vocab: string, text: string): number {
 }
 
 type Fn = { name: string; arguments: string };
+
+/** Parameters with a description on each property (Command R+'s template writes them into its Python signatures). */
+function described(parameters: { properties: Record<string, object> }): object {
+  const properties = Object.fromEntries(Object.entries(parameters.properties).map(([k, v]) => [k, { ...v, description: k }]));
+  return { ...parameters, properties };
+}
 
 /** Checks the arguments against WEATHER's parameters. */
 function assertWeather(fn: Fn): void {
@@ -173,6 +188,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
   let gigachat31: SyntheticChat;
   let kimiK3: SyntheticChat;
   let muse: SyntheticChat;
+  let rPlus: SyntheticChat;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "trellis-tool-formats-"));
@@ -189,6 +205,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     gigachat31 = await serveSyntheticChat(at("gigachat31"), "qwen2", "GigaChat3.1-10B-A1.8B.jinja", 300, GIGACHAT_MARKERS);
     kimiK3 = await serveSyntheticChat(at("kimi-k3"), "qwen2", "Kimi-K3.jinja", 300, KIMI_K3_MARKERS);
     muse = await serveSyntheticChat(at("muse"), "qwen2", "muse-glimmer.jinja", 300, MUSE_MARKERS);
+    rPlus = await serveSyntheticChat(at("r-plus"), "qwen2", "CohereForAI-c4ai-command-r-plus-tool_use.jinja", 300, COMMAND_R_PLUS_MARKERS);
     solar = await serveSyntheticChat(at("solar"), "qwen2", "upstage-Solar-Open-100B.jinja", 300, SOLAR_MARKERS);
     lfm = await serveSyntheticChat(at("lfm"), "qwen2", "LFM2.5-8B-A1B.jinja", 300, {
       151900: "<|tool_call_start|>",
@@ -208,6 +225,7 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     await stopSyntheticChat(gigachat31);
     await stopSyntheticChat(kimiK3);
     await stopSyntheticChat(muse);
+    await stopSyntheticChat(rPlus);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -452,6 +470,58 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
         assert.ok(!response.output_text.includes(header), response.output_text);
       }
     }
+  });
+
+  test("Command R+: an action list of calls, or directly-answer and the answer as content; other answers after that lead", async () => {
+    assert.equal(rPlus.engine.toolCallStyle, "command-r-plus");
+    const tools = [{ ...WEATHER, function: { ...WEATHER.function, parameters: described(WEATHER.function.parameters) } }];
+    const base = { model: "qwen2", messages: [{ role: "user" as const, content: "Weather in Oslo?" }], tools, max_tokens: 120, seed: 7 };
+    // The first token that names the action decides: "get" for the call, "direct" for the answer.
+    const call = { ...base, logit_bias: { [tokenId("qwen2", "get")]: 100 } };
+    const r = await rPlus.client.chat.completions.create(call as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(r.choices[0]!.finish_reason, "tool_calls", JSON.stringify(r.choices[0]!.message));
+    assert.equal(r.choices[0]!.message.content, null);
+    const calls = (r.choices[0]!.message.tool_calls ?? []) as { function: Fn }[];
+    assert.ok(calls.length >= 1);
+    for (const c of calls) assertWeather(c.function);
+    assert.deepEqual(
+      (await streamed(rPlus, call)).calls,
+      calls.map((c) => c.function),
+    );
+    const answer = { ...base, logit_bias: { [tokenId("qwen2", "direct")]: 100 } };
+    const t = await rPlus.client.chat.completions.create(answer as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(t.choices[0]!.finish_reason === "tool_calls", false, JSON.stringify(t.choices[0]!.message));
+    assert.equal(t.choices[0]!.message.tool_calls, undefined);
+    const content = t.choices[0]!.message.content ?? "";
+    assert.ok(!content.includes("directly-answer") && !content.startsWith("Answer:"), content);
+    assert.ok(t.usage!.completion_tokens > 20, "the action is generated, not prefilled");
+    assert.equal((await streamed(rPlus, answer)).content, content);
+    // A structured answer (and any other that is not an auto tool reply) follows the action, prefilled.
+    const json = {
+      model: "qwen2",
+      messages: [{ role: "user" as const, content: "A city?" }],
+      max_tokens: 40,
+      seed: 3,
+      response_format: {
+        type: "json_schema" as const,
+        json_schema: { name: "c", schema: { type: "object", properties: { city: { enum: ["Oslo", "Rome"] } }, required: ["city"] } },
+      },
+    };
+    const prompt = prepareChat(rPlus.engine, testConfig(), json as never, "max_tokens").rendered.text;
+    assert.ok(
+      prompt.endsWith(
+        '<|CHATBOT_TOKEN|>\nAction:\n```json\n[\n    {\n        "tool_name": "directly-answer",\n        "parameters": {}\n    }\n]```\nAnswer: ',
+      ),
+      prompt.slice(-200),
+    );
+    const j = await rPlus.client.chat.completions.create(json as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    assert.ok(["Oslo", "Rome"].includes((JSON.parse(j.choices[0]!.message.content ?? "") as { city: string }).city));
+    // A function named as the template's own action is a 400 naming it.
+    const named = { ...tools[0]!, function: { ...tools[0]!.function, name: "directly-answer" } };
+    await assert.rejects(
+      rPlus.client.chat.completions.create({ ...base, tools: [named] } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming),
+      (e: unknown) => (e as { status?: number }).status === 400 && /directly-answer/.test(String((e as Error).message)),
+    );
   });
 
   test("GigaChat 3 and 3.1: text, then one call (its own message, or after <|function_call|>), whole and streamed", async () => {

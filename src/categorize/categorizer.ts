@@ -37,7 +37,7 @@ import {
   type PromptStyle,
 } from "./format.js";
 import { PromptTokenizer, type PromptSegment } from "../prompt/index.js";
-import { ANSWER_OPEN } from "../schema/index.js";
+import { answerLeadOf } from "../schema/index.js";
 
 export interface CategorizerOptions {
   /** Overrides the model's chat template (null: plain completion format). */
@@ -65,8 +65,7 @@ export class Categorizer {
     else {
       const chat = runtime.chat;
       // The answer as the model writes it without reasoning, after its header (answerStartOf).
-      const header = chat.toolCallStyle === null ? undefined : ANSWER_OPEN[chat.toolCallStyle];
-      const start = answerStartOf(chat.reasoning, header);
+      const start = answerStartOf(chat.reasoning, answerLeadOf(chat.toolCallStyle));
       const rendered = chat.template ? renderedChatFormat(chat.template, chat.controlTexts, start) : null;
       this.style = rendered ? { kind: "chat", format: rendered } : promptStyleFor(runtime.model.chatTemplate());
     }

@@ -5,6 +5,7 @@
  */
 import {
   COHERE_TEXT,
+  COMMAND_R_PLUS_TEXT_LEADS,
   GIGACHAT_MESSAGE_SEP,
   MUSE_TEXT_LEAD,
   MUSE_TURN_END,
@@ -66,21 +67,27 @@ export function autoReply(
 }
 
 /**
- * Styles whose reply says at its start whether it is text (then this lead, not content) or calls:
- * Functionary v3.2's `all\n` (calls may follow the text), Cohere's text markers, Solar Open's
- * content header and Muse's ` to=user` (the text ends at its closing marker).
+ * Styles whose reply says at its start whether it is text (then one of these leads, not content)
+ * or calls: Functionary v3.2's `all\n` (calls may follow the text), Cohere's text markers, Solar
+ * Open's content header and Muse's ` to=user` (the text ends at its closing marker), Command R+'s
+ * `directly-answer` action (the text runs to the reply's end).
  */
-const TEXT_LEAD: Partial<Record<ToolCallStyle, { readonly open: string; readonly close?: string }>> = {
-  "functionary-v3.2": { open: RECIPIENT_ALL },
-  "command-r7b": COHERE_TEXT["command-r7b"],
-  cohere2: COHERE_TEXT.cohere2,
-  "solar-open": { open: SOLAR_CONTENT, close: SOLAR_END },
-  muse: { open: MUSE_TEXT_LEAD, close: MUSE_TURN_END },
+const TEXT_LEAD: Partial<Record<ToolCallStyle, { readonly opens: readonly string[]; readonly close?: string }>> = {
+  "functionary-v3.2": { opens: [RECIPIENT_ALL] },
+  "command-r7b": { opens: [COHERE_TEXT["command-r7b"].open], close: COHERE_TEXT["command-r7b"].close },
+  cohere2: { opens: [COHERE_TEXT.cohere2.open], close: COHERE_TEXT.cohere2.close },
+  "solar-open": { opens: [SOLAR_CONTENT], close: SOLAR_END },
+  muse: { opens: [MUSE_TEXT_LEAD], close: MUSE_TURN_END },
+  "command-r-plus": { opens: COMMAND_R_PLUS_TEXT_LEADS },
 };
 
-/** Styles whose text ends at the calls' opening marker or at another (GigaChat 3.1's end of the message, when no call follows). */
+/**
+ * Styles whose text ends at the calls' opening marker or at another (GigaChat 3.1's end of the
+ * message, when no call follows), or at none (Command R+'s answer, after its lead).
+ */
 const TEXT_ENDS: Partial<Record<ToolCallStyle, readonly string[]>> = {
   "gigachat3.1": [TOOL_CALL_OPEN["gigachat3.1"], GIGACHAT_MESSAGE_SEP],
+  "command-r-plus": [],
 };
 
 /**
@@ -109,10 +116,11 @@ export class AutoToolStream {
       // The reply's start (after any whitespace) says text (its lead is not sent) or calls.
       const space = this.text.length - this.text.trimStart().length;
       const start = this.text.slice(space);
-      if (start.startsWith(lead.open)) {
+      const open = lead.opens.find((o) => start.startsWith(o));
+      if (open !== undefined) {
         this.leadRead = true;
-        this.sent = space + lead.open.length;
-      } else if (lead.open.startsWith(start)) return "";
+        this.sent = space + open.length;
+      } else if (lead.opens.some((o) => o.startsWith(start))) return "";
       else {
         this.inCalls = true;
         return "";

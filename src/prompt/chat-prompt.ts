@@ -90,6 +90,8 @@ export function toolCallStyleOf(template: string | null): ToolCallStyle | null {
   // Cohere: text in <|START_RESPONSE|> (R7B) or <|START_TEXT|> (Command A), or calls in <|START_ACTION|>.
   if (has("<|START_ACTION|>[", '"tool_name": "', "<|START_RESPONSE|>")) return "command-r7b";
   if (has("<|START_ACTION|>[", '"tool_name": "', "<|START_TEXT|>")) return "cohere2";
+  // Command R+: every reply an `Action:` list in a ```json block, `directly-answer` for none.
+  if (has("Write \\'Action:\\' followed by a json-formatted list", "directly-answer", '"tool_name": ')) return "command-r-plus";
   // Solar Open: text under <|content|>, or calls under <|tool_calls|>, each id, name and JSON arguments between control tokens.
   if (has("<|tool_call:begin|>", "<|tool_call:name|>", "<|tool_call:args|>")) return "solar-open";
   // Kimi-K3 (XTML): after the response's text, <|open|>tools<|sep|> with each call's arguments tagged and typed.
@@ -165,7 +167,9 @@ export class ChatPrompter {
   }
 
   render(request: ChatRenderRequest): RenderedPrompt {
-    const segments = this.template ? this.template.render(request) : plainTranscript(request);
+    const templated = this.template ? this.template.render(request) : plainTranscript(request);
+    const prefill = request.assistantPrefill;
+    const segments = prefill ? [...templated, { text: prefill, special: false }] : templated;
     const rendered = { text: segments.map((s) => s.text).join(""), tokens: this.tokenizer.sequence(segments), segments };
     const unread = !this.readsReasoningContent && request.messages.some((m) => m.reasoning_content !== undefined);
     return unread ? { ...rendered, reasoningContentUnread: true } : rendered;

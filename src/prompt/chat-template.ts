@@ -53,6 +53,11 @@ export interface ChatRenderRequest {
    * `enable_thinking`, and `reasoning_effort` (the request's validated value).
    */
   readonly variables?: Readonly<Record<string, boolean | string>>;
+  /**
+   * Text the assistant's turn starts with, after the generation prompt, plain text (Command R+'s
+   * `directly-answer` action before an answer): ChatPrompter.render appends it.
+   */
+  readonly assistantPrefill?: string;
 }
 
 /** The template could not render this conversation (it raised, or a user string is unsafe where it lands). */

@@ -36,6 +36,8 @@ export {
 export { hasRepeatedKeys, withoutRepeatedKeys } from "./typescript/value-text.js";
 export {
   ANSWER_OPEN,
+  ANSWER_PREFILL,
+  answerLeadOf,
   compileToolCallLanguage,
   controlMarkersOf,
   HERMES_CALL_CLOSE,
@@ -51,6 +53,7 @@ export { MAX_SCHEMA_NESTING, nestedDeeperThan } from "./json-schema/document.js"
 export { HARMONY_CALL, HARMONY_FINAL, HARMONY_TOOLS_CLOSE } from "./tool-calls/harmony.js";
 export { RECIPIENT_ALL } from "./tool-calls/recipient.js";
 export { COHERE_TEXT } from "./tool-calls/cohere.js";
+export { COMMAND_R_PLUS_TEXT_LEADS } from "./tool-calls/command-r-plus.js";
 export { SOLAR_CONTENT, SOLAR_END } from "./tool-calls/solar.js";
 export { GIGACHAT_MESSAGE_SEP } from "./tool-calls/gigachat.js";
 export { MUSE_TEXT_LEAD, MUSE_TOOLS_CLOSE, MUSE_TURN_END } from "./tool-calls/muse.js";

@@ -34,6 +34,8 @@
  *   function (recipient.ts);
  * - "command-r7b" (Command R7B), "cohere2" (Command A): text between answer markers, or one JSON
  *   list of calls between action markers, all control tokens (cohere.ts);
+ * - "command-r-plus" (Command R+): `Action: ```json\n[…]```` listing the calls, or the
+ *   `directly-answer` action and the answer after it (command-r-plus.ts);
  * - "gemma4" (Gemma 4): `<|tool_call>call:f{k:v,…}<tool_call|>`, each argument in its own
  *   notation (gemma.ts);
  * - "lfm2" (LFM2, LFM2.5): `<|tool_call_start|>[f(k='v', n=3)]<|tool_call_end|>`, Python calls
@@ -95,6 +97,7 @@ import {
   isCohereStyle,
   parseCohereReply,
 } from "./cohere.js";
+import { COMMAND_R_PLUS_ANSWER_LEAD, COMMAND_R_PLUS_OPEN, commandRPlusLanguage, parseCommandRPlusReply } from "./command-r-plus.js";
 import { parseSolarReply, SOLAR_CALLS_OPEN, SOLAR_CONTENT, SOLAR_MARKERS, solarLanguage } from "./solar.js";
 import { MUSE_MARKERS, museLanguage, parseMuseReply } from "./muse.js";
 import {
@@ -121,6 +124,7 @@ export type ToolCallStyle =
   | "harmony"
   | "functionary-v3.2"
   | CohereToolCallStyle
+  | "command-r-plus"
   | "gemma4"
   | "lfm2"
   | "solar-open"
@@ -184,6 +188,7 @@ export const TOOL_CALL_OPEN: Record<ToolCallStyle, string> = {
   "functionary-v3.2": RECIPIENT_OPEN,
   "command-r7b": COHERE_ACTION_OPEN,
   cohere2: COHERE_ACTION_OPEN,
+  "command-r-plus": COMMAND_R_PLUS_OPEN,
   gemma4: GEMMA_CALL_OPEN,
   lfm2: PYTHONIC_CALLS_OPEN,
   "solar-open": SOLAR_CALLS_OPEN,
@@ -200,6 +205,17 @@ export const ANSWER_OPEN: Partial<Record<ToolCallStyle, string>> = {
   cohere2: COHERE_TEXT.cohere2.open,
   "solar-open": SOLAR_CONTENT,
 };
+/**
+ * The text such an answer follows in the styles whose every reply opens with an action (Command
+ * R+'s `directly-answer`, then `Answer: `): prefilled after the generation prompt, not generated
+ * (no reasoning precedes it there, and a prompt's text costs no decode step).
+ */
+export const ANSWER_PREFILL: Partial<Record<ToolCallStyle, string>> = {
+  "command-r-plus": COMMAND_R_PLUS_ANSWER_LEAD,
+};
+/** What an answer that is not an "auto" tool reply follows, generated or prefilled (categorization scores what comes after it). */
+export const answerLeadOf = (style: ToolCallStyle | null): string | undefined =>
+  style === null ? undefined : (ANSWER_OPEN[style] ?? ANSWER_PREFILL[style]);
 export const HERMES_CALL_CLOSE = "</tool_call>";
 /** What closes Apriel's and MiniMax-M1's list of calls. */
 const LIST_CLOSE = "</tool_calls>";
@@ -270,6 +286,8 @@ export function compileToolCallLanguage(
   if (style === "functionary-v3.2") return recipientLanguage(tools, parallel, options);
   // Cohere: text between its answer markers, or the calls.
   if (isCohereStyle(style)) return cohereLanguage(tools, style, parallel, options);
+  // Command R+: an action list, of calls or of `directly-answer` and the answer.
+  if (style === "command-r-plus") return commandRPlusLanguage(tools, parallel, options);
   // Solar Open: text under its content header, or the calls under theirs.
   if (style === "solar-open") return solarLanguage(tools, parallel, options);
   // GigaChat: text, then at most one call (its templates write no more).
@@ -375,6 +393,7 @@ export function parseToolReply(text: string, style: ToolCallStyle, tools: readon
   if (style === "harmony") return parseHarmonyReply(text);
   if (style === "functionary-v3.2") return parseRecipientReply(text);
   if (isCohereStyle(style)) return parseCohereReply(text, style);
+  if (style === "command-r-plus") return parseCommandRPlusReply(text);
   if (style === "solar-open") return parseSolarReply(text);
   if (isGigaChatStyle(style)) return parseGigaChatReply(text, style);
   if (style === "kimi-k3") return parseKimiK3Reply(text, tools);

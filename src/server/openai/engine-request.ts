@@ -8,7 +8,7 @@ import type { Config } from "../../config.js";
 import type { ConstrainedCompletionRequest, ConstraintSpec, Engine, ReasoningSection, ToolMode } from "../../generate/index.js";
 import type { ReasoningFormat, RenderedPrompt } from "../../prompt/index.js";
 import { samplingOf, stopStrings } from "../completion-fields.js";
-import { ANSWER_OPEN, HARMONY_TOOLS_CLOSE, MUSE_TOOLS_CLOSE, type ToolCallStyle } from "../../schema/index.js";
+import { ANSWER_OPEN, ANSWER_PREFILL, HARMONY_TOOLS_CLOSE, MUSE_TOOLS_CLOSE, type ToolCallStyle } from "../../schema/index.js";
 import { OpenAIRequestError } from "./errors.js";
 import { type ChatBody, chatMessagesOf, constraintOf, logitBiasOf, type SharedBody } from "./request.js";
 
@@ -106,6 +106,8 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
   // Any other answer opens with the style's header where it has one (Cohere, Solar): after the
   // reasoning's close, or alone, one control token, before an answer without reasoning.
   const lead = tools?.kind === "auto" || !engine.toolCallStyle ? undefined : ANSWER_OPEN[engine.toolCallStyle];
+  // Or it follows a lead in the prompt (Command R+'s `directly-answer` action).
+  const prefill = tools?.kind === "auto" || !engine.toolCallStyle ? undefined : ANSWER_PREFILL[engine.toolCallStyle];
   if (lead !== undefined)
     thinking.section = thinking.section
       ? { ...thinking.section, close: thinking.section.close + lead }
@@ -115,6 +117,7 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
     tools: withTools,
     addGenerationPrompt: true,
     ...(thinking.variables ? { variables: thinking.variables } : {}),
+    ...(prefill === undefined ? {} : { assistantPrefill: prefill }),
   });
   const maxNewTokens = tokenBudget(engine, config)(
     rendered.tokens.length,
