@@ -4,7 +4,14 @@
 // budget (or the reasoning budget) requires it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DfaConstraintState, dfaTokenMatcherFor, ReasoningConstraint, reasoningDfa, TokenTrie } from "../src/constraint/index.js";
+import {
+  DfaConstraintState,
+  dfaTokenMatcherFor,
+  OptionalReasoningConstraint,
+  ReasoningConstraint,
+  reasoningDfa,
+  TokenTrie,
+} from "../src/constraint/index.js";
 import { compileRegex, matchesBytes } from "../src/regex/index.js";
 import { maskWords } from "../src/support/index.js";
 import { makeVocab, maskHas, rng, runDfa } from "./support/constraint-fixtures.js";
@@ -133,4 +140,70 @@ test("property: random runs under random budgets always end in a complete answer
       }
     }
   }
+});
+
+test("an answer's header alone (no body): exactly the marker", () => {
+  const dfa = reasoningDfa(null, utf8(" to=user"), false);
+  assert.ok(matchesBytes(dfa, utf8(" to=user")));
+  for (const text of ["x to=user", " to=use", " to=user ", "", " to= to=user"]) assert.ok(!matchesBytes(dfa, utf8(text)), text);
+});
+
+test("property: a section the model may skip ends in the section and an answer, or the answer alone, never starting with the marker", () => {
+  const tokens = ["<think>", "<", "th", "ink", ">", "</think>", "a", "b", "{", "}", '"a":', "1", "2", "x"];
+  const vocab = makeVocab(tokens);
+  const trie = TokenTrie.build(vocab);
+  const section = dfaTokenMatcherFor(trie, reasoningDfa(utf8("<think>"), utf8("</think>")));
+  // The answer alone may itself begin like the marker: "<th", "<think", "<thinka".
+  const answerDfa = compileRegex('<th[a-z]*|\\{"a":[12]{1,3}\\}');
+  const answer = dfaTokenMatcherFor(trie, answerDfa);
+  const make = () =>
+    new OptionalReasoningConstraint(
+      new ReasoningConstraint(new DfaConstraintState(section), new DfaConstraintState(answer)),
+      new DfaConstraintState(answer),
+      "<think>".length,
+    );
+  const rand = rng(7);
+  const mask = new Uint32Array(maskWords(vocab.size));
+  const seen = new Set<string>();
+  for (let run = 0; run < 600; run++) {
+    const c = make();
+    const budget = 3 + Math.floor(rand() * 16);
+    assert.equal(c.minTokensToAccept(budget), 2, "the answer alone: <, th");
+    let out = "";
+    let undecided = 0;
+    for (let remaining = budget; remaining > 0 && !(c.isAccepting() && rand() < 0.3); remaining--) {
+      c.writeMask(remaining, mask);
+      const ids = [...Array(vocab.size).keys()].filter((id) => maskHas(mask, id));
+      if (ids.length === 0) break;
+      const id = ids[Math.floor(rand() * ids.length)]!;
+      if (c.reasons === null) undecided++;
+      assert.ok(c.advance(id));
+      out += tokens[id];
+    }
+    assert.ok(c.isAccepting(), `run ${run}: ${JSON.stringify(out)} within ${budget}`);
+    if (out.startsWith("<think>")) {
+      seen.add("reasoned");
+      assert.equal(c.reasons, true);
+      const end = out.indexOf("</think>") + "</think>".length;
+      assert.ok(end > 0 && inSection(out.slice(0, end), "<think>", "</think>"), JSON.stringify(out));
+      assert.ok(matchesBytes(answerDfa, utf8(out.slice(end))), `answer ${JSON.stringify(out.slice(end))}`);
+    } else {
+      seen.add(out.startsWith("<th") ? "answer like the marker" : "answer");
+      assert.notEqual(c.reasons, true, JSON.stringify(out));
+      assert.ok(matchesBytes(answerDfa, utf8(out)), JSON.stringify(out));
+      assert.equal(c.reasoningTokenCount(), 0);
+    }
+    assert.ok(undecided <= 4, "decided by the marker's end: <, th, ink, > at most");
+  }
+  assert.deepEqual([...seen].sort(), ["answer", "answer like the marker", "reasoned"]);
+  // Undecided after "<", "th", "ink": both masks; ">" takes the section.
+  const c = make();
+  for (const t of ["<", "th", "ink"]) assert.ok(c.advance(tokens.indexOf(t)));
+  assert.equal(c.reasons, null);
+  assert.ok(c.isAccepting(), "<think is an answer");
+  c.writeMask(20, mask);
+  assert.ok(maskHas(mask, tokens.indexOf(">")) && maskHas(mask, tokens.indexOf("a")));
+  assert.ok(c.advance(tokens.indexOf(">")));
+  assert.equal(c.reasons, true);
+  assert.equal(c.isAccepting(), false);
 });

@@ -113,9 +113,51 @@ test("streamed pieces split exactly as the whole text, whatever the cut points",
         i = j;
       }
       reasoning += splitter.flush().reasoning;
-      assert.deepEqual({ reasoning, content }, whole, JSON.stringify(text));
+      assert.deepEqual({ reasoning, content, reasoned: true }, whole, JSON.stringify(text));
     }
   }
-  assert.deepEqual(splitReasoning('<think>a</thi</think>\n\n{"x":1}', SECTION), { reasoning: "a</thi", content: '{"x":1}' });
-  assert.deepEqual(splitReasoning("<think>x</think", SECTION), { reasoning: "x</think", content: "" });
+  assert.deepEqual(splitReasoning('<think>a</thi</think>\n\n{"x":1}', SECTION), {
+    reasoning: "a</thi",
+    content: '{"x":1}',
+    reasoned: true,
+  });
+  assert.deepEqual(splitReasoning("<think>x</think", SECTION), { reasoning: "x</think", content: "", reasoned: true });
+});
+
+test("a section the model may skip: held back while the text may still open it, then reasoning or the answer (its lead stripped)", () => {
+  const rand = rng(41);
+  const MUSE = {
+    open: " to=self<|message|>",
+    close: "<|eom|><|start|>assistant to=user<|message|>",
+    skippable: { lead: " to=user<|message|>" },
+  } as const;
+  const MINIMAX = { open: "<mm:think>", close: "</mm:think>", skippable: { lead: "" } } as const;
+  const cases = [
+    [MUSE, " to=self<|message|>plan<|eom|><|start|>assistant to=user<|message|>Hi", { reasoning: "plan", content: "Hi", reasoned: true }],
+    [MUSE, " to=user<|message|>Hi there", { reasoning: "", content: "Hi there", reasoned: false }],
+    [MINIMAX, "<mm:think>r</mm:think>\n\n{}", { reasoning: "r", content: "{}", reasoned: true }],
+    [MINIMAX, '{"a": "<mm:think>"}', { reasoning: "", content: '{"a": "<mm:think>"}', reasoned: false }],
+    // An answer that ends while it may still be the marker's beginning: what flush gives back.
+    [MINIMAX, "<mm", { reasoning: "", content: "<mm", reasoned: false }],
+    [MINIMAX, "", { reasoning: "", content: "", reasoned: false }],
+  ] as const;
+  for (const [section, text, expected] of cases) {
+    assert.deepEqual(splitReasoning(text, section), expected, text);
+    for (let round = 0; round < 100; round++) {
+      const splitter = new ReasoningSplitter(section);
+      let reasoning = "";
+      let content = "";
+      for (let i = 0; i < text.length; ) {
+        const j = Math.min(text.length, i + 1 + Math.floor(rand() * 4));
+        const part = splitter.push(text.slice(i, j));
+        // Nothing goes out while the text may still be the opening marker.
+        if (section.open.startsWith(text.slice(0, j))) assert.deepEqual(part, { reasoning: "", content: "" });
+        reasoning += part.reasoning;
+        content += part.content;
+        i = j;
+      }
+      const rest = splitter.flush();
+      assert.deepEqual({ reasoning: reasoning + rest.reasoning, content: content + rest.content, reasoned: splitter.reasoned }, expected);
+    }
+  }
 });

@@ -56,13 +56,15 @@ test("each family's markers, opening and switch, as its template renders them", 
     "ibm-granite-granite-3.3-2B-Instruct.jinja": { ...THINK, preOpened: false, toggle: "thinking", askedOnly: true },
     "Bielik-11B-v3.0-Instruct.jinja": { ...THINK, preOpened: true, toggle: "enable_thinking", askedOnly: true },
     "Reka-Edge.jinja": { ...THINK, preOpened: true, toggle: "enable_thinking", askedOnly: true },
-    // MiniMax-M3: a switch of two words; "enabled" opens the section in the generation prompt.
+    // MiniMax-M3: a switch of two words; "enabled" opens the section in the generation prompt; its
+    // default ("adaptive") lets the model decide, nothing written before its answer if it skips.
     "MiniMax-M3.jinja": {
       open: "<mm:think>",
       close: "</mm:think>",
       preOpened: true,
       toggle: "thinking_mode",
       toggleValues: { on: "enabled", off: "disabled" },
+      adaptive: { lead: "" },
     },
     // Hunyuan 3: markers with its suffix, its switch the reasoning_effort variable ("no_think" by default).
     "tencent-Hy3.jinja": {
@@ -92,12 +94,13 @@ test("each family's markers, opening and switch, as its template renders them", 
       toggle: "thinking",
       effortVariable: { name: "thinking_effort", words: { minimal: "low", low: "low", medium: "high", high: "high", xhigh: "max" } },
     },
-    // Muse: a message to itself before the one to the user.
+    // Muse: a message to itself before the one to the user, if it chooses to write one.
     "muse-glimmer.jinja": {
       open: " to=self<|message|>",
       close: "<|eom|><|start|>assistant to=user<|message|>",
       preOpened: false,
       toggle: null,
+      adaptive: { lead: " to=user<|message|>" },
     },
     // Apriel 1.5: reasoning from the start of its turn (its system prompt asks for it), the answer
     // after [BEGIN FINAL RESPONSE], which [END FINAL RESPONSE] ends.

@@ -160,13 +160,79 @@ describe("reasoning models (synthetic, real templates)", () => {
     }
   });
 
-  test('MiniMax-M3: thinking_mode "enabled" opens the section (its default, "adaptive", is not planned), "none" sets "disabled"', async () => {
-    const render = (thinking_mode: string) =>
+  test('MiniMax-M3: asked to reason, "enabled" opens the section; unasked, its "adaptive" default lets the model decide; "none" sets "disabled"', async () => {
+    const render = (thinking_mode?: string) =>
       minimax.engine.renderChat!({
         messages: [{ role: "user", content: "Weather?" }],
         addGenerationPrompt: true,
-        variables: { thinking_mode },
+        ...(thinking_mode ? { variables: { thinking_mode } } : {}),
       });
+    // Unasked: the template's default, no section opened; the model's first token decides. qwen2's
+    // tokens that begin <mm:think> are "<" and "<m": pushed up, the model reasons; pushed down, it answers.
+    const opening = { "27": 100, "13748": 100 };
+    const adaptive = render();
+    assert.ok(adaptive.text.includes("Current thinking mode: adaptive") && adaptive.text.endsWith("ai\n"), adaptive.text.slice(-80));
+    for (const [bias, reasons] of [
+      [opening, true],
+      [{ "27": -100, "13748": -100 }, false],
+    ] as const) {
+      const r = await ask(minimax, { max_tokens: 80, seed: 8, logit_bias: bias });
+      validAnswer(r.choices[0]!.message.content);
+      const message = r.choices[0]!.message as Message;
+      assert.equal(typeof message.reasoning_content === "string", reasons, JSON.stringify(message));
+      assert.equal(r.usage!.prompt_tokens, adaptive.tokens.length);
+      assert.equal((r.usage!.completion_tokens_details?.reasoning_tokens ?? 0) > 0, reasons);
+      // Streamed, the same split (held back while the text may still open the section).
+      const stream = await minimax.client.chat.completions.create({
+        model: minimax.engine.modelId ?? "",
+        messages: [{ role: "user", content: "Weather?" }],
+        response_format: { type: "json_schema", json_schema: { name: "w", schema: SCHEMA, strict: true } },
+        max_tokens: 80,
+        seed: 8,
+        logit_bias: bias,
+        stream: true,
+      } as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming);
+      let reasoning: string | undefined;
+      let content = "";
+      for await (const chunk of stream) {
+        const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning_content?: string } | undefined;
+        if (delta?.reasoning_content !== undefined) reasoning = (reasoning ?? "") + delta.reasoning_content;
+        content += delta?.content ?? "";
+      }
+      assert.equal(content, message.content);
+      assert.equal(reasoning, message.reasoning_content === "" ? undefined : message.reasoning_content);
+    }
+    // The Responses API (no logit_bias there): whichever the model chose, a reasoning item only when
+    // it reasoned, the same streamed; over a few seeds, both come up.
+    const kinds = new Set<string>();
+    for (const seed of [1, 2, 3, 6]) {
+      const responseRequest = {
+        model: minimax.engine.modelId ?? "",
+        input: "Weather?",
+        max_output_tokens: 80,
+        seed,
+        text: { format: { type: "json_schema", name: "w", schema: SCHEMA, strict: true } },
+      };
+      const response = await minimax.client.responses.create(responseRequest as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+      const items = response.output.map((item) => item.type);
+      kinds.add(items.join(","));
+      assert.ok(items.join(",") === "message" || items.join(",") === "reasoning,message", items.join(","));
+      assert.equal(items[0] === "reasoning", (response.usage?.output_tokens_details.reasoning_tokens ?? 0) > 0);
+      validAnswer(response.output_text);
+      const events = await minimax.client.responses.create({
+        ...responseRequest,
+        stream: true,
+      } as OpenAI.Responses.ResponseCreateParamsStreaming);
+      const types: string[] = [];
+      let streamedText = "";
+      for await (const event of events) {
+        if (event.type === "response.output_item.added") types.push(event.item.type);
+        if (event.type === "response.output_text.delta") streamedText += event.delta;
+      }
+      assert.deepEqual(types, items);
+      assert.equal(streamedText, response.output_text);
+    }
+    assert.equal(kinds.size, 2, [...kinds].join(" / "));
     const on = await ask(minimax, { max_tokens: 80, seed: 8, reasoning_budget: 20 });
     validAnswer(on.choices[0]!.message.content);
     assert.equal(typeof (on.choices[0]!.message as Message).reasoning_content, "string");

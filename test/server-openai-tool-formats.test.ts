@@ -600,17 +600,18 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
     assert.ok(prepared({ reasoning_effort: "none" }).endsWith("<|open|>response<|sep|>"));
   });
 
-  test("Muse: reasoning as a message to itself, then text to the user or ATEM calls, whole and streamed", async () => {
+  test("Muse: reasoning as a message to itself (asked, or as the model chooses), then text to the user or ATEM calls, whole and streamed", async () => {
     assert.equal(muse.engine.toolCallStyle, "muse");
     const kinds = new Set<string>();
     for (const seed of [1, 2, 3, 4, 5, 6]) {
-      // <|eom|> ends the reasoning at once, and lets a call be followed by another.
+      // <|eom|> ends the reasoning at once, and lets a call be followed by another; asked, it reasons.
       const request = {
         model: "qwen2",
         messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
         tools: [WEATHER],
         max_tokens: 120,
         seed,
+        reasoning_effort: "low",
         logit_bias: { "151900": 100 },
       };
       const r = await muse.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
@@ -635,6 +636,37 @@ describe("tool-call formats on auto (synthetic models, real templates)", () => {
       assert.equal(s.content, message.content ?? "");
     }
     assert.deepEqual([...kinds].sort(), ["call", "text"], "both kinds of reply come up");
+    // Unasked, the model decides after ` to`: "=self" (qwen2's 7667, or "=" then "self", 721) is
+    // its message to itself, "=user" (30164, 872) the text without one; with tools, or without.
+    for (const tools of [[WEATHER], undefined]) {
+      const self: Record<string, number> = { "7667": 100, "721": 100, "151900": 100 };
+      const user: Record<string, number> = { "30164": 100, "872": 100 };
+      for (const [bias, reasons, effort] of [
+        [self, true, undefined],
+        [user, false, undefined],
+        // "none": no message to itself, however pushed.
+        [self, false, "none"],
+      ] as const) {
+        const request = {
+          model: "qwen2",
+          messages: [{ role: "user" as const, content: "Weather in Oslo?" }],
+          ...(tools ? { tools } : {}),
+          ...(effort ? { reasoning_effort: effort } : {}),
+          max_tokens: 60,
+          seed: 3,
+          logit_bias: bias,
+        };
+        const r = await muse.client.chat.completions.create(request as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+        const message = r.choices[0]!.message as OpenAI.Chat.Completions.ChatCompletionMessage & { reasoning_content?: string };
+        assert.equal(typeof message.reasoning_content === "string", reasons, JSON.stringify(message));
+        assert.equal((r as { warnings?: unknown }).warnings, undefined, "none is honoured: no warning");
+        assert.equal(message.tool_calls, undefined);
+        for (const marker of [...Object.values(MUSE_MARKERS), "to=user", "to=self"])
+          assert.ok(!(message.content ?? "").includes(marker), message.content ?? "");
+        const s = await streamed(muse, request);
+        assert.equal(s.content, message.content ?? "");
+      }
+    }
   });
 
   test("Gemma 4: calls in its own notation, parsed for the SDK as JSON, whole and streamed, after its thought channel or without", async () => {

@@ -30,4 +30,4 @@ export { DfaConstraintState } from "./dfa/state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
 export { copyMaskInto, type ForcedBytes, type TokenConstraint } from "./token-constraint.js";
 export { PREFIX_PENDING, type ByteAutomaton, type ByteDfa, type VocabularyBytes } from "./types.js";
-export { ReasoningConstraint, reasoningDfa } from "./reasoning.js";
+export { OptionalReasoningConstraint, ReasoningConstraint, reasoningDfa } from "./reasoning.js";

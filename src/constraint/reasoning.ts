@@ -17,8 +17,9 @@ import type { ForcedBytes, TokenConstraint } from "./token-constraint.js";
  * Knuth–Morris–Pratt automaton on `close`) and nothing follows `close`. `open` null: the prompt
  * already opened the section. A control marker's spelling (support/control-markers.ts) is never
  * body text: it may appear only as part of `close`, and once one has, `close` must go on to its end.
+ * `body` false: no body, `open · close` exactly (an answer's header, Muse's ` to=user<|message|>`).
  */
-export function reasoningDfa(open: Uint8Array | null, close: Uint8Array): ByteDfa {
+export function reasoningDfa(open: Uint8Array | null, close: Uint8Array, body = true): ByteDfa {
   if (close.length === 0) throw new RangeError("a reasoning section needs a non-empty end marker");
   const o = open?.length ?? 0;
   const m = close.length;
@@ -46,7 +47,7 @@ export function reasoningDfa(open: Uint8Array | null, close: Uint8Array): ByteDf
   for (let j = 0; j < m; j++) {
     for (let c = 0; c < numClasses; c++) {
       const b = representative[c]!;
-      if (b !== close[j] && (b === MARKER_LEAD || committed[j] === 1)) continue;
+      if (b !== close[j] && (!body || b === MARKER_LEAD || committed[j] === 1)) continue;
       let k = j;
       while (k > 0 && close[k] !== b) k = fail[k]!;
       if (close[k] === b) k++;
@@ -81,6 +82,11 @@ export class ReasoningConstraint implements TokenConstraint {
   /** Whether the reasoning section has ended (its marker written). */
   get answering(): boolean {
     return this.inAnswer;
+  }
+
+  /** Whether the text has gone past the section DFA's first `states` states (its opening marker's, `open`'s length). */
+  openedPast(states: number): boolean {
+    return this.inAnswer || this.reasoning.state >= states;
   }
 
   /** Tokens the reasoning section may still take when `remaining` tokens are left in all. */
@@ -152,5 +158,96 @@ export class ReasoningConstraint implements TokenConstraint {
 
   walkAhead(deadline: number): boolean {
     return this.answer.walkAhead ? this.answer.walkAhead(deadline) : true;
+  }
+}
+
+/**
+ * A section the model may skip (MiniMax-M3's adaptive mode, Muse's message to itself): the
+ * section then the answer (`reasoned`), or the answer alone (`direct`, which may open with a lead
+ * of its own). Both are followed while the text is a beginning of the section's opening marker
+ * (`openLength` bytes: the DFA states before the body); once the marker is whole the section is
+ * taken, so the answer alone never starts with it. The mask is the union of the two while both
+ * are alive; after that, the survivor's own (fast-forward included).
+ */
+export class OptionalReasoningConstraint implements TokenConstraint {
+  private reasoned: ReasoningConstraint | null;
+  private direct: TokenConstraint | null;
+  /** The second mask while both are alive (allocated once, on the first step). */
+  private other: Uint32Array | null = null;
+
+  constructor(
+    reasoned: ReasoningConstraint,
+    direct: TokenConstraint,
+    private readonly openLength: number,
+  ) {
+    this.reasoned = reasoned;
+    this.direct = direct;
+  }
+
+  /** The section was taken (null: not decided yet). */
+  get reasons(): boolean | null {
+    if (this.reasoned && this.direct) return null;
+    return this.reasoned !== null;
+  }
+
+  writeMask(remaining: number, out: Uint32Array): void {
+    if (!this.reasoned || !this.direct) {
+      (this.reasoned ?? this.direct)!.writeMask(remaining, out);
+      return;
+    }
+    this.reasoned.writeMask(remaining, out);
+    if (this.other === null || this.other.length !== out.length) this.other = new Uint32Array(out.length);
+    this.direct.writeMask(remaining, this.other);
+    for (let i = 0; i < out.length; i++) out[i]! |= this.other[i]!;
+  }
+
+  isAccepting(): boolean {
+    return this.reasoned?.isAccepting() === true || this.direct?.isAccepting() === true;
+  }
+
+  hasAnyToken(remaining: number): boolean {
+    return this.reasoned?.hasAnyToken(remaining) === true || this.direct?.hasAnyToken(remaining) === true;
+  }
+
+  advance(token: number): boolean {
+    const reasoned = this.reasoned?.advance(token) === true;
+    const direct = this.direct?.advance(token) === true;
+    if (!reasoned && !direct) return false;
+    if (!reasoned) this.reasoned = null;
+    // The opening marker whole: the section is taken.
+    if (!direct || (reasoned && this.reasoned!.openedPast(this.openLength))) this.direct = null;
+    return true;
+  }
+
+  minTokensToAccept(cap: number): number {
+    const a = this.reasoned ? this.reasoned.minTokensToAccept(cap) : Number.POSITIVE_INFINITY;
+    return this.direct ? Math.min(a, this.direct.minTokensToAccept(cap)) : a;
+  }
+
+  minTokensAtLeast(cap: number): number {
+    const d = this.direct;
+    const a = this.reasoned ? this.reasoned.minTokensAtLeast(cap) : Number.POSITIVE_INFINITY;
+    return d ? Math.min(a, d.minTokensAtLeast ? d.minTokensAtLeast(cap) : d.minTokensToAccept(cap)) : a;
+  }
+
+  /** Forced bytes only once decided (two branches force nothing in common worth planning). */
+  forcedBytes(max: number): ForcedBytes | null {
+    if (this.reasoned && this.direct) return null;
+    const c = (this.reasoned ?? this.direct)!;
+    return c.forcedBytes !== undefined && c.allowsWithin !== undefined ? c.forcedBytes(max) : null;
+  }
+
+  allowsWithin(token: number, remaining: number): boolean {
+    return this.reasoned?.allowsWithin(token, remaining) === true || this.direct?.allowsWithin?.(token, remaining) === true;
+  }
+
+  walkAhead(deadline: number): boolean {
+    const a = this.reasoned ? this.reasoned.walkAhead(deadline) : true;
+    const d = this.direct?.walkAhead ? this.direct.walkAhead(deadline) : true;
+    return a && d;
+  }
+
+  reasoningTokenCount(): number {
+    return this.reasoned && !this.direct ? this.reasoned.reasoningTokenCount() : 0;
   }
 }

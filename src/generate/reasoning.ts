@@ -7,6 +7,7 @@ import {
   DfaConstraintState,
   type DfaTokenMatcher,
   dfaTokenMatcherFor,
+  OptionalReasoningConstraint,
   ReasoningConstraint,
   reasoningDfa,
   type TokenConstraint,
@@ -33,20 +34,32 @@ const sectionDfas = new WeakMap<TokenTrie, LruCache<ByteDfa>>();
 function sectionMatcher(trie: TokenTrie, section: ReasoningSection): DfaTokenMatcher {
   let dfas = sectionDfas.get(trie);
   if (dfas === undefined) sectionDfas.set(trie, (dfas = new LruCache<ByteDfa>(64)));
-  const key = `${section.open ?? ""}\0${section.close}`;
+  const key = `${section.hidden ? "h" : "s"}${section.open ?? ""}\0${section.close}`;
   let dfa = dfas.get(key);
   if (dfa === undefined) {
-    dfa = reasoningDfa(section.open === null ? null : trie.markerSpelling(section.open), trie.markerSpelling(section.close));
+    // An answer's header (hidden) is written exactly: no body before it.
+    const open = section.open === null ? null : trie.markerSpelling(section.open);
+    dfa = reasoningDfa(open, trie.markerSpelling(section.close), section.hidden !== true);
     dfas.set(key, dfa);
   }
   return dfaTokenMatcherFor(trie, dfa);
 }
 
-/** `answer`'s factory behind the reasoning section (a forced prefix applies to the section's first token). */
+/**
+ * `answer`'s factory behind the reasoning section (a forced prefix applies to the section's first
+ * token); a section the model may skip is followed beside the answer alone (after its lead).
+ */
 export function withReasoning(trie: TokenTrie, section: ReasoningSection, answer: Factory): Factory {
   const matcher = sectionMatcher(trie, section);
   const maxTokens = section.maxTokens ?? Number.POSITIVE_INFINITY;
-  return (prefix) => new ReasoningConstraint(new DfaConstraintState(matcher, prefix), answer(undefined), maxTokens);
+  const reasoned = (prefix: Uint8Array | undefined) =>
+    new ReasoningConstraint(new DfaConstraintState(matcher, prefix), answer(undefined), maxTokens);
+  const skippable = section.skippable;
+  if (skippable === undefined) return reasoned;
+  if (section.open === null) throw new RangeError("a section the model may skip is one it opens itself");
+  const openLength = trie.markerSpelling(section.open).length;
+  const direct = skippable.lead === "" ? answer : withReasoning(trie, { open: null, close: skippable.lead, hidden: true }, answer);
+  return (prefix) => new OptionalReasoningConstraint(reasoned(prefix), direct(prefix), openLength);
 }
 
 /**
@@ -59,13 +72,37 @@ export class ReasoningSplitter {
   private pending = "";
   private closed = false;
   private answerStarted = false;
+  /** Whether the section was written: null until the text says, for one the model may skip. */
+  private taken: boolean | null;
+  /** A skipped section's lead (Muse's ` to=user<|message|>`), still to strip from the answer. */
+  private leadLeft: string;
 
   constructor(private readonly section: ReasoningSection) {
     this.openLeft = section.open ?? "";
+    this.taken = section.skippable ? null : true;
+    this.leadLeft = section.skippable?.lead ?? "";
+  }
+
+  /** Whether the model wrote the section (null: not known yet; true for one it cannot skip). */
+  get reasoned(): boolean | null {
+    return this.taken;
   }
 
   /** One streamed piece of text → its reasoning part and its answer part (either may be ""). */
   push(delta: string): { reasoning: string; content: string } {
+    if (this.taken === null) {
+      // Undecided while the text may still be the opening marker (held back meanwhile).
+      const text = this.pending + delta;
+      const open = this.section.open!;
+      this.pending = "";
+      if (text.startsWith(open)) this.taken = true;
+      else if (open.startsWith(text)) {
+        this.pending = text;
+        return { reasoning: "", content: "" };
+      } else this.taken = false;
+      delta = text;
+    }
+    if (this.taken === false) return { reasoning: "", content: this.skipped(delta) };
     if (this.closed) return { reasoning: "", content: this.answer(delta) };
     let text = this.pending + delta;
     this.pending = "";
@@ -87,11 +124,28 @@ export class ReasoningSplitter {
     return { reasoning: text.slice(0, text.length - keep), content: "" };
   }
 
-  /** At the end: what was held back (reasoning cut short by a stop or the model's end). */
+  /**
+   * At the end: what was held back (reasoning cut short by a stop or the model's end; or, where
+   * the model may skip the section, an answer that ended as a beginning of its opening marker).
+   */
   flush(): { reasoning: string; content: string } {
-    const reasoning = this.pending;
+    const held = this.pending;
     this.pending = "";
-    return { reasoning, content: "" };
+    if (this.taken !== null) return { reasoning: held, content: "" };
+    this.taken = false;
+    return { reasoning: "", content: this.skipped(held) };
+  }
+
+  /** The answer of a skipped section: its lead stripped. */
+  private skipped(text: string): string {
+    if (this.leadLeft.length > 0) {
+      let n = 0;
+      while (n < text.length && n < this.leadLeft.length && text[n] === this.leadLeft[n]) n++;
+      // The constraint writes the lead whole; anything else ends the search.
+      this.leadLeft = n < this.leadLeft.length && n < text.length ? "" : this.leadLeft.slice(n);
+      text = text.slice(n);
+    }
+    return this.answer(text);
   }
 
   private answer(text: string): string {
@@ -102,10 +156,10 @@ export class ReasoningSplitter {
   }
 }
 
-/** A whole generated text split as ReasoningSplitter splits it streamed. */
-export function splitReasoning(text: string, section: ReasoningSection): { reasoning: string; content: string } {
+/** A whole generated text split as ReasoningSplitter splits it streamed (`reasoned`: the section was written). */
+export function splitReasoning(text: string, section: ReasoningSection): { reasoning: string; content: string; reasoned: boolean } {
   const splitter = new ReasoningSplitter(section);
   const a = splitter.push(text);
   const b = splitter.flush();
-  return { reasoning: a.reasoning + b.reasoning, content: a.content };
+  return { reasoning: a.reasoning + b.reasoning, content: a.content + b.content, reasoned: splitter.reasoned === true };
 }

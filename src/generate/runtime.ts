@@ -220,8 +220,10 @@ export class GenerationRuntime {
     const section = req.reasoning;
     if (!section) return results;
     return results.map((r) => {
-      const { reasoning, content } = splitReasoning(r.completion, section);
-      if (!section.hidden) return { ...r, completion: content, reasoning };
+      const { reasoning, content, reasoned } = splitReasoning(r.completion, section);
+      if (!section.hidden && reasoned) return { ...r, completion: content, reasoning };
+      // A skipped section: no reasoning, none of its tokens (0).
+      if (!section.hidden) return { ...r, completion: content };
       // An answer's header: no reasoning to report.
       const { reasoningTokens: _header, ...rest } = r;
       return { ...rest, completion: content };

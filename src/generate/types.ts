@@ -70,6 +70,12 @@ export interface ReasoningSection {
    * never reported as reasoning. Absent: false.
    */
   readonly hidden?: true;
+  /**
+   * The model may skip the section (MiniMax-M3's adaptive mode, Muse's message to itself), writing
+   * `lead` before its answer instead ("" for nothing): the constraint follows both until the text
+   * says which (constraint/'s OptionalReasoningConstraint). Absent: the section is written.
+   */
+  readonly skippable?: { readonly lead: string };
 }
 
 /** Streaming of several choices: choice `index`'s text as it becomes final (see CompletionOptions.onText). */

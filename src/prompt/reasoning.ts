@@ -35,6 +35,14 @@ export interface ReasoningFormat {
    * for free-text answers, so it is not content. Absent: none.
    */
   readonly answerEnd?: string;
+  /**
+   * The model decides whether to reason when the request does not say (MiniMax-M3's default
+   * "adaptive" mode; Muse, whose message to itself is its own choice): a request without
+   * `reasoning_effort` or `reasoning_budget` keeps the template's default and lets the model skip
+   * the section, writing `lead` instead ("" for nothing); `reasoning_effort: "none"` skips it.
+   * Absent: the section is written unless turned off.
+   */
+  readonly adaptive?: { readonly lead: string };
 }
 
 /** Marker pairs of the families whose sections are plain text between two markers. */
@@ -60,7 +68,8 @@ const writes = (template: string, marker: string): boolean =>
 const TOGGLES = ["enable_thinking", "thinking"] as const;
 /**
  * Switches of two words: MiniMax-M3's `thinking_mode` ("adaptive" by default lets the model choose
- * whether to think, a section Trellis cannot plan: "enabled" is what a request that reasons sets).
+ * whether to think, kept where the request does not say: ReasoningFormat.adaptive; "enabled" is
+ * what a request that asks for reasoning sets).
  */
 const WORD_TOGGLES = [
   { name: "thinking_mode", on: "enabled", off: "disabled" },
@@ -117,6 +126,7 @@ const MUSE: ReasoningFormat = {
   close: "<|eom|><|start|>assistant to=user<|message|>",
   preOpened: false,
   toggle: null,
+  adaptive: { lead: " to=user<|message|>" },
 };
 
 /**
@@ -184,7 +194,9 @@ export function reasoningFormatOf(template: string | null, render: (request: Cha
         toggleValues: { on: words.on, off: words.off },
       };
       // Off unless set (Hunyuan's default is "no_think"): the model reasons only when asked.
-      return on.endsWith(close.trimEnd()) ? { ...format, askedOnly: true } : format;
+      if (on.endsWith(close.trimEnd())) return { ...format, askedOnly: true };
+      // Neither on nor off unless set (MiniMax-M3's "adaptive"): the model decides.
+      return on !== set && !on.endsWith(open.trimEnd()) ? { ...format, adaptive: { lead: "" } } : format;
     }
     // A switch that is off unless set: true changes what the template writes, false does not.
     const asked = TOGGLES.find((name) => {

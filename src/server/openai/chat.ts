@@ -110,12 +110,22 @@ export async function chatRoute(api: FastifyInstance): Promise<void> {
             return { index, delta, logprobs, finish_reason: null };
           },
           last: (index, result) => {
-            const held = thinking ? thinking[index]!.flush().reasoning : "";
-            let delta: Record<string, unknown> = held.length > 0 ? { reasoning_content: held } : {};
+            // Held back: reasoning cut short, or an answer that ended as a beginning of a skippable section's marker.
+            const held = thinking ? thinking[index]!.flush() : { reasoning: "", content: "" };
+            let delta: Record<string, unknown> = held.reasoning.length > 0 ? { reasoning_content: held.reasoning } : {};
             if (tools?.kind === "required")
               delta = { ...delta, tool_calls: requiredCalls(result.completion).map((c, i) => ({ index: i, ...c })) };
+            else if (!auto && held.content.length > 0)
+              delta = {
+                ...delta,
+                ...(!tools
+                  ? { content: held.content }
+                  : legacy
+                    ? { function_call: { arguments: held.content } }
+                    : { tool_calls: [{ index: 0, function: { arguments: held.content } }] }),
+              };
             if (auto) {
-              const rest = auto[index]!.flush();
+              const rest = auto[index]!.push(held.content) + auto[index]!.flush();
               const calls = autoCalls(result.completion, tools!);
               delta = {
                 ...delta,
@@ -170,7 +180,7 @@ function requestWarnings(body: ChatBody, reasoning: ReasoningFormat | null): Fie
   const effort = body.reasoning_effort;
   if (reasoning === null && effort != null && effort !== "none")
     out.push(fieldWarning("reasoning_effort", `reasoning_effort: this model does not reason; "${effort}" changes nothing`));
-  if (reasoning !== null && effort === "none" && reasoning.toggle === null)
+  if (reasoning !== null && effort === "none" && reasoning.toggle === null && reasoning.adaptive === undefined)
     out.push(fieldWarning("reasoning_effort", "reasoning_effort: this model's chat template cannot turn reasoning off; it reasoned"));
   if (reasoning === null && body.reasoning_budget != null)
     out.push(fieldWarning("reasoning_budget", "reasoning_budget: this model does not reason; it changes nothing"));

@@ -102,7 +102,12 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
   // gpt-oss and Muse with tools on "auto": the section ends at the next message's start, whose
   // header says whether it is the answer or calls (the tool language reads both).
   const toolsClose = tools?.kind === "auto" && tools.style !== undefined ? TOOLS_SECTION_CLOSE[tools.style] : undefined;
-  if (thinking.section && toolsClose !== undefined) thinking.section = { ...thinking.section, close: toolsClose };
+  if (thinking.section && toolsClose !== undefined) {
+    // The tool language reads the header itself (Muse's ` to=user`): a section the model may skip
+    // has no lead of its own then, and the header alone (reasoning off) is no section.
+    const { skippable, ...section } = thinking.section;
+    thinking.section = section.hidden ? null : { ...section, close: toolsClose, ...(skippable ? { skippable: { lead: "" } } : {}) };
+  }
   // Any other answer opens with the style's header where it has one (Cohere, Solar): after the
   // reasoning's close, or alone, one control token, before an answer without reasoning.
   const lead = tools?.kind === "auto" || !engine.toolCallStyle ? undefined : ANSWER_OPEN[engine.toolCallStyle];
@@ -111,7 +116,7 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
   if (lead !== undefined)
     thinking.section = thinking.section
       ? { ...thinking.section, close: thinking.section.close + lead }
-      : { open: null, close: lead, maxTokens: 1, hidden: true };
+      : { open: null, close: lead, hidden: true };
   const rendered = engine.renderChat({
     messages,
     tools: withTools,
@@ -171,6 +176,13 @@ function reasoningOf(
   if (effort !== null && format.offEfforts?.includes(effort) === true) return { section: null, variables: asked };
   // A model that reasons only when asked (Granite 3.3, Bielik, Reka, Hunyuan 3) answers at once unless asked.
   if (format.askedOnly && effort === null && body.reasoning_budget == null) return { section: null, variables: null };
+  // A model that decides for itself (MiniMax-M3's adaptive mode, Muse): the template's default
+  // unless the request says; "none" skips the section (its lead written instead, where it has one).
+  const adaptive = format.adaptive;
+  if (adaptive !== undefined && effort === "none")
+    return { section: adaptive.lead === "" ? null : { open: null, close: adaptive.lead, hidden: true }, variables: null };
+  if (adaptive !== undefined && effort === null && body.reasoning_budget == null)
+    return { section: { open: format.open, close: format.close, skippable: { lead: adaptive.lead } }, variables: null };
   const budget = body.reasoning_budget ?? (effort === null ? undefined : REASONING_EFFORT_TOKENS[effort]);
   const section: ReasoningSection = {
     open: format.preOpened ? null : format.open,

@@ -365,16 +365,12 @@ function streamResponse(plan: ResponseStreamPlan): Promise<FastifyReply> {
     opened = true;
     builder.event("response.created", { response: plan.snapshot("in_progress", []) });
     builder.event("response.in_progress", { response: plan.snapshot("in_progress", []) });
-    if (reasons) builder.reasoning("");
-    else startAnswer();
+    // A section the model may skip makes its item once its text comes (the answer's, else).
+    if (reasons && !plan.reasoning!.skippable) builder.reasoning("");
+    else if (!reasons) startAnswer();
   };
-  const onText: TextHook = (_index, piece, tokens) => {
-    if (!opened) plan.timeToFirstToken.observe((performance.now() - arrived) / 1000);
-    open();
-    request.tokensGenerated += tokens.length;
-    const split = thinking ? thinking.push(piece) : { reasoning: "", content: piece };
-    if (split.reasoning.length > 0) builder.reasoning(split.reasoning);
-    const text = split.content;
+  /** The answer's text, as it becomes final. */
+  const answerText = (text: string): void => {
     if (text.length === 0) return;
     startAnswer();
     if (tools?.kind === "named") builder.callArguments(text);
@@ -384,11 +380,22 @@ function streamResponse(plan: ResponseStreamPlan): Promise<FastifyReply> {
     } else if (!tools) builder.text(text);
     // "required": the calls are sent whole at the end (the array is parsed then).
   };
+  const onText: TextHook = (_index, piece, tokens) => {
+    if (!opened) plan.timeToFirstToken.observe((performance.now() - arrived) / 1000);
+    open();
+    request.tokensGenerated += tokens.length;
+    const split = thinking ? thinking.push(piece) : { reasoning: "", content: piece };
+    // (A skippable section's item opens as soon as the section is known to be written.)
+    if (split.reasoning.length > 0 || (reasons && !answering && thinking!.reasoned === true)) builder.reasoning(split.reasoning);
+    answerText(split.content);
+  };
   const finished = plan.work(onText).then(
     async ([result]) => {
       request.tokensGenerated = result!.tokensGenerated;
       open();
-      if (thinking && reasons && !answering) builder.reasoning(thinking.flush().reasoning);
+      const held = thinking ? thinking.flush() : { reasoning: "", content: "" };
+      if (reasons && !answering && (held.reasoning.length > 0 || thinking!.reasoned === true)) builder.reasoning(held.reasoning);
+      answerText(held.content);
       startAnswer(plan.reasoningStatus(result!));
       if (auto) {
         const rest = auto.flush();
