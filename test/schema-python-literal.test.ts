@@ -3,8 +3,8 @@
  * MiniCPM5's and LFM2's templates write object and array arguments: the language is a JSON
  * Schema's JSON texts rewritten byte by byte. Shown against Python itself (Debian's python3):
  * every sampled member is a literal `ast.literal_eval` reads, to the value our reader reads; what
- * Python's repr writes for values the schema allows is in the language; values it does not allow
- * are not.
+ * Python's repr writes for values the schema allows is in the language (its \x escapes too);
+ * values it does not allow are not.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -69,7 +69,15 @@ test("sampled members are Python literals that literal_eval reads to the value o
 test("Python's repr of values the schema allows is in the language; of values it does not, not", () => {
   const schema = { type: "array", items: { type: ["string", "boolean", "null", "integer"], maxLength: 8 }, maxItems: 4 };
   const dfa = pythonLiteralLanguage(compileJsonSchema(schema, OPTIONS).dfa, {});
-  const allowed = [[], ["it's"], ['say "hi"', "a'b\"c"], [true, null, 42, "x\ny\tz"], ["a\\b", "é ✓ 😀"]];
+  // Control and other unprintable characters as repr escapes them: \x01, \x7f, \x08, \x0c, \x85, \xa0, \xad.
+  const allowed = [
+    [],
+    ["it's"],
+    ['say "hi"', "a'b\"c"],
+    [true, null, 42, "x\ny\tz"],
+    ["a\\b", "é ✓ 😀"],
+    ["\u0001\u007f", "b\bf\f", "\u0085\u00a0\u00ad\u0000"],
+  ];
   const refused = [[1.5], ["far too long"], [1, 2, 3, 4, 5], [{}]];
   const reprs = python(
     REPR,
@@ -77,6 +85,10 @@ test("Python's repr of values the schema allows is in the language; of values it
   ).map((line) => JSON.parse(line) as string);
   reprs.forEach((text, i) => assert.equal(matchesString(dfa, text), i < allowed.length, text));
   reprs.slice(0, allowed.length).forEach((text, i) => assert.deepEqual(JSON.parse(jsonOfLiteral(text)), allowed[i], text));
+  assert.equal(reprs[5], "['\\x01\\x7f', 'b\\x08f\\x0c', '\\x85\\xa0\\xad\\x00']");
+  // JSON's own escapes stay in the language too: `\u0001`, `\b`.
+  assert.ok(matchesString(dfa, "['\\u0001', '\\b']"));
+  assert.ok(!matchesString(dfa, "['\\x1']") && !matchesString(dfa, "['\\x0g']"));
 });
 
 function sortKeys(value: unknown): unknown {

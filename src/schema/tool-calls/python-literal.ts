@@ -4,7 +4,10 @@
  * 'n': None, 's': 'it\'s', 'l': [1, 2.5]}`. The language is the JSON Schema's own JSON texts
  * rewritten byte by byte (a rational transduction, so the values allowed are exactly the
  * schema's): each string in single or double quotes (the other quote raw, its own escaped, the
- * escapes JSON and Python share kept, `\/` written `/`), `true`/`false`/`null` as
+ * escapes JSON and Python share kept, `\/` written `/`, a code point below 256 escaped as `\u00XY`
+ * or as repr writes it, `\xXY`, which it also writes for DEL, C1 controls, U+00A0 and U+00AD where
+ * JSON writes them raw; unprintable characters above U+00FF stay raw, which Python reads as the
+ * same string), `true`/`false`/`null` as
  * `True`/`False`/`None`, numbers, brackets, separators and whitespace as they are. The reader turns
  * such a literal (or JSON) back into JSON text.
  */
@@ -16,9 +19,15 @@ const OUT = 0;
 const NULL_U = 1;
 const NULL_L1 = 2;
 const NULL_L2 = 3;
-/** Per quote (0: ', 1: "): the string, after a backslash, and the four hex digits of \u. */
-const inString = (q: number): number => 4 + q * 6;
-const STATES = 16;
+/**
+ * Per quote (0: ', 1: "): the string, after a backslash, the four hex digits of \u (written
+ * `\uXXXX`), the route that writes JSON's `\u00XY` as repr does, `\xXY` (its two zeros read, not
+ * written, then its two hex digits), and a raw 0xC2 lead byte whose character repr escapes.
+ */
+const inString = (q: number): number => 4 + q * 11;
+const STATES = 26;
+/** The characters of U+0080–U+00FF that repr escapes as `\xXY` (not printable: C1 controls, no-break space, soft hyphen). */
+const unprintableLatin1 = (code: number): boolean => code <= 0xa0 || code === 0xad;
 const QUOTES = [0x27, 0x22];
 
 /** A step's output: the byte read itself, or these bytes. */
@@ -53,14 +62,27 @@ const STEPS: readonly (readonly (readonly [number, Output])[])[] = (() => {
           else if (c === "\\") out.push([s + 1, new Uint8Array(0)]);
           else if (b === quote) out.push([s, Uint8Array.of(0x5c, quote)]);
           else out.push([s, "copy"]);
+          // Raw characters repr escapes: DEL, and (after their 0xC2 lead) C1 controls, U+00A0, U+00AD.
+          if (b === 0x7f) out.push([s, bytes("\\x7f")]);
+          if (b === 0xc2) out.push([s + 10, new Uint8Array(0)]);
         } else if (at === 1) {
-          // After a backslash: JSON's escapes as Python reads them.
+          // After a backslash: JSON's escapes as Python reads them (\b and \f also as repr writes them).
           if (c === '"') out.push([s - 1, q === 0 ? bytes('"') : bytes('\\"')]);
           else if (c === "\\") out.push([s - 1, bytes("\\\\")]);
           else if (c === "/") out.push([s - 1, bytes("/")]);
           else if ("bfnrt".includes(c)) out.push([s - 1, bytes(`\\${c}`)]);
-          else if (c === "u") out.push([s + 1, bytes("\\u")]);
-        } else if (/[0-9a-fA-F]/.test(c)) out.push([at === 5 ? inString(q) : s + 1, "copy"]);
+          else if (c === "u") out.push([s + 1, bytes("\\u")], [s + 5, new Uint8Array(0)]);
+          if (c === "b") out.push([s - 1, bytes("\\x08")]);
+          if (c === "f") out.push([s - 1, bytes("\\x0c")]);
+        } else if (at <= 5) {
+          if (/[0-9a-fA-F]/.test(c)) out.push([at === 5 ? inString(q) : s + 1, "copy"]);
+        } else if (at === 6) {
+          if (c === "0") out.push([s + 1, new Uint8Array(0)]);
+        } else if (at === 7) {
+          if (c === "0") out.push([s + 1, bytes("\\x")]);
+        } else if (at <= 9) {
+          if (/[0-9a-fA-F]/.test(c)) out.push([at === 9 ? inString(q) : s + 1, "copy"]);
+        } else if (b >= 0x80 && unprintableLatin1(b)) out.push([inString(q), bytes(`\\x${b.toString(16)}`)]);
       }
       steps.push(out);
     }
