@@ -15,10 +15,12 @@
  *
  * Usage: npm run bench:jsonschema -- [--data DIR] [--vocab llama-bpe] [--limit N | --sample N]
  *          [--only A,B] [--out FILE] [--compile-max-work N] [--mask-max-work N] [--llguidance FILE]
- *          [--recursion stack|unrolled] [--free-any-depth true|false]
+ *          [--recursion stack|unrolled] [--free-any-depth true|false] [--property-order schema|any]
  *   --recursion  "stack" (default, the service's: compileServedSchema's choice of a rule network or
  *                one DFA) or "unrolled" (one DFA always, the form before rule networks).
  *   --free-any-depth  free values at any depth (default: the service's TRELLIS_JSON_FREE_ANY_DEPTH).
+ *   --property-order  "schema" (default, the service's) or "any" (the request option property_order:
+ *                small objects' properties in any order): how many more valid instances pass.
  *   --only A,B   only the files whose names contain one of these (reproducing one schema's verdict).
  *   --limit N    the first N files by name; --sample N: N files evenly spaced over the sorted list
  *                (every k-th, k = files/N), so a quick run covers every subset.
@@ -182,6 +184,8 @@ async function main(): Promise<void> {
   /** Free values as calls too (any depth): the service's TRELLIS_JSON_FREE_ANY_DEPTH unless --free-any-depth true|false. */
   const freeArg = argValue("free-any-depth");
   const freeValuesAnyDepth = freeArg === undefined ? defaults.jsonFreeAnyDepth : freeArg === "true";
+  /** The request option property_order: "schema" (the default) or "any". */
+  const propertyOrder = (argValue("property-order") ?? "schema") as "schema" | "any";
   const llgPath = resolve(REPO_ROOT, argValue("llguidance") ?? "../shared/jsonschema/llguidance-maskbench.json");
 
   const vocabPath = resolve(SHARED, "models", "vocab", `ggml-vocab-${vocabName}.gguf`);
@@ -278,10 +282,11 @@ async function main(): Promise<void> {
       // and the first mask at each probe budget, on a fresh matcher under the mask work limit.
       const probe = { budgets: probeBudgets, limitSteps: maskMaxWork };
       if (recursion === "stack") {
-        const served = compileServedSchema(mb.schema, { whitespace: "default", strict: true, limits, freeValuesAnyDepth }, trie, probe);
+        const options = { whitespace: "default", strict: true, limits, freeValuesAnyDepth, propertyOrder } as const;
+        const served = compileServedSchema(mb.schema, options, trie, probe);
         if (served.kind === "rules") rules = served.rules;
         else dfa = served.dfa;
-      } else ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits }));
+      } else ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits, propertyOrder }));
       tSchema = performance.now();
       // As the service makes a schema's matcher (compile/cache.ts): a DFA's, or a grammar
       // matcher over the rule network.
@@ -409,6 +414,7 @@ async function main(): Promise<void> {
     maskMaxWork,
     recursion,
     freeValuesAnyDepth,
+    propertyOrder,
     probeBudgets,
     /** What the service would refuse (422) at these limits: compile work, then the probe's. */
     refusedAtDefaults: c.timeouts + c.maskTooCostly,

@@ -210,6 +210,32 @@ describe("POST /v1/completion/json with the real engine (stories260K)", () => {
     }
   });
 
+  test('property_order "any": keys come in other orders than the schema\'s, each document valid; big objects keep the order, said', async () => {
+    const schema = {
+      type: "object",
+      properties: { a: { type: "integer" }, b: { type: "boolean" }, c: { enum: ["x", "y"] } },
+      required: ["a", "b", "c"],
+      additionalProperties: false,
+    };
+    const orders = new Set<string>();
+    const outputs: [unknown, string][] = [];
+    for (let seed = 1; seed <= 12; seed++) {
+      const body = await ok({ prompt: "x", schema, property_order: "any", seed, temperature: 2 });
+      orders.add(Object.keys(JSON.parse(body.completion) as object).join(""));
+      outputs.push([schema, body.completion]);
+      assert.equal(body.warnings, undefined);
+    }
+    assertValid(outputs);
+    assert.ok(orders.size >= 3 && [...orders].some((o) => o !== "abc"), [...orders].join(" "));
+    const wide = { type: "object", properties: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`p${i}`, { type: "integer" }])) };
+    const kept = await ok({ prompt: "x", schema: wide, property_order: "any", seed: 1 });
+    assert.deepEqual(
+      kept.warnings?.map((w) => [w.keyword, w.pointer]),
+      [["properties", ""]],
+    );
+    await error({ prompt: "x", schema, property_order: "random" }, 400, /property_order/);
+  });
+
   test("unsatisfiable and too complex schemas are 422s", async () => {
     await error({ prompt: "x", schema: { type: "string", minLength: 3, maxLength: 2 } }, 422, /no JSON value satisfies the schema/);
     await error({ prompt: "x", schema: { allOf: [{ type: "string" }, { type: "integer" }] } }, 422, /no JSON value satisfies/);

@@ -149,6 +149,49 @@ describe("OpenAI chat fields of issue 40 through the openai SDK (stories260K)", 
     await refused({ fast_forward: "yes" }, "fast_forward");
   });
 
+  test("property_order (Trellis's extension): \"any\" lets a JSON answer and a call's arguments come in other orders; on text a warning", async () => {
+    const pet = {
+      type: "object",
+      properties: { name: { enum: ["Rex", "Tom"] }, legs: { type: "integer", minimum: 0, maximum: 4 }, tame: { type: "boolean" } },
+      required: ["name", "legs", "tame"],
+      additionalProperties: false,
+    };
+    const orders = new Set<string>();
+    for (let seed = 1; seed <= 10; seed++) {
+      const r = await chat({
+        property_order: "any",
+        seed,
+        temperature: 2,
+        max_tokens: 60,
+        response_format: { type: "json_schema", json_schema: { name: "pet", schema: pet } },
+      });
+      const value = JSON.parse(r.choices[0]!.message.content!) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(value).sort(), ["legs", "name", "tame"]);
+      orders.add(Object.keys(value).join(","));
+      assert.deepEqual(warningsOf(r), []);
+      // A named call's arguments too.
+      const call = await chat({
+        property_order: "any",
+        seed,
+        temperature: 2,
+        max_tokens: 60,
+        tools: [{ type: "function", function: { name: "adopt", parameters: pet } }],
+        tool_choice: { type: "function", function: { name: "adopt" } },
+      });
+      const [made] = call.choices[0]!.message.tool_calls as { function: { arguments: string } }[];
+      const args = JSON.parse(made!.function.arguments) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(args).sort(), ["legs", "name", "tame"]);
+      orders.add(Object.keys(args).join(","));
+    }
+    assert.ok(orders.size >= 3, [...orders].join(" / "));
+    const text = await chat({ property_order: "any", max_tokens: 5 });
+    assert.deepEqual(
+      warningsOf(text).map((w) => w.keyword),
+      ["property_order"],
+    );
+    await refused({ property_order: "random" }, "property_order");
+  });
+
   test("accepted fields in a stream: the warnings ride on the first chunk", async () => {
     const stream = await client.chat.completions.create({
       model: MODEL,

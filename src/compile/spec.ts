@@ -18,6 +18,8 @@ export interface JsonSchemaTaskOptions {
   readonly forbidUnnamedProperties: boolean;
   /** A keyword that cannot be enforced exactly is refused (true) or ignored with a warning. */
   readonly strict: boolean;
+  /** "schema" (absent): named properties in the schema's order; "any": small objects' in any order. */
+  readonly propertyOrder?: "schema" | "any";
 }
 
 /** A constraint as a request names it. */
@@ -64,7 +66,12 @@ export function keyOf(spec: CompiledSpec): string {
   }
 }
 
-const optionsKey = (o: JsonSchemaTaskOptions): unknown[] => [o.whitespace, o.forbidUnnamedProperties, o.strict];
+const optionsKey = (o: JsonSchemaTaskOptions): unknown[] => [
+  o.whitespace,
+  o.forbidUnnamedProperties,
+  o.strict,
+  ...(o.propertyOrder === "any" ? ["any"] : []),
+];
 
 function digest(kind: string, text: string): string {
   return `${kind}:${createHash("sha256").update(text).digest("base64url")}`;

@@ -98,15 +98,18 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
     let warnings: readonly JsonSchemaWarning[] | undefined;
     if (task.kind === "regex") dfa = compileRegex(task.pattern as string | string[], task.limits);
     else if (task.kind === "tool_calls") {
-      const { whitespace, forbidUnnamedProperties, strict } = task.options;
-      ({ dfa, warnings } = compileToolCallLanguage(task.tools, task.style, task.parallel, {
-        whitespace,
-        forbidAdditionalProperties: forbidUnnamedProperties,
-        strict,
-        limits: task.limits,
-      }));
+      const { whitespace, forbidUnnamedProperties, strict, propertyOrder } = task.options;
+      const compile = (order: "schema" | "any") =>
+        compileToolCallLanguage(task.tools, task.style, task.parallel, {
+          whitespace,
+          forbidAdditionalProperties: forbidUnnamedProperties,
+          strict,
+          limits: task.limits,
+          propertyOrder: order,
+        });
+      ({ dfa, warnings } = inSomeOrder(propertyOrder, compile));
     } else {
-      const { whitespace, forbidUnnamedProperties, strict } = task.options;
+      const { whitespace, forbidUnnamedProperties, strict, propertyOrder } = task.options;
       const typed = task.kind === "typescript" ? typeScriptSchema(task) : null;
       const schema = task.kind === "json_schema" ? task.schema : typed?.schema;
       const options = {
@@ -115,6 +118,7 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
         strict,
         limits: task.limits,
         freeValuesAnyDepth: task.freeValuesAnyDepth ?? false,
+        ...(propertyOrder ? { propertyOrder } : {}),
       };
       // Probed with the choice of its form.
       const { warnings: own, ...served } = compileServedSchema(schema, options, trie, probe);
@@ -151,6 +155,41 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
  * the one DFA serves is refused. bench/jsonschema.ts judges MaskBench through this same choice.
  */
 export function compileServedSchema(
+  schema: unknown,
+  options: JsonSchemaOptions,
+  trie?: TokenTrie,
+  probe?: ProbeOptions,
+): CompileOutput & { kind: "dfa" | "rules" } {
+  return inSomeOrder(options.propertyOrder, (propertyOrder) => servedForm(schema, { ...options, propertyOrder }, trie, probe));
+}
+
+/**
+ * `compile` in the property order asked ("any"), or in the schema's where that is past a size or
+ * work limit or the probe (objects in any order multiply an object's states by the sets of its
+ * members written), said in a warning.
+ */
+function inSomeOrder<T extends { readonly warnings?: readonly JsonSchemaWarning[] }>(
+  order: "schema" | "any" | undefined,
+  compile: (order: "schema" | "any") => T,
+): T {
+  if (order !== "any") return compile("schema");
+  try {
+    return compile("any");
+  } catch (error) {
+    const tooBig = error instanceof JsonSchemaTooComplexError && error.limit !== "time";
+    if (!tooBig && !(error instanceof ConstraintTooCostlyError)) throw error;
+    const served = compile("schema");
+    const warning: JsonSchemaWarning = {
+      keyword: "properties",
+      pointer: "",
+      message: `property_order "any": written in the schema's order, objects in any order being past the limits here (${(error as Error).message})`,
+    };
+    return { ...served, warnings: [warning, ...(served.warnings ?? [])] };
+  }
+}
+
+/** compileServedSchema's choice of form, in the property order the options ask. */
+function servedForm(
   schema: unknown,
   options: JsonSchemaOptions,
   trie?: TokenTrie,

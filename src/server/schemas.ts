@@ -140,7 +140,17 @@ export const JSON_DEFAULTS = {
   whitespace: "default",
   forbid_unnamed_properties: false,
   strict: true,
+  property_order: "schema",
 } as const;
+
+/** `property_order` of the JSON routes. */
+const propertyOrderProperty: Schema = {
+  type: nullable("string"),
+  enum: ["schema", "any", null],
+  default: JSON_DEFAULTS.property_order,
+  description:
+    'An object\'s named properties in the schema\'s order ("schema") or in any order, other properties among them ("any": objects of at most 8 named properties; a bigger one, or a schema past the limits that way, keeps the schema\'s order, said in warnings).',
+};
 
 /** 256, or the service's limit when that is lower. */
 export function jsonMaxNewTokensDefault(config: Config): number {
@@ -172,6 +182,7 @@ export function jsonSchemaBody(config: Config): Schema {
         description:
           'How the JSON is laid out: "default" (Python json.dumps: `{"a": 1, "b": [1, 2]}`, or without the spaces), "compact" (no whitespace), "indented" (json.dumps(indent=2)).',
       },
+      property_order: propertyOrderProperty,
       forbid_unnamed_properties: {
         type: nullable("boolean"),
         default: JSON_DEFAULTS.forbid_unnamed_properties,
@@ -336,6 +347,7 @@ const typedProperties = (config: Config): Record<string, Schema> => ({
     default: JSON_DEFAULTS.whitespace,
     description: 'How the JSON value is laid out (as in /v1/completion/json): "default", "compact" or "indented".',
   },
+  property_order: propertyOrderProperty,
 });
 
 export function typedCompletionBody(config: Config): Schema {

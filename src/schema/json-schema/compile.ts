@@ -18,7 +18,8 @@
 // `unevaluated…` anywhere counts only what its own schema's subtree evaluates; each subschema
 // carries its dynamic scope (document.ts), so `$dynamicRef` resolves as evaluation would get there.
 //
-// Objects are written with the schema's properties in its order, then any others. Values the
+// Objects are written with the schema's properties in its order, then any others (or, with
+// propertyOrder "any", small objects' properties in any order, others among them). Values the
 // schema leaves free (`{}`, `true`, absent `items`/`additionalProperties`) are written nested at
 // most `freeNesting` levels; a recursive schema is unrolled MAX_RECURSION times (recursion is not
 // regular), a maxLength past MAX_COUNTED_LENGTH written as that.
@@ -101,6 +102,12 @@ export interface JsonSchemaOptions {
    * stays unrolled (its indentation is per depth), as does whatever a set operation needs.
    */
   readonly recursion?: "unrolled" | "stack";
+  /**
+   * "schema": an object's named properties in the schema's order, then others; "any": in any
+   * order, and others among them (objects of at most MAX_ANY_ORDER_MEMBERS named properties; a
+   * bigger one keeps the schema's order, with a warning).
+   */
+  readonly propertyOrder?: "schema" | "any";
 }
 
 export const DEFAULT_JSON_SCHEMA_OPTIONS = {
@@ -111,6 +118,7 @@ export const DEFAULT_JSON_SCHEMA_OPTIONS = {
   recursion: "unrolled" as "unrolled" | "stack",
   freeValuesAnyDepth: false,
   shareSubschemas: false,
+  propertyOrder: "schema" as "schema" | "any",
   limits: { maxDfaStates: 100_000, maxNfaStates: 400_000, maxWork: REGEX_MAX_WORK, timeoutMs: Number.POSITIVE_INFINITY } as RegexLimits,
 };
 

@@ -33,7 +33,11 @@ export interface Alternative {
 /** What the value writers need of the compiler (SchemaCompiler in compile.ts). */
 export interface WriterContext {
   readonly syntax: JsonSyntax;
-  readonly options: { readonly freeNesting: number; readonly forbidAdditionalProperties: boolean };
+  readonly options: {
+    readonly freeNesting: number;
+    readonly forbidAdditionalProperties: boolean;
+    readonly propertyOrder: "schema" | "any";
+  };
   /** annexBReason per pattern: patternLanguage is asked again for each key a pattern is tried on. */
   readonly annexBReasons: Map<string, string | null>;
   /** The language (U or O, per `want`) of the conjunction of `refs`. */

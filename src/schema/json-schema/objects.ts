@@ -1,6 +1,7 @@
 // Objects: properties, required, additionalProperties, patternProperties, propertyNames,
 // min/maxProperties, an alternative's dependencies (require/forbid) and unevaluatedProperties.
-// U(S) writes the named members in the schema's order, then others (orderedObject); O(S) takes
+// U(S) writes the named members in the schema's order, then others (orderedObject), or, under
+// `propertyOrder: "any"`, small objects' members in any order (anyOrderObject); O(S) takes
 // members in any order (looseObject).
 
 import { isEmptyLanguage, LanguageGraph, matchesString, subtractStrings, type ByteDfa, type RegexNode } from "../../regex/index.js";
@@ -34,6 +35,11 @@ const MAX_LISTED_KEYS = 64;
 const MAX_TRACKED_REQUIRED = 3;
 /** Most `patternProperties` (over all merged parts) one object may have: regions are 2^n. */
 const MAX_PATTERNS = 6;
+/**
+ * Most named members an object writes in any order under `propertyOrder: "any"`: the set written
+ * so far is its state (2^n of them); a bigger object keeps the schema's order, with a warning.
+ */
+export const MAX_ANY_ORDER_MEMBERS = 8;
 
 const utf8Encoder = new TextEncoder();
 
@@ -91,7 +97,7 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
     if (listed !== null && o.minProperties <= members.length + listed.length) {
       const named = new Set(members.map((m) => m.key));
       const more = listed.filter((m) => !named.has(m.key));
-      return orderedObject(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want.dupFree);
+      return objectOf(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want.dupFree, pointer);
     }
     c.unsupported(
       "minProperties",
@@ -100,7 +106,29 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
     );
     return null;
   }
-  return orderedObject(c, members, extras, depth, o.minProperties, o.maxProperties, want.dupFree);
+  return objectOf(c, members, extras, depth, o.minProperties, o.maxProperties, want.dupFree, pointer);
+}
+
+/** U(S) of an object in the order the options ask: the schema's (orderedObject), or any (anyOrderObject) where it is small enough. */
+function objectOf(
+  c: WriterContext,
+  members: readonly Member[],
+  extras: readonly Region[],
+  depth: number,
+  minProperties: number,
+  maxProperties: number,
+  oneExtra: boolean,
+  pointer: string,
+): RegexNode {
+  if (c.options.propertyOrder !== "any" || members.length < 2)
+    return orderedObject(c, members, extras, depth, minProperties, maxProperties, oneExtra);
+  if (members.length <= MAX_ANY_ORDER_MEMBERS) return anyOrderObject(c, members, extras, depth, minProperties, maxProperties, oneExtra);
+  c.warn(
+    "properties",
+    pointer,
+    `written in the schema's order: any order is kept for objects of at most ${MAX_ANY_ORDER_MEMBERS} named properties, and this one has ${members.length}`,
+  );
+  return orderedObject(c, members, extras, depth, minProperties, maxProperties, oneExtra);
 }
 
 /**
@@ -309,6 +337,78 @@ function orderedObject(
     if (least >= minProperties) graph.edge(from, end, nonEmpty ? concat(s.close(depth), range(0x7d)) : range(0x7d));
     if (extras.length === 0 || (bounded && most + 1 > maxProperties) || (oneExtra && extra === 1)) continue;
     const to = stateOf(n, 1, extra ? least : Math.min(least + 1, minProperties), moreMost, 1);
+    graph.edge(from, middle(`x${to}`, to, extraPairs), lead);
+  }
+  return graph.node(start);
+}
+
+/**
+ * U(S) of an object under `propertyOrder: "any"`: the named members in any order (each once,
+ * required ones always), members of the other keys anywhere among them (at most one when
+ * `oneExtra`), between minProperties and maxProperties, counted as orderedObject counts them. The
+ * set of named members written is part of the state, so only small objects are written so.
+ */
+function anyOrderObject(
+  c: WriterContext,
+  members: readonly Member[],
+  extras: readonly Region[],
+  depth: number,
+  minProperties: number,
+  maxProperties: number,
+  oneExtra: boolean,
+): RegexNode {
+  const s = c.syntax;
+  const bounded = maxProperties !== Infinity;
+  const graph = new LanguageGraph();
+  const start = graph.state();
+  const end = graph.state();
+  graph.accept(end);
+  let requiredSet = 0;
+  members.forEach((m, i) => {
+    if (m.required) requiredSet |= 1 << i;
+  });
+  // State (set, nonEmpty, least, most, extra): the named members written, then as orderedObject's.
+  const ids = new Map<string, number>();
+  const pending: [number, number, number, number, number][] = [];
+  const stateOf = (set: number, nonEmpty: number, least: number, most: number, extra: number): number => {
+    const key = `${set},${nonEmpty},${least},${most},${extra}`;
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = graph.state();
+      ids.set(key, id);
+      pending.push([set, nonEmpty, least, most, extra]);
+    }
+    return id;
+  };
+  const extraPairs = alt(extras.map((r) => concat(r.key, s.colon, r.value)));
+  const middles = new Map<string, number>();
+  /** The state before `rest` on the way to `to` (one per key: what leads there shares it). */
+  const middle = (key: string, to: number, rest: RegexNode): number => {
+    let id = middles.get(key);
+    if (id === undefined) {
+      id = graph.state();
+      middles.set(key, id);
+      graph.edge(id, to, rest);
+    }
+    return id;
+  };
+  graph.edge(start, stateOf(0, 0, 0, 0, 0), range(0x7b));
+  while (pending.length > 0) {
+    const [set, nonEmpty, least, most, extra] = pending.pop()!;
+    const from = stateOf(set, nonEmpty, least, most, extra);
+    const lead = nonEmpty ? s.separator(depth) : s.open(depth);
+    const moreMost = bounded ? most + 1 : 0;
+    const roomy = !bounded || most + 1 <= maxProperties;
+    if (roomy)
+      members.forEach((m, i) => {
+        if (set & (1 << i)) return;
+        const to = stateOf(set | (1 << i), 1, Math.min(least + 1, minProperties), moreMost, extra);
+        graph.edge(from, middle(`m${i},${to}`, to, m.value), concat(lead, stringLiteral(m.key), s.colon));
+      });
+    if ((set & requiredSet) === requiredSet && least >= minProperties)
+      graph.edge(from, end, nonEmpty ? concat(s.close(depth), range(0x7d)) : range(0x7d));
+    if (extras.length === 0 || !roomy || (oneExtra && extra === 1)) continue;
+    const to = stateOf(set, 1, extra ? least : Math.min(least + 1, minProperties), moreMost, 1);
     graph.edge(from, middle(`x${to}`, to, extraPairs), lead);
   }
   return graph.node(start);

@@ -13,7 +13,7 @@ import { type FieldWarning, chunkWriter, logUser, route, streamChoices, usageOf,
 import { chatLogprobs, requestId, runChoices, SYSTEM_FINGERPRINT } from "./choices.js";
 import { prepareChat } from "./engine-request.js";
 import { maxTokensParam, OpenAIRequestError } from "./errors.js";
-import { type ChatBody, checkModel, withLegacyFunctions } from "./request.js";
+import { type ChatBody, checkModel, withLegacyFunctions, writesJson } from "./request.js";
 import { chatCompletionBody } from "./schemas.js";
 
 export async function chatRoute(api: FastifyInstance): Promise<void> {
@@ -43,6 +43,8 @@ export async function chatRoute(api: FastifyInstance): Promise<void> {
         throw new OpenAIRequestError(400, "top_logprobs needs logprobs: true", "top_logprobs");
       const { spec, tools, rendered, maxNewTokens, base, reasoning, unreadReasoning } = prepareChat(engine, config, body, tokensParam);
       if (unreadReasoning.length > 0) fieldWarnings.push(unreadReasoningWarning(body, unreadReasoning));
+      if (body.property_order != null && !writesJson(spec))
+        fieldWarnings.push(fieldWarning("property_order", "property_order: the output is not JSON; it changes nothing"));
       const n = body.n ?? 1;
       const id = requestId("chatcmpl");
       const now = Math.floor(Date.now() / 1000);

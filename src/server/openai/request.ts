@@ -24,6 +24,8 @@ export interface SharedBody {
   seed?: number | null;
   /** Trellis: append the text the constraint forces without sampling it (default: the service's TRELLIS_FAST_FORWARD). */
   fast_forward?: boolean | null;
+  /** Trellis: a JSON output's (or a call's arguments') named properties in the schema's order (default) or in any. */
+  property_order?: "schema" | "any" | null;
   presence_penalty?: number | null;
   frequency_penalty?: number | null;
   logit_bias?: Record<string, number> | null;
@@ -169,12 +171,13 @@ export function constraintOf(
     );
   }
   if (rf && rf.type !== "text") sources.push("response_format");
-  const toolChoice = chat ? toolChoiceOf(body as ChatBody, toolStyle) : null;
+  const toolChoice = chat ? toolChoiceOf(body as ChatBody, toolStyle, jsonSpecOf(body)) : null;
   if (toolChoice) sources.push("tool_choice");
   if (sources.length > 1) {
     throw new OpenAIRequestError(400, `${sources.join(" and ")} each constrain the output: give only one`, sources[1]!);
   }
   let spec: ConstraintSpec = { kind: "text" };
+  const jsonSpec = jsonSpecOf(body);
   if (so?.json !== undefined) spec = jsonSpec(so.json, true);
   else if (so?.regex !== undefined) spec = { kind: "regex", pattern: so.regex };
   else if (so?.choice !== undefined) spec = { kind: "regex", pattern: so.choice.map(pyReEscape) };
@@ -194,12 +197,26 @@ export function constraintOf(
   return { spec, tools: toolChoice?.mode ?? null };
 }
 
-function jsonSpec(schema: unknown, strict: boolean): ConstraintSpec {
-  return { kind: "json_schema", schema, options: { whitespace: "default", forbidUnnamedProperties: false, strict } };
+/** Whether a constraint writes JSON objects, which property_order shapes (a JSON output, tool calls). */
+export const writesJson = (spec: ConstraintSpec): boolean =>
+  spec.kind === "json_schema" || spec.kind === "typescript" || spec.kind === "tool_calls";
+
+/** How a request's JSON outputs are written (its property_order), as a JSON Schema constraint of `schema`. */
+const jsonSpecOf =
+  (body: ChatBody | CompletionBody) =>
+  (schema: unknown, strict: boolean): ConstraintSpec => ({ kind: "json_schema", schema, options: jsonOptions(body, strict) });
+
+function jsonOptions(body: ChatBody | CompletionBody, strict: boolean) {
+  const order = body.property_order === "any" ? ({ propertyOrder: "any" } as const) : {};
+  return { whitespace: "default", forbidUnnamedProperties: false, strict, ...order } as const;
 }
 
 /** tool_choice → the constraint of the call(s); null when the model answers in text. */
-function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: ConstraintSpec; mode: ToolMode } | null {
+function toolChoiceOf(
+  body: ChatBody,
+  style: ToolCallStyle | null,
+  jsonSpec: ReturnType<typeof jsonSpecOf>,
+): { spec: ConstraintSpec; mode: ToolMode } | null {
   const tools = body.tools ?? [];
   const choice = body.tool_choice ?? (tools.length > 0 ? "auto" : "none");
   const names = new Set<string>();
@@ -216,12 +233,12 @@ function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: Cons
     if (style === null) {
       throw new OpenAIRequestError(
         400,
-        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (it reads Hermes/Qwen <tool_call> JSON, Llama 3.1–3.3 JSON, Qwen3-Coder <function=…><parameter=…>, GLM <arg_key>/<arg_value>, MiniMax <invoke name=…>, Apriel and MiniMax-M1 <tool_calls>, Seed-OSS <seed:tool_call>, DeepSeek R1/V3.1 <｜tool▁calls▁begin｜> and V3.2/V4 DSML, Functionary v3.1 <function=f>, Mistral [TOOL_CALLS], Kimi-K2 <|tool_calls_section_begin|> and gpt-oss to=functions.f calls); send "required", a named function, or "none"',
+        'tool_choice "auto": this model\'s chat template writes tool calls in a format Trellis does not read yet (those it reads, from Hermes/Qwen <tool_call> JSON and Llama 3.x JSON to gpt-oss, DeepSeek, Mistral, GLM, Kimi, MiniMax, Cohere and Gemma 4 calls, are listed in the README); send "required", a named function, or "none"',
         "tool_choice",
       );
     }
     const declared = tools.map((t) => ({ name: t.function.name, parameters: parametersOf(t) }));
-    const options = { whitespace: "default", forbidUnnamedProperties: false, strict: true } as const;
+    const options = jsonOptions(body, true);
     const parallel = body.parallel_tool_calls !== false;
     return { spec: { kind: "tool_calls", tools: declared, style, parallel, options }, mode: { kind: "auto", style, tools: declared } };
   }

@@ -58,6 +58,8 @@ export interface ResponsesBody {
   temperature?: number | null;
   top_p?: number | null;
   seed?: number | null;
+  /** Trellis: as on the chat route. */
+  property_order?: "schema" | "any" | null;
   text?: { format?: ResponsesTextFormat; verbosity?: "low" | "medium" | "high" | null };
   tools?: { type: string; [field: string]: unknown }[];
   tool_choice?: "none" | "auto" | "required" | { type: string; name?: string } | null;
@@ -407,6 +409,7 @@ export function chatBodyOf(body: ResponsesBody, conversation: readonly PlacedIte
     temperature: body.temperature ?? null,
     top_p: body.top_p ?? null,
     seed: body.seed ?? null,
+    property_order: body.property_order ?? null,
     // A reasoning model's effort bounds its reasoning as on the chat route (none: off where it can be).
     reasoning_effort: (body.reasoning?.effort ?? null) as ChatBody["reasoning_effort"],
     response_format:

@@ -123,6 +123,12 @@ export function responsesBody(config: Config): Schema {
         maximum: Number.MAX_SAFE_INTEGER,
         description: "Trellis extension: same seed, same request → same output.",
       },
+      property_order: {
+        type: nullable("string"),
+        enum: ["schema", "any", null],
+        description:
+          'Trellis extension (as on the chat route): an object\'s named properties in a JSON output or a call\'s arguments in the schema\'s order ("schema", default) or in any ("any").',
+      },
       text: {
         type: "object",
         additionalProperties: false,

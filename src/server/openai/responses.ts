@@ -30,7 +30,7 @@ import { generation } from "../generation.js";
 import { runChoices } from "./choices.js";
 import { type PreparedChat, prepareChat } from "./engine-request.js";
 import { mapOpenAIError, maxTokensParam, OpenAIRequestError } from "./errors.js";
-import { checkModel } from "./request.js";
+import { checkModel, writesJson } from "./request.js";
 import {
   chatBodyOf,
   type ConversationItem,
@@ -144,6 +144,12 @@ export async function responsesRoutes(api: FastifyInstance): Promise<void> {
       }
       fieldWarnings.push(...warnings, ...unreadReasoningWarnings(prepared.unreadReasoning, reasoningOrigins));
       const { spec, tools, rendered, maxNewTokens, base } = prepared;
+      if (body.property_order != null && !writesJson(spec))
+        fieldWarnings.push({
+          keyword: "property_order",
+          pointer: "/property_order",
+          message: "property_order: the output is not JSON; it changes nothing",
+        });
       const input = conversation.map((c) => c.item);
       // Before the generation: a key whose store is full is refused before it spends anything.
       if (storing) {

@@ -30,6 +30,12 @@ function sharedProperties(config: Config): Record<string, Schema> {
       description:
         "Same seed, same request, same load → same output (a prompt prefix reused from the prefix cache may move the last bits: TRELLIS_PREFIX_CACHE_TOKENS=0 for exact repeats).",
     },
+    property_order: {
+      type: nullable("string"),
+      enum: ["schema", "any", null],
+      description:
+        "Trellis: how a JSON output (or a call's JSON arguments) orders an object's named properties: \"schema\" (default) in the schema's order, \"any\" in any order, other properties among them (objects of at most 8 named properties; a bigger one, or a schema past the limits that way, keeps the schema's order with a warning).",
+    },
     fast_forward: {
       type: nullable("boolean"),
       description:

@@ -12,6 +12,7 @@ type JsonBody = CompletionBody & {
   whitespace?: "default" | "compact" | "indented" | null;
   forbid_unnamed_properties?: boolean | null;
   strict?: boolean | null;
+  property_order?: "schema" | "any" | null;
 };
 
 export async function jsonRoute(api: FastifyInstance): Promise<void> {
@@ -34,6 +35,7 @@ export async function jsonRoute(api: FastifyInstance): Promise<void> {
           whitespace: body.whitespace ?? JSON_DEFAULTS.whitespace,
           forbidUnnamedProperties: body.forbid_unnamed_properties ?? JSON_DEFAULTS.forbid_unnamed_properties,
           strict: body.strict ?? JSON_DEFAULTS.strict,
+          ...(body.property_order === "any" ? { propertyOrder: "any" as const } : {}),
         },
       };
       return constrainedCompletion(engine, generate, request, reply, body, spec, { maxNewTokens, stopAfterMatch: true });

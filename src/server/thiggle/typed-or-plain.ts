@@ -31,6 +31,7 @@ export interface ThiggleCompletionBody {
   schema?: string;
   type_name?: string;
   whitespace?: "default" | "compact" | "indented" | null;
+  property_order?: "schema" | "any" | null;
 }
 
 /** Options of a route answering in Thiggle's completion shape. */
@@ -59,7 +60,12 @@ export async function typedOrPlainCompletion(
         kind: "typescript",
         source: body.schema!,
         typeName: body.type_name!,
-        options: { whitespace: body.whitespace ?? JSON_DEFAULTS.whitespace, forbidUnnamedProperties: false, strict: true },
+        options: {
+          whitespace: body.whitespace ?? JSON_DEFAULTS.whitespace,
+          forbidUnnamedProperties: false,
+          strict: true,
+          ...(body.property_order === "any" ? { propertyOrder: "any" as const } : {}),
+        },
       }
     : { kind: "text" };
   const maxNewTokens = body.max_tokens ?? jsonMaxNewTokensDefault(config);

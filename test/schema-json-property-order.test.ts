@@ -1,0 +1,124 @@
+/**
+ * `propertyOrder: "any"` (schema/json-schema/objects.ts anyOrderObject): an object's named
+ * properties in any order, others among them, each at most once, required ones always, counted
+ * against min/maxProperties as in the schema's order. Shown: sampled documents are valid under
+ * Python's jsonschema and come in other orders than the schema's; every order of a valid document
+ * is accepted, a repeated or missing key is not; the schema's order stays the default; an object
+ * past MAX_ANY_ORDER_MEMBERS keeps the schema's order with a warning; a schema whose any-order form
+ * is past the limits is served in the schema's order, said in a warning.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { compileServedSchema } from "../src/compile/task.js";
+import { matchesString, sampleString } from "../src/regex/index.js";
+import { compileJsonSchema } from "../src/schema/json-schema/compile.js";
+import { MAX_ANY_ORDER_MEMBERS } from "../src/schema/json-schema/objects.js";
+import { seededRandom } from "./support/generate-harness.js";
+import { pythonVerdicts } from "./support/json-schema-oracle.js";
+
+const SCHEMA = {
+  type: "object",
+  properties: {
+    id: { type: "integer", minimum: 0 },
+    name: { type: "string", maxLength: 6 },
+    tags: { type: "array", items: { enum: ["a", "b"] }, maxItems: 2 },
+    owner: { type: "object", properties: { login: { type: "string", maxLength: 4 }, admin: { type: "boolean" } }, required: ["login"] },
+  },
+  required: ["id", "owner"],
+  additionalProperties: { type: "null" },
+  maxProperties: 5,
+};
+
+/** Every order of `entries` as a JSON text in the default style. */
+function orders(entries: readonly (readonly [string, unknown])[]): string[] {
+  if (entries.length <= 1) return [`{${entries.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(", ")}}`];
+  const out: string[] = [];
+  const permute = (rest: (readonly [string, unknown])[], done: (readonly [string, unknown])[]): void => {
+    if (rest.length === 0) out.push(`{${done.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(", ")}}`);
+    rest.forEach((e, i) => permute([...rest.slice(0, i), ...rest.slice(i + 1)], [...done, e]));
+  };
+  permute([...entries], []);
+  return out;
+}
+
+test("sampled documents are valid under Python's jsonschema, in orders other than the schema's", () => {
+  const { dfa } = compileJsonSchema(SCHEMA, { propertyOrder: "any" });
+  const random = seededRandom(61);
+  const texts = Array.from({ length: 300 }, () => sampleString(dfa, random, { maxBytes: 400, stopProbability: 0.1 })!);
+  pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(SCHEMA), text }))).forEach((v, i) => assert.equal(v, "valid", texts[i]));
+  const named = Object.keys(SCHEMA.properties);
+  const reordered = texts.filter((t) => {
+    const keys = Object.keys(JSON.parse(t) as object).filter((k) => named.includes(k));
+    return keys.some((k, i) => i > 0 && named.indexOf(k) < named.indexOf(keys[i - 1]!));
+  });
+  const extraFirst = texts.filter((t) => {
+    const keys = Object.keys(JSON.parse(t) as object);
+    return keys.length > 1 && !named.includes(keys[0]!);
+  });
+  assert.ok(reordered.length > 50, `${reordered.length} reordered`);
+  assert.ok(extraFirst.length > 0, "an unnamed property before the named ones");
+});
+
+test("every order of a valid document is accepted; a repeated or missing key, or one too many, is not; the schema's order is the default", () => {
+  const any = compileJsonSchema(SCHEMA, { propertyOrder: "any" }).dfa;
+  const schemaOrder = compileJsonSchema(SCHEMA).dfa;
+  const doc = [
+    ["id", 7],
+    ["owner", { login: "ann" }],
+    ["x", null],
+    ["name", "n"],
+  ] as const;
+  const all = orders(doc);
+  assert.equal(all.length, 24);
+  for (const text of all) assert.ok(matchesString(any, text), text);
+  // The schema's order: only the orders with id, name, owner in that order and x after them.
+  assert.deepEqual(
+    all.filter((text) => matchesString(schemaOrder, text)),
+    ['{"id": 7, "name": "n", "owner": {"login":"ann"}, "x": null}'],
+  );
+  // Nested objects too.
+  assert.ok(matchesString(any, '{"owner": {"admin": true, "login": "b"}, "id": 1}'));
+  for (const text of [
+    '{"id": 1, "owner": {"login": "a"}, "id": 2}',
+    '{"owner": {"login": "a"}}',
+    '{"owner": {"admin": true}, "id": 1}',
+    '{"id": 1, "owner": {"login": "a"}, "x": null, "y": null, "z": null, "name": "q"}',
+    '{"id": 1, "owner": {"login": "a"}, "x": 3}',
+  ])
+    assert.ok(!matchesString(any, text), text);
+});
+
+test("an object past MAX_ANY_ORDER_MEMBERS named properties keeps the schema's order, with a warning", () => {
+  const n = MAX_ANY_ORDER_MEMBERS + 1;
+  const properties = Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: "integer" }]));
+  const small = { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } }, required: ["a", "b"] };
+  const schema = {
+    type: "object",
+    properties: { big: { type: "object", properties, required: ["p0", "p1"] }, small },
+    required: ["big", "small"],
+  };
+  const { dfa, warnings } = compileJsonSchema(schema, { propertyOrder: "any" });
+  assert.equal(warnings.length, 1);
+  assert.equal(warnings[0]!.pointer, "/properties/big");
+  assert.match(warnings[0]!.message, /schema's order/);
+  assert.ok(matchesString(dfa, '{"big": {"p0": 1, "p1": 2}, "small": {"b": 1, "a": 2}}'));
+  assert.ok(matchesString(dfa, '{"small": {"a": 1, "b": 2}, "big": {"p0": 1, "p1": 2}}'));
+  assert.ok(!matchesString(dfa, '{"big": {"p1": 1, "p0": 2}, "small": {"a": 1, "b": 2}}'));
+});
+
+test("a schema whose any-order form is past the limits is served in the schema's order, said in a warning", () => {
+  // Three objects of seven properties, each a string with a pattern: fine in order, not in any.
+  const inner = {
+    type: "object",
+    properties: Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`k${i}`, { type: "string", pattern: `^[a-z]{${i + 1}}$` }])),
+  };
+  const schema = { type: "object", properties: Object.fromEntries(Array.from({ length: 3 }, (_, i) => [`o${i}`, inner])) };
+  const options = { limits: { maxDfaStates: 3000 } };
+  assert.throws(() => compileJsonSchema(schema, { ...options, propertyOrder: "any" }), /too complex|states/);
+  const ordered = compileServedSchema(schema, options);
+  assert.equal(ordered.warnings, undefined);
+  const served = compileServedSchema(schema, { ...options, propertyOrder: "any" });
+  assert.equal(served.kind, ordered.kind);
+  assert.equal(served.warnings?.length, 1);
+  assert.match(served.warnings![0]!.message, /^property_order "any": written in the schema's order/);
+});
