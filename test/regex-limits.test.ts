@@ -11,7 +11,11 @@ import {
   canReachPattern,
   compileMultiRegex,
   compileRegex,
+  compileRegexNode,
   DEFAULT_REGEX_LIMITS,
+  parseFlagString,
+  parseRegex,
+  type RegexNode,
   RegexTooComplexError,
   walkBytes,
 } from "../src/regex/index.js";
@@ -54,10 +58,26 @@ function checkColliding(n: number): string[] {
   return failures;
 }
 
+/**
+ * A language embedded in many places is one node: 64 levels of `x x` over one literal expand to
+ * 2^64 copies. The compile must refuse it by its size estimate at once (before, the estimate
+ * walked every copy: a hang, met by JSON objects written in any order inside recursion).
+ */
+function checkSharedNodes(): string[] {
+  let node: RegexNode = parseRegex("ab", parseFlagString(""));
+  for (let level = 0; level < 64; level++) node = { kind: "concat", items: [node, node] };
+  try {
+    compileRegexNode(node, {});
+    return ["an expansion of 2^64 copies compiled"];
+  } catch (error) {
+    return error instanceof RegexTooComplexError && error.limit === "nfaStates" ? [] : [`refused otherwise: ${String(error)}`];
+  }
+}
+
 if (!isMainThread) {
-  parentPort!.on("message", (n: number) => {
+  parentPort!.on("message", (n: number | "shared") => {
     const t0 = performance.now();
-    parentPort!.postMessage({ failures: checkColliding(n), ms: performance.now() - t0 });
+    parentPort!.postMessage({ failures: n === "shared" ? checkSharedNodes() : checkColliding(n), ms: performance.now() - t0 });
   });
 }
 
@@ -65,7 +85,7 @@ if (!isMainThread) {
  * Runs checkColliding(n) in a worker thread; "hang" when it gives no answer in `limitMs`, a
  * liveness guard (an answer takes tens of milliseconds), not a speed target.
  */
-async function collidingInWorker(sizes: number[], limitMs: number): Promise<({ failures: string[]; ms: number } | "hang")[]> {
+async function collidingInWorker(sizes: (number | "shared")[], limitMs: number): Promise<({ failures: string[]; ms: number } | "hang")[]> {
   // The worker loads this file again, through tsx's loader (worker threads do not inherit it).
   const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(import.meta.url)});`;
   const out: ({ failures: string[]; ms: number } | "hang")[] = [];
@@ -102,6 +122,12 @@ if (isMainThread) {
       assert.notEqual(r, "hang", `${SIZES[i]} patterns: no answer within 20 s (a hang)`);
       if (r !== "hang") assert.deepEqual(r.failures, [], `${SIZES[i]} patterns`);
     });
+  });
+
+  test("a node embedded in many places is sized once: an exponential expansion is refused at once, not walked", async () => {
+    const [r] = await collidingInWorker(["shared"], 20_000);
+    assert.notEqual(r, "hang", "no answer within 20 s (a hang)");
+    if (r !== "hang") assert.deepEqual(r!.failures, []);
   });
 
   /** How the service answers a compile's refusal: its status and whether the verdict is kept. */

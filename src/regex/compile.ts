@@ -141,29 +141,40 @@ function parseAlternative(source: string, flags: string | undefined, alternative
   }
 }
 
-/** A lower bound on the NFA states emit() creates, so huge counted repeats fail before building. */
-function nfaSizeLowerBound(node: RegexNode): number {
+/**
+ * A lower bound on the NFA states emit() creates, so huge counted repeats fail before building.
+ * Nodes are DAGs (a language embedded in many places is one node): each is sized once (`sizes`),
+ * so the bound of an exponentially large expansion costs time linear in the nodes.
+ */
+function nfaSizeLowerBound(node: RegexNode, sizes: Map<RegexNode, number> = new Map()): number {
+  const known = sizes.get(node);
+  if (known !== undefined) return known;
+  let size: number;
   switch (node.kind) {
     case "set":
-      return 2;
     case "assert":
       return 2;
     case "concat":
-      return node.items.reduce((sum, item) => sum + nfaSizeLowerBound(item), 0);
+      size = node.items.reduce((sum, item) => sum + nfaSizeLowerBound(item, sizes), 0);
+      break;
     case "alt":
-      return node.items.reduce((sum, item) => sum + 1 + nfaSizeLowerBound(item), 1);
+      size = node.items.reduce((sum, item) => sum + 1 + nfaSizeLowerBound(item, sizes), 1);
+      break;
     case "repeat": {
       const copies = node.max === -1 ? node.min + 1 : node.max;
-      return copies * nfaSizeLowerBound(node.item);
+      size = copies * nfaSizeLowerBound(node.item, sizes);
+      break;
     }
     case "dfa":
       return node.dfa.numStates + 1;
     case "graph": {
-      let size = node.graph.states + 1;
-      for (const reads of node.graph.reads) if (reads !== null) size += nfaSizeLowerBound(reads);
-      return size;
+      size = node.graph.states + 1;
+      for (const reads of node.graph.reads) if (reads !== null) size += nfaSizeLowerBound(reads, sizes);
+      break;
     }
   }
+  sizes.set(node, size);
+  return size;
 }
 
 /** The UTF-8 bytes of a pattern that is one literal string (no class, repeat or assertion), or null. */
@@ -203,7 +214,8 @@ function asciiClassBytes(node: RegexNode): Uint8Array | null {
 function buildDfa(nodes: RegexNode[], limits: RegexLimits, minimal = true): MultiByteDfa {
   const maxNfaStates = limits.maxNfaStates ?? DEFAULT_REGEX_LIMITS.maxNfaStates;
   let estimate = 0;
-  for (const node of nodes) estimate += nfaSizeLowerBound(node);
+  const sizes = new Map<RegexNode, number>();
+  for (const node of nodes) estimate += nfaSizeLowerBound(node, sizes);
   if (estimate > maxNfaStates) {
     throw new RegexTooComplexError(
       `pattern too complex: its automaton needs more than ${maxNfaStates} NFA states (large counted repeats?)`,
