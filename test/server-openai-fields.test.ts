@@ -190,6 +190,20 @@ describe("OpenAI chat fields of issue 40 through the openai SDK (stories260K)", 
       ["property_order"],
     );
     await refused({ property_order: "random" }, "property_order");
+    // The completions route alike: a JSON output in any order without a warning; plain text, whole or streamed, with one.
+    const completion = (extra: Record<string, unknown>) =>
+      client.completions.create({ model: MODEL, prompt: "Once", max_tokens: 40, seed: 3, property_order: "any", ...extra } as never);
+    const json = (await completion({ structured_outputs: { json: pet } })) as unknown as OpenAI.Completions.Completion;
+    assert.deepEqual(Object.keys(JSON.parse(json.choices[0]!.text) as object).sort(), ["legs", "name", "tame"]);
+    assert.deepEqual(warningsOf(json), []);
+    assert.deepEqual(
+      warningsOf(await completion({ max_tokens: 4 })).map((w) => w.keyword),
+      ["property_order"],
+    );
+    const stream = (await completion({ max_tokens: 4, stream: true })) as unknown as AsyncIterable<unknown>;
+    const streamedWarnings: string[] = [];
+    for await (const chunk of stream) streamedWarnings.push(...warningsOf(chunk).map((w) => w.keyword));
+    assert.deepEqual(streamedWarnings, ["property_order"]);
   });
 
   test("accepted fields in a stream: the warnings ride on the first chunk", async () => {

@@ -3,11 +3,11 @@ import type { FastifyInstance } from "fastify";
 import type { GeneratedToken } from "../../generate/index.js";
 import { finishReasonOf } from "../completion-fields.js";
 import { generation } from "../generation.js";
-import { cachedTokensOf, chunkWriter, logUser, route, streamChoices, warningsOf } from "./answers.js";
+import { cachedTokensOf, chunkWriter, type FieldWarning, logUser, route, streamChoices, warningsOf } from "./answers.js";
 import { completionLogprobs, requestId, runChoices, SYSTEM_FINGERPRINT } from "./choices.js";
 import { requestBase, tokenBudget } from "./engine-request.js";
 import { OpenAIRequestError } from "./errors.js";
-import { type CompletionBody, checkModel, constraintOf } from "./request.js";
+import { type CompletionBody, checkModel, constraintOf, writesJson } from "./request.js";
 import { completionBody } from "./schemas.js";
 
 /** Unconstrained completions default to this many tokens (OpenAI's default for /v1/completions). */
@@ -34,6 +34,17 @@ export async function completionsRoute(api: FastifyInstance): Promise<void> {
       }
       if (body.suffix) throw new OpenAIRequestError(400, "suffix is not supported", "suffix");
       const { spec } = constraintOf(body, false);
+      // A field that shapes nothing here is said (in a stream, with its first chunk).
+      const fieldWarnings: FieldWarning[] =
+        body.property_order != null && !writesJson(spec)
+          ? [
+              {
+                keyword: "property_order",
+                pointer: "/property_order",
+                message: "property_order: the output is not JSON; it changes nothing",
+              },
+            ]
+          : [];
       const prompts = typeof body.prompt === "string" ? [body.prompt] : body.prompt;
       if (prompts.length * n > 16) throw new OpenAIRequestError(400, `prompts × n must be ≤ 16 (got ${prompts.length * n})`, "n");
       const promptTokens = prompts.map((p) => engine.countTokens(p));
@@ -68,19 +79,25 @@ export async function completionsRoute(api: FastifyInstance): Promise<void> {
       const promptTotal = promptTokens.reduce((a, b) => a + b, 0);
 
       if (body.stream) {
+        const completionChunk = chunkWriter({
+          id: head.id,
+          object: "text_completion",
+          created: head.created,
+          model: modelId,
+          system_fingerprint: SYSTEM_FINGERPRINT,
+        });
+        let warned = false;
         return streamChoices(state, generate, request, reply, prompts.length * n, body.stream_options?.include_usage === true, {
           run,
           spec,
           maxTokens: maxNewTokens * prompts.length * n,
           promptTokens: promptTotal,
           choicesPerPrompt: n,
-          chunk: chunkWriter({
-            id: head.id,
-            object: "text_completion",
-            created: head.created,
-            model: modelId,
-            system_fingerprint: SYSTEM_FINGERPRINT,
-          }),
+          chunk: (choices, usage) => {
+            const extra = !warned && fieldWarnings.length > 0 ? { warnings: fieldWarnings } : undefined;
+            warned = true;
+            return completionChunk(choices, usage, extra);
+          },
           first: (index) => (echo ? { index, text: promptOf(index), logprobs: null, finish_reason: null } : null),
           delta: (index, text, tokens) => ({
             index,
@@ -112,7 +129,7 @@ export async function completionsRoute(api: FastifyInstance): Promise<void> {
           total_tokens: promptTotal + request.tokensGenerated,
           prompt_tokens_details: { cached_tokens: cachedTokensOf(results, n) },
         },
-        ...warningsOf(results),
+        ...warningsOf(results, fieldWarnings),
       };
     },
   );
