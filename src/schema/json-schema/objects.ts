@@ -269,6 +269,44 @@ function looseObject(
   return graph.node(start);
 }
 
+/** A state of the object writers: where in the members, and four counts (see orderedObject). */
+type ObjectState = [at: number, nonEmpty: number, least: number, most: number, extra: number];
+
+/**
+ * The graph the object writers build: its start and accepting end, its states made on first use
+ * (`stateOf`, queued in `pending` to be expanded), and one state before a value per key
+ * (`middle`: what leads there shares it, so the value is embedded once per target).
+ */
+function objectGraph() {
+  const graph = new LanguageGraph();
+  const start = graph.state();
+  const end = graph.state();
+  graph.accept(end);
+  const ids = new Map<string, number>();
+  const pending: ObjectState[] = [];
+  const stateOf = (...state: ObjectState): number => {
+    const key = state.join(",");
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = graph.state();
+      ids.set(key, id);
+      pending.push(state);
+    }
+    return id;
+  };
+  const middles = new Map<string, number>();
+  const middle = (key: string, to: number, rest: RegexNode): number => {
+    let id = middles.get(key);
+    if (id === undefined) {
+      id = graph.state();
+      middles.set(key, id);
+      graph.edge(id, to, rest);
+    }
+    return id;
+  };
+  return { graph, start, end, pending, stateOf, middle };
+}
+
 /**
  * U(S) of an object: the named members in order (each once, required ones always), then members
  * of the other keys (at most one when `oneExtra`), between minProperties and maxProperties.
@@ -286,38 +324,12 @@ function orderedObject(
 ): RegexNode {
   const s = c.syntax;
   const bounded = maxProperties !== Infinity;
-  const graph = new LanguageGraph();
-  const start = graph.state();
-  const end = graph.state();
-  graph.accept(end);
   // State (i, nonEmpty, least, most, extra): before member i (n: the unnamed ones), whether a
   // member was written (a separator comes next), members surely distinct so far (saturating at
   // minProperties), members written (when there is a maximum), whether an unnamed one was.
   const n = members.length;
-  const ids = new Map<string, number>();
-  const pending: [number, number, number, number, number][] = [];
-  const stateOf = (i: number, nonEmpty: number, least: number, most: number, extra: number): number => {
-    const key = `${i},${nonEmpty},${least},${most},${extra}`;
-    let id = ids.get(key);
-    if (id === undefined) {
-      id = graph.state();
-      ids.set(key, id);
-      pending.push([i, nonEmpty, least, most, extra]);
-    }
-    return id;
-  };
+  const { graph, start, end, pending, stateOf, middle } = objectGraph();
   const extraPairs = alt(extras.map((r) => concat(r.key, s.colon, r.value)));
-  const middles = new Map<string, number>();
-  /** The state before `rest` on the way to `to` (one per key: what leads there shares it). */
-  const middle = (key: string, to: number, rest: RegexNode): number => {
-    let id = middles.get(key);
-    if (id === undefined) {
-      id = graph.state();
-      middles.set(key, id);
-      graph.edge(id, to, rest);
-    }
-    return id;
-  };
   graph.edge(start, stateOf(0, 0, 0, 0, 0), range(0x7b));
   while (pending.length > 0) {
     const [i, nonEmpty, least, most, extra] = pending.pop()!;
@@ -359,39 +371,13 @@ function anyOrderObject(
 ): RegexNode {
   const s = c.syntax;
   const bounded = maxProperties !== Infinity;
-  const graph = new LanguageGraph();
-  const start = graph.state();
-  const end = graph.state();
-  graph.accept(end);
   let requiredSet = 0;
   members.forEach((m, i) => {
     if (m.required) requiredSet |= 1 << i;
   });
   // State (set, nonEmpty, least, most, extra): the named members written, then as orderedObject's.
-  const ids = new Map<string, number>();
-  const pending: [number, number, number, number, number][] = [];
-  const stateOf = (set: number, nonEmpty: number, least: number, most: number, extra: number): number => {
-    const key = `${set},${nonEmpty},${least},${most},${extra}`;
-    let id = ids.get(key);
-    if (id === undefined) {
-      id = graph.state();
-      ids.set(key, id);
-      pending.push([set, nonEmpty, least, most, extra]);
-    }
-    return id;
-  };
+  const { graph, start, end, pending, stateOf, middle } = objectGraph();
   const extraPairs = alt(extras.map((r) => concat(r.key, s.colon, r.value)));
-  const middles = new Map<string, number>();
-  /** The state before `rest` on the way to `to` (one per key: what leads there shares it). */
-  const middle = (key: string, to: number, rest: RegexNode): number => {
-    let id = middles.get(key);
-    if (id === undefined) {
-      id = graph.state();
-      middles.set(key, id);
-      graph.edge(id, to, rest);
-    }
-    return id;
-  };
   graph.edge(start, stateOf(0, 0, 0, 0, 0), range(0x7b));
   while (pending.length > 0) {
     const [set, nonEmpty, least, most, extra] = pending.pop()!;
