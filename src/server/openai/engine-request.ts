@@ -109,7 +109,7 @@ export function prepareChat(engine: Engine, config: Config, body: ChatBody, toke
     thinking.section = section.hidden ? null : { ...section, close: toolsClose, ...(skippable ? { skippable: { lead: "" } } : {}) };
   }
   // Any other answer opens with the style's header where it has one (Cohere, Solar): after the
-  // reasoning's close, or alone, one control token, before an answer without reasoning.
+  // reasoning's close, or alone (a section of its header only), before an answer without reasoning.
   const lead = tools?.kind === "auto" || !engine.toolCallStyle ? undefined : ANSWER_OPEN[engine.toolCallStyle];
   // Or it follows a lead in the prompt (Command R+'s `directly-answer` action).
   const prefill = tools?.kind === "auto" || !engine.toolCallStyle ? undefined : ANSWER_PREFILL[engine.toolCallStyle];

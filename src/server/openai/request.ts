@@ -171,25 +171,24 @@ export function constraintOf(
     );
   }
   if (rf && rf.type !== "text") sources.push("response_format");
-  const toolChoice = chat ? toolChoiceOf(body as ChatBody, toolStyle, jsonSpecOf(body)) : null;
+  const toolChoice = chat ? toolChoiceOf(body as ChatBody, toolStyle) : null;
   if (toolChoice) sources.push("tool_choice");
   if (sources.length > 1) {
     throw new OpenAIRequestError(400, `${sources.join(" and ")} each constrain the output: give only one`, sources[1]!);
   }
   let spec: ConstraintSpec = { kind: "text" };
-  const jsonSpec = jsonSpecOf(body);
-  if (so?.json !== undefined) spec = jsonSpec(so.json, true);
+  if (so?.json !== undefined) spec = jsonSpec(body, so.json, true);
   else if (so?.regex !== undefined) spec = { kind: "regex", pattern: so.regex };
   else if (so?.choice !== undefined) spec = { kind: "regex", pattern: so.choice.map(pyReEscape) };
   else if (so?.grammar !== undefined) spec = { kind: "grammar", grammar: so.grammar, maxIgnoredRun: MAX_IGNORED_RUN };
-  else if (rf?.type === "json_object") spec = jsonSpec(rf.schema !== undefined ? rf.schema : { type: "object" }, true);
+  else if (rf?.type === "json_object") spec = jsonSpec(body, rf.schema !== undefined ? rf.schema : { type: "object" }, true);
   else if (rf?.type === "json_schema") {
     if (!rf.json_schema)
       throw new OpenAIRequestError(400, "response_format.json_schema is required when type is json_schema", "response_format.json_schema");
     if (rf.json_schema.schema === undefined) {
       throw new OpenAIRequestError(400, "response_format.json_schema.schema is required", "response_format.json_schema.schema");
     }
-    spec = jsonSpec(rf.json_schema.schema, rf.json_schema.strict !== false);
+    spec = jsonSpec(body, rf.json_schema.schema, rf.json_schema.strict !== false);
   } else if (toolChoice) spec = toolChoice.spec;
   if (spec.kind !== "text" && stopStrings(body).length > 0) {
     throw new OpenAIRequestError(400, "stop cannot be combined with a constrained output: it would cut the document short", "stop");
@@ -201,22 +200,19 @@ export function constraintOf(
 export const writesJson = (spec: ConstraintSpec): boolean =>
   spec.kind === "json_schema" || spec.kind === "typescript" || spec.kind === "tool_calls";
 
-/** How a request's JSON outputs are written (its property_order), as a JSON Schema constraint of `schema`. */
-const jsonSpecOf =
-  (body: ChatBody | CompletionBody) =>
-  (schema: unknown, strict: boolean): ConstraintSpec => ({ kind: "json_schema", schema, options: jsonOptions(body, strict) });
+/** A JSON Schema constraint of `schema`, written as the request asks (its property_order). */
+function jsonSpec(body: ChatBody | CompletionBody, schema: unknown, strict: boolean): ConstraintSpec {
+  return { kind: "json_schema", schema, options: jsonOptions(body, strict) };
+}
 
+/** How a request's JSON is written: the default style, its property_order. */
 function jsonOptions(body: ChatBody | CompletionBody, strict: boolean) {
   const order = body.property_order === "any" ? ({ propertyOrder: "any" } as const) : {};
   return { whitespace: "default", forbidUnnamedProperties: false, strict, ...order } as const;
 }
 
 /** tool_choice → the constraint of the call(s); null when the model answers in text. */
-function toolChoiceOf(
-  body: ChatBody,
-  style: ToolCallStyle | null,
-  jsonSpec: ReturnType<typeof jsonSpecOf>,
-): { spec: ConstraintSpec; mode: ToolMode } | null {
+function toolChoiceOf(body: ChatBody, style: ToolCallStyle | null): { spec: ConstraintSpec; mode: ToolMode } | null {
   const tools = body.tools ?? [];
   const choice = body.tool_choice ?? (tools.length > 0 ? "auto" : "none");
   const names = new Set<string>();
@@ -250,7 +246,7 @@ function toolChoiceOf(
       "hermes",
     );
     const array = { type: "array", minItems: 1, ...(body.parallel_tool_calls === false ? { maxItems: 1 } : {}), items: one };
-    return { spec: jsonSpec($schema === undefined ? array : { $schema, ...array }, true), mode: { kind: "required" } };
+    return { spec: jsonSpec(body, $schema === undefined ? array : { $schema, ...array }, true), mode: { kind: "required" } };
   }
   const tool = tools.find((t) => t.function.name === choice.function.name);
   if (!tool)
@@ -259,7 +255,7 @@ function toolChoiceOf(
       `tool_choice names ${choice.function.name}, which is not among the tools`,
       "tool_choice.function.name",
     );
-  return { spec: jsonSpec(parametersOf(tool), true), mode: { kind: "named", name: tool.function.name } };
+  return { spec: jsonSpec(body, parametersOf(tool), true), mode: { kind: "named", name: tool.function.name } };
 }
 
 /**
