@@ -166,9 +166,25 @@ function dfaVerdict(dfa: ByteDfa, text: string): { dfaAccepts: boolean; detail: 
 /** dfaVerdict for a rule network. */
 function networkVerdict(rules: readonly ByteDfa[], text: string): { dfaAccepts: boolean; detail: string } {
   const automaton = ruleNetworkAutomaton({ rules });
-  const s = automaton.walk(automaton.start, text);
-  const dfaAccepts = s >= 0 && automaton.isComplete(s);
-  return { dfaAccepts, detail: dfaAccepts ? "rule network accepts the text" : "rule network refuses the text" };
+  const bytes = new TextEncoder().encode(text);
+  let s = automaton.start;
+  for (let i = 0; i < bytes.length; i++) {
+    s = automaton.step(s, bytes[i]!);
+    if (s < 0) {
+      const dec = new TextDecoder();
+      const before = dec.decode(bytes.subarray(Math.max(0, i - 40), i));
+      const after = dec.decode(bytes.subarray(i, i + 20));
+      return {
+        dfaAccepts: false,
+        detail: `rule network stops at byte ${i}/${bytes.length}: ${JSON.stringify(before)} ⟨here⟩ ${JSON.stringify(after)}`,
+      };
+    }
+  }
+  const dfaAccepts = automaton.isComplete(s);
+  return {
+    dfaAccepts,
+    detail: dfaAccepts ? "rule network accepts the text" : `rule network not accepting at the end (${bytes.length} bytes)`,
+  };
 }
 
 async function main(): Promise<void> {
@@ -202,6 +218,9 @@ async function main(): Promise<void> {
   const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, maxWork: JSON_SCHEMA_WORK_FACTOR * compileMaxWork };
   const compileMs = new SampleBuffer();
   const maskUs = new SampleBuffer();
+  /** maskUs split by the form served: one DFA, or a rule network (a grammar matcher). */
+  const maskUsDfa = new SampleBuffer();
+  const maskUsNetwork = new SampleBuffer();
   /** compileMs's two parts: the schema's DFA (compileJsonSchema), then the matcher and its first mask. */
   const schemaMs = new SampleBuffer();
   const firstMaskMs = new SampleBuffer();
@@ -359,7 +378,9 @@ async function main(): Promise<void> {
           const tok = tokens[j]!;
           const a = performance.now();
           const mask = st.mask(1 << 20);
-          maskUs.push((performance.now() - a) * 1000);
+          const us = (performance.now() - a) * 1000;
+          maskUs.push(us);
+          (rules !== undefined ? maskUsNetwork : maskUsDfa).push(us);
           c.tokens++;
           if (!hasBit(mask, tok)) {
             allowed = false;
@@ -444,6 +465,7 @@ async function main(): Promise<void> {
     tokensMasked: c.tokens,
     compileMs: compileMs.quantiles(),
     maskUs: maskUs.quantiles(),
+    maskUsByForm: { dfa: maskUsDfa.quantiles(), ruleNetwork: maskUsNetwork.quantiles() },
     compileParts: { schemaMs: schemaMs.quantiles(), firstMaskMs: firstMaskMs.quantiles() },
     llguidance: {
       record: llgPath,

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { compileServedSchema } from "../src/compile/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
-import { ruleNetworkAutomaton } from "../src/grammar/index.js";
+import { compileGrammar, createGrammarAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { compileJsonSchema, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaOptions } from "../src/schema/index.js";
 import { seededRandom } from "../src/support/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
@@ -327,6 +327,60 @@ test("the lexer-level view of a network gives the reference walk's masks, budget
     }
     assert.ok(fast.isAccepting() && reference.isAccepting());
   }
+});
+
+test("a network whose strings part after their closing quote stops comparing lexer sets; a Lark grammar's strings share one walk", () => {
+  const vocab = loadVocabulary(vocabFile("gpt-2"));
+  const trie = tokenTrieFor(vocab);
+  const single = new Map<number, number>();
+  for (let t = 0; t < vocab.size; t++) {
+    const b = vocab.tokenBytes(t);
+    if (b.length === 1 && !single.has(b[0]!)) single.set(b[0]!, t);
+  }
+  // Thirty string properties: their contents alike one byte deep, apart once the next key begins.
+  const properties: Record<string, object> = { meta: {} };
+  const doc: Record<string, unknown> = { meta: { a: [1] } };
+  for (let i = 0; i < 30; i++) {
+    properties[`key${i}`] = { type: "string" };
+    doc[`key${i}`] = `v${i}`;
+  }
+  const { rules } = compileJsonSchema(
+    { type: "object", properties, required: Object.keys(properties) },
+    { ...STACK, freeValuesAnyDepth: true },
+  );
+  assert.ok(rules !== undefined);
+  const matcher = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
+  const fast = new GrammarConstraintState(matcher);
+  const reference = new GrammarConstraintState(new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { lexerLevel: false }));
+  const text = dumps(doc);
+  const bytes = new TextEncoder().encode(text);
+  for (let i = 0; i < bytes.length; i++) {
+    assert.deepEqual(fast.mask(1 << 20), reference.mask(1 << 20), `${text.slice(0, i)}⟨here⟩`);
+    const token = single.get(bytes[i]!)!;
+    assert.ok(fast.advance(token) && reference.advance(token), text.slice(0, i + 1));
+  }
+  assert.ok(fast.isAccepting() && reference.isAccepting());
+  const network = matcher.rootWalkCounts!;
+  assert.ok(network.walked >= 30, JSON.stringify(network));
+  assert.equal(network.comparing, false, `the strings' sets are still compared: ${JSON.stringify(network)}`);
+
+  // A Lark grammar's string terminal ends at its quote: its contents as a key and as a value are one walk.
+  const lark = new GrammarTokenMatcher(
+    trie,
+    createGrammarAutomaton(
+      compileGrammar(
+        '?start: object\nobject: "{" [pair ("," pair)*] "}"\npair: ESCAPED_STRING ":" (ESCAPED_STRING | object)\n%import common.ESCAPED_STRING\n',
+      ),
+      { maxIgnoredRun: 8 },
+    ),
+  );
+  const state = new GrammarConstraintState(lark);
+  for (const byte of new TextEncoder().encode('{"a":"b","c":{"d":"e"}}')) {
+    state.mask(1 << 20);
+    assert.ok(state.advance(single.get(byte)!));
+  }
+  const grammar = lark.rootWalkCounts!;
+  assert.ok(grammar.takenOver >= 1 && grammar.comparing, JSON.stringify(grammar));
 });
 
 test("past the one DFA's size limit, a subschema used in many places is one shared rule", () => {

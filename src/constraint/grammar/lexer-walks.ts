@@ -117,6 +117,13 @@ export class LexerLevelWalks extends LexerSets {
 
   /** Bytes of the walks made so far (retainedBytes). */
   private madeBytes = 0;
+  /** Root walks taken over from an equivalent set (see rootWalk). */
+  private takenOver = 0;
+
+  /** Root walks made and taken over so far, and whether new sets are still compared with walked ones (tests, benches). */
+  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean } {
+    return { walked: this.roots.size - this.takenOver, takenOver: this.takenOver, comparing: this.equivalents.worthLooking };
+  }
 
   /** An estimate of the heap bytes its walks and memos hold, erring high. */
   retainedBytes(): number {
@@ -160,9 +167,10 @@ export class LexerLevelWalks extends LexerSets {
     if (w === undefined) {
       // A signature only finds peers among the walks made before: the first walk (a grammar's
       // first mask, often) has none, and its own signature waits until another walk needs it.
-      const signature = this.roots.size > 0 ? this.equivalents.signatureAmongWalked(setId) : null;
+      const signature = this.roots.size > 0 && this.equivalents.worthLooking ? this.equivalents.signatureAmongWalked(setId) : null;
       const same = signature === null ? null : this.equivalents.equivalentOf(setId, signature);
       if (same !== null) {
+        this.takenOver++;
         const peer = this.roots.get(same.peer)!;
         const renaming = same.renaming;
         w = { ...peer, contSets: peer.contSets.map((c) => renaming.get(c)!) };

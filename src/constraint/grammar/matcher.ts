@@ -90,6 +90,11 @@ export class GrammarTokenMatcher {
     return bytes;
   }
 
+  /** The lexer-level root walks made and taken over (see LexerLevelWalks.rootWalkCounts); null without them. */
+  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean } | null {
+    return this.lexer?.rootWalkCounts ?? null;
+  }
+
   /** Whether masks go through the lexer-level cache (the automaton's shape was recognised). */
   get lexerLevel(): boolean {
     return this.lexer !== null;
