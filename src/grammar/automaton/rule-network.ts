@@ -127,9 +127,13 @@ export class RuleNetworkAutomaton {
   }
 
   /**
-   * The fewest bytes of each rule and from each state to its rule's end: Dijkstra per rule over
-   * its reversed edges (text bytes weigh 1, a call its callee's fewest), repeated until the rules'
-   * fewest settle (each round can only lower them; a rule's shortest derivation has finite depth).
+   * The fewest bytes of each rule and from each state to its rule's end, in one pass: Dijkstra
+   * over the reversed edges of all rules at once (text bytes weigh 1), where a call from p
+   * returning to g weighs its callee's fewest, known once the callee's start is settled — Knuth's
+   * generalization to grammars: a call's weight is relaxed when the later of its return state and
+   * its callee's start is settled (both values are final then, and their sum is no smaller than
+   * either). Repeating a plain Dijkstra until the rules' fewest settled cost a round per level of
+   * rule nesting.
    */
   private computeDistances(): void {
     const total = this.inCall.length;
@@ -158,53 +162,54 @@ export class RuleNetworkAutomaton {
     const into = new Int32Array(edgeTo.length);
     const fill = intoFirst.slice(0, total);
     for (let e = 0; e < edgeTo.length; e++) into[fill[edgeTo[e]!]!++] = edgeFrom[e]!;
+    // Calls by the state they return to, and by their callee.
     const callsInto: number[][] = [];
+    const callsOf: number[][] = [];
     for (let g = 0; g < total; g++) {
-      for (let i = this.callFirst[g]!; i < this.callFirst[g + 1]!; i++) (callsInto[this.callReturn[i]!] ??= []).push(i);
+      for (let i = this.callFirst[g]!; i < this.callFirst[g + 1]!; i++) {
+        (callsInto[this.callReturn[i]!] ??= []).push(i);
+        (callsOf[this.callee[i]!] ??= []).push(i);
+      }
     }
     const callFrom = new Int32Array(this.callee.length);
     for (let g = 0; g < total; g++) callFrom.fill(g, this.callFirst[g]!, this.callFirst[g + 1]!);
-    for (let round = 0; round <= this.rules.length + 1; round++) {
-      this.dist.fill(Infinity);
-      const heap = new MinHeap();
-      for (let r = 0; r < this.rules.length; r++) {
-        const dfa = this.rules[r]!;
-        for (let q = 0; q < dfa.numStates; q++) {
-          if (dfa.accepting[q] === 1 && this.inCall[this.offset[r]! + q] === 0) {
-            this.dist[this.offset[r]! + q] = 0;
-            heap.push(this.offset[r]! + q, 0);
-          }
+    const ruleStartingAt = new Int32Array(total).fill(-1);
+    for (let r = 0; r < this.rules.length; r++) ruleStartingAt[this.offset[r]! + this.rules[r]!.start] = r;
+    const settled = new Uint8Array(total);
+    const dist = this.dist;
+    dist.fill(Infinity);
+    const heap = new MinHeap();
+    const relax = (p: number, d: number): void => {
+      if (d < dist[p]!) {
+        dist[p] = d;
+        heap.push(p, d);
+      }
+    };
+    for (let r = 0; r < this.rules.length; r++) {
+      const dfa = this.rules[r]!;
+      for (let q = 0; q < dfa.numStates; q++)
+        if (dfa.accepting[q] === 1 && this.inCall[this.offset[r]! + q] === 0) relax(this.offset[r]! + q, 0);
+    }
+    while (heap.size > 0) {
+      const d = heap.topKey();
+      const g = heap.pop();
+      if (settled[g] === 1 || d > dist[g]!) continue;
+      settled[g] = 1;
+      for (let e = intoFirst[g]!; e < intoFirst[g + 1]!; e++) relax(into[e]!, d + 1);
+      // Calls returning here whose callee's fewest is known.
+      for (const i of callsInto[g] ?? []) {
+        const fewest = this.minLength[this.callee[i]!]!;
+        if (fewest !== Infinity) relax(callFrom[i]!, d + fewest);
+      }
+      // A rule's start: its fewest is known, and the calls of it whose return state is settled weigh it now.
+      const r = ruleStartingAt[g]!;
+      if (r >= 0) {
+        this.minLength[r] = d;
+        for (const i of callsOf[r] ?? []) {
+          const ret = this.callReturn[i]!;
+          if (settled[ret] === 1) relax(callFrom[i]!, dist[ret]! + d);
         }
       }
-      while (heap.size > 0) {
-        const d = heap.topKey();
-        const g = heap.pop();
-        if (d > this.dist[g]!) continue;
-        for (let e = intoFirst[g]!; e < intoFirst[g + 1]!; e++) {
-          const p = into[e]!;
-          if (d + 1 < this.dist[p]!) {
-            this.dist[p] = d + 1;
-            heap.push(p, d + 1);
-          }
-        }
-        for (const i of callsInto[g] ?? []) {
-          const p = callFrom[i]!;
-          const nd = d + this.minLength[this.callee[i]!]!;
-          if (nd < this.dist[p]!) {
-            this.dist[p] = nd;
-            heap.push(p, nd);
-          }
-        }
-      }
-      let changed = false;
-      for (let r = 0; r < this.rules.length; r++) {
-        const m = this.dist[this.offset[r]! + this.rules[r]!.start]!;
-        if (m !== this.minLength[r]) {
-          this.minLength[r] = m;
-          changed = true;
-        }
-      }
-      if (!changed) return;
     }
   }
 
