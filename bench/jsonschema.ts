@@ -43,7 +43,7 @@ import {
   TokenTrie,
   warmUpMatchers,
 } from "../src/constraint/index.js";
-import { ruleNetworkAutomaton } from "../src/grammar/index.js";
+import { ruleNetworkAutomaton, type RuleNetworkTables } from "../src/grammar/index.js";
 import {
   compileJsonSchema,
   DEFAULT_JSON_SCHEMA_OPTIONS,
@@ -294,6 +294,8 @@ async function main(): Promise<void> {
     let newState: () => DfaConstraintState | GrammarConstraintState;
     let dfa: ByteDfa | undefined;
     let rules: readonly ByteDfa[] | undefined;
+    /** The probe's automaton's tables, handed to the serving side's automaton as the service does. */
+    let tables: RuleNetworkTables | undefined;
     const t0 = performance.now();
     let tSchema = t0;
     try {
@@ -303,7 +305,7 @@ async function main(): Promise<void> {
       if (recursion === "stack") {
         const options = { whitespace: "default", strict: true, limits, freeValuesAnyDepth, propertyOrder } as const;
         const served = compileServedSchema(mb.schema, options, trie, probe);
-        if (served.kind === "rules") rules = served.rules;
+        if (served.kind === "rules") ({ rules, tables } = served);
         else dfa = served.dfa;
       } else ({ dfa } = compileJsonSchema(mb.schema, { whitespace: "default", strict: true, limits, propertyOrder }));
       tSchema = performance.now();
@@ -311,7 +313,7 @@ async function main(): Promise<void> {
       // matcher over the rule network.
       const makeState = (limitSteps: number): (() => DfaConstraintState | GrammarConstraintState) => {
         if (rules !== undefined) {
-          const m = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
+          const m = new GrammarTokenMatcher(trie, ruleNetworkAutomaton(tables === undefined ? { rules } : { rules, tables }));
           m.work.limitSteps = limitSteps;
           return () => new GrammarConstraintState(m);
         }

@@ -139,6 +139,31 @@ test("its distances are a breadth-first search's: the fewest bytes to a sentence
   assert.ok(checked > 200);
 });
 
+test("tables handed over from another automaton of the same rules are taken; tables that do not fit are not", () => {
+  const made = new RuleNetworkAutomaton(NETWORK);
+  const given = new RuleNetworkAutomaton({ ...NETWORK, tables: made.networkTables });
+  // Taken as they are: the same arrays, not computed again.
+  assert.equal(given.networkTables.dist, made.networkTables.dist);
+  assert.equal(given.networkTables.callee, made.networkTables.callee);
+  // Another network's tables (other sizes) are computed again, and give the same automaton.
+  const other = new RuleNetworkAutomaton({ rules: [dfa(literal("ab"))] });
+  const refitted = new RuleNetworkAutomaton({ ...NETWORK, tables: other.networkTables });
+  assert.notEqual(refitted.networkTables.dist, other.networkTables.dist);
+  assert.deepEqual(refitted.networkTables, made.networkTables);
+  let checked = 0;
+  for (const s of strings(5)) {
+    const [a, b, c] = [made, given, refitted].map((x) => x.walk(x.start, s));
+    assert.equal(a! >= 0, b! >= 0, JSON.stringify(s));
+    assert.equal(a! >= 0, c! >= 0, JSON.stringify(s));
+    if (a! < 0) continue;
+    assert.equal(made.isComplete(a!), given.isComplete(b!));
+    assert.equal(made.minBytesToComplete(a!), given.minBytesToComplete(b!));
+    assert.equal(made.minBytesToComplete(a!), refitted.minBytesToComplete(c!));
+    checked++;
+  }
+  assert.ok(checked > 100, `${checked}`);
+});
+
 test("nesting has no bound but the text: 300 levels deep, and a call's spelling is never text", () => {
   const a = new RuleNetworkAutomaton(NETWORK);
   const deep = `${"[<".repeat(300)}x${">]".repeat(300)}`;

@@ -7,6 +7,7 @@
 // within every budget.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { deserialize, serialize } from "node:v8";
 import { compileServedSchema } from "../src/compile/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { compileGrammar, createGrammarAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
@@ -381,6 +382,26 @@ test("a network whose strings part after their closing quote stops comparing lex
   }
   const grammar = lark.rootWalkCounts!;
   assert.ok(grammar.takenOver >= 1 && grammar.comparing, JSON.stringify(grammar));
+});
+
+test("a network the compile worker probed carries its automaton's tables to the serving side", () => {
+  const trie = tokenTrieFor(loadVocabulary(vocabFile("gpt-2")));
+  const served = compileServedSchema(TREE, { freeValuesAnyDepth: true }, trie, { budgets: [512], limitSteps: 4_000_000 });
+  assert.equal(served.kind, "rules");
+  if (served.kind !== "rules") return;
+  assert.ok(served.tables !== undefined, "the probe's tables");
+  // Across threads as the worker sends them (v8 serialization), then taken as they are.
+  const { rules, tables } = deserialize(serialize(served)) as typeof served;
+  const automaton = ruleNetworkAutomaton({ rules, tables: tables! });
+  assert.equal(automaton.networkTables.dist, tables!.dist);
+  const reference = ruleNetworkAutomaton({ rules });
+  const text = dumps(tree(4));
+  const [a, b] = [automaton, reference].map((x) => x.walk(x.start, text));
+  assert.ok(automaton.isComplete(a!) && reference.isComplete(b!));
+  assert.equal(
+    automaton.minBytesLowerBound(automaton.walk(automaton.start, text.slice(0, 20))),
+    reference.minBytesLowerBound(reference.walk(reference.start, text.slice(0, 20))),
+  );
 });
 
 test("past the one DFA's size limit, a subschema used in many places is one shared rule", () => {

@@ -309,8 +309,10 @@ export class ConstraintCache {
       if (output.kind === "dfa") return this.dfaEntry(key, spec.kind, output.dfa, output.warnings);
       const maskMaxWork = this.options.maskMaxWork;
       if (output.kind === "rules") {
-        const network = { rules: output.rules };
-        const bytes = output.rules.reduce((sum, dfa) => sum + typedArrayBytes(dfa), 0);
+        // The worker's tables, when its probe made them: the serving thread does not compute them again.
+        const network = { rules: output.rules, ...(output.tables === undefined ? {} : { tables: output.tables }) };
+        let bytes = output.rules.reduce((sum, dfa) => sum + typedArrayBytes(dfa), 0);
+        if (output.tables !== undefined) for (const table of Object.values(output.tables)) bytes += table.byteLength;
         // A replacement shares the tables of the automaton it replaces.
         const fresh = (replaced?: RuleNetworkAutomaton) => ruleNetworkAutomaton(network, replaced);
         return new GrammarEntry(key, fieldOf(spec.kind), this.trie, fresh, bytes, maskMaxWork, output.warnings);

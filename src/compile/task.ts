@@ -13,6 +13,8 @@ import {
   ruleNetworkAutomaton,
   type Grammar,
   type GrammarLimits,
+  type RuleNetworkAutomaton,
+  type RuleNetworkTables,
   type ScannerParts,
 } from "../grammar/index.js";
 import {
@@ -71,7 +73,13 @@ export interface ProbeOptions {
  */
 export type CompileOutput =
   | { readonly kind: "dfa"; readonly dfa: ByteDfa; readonly warnings?: readonly JsonSchemaWarning[] }
-  | { readonly kind: "rules"; readonly rules: readonly ByteDfa[]; readonly warnings?: readonly JsonSchemaWarning[] }
+  | {
+      readonly kind: "rules";
+      readonly rules: readonly ByteDfa[];
+      /** The probe's automaton's tables, so the serving thread does not compute them again. */
+      readonly tables?: RuleNetworkTables;
+      readonly warnings?: readonly JsonSchemaWarning[];
+    }
   | { readonly kind: "grammar"; readonly grammar: Grammar; readonly scanners: ScannerParts };
 
 /**
@@ -222,15 +230,17 @@ function servedForm(
   const warned = (w: readonly JsonSchemaWarning[]) => (w.length > 0 ? { warnings: w } : {});
   if (compiled?.rules !== undefined) {
     const network = { rules: compiled.rules };
+    let probed: RuleNetworkAutomaton | undefined;
     try {
       if (trie && probe) {
         probeFirstOperations(
-          () => new GrammarTokenMatcher(trie, ruleNetworkAutomaton(network)),
+          () => new GrammarTokenMatcher(trie, (probed = ruleNetworkAutomaton(network, probed))),
           (m) => new GrammarConstraintState(m),
           probe,
         );
       }
-      return { kind: "rules", rules: compiled.rules, ...warned(compiled.warnings) };
+      const tables = probed === undefined ? {} : { tables: probed.networkTables };
+      return { kind: "rules", rules: compiled.rules, ...tables, ...warned(compiled.warnings) };
     } catch (error) {
       if (!(error instanceof ConstraintTooCostlyError)) throw error;
     }

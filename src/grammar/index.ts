@@ -28,7 +28,7 @@ export {
   LEXER_COMMITS,
   type IncrementalOptions,
 } from "./automaton/grammar-automaton.js";
-export { ruleNetworkAutomaton, RuleNetworkAutomaton, type RuleNetwork } from "./automaton/rule-network.js";
+export { ruleNetworkAutomaton, RuleNetworkAutomaton, type RuleNetwork, type RuleNetworkTables } from "./automaton/rule-network.js";
 export { LEXER_END_KEEPS_STACK } from "./automaton/lexer-states.js";
 export type { ScannerParts } from "./scanner-dfa.js";
 export { searchCheapestGoal, type CompletionSearch } from "./search.js";

@@ -28,6 +28,35 @@ const SLAB_BYTES = 3 * INT_MAP_FIRST_BYTES;
 /** Rule DFAs; rule 0 is the sentence. */
 export interface RuleNetwork {
   readonly rules: readonly ByteDfa[];
+  /**
+   * The tables an automaton of these rules made elsewhere (the compile worker's, for its probe):
+   * taken as they are when their sizes fit the rules, instead of being computed again on the
+   * serving thread.
+   */
+  readonly tables?: RuleNetworkTables;
+}
+
+/** What an automaton computes once per network: where calls are spelled, what they call and return to, the distances. */
+export interface RuleNetworkTables {
+  readonly inCall: Uint8Array;
+  readonly callFirst: Int32Array;
+  readonly callee: Int32Array;
+  readonly callReturn: Int32Array;
+  readonly dist: Float64Array;
+  readonly minLength: Float64Array;
+}
+
+/** Whether `t` has the sizes of the tables of a network of `rules` holding `total` DFA states. */
+function tablesFit(t: RuleNetworkTables, rules: readonly ByteDfa[], total: number): boolean {
+  const calls = t.callFirst.length === total + 1 ? t.callFirst[total]! : -1;
+  return (
+    t.inCall.length === total &&
+    t.dist.length === total &&
+    t.minLength.length === rules.length &&
+    calls >= 0 &&
+    t.callee.length === calls &&
+    t.callReturn.length === calls
+  );
 }
 
 export class RuleNetworkAutomaton {
@@ -78,15 +107,21 @@ export class RuleNetworkAutomaton {
       const total = this.offset[rules.length]!;
       this.ruleOf = new Int32Array(total);
       for (let r = 0; r < rules.length; r++) this.ruleOf.fill(r, this.offset[r]!, this.offset[r + 1]!);
-      this.inCall = new Uint8Array(total);
       this.textBytes = rules.map(classRepresentatives);
-      const calls = this.readCalls();
-      this.callFirst = calls.first;
-      this.callee = calls.callee;
-      this.callReturn = calls.ret;
-      this.minLength = new Float64Array(rules.length).fill(Infinity);
-      this.dist = new Float64Array(total).fill(Infinity);
-      this.computeDistances();
+      const given = network.tables;
+      if (given !== undefined && tablesFit(given, rules, total)) {
+        ({ inCall: this.inCall, callFirst: this.callFirst, callee: this.callee, callReturn: this.callReturn } = given);
+        ({ minLength: this.minLength, dist: this.dist } = given);
+      } else {
+        this.inCall = new Uint8Array(total);
+        const calls = this.readCalls();
+        this.callFirst = calls.first;
+        this.callee = calls.callee;
+        this.callReturn = calls.ret;
+        this.minLength = new Float64Array(rules.length).fill(Infinity);
+        this.dist = new Float64Array(total).fill(Infinity);
+        this.computeDistances();
+      }
     }
     if (this.minLength[0] === Infinity) throw new GrammarError("the rule network accepts no sentence");
     const root = this.internStack(-1, this.offset[0]! + rules[0]!.start);
@@ -389,6 +424,12 @@ export class RuleNetworkAutomaton {
       if (move[start] !== -2 || this.dist[start] === 0) return null;
     }
     return move;
+  }
+
+  /** Its tables, to hand to an automaton of the same rules on another thread (see RuleNetwork.tables). */
+  get networkTables(): RuleNetworkTables {
+    const { inCall, callFirst, callee, callReturn, dist, minLength } = this;
+    return { inCall, callFirst, callee, callReturn, dist, minLength };
   }
 
   /** Whether `network` is this automaton's (the same rules). */
