@@ -404,6 +404,43 @@ test("a network the compile worker probed carries its automaton's tables to the 
   );
 });
 
+test("a schema of 32k characters or more is served with its shared subschemas as rules from the start", () => {
+  // Twenty definitions, each used twice; descriptions (annotations) make the text big, not the language.
+  const schemaOf = (description: string): object => {
+    const $defs: Record<string, object> = {};
+    const properties: Record<string, object> = {};
+    for (let i = 0; i < 20; i++) {
+      $defs[`d${i}`] = { type: "object", description, properties: { name: { type: "string", maxLength: 8 }, size: { type: "integer" } } };
+      properties[`p${i}`] = { $ref: `#/$defs/d${i}` };
+      properties[`q${i}`] = { $ref: `#/$defs/d${i}` };
+    }
+    return { type: "object", $defs, properties, additionalProperties: false };
+  };
+  const small = schemaOf("x");
+  const big = schemaOf("x".repeat(2000));
+  assert.ok(JSON.stringify(small).length < 32_000 && JSON.stringify(big).length >= 32_000);
+  const servedSmall = compileServedSchema(small, { freeValuesAnyDepth: true });
+  const servedBig = compileServedSchema(big, { freeValuesAnyDepth: true });
+  assert.equal(servedSmall.kind, "rules");
+  assert.equal(servedBig.kind, "rules");
+  if (servedSmall.kind !== "rules" || servedBig.kind !== "rules") return;
+  // The small one as one document rule (with the free values' rule); the big one shares its definitions.
+  assert.ok(servedSmall.rules.length <= 2, `${servedSmall.rules.length} rules`);
+  assert.ok(servedBig.rules.length >= 20, `${servedBig.rules.length} rules`);
+  // The same language either way.
+  const doc: Record<string, unknown> = {};
+  for (let i = 0; i < 20; i++) {
+    doc[`p${i}`] = { name: "a", size: i };
+    doc[`q${i}`] = {};
+  }
+  const text = dumps(doc);
+  for (const served of [servedSmall, servedBig]) {
+    const automaton = ruleNetworkAutomaton({ rules: served.rules });
+    assert.ok(automaton.isComplete(automaton.walk(automaton.start, text)));
+    assert.equal(automaton.walk(automaton.start, text.replace('"size": 3', '"size": "3"')), -1);
+  }
+});
+
 test("past the one DFA's size limit, a subschema used in many places is one shared rule", () => {
   const schema = SHARED;
   assert.throws(

@@ -196,6 +196,14 @@ function inSomeOrder<T extends { readonly warnings?: readonly JsonSchemaWarning[
   }
 }
 
+/**
+ * Schema text (JSON characters) from which the network with shared subschemas is tried first.
+ * Measured on MaskBench's 123 schemas of 32k characters or more (llama-bpe): Kubernetes' 140 KB
+ * manifests compile in 120–170 ms with shared rules against 270–370 ms without (40k against 48k
+ * states).
+ */
+const SHARE_FIRST_CHARS = 32_000;
+
 /** compileServedSchema's choice of form, in the property order the options ask. */
 function servedForm(
   schema: unknown,
@@ -204,17 +212,21 @@ function servedForm(
   probe?: ProbeOptions,
 ): CompileOutput & { kind: "dfa" | "rules" } {
   const free = options.freeValuesAnyDepth === true;
-  const stacked: JsonSchemaOptions[] = [
-    { recursion: "stack", freeValuesAnyDepth: free },
-    { recursion: "stack", freeValuesAnyDepth: free, shareSubschemas: true },
-  ];
-  if (free) stacked.push({ recursion: "stack" }, { recursion: "stack", shareSubschemas: true });
+  // A big schema (Kubernetes' manifests, CI configs) has subschemas used in many places: shared as
+  // rules from the start, it compiles in half the time, to fewer states (see SHARE_FIRST_CHARS).
+  // Smaller ones share only past a size limit (sharing calls rules where one DFA would do).
+  const shareFirst = (JSON.stringify(schema)?.length ?? 0) >= SHARE_FIRST_CHARS;
+  const stacked: JsonSchemaOptions[] = [];
+  for (const freeValuesAnyDepth of free ? [true, false] : [false]) {
+    if (shareFirst) stacked.push({ recursion: "stack", freeValuesAnyDepth, shareSubschemas: true });
+    else stacked.push({ recursion: "stack", freeValuesAnyDepth }, { recursion: "stack", freeValuesAnyDepth, shareSubschemas: true });
+  }
   let firstRefusal: JsonSchemaTooComplexError | null = null;
   let lastRefusal: JsonSchemaTooComplexError | null = null;
   let compiled: ReturnType<typeof compileJsonSchema> | null = null;
   for (const form of stacked) {
-    // Sharing only helps past a size limit.
-    if (form.shareSubschemas && lastRefusal?.limit !== "dfaStates" && lastRefusal?.limit !== "nfaStates") continue;
+    // Sharing only helps past a size limit (unless it comes first).
+    if (!shareFirst && form.shareSubschemas && lastRefusal?.limit !== "dfaStates" && lastRefusal?.limit !== "nfaStates") continue;
     try {
       compiled = compileJsonSchema(schema, { ...options, freeValuesAnyDepth: false, ...form });
       break;
