@@ -145,46 +145,46 @@ type Verdict = "ok" | string;
  * fault (the compiler's DFA) from a token-layer one (the masks disagree with the DFA).
  */
 function dfaVerdict(dfa: ByteDfa, text: string): { dfaAccepts: boolean; detail: string } {
-  const bytes = new TextEncoder().encode(text);
-  let s = dfa.start;
-  for (let i = 0; i < bytes.length; i++) {
-    s = dfa.next[s * dfa.numClasses + dfa.byteClass[bytes[i]!]!]!;
-    if (s < 0) {
-      const dec = new TextDecoder();
-      const before = dec.decode(bytes.subarray(Math.max(0, i - 40), i));
-      const after = dec.decode(bytes.subarray(i, i + 20));
-      return {
-        dfaAccepts: false,
-        detail: `DFA stops at byte ${i}/${bytes.length}: ${JSON.stringify(before)} ⟨here⟩ ${JSON.stringify(after)}`,
-      };
-    }
-  }
-  if (dfa.accepting[s] !== 1) return { dfaAccepts: false, detail: `DFA not accepting at the end (${bytes.length} bytes)` };
-  return { dfaAccepts: true, detail: "DFA accepts the text" };
+  const step = (s: number, byte: number): number => dfa.next[s * dfa.numClasses + dfa.byteClass[byte]!]!;
+  return verdictOf("DFA", dfa.start, step, (s) => dfa.accepting[s] === 1, text);
 }
 
 /** dfaVerdict for a rule network. */
 function networkVerdict(rules: readonly ByteDfa[], text: string): { dfaAccepts: boolean; detail: string } {
   const automaton = ruleNetworkAutomaton({ rules });
+  return verdictOf(
+    "rule network",
+    automaton.start,
+    (s, byte) => automaton.step(s, byte),
+    (s) => automaton.isComplete(s),
+    text,
+  );
+}
+
+/** Steps `text`'s bytes from `start`: where `what` stops, with the text around that byte, or whether it ends accepting. */
+function verdictOf(
+  what: string,
+  start: number,
+  step: (state: number, byte: number) => number,
+  accepting: (state: number) => boolean,
+  text: string,
+): { dfaAccepts: boolean; detail: string } {
   const bytes = new TextEncoder().encode(text);
-  let s = automaton.start;
+  let s = start;
   for (let i = 0; i < bytes.length; i++) {
-    s = automaton.step(s, bytes[i]!);
+    s = step(s, bytes[i]!);
     if (s < 0) {
       const dec = new TextDecoder();
       const before = dec.decode(bytes.subarray(Math.max(0, i - 40), i));
       const after = dec.decode(bytes.subarray(i, i + 20));
       return {
         dfaAccepts: false,
-        detail: `rule network stops at byte ${i}/${bytes.length}: ${JSON.stringify(before)} ⟨here⟩ ${JSON.stringify(after)}`,
+        detail: `${what} stops at byte ${i}/${bytes.length}: ${JSON.stringify(before)} ⟨here⟩ ${JSON.stringify(after)}`,
       };
     }
   }
-  const dfaAccepts = automaton.isComplete(s);
-  return {
-    dfaAccepts,
-    detail: dfaAccepts ? "rule network accepts the text" : `rule network not accepting at the end (${bytes.length} bytes)`,
-  };
+  if (!accepting(s)) return { dfaAccepts: false, detail: `${what} not accepting at the end (${bytes.length} bytes)` };
+  return { dfaAccepts: true, detail: `${what} accepts the text` };
 }
 
 async function main(): Promise<void> {

@@ -17,6 +17,16 @@ import { loadVocabulary } from "../src/vocab/index.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { vocabFile } from "./support/paths.js";
 
+/** A token of each byte that is a token by itself: texts fed byte by byte. */
+function singleByteTokens(vocab: { size: number; tokenBytes(id: number): Uint8Array }): Map<number, number> {
+  const single = new Map<number, number>();
+  for (let t = 0; t < vocab.size; t++) {
+    const b = vocab.tokenBytes(t);
+    if (b.length === 1 && !single.has(b[0]!)) single.set(b[0]!, t);
+  }
+  return single;
+}
+
 /** json.dumps(value) with its default separators, as the "default" style writes JSON. */
 function dumps(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(dumps).join(", ")}]`;
@@ -299,11 +309,7 @@ test("generation over qwen2's vocabulary goes deep, stays valid and finishes wit
 test("the lexer-level view of a network gives the reference walk's masks, budgets included", () => {
   const vocab = loadVocabulary(vocabFile("gpt-2"));
   const trie = tokenTrieFor(vocab);
-  const single = new Map<number, number>();
-  for (let t = 0; t < vocab.size; t++) {
-    const b = vocab.tokenBytes(t);
-    if (b.length === 1 && !single.has(b[0]!)) single.set(b[0]!, t);
-  }
+  const single = singleByteTokens(vocab);
   const free = { type: "object", properties: { meta: { type: "object" }, tags: { type: "array", items: true } } };
   const walks: [object, JsonSchemaOptions, string][] = [
     [LIST, STACK, dumps(list(3))],
@@ -333,11 +339,7 @@ test("the lexer-level view of a network gives the reference walk's masks, budget
 test("a network whose strings part after their closing quote stops comparing lexer sets; a Lark grammar's strings share one walk", () => {
   const vocab = loadVocabulary(vocabFile("gpt-2"));
   const trie = tokenTrieFor(vocab);
-  const single = new Map<number, number>();
-  for (let t = 0; t < vocab.size; t++) {
-    const b = vocab.tokenBytes(t);
-    if (b.length === 1 && !single.has(b[0]!)) single.set(b[0]!, t);
-  }
+  const single = singleByteTokens(vocab);
   // Thirty string properties: their contents alike one byte deep, apart once the next key begins.
   const properties: Record<string, object> = { meta: {} };
   const doc: Record<string, unknown> = { meta: { a: [1] } };
