@@ -204,6 +204,31 @@ function inSomeOrder<T extends { readonly warnings?: readonly JsonSchemaWarning[
  */
 const SHARE_FIRST_CHARS = 32_000;
 
+/**
+ * Whether `value`'s JSON text has at least `limit` characters, counted as far as the limit and no
+ * further: a schema built in memory (a TypeScript type's) may share objects, and its text could
+ * then be far longer than the object graph (JSON.stringify would write all of it).
+ */
+function jsonTextReaches(value: unknown, limit: number): boolean {
+  let length = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && length < limit) {
+    const v = stack.pop();
+    if (typeof v === "string") length += v.length + 2;
+    else if (Array.isArray(v)) {
+      length += 1 + v.length;
+      for (const item of v) stack.push(item);
+    } else if (v !== null && typeof v === "object") {
+      length += 1;
+      for (const [key, item] of Object.entries(v)) {
+        length += key.length + 4;
+        stack.push(item);
+      }
+    } else length += String(v).length;
+  }
+  return length >= limit;
+}
+
 /** compileServedSchema's choice of form, in the property order the options ask. */
 function servedForm(
   schema: unknown,
@@ -215,7 +240,7 @@ function servedForm(
   // A big schema (Kubernetes' manifests, CI configs) has subschemas used in many places: shared as
   // rules from the start, it compiles in half the time, to fewer states (see SHARE_FIRST_CHARS).
   // Smaller ones share only past a size limit (sharing calls rules where one DFA would do).
-  const shareFirst = (JSON.stringify(schema)?.length ?? 0) >= SHARE_FIRST_CHARS;
+  const shareFirst = jsonTextReaches(schema, SHARE_FIRST_CHARS);
   const stacked: JsonSchemaOptions[] = [];
   for (const freeValuesAnyDepth of free ? [true, false] : [false]) {
     if (shareFirst) stacked.push({ recursion: "stack", freeValuesAnyDepth, shareSubschemas: true });
