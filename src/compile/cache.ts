@@ -312,7 +312,7 @@ export class ConstraintCache {
         // The worker's tables, when its probe made them: the serving thread does not compute them again.
         const network = { rules: output.rules, ...(output.tables === undefined ? {} : { tables: output.tables }) };
         let bytes = output.rules.reduce((sum, dfa) => sum + typedArrayBytes(dfa), 0);
-        if (output.tables !== undefined) for (const table of Object.values(output.tables)) bytes += table.byteLength;
+        if (output.tables !== undefined) bytes += typedArrayBytes(output.tables);
         // A replacement shares the tables of the automaton it replaces.
         const fresh = (replaced?: RuleNetworkAutomaton) => ruleNetworkAutomaton(network, replaced);
         return new GrammarEntry(key, fieldOf(spec.kind), this.trie, fresh, bytes, maskMaxWork, output.warnings);
