@@ -143,16 +143,19 @@ const SINGLE_CASES: Array<[string, string[]]> = [
 ];
 
 /**
- * How far batched and unbatched scores may differ. On the CPU llama.cpp computes a row the same
- * way whatever else is in the batch, to the last bits; a GPU backend picks other kernels for other
- * batch shapes (matrix-vector with 8-bit activations for one row, tiled matrix products for more),
- * so probabilities move by about 1e-3 there and a near tie may resolve either way.
+ * How far batched and unbatched scores may differ. On the CPU (flash attention off, the runtime's
+ * default there) llama.cpp computes a row of a batch the same way whatever else is in it, but
+ * attention sums over the KV cells in their order, and other waves or a reused prefix put a
+ * sequence's tokens in other cells: scores move by float noise (up to 3e-4 measured here), and
+ * two options that close may swap. A GPU backend picks other kernels for other batch shapes (matrix-vector with 8-bit
+ * activations for one row, tiled matrix products for more), so probabilities move by about 1e-3
+ * there.
  */
 const scoreTolerance = (runtime: GenerationRuntime, cpu: number): number => (runtime.model.offloaded ? 2e-2 : cpu);
 
-/** Equal choices, except that on a GPU two options within `tol` of each other may swap. */
+/** Equal choices, except that two options within `tol` of each other may swap. */
 function assertSameChoice(got: string[], want: string[], scores: Record<string, number>, tol: number, what: string): void {
-  if (got.length === 1 && want.length === 1 && got[0] !== want[0] && tol > 1e-3) {
+  if (got.length === 1 && want.length === 1 && got[0] !== want[0]) {
     assert.ok(Math.abs(scores[got[0]!]! - scores[want[0]!]!) < tol, `${what}: ${got[0]} vs ${want[0]} is no near tie`);
     return;
   }
@@ -236,7 +239,7 @@ for (const [name, path] of [
       for (const multi of [false, true]) {
         const a = await categorizer.categorize(request("Colours:", categories, { allowMultipleClasses: multi }));
         const b = await waved.categorize(request("Colours:", categories, { allowMultipleClasses: multi }));
-        const tol = scoreTolerance(runtime, 1e-4);
+        const tol = scoreTolerance(runtime, 1e-3);
         const clear = (c: string): boolean => !runtime.model.offloaded || Math.abs(a.scores![c]! - 0.5) >= tol;
         // Multiple answers with none above 0.5 fall back to the best one: a single choice again.
         const fellBack = multi && categories.every((c) => a.scores![c]! < 0.5 - tol);

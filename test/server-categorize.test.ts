@@ -102,8 +102,14 @@ describe("POST /v1/categorize with stories260K", () => {
     const a = await post(payload);
     const b = await post(payload);
     assert.equal(a.statusCode, 200, a.body);
-    assert.deepEqual(b.json(), a.json());
+    assert.equal(b.statusCode, 200, b.body);
+    // The second runs over the cached prompt, in other KV cells: the scores' last bits may move
+    // (support/categorize-answers.ts), the choice does not.
     assert.deepEqual(a.json().choices, ["dog"]);
+    assert.deepEqual(b.json().choices, ["dog"]);
+    const [first, again] = [a.json().scores as Record<string, number>, b.json().scores as Record<string, number>];
+    assert.deepEqual(Object.keys(again).sort(), Object.keys(first).sort());
+    for (const c of payload.categories) assert.ok(Math.abs(first[c]! - again[c]!) < 1e-3, `${c}: ${first[c]} then ${again[c]}`);
   });
 
   test("unicode and odd category strings come back spelled exactly", async () => {

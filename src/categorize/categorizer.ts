@@ -17,8 +17,9 @@
  * recognise, else a plain completion format. All branches share one evaluated prefix and are
  * decoded together as a token trie (scoring.ts): usually two decodes per request.
  *
- * Deterministic: no sampling; the same request decodes the same batches. (Requests decoded
- * concurrently share batches, which can move scores by float noise: ~1e-4 measured.)
+ * Deterministic: no sampling; the same request decodes the same batches. (A reused prefix or a
+ * concurrent request puts its tokens in other KV cells, which moves scores by float noise: up to
+ * 3e-4 measured on stories260K.)
  */
 import type { GenerationRuntime } from "../generate/index.js";
 import { runJob } from "../generate/index.js";

@@ -37,7 +37,14 @@ export interface ContextOptions {
   /** Default: the model's thread count. */
   threads?: number;
   threadsBatch?: number;
-  /** llama.cpp flash attention: "auto" (default), true, false. */
+  /**
+   * llama.cpp flash attention: "auto", true, false. Default: "auto" on a GPU, off on the CPU.
+   * On the CPU its result for a row depends on the rest of the batch (measured on AVX2: logits
+   * move by up to 1e-2 when a prompt is split differently), so a categorization's scores would
+   * depend on what shared its decode; without it a row of a decode of two or more rows comes out
+   * the same to the last bit whatever else is there. Costs ~15% of prompt speed there (Qwen2-0.5B
+   * shape, 1,024 tokens), none for decode steps.
+   */
   flashAttn?: boolean | "auto";
   /** One KV buffer shared by all sequences (default true): makes seqCopy of a prefix free. */
   kvUnified?: boolean;
@@ -309,7 +316,7 @@ export class LlamaModel {
     const nBatch = opts.nBatch ?? Math.min(512, nCtx);
     const nSeqMax = opts.nSeqMax ?? 1;
     const threads = opts.threads ?? this.threads;
-    const flash = opts.flashAttn ?? "auto";
+    const flash = opts.flashAttn ?? (this.offloaded ? "auto" : false);
     const nUbatch = opts.nUbatch ?? nBatch;
     if (opts.embeddings && nUbatch % nSeqMax !== 0) {
       // llama.cpp would abort the process (GGML_ASSERT) reserving the pooled graph.
