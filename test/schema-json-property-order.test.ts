@@ -122,3 +122,28 @@ test("a schema whose any-order form is past the limits is served in the schema's
   assert.equal(served.warnings?.length, 1);
   assert.match(served.warnings![0]!.message, /^property_order "any": written in the schema's order/);
 });
+
+test("the schema's order puts a combinator branch's properties where the combinator stands in the document", () => {
+  // allOf: [{oneOf: [A, B]}, C] is written A's (or B's) properties, then C's, as instances are;
+  // a branch's properties used to come after every other conjunct's (C's, then A's).
+  const schema = {
+    allOf: [
+      {
+        oneOf: [
+          { properties: { from: { type: "string" } }, required: ["from"] },
+          { properties: { sender: { type: "integer" } }, required: ["sender"] },
+        ],
+      },
+      { properties: { to: { type: "string" }, subject: { type: "string" } }, required: ["to"] },
+    ],
+    // Beside the combinator at the same conjunct: its own properties first, then the branch's.
+    properties: { id: { type: "integer" } },
+  };
+  const { dfa } = compileJsonSchema(schema, { propertyOrder: "schema" });
+  const accepted = ['{"id": 1, "from": "a", "to": "b", "subject": "c"}', '{"sender": 2, "to": "b"}', '{"from": "a", "to": "b"}'];
+  for (const text of accepted) assert.ok(matchesString(dfa, text), text);
+  for (const text of ['{"to": "b", "from": "a"}', '{"from": "a", "id": 1, "to": "b"}']) assert.ok(!matchesString(dfa, text), text);
+  pythonVerdicts(accepted.map((text) => ({ schema: JSON.stringify(schema), text }))).forEach((v, i) =>
+    assert.equal(v, "valid", accepted[i]),
+  );
+});

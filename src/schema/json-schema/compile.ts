@@ -626,7 +626,9 @@ class SchemaCompiler implements WriterContext {
     const scopes = within ?? [at.pointer];
     const fork = (extra: readonly SchemaAt[], change?: (a: Alternative) => void): Alternative[] => {
       const a = copyAlternative(alternative);
+      const added = a.conjuncts.length;
       if (!this.flatten(extra, a, 0, scopes)) return [];
+      placeBeside(a.conjuncts, added, at.pointer);
       change?.(a);
       return [a];
     };
@@ -683,6 +685,7 @@ class SchemaCompiler implements WriterContext {
         } else if (keyword === "dependentRequired") {
           throw new JsonSchemaError("must be an array of property names", pointer, keyword);
         } else if (this.flatten([this.child(at, keyword, trigger)], present, 0, within)) {
+          placeBeside(present.conjuncts, a.conjuncts.length, at.pointer);
           present.require.add(trigger);
           next.push(present);
         }
@@ -811,6 +814,24 @@ class SchemaCompiler implements WriterContext {
     else if (max > 1) throw new Error("sequence: a bounded count other than 1 is not supported");
     return graph.node(start);
   }
+}
+
+/**
+ * Moves the conjuncts from index `from` on (a branch just flattened out of a combinator of the
+ * conjunct at `pointer`) to right after that conjunct and those reached through it. Objects write
+ * their properties in conjunct order, and a branch's belong where its combinator stands in the
+ * document, as instances are written: in `allOf: [{oneOf: [A, B]}, C]` the branch's properties
+ * come before C's, not after.
+ */
+function placeBeside(conjuncts: Conjunct[], from: number, pointer: string): void {
+  let last = -1;
+  for (let i = 0; i < from; i++) {
+    const c = conjuncts[i]!;
+    if (c.at.pointer === pointer || c.within?.includes(pointer)) last = i;
+  }
+  if (last < 0 || last === from - 1) return;
+  const branch = conjuncts.splice(from);
+  conjuncts.splice(last + 1, 0, ...branch);
 }
 
 function copyAlternative(a: Alternative): Alternative {
