@@ -147,9 +147,9 @@ const SINGLE_CASES: Array<[string, string[]]> = [
  * default there) llama.cpp computes a row of a batch the same way whatever else is in it, but
  * attention sums over the KV cells in their order, and other waves or a reused prefix put a
  * sequence's tokens in other cells: scores move by float noise (up to 3e-4 measured here), and
- * two options that close may swap. A GPU backend picks other kernels for other batch shapes (matrix-vector with 8-bit
- * activations for one row, tiled matrix products for more), so probabilities move by about 1e-3
- * there.
+ * two options that close may swap. A GPU backend picks other kernels for other batch shapes
+ * (matrix-vector with 8-bit activations for one row, tiled matrix products for more), so
+ * probabilities move by about 1e-3 there.
  */
 const scoreTolerance = (runtime: GenerationRuntime, cpu: number): number => (runtime.model.offloaded ? 2e-2 : cpu);
 
