@@ -390,6 +390,30 @@ test("over-approximations stay close: enum objects in any key order, oneOf and e
   };
   assert.deepEqual(verdicts(counted, ['{"a": 1, "b": 2}', '{"a": 1}', '{"b": 1}', '{"b": 1, "x": 2}']), [false, true, false, true]);
   assert.deepEqual(verdicts({ allOf: [{ enum: [{ foo: 1 }] }, { not: { maxProperties: 0 } }] }, ['{"foo": 1}']), [true]);
+  // not oneOf[required bar, required foo] (MaskBench's Synthesized oneOf…not_2): {"bar": 8,
+  // "foo": "foo"} is in both branches, so in the not. O(oneOf) subtracts each other branch's U,
+  // written with its keys in any order: in the schema's order (foo first) it missed this text, and
+  // the schema was refused as unsatisfiable.
+  const bothBranches = {
+    allOf: [
+      { enum: [{ bar: 8, foo: "foo" }] },
+      {
+        not: {
+          oneOf: [
+            { properties: { bar: {}, baz: {} }, required: ["bar"] },
+            { properties: { foo: {} }, required: ["foo"] },
+          ],
+        },
+      },
+    ],
+  };
+  assert.deepEqual(verdicts(bothBranches, ['{"bar": 8, "foo": "foo"}', '{"bar": 8, "foo": "bar"}']), [true, false]);
+  const notExactlyOne = {
+    type: "object",
+    properties: { bar: { type: "integer" }, foo: { type: "integer" } },
+    not: { oneOf: [{ required: ["bar"] }, { required: ["foo"] }] },
+  };
+  assert.deepEqual(verdicts(notExactlyOne, ['{"bar": 1, "foo": 2}', "{}", '{"bar": 1}', '{"foo": 1}']), [true, true, false, false]);
   const notAtMostOne = { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } }, not: { maxProperties: 1 } };
   assert.deepEqual(verdicts(notAtMostOne, ['{"a": 1, "b": 2}', '{"a": 1}', "{}"]), [true, false, false]);
   // Plain numbers share one automaton across schemas; bounded ones are their own, also in O.

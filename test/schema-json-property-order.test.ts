@@ -147,3 +147,35 @@ test("the schema's order puts a combinator branch's properties where the combina
     assert.equal(v, "valid", accepted[i]),
   );
 });
+
+test("a schema listing $ref, allOf or a combinator before its properties is written in that order too", () => {
+  // MaskBench's schemas list their keys sorted (allOf < anyOf < properties) and its instances
+  // follow the text; the Test Suite's instances put a schema's own properties first. Both orders
+  // are written where the text lists the references first; only the first where it does not.
+  const refsFirst = {
+    $defs: { base: { properties: { id: { type: "integer" } }, required: ["id"] } },
+    $ref: "#/$defs/base",
+    properties: { name: { type: "string" } },
+  };
+  const ownFirst = { properties: refsFirst.properties, $ref: "#/$defs/base", $defs: refsFirst.$defs };
+  const branchFirst = {
+    anyOf: [{ properties: { url: { type: "string" } }, required: ["url"] }],
+    properties: { name: { type: "string" } },
+    required: ["name"],
+  };
+  const cases: [unknown, string[], string[]][] = [
+    [refsFirst, ['{"id": 1, "name": "n"}', '{"name": "n", "id": 1}', '{"id": 1}'], ['{"name": "n"}']],
+    [ownFirst, ['{"name": "n", "id": 1}', '{"id": 1}'], ['{"id": 1, "name": "n"}']],
+    [branchFirst, ['{"url": "u", "name": "n"}', '{"name": "n", "url": "u"}'], ['{"name": "n"}', '{"url": "u"}']],
+  ];
+  const judged: { schema: string; text: string }[] = [];
+  for (const [schema, accepted, rejected] of cases) {
+    const { dfa } = compileJsonSchema(schema);
+    for (const text of accepted) assert.ok(matchesString(dfa, text), `${JSON.stringify(schema)}: ${text}`);
+    for (const text of rejected) assert.ok(!matchesString(dfa, text), `${JSON.stringify(schema)}: ${text}`);
+    judged.push(...accepted.map((text) => ({ schema: JSON.stringify(schema), text })));
+  }
+  // Every accepted text is valid; the rejected ones in the wrong order are valid too (a miss of
+  // the schema's order, not of its meaning), the others invalid.
+  pythonVerdicts(judged).forEach((v, i) => assert.equal(v, "valid", judged[i]!.text));
+});

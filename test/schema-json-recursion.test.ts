@@ -469,3 +469,49 @@ test("past the one DFA's size limit, a subschema used in many places is one shar
   assert.equal(verdicts[0], "valid");
   for (const v of verdicts.slice(1)) assert.ok(v.startsWith("invalid"), v);
 });
+
+test("an array's many copies of a big item are one rule's calls: maxItems 100 of objects of long strings", () => {
+  // Github_medium o9910's shape: 100 positions × an item of two 256-character strings was past
+  // the one DFA's limits ("nfaStates"); the item is one rule now, called at each position.
+  const schema = {
+    type: "array",
+    items: {
+      type: "object",
+      properties: { key: { type: "string", maxLength: 1024 }, type: { type: "string", maxLength: 1024 } },
+      additionalProperties: false,
+    },
+    maxItems: 100,
+  };
+  assert.throws(
+    () => compileJsonSchema(schema),
+    (e: unknown) => e instanceof JsonSchemaTooComplexError && (e.limit === "nfaStates" || e.limit === "dfaStates"),
+  );
+  const served = compileServedSchema(schema, {});
+  assert.equal(served.kind, "rules");
+  if (served.kind !== "rules") return;
+  assert.equal(served.rules.length, 2, "the array and its item");
+  const automaton = ruleNetworkAutomaton({ rules: served.rules });
+  const accepts = (text: string): boolean => {
+    const s = automaton.walk(automaton.start, text);
+    return s >= 0 && automaton.isComplete(s);
+  };
+  const item = (i: number) => ({ key: `k${i}`, type: "x".repeat(i) });
+  const items = (n: number) => Array.from({ length: n }, (_, i) => item(i));
+  const texts = [
+    dumps(items(100)),
+    dumps([]),
+    dumps([{ key: "k", type: "t" }, {}]),
+    dumps(items(101)),
+    dumps([{ key: 1 }]),
+    dumps([{ key: "k", other: "o" }]),
+  ];
+  assert.deepEqual(texts.map(accepts), [true, true, true, false, false, false]);
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.deepEqual(
+    verdicts.map((v) => v.split(":")[0]),
+    ["valid", "valid", "valid", "invalid", "invalid", "invalid"],
+  );
+  // A short array of small items stays one DFA (the cheapest masks).
+  const small = compileServedSchema({ type: "array", items: { type: "integer" }, maxItems: 100 }, {});
+  assert.equal(small.kind, "dfa");
+});

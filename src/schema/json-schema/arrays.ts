@@ -203,6 +203,19 @@ export function arrayLanguage(c: WriterContext, spec: Spec, want: Want, pointer:
     }
     return node;
   };
+  // The items as the graph embeds them, once per position: the rest's item at every position
+  // past the prefix, as one rule's calls where those copies would be too big (c.repeated).
+  const placedItems = new Map<number, RegexNode>();
+  const placed = (p: number): RegexNode => {
+    const k = Math.min(p, prefixLength);
+    let node = placedItems.get(k);
+    if (!node) {
+      const copies = k < prefixLength ? 1 : last - prefixLength + (maxItems === Infinity ? 1 : 0);
+      node = c.repeated(item(k), copies, inner, pointer);
+      placedItems.set(k, node);
+    }
+    return node;
+  };
   const graph = new LanguageGraph();
   const start = graph.state();
   const end = graph.state();
@@ -241,7 +254,7 @@ export function arrayLanguage(c: WriterContext, spec: Spec, want: Want, pointer:
         graph.edge(from, mid, lead);
       };
       if (counters.length === 0) {
-        via(stateOf(to, 0), "", item(p));
+        via(stateOf(to, 0), "", placed(p));
         continue;
       }
       const counts = countsOf(m);

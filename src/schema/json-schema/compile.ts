@@ -18,7 +18,8 @@
 // `unevaluated…` anywhere counts only what its own schema's subtree evaluates; each subschema
 // carries its dynamic scope (document.ts), so `$dynamicRef` resolves as evaluation would get there.
 //
-// Objects are written with the schema's properties in its order, then any others (or, with
+// Objects are written with the schema's properties in its order (its own first, then what its
+// references reach; where its text lists those first, that order as well), then any others (or, with
 // propertyOrder "any", small objects' properties in any order, others among them). Values the
 // schema leaves free (`{}`, `true`, absent `items`/`additionalProperties`) are written nested at
 // most `freeNesting` levels; a recursive schema is unrolled MAX_RECURSION times (recursion is not
@@ -137,6 +138,17 @@ const MAX_ALTERNATIVES = 256;
 const MAX_DEPTH = 64;
 /** Longest chain of `$ref`s and `allOf`s followed from one subschema. */
 const MAX_REFERENCE_CHAIN = 256;
+/**
+ * States past which a language's copies (SchemaCompiler.repeated) are one rule's calls instead.
+ * Below it nothing changes: a DFA of that size compiles in milliseconds and serves the fastest masks.
+ */
+const REPEATED_AS_RULE_STATES = 20_000;
+/**
+ * Fewest copies worth that question: fewer copies of a language that big are rare, and measuring
+ * every array's item alone (an unbounded array embeds its item twice) tripled some Kubernetes
+ * compiles (kb_712: 71 → 258 ms).
+ */
+const REPEATED_MIN_COPIES = 8;
 /** How many times a recursive subschema is written inside itself. */
 const MAX_RECURSION = 3;
 
@@ -306,6 +318,22 @@ class SchemaCompiler implements WriterContext {
     return rule;
   }
 
+  /**
+   * A language embedded `copies` times (an array's items, once per position): where calls may be
+   * written here and the copies would cost more than REPEATED_AS_RULE_STATES states, one rule
+   * called from each place (Kubernetes-style `maxItems: 100` of objects, strings of 1,024
+   * characters); else the language itself, copied as today (a DFA's masks are the cheapest).
+   */
+  repeated(node: RegexNode, copies: number, want: Want, pointer: string): RegexNode {
+    if (copies < REPEATED_MIN_COPIES || !this.stacking || want.over || want.dupFree) return node;
+    // Minimal: each copy of it costs its states (as a language used twice, in `language`).
+    const dfa = node.kind === "dfa" ? node.dfa : this.compileNode(node, pointer);
+    if (dfa.numStates * copies <= REPEATED_AS_RULE_STATES) return dfaNode(dfa);
+    const rule = this.ruleFor(`#repeated${this.ruleBodies.length}`);
+    this.ruleBodies[rule] = dfaNode(dfa);
+    return callNode(rule);
+  }
+
   /** Every rule's DFA, the document's (`root`) first; undefined when no call was written. */
   ruleDfas(root: ByteDfa): ByteDfa[] | undefined {
     if (this.ruleBodies.length === 1) return undefined;
@@ -358,7 +386,7 @@ class SchemaCompiler implements WriterContext {
     const style = this.syntax.style === "indented" ? want.depth : 0;
     // An over-approximation's language depends on how much deeper than here its limit is.
     const over = want.over ? `O${want.limit === undefined ? "" : want.limit - want.depth}` : "U";
-    const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}${stacking ? "S" : ""}`;
+    const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}${want.anyOrder ? "a" : ""}${stacking ? "S" : ""}`;
     // Met again inside itself: a call of its rule (the rule is this very language).
     if (stacking && this.building.has(baseKey)) return callNode(this.ruleFor(baseKey));
     const known = this.memo.get(`${baseKey}@${this.unrolled}`);
@@ -426,12 +454,18 @@ class SchemaCompiler implements WriterContext {
       const mine = alternative.subtract.length === 0 ? null : this.valueFacts(alternative);
       const subtract = alternative.subtract.filter((subtrahend) => !this.disjoint(mine!, subtrahend));
       const minuendWant = subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
-      const spec = mergeConjuncts(alternative.conjuncts, this.document, this, refs.length === 1 ? this.scopeRoot(refs[0]!) : null);
+      const scopeRoot = refs.length === 1 ? this.scopeRoot(refs[0]!) : null;
+      const spec = mergeConjuncts(alternative.conjuncts, this.document, this, scopeRoot);
+      // Where the schema's text lists a `$ref`/`allOf`/combinator before its properties, its
+      // object is written in that order too: instances follow either (the Test Suite's own
+      // properties first, MaskBench's sorted-key schemas theirs first).
+      const textSpec = want.over ? null : this.textOrderSpec(alternative, spec, scopeRoot);
       // A minuend is written without calls (a subtraction needs its texts).
       if (subtract.length > 0) this.blocked++;
       let base: RegexNode;
       try {
         base = this.specLanguage(spec, alternative, minuendWant, pointer);
+        if (textSpec !== null) base = alt([base, this.specLanguage(textSpec, alternative, minuendWant, pointer)]);
       } finally {
         if (subtract.length > 0) this.blocked--;
       }
@@ -445,13 +479,23 @@ class SchemaCompiler implements WriterContext {
       const limit = over ? this.nestingLimit(dfa, want.depth) : undefined;
       for (const subtrahend of subtract) {
         if (isEmptyLanguage(dfa)) break;
-        const other = this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit });
+        // Inside an O, the U subtracted takes small objects in any order (Want.anyOrder).
+        const other = this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit, ...(over ? {} : { anyOrder: true }) });
         const at = subtrahend[0]?.pointer ?? pointer;
         dfa = this.subtract(dfa, this.dfaOf(other, at), at);
       }
       if (!isEmptyLanguage(dfa)) parts.push(dfaNode(dfa));
     }
     return alt(parts);
+  }
+
+  /** The alternative merged in its text order, when that writes an object's keys in another order; else null. */
+  private textOrderSpec(alternative: Alternative, spec: Spec, scopeRoot: string | null): Spec | null {
+    const { conjuncts, textOrder } = alternative;
+    if (conjuncts.every((c, i) => textOrder[i] === c)) return null;
+    const other = mergeConjuncts(textOrder, this.document, this, scopeRoot);
+    const keys = (s: Spec): string => [...s.objects.names, "", ...s.objects.required].join("\u0000");
+    return keys(other) === keys(spec) ? null : other;
   }
 
   /**
@@ -464,7 +508,15 @@ class SchemaCompiler implements WriterContext {
    * O a superset.
    */
   private disjoint(mine: ValueFacts, other: readonly SchemaAt[]): boolean {
-    const probe: Alternative = { conjuncts: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
+    const probe: Alternative = {
+      conjuncts: [],
+      textOrder: [],
+      seen: new Set(),
+      subtract: [],
+      forbid: new Set(),
+      require: new Set(),
+      done: new Set(),
+    };
     if (!this.flatten(other, probe)) return true; // `other` holds no value at all
     // Its keywords are still read (and a malformed one refused), as compiling it would have.
     mergeConjuncts(probe.conjuncts, this.document, this);
@@ -512,7 +564,15 @@ class SchemaCompiler implements WriterContext {
 
   /** `refs` with `allOf` and `$ref` expanded, then anyOf/oneOf/if/dependencies distributed. */
   private alternatives(refs: readonly SchemaAt[], want: Want): Alternative[] {
-    const first: Alternative = { conjuncts: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
+    const first: Alternative = {
+      conjuncts: [],
+      textOrder: [],
+      seen: new Set(),
+      subtract: [],
+      forbid: new Set(),
+      require: new Set(),
+      done: new Set(),
+    };
     if (!this.flatten(refs, first)) return [];
     const finished: Alternative[] = [];
     const pending = [first];
@@ -551,7 +611,13 @@ class SchemaCompiler implements WriterContext {
       // Its own keywords first, then what it reaches: an object's properties are written in
       // conjunct order, a schema's own before those of its $ref (as people write instances).
       // Before 2019-09 a $ref's siblings are ignored.
-      if (!(this.document.refOverridesSiblings && schema.$ref !== undefined)) into.conjuncts.push({ at, schema, within: inner });
+      // (textOrder: where the schema lists its references before its properties, theirs first.)
+      const own: Conjunct | null = this.document.refOverridesSiblings && schema.$ref !== undefined ? null : { at, schema, within: inner };
+      const referencesFirst = listedBefore(schema, REFERENCE_KEYWORDS, "properties");
+      if (own !== null) {
+        into.conjuncts.push(own);
+        if (!referencesFirst) into.textOrder.push(own);
+      }
       // A dynamic reference is followed to the target its dynamic scope gives (resolveDynamic);
       // used in a draft that does not have it, it is refused.
       for (const dynamic of ["$dynamicRef", "$recursiveRef"] as const) {
@@ -580,6 +646,7 @@ class SchemaCompiler implements WriterContext {
         if (!this.flatten([target], into, chain + 1, inner)) return false;
       }
       if (schema.allOf !== undefined && !this.flatten(this.schemaList(at, "allOf"), into, chain + 1, inner)) return false;
+      if (own !== null && referencesFirst) into.textOrder.push(own);
     }
     return true;
   }
@@ -627,8 +694,10 @@ class SchemaCompiler implements WriterContext {
     const fork = (extra: readonly SchemaAt[], change?: (a: Alternative) => void): Alternative[] => {
       const a = copyAlternative(alternative);
       const added = a.conjuncts.length;
+      const addedText = a.textOrder.length;
       if (!this.flatten(extra, a, 0, scopes)) return [];
-      placeBeside(a.conjuncts, added, at.pointer);
+      placeBeside(a.conjuncts, added, at.pointer, false);
+      placeBeside(a.textOrder, addedText, at.pointer, listedBefore(schema, [keyword], "properties"));
       change?.(a);
       return [a];
     };
@@ -685,7 +754,9 @@ class SchemaCompiler implements WriterContext {
         } else if (keyword === "dependentRequired") {
           throw new JsonSchemaError("must be an array of property names", pointer, keyword);
         } else if (this.flatten([this.child(at, keyword, trigger)], present, 0, within)) {
-          placeBeside(present.conjuncts, a.conjuncts.length, at.pointer);
+          placeBeside(present.conjuncts, a.conjuncts.length, at.pointer, false);
+          const before = listedBefore(at.schema as Record<string, unknown>, [keyword], "properties");
+          placeBeside(present.textOrder, a.textOrder.length, at.pointer, before);
           present.require.add(trigger);
           next.push(present);
         }
@@ -818,25 +889,48 @@ class SchemaCompiler implements WriterContext {
 
 /**
  * Moves the conjuncts from index `from` on (a branch just flattened out of a combinator of the
- * conjunct at `pointer`) to right after that conjunct and those reached through it. Objects write
- * their properties in conjunct order, and a branch's belong where its combinator stands in the
- * document, as instances are written: in `allOf: [{oneOf: [A, B]}, C]` the branch's properties
- * come before C's, not after.
+ * conjunct at `pointer`) to where the combinator stands in the document: right after that
+ * conjunct and those reached through it, or, when the schema lists the combinator before its
+ * `properties` (`before`), right before its own conjunct. Objects write their properties in
+ * conjunct order, and instances follow the schema's text: in `allOf: [{oneOf: [A, B]}, C]` the
+ * branch's properties come before C's, not after.
  */
-function placeBeside(conjuncts: Conjunct[], from: number, pointer: string): void {
+function placeBeside(conjuncts: Conjunct[], from: number, pointer: string, before: boolean): void {
+  let own = -1;
   let last = -1;
   for (let i = 0; i < from; i++) {
     const c = conjuncts[i]!;
+    if (c.at.pointer === pointer) own = i;
     if (c.at.pointer === pointer || c.within?.includes(pointer)) last = i;
   }
-  if (last < 0 || last === from - 1) return;
+  if (last < 0) return;
+  const to = before && own >= 0 ? own : last + 1;
+  if (to === from) return;
   const branch = conjuncts.splice(from);
-  conjuncts.splice(last + 1, 0, ...branch);
+  conjuncts.splice(to, 0, ...branch);
+}
+
+/** Keywords whose subschemas' properties join the schema's own (flatten). */
+const REFERENCE_KEYWORDS = ["$ref", "allOf", "$dynamicRef", "$recursiveRef"];
+
+/**
+ * Whether `schema` lists one of `keywords` before `properties` (absent: no). The properties a
+ * schema reaches are written in the order its text names them (as instances are written from
+ * it): MaskBench's schemas list keys sorted (`allOf` < `anyOf` < `properties`), the Test Suite's
+ * mostly `properties` first.
+ */
+function listedBefore(schema: Record<string, unknown>, keywords: readonly string[], properties: string): boolean {
+  for (const key in schema) {
+    if (key === properties) return false;
+    if (keywords.includes(key)) return schema[properties] !== undefined;
+  }
+  return false;
 }
 
 function copyAlternative(a: Alternative): Alternative {
   return {
     conjuncts: [...a.conjuncts],
+    textOrder: [...a.textOrder],
     seen: new Set(a.seen),
     subtract: [...a.subtract],
     forbid: new Set(a.forbid),

@@ -18,11 +18,23 @@ export interface Want {
    * brackets only that deep (see nestingLimit). Absent: MAX_DEPTH + freeNesting + 1.
    */
   readonly limit?: number;
+  /**
+   * U only: small objects in any key order, whatever the options ask. Set for the U(B) an O(S)
+   * subtracts (O(oneOf [A, B]) ⊇ O(A) − U(B)): the more texts of B it holds, the fewer valid
+   * texts the O keeps wrongly, and so the fewer a `not` around it takes away.
+   */
+  readonly anyOrder?: boolean;
 }
 
 /** One way a subschema can be satisfied: merged conjuncts, minus what it must not match. */
 export interface Alternative {
+  /** Merged in this order: a schema's own keywords before what its `$ref`/`allOf` reach. */
   readonly conjuncts: Conjunct[];
+  /**
+   * The same conjuncts in the order the schema's text lists them (`allOf` before `properties`
+   * puts its properties first): objects are written in either order (compile.ts).
+   */
+  readonly textOrder: Conjunct[];
   readonly seen: Set<string>;
   readonly subtract: SchemaAt[][];
   readonly forbid: Set<string>;
@@ -44,6 +56,8 @@ export interface WriterContext {
   language(refs: readonly SchemaAt[], want: Want): RegexNode;
   /** The language of a merged Spec within `alternative` (its enum, types and their keywords). */
   specLanguage(spec: Spec, alternative: Alternative, want: Want, pointer: string): RegexNode;
+  /** A language embedded `copies` times: one rule's calls where the copies would be too big (compile.ts). */
+  repeated(node: RegexNode, copies: number, want: Want, pointer: string): RegexNode;
   /** Any JSON value nested at most `levels` containers deep (`only`: of that kind). */
   anyValue(depth: number, levels: number, want: Want, only?: "object" | "array"): ByteDfa;
   /** `open (member (sep member){0,max-1})? close` with the style's whitespace. */

@@ -40,6 +40,8 @@ const MAX_PATTERNS = 6;
  * so far is its state (2^n of them); a bigger object keeps the schema's order, with a warning.
  */
 export const MAX_ANY_ORDER_MEMBERS = 8;
+/** The same for the U(B) an O(S) subtracts (Want.anyOrder). */
+const MAX_SUBTRAHEND_ANY_ORDER_MEMBERS = 3;
 
 const utf8Encoder = new TextEncoder();
 
@@ -97,7 +99,7 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
     if (listed !== null && o.minProperties <= members.length + listed.length) {
       const named = new Set(members.map((m) => m.key));
       const more = listed.filter((m) => !named.has(m.key));
-      return objectOf(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want.dupFree, pointer);
+      return objectOf(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want, pointer);
     }
     c.unsupported(
       "minProperties",
@@ -106,7 +108,7 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
     );
     return null;
   }
-  return objectOf(c, members, extras, depth, o.minProperties, o.maxProperties, want.dupFree, pointer);
+  return objectOf(c, members, extras, depth, o.minProperties, o.maxProperties, want, pointer);
 }
 
 /** U(S) of an object in the order the options ask: the schema's (orderedObject), or any (anyOrderObject) where it is small enough. */
@@ -117,11 +119,21 @@ function objectOf(
   depth: number,
   minProperties: number,
   maxProperties: number,
-  oneExtra: boolean,
+  want: Want,
   pointer: string,
 ): RegexNode {
-  if (c.options.propertyOrder !== "any" || members.length < 2)
+  const oneExtra = want.dupFree;
+  const asked = c.options.propertyOrder === "any";
+  // One named member alone has one order, unless other keys may come before it.
+  if ((!asked && !want.anyOrder) || members.length === 0 || (members.length === 1 && extras.length === 0))
     return orderedObject(c, members, extras, depth, minProperties, maxProperties, oneExtra);
+  // A subtrahend's any order (Want.anyOrder) is a refinement nobody asked for: only for objects of
+  // a few members (its subtractions grow with the sets written), and no warning past them.
+  if (!asked) {
+    if (members.length <= MAX_SUBTRAHEND_ANY_ORDER_MEMBERS)
+      return anyOrderObject(c, members, extras, depth, minProperties, maxProperties, oneExtra);
+    return orderedObject(c, members, extras, depth, minProperties, maxProperties, oneExtra);
+  }
   if (members.length <= MAX_ANY_ORDER_MEMBERS) return anyOrderObject(c, members, extras, depth, minProperties, maxProperties, oneExtra);
   c.warn(
     "properties",
