@@ -173,30 +173,44 @@ export class RuleNetworkAutomaton {
   private computeDistances(): void {
     const total = this.inCall.length;
     // Reversed text edges (each (q, t) once) and calls, as compact lists per target.
-    const edgeFrom: number[] = [];
-    const edgeTo: number[] = [];
+    // Straight off each rule's table, one column per text class (textStep, inlined: this loop
+    // visits every state and class of the network, the most of a small schema's compile).
+    let edgeFrom = new Int32Array(Math.max(16, total * 2));
+    let edgeTo = new Int32Array(edgeFrom.length);
+    let edges = 0;
+    const inCall = this.inCall;
     const seenFrom = new Int32Array(total).fill(-1);
     for (let r = 0; r < this.rules.length; r++) {
       const dfa = this.rules[r]!;
       const base = this.offset[r]!;
-      const reps = this.textBytes[r]!;
+      const classes = textClasses(dfa, this.textBytes[r]!);
+      const next = dfa.next;
+      const width = dfa.numClasses;
       for (let q = 0; q < dfa.numStates; q++) {
-        if (this.inCall[base + q] === 1) continue;
-        for (const b of reps) {
-          const t = this.textStep(base + q, b);
-          if (t < 0 || seenFrom[t] === base + q) continue;
-          seenFrom[t] = base + q;
-          edgeFrom.push(base + q);
-          edgeTo.push(t);
+        const from = base + q;
+        if (inCall[from] === 1) continue;
+        const row = q * width;
+        for (let i = 0; i < classes.length; i++) {
+          const target = next[row + classes[i]!]!;
+          if (target < 0) continue;
+          const t = base + target;
+          if (inCall[t] === 1 || seenFrom[t] === from) continue;
+          seenFrom[t] = from;
+          if (edges === edgeFrom.length) {
+            edgeFrom = grown(edgeFrom);
+            edgeTo = grown(edgeTo);
+          }
+          edgeFrom[edges] = from;
+          edgeTo[edges++] = t;
         }
       }
     }
     const intoFirst = new Int32Array(total + 1);
-    for (const t of edgeTo) intoFirst[t + 1]!++;
+    for (let e = 0; e < edges; e++) intoFirst[edgeTo[e]! + 1]!++;
     for (let g = 0; g < total; g++) intoFirst[g + 1]! += intoFirst[g]!;
-    const into = new Int32Array(edgeTo.length);
+    const into = new Int32Array(edges);
     const fill = intoFirst.slice(0, total);
-    for (let e = 0; e < edgeTo.length; e++) into[fill[edgeTo[e]!]!++] = edgeFrom[e]!;
+    for (let e = 0; e < edges; e++) into[fill[edgeTo[e]!]!++] = edgeFrom[e]!;
     // Calls by the state they return to, and by their callee.
     const callsInto: number[][] = [];
     const callsOf: number[][] = [];
@@ -455,6 +469,19 @@ export class RuleNetworkAutomaton {
 }
 
 /** One byte per byte class of a DFA, printable ASCII first, never the call lead alone. */
+/** The classes of a rule's text bytes (its representatives'): a call's lead byte is no text. */
+function textClasses(dfa: ByteDfa, representatives: readonly number[]): Int32Array {
+  const classes = new Int32Array(representatives.length);
+  for (let i = 0; i < representatives.length; i++) classes[i] = dfa.byteClass[representatives[i]!]!;
+  return classes;
+}
+
+function grown(a: Int32Array): Int32Array<ArrayBuffer> {
+  const b = new Int32Array(a.length * 2);
+  b.set(a);
+  return b;
+}
+
 export function classRepresentatives(dfa: ByteDfa): number[] {
   const seen = new Uint8Array(dfa.numClasses);
   const reps: number[] = [];

@@ -26,34 +26,69 @@ function callsAt(dfa: ByteDfa, q: number, numRules: number): [number, number][] 
   return out;
 }
 
+/** A rule's calls by state, flat: state q's are callee/after[first[q] … first[q + 1]). */
+interface RuleCalls {
+  readonly first: Int32Array;
+  readonly callee: number[];
+  readonly after: number[];
+}
+
+function ruleCalls(dfa: ByteDfa, numRules: number): RuleCalls {
+  const first = new Int32Array(dfa.numStates + 1);
+  const callee: number[] = [];
+  const after: number[] = [];
+  for (let q = 0; q < dfa.numStates; q++) {
+    first[q] = callee.length;
+    forEachCall(dfa, q, numRules, (rule, to) => {
+      callee.push(rule);
+      after.push(to);
+    });
+  }
+  first[dfa.numStates] = callee.length;
+  return { first, callee, after };
+}
+
 /**
  * Which rules derive at least one text (a fixpoint: a rule is productive once an accepting state
  * is reachable reading text and calling productive rules). A rule that is not can never finish
- * (`{"required": ["next"], "properties": {"next": {"$ref": "#"}}}`).
+ * (`{"required": ["next"], "properties": {"next": {"$ref": "#"}}}`). Asked of every schema served
+ * as a network: flat tables, one walk per rule and round.
  */
 export function productiveRules(rules: readonly ByteDfa[]): boolean[] {
   const productive = rules.map(() => false);
-  const calls = rules.map((dfa) => Array.from({ length: dfa.numStates }, (_, q) => callsAt(dfa, q, rules.length)));
+  const calls = rules.map((dfa) => ruleCalls(dfa, rules.length));
+  const classes = rules.map(textClasses);
+  const most = Math.max(...rules.map((dfa) => dfa.numStates));
+  const seen = new Uint8Array(most);
+  const stack = new Int32Array(most);
   for (let changed = true; changed; ) {
     changed = false;
     for (let r = 0; r < rules.length; r++) {
       if (productive[r]) continue;
       const dfa = rules[r]!;
-      const classes = textClasses(dfa);
-      const seen = new Uint8Array(dfa.numStates);
-      const queue = [dfa.start];
+      const { first, callee, after } = calls[r]!;
+      const cls = classes[r]!;
+      const width = dfa.numClasses;
+      seen.fill(0, 0, dfa.numStates);
+      let top = 0;
+      stack[top++] = dfa.start;
       seen[dfa.start] = 1;
       let found = false;
-      while (queue.length > 0 && !found) {
-        const q = queue.pop()!;
+      while (top > 0 && !found) {
+        const q = stack[--top]!;
         if (dfa.accepting[q] === 1) found = true;
-        const targets: number[] = [];
-        for (const c of classes) targets.push(dfa.next[q * dfa.numClasses + c]!);
-        for (const [callee, after] of calls[r]![q]!) if (productive[callee]) targets.push(after);
-        for (const t of targets) {
+        for (let i = 0; i < cls.length; i++) {
+          const t = dfa.next[q * width + cls[i]!]!;
           if (t >= 0 && seen[t] === 0) {
             seen[t] = 1;
-            queue.push(t);
+            stack[top++] = t;
+          }
+        }
+        for (let i = first[q]!; i < first[q + 1]!; i++) {
+          const t = after[i]!;
+          if (productive[callee[i]!] && seen[t] === 0) {
+            seen[t] = 1;
+            stack[top++] = t;
           }
         }
       }
@@ -67,10 +102,17 @@ export function productiveRules(rules: readonly ByteDfa[]): boolean[] {
 }
 
 /** The byte classes of a DFA that some text byte (not a call's lead) is in. */
-function textClasses(dfa: ByteDfa): number[] {
-  const classes = new Set<number>();
-  for (let b = 0; b < 256; b++) if (b !== RULE_CALL_LEAD) classes.add(dfa.byteClass[b]!);
-  return [...classes];
+function textClasses(dfa: ByteDfa): Int32Array {
+  const seen = new Uint8Array(dfa.numClasses);
+  const out: number[] = [];
+  for (let b = 0; b < 256; b++) {
+    const c = dfa.byteClass[b]!;
+    if (b !== RULE_CALL_LEAD && seen[c] === 0) {
+      seen[c] = 1;
+      out.push(c);
+    }
+  }
+  return Int32Array.from(out);
 }
 
 /**
