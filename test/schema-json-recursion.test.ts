@@ -95,6 +95,15 @@ const SHARED = {
   additionalProperties: false,
 };
 
+/** Whether the rule network accepts `text` whole. */
+function networkAccepts(rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"]): (text: string) => boolean {
+  const automaton = ruleNetworkAutomaton({ rules });
+  return (text) => {
+    const s = automaton.walk(automaton.start, text);
+    return s >= 0 && automaton.isComplete(s);
+  };
+}
+
 const tree = (depth: number, leaf: unknown = 1): unknown =>
   depth === 0 ? { value: leaf } : { value: depth, children: [{ value: 0 }, tree(depth - 1, leaf)] };
 const list = (n: number, last: unknown = "end"): unknown => (n === 0 ? { v: last, next: null } : { v: "x", next: list(n - 1, last) });
@@ -453,11 +462,7 @@ test("past the one DFA's size limit, a subschema used in many places is one shar
   assert.equal(served.kind, "rules");
   if (served.kind !== "rules") return;
   assert.equal(served.rules.length, 2, "the document and the one shared subschema");
-  const automaton = ruleNetworkAutomaton({ rules: served.rules });
-  const accepts = (text: string): boolean => {
-    const s = automaton.walk(automaton.start, text);
-    return s >= 0 && automaton.isComplete(s);
-  };
+  const accepts = networkAccepts(served.rules);
   const texts = [
     dumps({ item0: { field0: "alpha0" }, item77: { field3: "beta3", field29: "alpha29" }, item139: {} }),
     dumps({ item0: { field0: "alpha1" } }),
@@ -490,11 +495,7 @@ test("an array's many copies of a big item are one rule's calls: maxItems 100 of
   assert.equal(served.kind, "rules");
   if (served.kind !== "rules") return;
   assert.equal(served.rules.length, 2, "the array and its item");
-  const automaton = ruleNetworkAutomaton({ rules: served.rules });
-  const accepts = (text: string): boolean => {
-    const s = automaton.walk(automaton.start, text);
-    return s >= 0 && automaton.isComplete(s);
-  };
+  const accepts = networkAccepts(served.rules);
   const item = (i: number) => ({ key: `k${i}`, type: "x".repeat(i) });
   const items = (n: number) => Array.from({ length: n }, (_, i) => item(i));
   const texts = [

@@ -468,7 +468,6 @@ export class RuleNetworkAutomaton {
   }
 }
 
-/** One byte per byte class of a DFA, printable ASCII first, never the call lead alone. */
 /** The classes of a rule's text bytes (its representatives'): a call's lead byte is no text. */
 function textClasses(dfa: ByteDfa, representatives: readonly number[]): Int32Array {
   const classes = new Int32Array(representatives.length);
@@ -482,6 +481,7 @@ function grown(a: Int32Array): Int32Array<ArrayBuffer> {
   return b;
 }
 
+/** One byte per byte class of a DFA, printable ASCII first, never the call lead alone. */
 export function classRepresentatives(dfa: ByteDfa): number[] {
   const seen = new Uint8Array(dfa.numClasses);
   const reps: number[] = [];

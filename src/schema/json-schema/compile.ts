@@ -321,8 +321,8 @@ class SchemaCompiler implements WriterContext {
   /**
    * A language embedded `copies` times (an array's items, once per position): where calls may be
    * written here and the copies would cost more than REPEATED_AS_RULE_STATES states, one rule
-   * called from each place (Kubernetes-style `maxItems: 100` of objects, strings of 1,024
-   * characters); else the language itself, copied as today (a DFA's masks are the cheapest).
+   * called from each place (`maxItems: 100` of objects with long strings: their copies were past
+   * the one DFA's limits); else the language itself, copied as today (a DFA's masks are the cheapest).
    */
   repeated(node: RegexNode, copies: number, want: Want, pointer: string): RegexNode {
     if (copies < REPEATED_MIN_COPIES || !this.stacking || want.over || want.dupFree) return node;
@@ -508,15 +508,7 @@ class SchemaCompiler implements WriterContext {
    * O a superset.
    */
   private disjoint(mine: ValueFacts, other: readonly SchemaAt[]): boolean {
-    const probe: Alternative = {
-      conjuncts: [],
-      textOrder: [],
-      seen: new Set(),
-      subtract: [],
-      forbid: new Set(),
-      require: new Set(),
-      done: new Set(),
-    };
+    const probe = emptyAlternative();
     if (!this.flatten(other, probe)) return true; // `other` holds no value at all
     // Its keywords are still read (and a malformed one refused), as compiling it would have.
     mergeConjuncts(probe.conjuncts, this.document, this);
@@ -564,15 +556,7 @@ class SchemaCompiler implements WriterContext {
 
   /** `refs` with `allOf` and `$ref` expanded, then anyOf/oneOf/if/dependencies distributed. */
   private alternatives(refs: readonly SchemaAt[], want: Want): Alternative[] {
-    const first: Alternative = {
-      conjuncts: [],
-      textOrder: [],
-      seen: new Set(),
-      subtract: [],
-      forbid: new Set(),
-      require: new Set(),
-      done: new Set(),
-    };
+    const first = emptyAlternative();
     if (!this.flatten(refs, first)) return [];
     const finished: Alternative[] = [];
     const pending = [first];
@@ -925,6 +909,10 @@ function listedBefore(schema: Record<string, unknown>, keywords: readonly string
     if (keywords.includes(key)) return schema[properties] !== undefined;
   }
   return false;
+}
+
+function emptyAlternative(): Alternative {
+  return { conjuncts: [], textOrder: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
 }
 
 function copyAlternative(a: Alternative): Alternative {
