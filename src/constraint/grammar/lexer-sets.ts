@@ -100,6 +100,7 @@ export class LexerSets {
     if (hit !== UNKNOWN) return hit;
     const automaton = this.automaton;
     const members = this.setMembers[setId]!;
+    if (members.length === 1) return this.stepOne(setId, members[0]!, byte);
     let commit = 0;
     const next: number[] = [];
     for (let j = 0; j < members.length; j++) {
@@ -112,14 +113,30 @@ export class LexerSets {
     }
     const result = commit | (next.length > 0 ? this.internSet(next.sort((a, b) => a - b)) + 1 : 0);
     this.setNext[slot] = result;
-    if (members.length === 1) {
-      // The bytes the member's lexer cannot tell from this one step the set alike: a walk's first
-      // and loop bytes ask for all 256, and most sets have a handful of classes.
-      const labels = automaton.lexerByteLabels(members[0]!);
-      const label = labels[byte]!;
-      const base = setId * 256;
-      for (let b = 0; b < 256; b++) if (labels[b] === label) this.setNext[base + b] = result;
-    }
+    return result;
+  }
+
+  /**
+   * stepCode of a set of one lexer state: its next set is one or two states (continued, and
+   * restarted after an ignored terminal), a lone one interned through setOfLexer without a key
+   * string (walks into new parts of a rule network meet a new set every few bytes).
+   */
+  private stepOne(setId: number, lex: number, byte: number): number {
+    const automaton = this.automaton;
+    const code = automaton.lexerStep(lex, byte);
+    const cont = (code & ~COMMIT) - 1;
+    const restarted = automaton.lexerRestart(lex, byte);
+    let next: number;
+    if (restarted < 0 || restarted === cont) next = cont < 0 ? -1 : this.setOfLexer(cont);
+    else if (cont < 0) next = this.setOfLexer(restarted);
+    else next = this.internSet(cont < restarted ? [cont, restarted] : [restarted, cont]);
+    const result = (code & COMMIT) | (next + 1);
+    // The bytes the lexer state cannot tell from this one step the set alike: a walk's first and
+    // loop bytes ask for all 256, and most sets have a handful of classes.
+    const labels = automaton.lexerByteLabels(lex);
+    const label = labels[byte]!;
+    const base = setId * 256;
+    for (let b = 0; b < 256; b++) if (labels[b] === label) this.setNext[base + b] = result;
     return result;
   }
 
@@ -232,7 +249,12 @@ export class LexerSets {
 
   /** Whether every byte below trie node `p` steps set `cont` to itself alike (loopBytes): the subtree's tokens all end in `cont`. */
   protected loopsBelow(cont: number, p: number): boolean {
-    if (cont >= this.loopKnown.length || this.loopKnown[cont] !== 1) this.loopBytes(cont);
+    if (cont >= this.loopKnown.length || this.loopKnown[cont] !== 1) {
+      // A new set (walks into new parts of a rule network meet one every few bytes) mostly does
+      // not loop at all: one byte below that leads elsewhere says so without its loop bytes.
+      if ((this.stepCode(cont, this.trie.nodeByte[p + 1]!) & ~COMMIT) - 1 !== cont) return false;
+      this.loopBytes(cont);
+    }
     const { belowBytes, utf8Aligned } = this.trie;
     const loop = this.loopWords;
     const lw = cont * 8;
