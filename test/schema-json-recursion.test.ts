@@ -395,6 +395,53 @@ test("a network whose strings part after their closing quote stops comparing lex
   assert.ok(grammar.takenOver >= 1 && grammar.comparing, JSON.stringify(grammar));
 });
 
+test("root walks that take their loop region from a slice equal the walks of it: masks, targets in order, work", () => {
+  const vocab = loadVocabulary(vocabFile("gpt-2"));
+  const trie = tokenTrieFor(vocab);
+  const single = singleByteTokens(vocab);
+  // String contents (a body: one slice for all twelve), a counted one, and a free value: a network.
+  const properties: Record<string, object> = { meta: {}, note: { type: "string", maxLength: 12 } };
+  const doc: Record<string, unknown> = { meta: { a: [1] }, note: "short one" };
+  for (let i = 0; i < 12; i++) {
+    properties[`key${i}`] = { type: "string" };
+    doc[`key${i}`] = `v${i} with "quotes" and é`;
+  }
+  const { rules } = compileJsonSchema(
+    { type: "object", properties, required: Object.keys(properties) },
+    { ...STACK, freeValuesAnyDepth: true },
+  );
+  assert.ok(rules !== undefined);
+  const lark =
+    '?start: object\nobject: "{" [pair ("," pair)*] "}"\npair: ESCAPED_STRING ":" (ESCAPED_STRING | NAME | NUMBER | object)\n' +
+    "%import common.ESCAPED_STRING\n%import common.CNAME -> NAME\n%import common.NUMBER\n%import common.WS\n%ignore WS\n";
+  const cases = [
+    { automaton: ruleNetworkAutomaton({ rules }), text: dumps(doc) },
+    {
+      automaton: createGrammarAutomaton(compileGrammar(lark), { maxIgnoredRun: 8 }),
+      text: '{"a b": "c d", "e": {"f": name_1, "g": 12.5}}',
+    },
+  ];
+  for (const { automaton, text } of cases) {
+    // One automaton for both: state ids name the same states, so targets compare in order.
+    const sliced = new GrammarTokenMatcher(trie, automaton);
+    const whole = new GrammarTokenMatcher(trie, automaton, { loopSlices: false });
+    const a = new GrammarConstraintState(sliced);
+    const b = new GrammarConstraintState(whole);
+    const bytes = new TextEncoder().encode(text);
+    for (let i = 0; i < bytes.length; i++) {
+      const where = `${text.slice(0, i)}⟨here⟩`;
+      assert.deepEqual(a.mask(1 << 20), b.mask(1 << 20), where);
+      assert.equal(sliced.work.steps, whole.work.steps, `work charged at ${where}`);
+      assert.deepEqual(sliced.targetsOf(a.state), whole.targetsOf(b.state), `targets at ${where}`);
+      const token = single.get(bytes[i]!)!;
+      assert.ok(a.advance(token) && b.advance(token), text.slice(0, i + 1));
+    }
+    assert.ok(a.isAccepting() && b.isAccepting());
+    assert.ok(sliced.rootWalkCounts!.sliced >= 1, JSON.stringify(sliced.rootWalkCounts));
+    assert.equal(whole.rootWalkCounts!.sliced, 0);
+  }
+});
+
 test("a network the compile worker probed carries its automaton's tables to the serving side", () => {
   const trie = tokenTrieFor(loadVocabulary(vocabFile("gpt-2")));
   const served = compileServedSchema(TREE, { freeValuesAnyDepth: true }, trie, { budgets: [512], limitSteps: 4_000_000 });

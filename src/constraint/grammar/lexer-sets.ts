@@ -15,6 +15,8 @@ import { EMPTY, listOf, MEMO_CAPACITY } from "./tables.js";
 /** Set in a lexer set step code, as in the grammar stage's lexer step codes. */
 export const COMMIT = LEXER_COMMITS;
 const UNKNOWN = -1;
+/** Loop bytes from which a set's root walk takes its loop region from a slice (a body: string contents, a name, a number). */
+const LOOP_SLICE_MIN_BYTES = 10;
 
 /**
  * The interned lexer-state sets of one matcher and their byte steps, memoized. The lexer-level
@@ -169,6 +171,20 @@ export class LexerSets {
     return id;
   }
 
+  /**
+   * What a root walk's loop region depends on (see LoopSlice in lexer-walks.ts): the set's loop
+   * bytes and whether whole UTF-8 characters loop, as a string; null when the set loops on fewer
+   * than LOOP_SLICE_MIN_BYTES bytes or commits as it loops (its region is not a plain one).
+   */
+  protected loopSliceKey(setId: number): string | null {
+    const loop = this.loopBytes(setId);
+    if ((this.loopCodes[setId]! & COMMIT) !== 0) return null;
+    let n = 0;
+    for (let w = 0; w < 8; w++) for (let x = loop[w]!; x !== 0; x &= x - 1) n++;
+    if (n < LOOP_SLICE_MIN_BYTES) return null;
+    return `${loop.join(",")}/${this.loopsOnUtf8[setId]!}`;
+  }
+
   /** Bytes a token can go on with from a set (continuing or committing), as 8 words. */
   protected firstBytes(setId: number): Uint32Array {
     let f = this.firstBytesOf.get(setId);
@@ -192,7 +208,7 @@ export class LexerSets {
    * Bytes on which a set steps to itself with one and the same outcome (the same commits, if
    * any), as 8 words: a subtree whose bytes are all such takes one step for all its tokens.
    */
-  private loopBytes(setId: number): Uint32Array {
+  protected loopBytes(setId: number): Uint32Array {
     if (setId < this.loopKnown.length && this.loopKnown[setId] === 1) return this.loopWords.subarray(setId * 8, setId * 8 + 8);
     const l = new Uint32Array(8);
     let code0 = -1;

@@ -61,6 +61,27 @@ export interface LexerWalk {
   readonly groups: CommitGroup[];
 }
 
+/**
+ * A root walk's loop region, the same for every set with the same loop bytes over one trie (string
+ * contents in every schema and grammar on a vocabulary): the nodes a root walk reaches while every
+ * byte so far loops, whose tokens all end in the walk's own set (`pure`), and the nodes where a
+ * first byte that does not loop leaves the region (`exits`, in trie order), which each set walks
+ * on its own. A walk with a slice visits only the exits; it charges the region's steps as the
+ * whole walk would (`regionSteps`), so no work verdict changes.
+ */
+interface LoopSlice {
+  readonly pure: Uint32Array | null;
+  readonly exits: Int32Array;
+  /** Exits before the first region token in trie order: where the set itself joins contSets. */
+  readonly firstPureAt: number;
+  readonly regionSteps: number;
+}
+
+/** Slices per trie, by loop key (LexerSets.loopSliceKey); shared by every matcher on the trie. */
+const slicesOfTrie = new WeakMap<TokenTrie, Map<string, LoopSlice>>();
+/** Slices kept per trie (a mask and a node list each); sets past them walk their regions. */
+const MAX_SLICES_PER_TRIE = 128;
+
 /** A commit group while its walk goes on; its lists are made on first need. */
 interface GroupBuilder {
   hasEnds: boolean;
@@ -108,6 +129,7 @@ export class LexerLevelWalks extends LexerSets {
     automaton: LexerLevelAutomaton,
     private readonly tables: TableSlab,
     private readonly work: WorkMeter,
+    private readonly loopSlices: boolean,
   ) {
     super(trie, automaton, tables);
     this.seen = tables.int32(64);
@@ -119,10 +141,17 @@ export class LexerLevelWalks extends LexerSets {
   private madeBytes = 0;
   /** Root walks taken over from an equivalent set (see rootWalk). */
   private takenOver = 0;
+  /** Root walks that took their loop region from a slice (see LoopSlice). */
+  private sliced = 0;
 
   /** Root walks made and taken over so far, and whether new sets are still compared with walked ones (tests, benches). */
-  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean } {
-    return { walked: this.roots.size - this.takenOver, takenOver: this.takenOver, comparing: this.equivalents.worthLooking };
+  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean; sliced: number } {
+    return {
+      walked: this.roots.size - this.takenOver,
+      takenOver: this.takenOver,
+      comparing: this.equivalents.worthLooking,
+      sliced: this.sliced,
+    };
   }
 
   /** An estimate of the heap bytes its walks and memos hold, erring high. */
@@ -133,8 +162,15 @@ export class LexerLevelWalks extends LexerSets {
     return bytes;
   }
 
-  static over(trie: TokenTrie, automaton: CompletableAutomaton, tables: TableSlab, work: WorkMeter): LexerLevelWalks | null {
-    return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables, work) : null;
+  /** `loopSlices` false: every root walk walks its loop region (the reference the tests compare with). */
+  static over(
+    trie: TokenTrie,
+    automaton: CompletableAutomaton,
+    tables: TableSlab,
+    work: WorkMeter,
+    loopSlices = true,
+  ): LexerLevelWalks | null {
+    return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables, work, loopSlices) : null;
   }
 
   /** The walks of every token start and body, until `deadline`; true when all are done. */
@@ -178,15 +214,82 @@ export class LexerLevelWalks extends LexerSets {
         // Only the root children a token can begin with: most sets (a keyword's scanner, the end
         // of a sentence) begin with a few bytes, and a visit is a cache miss or three.
         const first = this.firstBytes(setId);
-        const rootChild = this.trie.rootChild;
-        const starts: number[] = [];
-        for (let b = 0; b < 256; b++) if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0 && rootChild[b]! >= 0) starts.push(rootChild[b]!);
-        w = this.walkFrom(setId, starts, true);
+        const slice = this.loopSliceOf(setId);
+        const starts = this.starts;
+        starts.length = 0;
+        if (slice === null) {
+          const rootChild = this.trie.rootChild;
+          for (let b = 0; b < 256; b++) if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0 && rootChild[b]! >= 0) starts.push(rootChild[b]!);
+          w = this.walkFrom(setId, starts, true);
+        } else {
+          // The exits, as the whole walk meets them: a root child only when a token can begin with its byte.
+          const { exits, firstPureAt } = slice;
+          const { depth, nodeByte } = this.trie;
+          let joinAt = -1;
+          for (let i = 0; i < exits.length; i++) {
+            if (i === firstPureAt) joinAt = starts.length;
+            const e = exits[i]!;
+            const b = nodeByte[e]!;
+            if (depth[e] === 1 && ((first[b >>> 5]! >>> (b & 31)) & 1) === 0) continue;
+            starts.push(e);
+          }
+          if (firstPureAt === exits.length) joinAt = starts.length;
+          w = this.walkFrom(setId, starts, true, slice, joinAt);
+          this.sliced++;
+        }
         this.equivalents.file(setId, signature);
       }
       this.roots.set(setId, w);
     }
     return w;
+  }
+
+  /** The loop slice of a set's root walk (see LoopSlice), made on first need; null: the set walks its region. */
+  private loopSliceOf(setId: number): LoopSlice | null {
+    const key = this.loopSlices ? this.loopSliceKey(setId) : null;
+    if (key === null) return null;
+    let slices = slicesOfTrie.get(this.trie);
+    if (slices === undefined) slicesOfTrie.set(this.trie, (slices = new Map()));
+    let slice = slices.get(key);
+    if (slice === undefined) {
+      if (slices.size >= MAX_SLICES_PER_TRIE) return null;
+      slice = this.regionOf(setId);
+      slices.set(key, slice);
+    }
+    return slice;
+  }
+
+  /** The loop region of `setId`'s root walk, node for node as walkFrom would take it (see LoopSlice). */
+  private regionOf(setId: number): LoopSlice {
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
+    const loop = this.loopBytes(setId);
+    let pure: Uint32Array | null = null;
+    const exits: number[] = [];
+    let firstPureAt = -1;
+    let steps = 0;
+    let p = 1;
+    while (p < numNodes) {
+      const b = nodeInfo[p]! & 0xff;
+      const size = subtreeSize[p]!;
+      if (((loop[b >>> 5]! >>> (b & 31)) & 1) === 0) {
+        exits.push(p);
+        p += size;
+        continue;
+      }
+      steps++;
+      // The tokens ending here, and the whole subtree's when every byte below loops too.
+      const whole = size > 1 && this.loopsBelow(setId, p);
+      const from = tokenStart[p]!;
+      const to = tokenStart[whole ? p + size : p + 1]!;
+      if (to > from) {
+        if (firstPureAt < 0) firstPureAt = exits.length;
+        pure ??= new Uint32Array(maskWords(this.trie.vocabSize));
+        setTokenRange(pure, tokenIds, from, to);
+      }
+      p += whole ? size : 1;
+    }
+    // Not charged here: every walk with the slice charges its steps (whoever made it first).
+    return { pure, exits: listOf(exits), firstPureAt, regionSteps: steps };
   }
 
   /** The walk below a group's nodes from the lexer state the new token starts in. */
@@ -245,10 +348,11 @@ export class LexerLevelWalks extends LexerSets {
    * Walks the subtrees of `starts` (nodes whose parent is in lexer-state set `setId`): the
    * commit-free tokens with the set each ends in, and every commit grouped by its kind.
    */
-  private walkFrom(setId: number, starts: readonly number[], dense: boolean): LexerWalk {
+  private walkFrom(setId: number, starts: readonly number[], dense: boolean, slice: LoopSlice | null = null, joinAt = -1): LexerWalk {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
-    // Made on the first commit-free token: many walks (a keyword's scanner) have none.
-    let mask: Uint32Array | null = null;
+    // Made on the first commit-free token: many walks (a keyword's scanner) have none. A slice's
+    // region tokens are there from the start; the set joins contSets where the whole walk met them.
+    let mask: Uint32Array | null = slice === null || slice.pure === null ? null : slice.pure.slice();
     const contSets: number[] = [];
     const tokensByCont: number[][] = [];
     // Commit groups in the order met (a walk has a few): their keys and builders, searched linearly.
@@ -258,6 +362,7 @@ export class LexerLevelWalks extends LexerSets {
     const stamp = ++this.stamp;
     let steps = 0;
     for (let si = 0; si < starts.length; si++) {
+      if (si === joinAt) this.contSlot(setId, stamp, contSets, tokensByCont);
       const start = starts[si]!;
       atDepth[depth[start]! - 1] = setId;
       const end = start + subtreeSize[start]!;
@@ -315,7 +420,8 @@ export class LexerLevelWalks extends LexerSets {
         p++;
       }
     }
-    this.work.charge(steps);
+    if (joinAt >= 0 && joinAt === starts.length) this.contSlot(setId, stamp, contSets, tokensByCont);
+    this.work.charge(steps + (slice?.regionSteps ?? 0));
     const out: CommitGroup[] = [];
     for (let i = 0; i < builders.length; i++) {
       const g = builders[i]!;
@@ -357,6 +463,20 @@ export class LexerLevelWalks extends LexerSets {
     mask: Uint32Array | null,
   ): Uint32Array | null {
     if (from >= to) return mask;
+    this.contSlot(cont, stamp, contSets, tokensByCont);
+    const tokenIds = this.trie.tokenIds;
+    if (dense) {
+      mask ??= new Uint32Array(maskWords(this.trie.vocabSize));
+      setTokenRange(mask, tokenIds, from, to);
+    } else {
+      const list = tokensByCont[this.seenSlot[cont]!]!;
+      for (let t = from; t < to; t++) list.push(tokenIds[t]!);
+    }
+    return mask;
+  }
+
+  /** Enters `cont` in the walk's contSets (and an empty list of its tokens) when the walk first meets it. */
+  private contSlot(cont: number, stamp: number, contSets: number[], tokensByCont: number[][]): void {
     if (cont >= this.seen.length) {
       const n = Math.max(cont + 1, this.seen.length * 2);
       this.seen = grownTo(this.seen, n);
@@ -368,15 +488,6 @@ export class LexerLevelWalks extends LexerSets {
       contSets.push(cont);
       tokensByCont.push([]);
     }
-    const tokenIds = this.trie.tokenIds;
-    if (dense) {
-      mask ??= new Uint32Array(maskWords(this.trie.vocabSize));
-      setTokenRange(mask, tokenIds, from, to);
-    } else {
-      const list = tokensByCont[this.seenSlot[cont]!]!;
-      for (let t = from; t < to; t++) list.push(tokenIds[t]!);
-    }
-    return mask;
   }
 
   /**

@@ -59,10 +59,14 @@ export class GrammarTokenMatcher {
   constructor(
     readonly trie: TokenTrie,
     readonly automaton: CompletableAutomaton,
-    /** Off: every state walks the trie with the automaton (the reference the tests compare with). */
-    options: { lexerLevel?: boolean } = {},
+    /**
+     * `lexerLevel` off: every state walks the trie with the automaton; `loopSlices` off: root walks
+     * walk their loop regions (the references the tests compare with).
+     */
+    options: { lexerLevel?: boolean; loopSlices?: boolean } = {},
   ) {
-    this.lexer = options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton, this.tables, this.work);
+    this.lexer =
+      options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton, this.tables, this.work, options.loopSlices !== false);
     this.edges = new StateEdgeCache(trie, automaton, this.lexer, this.tables, this.work);
     this.bounds = new CompletionBounds(trie, automaton, this.lexer, this.tables, this.work);
     this.budgets = new TokenBudgets(trie, automaton, this.lexer, this.edges, this.bounds, this.tables, this.work);
@@ -91,7 +95,7 @@ export class GrammarTokenMatcher {
   }
 
   /** The lexer-level root walks made and taken over (see LexerLevelWalks.rootWalkCounts); null without them. */
-  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean } | null {
+  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean; sliced: number } | null {
     return this.lexer?.rootWalkCounts ?? null;
   }
 
