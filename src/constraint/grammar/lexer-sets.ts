@@ -15,8 +15,6 @@ import { EMPTY, listOf, MEMO_CAPACITY } from "./tables.js";
 /** Set in a lexer set step code, as in the grammar stage's lexer step codes. */
 export const COMMIT = LEXER_COMMITS;
 const UNKNOWN = -1;
-/** Loop bytes from which a set's root walk takes its loop region from a slice (a body: string contents, a name, a number). */
-const LOOP_SLICE_MIN_BYTES = 10;
 
 /**
  * The interned lexer-state sets of one matcher and their byte steps, memoized. The lexer-level
@@ -173,16 +171,12 @@ export class LexerSets {
 
   /**
    * What a root walk's loop region depends on (see LoopSlice in lexer-walks.ts): the set's loop
-   * bytes and whether whole UTF-8 characters loop, as a string; null when the set loops on fewer
-   * than LOOP_SLICE_MIN_BYTES bytes or commits as it loops (its region is not a plain one).
+   * bytes and whether whole UTF-8 characters loop, as a string; null unless the set is a body
+   * that loops without committing (otherwise its region is small, or not a plain one).
    */
   protected loopSliceKey(setId: number): string | null {
-    const loop = this.loopBytes(setId);
-    if ((this.loopCodes[setId]! & COMMIT) !== 0) return null;
-    let n = 0;
-    for (let w = 0; w < 8; w++) for (let x = loop[w]!; x !== 0; x &= x - 1) n++;
-    if (n < LOOP_SLICE_MIN_BYTES) return null;
-    return `${loop.join(",")}/${this.loopsOnUtf8[setId]!}`;
+    if (!this.isBody(setId) || (this.loopCodes[setId]! & COMMIT) !== 0) return null;
+    return `${this.loopBytes(setId).join(",")}/${this.loopsOnUtf8[setId]!}`;
   }
 
   /** Bytes a token can go on with from a set (continuing or committing), as 8 words. */
