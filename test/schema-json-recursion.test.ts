@@ -209,6 +209,42 @@ test("a subtraction inside the recursion keeps the one-DFA form, exact as before
   assert.ok(accepts(texts[0]!) && !accepts(texts[1]!) && !accepts(texts[2]!));
 });
 
+test("a set operation's operands are written without calls; the rest of the document keeps its rules", () => {
+  // O(oneOf [A, B]) subtracts U(B), and U(B) holds free values: written as calls, they made the
+  // whole compile start over unrolled (the tree below then stopped at MAX_RECURSION levels).
+  const schema = {
+    type: "object",
+    properties: {
+      tree: { $ref: "#/$defs/node" },
+      x: {
+        not: {
+          oneOf: [
+            { type: "object", properties: { a: { type: "integer" } } },
+            { type: "object", required: ["b"] },
+          ],
+        },
+      },
+    },
+    $defs: { node: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/node" } } } } },
+  };
+  const compiled = compileJsonSchema(schema, { ...STACK, freeValuesAnyDepth: true });
+  assert.ok(compiled.rules !== undefined && compiled.rules.length >= 2, "a rule network");
+  const accepts = networkAccepts(compiled.rules);
+  const deep = (n: number): unknown => (n === 0 ? {} : { kids: [deep(n - 1)] });
+  const xs: unknown[] = [5, "s", [1, { c: [2] }], { a: 1 }, {}, { b: 1, a: "s" }, { b: { d: [{}] } }];
+  const texts = [dumps({ tree: deep(12) }), ...xs.map((x) => dumps({ tree: deep(1), x }))];
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.ok(accepts(texts[0]!) && verdicts[0] === "valid", "twelve levels of the tree");
+  // Every text the network accepts is valid, and these valid ones are accepted.
+  texts.forEach((text, i) => {
+    if (accepts(text)) assert.equal(verdicts[i], "valid", text);
+  });
+  assert.deepEqual(
+    texts.map((text) => accepts(text)),
+    [true, true, true, true, false, false, false, false],
+  );
+});
+
 test("free values at any depth (freeValuesAnyDepth) and recursion that never ends", () => {
   const inventory = {
     type: "object",

@@ -193,10 +193,14 @@ export function arrayLanguage(c: WriterContext, spec: Spec, want: Want, pointer:
         // Any item may be one that does not count: the superset needs no subtraction.
         node = c.language(refs, inner);
       } else {
-        let dfa = c.dfaOf(c.language(refs, { ...inner, dupFree: true }), unmatched[0]!.pointer);
+        let dfa = c.operand(() => c.dfaOf(c.language(refs, { ...inner, dupFree: true }), unmatched[0]!.pointer));
         const limit = c.nestingLimit(dfa, inner.depth);
         for (const at of unmatched)
-          dfa = c.subtract(dfa, c.dfaOf(c.language([at], { ...inner, over: true, limit }), at.pointer), at.pointer);
+          dfa = c.subtract(
+            dfa,
+            c.operand(() => c.dfaOf(c.language([at], { ...inner, over: true, limit }), at.pointer)),
+            at.pointer,
+          );
         node = dfaNode(dfa);
       }
       classes.set(key, node);

@@ -299,6 +299,21 @@ class SchemaCompiler implements WriterContext {
     return this.regex(pointer, (limits) => subtractDfas(a, b, limits));
   }
 
+  /**
+   * A language an automaton operation takes (a minuend, a subtrahend, what an enum is checked
+   * against): written without calls, as the unrolled form writes it, while the rest of the
+   * document keeps its calls. (Before, such a call made the whole compile start over unrolled:
+   * its work twice, and recursion and free values bounded everywhere.)
+   */
+  operand<T>(write: () => T): T {
+    this.blocked++;
+    try {
+      return write();
+    } finally {
+      this.blocked--;
+    }
+  }
+
   // ---- rules (recursion "stack") -------------------------------------------------------
 
   /** Whether a value that nests without bound is written as a call here (see JsonSchemaOptions.recursion). */
@@ -461,14 +476,11 @@ class SchemaCompiler implements WriterContext {
       // properties first, MaskBench's sorted-key schemas theirs first).
       const textSpec = want.over ? null : this.textOrderSpec(alternative, spec, scopeRoot);
       // A minuend is written without calls (a subtraction needs its texts).
-      if (subtract.length > 0) this.blocked++;
-      let base: RegexNode;
-      try {
-        base = this.specLanguage(spec, alternative, minuendWant, pointer);
-        if (textSpec !== null) base = alt([base, this.specLanguage(textSpec, alternative, minuendWant, pointer)]);
-      } finally {
-        if (subtract.length > 0) this.blocked--;
-      }
+      const writeBase = (): RegexNode => {
+        const written = this.specLanguage(spec, alternative, minuendWant, pointer);
+        return textSpec === null ? written : alt([written, this.specLanguage(textSpec, alternative, minuendWant, pointer)]);
+      };
+      const base = subtract.length > 0 ? this.operand(writeBase) : writeBase();
       if (subtract.length === 0) {
         parts.push(base);
         continue;
@@ -480,9 +492,14 @@ class SchemaCompiler implements WriterContext {
       for (const subtrahend of subtract) {
         if (isEmptyLanguage(dfa)) break;
         // Inside an O, the U subtracted takes small objects in any order (Want.anyOrder).
-        const other = this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit, ...(over ? {} : { anyOrder: true }) });
         const at = subtrahend[0]?.pointer ?? pointer;
-        dfa = this.subtract(dfa, this.dfaOf(other, at), at);
+        const other = this.operand(() =>
+          this.dfaOf(
+            this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit, ...(over ? {} : { anyOrder: true }) }),
+            at,
+          ),
+        );
+        dfa = this.subtract(dfa, other, at);
       }
       if (!isEmptyLanguage(dfa)) parts.push(dfaNode(dfa));
     }

@@ -66,6 +66,8 @@ export interface WriterContext {
   nestingLimit(minuend: ByteDfa, depth: number): number;
   dfaOf(node: RegexNode, pointer: string): ByteDfa;
   compileNode(node: RegexNode, pointer: string, minimal?: boolean): ByteDfa;
+  /** A set operation's operand, written by `write` without calls (the operation needs its texts). */
+  operand<T>(write: () => T): T;
   intersect(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa;
   subtract(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa;
   /** A regex-stage build under the compile's limits, a limit met refused at `pointer`. */

@@ -50,7 +50,9 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
   if (o.maxProperties < o.minProperties) return null;
   const depth = want.depth;
   const inner: Want = { ...want, depth: depth + 1 };
-  const nameLanguages = o.propertyNames.map((at) => c.dfaOf(c.language([at], { depth: 0, over: want.over, dupFree: false }), at.pointer));
+  const nameLanguages = o.propertyNames.map((at) =>
+    c.operand(() => c.dfaOf(c.language([at], { depth: 0, over: want.over, dupFree: false }), at.pointer)),
+  );
   const required = new Set([...o.required, ...(want.over ? [] : alternative.require)]);
   const forbidden = want.over ? new Set<string>() : alternative.forbid;
   const names = [...o.names];

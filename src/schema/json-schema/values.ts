@@ -34,7 +34,8 @@ export function enumLanguage(c: WriterContext, spec: Spec, alternative: Alternat
   for (const value of spec.enumValues!) {
     if (!typeAllows(spec, value)) continue;
     // A literal has no repeated keys: the rest need not be written duplicate-free to keep it so.
-    if (rest === null) rest = c.dfaOf(c.specLanguage(withoutEnum, alternative, { ...want, dupFree: false }, pointer), pointer);
+    if (rest === null)
+      rest = c.operand(() => c.dfaOf(c.specLanguage(withoutEnum, alternative, { ...want, dupFree: false }, pointer), pointer));
     // A value we write one way only (most enums: strings, numbers) is kept or not by a walk.
     const only = want.over ? null : onlyText(value);
     if (only !== null) {
