@@ -86,6 +86,9 @@ export class RuleNetworkAutomaton {
   private readonly singleSetIds = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly stepMemo = new IntMap(MEMO_CAPACITY, this.tables);
   private readonly scratch: number[] = [];
+  /** Per global state, the first move of a fewest-bytes spelling and where it leads (spellInto; made on first need). */
+  private spellMove: Int32Array | null = null;
+  private spellNext: Int32Array | null = null;
   /** Per rule, one text byte per byte class (classRepresentatives). */
   protected readonly textBytes: readonly number[][];
 
@@ -269,7 +272,7 @@ export class RuleNetworkAutomaton {
   /** An estimate of the heap bytes its memos hold (erring high), as GrammarAutomaton's. */
   retainedBytes(): number {
     let bytes = SLAB_BYTES + this.stackIds.byteLength + this.singleSetIds.byteLength + this.stepMemo.byteLength;
-    bytes += this.stackTop.length * 40;
+    bytes += this.stackTop.length * 40 + (this.spellMove === null ? 0 : this.spellMove.byteLength * 2);
     return bytes + this.sets.length * 200 + this.setIds.totalLength() * 8;
   }
 
@@ -372,36 +375,60 @@ export class RuleNetworkAutomaton {
     let best = -1;
     for (let i = 0; i < set.length; i++) if (best < 0 || this.stackCost[set[i]!]! < this.stackCost[best]!) best = set[i]!;
     if (best < 0 || this.stackCost[best] === Infinity) return null;
-    const out: number[] = [];
-    for (let s = best; s >= 0; s = this.stackBelow[s]!) this.spellShortest(this.stackTop[s]!, out);
-    return Uint8Array.from(out);
+    const out = new Uint8Array(this.stackCost[best]!);
+    let at = 0;
+    for (let s = best; s >= 0; s = this.stackBelow[s]!) at = this.spellInto(this.stackTop[s]!, out, at);
+    if (at !== out.length) throw new Error("rule network distances disagree with its edges");
+    return out;
   }
 
-  /** Appends the fewest bytes from global state `g` to its rule's end, calls spelled out. */
-  private spellShortest(from: number, out: number[]): void {
-    const reps = this.textBytes[this.ruleOf[from]!]!;
-    for (let g = from; this.dist[g] !== 0; ) {
-      const d = this.dist[g]!;
-      let moved = false;
-      for (const b of reps) {
-        const t = this.textStep(g, b);
-        if (t >= 0 && this.dist[t]! + 1 === d) {
-          out.push(b);
-          g = t;
-          moved = true;
-          break;
-        }
-      }
-      if (moved) continue;
-      for (let c = this.callFirst[g]!; c < this.callFirst[g + 1]! && !moved; c++) {
-        const rule = this.callee[c]!;
-        if (this.minLength[rule]! + this.dist[this.callReturn[c]!]! !== d) continue;
-        this.spellShortest(this.offset[rule]! + this.rules[rule]!.start, out);
-        g = this.callReturn[c]!;
-        moved = true;
-      }
-      if (!moved) throw new Error("rule network distances disagree with its edges");
+  /**
+   * Writes the fewest bytes from global state `from` to its rule's end into `out` at `at`,
+   * calls spelled out; returns the end. Each state's first move along such a path is found once
+   * (spellMove): a budget's bounds ask for the spelling of every target of a mask, and where a
+   * document needs thousands of bytes to finish (an object of sixty required members), trying
+   * every byte class at every byte of every spelling was most of a first mask's time.
+   */
+  private spellInto(from: number, out: Uint8Array, at: number): number {
+    if (this.spellMove === null) {
+      this.spellMove = new Int32Array(this.inCall.length).fill(-1);
+      this.spellNext = new Int32Array(this.inCall.length);
     }
+    const move = this.spellMove;
+    const next = this.spellNext!;
+    for (let g = from; this.dist[g] !== 0; ) {
+      if (move[g] === -1) this.findSpellMove(g);
+      const m = move[g]!;
+      if (m < 256) {
+        out[at++] = m;
+        g = next[g]!;
+      } else {
+        const rule = this.callee[m - 256]!;
+        at = this.spellInto(this.offset[rule]! + this.rules[rule]!.start, out, at);
+        g = next[g]!;
+      }
+    }
+    return at;
+  }
+
+  /** The first move of a fewest-bytes path from `g` to its rule's end: a byte (< 256) or 256 + a call's index. */
+  private findSpellMove(g: number): void {
+    const d = this.dist[g]!;
+    for (const b of this.textBytes[this.ruleOf[g]!]!) {
+      const t = this.textStep(g, b);
+      if (t >= 0 && this.dist[t]! + 1 === d) {
+        this.spellMove![g] = b;
+        this.spellNext![g] = t;
+        return;
+      }
+    }
+    for (let c = this.callFirst[g]!; c < this.callFirst[g + 1]!; c++) {
+      if (this.minLength[this.callee[c]!]! + this.dist[this.callReturn[c]!]! !== d) continue;
+      this.spellMove![g] = 256 + c;
+      this.spellNext![g] = this.callReturn[c]!;
+      return;
+    }
+    throw new Error("rule network distances disagree with its edges");
   }
 
   /**
