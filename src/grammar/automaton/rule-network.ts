@@ -186,16 +186,17 @@ export class RuleNetworkAutomaton {
     for (let r = 0; r < this.rules.length; r++) {
       const dfa = this.rules[r]!;
       const base = this.offset[r]!;
-      const classes = textClasses(dfa, this.textBytes[r]!);
       const next = dfa.next;
       const width = dfa.numClasses;
+      // Every class is text but the call lead's when it holds no other byte: rows read in order.
+      const skip = this.textBytes[r]!.length === width ? -1 : dfa.byteClass[RULE_CALL_LEAD]!;
       for (let q = 0; q < dfa.numStates; q++) {
         const from = base + q;
         if (inCall[from] === 1) continue;
         const row = q * width;
-        for (let i = 0; i < classes.length; i++) {
-          const target = next[row + classes[i]!]!;
-          if (target < 0) continue;
+        for (let c = 0; c < width; c++) {
+          const target = next[row + c]!;
+          if (target < 0 || c === skip) continue;
           const t = base + target;
           if (inCall[t] === 1 || seenFrom[t] === from) continue;
           seenFrom[t] = from;
@@ -496,12 +497,6 @@ export class RuleNetworkAutomaton {
 }
 
 /** The classes of a rule's text bytes (its representatives'): a call's lead byte is no text. */
-function textClasses(dfa: ByteDfa, representatives: readonly number[]): Int32Array {
-  const classes = new Int32Array(representatives.length);
-  for (let i = 0; i < representatives.length; i++) classes[i] = dfa.byteClass[representatives[i]!]!;
-  return classes;
-}
-
 function grown(a: Int32Array): Int32Array<ArrayBuffer> {
   const b = new Int32Array(a.length * 2);
   b.set(a);
