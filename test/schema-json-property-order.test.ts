@@ -71,10 +71,11 @@ test("every order of a valid document is accepted; a repeated or missing key, or
   const all = orders(doc);
   assert.equal(all.length, 24);
   for (const text of all) assert.ok(matchesString(any, text), text);
-  // The schema's order: only the orders with id, name, owner in that order and x after them.
+  // The schema's orders: `properties`' (id, name, owner) and the required ones first (id, owner,
+  // then name), x after them.
   assert.deepEqual(
     all.filter((text) => matchesString(schemaOrder, text)),
-    ['{"id": 7, "name": "n", "owner": {"login":"ann"}, "x": null}'],
+    ['{"id": 7, "owner": {"login":"ann"}, "name": "n", "x": null}', '{"id": 7, "name": "n", "owner": {"login":"ann"}, "x": null}'],
   );
   // Nested objects too.
   assert.ok(matchesString(any, '{"owner": {"admin": true, "login": "b"}, "id": 1}'));
@@ -86,6 +87,49 @@ test("every order of a valid document is accepted; a repeated or missing key, or
     '{"id": 1, "owner": {"login": "a"}, "x": 3}',
   ])
     assert.ok(!matchesString(any, text), text);
+});
+
+test("members are written in the order `required` lists them too (a schema whose keys were sorted keeps its order there)", () => {
+  // MaskBench's copy of a function's parameters: `properties` sorted, `required` as written.
+  const schema = {
+    type: "object",
+    properties: {
+      dimensions: { type: "object", properties: { length: { type: "number" }, width: { type: "number" } }, required: ["width", "length"] },
+      shape: { type: "string" },
+      unit: { type: "string" },
+    },
+    required: ["shape", "dimensions"],
+  };
+  const { dfa } = compileJsonSchema(schema);
+  const accepted = [
+    '{"shape": "square", "dimensions": {"width": 2, "length": 3}}',
+    '{"shape": "square", "dimensions": {"length": 3, "width": 2}, "unit": "cm"}',
+    '{"dimensions": {"length": 3, "width": 2}, "shape": "square", "unit": "cm"}',
+  ];
+  const refused = [
+    '{"shape": "square", "unit": "cm", "dimensions": {"width": 2, "length": 3}}',
+    '{"dimensions": {"width": 2}, "shape": "square"}',
+    '{"shape": "square", "shape": "round", "dimensions": {"width": 2, "length": 3}}',
+  ];
+  for (const text of accepted) assert.ok(matchesString(dfa, text), text);
+  for (const text of refused) assert.ok(!matchesString(dfa, text), text);
+  const verdicts = pythonVerdicts(accepted.map((text) => ({ schema: JSON.stringify(schema), text })));
+  verdicts.forEach((v, i) => assert.equal(v, "valid", accepted[i]));
+  // With property_order "any" every order is written already: no second order is added.
+  assert.ok(matchesString(compileJsonSchema(schema, { propertyOrder: "any" }).dfa, refused[0]!));
+});
+
+test("where objects in `required`'s order too are past a size limit, `properties`' order alone is written", () => {
+  const inner = { type: "string", pattern: "^[a-z]{1,12}$" };
+  const schema = { type: "object", properties: { a: inner, b: inner, c: inner, d: inner }, required: ["d", "c", "b", "a"] };
+  const schemaOrder = '{"a": "x", "b": "x", "c": "x", "d": "x"}';
+  const requiredOrder = '{"d": "x", "c": "x", "b": "x", "a": "x"}';
+  const both = compileJsonSchema(schema).dfa;
+  assert.ok(matchesString(both, schemaOrder) && matchesString(both, requiredOrder));
+  // Both orders need about twice the states of one: under a limit between, one order is served.
+  const limited = compileJsonSchema(schema, { limits: { maxDfaStates: Math.ceil(both.numStates * 0.75) } }).dfa;
+  assert.ok(limited.numStates < both.numStates);
+  assert.ok(matchesString(limited, schemaOrder) && !matchesString(limited, requiredOrder));
 });
 
 test("an object past MAX_ANY_ORDER_MEMBERS named properties keeps the schema's order, with a warning", () => {
