@@ -496,7 +496,6 @@ export class RuleNetworkAutomaton {
   }
 }
 
-/** The classes of a rule's text bytes (its representatives'): a call's lead byte is no text. */
 function grown(a: Int32Array): Int32Array<ArrayBuffer> {
   const b = new Int32Array(a.length * 2);
   b.set(a);

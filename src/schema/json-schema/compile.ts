@@ -517,7 +517,9 @@ class SchemaCompiler implements WriterContext {
       const textSpec = want.over ? null : this.textOrderSpec(alternative, spec, scopeRoot);
       // Where `required` lists its members in another order than `properties`, that order too: at
       // the document and its members only (each order is a copy of the object's automaton, and
-      // copies nested in copies multiply: one MaskBench schema compiled 13 times slower).
+      // copies nested in copies multiply: one MaskBench schema compiled 13 times slower). A
+      // subschema's language is memoized without its depth, so one used both there and deeper is
+      // written everywhere as where it was first met (always the same for a schema).
       const requiredSpec =
         want.over || want.depth > 1 || this.options.propertyOrder === "any" || this.options.requiredOrders !== true
           ? null
