@@ -201,9 +201,20 @@ function requiredOrderSpec(spec: Spec): Spec | null {
   const first = [...new Set(required)];
   const firstSet = new Set(first);
   const order = [...first, ...names.filter((name) => !firstSet.has(name))];
-  const current = [...names, ...first.filter((name) => !names.includes(name))];
+  const current = memberOrder(spec);
   if (order.every((name, i) => name === current[i])) return null;
   return { ...spec, objects: { ...spec.objects, names: order } };
+}
+
+/** The order objectLanguage writes a spec's members in: its names, then keys only `required` names. */
+function memberOrder(spec: Spec): string[] {
+  const { names, required } = spec.objects;
+  return [...names, ...[...new Set(required)].filter((name) => !names.includes(name))];
+}
+
+/** The spec's objects alone: another order of them adds nothing to its other types. */
+function objectsOnly(spec: Spec): Spec {
+  return { ...spec, types: { null: false, boolean: false, object: true, array: false, string: false, number: "none" } };
 }
 
 /** What a set operation cannot take: a language with calls (their texts are not known there). */
@@ -524,11 +535,19 @@ class SchemaCompiler implements WriterContext {
         want.over || want.depth > 1 || this.options.propertyOrder === "any" || this.options.requiredOrders !== true
           ? null
           : requiredOrderSpec(spec);
-      if (requiredSpec !== null) this.requiredOrdersWritten = true;
       // A minuend is written without calls (a subtraction needs its texts).
       const writeBase = (): RegexNode => {
-        const orders = [spec, ...(textSpec === null ? [] : [textSpec]), ...(requiredSpec === null ? [] : [requiredSpec])];
-        const written = orders.map((order) => this.specLanguage(order, alternative, minuendWant, pointer));
+        const written = [this.specLanguage(spec, alternative, minuendWant, pointer)];
+        // The other orders: of the object alone (the other types are written already), each once.
+        const orders = [memberOrder(spec)];
+        for (const variant of [textSpec, requiredSpec]) {
+          if (variant === null || !variant.types.object) continue;
+          const order = memberOrder(variant);
+          if (orders.some((o) => o.length === order.length && o.every((name, i) => name === order[i]))) continue;
+          orders.push(order);
+          if (variant === requiredSpec) this.requiredOrdersWritten = true;
+          written.push(this.specLanguage(objectsOnly(variant), alternative, minuendWant, pointer));
+        }
         return written.length === 1 ? written[0]! : alt(written);
       };
       const base = subtract.length > 0 ? this.operand(writeBase) : writeBase();
