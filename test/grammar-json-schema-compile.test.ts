@@ -142,7 +142,15 @@ test("unnamed properties: several may be written, one counts towards minProperti
   assert.deepEqual(verdicts(map, ["{}", '{"en": "a"}', '{"en": "a", "fr": "b", "de": "c"}', '{"en": 1}']), [false, true, true, false]);
   const two = { type: "object", properties: { a: {} }, minProperties: 2, additionalProperties: { type: "integer" } };
   assert.deepEqual(verdicts(two, ['{"a": 1, "x": 2}', '{"x": 1, "y": 2}']), [true, false]);
-  const error = refusal({ type: "object", minProperties: 2, additionalProperties: { type: "integer" } });
+  // More unnamed ones count where their first characters tell them apart (six bands of them).
+  const banded = { type: "object", minProperties: 2, additionalProperties: { type: "integer" } };
+  assert.deepEqual(verdicts(banded, ['{"a": 1, "x": 2}', '{"x": 1, "y": 2}', '{"Z": 1, "a": 2, "x": 3}', '{"x": 1}']), [
+    true,
+    false,
+    true,
+    false,
+  ]);
+  const error = refusal({ type: "object", minProperties: 7, additionalProperties: { type: "integer" } });
   assert.ok(error instanceof JsonSchemaError);
   assert.equal(error.keyword, "minProperties");
   assert.equal(error.pointer, "");

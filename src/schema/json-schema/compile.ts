@@ -285,7 +285,8 @@ class SchemaCompiler implements WriterContext {
 
   constructor(
     private readonly document: SchemaDocument,
-    readonly options: Options,
+    // Replaced only for a while by withFreeNesting.
+    public options: Options,
   ) {
     this.syntax = new JsonSyntax(options.whitespace);
   }
@@ -348,6 +349,69 @@ class SchemaCompiler implements WriterContext {
   subtract(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
     if (this.options.recursion === "stack" && (hasCalls(a) || hasCalls(b))) throw new CallsInSetOperation();
     return this.regex(pointer, (limits) => subtractDfas(a, b, limits));
+  }
+
+  /**
+   * `write` with free values nesting at least `levels` deep: what an enum value nested deeper
+   * than freeNesting is checked against (values.ts). Languages memoized meanwhile nest deeper
+   * where they are reused: a U still of valid texts only, an O still a superset.
+   */
+  withFreeNesting<T>(levels: number, write: () => T): T {
+    const saved = this.options;
+    if (levels <= saved.freeNesting) return write();
+    this.options = { ...saved, freeNesting: levels };
+    try {
+      return write();
+    } finally {
+      this.options = saved;
+    }
+  }
+
+  /**
+   * Property names the schemas `refs` list in a `propertyNames` at their own level (its `const`s
+   * and `enum`s, through `$ref`s and combinators: a bounded walk), first met first, at most
+   * `limit`. What objects.ts writes as members of a minuend whose subtrahends say "every key
+   * differs from X": a key X is how a value escapes them. (Keys a subtrahend names in
+   * `properties` or `required` are mostly what a value escapes it by leaving out: listing those
+   * doubled some compiles and gained nothing.)
+   */
+  mentionedKeys(refs: readonly SchemaAt[], limit: number): string[] {
+    const keys = new Set<string>();
+    const seen = new Set<string>();
+    let budget = MAX_MENTION_WALK;
+    const add = (key: unknown): void => {
+      if (typeof key === "string" && keys.size < limit) keys.add(key);
+    };
+    const walk = (at: SchemaAt, names: boolean): void => {
+      const schema = at.schema;
+      if (!isObject(schema) || keys.size >= limit || budget-- <= 0) return;
+      const id = `${names ? "n" : "o"}${at.base}#${at.pointer}`;
+      if (seen.has(id)) return;
+      seen.add(id);
+      const sub = (value: unknown, pointer: string, asNames: boolean): void => walk(this.document.inside(at, value, pointer), asNames);
+      if (names) {
+        add(schema.const);
+        if (Array.isArray(schema.enum)) for (const value of schema.enum) add(value);
+      } else if (schema.propertyNames !== undefined) sub(schema.propertyNames, `${at.pointer}/propertyNames`, true);
+      for (const keyword of ["not", "if", "then", "else"]) {
+        if (schema[keyword] !== undefined) sub(schema[keyword], `${at.pointer}/${keyword}`, names);
+      }
+      for (const keyword of ["allOf", "anyOf", "oneOf"]) {
+        const list = schema[keyword];
+        if (Array.isArray(list)) list.forEach((value, i) => sub(value, `${at.pointer}/${keyword}/${i}`, names));
+      }
+      if (typeof schema.$ref === "string") {
+        let target: SchemaAt;
+        try {
+          target = this.document.resolve(schema.$ref, at);
+        } catch {
+          return; // compiling the subtrahend refuses it, with its reason
+        }
+        walk(target, names);
+      }
+    };
+    for (const at of refs) walk(at, false);
+    return [...keys];
   }
 
   /**
@@ -983,6 +1047,9 @@ function placeBeside(conjuncts: Conjunct[], from: number, pointer: string, befor
 
 /** Keywords whose subschemas' properties join the schema's own (flatten). */
 const REFERENCE_KEYWORDS = ["$ref", "allOf", "$dynamicRef", "$recursiveRef"];
+
+/** Subschemas mentionedKeys visits at most per call. */
+const MAX_MENTION_WALK = 256;
 
 /**
  * Whether `schema` lists one of `keywords` before `properties` (absent: no). The properties a

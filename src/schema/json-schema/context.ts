@@ -66,6 +66,10 @@ export interface WriterContext {
   nestingLimit(minuend: ByteDfa, depth: number): number;
   dfaOf(node: RegexNode, pointer: string): ByteDfa;
   compileNode(node: RegexNode, pointer: string, minimal?: boolean): ByteDfa;
+  /** `write` with free values nesting at least `levels` deep (compile.ts). */
+  withFreeNesting<T>(levels: number, write: () => T): T;
+  /** Property names `refs` mention at their own level (compile.ts), at most `limit`. */
+  mentionedKeys(refs: readonly SchemaAt[], limit: number): string[];
   /** A set operation's operand, written by `write` without calls (the operation needs its texts). */
   operand<T>(write: () => T): T;
   intersect(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa;

@@ -5,7 +5,7 @@
 // members in any order (looseObject).
 
 import { isEmptyLanguage, LanguageGraph, matchesString, subtractStrings, type ByteDfa, type RegexNode } from "../../regex/index.js";
-import { alt, concat, dfaNode, EMPTY, hasOneSpelling, anyStringText, literal, range, stringLiteral } from "./json-text.js";
+import { alt, concat, dfaNode, EMPTY, hasOneSpelling, anyStringText, literal, range, repeat, stringLiteral } from "./json-text.js";
 import { MAX_UNIQUE_TEXT_BYTES } from "./arrays.js";
 import type { Alternative, Want, WriterContext } from "./context.js";
 import type { SchemaAt } from "./document.js";
@@ -19,6 +19,13 @@ interface Member {
   readonly key: string;
   readonly value: RegexNode;
   readonly required: boolean;
+  /** A member standing for a set of unnamed keys (bandedKeys): their JSON texts; else `key`'s. */
+  readonly keyText?: RegexNode;
+}
+
+/** A member's key as JSON text. */
+function keyTextOf(m: Member): RegexNode {
+  return m.keyText ?? stringLiteral(m.key);
 }
 
 /** Keys no named member takes, of one patternProperties region, and their values' language. */
@@ -31,6 +38,8 @@ interface Region {
 const MAX_COUNTED_MEMBERS = 4;
 /** Unnamed keys spelled out as members of their own where minProperties needs several (texts). */
 const MAX_LISTED_KEYS = 64;
+/** Unnamed keys listed as members of their own in an object written without repeated keys. */
+const MAX_LISTED_DUP_FREE_KEYS = 16;
 /** Required keys an over-approximated object checks the presence of. */
 const MAX_TRACKED_REQUIRED = 3;
 /** Most `patternProperties` (over all merged parts) one object may have: regions are 2^n. */
@@ -57,6 +66,13 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
   const forbidden = want.over ? new Set<string>() : alternative.forbid;
   const names = [...o.names];
   for (const k of required) if (!names.includes(k)) names.push(k);
+  // Keys a minuend's subtrahends mention (a `not` of propertyNames asking for "a4" and one
+  // asking for "a4d3") are members of their own where the schema leaves them unnamed (see
+  // listedKeys below), in code-unit order ("1" before "2").
+  if (want.dupFree && alternative.subtract.length > 0) {
+    for (const key of c.mentionedKeys(alternative.subtract.flat(), MAX_LISTED_DUP_FREE_KEYS).sort())
+      if (!names.includes(key) && !forbidden.has(key)) names.push(key);
+  }
   const members: Member[] = [];
   // Scoped unevaluatedProperties, each with the parts within its schema (none in O: a superset).
   const scopedParts = want.over
@@ -103,12 +119,30 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
       const more = listed.filter((m) => !named.has(m.key));
       return objectOf(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want, pointer);
     }
+    // Otherwise keys told apart by their first character: at most one from each band of them.
+    const banded = bandedKeys(c, extras, pointer);
+    if (o.minProperties <= members.length + banded.length) {
+      return objectOf(c, [...members, ...banded], [], depth, o.minProperties, o.maxProperties, want, pointer);
+    }
     c.unsupported(
       "minProperties",
       pointer,
       `minProperties ${o.minProperties} needs more than one property the schema does not name; not supported yet`,
     );
     return null;
+  }
+  // Without repeated keys (a minuend) an object holds one unnamed key at most, which an automaton
+  // cannot tell apart from another; so a schema that needs two (a `not` of propertyNames: "some key
+  // is 1 or 3, some is 2 or 3") had no value we could write. A few unnamed keys are listed as
+  // members instead: each at most once, any of them, in order.
+  if (want.dupFree && extras.length > 0) {
+    const listed = listedKeys(extras, MAX_LISTED_DUP_FREE_KEYS);
+    if (listed !== null && listed.length > 1) {
+      const named = new Set(members.map((m) => m.key));
+      // In code-unit order ("1" before "2").
+      const more = listed.filter((m) => !named.has(m.key)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      return objectOf(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want, pointer);
+    }
   }
   return objectOf(c, members, extras, depth, o.minProperties, o.maxProperties, want, pointer);
 }
@@ -238,7 +272,7 @@ function looseObject(
   const s = c.syntax;
   const tracked = members.filter((m) => m.required).slice(0, MAX_TRACKED_REQUIRED);
   const free = [
-    ...members.filter((m) => !tracked.includes(m)).map((m) => concat(stringLiteral(m.key), s.colon, m.value)),
+    ...members.filter((m) => !tracked.includes(m)).map((m) => concat(keyTextOf(m), s.colon, m.value)),
     ...extras.map((r) => concat(r.key, s.colon, r.value)),
   ];
   // Counts kept: a maximum up to MAX_COUNTED_MEMBERS, else a minimum up to it (saturating).
@@ -272,7 +306,7 @@ function looseObject(
       const next = counted(count);
       if (next <= top) {
         tracked.forEach((m, bit) => {
-          graph.edge(before[at(mask, count)]!, after[at(mask | (1 << bit), next)]!, concat(stringLiteral(m.key), s.colon, m.value));
+          graph.edge(before[at(mask, count)]!, after[at(mask | (1 << bit), next)]!, concat(keyTextOf(m), s.colon, m.value));
         });
         if (freePair) graph.edge(before[at(mask, count)]!, after[at(mask, next)]!, freePair);
       }
@@ -356,7 +390,7 @@ function orderedObject(
       if (!bounded || most + 1 <= maxProperties) {
         // Both leads meet before the value, which is embedded once per target state.
         const to = stateOf(i + 1, 1, Math.min(least + 1, minProperties), moreMost, 0);
-        graph.edge(from, middle(`m${i},${to}`, to, m.value), concat(lead, stringLiteral(m.key), s.colon));
+        graph.edge(from, middle(`m${i},${to}`, to, m.value), concat(lead, keyTextOf(m), s.colon));
       }
       continue;
     }
@@ -403,7 +437,7 @@ function anyOrderObject(
       members.forEach((m, i) => {
         if (set & (1 << i)) return;
         const to = stateOf(set | (1 << i), 1, Math.min(least + 1, minProperties), moreMost, extra);
-        graph.edge(from, middle(`m${i},${to}`, to, m.value), concat(lead, stringLiteral(m.key), s.colon));
+        graph.edge(from, middle(`m${i},${to}`, to, m.value), concat(lead, keyTextOf(m), s.colon));
       });
     if ((set & requiredSet) === requiredSet && least >= minProperties)
       graph.edge(from, end, nonEmpty ? concat(s.close(depth), range(0x7d)) : range(0x7d));
@@ -433,6 +467,39 @@ function listedKeys(extras: readonly Region[], limit: number): Member[] | null {
     }
   }
   return [...members.values()];
+}
+
+/**
+ * Bands of keys by their first character, disjoint however the key is spelled (an escape starts
+ * with `\`, and stands for `"`, `\`, `/` or a control): the empty key; U+0000–U+0040 and `\`;
+ * the rest of ASCII in three bands; the others. A key of one band is never a key of another.
+ */
+const KEY_BANDS: readonly RegexNode[] = [
+  literal('""'),
+  concat(range(0x22), alt([range(0x20, 0x21), range(0x23, 0x40), range(0x5c)])),
+  concat(range(0x22), alt([range(0x41, 0x5b), range(0x5d, 0x60)])),
+  concat(range(0x22), range(0x61, 0x6d)),
+  concat(range(0x22), range(0x6e, 0x7f)),
+  concat(range(0x22), range(0x80, 0xff)),
+];
+
+/**
+ * Unnamed keys as members that cannot repeat one another: one per band of first characters
+ * (KEY_BANDS) and patternProperties region (the regions' keys are disjoint too), each written at
+ * most once, in band order. What minProperties counts where the unnamed keys are too many to list.
+ */
+function bandedKeys(c: WriterContext, extras: readonly Region[], pointer: string): Member[] {
+  const members: Member[] = [];
+  KEY_BANDS.forEach((band, b) => {
+    const prefix = c.shared(`keyBand#${b}`, () => c.compileNode(concat(band, repeat(range(0, 0xff), 0, -1)), pointer));
+    extras.forEach((region, r) => {
+      if (region.key.kind !== "dfa") return;
+      const keys = c.intersect(region.key.dfa, prefix, pointer);
+      if (!isEmptyLanguage(keys))
+        members.push({ key: `\u0000band ${b} region ${r}`, value: region.value, required: false, keyText: dfaNode(keys) });
+    });
+  });
+  return members;
 }
 
 /** The schemas `parts` apply to `key`; `matches`: whether a pattern of theirs finds a match in it. */

@@ -23,26 +23,49 @@ import type { Spec } from "./spec.js";
 
 /** Keys of an enum/const object whose every order an over-approximation spells out (4! = 24). */
 const MAX_PERMUTED_KEYS = 4;
+/** Deepest enum/const value checked against a rest whose free values nest as deep (see enumLanguage). */
+const MAX_ENUM_CHECK_LEVELS = 8;
 /** Most key orders of one enum/const value written when the rest does not allow its own (4! = 24). */
 const MAX_PERMUTED_ORDERS = 24;
 
 /** `enum`/`const`: the listed values, written canonically, each checked against the rest. */
 export function enumLanguage(c: WriterContext, spec: Spec, alternative: Alternative, want: Want, pointer: string): RegexNode {
   const withoutEnum: Spec = { ...spec, enumValues: null };
-  let rest: ByteDfa | null = null;
+  // The rest of the schema, by how deep its free values nest (freeNesting, or as deep as a value).
+  const rests = new Map<number, ByteDfa>();
+  const restOf = (levels: number): ByteDfa => {
+    let rest = rests.get(levels);
+    if (rest === undefined) {
+      // A literal has no repeated keys: the rest need not be written duplicate-free to keep it so.
+      const write = (): ByteDfa =>
+        c.operand(() => c.dfaOf(c.specLanguage(withoutEnum, alternative, { ...want, dupFree: false }, pointer), pointer));
+      rests.set(levels, (rest = levels > c.options.freeNesting ? c.withFreeNesting(levels, write) : write()));
+    }
+    return rest;
+  };
   const parts: RegexNode[] = [];
   for (const value of spec.enumValues!) {
     if (!typeAllows(spec, value)) continue;
-    // A literal has no repeated keys: the rest need not be written duplicate-free to keep it so.
-    if (rest === null)
-      rest = c.operand(() => c.dfaOf(c.specLanguage(withoutEnum, alternative, { ...want, dupFree: false }, pointer), pointer));
+    let rest = restOf(c.options.freeNesting);
+    // A value nested deeper than the free values we write is checked against a rest as deep.
+    const levels = containerDepth(value);
+    const deeper = !want.over && levels > c.options.freeNesting && levels <= MAX_ENUM_CHECK_LEVELS;
     // A value we write one way only (most enums: strings, numbers) is kept or not by a walk.
     const only = want.over ? null : onlyText(value);
     if (only !== null) {
       if (matchesString(rest, only)) parts.push(literal(only));
+      else if (typeof value === "number") {
+        // A number is checked by its value: its digits without exponent ("1e+308" as the 309
+        // digits of 10^308; we write at most two exponent digits, and some ranges none). Where
+        // the schema asks for an integer those digits are what we write.
+        const plain = plainDecimal(only);
+        if (plain !== only && matchesString(rest, plain)) parts.push(literal(spec.types.number === "integer" ? plain : only));
+      }
       continue;
     }
-    let kept = c.intersect(c.compileNode(valueText(c, value, want), pointer), rest, pointer);
+    const written = c.compileNode(valueText(c, value, want), pointer);
+    let kept = c.intersect(written, rest, pointer);
+    if (isEmptyLanguage(kept) && deeper) kept = c.intersect(written, (rest = restOf(levels)), pointer);
     // The rest writes an object's properties in its own order (`properties`, `required`): an
     // object value it allows only in another key order is kept in that order (while the
     // orders are few), not dropped as if the schema could not be met.
@@ -52,6 +75,29 @@ export function enumLanguage(c: WriterContext, spec: Spec, alternative: Alternat
     if (!isEmptyLanguage(kept)) parts.push(dfaNode(kept));
   }
   return alt(parts);
+}
+
+/** How many containers deep a JSON value nests (a scalar 0, `[]` 1). */
+function containerDepth(value: unknown): number {
+  if (value === null || typeof value !== "object") return 0;
+  let most = 0;
+  for (const child of Object.values(value)) most = Math.max(most, containerDepth(child));
+  return most + 1;
+}
+
+/** A JSON number text with its exponent written out: "1.5e-7" → "0.00000015", "1e+21" → "1" and 21 zeros. */
+function plainDecimal(text: string): string {
+  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (match === null || match[4] === undefined) return text;
+  const [, sign, whole, fraction = "", exponentText] = match;
+  const exponent = Number(exponentText);
+  const digits = whole! + fraction;
+  const point = whole!.length + exponent; // where the decimal point falls in `digits`
+  const padded = point <= 0 ? "0".repeat(1 - point) + digits : point >= digits.length ? digits + "0".repeat(point - digits.length) : digits;
+  const at = Math.max(point, 1);
+  const integer = padded.slice(0, at).replace(/^0+(?=\d)/, "");
+  const decimals = padded.slice(at).replace(/0+$/, "");
+  return `${sign}${integer}${decimals === "" ? "" : `.${decimals}`}`;
 }
 
 /**

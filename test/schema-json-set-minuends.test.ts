@@ -1,0 +1,101 @@
+/**
+ * What a set operation's minuend can hold (schema/json-schema: objects.ts, values.ts). A minuend
+ * is written without repeated keys, so with one key the schema does not name at most; schemas
+ * that need two such keys (a `not` of `propertyNames`) had no value we could write and were
+ * refused as unsatisfiable. Now a few unnamed keys are listed as members of their own, and so are
+ * the keys the subtrahends mention; an enum value is checked against the rest of its schema by
+ * its value (a number past our exponent digits) and as deep as it nests. Shown on MaskBench's
+ * Handwritten and Synthesized shapes: they compile, the texts Python's jsonschema calls valid are
+ * accepted, and every text sampled from them is valid under Python's jsonschema.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { matchesString, sampleString } from "../src/regex/index.js";
+import { compileJsonSchema } from "../src/schema/json-schema/compile.js";
+import { seededRandom } from "./support/generate-harness.js";
+import { pythonVerdicts } from "./support/json-schema-oracle.js";
+
+/** Compiles `schema`; the texts in `accepted` are accepted and valid, 300 sampled texts are valid. */
+function check(schema: object, accepted: readonly string[]): void {
+  const { dfa } = compileJsonSchema(schema);
+  for (const text of accepted) assert.ok(matchesString(dfa, text), text);
+  const random = seededRandom(59);
+  const sampled = Array.from({ length: 300 }, () => sampleString(dfa, random, { maxBytes: 300, stopProbability: 0.08 })!);
+  const texts = [...accepted, ...sampled];
+  pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text }))).forEach((v, i) => assert.equal(v, "valid", texts[i]));
+}
+
+const someKeyIn = (keys: string[]) => ({ propertyNames: { not: { enum: keys } } });
+
+test("two keys of a finite unnamed language under a `not` of propertyNames (Handwritten pnmp)", () => {
+  const schema = {
+    type: "object",
+    patternProperties: { "^[0-9]$": { type: "array", minItems: 2 } },
+    additionalProperties: false,
+    not: { anyOf: [someKeyIn(["1", "3"]), someKeyIn(["2", "3"]), someKeyIn(["2", "4", "5"]), someKeyIn(["1", "2", "5"])] },
+    maxProperties: 2,
+  };
+  check(schema, ['{"2": [1, 2], "3": [true, null]}', '{"1": [1, 2], "2": [1, 2]}']);
+  const { dfa } = compileJsonSchema(schema);
+  // One key cannot meet all four; a repeated one is not written.
+  for (const text of ['{"2": [1, 2]}', '{"3": [1, 2], "3": [1, 2]}', '{"2": [1, 2], "3": [1]}']) assert.ok(!matchesString(dfa, text), text);
+});
+
+test("keys the subtrahends name, where the unnamed keys are an infinite language (Handwritten notnames4)", () => {
+  const mustHave = (key: string) => ({ not: { propertyNames: { not: { const: key } } } });
+  const schema = {
+    type: "object",
+    allOf: [
+      mustHave("a4"),
+      mustHave("a4d3"),
+      { patternProperties: { "3": { type: "boolean" } } },
+      { propertyNames: { pattern: "^(\\w\\d)+$" } },
+    ],
+  };
+  check(schema, ['{"a4": 1, "a4d3": true}', '{"a4": "x", "a4d3": false}']);
+  const { dfa } = compileJsonSchema(schema);
+  for (const text of ['{"a4": 1}', '{"a4": 1, "a4d3": 2}', '{"a4": 1, "a4": 2}']) assert.ok(!matchesString(dfa, text), text);
+});
+
+test("an enum value checked by its value and as deep as it nests (Synthesized not_2)", () => {
+  const arraysOf = (levels: number): object => (levels === 0 ? { type: "number" } : { type: "array", items: arraysOf(levels - 1) });
+  check({ allOf: [{ enum: [[[[["1"]], [[2], [3]]], [[[4], [5], [6]]]]] }, { not: arraysOf(4) }] }, [
+    '[[[["1"]], [[2], [3]]], [[[4], [5], [6]]]]',
+  ]);
+  check({ allOf: [{ enum: [[[[[1]], [[2], [3]]], [[[4], [5], [6]]]]] }, { not: { not: arraysOf(4) } }] }, [
+    "[[[[1]], [[2], [3]]], [[[4], [5], [6]]]]",
+  ]);
+  // The value is checked, not written as the rest writes it: 1e+308 has three exponent digits.
+  check({ enum: [1e308, 1.5e-7, "x"] }, ["1e+308", "1.5e-7"]);
+  // Where the schema asks for an integer, its digits are written.
+  check({ const: 1e21, type: "integer", minimum: 1e20 }, ["1000000000000000000000"]);
+  const { dfa } = compileJsonSchema({ enum: [1e21, 2], maximum: 1e20 });
+  assert.ok(!matchesString(dfa, "1e+21"));
+  assert.ok(matchesString(dfa, "2"));
+});
+
+test("minProperties past the keys a schema names: unnamed keys told apart by their first character (Handwritten allOfPProp)", () => {
+  // Every key of at least four characters, with an "a" and a "b" in it: too many to list.
+  const schema = {
+    type: "object",
+    allOf: [
+      { patternProperties: { "^[^\\n\\r]{1,3}$": false }, additionalProperties: true },
+      { patternProperties: { a: true }, additionalProperties: false },
+      { patternProperties: { b: true }, additionalProperties: false },
+    ],
+    minProperties: 4,
+  };
+  check(schema, [
+    '{"1abc": 1, "Kab_": null, "bear": [], "nabs": {}}',
+    '{"1abc": 1, "Kab_": null, "bear": [], "nabs": {}, "\u00e9ab_": "x"}',
+  ]);
+  const { dfa } = compileJsonSchema(schema);
+  // Two keys of one band (both from a–m) are not written, whatever they are: they could repeat.
+  for (const text of ['{"1abc": 1, "Kab_": null, "bear": [], "bare": {}}', '{"1abc": 1, "Kab_": null, "bear": []}'])
+    assert.ok(!matchesString(dfa, text), text);
+  // Past the bands (six, the empty key one of them) it is still refused, by name.
+  assert.throws(() => compileJsonSchema({ type: "object", minProperties: 7 }), /minProperties 7 needs more than/);
+  check({ type: "object", properties: { id: { type: "integer" } }, required: ["id"], minProperties: 3, maxProperties: 3 }, [
+    '{"id": 1, "Name": "x", "tag": true}',
+  ]);
+});
