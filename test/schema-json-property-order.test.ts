@@ -115,6 +115,22 @@ test("members are written in the order `required` lists them too (a schema whose
   for (const text of refused) assert.ok(!matchesString(dfa, text), text);
   const verdicts = pythonVerdicts(accepted.map((text) => ({ schema: JSON.stringify(schema), text })));
   verdicts.forEach((v, i) => assert.equal(v, "valid", accepted[i]));
+  // One required key is written first too (Glaive's calculate_area: `required: ["shape"]`).
+  const one = {
+    type: "object",
+    properties: { dimensions: { type: "object" }, shape: { type: "string" }, unit: { type: "string" } },
+    required: ["shape"],
+  };
+  const oneDfa = compileJsonSchema(one).dfa;
+  const oneAccepted = [
+    '{"shape": "square", "dimensions": {"length": 3}}',
+    '{"dimensions": {"length": 3}, "shape": "square", "unit": "cm"}',
+  ];
+  for (const text of oneAccepted) assert.ok(matchesString(oneDfa, text), text);
+  assert.ok(!matchesString(oneDfa, '{"unit": "cm", "shape": "square"}'));
+  pythonVerdicts(oneAccepted.map((text) => ({ schema: JSON.stringify(one), text }))).forEach((v, i) =>
+    assert.equal(v, "valid", oneAccepted[i]),
+  );
   // With property_order "any" every order is written already: no second order is added.
   assert.ok(matchesString(compileJsonSchema(schema, { propertyOrder: "any" }).dfa, refused[0]!));
 });
@@ -201,7 +217,8 @@ test("a schema listing $ref, allOf or a combinator before its properties is writ
     $ref: "#/$defs/base",
     properties: { name: { type: "string" } },
   };
-  const ownFirst = { properties: refsFirst.properties, $ref: "#/$defs/base", $defs: refsFirst.$defs };
+  // (Nothing required here: a required key is also written first, in `required`'s order.)
+  const ownFirst = { properties: refsFirst.properties, $ref: "#/$defs/base", $defs: { base: { properties: { id: { type: "integer" } } } } };
   const branchFirst = {
     anyOf: [{ properties: { url: { type: "string" } }, required: ["url"] }],
     properties: { name: { type: "string" } },

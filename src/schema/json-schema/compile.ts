@@ -193,17 +193,32 @@ class RequiredOrdersTooBig extends Error {}
  * The spec with its required members first, in the order `required` lists them, then the others
  * in `properties`' order; null when that is its order already. A schema's author often lists
  * both in the order instances are written, and a copy of the schema whose keys were sorted keeps
- * it only in `required` (an array): MaskBench's files, whose instances follow it.
+ * it only in `required` (an array): MaskBench's files, whose instances follow it. One required
+ * key counts too: it is the one instances begin with (Glaive's `{"shape": …, "dimensions": …}`).
  */
-function requiredOrderSpec(spec: Spec): Spec | null {
+function requiredOrderSpec(spec: Spec, depth: number): Spec | null {
   const { names, required } = spec.objects;
-  if (required.length < 2) return null;
+  if (required.length === 0) return null;
+  // One required key: at the document only, and only a scalar's (a name, an id, a kind): the
+  // copy of a big object (Kubernetes' lists, `required: ["items"]`) cost more than it gained.
+  if (required.length === 1 && (depth > 0 || !spec.objects.parts.some((part) => isScalarSchema(part.properties.get(required[0]!)?.schema))))
+    return null;
   const first = [...new Set(required)];
   const firstSet = new Set(first);
   const order = [...first, ...names.filter((name) => !firstSet.has(name))];
   const current = memberOrder(spec);
   if (order.every((name, i) => name === current[i])) return null;
   return { ...spec, objects: { ...spec.objects, names: order } };
+}
+
+/** Whether a schema admits scalars only, by its `type`, `enum` or `const` (a `$ref`: not known, no). */
+function isScalarSchema(schema: unknown): boolean {
+  if (!isObject(schema)) return false;
+  const scalar = (value: unknown): boolean => value === null || typeof value !== "object";
+  const types = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
+  if (types !== null && types.length > 0) return types.every((t) => t !== "object" && t !== "array");
+  if (Array.isArray(schema.enum)) return schema.enum.every(scalar);
+  return "const" in schema && scalar(schema.const);
 }
 
 /** The order objectLanguage writes a spec's members in: its names, then keys only `required` names. */
@@ -598,7 +613,7 @@ class SchemaCompiler implements WriterContext {
       const requiredSpec =
         want.over || want.depth > 1 || this.options.propertyOrder === "any" || this.options.requiredOrders !== true
           ? null
-          : requiredOrderSpec(spec);
+          : requiredOrderSpec(spec, want.depth);
       // A minuend is written without calls (a subtraction needs its texts).
       const writeBase = (): RegexNode => {
         const written = [this.specLanguage(spec, alternative, minuendWant, pointer)];
