@@ -137,7 +137,7 @@ test("a long maxLength is written as 256 characters; under not it is not counted
   ]);
 });
 
-test("unnamed properties: several may be written, one counts towards minProperties", () => {
+test("unnamed properties: several may be written; towards minProperties one counts, or one per band of first characters", () => {
   const map = { type: "object", minProperties: 1, additionalProperties: { type: "string" } };
   assert.deepEqual(verdicts(map, ["{}", '{"en": "a"}', '{"en": "a", "fr": "b", "de": "c"}', '{"en": 1}']), [false, true, true, false]);
   const two = { type: "object", properties: { a: {} }, minProperties: 2, additionalProperties: { type: "integer" } };

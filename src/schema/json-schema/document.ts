@@ -227,16 +227,26 @@ export class SchemaDocument {
 /** Deepest nesting of objects and arrays a schema may have: the compile recurses on it. */
 export const MAX_SCHEMA_NESTING = 256;
 
-/** Whether `value` nests objects and arrays deeper than `max` (checked without recursion). */
-export function nestedDeeperThan(value: unknown, max: number): boolean {
+/**
+ * How many containers deep `value` nests (a scalar 0, `[]` 1), walked without recursion and
+ * only as far as `cap`: a value nested deeper answers the first depth past it.
+ */
+export function nestingDepth(value: unknown, cap: number): number {
+  let most = 0;
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length > 0) {
     const [item, depth] = stack.pop()!;
     if (item === null || typeof item !== "object") continue;
-    if (depth > max) return true;
+    if (depth > cap) return depth;
+    most = Math.max(most, depth);
     for (const child of Object.values(item)) if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
   }
-  return false;
+  return most;
+}
+
+/** Whether `value` nests objects and arrays deeper than `max` (checked without recursion). */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  return nestingDepth(value, max) > max;
 }
 
 function draftOf(root: unknown): Draft {

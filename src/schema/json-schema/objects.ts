@@ -115,9 +115,7 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
     // unless they are few: then each is a member of its own, written at most once, in order.
     const listed = listedKeys(extras, MAX_LISTED_KEYS);
     if (listed !== null && o.minProperties <= members.length + listed.length) {
-      const named = new Set(members.map((m) => m.key));
-      const more = listed.filter((m) => !named.has(m.key));
-      return objectOf(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want, pointer);
+      return objectOf(c, [...members, ...unnamedOnly(listed, members)], [], depth, o.minProperties, o.maxProperties, want, pointer);
     }
     // Otherwise keys told apart by their first character: at most one from each band of them.
     const banded = bandedKeys(c, extras, pointer);
@@ -138,9 +136,8 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
   if (want.dupFree && extras.length > 0) {
     const listed = listedKeys(extras, MAX_LISTED_DUP_FREE_KEYS);
     if (listed !== null && listed.length > 1) {
-      const named = new Set(members.map((m) => m.key));
       // In code-unit order ("1" before "2").
-      const more = listed.filter((m) => !named.has(m.key)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      const more = unnamedOnly(listed, members).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
       return objectOf(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want, pointer);
     }
   }
@@ -467,6 +464,12 @@ function listedKeys(extras: readonly Region[], limit: number): Member[] | null {
     }
   }
   return [...members.values()];
+}
+
+/** The listed keys no member already names. */
+function unnamedOnly(listed: readonly Member[], members: readonly Member[]): Member[] {
+  const named = new Set(members.map((m) => m.key));
+  return listed.filter((m) => !named.has(m.key));
 }
 
 /**

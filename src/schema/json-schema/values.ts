@@ -4,6 +4,7 @@
 
 import { finiteMembers, isEmptyLanguage, matchesString, type ByteDfa, type RegexNode } from "../../regex/index.js";
 import type { Alternative, Want, WriterContext } from "./context.js";
+import { nestingDepth } from "./document.js";
 import {
   alt,
   concat,
@@ -48,7 +49,7 @@ export function enumLanguage(c: WriterContext, spec: Spec, alternative: Alternat
     if (!typeAllows(spec, value)) continue;
     let rest = restOf(c.options.freeNesting);
     // A value nested deeper than the free values we write is checked against a rest as deep.
-    const levels = containerDepth(value);
+    const levels = nestingDepth(value, MAX_ENUM_CHECK_LEVELS);
     const deeper = !want.over && levels > c.options.freeNesting && levels <= MAX_ENUM_CHECK_LEVELS;
     // A value we write one way only (most enums: strings, numbers) is kept or not by a walk.
     const only = want.over ? null : onlyText(value);
@@ -75,14 +76,6 @@ export function enumLanguage(c: WriterContext, spec: Spec, alternative: Alternat
     if (!isEmptyLanguage(kept)) parts.push(dfaNode(kept));
   }
   return alt(parts);
-}
-
-/** How many containers deep a JSON value nests (a scalar 0, `[]` 1). */
-function containerDepth(value: unknown): number {
-  if (value === null || typeof value !== "object") return 0;
-  let most = 0;
-  for (const child of Object.values(value)) most = Math.max(most, containerDepth(child));
-  return most + 1;
 }
 
 /** A JSON number text with its exponent written out: "1.5e-7" → "0.00000015", "1e+21" → "1" and 21 zeros. */
