@@ -265,6 +265,8 @@ function servedForm(
     }
   }
   const warned = (w: readonly JsonSchemaWarning[]) => (w.length > 0 ? { warnings: w } : {});
+  /** The network's probe refusal: what a request would meet, should the one DFA fail too. */
+  let probeRefusal: ConstraintTooCostlyError | null = null;
   if (compiled?.rules !== undefined) {
     const network = { rules: compiled.rules };
     let probed: RuleNetworkAutomaton | undefined;
@@ -280,6 +282,7 @@ function servedForm(
       return { kind: "rules", rules: compiled.rules, ...tables, ...warned(compiled.warnings) };
     } catch (error) {
       if (!(error instanceof ConstraintTooCostlyError)) throw error;
+      probeRefusal = error;
     }
     compiled = null;
   }
@@ -287,6 +290,9 @@ function servedForm(
     try {
       compiled = compileJsonSchema(schema, { ...options, recursion: "unrolled" });
     } catch (error) {
+      // The network compiled but its first step costs too much: that is the answer, not the
+      // one DFA's size (Github o12622: minItems 600 under the default budget said "dfaStates").
+      if (probeRefusal !== null && error instanceof JsonSchemaTooComplexError && error.limit !== "time") throw probeRefusal;
       throw firstRefusal ?? error;
     }
   }
