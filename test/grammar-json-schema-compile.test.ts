@@ -154,10 +154,19 @@ test("unnamed properties: several may be written; towards minProperties one coun
   assert.ok(error instanceof JsonSchemaError);
   assert.equal(error.keyword, "minProperties");
   assert.equal(error.pointer, "");
-  // Under a subtraction, at most one unnamed property (a repeated key would escape the check).
+  // A `not` that only requires a key forbids it: no subtraction, so several unnamed properties.
   assert.deepEqual(verdicts({ type: "object", not: { required: ["a"] } }, ['{"x": 1}', '{"x": 1, "y": 2}', '{"a": 1}']), [
     true,
+    true,
     false,
+  ]);
+  // Under a subtraction, at most one unnamed property (a repeated key would escape the check).
+  const subtracted = { type: "object", not: { propertyNames: { const: "a" } } };
+  assert.deepEqual(verdicts(subtracted, ['{"x": 1}', '{"x": 1, "y": 2}', '{"a": 1}', '{"a": 1, "x": 2}', "{}"]), [
+    true,
+    false,
+    false,
+    true,
     false,
   ]);
 });
@@ -521,7 +530,7 @@ test("several contains on one array: each counts its own items, with its own min
   assert.ok(error instanceof JsonSchemaError && error.keyword === "contains", String(error));
 });
 
-test("oneOf branches shown disjoint (a type, a required property's listed values) are not subtracted", () => {
+test("oneOf branches shown disjoint (a type, a required property's listed values or patterns) are not subtracted", () => {
   // An object branch beside an array branch: written in full, several unnamed keys included
   // (subtracting the other branch would have kept the minuend to one unnamed key, see dupFree).
   const rowOrRows = {
@@ -579,6 +588,40 @@ test("oneOf branches shown disjoint (a type, a required property's listed values
     [true, true, true, true],
   );
   assert.deepEqual(verdicts({ enum: ["a", "b"], not: { const: "c" } }, ['"a"', '"b"', '"c"']), [true, true, false]);
+  // A required string property's patterns share no string (jsend's status), or a listed value
+  // matches none of the other's: several unnamed keys in the data (not subtracted).
+  const jsend = {
+    type: "object",
+    oneOf: [
+      { required: ["status", "data"], properties: { status: { type: "string", pattern: "^success$" } } },
+      { required: ["status", "data"], properties: { status: { type: "string", pattern: "^fail" } } },
+      { required: ["status"], properties: { status: { const: "error" } } },
+    ],
+  };
+  assert.deepEqual(
+    verdicts(jsend, [
+      '{"status": "success", "data": {"a": 1, "b": 2}}',
+      '{"status": "failed", "data": {"a": 1, "b": 2}}',
+      '{"status": "error", "x": 1, "y": 2}',
+      '{"status": "fail!", "data": 1}',
+      '{"status": "err", "data": 1}',
+    ]),
+    [true, true, true, true, false],
+  );
+  // Patterns that overlap ("^fail" and "ed$" both match "failed") are still subtracted.
+  const overlapping = {
+    type: "object",
+    oneOf: [
+      { required: ["s"], properties: { s: { type: "string", pattern: "^fail" } } },
+      { required: ["s"], properties: { s: { type: "string", pattern: "ed$" } } },
+    ],
+  };
+  assert.deepEqual(verdicts(overlapping, ['{"s": "fail"}', '{"s": "used"}', '{"s": "failed"}', '{"s": "fail", "x": 1, "y": 2}']), [
+    true,
+    true,
+    false,
+    false,
+  ]);
   // What is not subtracted is still read: a malformed keyword in it is refused by name.
   const malformed = refusal({ type: "object", not: { type: "string", minLength: "x" } });
   assert.ok(malformed instanceof JsonSchemaError && malformed.message.includes("minLength"), malformed.message);

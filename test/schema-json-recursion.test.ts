@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { deserialize, serialize } from "node:v8";
 import { compileServedSchema } from "../src/compile/index.js";
-import { GrammarConstraintState, GrammarTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
+import { ConstraintTooCostlyError, GrammarConstraintState, GrammarTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { compileGrammar, createGrammarAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { compileJsonSchema, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaOptions } from "../src/schema/index.js";
 import { seededRandom } from "../src/support/index.js";
@@ -242,6 +242,83 @@ test("a set operation's operands are written without calls; the rest of the docu
   assert.deepEqual(
     texts.map((text) => accepts(text)),
     [true, true, true, true, false, false, false, false],
+  );
+});
+
+test("a subtrahend that only requires keys forbids one of them: no set operation, the rules stay", () => {
+  // oneOf branches told apart by which keys are present (MaskBench o57539): each branch minus the
+  // other is "the other's keys, one of them absent", so free values under it nest at any depth.
+  const schema = {
+    type: "object",
+    properties: { groups: { type: "array" }, n: { type: "integer" }, zones: { type: "array" } },
+    oneOf: [{ required: ["groups", "n"] }, { required: ["zones"], not: { required: ["n"] } }],
+  };
+  const compiled = compileJsonSchema(schema, { ...STACK, freeValuesAnyDepth: true });
+  assert.ok(compiled.rules !== undefined, "a rule network");
+  const accepts = networkAccepts(compiled.rules);
+  const deep = (n: number): unknown => (n === 0 ? { q: [1] } : [deep(n - 1)]);
+  const values: unknown[] = [
+    { groups: deep(10), n: 2 },
+    { groups: [], n: 1, zones: [] },
+    { groups: deep(6), zones: [{}] },
+    { zones: [deep(3)] },
+    { zones: [], n: 1 },
+    { n: 1 },
+    {},
+  ];
+  const texts = values.map(dumps);
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.deepEqual(
+    verdicts.map((v) => v === "valid"),
+    [true, true, true, true, false, false, false],
+  );
+  assert.deepEqual(
+    texts.map((text) => accepts(text)),
+    [true, true, true, true, false, false, false],
+  );
+  // A branch's own `not` is what makes the branches disjoint only once subtracted: all three keys
+  // required, each branch forbids one of them (Glaive's calculate_area), so no value is left.
+  const area = {
+    type: "object",
+    required: ["length", "width", "radius"],
+    oneOf: [
+      { not: { required: ["radius"] }, required: ["length", "width"] },
+      { not: { required: ["length", "width"] }, required: ["radius"] },
+    ],
+  };
+  assert.throws(() => compileJsonSchema(area, { ...STACK, freeValuesAnyDepth: true }), JsonSchemaUnsatisfiableError);
+});
+
+test("a subtrahend that requires keys and more: objects lacking one of them need no set operation, the rest is subtracted", () => {
+  // MaskBench o19070: a win or a lose. The win branch minus the lose branch is "no lose key"
+  // (written with its rules: the free `win` holds any object) or "a lose key, minus the lose branch".
+  const schema = {
+    type: "object",
+    oneOf: [
+      { type: "object", required: ["id", "win"], properties: { id: { type: "string" }, handleWinResponse: { type: "object" } } },
+      { type: "object", required: ["id", "lose"], properties: { id: { type: "string" }, lose: { type: "object" } } },
+    ],
+  };
+  const compiled = compileJsonSchema(schema, { ...STACK, freeValuesAnyDepth: true });
+  assert.ok(compiled.rules !== undefined, "a rule network");
+  const accepts = networkAccepts(compiled.rules);
+  const values: unknown[] = [
+    { id: "g", win: { message: "won", reward: { points: [1, [2, { deep: { er: [] } }]] } } },
+    { id: "g", lose: { message: "lost", by: 2 } },
+    { id: "g", win: {}, lose: 5 },
+    { id: "g", win: {}, lose: {} },
+    { id: 1, win: {} },
+    { win: {} },
+  ];
+  const texts = values.map(dumps);
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.deepEqual(
+    verdicts.map((v) => v === "valid"),
+    [true, true, true, false, false, false],
+  );
+  assert.deepEqual(
+    texts.map((text) => accepts(text)),
+    [true, true, true, false, false, false],
   );
 });
 
@@ -496,6 +573,23 @@ test("a network the compile worker probed carries its automaton's tables to the 
     automaton.minBytesLowerBound(automaton.walk(automaton.start, text.slice(0, 20))),
     reference.minBytesLowerBound(reference.walk(reference.start, text.slice(0, 20))),
   );
+});
+
+test("a network whose first step costs too much is refused for that, not for the one DFA's size (Github o12622)", () => {
+  const trie = tokenTrieFor(loadVocabulary(vocabFile("gpt-2")));
+  // 600 items of two strings: the one DFA is past its size limit, the network's budget question
+  // at 512 tokens past a small work limit; with room for them the network is served.
+  const item = { type: "object", properties: { name: { type: "string" }, uri: { type: "string" } }, required: ["name", "uri"] };
+  const schema = {
+    type: "object",
+    properties: { name: { type: "string" }, pokemon: { type: "array", minItems: 600, items: item } },
+    required: ["pokemon"],
+  };
+  assert.throws(
+    () => compileServedSchema(schema, { freeValuesAnyDepth: true }, trie, { budgets: [512], limitSteps: 200_000 }),
+    ConstraintTooCostlyError,
+  );
+  assert.equal(compileServedSchema(schema, { freeValuesAnyDepth: true }, trie, { budgets: [8192], limitSteps: 200_000 }).kind, "rules");
 });
 
 test("a schema of 32k characters or more is served with its shared subschemas as rules from the start", () => {

@@ -74,6 +74,35 @@ test("an enum value checked by its value and as deep as it nests (Synthesized no
   assert.ok(matchesString(dfa, "2"));
 });
 
+test("an enum integer also as a float with one zero decimal: 0.0 for 0, 2.0 for 2 (Synthesized const_id27)", () => {
+  // JSON.parse reads the schema's {"a": 0.0} as 0; instances write it 0.0, and JSON equality is by value.
+  check({ allOf: [{ enum: [{ a: 0.0 }] }, { not: { enum: [{ a: false }] } }] }, ['{"a": 0.0}', '{"a": 0}']);
+  check({ enum: [2, 1.5, "x"] }, ["2", "2.0", "1.5"]);
+  check({ type: "array", items: { enum: [1, 2] }, uniqueItems: true }, ["[1, 2.0]", "[2.0, 1.0]"]);
+  assert.ok(!matchesString(compileJsonSchema({ type: "array", items: { enum: [1, 2] }, uniqueItems: true }).dfa, "[1, 1.0]"));
+  const { dfa } = compileJsonSchema({ enum: [2, 1.5] });
+  for (const text of ["2.01", "1.51", "20", "1.05"]) assert.ok(!matchesString(dfa, text), text);
+  // Where the rest does not write a spelling, it is not written: draft-04's integer is no 2.0.
+  const draft4 = compileJsonSchema({ $schema: "http://json-schema.org/draft-04/schema#", type: "integer", enum: [2] }).dfa;
+  assert.deepEqual(
+    ["2", "2.0"].map((text) => matchesString(draft4, text)),
+    [true, false],
+  );
+});
+
+test("two unnamed keys of one band where one unnamed key left no value: one band per first character (Handwritten object6)", () => {
+  const someKeyHas = (letter: string) => ({ not: { propertyNames: { not: { pattern: letter } } } });
+  const schema = {
+    type: "object",
+    allOf: [someKeyHas("a"), someKeyHas("b"), someKeyHas("c"), someKeyHas("d"), { propertyNames: { pattern: "^..$" } }],
+    maxProperties: 2,
+  };
+  check(schema, ['{"ab": 1, "cd": 2}', '{"ac": [], "bd": null}']);
+  const { dfa } = compileJsonSchema(schema);
+  // In band order, each band once: "cd" before "ab" is not written, nor one key alone.
+  for (const text of ['{"cd": 1, "ab": 2}', '{"ab": 1}', '{"ab": 1, "cd": 2, "ad": 3}']) assert.ok(!matchesString(dfa, text), text);
+});
+
 test("minProperties past the keys a schema names: unnamed keys told apart by their first character (Handwritten allOfPProp)", () => {
   // Every key of at least four characters, with an "a" and a "b" in it: too many to list.
   const schema = {

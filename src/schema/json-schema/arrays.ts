@@ -17,7 +17,7 @@ const MAX_CONTAINS = 3;
 /** Most distinct values the items of a uniqueItems array may take (its states are their subsets). */
 const MAX_UNIQUE_VALUES = 8;
 /** Most texts (spellings of those values) read off the item automaton, and their longest. */
-const MAX_UNIQUE_TEXTS = 64;
+const MAX_UNIQUE_TEXTS = 1024;
 export const MAX_UNIQUE_TEXT_BYTES = 1024;
 
 /**
@@ -60,7 +60,11 @@ function uniqueArrayLanguage(
     spellings.push(here);
   }
   const m = valueIds.size;
-  const values = spellings.map((here) => new Map([...here].map(([id, texts]) => [id, alt(texts.map((text) => literal(text)))])));
+  // Each value's spellings (whitespace styles, "2" and "2.0") as one minimal automaton: it is
+  // embedded once per set of values it may join.
+  const values = spellings.map(
+    (here) => new Map([...here].map(([id, texts]) => [id, dfaNode(c.compileNode(alt(texts.map((text) => literal(text))), pointer, true))])),
+  );
   const s = c.syntax;
   const graph = new LanguageGraph();
   const start = graph.state();

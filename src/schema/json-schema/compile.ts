@@ -42,6 +42,7 @@ import {
   intersectDfas,
   isEmptyLanguage,
   LanguageGraph,
+  matchesString,
   RegexTooComplexError,
   subtractDfas,
   regexClock,
@@ -54,7 +55,7 @@ import { arrayLanguage } from "./arrays.js";
 import type { Alternative, Want, WriterContext } from "./context.js";
 import { escapePointer, MAX_SCHEMA_NESTING, nestedDeeperThan, SchemaDocument, type Draft, type SchemaAt } from "./document.js";
 import { JsonSchemaError, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./errors.js";
-import { apart, JSON_TYPES, valueFacts, type ValueFacts } from "./facts.js";
+import { apart, JSON_TYPES, valueFacts, type ScalarFacts, type ValueFacts } from "./facts.js";
 import {
   alt,
   EMPTY,
@@ -77,7 +78,7 @@ import { keepShared, sharedDfa } from "./shared-dfas.js";
 import { MAX_RULES } from "../../support/index.js";
 import { isObject, mergeConjuncts, type Conjunct, type Spec } from "./spec.js";
 import { callNode, callsBeforeReading, hasCalls, productiveRules } from "./rules.js";
-import { stringLanguage } from "./strings.js";
+import { patternLanguage, stringLanguage } from "./strings.js";
 import { enumLanguage } from "./values.js";
 
 export interface JsonSchemaOptions {
@@ -164,12 +165,27 @@ export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = 
   if (nestedDeeperThan(schema, MAX_SCHEMA_NESTING)) throw new JsonSchemaError(`nested deeper than ${MAX_SCHEMA_NESTING} levels`, "");
   const limits = { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, ...options.limits };
   const resolved = { ...DEFAULT_JSON_SCHEMA_OPTIONS, ...options, limits };
+  const attempt = (options: Options): CompiledJsonSchema => {
+    try {
+      return compileInSomeForm(schema, options);
+    } catch (error) {
+      // "some key is ab…, another cd…" needs two unnamed keys of one coarse band: finer bands.
+      if (!(error instanceof OneUnnamedKeyTooFew)) throw error;
+      try {
+        return compileInSomeForm(schema, { ...options, fineKeyBands: true });
+      } catch (finer) {
+        // Past a limit that way: what the first compile found stands.
+        if (finer instanceof JsonSchemaTooComplexError && finer.limit !== "time") throw new JsonSchemaUnsatisfiableError("");
+        throw finer;
+      }
+    }
+  };
   try {
-    return compileInSomeForm(schema, { ...resolved, requiredOrders: true });
+    return attempt({ ...resolved, requiredOrders: true });
   } catch (error) {
     // Objects in `required`'s order too are past a size limit: in `properties`' order alone.
     if (!(error instanceof RequiredOrdersTooBig)) throw error;
-    return compileInSomeForm(schema, { ...resolved, requiredOrders: false });
+    return attempt({ ...resolved, requiredOrders: false });
   }
 }
 
@@ -261,14 +277,24 @@ function compileOnce(schema: unknown, options: Options): CompiledJsonSchema {
   } finally {
     regexClock.stop(frame);
   }
-  if (isEmptyLanguage(dfa)) throw new JsonSchemaUnsatisfiableError("");
+  const unsatisfiable = (): Error =>
+    compiler.oneUnnamedKeyWritten && options.fineKeyBands !== true ? new OneUnnamedKeyTooFew() : new JsonSchemaUnsatisfiableError("");
+  if (isEmptyLanguage(dfa)) throw unsatisfiable();
   if (rules === undefined) return { dfa, draft: document.draft, warnings: compiler.warnings };
-  if (!productiveRules(rules)[0]) throw new JsonSchemaUnsatisfiableError("");
+  if (!productiveRules(rules)[0]) throw unsatisfiable();
   return { dfa, rules, draft: document.draft, warnings: compiler.warnings };
 }
 
-/** `requiredOrders`: objects also in `required`'s order where it differs (requiredOrderSpec). */
-type Options = typeof DEFAULT_JSON_SCHEMA_OPTIONS & JsonSchemaOptions & { readonly requiredOrders?: boolean };
+/**
+ * `requiredOrders`: objects also in `required`'s order where it differs (requiredOrderSpec).
+ * `fineKeyBands`: a minuend's unnamed keys one per first character (objects.ts's bandedKeys),
+ * asked only once the compile without it found no value (OneUnnamedKeyTooFew).
+ */
+type Options = typeof DEFAULT_JSON_SCHEMA_OPTIONS &
+  JsonSchemaOptions & { readonly requiredOrders?: boolean; readonly fineKeyBands?: boolean };
+
+/** No value was found, and some minuend held one unnamed key where more might have made one. */
+class OneUnnamedKeyTooFew extends Error {}
 
 class SchemaCompiler implements WriterContext {
   readonly warnings: JsonSchemaWarning[] = [];
@@ -297,6 +323,8 @@ class SchemaCompiler implements WriterContext {
   private blocked = 0;
   /** Whether some object was written in `required`'s order too (RequiredOrdersTooBig). */
   requiredOrdersWritten = false;
+  /** Whether some minuend's object held one unnamed key among too many to list (OneUnnamedKeyTooFew). */
+  oneUnnamedKeyWritten = false;
 
   constructor(
     private readonly document: SchemaDocument,
@@ -584,7 +612,8 @@ class SchemaCompiler implements WriterContext {
   private compileAlternatives(refs: readonly SchemaAt[], want: Want, pointer: string): RegexNode {
     const alternatives = this.alternatives(refs, want);
     const parts: RegexNode[] = [];
-    for (const alternative of alternatives) {
+    for (let index = 0; index < alternatives.length; index++) {
+      const alternative = alternatives[index]!;
       if (
         alternative.conjuncts.length === 0 &&
         alternative.subtract.length === 0 &&
@@ -598,6 +627,12 @@ class SchemaCompiler implements WriterContext {
       // `oneOf`s (branches told apart by a type, or by a required property's listed values).
       const mine = alternative.subtract.length === 0 ? null : this.valueFacts(alternative);
       const subtract = alternative.subtract.filter((subtrahend) => !this.disjoint(mine!, subtrahend));
+      // What a subtrahend requires: the objects lacking one of its keys need no set operation.
+      const split = want.over || subtract.length === 0 ? null : this.splitByAbsentKey(alternative, mine!, subtract);
+      if (split !== null && alternatives.length + split.length <= MAX_ALTERNATIVES) {
+        alternatives.push(...split);
+        continue;
+      }
       const minuendWant = subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
       const scopeRoot = refs.length === 1 ? this.scopeRoot(refs[0]!) : null;
       const spec = mergeConjuncts(alternative.conjuncts, this.document, this, scopeRoot);
@@ -655,6 +690,71 @@ class SchemaCompiler implements WriterContext {
     return alt(parts);
   }
 
+  /**
+   * An alternative minus a subtrahend S that requires keys K: an object lacking some key of K is
+   * never in S, so the alternative is written as the alternatives that each forbid one key of K
+   * the alternative does not require, without a set operation (they keep their calls, free
+   * values at any depth, and their repeated keys), and, unless S only asks for keys
+   * (`{"required": ["a", "b"]}`, `not: {"required": ["a"]}`, an `if` that tests for a key), one
+   * that requires them all, minus S as before. Null when no subtrahend requires such a key, or
+   * when S (untyped: every non-object meets it) would keep non-objects the alternative allows.
+   */
+  private splitByAbsentKey(alternative: Alternative, mine: ValueFacts, subtract: readonly SchemaAt[][]): Alternative[] | null {
+    for (const subtrahend of subtract) {
+      const probe = emptyAlternative();
+      if (!this.flatten(subtrahend, probe)) continue;
+      let keys: string[] = [];
+      let typed = false;
+      let presenceOnly = true;
+      let malformed = false;
+      for (const { schema } of probe.conjuncts) {
+        for (const [keyword, value] of Object.entries(schema)) {
+          if (keyword === "required") {
+            if (Array.isArray(value) && value.every((k) => typeof k === "string")) keys.push(...value);
+            else malformed = true;
+          } else if (keyword === "type" && (value === "object" || (Array.isArray(value) && value.length === 1 && value[0] === "object"))) {
+            typed = true;
+          } else if (!(keyword === "$ref" || keyword === "allOf" || SCOPE_NEUTRAL.has(keyword) || isDescriptive(keyword))) {
+            presenceOnly = false;
+          }
+        }
+      }
+      if (malformed || (!typed && [...mine.value.types].some((t) => t !== "object"))) continue;
+      keys = [...new Set(keys)].filter((k) => !mine.required.has(k));
+      // Every key it asks for is required: an object-only alternative is all in S.
+      if (keys.length === 0 && presenceOnly && [...mine.value.types].every((t) => t === "object")) return [];
+      if (keys.length === 0) continue;
+      const absent = keys.map((k) => {
+        const a: Alternative = { ...copyAlternative(alternative), subtract: alternative.subtract.filter((s) => s !== subtrahend) };
+        a.forbid.add(k);
+        return a;
+      });
+      if (presenceOnly) return absent;
+      // Where the alternative cannot have those keys, only the absent ones are left; a copy that
+      // has them all, one per such subtrahend, multiplied the automata (four oneOf branches each
+      // minus three others: 8 alternatives each), so it is written beside one subtrahend only.
+      const spec = mergeConjuncts(alternative.conjuncts, this.document, this);
+      if (!keys.every((k) => this.mayHaveKey(spec, k))) return absent;
+      if (subtract.length > 1) continue;
+      const present = copyAlternative(alternative);
+      for (const k of keys) present.require.add(k);
+      return [...absent, present];
+    }
+    return null;
+  }
+
+  /** Whether an object of `spec` may have key `key`: no part's `false` (named, matched or additional) rules it out. */
+  private mayHaveKey(spec: Spec, key: string): boolean {
+    const text = JSON.stringify(key);
+    return spec.objects.parts.every((part) => {
+      const named = part.properties.get(key);
+      if (named !== undefined) return named.schema !== false;
+      const matched = part.patterns.filter((p) => matchesString(patternLanguage(this, p.source, p.at.pointer), text));
+      if (matched.length > 0) return matched.every((p) => p.at.schema !== false);
+      return part.additional === null || part.additional.schema !== false;
+    });
+  }
+
   /** The alternative merged in its text order, when that writes an object's keys in another order; else null. */
   private textOrderSpec(alternative: Alternative, spec: Spec, scopeRoot: string | null): Spec | null {
     const { conjuncts, textOrder } = alternative;
@@ -678,7 +778,7 @@ class SchemaCompiler implements WriterContext {
     if (!this.flatten(other, probe)) return true; // `other` holds no value at all
     // Its keywords are still read (and a malformed one refused), as compiling it would have.
     mergeConjuncts(probe.conjuncts, this.document, this);
-    const theirs = this.valueFacts(probe);
+    const theirs = this.valueFacts(probe, true);
     if (apart(mine.value, theirs.value)) return true;
     // A value both could hold that is not an object escapes `required` and `properties`.
     const common = JSON_TYPES.filter((t) => mine.value.types.has(t) && theirs.value.types.has(t));
@@ -693,15 +793,46 @@ class SchemaCompiler implements WriterContext {
         if (excludes(two, name)) return true;
         const a = one.properties.get(name);
         const b = two.properties.get(name);
-        if (a !== undefined && b !== undefined && apart(a, b)) return true;
+        if (a !== undefined && b !== undefined && (apart(a, b) || this.stringsApart(a, b))) return true;
       }
     }
     return false;
   }
 
+  /**
+   * Whether two values that can only be strings share none, by their `pattern`s: jsend's
+   * `{"status": {"pattern": "^success$"}}` against `^fail$`. Sound only: false when not shown (a
+   * pattern we cannot compile included; its refusal comes where it is written).
+   */
+  private stringsApart(a: ScalarFacts, b: ScalarFacts): boolean {
+    if (a.patterns.length + b.patterns.length === 0) return false;
+    if (![...a.types].every((t) => t === "string" || !b.types.has(t))) return false;
+    const matching = (facts: ScalarFacts): ByteDfa | null =>
+      facts.patterns.reduce<ByteDfa | null>((dfa, pattern) => {
+        const language = patternLanguage(this, pattern, "");
+        return dfa === null ? language : this.intersect(dfa, language, "");
+      }, null);
+    try {
+      // Listed strings against the other side's patterns; else the patterns' languages.
+      for (const [listed, other] of [
+        [a, b],
+        [b, a],
+      ] as const) {
+        if (listed.values === null || other.patterns.length === 0) continue;
+        const dfa = matching(other)!;
+        if (![...listed.values].some((v) => v.startsWith('"') && matchesString(dfa, v))) return true;
+      }
+      if (a.patterns.length === 0 || b.patterns.length === 0) return false;
+      return isEmptyLanguage(this.intersect(matching(a)!, matching(b)!, ""));
+    } catch (error) {
+      if (error instanceof JsonSchemaError || (error instanceof JsonSchemaTooComplexError && error.limit !== "time")) return false;
+      throw error;
+    }
+  }
+
   /** valueFacts of an alternative's conjuncts, with its required and forbidden keys. */
-  private valueFacts(alternative: Alternative): ValueFacts {
-    return valueFacts(alternative.conjuncts, alternative.require, alternative.forbid, this.document.draft >= 6);
+  private valueFacts(alternative: Alternative, withNot = false): ValueFacts {
+    return valueFacts(alternative.conjuncts, alternative.require, alternative.forbid, this.document.draft >= 6, withNot);
   }
 
   /**
@@ -857,22 +988,35 @@ class SchemaCompiler implements WriterContext {
       case "oneOf": {
         const members = this.schemaList(at, "oneOf");
         return members.flatMap((member, i) => {
-          const others = members.filter((_, j) => j !== i).map((m) => [m]);
+          const others = members.filter((_, j) => j !== i).flatMap((m) => this.subtrahends(m));
           // O-mode too: a text in exactly one branch is in its O and in no other's U.
           return fork([member], (a) => a.subtract.push(...others));
         });
       }
       case "not":
-        return fork([], (a) => a.subtract.push([this.child(at, "not")]));
+        return fork([], (a) => a.subtract.push(...this.subtrahends(this.child(at, "not"))));
       case "if": {
         const ifAt = this.child(at, "if");
         const thenAt = schema.then === undefined ? [] : [this.child(at, "then")];
         const elseAt = schema.else === undefined ? [] : [this.child(at, "else")];
-        return [...fork([ifAt, ...thenAt]), ...fork(elseAt, (a) => a.subtract.push([ifAt]))];
+        return [...fork([ifAt, ...thenAt]), ...fork(elseAt, (a) => a.subtract.push(...this.subtrahends(ifAt)))];
       }
       default:
         return this.splitDependencies(alternative, at, keyword, want, scopes);
     }
+  }
+
+  /**
+   * What subtracting `at` subtracts: `at`, or, where it is an `anyOf` and nothing else, each of
+   * its members in turn (A − (B ∪ C) = (A − B) − C). Each is then skipped where disjoint, or made
+   * a forbidden key (splitByAbsentKey), and the union's automaton, a product of its members' (six
+   * multipleOf: 2·13·5·7·11·37 states), is never built.
+   */
+  private subtrahends(at: SchemaAt, depth = 0): SchemaAt[][] {
+    const schema = at.schema;
+    if (depth > MAX_REFERENCE_CHAIN || !isObject(schema) || !Array.isArray(schema.anyOf) || schema.anyOf.length === 0) return [[at]];
+    if (!Object.keys(schema).every((k) => k === "anyOf" || SCOPE_NEUTRAL.has(k) || isDescriptive(k))) return [[at]];
+    return this.schemaList(at, "anyOf").flatMap((member) => this.subtrahends(member, depth + 1));
   }
 
   /**

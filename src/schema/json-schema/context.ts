@@ -49,7 +49,11 @@ export interface WriterContext {
     readonly freeNesting: number;
     readonly forbidAdditionalProperties: boolean;
     readonly propertyOrder: "schema" | "any";
+    /** A minuend's unnamed keys one per first character (objects.ts's bandedKeys). */
+    readonly fineKeyBands?: boolean;
   };
+  /** Set where a minuend's object held one unnamed key among too many to list. */
+  oneUnnamedKeyWritten: boolean;
   /** annexBReason per pattern: patternLanguage is asked again for each key a pattern is tried on. */
   readonly annexBReasons: Map<string, string | null>;
   /** The language (U or O, per `want`) of the conjunction of `refs`. */

@@ -19,9 +19,11 @@ function jsonTypeOf(value: unknown): (typeof JSON_TYPES)[number] {
 }
 
 /** What a value may be, as far as `type`, `enum` and `const` say: its JSON types, its values (canonicalJson; null: not listed). */
-interface ScalarFacts {
+export interface ScalarFacts {
   types: Set<string>;
   values: Set<string> | null;
+  /** `pattern`s a string value matches (compile.ts reads two sides' apart by their languages). */
+  patterns: string[];
 }
 
 /** What every value meeting some conjuncts has (valueFacts). */
@@ -47,6 +49,7 @@ function narrowScalar(facts: ScalarFacts, schema: unknown, withConst: boolean): 
     return;
   }
   if (!isObject(schema)) return;
+  if (typeof schema.pattern === "string") facts.patterns.push(schema.pattern);
   const declared = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
   // Malformed keywords tell nothing here (the merge refuses them where they count).
   if (declared !== null && declared.length > 0 && declared.every((t) => KNOWN_TYPES.has(t)))
@@ -71,13 +74,22 @@ export function valueFacts(
   require: ReadonlySet<string>,
   forbid: ReadonlySet<string>,
   withConst: boolean,
+  /**
+   * Also "no key k" where a conjunct has `not: {"required": [k]}`: true only of a subtrahend (all
+   * its schema holds of its values); an alternative's own `not`s hold only once subtracted, and
+   * their facts must not excuse the very subtraction that enforces them.
+   */
+  withNot = false,
 ): ValueFacts {
-  const value: ScalarFacts = { types: new Set(JSON_TYPES), values: null };
+  const value: ScalarFacts = { types: new Set(JSON_TYPES), values: null, patterns: [] };
   const required = new Set(require);
+  const forbidden = new Set(forbid);
   let allowed: Set<string> | null = null;
   const properties = new Map<string, ScalarFacts>();
   for (const { schema } of conjuncts) {
     narrowScalar(value, schema, withConst);
+    const absent = withNot ? onlyRequiredKey(schema.not) : null;
+    if (absent !== null) forbidden.add(absent);
     if (Array.isArray(schema.required)) for (const name of schema.required) if (typeof name === "string") required.add(name);
     const named = isObject(schema.properties) ? schema.properties : {};
     if (schema.additionalProperties === false && schema.patternProperties === undefined) {
@@ -86,9 +98,21 @@ export function valueFacts(
     }
     for (const [name, property] of Object.entries(named)) {
       let facts = properties.get(name);
-      if (facts === undefined) properties.set(name, (facts = { types: new Set(JSON_TYPES), values: null }));
+      if (facts === undefined) properties.set(name, (facts = { types: new Set(JSON_TYPES), values: null, patterns: [] }));
       narrowScalar(facts, property, withConst);
     }
   }
-  return { value, required, allowed, forbidden: forbid, properties };
+  return { value, required, allowed, forbidden, properties };
+}
+
+/** Keywords a `not: {"required": [k]}` may have beside it and still say only "no key k". */
+const BESIDE_REQUIRED = new Set(["required", "title", "description", "$comment"]);
+
+/** k, where `schema` (a `not`'s) holds exactly the objects with key k (and, untyped, every non-object). */
+function onlyRequiredKey(schema: unknown): string | null {
+  if (!isObject(schema) || !Array.isArray(schema.required) || schema.required.length !== 1) return null;
+  const key = schema.required[0];
+  if (typeof key !== "string") return null;
+  const typed = (t: unknown): boolean => t === "object" || (Array.isArray(t) && t.length === 1 && t[0] === "object");
+  return Object.entries(schema).every(([k, v]) => BESIDE_REQUIRED.has(k) || (k === "type" && typed(v))) ? key : null;
 }

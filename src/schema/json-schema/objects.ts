@@ -140,6 +140,15 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
       const more = unnamedOnly(listed, members).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
       return objectOf(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want, pointer);
     }
+    // Too many to list: one unnamed key, or, where that left no value (compile.ts asks again),
+    // one per first character ("ab…" and "cd…").
+    if (listed === null) {
+      if (c.options.fineKeyBands === true) {
+        const banded = bandedKeys(c, extras, pointer, FINE_KEY_BANDS);
+        return objectOf(c, [...members, ...banded], [], depth, o.minProperties, o.maxProperties, want, pointer);
+      }
+      c.oneUnnamedKeyWritten = true;
+    }
   }
   return objectOf(c, members, extras, depth, o.minProperties, o.maxProperties, want, pointer);
 }
@@ -368,7 +377,9 @@ function orderedObject(
   oneExtra: boolean,
 ): RegexNode {
   const s = c.syntax;
-  const bounded = maxProperties !== Infinity;
+  // A maximum no object written here can pass is not counted.
+  const most = extras.length === 0 ? members.length : oneExtra ? members.length + 1 : Infinity;
+  const bounded = maxProperties < most;
   // State (i, nonEmpty, least, most, extra): before member i (n: the unnamed ones), whether a
   // member was written (a separator comes next), members surely distinct so far (saturating at
   // minProperties), members written (when there is a maximum), whether an unnamed one was.
@@ -487,14 +498,29 @@ const KEY_BANDS: readonly RegexNode[] = [
 ];
 
 /**
- * Unnamed keys as members that cannot repeat one another: one per band of first characters
- * (KEY_BANDS) and patternProperties region (the regions' keys are disjoint too), each written at
- * most once, in band order. What minProperties counts where the unnamed keys are too many to list.
+ * Finer bands: the empty key, KEY_BANDS' second (U+0000–U+0040 and `\`, where escapes land), one
+ * per first character from `A` to U+007F, the others.
  */
-function bandedKeys(c: WriterContext, extras: readonly Region[], pointer: string): Member[] {
+const FINE_KEY_BANDS: readonly RegexNode[] = [
+  KEY_BANDS[0]!,
+  KEY_BANDS[1]!,
+  ...Array.from({ length: 0x7f - 0x41 + 1 }, (_, i) => 0x41 + i)
+    .filter((b) => b !== 0x5c)
+    .map((b) => concat(range(0x22), range(b))),
+  KEY_BANDS[5]!,
+];
+
+/**
+ * Unnamed keys as members that cannot repeat one another: one per band of first characters
+ * (KEY_BANDS, or FINE_KEY_BANDS) and patternProperties region (the regions' keys are disjoint
+ * too), each written at most once, in band order. What minProperties counts where the unnamed
+ * keys are too many to list.
+ */
+function bandedKeys(c: WriterContext, extras: readonly Region[], pointer: string, bands = KEY_BANDS): Member[] {
   const members: Member[] = [];
-  KEY_BANDS.forEach((band, b) => {
-    const prefix = c.shared(`keyBand#${b}`, () => c.compileNode(concat(band, repeat(range(0, 0xff), 0, -1)), pointer));
+  const name = bands === KEY_BANDS ? "keyBand" : "fineKeyBand";
+  bands.forEach((band, b) => {
+    const prefix = c.shared(`${name}#${b}`, () => c.compileNode(concat(band, repeat(range(0, 0xff), 0, -1)), pointer));
     extras.forEach((region, r) => {
       if (region.key.kind !== "dfa") return;
       const keys = c.intersect(region.key.dfa, prefix, pointer);

@@ -54,8 +54,11 @@ export function enumLanguage(c: WriterContext, spec: Spec, alternative: Alternat
     // A value we write one way only (most enums: strings, numbers) is kept or not by a walk.
     const only = want.over ? null : onlyText(value);
     if (only !== null) {
-      if (matchesString(rest, only)) parts.push(literal(only));
-      else if (typeof value === "number") {
+      if (matchesString(rest, only)) {
+        // A number's other spelling ("2.0" for 2) where the rest has it too.
+        const spelled = typeof value === "number" ? otherSpelling(only) : null;
+        parts.push(spelled !== null && matchesString(rest, spelled) ? alt([literal(only), literal(spelled)]) : literal(only));
+      } else if (typeof value === "number") {
         // A number is checked by its value: its digits without exponent ("1e+308" as the 309
         // digits of 10^308; we write at most two exponent digits, and some ranges none). Where
         // the schema asks for an integer those digits are what we write.
@@ -76,6 +79,22 @@ export function enumLanguage(c: WriterContext, spec: Spec, alternative: Alternat
     if (!isEmptyLanguage(kept)) parts.push(dfaNode(kept));
   }
   return alt(parts);
+}
+
+/**
+ * The texts we write for a number (JSON.stringify's `text`): an integer also with one zero
+ * decimal ("2.0"), as instances write a float that JSON.parse read as an integer (the enum's
+ * `{"a": 0.0}` is `{"a": 0}` to us; JSON equality is by value). Finite, so an enum's item
+ * values stay listable (uniqueItems).
+ */
+function numberSpellings(text: string): RegexNode {
+  const other = otherSpelling(text);
+  return other === null ? literal(text) : alt([literal(text), literal(other)]);
+}
+
+/** The other text numberSpellings writes for `text`, or null. */
+function otherSpelling(text: string): string | null {
+  return /^-?\d+$/.test(text) ? `${text}.0` : null;
 }
 
 /** A JSON number text with its exponent written out: "1.5e-7" → "0.00000015", "1e+21" → "1" and 21 zeros. */
@@ -103,7 +122,7 @@ function valueText(c: WriterContext, value: unknown, want: Want, anyOrder = fals
   if (value === true) return TRUE_TEXT;
   if (value === false) return FALSE_TEXT;
   if (typeof value === "number") {
-    if (!want.over) return literal(JSON.stringify(value));
+    if (!want.over) return numberSpellings(JSON.stringify(value));
     // Every text of this value: without exponent ("1", "1.0", …) exactly; any with one.
     const n = String(value);
     return alt([numberRangeNode({ minimum: n, maximum: n }) ?? EMPTY, EXPONENT_NUMBER_TEXT]);
