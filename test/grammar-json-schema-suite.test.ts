@@ -46,12 +46,14 @@ const where = (r: GroupResult): string => `${r.draft}/${r.file} #${r.index} "${r
  * schema's own properties are written before its $ref's, 318 (and 224 in draft-07) since the
  * keys a dependency requires are written before its trigger; 319 and 225 (and 51 optional in
  * 2020-12) since recursion is served by a stack, to any depth (the service's form: rule
- * networks, test/support/json-schema-suite.ts). Raise them
+ * networks, test/support/json-schema-suite.ts); 327 and 233 since what a subtrahend requires
+ * splits the subtraction by an absent key and a subtracted anyOf goes one branch at a time
+ * (2026-12-04). Raise them
  * when the compiler improves; a drop of more than FLOOR_MARGIN is a regression.
  */
 const MEASURED_PASSED: Readonly<Record<SuiteDraft, { required: number; optional: number }>> = {
-  "draft2020-12": { required: 319, optional: 51 },
-  draft7: { required: 225, optional: 43 },
+  "draft2020-12": { required: 327, optional: 51 },
+  draft7: { required: 233, optional: 43 },
 };
 const FLOOR_MARGIN = 5;
 
