@@ -55,7 +55,7 @@ import { arrayLanguage } from "./arrays.js";
 import type { Alternative, Want, WriterContext } from "./context.js";
 import { escapePointer, MAX_SCHEMA_NESTING, nestedDeeperThan, SchemaDocument, type Draft, type SchemaAt } from "./document.js";
 import { JsonSchemaError, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./errors.js";
-import { apart, JSON_TYPES, valueFacts, type ScalarFacts, type ValueFacts } from "./facts.js";
+import { apart, isObjectOnlyType, JSON_TYPES, valueFacts, type ScalarFacts, type ValueFacts } from "./facts.js";
 import {
   alt,
   EMPTY,
@@ -73,7 +73,7 @@ import {
   type WhitespaceStyle,
 } from "./json-text.js";
 import { numberLanguage } from "./numbers.js";
-import { objectLanguage } from "./objects.js";
+import { objectLanguage, schemasForKey } from "./objects.js";
 import { keepShared, sharedDfa } from "./shared-dfas.js";
 import { MAX_RULES } from "../../support/index.js";
 import { isObject, mergeConjuncts, type Conjunct, type Spec } from "./spec.js";
@@ -712,7 +712,7 @@ class SchemaCompiler implements WriterContext {
           if (keyword === "required") {
             if (Array.isArray(value) && value.every((k) => typeof k === "string")) keys.push(...value);
             else malformed = true;
-          } else if (keyword === "type" && (value === "object" || (Array.isArray(value) && value.length === 1 && value[0] === "object"))) {
+          } else if (keyword === "type" && isObjectOnlyType(value)) {
             typed = true;
           } else if (!(keyword === "$ref" || keyword === "allOf" || SCOPE_NEUTRAL.has(keyword) || isDescriptive(keyword))) {
             presenceOnly = false;
@@ -743,16 +743,12 @@ class SchemaCompiler implements WriterContext {
     return null;
   }
 
-  /** Whether an object of `spec` may have key `key`: no part's `false` (named, matched or additional) rules it out. */
+  /** Whether an object of `spec` may have key `key`: none of the schemas its parts apply to it is `false`. */
   private mayHaveKey(spec: Spec, key: string): boolean {
     const text = JSON.stringify(key);
-    return spec.objects.parts.every((part) => {
-      const named = part.properties.get(key);
-      if (named !== undefined) return named.schema !== false;
-      const matched = part.patterns.filter((p) => matchesString(patternLanguage(this, p.source, p.at.pointer), text));
-      if (matched.length > 0) return matched.every((p) => p.at.schema !== false);
-      return part.additional === null || part.additional.schema !== false;
-    });
+    const matches = (pattern: { source: string; at: SchemaAt }): boolean =>
+      matchesString(patternLanguage(this, pattern.source, pattern.at.pointer), text);
+    return schemasForKey(spec.objects.parts, key, matches).every((at) => at.schema !== false);
   }
 
   /** The alternative merged in its text order, when that writes an object's keys in another order; else null. */

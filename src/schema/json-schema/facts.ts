@@ -113,6 +113,10 @@ function onlyRequiredKey(schema: unknown): string | null {
   if (!isObject(schema) || !Array.isArray(schema.required) || schema.required.length !== 1) return null;
   const key = schema.required[0];
   if (typeof key !== "string") return null;
-  const typed = (t: unknown): boolean => t === "object" || (Array.isArray(t) && t.length === 1 && t[0] === "object");
-  return Object.entries(schema).every(([k, v]) => BESIDE_REQUIRED.has(k) || (k === "type" && typed(v))) ? key : null;
+  return Object.entries(schema).every(([k, v]) => BESIDE_REQUIRED.has(k) || (k === "type" && isObjectOnlyType(v))) ? key : null;
+}
+
+/** Whether a `type` keyword's value admits objects and nothing else. */
+export function isObjectOnlyType(type: unknown): boolean {
+  return type === "object" || (Array.isArray(type) && type.length === 1 && type[0] === "object");
 }

@@ -532,7 +532,7 @@ function bandedKeys(c: WriterContext, extras: readonly Region[], pointer: string
 }
 
 /** The schemas `parts` apply to `key`; `matches`: whether a pattern of theirs finds a match in it. */
-function schemasForKey(
+export function schemasForKey(
   parts: readonly ObjectPart[],
   key: string,
   matches: (pattern: { source: string; at: SchemaAt }) => boolean,
