@@ -192,3 +192,61 @@ test("left recursion and rules that never finish are found", () => {
   assert.throws(() => new RuleNetworkAutomaton({ rules: endless }), /accepts no sentence/);
   assert.deepEqual(productiveRules(NETWORK.rules), [true, true]);
 });
+
+test("a call weighs its callee's fewest bytes, 0 or many, against the text beside it", () => {
+  // Rule 0: "<" (E "z" | B | "aaaa") ">" | E E "q"; E: "" | "e"; B: "bbbbb" | "b" B.
+  const E = callNode(1);
+  const B = callNode(2);
+  const rules = [
+    dfa(alt([concat(literal("<"), alt([concat(E, literal("z")), B, literal("aaaa")]), literal(">")), concat(E, E, literal("q"))])),
+    dfa(optional(literal("e"))),
+    dfa(alt([literal("bbbbb"), concat(literal("b"), B)])),
+  ];
+  const a = new RuleNetworkAutomaton({ rules });
+  const bytes = [..."<>zaqeb"].map((c) => c.charCodeAt(0));
+  const bfs = (state: number): number => {
+    let layer = [state];
+    const seen = new Set(layer);
+    for (let d = 0; d < 20; d++) {
+      if (layer.some((s) => a.isComplete(s))) return d;
+      const next: number[] = [];
+      for (const s of layer)
+        for (const b of bytes) {
+          const t = a.step(s, b);
+          if (t >= 0 && !seen.has(t)) {
+            seen.add(t);
+            next.push(t);
+          }
+        }
+      layer = next;
+    }
+    return -1;
+  };
+  // The fewest: "q" (both E empty); after "<": "z>" (E empty); after "<b": "bbbb>" through B.
+  assert.equal(a.minBytesToComplete(a.start), 1);
+  assert.equal(a.minBytesToComplete(a.walk(a.start, "<")), 2);
+  assert.equal(a.minBytesToComplete(a.walk(a.start, "<b")), 5);
+  assert.equal(a.minBytesToComplete(a.walk(a.start, "<bbb")), 3);
+  assert.equal(a.minBytesToComplete(a.walk(a.start, "<a")), 4);
+  assert.equal(a.minBytesToComplete(a.walk(a.start, "e")), 1);
+  // And every state on the way, as a breadth-first search finds it.
+  let checked = 0;
+  let layer = [a.start];
+  const seen = new Set(layer);
+  for (let d = 0; d < 8; d++) {
+    const next: number[] = [];
+    for (const s of layer) {
+      assert.equal(a.minBytesToComplete(s), bfs(s));
+      checked++;
+      for (const b of bytes) {
+        const t = a.step(s, b);
+        if (t >= 0 && !seen.has(t)) {
+          seen.add(t);
+          next.push(t);
+        }
+      }
+    }
+    layer = next;
+  }
+  assert.ok(checked > 15, `${checked}`);
+});

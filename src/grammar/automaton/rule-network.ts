@@ -194,9 +194,18 @@ export class RuleNetworkAutomaton {
         const from = base + q;
         if (inCall[from] === 1) continue;
         const row = q * width;
+        // Neighbouring classes mostly lead to the same state (a string's characters): those
+        // repeats are passed over before the random reads below.
+        let last = -2;
         for (let c = 0; c < width; c++) {
           const target = next[row + c]!;
-          if (target < 0 || c === skip) continue;
+          if (target === last) continue;
+          if (c === skip) {
+            last = -2; // the call lead's target may still be text through the next class
+            continue;
+          }
+          last = target;
+          if (target < 0) continue;
           const t = base + target;
           if (inCall[t] === 1 || seenFrom[t] === from) continue;
           seenFrom[t] = from;
@@ -209,58 +218,85 @@ export class RuleNetworkAutomaton {
         }
       }
     }
-    const intoFirst = new Int32Array(total + 1);
-    for (let e = 0; e < edges; e++) intoFirst[edgeTo[e]! + 1]!++;
-    for (let g = 0; g < total; g++) intoFirst[g + 1]! += intoFirst[g]!;
     const into = new Int32Array(edges);
-    const fill = intoFirst.slice(0, total);
-    for (let e = 0; e < edges; e++) into[fill[edgeTo[e]!]!++] = edgeFrom[e]!;
+    const intoFirst = byTarget(edgeTo, edges, total, edgeFrom, into);
     // Calls by the state they return to, and by their callee.
-    const callsInto: number[][] = [];
-    const callsOf: number[][] = [];
-    for (let g = 0; g < total; g++) {
-      for (let i = this.callFirst[g]!; i < this.callFirst[g + 1]!; i++) {
-        (callsInto[this.callReturn[i]!] ??= []).push(i);
-        (callsOf[this.callee[i]!] ??= []).push(i);
-      }
-    }
-    const callFrom = new Int32Array(this.callee.length);
+    const calls = this.callee.length;
+    const callIndex = new Int32Array(calls);
+    for (let i = 0; i < calls; i++) callIndex[i] = i;
+    const callsInto = new Int32Array(calls);
+    const callsIntoFirst = byTarget(this.callReturn, calls, total, callIndex, callsInto);
+    const callsOf = new Int32Array(calls);
+    const callsOfFirst = byTarget(this.callee, calls, this.rules.length, callIndex, callsOf);
+    const callFrom = new Int32Array(calls);
     for (let g = 0; g < total; g++) callFrom.fill(g, this.callFirst[g]!, this.callFirst[g + 1]!);
     const ruleStartingAt = new Int32Array(total).fill(-1);
     for (let r = 0; r < this.rules.length; r++) ruleStartingAt[this.offset[r]! + this.rules[r]!.start] = r;
     const settled = new Uint8Array(total);
     const dist = this.dist;
     dist.fill(Infinity);
+    // Dijkstra with two queues: a text edge weighs 1, so its relaxations enter a FIFO in order
+    // of distance (each pop is no nearer than the last); only calls, whose weights vary, go
+    // through the heap, and the next state is the nearer of the two heads. Pops come in order of
+    // distance, so a later text relaxation never improves one made earlier: a state enters the
+    // FIFO once at most (an end state at 0, any other by its first text relaxation).
+    const fifoState = new Int32Array(total);
+    const fifoDist = new Float64Array(total);
+    let head = 0;
+    let tail = 0;
     const heap = new MinHeap();
-    const relax = (p: number, d: number): void => {
+    for (let r = 0; r < this.rules.length; r++) {
+      const dfa = this.rules[r]!;
+      for (let q = 0; q < dfa.numStates; q++) {
+        const g = this.offset[r]! + q;
+        if (dfa.accepting[q] === 1 && inCall[g] === 0) {
+          dist[g] = 0;
+          fifoState[tail] = g;
+          fifoDist[tail++] = 0;
+        }
+      }
+    }
+    const relaxByCall = (p: number, d: number): void => {
       if (d < dist[p]!) {
         dist[p] = d;
         heap.push(p, d);
       }
     };
-    for (let r = 0; r < this.rules.length; r++) {
-      const dfa = this.rules[r]!;
-      for (let q = 0; q < dfa.numStates; q++)
-        if (dfa.accepting[q] === 1 && this.inCall[this.offset[r]! + q] === 0) relax(this.offset[r]! + q, 0);
-    }
-    while (heap.size > 0) {
-      const d = heap.topKey();
-      const g = heap.pop();
+    while (head < tail || heap.size > 0) {
+      let g: number;
+      let d: number;
+      if (heap.size > 0 && (head === tail || heap.topKey() < fifoDist[head]!)) {
+        d = heap.topKey();
+        g = heap.pop();
+      } else {
+        g = fifoState[head]!;
+        d = fifoDist[head++]!;
+      }
       if (settled[g] === 1 || d > dist[g]!) continue;
       settled[g] = 1;
-      for (let e = intoFirst[g]!; e < intoFirst[g + 1]!; e++) relax(into[e]!, d + 1);
+      const further = d + 1;
+      for (let e = intoFirst[g]!; e < intoFirst[g + 1]!; e++) {
+        const p = into[e]!;
+        if (further < dist[p]!) {
+          dist[p] = further;
+          fifoState[tail] = p;
+          fifoDist[tail++] = further;
+        }
+      }
       // Calls returning here whose callee's fewest is known.
-      for (const i of callsInto[g] ?? []) {
+      for (let k = callsIntoFirst[g]!; k < callsIntoFirst[g + 1]!; k++) {
+        const i = callsInto[k]!;
         const fewest = this.minLength[this.callee[i]!]!;
-        if (fewest !== Infinity) relax(callFrom[i]!, d + fewest);
+        if (fewest !== Infinity) relaxByCall(callFrom[i]!, d + fewest);
       }
       // A rule's start: its fewest is known, and the calls of it whose return state is settled weigh it now.
       const r = ruleStartingAt[g]!;
       if (r >= 0) {
         this.minLength[r] = d;
-        for (const i of callsOf[r] ?? []) {
+        for (let k = callsOfFirst[r]!; k < callsOfFirst[r + 1]!; k++) {
+          const i = callsOf[k]!;
           const ret = this.callReturn[i]!;
-          if (settled[ret] === 1) relax(callFrom[i]!, dist[ret]! + d);
+          if (settled[ret] === 1) relaxByCall(callFrom[i]!, dist[ret]! + d);
         }
       }
     }
@@ -494,6 +530,19 @@ export class RuleNetworkAutomaton {
     }
     return deepest;
   }
+}
+
+/**
+ * Counting sort of `values[0..n)` by `keys` (each in [0, buckets)) into `out`; returns the start
+ * of each key's run (buckets + 1 entries), stable.
+ */
+function byTarget(keys: Int32Array, n: number, buckets: number, values: Int32Array, out: Int32Array): Int32Array {
+  const first = new Int32Array(buckets + 1);
+  for (let i = 0; i < n; i++) first[keys[i]! + 1]!++;
+  for (let b = 0; b < buckets; b++) first[b + 1]! += first[b]!;
+  const fill = first.slice(0, buckets);
+  for (let i = 0; i < n; i++) out[fill[keys[i]!]!++] = values[i]!;
+  return first;
 }
 
 function grown(a: Int32Array): Int32Array<ArrayBuffer> {
