@@ -26,7 +26,7 @@ const SEARCH_LIMIT = 64;
  * that does not.
  */
 const MASK_SEARCH_LIMIT = 256;
-/** Search effort for all the budgets minTokensAtLeast tries together. */
+/** Search effort for all the budgets minTokensToAccept or minTokensAtLeast tries together. */
 const MIN_TOKENS_SEARCH_LIMIT = 1024;
 /** Budgets above this are treated alike by the memos (they only ever mean "plenty"). */
 const BUDGET_KEY_CAP = 0xffff;
@@ -42,6 +42,8 @@ export class TokenBudgets {
   private readonly atLeast: IdMap;
   private readonly budgetMasks = new Map<number, Uint32Array>();
   private searchLeft = 0;
+  /** Work (the meter's steps) past which a search gives up: half its operation's limit. */
+  private searchSteps = Number.POSITIVE_INFINITY;
   private searchGaveUp = false;
   /** Effort left to the mask being computed (MASK_SEARCH_LIMIT); Infinity outside mask(). */
   private maskSearchLeft = Number.POSITIVE_INFINITY;
@@ -75,6 +77,11 @@ export class TokenBudgets {
   canAcceptWithin(state: number, budget: number): boolean {
     const effort = Math.min(SEARCH_LIMIT, this.maskSearchLeft);
     this.searchLeft = effort;
+    // Each state a search expands may cost a walk of its own: past half the operation's work
+    // limit the search gives up (a "not proven", as when its effort runs out) instead of the
+    // operation failing, so the answer is a conservative one and the rest of the operation (a
+    // mask's walk) still has room.
+    this.searchSteps = this.work.operationLimit() / 2;
     this.searchGaveUp = false;
     const found = this.finishable(state, budget);
     this.maskSearchLeft -= effort - Math.max(0, this.searchLeft);
@@ -95,7 +102,7 @@ export class TokenBudgets {
     if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
     if (this.bounds.tokenUpperBound(state, false) <= budget) return true;
     // Each state expanded (its edges, and past one token the exact bound's A*) is search effort.
-    if (this.searchLeft-- <= 0) {
+    if (this.searchLeft-- <= 0 || this.work.steps > this.searchSteps) {
       this.searchGaveUp = true;
       return false;
     }
@@ -166,10 +173,21 @@ export class TokenBudgets {
     return tokens <= cap ? tokens : Number.POSITIVE_INFINITY;
   }
 
-  /** Fewest tokens to a complete sentence, searched up to `cap` (Infinity beyond it). */
+  /**
+   * Fewest tokens to a complete sentence, searched up to `cap` (Infinity beyond it, or where
+   * the searches gave up). One effort budget for all the budgets tried, as minTokensAtLeast's:
+   * each budget's search gives up past SEARCH_LIMIT, and a long document (600 array items under
+   * a cap of 512) would try every budget up to the cap, each search walking states anew.
+   */
   minTokensToAccept(state: number, cap: number): number {
-    for (let k = 0; k <= cap; k++) if (this.canAcceptWithin(state, k)) return k;
-    return Number.POSITIVE_INFINITY;
+    const outer = this.maskSearchLeft;
+    if (outer === Number.POSITIVE_INFINITY) this.maskSearchLeft = MIN_TOKENS_SEARCH_LIMIT;
+    try {
+      for (let k = 0; k <= cap; k++) if (this.canAcceptWithin(state, k)) return k;
+      return Number.POSITIVE_INFINITY;
+    } finally {
+      if (outer === Number.POSITIVE_INFINITY) this.maskSearchLeft = outer;
+    }
   }
 
   /**
