@@ -18,7 +18,10 @@
  * `fastForward`: its decode rate over the unconstrained one (forced tokens count as decoded, as
  * they are output appended without a step of their own; target >= 1.5), the forced share of the
  * tokens, and the mean time to a complete document against the same completion without it
- * (target <= 0.6).
+ * (target <= 0.6). llama.cpp runs with the service's default threads (cores - 1) unless --threads
+ * says otherwise: with one thread (a 2-core machine) evaluating a batch of forced tokens costs
+ * about as many single steps, so fast-forward saves little more than the per-step sampling there;
+ * where a batch is nearly free (more threads, a GPU) its gain approaches 1 / (1 - forced share).
  *
  * Each round runs, per schema, one JSON completion and one unconstrained completion back to back,
  * which goes first alternating (timings on shared VMs drift, ×1.7 between runs here and by far
@@ -36,7 +39,7 @@
  * each schema's states; reported as warmUp).
  *
  * Usage: npm run bench:json-e2e -- [--rounds 5] [--tokens N] [--max-new-tokens 192] [--whitespace default|compact|indented]
- *          [--threads <cores>] [--top-k 50] [--quant q8_0|q4_0] [--model path.gguf]
+ *          [--threads <n: default the service's, cores - 1>] [--top-k 50] [--quant q8_0|q4_0] [--model path.gguf]
  *   --tokens          tokens of each unconstrained completion (one per schema per round);
  *                     default: the length of the schema's last JSON completion.
  *   --max-new-tokens  the JSON completions' budget.
@@ -48,6 +51,7 @@ import { ensureSyntheticModel } from "../scripts/synth-model/synthesize.js";
 import { type ConstraintFactory, type ConstraintSpec, GenerationRuntime, type JsonSchemaTaskOptions } from "../src/generate/index.js";
 import type { ConstraintEntry } from "../src/compile/index.js";
 import type { ForcedBytes, TokenConstraint } from "../src/constraint/index.js";
+import { defaultConfig } from "../src/config.js";
 import { gatherKernelInUse } from "../src/sampling/index.js";
 import { maskWords } from "../src/support/index.js";
 import { argValue, round3 } from "./stats.js";
@@ -56,7 +60,8 @@ const ROUNDS = Number(argValue("rounds") ?? 5);
 /** Tokens of each unconstrained completion; undefined: as many as the last JSON completion of its schema. */
 const TOKENS = argValue("tokens") === undefined ? undefined : Number(argValue("tokens"));
 const MAX_NEW_TOKENS = Number(argValue("max-new-tokens") ?? 192);
-const THREADS = Number(argValue("threads") ?? availableParallelism());
+/** llama.cpp threads: the service's default (cores - 1: one core left to the serving thread) unless --threads. */
+const THREADS = Number(argValue("threads") ?? defaultConfig().threads);
 const TOP_K = Number(argValue("top-k") ?? 50);
 const QUANT = argValue("quant") === "q4_0" ? "q4_0" : "q8_0";
 const PROMPT = "You are a helpful assistant. Answer with a single JSON document that follows the schema.\nJSON:";
