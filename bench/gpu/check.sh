@@ -9,7 +9,8 @@
 # @node-llama-cpp/linux-x64-cuda does (bins/linux-x64-cuda/libllama.cuda.v0.5.0.so, ...), so the
 # service finds it exactly as it finds the npm package (too big to bring here: 143 MB).
 # Phase "test": the runtime, generation, categorization and HTTP tests with that build picked
-# by "auto". Phase "bench": bench:runtime on GPU and on the machine's CPU cores, then the service
+# by "auto". Phase "bench": bench:runtime, bench:categorize and bench:json-e2e (fast-forward) on
+# the GPU, bench:runtime on the machine's CPU cores. Phase "service": the service
 # on the GPU answering the three endpoints under concurrent load.
 # Usage: bash bench/gpu/check.sh build test bench    (any subset, in that order)
 set -uo pipefail
@@ -110,6 +111,11 @@ bench() {
     log "bench:categorize, GPU, qwen2-0.5b, $g log-sum-exp"
     BENCH_LSE=$g BENCH_MODELS=qwen BENCH_ROUNDS=3 node --import tsx bench/categorize.ts >"$OUT/categorize-gpu-$g.json" 2>/dev/null
     node -e 'const r=require(process.argv[1]); for (const x of r.models[0].results) console.log(r.logSumExp, x.mode, x.categories, "prompt_eval_ms", x.prompt_eval_ms, "categorize_ms", x.categorize_ms, "logit_rows", x.logit_rows)' "$OUT/categorize-gpu-$g.json"
+  done
+  for w in default compact; do
+    log "bench:json-e2e, GPU, $w JSON: fast-forward's rate over unconstrained decoding"
+    node --import tsx bench/json-e2e.ts --rounds 3 --whitespace $w >"$OUT/json-e2e-gpu-$w.json" 2>"$OUT/json-e2e-gpu-$w.err"
+    node -e 'const r=require(process.argv[1]), f=r.fastForward; console.log(r.jsonOptions.whitespace, "threads", r.threads, "tok/s", JSON.stringify(r.tokensPerSecond), "ff", f.tokensPerSecond, "ratio", f.ratioOverUnconstrained, "forced", f.forcedFraction, "docMsRatio", f.docMsRatio)' "$OUT/json-e2e-gpu-$w.json"
   done
   log "bench:runtime, CPU, $(nproc) threads (q8_0)"
   TRELLIS_LLAMA_GPU=cpu BENCH_ROUNDS=3 BENCH_STEPS=8 node --import tsx bench/runtime.ts >"$OUT/runtime-cpu.json" 2>"$OUT/runtime-cpu.err"
