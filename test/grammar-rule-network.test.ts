@@ -88,6 +88,25 @@ function* strings(maxLength: number): Generator<string> {
   }
 }
 
+/** The states `a` reaches from `state` over `bytes`, layer by layer (each state once), `depth` layers. */
+function* layersFrom(a: RuleNetworkAutomaton, state: number, bytes: readonly number[], depth: number): Generator<number[]> {
+  let layer = [state];
+  const seen = new Set(layer);
+  for (let d = 0; d < depth && layer.length > 0; d++) {
+    yield layer;
+    const next: number[] = [];
+    for (const s of layer)
+      for (const b of bytes) {
+        const t = a.step(s, b);
+        if (t >= 0 && !seen.has(t)) {
+          seen.add(t);
+          next.push(t);
+        }
+      }
+    layer = next;
+  }
+}
+
 test("a rule network accepts exactly its language, and keeps exactly the viable prefixes alive", () => {
   const a = new RuleNetworkAutomaton(NETWORK);
   let sentences = 0;
@@ -109,22 +128,12 @@ test("a rule network accepts exactly its language, and keeps exactly the viable 
 
 test("its distances are a breadth-first search's: the fewest bytes to a sentence", () => {
   const a = new RuleNetworkAutomaton(NETWORK);
+  const bytes = ALPHABET.map((ch) => ch.charCodeAt(0));
   const bfs = (state: number): number => {
-    let layer = [state];
-    const seen = new Set(layer);
-    for (let d = 0; d < 40; d++) {
+    let d = 0;
+    for (const layer of layersFrom(a, state, bytes, 40)) {
       if (layer.some((s) => a.isComplete(s))) return d;
-      const next: number[] = [];
-      for (const s of layer) {
-        for (const ch of ALPHABET) {
-          const t = a.step(s, ch.charCodeAt(0));
-          if (t >= 0 && !seen.has(t)) {
-            seen.add(t);
-            next.push(t);
-          }
-        }
-      }
-      layer = next;
+      d++;
     }
     return -1;
   };
@@ -205,20 +214,10 @@ test("a call weighs its callee's fewest bytes, 0 or many, against the text besid
   const a = new RuleNetworkAutomaton({ rules });
   const bytes = [..."<>zaqeb"].map((c) => c.charCodeAt(0));
   const bfs = (state: number): number => {
-    let layer = [state];
-    const seen = new Set(layer);
-    for (let d = 0; d < 20; d++) {
+    let d = 0;
+    for (const layer of layersFrom(a, state, bytes, 20)) {
       if (layer.some((s) => a.isComplete(s))) return d;
-      const next: number[] = [];
-      for (const s of layer)
-        for (const b of bytes) {
-          const t = a.step(s, b);
-          if (t >= 0 && !seen.has(t)) {
-            seen.add(t);
-            next.push(t);
-          }
-        }
-      layer = next;
+      d++;
     }
     return -1;
   };
@@ -231,22 +230,10 @@ test("a call weighs its callee's fewest bytes, 0 or many, against the text besid
   assert.equal(a.minBytesToComplete(a.walk(a.start, "e")), 1);
   // And every state on the way, as a breadth-first search finds it.
   let checked = 0;
-  let layer = [a.start];
-  const seen = new Set(layer);
-  for (let d = 0; d < 8; d++) {
-    const next: number[] = [];
-    for (const s of layer) {
-      assert.equal(a.minBytesToComplete(s), bfs(s));
+  for (const layer of layersFrom(a, a.start, bytes, 8))
+    for (const state of layer) {
+      assert.equal(a.minBytesToComplete(state), bfs(state));
       checked++;
-      for (const b of bytes) {
-        const t = a.step(s, b);
-        if (t >= 0 && !seen.has(t)) {
-          seen.add(t);
-          next.push(t);
-        }
-      }
     }
-    layer = next;
-  }
   assert.ok(checked > 15, `${checked}`);
 });
