@@ -107,6 +107,15 @@ function* layersFrom(a: RuleNetworkAutomaton, state: number, bytes: readonly num
   }
 }
 
+/** The fewest bytes from `state` to a complete sentence, breadth-first (-1: none within `depth`). */
+function fewestBytesByLayers(a: RuleNetworkAutomaton, state: number, bytes: readonly number[], depth: number): number {
+  let d = 0;
+  for (const layer of layersFrom(a, state, bytes, depth)) {
+    if (layer.some((s) => a.isComplete(s))) return d;
+    d++;
+  }
+  return -1;
+}
 test("a rule network accepts exactly its language, and keeps exactly the viable prefixes alive", () => {
   const a = new RuleNetworkAutomaton(NETWORK);
   let sentences = 0;
@@ -129,14 +138,7 @@ test("a rule network accepts exactly its language, and keeps exactly the viable 
 test("its distances are a breadth-first search's: the fewest bytes to a sentence", () => {
   const a = new RuleNetworkAutomaton(NETWORK);
   const bytes = ALPHABET.map((ch) => ch.charCodeAt(0));
-  const bfs = (state: number): number => {
-    let d = 0;
-    for (const layer of layersFrom(a, state, bytes, 40)) {
-      if (layer.some((s) => a.isComplete(s))) return d;
-      d++;
-    }
-    return -1;
-  };
+  const bfs = (state: number): number => fewestBytesByLayers(a, state, bytes, 40);
   let checked = 0;
   for (const s of strings(6)) {
     const state = a.walk(a.start, s);
@@ -213,14 +215,7 @@ test("a call weighs its callee's fewest bytes, 0 or many, against the text besid
   ];
   const a = new RuleNetworkAutomaton({ rules });
   const bytes = [..."<>zaqeb"].map((c) => c.charCodeAt(0));
-  const bfs = (state: number): number => {
-    let d = 0;
-    for (const layer of layersFrom(a, state, bytes, 20)) {
-      if (layer.some((s) => a.isComplete(s))) return d;
-      d++;
-    }
-    return -1;
-  };
+  const bfs = (state: number): number => fewestBytesByLayers(a, state, bytes, 20);
   // The fewest: "q" (both E empty); after "<": "z>" (E empty); after "<b": "bbbb>" through B.
   assert.equal(a.minBytesToComplete(a.start), 1);
   assert.equal(a.minBytesToComplete(a.walk(a.start, "<")), 2);
