@@ -803,11 +803,19 @@ class SchemaCompiler implements WriterContext {
   private stringsApart(a: ScalarFacts, b: ScalarFacts): boolean {
     if (a.patterns.length + b.patterns.length === 0) return false;
     if (![...a.types].every((t) => t === "string" || !b.types.has(t))) return false;
-    const matching = (facts: ScalarFacts): ByteDfa | null =>
-      facts.patterns.reduce<ByteDfa | null>((dfa, pattern) => {
-        const language = patternLanguage(this, pattern, "");
-        return dfa === null ? language : this.intersect(dfa, language, "");
-      }, null);
+    // Each side's patterns intersected once, on first need (a side's may be needed twice below).
+    const made = new Map<ScalarFacts, ByteDfa | null>();
+    const matching = (facts: ScalarFacts): ByteDfa | null => {
+      if (!made.has(facts))
+        made.set(
+          facts,
+          facts.patterns.reduce<ByteDfa | null>((dfa, pattern) => {
+            const language = patternLanguage(this, pattern, "");
+            return dfa === null ? language : this.intersect(dfa, language, "");
+          }, null),
+        );
+      return made.get(facts)!;
+    };
     try {
       // Listed strings against the other side's patterns; else the patterns' languages.
       for (const [listed, other] of [
