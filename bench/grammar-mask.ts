@@ -9,8 +9,11 @@
  * Each round compiles the grammar from scratch (no cross-round caches), so the lazy first visits
  * of automaton and lexer states are inside the per-token numbers; compile = grammar → automaton →
  * matcher → first mask. Then the matcher's walks ahead (walkAhead), which the server runs while
- * the model evaluates the prompt: timed on their own (walkAheadMsMedian) and counted in roundMs
- * but not in compile, and done before the replay as in the server. `oursWarmMatcher` replays on
+ * the model evaluates the prompt and then in the rest of each decode round (AHEAD_OF_LOGITS_MS a
+ * round, the step's mask included): timed on their own (walkAheadMsMedian, all of a round's) and
+ * counted in roundMs but not in compile or per token, done before the replay and after each
+ * step as in the server (which assumes decodes of at least AHEAD_OF_LOGITS_MS, as on this
+ * machine's CPU; a faster decode waits for them). `oursWarmMatcher` replays on
  * a matcher kept from the first round (the server caches one per grammar and vocabulary): steady
  * state.
  *
@@ -27,8 +30,8 @@ import { fileURLToPath } from "node:url";
 import { compileGrammar, createGrammarAutomaton } from "../src/grammar/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { TokenTrie } from "../src/constraint/index.js";
-import { GrammarConstraintState, GrammarTokenMatcher, WALK_AHEAD_MS } from "../src/constraint/index.js";
-import { MAX_IGNORED_RUN } from "../src/generate/index.js";
+import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/index.js";
+import { AHEAD_OF_LOGITS_MS, MAX_IGNORED_RUN } from "../src/generate/index.js";
 import { argValue, round3 } from "./stats.js";
 import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
@@ -330,12 +333,14 @@ function runOurs(
   if (phases !== undefined) (phases.firstMask ??= []).push(performance.now() - tm);
   out.compileMs.push(performance.now() - t0);
   out.compileCpuMs.push((cpuUs() - cpu0) / 1000);
-  // As the server does in the first decode round, while the model evaluates the prompt
-  // (CompletionJob.aheadOfLogits).
+  // As the server does in the first decode round, while the model evaluates the prompt, and then
+  // in the rest of every round, while the model decodes (CompletionJob.aheadOfLogits; the
+  // scheduler gives each round AHEAD_OF_LOGITS_MS, the step's mask included).
   const tw = performance.now();
-  matcher.walkAhead(tw + WALK_AHEAD_MS);
+  matcher.walkAhead(tw + AHEAD_OF_LOGITS_MS);
   out.walkAheadMs.push(performance.now() - tw);
-  replayTargets(() => new GrammarConstraintState(matcher), targets, budget, out, matcher.work);
+  const ahead = (stepStarted: number): void => void matcher.walkAhead(stepStarted + AHEAD_OF_LOGITS_MS);
+  replayTargets(() => new GrammarConstraintState(matcher), targets, budget, out, matcher.work, ahead);
 
   return matcher;
 }
@@ -421,7 +426,8 @@ export const GRAMMAR_NOTE =
   "per round (compile = grammar → LALR + automaton → matcher → first mask; compilePhasesMsMedian splits it: grammar text to " +
   "tables and scanners, byte automaton with its scanner DFAs, matcher, first mask at budget 1000), so first visits of lexer and parser " +
   "states are inside the per-token numbers; walkAheadMsMedian = the matcher's walks ahead after the first mask, which the server runs while " +
-  "the model evaluates the prompt (in roundMs, not in compile; done before the replay, as in the server); 'tight' = budget of exactly the target's own token count; " +
+  "the model evaluates the prompt and in the rest of each decode round (12 ms a round, the step's mask included; in roundMs, not in compile " +
+  "or per token; done before the replay and after each step, as in the server, assuming decodes of at least 12 ms); 'tight' = budget of exactly the target's own token count; " +
   "each target's replay starts with the server's admission question at its budget (minTokensToAccept: admissionUs, refusedAtAdmission), " +
   "and overMaskWorkLimit counts the operations that counted more work than the service's default TRELLIS_MASK_MAX_WORK; " +
   "oursWarmMatcher = replays on a matcher kept from the warm-up round (the server caches one per grammar and " +

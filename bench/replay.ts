@@ -80,7 +80,9 @@ export interface ReplayState {
  * it, and the token accepted. Budget 'large' = 1000 - step; 'tight' = exactly the tokens the
  * target has left. With the matcher's `work` meter, operations that counted more than the
  * service's default TRELLIS_MASK_MAX_WORK allows them (planning's allowance included) are counted,
- * without stopping the replay.
+ * without stopping the replay. `ahead(stepStarted)`: the server's work ahead in the rest of the
+ * step's decode round (CompletionJob.aheadOfLogits), after the step; timed into the round's
+ * walkAheadMs, not into the step (the server does it while the model decodes).
  */
 export function replayTargets(
   newState: () => ReplayState,
@@ -88,8 +90,10 @@ export function replayTargets(
   budget: "large" | "tight",
   out: Samples,
   work?: WorkMeter,
+  ahead?: (stepStarted: number) => void,
 ): void {
   let stepsMs = 0;
+  let aheadMs = 0;
   const overLimit = (): void => {
     if (work !== undefined && work.steps > work.operationLimit(MASK_MAX_WORK)) out.overMaskWorkLimit++;
   };
@@ -123,10 +127,15 @@ export function replayTargets(
       out.stepUs.push((c - a) * 1000);
       stepsMs += c - a;
       if (!ok) out.wronglyMasked++;
+      if (ahead !== undefined) {
+        ahead(a);
+        aheadMs += performance.now() - c;
+      }
     }
     out.tokens += n;
     if (!st.isAccepting()) out.notAccepting++;
   }
+  if (aheadMs > 0 && out.walkAheadMs.length === out.compileMs.length) out.walkAheadMs[out.walkAheadMs.length - 1]! += aheadMs;
   endRound(out, stepsMs);
 }
 

@@ -1100,3 +1100,64 @@ test("grammar lexer walks compose to walkTrie over the grammar automaton (gpt-2)
   for (const { name, source, starts } of grammarSources()) checkGrammar(source, starts, trie, rand, `gpt-2 ${name}`, starts.length + 1, 4);
   requireExercised(LEXER_WALKS, t);
 });
+
+test("lexer walks: the walk below one list of commit nodes is made once; walking ahead reaches every set where a walked token ends (gpt-2)", (t) => {
+  const file = vocabFile("gpt-2");
+  if (!existsSync(file)) {
+    t.skip(`no ${file}`);
+    return;
+  }
+  const trie = tokenTrieFor(loadVocabulary(file));
+  // Ignored whitespace: a run of each length is a lexer state of its own, each with its root walk.
+  const source = `?start: sum
+?sum: product | sum "+" product | sum "-" product
+?product: atom | product "*" atom | product "/" atom
+?atom: NUMBER | "-" atom | NAME | "(" sum ")"
+%import common.CNAME -> NAME
+%import common.NUMBER
+%import common.WS_INLINE
+%ignore WS_INLINE
+`;
+  const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: 8 });
+  const lexer = LexerLevelWalks.over(trie, automaton, new TableSlab(MATCHER_SLAB_BYTES), new WorkMeter())!;
+  assert.equal(lexer.walkAhead(Number.POSITIVE_INFINITY), true);
+  const walked = (): number => lexer.rootWalkCounts.walked + lexer.rootWalkCounts.takenOver;
+  const before = walked();
+  // From the token starts, every set where a token ends and each of its members alone: all walked.
+  const queue = Array.from(automaton.tokenStartLexers(), (lex) => lexer.setOfLexer(lex));
+  const met = new Set(queue);
+  const groups: CommitGroup[] = [];
+  for (let i = 0; i < queue.length; i++) {
+    const walk = lexer.rootWalk(queue[i]!);
+    groups.push(...walk.groups);
+    for (const cont of walk.contSets) {
+      const members = lexer.membersOf(cont);
+      for (const set of [cont, ...(members.length > 1 ? members.map((lex) => lexer.setOfLexer(lex)) : [])]) {
+        if (met.has(set)) continue;
+        met.add(set);
+        queue.push(set);
+      }
+    }
+  }
+  assert.ok(met.size > 20, `the whitespace runs' sets are met: ${met.size}`);
+  assert.equal(walked(), before, "a set where a walked token ends was not walked ahead");
+
+  // Groups of different walks with the same commit nodes share their walks below.
+  const lex = automaton.tokenStartLexers()[0]!;
+  let shared = 0;
+  const byNodes = new Map<string, CommitGroup>();
+  for (const g of groups) {
+    if (g.nodes.length + g.loops.length === 0) continue;
+    const key = `${g.nodes.join(",")}|${g.loops.join(",")}`;
+    const first = byNodes.get(key);
+    if (first === undefined) {
+      byNodes.set(key, g);
+      continue;
+    }
+    if (first === g) continue;
+    shared++;
+    assert.equal(g.below, first.below, `groups over the same nodes keep one record of walks below (${g.nodes.length} nodes)`);
+    assert.equal(lexer.subWalk(lex, g), lexer.subWalk(lex, first));
+  }
+  assert.ok(shared > 10, `groups of different walks over the same nodes: ${shared}`);
+});

@@ -23,7 +23,7 @@ export {
   type ConstraintFactory,
   type GenerationRuntimeOptions,
 } from "./runtime.js";
-export { DecodeScheduler, runJob, type DecodeJob, type SchedulerOptions, type SideWork } from "./scheduler.js";
+export { AHEAD_OF_LOGITS_MS, DecodeScheduler, runJob, type DecodeJob, type SchedulerOptions, type SideWork } from "./scheduler.js";
 export { EmbeddingLane, embeddingPooling, normalized, type EmbeddingLaneOptions } from "./embeddings.js";
 export { CompletionJob, completionText, UNBOUNDED, type CompletionJobOptions } from "./completion.js";
 export { MIN_PREFIX_MATCH, PrefixCache, type PrefixCacheOptions, type PrefixCacheStats } from "./prefix-cache.js";

@@ -12,7 +12,7 @@ import { PrefixCache, type PrefixCacheOptions } from "./prefix-cache.js";
  * Most time per round for jobs' work ahead of the logits (DecodeJob.aheadOfLogits): a new
  * grammar's walks ahead fit in it, and a round whose decode is shorter waits at most this long.
  */
-const AHEAD_OF_LOGITS_MS = 12;
+export const AHEAD_OF_LOGITS_MS = 12;
 
 export interface DecodeJob {
   /** Sequence ids the job holds while admitted. */

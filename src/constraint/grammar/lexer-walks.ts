@@ -40,13 +40,20 @@ export interface CommitGroup {
   readonly nodes: readonly number[];
   /** Subtree roots p where every node strictly below p commits: the next token starts two levels down. */
   readonly loops: readonly number[];
-  /**
-   * Walks below the nodes, per lexer-state set after the commit: most groups meet one set, kept
-   * here (belowSet -1 until then); the others in `moreBelow`.
-   */
-  belowSet: number;
-  belowWalk: LexerWalk | null;
-  moreBelow: Map<number, LexerWalk> | null;
+  /** The walks below the nodes; shared by every group with the same nodes and loops. */
+  readonly below: WalksBelow;
+}
+
+/**
+ * The walks below one list of commit nodes, per lexer-state set after the commit: most lists meet
+ * one set, kept here (`set` -1 until then); the others in `more`. Groups of other walks with the
+ * same nodes (a terminal ending before the same first bytes, from each state of a whitespace run)
+ * share it, so each walk below is made once.
+ */
+interface WalksBelow {
+  set: number;
+  walk: LexerWalk | null;
+  more: Map<number, LexerWalk> | null;
 }
 
 export interface LexerWalk {
@@ -77,6 +84,12 @@ interface LoopSlice {
   readonly regionSteps: number;
 }
 
+/**
+ * Bytes of walks past which walkAhead stops walking the sets where tokens end (a rule network of
+ * a big schema has thousands): about 400 dense walks at 152k tokens.
+ */
+const AHEAD_MAX_BYTES = 8 << 20;
+
 /** Slices per trie, by loop key (LexerSets.loopSliceKey); shared by every matcher on the trie. */
 const slicesOfTrie = new WeakMap<TokenTrie, Map<string, LoopSlice>>();
 /** Slices kept per trie (a mask and a node list each); sets past them walk their regions. */
@@ -104,6 +117,12 @@ function builderOf(keys: number[], builders: GroupBuilder[], key: number): Group
 /** The node list of a group without such nodes (shared; read only). */
 const NO_NODES: readonly number[] = Object.freeze([]);
 
+function sameList(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /**
  * Trie walks over sets of lexer states (a hypothesis's token in progress, and the fresh tokens
  * that ignored terminals ending on the way start; see LexerSets), cached per set and shared by
@@ -113,6 +132,8 @@ const NO_NODES: readonly number[] = Object.freeze([]);
  */
 export class LexerLevelWalks extends LexerSets {
   private readonly roots = new Map<number, LexerWalk>();
+  /** The node lists of the groups met so far and their walks below, by a hash of the lists (sharedBelow). */
+  private readonly spans = new Map<number, { nodes: readonly number[]; loops: readonly number[]; below: WalksBelow }[]>();
   /** Where rootWalk looks for an earlier set that behaves the same (see equivalence.ts). */
   private readonly equivalents = new SetEquivalence(this);
   private readonly atDepth: Int32Array;
@@ -139,6 +160,10 @@ export class LexerLevelWalks extends LexerSets {
 
   /** Bytes of the walks made so far (retainedBytes). */
   private madeBytes = 0;
+  /** walkEndsAhead's sets in the order met, the next to walk, and every set met. */
+  private aheadQueue: number[] | null = null;
+  private aheadNext = 0;
+  private readonly aheadMet = new Set<number>();
   /** Root walks taken over from an equivalent set (see rootWalk). */
   private takenOver = 0;
   /** Root walks that took their loop region from a slice (see LoopSlice). */
@@ -159,6 +184,7 @@ export class LexerLevelWalks extends LexerSets {
     let bytes = this.madeBytes + this.retainedSetBytes();
     bytes += this.seen.byteLength + this.seenSlot.byteLength;
     bytes += this.roots.size * 120 + this.equivalents.retainedBytes();
+    bytes += (this.aheadQueue?.length ?? 0) * 8 + this.aheadMet.size * 40;
     return bytes;
   }
 
@@ -173,7 +199,10 @@ export class LexerLevelWalks extends LexerSets {
     return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables, work, loopSlices) : null;
   }
 
-  /** The walks of every token start and body, until `deadline`; true when all are done. */
+  /**
+   * The walks of every token start and body, then of every set where a walked token ends, until
+   * `deadline`; true when all are done (or the walks ahead reached AHEAD_MAX_BYTES).
+   */
   walkAhead(deadline: number): boolean {
     // Bodies first: they are the biggest walks, and equivalent ones (a string's contents in every
     // parser context) cost one walk between them.
@@ -190,6 +219,38 @@ export class LexerLevelWalks extends LexerSets {
       if (this.roots.has(set)) continue;
       if (performance.now() >= deadline) return false;
       this.rootWalk(set);
+    }
+    return this.walkEndsAhead(deadline);
+  }
+
+  /**
+   * Breadth first from the walks made so far: the sets where their tokens end, where the next
+   * token starts, and each member of such a set on its own (a state's hypotheses are walked one
+   * by one: see edgesOf). A budget mask asks whether its targets' own tokens can finish, which
+   * would otherwise walk these sets in the middle of a decode step: a few ms each at 152k tokens,
+   * and one step after `(y + -` meets ten (a whitespace run of each length).
+   */
+  private walkEndsAhead(deadline: number): boolean {
+    const queue = (this.aheadQueue ??= [...this.roots.keys()]);
+    const met = this.aheadMet;
+    if (met.size === 0) for (const set of queue) met.add(set);
+    const meet = (set: number): void => {
+      if (!met.has(set)) {
+        met.add(set);
+        queue.push(set);
+      }
+    };
+    while (this.aheadNext < queue.length) {
+      if (this.madeBytes > AHEAD_MAX_BYTES) return true;
+      const set = queue[this.aheadNext]!;
+      if (!this.roots.has(set) && performance.now() >= deadline) return false;
+      this.aheadNext++;
+      const walk = this.rootWalk(set);
+      for (const cont of walk.contSets) {
+        meet(cont);
+        const members = this.membersOf(cont);
+        if (members.length > 1) for (const lex of members) meet(this.setOfLexer(lex));
+      }
     }
     return true;
   }
@@ -295,7 +356,8 @@ export class LexerLevelWalks extends LexerSets {
   /** The walk below a group's nodes from the lexer state the new token starts in. */
   subWalk(lex: number, group: CommitGroup): LexerWalk {
     const setId = this.setOfLexer(lex);
-    let w = group.belowSet === setId ? group.belowWalk! : group.moreBelow?.get(setId);
+    const below = group.below;
+    let w = below.set === setId ? below.walk! : below.more?.get(setId);
     if (w === undefined) {
       // Where the new token starts: children of single nodes, and nodes two levels below a loop
       // root; only those whose byte the new token can begin with (subtrees without such a byte
@@ -312,15 +374,17 @@ export class LexerLevelWalks extends LexerSets {
         const subtreeSize = this.trie.subtreeSize;
         for (const n of group.nodes) if (this.hasByteBelow(n, first)) this.startsBelow(n, first, last, false);
         for (const p of group.loops) {
+          // The bytes below p include those below its children: most loop roots go at once.
+          if (!this.hasByteBelow(p, first)) continue;
           for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!)
             if (this.hasByteBelow(c, first)) this.startsBelow(c, first, last, true);
         }
         w = this.walkFrom(setId, starts, false);
       }
-      if (group.belowSet < 0) {
-        group.belowSet = setId;
-        group.belowWalk = w;
-      } else (group.moreBelow ??= new Map()).set(setId, w);
+      if (below.set < 0) {
+        below.set = setId;
+        below.walk = w;
+      } else (below.more ??= new Map()).set(setId, w);
     }
     return w;
   }
@@ -431,11 +495,7 @@ export class LexerLevelWalks extends LexerSets {
         deadEnds: g.dead === null ? EMPTY : this.keptListOf(g.dead),
         aliveEnds: g.alive === null ? EMPTY : this.keptListOf(g.alive),
         aliveRanges: g.ranges ?? NO_NODES,
-        nodes: g.nodes ?? NO_NODES,
-        loops: g.loops ?? NO_NODES,
-        belowSet: -1,
-        belowWalk: null,
-        moreBelow: null,
+        ...this.sharedBelow(g.nodes ?? NO_NODES, g.loops ?? NO_NODES),
       });
     }
     const lists: Int32Array[] = [];
@@ -446,6 +506,28 @@ export class LexerLevelWalks extends LexerSets {
       bytes += 240 + g.deadEnds.byteLength + g.aliveEnds.byteLength + 8 * (g.aliveRanges.length + g.nodes.length + g.loops.length);
     this.madeBytes += bytes;
     return { owner: setId, mask, contSets, tokensByCont: lists, groups: out };
+  }
+
+  /**
+   * The node lists of a new group and their walks below, shared with every earlier group of the
+   * same nodes and loops (see WalksBelow). Node lists without nodes need no sharing.
+   */
+  private sharedBelow(
+    nodes: readonly number[],
+    loops: readonly number[],
+  ): { nodes: readonly number[]; loops: readonly number[]; below: WalksBelow } {
+    if (nodes.length + loops.length === 0) return { nodes, loops, below: { set: -1, walk: null, more: null } };
+    let h = 0x811c9dc5 ^ nodes.length;
+    for (let i = 0; i < nodes.length; i++) h = Math.imul(h ^ nodes[i]!, 0x01000193);
+    h = Math.imul(h ^ 0x5bd1e995, 0x01000193);
+    for (let i = 0; i < loops.length; i++) h = Math.imul(h ^ loops[i]!, 0x01000193);
+    let bucket = this.spans.get(h);
+    if (bucket === undefined) this.spans.set(h, (bucket = []));
+    for (const span of bucket) if (sameList(span.nodes, nodes) && sameList(span.loops, loops)) return span;
+    const span = { nodes, loops, below: { set: -1, walk: null, more: null } };
+    bucket.push(span);
+    this.madeBytes += 120;
+    return span;
   }
 
   /**

@@ -30,10 +30,12 @@ import { LexerLevelWalks } from "./lexer-walks.js";
 import { listOf, MATCHER_SLAB_BYTES } from "./tables.js";
 
 /**
- * Most time one matcher spends walking ahead (walkAhead), over all calls: enough for the token
- * starts and bodies of a JSON or SQL grammar at 152k tokens, small next to a request.
+ * Most time one matcher spends walking ahead (walkAhead), over all calls: enough at 152k tokens
+ * for the token starts and bodies of a JSON or SQL grammar and the sets where their tokens end
+ * (13-80 ms measured). The decode loop gives it a slice of each round while the model decodes
+ * (the scheduler's AHEAD_OF_LOGITS_MS), so it costs a request nothing there.
  */
-export const WALK_AHEAD_MS = 12;
+export const WALK_AHEAD_MS = 100;
 
 /**
  * The token matcher of one grammar automaton over one trie, shared by every request that uses it.
@@ -108,7 +110,8 @@ export class GrammarTokenMatcher {
    * Walks ahead of need until `deadline` (performance.now() time), within WALK_AHEAD_MS over the
    * matcher's life: the start state's walk, then the trie walks of every scanner's token start and
    * of the token bodies one byte in (string contents, names, numbers), which the first states of
-   * most sentences need and which cost the most (a few ms each at 152k tokens). The decode loop
+   * most sentences need and which cost the most (a few ms each at 152k tokens), then those of the
+   * sets where their tokens end, which budget masks ask about (LexerLevelWalks). The decode loop
    * runs it ahead of the logits (CompletionJob.aheadOfLogits), so first requests do not pay these
    * walks token by token, and the first mask does not wait for them. True when none are left.
    */
