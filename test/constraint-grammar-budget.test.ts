@@ -6,8 +6,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { compileGrammar, createGrammarAutomaton } from "../src/grammar/index.js";
-import { GrammarTokenMatcher, TokenTrie } from "../src/constraint/index.js";
+import { existsSync } from "node:fs";
+import { GrammarTokenMatcher, TokenTrie, tokenTrieFor, walkTrie, WorkMeter } from "../src/constraint/index.js";
+import { StateEdgeCache } from "../src/constraint/grammar/edges.js";
+import { LexerLevelWalks } from "../src/constraint/grammar/lexer-walks.js";
+import { MATCHER_SLAB_BYTES } from "../src/constraint/grammar/tables.js";
+import { TableSlab } from "../src/support/index.js";
+import { loadVocabulary } from "../src/vocab/index.js";
 import { makeVocab, rng as seededRandom } from "./support/constraint-fixtures.js";
+import { vocabFile } from "./support/paths.js";
 
 const MAX_BUDGET = 6;
 
@@ -114,4 +121,59 @@ test("grammar budget masks equal brute force on random small grammars and vocabu
   console.log(JSON.stringify({ compared, partial, stricter: stricter.length }));
   assert.ok(partial >= 20, `only ${partial} of ${compared} budget masks were partial`);
   assert.deepEqual(stricter.slice(0, 10), [], "masks left out tokens that can finish within the budget");
+});
+
+test("one token completes a state: the lazy search agrees with the state's targets (random vocabularies, gpt-2)", () => {
+  const rand = seededRandom(5150);
+  const tries: TokenTrie[] = [];
+  // Without single bytes for most characters: tokens then end terminals mid-token, in commit groups.
+  for (let round = 0; round < 3; round++) {
+    const alphabet = 'ab0123()[]{},:+-" cdkwxyt';
+    const tokens = randomVocab(alphabet, rand, 160).filter((t, i) => t.length > 1 || i % 3 === 0 || t === " ");
+    tries.push(TokenTrie.build(makeVocab(tokens)));
+  }
+  const gpt2 = vocabFile("gpt-2");
+  if (existsSync(gpt2)) tries.push(tokenTrieFor(loadVocabulary(gpt2)));
+  let compared = 0,
+    yes = 0,
+    viaGroups = 0;
+  for (const trie of tries) {
+    for (const source of GRAMMARS) {
+      const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: 3 });
+      const cache = (): StateEdgeCache => {
+        const slab = new TableSlab(MATCHER_SLAB_BYTES);
+        const work = new WorkMeter();
+        return new StateEdgeCache(trie, automaton, LexerLevelWalks.over(trie, automaton, slab, work), slab, work);
+      };
+      // `lazy` never makes a state's record, so every question takes the lazy search.
+      const lazy = cache();
+      const full = cache();
+      const seen = new Set<number>();
+      const queue = [automaton.start];
+      while (queue.length > 0 && seen.size < 400) {
+        const state = queue.splice(Math.floor(rand() * queue.length), 1)[0]!;
+        if (seen.has(state)) continue;
+        seen.add(state);
+        const targets = full.edgesOf(state).distinct;
+        const expected = Array.from(targets).some((t) => automaton.isComplete(t));
+        assert.equal(lazy.completesInOneToken(state), expected, `state ${state} of ${JSON.stringify(source)}`);
+        compared++;
+        if (expected) {
+          yes++;
+          // Found only past the commit-free tokens: the commit groups' part of the search.
+          const h = automaton.hypotheses(state);
+          let plain = false;
+          for (let i = 0; i < h.length && !plain; i += 2) {
+            walkTrie(trie, automaton, automaton.withStack(h[i]!, [h[i + 1]!]), 0, undefined, (_f, _t, target) => {
+              if (automaton.isComplete(target) && automaton.hypotheses(target)[0] === h[i]) plain = true;
+            });
+          }
+          if (!plain) viaGroups++;
+        }
+        for (const t of targets) if (!seen.has(t)) queue.push(t);
+      }
+    }
+  }
+  console.log(JSON.stringify({ compared, yes, viaGroups }));
+  assert.ok(compared > 1000 && yes > 100 && viaGroups > 20, JSON.stringify({ compared, yes, viaGroups }));
 });

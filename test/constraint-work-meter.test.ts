@@ -122,7 +122,8 @@ test("a tight budget's planning inside an admitted generation may take its allow
 %ignore WS_INLINE
 `;
   const model = loadModel(vocabFile("qwen2"), { vocabOnly: true, threads: 1 });
-  const tokens = model.tokenize("(1 + 2) * x - 3.5 / (y + -4)", { addSpecial: false, parseSpecial: false });
+  // Nested parentheses: the planning of the step before the last closing ones walks the most.
+  const tokens = model.tokenize("a * (b + (c - (d / (e + 1))))", { addSpecial: false, parseSpecial: false });
   model.dispose();
   const limit = 4_000_000;
   const matcher = new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(arithmetic), { maxIgnoredRun: MAX_IGNORED_RUN }));

@@ -17,6 +17,13 @@ import { type ForcedSpeller, forcedTokens } from "./fast-forward.js";
 import { TextStream } from "./stream.js";
 import type { CompletionResult, GeneratedToken, StopReason } from "./types.js";
 
+/**
+ * Most time one job walks ahead just before decodes (the scheduler does so when llama.cpp has
+ * every core): what a new grammar's token starts and bodies take; the rest of its walks wait for
+ * need rather than hold up every decode round.
+ */
+const AHEAD_BEFORE_DECODE_MS = 12;
+
 export interface CompletionJobOptions {
   /** Tokens fed to the model (the prompt, less a healed last token). */
   promptTokens: Int32Array;
@@ -74,6 +81,11 @@ export class CompletionJob implements DecodeJob {
   private readonly mask: Uint32Array;
   private maskReady = false;
   private walkedAhead = false;
+  /**
+   * Time this job walked ahead just before decodes (a scheduler without overlap), which delays
+   * them: past one round's slice it walks ahead only while the model decodes.
+   */
+  private aheadBeforeDecodeMs = 0;
   /** Text as it becomes final, when the request has stop strings or streams. */
   private readonly text: TextStream | null = null;
   /** Every generated token, when logprobs are asked for. */
@@ -194,8 +206,11 @@ export class CompletionJob implements DecodeJob {
       this.maskReady = true;
     }
     if (this.walkedAhead || constraint.walkAhead === undefined) return;
+    if (!whileDecoding && this.aheadBeforeDecodeMs >= AHEAD_BEFORE_DECODE_MS) return;
+    const began = performance.now();
     this.walkedAhead = true; // a throw is not retried every round
     this.walkedAhead = constraint.walkAhead(deadline);
+    if (!whileDecoding) this.aheadBeforeDecodeMs += performance.now() - began;
   }
 
   consume(ctx: LlamaContext): boolean {

@@ -108,12 +108,10 @@ export class TokenBudgets {
     }
     let found = false;
     if (budget === 1) {
-      // One token left: the targets themselves must be complete. The state's targets answer that
-      // exactly, so neither the shortest completion (an A*) nor an order of the targets helps.
-      const distinct = this.edges.edgesOf(state).distinct;
-      for (let i = 0; i < distinct.length && !found; i++) found = this.automaton.isComplete(distinct[i]!);
-      this.work.charge(distinct.length);
-      return this.remember(state, 1, found);
+      // One token left: a target itself must be complete. The state's targets answer that
+      // exactly, so neither the shortest completion (an A*) nor an order of the targets helps;
+      // they are searched up to the first complete one, without the state's mask record.
+      return this.remember(state, 1, this.edges.completesInOneToken(state));
     }
     if (this.bounds.tokenUpperBound(state, true) <= budget) return true;
     const distinct = this.targetsByDistance(this.edges.edgesOf(state));

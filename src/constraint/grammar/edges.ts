@@ -144,6 +144,63 @@ export class StateEdgeCache {
     return e;
   }
 
+  /**
+   * Whether some token takes `state` to a complete sentence: whether a target edgesOf would list
+   * is complete, searched lazily and without making the state's record: the commit-free tokens'
+   * targets, then each commit group's own end, then below the groups, up to the first found. A
+   * budget mask asks this of each of its targets when one token is left after them.
+   */
+  completesInOneToken(state: number): boolean {
+    const automaton = this.automaton;
+    const known = this.edges.get(state);
+    const lexer = this.lexer;
+    if (known !== undefined || lexer === null) {
+      const distinct = (known ?? this.edgesOf(state)).distinct;
+      this.work.charge(distinct.length);
+      for (let i = 0; i < distinct.length; i++) if (automaton.isComplete(distinct[i]!)) return true;
+      return false;
+    }
+    this.work.charge(1);
+    // A state of several hypotheses: a token completes it iff it completes one of them (edgesOf).
+    const hyps = lexer.automaton.hypotheses(state);
+    for (let i = 0; i < hyps.length; i += 2) {
+      const stack = hyps[i]!;
+      const walk = lexer.rootWalk(lexer.setOfLexer(hyps[i + 1]!));
+      const conts = walk.contSets;
+      this.work.charge(conts.length);
+      for (let c = 0; c < conts.length; c++) if (automaton.isComplete(lexer.stateOf(stack, conts[c]!))) return true;
+      if (this.groupsComplete(stack, walk.groups)) return true;
+    }
+    return false;
+  }
+
+  /** completesInOneToken below a walk's commit groups on `stack` (the targets collectGroups collects). */
+  private groupsComplete(stack: number, groups: readonly CommitGroup[]): boolean {
+    const lexer = this.lexer!;
+    const automaton = lexer.automaton;
+    this.work.charge(groups.length);
+    // A token ending at the commit first: no walk below is needed to know its target.
+    for (let g = 0; g < groups.length; g++) {
+      if (!groups[g]!.hasEnds) continue;
+      const after = automaton.afterCommit(stack, groups[g]!.commitKey);
+      if (after >= 0 && automaton.isComplete(after)) return true;
+    }
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g]!;
+      if (group.nodes.length === 0 && group.loops.length === 0) continue;
+      const after = automaton.afterCommit(stack, group.commitKey);
+      if (after < 0) continue;
+      const hyp = automaton.hypotheses(after);
+      const below = lexer.subWalk(hyp[1]!, group);
+      const nextStack = hyp[0]!;
+      const conts = below.contSets;
+      this.work.charge(conts.length);
+      for (let c = 0; c < conts.length; c++) if (automaton.isComplete(lexer.stateOf(nextStack, conts[c]!))) return true;
+      if (this.groupsComplete(nextStack, below.groups)) return true;
+    }
+    return false;
+  }
+
   /** The string form of what determines `e`'s mask (see StateEdges.signature), made on first need. */
   private maskKeyOf(e: StateEdges): string {
     if (e.maskKey !== null) return e.maskKey;

@@ -32,10 +32,11 @@ import { listOf, MATCHER_SLAB_BYTES } from "./tables.js";
 /**
  * Most time one matcher spends walking ahead (walkAhead), over all calls: enough at 152k tokens
  * for the token starts and bodies of a JSON or SQL grammar and the sets where their tokens end
- * (13-80 ms measured). The decode loop gives it a slice of each round while the model decodes
- * (the scheduler's AHEAD_OF_LOGITS_MS), so it costs a request nothing there.
+ * (30-80 ms measured when warm, 100 ms not enough for arithmetic's with a cold JIT). The decode
+ * loop gives it a slice of each round while the model decodes (the scheduler's
+ * AHEAD_OF_LOGITS_MS), so it costs a request nothing there.
  */
-export const WALK_AHEAD_MS = 100;
+export const WALK_AHEAD_MS = 250;
 
 /**
  * The token matcher of one grammar automaton over one trie, shared by every request that uses it.
