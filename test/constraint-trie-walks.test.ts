@@ -1127,9 +1127,22 @@ test("lexer walks: the walk below one list of commit nodes is made once; walking
   const queue = Array.from(automaton.tokenStartLexers(), (lex) => lexer.setOfLexer(lex));
   const met = new Set(queue);
   const groups: CommitGroup[] = [];
+  const masks = new Map<string, { mask: Uint32Array; owner: number }>();
+  let sameMasks = 0;
   for (let i = 0; i < queue.length; i++) {
     const walk = lexer.rootWalk(queue[i]!);
     groups.push(...walk.groups);
+    if (walk.mask !== null) {
+      // Walks that allow the same commit-free tokens keep one mask between them.
+      const key = walk.mask.join(",");
+      const first = masks.get(key);
+      if (first === undefined) masks.set(key, { mask: walk.mask, owner: walk.owner });
+      else if (first.owner !== walk.owner) {
+        // Walked on their own (a walk taken over from another keeps its owner and its mask).
+        assert.equal(walk.mask, first.mask, "equal root masks are one array");
+        sameMasks++;
+      }
+    }
     for (const cont of walk.contSets) {
       const members = lexer.membersOf(cont);
       for (const set of [cont, ...(members.length > 1 ? members.map((lex) => lexer.setOfLexer(lex)) : [])]) {
@@ -1157,7 +1170,13 @@ test("lexer walks: the walk below one list of commit nodes is made once; walking
     if (first === g) continue;
     shared++;
     assert.equal(g.below, first.below, `groups over the same nodes keep one record of walks below (${g.nodes.length} nodes)`);
+    if (sameTokens(g.deadEnds, first.deadEnds)) assert.equal(g.deadEnds, first.deadEnds, "equal lists of a group's tokens are one array");
     assert.equal(lexer.subWalk(lex, g), lexer.subWalk(lex, first));
   }
   assert.ok(shared > 10, `groups of different walks over the same nodes: ${shared}`);
+  assert.ok(sameMasks > 5, `root walks with equal masks: ${sameMasks}`);
 });
+
+function sameTokens(a: Int32Array, b: Int32Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}

@@ -40,7 +40,7 @@ export interface CommitGroup {
   readonly nodes: readonly number[];
   /** Subtree roots p where every node strictly below p commits: the next token starts two levels down. */
   readonly loops: readonly number[];
-  /** The walks below the nodes; shared by every group with the same nodes and loops. */
+  /** The walks below the nodes; shared by every group with the same lists. */
   readonly below: WalksBelow;
 }
 
@@ -55,6 +55,9 @@ interface WalksBelow {
   walk: LexerWalk | null;
   more: Map<number, LexerWalk> | null;
 }
+
+/** What groups of the same lists share (one object, spread into each group; see sharedShape). */
+type GroupShape = Pick<CommitGroup, "deadEnds" | "aliveEnds" | "aliveRanges" | "nodes" | "loops" | "below">;
 
 export interface LexerWalk {
   /** The set this walk was made for (a walk taken over from an equivalent set keeps its maker's). */
@@ -117,7 +120,7 @@ function builderOf(keys: number[], builders: GroupBuilder[], key: number): Group
 /** The node list of a group without such nodes (shared; read only). */
 const NO_NODES: readonly number[] = Object.freeze([]);
 
-function sameList(a: readonly number[], b: readonly number[]): boolean {
+function sameList(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
@@ -132,8 +135,10 @@ function sameList(a: readonly number[], b: readonly number[]): boolean {
  */
 export class LexerLevelWalks extends LexerSets {
   private readonly roots = new Map<number, LexerWalk>();
-  /** The node lists of the groups met so far and their walks below, by a hash of the lists (sharedBelow). */
-  private readonly spans = new Map<number, { nodes: readonly number[]; loops: readonly number[]; below: WalksBelow }[]>();
+  /** The lists of the groups met so far and their walks below, by a hash of the lists (sharedShape). */
+  private readonly shapes = new Map<number, GroupShape[]>();
+  /** Root walks' masks by a hash of their words (sharedMask). */
+  private readonly masks = new Map<number, Uint32Array[]>();
   /** Where rootWalk looks for an earlier set that behaves the same (see equivalence.ts). */
   private readonly equivalents = new SetEquivalence(this);
   private readonly atDepth: Int32Array;
@@ -489,45 +494,63 @@ export class LexerLevelWalks extends LexerSets {
     const out: CommitGroup[] = [];
     for (let i = 0; i < builders.length; i++) {
       const g = builders[i]!;
-      out.push({
-        commitKey: groupKeys[i]!,
-        hasEnds: g.hasEnds,
-        deadEnds: g.dead === null ? EMPTY : this.keptListOf(g.dead),
-        aliveEnds: g.alive === null ? EMPTY : this.keptListOf(g.alive),
-        aliveRanges: g.ranges ?? NO_NODES,
-        ...this.sharedBelow(g.nodes ?? NO_NODES, g.loops ?? NO_NODES),
-      });
+      out.push({ commitKey: groupKeys[i]!, hasEnds: g.hasEnds, ...this.sharedShape(g) });
     }
     const lists: Int32Array[] = [];
     if (!dense) for (let i = 0; i < tokensByCont.length; i++) lists.push(this.keptListOf(tokensByCont[i]!));
-    let bytes = 200 + (mask?.byteLength ?? 0) + 8 * contSets.length;
+    let bytes = 200 + 8 * contSets.length + 80 * out.length;
     for (const list of lists) bytes += 64 + list.byteLength;
-    for (const g of out)
-      bytes += 240 + g.deadEnds.byteLength + g.aliveEnds.byteLength + 8 * (g.aliveRanges.length + g.nodes.length + g.loops.length);
     this.madeBytes += bytes;
-    return { owner: setId, mask, contSets, tokensByCont: lists, groups: out };
+    return { owner: setId, mask: mask === null ? null : this.sharedMask(mask), contSets, tokensByCont: lists, groups: out };
   }
 
   /**
-   * The node lists of a new group and their walks below, shared with every earlier group of the
-   * same nodes and loops (see WalksBelow). Node lists without nodes need no sharing.
+   * A root walk's mask, or an earlier walk's equal one (read only once made): the sets of a
+   * keyword's prefixes in each parser context allow the same few tokens, a 152k-token mask each.
    */
-  private sharedBelow(
-    nodes: readonly number[],
-    loops: readonly number[],
-  ): { nodes: readonly number[]; loops: readonly number[]; below: WalksBelow } {
-    if (nodes.length + loops.length === 0) return { nodes, loops, below: { set: -1, walk: null, more: null } };
-    let h = 0x811c9dc5 ^ nodes.length;
-    for (let i = 0; i < nodes.length; i++) h = Math.imul(h ^ nodes[i]!, 0x01000193);
-    h = Math.imul(h ^ 0x5bd1e995, 0x01000193);
-    for (let i = 0; i < loops.length; i++) h = Math.imul(h ^ loops[i]!, 0x01000193);
-    let bucket = this.spans.get(h);
-    if (bucket === undefined) this.spans.set(h, (bucket = []));
-    for (const span of bucket) if (sameList(span.nodes, nodes) && sameList(span.loops, loops)) return span;
-    const span = { nodes, loops, below: { set: -1, walk: null, more: null } };
-    bucket.push(span);
-    this.madeBytes += 120;
-    return span;
+  private sharedMask(mask: Uint32Array): Uint32Array {
+    let h = 0x811c9dc5;
+    for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) h = Math.imul(h ^ w ^ Math.imul(mask[w]!, 0x9e3779b1), 0x01000193);
+    let bucket = this.masks.get(h);
+    if (bucket === undefined) this.masks.set(h, (bucket = []));
+    for (const other of bucket) if (sameList(other, mask)) return other;
+    bucket.push(mask);
+    this.madeBytes += mask.byteLength + 64;
+    return mask;
+  }
+
+  /**
+   * A new group's lists and walks below, shared with every earlier group of the same lists (see
+   * GroupShape): the states of a whitespace run each walk the trie alike past their first bytes.
+   */
+  private sharedShape(g: GroupBuilder): GroupShape {
+    const dead = g.dead ?? NO_NODES;
+    const alive = g.alive ?? NO_NODES;
+    const ranges = g.ranges ?? NO_NODES;
+    const nodes = g.nodes ?? NO_NODES;
+    const loops = g.loops ?? NO_NODES;
+    let h = 0x811c9dc5;
+    for (const list of [dead, alive, ranges, nodes, loops]) {
+      h = Math.imul(h ^ list.length ^ 0x5bd1e995, 0x01000193);
+      for (let i = 0; i < list.length; i++) h = Math.imul(h ^ list[i]!, 0x01000193);
+    }
+    let bucket = this.shapes.get(h);
+    if (bucket === undefined) this.shapes.set(h, (bucket = []));
+    for (const shape of bucket) {
+      if (sameList(shape.deadEnds, dead) && sameList(shape.aliveEnds, alive) && sameList(shape.aliveRanges, ranges))
+        if (sameList(shape.nodes, nodes) && sameList(shape.loops, loops)) return shape;
+    }
+    const shape: GroupShape = {
+      deadEnds: dead.length === 0 ? EMPTY : this.keptListOf(dead),
+      aliveEnds: alive.length === 0 ? EMPTY : this.keptListOf(alive),
+      aliveRanges: ranges,
+      nodes,
+      loops,
+      below: { set: -1, walk: null, more: null },
+    };
+    bucket.push(shape);
+    this.madeBytes += 200 + shape.deadEnds.byteLength + shape.aliveEnds.byteLength + 8 * (ranges.length + nodes.length + loops.length);
+    return shape;
   }
 
   /**
