@@ -6,15 +6,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { compileGrammar, createGrammarAutomaton } from "../src/grammar/index.js";
-import { existsSync } from "node:fs";
-import { GrammarTokenMatcher, TokenTrie, tokenTrieFor, walkTrie, WorkMeter } from "../src/constraint/index.js";
+import { GrammarTokenMatcher, TokenTrie, walkTrie, WorkMeter } from "../src/constraint/index.js";
 import { StateEdgeCache } from "../src/constraint/grammar/edges.js";
 import { LexerLevelWalks } from "../src/constraint/grammar/lexer-walks.js";
 import { MATCHER_SLAB_BYTES } from "../src/constraint/grammar/tables.js";
 import { TableSlab } from "../src/support/index.js";
-import { loadVocabulary } from "../src/vocab/index.js";
 import { makeVocab, rng as seededRandom } from "./support/constraint-fixtures.js";
-import { vocabFile } from "./support/paths.js";
 
 const MAX_BUDGET = 6;
 
@@ -123,17 +120,15 @@ test("grammar budget masks equal brute force on random small grammars and vocabu
   assert.deepEqual(stricter.slice(0, 10), [], "masks left out tokens that can finish within the budget");
 });
 
-test("one token completes a state: the lazy search agrees with the state's targets (random vocabularies, gpt-2)", () => {
+test("one token completes a state: the lazy search agrees with the state's targets (random vocabularies)", () => {
   const rand = seededRandom(5150);
   const tries: TokenTrie[] = [];
   // Without single bytes for most characters: tokens then end terminals mid-token, in commit groups.
-  for (let round = 0; round < 3; round++) {
+  for (let round = 0; round < 5; round++) {
     const alphabet = 'ab0123()[]{},:+-" cdkwxyt';
     const tokens = randomVocab(alphabet, rand, 160).filter((t, i) => t.length > 1 || i % 3 === 0 || t === " ");
     tries.push(TokenTrie.build(makeVocab(tokens)));
   }
-  const gpt2 = vocabFile("gpt-2");
-  if (existsSync(gpt2)) tries.push(tokenTrieFor(loadVocabulary(gpt2)));
   let compared = 0,
     yes = 0,
     viaGroups = 0;
