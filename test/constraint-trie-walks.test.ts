@@ -54,7 +54,7 @@ import {
 } from "../src/constraint/dfa/walks.js";
 import { MaskSharing } from "../src/constraint/dfa/sharing.js";
 import { everyUtf8CharLeadsTo } from "../src/constraint/trie.js";
-import { type CommitGroup, LexerLevelWalks } from "../src/constraint/grammar/lexer-walks.js";
+import { applyWalkTokens, type CommitGroup, LexerLevelWalks } from "../src/constraint/grammar/lexer-walks.js";
 import { MATCHER_SLAB_BYTES } from "../src/constraint/grammar/tables.js";
 import { compileGrammar, createGrammarAutomaton, type GrammarAutomaton, LEXER_COMMITS } from "../src/grammar/index.js";
 import { compileRegex } from "../src/regex/index.js";
@@ -876,8 +876,9 @@ function checkHypothesis(
     assert.deepEqual(maskMismatches(all, free.mask), [], `${label}: maskOf(every continuation set)`);
     if (work.steps < free.steps) hit("lexer:maskOf (bulk subtree)");
   }
-  const rootMask = root.mask ?? new Uint32Array(maskWords(size));
-  const rootCopy = rootMask.slice();
+  const rootCopy = new Uint32Array(maskWords(size));
+  applyWalkTokens(root, rootCopy, true);
+  if (root.tokens !== null) hit("lexer:rootWalk tokens as a list");
   sabotageMask("rootWalk", rootCopy, trie);
   assert.deepEqual(maskMismatches(union, rootCopy), [], `${label}: rootWalk mask vs maskOf over its continuation sets`);
   if (root.contSets.length > 1) {
@@ -1064,6 +1065,7 @@ function checkGrammar(
 
 const LEXER_WALKS = [
   "lexer:rootWalk",
+  "lexer:rootWalk tokens as a list",
   "lexer:rootWalk taken over from an equivalent set",
   "lexer:maskOf",
   "lexer:maskOf (bulk subtree)",
@@ -1127,19 +1129,20 @@ test("lexer walks: the walk below one list of commit nodes is made once; walking
   const queue = Array.from(automaton.tokenStartLexers(), (lex) => lexer.setOfLexer(lex));
   const met = new Set(queue);
   const groups: CommitGroup[] = [];
-  const masks = new Map<string, { mask: Uint32Array; owner: number }>();
+  const masks = new Map<string, { kept: Uint32Array | Int32Array; owner: number }>();
   let sameMasks = 0;
   for (let i = 0; i < queue.length; i++) {
     const walk = lexer.rootWalk(queue[i]!);
     groups.push(...walk.groups);
-    if (walk.mask !== null) {
-      // Walks that allow the same commit-free tokens keep one mask between them.
-      const key = walk.mask.join(",");
+    const kept = walk.mask ?? walk.tokens;
+    if (kept !== null) {
+      // Walks that allow the same commit-free tokens keep one mask (or list) between them.
+      const key = `${walk.mask === null ? "list" : "mask"} ${kept.join(",")}`;
       const first = masks.get(key);
-      if (first === undefined) masks.set(key, { mask: walk.mask, owner: walk.owner });
+      if (first === undefined) masks.set(key, { kept, owner: walk.owner });
       else if (first.owner !== walk.owner) {
         // Walked on their own (a walk taken over from another keeps its owner and its mask).
-        assert.equal(walk.mask, first.mask, "equal root masks are one array");
+        assert.equal(kept, first.kept, "equal root masks are one array");
         sameMasks++;
       }
     }

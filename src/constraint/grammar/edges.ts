@@ -12,7 +12,7 @@ import type { TokenTrie } from "../trie.js";
 import { walkTrie } from "../walk.js";
 import type { WorkMeter } from "../work-meter.js";
 import type { CompletableAutomaton } from "./contracts.js";
-import type { CommitGroup, LexerLevelWalks } from "./lexer-walks.js";
+import { applyWalkTokens, type CommitGroup, type LexerLevelWalks } from "./lexer-walks.js";
 import { listOf } from "./tables.js";
 
 /** What the cache keeps per state: its mask (or how to make it) and its targets. */
@@ -282,13 +282,13 @@ export class StateEdgeCache {
     const walk = lexer.rootWalk(setId);
     const conts = walk.contSets;
     if (fits === null) {
-      if (walk.mask !== null) mask.set(walk.mask); // `mask` is fresh: all clear
+      applyWalkTokens(walk, mask, true); // `mask` is fresh: all clear
       if (stamp !== 0) for (let i = 0; i < conts.length; i++) this.collect(lexer.stateOf(stack, conts[i]!), stamp);
     } else {
       const keep = new Set<number>();
       for (let i = 0; i < conts.length; i++) if (fits.get(lexer.stateOf(stack, conts[i]!)) === true) keep.add(conts[i]!);
       if (keep.size === conts.length) {
-        if (walk.mask !== null) orInto(mask, walk.mask);
+        applyWalkTokens(walk, mask, false);
       } else if (keep.size > 0) lexer.maskOf(setId, keep, mask);
     }
     this.applyGroups(stack, walk.groups, mask, stamp, fits);

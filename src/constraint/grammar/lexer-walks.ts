@@ -15,7 +15,7 @@
  * lexer-sets.ts, and which sets behave alike, so that one takes over another's walk, is
  * equivalence.ts.
  */
-import { grownTo, maskWords, setTokenRange, type TableSlab } from "../../support/index.js";
+import { grownTo, maskWords, orInto, setTokenList, setTokenRange, type TableSlab } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
 import type { WorkMeter } from "../work-meter.js";
 import { isLexerLevel, type CompletableAutomaton, type LexerLevelAutomaton } from "./contracts.js";
@@ -62,8 +62,13 @@ type GroupShape = Pick<CommitGroup, "deadEnds" | "aliveEnds" | "aliveRanges" | "
 export interface LexerWalk {
   /** The set this walk was made for (a walk taken over from an equivalent set keeps its maker's). */
   readonly owner: number;
-  /** Root walks: the commit-free tokens (allowed whatever the stack); null: none, or not a root walk. */
+  /**
+   * Root walks: the commit-free tokens (allowed whatever the stack) as a mask, or as a list when
+   * they are few (`tokens`: a keyword's prefix allows a handful); both null: none, or not a root
+   * walk. See applyWalkTokens.
+   */
   readonly mask: Uint32Array | null;
+  readonly tokens: Int32Array | null;
   /** Distinct lexer-state sets at the ends of commit-free tokens. */
   readonly contSets: readonly number[];
   /** Walks below commit nodes: the commit-free tokens per entry of contSets. */
@@ -120,6 +125,50 @@ function builderOf(keys: number[], builders: GroupBuilder[], key: number): Group
 /** The node list of a group without such nodes (shared; read only). */
 const NO_NODES: readonly number[] = Object.freeze([]);
 
+/** A root walk's commit-free tokens as kept (LexerWalk.mask, LexerWalk.tokens) and their number. */
+interface KeptTokens {
+  readonly count: number;
+  readonly dense: Uint32Array | null;
+  readonly tokens: Int32Array | null;
+}
+
+const NO_TOKENS: KeptTokens = { count: 0, dense: null, tokens: null };
+
+/** Root walks with at most this many commit-free tokens keep them as a list (4 KB, not a mask). */
+const SPARSE_WALK_TOKENS = 1024;
+
+/** The ids of the `count` bits set in `mask`. */
+function bitsOf(mask: Uint32Array, count: number): Int32Array {
+  const out = new Int32Array(count);
+  let n = 0;
+  for (let w = 0; w < mask.length; w++) {
+    let x = mask[w]!;
+    while (x !== 0) {
+      const low = x & -x;
+      out[n++] = w * 32 + 31 - Math.clz32(low);
+      x ^= low;
+    }
+  }
+  return out;
+}
+
+/** Whether every id of `ids` is set in `mask`. */
+function allSet(mask: Uint32Array, ids: Int32Array): boolean {
+  for (let i = 0; i < ids.length; i++) if (((mask[ids[i]! >>> 5]! >>> (ids[i]! & 31)) & 1) === 0) return false;
+  return true;
+}
+
+/**
+ * Sets in `mask` a root walk's commit-free tokens (LexerWalk.mask or .tokens); `fresh`: the mask is
+ * all clear, so a dense one is copied rather than or-ed in.
+ */
+export function applyWalkTokens(walk: LexerWalk, mask: Uint32Array, fresh: boolean): void {
+  if (walk.mask !== null) {
+    if (fresh) mask.set(walk.mask);
+    else orInto(mask, walk.mask);
+  } else if (walk.tokens !== null) setTokenList(mask, walk.tokens);
+}
+
 function sameList(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
@@ -137,8 +186,8 @@ export class LexerLevelWalks extends LexerSets {
   private readonly roots = new Map<number, LexerWalk>();
   /** The lists of the groups met so far and their walks below, by a hash of the lists (sharedShape). */
   private readonly shapes = new Map<number, GroupShape[]>();
-  /** Root walks' masks by a hash of their words (sharedMask). */
-  private readonly masks = new Map<number, Uint32Array[]>();
+  /** Root walks' commit-free tokens by a hash of their mask's words (sharedTokens). */
+  private readonly masks = new Map<number, KeptTokens[]>();
   /** Where rootWalk looks for an earlier set that behaves the same (see equivalence.ts). */
   private readonly equivalents = new SetEquivalence(this);
   private readonly atDepth: Int32Array;
@@ -372,7 +421,7 @@ export class LexerLevelWalks extends LexerSets {
       for (let i = 7; i >= 0 && last < 0; i--) if (first[i] !== 0) last = i * 32 + 31 - Math.clz32(first[i]!);
       if (last < 0) {
         // Nothing can follow the commit (the end of the sentence, say): no token goes on below.
-        w = { owner: setId, mask: null, contSets: [], tokensByCont: [], groups: [] };
+        w = { owner: setId, mask: null, tokens: null, contSets: [], tokensByCont: [], groups: [] };
       } else {
         const starts = this.starts;
         starts.length = 0;
@@ -501,22 +550,39 @@ export class LexerLevelWalks extends LexerSets {
     let bytes = 200 + 8 * contSets.length + 80 * out.length;
     for (const list of lists) bytes += 64 + list.byteLength;
     this.madeBytes += bytes;
-    return { owner: setId, mask: mask === null ? null : this.sharedMask(mask), contSets, tokensByCont: lists, groups: out };
+    const { dense: shared, tokens } = mask === null ? NO_TOKENS : this.sharedTokens(mask);
+    return { owner: setId, mask: shared, tokens, contSets, tokensByCont: lists, groups: out };
   }
 
   /**
-   * A root walk's mask, or an earlier walk's equal one (read only once made): the sets of a
-   * keyword's prefixes in each parser context allow the same few tokens, a 152k-token mask each.
+   * A root walk's commit-free tokens as kept: a list when few, else the mask, each the same array
+   * as an earlier walk's equal one (read only once made). The sets of a keyword's prefixes in each
+   * parser context allow the same few tokens: a 152k-token mask each, a few hundred bytes as lists.
    */
-  private sharedMask(mask: Uint32Array): Uint32Array {
+  private sharedTokens(mask: Uint32Array): KeptTokens {
     let h = 0x811c9dc5;
-    for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) h = Math.imul(h ^ w ^ Math.imul(mask[w]!, 0x9e3779b1), 0x01000193);
+    let count = 0;
+    for (let w = 0; w < mask.length; w++) {
+      const word = mask[w]!;
+      if (word === 0) continue;
+      h = Math.imul(h ^ w ^ Math.imul(word, 0x9e3779b1), 0x01000193);
+      let x = word;
+      while (x !== 0) {
+        x &= x - 1;
+        count++;
+      }
+    }
     let bucket = this.masks.get(h);
     if (bucket === undefined) this.masks.set(h, (bucket = []));
-    for (const other of bucket) if (sameList(other, mask)) return other;
-    bucket.push(mask);
-    this.madeBytes += mask.byteLength + 64;
-    return mask;
+    for (const kept of bucket) {
+      if (kept.count !== count) continue;
+      if (kept.dense !== null ? sameList(kept.dense, mask) : allSet(mask, kept.tokens!)) return kept;
+    }
+    const kept: KeptTokens =
+      count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: bitsOf(mask, count) };
+    bucket.push(kept);
+    this.madeBytes += 96 + (kept.dense?.byteLength ?? 0) + (kept.tokens?.byteLength ?? 0);
+    return kept;
   }
 
   /**
