@@ -146,3 +146,36 @@ test("a tight budget's planning inside an admitted generation may take its allow
   // The case is chosen so that the allowance is used (pick a dearer one if planning gets cheaper).
   assert.ok(overLimit > 0, "no planning step needed more than the limit");
 });
+
+test("walking ahead never uses up a matcher's work limit: every walk it makes a later mask need not", () => {
+  const sql = `start: select
+select: "SELECT"i NAME ("," NAME)* "FROM"i NAME ["WHERE"i NAME OP (NAME | NUMBER)]
+OP: "=" | "<" | ">" | "<=" | ">="
+%import common.CNAME -> NAME
+%import common.NUMBER
+%import common.WS
+%ignore WS
+`;
+  const limit = 4_000_000;
+  const matcher = new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(sql), { maxIgnoredRun: 8 }));
+  matcher.work.limitSteps = limit;
+  const state = new GrammarConstraintState(matcher);
+  state.mask(64);
+  // Many walks in one call, as a long decode round allows; each one a mask would need is done.
+  let done = false;
+  for (let round = 0; round < 200 && !done; round++) done = state.walkAhead(Number.POSITIVE_INFINITY);
+  assert.ok(done);
+  assert.equal(matcher.work.exhausted, null, "walking ahead exhausted the matcher");
+  const counts = matcher.rootWalkCounts!;
+  assert.ok(counts.walked + counts.takenOver > 50, JSON.stringify(counts));
+  const single = new Map<number, number>();
+  for (let id = 0; id < vocab.size; id++) {
+    const bytes = vocab.tokenBytes(id);
+    if (bytes.length === 1 && !single.has(bytes[0]!)) single.set(bytes[0]!, id);
+  }
+  for (const byte of new TextEncoder().encode("SELECT a, b FROM t WHERE a >= 3")) {
+    state.mask(64);
+    assert.ok(state.advance(single.get(byte)!), String.fromCharCode(byte));
+  }
+  assert.ok(state.isAccepting());
+});

@@ -120,7 +120,18 @@ export class GrammarTokenMatcher {
     if (this.walkAheadLeftMs <= 0) return true;
     const began = performance.now();
     this.allowedMask(this.start); // the first mask needs it anyway
-    const done = this.lexer === null || this.lexer.walkAhead(Math.min(deadline, began + this.walkAheadLeftMs));
+    // Walks ahead are not an operation of a request: bounded by time and bytes, each one a walk
+    // some mask would make (the trie's size at most), they may not use up the work limit that
+    // would end the matcher (a mask that needs one of them then finds it made, free).
+    const limit = this.work.limitSteps;
+    this.work.limitSteps = Number.POSITIVE_INFINITY;
+    let done: boolean;
+    try {
+      done = this.lexer === null || this.lexer.walkAhead(Math.min(deadline, began + this.walkAheadLeftMs));
+    } finally {
+      this.work.limitSteps = limit;
+      this.work.steps = 0;
+    }
     this.walkAheadLeftMs = done ? 0 : this.walkAheadLeftMs - (performance.now() - began);
     return this.walkAheadLeftMs <= 0;
   }
