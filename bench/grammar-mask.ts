@@ -11,7 +11,7 @@
  * matcher → first mask. Then the matcher's walks ahead (walkAhead), which the server runs while
  * the model evaluates the prompt and then in the rest of each decode round (AHEAD_OF_LOGITS_MS a
  * round, the step's mask included): timed on their own (walkAheadMsMedian, all of a round's) and
- * counted in roundMs but not in compile or per token, done before the replay and after each
+ * counted in roundMs but not in compile or per token, done before the replay and after each mask
  * step as in the server (which assumes decodes of at least AHEAD_OF_LOGITS_MS, as on this
  * machine's CPU; a faster decode waits for them). `oursWarmMatcher` replays on
  * a matcher kept from the first round (the server caches one per grammar and vocabulary): steady
@@ -33,7 +33,7 @@ import { TokenTrie } from "../src/constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/index.js";
 import { AHEAD_OF_LOGITS_MS, MAX_IGNORED_RUN } from "../src/generate/index.js";
 import { argValue, round3 } from "./stats.js";
-import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type Samples } from "./replay.js";
+import { compareWorkload, cpuUs, newSamples, replayTargets, runTheirs, type ReplayState, type Samples } from "./replay.js";
 import { byteLevelVocab, loadXGrammar } from "./xgrammar.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -339,7 +339,8 @@ function runOurs(
   const tw = performance.now();
   matcher.walkAhead(tw + AHEAD_OF_LOGITS_MS);
   out.walkAheadMs.push(performance.now() - tw);
-  const ahead = (stepStarted: number): void => void matcher.walkAhead(stepStarted + AHEAD_OF_LOGITS_MS);
+  const ahead = (stepStarted: number, state: ReplayState): void =>
+    void (state as GrammarConstraintState).walkAhead(stepStarted + AHEAD_OF_LOGITS_MS);
   replayTargets(() => new GrammarConstraintState(matcher), targets, budget, out, matcher.work, ahead);
 
   return matcher;
@@ -427,7 +428,7 @@ export const GRAMMAR_NOTE =
   "tables and scanners, byte automaton with its scanner DFAs, matcher, first mask at budget 1000), so first visits of lexer and parser " +
   "states are inside the per-token numbers; walkAheadMsMedian = the matcher's walks ahead after the first mask, which the server runs while " +
   "the model evaluates the prompt and in the rest of each decode round (12 ms a round, the step's mask included; in roundMs, not in compile " +
-  "or per token; done before the replay and after each step, as in the server, assuming decodes of at least 12 ms); 'tight' = budget of exactly the target's own token count; " +
+  "or per token; done before the replay and after each step's mask (with the step's state, whose next sets go first), as in the server, assuming decodes of at least 12 ms); 'tight' = budget of exactly the target's own token count; " +
   "each target's replay starts with the server's admission question at its budget (minTokensToAccept: admissionUs, refusedAtAdmission), " +
   "and overMaskWorkLimit counts the operations that counted more work than the service's default TRELLIS_MASK_MAX_WORK; " +
   "oursWarmMatcher = replays on a matcher kept from the warm-up round (the server caches one per grammar and " +

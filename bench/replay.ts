@@ -80,9 +80,10 @@ export interface ReplayState {
  * it, and the token accepted. Budget 'large' = 1000 - step; 'tight' = exactly the tokens the
  * target has left. With the matcher's `work` meter, operations that counted more than the
  * service's default TRELLIS_MASK_MAX_WORK allows them (planning's allowance included) are counted,
- * without stopping the replay. `ahead(stepStarted)`: the server's work ahead in the rest of the
- * step's decode round (CompletionJob.aheadOfLogits), after the step; timed into the round's
- * walkAheadMs, not into the step (the server does it while the model decodes).
+ * without stopping the replay. `ahead(stepStarted, state)`: the server's work ahead in the rest
+ * of the step's decode round (CompletionJob.aheadOfLogits), after the step's mask and before its
+ * token; timed into the round's walkAheadMs, not into the step (the server does it while the
+ * model decodes).
  */
 export function replayTargets(
   newState: () => ReplayState,
@@ -90,7 +91,7 @@ export function replayTargets(
   budget: "large" | "tight",
   out: Samples,
   work?: WorkMeter,
-  ahead?: (stepStarted: number) => void,
+  ahead?: (stepStarted: number, state: ReplayState) => void,
 ): void {
   let stepsMs = 0;
   let aheadMs = 0;
@@ -120,17 +121,24 @@ export function replayTargets(
       const b = performance.now();
       overLimit();
       const ok = hasBit(mask, tok);
+      let cpuAhead = 0;
+      let b2 = b;
+      if (ahead !== undefined) {
+        // As in a decode round: the mask, then the work ahead while the model decodes, then the
+        // sampled token.
+        const cpu0 = cpuUs();
+        ahead(a, st);
+        cpuAhead = cpuUs() - cpu0;
+        b2 = performance.now();
+        aheadMs += b2 - b;
+      }
       st.advance(tok);
       const c = performance.now();
-      out.stepCpuUs.push(cpuUs() - cpu);
+      out.stepCpuUs.push(cpuUs() - cpu - cpuAhead);
       out.maskOnlyUs.push((b - a) * 1000);
-      out.stepUs.push((c - a) * 1000);
-      stepsMs += c - a;
+      out.stepUs.push((b - a + (c - b2)) * 1000);
+      stepsMs += b - a + (c - b2);
       if (!ok) out.wronglyMasked++;
-      if (ahead !== undefined) {
-        ahead(a);
-        aheadMs += performance.now() - c;
-      }
     }
     out.tokens += n;
     if (!st.isAccepting()) out.notAccepting++;

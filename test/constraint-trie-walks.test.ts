@@ -35,6 +35,7 @@ import { resolve } from "node:path";
 import {
   DfaConstraintState,
   DfaTokenMatcher,
+  GrammarConstraintState,
   GrammarTokenMatcher,
   TokenTrie,
   tokenTrieFor,
@@ -1183,3 +1184,50 @@ test("lexer walks: the walk below one list of commit nodes is made once; walking
 function sameTokens(a: Int32Array, b: Int32Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
+
+test("walking ahead from a state walks first what its next step's mask walks from (gpt-2)", (t) => {
+  const file = vocabFile("gpt-2");
+  if (!existsSync(file)) {
+    t.skip(`no ${file}`);
+    return;
+  }
+  const vocab = loadVocabulary(file);
+  const trie = tokenTrieFor(vocab);
+  const source = `?start: sum
+?sum: product | sum "+" product | sum "-" product
+?product: atom | product "*" atom | product "/" atom
+?atom: NUMBER | "-" atom | NAME | "(" sum ")"
+%import common.CNAME -> NAME
+%import common.NUMBER
+%import common.WS_INLINE
+%ignore WS_INLINE
+`;
+  const single = new Map<number, number>();
+  for (let id = 0; id < vocab.size; id++) {
+    const bytes = vocab.tokenBytes(id);
+    if (bytes.length === 1 && !single.has(bytes[0]!)) single.set(bytes[0]!, id);
+  }
+  let stepsWithNewWalks = 0;
+  for (const text of ["(a + b", "x * (2 - y)", "-(-(q))"]) {
+    const matcher = new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: 8 }));
+    const state = new GrammarConstraintState(matcher);
+    for (const byte of new TextEncoder().encode(text)) {
+      state.mask(1 << 20);
+      // The walks the next step needs, whatever the token: its targets' sets (the first call
+      // walks the token starts and the sets where tokens end too).
+      const before = matcher.rootWalkCounts!;
+      state.walkAhead(Number.POSITIVE_INFINITY);
+      const ahead = matcher.rootWalkCounts!;
+      if (ahead.walked + ahead.takenOver > before.walked + before.takenOver) stepsWithNewWalks++;
+      assert.ok(state.advance(single.get(byte)!));
+      state.mask(1 << 20);
+      const after = matcher.rootWalkCounts!;
+      assert.equal(
+        after.walked + after.takenOver,
+        ahead.walked + ahead.takenOver,
+        `the mask after ${JSON.stringify(String.fromCharCode(byte))} in ${text} walked a set`,
+      );
+    }
+  }
+  assert.ok(stepsWithNewWalks > 3, `steps that walked ahead: ${stepsWithNewWalks}`);
+});

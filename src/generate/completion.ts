@@ -86,6 +86,8 @@ export class CompletionJob implements DecodeJob {
    * them: past one round's slice it walks ahead only while the model decodes.
    */
   private aheadBeforeDecodeMs = 0;
+  /** Set while walkAhead runs: after a throw it is not called again. */
+  private aheadFailed = false;
   /** Text as it becomes final, when the request has stop strings or streams. */
   private readonly text: TextStream | null = null;
   /** Every generated token, when logprobs are asked for. */
@@ -205,11 +207,14 @@ export class CompletionJob implements DecodeJob {
       constraint.writeMask(this.o.maxNewTokens - this.generated.length, this.mask);
       this.maskReady = true;
     }
-    if (this.walkedAhead || constraint.walkAhead === undefined) return;
-    if (!whileDecoding && this.aheadBeforeDecodeMs >= AHEAD_BEFORE_DECODE_MS) return;
+    // While the model decodes, every round (a grammar walks its next step's sets); just before a
+    // decode, until done or AHEAD_BEFORE_DECODE_MS.
+    if (this.aheadFailed || constraint.walkAhead === undefined) return;
+    if (!whileDecoding && (this.walkedAhead || this.aheadBeforeDecodeMs >= AHEAD_BEFORE_DECODE_MS)) return;
     const began = performance.now();
-    this.walkedAhead = true; // a throw is not retried every round
+    this.aheadFailed = true; // a throw is not retried every round
     this.walkedAhead = constraint.walkAhead(deadline);
+    this.aheadFailed = false;
     if (!whileDecoding) this.aheadBeforeDecodeMs += performance.now() - began;
   }
 

@@ -201,6 +201,11 @@ export class StateEdgeCache {
     return false;
   }
 
+  /** The targets of `state` when its record is made (its mask was asked for), else null. */
+  targetsIfKnown(state: number): Int32Array | null {
+    return this.edges.get(state)?.distinct ?? null;
+  }
+
   /** The string form of what determines `e`'s mask (see StateEdges.signature), made on first need. */
   private maskKeyOf(e: StateEdges): string {
     if (e.maskKey !== null) return e.maskKey;

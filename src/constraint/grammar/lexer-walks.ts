@@ -253,6 +253,15 @@ export class LexerLevelWalks extends LexerSets {
     return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables, work, loopSlices) : null;
   }
 
+  /** The root walks of `sets` until `deadline` (the next step's, see GrammarTokenMatcher.walkAhead). */
+  walkSets(deadline: number, sets: readonly number[]): void {
+    for (const set of sets) {
+      if (this.roots.has(set)) continue;
+      if (performance.now() >= deadline) return;
+      this.rootWalk(set);
+    }
+  }
+
   /**
    * The walks of every token start and body, then of every set where a walked token ends, until
    * `deadline`; true when all are done (or the walks ahead reached AHEAD_MAX_BYTES).

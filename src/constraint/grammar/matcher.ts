@@ -112,28 +112,50 @@ export class GrammarTokenMatcher {
    * matcher's life: the start state's walk, then the trie walks of every scanner's token start and
    * of the token bodies one byte in (string contents, names, numbers), which the first states of
    * most sentences need and which cost the most (a few ms each at 152k tokens), then those of the
-   * sets where their tokens end, which budget masks ask about (LexerLevelWalks). The decode loop
-   * runs it ahead of the logits (CompletionJob.aheadOfLogits), so first requests do not pay these
-   * walks token by token, and the first mask does not wait for them. True when none are left.
+   * sets where their tokens end, which budget masks ask about (LexerLevelWalks); first of all,
+   * those the step after `current` (a state whose mask is made) walks from, which it walks also
+   * once the rest is done. The decode loop runs it ahead of the logits in every round
+   * (CompletionJob.aheadOfLogits), so first requests do not pay these walks token by token, and
+   * the first mask does not wait for them. True when none but the next step's are left.
    */
-  walkAhead(deadline: number): boolean {
-    if (this.walkAheadLeftMs <= 0) return true;
+  walkAhead(deadline: number, current = -1): boolean {
+    const lexer = this.lexer;
+    if (lexer === null || (this.walkAheadLeftMs <= 0 && current < 0)) return true;
     const began = performance.now();
-    this.allowedMask(this.start); // the first mask needs it anyway
+    if (this.walkAheadLeftMs > 0) this.allowedMask(this.start); // the first mask needs it anyway
     // Walks ahead are not an operation of a request: bounded by time and bytes, each one a walk
     // some mask would make (the trie's size at most), they may not use up the work limit that
     // would end the matcher (a mask that needs one of them then finds it made, free).
     const limit = this.work.limitSteps;
     this.work.limitSteps = Number.POSITIVE_INFINITY;
-    let done: boolean;
+    let done = true;
     try {
-      done = this.lexer === null || this.lexer.walkAhead(Math.min(deadline, began + this.walkAheadLeftMs));
+      // The next step's sets whatever the budget left: a few, and mostly walked already.
+      lexer.walkSets(deadline, this.nextSets(current));
+      if (this.walkAheadLeftMs > 0) done = lexer.walkAhead(Math.min(deadline, began + this.walkAheadLeftMs));
     } finally {
       this.work.limitSteps = limit;
       this.work.steps = 0;
     }
-    this.walkAheadLeftMs = done ? 0 : this.walkAheadLeftMs - (performance.now() - began);
+    if (this.walkAheadLeftMs > 0) this.walkAheadLeftMs = done ? 0 : this.walkAheadLeftMs - (performance.now() - began);
     return this.walkAheadLeftMs <= 0;
+  }
+
+  /**
+   * The lexer-state sets the next step's mask walks from, whatever token comes: one per hypothesis
+   * of each target of `current` (once its mask is made; else none). Among them the sets just after
+   * a commit, which the walks ahead of where tokens end do not meet.
+   */
+  private nextSets(current: number): readonly number[] {
+    const targets = current < 0 ? null : this.edges.targetsIfKnown(current);
+    const lexer = this.lexer;
+    if (targets === null || lexer === null) return [];
+    const sets = new Set<number>();
+    for (let i = 0; i < targets.length; i++) {
+      const hyps = lexer.automaton.hypotheses(targets[i]!);
+      for (let h = 1; h < hyps.length; h += 2) sets.add(lexer.setOfLexer(hyps[h]!));
+    }
+    return [...sets];
   }
 
   /** Every token the grammar allows in `state`, whatever the budget. Read only. */

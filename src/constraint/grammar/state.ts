@@ -40,10 +40,10 @@ export class GrammarConstraintState implements TokenConstraint {
     return this.state !== PREFIX_PENDING && this.matcher.isAccepting(this.state);
   }
 
-  /** The matcher's walks ahead (shared by every state of it); true when none are left. */
+  /** The matcher's walks ahead (shared by every state of it), this state's next step's first; true when none are left. */
   walkAhead(deadline: number): boolean {
     this.matcher.work.begin();
-    return this.matcher.walkAhead(deadline);
+    return this.matcher.walkAhead(deadline, this.state);
   }
 
   /** Allowed tokens with `remaining` tokens left: the matcher's shared bitset (read only), or a new one while healing. */
