@@ -169,6 +169,9 @@ export function applyWalkTokens(walk: LexerWalk, mask: Uint32Array, fresh: boole
   } else if (walk.tokens !== null) setTokenList(mask, walk.tokens);
 }
 
+/** Entries a hash keeps for sharing (sharedTokens, sharedShape): colliding lists past it are not compared. */
+const MAX_BUCKET = 8;
+
 function sameList(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
@@ -589,7 +592,7 @@ export class LexerLevelWalks extends LexerSets {
     }
     const kept: KeptTokens =
       count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: bitsOf(mask, count) };
-    bucket.push(kept);
+    if (bucket.length < MAX_BUCKET) bucket.push(kept);
     this.madeBytes += 96 + (kept.dense?.byteLength ?? 0) + (kept.tokens?.byteLength ?? 0);
     return kept;
   }
@@ -623,7 +626,7 @@ export class LexerLevelWalks extends LexerSets {
       loops,
       below: { set: -1, walk: null, more: null },
     };
-    bucket.push(shape);
+    if (bucket.length < MAX_BUCKET) bucket.push(shape);
     this.madeBytes += 200 + shape.deadEnds.byteLength + shape.aliveEnds.byteLength + 8 * (ranges.length + nodes.length + loops.length);
     return shape;
   }
