@@ -61,7 +61,16 @@ import { compileGrammar, createGrammarAutomaton, type GrammarAutomaton, LEXER_CO
 import { compileRegex } from "../src/regex/index.js";
 import { maskWords, setBits, TableSlab } from "../src/support/index.js";
 import { loadVocabulary, TokenKind } from "../src/vocab/index.js";
-import { bruteMinTokens, bruteTransitions, finishDfa, makeVocab, randomDfa, rng } from "./support/constraint-fixtures.js";
+import {
+  ARITHMETIC_GRAMMAR,
+  bruteMinTokens,
+  bruteTransitions,
+  finishDfa,
+  makeVocab,
+  randomDfa,
+  rng,
+  singleByteTokens,
+} from "./support/constraint-fixtures.js";
 import { REPO_ROOT, vocabFile } from "./support/paths.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -1112,15 +1121,7 @@ test("lexer walks: the walk below one list of commit nodes is made once; walking
   }
   const trie = tokenTrieFor(loadVocabulary(file));
   // Ignored whitespace: a run of each length is a lexer state of its own, each with its root walk.
-  const source = `?start: sum
-?sum: product | sum "+" product | sum "-" product
-?product: atom | product "*" atom | product "/" atom
-?atom: NUMBER | "-" atom | NAME | "(" sum ")"
-%import common.CNAME -> NAME
-%import common.NUMBER
-%import common.WS_INLINE
-%ignore WS_INLINE
-`;
+  const source = ARITHMETIC_GRAMMAR;
   const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: 8 });
   const lexer = LexerLevelWalks.over(trie, automaton, new TableSlab(MATCHER_SLAB_BYTES), new WorkMeter())!;
   assert.equal(lexer.walkAhead(Number.POSITIVE_INFINITY), true);
@@ -1193,20 +1194,8 @@ test("walking ahead from a state walks first what its next step's mask walks fro
   }
   const vocab = loadVocabulary(file);
   const trie = tokenTrieFor(vocab);
-  const source = `?start: sum
-?sum: product | sum "+" product | sum "-" product
-?product: atom | product "*" atom | product "/" atom
-?atom: NUMBER | "-" atom | NAME | "(" sum ")"
-%import common.CNAME -> NAME
-%import common.NUMBER
-%import common.WS_INLINE
-%ignore WS_INLINE
-`;
-  const single = new Map<number, number>();
-  for (let id = 0; id < vocab.size; id++) {
-    const bytes = vocab.tokenBytes(id);
-    if (bytes.length === 1 && !single.has(bytes[0]!)) single.set(bytes[0]!, id);
-  }
+  const source = ARITHMETIC_GRAMMAR;
+  const single = singleByteTokens(vocab);
   let stepsWithNewWalks = 0;
   for (const text of ["(a + b", "x * (2 - y)", "-(-(q))"]) {
     const matcher = new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: 8 }));

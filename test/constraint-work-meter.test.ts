@@ -14,6 +14,7 @@ import { ConstraintTooCostlyError, PLANNING_ALLOWANCE } from "../src/constraint/
 import { ConstraintCache } from "../src/compile/index.js";
 import { UnsatisfiableError } from "../src/generate/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
+import { ARITHMETIC_GRAMMAR, singleByteTokens } from "./support/constraint-fixtures.js";
 import { vocabFile } from "./support/paths.js";
 
 const vocab = loadVocabulary(vocabFile("qwen2"));
@@ -112,15 +113,7 @@ test("a request whose operation runs out mid-way is a 422; the next request gets
 test("a tight budget's planning inside an admitted generation may take its allowance past the limit, no more", async () => {
   const { loadModel } = await import("../src/model/index.js");
   const { MAX_IGNORED_RUN } = await import("../src/generate/index.js");
-  const arithmetic = `?start: sum
-?sum: product | sum "+" product | sum "-" product
-?product: atom | product "*" atom | product "/" atom
-?atom: NUMBER | "-" atom | NAME | "(" sum ")"
-%import common.CNAME -> NAME
-%import common.NUMBER
-%import common.WS_INLINE
-%ignore WS_INLINE
-`;
+  const arithmetic = ARITHMETIC_GRAMMAR;
   const model = loadModel(vocabFile("qwen2"), { vocabOnly: true, threads: 1 });
   // Nested parentheses: the planning of the step before the last closing ones walks the most.
   const tokens = model.tokenize("a * (b + (c - (d / (e + 1))))", { addSpecial: false, parseSpecial: false });
@@ -168,11 +161,7 @@ OP: "=" | "<" | ">" | "<=" | ">="
   assert.equal(matcher.work.exhausted, null, "walking ahead exhausted the matcher");
   const counts = matcher.rootWalkCounts!;
   assert.ok(counts.walked + counts.takenOver > 50, JSON.stringify(counts));
-  const single = new Map<number, number>();
-  for (let id = 0; id < vocab.size; id++) {
-    const bytes = vocab.tokenBytes(id);
-    if (bytes.length === 1 && !single.has(bytes[0]!)) single.set(bytes[0]!, id);
-  }
+  const single = singleByteTokens(vocab);
   for (const byte of new TextEncoder().encode("SELECT a, b FROM t WHERE a >= 3")) {
     state.mask(64);
     assert.ok(state.advance(single.get(byte)!), String.fromCharCode(byte));

@@ -14,18 +14,9 @@ import { compileGrammar, createGrammarAutomaton, ruleNetworkAutomaton } from "..
 import { compileJsonSchema, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaOptions } from "../src/schema/index.js";
 import { seededRandom } from "../src/support/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
+import { singleByteTokens } from "./support/constraint-fixtures.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
 import { vocabFile } from "./support/paths.js";
-
-/** A token of each byte that is a token by itself: texts fed byte by byte. */
-function singleByteTokens(vocab: { size: number; tokenBytes(id: number): Uint8Array }): Map<number, number> {
-  const single = new Map<number, number>();
-  for (let t = 0; t < vocab.size; t++) {
-    const b = vocab.tokenBytes(t);
-    if (b.length === 1 && !single.has(b[0]!)) single.set(b[0]!, t);
-  }
-  return single;
-}
 
 /** json.dumps(value) with its default separators, as the "default" style writes JSON. */
 function dumps(value: unknown): string {

@@ -200,3 +200,27 @@ export function maskDiff(mask: Uint32Array, size: number, expected: (id: number)
   for (let id = 0; id < size && out.length < limit; id++) if (maskHas(mask, id) !== expected(id)) out.push(id);
   return out;
 }
+
+/** A token of each byte that is a token by itself: texts fed byte by byte. */
+export function singleByteTokens(vocab: { size: number; tokenBytes(id: number): Uint8Array }): Map<number, number> {
+  const single = new Map<number, number>();
+  for (let t = 0; t < vocab.size; t++) {
+    const b = vocab.tokenBytes(t);
+    if (b.length === 1 && !single.has(b[0]!)) single.set(b[0]!, t);
+  }
+  return single;
+}
+
+/**
+ * Arithmetic with ignored whitespace (bench:grammar-mask's workload, without its aliases): a run
+ * of each length is a lexer state of its own, and names and numbers end at commits.
+ */
+export const ARITHMETIC_GRAMMAR = `?start: sum
+?sum: product | sum "+" product | sum "-" product
+?product: atom | product "*" atom | product "/" atom
+?atom: NUMBER | "-" atom | NAME | "(" sum ")"
+%import common.CNAME -> NAME
+%import common.NUMBER
+%import common.WS_INLINE
+%ignore WS_INLINE
+`;
