@@ -41,3 +41,21 @@ export function setBits(mask: Uint32Array, out: number[] = []): number[] {
   }
   return out;
 }
+
+/** A mask's hash over its words (FNV-1a), the key of an intern table (MaskStore.intern, LexerLevelWalks.sharedTokens). */
+export function wordHash(mask: Uint32Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < mask.length; i++) h = Math.imul(h ^ mask[i]!, 0x01000193);
+  return h;
+}
+
+export function popCount(mask: Uint32Array): number {
+  let n = 0;
+  for (let i = 0; i < mask.length; i++) {
+    let x = mask[i]!;
+    x -= (x >>> 1) & 0x55555555;
+    x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+    n += Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
+  }
+  return n;
+}

@@ -6,6 +6,8 @@
  */
 import { setTokenList } from "../../support/index.js";
 
+export { popCount, wordHash } from "../../support/index.js";
+
 /** Narrow lists up to this many ids share one rewritten mask instead of a bitset each. */
 export const SMALL_LIST_IDS = 128;
 
@@ -16,24 +18,6 @@ const SLAB_MASKS = 32;
 export class NarrowList {
   mask: Uint32Array | undefined = undefined;
   constructor(readonly ids: Int32Array) {}
-}
-
-/** A mask's hash over its words (FNV-1a), the key of `intern`. */
-export function wordHash(mask: Uint32Array): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < mask.length; i++) h = Math.imul(h ^ mask[i]!, 0x01000193);
-  return h;
-}
-
-export function popCount(mask: Uint32Array): number {
-  let n = 0;
-  for (let i = 0; i < mask.length; i++) {
-    let x = mask[i]!;
-    x -= (x >>> 1) & 0x55555555;
-    x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-    n += Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
-  }
-  return n;
 }
 
 /**

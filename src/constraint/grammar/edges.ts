@@ -39,6 +39,8 @@ export interface StateEdges {
   nearestFirst: Int32Array | null;
   /** Smallest token budget known to let every target finish (Infinity: not known yet). */
   allFitFrom: number;
+  /** The sets the targets start from are walked (GrammarTokenMatcher.walkAhead). */
+  nextWalked: boolean;
 }
 
 /** Distinct masks kept for sharing between states (first in, first out past this). */
@@ -137,6 +139,7 @@ export class StateEdgeCache {
       distinct: listOf(collected),
       nearestFirst: null,
       allFitFrom: Number.POSITIVE_INFINITY,
+      nextWalked: false,
     };
     this.edges.set(state, e);
     // The record, its target list (and the sorted copy a budget search may make), its signature.
@@ -201,9 +204,9 @@ export class StateEdgeCache {
     return false;
   }
 
-  /** The targets of `state` when its record is made (its mask was asked for), else null. */
-  targetsIfKnown(state: number): Int32Array | null {
-    return this.edges.get(state)?.distinct ?? null;
+  /** The record of `state` when it is made (its mask was asked for). */
+  knownEdges(state: number): StateEdges | undefined {
+    return this.edges.get(state);
   }
 
   /** The string form of what determines `e`'s mask (see StateEdges.signature), made on first need. */

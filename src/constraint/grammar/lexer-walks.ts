@@ -15,7 +15,17 @@
  * lexer-sets.ts, and which sets behave alike, so that one takes over another's walk, is
  * equivalence.ts.
  */
-import { grownTo, maskWords, orInto, setTokenList, setTokenRange, type TableSlab } from "../../support/index.js";
+import {
+  grownTo,
+  maskWords,
+  orInto,
+  popCount,
+  setBits,
+  setTokenList,
+  setTokenRange,
+  type TableSlab,
+  wordHash,
+} from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
 import type { WorkMeter } from "../work-meter.js";
 import { isLexerLevel, type CompletableAutomaton, type LexerLevelAutomaton } from "./contracts.js";
@@ -137,21 +147,6 @@ const NO_TOKENS: KeptTokens = { count: 0, dense: null, tokens: null };
 /** Root walks with at most this many commit-free tokens keep them as a list (4 KB, not a mask). */
 const SPARSE_WALK_TOKENS = 1024;
 
-/** The ids of the `count` bits set in `mask`. */
-function bitsOf(mask: Uint32Array, count: number): Int32Array {
-  const out = new Int32Array(count);
-  let n = 0;
-  for (let w = 0; w < mask.length; w++) {
-    let x = mask[w]!;
-    while (x !== 0) {
-      const low = x & -x;
-      out[n++] = w * 32 + 31 - Math.clz32(low);
-      x ^= low;
-    }
-  }
-  return out;
-}
-
 /** Whether every id of `ids` is set in `mask`. */
 function allSet(mask: Uint32Array, ids: Int32Array): boolean {
   for (let i = 0; i < ids.length; i++) if (((mask[ids[i]! >>> 5]! >>> (ids[i]! & 31)) & 1) === 0) return false;
@@ -256,13 +251,12 @@ export class LexerLevelWalks extends LexerSets {
     return isLexerLevel(automaton) ? new LexerLevelWalks(trie, automaton, tables, work, loopSlices) : null;
   }
 
-  /** The root walks of `sets` until `deadline` (the next step's, see GrammarTokenMatcher.walkAhead). */
-  walkSets(deadline: number, sets: readonly number[]): void {
-    for (const set of sets) {
-      if (this.roots.has(set)) continue;
-      if (performance.now() >= deadline) return;
-      this.rootWalk(set);
-    }
+  /** The root walk of `set` unless `deadline` has passed; whether it is made (see GrammarTokenMatcher.walkAhead). */
+  walkSet(set: number, deadline: number): boolean {
+    if (this.roots.has(set)) return true;
+    if (performance.now() >= deadline) return false;
+    this.rootWalk(set);
+    return true;
   }
 
   /**
@@ -572,18 +566,8 @@ export class LexerLevelWalks extends LexerSets {
    * parser context allow the same few tokens: a 152k-token mask each, a few hundred bytes as lists.
    */
   private sharedTokens(mask: Uint32Array): KeptTokens {
-    let h = 0x811c9dc5;
-    let count = 0;
-    for (let w = 0; w < mask.length; w++) {
-      const word = mask[w]!;
-      if (word === 0) continue;
-      h = Math.imul(h ^ w ^ Math.imul(word, 0x9e3779b1), 0x01000193);
-      let x = word;
-      while (x !== 0) {
-        x &= x - 1;
-        count++;
-      }
-    }
+    const h = wordHash(mask);
+    const count = popCount(mask);
     let bucket = this.masks.get(h);
     if (bucket === undefined) this.masks.set(h, (bucket = []));
     for (const kept of bucket) {
@@ -591,7 +575,7 @@ export class LexerLevelWalks extends LexerSets {
       if (kept.dense !== null ? sameList(kept.dense, mask) : allSet(mask, kept.tokens!)) return kept;
     }
     const kept: KeptTokens =
-      count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: bitsOf(mask, count) };
+      count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: Int32Array.from(setBits(mask)) };
     if (bucket.length < MAX_BUCKET) bucket.push(kept);
     this.madeBytes += 96 + (kept.dense?.byteLength ?? 0) + (kept.tokens?.byteLength ?? 0);
     return kept;

@@ -131,7 +131,7 @@ export class GrammarTokenMatcher {
     let done = true;
     try {
       // The next step's sets whatever the budget left: a few, and mostly walked already.
-      lexer.walkSets(deadline, this.nextSets(current));
+      this.walkNextSets(current, deadline);
       if (this.walkAheadLeftMs > 0) done = lexer.walkAhead(Math.min(deadline, began + this.walkAheadLeftMs));
     } finally {
       this.work.limitSteps = limit;
@@ -142,20 +142,21 @@ export class GrammarTokenMatcher {
   }
 
   /**
-   * The lexer-state sets the next step's mask walks from, whatever token comes: one per hypothesis
-   * of each target of `current` (once its mask is made; else none). Among them the sets just after
-   * a commit, which the walks ahead of where tokens end do not meet.
+   * The walks of the lexer-state sets the next step's mask walks from, whatever token comes: one
+   * per hypothesis of each target of `current` (once its mask is made; else none), among them the
+   * sets just after a commit, which the walks ahead of where tokens end do not meet. Once per
+   * state: in every later round it is one lookup.
    */
-  private nextSets(current: number): readonly number[] {
-    const targets = current < 0 ? null : this.edges.targetsIfKnown(current);
-    const lexer = this.lexer;
-    if (targets === null || lexer === null) return [];
-    const sets = new Set<number>();
+  private walkNextSets(current: number, deadline: number): void {
+    const lexer = this.lexer!;
+    const e = current < 0 ? undefined : this.edges.knownEdges(current);
+    if (e === undefined || e.nextWalked) return;
+    const targets = e.distinct;
     for (let i = 0; i < targets.length; i++) {
       const hyps = lexer.automaton.hypotheses(targets[i]!);
-      for (let h = 1; h < hyps.length; h += 2) sets.add(lexer.setOfLexer(hyps[h]!));
+      for (let h = 1; h < hyps.length; h += 2) if (!lexer.walkSet(lexer.setOfLexer(hyps[h]!), deadline)) return;
     }
-    return [...sets];
+    e.nextWalked = true;
   }
 
   /** Every token the grammar allows in `state`, whatever the budget. Read only. */
