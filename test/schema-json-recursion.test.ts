@@ -518,8 +518,21 @@ test("root walks that take their loop region from a slice equal the walks of it:
   const lark =
     '?start: object\nobject: "{" [pair ("," pair)*] "}"\npair: ESCAPED_STRING ":" (ESCAPED_STRING | NAME | NUMBER | object)\n' +
     "%import common.ESCAPED_STRING\n%import common.CNAME -> NAME\n%import common.NUMBER\n%import common.WS\n%ignore WS\n";
+  // Key names of a few properties or any other (a set of both: the free key's subtrees are taken
+  // from its slice below the root), non-ASCII in keys and values, escapes.
+  const free = compileJsonSchema(
+    {
+      type: "object",
+      properties: { name: { type: "string" }, kind: { enum: ["pod", "node"] }, tags: {} },
+      additionalProperties: { type: "string" },
+    },
+    { ...STACK, freeValuesAnyDepth: true },
+  );
+  assert.ok(free.rules !== undefined);
+  const freeDoc = { name: "Zoë 日本", kind: "pod", tags: { "ключ 😀": ['a"b', 1] }, "extra ключ": 'emoji 😀 "q" \\ done', 日本語: "x" };
   const cases = [
     { automaton: ruleNetworkAutomaton({ rules }), text: dumps(doc) },
+    { automaton: ruleNetworkAutomaton({ rules: free.rules }), text: dumps(freeDoc) },
     {
       automaton: createGrammarAutomaton(compileGrammar(lark), { maxIgnoredRun: 8 }),
       text: '{"a b": "c d", "e": {"f": name_1, "g": 12.5}}',
@@ -543,6 +556,8 @@ test("root walks that take their loop region from a slice equal the walks of it:
     assert.ok(a.isAccepting() && b.isAccepting());
     assert.ok(sliced.rootWalkCounts!.sliced >= 1, JSON.stringify(sliced.rootWalkCounts));
     assert.equal(whole.rootWalkCounts!.sliced, 0);
+    assert.equal(whole.rootWalkCounts!.regionsTaken, 0);
+    if (automaton === cases[1]!.automaton) assert.ok(sliced.rootWalkCounts!.regionsTaken >= 1, JSON.stringify(sliced.rootWalkCounts));
   }
 });
 

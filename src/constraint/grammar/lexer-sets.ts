@@ -12,6 +12,26 @@ import { loopsOnEveryUtf8Char, type TokenTrie } from "../trie.js";
 import type { LexerLevelAutomaton } from "./contracts.js";
 import { EMPTY, listOf, MEMO_CAPACITY } from "./tables.js";
 
+/**
+ * The sets a body set passes through inside multi-byte characters (a string's contents read
+ * "é" as two steps): class 0 is the set itself, class k > 0 the k-th set met. rows[c * 256 + b]
+ * is where byte b leads from class c: a class, -1 (no token goes on), or -2 in row 0 for the
+ * bytes the set's own region handles (ASCII, loop bytes). Only when no byte of a character
+ * commits and every such byte stays among the classes: then a root walk's loop region goes on
+ * through characters, and sets with the same rows (`signature`) share it.
+ */
+export interface Utf8Closure {
+  readonly rows: Int16Array;
+  /** The set of each class, for this set. */
+  readonly sets: readonly number[];
+  /** Bytes from the set to each class: where another set with the same signature finds its own. */
+  readonly paths: readonly (readonly number[])[];
+  readonly signature: string;
+}
+
+/** Classes a closure may have (a JSON string's contents need 9). */
+const MAX_CLOSURE_CLASSES = 16;
+
 /** Set in a lexer set step code, as in the grammar stage's lexer step codes. */
 export const COMMIT = LEXER_COMMITS;
 const UNKNOWN = -1;
@@ -37,6 +57,7 @@ export class LexerSets {
   protected loopCodes: Int32Array;
   private loopsOnUtf8: Uint8Array;
   private readonly loopKeys = new Map<number, Int32Array>();
+  private readonly closures = new Map<number, Utf8Closure | null>();
 
   /** `tables`: the matcher's slab, for the first tables below. */
   protected constructor(
@@ -60,7 +81,7 @@ export class LexerSets {
     for (const m of this.setMembers) members += m.length;
     // A set: its member list and key, and its 256 slots of commit keys (DenseTable pointers).
     bytes += this.setMembers.length * (240 + 256 * 8) + members * 16;
-    bytes += (this.setOfLex.size + this.loopKeys.size) * 120;
+    bytes += (this.setOfLex.size + this.loopKeys.size + this.closures.size) * 120;
     bytes += this.firstBytesOf.size * 120 + this.commitKeysMade * 80;
     return bytes;
   }
@@ -176,7 +197,64 @@ export class LexerSets {
    */
   protected loopSliceKey(setId: number): string | null {
     if (!this.isBody(setId) || (this.loopCodes[setId]! & COMMIT) !== 0) return null;
-    return `${this.loopBytes(setId).join(",")}/${this.loopsOnUtf8[setId]!}`;
+    const closure = this.utf8Closure(setId);
+    return `${this.loopBytes(setId).join(",")}/${this.loopsOnUtf8[setId]!}/${closure === null ? "-" : closure.signature}`;
+  }
+
+  /**
+   * The sets a body set's multi-byte characters pass through (see Utf8Closure), or null when they
+   * commit, leave for another set or pass through more than MAX_CLOSURE_CLASSES: then a root walk's
+   * region stops at the first byte that does not loop, as for ASCII.
+   */
+  protected utf8Closure(setId: number): Utf8Closure | null {
+    let closure = this.closures.get(setId);
+    if (closure === undefined) {
+      closure = this.closureOf(setId);
+      this.closures.set(setId, closure);
+    }
+    return closure;
+  }
+
+  private closureOf(setId: number): Utf8Closure | null {
+    const loop = this.loopBytes(setId);
+    const sets = [setId];
+    const paths: number[][] = [[]];
+    const rows: number[] = [];
+    for (let c = 0; c < sets.length; c++) {
+      const from = sets[c]!;
+      for (let b = 0; b < 256; b++) {
+        // The set's own row: ASCII and loop bytes are the region's as they are (-2: not the closure's).
+        if (c === 0 && (b < 0x80 || ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0)) {
+          rows.push(-2);
+          continue;
+        }
+        const code = this.stepCode(from, b);
+        if (code === 0) {
+          rows.push(-1);
+          continue;
+        }
+        // A terminal may end, or ASCII goes on inside a character: not a character's bytes.
+        if ((code & COMMIT) !== 0 || (c > 0 && b < 0x80)) return null;
+        let to = sets.indexOf(code - 1);
+        if (to < 0) {
+          if (sets.length >= MAX_CLOSURE_CLASSES) return null;
+          to = sets.length;
+          sets.push(code - 1);
+          paths.push([...paths[c]!, b]);
+        }
+        rows.push(to);
+      }
+    }
+    if (sets.length === 1) return null;
+    // Rows are mostly runs of -1 (bytes that cannot follow): run-length encoded for the key.
+    let signature = "";
+    for (let i = 0; i < rows.length; ) {
+      let j = i + 1;
+      while (j < rows.length && rows[j] === rows[i]) j++;
+      signature += `${rows[i]}*${j - i},`;
+      i = j;
+    }
+    return { rows: Int16Array.from(rows), sets, paths, signature };
   }
 
   /** Bytes a token can go on with from a set (continuing or committing), as 8 words. */

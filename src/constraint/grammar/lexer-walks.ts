@@ -32,6 +32,18 @@ import { isLexerLevel, type CompletableAutomaton, type LexerLevelAutomaton } fro
 import { SetEquivalence } from "./equivalence.js";
 import { COMMIT, LexerSets } from "./lexer-sets.js";
 import { EMPTY, listOf, SLAB_LIST_MAX } from "./tables.js";
+import {
+  classEntryAt,
+  entersAt,
+  exitIndexAt,
+  firstClassPosition,
+  type LoopSlice,
+  MIN_SLICED_SUBTREE,
+  setRegionTokens,
+  sliceBytes,
+  visitedBetween,
+  walkLoopRegion,
+} from "./loop-slices.js";
 
 /** Trie nodes where one terminal commit (same terminal, same inherited constraints) happens. */
 export interface CommitGroup {
@@ -87,31 +99,39 @@ export interface LexerWalk {
 }
 
 /**
- * A root walk's loop region, the same for every set with the same loop bytes over one trie (string
- * contents in every schema and grammar on a vocabulary): the nodes a root walk reaches while every
- * byte so far loops, whose tokens all end in the walk's own set (`pure`), and the nodes where a
- * first byte that does not loop leaves the region (`exits`, in trie order), which each set walks
- * on its own. A walk with a slice visits only the exits; it charges the region's steps as the
- * whole walk would (`regionSteps`), so no work verdict changes.
- */
-interface LoopSlice {
-  readonly pure: Uint32Array | null;
-  readonly exits: Int32Array;
-  /** Exits before the first region token in trie order: where the set itself joins contSets. */
-  readonly firstPureAt: number;
-  readonly regionSteps: number;
-}
-
-/**
  * Bytes of walks past which walkAhead stops walking the sets where tokens end (a rule network of
  * a big schema has thousands): about 400 dense walks at 152k tokens.
  */
 const AHEAD_MAX_BYTES = 8 << 20;
 
-/** Slices per trie, by loop key (LexerSets.loopSliceKey); shared by every matcher on the trie. */
-const slicesOfTrie = new WeakMap<TokenTrie, Map<string, LoopSlice>>();
-/** Slices kept per trie (a mask and a node list each); sets past them walk their regions. */
-const MAX_SLICES_PER_TRIE = 128;
+/**
+ * Slices per trie, by loop key (LexerSets.loopSliceKey), and their bytes; shared by every matcher
+ * on the trie. A walk charges the steps of the region it takes from a slice as if it walked them,
+ * so a set past the cap walks its region with the same verdicts.
+ */
+const slicesOfTrie = new WeakMap<TokenTrie, { slices: Map<string, LoopSlice>; bytes: number }>();
+/** Bytes of slices kept per trie (about 300 KB each at 152k tokens). */
+const MAX_SLICE_BYTES_PER_TRIE = 32 << 20;
+
+/**
+ * A region walkFrom takes up from a slice below the root: the slice's exits [next, last) are
+ * still to walk, from `set`; `end` is past the subtree, `at` past the exit being walked.
+ * `joins`: (node, set) pairs of the region's classes by their first token, entered in the walk's
+ * sets before the first exit past that node (ji: the next).
+ */
+interface RegionFrame {
+  slice: LoopSlice;
+  set: number;
+  next: number;
+  last: number;
+  end: number;
+  at: number;
+  joins: number[];
+  ji: number;
+}
+
+/** No region frame open: walkFrom never jumps. */
+const NO_FRAME = 0x7fffffff;
 
 /** A commit group while its walk goes on; its lists are made on first need. */
 interface GroupBuilder {
@@ -191,6 +211,21 @@ export class LexerLevelWalks extends LexerSets {
   private readonly atDepth: Int32Array;
   /** Where a sub-walk's tokens start (scratch: walkFrom reads it before the next sub-walk). */
   private readonly starts: number[] = [];
+  /** Scratch of walkFrom's caller: (start index, set) pairs, the sets a sliced walk's region meets before that start. */
+  private readonly joins: number[] = [];
+  /** Per set: its loop slice, or null when it has none (undefined: not asked yet). */
+  private readonly setSlices = new Map<number, LoopSlice | null>();
+  /** Per set with a slice: the set of each of the slice's classes (classSetsOf). */
+  private readonly classSets = new Map<number, Int32Array>();
+  /** The sets met as classes > 0 of a set's slice: the set (class 0), the slice and the class. */
+  private readonly classOwners = new Map<number, { owner: number; slice: LoopSlice; cls: number }>();
+  /** Regions walkFrom takes up below the root (RegionFrame), innermost last; reused. */
+  private readonly frames: RegionFrame[] = [];
+  /** The slices whose regions a walk took up below the root, and their position ranges (pairs). */
+  private readonly regionSlices: LoopSlice[] = [];
+  private readonly regionRanges: number[][] = [];
+  /** A mask's words of scratch for setRegionTokens. */
+  private regionScratch: Uint32Array | null = null;
   /** Per set: the walk stamp that last met it, and its slot in that walk's contSets. */
   private seen: Int32Array;
   private seenSlot: Int32Array;
@@ -218,16 +253,18 @@ export class LexerLevelWalks extends LexerSets {
   private readonly aheadMet = new Set<number>();
   /** Root walks taken over from an equivalent set (see rootWalk). */
   private takenOver = 0;
-  /** Root walks that took their loop region from a slice (see LoopSlice). */
+  /** Root walks that took their loop region from a slice (see LoopSlice), and subtrees below the root that did. */
   private sliced = 0;
+  private regionsTaken = 0;
 
   /** Root walks made and taken over so far, and whether new sets are still compared with walked ones (tests, benches). */
-  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean; sliced: number } {
+  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean; sliced: number; regionsTaken: number } {
     return {
       walked: this.roots.size - this.takenOver,
       takenOver: this.takenOver,
       comparing: this.equivalents.worthLooking,
       sliced: this.sliced,
+      regionsTaken: this.regionsTaken,
     };
   }
 
@@ -343,19 +380,24 @@ export class LexerLevelWalks extends LexerSets {
           for (let b = 0; b < 256; b++) if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0 && rootChild[b]! >= 0) starts.push(rootChild[b]!);
           w = this.walkFrom(setId, starts, true);
         } else {
-          // The exits, as the whole walk meets them: a root child only when a token can begin with its byte.
-          const { exits, firstPureAt } = slice;
+          // The exits, as the whole walk meets them: a root child only when a token can begin with
+          // its byte; each class's set joins the walk's sets where its first token comes.
+          const { exits, classOrder, classFirstAt } = slice;
+          const classSets = this.classSetsOf(setId, slice);
           const { depth, nodeByte } = this.trie;
-          let joinAt = -1;
-          for (let i = 0; i < exits.length; i++) {
-            if (i === firstPureAt) joinAt = starts.length;
+          const joins = this.joins;
+          joins.length = 0;
+          let next = 0;
+          for (let i = 0; i <= exits.length; i++) {
+            while (next < classOrder.length && classFirstAt[classOrder[next]!] === i)
+              joins.push(starts.length, classSets[classOrder[next++]!]!);
+            if (i === exits.length) break;
             const e = exits[i]!;
             const b = nodeByte[e]!;
             if (depth[e] === 1 && ((first[b >>> 5]! >>> (b & 31)) & 1) === 0) continue;
             starts.push(e);
           }
-          if (firstPureAt === exits.length) joinAt = starts.length;
-          w = this.walkFrom(setId, starts, true, slice, joinAt);
+          w = this.walkFrom(setId, starts, true, slice, joins);
           this.sliced++;
         }
         this.equivalents.file(setId, signature);
@@ -367,50 +409,39 @@ export class LexerLevelWalks extends LexerSets {
 
   /** The loop slice of a set's root walk (see LoopSlice), made on first need; null: the set walks its region. */
   private loopSliceOf(setId: number): LoopSlice | null {
+    let slice = this.setSlices.get(setId);
+    if (slice !== undefined) return slice;
+    slice = null;
     const key = this.loopSlices ? this.loopSliceKey(setId) : null;
-    if (key === null) return null;
-    let slices = slicesOfTrie.get(this.trie);
-    if (slices === undefined) slicesOfTrie.set(this.trie, (slices = new Map()));
-    let slice = slices.get(key);
-    if (slice === undefined) {
-      if (slices.size >= MAX_SLICES_PER_TRIE) return null;
-      slice = this.regionOf(setId);
-      slices.set(key, slice);
+    if (key !== null) {
+      let kept = slicesOfTrie.get(this.trie);
+      if (kept === undefined) slicesOfTrie.set(this.trie, (kept = { slices: new Map(), bytes: 0 }));
+      slice = kept.slices.get(key) ?? null;
+      if (slice === null && kept.bytes < MAX_SLICE_BYTES_PER_TRIE) {
+        // Not charged here: every walk with the slice charges its steps (whoever made it first).
+        slice = walkLoopRegion(this.trie, this.loopBytes(setId), this.utf8Closure(setId), setId, (set, p) => this.loopsBelow(set, p));
+        kept.slices.set(key, slice);
+        kept.bytes += sliceBytes(slice);
+      }
     }
+    this.setSlices.set(setId, slice);
     return slice;
   }
 
-  /** The loop region of `setId`'s root walk, node for node as walkFrom would take it (see LoopSlice). */
-  private regionOf(setId: number): LoopSlice {
-    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
-    const loop = this.loopBytes(setId);
-    let pure: Uint32Array | null = null;
-    const exits: number[] = [];
-    let firstPureAt = -1;
-    let steps = 0;
-    let p = 1;
-    while (p < numNodes) {
-      const b = nodeInfo[p]! & 0xff;
-      const size = subtreeSize[p]!;
-      if (((loop[b >>> 5]! >>> (b & 31)) & 1) === 0) {
-        exits.push(p);
-        p += size;
-        continue;
+  /** The set of each class of a slice (see Utf8Closure) for `setId`, a set of the slice's key. */
+  private classSetsOf(setId: number, slice: LoopSlice): Int32Array {
+    let sets = this.classSets.get(setId);
+    if (sets === undefined) {
+      sets = new Int32Array(slice.paths.length);
+      for (let c = 0; c < sets.length; c++) {
+        let x = setId;
+        for (const b of slice.paths[c]!) x = (this.stepCode(x, b) & ~COMMIT) - 1;
+        sets[c] = x;
+        if (c > 0 && !this.classOwners.has(x)) this.classOwners.set(x, { owner: setId, slice, cls: c });
       }
-      steps++;
-      // The tokens ending here, and the whole subtree's when every byte below loops too.
-      const whole = size > 1 && this.loopsBelow(setId, p);
-      const from = tokenStart[p]!;
-      const to = tokenStart[whole ? p + size : p + 1]!;
-      if (to > from) {
-        if (firstPureAt < 0) firstPureAt = exits.length;
-        pure ??= new Uint32Array(maskWords(this.trie.vocabSize));
-        setTokenRange(pure, tokenIds, from, to);
-      }
-      p += whole ? size : 1;
+      this.classSets.set(setId, sets);
     }
-    // Not charged here: every walk with the slice charges its steps (whoever made it first).
-    return { pure, exits: listOf(exits), firstPureAt, regionSteps: steps };
+    return sets;
   }
 
   /** The walk below a group's nodes from the lexer state the new token starts in. */
@@ -470,12 +501,23 @@ export class LexerLevelWalks extends LexerSets {
 
   /**
    * Walks the subtrees of `starts` (nodes whose parent is in lexer-state set `setId`): the
-   * commit-free tokens with the set each ends in, and every commit grouped by its kind.
+   * commit-free tokens with the set each ends in, and every commit grouped by its kind. With a
+   * `slice` (the starts are its exits), its region's tokens are there from the start and its
+   * classes' sets join the walk's sets as `joins` says: (start index, set) pairs, in order.
+   *
+   * A dense walk that steps into a set with a slice at a node its region reaches in that set
+   * takes the subtree from the slice too (a RegionFrame): the region's steps are charged as
+   * walked, its tokens set at the end, and only the slice's exits below the node are walked.
    */
-  private walkFrom(setId: number, starts: readonly number[], dense: boolean, slice: LoopSlice | null = null, joinAt = -1): LexerWalk {
+  private walkFrom(
+    setId: number,
+    starts: readonly number[],
+    dense: boolean,
+    slice: LoopSlice | null = null,
+    joins: readonly number[] = NO_NODES,
+  ): LexerWalk {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
-    // Made on the first commit-free token: many walks (a keyword's scanner) have none. A slice's
-    // region tokens are there from the start; the set joins contSets where the whole walk met them.
+    // Made on the first commit-free token: many walks (a keyword's scanner) have none.
     let mask: Uint32Array | null = slice === null || slice.pure === null ? null : slice.pure.slice();
     const contSets: number[] = [];
     const tokensByCont: number[][] = [];
@@ -484,14 +526,49 @@ export class LexerLevelWalks extends LexerSets {
     const builders: GroupBuilder[] = [];
     const atDepth = this.atDepth;
     const stamp = ++this.stamp;
+    const frames = this.frames;
+    const takeUp = dense && this.loopSlices;
+    this.regionSlices.length = 0;
+    let top = -1;
+    /** The end of the exit subtree the innermost frame walks (NO_FRAME: none). */
+    let jumpAt = NO_FRAME;
     let steps = 0;
+    let ji = 0;
     for (let si = 0; si < starts.length; si++) {
-      if (si === joinAt) this.contSlot(setId, stamp, contSets, tokensByCont);
+      while (ji < joins.length && joins[ji] === si) {
+        this.contSlot(joins[ji + 1]!, stamp, contSets, tokensByCont);
+        ji += 2;
+      }
       const start = starts[si]!;
       atDepth[depth[start]! - 1] = setId;
       const end = start + subtreeSize[start]!;
       let p = start;
-      while (p < end) {
+      for (;;) {
+        if (p >= jumpAt) {
+          // The innermost region's next exit, or past its subtree (and on out of finished ones).
+          for (;;) {
+            const f = frames[top]!;
+            if (f.next < f.last) {
+              const e = f.slice.exits[f.next++]!;
+              this.joinBefore(f, e, stamp, contSets, tokensByCont);
+              atDepth[depth[e]! - 1] = f.set;
+              p = e;
+              jumpAt = f.at = e + subtreeSize[e]!;
+              break;
+            }
+            this.joinBefore(f, NO_FRAME, stamp, contSets, tokensByCont);
+            p = f.end;
+            top--;
+            if (top < 0) {
+              jumpAt = NO_FRAME;
+              break;
+            }
+            jumpAt = frames[top]!.at;
+            if (p < jumpAt) break;
+          }
+          continue;
+        }
+        if (p >= end) break;
         steps++;
         const info = nodeInfo[p]!;
         const d = (info >>> 8) & 0xffff;
@@ -517,8 +594,34 @@ export class LexerLevelWalks extends LexerSets {
           continue;
         }
         atDepth[d] = cont;
-        if (isEnd) mask = this.addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!, stamp, contSets, tokensByCont, dense, mask);
         const size = subtreeSize[p]!;
+        if (takeUp && cont !== from && size >= MIN_SLICED_SUBTREE) {
+          // A set of a slice's key where its region reaches it, or one of a slice's classes
+          // inside a character where the region reaches it in that class: the subtree is the
+          // slice's. A set not asked before is asked only when it loops on the first byte below
+          // (the walk steps there next anyway): a new set (a key name's prefix) is not asked
+          // for all its loop bytes.
+          let region = this.setSlices.get(cont) ?? null;
+          let owner = cont;
+          if (region === null && !this.setSlices.has(cont) && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont)
+            region = this.loopSliceOf(cont);
+          if (region !== null) {
+            if (!entersAt(region, p)) region = null;
+          } else {
+            const cls = this.classOwners.get(cont);
+            if (cls !== undefined && classEntryAt(cls.slice, p) === cls.cls) {
+              region = cls.slice;
+              owner = cls.owner;
+            }
+          }
+          if (region !== null) {
+            steps += visitedBetween(region, p, p + size) - 1;
+            this.enterRegion(++top, region, owner, p, size, jumpAt);
+            jumpAt = p;
+            continue;
+          }
+        }
+        if (isEnd) mask = this.addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!, stamp, contSets, tokensByCont, dense, mask);
         if (size > 1) {
           // Everything below steps the set to itself the same way: take the subtree at once.
           if (this.loopsBelow(cont, p)) {
@@ -544,7 +647,11 @@ export class LexerLevelWalks extends LexerSets {
         p++;
       }
     }
-    if (joinAt >= 0 && joinAt === starts.length) this.contSlot(setId, stamp, contSets, tokensByCont);
+    while (ji < joins.length) {
+      this.contSlot(joins[ji + 1]!, stamp, contSets, tokensByCont);
+      ji += 2;
+    }
+    if (this.regionSlices.length > 0) mask = this.setRegionsTaken(mask);
     this.work.charge(steps + (slice?.regionSteps ?? 0));
     const out: CommitGroup[] = [];
     for (let i = 0; i < builders.length; i++) {
@@ -613,6 +720,68 @@ export class LexerLevelWalks extends LexerSets {
     if (bucket.length < MAX_BUCKET) bucket.push(shape);
     this.madeBytes += 200 + shape.deadEnds.byteLength + shape.aliveEnds.byteLength + 8 * (ranges.length + nodes.length + loops.length);
     return shape;
+  }
+
+  /**
+   * Opens frame `top` for the region of `slice` below node `p` (reached in `set`, of its key, or
+   * in one of its classes):
+   * its exits below `p`, and each class's set with the node of its first token there, where the
+   * whole walk would meet it. `at` is the enclosing frame's jump point, kept for its return.
+   */
+  private enterRegion(top: number, slice: LoopSlice, set: number, p: number, size: number, at: number): void {
+    const frames = this.frames;
+    this.regionsTaken++;
+    if (top > 0) frames[top - 1]!.at = at;
+    const f = (frames[top] ??= { slice, set, next: 0, last: 0, end: 0, at: 0, joins: [], ji: 0 });
+    f.slice = slice;
+    f.set = set;
+    f.next = exitIndexAt(slice.exits, p + 1);
+    f.last = exitIndexAt(slice.exits, p + size);
+    f.end = p + size;
+    f.ji = 0;
+    const { tokenStart, tokenIds, tokenNode } = this.trie;
+    const from = tokenStart[p]!;
+    const to = tokenStart[p + size]!;
+    const joins = f.joins;
+    joins.length = 0;
+    const classSets = this.classSetsOf(set, slice);
+    for (let i = 0; i < slice.classOrder.length; i++) {
+      const c = slice.classOrder[i]!;
+      const k = firstClassPosition(slice, c, from, to);
+      if (k < 0) continue;
+      // By node, in trie order (a class's first token here need not come in classOrder's order).
+      const node = tokenNode[tokenIds[k]!]!;
+      let at2 = joins.length;
+      while (at2 > 0 && joins[at2 - 2]! > node) at2 -= 2;
+      joins.splice(at2, 0, node, classSets[c]!);
+    }
+    let slot = this.regionSlices.indexOf(slice);
+    if (slot < 0) {
+      slot = this.regionSlices.length;
+      this.regionSlices.push(slice);
+      (this.regionRanges[slot] ??= []).length = 0;
+    }
+    this.regionRanges[slot]!.push(from, to);
+  }
+
+  /** Enters in the walk's sets the frame's class sets whose first token comes before node `e`. */
+  private joinBefore(f: RegionFrame, e: number, stamp: number, contSets: number[], tokensByCont: number[][]): void {
+    const joins = f.joins;
+    while (f.ji < joins.length && joins[f.ji]! < e) {
+      this.contSlot(joins[f.ji + 1]!, stamp, contSets, tokensByCont);
+      f.ji += 2;
+    }
+  }
+
+  /** The tokens of the regions the walk took up below the root, set in its mask (made if need be). */
+  private setRegionsTaken(mask: Uint32Array | null): Uint32Array {
+    const words = maskWords(this.trie.vocabSize);
+    mask ??= new Uint32Array(words);
+    const scratch = (this.regionScratch ??= new Uint32Array(words));
+    for (let i = 0; i < this.regionSlices.length; i++)
+      setRegionTokens(this.regionSlices[i]!, this.regionRanges[i]!, this.trie.tokenIds, mask, scratch);
+    this.regionSlices.length = 0;
+    return mask;
   }
 
   /**

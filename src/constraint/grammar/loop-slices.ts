@@ -1,0 +1,315 @@
+/**
+ * Loop slices: the part of a root walk that depends only on how a set loops (lexer-walks.ts).
+ *
+ * A body set (a string's contents, a name) steps to itself on most bytes, and through a few sets
+ * of its own inside a multi-byte character (its Utf8Closure). From the trie's root, the nodes
+ * reached that way are its loop region: every token ending there is allowed whatever the stack,
+ * and only where a byte leaves the region (an `exit`: a closing quote, a backslash) does the walk
+ * need the set itself. Every set with the same loop bytes and closure rows has the same region,
+ * so it is walked once per trie and kept here, with what a walk needs to take it up anywhere:
+ * at the root (a body set's own walk) and at any node the region reaches in the set itself (a
+ * walk from a set of a key name's prefixes and a free key meets the free key's set at depth 1,
+ * and below that node walks exactly as the region does).
+ */
+import { maskWords } from "../../support/index.js";
+import type { TokenTrie } from "../trie.js";
+import type { Utf8Closure } from "./lexer-sets.js";
+
+export interface LoopSlice {
+  /** The region's tokens (every class) as a mask, or null when it has none. */
+  readonly pure: Uint32Array | null;
+  readonly pureCount: number;
+  /** The same tokens as a bitset over trie positions (tokenIds order): a subtree's are a range. */
+  readonly purePositions: Uint32Array;
+  /** Per class (Utf8Closure; 0 = the set itself), its tokens as positions, or null when none. */
+  readonly classPositions: readonly (ClassPositions | null)[];
+  /** Classes with tokens, by their first token in trie order: the order the walk meets their sets. */
+  readonly classOrder: Int32Array;
+  /** Per class: exits before its first token (-1: none), where its set joins a root walk's sets. */
+  readonly classFirstAt: Int32Array;
+  /** Where a byte leaves the region, in trie order: a root child that does not loop, or a node below the set itself. */
+  readonly exits: Int32Array;
+  /** Nodes the region's walk steps on (as walkFrom counts them), and the count before each 256-node block. */
+  readonly visited: Uint32Array;
+  readonly visitedRank: Uint32Array;
+  readonly regionSteps: number;
+  /** Nodes the region reaches in the set itself (class 0): where a walk that meets such a set takes the slice up. */
+  readonly entries: Uint32Array;
+  /**
+   * Nodes with a subtree of MIN_SLICED_SUBTREE or more that the region reaches inside a character
+   * (class > 0), ascending, and their classes: a walk from a key name's prefixes meets a free key's
+   * first byte of "é" there.
+   */
+  readonly classEntries: Int32Array;
+  readonly classEntryClass: Uint8Array;
+  /** Bytes from the set to each class: another set of the same key finds its own class sets by them. */
+  readonly paths: readonly (readonly number[])[];
+}
+
+/** Subtrees a walk takes up from a slice when it meets a set of its key below the root: smaller ones are walked. */
+export const MIN_SLICED_SUBTREE = 64;
+
+/** A class's tokens as positions, and per 1024 positions the first one at or after the block's start (or -1). */
+interface ClassPositions {
+  readonly bits: Uint32Array;
+  readonly nextInBlock: Int32Array;
+}
+
+/**
+ * Walks the loop region of a set over the whole trie: `loop` its loop bytes, `closure` its
+ * classes (null: ASCII only), `loopsBelow(set, p)` whether a subtree goes at once (the walk's
+ * own test, on class `classSets[c]`).
+ */
+export function walkLoopRegion(
+  trie: TokenTrie,
+  loop: Uint32Array,
+  closure: Utf8Closure | null,
+  setId: number,
+  loopsBelow: (set: number, p: number) => boolean,
+): LoopSlice {
+  const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = trie;
+  const classSets = closure === null ? [setId] : closure.sets;
+  const rows = closure === null ? null : closure.rows;
+  const nodeWords = (numNodes + 31) >>> 5;
+  const visited = new Uint32Array(nodeWords);
+  const entries = new Uint32Array(nodeWords);
+  const positions = tokenIds.length;
+  const purePositions = new Uint32Array((positions + 31) >>> 5);
+  const classBits: (Uint32Array | null)[] = classSets.map(() => null);
+  const classFirstAt = new Int32Array(classSets.length).fill(-1);
+  const classFirstPos = new Int32Array(classSets.length).fill(-1);
+  const atClass = new Int32Array(trie.maxTokenLength + 2);
+  const exits: number[] = [];
+  const classEntries: number[] = [];
+  const classEntryClass: number[] = [];
+  let pure: Uint32Array | null = null;
+  let pureCount = 0;
+  let steps = 0;
+  let p = 1;
+  while (p < numNodes) {
+    const info = nodeInfo[p]!;
+    const d = (info >>> 8) & 0xffff;
+    const b = info & 0xff;
+    const size = subtreeSize[p]!;
+    const from = atClass[d - 1]!;
+    const c = from === 0 && ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0 ? 0 : rows === null ? -2 : rows[from * 256 + b]!;
+    // Out of the region: the set itself walks on from here. A root child that cannot begin a
+    // token is not visited at all by a root walk (its first bytes): an exit it filters out.
+    if (c === -2 || (c === -1 && d === 1)) {
+      exits.push(p);
+      p += size;
+      continue;
+    }
+    steps++;
+    visited[p >>> 5]! |= 1 << (p & 31);
+    if (c === -1) {
+      p += size;
+      continue;
+    }
+    if (c === 0) entries[p >>> 5]! |= 1 << (p & 31);
+    else if (size >= MIN_SLICED_SUBTREE) {
+      classEntries.push(p);
+      classEntryClass.push(c);
+    }
+    atClass[d] = c;
+    const whole = size > 1 && loopsBelow(classSets[c]!, p);
+    const first = tokenStart[p]!;
+    const last = tokenStart[whole ? p + size : p + 1]!;
+    if (last > first) {
+      if (classFirstPos[c]! < 0) {
+        classFirstPos[c] = first;
+        classFirstAt[c] = exits.length;
+      }
+      pure ??= new Uint32Array(maskWords(trie.vocabSize));
+      const bits = (classBits[c] ??= new Uint32Array(purePositions.length));
+      for (let k = first; k < last; k++) {
+        const id = tokenIds[k]!;
+        pure[id >>> 5]! |= 1 << (id & 31);
+        purePositions[k >>> 5]! |= 1 << (k & 31);
+        bits[k >>> 5]! |= 1 << (k & 31);
+      }
+      pureCount += last - first;
+    }
+    p += whole ? size : 1;
+  }
+  const visitedRank = new Uint32Array((numNodes >>> 8) + 2);
+  for (let block = 0, n = 0; block < visitedRank.length; block++) {
+    visitedRank[block] = n;
+    for (let w = block * 8; w < block * 8 + 8 && w < nodeWords; w++) n += popCount32(visited[w]!);
+  }
+  const classOrder = Int32Array.from(classSets.map((_, c) => c).filter((c) => classFirstPos[c]! >= 0)).sort(
+    (a, b) => classFirstPos[a]! - classFirstPos[b]!,
+  );
+  return {
+    pure,
+    pureCount,
+    purePositions,
+    classPositions: classBits.map((bits) => (bits === null ? null : { bits, nextInBlock: blockStarts(bits) })),
+    classOrder,
+    classFirstAt,
+    exits: Int32Array.from(exits),
+    visited,
+    visitedRank,
+    regionSteps: steps,
+    entries,
+    classEntries: Int32Array.from(classEntries),
+    classEntryClass: Uint8Array.from(classEntryClass),
+    paths: closure === null ? [[]] : closure.paths,
+  };
+}
+
+/** Bytes a slice holds, for what a trie keeps of them. */
+export function sliceBytes(slice: LoopSlice): number {
+  let bytes =
+    400 +
+    slice.classEntries.byteLength +
+    slice.classEntryClass.byteLength +
+    slice.purePositions.byteLength +
+    slice.exits.byteLength +
+    slice.visited.byteLength;
+  bytes += slice.visitedRank.byteLength + slice.entries.byteLength + (slice.pure?.byteLength ?? 0);
+  for (const c of slice.classPositions) if (c !== null) bytes += c.bits.byteLength + c.nextInBlock.byteLength;
+  return bytes;
+}
+
+/** Steps the region's walk takes on nodes [from, to) (a subtree of a node it reaches). */
+export function visitedBetween(slice: LoopSlice, from: number, to: number): number {
+  return rankOf(slice, to) - rankOf(slice, from);
+}
+
+function rankOf(slice: LoopSlice, x: number): number {
+  const block = x >>> 8;
+  const words = slice.visited;
+  let r = slice.visitedRank[block]!;
+  const last = x >>> 5;
+  for (let w = block * 8; w < last; w++) r += popCount32(words[w]!);
+  const rem = x & 31;
+  if (rem !== 0) r += popCount32(words[last]! & ((1 << rem) - 1));
+  return r;
+}
+
+/** Whether the region reaches node `p` in the set itself. */
+export function entersAt(slice: LoopSlice, p: number): boolean {
+  return ((slice.entries[p >>> 5]! >>> (p & 31)) & 1) !== 0;
+}
+
+/** The class the region reaches node `p` in when it is one of classEntries, else -1. */
+export function classEntryAt(slice: LoopSlice, p: number): number {
+  const i = exitIndexAt(slice.classEntries, p);
+  return i < slice.classEntries.length && slice.classEntries[i] === p ? slice.classEntryClass[i]! : -1;
+}
+
+/** The first of `class`'s tokens at a position in [from, to), or -1. */
+export function firstClassPosition(slice: LoopSlice, cls: number, from: number, to: number): number {
+  const positions = slice.classPositions[cls];
+  if (positions === null || positions === undefined) return -1;
+  const { bits, nextInBlock } = positions;
+  // Within from's block word by word, then the next block's first, if any.
+  const blockEnd = Math.min(to, ((from >>> 10) + 1) << 10);
+  const k = firstBitIn(bits, from, blockEnd);
+  if (k >= 0 || blockEnd >= to) return k;
+  const next = nextInBlock[(from >>> 10) + 1] ?? -1;
+  return next >= 0 && next < to ? next : -1;
+}
+
+/** The first index i with nodes[i] >= node (exits, classEntries: ascending). */
+export function exitIndexAt(nodes: Int32Array, node: number): number {
+  const exits = nodes;
+  let lo = 0;
+  let hi = exits.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (exits[mid]! < node) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * Sets in `mask` the slice's tokens at positions in `ranges` (sorted, disjoint [from, to) pairs):
+ * one by one when they are few, else the slice's whole mask less the tokens outside the ranges,
+ * made in `scratch` (a mask's words) and or-ed in.
+ */
+export function setRegionTokens(
+  slice: LoopSlice,
+  ranges: readonly number[],
+  tokenIds: Int32Array,
+  mask: Uint32Array,
+  scratch: Uint32Array,
+): void {
+  const bits = slice.purePositions;
+  let covered = 0;
+  for (let r = 0; r < ranges.length; r += 2) covered += bitsIn(bits, ranges[r]!, ranges[r + 1]!);
+  if (covered === 0) return;
+  if (covered * 2 <= slice.pureCount) {
+    for (let r = 0; r < ranges.length; r += 2) setIdsAt(bits, ranges[r]!, ranges[r + 1]!, tokenIds, mask, 1);
+    return;
+  }
+  scratch.set(slice.pure!);
+  let from = 0;
+  for (let r = 0; r < ranges.length; r += 2) {
+    setIdsAt(bits, from, ranges[r]!, tokenIds, scratch, 0);
+    from = ranges[r + 1]!;
+  }
+  setIdsAt(bits, from, tokenIds.length, tokenIds, scratch, 0);
+  for (let w = 0; w < mask.length; w++) mask[w]! |= scratch[w]!;
+}
+
+/** For each set bit k in [from, to) of `bits`: sets (value 1) or clears (0) tokenIds[k]'s bit in `mask`. */
+function setIdsAt(bits: Uint32Array, from: number, to: number, tokenIds: Int32Array, mask: Uint32Array, value: number): void {
+  if (from >= to) return;
+  for (let w = from >>> 5, lastW = (to - 1) >>> 5; w <= lastW; w++) {
+    let x = bits[w]!;
+    if (w === from >>> 5) x &= ~0 << (from & 31);
+    if (w === lastW && (to & 31) !== 0) x &= (1 << (to & 31)) - 1;
+    while (x !== 0) {
+      const low = x & -x;
+      const id = tokenIds[w * 32 + 31 - Math.clz32(low)]!;
+      if (value === 1) mask[id >>> 5]! |= 1 << (id & 31);
+      else mask[id >>> 5]! &= ~(1 << (id & 31));
+      x ^= low;
+    }
+  }
+}
+
+function bitsIn(bits: Uint32Array, from: number, to: number): number {
+  if (from >= to) return 0;
+  let n = 0;
+  for (let w = from >>> 5, lastW = (to - 1) >>> 5; w <= lastW; w++) {
+    let x = bits[w]!;
+    if (w === from >>> 5) x &= ~0 << (from & 31);
+    if (w === lastW && (to & 31) !== 0) x &= (1 << (to & 31)) - 1;
+    n += popCount32(x);
+  }
+  return n;
+}
+
+function firstBitIn(bits: Uint32Array, from: number, to: number): number {
+  if (from >= to) return -1;
+  for (let w = from >>> 5, lastW = (to - 1) >>> 5; w <= lastW; w++) {
+    let x = bits[w]!;
+    if (w === from >>> 5) x &= ~0 << (from & 31);
+    if (w === lastW && (to & 31) !== 0) x &= (1 << (to & 31)) - 1;
+    if (x !== 0) return w * 32 + 31 - Math.clz32(x & -x);
+  }
+  return -1;
+}
+
+/** Per 1024-position block, the first set bit at or after its start (-1: none after). */
+function blockStarts(bits: Uint32Array): Int32Array {
+  const blocks = ((bits.length * 32) >>> 10) + 2;
+  const out = new Int32Array(blocks).fill(-1);
+  let next = -1;
+  for (let block = blocks - 1; block >= 0; block--) {
+    const k = firstBitIn(bits, block << 10, Math.min(bits.length * 32, (block + 1) << 10));
+    if (k >= 0) next = k;
+    out[block] = next;
+  }
+  return out;
+}
+
+function popCount32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
+}
