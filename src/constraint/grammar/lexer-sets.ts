@@ -29,6 +29,30 @@ export interface Utf8Closure {
   readonly signature: string;
 }
 
+/** The bytes of each label of a labels array (lexerByteLabels): label l's are bytes[start[l] .. start[l + 1]). */
+interface LabelBytes {
+  readonly start: Uint16Array;
+  readonly bytes: Uint8Array;
+}
+
+const labelBytes = new WeakMap<Uint8Array, LabelBytes>();
+
+/** The bytes of each label, made once per labels array (an automaton keeps one per rule or scanner). */
+function labelBytesOf(labels: Uint8Array): LabelBytes {
+  let out = labelBytes.get(labels);
+  if (out === undefined) {
+    const start = new Uint16Array(258);
+    for (let b = 0; b < 256; b++) start[labels[b]! + 1]!++;
+    for (let l = 1; l < 258; l++) start[l]! += start[l - 1]!;
+    const at = start.slice();
+    const bytes = new Uint8Array(256);
+    for (let b = 0; b < 256; b++) bytes[at[labels[b]!]!++] = b;
+    out = { start, bytes };
+    labelBytes.set(labels, out);
+  }
+  return out;
+}
+
 /** Classes a closure may have (a JSON string's contents need 9). */
 const MAX_CLOSURE_CLASSES = 16;
 
@@ -155,9 +179,10 @@ export class LexerSets {
     // The bytes the lexer state cannot tell from this one step the set alike: a walk's first and
     // loop bytes ask for all 256, and most sets have a handful of classes.
     const labels = automaton.lexerByteLabels(lex);
+    const { start, bytes } = labelBytesOf(labels);
     const label = labels[byte]!;
     const base = setId * 256;
-    for (let b = 0; b < 256; b++) if (labels[b] === label) this.setNext[base + b] = result;
+    for (let i = start[label]!, end = start[label + 1]!; i < end; i++) this.setNext[base + bytes[i]!] = result;
     return result;
   }
 
