@@ -16,11 +16,19 @@
  * Usage: npm run bench:jsonschema -- [--data DIR] [--vocab llama-bpe] [--limit N | --sample N]
  *          [--only A,B] [--out FILE] [--compile-max-work N] [--mask-max-work N] [--llguidance FILE]
  *          [--recursion stack|unrolled] [--free-any-depth true|false] [--property-order schema|any]
+ *          [--walk-ahead]
  *   --recursion  "stack" (default, the service's: compileServedSchema's choice of a rule network or
  *                one DFA) or "unrolled" (one DFA always, the form before rule networks).
  *   --free-any-depth  free values at any depth (default: the service's TRELLIS_JSON_FREE_ANY_DEPTH).
  *   --property-order  "schema" (default, the service's) or "any" (the request option property_order:
  *                small objects' properties in any order): how many more valid instances pass.
+ *   --walk-ahead  masks as the service serves them: after each mask of a rule network's state, the
+ *                matcher's walks ahead that the server runs while the model decodes (walkAhead, the
+ *                scheduler's AHEAD_OF_LOGITS_MS of each round, counted from the mask's start), and
+ *                once after the first mask as while the prompt is evaluated; timed on their own
+ *                (walkAheadMs per round), not in maskUs. Assumes decodes of at least
+ *                AHEAD_OF_LOGITS_MS (a faster decode waits for them). Without it every mask is cold
+ *                where the instance reaches a new state, as MaskBench times engines.
  *   --only A,B   only the files whose names contain one of these (reproducing one schema's verdict).
  *   --limit N    the first N files by name; --sample N: N files evenly spaced over the sorted list
  *                (every k-th, k = files/N), so a quick run covers every subset.
@@ -54,6 +62,7 @@ import {
 import type { ByteDfa } from "../src/regex/index.js";
 import { engineOptions, loadConfig } from "../src/config.js";
 import { compileServedSchema, JSON_SCHEMA_WORK_FACTOR } from "../src/compile/index.js";
+import { AHEAD_OF_LOGITS_MS } from "../src/generate/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { parseKeepingNumbers, pythonDumps, type PyJson } from "../test/support/python-json.js";
 import { hasBit } from "./replay.js";
@@ -203,6 +212,7 @@ async function main(): Promise<void> {
   /** The request option property_order: "schema" (the default) or "any". */
   const propertyOrder = (argValue("property-order") ?? "schema") as "schema" | "any";
   const llgPath = resolve(REPO_ROOT, argValue("llguidance") ?? "../shared/jsonschema/llguidance-maskbench.json");
+  const walkAhead = process.argv.includes("--walk-ahead");
 
   const vocabPath = resolve(SHARED, "models", "vocab", `ggml-vocab-${vocabName}.gguf`);
   const vocab = loadVocabulary(vocabPath);
@@ -221,6 +231,8 @@ async function main(): Promise<void> {
   /** maskUs split by the form served: one DFA, or a rule network (a grammar matcher). */
   const maskUsDfa = new SampleBuffer();
   const maskUsNetwork = new SampleBuffer();
+  /** With --walk-ahead: the walks ahead of each round (ms), after the first mask and after each mask. */
+  const walkAheadMs = new SampleBuffer();
   /** compileMs's two parts: the schema's DFA (compileJsonSchema), then the matcher and its first mask. */
   const schemaMs = new SampleBuffer();
   const firstMaskMs = new SampleBuffer();
@@ -298,6 +310,7 @@ async function main(): Promise<void> {
     let tables: RuleNetworkTables | undefined;
     const t0 = performance.now();
     let tSchema = t0;
+    let aheadAtFirst = 0;
     try {
       // The form the service serves (compile/task.ts), chosen with its probe: the budget question
       // and the first mask at each probe budget, on a fresh matcher under the mask work limit.
@@ -327,7 +340,14 @@ async function main(): Promise<void> {
       }
       // Unbounded, for the verdicts.
       newState = makeState(Number.POSITIVE_INFINITY);
-      newState().mask(1 << 20);
+      const first = newState();
+      first.mask(1 << 20);
+      if (walkAhead && first instanceof GrammarConstraintState) {
+        // While the model evaluates the prompt (not in compileMs: see below).
+        const a = performance.now();
+        first.walkAhead(a + AHEAD_OF_LOGITS_MS);
+        aheadAtFirst = performance.now() - a;
+      }
     } catch (err) {
       if (err instanceof JsonSchemaError) {
         c.refused++;
@@ -357,7 +377,8 @@ async function main(): Promise<void> {
       errorFiles[file] = message;
       return `error: ${message}`;
     }
-    const t1 = performance.now();
+    const t1 = performance.now() - aheadAtFirst;
+    if (aheadAtFirst > 0) walkAheadMs.push(aheadAtFirst);
     compileMs.push(t1 - t0);
     compileMsBySchema[file] = round3(t1 - t0);
     schemaMs.push(tSchema - t0);
@@ -388,6 +409,12 @@ async function main(): Promise<void> {
             allowed = false;
             stoppedAt = j;
             break;
+          }
+          if (walkAhead && st instanceof GrammarConstraintState) {
+            // The rest of the decode round, from the mask's start, as the scheduler gives it.
+            const b = performance.now();
+            st.walkAhead(a + AHEAD_OF_LOGITS_MS);
+            walkAheadMs.push(performance.now() - b);
           }
           // A token in the mask the state then refuses: the mask and the DFA disagree (a bug).
           if (!st.advance(tok)) throw new Error(`instance #${i}: token ${tok} at ${j} is in the mask but advance refused it`);
@@ -468,6 +495,10 @@ async function main(): Promise<void> {
     compileMs: compileMs.quantiles(),
     maskUs: maskUs.quantiles(),
     maskUsByForm: { dfa: maskUsDfa.quantiles(), ruleNetwork: maskUsNetwork.quantiles() },
+    masks: walkAhead
+      ? `served: each rule network mask after the server's walks ahead of the round before (${AHEAD_OF_LOGITS_MS} ms a round from the mask's start, as while the model decodes)`
+      : "cold: a mask is computed where the instance first reaches its state (as MaskBench times engines)",
+    ...(walkAhead ? { walkAheadMs: walkAheadMs.quantiles() } : {}),
     compileParts: { schemaMs: schemaMs.quantiles(), firstMaskMs: firstMaskMs.quantiles() },
     llguidance: {
       record: llgPath,
