@@ -22,13 +22,15 @@
  *   --free-any-depth  free values at any depth (default: the service's TRELLIS_JSON_FREE_ANY_DEPTH).
  *   --property-order  "schema" (default, the service's) or "any" (the request option property_order:
  *                small objects' properties in any order): how many more valid instances pass.
- *   --walk-ahead  masks as the service serves them: after each mask of a rule network's state, the
- *                matcher's walks ahead that the server runs while the model decodes (walkAhead, the
- *                scheduler's AHEAD_OF_LOGITS_MS of each round, counted from the mask's start), and
- *                once after the first mask as while the prompt is evaluated; timed on their own
- *                (walkAheadMs per round), not in maskUs. Assumes decodes of at least
- *                AHEAD_OF_LOGITS_MS (a faster decode waits for them). Without it every mask is cold
- *                where the instance reaches a new state, as MaskBench times engines.
+ *   --walk-ahead  masks as the service serves them: a DFA's matcher precomputes masks for
+ *                MATCHER_PRECOMPUTE_MS as the constraint cache does (in compileMs); after each
+ *                mask of a rule network's state come the matcher's walks ahead that the server
+ *                runs while the model decodes (walkAhead, the scheduler's AHEAD_OF_LOGITS_MS of
+ *                each round, counted from the mask's start), and once after the first mask as
+ *                while the prompt is evaluated; timed on their own (walkAheadMs per round), not in
+ *                maskUs. Assumes decodes of at least AHEAD_OF_LOGITS_MS (a faster decode waits
+ *                for them). Without it every mask is cold where the instance first reaches a new
+ *                state, as MaskBench times engines.
  *   --only A,B   only the files whose names contain one of these (reproducing one schema's verdict).
  *   --limit N    the first N files by name; --sample N: N files evenly spaced over the sorted list
  *                (every k-th, k = files/N), so a quick run covers every subset.
@@ -61,7 +63,7 @@ import {
 } from "../src/schema/index.js";
 import type { ByteDfa } from "../src/regex/index.js";
 import { engineOptions, loadConfig } from "../src/config.js";
-import { compileServedSchema, JSON_SCHEMA_WORK_FACTOR } from "../src/compile/index.js";
+import { compileServedSchema, JSON_SCHEMA_WORK_FACTOR, MATCHER_PRECOMPUTE_MS } from "../src/compile/index.js";
 import { AHEAD_OF_LOGITS_MS } from "../src/generate/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { parseKeepingNumbers, pythonDumps, type PyJson } from "../test/support/python-json.js";
@@ -332,6 +334,8 @@ async function main(): Promise<void> {
         }
         const m = new DfaTokenMatcher(trie, dfa!, { shareEquivalentStates: false });
         m.work.limitSteps = limitSteps;
+        // As the service's cache does with a new DFA entry (in compileMs: first use waits for it).
+        if (walkAhead) m.precompute(MATCHER_PRECOMPUTE_MS);
         return () => new DfaConstraintState(m);
       };
       if (recursion !== "stack") {
@@ -496,7 +500,7 @@ async function main(): Promise<void> {
     maskUs: maskUs.quantiles(),
     maskUsByForm: { dfa: maskUsDfa.quantiles(), ruleNetwork: maskUsNetwork.quantiles() },
     masks: walkAhead
-      ? `served: each rule network mask after the server's walks ahead of the round before (${AHEAD_OF_LOGITS_MS} ms a round from the mask's start, as while the model decodes)`
+      ? `served: a DFA's masks precomputed for ${MATCHER_PRECOMPUTE_MS} ms as the constraint cache does (in compileMs); each rule network mask after the server's walks ahead of the round before (${AHEAD_OF_LOGITS_MS} ms a round from the mask's start, as while the model decodes)`
       : "cold: a mask is computed where the instance first reaches its state (as MaskBench times engines)",
     ...(walkAhead ? { walkAheadMs: walkAheadMs.quantiles() } : {}),
     compileParts: { schemaMs: schemaMs.quantiles(), firstMaskMs: firstMaskMs.quantiles() },
