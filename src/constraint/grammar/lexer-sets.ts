@@ -82,6 +82,7 @@ export class LexerSets {
   private loopsOnUtf8: Uint8Array;
   private readonly loopKeys = new Map<number, Int32Array>();
   private readonly closures = new Map<number, Utf8Closure | null>();
+  private closureBytes = 0;
 
   /** `tables`: the matcher's slab, for the first tables below. */
   protected constructor(
@@ -105,7 +106,7 @@ export class LexerSets {
     for (const m of this.setMembers) members += m.length;
     // A set: its member list and key, and its 256 slots of commit keys (DenseTable pointers).
     bytes += this.setMembers.length * (240 + 256 * 8) + members * 16;
-    bytes += (this.setOfLex.size + this.loopKeys.size + this.closures.size) * 120;
+    bytes += (this.setOfLex.size + this.loopKeys.size + this.closures.size) * 120 + this.closureBytes;
     bytes += this.firstBytesOf.size * 120 + this.commitKeysMade * 80;
     return bytes;
   }
@@ -236,6 +237,7 @@ export class LexerSets {
     if (closure === undefined) {
       closure = this.closureOf(setId);
       this.closures.set(setId, closure);
+      if (closure !== null) this.closureBytes += closure.rows.byteLength + 2 * closure.signature.length + 40 * closure.sets.length;
     }
     return closure;
   }

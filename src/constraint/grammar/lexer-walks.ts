@@ -274,6 +274,9 @@ export class LexerLevelWalks extends LexerSets {
     bytes += this.seen.byteLength + this.seenSlot.byteLength;
     bytes += this.roots.size * 120 + this.equivalents.retainedBytes();
     bytes += (this.aheadQueue?.length ?? 0) * 8 + this.aheadMet.size * 40;
+    // The slices themselves are the trie's (MAX_SLICE_BYTES_PER_TRIE); a set's links to them are ours.
+    bytes += this.setSlices.size * 40 + this.classSets.size * 120 + this.classOwners.size * 80;
+    bytes += this.regionScratch?.byteLength ?? 0;
     return bytes;
   }
 
@@ -723,10 +726,10 @@ export class LexerLevelWalks extends LexerSets {
   }
 
   /**
-   * Opens frame `top` for the region of `slice` below node `p` (reached in `set`, of its key, or
-   * in one of its classes):
-   * its exits below `p`, and each class's set with the node of its first token there, where the
-   * whole walk would meet it. `at` is the enclosing frame's jump point, kept for its return.
+   * Opens frame `top` for the region of `slice` below node `p`, reached in `set` (of the slice's
+   * key) or in one of `set`'s classes: its exits below `p`, and each class's set with the node of
+   * its first token there, where the whole walk would meet it. `at`: the enclosing frame's jump
+   * point, for its return.
    */
   private enterRegion(top: number, slice: LoopSlice, set: number, p: number, size: number, at: number): void {
     const frames = this.frames;
@@ -773,13 +776,11 @@ export class LexerLevelWalks extends LexerSets {
     }
   }
 
-  /** The tokens of the regions the walk took up below the root, set in its mask (made if need be). */
-  private setRegionsTaken(mask: Uint32Array | null): Uint32Array {
-    const words = maskWords(this.trie.vocabSize);
-    mask ??= new Uint32Array(words);
-    const scratch = (this.regionScratch ??= new Uint32Array(words));
+  /** The tokens of the regions the walk took up below the root, set in its mask (made on the first). */
+  private setRegionsTaken(mask: Uint32Array | null): Uint32Array | null {
+    const scratch = (this.regionScratch ??= new Uint32Array(maskWords(this.trie.vocabSize)));
     for (let i = 0; i < this.regionSlices.length; i++)
-      setRegionTokens(this.regionSlices[i]!, this.regionRanges[i]!, this.trie.tokenIds, mask, scratch);
+      mask = setRegionTokens(this.regionSlices[i]!, this.regionRanges[i]!, this.trie.tokenIds, mask, scratch);
     this.regionSlices.length = 0;
     return mask;
   }

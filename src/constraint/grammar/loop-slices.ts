@@ -228,22 +228,24 @@ export function exitIndexAt(nodes: Int32Array, node: number): number {
 /**
  * Sets in `mask` the slice's tokens at positions in `ranges` (sorted, disjoint [from, to) pairs):
  * one by one when they are few, else the slice's whole mask less the tokens outside the ranges,
- * made in `scratch` (a mask's words) and or-ed in.
+ * made in `scratch` (a mask's words) and or-ed in. A null `mask` is made when there is a token
+ * to set (as a walk makes its mask on its first token); returns it.
  */
 export function setRegionTokens(
   slice: LoopSlice,
   ranges: readonly number[],
   tokenIds: Int32Array,
-  mask: Uint32Array,
+  mask: Uint32Array | null,
   scratch: Uint32Array,
-): void {
+): Uint32Array | null {
   const bits = slice.purePositions;
   let covered = 0;
   for (let r = 0; r < ranges.length; r += 2) covered += bitsIn(bits, ranges[r]!, ranges[r + 1]!);
-  if (covered === 0) return;
+  if (covered === 0) return mask;
+  mask ??= new Uint32Array(scratch.length);
   if (covered * 2 <= slice.pureCount) {
     for (let r = 0; r < ranges.length; r += 2) setIdsAt(bits, ranges[r]!, ranges[r + 1]!, tokenIds, mask, 1);
-    return;
+    return mask;
   }
   scratch.set(slice.pure!);
   let from = 0;
@@ -253,6 +255,7 @@ export function setRegionTokens(
   }
   setIdsAt(bits, from, tokenIds.length, tokenIds, scratch, 0);
   for (let w = 0; w < mask.length; w++) mask[w]! |= scratch[w]!;
+  return mask;
 }
 
 /** For each set bit k in [from, to) of `bits`: sets (value 1) or clears (0) tokenIds[k]'s bit in `mask`. */
