@@ -150,7 +150,9 @@ OP: "=" | "<" | ">" | "<=" | ">="
 %ignore WS
 `;
   const limit = 4_000_000;
-  const matcher = new GrammarTokenMatcher(trie, createGrammarAutomaton(compileGrammar(sql), { maxIgnoredRun: 8 }));
+  // Every walk ahead, however slow the machine (the service's matcher stops after WALK_AHEAD_MS).
+  const automaton = createGrammarAutomaton(compileGrammar(sql), { maxIgnoredRun: 8 });
+  const matcher = new GrammarTokenMatcher(trie, automaton, { walkAheadMs: Number.POSITIVE_INFINITY });
   matcher.work.limitSteps = limit;
   const state = new GrammarConstraintState(matcher);
   state.mask(64);

@@ -64,10 +64,13 @@ export class GrammarTokenMatcher {
     readonly automaton: CompletableAutomaton,
     /**
      * `lexerLevel` off: every state walks the trie with the automaton; `loopSlices` off: root walks
-     * walk their loop regions (the references the tests compare with).
+     * walk their loop regions (the references the tests compare with). `walkAheadMs`: walkAhead's
+     * time over the matcher's life (WALK_AHEAD_MS; a test that needs every walk ahead, however
+     * slow the machine, gives Infinity).
      */
-    options: { lexerLevel?: boolean; loopSlices?: boolean } = {},
+    options: { lexerLevel?: boolean; loopSlices?: boolean; walkAheadMs?: number } = {},
   ) {
+    this.walkAheadLeftMs = options.walkAheadMs ?? WALK_AHEAD_MS;
     this.lexer =
       options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton, this.tables, this.work, options.loopSlices !== false);
     this.edges = new StateEdgeCache(trie, automaton, this.lexer, this.tables, this.work);
