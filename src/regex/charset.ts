@@ -1,3 +1,4 @@
+import { lowerBound } from "../support/index.js";
 import { CASE_GROUPS_FLAT } from "./casefold-data.js";
 
 /**
@@ -72,17 +73,6 @@ function loadFoldTable(): void {
   pairs.sort((x, y) => x[0] - y[0]);
   foldMembers = Int32Array.from(pairs, (p) => p[0]);
   foldGroupStart = Int32Array.from(pairs, (p) => p[1]);
-}
-
-function lowerBound(arr: Int32Array, value: number): number {
-  let lo = 0;
-  let hi = arr.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (arr[mid]! < value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /**

@@ -115,6 +115,18 @@ export function commonPrefixLength(a: Int32Array, b: Int32Array): number {
   return i;
 }
 
+/** The first index i with arr[i] >= value in an ascending array (arr.length when none). */
+export function lowerBound(arr: Int32Array, value: number): number {
+  let lo = 0;
+  let hi = arr.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (arr[mid]! < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** The arrays one after another in one new array. */
 export function concatInt32(parts: readonly Int32Array[]): Int32Array {
   let n = 0;

@@ -2,7 +2,8 @@
  * support/ — helpers with no stage knowledge, importable by every stage (and importing none).
  *
  *   Typed-array tables:  Int32Arena (scratch views of one buffer), TableSlab (an owner's first
- *                        tables carved from one buffer), grownTo / int32Of / uint8Of / concatInt32
+ *                        tables carved from one buffer), grownTo / int32Of / uint8Of / concatInt32,
+ *                        lowerBound (binary search in an ascending Int32Array)
  *   Integer memos:       IntMap (integer keys below 2^53 → int32), IdMap (dense ids → int32),
  *                        DenseTable (dense ids → values)
  *   Token masks:         maskWords, setTokenRange, setTokenList, orInto, setBits, popCount, wordHash (bitsets of token ids)
@@ -12,7 +13,7 @@
  *   Control markers:     CONTROL_MARKERS, markerBytes (control tokens' spelling in constraints)
  *   Rule calls:          RULE_CALL_LEAD, ruleCallBytes, forEachCall (a rule network's calls, spelled in its DFAs)
  */
-export { commonPrefixLength, concatInt32, grownTo, Int32Arena, int32Of, TableSlab, uint8Of } from "./arena.js";
+export { commonPrefixLength, concatInt32, grownTo, Int32Arena, int32Of, lowerBound, TableSlab, uint8Of } from "./arena.js";
 export { IdMap, IntMap } from "./int-map.js";
 export { DenseTable } from "./dense-table.js";
 export { maskWords, orInto, popCount, setBits, setTokenList, setTokenRange, wordHash } from "./bitset.js";

@@ -17,6 +17,7 @@
  */
 import {
   grownTo,
+  lowerBound,
   maskWords,
   orInto,
   popCount,
@@ -35,7 +36,6 @@ import { EMPTY, listOf, SLAB_LIST_MAX } from "./tables.js";
 import {
   classEntryAt,
   entersAt,
-  exitIndexAt,
   firstClassPosition,
   type LoopSlice,
   MIN_SLICED_SUBTREE,
@@ -738,8 +738,8 @@ export class LexerLevelWalks extends LexerSets {
     const f = (frames[top] ??= { slice, set, next: 0, last: 0, end: 0, at: 0, joins: [], ji: 0 });
     f.slice = slice;
     f.set = set;
-    f.next = exitIndexAt(slice.exits, p + 1);
-    f.last = exitIndexAt(slice.exits, p + size);
+    f.next = lowerBound(slice.exits, p + 1);
+    f.last = lowerBound(slice.exits, p + size);
     f.end = p + size;
     f.ji = 0;
     const { tokenStart, tokenIds, tokenNode } = this.trie;

@@ -11,7 +11,7 @@
  * walk from a set of a key name's prefixes and a free key meets the free key's set at depth 1,
  * and below that node walks exactly as the region does).
  */
-import { maskWords } from "../../support/index.js";
+import { lowerBound, maskWords } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
 import type { Utf8Closure } from "./lexer-sets.js";
 
@@ -195,7 +195,7 @@ export function entersAt(slice: LoopSlice, p: number): boolean {
 
 /** The class the region reaches node `p` in when it is one of classEntries, else -1. */
 export function classEntryAt(slice: LoopSlice, p: number): number {
-  const i = exitIndexAt(slice.classEntries, p);
+  const i = lowerBound(slice.classEntries, p);
   return i < slice.classEntries.length && slice.classEntries[i] === p ? slice.classEntryClass[i]! : -1;
 }
 
@@ -210,19 +210,6 @@ export function firstClassPosition(slice: LoopSlice, cls: number, from: number, 
   if (k >= 0 || blockEnd >= to) return k;
   const next = nextInBlock[(from >>> 10) + 1] ?? -1;
   return next >= 0 && next < to ? next : -1;
-}
-
-/** The first index i with nodes[i] >= node (exits, classEntries: ascending). */
-export function exitIndexAt(nodes: Int32Array, node: number): number {
-  const exits = nodes;
-  let lo = 0;
-  let hi = exits.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (exits[mid]! < node) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /**
