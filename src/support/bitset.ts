@@ -49,13 +49,15 @@ export function wordHash(mask: Uint32Array): number {
   return h;
 }
 
+/** Set bits of one 32-bit word. */
+export function popCount32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
+}
+
 export function popCount(mask: Uint32Array): number {
   let n = 0;
-  for (let i = 0; i < mask.length; i++) {
-    let x = mask[i]!;
-    x -= (x >>> 1) & 0x55555555;
-    x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-    n += Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
-  }
+  for (let i = 0; i < mask.length; i++) n += popCount32(mask[i]!);
   return n;
 }

@@ -604,10 +604,10 @@ export class LexerLevelWalks extends LexerSets {
           // slice's. A set not asked before is asked only when it loops on the first byte below
           // (the walk steps there next anyway): a new set (a key name's prefix) is not asked
           // for all its loop bytes.
-          let region = this.setSlices.get(cont) ?? null;
+          const asked = this.setSlices.get(cont);
+          let region = asked ?? null;
           let owner = cont;
-          if (region === null && !this.setSlices.has(cont) && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont)
-            region = this.loopSliceOf(cont);
+          if (asked === undefined && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont) region = this.loopSliceOf(cont);
           if (region !== null) {
             if (!entersAt(region, p)) region = null;
           } else {
@@ -619,7 +619,7 @@ export class LexerLevelWalks extends LexerSets {
           }
           if (region !== null) {
             steps += visitedBetween(region, p, p + size) - 1;
-            this.enterRegion(++top, region, owner, p, size, jumpAt);
+            this.enterRegion(++top, region, owner, p, size);
             jumpAt = p;
             continue;
           }
@@ -728,13 +728,11 @@ export class LexerLevelWalks extends LexerSets {
   /**
    * Opens frame `top` for the region of `slice` below node `p`, reached in `set` (of the slice's
    * key) or in one of `set`'s classes: its exits below `p`, and each class's set with the node of
-   * its first token there, where the whole walk would meet it. `at`: the enclosing frame's jump
-   * point, for its return.
+   * its first token there, where the whole walk would meet it.
    */
-  private enterRegion(top: number, slice: LoopSlice, set: number, p: number, size: number, at: number): void {
+  private enterRegion(top: number, slice: LoopSlice, set: number, p: number, size: number): void {
     const frames = this.frames;
     this.regionsTaken++;
-    if (top > 0) frames[top - 1]!.at = at;
     const f = (frames[top] ??= { slice, set, next: 0, last: 0, end: 0, at: 0, joins: [], ji: 0 });
     f.slice = slice;
     f.set = set;

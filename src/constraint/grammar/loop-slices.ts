@@ -11,7 +11,7 @@
  * walk from a set of a key name's prefixes and a free key meets the free key's set at depth 1,
  * and below that node walks exactly as the region does).
  */
-import { lowerBound, maskWords } from "../../support/index.js";
+import { lowerBound, maskWords, popCount32 } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
 import type { Utf8Closure } from "./lexer-sets.js";
 
@@ -249,9 +249,7 @@ export function setRegionTokens(
 function setIdsAt(bits: Uint32Array, from: number, to: number, tokenIds: Int32Array, mask: Uint32Array, value: number): void {
   if (from >= to) return;
   for (let w = from >>> 5, lastW = (to - 1) >>> 5; w <= lastW; w++) {
-    let x = bits[w]!;
-    if (w === from >>> 5) x &= ~0 << (from & 31);
-    if (w === lastW && (to & 31) !== 0) x &= (1 << (to & 31)) - 1;
+    let x = wordIn(bits, w, from, to);
     while (x !== 0) {
       const low = x & -x;
       const id = tokenIds[w * 32 + 31 - Math.clz32(low)]!;
@@ -262,13 +260,19 @@ function setIdsAt(bits: Uint32Array, from: number, to: number, tokenIds: Int32Ar
   }
 }
 
+/** Word w of `bits`, its bits outside positions [from, to) cleared. */
+function wordIn(bits: Uint32Array, w: number, from: number, to: number): number {
+  let x = bits[w]!;
+  if (w === from >>> 5) x &= ~0 << (from & 31);
+  if (w === (to - 1) >>> 5 && (to & 31) !== 0) x &= (1 << (to & 31)) - 1;
+  return x;
+}
+
 function bitsIn(bits: Uint32Array, from: number, to: number): number {
   if (from >= to) return 0;
   let n = 0;
   for (let w = from >>> 5, lastW = (to - 1) >>> 5; w <= lastW; w++) {
-    let x = bits[w]!;
-    if (w === from >>> 5) x &= ~0 << (from & 31);
-    if (w === lastW && (to & 31) !== 0) x &= (1 << (to & 31)) - 1;
+    const x = wordIn(bits, w, from, to);
     n += popCount32(x);
   }
   return n;
@@ -277,9 +281,7 @@ function bitsIn(bits: Uint32Array, from: number, to: number): number {
 function firstBitIn(bits: Uint32Array, from: number, to: number): number {
   if (from >= to) return -1;
   for (let w = from >>> 5, lastW = (to - 1) >>> 5; w <= lastW; w++) {
-    let x = bits[w]!;
-    if (w === from >>> 5) x &= ~0 << (from & 31);
-    if (w === lastW && (to & 31) !== 0) x &= (1 << (to & 31)) - 1;
+    const x = wordIn(bits, w, from, to);
     if (x !== 0) return w * 32 + 31 - Math.clz32(x & -x);
   }
   return -1;
@@ -296,10 +298,4 @@ function blockStarts(bits: Uint32Array): Int32Array {
     out[block] = next;
   }
   return out;
-}
-
-function popCount32(x: number): number {
-  x -= (x >>> 1) & 0x55555555;
-  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
 }
