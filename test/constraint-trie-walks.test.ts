@@ -13,6 +13,8 @@
 //     lists; false and the mask untouched when the lists are too long.
 //   dfa/walks.ts: entryComplementMask — a state's full mask built from every token via a loop's
 //     lists plus walks of the first bytes that lead elsewhere; null when too costly.
+//   dfa/walks.ts: chainComplementMask — a counted run's position (`[^"]{0,40}`): every token off
+//     the lists and no longer than the run ends that many positions on; the rest stepped.
 //   dfa/walks.ts: subtreeLoopsOn (and DfaTokenMatcher.subtreeLoops) — when true, every token below
 //     the node, read from after it, leads the state back to itself (a sufficient condition).
 //   dfa/matcher.ts: DfaTokenMatcher.subtreeSpans — (from, to, target) spans of the tokens of a
@@ -608,7 +610,7 @@ function checkMatcherPaths(
   };
   for (const s of order) {
     const at = `${label} state ${s}`;
-    const before = [matcher.statesListed, matcher.statesEntered, matcher.statesDerived, matcher.statesShared];
+    const before = [matcher.statesListed, matcher.statesEntered, matcher.statesDerived, matcher.statesShared, matcher.statesChained];
     const full = matcher.mask(s);
     // Which first-mask path ran (computeState's dispatch and firstMask's sharing are observable only
     // through these counters).
@@ -617,11 +619,13 @@ function checkMatcherPaths(
         ? "matcher:listed (exceptionComplementMask)"
         : matcher.statesEntered > before[1]!
           ? "matcher:entered (entryComplementMask)"
-          : matcher.statesDerived > before[2]!
-            ? "matcher:derived (sharing + walkFullMask(redo))"
-            : matcher.statesShared > before[3]!
-              ? "matcher:shared"
-              : "matcher:walked";
+          : matcher.statesChained > before[4]!
+            ? "matcher:chained (chainComplementMask)"
+            : matcher.statesDerived > before[2]!
+              ? "matcher:derived (sharing + walkFullMask(redo))"
+              : matcher.statesShared > before[3]!
+                ? "matcher:shared"
+                : "matcher:walked";
     assert.deepEqual(maskMismatches(full, expectedMask(s, Number.MAX_SAFE_INTEGER)), [], `${at}: mask() [${path}]`);
     hit(path);
     assert.equal(matcher.allowedTokenCount(s), refs[s]!.count, `${at}: allowedTokenCount [${path}]`);
@@ -710,6 +714,7 @@ const DFA_WALKS = [
   "minorSpans",
   "matcher:listed (exceptionComplementMask)",
   "matcher:entered (entryComplementMask)",
+  "matcher:chained (chainComplementMask)",
   "matcher:derived (sharing + walkFullMask(redo))",
   "derivedMask (derivationBase + clearRedone + walkFullMask(redo))",
   "matcher:walked",
@@ -744,7 +749,20 @@ test("regex trie walks equal walkTrie on random DFAs and random patterns × rand
     pairs++;
   }
   // Shapes the walks specialise, each over a fresh vocabulary (string bodies, free text, entries).
-  const shaped = ['"[^"\\\\]*"', '"[^"\\\\]+"', ".*", '[^"]+', "[a-z]*", " ?[a-z]+( [a-z]+)*", '\\{"[a-z]+": "[^"]*"\\}'];
+  // Counted runs too: a string's maxLength, with a minimum, escapes (a pair is one character), and
+  // a run that cycles (two states taking turns).
+  const shaped = [
+    '"[^"\\\\]*"',
+    '"[^"\\\\]+"',
+    ".*",
+    '[^"]+',
+    "[a-z]*",
+    " ?[a-z]+( [a-z]+)*",
+    '\\{"[a-z]+": "[^"]*"\\}',
+    '"[^"\\\\]{0,40}"',
+    '"(\\\\.|[^"\\\\]){3,20}"',
+    '"([^"\\\\][^"\\\\])*"',
+  ];
   shaped.forEach((pattern, j) => {
     // Mostly words, so that the per-byte lists of a string body or free text stay short (with the
     // 128 lone non-ASCII byte tokens on them, only a larger vocabulary does).
@@ -794,6 +812,9 @@ test("regex trie walks equal walkTrie on the gpt-2 vocabulary", (t) => {
     " ?[A-Za-z]+( [A-Za-z]+)*",
     '\\{"[a-z]+": [0-9]+\\}',
     '(\\\\.|[^"\\\\])*x',
+    '"[^"\\\\]{0,40}"',
+    '"[^"\\\\]{2,6}"',
+    '"(\\\\.|[^"\\\\]){0,50}"',
   ];
   for (const pattern of patterns) checkDfa(compileRegex(pattern), vocab, rand, `gpt-2 /${pattern}/`, false);
   for (let i = 0; i < 3; i++) checkDfa(randomDfa(rand, 5), vocab, rand, `gpt-2 random DFA #${i}`, false);

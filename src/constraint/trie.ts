@@ -142,6 +142,13 @@ export class TokenTrie {
     for (let c = 1; c < numNodes; c += subtreeSize[c]!) this.rootChild[nodeByte[c]!] = c;
   }
 
+  private charIndexMade: TokenCharIndex | null = null;
+
+  /** The tokens by their number of characters (see TokenCharIndex), made on first need. */
+  get charIndex(): TokenCharIndex {
+    return (this.charIndexMade ??= tokenCharIndex(this.orderedOffsets, this.orderedData));
+  }
+
   /** A fresh stamp for `tokenStamp` (cleared when the counter would wrap). */
   nextTokenStamp(): number {
     if (this.tokenStampValue === 0x7fffffff) {
@@ -295,6 +302,45 @@ function asciiTokenIndex(
     }
   }
   return { start: count, tokens, notUtf8: Int32Array.from(notUtf8), orderedOffsets, orderedData };
+}
+
+/**
+ * The trie's tokens by their characters (bytes that do not continue a UTF-8 sequence): a counted
+ * run (`maxLength`) allows a token by its length in characters, so a state r characters from the
+ * run's end needs only the tokens longer than r looked at (see chainComplementMask).
+ */
+export interface TokenCharIndex {
+  /** Per trie position: its token's characters, at most 255. */
+  readonly chars: Uint8Array;
+  /** The most characters of any token. */
+  readonly maxChars: number;
+  /** Per c: tokens of exactly c characters. */
+  readonly withChars: Uint32Array;
+  /** Trie positions, most characters first: the tokens longer than c are the first moreThan[c]. */
+  readonly mostFirst: Int32Array;
+  readonly moreThan: Uint32Array;
+}
+
+function tokenCharIndex(orderedOffsets: Uint32Array, orderedData: Uint8Array): TokenCharIndex {
+  const n = orderedOffsets.length - 1;
+  const chars = new Uint8Array(n);
+  let maxChars = 0;
+  for (let k = 0; k < n; k++) {
+    let c = 0;
+    for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end; i++) if ((orderedData[i]! & 0xc0) !== 0x80) c++;
+    chars[k] = Math.min(c, 255);
+    if (chars[k]! > maxChars) maxChars = chars[k]!;
+  }
+  const withChars = new Uint32Array(maxChars + 1);
+  for (let k = 0; k < n; k++) withChars[chars[k]!]!++;
+  // moreThan[c] = tokens of more than c characters; positions placed by a counting sort, most first.
+  const moreThan = new Uint32Array(maxChars + 2);
+  for (let c = maxChars - 1; c >= 0; c--) moreThan[c] = moreThan[c + 1]! + withChars[c + 1]!;
+  const fill = new Uint32Array(maxChars + 1);
+  for (let c = 0; c <= maxChars; c++) fill[c] = moreThan[c]!;
+  const mostFirst = new Int32Array(n);
+  for (let k = 0; k < n; k++) mostFirst[fill[chars[k]!]!++] = k;
+  return { chars, maxChars, withChars, mostFirst, moreThan };
 }
 
 function parentsOf(numNodes: number, depth: Uint16Array, maxDepth: number): Int32Array {

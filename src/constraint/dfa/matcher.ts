@@ -10,7 +10,15 @@ import { DfaBudgets, MAX_MINOR_SPANS, NO_BUDGET } from "./budget.js";
 import { BufferTally, MaskStore, SMALL_LIST_IDS, wordHash, type NarrowList } from "./mask-store.js";
 import type { DfaMatcherView } from "./matcher-view.js";
 import { MaskSharing } from "./sharing.js";
-import { DfaWalkContext, entryComplementMask, exceptionComplementMask, subtreeLoopsOn, walkComplementMask, walkFullMask } from "./walks.js";
+import {
+  chainComplementMask,
+  DfaWalkContext,
+  entryComplementMask,
+  exceptionComplementMask,
+  subtreeLoopsOn,
+  walkComplementMask,
+  walkFullMask,
+} from "./walks.js";
 
 /**
  * Bytes per DFA state of a matcher's fixed tables: ten typed-array entries (29 bytes), three
@@ -56,7 +64,20 @@ export interface DfaTokenMatcherOptions {
    * first mask (about 1 ms at the median), so their matchers leave it out.
    */
   readonly shareEquivalentStates?: boolean;
+  /**
+   * Whether the positions of a counted run (a string's `maxLength`) get their masks from the
+   * per-byte token lists (chainComplementMask; default true). False walks them (tests compare).
+   */
+  readonly countedRuns?: boolean;
 }
+
+/** ASCII bytes one target must take from a state for the state to head a counted run (a string body: ~90). */
+const MIN_RUN_BYTES = 64;
+/**
+ * Characters of a counted run followed ahead (each a state whose bytes are grouped once): tokens
+ * longer than that are stepped (211 at 152k tokens).
+ */
+const MAX_RUN_AHEAD = 32;
 
 /** Work charged per state walked, besides its trie nodes (see computeState; measured: ~5 µs). */
 const STATE_STEPS = 384;
@@ -103,6 +124,17 @@ export class DfaTokenMatcher implements DfaMatcherView {
   private readonly entryRedo = new Uint8Array(256);
   private readonly entryTargets = new Int32Array(128);
   private readonly entryTokens = new Int32Array(128);
+  /** Masks of a counted run's positions, by the token lists (chainComplementMask; tests). */
+  statesChained = 0;
+  private readonly countedRuns: boolean;
+  /**
+   * Per state: where each byte of its widest ASCII group and every multi-byte character lead (the
+   * next position of a counted run), -1 when none, -2 not known yet; and per state, 4 words, that
+   * group's bytes. Made on first need.
+   */
+  private runNext: Int32Array | null = null;
+  private runBytes: Uint32Array | null = null;
+  private readonly runChain = new Int32Array(MAX_RUN_AHEAD + 1);
 
   private readonly walkContext: DfaWalkContext;
   private readonly store: MaskStore;
@@ -140,6 +172,7 @@ export class DfaTokenMatcher implements DfaMatcherView {
     );
     this.store = new MaskStore(this.words);
     this.sharing = new MaskSharing(trie, dfa, opts.shareEquivalentStates ?? true);
+    this.countedRuns = opts.countedRuns ?? true;
     this.budgets = new DfaBudgets(
       this,
       trie,
@@ -207,6 +240,71 @@ export class DfaTokenMatcher implements DfaMatcherView {
     if (best < 0 || targets[best] === state || tokens[best]! < numTokens >>> 1) return -1;
     const loop = targets[best]!;
     return this.isBroadLoop(loop) && this.multibyteLoop[loop] === 1 ? loop : -1;
+  }
+
+  /**
+   * The next position of a counted run from `state` (see runNext): the target of its widest ASCII
+   * group when that has MIN_RUN_BYTES bytes, is not `state` itself (a loop) and every multi-byte
+   * character leads there too; else -1.
+   */
+  private runNextOf(state: number): number {
+    const n = this.dfa.numStates;
+    const known = (this.runNext ??= new Int32Array(n).fill(-2));
+    if (known[state] !== -2) return known[state]!;
+    const bytes = (this.runBytes ??= new Uint32Array(n * 4));
+    const { next, byteClass, numClasses } = this.dfa;
+    const targets = this.entryTargets;
+    const counts = this.entryTokens;
+    let distinct = 0;
+    for (let b = 0; b < 128; b++) {
+      const t = next[state * numClasses + byteClass[b]!]!;
+      if (t < 0) continue;
+      let i = 0;
+      while (i < distinct && targets[i] !== t) i++;
+      if (i === distinct) {
+        targets[distinct++] = t;
+        counts[i] = 0;
+      }
+      counts[i]!++;
+    }
+    let best = -1;
+    for (let i = 0; i < distinct; i++) if (best < 0 || counts[i]! > counts[best]!) best = i;
+    let to = -1;
+    if (best >= 0 && counts[best]! >= MIN_RUN_BYTES && targets[best] !== state && this.leadsIntoOnEveryUtf8Char(state, targets[best]!)) {
+      to = targets[best]!;
+      for (let b = 0; b < 128; b++) if (next[state * numClasses + byteClass[b]!] === to) bytes[state * 4 + (b >>> 5)]! |= 1 << (b & 31);
+    }
+    known[state] = to;
+    return to;
+  }
+
+  /** Whether two states' run groups (runBytes) are the same bytes. */
+  private sameRunBytes(a: number, b: number): boolean {
+    const bytes = this.runBytes!;
+    for (let w = 0; w < 4; w++) if (bytes[a * 4 + w] !== bytes[b * 4 + w]) return false;
+    return true;
+  }
+
+  /**
+   * The mask of `state` as the head of a counted run (chainComplementMask), followed up to
+   * MAX_RUN_AHEAD characters through the states with its run bytes; null when it heads none or
+   * the token lists do not pay.
+   */
+  private countedRunMask(state: number): Uint32Array | null {
+    if (!this.countedRuns) return null;
+    const first = this.runNextOf(state);
+    if (first < 0) return null;
+    const chain = this.runChain;
+    chain[0] = state;
+    chain[1] = first;
+    let run = 1;
+    for (let q = first; run < MAX_RUN_AHEAD; ) {
+      const to = this.runNextOf(q);
+      if (to < 0 || !this.sameRunBytes(q, state)) break;
+      chain[++run] = to;
+      q = to;
+    }
+    return chainComplementMask(this.walkContext, this.trie, state, chain, run, this.runBytes!, state * 4);
   }
 
   /** Fills the loop sets of `state` (see loopKind); returns its loopKind. */
@@ -481,6 +579,7 @@ export class DfaTokenMatcher implements DfaMatcherView {
     const n = this.dfa.numStates;
     const tally = new BufferTally();
     tally.bytes = 1024 + n * PER_STATE_BYTES + this.emptyMask.byteLength;
+    tally.bytes += (this.runNext?.byteLength ?? 0) + (this.runBytes?.byteLength ?? 0);
     for (let s = 0; s < n; s++) {
       tally.add(this.fullMasks[s]);
       const list = this.narrowLists[s];
@@ -569,10 +668,16 @@ export class DfaTokenMatcher implements DfaMatcherView {
       const loop = this.entryLoop(state);
       const entered =
         loop >= 0 && entryComplementMask(walk, this.trie, state, loop, this.leadsIntoOnEveryUtf8Char(state, loop), this.entryRedo);
+      // A counted run's position (a string's maxLength), the same from every token.
+      const counted = entered ? null : this.countedRunMask(state);
       if (entered) {
         mask = entered;
         complement = true;
         this.statesEntered++;
+      } else if (counted !== null) {
+        mask = counted;
+        complement = true;
+        this.statesChained++;
       } else {
         mask = this.store.scratch();
         walkFullMask(walk, state, mask, null);
