@@ -304,7 +304,19 @@ export class DfaTokenMatcher implements DfaMatcherView {
       chain[++run] = to;
       q = to;
     }
-    return chainComplementMask(this.walkContext, this.trie, state, chain, run, this.runBytes!, state * 4);
+    const endDead = run < MAX_RUN_AHEAD && this.deadOnRunBytes(chain[run]!, state);
+    return chainComplementMask(this.walkContext, this.trie, state, chain, run, endDead, this.runBytes!, state * 4);
+  }
+
+  /** Whether `end` goes nowhere on the run bytes of `head` and on every multi-byte lead byte (a run's last position). */
+  private deadOnRunBytes(end: number, head: number): boolean {
+    const { next, byteClass, numClasses } = this.dfa;
+    const bytes = this.runBytes!;
+    for (let b = 0; b < 128; b++) {
+      if (((bytes[head * 4 + (b >>> 5)]! >>> (b & 31)) & 1) !== 0 && next[end * numClasses + byteClass[b]!]! >= 0) return false;
+    }
+    for (let b = 0xc2; b <= 0xf4; b++) if (next[end * numClasses + byteClass[b]!]! >= 0) return false;
+    return true;
   }
 
   /** Fills the loop sets of `state` (see loopKind); returns its loopKind. */

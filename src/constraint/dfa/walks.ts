@@ -305,11 +305,12 @@ const listedWithChars = new Uint32Array(256);
  * one state on, chain[0] → chain[1] → … → chain[run], alike on each byte of `bytes` (4 words at
  * `at`: ASCII) and on every multi-byte character): a token on none of the per-byte lists of the
  * ASCII bytes outside `bytes` and no longer than the run ends in chain[c], c its characters; the
- * listed tokens and the longer ones are stepped. Each position of a 255-character string is a
- * state of its own that loops on nothing, so this replaces a walk of ~all 330k trie nodes (7 ms
- * at 152k tokens) by ~5k tokens stepped. Returns the mask (made from every generable token),
- * with the same outputs in `c.scalars` as the walks; null, having made nothing, when the lists
- * are too long to pay.
+ * listed tokens and the longer ones are stepped, or, with `endDead` (chain[run] goes nowhere on
+ * those bytes and lead bytes: the run's last position), the longer ones off the lists are dead.
+ * Each position of a 255-character string is a state of its own that loops on nothing, so this
+ * replaces a walk of ~all 330k trie nodes (7 ms at 152k tokens) by ~5k tokens stepped. Returns
+ * the mask (made from every generable token), with the same outputs in `c.scalars` as the walks;
+ * null, having made nothing, when the lists are too long to pay.
  */
 export function chainComplementMask(
   c: DfaWalkContext,
@@ -317,6 +318,7 @@ export function chainComplementMask(
   state: number,
   chain: Int32Array,
   run: number,
+  endDead: boolean,
   bytes: Uint32Array,
   at: number,
 ): Uint32Array | null {
@@ -324,11 +326,11 @@ export function chainComplementMask(
   const { chars, withChars, mostFirst, maxChars } = index;
   const longer = run >= maxChars ? 0 : index.moreThan[run]!;
   const { asciiTokenStart, asciiTokens, notUtf8Tokens, tokenStamp, listScratch, orderedOffsets, orderedData, tokenIds } = trie;
-  let listed = notUtf8Tokens.length + longer;
+  let listed = notUtf8Tokens.length + (endDead ? 0 : longer);
   for (let b = 0; b < 128; b++)
     if (((bytes[at + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
   if (listed > c.numTokens >>> 3) return null;
-  c.matcher.work.charge(listed + run);
+  c.matcher.work.charge(listed + run + (endDead ? longer : 0));
   // The tokens to step, each once: not whole characters, holding a byte outside `bytes`, longer than the run.
   const tokenMark = trie.nextTokenStamp();
   let n = 0;
@@ -342,7 +344,7 @@ export function chainComplementMask(
     if (((bytes[at + (b >>> 5)]! >>> (b & 31)) & 1) !== 0) continue;
     for (let j = asciiTokenStart[b]!, end = asciiTokenStart[b + 1]!; j < end; j++) take(asciiTokens[j]!);
   }
-  for (let j = 0; j < longer; j++) take(mostFirst[j]!);
+  if (!endDead) for (let j = 0; j < longer; j++) take(mostFirst[j]!);
   const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch } = c;
   const scalars = c.scalars;
   const stamp = ++scalars[0]!;
@@ -367,6 +369,16 @@ export function chainComplementMask(
       successorScratch[numSucc++] = s;
       const mb = minBytesToAccept[s]!;
       if (mb > maxMinBytes) maxMinBytes = mb;
+    }
+  }
+  // The longer ones off the lists: their next character finds the run's end.
+  if (endDead) {
+    for (let j = 0; j < longer; j++) {
+      const k = mostFirst[j]!;
+      if (tokenStamp[k] === tokenMark) continue;
+      const id = tokenIds[k]!;
+      mask[id >>> 5]! &= ~(1 << (id & 31));
+      cleared++;
     }
   }
   // Every other token of c characters ends c states on.
