@@ -120,7 +120,7 @@ export class DfaTokenMatcher implements DfaMatcherView {
   statesListed = 0;
   /** Masks of states in front of a broad loop, by its token lists (entryComplementMask; tests). */
   statesEntered = 0;
-  /** entryComplementMask's first bytes to walk; entryLoop's targets of the ASCII bytes and their tokens. */
+  /** entryComplementMask's first bytes to walk; widestAsciiTarget's targets of the ASCII bytes and their weights. */
   private readonly entryRedo = new Uint8Array(256);
   private readonly entryTargets = new Int32Array(128);
   private readonly entryTokens = new Int32Array(128);
@@ -217,29 +217,41 @@ export class DfaTokenMatcher implements DfaMatcherView {
    * mask from every token rather than walk ~all of them.
    */
   private entryLoop(state: number): number {
-    const { next, byteClass, numClasses } = this.dfa;
     const { rootChild, tokenStart, subtreeSize, numTokens } = this.trie;
+    const best = this.widestAsciiTarget(state, (b) => {
+      const p = rootChild[b]!;
+      return p < 0 ? 0 : tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+    });
+    if (best < 0 || this.entryTargets[best] === state || this.entryTokens[best]! < numTokens >>> 1) return -1;
+    const loop = this.entryTargets[best]!;
+    return this.isBroadLoop(loop) && this.multibyteLoop[loop] === 1 ? loop : -1;
+  }
+
+  /**
+   * The ASCII bytes of `state` grouped by their target (entryTargets), each group weighed by
+   * `weight(b)` of its bytes (entryTokens); returns the heaviest group's index, -1 when none.
+   */
+  private widestAsciiTarget(state: number, weight: (b: number) => number): number {
+    const { next, byteClass, numClasses } = this.dfa;
     const targets = this.entryTargets;
-    const tokens = this.entryTokens;
+    const weights = this.entryTokens;
     let distinct = 0;
     for (let b = 0; b < 128; b++) {
-      const p = rootChild[b]!;
-      if (p < 0) continue;
+      const w = weight(b);
+      if (w === 0) continue;
       const t = next[state * numClasses + byteClass[b]!]!;
       if (t < 0) continue;
       let i = 0;
       while (i < distinct && targets[i] !== t) i++;
       if (i === distinct) {
         targets[distinct++] = t;
-        tokens[i] = 0;
+        weights[i] = 0;
       }
-      tokens[i]! += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
+      weights[i]! += w;
     }
     let best = -1;
-    for (let i = 0; i < distinct; i++) if (best < 0 || tokens[i]! > tokens[best]!) best = i;
-    if (best < 0 || targets[best] === state || tokens[best]! < numTokens >>> 1) return -1;
-    const loop = targets[best]!;
-    return this.isBroadLoop(loop) && this.multibyteLoop[loop] === 1 ? loop : -1;
+    for (let i = 0; i < distinct; i++) if (best < 0 || weights[i]! > weights[best]!) best = i;
+    return best;
   }
 
   /**
@@ -253,26 +265,14 @@ export class DfaTokenMatcher implements DfaMatcherView {
     if (known[state] !== -2) return known[state]!;
     const bytes = (this.runBytes ??= new Uint32Array(n * 4));
     const { next, byteClass, numClasses } = this.dfa;
-    const targets = this.entryTargets;
-    const counts = this.entryTokens;
-    let distinct = 0;
-    for (let b = 0; b < 128; b++) {
-      const t = next[state * numClasses + byteClass[b]!]!;
-      if (t < 0) continue;
-      let i = 0;
-      while (i < distinct && targets[i] !== t) i++;
-      if (i === distinct) {
-        targets[distinct++] = t;
-        counts[i] = 0;
-      }
-      counts[i]!++;
-    }
-    let best = -1;
-    for (let i = 0; i < distinct; i++) if (best < 0 || counts[i]! > counts[best]!) best = i;
+    const best = this.widestAsciiTarget(state, () => 1);
     let to = -1;
-    if (best >= 0 && counts[best]! >= MIN_RUN_BYTES && targets[best] !== state && this.leadsIntoOnEveryUtf8Char(state, targets[best]!)) {
-      to = targets[best]!;
-      for (let b = 0; b < 128; b++) if (next[state * numClasses + byteClass[b]!] === to) bytes[state * 4 + (b >>> 5)]! |= 1 << (b & 31);
+    if (best >= 0 && this.entryTokens[best]! >= MIN_RUN_BYTES && this.entryTargets[best] !== state) {
+      const target = this.entryTargets[best]!;
+      if (this.leadsIntoOnEveryUtf8Char(state, target)) {
+        to = target;
+        for (let b = 0; b < 128; b++) if (next[state * numClasses + byteClass[b]!] === to) bytes[state * 4 + (b >>> 5)]! |= 1 << (b & 31);
+      }
     }
     known[state] = to;
     return to;
