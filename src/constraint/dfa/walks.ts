@@ -218,6 +218,37 @@ export function walkComplementMask(c: DfaWalkContext, state: number, mask: Uint3
 }
 
 /**
+ * The list walks' successors (exceptionComplementMask, chainComplementMask, entryComplementMask):
+ * `s` joins the `n` in successorScratch once per walk stamp; returns their new count.
+ */
+function noteSuccessor(c: DfaWalkContext, s: number, stamp: number, n: number): number {
+  if (c.successorStamp[s] === stamp) return n;
+  c.successorStamp[s] = stamp;
+  c.successorScratch[n] = s;
+  return n + 1;
+}
+
+/** Sets a list walk's successor count and their largest byte distance (from successorScratch[from] on, above `max`) in `c.scalars`. */
+function endSuccessors(c: DfaWalkContext, from: number, n: number, max: number): void {
+  for (let i = from; i < n; i++) {
+    const mb = c.minBytesToAccept[c.successorScratch[i]!]!;
+    if (mb > max) max = mb;
+  }
+  c.scalars[2] = n;
+  c.scalars[3] = max;
+}
+
+/** Where the token at trie position `k` takes `state`, -1 where it dies (the list walks step their tokens so). */
+function stepToken(c: DfaWalkContext, trie: TokenTrie, state: number, k: number): number {
+  const { next, byteClass, numClasses } = c;
+  const { orderedOffsets, orderedData } = trie;
+  let s = state;
+  for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++)
+    s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
+  return s;
+}
+
+/**
  * walkComplementMask by the trie's per-byte token lists, for states that loop on every
  * multi-byte character and on all but a few ASCII bytes (free text, string bodies): only the
  * tokens holding one of those bytes, or not whole UTF-8 characters, can end anywhere but back
@@ -228,39 +259,24 @@ export function exceptionComplementMask(c: DfaWalkContext, trie: TokenTrie, stat
   if (c.multibyteLoop[state] !== 1) return false;
   const listed = listedTokens(c, trie, state);
   if (listed < 0) return false;
-  const { orderedOffsets, orderedData, tokenIds, listScratch } = trie;
-  const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch } = c;
+  const { tokenIds, listScratch } = trie;
   const scalars = c.scalars;
   const stamp = ++scalars[0]!;
   let numSucc = 0;
-  let maxMinBytes = 0;
   let cleared = 0;
   for (let j = 0; j < listed; j++) {
     const k = listScratch[j]!;
-    let s = state;
-    for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++)
-      s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
+    const s = stepToken(c, trie, state, k);
     if (s < 0) {
       const id = tokenIds[k]!;
       mask[id >>> 5]! &= ~(1 << (id & 31));
       cleared++;
-    } else if (successorStamp[s] !== stamp) {
-      successorStamp[s] = stamp;
-      successorScratch[numSucc++] = s;
-      const mb = minBytesToAccept[s]!;
-      if (mb > maxMinBytes) maxMinBytes = mb;
-    }
+    } else numSucc = noteSuccessor(c, s, stamp, numSucc);
   }
   // Every token on no list loops back to `state`.
-  if (listed < c.numTokens && successorStamp[state] !== stamp) {
-    successorStamp[state] = stamp;
-    successorScratch[numSucc++] = state;
-    const mb = minBytesToAccept[state]!;
-    if (mb > maxMinBytes) maxMinBytes = mb;
-  }
+  if (listed < c.numTokens) numSucc = noteSuccessor(c, state, stamp, numSucc);
   scalars[1] = c.numTokens - cleared;
-  scalars[2] = numSucc;
-  scalars[3] = maxMinBytes;
+  endSuccessors(c, 0, numSucc, 0);
   return true;
 }
 
@@ -325,7 +341,7 @@ export function chainComplementMask(
   const index = trie.charIndex;
   const { chars, withChars, mostFirst, maxChars } = index;
   const longer = run >= maxChars ? 0 : index.moreThan[run]!;
-  const { asciiTokenStart, asciiTokens, notUtf8Tokens, tokenStamp, listScratch, orderedOffsets, orderedData, tokenIds } = trie;
+  const { asciiTokenStart, asciiTokens, notUtf8Tokens, tokenStamp, listScratch, tokenIds } = trie;
   let listed = notUtf8Tokens.length + (endDead ? 0 : longer);
   for (let b = 0; b < 128; b++)
     if (((bytes[at + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
@@ -345,11 +361,9 @@ export function chainComplementMask(
     for (let j = asciiTokenStart[b]!, end = asciiTokenStart[b + 1]!; j < end; j++) take(asciiTokens[j]!);
   }
   if (!endDead) for (let j = 0; j < longer; j++) take(mostFirst[j]!);
-  const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch } = c;
   const scalars = c.scalars;
   const stamp = ++scalars[0]!;
   let numSucc = 0;
-  let maxMinBytes = 0;
   let cleared = 0;
   const mask = trie.generableMask.slice();
   const top = Math.min(run, maxChars);
@@ -357,19 +371,12 @@ export function chainComplementMask(
   for (let j = 0; j < n; j++) {
     const k = listScratch[j]!;
     if (chars[k]! <= top) listedWithChars[chars[k]!]!++;
-    let s = state;
-    for (let i = orderedOffsets[k]!, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++)
-      s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
+    const s = stepToken(c, trie, state, k);
     if (s < 0) {
       const id = tokenIds[k]!;
       mask[id >>> 5]! &= ~(1 << (id & 31));
       cleared++;
-    } else if (successorStamp[s] !== stamp) {
-      successorStamp[s] = stamp;
-      successorScratch[numSucc++] = s;
-      const mb = minBytesToAccept[s]!;
-      if (mb > maxMinBytes) maxMinBytes = mb;
-    }
+    } else numSucc = noteSuccessor(c, s, stamp, numSucc);
   }
   // The longer ones off the lists: their next character finds the run's end.
   if (endDead) {
@@ -382,19 +389,9 @@ export function chainComplementMask(
     }
   }
   // Every other token of c characters ends c states on.
-  for (let k = 1; k <= top; k++) {
-    if (withChars[k]! <= listedWithChars[k]!) continue;
-    const s = chain[k]!;
-    if (successorStamp[s] !== stamp) {
-      successorStamp[s] = stamp;
-      successorScratch[numSucc++] = s;
-      const mb = minBytesToAccept[s]!;
-      if (mb > maxMinBytes) maxMinBytes = mb;
-    }
-  }
+  for (let k = 1; k <= top; k++) if (withChars[k]! > listedWithChars[k]!) numSucc = noteSuccessor(c, chain[k]!, stamp, numSucc);
   scalars[1] = c.numTokens - cleared;
-  scalars[2] = numSucc;
-  scalars[3] = maxMinBytes;
+  endSuccessors(c, 0, numSucc, 0);
   return mask;
 }
 
@@ -420,7 +417,7 @@ export function entryComplementMask(
 ): Uint32Array | null {
   if (c.multibyteLoop[loop] !== 1) return null;
   const { orderedOffsets, orderedData, tokenIds, rootChild, tokenStart, listScratch } = trie;
-  const { next, byteClass, numClasses, minBytesToAccept, successorStamp, successorScratch, subtreeSize } = c;
+  const { next, byteClass, numClasses, subtreeSize } = c;
   let redone = 0;
   for (let b = 0; b < 256; b++) {
     const p = rootChild[b]!;
@@ -442,40 +439,28 @@ export function entryComplementMask(
     }
   }
   walkFullMask(c, state, mask, redo);
+  // The walk's successors so far (c.scalars), then the listed tokens'.
   const scalars = c.scalars;
   const stamp = scalars[0]!;
-  let numSucc = scalars[2]!;
-  let maxMinBytes = scalars[3]!;
+  const walked = scalars[2]!;
+  let numSucc = walked;
   let count = c.numTokens - redone + scalars[1]!;
   // The listed tokens of the other first bytes: stepped from `state`.
   let distinct = 0;
   for (let j = 0; j < listed; j++) {
     const k = listScratch[j]!;
-    const start = orderedOffsets[k]!;
-    if (redo[orderedData[start]!] === 1) continue;
+    if (redo[orderedData[orderedOffsets[k]!]!] === 1) continue;
     distinct++;
-    let s = state;
-    for (let i = start, end = orderedOffsets[k + 1]!; i < end && s >= 0; i++) s = next[s * numClasses + byteClass[orderedData[i]!]!]!;
+    const s = stepToken(c, trie, state, k);
     if (s < 0) {
       const id = tokenIds[k]!;
       mask[id >>> 5]! &= ~(1 << (id & 31));
       count--;
-    } else if (successorStamp[s] !== stamp) {
-      successorStamp[s] = stamp;
-      successorScratch[numSucc++] = s;
-      const mb = minBytesToAccept[s]!;
-      if (mb > maxMinBytes) maxMinBytes = mb;
-    }
+    } else numSucc = noteSuccessor(c, s, stamp, numSucc);
   }
   // Every other token of those first bytes ends in `loop`.
-  if (distinct < c.numTokens - redone && successorStamp[loop] !== stamp) {
-    successorStamp[loop] = stamp;
-    successorScratch[numSucc++] = loop;
-    const mb = minBytesToAccept[loop]!;
-    if (mb > maxMinBytes) maxMinBytes = mb;
-  }
+  if (distinct < c.numTokens - redone) numSucc = noteSuccessor(c, loop, stamp, numSucc);
   scalars[1] = count;
-  scalars[2] = numSucc;
-  scalars[3] = maxMinBytes;
+  endSuccessors(c, walked, numSucc, scalars[3]!);
   return mask;
 }
