@@ -257,7 +257,7 @@ function stepToken(c: DfaWalkContext, trie: TokenTrie, state: number, k: number)
  */
 export function exceptionComplementMask(c: DfaWalkContext, trie: TokenTrie, state: number, mask: Uint32Array): boolean {
   if (c.multibyteLoop[state] !== 1) return false;
-  const listed = listedTokens(c, trie, state);
+  const listed = listedTokens(c, trie, c.loopBytes, state * 8, 0, trie.nextTokenStamp());
   if (listed < 0) return false;
   const { tokenIds, listScratch } = trie;
   const scalars = c.scalars;
@@ -281,20 +281,19 @@ export function exceptionComplementMask(c: DfaWalkContext, trie: TokenTrie, stat
 }
 
 /**
- * The trie positions of the tokens on the lists of `loop` (those holding an ASCII byte it does
- * not loop on, and those that are not whole UTF-8 characters), each once, in trie.listScratch;
- * their count, or -1 when the lists hold more than an eighth of the vocabulary (a walk pays then).
+ * The trie positions of the tokens on the lists of the ASCII bytes not in `bits` (4 words at `at`:
+ * a loop's bytes, a counted run's) and of those that are not whole UTF-8 characters, each once
+ * (stamped `tokenMark`), in trie.listScratch; their count, or -1 when they and `more` tokens the
+ * caller adds hold more than an eighth of the vocabulary (a walk pays then).
  */
-function listedTokens(c: DfaWalkContext, trie: TokenTrie, loop: number): number {
+function listedTokens(c: DfaWalkContext, trie: TokenTrie, bits: Uint32Array, at: number, more: number, tokenMark: number): number {
   const { asciiTokenStart, asciiTokens, notUtf8Tokens, tokenStamp, listScratch } = trie;
-  const loopBits = c.loopBytes;
-  let listed = notUtf8Tokens.length;
+  let listed = notUtf8Tokens.length + more;
   for (let b = 0; b < 128; b++) {
-    if (((loopBits[loop * 8 + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
+    if (((bits[at + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
   }
   if (listed > c.numTokens >>> 3) return -1;
   c.matcher.work.charge(listed);
-  const tokenMark = trie.nextTokenStamp();
   let n = 0;
   for (let j = 0; j < notUtf8Tokens.length; j++) {
     const k = notUtf8Tokens[j]!;
@@ -302,7 +301,7 @@ function listedTokens(c: DfaWalkContext, trie: TokenTrie, loop: number): number 
     listScratch[n++] = k;
   }
   for (let b = 0; b < 128; b++) {
-    if (((loopBits[loop * 8 + (b >>> 5)]! >>> (b & 31)) & 1) !== 0) continue;
+    if (((bits[at + (b >>> 5)]! >>> (b & 31)) & 1) !== 0) continue;
     for (let j = asciiTokenStart[b]!, end = asciiTokenStart[b + 1]!; j < end; j++) {
       const k = asciiTokens[j]!;
       if (tokenStamp[k] === tokenMark) continue;
@@ -341,26 +340,21 @@ export function chainComplementMask(
   const index = trie.charIndex;
   const { chars, withChars, mostFirst, maxChars } = index;
   const longer = run >= maxChars ? 0 : index.moreThan[run]!;
-  const { asciiTokenStart, asciiTokens, notUtf8Tokens, tokenStamp, listScratch, tokenIds } = trie;
-  let listed = notUtf8Tokens.length + (endDead ? 0 : longer);
-  for (let b = 0; b < 128; b++)
-    if (((bytes[at + (b >>> 5)]! >>> (b & 31)) & 1) === 0) listed += asciiTokenStart[b + 1]! - asciiTokenStart[b]!;
-  if (listed > c.numTokens >>> 3) return null;
-  c.matcher.work.charge(listed + run + (endDead ? longer : 0));
-  // The tokens to step, each once: not whole characters, holding a byte outside `bytes`, longer than the run.
+  const { tokenStamp, listScratch, tokenIds } = trie;
+  // The tokens to step, each once: not whole characters, holding a byte outside `bytes`, and
+  // (unless the run's end kills them) longer than the run.
   const tokenMark = trie.nextTokenStamp();
-  let n = 0;
-  const take = (k: number): void => {
-    if (tokenStamp[k] === tokenMark) return;
-    tokenStamp[k] = tokenMark;
-    listScratch[n++] = k;
-  };
-  for (let j = 0; j < notUtf8Tokens.length; j++) take(notUtf8Tokens[j]!);
-  for (let b = 0; b < 128; b++) {
-    if (((bytes[at + (b >>> 5)]! >>> (b & 31)) & 1) !== 0) continue;
-    for (let j = asciiTokenStart[b]!, end = asciiTokenStart[b + 1]!; j < end; j++) take(asciiTokens[j]!);
+  let n = listedTokens(c, trie, bytes, at, endDead ? 0 : longer, tokenMark);
+  if (n < 0) return null;
+  c.matcher.work.charge(run + (endDead ? longer : 0));
+  if (!endDead) {
+    for (let j = 0; j < longer; j++) {
+      const k = mostFirst[j]!;
+      if (tokenStamp[k] === tokenMark) continue;
+      tokenStamp[k] = tokenMark;
+      listScratch[n++] = k;
+    }
   }
-  if (!endDead) for (let j = 0; j < longer; j++) take(mostFirst[j]!);
   const scalars = c.scalars;
   const stamp = ++scalars[0]!;
   let numSucc = 0;
@@ -425,7 +419,7 @@ export function entryComplementMask(
     if (redo[b] === 1) redone += tokenStart[p + subtreeSize[p]!]! - tokenStart[p]!;
   }
   if (redone > c.numTokens >>> 2) return null;
-  const listed = listedTokens(c, trie, loop);
+  const listed = listedTokens(c, trie, c.loopBytes, loop * 8, 0, trie.nextTokenStamp());
   if (listed < 0) return null;
   c.matcher.work.charge(redone);
   const mask = trie.generableMask.slice();

@@ -49,7 +49,7 @@ export class GrammarTokenMatcher {
   private readonly tables = new TableSlab(MATCHER_SLAB_BYTES);
   private readonly prefixCache = new Map<string, { tokens: Int32Array; targets: Int32Array }>();
   /** What walkAhead may still spend (ms); 0 once it has walked everything. */
-  private walkAheadLeftMs = WALK_AHEAD_MS;
+  private walkAheadLeftMs: number;
   /** Lexer-level walks shared by all parser stacks; null when the automaton's shape is unknown. */
   private readonly lexer: LexerLevelWalks | null;
   private readonly edges: StateEdgeCache;
