@@ -549,6 +549,12 @@ test("root walks that take their loop region from a slice equal the walks of it:
       const where = `${text.slice(0, i)}⟨here⟩`;
       assert.deepEqual(a.mask(1 << 20), b.mask(1 << 20), where);
       assert.equal(sliced.work.steps, whole.work.steps, `work charged at ${where}`);
+      if (i % 7 === 3)
+        for (const remaining of [2, 3]) {
+          // Budget masks inside a body set take its region from the slice too (maskOf).
+          assert.deepEqual(a.mask(remaining), b.mask(remaining), `${where} with ${remaining} tokens left`);
+          assert.equal(sliced.work.steps, whole.work.steps, `work charged at ${where} with ${remaining} tokens left`);
+        }
       assert.deepEqual(sliced.targetsOf(a.state), whole.targetsOf(b.state), `targets at ${where}`);
       const token = single.get(bytes[i]!)!;
       assert.ok(a.advance(token) && b.advance(token), text.slice(0, i + 1));

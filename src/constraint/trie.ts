@@ -149,6 +149,25 @@ export class TokenTrie {
     return (this.charIndexMade ??= tokenCharIndex(this.orderedOffsets, this.orderedData));
   }
 
+  private heightsMade: Uint16Array | null = null;
+
+  /**
+   * Per node, the most bytes a token goes on with below it (0 at a leaf), made on first need: a
+   * walk below a node can skip it when what follows needs more bytes than that.
+   */
+  get heights(): Uint16Array {
+    if (this.heightsMade !== null) return this.heightsMade;
+    const { numNodes, subtreeSize } = this;
+    const heights = new Uint16Array(numNodes);
+    // Preorder: a node's children come after it, so from the end every child is done first.
+    for (let p = numNodes - 1; p >= 0; p--) {
+      let h = 0;
+      for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) h = Math.max(h, heights[c]! + 1);
+      heights[p] = h;
+    }
+    return (this.heightsMade = heights);
+  }
+
   /** A fresh stamp for `tokenStamp` (cleared when the counter would wrap). */
   nextTokenStamp(): number {
     if (this.tokenStampValue === 0x7fffffff) {
@@ -254,11 +273,49 @@ export class TokenTrie {
     // The root has up to 256 children, a scan to the byte would read a hundred of them far apart.
     if (p === 0) return this.rootChild[b]!;
     const { nodeByte, subtreeSize } = this;
+    const index = this.childIndex;
+    if (index !== null) {
+      const { start, list } = index;
+      let lo = start[p]!,
+        hi = start[p + 1]!;
+      // Wide nodes (a quote or a bracket with a hundred continuations) by bisection.
+      if (hi - lo > 8) {
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          if (nodeByte[list[mid]!]! < b) lo = mid + 1;
+          else hi = mid;
+        }
+        return lo < start[p + 1]! && nodeByte[list[lo]!] === b ? list[lo]! : -1;
+      }
+    } else if (++this.childScans === CHILD_SCANS_BEFORE_INDEX) this.childIndex = childIndexOf(this.numNodes, subtreeSize);
     const end = p + subtreeSize[p]!;
     let c = p + 1;
     while (c < end && nodeByte[c]! < b) c += subtreeSize[c]!;
     return c < end && nodeByte[c] === b ? c : -1;
   }
+
+  /** Per node, its children in byte order (CSR), made once child() has been asked often enough. */
+  private childIndex: { start: Uint32Array; list: Int32Array } | null = null;
+  private childScans = 0;
+}
+
+/** child() lookups before the trie makes its children index (a few MB at 152k tokens): most tries never need it. */
+const CHILD_SCANS_BEFORE_INDEX = 4096;
+
+/** Every node's children in trie order (so by byte): start[p]..start[p + 1] of `list`. */
+function childIndexOf(numNodes: number, subtreeSize: Uint32Array): { start: Uint32Array; list: Int32Array } {
+  const start = new Uint32Array(numNodes + 1);
+  for (let p = 0; p < numNodes; p++) {
+    let n = 0;
+    for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) n++;
+    start[p + 1] = start[p]! + n;
+  }
+  const list = new Int32Array(start[numNodes]!);
+  for (let p = 0; p < numNodes; p++) {
+    let k = start[p]!;
+    for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!) list[k++] = c;
+  }
+  return { start, list };
 }
 
 /** See TokenTrie.asciiTokens: the bytes copied into trie order, then two passes over them (CSR). */

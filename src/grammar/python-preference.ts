@@ -27,7 +27,7 @@ interface NodeStart {
   nullable: boolean;
 }
 
-function firstCharsOfSet(n: Extract<RegexSyntaxNode, { k: "set" }>): CharSet {
+export function firstCharsOfSet(n: Extract<RegexSyntaxNode, { k: "set" }>): CharSet {
   const out = emptySet();
   const member = emptySet();
   for (let i = 0; i < n.ranges.length; i += 2) {

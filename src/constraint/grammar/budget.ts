@@ -30,6 +30,8 @@ const MASK_SEARCH_LIMIT = 256;
 const MIN_TOKENS_SEARCH_LIMIT = 1024;
 /** Budgets above this are treated alike by the memos (they only ever mean "plenty"). */
 const BUDGET_KEY_CAP = 0xffff;
+/** Budgets tooSlowRuns keeps (a "too small" for more says as much for this many). */
+const RUN_BUDGET_CAP = 0x7fff;
 
 /** The budget answers and budget masks of one matcher, with their memos and search effort. */
 export class TokenBudgets {
@@ -41,6 +43,15 @@ export class TokenBudgets {
   private readonly within: IdMap;
   private readonly atLeast: IdMap;
   private readonly budgetMasks = new Map<number, Uint32Array>();
+  /**
+   * Per stack and run class (runKeyOf): the largest budget proven too small for a state of the
+   * class (capped at RUN_BUDGET_CAP) * 2^16 + the shortest run it was proven at.
+   */
+  private readonly tooSlowRuns: IdMap;
+  /** runKeyOf's run; its keys by state (-1: none), and their ids by text. */
+  private runOfKey = 0;
+  private readonly runKeys: IdMap;
+  private readonly runKeyIds = new Map<string, number>();
   private searchLeft = 0;
   /** Work (the meter's steps) past which a search gives up: half its operation's limit. */
   private searchSteps = Number.POSITIVE_INFINITY;
@@ -64,13 +75,23 @@ export class TokenBudgets {
   ) {
     this.within = new IdMap(MEMO_CAPACITY, tables);
     this.atLeast = new IdMap(MEMO_CAPACITY, tables);
+    this.tooSlowRuns = new IdMap(MEMO_CAPACITY);
+    this.runKeys = new IdMap(MEMO_CAPACITY);
     this.bytesAreTokens = bounds.bytesAreTokens;
     this.words = edges.words;
   }
 
   /** An estimate of the heap bytes of its masks and memo, erring high (see the matcher's). */
   retainedBytes(): number {
-    return this.madeBytes + this.within.byteLength + this.atLeast.byteLength + this.budgetMasks.size * 80;
+    return (
+      this.madeBytes +
+      this.within.byteLength +
+      this.atLeast.byteLength +
+      this.tooSlowRuns.byteLength +
+      this.runKeys.byteLength +
+      this.runKeyIds.size * 120 +
+      this.budgetMasks.size * 80
+    );
   }
 
   /** Whether a complete sentence is reachable from `state` within `budget` tokens. */
@@ -97,6 +118,12 @@ export class TokenBudgets {
     if (within !== IntMap.MISSING && within <= budget) return true;
     const atLeast = this.atLeast.get(state);
     if (atLeast !== IntMap.MISSING && atLeast > budget) return false;
+    const runKey = this.runKeyOf(state);
+    if (runKey >= 0) {
+      // A state of the same class with a run no longer is proven too slow at this budget or more.
+      const known = this.tooSlowRuns.get(runKey);
+      if (known !== IntMap.MISSING && known >>> 16 >= budget && (known & 0xffff) <= this.runOfKey) return false;
+    }
     const lower = this.automaton.minBytesLowerBound(state);
     if (lower === Infinity || lower > budget * this.trie.maxTokenLength) return false;
     if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
@@ -132,8 +159,47 @@ export class TokenBudgets {
     } else {
       const old = this.atLeast.get(state);
       if (old === IntMap.MISSING || old < k + 1) this.atLeast.set(state, k + 1);
+      const runKey = this.runKeyOf(state);
+      if (runKey >= 0) {
+        // The largest budget proven too small, at the shortest run it was proven for.
+        const b = Math.min(k, RUN_BUDGET_CAP);
+        const run = this.runOfKey;
+        const known = this.tooSlowRuns.get(runKey);
+        if (known === IntMap.MISSING || known >>> 16 < b || (known >>> 16 === b && (known & 0xffff) > run))
+          this.tooSlowRuns.set(runKey, b * 0x10000 + run);
+      }
     }
     return found;
+  }
+
+  /**
+   * For a state whose hypotheses' lexer states all have the same ignored run (a whitespace run,
+   * say), the key of their stacks and run classes (LexerLevelAutomaton.lexerRunClass), its run in
+   * runOfKey; else null. The states after "]" and one to eight spaces each cost a search of their
+   * own; one proven too slow proves the same of those with a longer run: hypothesis by hypothesis
+   * they allow less, and a state allows what one of its hypotheses does.
+   */
+  private runKeyOf(state: number): number {
+    const automaton = this.lexer?.automaton;
+    if (automaton?.lexerRunClass === undefined) return -1;
+    const hyps = automaton.hypotheses(state);
+    const run = automaton.lexerIgnoredRun(hyps[1]!);
+    if (run <= 0 || run > 0xffff) return -1;
+    this.runOfKey = run;
+    const known = this.runKeys.get(state);
+    if (known !== IntMap.MISSING) return known;
+    let key = "";
+    for (let i = 0; i < hyps.length; i += 2) {
+      if (automaton.lexerIgnoredRun(hyps[i + 1]!) !== run) {
+        this.runKeys.set(state, -1);
+        return -1;
+      }
+      key += `${hyps[i]},${automaton.lexerRunClass(hyps[i + 1]!)};`;
+    }
+    let id = this.runKeyIds.get(key);
+    if (id === undefined) this.runKeyIds.set(key, (id = this.runKeyIds.size));
+    this.runKeys.set(state, id);
+    return id;
   }
 
   /** The targets nearest first (by lower bound), for the depth-first budget search; sorted once, on first need. */
@@ -227,23 +293,30 @@ export class TokenBudgets {
     const e = this.edges.edgesOf(state);
     const limit = remaining - 1;
     if (limit >= e.allFitFrom) return this.edges.edgeMask(e);
-    this.work.allowPlanning();
-    let all = true;
-    for (let i = 0; i < e.distinct.length && all; i++) if (!this.canAcceptWithin(e.distinct[i]!, limit)) all = false;
-    if (all) {
-      e.allFitFrom = limit;
-      return this.edges.edgeMask(e);
-    }
     const key = state * 65536 + Math.min(limit, BUDGET_KEY_CAP);
     let mask = this.budgetMasks.get(key);
     if (mask !== undefined) return mask;
-    mask = this.budgetMask(state, e, limit);
+    this.work.allowPlanning();
+    let fit = 0;
+    while (fit < e.distinct.length && this.canAcceptWithin(e.distinct[fit]!, limit)) fit++;
+    if (fit === e.distinct.length) {
+      e.allFitFrom = limit;
+      return this.edges.edgeMask(e);
+    }
+    // The answers so far go to the walk below: a search that gave up is not remembered by the
+    // memos, and asking its target again there searched it twice.
+    const fits = new Map<number, boolean>();
+    for (let i = 0; i <= fit; i++) fits.set(e.distinct[i]!, i < fit);
+    mask = this.budgetMask(state, e, limit, fits);
     this.budgetMasks.set(key, mask);
     return mask;
   }
 
-  /** The walk again, keeping the tokens whose target can still finish within `limit` tokens. */
-  private budgetMask(state: number, e: StateEdges, limit: number): Uint32Array {
+  /**
+   * The walk again, keeping the tokens whose target can still finish within `limit` tokens
+   * (`fits`: the answers known so far, by target).
+   */
+  private budgetMask(state: number, e: StateEdges, limit: number, fits: Map<number, boolean>): Uint32Array {
     const mask = new Uint32Array(this.words);
     this.madeBytes += mask.byteLength;
     const lexer = this.lexer;
@@ -258,8 +331,8 @@ export class TokenBudgets {
         return mask;
       }
     }
-    const fits = new Map<number, boolean>();
-    for (let i = 0; i < e.distinct.length; i++) fits.set(e.distinct[i]!, this.canAcceptWithin(e.distinct[i]!, limit));
+    for (let i = 0; i < e.distinct.length; i++)
+      if (!fits.has(e.distinct[i]!)) fits.set(e.distinct[i]!, this.canAcceptWithin(e.distinct[i]!, limit));
     if (lexer === null) this.edges.walkWhole(state, mask, 0, fits);
     else {
       const hyps = lexer.automaton.hypotheses(state);

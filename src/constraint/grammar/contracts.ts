@@ -48,6 +48,16 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   lowerBoundAfterCommit(stack: number, commitKey: number): number;
   /** The state of hypotheses (stack, l) for each lexer state l. */
   withStack(stack: number, lexers: readonly number[]): number;
+  /** isComplete of withStack(stack, [lex]), without making that state. */
+  completeAt(stack: number, lex: number): boolean;
+  /**
+   * The class of lexer states equal but for their ignored run (lexerIgnoredRun): within one, the
+   * texts that can follow a longer run are among those that can follow a shorter one. Absent:
+   * no runs.
+   */
+  lexerRunClass?(lex: number): number;
+  /** The bytes a whole sentence can end with, as 8 words; absent or null: any. */
+  finalBytes?(): Uint32Array | null;
 }
 
 export function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
@@ -64,6 +74,7 @@ export function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton 
     typeof l.lexerCommitKey === "function" &&
     typeof l.afterCommit === "function" &&
     typeof l.lowerBoundAfterCommit === "function" &&
-    typeof l.withStack === "function"
+    typeof l.withStack === "function" &&
+    typeof l.completeAt === "function"
   );
 }

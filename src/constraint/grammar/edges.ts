@@ -62,6 +62,7 @@ export class StateEdgeCache {
    * shared mask leaves sharedMasks: the states that took it keep it alive.
    */
   private madeBytes = 0;
+  private finalBytesMade: Uint32Array | null | undefined;
 
   /** `lexer`: the lexer-level walks, or null when every state walks the trie with the automaton. */
   constructor(
@@ -171,7 +172,7 @@ export class StateEdgeCache {
       const walk = lexer.rootWalk(lexer.setOfLexer(hyps[i + 1]!));
       const conts = walk.contSets;
       this.work.charge(conts.length);
-      for (let c = 0; c < conts.length; c++) if (automaton.isComplete(lexer.stateOf(stack, conts[c]!))) return true;
+      for (let c = 0; c < conts.length; c++) if (lexer.completeOf(stack, conts[c]!)) return true;
       if (this.groupsComplete(stack, walk.groups)) return true;
     }
     return false;
@@ -188,20 +189,30 @@ export class StateEdgeCache {
       const after = automaton.afterCommit(stack, groups[g]!.commitKey);
       if (after >= 0 && automaton.isComplete(after)) return true;
     }
+    const final = this.finalBytes;
     for (let g = 0; g < groups.length; g++) {
       const group = groups[g]!;
       if (group.nodes.length === 0 && group.loops.length === 0) continue;
+      // No token below ends with a byte a sentence can end with: none finishes it.
+      if (final !== null && !anyCommon(final, group.bytesBelow)) continue;
       const after = automaton.afterCommit(stack, group.commitKey);
-      if (after < 0) continue;
+      // No token below the group's nodes is long enough to finish from there: none to walk.
+      if (after < 0 || automaton.minBytesLowerBound(after) > group.maxBelow) continue;
       const hyp = automaton.hypotheses(after);
       const below = lexer.subWalk(hyp[1]!, group);
       const nextStack = hyp[0]!;
       const conts = below.contSets;
       this.work.charge(conts.length);
-      for (let c = 0; c < conts.length; c++) if (automaton.isComplete(lexer.stateOf(nextStack, conts[c]!))) return true;
+      for (let c = 0; c < conts.length; c++) if (lexer.completeOf(nextStack, conts[c]!)) return true;
       if (this.groupsComplete(nextStack, below.groups)) return true;
     }
     return false;
+  }
+
+  /** The bytes a sentence can end with (LexerLevelAutomaton.finalBytes), null: any; on first need. */
+  private get finalBytes(): Uint32Array | null {
+    if (this.finalBytesMade === undefined) this.finalBytesMade = this.lexer?.automaton.finalBytes?.() ?? null;
+    return this.finalBytesMade;
   }
 
   /** The record of `state` when it is made (its mask was asked for). */
@@ -365,4 +376,10 @@ export class StateEdgeCache {
       });
     }
   }
+}
+
+/** Whether two 8-word byte sets share a byte. */
+function anyCommon(a: Uint32Array, b: Uint32Array): boolean {
+  for (let w = 0; w < 8; w++) if ((a[w]! & b[w]!) !== 0) return true;
+  return false;
 }

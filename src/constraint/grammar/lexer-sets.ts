@@ -139,6 +139,18 @@ export class LexerSets {
     return state;
   }
 
+  /**
+   * isComplete(stateOf(stack, setId)) without making the state: a budget's one-token question
+   * asks it of every set a token can end in, and most of those states are never needed again.
+   */
+  completeOf(stack: number, setId: number): boolean {
+    const members = this.setMembers[setId]!;
+    const automaton = this.automaton;
+    if (members.length === 1) return automaton.completeAt(stack, members[0]!);
+    for (let j = 0; j < members.length; j++) if (automaton.completeAt(stack, members[j]!)) return true;
+    return false;
+  }
+
   /** Next set + 1 (0: no token in progress can continue), | COMMIT when a terminal may end here. */
   stepCode(setId: number, byte: number): number {
     const slot = setId * 256 + byte;

@@ -40,6 +40,7 @@ import {
   type LoopSlice,
   MIN_SLICED_SUBTREE,
   setRegionTokens,
+  setClassTokens,
   sliceBytes,
   visitedBetween,
   walkLoopRegion,
@@ -62,6 +63,10 @@ export interface CommitGroup {
   readonly nodes: readonly number[];
   /** Subtree roots p where every node strictly below p commits: the next token starts two levels down. */
   readonly loops: readonly number[];
+  /** The most bytes a token goes on with below `nodes` and `loops` (trie heights). */
+  readonly maxBelow: number;
+  /** The bytes that occur below `nodes` and `loops`, as 8 words (trie belowBytes). */
+  readonly bytesBelow: Uint32Array;
   /** The walks below the nodes; shared by every group with the same lists. */
   readonly below: WalksBelow;
 }
@@ -79,7 +84,7 @@ interface WalksBelow {
 }
 
 /** What groups of the same lists share (one object, spread into each group; see sharedShape). */
-type GroupShape = Pick<CommitGroup, "deadEnds" | "aliveEnds" | "aliveRanges" | "nodes" | "loops" | "below">;
+type GroupShape = Pick<CommitGroup, "deadEnds" | "aliveEnds" | "aliveRanges" | "nodes" | "loops" | "maxBelow" | "bytesBelow" | "below">;
 
 export interface LexerWalk {
   /** The set this walk was made for (a walk taken over from an equivalent set keeps its maker's). */
@@ -226,6 +231,8 @@ export class LexerLevelWalks extends LexerSets {
   private readonly regionRanges: number[][] = [];
   /** A mask's words of scratch for setRegionTokens. */
   private regionScratch: Uint32Array | null = null;
+  /** maskOf's kept classes of a slice, by class. */
+  private readonly keptClasses: boolean[] = [];
   /** Per set: the walk stamp that last met it, and its slot in that walk's contSets. */
   private seen: Int32Array;
   private seenSlot: Int32Array;
@@ -718,10 +725,12 @@ export class LexerLevelWalks extends LexerSets {
       aliveRanges: ranges,
       nodes,
       loops,
+      maxBelow: maxHeightOf(this.trie.heights, nodes, loops),
+      bytesBelow: bytesBelowOf(this.trie.belowBytes, nodes, loops),
       below: { set: -1, walk: null, more: null },
     };
     if (bucket.length < MAX_BUCKET) bucket.push(shape);
-    this.madeBytes += 200 + shape.deadEnds.byteLength + shape.aliveEnds.byteLength + 8 * (ranges.length + nodes.length + loops.length);
+    this.madeBytes += 240 + shape.deadEnds.byteLength + shape.aliveEnds.byteLength + 8 * (ranges.length + nodes.length + loops.length);
     return shape;
   }
 
@@ -839,15 +848,42 @@ export class LexerLevelWalks extends LexerSets {
   /**
    * Sets in `mask` the commit-free tokens of the root walk from `setId` that end in a set of
    * `keep`, taking a subtree at once where the set loops on all of it, as the walk did (budget
-   * masks inside a string otherwise walked nearly the whole trie node by node).
+   * masks inside a string otherwise walked nearly the whole trie node by node). A body set with a
+   * loop slice takes its region's tokens from the slice, by class, and walks only the exits; the
+   * region's steps are charged as walked, as walkFrom does, so the verdicts are those of the walk.
    */
   maskOf(setId: number, keep: Set<number>, mask: Uint32Array): void {
-    const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = this.trie;
+    const slice = this.isBody(setId) ? this.loopSliceOf(setId) : null;
+    if (slice === null) {
+      this.atDepth[0] = setId;
+      this.work.charge(this.maskBelow(keep, 1, this.trie.numNodes, mask));
+      return;
+    }
+    const classSets = this.classSetsOf(setId, slice);
+    const kept = this.keptClasses;
+    kept.length = 0;
+    for (let c = 0; c < classSets.length; c++) kept.push(keep.has(classSets[c]!));
+    if (slice.pure !== null) {
+      const scratch = (this.regionScratch ??= new Uint32Array(maskWords(this.trie.vocabSize)));
+      setClassTokens(slice, kept, this.trie.tokenIds, mask, scratch);
+    }
+    const { depth, subtreeSize } = this.trie;
+    let steps = slice.regionSteps;
+    for (let i = 0; i < slice.exits.length; i++) {
+      const e = slice.exits[i]!;
+      this.atDepth[depth[e]! - 1] = setId;
+      steps += this.maskBelow(keep, e, e + subtreeSize[e]!, mask);
+    }
+    this.work.charge(steps);
+  }
+
+  /** maskOf's walk over trie nodes [from, to), subtrees whose parents' sets are in atDepth; returns its steps. */
+  private maskBelow(keep: Set<number>, from: number, to: number, mask: Uint32Array): number {
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds } = this.trie;
     const atDepth = this.atDepth;
-    atDepth[0] = setId;
-    let p = 1;
+    let p = from;
     let steps = 0;
-    while (p < numNodes) {
+    while (p < to) {
       steps++;
       const info = nodeInfo[p]!;
       const d = (info >>> 8) & 0xffff;
@@ -867,6 +903,22 @@ export class LexerLevelWalks extends LexerSets {
       }
       p++;
     }
-    this.work.charge(steps);
+    return steps;
   }
+}
+
+/** The greatest of `heights` at the nodes of the lists (-1: none). */
+function maxHeightOf(heights: Uint16Array, nodes: readonly number[], loops: readonly number[]): number {
+  let max = -1;
+  for (let i = 0; i < nodes.length; i++) max = Math.max(max, heights[nodes[i]!]!);
+  for (let i = 0; i < loops.length; i++) max = Math.max(max, heights[loops[i]!]!);
+  return max;
+}
+
+/** The union of `belowBytes` (8 words per node) at the nodes of the lists. */
+function bytesBelowOf(belowBytes: Uint32Array, nodes: readonly number[], loops: readonly number[]): Uint32Array {
+  const out = new Uint32Array(8);
+  for (const list of [nodes, loops])
+    for (let i = 0; i < list.length; i++) for (let w = 0; w < 8; w++) out[w]! |= belowBytes[list[i]! * 8 + w]!;
+  return out;
 }

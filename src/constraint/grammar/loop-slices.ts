@@ -245,6 +245,39 @@ export function setRegionTokens(
   return mask;
 }
 
+/**
+ * Sets in `mask` the region's tokens of the classes `kept` marks (by class): all of them at once,
+ * or, as class 0 (the set itself) holds nearly all, all less the dropped classes' tokens (made in
+ * `scratch`), or the kept classes' one by one when class 0 is dropped.
+ */
+export function setClassTokens(
+  slice: LoopSlice,
+  kept: readonly boolean[],
+  tokenIds: Int32Array,
+  mask: Uint32Array,
+  scratch: Uint32Array,
+): void {
+  const classes = slice.classPositions;
+  let all = true;
+  let none = true;
+  for (let c = 0; c < classes.length; c++) {
+    if (classes[c] === null) continue;
+    if (kept[c] === true) none = false;
+    else all = false;
+  }
+  if (none) return;
+  const positions = tokenIds.length;
+  if (all || kept[0] === true) {
+    scratch.set(slice.pure!);
+    for (let c = 1; c < classes.length && !all; c++)
+      if (classes[c] !== null && kept[c] !== true) setIdsAt(classes[c]!.bits, 0, positions, tokenIds, scratch, 0);
+    for (let w = 0; w < mask.length; w++) mask[w]! |= scratch[w]!;
+    return;
+  }
+  for (let c = 1; c < classes.length; c++)
+    if (classes[c] !== null && kept[c] === true) setIdsAt(classes[c]!.bits, 0, positions, tokenIds, mask, 1);
+}
+
 /** For each set bit k in [from, to) of `bits`: sets (value 1) or clears (0) tokenIds[k]'s bit in `mask`. */
 function setIdsAt(bits: Uint32Array, from: number, to: number, tokenIds: Int32Array, mask: Uint32Array, value: number): void {
   if (from >= to) return;

@@ -20,6 +20,7 @@ import type { Grammar } from "../grammar.js";
 import { resolveLimits, type GrammarLimits } from "../limits.js";
 import { buildGrammarScanners, refuseUnsupportedTerminals, type ScannerDfa, type ScannerParts } from "../scanner-dfa.js";
 import { CompletionDistances, DISTANCE_TABLE_BYTES, fewestBytesToComplete } from "./distance.js";
+import { lastTerminals, sentenceFinalBytes } from "../final-bytes.js";
 import { LEXER_END_KEEPS_STACK, LEXER_TABLE_BYTES, LexerStates, STEP_FIELDS as LEXER_STEP_FIELDS } from "./lexer-states.js";
 import { ParserStacks, STACK_TABLE_BYTES } from "./stacks.js";
 import { ID_MAP_FIRST_BYTES, INT_MAP_FIRST_BYTES, IntListIds, MEMO_CAPACITY, walkText } from "./tables.js";
@@ -211,6 +212,11 @@ export class GrammarAutomaton {
     return this.lexers.lexerIgnoredRun(lex);
   }
 
+  /** The class of lexer states equal but for their ignored run (see LexerStates.lexerRunClass). */
+  lexerRunClass(lex: number): number {
+    return this.lexers.lexerRunClass(lex);
+  }
+
   /**
    * What ending the text here does to a lexer state's token in progress: the terminal the parser
    * is then fed (≥ 0), LEXER_END_KEEPS_STACK, or -1 (see LexerStates.lexerEndKey).
@@ -252,6 +258,7 @@ export class GrammarAutomaton {
 
   /** The state of hypotheses (stack, l) for each lexer state l of `lexers` (-1 when empty). */
   withStack(stack: number, lexers: readonly number[]): number {
+    if (lexers.length === 1) return this.internSingle(stack, lexers[0]!);
     const out = this.scratch;
     out.length = 0;
     for (let j = 0; j < lexers.length; j++) out.push(stack, lexers[j]!);
@@ -319,10 +326,23 @@ export class GrammarAutomaton {
     return id;
   }
 
-  /** The stack after the token in progress ends at the end of the text, or -1. */
-  private stackAtEnd(stack: number, lex: number): number {
+  private finalBytesMade: Uint32Array | null = null;
+  /** Per table terminal: 1 when a sentence can end with it (lastTerminals); made on first need. */
+  private canBeLast: Uint8Array | null = null;
+
+  /** The bytes a whole sentence can end with (see sentenceFinalBytes); made on first need. */
+  finalBytes(): Uint32Array {
+    return (this.finalBytesMade ??= sentenceFinalBytes(this.grammar));
+  }
+
+  /** isComplete of the one-hypothesis state (stack, lex), without making that state. */
+  completeAt(stack: number, lex: number): boolean {
     const key = this.lexers.lexerEndKey(lex);
-    return key >= 0 ? this.stacks.feed(stack, key) : key === LEXER_END_KEEPS_STACK ? stack : -1;
+    if (key === LEXER_END_KEEPS_STACK) return this.stacks.acceptsAtEnd(stack, -1);
+    if (key < 0) return false;
+    // A terminal no sentence ends with is refused by $END whatever the stack.
+    this.canBeLast ??= lastTerminalsByIndex(this.grammar);
+    return this.canBeLast[key] === 1 && this.stacks.acceptsAtEnd(stack, key);
   }
 
   /** Whether the text so far is a complete sentence (Lark would parse it). */
@@ -332,10 +352,7 @@ export class GrammarAutomaton {
     if (hit !== IntMap.MISSING) return hit === 1;
     let result = false;
     const hyps = this.sets[state]!;
-    for (let i = 0; i < hyps.length && !result; i += 2) {
-      const st = this.stackAtEnd(hyps[i]!, hyps[i + 1]!);
-      if (st >= 0 && this.stacks.feed(st, 0) === -2) result = true;
-    }
+    for (let i = 0; i < hyps.length && !result; i += 2) result = this.completeAt(hyps[i]!, hyps[i + 1]!);
     this.completeMemo.set(state, result ? 1 : 0);
     return result;
   }
@@ -372,4 +389,9 @@ export class GrammarAutomaton {
 
 export function createGrammarAutomaton(grammar: Grammar, opts?: IncrementalOptions): GrammarAutomaton {
   return new GrammarAutomaton(grammar, opts);
+}
+
+function lastTerminalsByIndex(grammar: Grammar): Uint8Array {
+  const last = lastTerminals(grammar);
+  return Uint8Array.from(grammar.table.terminals, (name) => (last.has(name) ? 1 : 0));
 }

@@ -68,6 +68,9 @@ export class LexerStates {
   private readonly startLexMemo: IntMap;
   private readonly byteRepsMemo = new Map<number, Uint8Array>();
   private readonly byteLabelsMemo = new Map<number, Uint8Array>();
+  /** lexerRunClass per lexer state (-1: not asked yet), and the classes by key. */
+  private runClassOf = new Int32Array(0);
+  private readonly runClassIds = new Map<string, number>();
 
   /**
    * `approximate`: the automaton's, where a scanner built on first use records its terminals;
@@ -97,6 +100,7 @@ export class LexerStates {
     let bytes = this.lexFields.byteLength + this.lexSteps.byteLength + this.startLexMemo.byteLength;
     bytes += this.numLex * 160;
     bytes += (this.byteRepsMemo.size + this.byteLabelsMemo.size) * 400;
+    bytes += this.runClassOf.byteLength + this.runClassIds.size * 80;
     for (let id = 0; id < this.scannerDfas.length; id++) {
       // Built here on first use (the compile's DFAs are accounted with the grammar).
       const dfa = this.scannerDfas[id];
@@ -317,6 +321,25 @@ export class LexerStates {
       this.byteLabelsMemo.set(key, labels);
     }
     return labels;
+  }
+
+  /**
+   * The lexer states equal but for their ignored run share a class (its id; see lexerIgnoredRun):
+   * the scanner, DFA state, winner so far, whether a token has begun, the pending constraints.
+   * Within a class a longer run allows only less (the run limit is all it changes), so what the
+   * text after a state with a longer run can be is a part of what it can be after a shorter one.
+   */
+  lexerRunClass(lex: number): number {
+    if (lex >= this.runClassOf.length) this.runClassOf = grownTo(this.runClassOf, Math.max(lex + 1, this.runClassOf.length * 2), -1);
+    let cls = this.runClassOf[lex]!;
+    if (cls >= 0) return cls;
+    const f = lex * LEX_FIELDS;
+    const fields = this.lexFields;
+    const key = `${fields[f]},${fields[f + 1]},${fields[f + 2]},${fields[f + 3] === 0 ? 0 : 1},${fields[f + 5]}`;
+    cls = this.runClassIds.get(key) ?? this.runClassIds.size;
+    this.runClassIds.set(key, cls);
+    this.runClassOf[lex] = cls;
+    return cls;
   }
 
   /**

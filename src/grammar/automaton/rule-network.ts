@@ -757,6 +757,11 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
     return this.minLength[this.callee[m]!]! + this.dist[this.callReturn[m]!]! + under;
   }
 
+  /** isComplete(withStack(stack, [lex])) without making the state: the lexer state is the whole stack's top. */
+  completeAt(stack: number, lex: number): boolean {
+    return stack === 0 && this.dist[lex] === 0;
+  }
+
   withStack(stack: number, lexers: readonly number[]): number {
     const stacks = this.scratchStacks;
     stacks.length = 0;

@@ -1,7 +1,7 @@
 // The automaton's parser stacks: LALR stacks interned as persistent lists (a stack is its top
 // state and the id of the stack below it), and the LALR feed of a terminal on an interned stack.
 
-import { IntMap, type TableSlab } from "../../support/index.js";
+import { grownTo, IntMap, type TableSlab } from "../../support/index.js";
 import type { Grammar } from "../grammar.js";
 import { INT_MAP_FIRST_BYTES, MEMO_CAPACITY } from "./tables.js";
 
@@ -16,6 +16,8 @@ export class ParserStacks {
   /** (parent * LALR states + state) → stack id: numeric keys, no string per lookup. */
   private readonly stackIds: IntMap;
   private readonly feedMemo: IntMap;
+  /** acceptsAtEnd's states pushed above the interned stack. */
+  private scratch = new Int32Array(64);
 
   constructor(
     private readonly grammar: Grammar,
@@ -73,6 +75,47 @@ export class ParserStacks {
     }
     this.feedMemo.set(memoKey, result);
     return result;
+  }
+
+  /**
+   * Whether feeding `terminal` (none when negative) and then $END accepts, as
+   * feed(feed(stack, terminal), 0) === -2 says, without interning the stacks on the way: a
+   * budget's one-token question asks it of thousands of (stack, lexer state) pairs whose stacks
+   * are never needed again, and each interned stack was a hash insert into a growing table.
+   */
+  acceptsAtEnd(stack: number, terminal: number): boolean {
+    const t = this.grammar.table;
+    const TT = t.terminals.length,
+      NT = t.nonterminals.length;
+    let above = this.scratch;
+    let n = 0;
+    let base = stack;
+    for (let term = terminal < 0 ? 0 : terminal; ; term = 0) {
+      for (;;) {
+        const top = n > 0 ? above[n - 1]! : this.stackTop[base]!;
+        const a = t.action[top * TT + term]!;
+        if (a > 0) {
+          // A shift of $END is not an acceptance (feed gives a stack, not -2).
+          if (term === 0) return false;
+          if (n === above.length) above = this.scratch = grownTo(above, n * 2);
+          above[n++] = a - 1;
+          break;
+        }
+        if (a === 0) return false;
+        const r = -a - 1;
+        for (let k = t.ruleLen[r]!; k > 0; k--) {
+          if (n > 0) n--;
+          else base = this.stackParent[base]!;
+        }
+        const under = n > 0 ? above[n - 1]! : this.stackTop[base]!;
+        const g = t.goto[under * NT + t.ruleLhs[r]!]!;
+        if (g < 0) return false;
+        if (term === 0 && g === t.endState) return true;
+        if (n === above.length) above = this.scratch = grownTo(above, n * 2);
+        above[n++] = g;
+      }
+      if (term === 0) return false;
+    }
   }
 
   /** Its part of GrammarAutomaton.retainedBytes beyond the slab: tables exactly, stacks at a generous cost each. */
