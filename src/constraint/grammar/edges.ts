@@ -193,11 +193,12 @@ export class StateEdgeCache {
     for (let g = 0; g < groups.length; g++) {
       const group = groups[g]!;
       if (group.nodes.length === 0 && group.loops.length === 0) continue;
-      // No token below ends with a byte a sentence can end with: none finishes it.
-      if (final !== null && !anyCommon(final, group.bytesBelow)) continue;
+      // No token below ends with a byte a sentence can end with, or is long enough to finish
+      // from the state after the commit: none to walk.
+      const tokens = lexer.tokensBelow(group);
+      if (final !== null && !anyCommon(final, tokens.bytes)) continue;
       const after = automaton.afterCommit(stack, group.commitKey);
-      // No token below the group's nodes is long enough to finish from there: none to walk.
-      if (after < 0 || automaton.minBytesLowerBound(after) > group.maxBelow) continue;
+      if (after < 0 || automaton.minBytesLowerBound(after) > tokens.maxBytes) continue;
       const hyp = automaton.hypotheses(after);
       const below = lexer.subWalk(hyp[1]!, group);
       const nextStack = hyp[0]!;

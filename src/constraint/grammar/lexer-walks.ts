@@ -63,10 +63,6 @@ export interface CommitGroup {
   readonly nodes: readonly number[];
   /** Subtree roots p where every node strictly below p commits: the next token starts two levels down. */
   readonly loops: readonly number[];
-  /** The most bytes a token goes on with below `nodes` and `loops` (trie heights). */
-  readonly maxBelow: number;
-  /** The bytes that occur below `nodes` and `loops`, as 8 words (trie belowBytes). */
-  readonly bytesBelow: Uint32Array;
   /** The walks below the nodes; shared by every group with the same lists. */
   readonly below: WalksBelow;
 }
@@ -81,10 +77,18 @@ interface WalksBelow {
   set: number;
   walk: LexerWalk | null;
   more: Map<number, LexerWalk> | null;
+  /** What the tokens below the nodes are like, made on first need (see tokensBelow). */
+  tokens: TokensBelow | null;
+}
+
+/** The tokens below a group's nodes: the most bytes they go on with (trie heights), the bytes in them (8 words). */
+export interface TokensBelow {
+  readonly maxBytes: number;
+  readonly bytes: Uint32Array;
 }
 
 /** What groups of the same lists share (one object, spread into each group; see sharedShape). */
-type GroupShape = Pick<CommitGroup, "deadEnds" | "aliveEnds" | "aliveRanges" | "nodes" | "loops" | "maxBelow" | "bytesBelow" | "below">;
+type GroupShape = Pick<CommitGroup, "deadEnds" | "aliveEnds" | "aliveRanges" | "nodes" | "loops" | "below">;
 
 export interface LexerWalk {
   /** The set this walk was made for (a walk taken over from an equivalent set keeps its maker's). */
@@ -454,6 +458,25 @@ export class LexerLevelWalks extends LexerSets {
     return sets;
   }
 
+  /** What the tokens below a group's nodes are like (the one-token search prunes by it). */
+  tokensBelow(group: CommitGroup): TokensBelow {
+    const below = group.below;
+    if (below.tokens === null) {
+      const { heights, belowBytes } = this.trie;
+      let maxBytes = -1;
+      const bytes = new Uint32Array(8);
+      for (const list of [group.nodes, group.loops])
+        for (let i = 0; i < list.length; i++) {
+          const n = list[i]!;
+          maxBytes = Math.max(maxBytes, heights[n]!);
+          for (let w = 0; w < 8; w++) bytes[w]! |= belowBytes[n * 8 + w]!;
+        }
+      below.tokens = { maxBytes, bytes };
+      this.madeBytes += 80;
+    }
+    return below.tokens;
+  }
+
   /** The walk below a group's nodes from the lexer state the new token starts in. */
   subWalk(lex: number, group: CommitGroup): LexerWalk {
     const setId = this.setOfLexer(lex);
@@ -725,12 +748,10 @@ export class LexerLevelWalks extends LexerSets {
       aliveRanges: ranges,
       nodes,
       loops,
-      maxBelow: maxHeightOf(this.trie.heights, nodes, loops),
-      bytesBelow: bytesBelowOf(this.trie.belowBytes, nodes, loops),
-      below: { set: -1, walk: null, more: null },
+      below: { set: -1, walk: null, more: null, tokens: null },
     };
     if (bucket.length < MAX_BUCKET) bucket.push(shape);
-    this.madeBytes += 240 + shape.deadEnds.byteLength + shape.aliveEnds.byteLength + 8 * (ranges.length + nodes.length + loops.length);
+    this.madeBytes += 200 + shape.deadEnds.byteLength + shape.aliveEnds.byteLength + 8 * (ranges.length + nodes.length + loops.length);
     return shape;
   }
 
@@ -905,20 +926,4 @@ export class LexerLevelWalks extends LexerSets {
     }
     return steps;
   }
-}
-
-/** The greatest of `heights` at the nodes of the lists (-1: none). */
-function maxHeightOf(heights: Uint16Array, nodes: readonly number[], loops: readonly number[]): number {
-  let max = -1;
-  for (let i = 0; i < nodes.length; i++) max = Math.max(max, heights[nodes[i]!]!);
-  for (let i = 0; i < loops.length; i++) max = Math.max(max, heights[loops[i]!]!);
-  return max;
-}
-
-/** The union of `belowBytes` (8 words per node) at the nodes of the lists. */
-function bytesBelowOf(belowBytes: Uint32Array, nodes: readonly number[], loops: readonly number[]): Uint32Array {
-  const out = new Uint32Array(8);
-  for (const list of [nodes, loops])
-    for (let i = 0; i < list.length; i++) for (let w = 0; w < 8; w++) out[w]! |= belowBytes[list[i]! * 8 + w]!;
-  return out;
 }
