@@ -18,6 +18,8 @@ import { COMMIT } from "./lexer-sets.js";
 import type { LexerLevelWalks } from "./lexer-walks.js";
 import { listOf, MEMO_CAPACITY } from "./tables.js";
 
+/** fewestTokensSpelling's "no spelling (yet)". */
+const UNSPELLED = 0x7fffffff;
 /** Commits a greedy completion may take before it gives up (then A* decides). */
 const GREEDY_MAX_COMMITS = 256;
 /** Lexer states a token-end search visits at most (a token's own states; ample for real terminals). */
@@ -55,6 +57,9 @@ export class CompletionBounds {
   private readonly greedyWalk: number[] = [];
   /** Per lexer state: the index (in tokenEnds) of the commit the last greedy step from it chose. */
   private readonly greedyHint: IdMap;
+  /** fewestTokensSpelling's scratch: fewest tokens to each position, and where the last one starts. */
+  private spellBest = new Int32Array(64);
+  private spellFrom = new Int32Array(64);
   /** Per lexer state: see tokenEnds. */
   private readonly ends = new Map<number, { keys: Int32Array; bytes: Uint8Array[] }>();
 
@@ -337,24 +342,31 @@ export class CompletionBounds {
   /** Token boundaries (end offsets) of the fewest-token spelling of `bytes`; null when none. */
   private fewestTokensSpelling(bytes: Uint8Array): number[] | null {
     const n = bytes.length;
-    const best = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY);
-    const from = new Int32Array(n + 1);
+    // Scratch kept between calls: a budget search spells a completion for every state it meets.
+    if (this.spellBest.length <= n) {
+      this.spellBest = new Int32Array(2 * n + 2);
+      this.spellFrom = new Int32Array(2 * n + 2);
+    }
+    const best = this.spellBest;
+    const from = this.spellFrom;
+    best.fill(UNSPELLED, 0, n + 1);
     best[0] = 0;
     const trie = this.trie;
     const tokenStart = trie.tokenStart;
     for (let i = 0; i < n; i++) {
-      if (best[i] === Number.POSITIVE_INFINITY) continue;
+      const here = best[i]!;
+      if (here === UNSPELLED) continue;
       let p = 0;
       for (let j = i; j < n; j++) {
         p = trie.child(p, bytes[j]!);
         if (p < 0) break;
-        if (tokenStart[p + 1]! > tokenStart[p]! && best[i]! + 1 < best[j + 1]!) {
-          best[j + 1] = best[i]! + 1;
+        if (here + 1 < best[j + 1]! && tokenStart[p + 1]! > tokenStart[p]!) {
+          best[j + 1] = here + 1;
           from[j + 1] = i;
         }
       }
     }
-    if (best[n] === Number.POSITIVE_INFINITY) return null;
+    if (best[n] === UNSPELLED) return null;
     const cuts: number[] = [];
     for (let j = n; j > 0; j = from[j]!) cuts.push(j);
     return cuts.reverse();

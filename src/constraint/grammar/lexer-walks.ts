@@ -41,6 +41,7 @@ import {
   MIN_SLICED_SUBTREE,
   setRegionTokens,
   setClassTokens,
+  setClassTokensIn,
   sliceBytes,
   visitedBetween,
   walkLoopRegion,
@@ -898,9 +899,14 @@ export class LexerLevelWalks extends LexerSets {
     this.work.charge(steps);
   }
 
-  /** maskOf's walk over trie nodes [from, to), subtrees whose parents' sets are in atDepth; returns its steps. */
+  /**
+   * maskOf's walk over trie nodes [from, to), subtrees whose parents' sets are in atDepth; returns
+   * its steps. Where it steps into a body set at a node its slice's region reaches (a name's
+   * letters below the start of a token), the subtree's region tokens come from the slice and only
+   * its exits are walked, as walkFrom takes regions up (and charged alike).
+   */
   private maskBelow(keep: Set<number>, from: number, to: number, mask: Uint32Array): number {
-    const { nodeInfo, subtreeSize, tokenStart, tokenIds } = this.trie;
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
     const atDepth = this.atDepth;
     let p = from;
     let steps = 0;
@@ -915,8 +921,29 @@ export class LexerLevelWalks extends LexerSets {
         continue;
       }
       atDepth[d] = cont;
-      if ((info & 0x80000000) !== 0 && keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p]!, tokenStart[p + 1]!);
       const size = subtreeSize[p]!;
+      if (this.loopSlices && cont !== atDepth[d - 1] && size >= MIN_SLICED_SUBTREE) {
+        let region = this.setSlices.get(cont);
+        if (region === undefined && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont) region = this.loopSliceOf(cont);
+        if (region !== undefined && region !== null && entersAt(region, p)) {
+          steps += visitedBetween(region, p, p + size) - 1;
+          const classSets = this.classSetsOf(cont, region);
+          const kept = this.keptClasses;
+          kept.length = 0;
+          for (let c = 0; c < classSets.length; c++) kept.push(keep.has(classSets[c]!));
+          const scratch = (this.regionScratch ??= new Uint32Array(maskWords(this.trie.vocabSize)));
+          setClassTokensIn(region, kept, tokenStart[p]!, tokenStart[p + size]!, tokenIds, mask, scratch);
+          const exits = region.exits;
+          for (let i = lowerBound(exits, p + 1), last = lowerBound(exits, p + size); i < last; i++) {
+            const e = exits[i]!;
+            atDepth[depth[e]! - 1] = cont;
+            steps += this.maskBelow(keep, e, e + subtreeSize[e]!, mask);
+          }
+          p += size;
+          continue;
+        }
+      }
+      if ((info & 0x80000000) !== 0 && keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p]!, tokenStart[p + 1]!);
       if (size > 1 && this.loopsBelow(cont, p)) {
         if (keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p + 1]!, tokenStart[p + size]!);
         p += size;

@@ -278,6 +278,30 @@ export function setClassTokens(
     if (classes[c] !== null && kept[c] === true) setIdsAt(classes[c]!.bits, 0, positions, tokenIds, mask, 1);
 }
 
+/**
+ * Sets in `mask` the region's tokens at trie positions [from, to) of the classes `kept` marks (a
+ * subtree the region reaches: see setClassTokens).
+ */
+export function setClassTokensIn(
+  slice: LoopSlice,
+  kept: readonly boolean[],
+  from: number,
+  to: number,
+  tokenIds: Int32Array,
+  mask: Uint32Array,
+  scratch: Uint32Array,
+): void {
+  const classes = slice.classPositions;
+  let all = true;
+  for (let c = 0; c < classes.length; c++) if (classes[c] !== null && kept[c] !== true) all = false;
+  if (all) {
+    setRegionTokens(slice, [from, to], tokenIds, mask, scratch);
+    return;
+  }
+  for (let c = 0; c < classes.length; c++)
+    if (classes[c] !== null && kept[c] === true) setIdsAt(classes[c]!.bits, from, to, tokenIds, mask, 1);
+}
+
 /** For each set bit k in [from, to) of `bits`: sets (value 1) or clears (0) tokenIds[k]'s bit in `mask`. */
 function setIdsAt(bits: Uint32Array, from: number, to: number, tokenIds: Int32Array, mask: Uint32Array, value: number): void {
   if (from >= to) return;
