@@ -176,8 +176,8 @@ export class TokenBudgets {
 
   /**
    * For a state whose hypotheses' lexer states all have the same ignored run (a whitespace run,
-   * say), the key of their stacks and run classes (LexerLevelAutomaton.lexerRunClass), its run in
-   * runOfKey; else null. The states after "]" and one to eight spaces each cost a search of their
+   * say), the id of their stacks and run classes (LexerLevelAutomaton.lexerRunClass), its run in
+   * runOfKey; else -1. The states after "]" and one to eight spaces each cost a search of their
    * own; one proven too slow proves the same of those with a longer run: hypothesis by hypothesis
    * they allow less, and a state allows what one of its hypotheses does.
    */

@@ -145,9 +145,7 @@ export class LexerSets {
    */
   completeOf(stack: number, setId: number): boolean {
     const members = this.setMembers[setId]!;
-    const automaton = this.automaton;
-    if (members.length === 1) return automaton.completeAt(stack, members[0]!);
-    for (let j = 0; j < members.length; j++) if (automaton.completeAt(stack, members[j]!)) return true;
+    for (let j = 0; j < members.length; j++) if (this.automaton.completeAt(stack, members[j]!)) return true;
     return false;
   }
 
