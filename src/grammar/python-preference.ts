@@ -5,7 +5,7 @@
 
 import { compileRegexNode, isEmptyLanguage, lowerSyntax, syntaxChildren, type ByteDfa } from "../regex/index.js";
 import type { CompileClock } from "./limits.js";
-import type { RegexSyntaxNode } from "./pyregex.js";
+import type { ClassEscape, RegexSyntaxNode } from "./pyregex.js";
 
 // ASCII characters 0..127 plus slot 128 for "some non-ASCII character".
 type CharSet = Uint8Array;
@@ -27,6 +27,20 @@ interface NodeStart {
   nullable: boolean;
 }
 
+const classChars = new Map<ClassEscape, Uint8Array>();
+
+/** The ASCII characters of a class escape, 1 per member (made once per class). */
+function asciiOfClass(e: ClassEscape): Uint8Array {
+  let chars = classChars.get(e);
+  if (chars === undefined) {
+    const re = e === "d" ? /\d/ : e === "D" ? /\D/ : e === "w" ? /\w/ : e === "W" ? /\W/ : e === "s" ? /\s/ : /\S/;
+    chars = new Uint8Array(128);
+    for (let c = 0; c < 128; c++) if (re.test(String.fromCharCode(c))) chars[c] = 1;
+    classChars.set(e, chars);
+  }
+  return chars;
+}
+
 export function firstCharsOfSet(n: Extract<RegexSyntaxNode, { k: "set" }>): CharSet {
   const out = emptySet();
   const member = emptySet();
@@ -35,8 +49,8 @@ export function firstCharsOfSet(n: Extract<RegexSyntaxNode, { k: "set" }>): Char
     if (n.ranges[i + 1]! > 127) member[NON_ASCII] = 1;
   }
   for (const e of n.classes) {
-    const re = e === "d" ? /\d/ : e === "D" ? /\D/ : e === "w" ? /\w/ : e === "W" ? /\W/ : e === "s" ? /\s/ : /\S/;
-    for (let c = 0; c < 128; c++) if (re.test(String.fromCharCode(c))) member[c] = 1;
+    const chars = asciiOfClass(e);
+    for (let c = 0; c < 128; c++) member[c] = member[c]! | chars[c]!;
     member[NON_ASCII] = 1;
   }
   if (n.caseless)
