@@ -40,7 +40,6 @@ import {
   type LoopSlice,
   MIN_SLICED_SUBTREE,
   setRegionTokens,
-  setClassTokens,
   setClassTokensIn,
   sliceBytes,
   visitedBetween,
@@ -887,7 +886,7 @@ export class LexerLevelWalks extends LexerSets {
     for (let c = 0; c < classSets.length; c++) kept.push(keep.has(classSets[c]!));
     if (slice.pure !== null) {
       const scratch = (this.regionScratch ??= new Uint32Array(maskWords(this.trie.vocabSize)));
-      setClassTokens(slice, kept, this.trie.tokenIds, mask, scratch);
+      setClassTokensIn(slice, kept, 0, this.trie.tokenIds.length, this.trie.tokenIds, mask, scratch);
     }
     const { depth, subtreeSize } = this.trie;
     let steps = slice.regionSteps;

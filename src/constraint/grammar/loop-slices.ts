@@ -246,41 +246,10 @@ export function setRegionTokens(
 }
 
 /**
- * Sets in `mask` the region's tokens of the classes `kept` marks (by class): all of them at once,
- * or, as class 0 (the set itself) holds nearly all, all less the dropped classes' tokens (made in
- * `scratch`), or the kept classes' one by one when class 0 is dropped.
- */
-export function setClassTokens(
-  slice: LoopSlice,
-  kept: readonly boolean[],
-  tokenIds: Int32Array,
-  mask: Uint32Array,
-  scratch: Uint32Array,
-): void {
-  const classes = slice.classPositions;
-  let all = true;
-  let none = true;
-  for (let c = 0; c < classes.length; c++) {
-    if (classes[c] === null) continue;
-    if (kept[c] === true) none = false;
-    else all = false;
-  }
-  if (none) return;
-  const positions = tokenIds.length;
-  if (all || kept[0] === true) {
-    scratch.set(slice.pure!);
-    for (let c = 1; c < classes.length && !all; c++)
-      if (classes[c] !== null && kept[c] !== true) setIdsAt(classes[c]!.bits, 0, positions, tokenIds, scratch, 0);
-    for (let w = 0; w < mask.length; w++) mask[w]! |= scratch[w]!;
-    return;
-  }
-  for (let c = 1; c < classes.length; c++)
-    if (classes[c] !== null && kept[c] === true) setIdsAt(classes[c]!.bits, 0, positions, tokenIds, mask, 1);
-}
-
-/**
- * Sets in `mask` the region's tokens at trie positions [from, to) of the classes `kept` marks (a
- * subtree the region reaches: see setClassTokens).
+ * Sets in `mask` the region's tokens at trie positions [from, to) of the classes `kept` marks (by
+ * class): all classes at once (setRegionTokens); over the whole trie with class 0 (the set itself,
+ * nearly all of them) kept, all less the dropped classes' tokens, made in `scratch`; else the kept
+ * classes' one by one.
  */
 export function setClassTokensIn(
   slice: LoopSlice,
@@ -296,6 +265,13 @@ export function setClassTokensIn(
   for (let c = 0; c < classes.length; c++) if (classes[c] !== null && kept[c] !== true) all = false;
   if (all) {
     setRegionTokens(slice, [from, to], tokenIds, mask, scratch);
+    return;
+  }
+  if (kept[0] === true && classes[0] !== null && from === 0 && to === tokenIds.length) {
+    scratch.set(slice.pure!);
+    for (let c = 1; c < classes.length; c++)
+      if (classes[c] !== null && kept[c] !== true) setIdsAt(classes[c]!.bits, 0, to, tokenIds, scratch, 0);
+    for (let w = 0; w < mask.length; w++) mask[w]! |= scratch[w]!;
     return;
   }
   for (let c = 0; c < classes.length; c++)
