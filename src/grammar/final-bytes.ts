@@ -1,53 +1,39 @@
 /**
- * The bytes a whole sentence of a grammar can end with: the last bytes of the terminals that can
- * come last (LAST of the start rule) and of the ignored ones. A token whose bytes below some
- * point hold none of them cannot finish a sentence there, whatever the parser stack: the budget
- * search asks "does one token finish it?" of tokens that go on into long runs (a 96-dash token
- * is 96 nested negations of an arithmetic grammar), and this answers no without the walk.
+ * The bytes a whole sentence of a grammar can end with: the last bytes of the terminals it can
+ * end with and of the ignored ones. A token whose bytes below some point hold none of them cannot
+ * finish a sentence there, whatever the parser stack: the budget search asks "does one token
+ * finish it?" of tokens that go on into long runs (a 96-dash token is 96 nested negations of an
+ * arithmetic grammar), and this answers no without the walk.
  */
+import type { LalrTable } from "./lalr-table.js";
 import type { Grammar } from "./grammar.js";
 import { firstCharsOfSet } from "./python-preference.js";
 import type { RegexSyntaxNode } from "./pyregex.js";
 
-/** The terminals a sentence can end with: LAST of the start rule, by name. */
-export function lastTerminals(grammar: Grammar): Set<string> {
-  const rules = grammar.compiled.rules;
-  const origins = new Set(rules.map((r) => r.origin));
-  const nullable = new Set<string>();
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (const r of rules)
-      if (!nullable.has(r.origin) && r.expansion.every((s) => nullable.has(s))) {
-        nullable.add(r.origin);
-        changed = true;
-      }
-  }
-  // Per rule, the symbols a derivation can end with, up to the first one that cannot be empty.
-  const last = new Map<string, Set<string>>();
-  for (const o of origins) last.set(o, new Set());
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (const r of rules) {
-      const into = last.get(r.origin)!;
-      const before = into.size;
-      for (let i = r.expansion.length - 1; i >= 0; i--) {
-        const s = r.expansion[i]!;
-        if (origins.has(s)) for (const t of last.get(s)!) into.add(t);
-        else into.add(s);
-        if (!nullable.has(s)) break;
-      }
-      if (into.size !== before) changed = true;
+/**
+ * Per table terminal, 1 when a sentence may end with it: a state its shift leads to acts on $END
+ * (a sentence ending with T shifts T and then reduces or accepts on $END). A superset of LAST,
+ * from one pass over the table: no fixed point over the rules, which a chain of rules makes
+ * quadratic.
+ */
+export function lastTerminalsByIndex(table: LalrTable): Uint8Array {
+  const TT = table.terminals.length;
+  const last = new Uint8Array(TT);
+  const { action, numStates } = table;
+  for (let s = 0; s < numStates; s++)
+    for (let t = 1; t < TT; t++) {
+      const a = action[s * TT + t]!;
+      if (a > 0 && action[(a - 1) * TT]! !== 0) last[t] = 1;
     }
-  }
-  const out = new Set<string>();
-  for (const s of last.get(grammar.compiled.start) ?? []) if (!origins.has(s)) out.add(s);
-  return out;
+  return last;
 }
 
-/** The 8 words (one bit per byte) of the bytes a sentence can end with. */
-export function sentenceFinalBytes(grammar: Grammar): Uint32Array {
+/** The 8 words (one bit per byte) of the bytes a sentence can end with (`last`: lastTerminalsByIndex). */
+export function sentenceFinalBytes(grammar: Grammar, last: Uint8Array): Uint32Array {
   const out = new Uint32Array(8);
-  for (const name of [...lastTerminals(grammar), ...grammar.ignore]) {
+  const names = [...grammar.ignore];
+  for (let t = 1; t < last.length; t++) if (last[t] === 1) names.push(grammar.table.terminals[t]!);
+  for (const name of names) {
     const term = grammar.terminals.get(name);
     if (term === undefined) continue; // declared without a definition: never lexed
     const chars = endOf(term.parsed.root, new Map()).last;

@@ -20,7 +20,7 @@ import type { Grammar } from "../grammar.js";
 import { resolveLimits, type GrammarLimits } from "../limits.js";
 import { buildGrammarScanners, refuseUnsupportedTerminals, type ScannerDfa, type ScannerParts } from "../scanner-dfa.js";
 import { CompletionDistances, DISTANCE_TABLE_BYTES, fewestBytesToComplete } from "./distance.js";
-import { lastTerminals, sentenceFinalBytes } from "../final-bytes.js";
+import { lastTerminalsByIndex, sentenceFinalBytes } from "../final-bytes.js";
 import { LEXER_END_KEEPS_STACK, LEXER_TABLE_BYTES, LexerStates, STEP_FIELDS as LEXER_STEP_FIELDS } from "./lexer-states.js";
 import { ParserStacks, STACK_TABLE_BYTES } from "./stacks.js";
 import { ID_MAP_FIRST_BYTES, INT_MAP_FIRST_BYTES, IntListIds, MEMO_CAPACITY, walkText } from "./tables.js";
@@ -327,12 +327,13 @@ export class GrammarAutomaton {
   }
 
   private finalBytesMade: Uint32Array | null = null;
-  /** Per table terminal: 1 when a sentence can end with it (lastTerminals); made on first need. */
+  /** Per table terminal: 1 when a sentence may end with it (lastTerminalsByIndex); made on first need. */
   private canBeLast: Uint8Array | null = null;
 
   /** The bytes a whole sentence can end with (see sentenceFinalBytes); made on first need. */
   finalBytes(): Uint32Array {
-    return (this.finalBytesMade ??= sentenceFinalBytes(this.grammar));
+    this.canBeLast ??= lastTerminalsByIndex(this.grammar.table);
+    return (this.finalBytesMade ??= sentenceFinalBytes(this.grammar, this.canBeLast));
   }
 
   /** isComplete of the one-hypothesis state (stack, lex), without making that state. */
@@ -341,7 +342,7 @@ export class GrammarAutomaton {
     if (key === LEXER_END_KEEPS_STACK) return this.stacks.acceptsAtEnd(stack, -1);
     if (key < 0) return false;
     // A terminal no sentence ends with is refused by $END whatever the stack.
-    this.canBeLast ??= lastTerminalsByIndex(this.grammar);
+    this.canBeLast ??= lastTerminalsByIndex(this.grammar.table);
     return this.canBeLast[key] === 1 && this.stacks.acceptsAtEnd(stack, key);
   }
 
@@ -389,9 +390,4 @@ export class GrammarAutomaton {
 
 export function createGrammarAutomaton(grammar: Grammar, opts?: IncrementalOptions): GrammarAutomaton {
   return new GrammarAutomaton(grammar, opts);
-}
-
-function lastTerminalsByIndex(grammar: Grammar): Uint8Array {
-  const last = lastTerminals(grammar);
-  return Uint8Array.from(grammar.table.terminals, (name) => (last.has(name) ? 1 : 0));
 }
