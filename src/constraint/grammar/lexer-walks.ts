@@ -875,27 +875,33 @@ export class LexerLevelWalks extends LexerSets {
    */
   maskOf(setId: number, keep: Set<number>, mask: Uint32Array): void {
     const slice = this.isBody(setId) ? this.loopSliceOf(setId) : null;
-    if (slice === null) {
-      this.atDepth[0] = setId;
-      this.work.charge(this.maskBelow(keep, 1, this.trie.numNodes, mask));
-      return;
-    }
-    const classSets = this.classSetsOf(setId, slice);
+    this.atDepth[0] = setId;
+    const { numNodes } = this.trie;
+    this.work.charge(slice === null ? this.maskBelow(keep, 1, numNodes, mask) : this.maskOfRegion(keep, setId, slice, 0, numNodes, mask));
+  }
+
+  /**
+   * maskOf's tokens of the subtree [p, end) that `slice`'s region reaches in `set` (the whole trie
+   * from the root): the region's by class, then its exits walked; the region's steps as walked.
+   */
+  private maskOfRegion(keep: Set<number>, set: number, slice: LoopSlice, p: number, end: number, mask: Uint32Array): number {
+    const { tokenStart, tokenIds, depth, subtreeSize } = this.trie;
+    const classSets = this.classSetsOf(set, slice);
     const kept = this.keptClasses;
     kept.length = 0;
     for (let c = 0; c < classSets.length; c++) kept.push(keep.has(classSets[c]!));
     if (slice.pure !== null) {
       const scratch = (this.regionScratch ??= new Uint32Array(maskWords(this.trie.vocabSize)));
-      setClassTokensIn(slice, kept, 0, this.trie.tokenIds.length, this.trie.tokenIds, mask, scratch);
+      setClassTokensIn(slice, kept, tokenStart[p]!, tokenStart[end]!, tokenIds, mask, scratch);
     }
-    const { depth, subtreeSize } = this.trie;
-    let steps = slice.regionSteps;
-    for (let i = 0; i < slice.exits.length; i++) {
-      const e = slice.exits[i]!;
-      this.atDepth[depth[e]! - 1] = setId;
+    let steps = visitedBetween(slice, p, end);
+    const exits = slice.exits;
+    for (let i = lowerBound(exits, p + 1), last = lowerBound(exits, end); i < last; i++) {
+      const e = exits[i]!;
+      this.atDepth[depth[e]! - 1] = set;
       steps += this.maskBelow(keep, e, e + subtreeSize[e]!, mask);
     }
-    this.work.charge(steps);
+    return steps;
   }
 
   /**
@@ -905,7 +911,7 @@ export class LexerLevelWalks extends LexerSets {
    * its exits are walked, as walkFrom takes regions up (and charged alike).
    */
   private maskBelow(keep: Set<number>, from: number, to: number, mask: Uint32Array): number {
-    const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
+    const { nodeInfo, subtreeSize, tokenStart, tokenIds } = this.trie;
     const atDepth = this.atDepth;
     let p = from;
     let steps = 0;
@@ -925,19 +931,8 @@ export class LexerLevelWalks extends LexerSets {
         let region = this.setSlices.get(cont);
         if (region === undefined && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont) region = this.loopSliceOf(cont);
         if (region !== undefined && region !== null && entersAt(region, p)) {
-          steps += visitedBetween(region, p, p + size) - 1;
-          const classSets = this.classSetsOf(cont, region);
-          const kept = this.keptClasses;
-          kept.length = 0;
-          for (let c = 0; c < classSets.length; c++) kept.push(keep.has(classSets[c]!));
-          const scratch = (this.regionScratch ??= new Uint32Array(maskWords(this.trie.vocabSize)));
-          setClassTokensIn(region, kept, tokenStart[p]!, tokenStart[p + size]!, tokenIds, mask, scratch);
-          const exits = region.exits;
-          for (let i = lowerBound(exits, p + 1), last = lowerBound(exits, p + size); i < last; i++) {
-            const e = exits[i]!;
-            atDepth[depth[e]! - 1] = cont;
-            steps += this.maskBelow(keep, e, e + subtreeSize[e]!, mask);
-          }
+          // `p` itself is counted above.
+          steps += this.maskOfRegion(keep, cont, region, p, p + size, mask) - 1;
           p += size;
           continue;
         }
