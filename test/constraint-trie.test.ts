@@ -159,3 +159,32 @@ for (const name of ["gpt-2", "qwen2", "llama-spm"]) {
     assert.equal(trie.everyByteIsToken, true, "byte-level BPE / SPM byte fallback cover all bytes");
   });
 }
+
+test("the longest token made only of some bytes, against every token of real vocabularies", () => {
+  const alphabets: [string, (b: number) => boolean][] = [
+    ["a and b", (b) => b === 0x61 || b === 0x62],
+    ["x", (b) => b === 0x78],
+    ["digits", (b) => b >= 0x30 && b <= 0x39],
+    ["dash and space", (b) => b === 0x2d || b === 0x20],
+    ["lower case and space", (b) => (b >= 0x61 && b <= 0x7a) || b === 0x20],
+    ["ASCII", (b) => b < 0x80],
+    ["every byte", () => true],
+    ["none", () => false],
+  ];
+  for (const name of ["gpt-2", "qwen2"]) {
+    const vocab = loadVocabulary(vocabFile(name));
+    const trie = tokenTrieFor(vocab);
+    for (const [label, within] of alphabets) {
+      const words = new Uint32Array(8);
+      for (let b = 0; b < 256; b++) if (within(b)) words[b >>> 5]! |= 1 << (b & 31);
+      let expected = 0;
+      for (let k = 0; k < trie.numTokens; k++) {
+        const bytes = trie.tokenBytes(trie.tokenIds[k]!);
+        if (bytes.length > expected && bytes.every(within)) expected = bytes.length;
+      }
+      assert.equal(trie.longestTokenWithin(words), expected, `${name}: ${label}`);
+      if (label === "every byte") assert.equal(expected, trie.maxTokenLength);
+      if (label === "a and b" || label === "x") assert.ok(expected > 1 && expected < 32, `${name}: ${label}: ${expected}`);
+    }
+  }
+});

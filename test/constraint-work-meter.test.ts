@@ -10,22 +10,24 @@ import { compileRegex } from "../src/regex/index.js";
 import { compileGrammar, createGrammarAutomaton } from "../src/grammar/index.js";
 import { DfaConstraintState, DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/index.js";
-import { ConstraintTooCostlyError, PLANNING_ALLOWANCE } from "../src/constraint/index.js";
+import { ConstraintTooCostlyError, LOWER_BOUND_WORK_SHARE, PLANNING_ALLOWANCE } from "../src/constraint/index.js";
 import { ConstraintCache } from "../src/compile/index.js";
 import { UnsatisfiableError } from "../src/generate/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { ARITHMETIC_GRAMMAR, singleByteTokens } from "./support/constraint-fixtures.js";
-import { vocabFile } from "./support/paths.js";
+import { STORIES_260K, vocabFile } from "./support/paths.js";
 
 const vocab = loadVocabulary(vocabFile("qwen2"));
 const trie = tokenTrieFor(vocab);
 /** Seconds of trie walks for its exact token distance at 152k tokens (a 20k-state DFA of wide states). */
 const COSTLY_PATTERN = "(?:[^x]{0,50}x){40}";
 /**
- * Its first budget question at 512 tokens is costly: its shortest match needs 625 tokens (8 x's
- * at most per token), and proving that none fits in 512 searches its token graph to depth 512.
+ * Its first budget question at 512 tokens is costly: its shortest match needs more than 512 tokens,
+ * which neither the byte length over the longest token nor over the longest token of x and - alone
+ * (a run of dashes) shows, so proving it searches its token graph to depth 512. (x{5000} was
+ * costly too, until the longest token of x alone, 8 bytes, proved it needs 625.)
  */
-const COSTLY_FIRST_QUESTION = "x{5000}";
+const COSTLY_FIRST_QUESTION = "(?:x-){2500}";
 
 test("a regex operation past its limit throws, and the matcher refuses everything after", () => {
   const matcher = new DfaTokenMatcher(trie, compileRegex(COSTLY_PATTERN, { maxDfaStates: 100_000 }));
@@ -108,6 +110,65 @@ test("a request whose operation runs out mid-way is a 422; the next request gets
   const again = await cache.get({ kind: "regex", pattern });
   assert.notEqual(again, entry);
   assert.ok(again.factory(undefined).minTokensToAccept(16) <= 16);
+});
+
+test("a refusal's lower bound may use only its share of the limit: the verdict is known before it", () => {
+  const matcher = new DfaTokenMatcher(trie, compileRegex(COSTLY_FIRST_QUESTION));
+  matcher.work.limitSteps = 2_000_000;
+  const state = new DfaConstraintState(matcher);
+  assert.equal(state.minTokensToAccept(8), Number.POSITIVE_INFINITY);
+  assert.throws(() => state.minTokensAtLeast(8 + 64), ConstraintTooCostlyError);
+  const share = 2_000_000 * LOWER_BOUND_WORK_SHARE;
+  assert.ok(matcher.work.steps > share && matcher.work.steps < share + 2 * trie.numNodes, `${matcher.work.steps} steps`);
+});
+
+test("a budget the pattern's bytes cannot fill with their longest tokens is refused without a search", () => {
+  // No qwen2 token holds more than 8 x's: x{5000} needs 625 tokens, beyond 512 with no search.
+  const x = new Uint32Array(8);
+  x[0x78 >>> 5] = 1 << (0x78 & 31);
+  assert.equal(trie.longestTokenWithin(x), 8);
+  const matcher = new DfaTokenMatcher(trie, compileRegex("x{5000}"));
+  const state = new DfaConstraintState(matcher);
+  assert.equal(state.minTokensToAccept(512), Number.POSITIVE_INFINITY);
+  assert.equal(state.minTokensAtLeast(512 + 64), 512 + 64 + 1);
+  assert.equal(matcher.work.steps, 0);
+  // The same for a grammar: 40 terminals over a and b, and no stories260K token joins the two.
+  const small = tokenTrieFor(loadVocabulary(STORIES_260K));
+  const source = `start: ${Array.from({ length: 40 }, (_, i) => `T${i}`).join(" | ")}\n${Array.from({ length: 40 }, (_, i) => `T${i}: /(a|b)*a(a|b){8}/`).join("\n")}`;
+  const grammarMatcher = new GrammarTokenMatcher(small, createGrammarAutomaton(compileGrammar(source)));
+  const sentence = new GrammarConstraintState(grammarMatcher);
+  assert.equal(sentence.minTokensToAccept(8), Number.POSITIVE_INFINITY);
+  assert.ok(grammarMatcher.work.steps < 100_000, `${grammarMatcher.work.steps} steps`);
+  assert.equal(sentence.minTokensAtLeast(8 + 64), 9);
+});
+
+// A lower bound past its share is answered as a 422 without its number, not refused: the request
+// only releases the entry, and that alone must drop the spent matcher.
+test("an entry whose matcher an operation spent is dropped when the request releases it", async () => {
+  const pattern = "[a-z]{1,5}(;[a-z]{1,5}){0,2}";
+  const entry = await cache.get({ kind: "regex", pattern });
+  // A healed prompt's first step: work no earlier request did.
+  const state = entry.factory(new TextEncoder().encode("q")) as DfaConstraintState;
+  state.matcher.work.limitSteps = 0;
+  assert.equal(entry.spent, false);
+  assert.throws(() => state.minTokensAtLeast(8), ConstraintTooCostlyError);
+  assert.equal(entry.spent, true);
+  cache.release(entry);
+  const again = await cache.get({ kind: "regex", pattern });
+  assert.notEqual(again, entry);
+  assert.equal(again.spent, false);
+  assert.ok(again.factory(undefined).minTokensToAccept(16) <= 16);
+  cache.release(again);
+});
+
+test("a grammar's budget question is answered by its byte lower bound where no completion can fit", () => {
+  // Far more bytes than 8 of stories260K's tokens hold: no completion is spelled (a lexer state per byte).
+  const small = tokenTrieFor(loadVocabulary(STORIES_260K));
+  const matcher = new GrammarTokenMatcher(small, createGrammarAutomaton(compileGrammar("start: A\nA: /.{1000}/")));
+  const state = new GrammarConstraintState(matcher);
+  assert.ok(1000 > 8 * small.maxTokenLength);
+  assert.equal(state.minTokensToAccept(8), Number.POSITIVE_INFINITY);
+  assert.ok(matcher.work.steps < 1000, `${matcher.work.steps} steps`);
 });
 
 test("a tight budget's planning inside an admitted generation may take its allowance past the limit, no more", async () => {

@@ -167,6 +167,11 @@ test("corpus: grammar verdicts and sentence verdicts agree with Lark", () => {
         if (last !== undefined && ((auto.finalBytes()[last >>> 5]! >>> (last & 31)) & 1) === 0)
           automatonDisagreements.push(`${c.file}: accepted ${JSON.stringify(t)} ends with byte ${last}, not a final byte`);
         finalsChecked += last === undefined ? 0 : 1;
+        // Its every byte is one a sentence can contain (what the budgets' lower bound relies on).
+        const contained = auto.sentenceBytes();
+        const outside = bytes.find((b) => ((contained[b >>> 5]! >>> (b & 31)) & 1) === 0);
+        if (outside !== undefined)
+          automatonDisagreements.push(`${c.file}: accepted ${JSON.stringify(t)} holds byte ${outside}, not a sentence byte`);
         let s = auto.start;
         for (const b of bytes) {
           s = auto.step(s, b);

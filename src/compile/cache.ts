@@ -138,6 +138,8 @@ export interface ConstraintEntry extends Sized {
   readonly factory: ConstraintFactory;
   /** What the compile left unenforced or wants said (JSON Schema under strict: false). */
   readonly warnings?: readonly JsonSchemaWarning[];
+  /** An operation on its matcher met the work limit: the matcher is unusable (see WorkMeter). */
+  readonly spent: boolean;
 }
 
 /**
@@ -184,6 +186,10 @@ class DfaEntry implements ConstraintEntry {
   ) {
     this.dfaBytes = typedArrayBytes(dfa);
     this.factory = (prefix) => new DfaConstraintState(matcher, prefix);
+  }
+
+  get spent(): boolean {
+    return this.matcher.work.exhausted !== null;
   }
 
   retainedBytes(): number {
@@ -233,6 +239,10 @@ class GrammarEntry<A extends MatchedAutomaton> implements ConstraintEntry {
     const matcher = new GrammarTokenMatcher(this.trie, this.automaton);
     matcher.work.limitSteps = this.maskMaxWork;
     return matcher;
+  }
+
+  get spent(): boolean {
+    return this.matcher.work.exhausted !== null;
   }
 
   retainedBytes(): number {
@@ -348,9 +358,13 @@ export class ConstraintCache {
     return new DfaEntry(key, fieldOf(source), matcher, dfa, warnings);
   }
 
-  /** After a request used the entry: its matcher may have grown; the budget is enforced again. */
+  /**
+   * After a request used the entry: its matcher may have grown; the budget is enforced again. A
+   * spent one (a refusal's lower bound met its share of the limit) is dropped, as by refuse.
+   */
   release(entry: ConstraintEntry): void {
-    this.entries.resize(entry.key);
+    if (entry.spent && this.entries.peek(entry.key) === entry) this.entries.delete(entry.key);
+    else this.entries.resize(entry.key);
   }
 
   /**

@@ -21,8 +21,9 @@ export interface TokenConstraint {
   /** Exact minimum tokens to a complete match; Infinity when none within `cap` tokens. */
   minTokensToAccept(cap: number): number;
   /**
-   * For constraints whose minTokensToAccept may give up (grammars): a proven lower bound on the
-   * tokens of any complete match, searching budgets up to `cap`.
+   * A proven lower bound on the tokens of any complete match, searching budgets up to `cap`: the
+   * number of a 422's message, asked once the budget is known not to fit. Under
+   * LOWER_BOUND_WORK_SHARE of the work limit; past it ConstraintTooCostlyError, the matcher spent.
    */
   minTokensAtLeast?(cap: number): number;
   /**

@@ -168,6 +168,34 @@ export class TokenTrie {
     return (this.heightsMade = heights);
   }
 
+  /**
+   * The most bytes of a token made only of `bytes` (8 words, one bit per byte; 0 when none is):
+   * text over those bytes needs at least its length over this many tokens, where maxTokenLength
+   * proves far less (`a|b` strings take a token per byte when no token joins the two). A walk of
+   * the nodes within the bytes, each subtree wholly within them at once (`heights`).
+   */
+  longestTokenWithin(bytes: Uint32Array): number {
+    const { numNodes, subtreeSize, nodeByte, nodeInfo, belowBytes, depth } = this;
+    const heights = this.heights;
+    let best = 0;
+    for (let p = 1; p < numNodes; ) {
+      const b = nodeByte[p]!;
+      if ((bytes[b >>> 5]! & (1 << (b & 31))) === 0) {
+        p += subtreeSize[p]!;
+        continue;
+      }
+      if (nodeInfo[p]! >>> 31 === 1 && depth[p]! > best) best = depth[p]!;
+      let within = true;
+      for (let w = 0; w < 8 && within; w++) within = (belowBytes[p * 8 + w]! & ~bytes[w]!) === 0;
+      if (within) {
+        // Every token below spells only such bytes; the longest ends at the deepest leaf.
+        if (depth[p]! + heights[p]! > best) best = depth[p]! + heights[p]!;
+        p += subtreeSize[p]!;
+      } else p++;
+    }
+    return best;
+  }
+
   /** A fresh stamp for `tokenStamp` (cleared when the counter would wrap). */
   nextTokenStamp(): number {
     if (this.tokenStampValue === 0x7fffffff) {

@@ -32,6 +32,14 @@ export class ConstraintTooCostlyError extends Error {
 /** How many times the limit a budget mask's planning may add (WorkMeter.allowPlanning). */
 export const PLANNING_ALLOWANCE = 3;
 
+/**
+ * The share of the limit a refusal's lower bound may use (minTokensAtLeast: "needs at least N
+ * tokens"). It is asked only once the budget is known not to fit, so the verdict is already a 422;
+ * past this share the message goes without the number rather than hold the serving thread for a
+ * whole limit's work (an exact token distance at 152k tokens can take all of it).
+ */
+export const LOWER_BOUND_WORK_SHARE = 1 / 32;
+
 /** What a grammar matcher's step counts against the limit, in trie-node steps (see WorkMeter). */
 export const GRAMMAR_STEP_WEIGHT = 64;
 
@@ -56,11 +64,15 @@ export class WorkMeter {
 
   /** The current operation is a budget mask's planning (see allowPlanning); false after begin(). */
   planning = false;
+  /** The share of the limit the current operation may use (see begin). */
+  private share = 1;
 
-  begin(): void {
+  /** An operation begins, under `share` of the limit (a refusal's lower bound: LOWER_BOUND_WORK_SHARE). */
+  begin(share = 1): void {
     if (this.exhausted !== null) throw this.exhausted;
     this.steps = 0;
     this.planning = false;
+    this.share = share;
   }
 
   /**
@@ -75,10 +87,11 @@ export class WorkMeter {
 
   /** The steps the current operation may take under a limit of `limitSteps` (the meter's own by default). */
   operationLimit(limitSteps: number = this.limitSteps): number {
-    return this.planning ? (1 + PLANNING_ALLOWANCE) * limitSteps : limitSteps;
+    return (this.planning ? (1 + PLANNING_ALLOWANCE) * limitSteps : limitSteps) * this.share;
   }
 
   charge(steps: number): void {
-    if ((this.steps += steps * this.weight) > this.operationLimit()) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps));
+    if ((this.steps += steps * this.weight) > this.operationLimit())
+      throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps * this.share));
   }
 }

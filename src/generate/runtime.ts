@@ -71,6 +71,21 @@ export const DEFAULT_EMBEDDING_INPUT_TOKENS = 512;
  */
 export const MIN_TOKENS_LOOKAHEAD = 64;
 
+/**
+ * The number a "needs at least N tokens" refusal states, 0 when there is none to state: the
+ * verdict is already a 422, and a bound that needs more than its share of the work limit
+ * (LOWER_BOUND_WORK_SHARE) is left out rather than hold the thread (the cache then drops the
+ * spent matcher on release).
+ */
+function lowerBoundForMessage(constraint: TokenConstraint, cap: number): number {
+  try {
+    return constraint.minTokensAtLeast?.(cap) ?? 0;
+  } catch (error) {
+    if (error instanceof ConstraintTooCostlyError) return 0;
+    throw error;
+  }
+}
+
 /** A planning step longer than this gives the event loop back before the next one. */
 const YIELD_AFTER_MS = 5;
 
@@ -292,7 +307,7 @@ export class GenerationRuntime {
       fed = prompt.subarray(0, prompt.length - 1);
       prefixLength = healed.prefixLength;
     } else if (!Number.isFinite(needed)) {
-      const atLeast = plain.minTokensAtLeast?.(req.maxNewTokens + MIN_TOKENS_LOOKAHEAD) ?? 0;
+      const atLeast = lowerBoundForMessage(plain, req.maxNewTokens + MIN_TOKENS_LOOKAHEAD);
       if (atLeast > req.maxNewTokens) {
         throw new UnsatisfiableError(`the ${field} needs at least ${atLeast} tokens but max_new_tokens is ${req.maxNewTokens}`, field);
       }

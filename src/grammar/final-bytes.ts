@@ -44,6 +44,58 @@ export function sentenceFinalBytes(grammar: Grammar, last: Uint8Array): Uint32Ar
   return out;
 }
 
+/**
+ * The 8 words of the bytes a sentence can contain: those of every terminal's matches (a superset:
+ * every terminal the grammar defines). Text over them needs at least its length over the longest
+ * token made of them (TokenTrie.longestTokenWithin) in tokens.
+ */
+export function sentenceBytes(grammar: Grammar): Uint32Array {
+  const chars = new Uint8Array(129);
+  const seen = new Set<RegexSyntaxNode>();
+  for (const term of grammar.terminals.values()) charsOf(term.parsed.root, chars, seen);
+  const out = new Uint32Array(8);
+  for (let c = 0; c < 128; c++) if (chars[c]) out[c >>> 5]! |= 1 << (c & 31);
+  if (chars[NON_ASCII]) for (let w = 4; w < 8; w++) out[w] = 0xffffffff;
+  return out;
+}
+
+/** Adds the characters of `n`'s matches to `chars` (slot NON_ASCII: some character past ASCII). */
+function charsOf(n: RegexSyntaxNode, chars: CharSet, seen: Set<RegexSyntaxNode>): void {
+  if (seen.has(n)) return;
+  seen.add(n);
+  switch (n.k) {
+    case "set": {
+      const own = firstCharsOfSet(n);
+      for (let c = 0; c < 129; c++) if (own[c]) chars[c] = 1;
+      // Unicode case folding links some letters across ASCII (k and the Kelvin sign, s and ſ).
+      if (n.caseless && !n.ascii) {
+        chars[NON_ASCII] = 1;
+        for (let c = 65; c <= 90; c++) chars[c] = chars[c + 32] = 1;
+      }
+      return;
+    }
+    case "any":
+    case "backref":
+      chars.fill(1);
+      return;
+    case "assert":
+    case "look":
+      return;
+    case "group":
+      charsOf(n.body, chars, seen);
+      return;
+    case "seq":
+      for (const item of n.items) charsOf(item, chars, seen);
+      return;
+    case "alt":
+      for (const a of n.alts) charsOf(a, chars, seen);
+      return;
+    case "rep":
+      if (n.max !== 0) charsOf(n.body, chars, seen);
+      return;
+  }
+}
+
 // ASCII characters 0..127 plus slot 128 for "some non-ASCII character" (as python-preference.ts).
 type CharSet = Uint8Array;
 const NON_ASCII = 128;

@@ -124,7 +124,6 @@ function catastrophicRegexes(): HostileCase[] {
     ["(x+x+)+y", 200],
     ["(\\w+\\s?)+$", 200],
     ["^(([a-z])+.)+[A-Z]([a-z])+$", 200],
-    ["(?:[^x]{0,50}x){40}", 422],
     [".{0,5000}", 422],
     ["[\\s\\S]{1000,4000}", 422],
     ["(?i)[a-z]{2000}", 422],
@@ -145,6 +144,13 @@ function catastrophicRegexes(): HostileCase[] {
   ] as const) {
     out.push(regex(p, p, status));
   }
+  // Its 422 is proven cheaply (nothing fits in 8 tokens); the number it would state takes more
+  // than the lower bound's share of the work limit, so the message goes without it.
+  out.push(
+    regex("(?:[^x]{0,50}x){40}", "(?:[^x]{0,50}x){40}", 422, {
+      message: /^no text matching the pattern fits within max_new_tokens \(8\)/,
+    }),
+  );
   out.push(
     regex(
       "64 alternatives near the length limit",

@@ -8,6 +8,7 @@
  * main successor fixed up (ranges kept from one extra walk), or a filtered walk when there are
  * too many ranges.
  */
+import { bytesRead } from "../../regex/index.js";
 import type { TokenTrie } from "../trie.js";
 import type { ByteDfa } from "../types.js";
 import type { WorkMeter } from "../work-meter.js";
@@ -317,14 +318,24 @@ export class DfaBudgets {
     return false;
   }
 
+  /** The most bytes of a token made only of bytes the DFA reads; -1 until first need. */
+  private longestTokenMade = -1;
+
+  private longestToken(): number {
+    if (this.longestTokenMade < 0) this.longestTokenMade = this.trie.longestTokenWithin(bytesRead(this.dfa));
+    return this.longestTokenMade;
+  }
+
   /** fits() without a search: FITS, NO_FIT, or UNDECIDED when the bounds straddle `budget`. */
   private decide(state: number, budget: number): number {
     if (this.dfa.accepting[state] === 1) return FITS;
     const exact = this.minTokens[state]!;
     if (exact !== UNKNOWN) return exact <= budget ? FITS : NO_FIT;
     if (this.lb[state]! > budget) return NO_FIT;
-    // A state that is not accepting needs a token; none is longer than maxTokenLength bytes.
-    if (budget <= 0 || this.dfa.minBytesToAccept[state]! > budget * this.trie.maxTokenLength) {
+    // A state that is not accepting needs a token; none is longer than maxTokenLength bytes, nor
+    // than the longest token made of bytes the pattern reads.
+    const bytes = this.dfa.minBytesToAccept[state]!;
+    if (budget <= 0 || bytes > budget * this.trie.maxTokenLength || (bytes > budget && bytes > budget * this.longestToken())) {
       this.lb[state] = budget + 1;
       return NO_FIT;
     }

@@ -5,6 +5,7 @@
 import { setTokenRange } from "../../support/index.js";
 import { copyMaskInto, type ForcedBytes, type TokenConstraint } from "../token-constraint.js";
 import { PREFIX_PENDING } from "../types.js";
+import { LOWER_BOUND_WORK_SHARE } from "../work-meter.js";
 import { NO_BUDGET } from "./budget.js";
 import type { DfaTokenMatcher } from "./matcher.js";
 
@@ -99,7 +100,7 @@ export class DfaConstraintState implements TokenConstraint {
 
   /** A proven lower bound on the tokens of any full match from here: exact when at most `cap`. */
   minTokensAtLeast(cap: number): number {
-    this.matcher.work.begin();
+    this.matcher.work.begin(LOWER_BOUND_WORK_SHARE);
     if (this.state !== PREFIX_PENDING) return this.matcher.minTokensAtLeast(this.state, cap);
     if (cap < 1) return 1;
     let best = Number.POSITIVE_INFINITY;

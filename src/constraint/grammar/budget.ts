@@ -96,6 +96,25 @@ export class TokenBudgets {
     );
   }
 
+  /** The most bytes of a token made of bytes a sentence can contain; -1 until first need. */
+  private longestToken = -1;
+
+  /**
+   * Whether `lower` bytes (a lower bound to a complete sentence) surely need more than `budget`
+   * tokens: more than `budget` of the longest tokens, or of the longest made only of bytes a
+   * sentence can contain (40 terminals over a and b, with no token joining the two, need a token
+   * per byte: proven here, not by a search of every tokenization).
+   */
+  private tooLongFor(lower: number, budget: number): boolean {
+    if (lower === Number.POSITIVE_INFINITY || lower > budget * this.trie.maxTokenLength) return true;
+    if (lower <= budget) return false;
+    if (this.longestToken < 0) {
+      const bytes = this.automaton.sentenceBytes?.();
+      this.longestToken = bytes === undefined ? this.trie.maxTokenLength : this.trie.longestTokenWithin(bytes);
+    }
+    return lower > budget * this.longestToken;
+  }
+
   /** Whether a complete sentence is reachable from `state` within `budget` tokens. */
   canAcceptWithin(state: number, budget: number): boolean {
     const effort = Math.min(SEARCH_LIMIT, this.maskSearchLeft);
@@ -126,8 +145,7 @@ export class TokenBudgets {
       const known = this.tooSlowRuns.get(runKey);
       if (known !== IntMap.MISSING && known >>> 16 >= budget && (known & 0xffff) <= this.runOfKey) return false;
     }
-    const lower = this.automaton.minBytesLowerBound(state);
-    if (lower === Infinity || lower > budget * this.trie.maxTokenLength) return false;
+    if (this.tooLongFor(this.automaton.minBytesLowerBound(state), budget)) return false;
     if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
     if (this.bounds.tokenUpperBound(state, false) <= budget) return true;
     // Each state expanded (its edges, and past one token the exact bound's A*) is search effort.
@@ -231,6 +249,9 @@ export class TokenBudgets {
    */
   surelyWithin(state: number, cap: number): number {
     if (this.automaton.isComplete(state)) return 0;
+    // Longer than `cap` of the longest tokens: nothing fits, and no completion need be spelled (a
+    // terminal of 1000 characters would make a lexer state per byte to find one).
+    if (this.tooLongFor(this.automaton.minBytesLowerBound(state), cap)) return Number.POSITIVE_INFINITY;
     if (this.bytesAreTokens) {
       const bytes = this.bounds.byteBoundOf(state);
       if (bytes <= cap) return bytes;

@@ -20,6 +20,8 @@ export interface CompletableAutomaton extends ByteAutomaton {
    * network's exact distances); absent or null: the token layer searches.
    */
   completingBytes?(state: number): Uint8Array | null;
+  /** The bytes a sentence can contain, as 8 words (a superset); absent: any. */
+  sentenceBytes?(): Uint32Array;
 }
 
 /** The grammar stage's stack-independent view of its states (GrammarAutomaton has it). */

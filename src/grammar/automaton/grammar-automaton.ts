@@ -20,7 +20,7 @@ import type { Grammar } from "../grammar.js";
 import { resolveLimits, type GrammarLimits } from "../limits.js";
 import { buildGrammarScanners, refuseUnsupportedTerminals, type ScannerDfa, type ScannerParts } from "../scanner-dfa.js";
 import { CompletionDistances, DISTANCE_TABLE_BYTES, fewestBytesToComplete } from "./distance.js";
-import { lastTerminalsByIndex, sentenceFinalBytes } from "../final-bytes.js";
+import { lastTerminalsByIndex, sentenceBytes, sentenceFinalBytes } from "../final-bytes.js";
 import { LEXER_END_KEEPS_STACK, LEXER_TABLE_BYTES, LexerStates, STEP_FIELDS as LEXER_STEP_FIELDS } from "./lexer-states.js";
 import { ParserStacks, STACK_TABLE_BYTES } from "./stacks.js";
 import { ID_MAP_FIRST_BYTES, INT_MAP_FIRST_BYTES, IntListIds, MEMO_CAPACITY, walkText } from "./tables.js";
@@ -334,6 +334,13 @@ export class GrammarAutomaton {
   finalBytes(): Uint32Array {
     this.canBeLast ??= lastTerminalsByIndex(this.grammar.table);
     return (this.finalBytesMade ??= sentenceFinalBytes(this.grammar, this.canBeLast));
+  }
+
+  private sentenceBytesMade: Uint32Array | null = null;
+
+  /** The bytes a sentence can contain (see sentenceBytes); made on first need. */
+  sentenceBytes(): Uint32Array {
+    return (this.sentenceBytesMade ??= sentenceBytes(this.grammar));
   }
 
   /** isComplete of the one-hypothesis state (stack, lex), without making that state. */

@@ -34,3 +34,17 @@ export interface DfaLimits {
 export function isEmptyLanguage(dfa: ByteDfa): boolean {
   return dfa.minBytesToAccept[dfa.start] === -1;
 }
+
+/**
+ * The bytes some transition of the DFA reads, as 8 words (one bit per byte). Its states are all
+ * live, so these are the bytes its matches can contain: a lower bound in tokens over them may use
+ * the longest token made only of them.
+ */
+export function bytesRead(dfa: ByteDfa): Uint32Array {
+  const { next, numClasses, byteClass } = dfa;
+  const used = new Uint8Array(numClasses);
+  for (let i = 0; i < next.length; i++) if (next[i]! >= 0) used[i % numClasses] = 1;
+  const out = new Uint32Array(8);
+  for (let b = 0; b < 256; b++) if (used[byteClass[b]!] === 1) out[b >>> 5]! |= 1 << (b & 31);
+  return out;
+}
