@@ -22,8 +22,9 @@ export interface TokenConstraint {
   minTokensToAccept(cap: number): number;
   /**
    * A proven lower bound on the tokens of any complete match, searching budgets up to `cap`: the
-   * number of a 422's message, asked once the budget is known not to fit. Under
-   * LOWER_BOUND_WORK_SHARE of the work limit; past it ConstraintTooCostlyError, the matcher spent.
+   * number of a 422's message, asked once the budget is known not to fit. Within
+   * LOWER_BOUND_WORK_SHARE of the work limit: a grammar's searches give up there (a smaller
+   * bound), a DFA's operation throws ConstraintTooCostlyError (the matcher spent).
    */
   minTokensAtLeast?(cap: number): number;
   /**

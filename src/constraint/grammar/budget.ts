@@ -9,7 +9,7 @@
  */
 import { IdMap, IntMap, orInto, type TableSlab } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
-import type { WorkMeter } from "../work-meter.js";
+import { LOWER_BOUND_WORK_SHARE, type WorkMeter } from "../work-meter.js";
 import type { CompletionBounds } from "./bounds.js";
 import type { CompletableAutomaton } from "./contracts.js";
 import type { StateEdgeCache, StateEdges } from "./edges.js";
@@ -115,6 +115,9 @@ export class TokenBudgets {
     return lower > budget * this.longestToken;
   }
 
+  /** The share of the work limit past which a search gives up (see minTokensAtLeast). */
+  private searchShare = 1;
+
   /** Whether a complete sentence is reachable from `state` within `budget` tokens. */
   canAcceptWithin(state: number, budget: number): boolean {
     const effort = Math.min(SEARCH_LIMIT, this.maskSearchLeft);
@@ -123,7 +126,7 @@ export class TokenBudgets {
     // limit the search gives up (a "not proven", as when its effort runs out) instead of the
     // operation failing, so the answer is a conservative one and the rest of the operation (a
     // mask's walk) still has room.
-    this.searchSteps = this.work.operationLimit() / 2;
+    this.searchSteps = (this.work.operationLimit() * this.searchShare) / 2;
     this.searchGaveUp = false;
     const found = this.finishable(state, budget);
     this.maskSearchLeft -= effort - Math.max(0, this.searchLeft);
@@ -284,9 +287,11 @@ export class TokenBudgets {
    */
   minTokensAtLeast(state: number, cap: number): number {
     // One effort budget for all the budgets tried (a 422 should come back fast); past it only
-    // the cheap answers remain, and a query that gives up proves nothing.
+    // the cheap answers remain, and a query that gives up proves nothing. Its searches give up
+    // at their share of the work limit (LOWER_BOUND_WORK_SHARE): the verdict is known already.
     const outer = this.maskSearchLeft;
     if (outer === Number.POSITIVE_INFINITY) this.maskSearchLeft = MIN_TOKENS_SEARCH_LIMIT;
+    this.searchShare = LOWER_BOUND_WORK_SHARE;
     try {
       let atLeast = 0;
       for (let k = 0; k <= cap; k++) {
@@ -296,6 +301,7 @@ export class TokenBudgets {
       return atLeast;
     } finally {
       if (outer === Number.POSITIVE_INFINITY) this.maskSearchLeft = outer;
+      this.searchShare = 1;
     }
   }
 

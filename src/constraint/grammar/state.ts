@@ -4,7 +4,6 @@
  */
 import { copyMaskInto, type ForcedBytes, type TokenConstraint } from "../token-constraint.js";
 import { PREFIX_PENDING } from "../types.js";
-import { LOWER_BOUND_WORK_SHARE } from "../work-meter.js";
 import type { GrammarTokenMatcher } from "./matcher.js";
 
 /**
@@ -92,7 +91,8 @@ export class GrammarConstraintState implements TokenConstraint {
 
   /** A proven lower bound on the tokens any complete sentence needs (see the matcher's). */
   minTokensAtLeast(cap: number): number {
-    this.matcher.work.begin(LOWER_BOUND_WORK_SHARE);
+    // Its searches give up at their share of the limit (the matcher's), not the operation.
+    this.matcher.work.begin();
     return this.state === PREFIX_PENDING ? 0 : this.matcher.minTokensAtLeast(this.state, cap);
   }
 
