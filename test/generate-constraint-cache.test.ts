@@ -4,6 +4,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { ConstraintCache } from "../src/compile/index.js";
+import { runCompileTask } from "../src/compile/task.js";
 import { maskWords } from "../src/support/index.js";
 import { ClientLimitError, InvalidRequestError, OverloadedError, UnsatisfiableError } from "../src/generate/index.js";
 import { tokenTrieFor } from "../src/constraint/index.js";
@@ -46,6 +47,21 @@ test("grammars compile on the worker and come back as working automata", async (
   assert.ok(state.minTokensToAccept(64) >= 3);
   // The revived grammar's terminals are usable (their regexps are made on demand).
   assert.ok(entry.retainedBytes() > 0);
+});
+
+test("the scanners a grammar's probe built on the worker come back built", async () => {
+  // Its smaller scanners are built on first use; the probe's first masks reach one of them.
+  const task = {
+    kind: "grammar" as const,
+    grammar: 'start: "[" v ("," v)* "]"\nv: NUMBER | "true" | "false" | "null" | start\n%import common.NUMBER',
+    maxIgnoredRun: 64,
+    limits: {},
+  };
+  const built = (o: ReturnType<typeof runCompileTask>): number =>
+    o.kind === "grammar" ? o.scanners.scannerDfas.filter((d) => d !== undefined).length : -1;
+  const unprobed = built(runCompileTask(task));
+  const probed = built(runCompileTask(task, trie, { budgets: [512], limitSteps: 4_000_000 }));
+  assert.ok(unprobed >= 1 && probed > unprobed, `${unprobed} built without the probe, ${probed} with it`);
 });
 
 test("refusals are remembered: the second ask is answered without compiling", async () => {

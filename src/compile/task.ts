@@ -144,11 +144,15 @@ export function runCompileTask(task: CompileTask, trie?: TokenTrie, probe?: Prob
   const grammar = compileGrammar(task.grammar, task.limits);
   // Building the automaton builds its scanner DFAs (the costly, refusable part) here too.
   const automaton = createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, limits: task.limits });
-  const scanners = automaton.scannerParts();
+  let scanners = automaton.scannerParts();
   if (trie && probe) {
+    let probed: ReturnType<typeof createGrammarAutomaton> | undefined;
     const fresh = (): GrammarTokenMatcher =>
-      new GrammarTokenMatcher(trie, createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, prebuilt: scanners }));
+      new GrammarTokenMatcher(trie, (probed = createGrammarAutomaton(grammar, { maxIgnoredRun: task.maxIgnoredRun, prebuilt: scanners })));
     probeFirstOperations(fresh, (m) => new GrammarConstraintState(m), probe);
+    // The small scanners wait for their first use; those the probe reached go along built, so
+    // the serving thread does not build them again inside a request's first operations.
+    if (probed !== undefined) scanners = probed.scannerParts();
   }
   return { kind: "grammar", grammar, scanners };
 }
