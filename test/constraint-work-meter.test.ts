@@ -75,6 +75,19 @@ test("grammar operations are bounded too: lexer searches count, not only trie wa
   assert.throws(() => state.mask(2000), ConstraintTooCostlyError);
 });
 
+test("a grammar's lexer steps count the terminals its scanner weighs", () => {
+  // One scanner of 400 terminals: each lexer step made checks them all, far more than its walk's nodes.
+  const names = Array.from({ length: 400 }, (_, i) => `K${i}`);
+  const source = `start: (${names.join(" | ")})+\n${names.map((n, i) => `${n}: "w${i}x"`).join("\n")}`;
+  const automaton = createGrammarAutomaton(compileGrammar(source));
+  const matcher = new GrammarTokenMatcher(trie, automaton);
+  const before = automaton.lexerWork;
+  assert.ok(new GrammarConstraintState(matcher).minTokensToAccept(8) <= 8);
+  const lexerWork = automaton.lexerWork - before;
+  assert.ok(lexerWork > 400 * 8, `${lexerWork} lexer work`);
+  assert.ok(matcher.work.steps >= lexerWork, `${matcher.work.steps} steps for ${lexerWork} lexer work`);
+});
+
 const cache = new ConstraintCache(trie, { vocabulary: vocab, maskMaxWork: 2_000_000, compileTimeoutMs: 60_000 });
 after(() => cache.close());
 

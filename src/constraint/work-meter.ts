@@ -62,6 +62,13 @@ export class WorkMeter {
     readonly weight = 1,
   ) {}
 
+  /**
+   * Work done elsewhere on the operation's behalf, as a running total in unweighted steps (a
+   * grammar automaton's lexer steps): each charge also counts its growth since the last one.
+   */
+  source: (() => number) | null = null;
+  private sourceSeen = 0;
+
   /** The current operation is a budget mask's planning (see allowPlanning); false after begin(). */
   planning = false;
   /** The share of the limit the current operation may use (see begin). */
@@ -73,6 +80,7 @@ export class WorkMeter {
     this.steps = 0;
     this.planning = false;
     this.share = share;
+    if (this.source !== null) this.sourceSeen = this.source();
   }
 
   /**
@@ -91,7 +99,12 @@ export class WorkMeter {
   }
 
   charge(steps: number): void {
-    if ((this.steps += steps * this.weight) > this.operationLimit())
-      throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps * this.share));
+    this.steps += steps * this.weight;
+    if (this.source !== null) {
+      const seen = this.source();
+      this.steps += seen - this.sourceSeen;
+      this.sourceSeen = seen;
+    }
+    if (this.steps > this.operationLimit()) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps * this.share));
   }
 }

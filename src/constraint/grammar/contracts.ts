@@ -22,6 +22,11 @@ export interface CompletableAutomaton extends ByteAutomaton {
   completingBytes?(state: number): Uint8Array | null;
   /** The bytes a sentence can contain, as 8 words (a superset); absent: any. */
   sentenceBytes?(): Uint32Array;
+  /**
+   * Work the automaton did by itself so far, in steps that cost about what a trie node's does
+   * (making lexer steps and scanner DFAs); the matcher's meter charges its growth. Absent: none.
+   */
+  readonly lexerWork?: number;
 }
 
 /** The grammar stage's stack-independent view of its states (GrammarAutomaton has it). */

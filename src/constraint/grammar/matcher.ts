@@ -71,6 +71,8 @@ export class GrammarTokenMatcher {
     options: { lexerLevel?: boolean; loopSlices?: boolean; walkAheadMs?: number } = {},
   ) {
     this.walkAheadLeftMs = options.walkAheadMs ?? WALK_AHEAD_MS;
+    // The lexer steps and scanners an operation makes are its work too (a scanner of 500 terminals).
+    if (automaton.lexerWork !== undefined) this.work.source = () => automaton.lexerWork!;
     this.lexer =
       options.lexerLevel === false ? null : LexerLevelWalks.over(trie, automaton, this.tables, this.work, options.loopSlices !== false);
     this.edges = new StateEdgeCache(trie, automaton, this.lexer, this.tables, this.work);

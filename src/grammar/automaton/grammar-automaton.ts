@@ -336,6 +336,11 @@ export class GrammarAutomaton {
     return (this.finalBytesMade ??= sentenceFinalBytes(this.grammar, this.canBeLast));
   }
 
+  /** The work of its lexer steps and scanner DFAs made so far (see LexerStates.work). */
+  get lexerWork(): number {
+    return this.lexers.work;
+  }
+
   private sentenceBytesMade: Uint32Array | null = null;
 
   /** The bytes a sentence can contain (see sentenceBytes); made on first need. */

@@ -68,6 +68,13 @@ export class LexerStates {
   private readonly startLexMemo: IntMap;
   private readonly byteRepsMemo = new Map<number, Uint8Array>();
   private readonly byteLabelsMemo = new Map<number, Uint8Array>();
+  /**
+   * The work of making lexer steps and scanner DFAs so far, in trie-node steps: a step's patterns
+   * weighed and pending constraints advanced, a scanner DFA built on first use and its cells. A
+   * scanner of 500 terminals makes each new lexer step cost 500 pattern checks, which no walk's
+   * count of trie nodes shows; the token layer charges this too (GrammarAutomaton.lexerWork).
+   */
+  work = 0;
   /** lexerRunClass per lexer state (-1: not asked yet), and the classes by key. */
   private runClassOf = new Int32Array(0);
   private readonly runClassIds = new Map<string, number>();
@@ -92,7 +99,12 @@ export class LexerStates {
 
   /** A scanner's byte DFA, built on first use when the compile left it (see buildGrammarScanners). */
   scannerDfa(id: number): ScannerDfa {
-    return this.scannerDfas[id] ?? (this.scannerDfas[id] = buildScannerDfa(this.scanners[id]!, this.approximate));
+    const built = this.scannerDfas[id];
+    if (built !== undefined) return built;
+    const made = buildScannerDfa(this.scanners[id]!, this.approximate);
+    // A small scanner's build is mostly fixed costs (~0.05 ms here), then its table's cells.
+    this.work += 2048 + made.dfa.numStates * (made.dfa.numClasses + made.numPatterns);
+    return (this.scannerDfas[id] = made);
   }
 
   /** Its part of GrammarAutomaton.retainedBytes beyond the slab (see there). */
@@ -213,12 +225,15 @@ export class LexerStates {
       first0 = fields[f + 2]!,
       tokenLen0 = fields[f + 3]!,
       ignoredRun = fields[f + 4]!;
-    const constraints = this.advanceConstraints(this.constraintLists[fields[f + 5]!]!, byte);
+    const pending = this.constraintLists[fields[f + 5]!]!;
+    const constraints = this.advanceConstraints(pending, byte);
     if (constraints === null) return;
     const sc = this.scannerDfa(scId);
     if (sc.broken) return;
     const d = sc.dfa;
     const P = sc.numPatterns;
+    // A pattern checked costs about a quarter of what a trie node stepped does.
+    this.work += 1 + (P + pending.length) / 4;
     const ns = d.next[dfaState * d.numClasses + d.byteClass[byte]!]!;
     if (ns < 0) return;
     // The winner is the lowest-index terminal that ever matches at the token start.
