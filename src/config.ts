@@ -559,7 +559,7 @@ export const SETTINGS: readonly Setting[] = [
     min: 1,
     defaultText: "4000000",
     description:
-      "Most work one token-mask computation (or budget question) may do on the thread that serves requests, in steps (trie nodes, states walked, lexer states; 40,000 to 75,000 a millisecond here); a constraint needing more is refused (422, too complex), the same on any machine. A new one's first masks are tried on its compile worker first, under the same limit.",
+      "Most work one token-mask computation (or budget question) may do on the thread that serves requests, in steps (trie nodes, states walked, lexer states, the patterns a lexer step weighs; about 40,000 to 150,000 a millisecond here); a constraint needing more is refused (422, too complex), the same on any machine. A new one's first masks are tried on its compile worker first, under the same limit.",
   },
   {
     key: "compileQueuePerKey",
