@@ -91,7 +91,8 @@ export class GrammarConstraintState implements TokenConstraint {
 
   /** A proven lower bound on the tokens any complete sentence needs (see the matcher's). */
   minTokensAtLeast(cap: number): number {
-    // Its searches give up at their share of the limit (the matcher's), not the operation.
+    // The whole limit: its searches give up at their share of it (TokenBudgets.minTokensAtLeast)
+    // instead of throwing, so the matcher stays usable.
     this.matcher.work.begin();
     return this.state === PREFIX_PENDING ? 0 : this.matcher.minTokensAtLeast(this.state, cap);
   }
