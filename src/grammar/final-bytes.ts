@@ -59,19 +59,24 @@ export function sentenceBytes(grammar: Grammar): Uint32Array {
   return out;
 }
 
+/** A set's characters, those Unicode case folding links across ASCII included (k and the Kelvin sign, s and ſ). */
+function charsOfSet(n: Extract<RegexSyntaxNode, { k: "set" }>): CharSet {
+  const chars = firstCharsOfSet(n);
+  if (n.caseless && !n.ascii) {
+    chars[NON_ASCII] = 1;
+    for (let c = 65; c <= 90; c++) chars[c] = chars[c + 32] = 1;
+  }
+  return chars;
+}
+
 /** Adds the characters of `n`'s matches to `chars` (slot NON_ASCII: some character past ASCII). */
 function charsOf(n: RegexSyntaxNode, chars: CharSet, seen: Set<RegexSyntaxNode>): void {
   if (seen.has(n)) return;
   seen.add(n);
   switch (n.k) {
     case "set": {
-      const own = firstCharsOfSet(n);
+      const own = charsOfSet(n);
       for (let c = 0; c < 129; c++) if (own[c]) chars[c] = 1;
-      // Unicode case folding links some letters across ASCII (k and the Kelvin sign, s and ſ).
-      if (n.caseless && !n.ascii) {
-        chars[NON_ASCII] = 1;
-        for (let c = 65; c <= 90; c++) chars[c] = chars[c + 32] = 1;
-      }
       return;
     }
     case "any":
@@ -118,16 +123,9 @@ function endOf(n: RegexSyntaxNode, memo: Map<RegexSyntaxNode, NodeEnd>): NodeEnd
   let known = memo.get(n);
   if (known !== undefined) return known;
   switch (n.k) {
-    case "set": {
-      const last = firstCharsOfSet(n);
-      // Unicode case folding links some letters across ASCII (k and the Kelvin sign, s and ſ).
-      if (n.caseless && !n.ascii) {
-        last[NON_ASCII] = 1;
-        for (let c = 65; c <= 90; c++) last[c] = last[c + 32] = 1;
-      }
-      known = { last, nullable: false };
+    case "set":
+      known = { last: charsOfSet(n), nullable: false };
       break;
-    }
     case "any":
       known = { last: ALL, nullable: false };
       break;

@@ -9,6 +9,7 @@
  * too many ranges.
  */
 import { bytesRead } from "../../regex/index.js";
+import { TokenLengthBound } from "../token-length-bound.js";
 import type { TokenTrie } from "../trie.js";
 import type { ByteDfa } from "../types.js";
 import type { WorkMeter } from "../work-meter.js";
@@ -53,6 +54,8 @@ const UB_UNKNOWN = -1;
  * all-states exploration runs only for uncapped questions (minTokensToAccept without a cap).
  */
 export class DfaBudgets {
+  /** The byte lower bound in tokens, over the bytes the pattern reads. */
+  private readonly lengthBound: TokenLengthBound;
   private readonly minTokens: Int32Array;
   /** 1 once minTokens is exact for the state's successors. */
   private readonly successorsExact: Uint8Array;
@@ -97,6 +100,7 @@ export class DfaBudgets {
     private readonly maxMinorSpans: number,
   ) {
     const n = dfa.numStates;
+    this.lengthBound = new TokenLengthBound(trie, () => bytesRead(dfa));
     this.minTokens = new Int32Array(n).fill(UNKNOWN);
     this.successorsExact = new Uint8Array(n);
     this.ub = new Int32Array(n).fill(UB_UNKNOWN);
@@ -318,14 +322,6 @@ export class DfaBudgets {
     return false;
   }
 
-  /** The most bytes of a token made only of bytes the DFA reads; -1 until first need. */
-  private longestTokenMade = -1;
-
-  private longestToken(): number {
-    if (this.longestTokenMade < 0) this.longestTokenMade = this.trie.longestTokenWithin(bytesRead(this.dfa));
-    return this.longestTokenMade;
-  }
-
   /** fits() without a search: FITS, NO_FIT, or UNDECIDED when the bounds straddle `budget`. */
   private decide(state: number, budget: number): number {
     if (this.dfa.accepting[state] === 1) return FITS;
@@ -334,8 +330,7 @@ export class DfaBudgets {
     if (this.lb[state]! > budget) return NO_FIT;
     // A state that is not accepting needs a token; none is longer than maxTokenLength bytes, nor
     // than the longest token made of bytes the pattern reads.
-    const bytes = this.dfa.minBytesToAccept[state]!;
-    if (budget <= 0 || bytes > budget * this.trie.maxTokenLength || (bytes > budget && bytes > budget * this.longestToken())) {
+    if (budget <= 0 || this.lengthBound.exceeds(this.dfa.minBytesToAccept[state]!, budget)) {
       this.lb[state] = budget + 1;
       return NO_FIT;
     }

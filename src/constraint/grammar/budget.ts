@@ -8,6 +8,7 @@
  * tens of ms at most.
  */
 import { IdMap, IntMap, orInto, type TableSlab } from "../../support/index.js";
+import { TokenLengthBound } from "../token-length-bound.js";
 import type { TokenTrie } from "../trie.js";
 import { LOWER_BOUND_WORK_SHARE, type WorkMeter } from "../work-meter.js";
 import type { CompletionBounds } from "./bounds.js";
@@ -61,13 +62,15 @@ export class TokenBudgets {
   /** Effort left to the mask being computed (MASK_SEARCH_LIMIT); Infinity outside mask(). */
   private maskSearchLeft = Number.POSITIVE_INFINITY;
   private readonly bytesAreTokens: boolean;
+  /** The byte lower bound in tokens, over the bytes a sentence can contain. */
+  private readonly lengthBound: TokenLengthBound;
   private readonly words: number;
   /** Bytes of the budget masks made so far (retainedBytes). */
   private madeBytes = 0;
 
   /** `tables`: the matcher's slab. */
   constructor(
-    private readonly trie: TokenTrie,
+    trie: TokenTrie,
     private readonly automaton: CompletableAutomaton,
     private readonly lexer: LexerLevelWalks | null,
     private readonly edges: StateEdgeCache,
@@ -81,6 +84,7 @@ export class TokenBudgets {
     this.runKeys = new IdMap(MEMO_CAPACITY);
     this.bytesAreTokens = bounds.bytesAreTokens;
     this.words = edges.words;
+    this.lengthBound = new TokenLengthBound(trie, () => automaton.sentenceBytes?.());
   }
 
   /** An estimate of the heap bytes of its masks and memo, erring high (see the matcher's). */
@@ -94,25 +98,6 @@ export class TokenBudgets {
       this.runKeyIds.size * 120 +
       this.budgetMasks.size * 80
     );
-  }
-
-  /** The most bytes of a token made of bytes a sentence can contain; -1 until first need. */
-  private longestToken = -1;
-
-  /**
-   * Whether `lower` bytes (a lower bound to a complete sentence) surely need more than `budget`
-   * tokens: more than `budget` of the longest tokens, or of the longest made only of bytes a
-   * sentence can contain (40 terminals over a and b, with no token joining the two, need a token
-   * per byte: proven here, not by a search of every tokenization).
-   */
-  private tooLongFor(lower: number, budget: number): boolean {
-    if (lower === Number.POSITIVE_INFINITY || lower > budget * this.trie.maxTokenLength) return true;
-    if (lower <= budget) return false;
-    if (this.longestToken < 0) {
-      const bytes = this.automaton.sentenceBytes?.();
-      this.longestToken = bytes === undefined ? this.trie.maxTokenLength : this.trie.longestTokenWithin(bytes);
-    }
-    return lower > budget * this.longestToken;
   }
 
   /** The share of the work limit past which a search gives up (see minTokensAtLeast). */
@@ -148,7 +133,7 @@ export class TokenBudgets {
       const known = this.tooSlowRuns.get(runKey);
       if (known !== IntMap.MISSING && known >>> 16 >= budget && (known & 0xffff) <= this.runOfKey) return false;
     }
-    if (this.tooLongFor(this.automaton.minBytesLowerBound(state), budget)) return false;
+    if (this.lengthBound.exceeds(this.automaton.minBytesLowerBound(state), budget)) return false;
     if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
     if (this.bounds.tokenUpperBound(state, false) <= budget) return true;
     // Each state expanded (its edges, and past one token the exact bound's A*) is search effort.
@@ -254,7 +239,7 @@ export class TokenBudgets {
     if (this.automaton.isComplete(state)) return 0;
     // Longer than `cap` of the longest tokens: nothing fits, and no completion need be spelled (a
     // terminal of 1000 characters would make a lexer state per byte to find one).
-    if (this.tooLongFor(this.automaton.minBytesLowerBound(state), cap)) return Number.POSITIVE_INFINITY;
+    if (this.lengthBound.exceeds(this.automaton.minBytesLowerBound(state), cap)) return Number.POSITIVE_INFINITY;
     if (this.bytesAreTokens) {
       const bytes = this.bounds.byteBoundOf(state);
       if (bytes <= cap) return bytes;
