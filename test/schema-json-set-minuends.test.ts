@@ -11,9 +11,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { matchesString, sampleString } from "../src/regex/index.js";
-import { compileJsonSchema } from "../src/schema/json-schema/compile.js";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { JSON_SCHEMA_WORK_FACTOR } from "../src/compile/index.js";
+import { defaultConfig } from "../src/config.js";
+import { compileJsonSchema, DEFAULT_JSON_SCHEMA_OPTIONS } from "../src/schema/json-schema/compile.js";
 import { seededRandom } from "./support/generate-harness.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
+import { REPO_ROOT } from "./support/paths.js";
 
 /** Compiles `schema`; the texts in `accepted` are accepted and valid, 300 sampled texts are valid. */
 function check(schema: object, accepted: readonly string[]): void {
@@ -127,4 +132,36 @@ test("minProperties past the keys a schema names: unnamed keys told apart by the
   check({ type: "object", properties: { id: { type: "integer" } }, required: ["id"], minProperties: 3, maxProperties: 3 }, [
     '{"id": 1, "Name": "x", "tag": true}',
   ]);
+});
+
+test("oneOf branches told apart by an optional key's listed values: with the key none is subtracted (Github_medium o35868)", () => {
+  // Ten address shapes, none requiring "country", each listing its own countries: each branch
+  // minus the nine others was 90 products of any-order objects, 337M units of work, refused at
+  // the service's default limit. With "country" written, the branches share no value; without
+  // it, a branch falls inside the catch-all shape (the fewest other properties) at once.
+  const file = resolve(REPO_ROOT, "..", "shared", "jsonschema", "maskbench", "Github_medium---o35868.json");
+  const address = JSON.parse(readFileSync(file, "utf8")).schema.definitions.address;
+  const serviceLimit = JSON_SCHEMA_WORK_FACTOR * defaultConfig().compileMaxWork;
+  const { dfa } = compileJsonSchema(address, { limits: { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, maxWork: serviceLimit } });
+  const accepted = [
+    '{"country": "USA", "state": "CA", "postalCode": "94043", "street": "1 Main St"}',
+    '{"country": "ITA", "state": "RM"}',
+    '{"country": "FRA", "postalCode": "75001", "state": "anything"}', // "state" is not named here: it comes last
+    '{"state": "nowhere"}',
+    '{"postalCode": "12345678901"}',
+  ];
+  const rejected = [
+    "{}", // every shape holds it
+    '{"state": "CA"}', // the USA shape and the catch-all
+    '{"country": "USA", "state": "RM"}', // none
+    '{"country": "FRA", "postalCode": "123456789012345678901234567890123456789012345678901234567890"}',
+  ];
+  for (const text of accepted) assert.ok(matchesString(dfa, text), text);
+  for (const text of rejected) assert.ok(!matchesString(dfa, text), text);
+  const random = seededRandom(35868);
+  const sampled = Array.from({ length: 200 }, () => sampleString(dfa, random, { maxBytes: 300, stopProbability: 0.08 })!);
+  const texts = [...accepted, ...rejected, ...sampled];
+  const expected = [...accepted.map(() => "valid"), ...rejected.map(() => "invalid"), ...sampled.map(() => "valid")];
+  const schema = JSON.stringify(address);
+  pythonVerdicts(texts.map((text) => ({ schema, text }))).forEach((v, i) => assert.equal(v.split(":")[0], expected[i], texts[i]));
 });
