@@ -195,10 +195,9 @@ export class StateEdgeCache {
       if (group.nodes.length === 0 && group.loops.length === 0) continue;
       // No token below ends with a byte a sentence can end with, or is long enough to finish
       // from the state after the commit: none to walk.
-      const tokens = lexer.tokensBelow(group);
-      if (final !== null && !anyCommon(final, tokens.bytes)) continue;
+      if (final !== null && !lexer.anyByteBelow(group, final)) continue;
       const after = automaton.afterCommit(stack, group.commitKey);
-      if (after < 0 || automaton.minBytesLowerBound(after) > tokens.maxBytes) continue;
+      if (after < 0 || !lexer.anyTokenBelowReaches(group, automaton.minBytesLowerBound(after))) continue;
       const hyp = automaton.hypotheses(after);
       const below = lexer.subWalk(hyp[1]!, group);
       const nextStack = hyp[0]!;
@@ -377,10 +376,4 @@ export class StateEdgeCache {
       });
     }
   }
-}
-
-/** Whether two 8-word byte sets share a byte. */
-function anyCommon(a: Uint32Array, b: Uint32Array): boolean {
-  for (let w = 0; w < 8; w++) if ((a[w]! & b[w]!) !== 0) return true;
-  return false;
 }

@@ -77,15 +77,15 @@ interface WalksBelow {
   set: number;
   walk: LexerWalk | null;
   more: Map<number, LexerWalk> | null;
-  /** What the tokens below the nodes are like, made on first need (see tokensBelow). */
-  tokens: TokensBelow | null;
+  /** anyByteBelow's answer (UNKNOWN, YES, NO). */
+  endsWithin: number;
+  /** The most bytes a token goes on with below the nodes, -1 until read (anyTokenBelowReaches). */
+  maxBytes: number;
 }
 
-/** The tokens below a group's nodes: the most bytes they go on with (trie heights), the bytes in them (8 words). */
-export interface TokensBelow {
-  readonly maxBytes: number;
-  readonly bytes: Uint32Array;
-}
+const UNKNOWN = 0;
+const YES = 1;
+const NO = 2;
 
 /** What groups of the same lists share (one object, spread into each group; see sharedShape). */
 type GroupShape = Pick<CommitGroup, "deadEnds" | "aliveEnds" | "aliveRanges" | "nodes" | "loops" | "below">;
@@ -458,23 +458,47 @@ export class LexerLevelWalks extends LexerSets {
     return sets;
   }
 
-  /** What the tokens below a group's nodes are like (the one-token search prunes by it). */
-  tokensBelow(group: CommitGroup): TokensBelow {
+  /**
+   * Whether a token below a group's nodes holds a byte of `bytes` (always the automaton's final
+   * bytes: the answer is kept). The one-token search prunes by it. A scan that stops at the first
+   * node found: a big group (every token that commits a name) was most of a budget mask's cost
+   * when its bytes were all gathered.
+   */
+  anyByteBelow(group: CommitGroup, bytes: Uint32Array): boolean {
     const below = group.below;
-    if (below.tokens === null) {
-      const { heights, belowBytes } = this.trie;
-      let maxBytes = -1;
-      const bytes = new Uint32Array(8);
-      for (const list of [group.nodes, group.loops])
+    if (below.endsWithin === UNKNOWN) {
+      below.endsWithin = NO;
+      const belowBytes = this.trie.belowBytes;
+      scan: for (const list of [group.nodes, group.loops])
         for (let i = 0; i < list.length; i++) {
-          const n = list[i]!;
-          maxBytes = Math.max(maxBytes, heights[n]!);
-          for (let w = 0; w < 8; w++) bytes[w]! |= belowBytes[n * 8 + w]!;
+          const at = list[i]! * 8;
+          for (let w = 0; w < 8; w++)
+            if ((belowBytes[at + w]! & bytes[w]!) !== 0) {
+              below.endsWithin = YES;
+              break scan;
+            }
         }
-      below.tokens = { maxBytes, bytes };
-      this.madeBytes += 80;
     }
-    return below.tokens;
+    return below.endsWithin === YES;
+  }
+
+  /**
+   * Whether a token below a group's nodes goes on for at least `bytes` more bytes (trie heights);
+   * the scan stops at the first, and the most is kept once every node was read.
+   */
+  anyTokenBelowReaches(group: CommitGroup, bytes: number): boolean {
+    const below = group.below;
+    if (below.maxBytes >= 0) return below.maxBytes >= bytes;
+    const heights = this.trie.heights;
+    let most = 0;
+    for (const list of [group.nodes, group.loops])
+      for (let i = 0; i < list.length; i++) {
+        const h = heights[list[i]!]!;
+        if (h >= bytes) return true;
+        if (h > most) most = h;
+      }
+    below.maxBytes = most;
+    return false;
   }
 
   /** The walk below a group's nodes from the lexer state the new token starts in. */
@@ -748,7 +772,7 @@ export class LexerLevelWalks extends LexerSets {
       aliveRanges: ranges,
       nodes,
       loops,
-      below: { set: -1, walk: null, more: null, tokens: null },
+      below: { set: -1, walk: null, more: null, endsWithin: UNKNOWN, maxBytes: -1 },
     };
     if (bucket.length < MAX_BUCKET) bucket.push(shape);
     this.madeBytes += 200 + shape.deadEnds.byteLength + shape.aliveEnds.byteLength + 8 * (ranges.length + nodes.length + loops.length);
