@@ -68,6 +68,8 @@ export class LexerStates {
   private readonly startLexMemo: IntMap;
   private readonly byteRepsMemo = new Map<number, Uint8Array>();
   private readonly byteLabelsMemo = new Map<number, Uint8Array>();
+  /** bytesByLabel's index per labels array (a scanner's classes, or byteLabelsMemo's). */
+  private readonly labelIndex = new WeakMap<Uint8Array, { order: Uint8Array; first: Int32Array }>();
   /**
    * The work of making lexer steps and scanner DFAs so far, in trie-node steps: a step's patterns
    * weighed and pending constraints advanced, a scanner DFA built on first use and its cells. A
@@ -111,7 +113,8 @@ export class LexerStates {
   retainedBytes(): number {
     let bytes = this.lexFields.byteLength + this.lexSteps.byteLength + this.startLexMemo.byteLength;
     bytes += this.numLex * 160;
-    bytes += (this.byteRepsMemo.size + this.byteLabelsMemo.size) * 400;
+    // A labels array of byteLabelsMemo, or a scanner's, also has its bytesByLabel index (~400).
+    bytes += (this.byteRepsMemo.size + 2 * this.byteLabelsMemo.size + this.scannerDfas.length) * 400;
     bytes += this.runClassOf.byteLength + this.runClassIds.size * 80;
     for (let id = 0; id < this.scannerDfas.length; id++) {
       // Built here on first use (the compile's DFAs are accounted with the grammar).
@@ -186,13 +189,37 @@ export class LexerStates {
     this.computeLexStep(lex, byte, lex * 256 + byte);
     const steps = this.lexSteps; // after the step, which may have grown it
     const labels = this.byteLabels(lex);
+    const { order, first } = this.bytesByLabel(labels);
     const label = labels[byte]!;
     const from = base + byte * STEP_FIELDS;
-    for (let b = 0; b < 256; b++) {
-      if (labels[b] !== label || b === byte) continue;
+    for (let i = first[label]!, end = first[label + 1]!; i < end; i++) {
+      const b = order[i]!;
+      if (b === byte) continue;
       const to = base + b * STEP_FIELDS;
       for (let k = 0; k < STEP_FIELDS; k++) steps[to + k] = steps[from + k]!;
     }
+  }
+
+  /**
+   * The bytes of each label of `labels` (byteLabels'): `order` lists them label by label, label
+   * l's from first[l] to first[l + 1]. A step written for a byte is copied to its label's bytes
+   * only: scanning all 256 per step was a quarter of a cold budget mask's time (SQL's keywords).
+   */
+  private bytesByLabel(labels: Uint8Array): { order: Uint8Array; first: Int32Array } {
+    let index = this.labelIndex.get(labels);
+    if (index === undefined) {
+      let most = 0;
+      for (let b = 0; b < 256; b++) if (labels[b]! > most) most = labels[b]!;
+      const first = new Int32Array(most + 2);
+      for (let b = 0; b < 256; b++) first[labels[b]! + 1]!++;
+      for (let l = 0; l <= most; l++) first[l + 1]! += first[l]!;
+      const order = new Uint8Array(256);
+      const at = first.slice(0, most + 1);
+      for (let b = 0; b < 256; b++) order[at[labels[b]!]!++] = b;
+      index = { order, first };
+      this.labelIndex.set(labels, index);
+    }
+    return index;
   }
 
   /**
