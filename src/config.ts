@@ -475,7 +475,7 @@ export const SETTINGS: readonly Setting[] = [
     min: 1,
     defaultText: "32000000",
     description:
-      "Most work one regex or grammar compile may do, in units of about one inner-loop step (~65,000 a millisecond here; JSON Schema, TypeScript and tool-call compiles get four times it); a constraint needing more is refused (422, too complex), the same on any machine.",
+      "Most work one regex or grammar compile may do, in units of about one inner-loop step (~65,000 a millisecond here; JSON Schema, TypeScript and tool-call compiles get eight times it); a constraint needing more is refused (422, too complex), the same on any machine.",
   },
   {
     key: "grammarMaxNesting",

@@ -165,3 +165,25 @@ test("oneOf branches told apart by an optional key's listed values: with the key
   const schema = JSON.stringify(address);
   pythonVerdicts(texts.map((text) => ({ schema, text }))).forEach((v, i) => assert.equal(v.split(":")[0], expected[i], texts[i]));
 });
+
+test("the costliest MaskBench schema that compiles at all is served at the service's default work limit (Handwritten notnames10)", () => {
+  // `not`s of `propertyNames` nested in `patternProperties`, under a `const`: 175M units of work,
+  // past four times TRELLIS_COMPILE_MAX_WORK (128M), the JSON Schema limit before.
+  const file = resolve(REPO_ROOT, "..", "shared", "jsonschema", "maskbench", "Handwritten---notnames10.json");
+  const { schema, tests } = JSON.parse(readFileSync(file, "utf8")) as { schema: object; tests: { valid: boolean; data: unknown }[] };
+  const serviceLimit = JSON_SCHEMA_WORK_FACTOR * defaultConfig().compileMaxWork;
+  const { dfa } = compileJsonSchema(schema, {
+    recursion: "stack",
+    freeValuesAnyDepth: true,
+    limits: { ...DEFAULT_JSON_SCHEMA_OPTIONS.limits, maxWork: serviceLimit },
+  });
+  // Instances as MaskBench writes them (Python's json.dumps).
+  const dumps = (v: unknown): string =>
+    v !== null && typeof v === "object"
+      ? `{${Object.entries(v)
+          .map(([k, x]) => `${JSON.stringify(k)}: ${dumps(x)}`)
+          .join(", ")}}`
+      : JSON.stringify(v);
+  assert.ok(tests.some((t) => t.valid));
+  for (const { valid, data } of tests) assert.equal(matchesString(dfa, dumps(data)), valid, dumps(data));
+});

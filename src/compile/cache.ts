@@ -95,9 +95,12 @@ export interface ConstraintCacheOptions {
 
 /**
  * A schema document (JSON Schema, TypeScript, tool calls) is many languages built, multiplied and
- * subtracted: it may do this many times a pattern's compile work (TRELLIS_COMPILE_MAX_WORK).
+ * subtracted: it may do this many times a pattern's compile work (TRELLIS_COMPILE_MAX_WORK). At
+ * the default, 256M units, about 1.3 s of a worker here: the costliest MaskBench schema that
+ * compiles at all needs 175M (Handwritten notnames10, `not`s of `propertyNames` nested in
+ * `patternProperties`); at four times, 128M, it and notnames9 were refused.
  */
-export const JSON_SCHEMA_WORK_FACTOR = 4;
+export const JSON_SCHEMA_WORK_FACTOR = 8;
 
 export const DEFAULT_CONSTRAINT_CACHE_OPTIONS: Readonly<ConstraintCacheOptions> = {
   budgetBytes: 512 * 1024 * 1024,
