@@ -773,8 +773,9 @@ class SchemaCompiler implements WriterContext {
   }
 
   /**
-   * Subtrahends ordered by how few properties they name or require beyond `forbidden` (fewest
-   * first, stable): a proxy for the most general, the likeliest to hold the whole minuend.
+   * Subtrahends ordered by how little they ask of the properties not `forbidden` (first the
+   * fewest named or required, a listed value counting twice; stable): a proxy for the most
+   * general, the likeliest to hold the whole minuend.
    */
   private mostGeneralFirst(subtract: readonly SchemaAt[][], forbidden: ReadonlySet<string>): SchemaAt[][] {
     const named = subtract.map((subtrahend) => {
@@ -783,7 +784,7 @@ class SchemaCompiler implements WriterContext {
       const facts = this.valueFacts(probe, true);
       const names = new Set([...facts.properties.keys(), ...facts.required]);
       let count = 0;
-      for (const name of names) if (!forbidden.has(name)) count++;
+      for (const name of names) if (!forbidden.has(name)) count += facts.properties.get(name)?.values == null ? 1 : 2;
       return count;
     });
     return subtract

@@ -22,6 +22,8 @@ function jsonTypeOf(value: unknown): (typeof JSON_TYPES)[number] {
 export interface ScalarFacts {
   types: Set<string>;
   values: Set<string> | null;
+  /** Values it cannot be, from a `not` that lists them (`{"not": {"enum": ["CAN", "USA"]}}`; canonicalJson). */
+  excluded: Set<string>;
   /** `pattern`s a string value matches (compile.ts reads two sides' apart by their languages). */
   patterns: string[];
 }
@@ -39,16 +41,48 @@ export interface ValueFacts {
 /** Whether no value is in both. */
 export function apart(a: ScalarFacts, b: ScalarFacts): boolean {
   if (![...a.types].some((t) => b.types.has(t))) return true;
+  // Every value one side lists, the other excludes (a country listed against "none of these").
+  if (a.values !== null && [...a.values].every((v) => b.excluded.has(v))) return true;
+  if (b.values !== null && [...b.values].every((v) => a.excluded.has(v))) return true;
   return a.values !== null && b.values !== null && ![...a.values].some((v) => b.values!.has(v));
 }
 
-/** Narrows `facts` by one schema's `type`, `enum` and `const` (const from draft-06 on). */
-function narrowScalar(facts: ScalarFacts, schema: unknown, withConst: boolean): void {
+/** What a fresh ScalarFacts says: any value. */
+function anyScalar(): ScalarFacts {
+  return { types: new Set(JSON_TYPES), values: null, excluded: new Set(), patterns: [] };
+}
+
+/** Keywords a `not` may have beside `enum`/`const` and still exclude exactly the values listed. */
+const BESIDE_LISTED = new Set(["enum", "const", "type", "title", "description", "$comment"]);
+
+/**
+ * The values `not` excludes when it is `{"enum": [...]}` or `{"const": x}` (with a `type`, the
+ * listed values of that type), as canonicalJson; none otherwise.
+ */
+function excludedBy(not: unknown, withConst: boolean): string[] {
+  if (!isObject(not) || !Object.keys(not).every((k) => BESIDE_LISTED.has(k))) return [];
+  const listed = withConst && "const" in not ? [not.const] : Array.isArray(not.enum) ? not.enum : null;
+  if (listed === null) return [];
+  // With both, a value is excluded only if it is the const and listed too: keep it simple.
+  if (withConst && "const" in not && Array.isArray(not.enum)) return [];
+  const declared = typeof not.type === "string" ? [not.type] : Array.isArray(not.type) ? not.type : null;
+  if (declared !== null && !declared.every((t) => KNOWN_TYPES.has(t))) return [];
+  const typed = (v: unknown): boolean =>
+    declared === null || declared.includes(jsonTypeOf(v)) || (declared.includes("integer") && Number.isInteger(v));
+  return listed.filter(typed).map(canonicalJson);
+}
+
+/**
+ * Narrows `facts` by one schema's `type`, `enum` and `const` (const from draft-06 on), and, with
+ * `withNot`, by what its `not` lists.
+ */
+function narrowScalar(facts: ScalarFacts, schema: unknown, withConst: boolean, withNot: boolean): void {
   if (schema === false) {
     facts.types.clear();
     return;
   }
   if (!isObject(schema)) return;
+  if (withNot) for (const v of excludedBy(schema.not, withConst)) facts.excluded.add(v);
   if (typeof schema.pattern === "string") facts.patterns.push(schema.pattern);
   const declared = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
   // Malformed keywords tell nothing here (the merge refuses them where they count).
@@ -81,13 +115,13 @@ export function valueFacts(
    */
   withNot = false,
 ): ValueFacts {
-  const value: ScalarFacts = { types: new Set(JSON_TYPES), values: null, patterns: [] };
+  const value = anyScalar();
   const required = new Set(require);
   const forbidden = new Set(forbid);
   let allowed: Set<string> | null = null;
   const properties = new Map<string, ScalarFacts>();
   for (const { schema } of conjuncts) {
-    narrowScalar(value, schema, withConst);
+    narrowScalar(value, schema, withConst, withNot);
     const absent = withNot ? onlyRequiredKey(schema.not) : null;
     if (absent !== null) forbidden.add(absent);
     if (Array.isArray(schema.required)) for (const name of schema.required) if (typeof name === "string") required.add(name);
@@ -98,8 +132,9 @@ export function valueFacts(
     }
     for (const [name, property] of Object.entries(named)) {
       let facts = properties.get(name);
-      if (facts === undefined) properties.set(name, (facts = { types: new Set(JSON_TYPES), values: null, patterns: [] }));
-      narrowScalar(facts, property, withConst);
+      if (facts === undefined) properties.set(name, (facts = anyScalar()));
+      // A property's `not` is written inside its own language, whatever is subtracted here.
+      narrowScalar(facts, property, withConst, true);
     }
   }
   return { value, required, allowed, forbidden, properties };
