@@ -27,8 +27,12 @@ export type CompileFailure = { readonly refusal: ReturnType<typeof refusalOf> & 
  * llama.cpp's: on a machine whose cores the model's threads fill, a busy compile (a hostile one,
  * most often) would otherwise take a core from a decode, whose spin-waiting threads then stall
  * every request. Linux only (a thread is a task with its own nice value); elsewhere a no-op.
+ * Nice 10 (weight 110 against 1024), not 19 (15): at 19, beside two busy processes on 2 cores,
+ * a schema's 1.4 s compile got about 1% of a core and was a 503 past the 30 s valve; at 10 it is
+ * answered in 6 s (bench:load --hostile on 2 cores, one run each: legitimate p99 139.5 ms at 19,
+ * 129.9 ms at 10).
  */
-const COMPILE_NICE = 19;
+const COMPILE_NICE = 10;
 
 function lowerThreadPriority(): void {
   try {
