@@ -758,39 +758,20 @@ class SchemaCompiler implements WriterContext {
    */
   private splitByToldApartKey(alternative: Alternative, mine: ValueFacts, subtract: readonly SchemaAt[][]): Alternative[] | null {
     if (subtract.length < 2 || ![...mine.value.types].every((t) => t === "object")) return null;
+    // Each subtrahend here shares a value with the alternative (disjoint said so), which holds
+    // only objects: with k required, disjoint's one new way to tell them apart is k's own test.
+    const theirs = subtract.map((subtrahend) => this.subtrahendFacts(subtrahend));
     for (const [name, facts] of mine.properties) {
       if (mine.required.has(name) || mine.forbidden.has(name) || (facts.values === null && facts.types.size === JSON_TYPES.length))
         continue;
+      if (!theirs.every((t) => t === null || this.keyToldApart(mine, t, name))) continue;
       const present = copyAlternative(alternative);
       present.require.add(name);
-      const presentFacts = this.valueFacts(present);
-      if (!subtract.every((subtrahend) => this.disjoint(presentFacts, subtrahend))) continue;
       const forbid = new Set([...alternative.forbid, name]);
-      const absent: Alternative = { ...copyAlternative(alternative), forbid, subtract: this.mostGeneralFirst(subtract, forbid) };
+      const absent: Alternative = { ...copyAlternative(alternative), forbid, subtract: mostGeneralFirst(subtract, theirs, forbid) };
       return [{ ...present, subtract: [] }, absent];
     }
     return null;
-  }
-
-  /**
-   * Subtrahends ordered by how little they ask of the properties not `forbidden` (first the
-   * fewest named or required, a listed value counting twice; stable): a proxy for the most
-   * general, the likeliest to hold the whole minuend.
-   */
-  private mostGeneralFirst(subtract: readonly SchemaAt[][], forbidden: ReadonlySet<string>): SchemaAt[][] {
-    const named = subtract.map((subtrahend) => {
-      const probe = emptyAlternative();
-      if (!this.flatten(subtrahend, probe)) return 0;
-      const facts = this.valueFacts(probe, true);
-      const names = new Set([...facts.properties.keys(), ...facts.required]);
-      let count = 0;
-      for (const name of names) if (!forbidden.has(name)) count += facts.properties.get(name)?.values == null ? 1 : 2;
-      return count;
-    });
-    return subtract
-      .map((subtrahend, i) => ({ subtrahend, n: named[i]! }))
-      .sort((a, b) => a.n - b.n)
-      .map((x) => x.subtrahend);
   }
 
   /** Whether an object of `spec` may have key `key`: none of the schemas its parts apply to it is `false`. */
@@ -820,29 +801,37 @@ class SchemaCompiler implements WriterContext {
    * O a superset.
    */
   private disjoint(mine: ValueFacts, other: readonly SchemaAt[]): boolean {
-    const probe = emptyAlternative();
-    if (!this.flatten(other, probe)) return true; // `other` holds no value at all
-    // Its keywords are still read (and a malformed one refused), as compiling it would have.
-    mergeConjuncts(probe.conjuncts, this.document, this);
-    const theirs = this.valueFacts(probe, true);
+    const theirs = this.subtrahendFacts(other);
+    if (theirs === null) return true; // `other` holds no value at all
     if (apart(mine.value, theirs.value)) return true;
     // A value both could hold that is not an object escapes `required` and `properties`.
     const common = JSON_TYPES.filter((t) => mine.value.types.has(t) && theirs.value.types.has(t));
     if (common.length > 1 || common[0] !== "object") return false;
-    const excludes = (facts: ValueFacts, name: string): boolean =>
-      facts.forbidden.has(name) || (facts.allowed !== null && !facts.allowed.has(name));
-    for (const [one, two] of [
-      [mine, theirs],
-      [theirs, mine],
-    ] as const) {
-      for (const name of one.required) {
-        if (excludes(two, name)) return true;
-        const a = one.properties.get(name);
-        const b = two.properties.get(name);
-        if (a !== undefined && b !== undefined && (apart(a, b) || this.stringsApart(a, b))) return true;
-      }
-    }
+    for (const name of mine.required) if (this.keyToldApart(mine, theirs, name)) return true;
+    for (const name of theirs.required) if (this.keyToldApart(theirs, mine, name)) return true;
     return false;
+  }
+
+  /**
+   * What every value of a subtrahend has (valueFacts, its `not`s included), or null when it holds
+   * no value. Its keywords are still read (and a malformed one refused), as compiling it would.
+   */
+  private subtrahendFacts(other: readonly SchemaAt[]): ValueFacts | null {
+    const probe = emptyAlternative();
+    if (!this.flatten(other, probe)) return null;
+    mergeConjuncts(probe.conjuncts, this.document, this);
+    return this.valueFacts(probe, true);
+  }
+
+  /**
+   * Whether objects of `one` that have key `name` share none with `two`'s: `two` excludes the key
+   * (forbids it, or is closed without it), or the key's values are told apart.
+   */
+  private keyToldApart(one: ValueFacts, two: ValueFacts, name: string): boolean {
+    if (two.forbidden.has(name) || (two.allowed !== null && !two.allowed.has(name))) return true;
+    const a = one.properties.get(name);
+    const b = two.properties.get(name);
+    return a !== undefined && b !== undefined && (apart(a, b) || this.stringsApart(a, b));
   }
 
   /**
@@ -1276,6 +1265,29 @@ function listedBefore(schema: Record<string, unknown>, keywords: readonly string
     if (keywords.includes(key)) return schema[properties] !== undefined;
   }
   return false;
+}
+
+/**
+ * Subtrahends ordered by how little they ask of the properties not `forbidden` (`facts`: theirs;
+ * first the fewest named or required, a listed value counting twice; stable): a proxy for the
+ * most general, the likeliest to hold the whole minuend.
+ */
+function mostGeneralFirst(
+  subtract: readonly SchemaAt[][],
+  facts: readonly (ValueFacts | null)[],
+  forbidden: ReadonlySet<string>,
+): SchemaAt[][] {
+  const asked = facts.map((f) => {
+    if (f === null) return 0;
+    let count = 0;
+    for (const name of new Set([...f.properties.keys(), ...f.required]))
+      if (!forbidden.has(name)) count += f.properties.get(name)?.values == null ? 1 : 2;
+    return count;
+  });
+  return subtract
+    .map((subtrahend, i) => ({ subtrahend, n: asked[i]! }))
+    .sort((a, b) => a.n - b.n)
+    .map((x) => x.subtrahend);
 }
 
 function emptyAlternative(): Alternative {
