@@ -220,6 +220,11 @@ export class LexerLevelWalks extends LexerSets {
   private readonly atDepth: Int32Array;
   /** Where a sub-walk's tokens start (scratch: walkFrom reads it before the next sub-walk). */
   private readonly starts: number[] = [];
+  /** maskOf's kept sets: those whose mark is the stamp of its walk. */
+  private keptMarks = new Int32Array(64);
+  private keptStamp = 0;
+  /** subWalk's scratch: the subtrees [from, to) of its group's nodes without a byte of the set below. */
+  private readonly cutSubtrees: number[] = [];
   /** Scratch of walkFrom's caller: (start index, set) pairs, the sets a sliced walk's region meets before that start. */
   private readonly joins: number[] = [];
   /** Per set: its loop slice, or null when it has none (undefined: not asked yet). */
@@ -520,8 +525,28 @@ export class LexerLevelWalks extends LexerSets {
         const starts = this.starts;
         starts.length = 0;
         const subtreeSize = this.trie.subtreeSize;
-        for (const n of group.nodes) if (this.hasByteBelow(n, first)) this.startsBelow(n, first, last, false);
+        // A group lists nested nodes (every prefix of a name commits it), in trie order: a node
+        // without a byte of the set below it has none below the group's nodes and loops inside
+        // its subtree either, so they are passed over at once (cut: the subtrees passed over).
+        const cut = this.cutSubtrees;
+        cut.length = 0;
+        const nodes = group.nodes;
+        for (let i = 0; i < nodes.length; ) {
+          const n = nodes[i++]!;
+          if (this.hasByteBelow(n, first)) {
+            this.startsBelow(n, first, last, false);
+            continue;
+          }
+          const end = n + subtreeSize[n]!;
+          if (i < nodes.length && nodes[i]! > n && nodes[i]! < end) {
+            cut.push(n, end);
+            while (i < nodes.length && nodes[i]! > n && nodes[i]! < end) i++;
+          }
+        }
+        let k = 0;
         for (const p of group.loops) {
+          while (k < cut.length && cut[k + 1]! <= p) k += 2;
+          if (k < cut.length && cut[k]! < p) continue;
           // The bytes below p include those below its children: most loop roots go at once.
           if (!this.hasByteBelow(p, first)) continue;
           for (let c = p + 1, end = p + subtreeSize[p]!; c < end; c += subtreeSize[c]!)
@@ -901,19 +926,30 @@ export class LexerLevelWalks extends LexerSets {
     const slice = this.isBody(setId) ? this.loopSliceOf(setId) : null;
     this.atDepth[0] = setId;
     const { numNodes } = this.trie;
-    this.work.charge(slice === null ? this.maskBelow(keep, 1, numNodes, mask) : this.maskOfRegion(keep, setId, slice, 0, numNodes, mask));
+    // The kept sets marked once for the whole walk (a Set's lookups were a fifth of its time).
+    let kept = this.keptMarks;
+    const stamp = ++this.keptStamp;
+    for (const k of keep) {
+      if (k >= kept.length) kept = this.keptMarks = grownTo(kept, Math.max(k + 1, kept.length * 2));
+      kept[k] = stamp;
+    }
+    this.work.charge(slice === null ? this.maskBelow(1, numNodes, mask) : this.maskOfRegion(setId, slice, 0, numNodes, mask));
+  }
+
+  private isKept(set: number): boolean {
+    return set < this.keptMarks.length && this.keptMarks[set] === this.keptStamp;
   }
 
   /**
    * maskOf's tokens of the subtree [p, end) that `slice`'s region reaches in `set` (the whole trie
    * from the root): the region's by class, then its exits walked; the region's steps as walked.
    */
-  private maskOfRegion(keep: Set<number>, set: number, slice: LoopSlice, p: number, end: number, mask: Uint32Array): number {
+  private maskOfRegion(set: number, slice: LoopSlice, p: number, end: number, mask: Uint32Array): number {
     const { tokenStart, tokenIds, depth, subtreeSize } = this.trie;
     const classSets = this.classSetsOf(set, slice);
     const kept = this.keptClasses;
     kept.length = 0;
-    for (let c = 0; c < classSets.length; c++) kept.push(keep.has(classSets[c]!));
+    for (let c = 0; c < classSets.length; c++) kept.push(this.isKept(classSets[c]!));
     if (slice.pure !== null) {
       const scratch = (this.regionScratch ??= new Uint32Array(maskWords(this.trie.vocabSize)));
       setClassTokensIn(slice, kept, tokenStart[p]!, tokenStart[end]!, tokenIds, mask, scratch);
@@ -923,7 +959,7 @@ export class LexerLevelWalks extends LexerSets {
     for (let i = lowerBound(exits, p + 1), last = lowerBound(exits, end); i < last; i++) {
       const e = exits[i]!;
       this.atDepth[depth[e]! - 1] = set;
-      steps += this.maskBelow(keep, e, e + subtreeSize[e]!, mask);
+      steps += this.maskBelow(e, e + subtreeSize[e]!, mask);
     }
     return steps;
   }
@@ -934,8 +970,10 @@ export class LexerLevelWalks extends LexerSets {
    * letters below the start of a token), the subtree's region tokens come from the slice and only
    * its exits are walked, as walkFrom takes regions up (and charged alike).
    */
-  private maskBelow(keep: Set<number>, from: number, to: number, mask: Uint32Array): number {
+  private maskBelow(from: number, to: number, mask: Uint32Array): number {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds } = this.trie;
+    const kept = this.keptMarks;
+    const stamp = this.keptStamp;
     const atDepth = this.atDepth;
     let p = from;
     let steps = 0;
@@ -956,14 +994,15 @@ export class LexerLevelWalks extends LexerSets {
         if (region === undefined && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont) region = this.loopSliceOf(cont);
         if (region !== undefined && region !== null && entersAt(region, p)) {
           // `p` itself is counted above.
-          steps += this.maskOfRegion(keep, cont, region, p, p + size, mask) - 1;
+          steps += this.maskOfRegion(cont, region, p, p + size, mask) - 1;
           p += size;
           continue;
         }
       }
-      if ((info & 0x80000000) !== 0 && keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p]!, tokenStart[p + 1]!);
+      if ((info & 0x80000000) !== 0 && cont < kept.length && kept[cont] === stamp)
+        setTokenRange(mask, tokenIds, tokenStart[p]!, tokenStart[p + 1]!);
       if (size > 1 && this.loopsBelow(cont, p)) {
-        if (keep.has(cont)) setTokenRange(mask, tokenIds, tokenStart[p + 1]!, tokenStart[p + size]!);
+        if (cont < kept.length && kept[cont] === stamp) setTokenRange(mask, tokenIds, tokenStart[p + 1]!, tokenStart[p + size]!);
         p += size;
         continue;
       }
