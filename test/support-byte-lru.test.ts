@@ -64,3 +64,21 @@ test("delete and re-set keep the total exact", () => {
   cache.clear();
   assert.equal(cache.bytes, 0);
 });
+
+test("reads keep the least recently read first to go, with entries in the newer half left in place", () => {
+  const evicted: string[] = [];
+  const each = 1000 + OVERHEAD("k0");
+  const cache = new ByteLruCache<Blob>(10 * each, (key) => evicted.push(key));
+  for (let i = 0; i < 10; i++) cache.set(`k${i}`, new Blob(1000));
+  // k0..k4 are in the older half when read: each goes to the end, then k9 (five appends behind).
+  for (let i = 0; i < 5; i++) cache.get(`k${i}`);
+  cache.get("k9");
+  cache.set("x", new Blob(1000));
+  cache.set("y", new Blob(1000));
+  assert.deepEqual(evicted, ["k5", "k6"]);
+  // k0 read again and again: it goes to the end once, then stays in the newer half.
+  for (let i = 0; i < 100; i++) cache.get("k0");
+  cache.set("z", new Blob(3000));
+  assert.deepEqual(evicted, ["k5", "k6", "k7", "k8", "k1"]);
+  assert.ok(cache.peek("k0") && cache.peek("k9"));
+});
