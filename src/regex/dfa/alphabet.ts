@@ -259,22 +259,39 @@ function flatEdges(nfa: ByteNfa): {
   return { edgeOff, edgeRange, edgeTo, epsOff, epsTo, blockOf, rangeLo, rangeHi };
 }
 
-/** The partition of 0..255 refined by each range, its classes numbered by their first byte. */
+/**
+ * The partition of 0..255 refined by each range, its classes numbered by their first byte. A
+ * class the range covers only in part is split, the covered part under a new id; one it holds
+ * whole keeps its id (partition refinement: at most 256 ids, counted in typed arrays).
+ */
 function byteClasses(rangeLo: readonly number[], rangeHi: readonly number[]): { classOfByte: Int32Array; k: number } {
   const byteClassRaw = arena.take(256);
+  /** Bytes per class id; bytes of it the current range covers; the id its covered part takes. */
+  const size = arena.take(256);
+  const covered = arena.take(256);
+  const splitTo = arena.take(256);
+  size[0] = 256;
   let nextClassId = 1;
-  const remap = new Map<number, number>();
   for (let r = 0; r < rangeLo.length; r++) {
-    clock.tick(4 * (rangeHi[r]! - rangeLo[r]! + 1));
-    remap.clear();
-    for (let b = rangeLo[r]!; b <= rangeHi[r]!; b++) {
+    const lo = rangeLo[r]!;
+    const hi = rangeHi[r]!;
+    clock.tick(4 * (hi - lo + 1));
+    for (let b = lo; b <= hi; b++) covered[byteClassRaw[b]!]!++;
+    for (let b = lo; b <= hi; b++) {
       const old = byteClassRaw[b]!;
-      let renamed = remap.get(old);
-      if (renamed === undefined) {
-        renamed = nextClassId++;
-        remap.set(old, renamed);
-      }
-      byteClassRaw[b] = renamed;
+      const n = covered[old]!;
+      if (n === 0) continue; // met before in this range: renamed or kept below
+      covered[old] = 0;
+      if (n < size[old]!) {
+        size[old]! -= n;
+        size[nextClassId] = n;
+        splitTo[old] = nextClassId++;
+      } else splitTo[old] = -1;
+    }
+    // Each byte read before it is renamed: the entries read are those set just above.
+    for (let b = lo; b <= hi; b++) {
+      const to = splitTo[byteClassRaw[b]!]!;
+      if (to >= 0) byteClassRaw[b] = to;
     }
   }
   const dense = arena.take(nextClassId, -1);
