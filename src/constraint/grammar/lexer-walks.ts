@@ -123,6 +123,38 @@ const slicesOfTrie = new WeakMap<TokenTrie, { slices: Map<string, LoopSlice>; by
 const MAX_SLICE_BYTES_PER_TRIE = 32 << 20;
 
 /**
+ * Per trie, the root child below which budget walks also take regions from slices (see
+ * walkLoopRegion's anchor), -1 for none: the biggest subtree when it holds an eighth of the nodes
+ * or more. In every vocabulary here that is " " (35-57% of the nodes: words after a space), whose
+ * names a walk meets one byte down, where the root region never reaches.
+ */
+const anchorOfTrie = new WeakMap<TokenTrie, number>();
+
+/**
+ * Subtrees a budget walk takes up from a slice only its walks use (a name's, or one below the
+ * anchor): smaller ones are walked, which costs less than a take-up's setup (measured at qwen2:
+ * the SQL workload's steps p50 172-230 -> 140-200 us with 512, no gain with 64).
+ */
+const MIN_BUDGET_SLICED_SUBTREE = 512;
+
+function anchorOf(trie: TokenTrie): number {
+  let anchor = anchorOfTrie.get(trie);
+  if (anchor === undefined) {
+    anchor = -1;
+    let most = trie.numNodes >>> 3;
+    for (let b = 0; b < 256; b++) {
+      const c = trie.rootChild[b]!;
+      if (c >= 0 && trie.subtreeSize[c]! >= most) {
+        most = trie.subtreeSize[c]!;
+        anchor = c;
+      }
+    }
+    anchorOfTrie.set(trie, anchor);
+  }
+  return anchor;
+}
+
+/**
  * A region walkFrom takes up from a slice below the root: the slice's exits [next, last) are
  * still to walk, from `set`; `end` is past the subtree, `at` past the exit being walked.
  * `joins`: (node, set) pairs of the region's classes by their first token, entered in the walk's
@@ -229,6 +261,10 @@ export class LexerLevelWalks extends LexerSets {
   private readonly joins: number[] = [];
   /** Per set: its loop slice, or null when it has none (undefined: not asked yet). */
   private readonly setSlices = new Map<number, LoopSlice | null>();
+  /** Per set: the slice budget walks take its region from (maskSliceOf), or null. */
+  private readonly maskSlices = new Map<number, LoopSlice | null>();
+  /** Per set with a mask slice: its slice below the trie's anchor (anchorOf), or null. */
+  private readonly anchoredSlices = new Map<number, LoopSlice | null>();
   /** Per set with a slice: the set of each of the slice's classes (classSetsOf). */
   private readonly classSets = new Map<number, Int32Array>();
   /** The sets met as classes > 0 of a set's slice: the set (class 0), the slice and the class. */
@@ -272,15 +308,25 @@ export class LexerLevelWalks extends LexerSets {
   /** Root walks that took their loop region from a slice (see LoopSlice), and subtrees below the root that did. */
   private sliced = 0;
   private regionsTaken = 0;
+  /** Regions budget walks took from slices only they use (maskSliceOf, below the anchor). */
+  private budgetRegionsTaken = 0;
 
   /** Root walks made and taken over so far, and whether new sets are still compared with walked ones (tests, benches). */
-  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean; sliced: number; regionsTaken: number } {
+  get rootWalkCounts(): {
+    walked: number;
+    takenOver: number;
+    comparing: boolean;
+    sliced: number;
+    regionsTaken: number;
+    budgetRegionsTaken: number;
+  } {
     return {
       walked: this.roots.size - this.takenOver,
       takenOver: this.takenOver,
       comparing: this.equivalents.worthLooking,
       sliced: this.sliced,
       regionsTaken: this.regionsTaken,
+      budgetRegionsTaken: this.budgetRegionsTaken,
     };
   }
 
@@ -291,7 +337,8 @@ export class LexerLevelWalks extends LexerSets {
     bytes += this.roots.size * 120 + this.equivalents.retainedBytes();
     bytes += (this.aheadQueue?.length ?? 0) * 8 + this.aheadMet.size * 40;
     // The slices themselves are the trie's (MAX_SLICE_BYTES_PER_TRIE); a set's links to them are ours.
-    bytes += this.setSlices.size * 40 + this.classSets.size * 120 + this.classOwners.size * 80;
+    bytes += (this.setSlices.size + this.maskSlices.size + this.anchoredSlices.size) * 40;
+    bytes += this.classSets.size * 120 + this.classOwners.size * 80;
     bytes += this.regionScratch?.byteLength ?? 0;
     return bytes;
   }
@@ -430,21 +477,70 @@ export class LexerLevelWalks extends LexerSets {
   private loopSliceOf(setId: number): LoopSlice | null {
     let slice = this.setSlices.get(setId);
     if (slice !== undefined) return slice;
-    slice = null;
     const key = this.loopSlices ? this.loopSliceKey(setId) : null;
-    if (key !== null) {
-      let kept = slicesOfTrie.get(this.trie);
-      if (kept === undefined) slicesOfTrie.set(this.trie, (kept = { slices: new Map(), bytes: 0 }));
-      slice = kept.slices.get(key) ?? null;
-      if (slice === null && kept.bytes < MAX_SLICE_BYTES_PER_TRIE) {
-        // Not charged here: every walk with the slice charges its steps (whoever made it first).
-        slice = walkLoopRegion(this.trie, this.loopBytes(setId), this.utf8Closure(setId), setId, (set, p) => this.loopsBelow(set, p));
-        kept.slices.set(key, slice);
-        kept.bytes += sliceBytes(slice);
-      }
-    }
+    slice = key === null ? null : this.keptSlice(key, setId, 0);
     this.setSlices.set(setId, slice);
     return slice;
+  }
+
+  /**
+   * The slice a budget walk (maskOf) takes a set's loop region from: its loop slice, or for a body
+   * that commits as it loops (a name: every prefix is one) a slice of the same region, which only
+   * these walks use (a root walk needs the commits at every node of it); null for neither.
+   */
+  private maskSliceOf(setId: number): LoopSlice | null {
+    let slice = this.maskSlices.get(setId);
+    if (slice !== undefined) return slice;
+    slice = this.loopSliceOf(setId);
+    if (slice === null && this.loopSlices && this.isBody(setId) && (this.loopCodes[setId]! & COMMIT) !== 0)
+      slice = this.keptSlice(this.maskSliceKey(setId)!, setId, 0);
+    this.maskSlices.set(setId, slice);
+    return slice;
+  }
+
+  /** The key of a set's mask slice (maskSliceOf), for a set that has one. */
+  private maskSliceKey(setId: number): string | null {
+    const key = this.loopSliceKey(setId);
+    if (key !== null) return key;
+    const closure = this.utf8Closure(setId);
+    return `commits/${this.loopBytes(setId).join(",")}/${closure === null ? "-" : closure.signature}`;
+  }
+
+  /** The trie's slice under `key`, walked now (below `anchor`, 0: the root) when not kept and under the cap. */
+  private keptSlice(key: string, setId: number, anchor: number): LoopSlice | null {
+    let kept = slicesOfTrie.get(this.trie);
+    if (kept === undefined) slicesOfTrie.set(this.trie, (kept = { slices: new Map(), bytes: 0 }));
+    let slice = kept.slices.get(key) ?? null;
+    if (slice === null && kept.bytes < MAX_SLICE_BYTES_PER_TRIE) {
+      // Not charged here: every walk with the slice charges its steps (whoever made it first).
+      const closure = this.utf8Closure(setId);
+      slice = walkLoopRegion(this.trie, this.loopBytes(setId), closure, setId, (set, q) => this.loopsBelow(set, q), anchor);
+      kept.slices.set(key, slice);
+      kept.bytes += sliceBytes(slice);
+    }
+    return slice;
+  }
+
+  /**
+   * The slice whose region reaches node `p` in set `setId` (its mask slice is `rooted`): that
+   * slice where the root region reaches `p`, else the set's slice below the trie's anchor where
+   * `p` lies below the anchor's children; null when neither does.
+   */
+  private maskSliceEnteredAt(setId: number, rooted: LoopSlice, p: number): LoopSlice | null {
+    if (entersAt(rooted, p)) return rooted;
+    const anchor = anchorOf(this.trie);
+    if (anchor < 0 || p <= anchor + 1 || p >= anchor + this.trie.subtreeSize[anchor]!) return null;
+    let slice = this.anchoredSlices.get(setId);
+    if (slice === undefined) {
+      slice = null;
+      const b = this.trie.nodeByte[anchor]!;
+      // A set that loops on the anchor's byte has it in the root region already.
+      if (((this.loopBytes(setId)[b >>> 5]! >>> (b & 31)) & 1) === 0) {
+        slice = this.keptSlice(`${this.maskSliceKey(setId)!}@${anchor}`, setId, anchor);
+      }
+      this.anchoredSlices.set(setId, slice);
+    }
+    return slice !== null && entersAt(slice, p) ? slice : null;
   }
 
   /** The set of each class of a slice (see Utf8Closure) for `setId`, a set of the slice's key. */
@@ -923,7 +1019,7 @@ export class LexerLevelWalks extends LexerSets {
    * region's steps are charged as walked, as walkFrom does, so the verdicts are those of the walk.
    */
   maskOf(setId: number, keep: Set<number>, mask: Uint32Array): void {
-    const slice = this.isBody(setId) ? this.loopSliceOf(setId) : null;
+    const slice = this.isBody(setId) ? this.maskSliceOf(setId) : null;
     this.atDepth[0] = setId;
     const { numNodes } = this.trie;
     // The kept sets marked once for the whole walk (a Set's lookups were a fifth of its time).
@@ -990,11 +1086,13 @@ export class LexerLevelWalks extends LexerSets {
       atDepth[d] = cont;
       const size = subtreeSize[p]!;
       if (this.loopSlices && cont !== atDepth[d - 1] && size >= MIN_SLICED_SUBTREE) {
-        let region = this.setSlices.get(cont);
-        if (region === undefined && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont) region = this.loopSliceOf(cont);
-        if (region !== undefined && region !== null && entersAt(region, p)) {
+        let region = this.maskSlices.get(cont);
+        if (region === undefined && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont) region = this.maskSliceOf(cont);
+        const entered = region === undefined || region === null ? null : this.maskSliceEnteredAt(cont, region, p);
+        if (entered !== null && (size >= MIN_BUDGET_SLICED_SUBTREE || entered === this.setSlices.get(cont))) {
+          if (entered !== this.setSlices.get(cont)) this.budgetRegionsTaken++;
           // `p` itself is counted above.
-          steps += this.maskOfRegion(cont, region, p, p + size, mask) - 1;
+          steps += this.maskOfRegion(cont, entered, p, p + size, mask) - 1;
           p += size;
           continue;
         }

@@ -59,6 +59,11 @@ interface ClassPositions {
  * Walks the loop region of a set over the whole trie: `loop` its loop bytes, `closure` its
  * classes (null: ASCII only), `loopsBelow(set, p)` whether a subtree goes at once (the walk's
  * own test, on class `classSets[c]`).
+ *
+ * With an `anchor` (a root child), the region is walked below it instead, as if the set were
+ * there: the words after a space (" name") are most of a large vocabulary, and the root region
+ * never reaches them. Only its entries below the anchor's children mean anything (a walk takes
+ * it up where it meets the set there); its tokens are never a root walk's.
  */
 export function walkLoopRegion(
   trie: TokenTrie,
@@ -66,8 +71,11 @@ export function walkLoopRegion(
   closure: Utf8Closure | null,
   setId: number,
   loopsBelow: (set: number, p: number) => boolean,
+  anchor = 0,
 ): LoopSlice {
   const { nodeInfo, subtreeSize, tokenStart, tokenIds, numNodes } = trie;
+  const firstDepth = anchor === 0 ? 1 : trie.depth[anchor]! + 1;
+  const regionEnd = anchor === 0 ? numNodes : anchor + subtreeSize[anchor]!;
   const classSets = closure === null ? [setId] : closure.sets;
   const rows = closure === null ? null : closure.rows;
   const nodeWords = (numNodes + 31) >>> 5;
@@ -85,8 +93,9 @@ export function walkLoopRegion(
   let pure: Uint32Array | null = null;
   let pureCount = 0;
   let steps = 0;
-  let p = 1;
-  while (p < numNodes) {
+  // The set itself at the anchor (atClass is 0 there).
+  let p = anchor + 1;
+  while (p < regionEnd) {
     const info = nodeInfo[p]!;
     const d = (info >>> 8) & 0xffff;
     const b = info & 0xff;
@@ -95,7 +104,7 @@ export function walkLoopRegion(
     const c = from === 0 && ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0 ? 0 : rows === null ? -2 : rows[from * 256 + b]!;
     // Out of the region: the set itself walks on from here. A root child that cannot begin a
     // token is not visited at all by a root walk (its first bytes): an exit it filters out.
-    if (c === -2 || (c === -1 && d === 1)) {
+    if (c === -2 || (c === -1 && d === firstDepth)) {
       exits.push(p);
       p += size;
       continue;

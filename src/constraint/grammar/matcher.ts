@@ -103,7 +103,7 @@ export class GrammarTokenMatcher {
   }
 
   /** The lexer-level root walks made and taken over (see LexerLevelWalks.rootWalkCounts); null without them. */
-  get rootWalkCounts(): { walked: number; takenOver: number; comparing: boolean; sliced: number; regionsTaken: number } | null {
+  get rootWalkCounts(): LexerLevelWalks["rootWalkCounts"] | null {
     return this.lexer?.rootWalkCounts ?? null;
   }
 
