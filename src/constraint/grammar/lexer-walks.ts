@@ -133,7 +133,7 @@ const anchorOfTrie = new WeakMap<TokenTrie, number>();
 /**
  * Subtrees a budget walk takes up from a slice only its walks use (a name's, or one below the
  * anchor): smaller ones are walked, which costs less than a take-up's setup (measured at qwen2:
- * the SQL workload's steps p50 172-230 -> 140-200 us with 512, no gain with 64).
+ * the SQL workload's steps p50 172-230 -> 140-200 us with 512; 64 was no better).
  */
 const MIN_BUDGET_SLICED_SUBTREE = 512;
 
@@ -493,13 +493,13 @@ export class LexerLevelWalks extends LexerSets {
     if (slice !== undefined) return slice;
     slice = this.loopSliceOf(setId);
     if (slice === null && this.loopSlices && this.isBody(setId) && (this.loopCodes[setId]! & COMMIT) !== 0)
-      slice = this.keptSlice(this.maskSliceKey(setId)!, setId, 0);
+      slice = this.keptSlice(this.maskSliceKey(setId), setId, 0);
     this.maskSlices.set(setId, slice);
     return slice;
   }
 
   /** The key of a set's mask slice (maskSliceOf), for a set that has one. */
-  private maskSliceKey(setId: number): string | null {
+  private maskSliceKey(setId: number): string {
     const key = this.loopSliceKey(setId);
     if (key !== null) return key;
     const closure = this.utf8Closure(setId);
@@ -522,12 +522,22 @@ export class LexerLevelWalks extends LexerSets {
   }
 
   /**
-   * The slice whose region reaches node `p` in set `setId` (its mask slice is `rooted`): that
-   * slice where the root region reaches `p`, else the set's slice below the trie's anchor where
-   * `p` lies below the anchor's children; null when neither does.
+   * The slice a budget walk takes the subtree of node `p` (`size` nodes) from, met in set `setId`
+   * (its mask slice is `rooted`): the set's loop slice where its region reaches `p`; for a subtree
+   * of MIN_BUDGET_SLICED_SUBTREE nodes or more, also a slice only budget walks use: `rooted` where
+   * it reaches `p`, else the set's slice below the trie's anchor; null when none does.
    */
-  private maskSliceEnteredAt(setId: number, rooted: LoopSlice, p: number): LoopSlice | null {
-    if (entersAt(rooted, p)) return rooted;
+  private maskSliceEnteredAt(setId: number, rooted: LoopSlice, p: number, size: number): LoopSlice | null {
+    const enters = entersAt(rooted, p);
+    if (rooted === this.setSlices.get(setId) && enters) return rooted;
+    if (size < MIN_BUDGET_SLICED_SUBTREE) return null;
+    const slice = enters ? rooted : this.anchoredSliceAt(setId, p);
+    if (slice !== null) this.budgetRegionsTaken++;
+    return slice;
+  }
+
+  /** The set's slice below the trie's anchor when its region reaches node `p`, else null. */
+  private anchoredSliceAt(setId: number, p: number): LoopSlice | null {
     const anchor = anchorOf(this.trie);
     if (anchor < 0 || p <= anchor + 1 || p >= anchor + this.trie.subtreeSize[anchor]!) return null;
     let slice = this.anchoredSlices.get(setId);
@@ -536,7 +546,7 @@ export class LexerLevelWalks extends LexerSets {
       const b = this.trie.nodeByte[anchor]!;
       // A set that loops on the anchor's byte has it in the root region already.
       if (((this.loopBytes(setId)[b >>> 5]! >>> (b & 31)) & 1) === 0) {
-        slice = this.keptSlice(`${this.maskSliceKey(setId)!}@${anchor}`, setId, anchor);
+        slice = this.keptSlice(`${this.maskSliceKey(setId)}@${anchor}`, setId, anchor);
       }
       this.anchoredSlices.set(setId, slice);
     }
@@ -1088,9 +1098,8 @@ export class LexerLevelWalks extends LexerSets {
       if (this.loopSlices && cont !== atDepth[d - 1] && size >= MIN_SLICED_SUBTREE) {
         let region = this.maskSlices.get(cont);
         if (region === undefined && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont) region = this.maskSliceOf(cont);
-        const entered = region === undefined || region === null ? null : this.maskSliceEnteredAt(cont, region, p);
-        if (entered !== null && (size >= MIN_BUDGET_SLICED_SUBTREE || entered === this.setSlices.get(cont))) {
-          if (entered !== this.setSlices.get(cont)) this.budgetRegionsTaken++;
+        const entered = region === undefined || region === null ? null : this.maskSliceEnteredAt(cont, region, p, size);
+        if (entered !== null) {
           // `p` itself is counted above.
           steps += this.maskOfRegion(cont, entered, p, p + size, mask) - 1;
           p += size;
