@@ -239,10 +239,10 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits, minimal = true): Mult
   nodes.forEach((node, p) => {
     clock.tick(1);
     const entry = nfa.newState();
-    nfa.eps[start]!.push(entry);
+    nfa.addEps(start, entry);
     const exit = nfa.emit(node, entry);
     const accept = nfa.newState();
-    nfa.eps[exit]!.push(accept);
+    nfa.addEps(exit, accept);
     nfa.accept[accept] = p;
   });
   return determinize(nfa, start, nodes.length, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }, minimal);

@@ -14,16 +14,38 @@ export interface EmbeddedDfa {
   readonly exit: number;
 }
 
-/** The edge lists of an embedded DFA's states: frozen, so that a stray push fails loudly. */
-const NO_EDGES: number[] = Object.freeze([]) as unknown as number[];
+/** A growable Int32 log: `n` ints used of `a`, doubled when full. */
+class IntLog {
+  a: Int32Array;
+  n = 0;
+  constructor(capacity: number) {
+    this.a = new Int32Array(capacity);
+  }
+  push(v: number): void {
+    if (this.n === this.a.length) {
+      const grown = new Int32Array(this.a.length * 2);
+      grown.set(this.a);
+      this.a = grown;
+    }
+    this.a[this.n++] = v;
+  }
+}
 
 /**
  * Thompson NFA over bytes. A state has epsilon successors, byte-range edges, optionally one
  * assertion (a conditional epsilon edge to `assertTarget`), and optionally accepts a pattern.
+ *
+ * Edges are logged in the order they are added, as flat ints ([from, to] per ε-edge, [from, lo,
+ * hi, to] per byte edge), and put in per-state (CSR) order once, by the alphabet compression:
+ * two lists per state were two arrays per state for the collector (a Kubernetes manifest's NFA
+ * has 100k+ states, and a sixth of its compile was garbage collection).
  */
 export class ByteNfa {
-  readonly eps: number[][] = [];
-  readonly edges: number[][] = []; // flat [lo, hi, target, ...]
+  /** ε-edges: [from, to, ...], in the order added. */
+  readonly epsLog = new IntLog(256);
+  /** Byte edges: [from, lo, hi, to, ...], in the order added. */
+  readonly edgeLog = new IntLog(256);
+  private numStates = 0;
   readonly assertion: number[] = []; // Assertion code, 0 = none
   readonly assertTarget: number[] = [];
   /** Per state: index into assertSets for lookbehind/lookahead assertions, else -1. */
@@ -42,21 +64,36 @@ export class ByteNfa {
   constructor(private readonly maxStates: number) {}
 
   get size(): number {
-    return this.eps.length;
+    return this.numStates;
   }
 
   newState(): number {
-    const id = this.eps.length;
+    const id = this.numStates;
     clock.tick(1);
     if (id >= this.maxStates) this.tooManyStates();
-    this.eps.push([]);
-    this.edges.push([]);
+    this.numStates++;
     this.assertion.push(0);
     this.assertTarget.push(-1);
     this.assertSet.push(-1);
     this.assertPosition.push(-1);
     this.accept.push(-1);
     return id;
+  }
+
+  /** An ε-edge from → to. */
+  addEps(from: number, to: number): void {
+    const log = this.epsLog;
+    log.push(from);
+    log.push(to);
+  }
+
+  /** A byte edge from → to on bytes lo..hi. */
+  addEdge(from: number, lo: number, hi: number, to: number): void {
+    const log = this.edgeLog;
+    log.push(from);
+    log.push(lo);
+    log.push(hi);
+    log.push(to);
   }
 
   /** Adds `node` after `entry`; returns the exit state. Never adds byte edges to `entry`. */
@@ -73,8 +110,8 @@ export class ByteNfa {
         const exit = this.newState();
         for (const item of node.items) {
           const branch = this.newState();
-          this.eps[entry]!.push(branch);
-          this.eps[this.emit(item, branch)]!.push(exit);
+          this.addEps(entry, branch);
+          this.addEps(this.emit(item, branch), exit);
         }
         return exit;
       }
@@ -83,23 +120,23 @@ export class ByteNfa {
         for (let i = 0; i < node.min; i++) cur = this.emit(node.item, cur);
         if (node.max === -1) {
           const loop = this.newState();
-          this.eps[cur]!.push(loop);
-          this.eps[this.emit(node.item, loop)]!.push(loop);
+          this.addEps(cur, loop);
+          this.addEps(this.emit(node.item, loop), loop);
           return loop;
         }
         if (node.max === node.min) return cur;
         const exit = this.newState();
         for (let i = node.min; i < node.max; i++) {
-          this.eps[cur]!.push(exit);
+          this.addEps(cur, exit);
           cur = this.emit(node.item, cur);
         }
-        this.eps[cur]!.push(exit);
+        this.addEps(cur, exit);
         return exit;
       }
       case "assert": {
         const s = this.newState();
         const t = this.newState();
-        this.eps[entry]!.push(s);
+        this.addEps(entry, s);
         this.assertion[s] = node.assertion;
         this.assertTarget[s] = t;
         if (node.set) {
@@ -127,21 +164,21 @@ export class ByteNfa {
   private emitGraph(graph: GraphOfNodes, start: number, entry: number): number {
     const ids: number[] = [];
     for (let s = 0; s < graph.states; s++) ids.push(this.newState());
-    this.eps[entry]!.push(ids[start]!);
+    this.addEps(entry, ids[start]!);
     for (let e = 0; e < graph.from.length; e++) {
       const from = ids[graph.from[e]!]!;
       const reads = graph.reads[e]!;
       const exit = reads === null ? from : this.emit(reads, from);
-      this.eps[exit]!.push(ids[graph.to[e]!]!);
+      this.addEps(exit, ids[graph.to[e]!]!);
     }
     const exit = this.newState();
-    for (const s of graph.accepting) this.eps[ids[s]!]!.push(exit);
+    for (const s of graph.accepting) this.addEps(ids[s]!, exit);
     return exit;
   }
 
   /**
    * A DFA embedded by reference: a block of NFA states numbered base + s for its states s, with
-   * no edges of their own in `eps`/`edges` (determinize reads the DFA's table for them), entered
+   * no edges of their own in the logs (determinize reads the DFA's table for them), entered
    * at its start by ε and left by ε from its accepting states. Each occurrence gets its own block
    * (a repeat emits its item again). Copying the DFA's edges into NFA lists was a fifth of a JSON
    * Schema compile: its free values are DFAs of hundreds of states, embedded once per object.
@@ -151,16 +188,15 @@ export class ByteNfa {
     const base = this.size;
     if (base + dfa.numStates > this.maxStates) this.tooManyStates();
     clock.tick(dfa.numStates);
+    this.numStates += dfa.numStates;
     for (let s = 0; s < dfa.numStates; s++) {
-      this.eps.push(NO_EDGES);
-      this.edges.push(NO_EDGES);
       this.assertion.push(0);
       this.assertTarget.push(-1);
       this.assertSet.push(-1);
       this.assertPosition.push(-1);
       this.accept.push(-1);
     }
-    this.eps[entry]!.push(base + dfa.start);
+    this.addEps(entry, base + dfa.start);
     this.blocks.push({ dfa, base, exit });
     return exit;
   }
@@ -181,10 +217,8 @@ export class ByteNfa {
       const { offsets, edges } = dfaEdges(dfa);
       clock.tick(dfa.numStates + edges.length / 3);
       for (let s = 0; s < dfa.numStates; s++) {
-        const list: number[] = [];
-        for (let i = offsets[s]!; i < offsets[s + 1]!; i += 3) list.push(edges[i]!, edges[i + 1]!, base + edges[i + 2]!);
-        this.edges[base + s] = list;
-        this.eps[base + s] = dfa.accepting[s] === 1 ? [exit] : [];
+        for (let i = offsets[s]!; i < offsets[s + 1]!; i += 3) this.addEdge(base + s, edges[i]!, edges[i + 1]!, base + edges[i + 2]!);
+        if (dfa.accepting[s] === 1) this.addEps(base + s, exit);
       }
     }
     this.blocks.length = 0;
@@ -194,13 +228,12 @@ export class ByteNfa {
     const exit = this.newState();
     if (set.length === 0) return exit; // matches nothing: exit is unreachable
     const start = this.newState();
-    this.eps[entry]!.push(start);
+    this.addEps(entry, start);
     let ascii = true;
     for (let i = 1; i < set.length && ascii; i += 2) ascii = set[i]! < 0x80;
     if (ascii) {
       // ASCII only (literal text, most classes): one byte per character, nothing to share.
-      const edges = this.edges[start]!;
-      for (let i = 0; i < set.length; i += 2) edges.push(set[i]!, set[i + 1]!, exit);
+      for (let i = 0; i < set.length; i += 2) this.addEdge(start, set[i]!, set[i + 1]!, exit);
       return exit;
     }
     const key = set.join(",");
@@ -222,12 +255,12 @@ export class ByteNfa {
         let state = suffix.get(key);
         if (state === undefined) {
           state = this.newState();
-          this.edges[state]!.push(seq[k]!, seq[k + 1]!, cur);
+          this.addEdge(state, seq[k]!, seq[k + 1]!, cur);
           suffix.set(key, state);
         }
         cur = state;
       }
-      this.edges[start]!.push(seq[0]!, seq[1]!, cur);
+      this.addEdge(start, seq[0]!, seq[1]!, cur);
     }
     return exit;
   }

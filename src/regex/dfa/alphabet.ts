@@ -199,11 +199,12 @@ function flatEdges(nfa: ByteNfa): {
   const blocks = nfa.blocks;
   const blockOf = arena.take(nStates, -1);
   const seenDfas = new Set<ByteDfa>();
-  let edgeCount = 0;
   let epsCount = 0;
+  let blockStates = 0;
   for (let b = 0; b < blocks.length; b++) {
     const { dfa, base } = blocks[b]!;
     blockOf.fill(b, base, base + dfa.numStates);
+    blockStates += dfa.numStates;
     for (let s = 0; s < dfa.numStates; s++) epsCount += dfa.accepting[s]!;
     if (!seenDfas.has(dfa)) {
       seenDfas.add(dfa);
@@ -212,46 +213,50 @@ function flatEdges(nfa: ByteNfa): {
       for (let i = 0; i < ranges.length; i += 2) internRange(ranges[i]!, ranges[i + 1]!);
     }
   }
-  for (let q = 0, b = 0; q < nStates; q++) {
-    if (b < blocks.length && q === blocks[b]!.base) {
-      q += blocks[b++]!.dfa.numStates - 1;
-      continue;
-    }
-    edgeCount += nfa.edges[q]!.length / 3;
-    epsCount += nfa.eps[q]!.length;
-  }
-  clock.tick(nStates);
+  // The logs in per-state order (a stable counting sort: each state's edges in the order added).
+  const epsLog = nfa.epsLog.a;
+  const epsLogged = nfa.epsLog.n;
+  const edgeLog = nfa.edgeLog.a;
+  const edgeCount = nfa.edgeLog.n >> 2;
+  epsCount += epsLogged >> 1;
+  // The work counted when each state's lists were read in turn: a state, three per edge, one
+  // per ε-edge, and one more per state outside the blocks (whose states are counted below).
+  clock.tick(2 * nStates - blockStates + 3 * edgeCount + (epsLogged >> 1));
   const edgeOff = arena.take(nStates + 1);
   const edgeRange = arena.take(edgeCount);
   const edgeTo = arena.take(edgeCount);
   const epsOff = arena.take(nStates + 1);
   const epsTo = arena.take(epsCount);
-  let e = 0;
-  let ep = 0;
-  for (let q = 0, b = 0; q < nStates; q++) {
-    if (b < blocks.length && q === blocks[b]!.base) {
-      const { dfa, exit } = blocks[b++]!;
-      const accepting = dfa.accepting;
-      clock.tick(dfa.numStates);
-      for (let s = 0; s < dfa.numStates; s++, q++) {
-        if (accepting[s] === 1) epsTo[ep++] = exit;
-        edgeOff[q + 1] = e;
-        epsOff[q + 1] = ep;
-      }
-      q--;
-      continue;
-    }
-    const list = nfa.edges[q]!;
-    const eps = nfa.eps[q]!;
-    // A range is interned through a Map: a few units each.
-    clock.tick(list.length + eps.length + 1);
-    for (let i = 0; i < list.length; i += 3) {
-      edgeRange[e] = internRange(list[i]!, list[i + 1]!);
-      edgeTo[e++] = list[i + 2]!;
-    }
-    edgeOff[q + 1] = e;
-    for (let i = 0; i < eps.length; i++) epsTo[ep++] = eps[i]!;
-    epsOff[q + 1] = ep;
+  for (let i = 0; i < edgeCount; i++) {
+    const from = edgeLog[4 * i]!;
+    // A block's states read their DFA's table: an edge of their own would be passed over.
+    if (blockOf[from] !== -1) throw new Error(`NFA state ${from} of an embedded DFA has an edge of its own`);
+    edgeOff[from + 1]!++;
+  }
+  for (let i = 0; i < epsLogged; i += 2) epsOff[epsLog[i]! + 1]!++;
+  for (let b = 0; b < blocks.length; b++) {
+    const { dfa, base } = blocks[b]!;
+    const accepting = dfa.accepting;
+    for (let s = 0; s < dfa.numStates; s++) if (accepting[s] === 1) epsOff[base + s + 1]!++;
+  }
+  for (let q = 0; q < nStates; q++) {
+    edgeOff[q + 1]! += edgeOff[q]!;
+    epsOff[q + 1]! += epsOff[q]!;
+  }
+  const edgeFill = arena.copy(edgeOff);
+  const epsFill = arena.copy(epsOff);
+  for (let i = 0; i < edgeCount; i++) {
+    const at = edgeFill[edgeLog[4 * i]!]!++;
+    // A range is interned through a Map: a few units each (counted with the edge above).
+    edgeRange[at] = internRange(edgeLog[4 * i + 1]!, edgeLog[4 * i + 2]!);
+    edgeTo[at] = edgeLog[4 * i + 3]!;
+  }
+  for (let i = 0; i < epsLogged; i += 2) epsTo[epsFill[epsLog[i]!]!++] = epsLog[i + 1]!;
+  for (let b = 0; b < blocks.length; b++) {
+    const { dfa, base, exit } = blocks[b]!;
+    const accepting = dfa.accepting;
+    clock.tick(dfa.numStates);
+    for (let s = 0; s < dfa.numStates; s++) if (accepting[s] === 1) epsTo[epsFill[base + s]!++] = exit;
   }
   if (nfa.hasAssertions) internRange(0x0a, 0x0a);
   // Lookaround byte sets become class boundaries, so a class is entirely inside or outside each.
