@@ -154,11 +154,14 @@ function nfaSizeLowerBound(node: RegexNode, sizes: Map<RegexNode, number> = new 
     case "set":
     case "assert":
       return 2;
+    // Loops, not reduce: a closure per node was most of this walk's garbage.
     case "concat":
-      size = node.items.reduce((sum, item) => sum + nfaSizeLowerBound(item, sizes), 0);
+      size = 0;
+      for (const item of node.items) size += nfaSizeLowerBound(item, sizes);
       break;
     case "alt":
-      size = node.items.reduce((sum, item) => sum + 1 + nfaSizeLowerBound(item, sizes), 1);
+      size = 1;
+      for (const item of node.items) size += 1 + nfaSizeLowerBound(item, sizes);
       break;
     case "repeat": {
       const copies = node.max === -1 ? node.min + 1 : node.max;
@@ -243,7 +246,7 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits, minimal = true): Mult
     const exit = nfa.emit(node, entry);
     const accept = nfa.newState();
     nfa.addEps(exit, accept);
-    nfa.accept[accept] = p;
+    nfa.setAccept(accept, p);
   });
   return determinize(nfa, start, nodes.length, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }, minimal);
 }

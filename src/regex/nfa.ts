@@ -46,16 +46,17 @@ export class ByteNfa {
   /** Byte edges: [from, lo, hi, to, ...], in the order added. */
   readonly edgeLog = new IntLog(256);
   private numStates = 0;
-  readonly assertion: number[] = []; // Assertion code, 0 = none
-  readonly assertTarget: number[] = [];
-  /** Per state: index into assertSets for lookbehind/lookahead assertions, else -1. */
-  readonly assertSet: number[] = [];
+  // Per-state columns (see the getters), grown together: their entries past numStates already
+  // hold the defaults, so a block of states (emitDfa) is made by a count.
+  private capacity = 256;
+  private assertionOf: Int32Array = new Int32Array(256);
+  private assertTargetOf: Int32Array = new Int32Array(256).fill(-1);
+  private assertSetOf: Int32Array = new Int32Array(256).fill(-1);
+  private assertPositionOf: Int32Array = new Int32Array(256).fill(-1);
+  private acceptOf: Int32Array = new Int32Array(256).fill(-1);
   /** Byte sets (flat ranges) that lookarounds test the previous/next byte against; deduplicated. */
   readonly assertSets: number[][] = [];
-  /** Pattern position of each lookahead state, for errors raised during determinization. */
-  readonly assertPosition: number[] = [];
   private readonly assertSetIds = new Map<string, number>();
-  readonly accept: number[] = []; // pattern index, -1 = none
   /** DFAs embedded by reference (emitDfa), in the order of their bases. */
   readonly blocks: EmbeddedDfa[] = [];
   hasAssertions = false;
@@ -67,16 +68,61 @@ export class ByteNfa {
     return this.numStates;
   }
 
+  /** Per state: its Assertion code, 0 = none. */
+  get assertion(): Int32Array {
+    return this.assertionOf.subarray(0, this.numStates);
+  }
+
+  /** Per state: where its assertion's conditional ε-edge leads, else -1. */
+  get assertTarget(): Int32Array {
+    return this.assertTargetOf.subarray(0, this.numStates);
+  }
+
+  /** Per state: index into assertSets for lookbehind/lookahead assertions, else -1. */
+  get assertSet(): Int32Array {
+    return this.assertSetOf.subarray(0, this.numStates);
+  }
+
+  /** Per state: the pattern position of a lookahead, for errors raised during determinization. */
+  get assertPosition(): Int32Array {
+    return this.assertPositionOf.subarray(0, this.numStates);
+  }
+
+  /** Per state: the pattern it accepts, -1 = none. */
+  get accept(): Int32Array {
+    return this.acceptOf.subarray(0, this.numStates);
+  }
+
+  /** State `state` accepts pattern `pattern`. */
+  setAccept(state: number, pattern: number): void {
+    this.acceptOf[state] = pattern;
+  }
+
+  /** Room in the columns for `n` more states. */
+  private reserve(n: number): void {
+    const needed = this.numStates + n;
+    if (needed <= this.capacity) return;
+    const capacity = Math.max(needed, this.capacity * 2);
+    const grown = (old: Int32Array, fill: number): Int32Array => {
+      const column = new Int32Array(capacity);
+      if (fill !== 0) column.fill(fill, old.length);
+      column.set(old);
+      return column;
+    };
+    this.assertionOf = grown(this.assertionOf, 0);
+    this.assertTargetOf = grown(this.assertTargetOf, -1);
+    this.assertSetOf = grown(this.assertSetOf, -1);
+    this.assertPositionOf = grown(this.assertPositionOf, -1);
+    this.acceptOf = grown(this.acceptOf, -1);
+    this.capacity = capacity;
+  }
+
   newState(): number {
     const id = this.numStates;
     clock.tick(1);
     if (id >= this.maxStates) this.tooManyStates();
+    if (id === this.capacity) this.reserve(1);
     this.numStates++;
-    this.assertion.push(0);
-    this.assertTarget.push(-1);
-    this.assertSet.push(-1);
-    this.assertPosition.push(-1);
-    this.accept.push(-1);
     return id;
   }
 
@@ -137,8 +183,8 @@ export class ByteNfa {
         const s = this.newState();
         const t = this.newState();
         this.addEps(entry, s);
-        this.assertion[s] = node.assertion;
-        this.assertTarget[s] = t;
+        this.assertionOf[s] = node.assertion;
+        this.assertTargetOf[s] = t;
         if (node.set) {
           const key = node.set.join(",");
           let id = this.assertSetIds.get(key);
@@ -147,9 +193,9 @@ export class ByteNfa {
             this.assertSetIds.set(key, id);
             this.assertSets.push(node.set);
           }
-          this.assertSet[s] = id;
+          this.assertSetOf[s] = id;
         }
-        if (node.position !== undefined) this.assertPosition[s] = node.position;
+        if (node.position !== undefined) this.assertPositionOf[s] = node.position;
         this.hasAssertions = true;
         return t;
       }
@@ -188,14 +234,8 @@ export class ByteNfa {
     const base = this.size;
     if (base + dfa.numStates > this.maxStates) this.tooManyStates();
     clock.tick(dfa.numStates);
+    this.reserve(dfa.numStates);
     this.numStates += dfa.numStates;
-    for (let s = 0; s < dfa.numStates; s++) {
-      this.assertion.push(0);
-      this.assertTarget.push(-1);
-      this.assertSet.push(-1);
-      this.assertPosition.push(-1);
-      this.accept.push(-1);
-    }
     this.addEps(entry, base + dfa.start);
     this.blocks.push({ dfa, base, exit });
     return exit;

@@ -14,7 +14,7 @@
 // over its frames. So the lower bound the token layer plans with is the exact shortest completion,
 // and `completingBytes` spells one.
 
-import { forEachCall, IntMap, RULE_CALL_LEAD, TableSlab } from "../../support/index.js";
+import { forEachCall, IntMap, RULE_CALL_LEAD, spellsCall, TableSlab } from "../../support/index.js";
 import type { ByteDfa } from "../../regex/index.js";
 import { GrammarError } from "../errors.js";
 import { LEXER_COMMITS } from "./grammar-automaton.js";
@@ -141,6 +141,7 @@ export class RuleNetworkAutomaton {
       const base = this.offset[r]!;
       for (let q = 0; q < dfa.numStates; q++) {
         first[base + q] = callee.length;
+        if (!spellsCall(dfa, q)) continue;
         forEachCall(dfa, q, this.rules.length, (rule, after, afterLead, afterFirst) => {
           this.inCall[base + afterLead] = 1;
           this.inCall[base + afterFirst] = 1;

@@ -219,9 +219,6 @@ function flatEdges(nfa: ByteNfa): {
   const edgeLog = nfa.edgeLog.a;
   const edgeCount = nfa.edgeLog.n >> 2;
   epsCount += epsLogged >> 1;
-  // The work counted when each state's lists were read in turn: a state, three per edge, one
-  // per ε-edge, and one more per state outside the blocks (whose states are counted below).
-  clock.tick(2 * nStates - blockStates + 3 * edgeCount + (epsLogged >> 1));
   const edgeOff = arena.take(nStates + 1);
   const edgeRange = arena.take(edgeCount);
   const edgeTo = arena.take(edgeCount);
@@ -239,7 +236,11 @@ function flatEdges(nfa: ByteNfa): {
     const accepting = dfa.accepting;
     for (let s = 0; s < dfa.numStates; s++) if (accepting[s] === 1) epsOff[base + s + 1]!++;
   }
+  // The work is counted as it is done (a refusal comes as the count passes the limit): two per
+  // state outside the blocks and one per block state (whose other is counted below), three per
+  // edge, one per ε-edge, as when each state's own lists were read in turn.
   for (let q = 0; q < nStates; q++) {
+    clock.tick(blockOf[q] === -1 ? 2 : 1);
     edgeOff[q + 1]! += edgeOff[q]!;
     epsOff[q + 1]! += epsOff[q]!;
   }
@@ -247,11 +248,15 @@ function flatEdges(nfa: ByteNfa): {
   const epsFill = arena.copy(epsOff);
   for (let i = 0; i < edgeCount; i++) {
     const at = edgeFill[edgeLog[4 * i]!]!++;
-    // A range is interned through a Map: a few units each (counted with the edge above).
+    // A range is interned through a Map: a few units each.
+    clock.tick(3);
     edgeRange[at] = internRange(edgeLog[4 * i + 1]!, edgeLog[4 * i + 2]!);
     edgeTo[at] = edgeLog[4 * i + 3]!;
   }
-  for (let i = 0; i < epsLogged; i += 2) epsTo[epsFill[epsLog[i]!]!++] = epsLog[i + 1]!;
+  for (let i = 0; i < epsLogged; i += 2) {
+    clock.tick(1);
+    epsTo[epsFill[epsLog[i]!]!++] = epsLog[i + 1]!;
+  }
   for (let b = 0; b < blocks.length; b++) {
     const { dfa, base, exit } = blocks[b]!;
     const accepting = dfa.accepting;

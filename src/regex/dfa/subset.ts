@@ -59,7 +59,7 @@ export function determinize(nfa: ByteNfa, start: number, numPatterns: number, li
  * An embedded DFA's states are settled with its exit: each is its own distance to acceptance
  * (minBytesToAccept) further, and its start is queued for that level, for the states before it.
  */
-function nfaBytesToAccept(nfa: ClassedNfa, accept: readonly number[], blocks: readonly EmbeddedDfa[]): Int32Array {
+function nfaBytesToAccept(nfa: ClassedNfa, accept: Int32Array, blocks: readonly EmbeddedDfa[]): Int32Array {
   const n = accept.length;
   const { edgeOff, edgeTo, epsOff, epsTo } = nfa;
   const epsEdges = epsOff[n]!;
@@ -217,13 +217,13 @@ class SubsetConstruction {
     }
     this.modeBits = modeBits;
     this.modeMask = numModes - 1;
-    this.assertion = arena.copy(nfa.assertion);
+    const assertion = (this.assertion = arena.copy(nfa.assertion));
     this.assertSet = arena.copy(nfa.assertSet);
     this.assertTarget = arena.copy(nfa.assertTarget);
     const acceptOf = (this.acceptOf = arena.copy(nfa.accept));
     let classFree = true;
     for (let q = 0; q < nStates; q++) {
-      const a = nfa.assertion[q]!;
+      const a = assertion[q]!;
       if (a === Assertion.StartOfLine || a === Assertion.PrecededBy || a === Assertion.NotPrecededBy) classFree = false;
     }
     this.classFree = classFree;
