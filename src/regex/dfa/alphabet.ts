@@ -200,11 +200,9 @@ function flatEdges(nfa: ByteNfa): {
   const blockOf = arena.take(nStates, -1);
   const seenDfas = new Set<ByteDfa>();
   let epsCount = 0;
-  let blockStates = 0;
   for (let b = 0; b < blocks.length; b++) {
     const { dfa, base } = blocks[b]!;
     blockOf.fill(b, base, base + dfa.numStates);
-    blockStates += dfa.numStates;
     for (let s = 0; s < dfa.numStates; s++) epsCount += dfa.accepting[s]!;
     if (!seenDfas.has(dfa)) {
       seenDfas.add(dfa);
