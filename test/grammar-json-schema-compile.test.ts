@@ -12,6 +12,7 @@ import {
 } from "../src/schema/index.js";
 import { codePointBounds, maxNesting } from "../src/schema/json-schema/json-text.js";
 import { matchesString } from "../src/regex/index.js";
+import { RuleNetworkAutomaton } from "../src/grammar/index.js";
 import { refusalOf } from "../src/compile/task.js";
 import { refusalWithWork, WORK_LIMIT_SLACK } from "./support/regex-work.js";
 
@@ -649,4 +650,39 @@ test("length bounds with a format: ones every text of the format meets change no
     }),
     [0, 3],
   );
+});
+
+test("a schema copying past 100,000 states of reused subschemas compiles sharing them as rules, the same language", () => {
+  // leaf: 20 strings; mid: 20 leaves; the document: 20 mids. Copied, the document's one DFA is
+  // past the 100,000-state limit (refused); the compile starts over with one rule per subschema.
+  const members = (n: number, ref: string) =>
+    Object.fromEntries(Array.from({ length: n }, (_, i) => [`${ref}${i}`, { $ref: `#/$defs/${ref}` }]));
+  const schema = {
+    $defs: {
+      leaf: {
+        type: "object",
+        properties: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`name${i}`, { type: "string" }])),
+        additionalProperties: false,
+      },
+      mid: { type: "object", properties: members(20, "leaf"), additionalProperties: false },
+    },
+    type: "object",
+    properties: members(20, "mid"),
+    additionalProperties: false,
+  };
+  const compiled = compileJsonSchema(schema, { recursion: "stack" });
+  assert.ok(compiled.rules !== undefined && compiled.rules.length === 3, "the document, mid and leaf as rules");
+  const shared = compileJsonSchema(schema, { recursion: "stack", shareSubschemas: true });
+  assert.deepEqual(
+    compiled.rules.map((d) => d.numStates),
+    shared.rules!.map((d) => d.numStates),
+  );
+  const network = new RuleNetworkAutomaton({ rules: compiled.rules });
+  const accepts = (text: string): boolean => {
+    const state = network.walk(network.start, text);
+    return state >= 0 && network.isComplete(state);
+  };
+  assert.equal(accepts('{"mid3": {"leaf7": {"name2": "x", "name5": "y"}}, "mid9": {}}'), true);
+  assert.equal(accepts('{"mid3": {"leaf7": {"name2": 1}}}'), false);
+  assert.equal(accepts('{"mid20": {}}'), false);
 });

@@ -154,6 +154,15 @@ const REPEATED_AS_RULE_STATES = 20_000;
 const REPEATED_MIN_COPIES = 8;
 /** How many times a recursive subschema is written inside itself. */
 const MAX_RECURSION = 3;
+/**
+ * States of reused languages embedded again as copies, where calls of a shared rule could be
+ * written instead, past which the compile starts over sharing them (shareSubschemas): Github
+ * o21108 and o21112 (4k characters) copy 250k states into a DFA past the size limit, refused
+ * after 280 ms, and share into rules in 25 ms. Below it the copies stay: on MaskBench, schemas
+ * copying 10k–100k states compile about as fast either way, some slower sharing, and one DFA
+ * serves the fastest masks.
+ */
+const SHARE_AFTER_COPIED_STATES = 100_000;
 
 /**
  * Compiles a JSON Schema (object or boolean) to the DFA of the JSON texts we may write for it.
@@ -196,11 +205,16 @@ function compileInSomeForm(schema: unknown, options: Options): CompiledJsonSchem
       return compileOnce(schema, options);
     } catch (error) {
       // A set operation met a call: the language is written unrolled instead, as one DFA.
+      // Copies that calls of shared rules would replace: the same language, sharing them.
+      if (error instanceof CopiesBetterShared) return compileInSomeForm(schema, { ...options, shareSubschemas: true });
       if (!(error instanceof CallsInSetOperation)) throw error;
     }
   }
   return compileOnce(schema, { ...options, recursion: "unrolled" });
 }
+
+/** A compile under recursion "stack" copied more than SHARE_AFTER_COPIED_STATES states of reused languages. */
+class CopiesBetterShared extends Error {}
 
 /** A compile that wrote objects in `required`'s order too met a size limit (not the time valve). */
 class RequiredOrdersTooBig extends Error {}
@@ -325,6 +339,8 @@ class SchemaCompiler implements WriterContext {
   requiredOrdersWritten = false;
   /** Whether some minuend's object held one unnamed key among too many to list (OneUnnamedKeyTooFew). */
   oneUnnamedKeyWritten = false;
+  /** States of reused languages embedded again where a call could have been (SHARE_AFTER_COPIED_STATES). */
+  private copiedStates = 0;
 
   constructor(
     private readonly document: SchemaDocument,
@@ -507,6 +523,13 @@ class SchemaCompiler implements WriterContext {
     return callNode(rule);
   }
 
+  /** A reused language embedded again where a call of its rule could be (see SHARE_AFTER_COPIED_STATES). */
+  private copied(dfa: ByteDfa): void {
+    if (this.options.shareSubschemas) return;
+    this.copiedStates += dfa.numStates;
+    if (this.copiedStates > SHARE_AFTER_COPIED_STATES) throw new CopiesBetterShared();
+  }
+
   /** Every rule's DFA, the document's (`root`) first; undefined when no call was written. */
   ruleDfas(root: ByteDfa): ByteDfa[] | undefined {
     if (this.ruleBodies.length === 1) return undefined;
@@ -566,7 +589,10 @@ class SchemaCompiler implements WriterContext {
     if (known) {
       // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as
       // (minimal: each copy of it in a DFA around it costs states).
-      if (known.kind === "dfa") return known;
+      if (known.kind === "dfa") {
+        if (stacking) this.copied(known.dfa);
+        return known;
+      }
       // Or, sharing subschemas, a call of one rule wherever it is used (its language is the same).
       if (stacking && this.options.shareSubschemas) {
         const rule = this.ruleFor(baseKey);
@@ -575,8 +601,10 @@ class SchemaCompiler implements WriterContext {
         this.memo.set(`${baseKey}@${this.unrolled}`, call);
         return call;
       }
-      const compiled = dfaNode(this.compileNode(known, pointer));
+      const dfa = this.compileNode(known, pointer);
+      const compiled = dfaNode(dfa);
       this.memo.set(`${baseKey}@${this.unrolled}`, compiled);
+      if (stacking) this.copied(dfa);
       return compiled;
     }
     const open = this.inProgress.get(pointers) ?? 0;
