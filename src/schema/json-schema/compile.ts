@@ -204,9 +204,9 @@ function compileInSomeForm(schema: unknown, options: Options): CompiledJsonSchem
     try {
       return compileOnce(schema, options);
     } catch (error) {
-      // A set operation met a call: the language is written unrolled instead, as one DFA.
       // Copies that calls of shared rules would replace: the same language, sharing them.
       if (error instanceof CopiesBetterShared) return compileInSomeForm(schema, { ...options, shareSubschemas: true });
+      // A set operation met a call: the language is written unrolled instead, as one DFA.
       if (!(error instanceof CallsInSetOperation)) throw error;
     }
   }
