@@ -980,7 +980,8 @@ describe("Dockerfile, Dockerfile.cuda, .dockerignore", () => {
         .filter((i) => i.keyword === "ENV")
         .map((i) => i.args)
         .join(" ");
-      for (const pair of ["HOST=0.0.0.0", "PORT=8080", "TRELLIS_DATA_DIR=/data"]) assert.ok(envText.split(/\s+/).includes(pair), pair);
+      for (const pair of ["HOST=0.0.0.0", "PORT=8080", "TRELLIS_DATA_DIR=/data", "NODE_OPTIONS=--max-semi-space-size=64"])
+        assert.ok(envText.split(/\s+/).includes(pair), pair);
       assert.deepEqual(JSON.parse(last("ENTRYPOINT")!.args), ["node", "dist/cli.js"]);
       assert.deepEqual(JSON.parse(last("CMD")!.args), ["serve"]);
       const copies = final.filter((i) => i.keyword === "COPY").map((i) => i.args);
