@@ -1,3 +1,4 @@
+import { grownTo } from "../support/index.js";
 import { utf8Sequences, type CodeSet } from "./charset.js";
 import { regexClock } from "./clock.js";
 import { RegexTooComplexError } from "./errors.js";
@@ -22,11 +23,7 @@ class IntLog {
     this.a = new Int32Array(capacity);
   }
   push(v: number): void {
-    if (this.n === this.a.length) {
-      const grown = new Int32Array(this.a.length * 2);
-      grown.set(this.a);
-      this.a = grown;
-    }
+    if (this.n === this.a.length) this.a = grownTo(this.a, this.a.length * 2);
     this.a[this.n++] = v;
   }
 }
@@ -103,17 +100,11 @@ export class ByteNfa {
     const needed = this.numStates + n;
     if (needed <= this.capacity) return;
     const capacity = Math.max(needed, this.capacity * 2);
-    const grown = (old: Int32Array, fill: number): Int32Array => {
-      const column = new Int32Array(capacity);
-      if (fill !== 0) column.fill(fill, old.length);
-      column.set(old);
-      return column;
-    };
-    this.assertionOf = grown(this.assertionOf, 0);
-    this.assertTargetOf = grown(this.assertTargetOf, -1);
-    this.assertSetOf = grown(this.assertSetOf, -1);
-    this.assertPositionOf = grown(this.assertPositionOf, -1);
-    this.acceptOf = grown(this.acceptOf, -1);
+    this.assertionOf = grownTo(this.assertionOf, capacity);
+    this.assertTargetOf = grownTo(this.assertTargetOf, capacity, -1);
+    this.assertSetOf = grownTo(this.assertSetOf, capacity, -1);
+    this.assertPositionOf = grownTo(this.assertPositionOf, capacity, -1);
+    this.acceptOf = grownTo(this.acceptOf, capacity, -1);
     this.capacity = capacity;
   }
 
