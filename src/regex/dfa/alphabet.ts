@@ -195,7 +195,7 @@ function flatEdges(nfa: ByteNfa): {
   };
   // Embedded DFAs: their states' ε-edges to the exit, and the ranges of their states' edges (as
   // if they were NFA edges: the classes are the same as when the DFA was copied in). Their states
-  // have no lists of their own: the loops below step over each block as a whole.
+  // have no edges of their own in the logs (checked below): each block is read as a whole.
   const blocks = nfa.blocks;
   const blockOf = arena.take(nStates, -1);
   const seenDfas = new Set<ByteDfa>();
