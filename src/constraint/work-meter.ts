@@ -98,6 +98,31 @@ export class WorkMeter {
     return (this.planning ? (1 + PLANNING_ALLOWANCE) * limitSteps : limitSteps) * this.share;
   }
 
+  /**
+   * Runs `make` without charging the current operation, and returns what it would have charged
+   * (weighted, with the source's growth): work made ahead on an operation's behalf is charged
+   * (chargeWeighted) by the operation that would have made it.
+   */
+  deferred<T>(make: () => T): { value: T; steps: number } {
+    const steps = this.steps;
+    const limit = this.limitSteps;
+    this.limitSteps = Number.POSITIVE_INFINITY;
+    try {
+      const value = make();
+      this.charge(0);
+      return { value, steps: this.steps - steps };
+    } finally {
+      this.limitSteps = limit;
+      this.steps = steps;
+    }
+  }
+
+  /** Charges steps already weighted (what deferred returned). */
+  chargeWeighted(steps: number): void {
+    this.steps += steps;
+    if (this.steps > this.operationLimit()) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps * this.share));
+  }
+
   charge(steps: number): void {
     this.steps += steps * this.weight;
     if (this.source !== null) {

@@ -7,7 +7,7 @@
  * (lexer-walks.ts) walk the trie over these; nothing here depends on a parser stack.
  */
 import { LEXER_COMMITS } from "../../grammar/index.js";
-import { DenseTable, grownTo, IntMap, type TableSlab } from "../../support/index.js";
+import { grownTo, IntMap, type TableSlab } from "../../support/index.js";
 import { loopsOnEveryUtf8Char, type TokenTrie } from "../trie.js";
 import type { LexerLevelAutomaton } from "./contracts.js";
 import { EMPTY, listOf, MEMO_CAPACITY } from "./tables.js";
@@ -71,8 +71,13 @@ export class LexerSets {
   private readonly setMembers: number[][] = [];
   private readonly setIds = new Map<string, number>();
   private setNext: Int32Array;
-  /** By slot (set * 256 + byte). */
-  private readonly commitKeys = new DenseTable<Int32Array>();
+  /**
+   * By slot (set * 256 + byte), the index of its list in commitKeyLists: few slots commit, and an
+   * array by slot grew by 256 entries per set (most of a cold mask's time and garbage in a big
+   * rule network).
+   */
+  private readonly commitKeyIndex = new IntMap(MEMO_CAPACITY);
+  private readonly commitKeyLists: Int32Array[] = [];
   private commitKeysMade = 0;
   private readonly firstBytesOf = new Map<number, Uint32Array>();
   /** Per set: loop bytes computed (1), the 8 words of loopBytes, the loop's step code. */
@@ -104,8 +109,8 @@ export class LexerSets {
     bytes += this.loopKnown.byteLength + this.loopWords.byteLength + this.loopCodes.byteLength + this.loopsOnUtf8.byteLength;
     let members = 0;
     for (const m of this.setMembers) members += m.length;
-    // A set: its member list and key, and its 256 slots of commit keys (DenseTable pointers).
-    bytes += this.setMembers.length * (240 + 256 * 8) + members * 16;
+    // A set: its member list and key; a commit's keys: their slot, list and pointer.
+    bytes += this.setMembers.length * 240 + members * 16 + this.commitKeyIndex.byteLength;
     bytes += (this.setOfLex.size + this.loopKeys.size + this.closures.size) * 120 + this.closureBytes;
     bytes += this.firstBytesOf.size * 120 + this.commitKeysMade * 80;
     return bytes;
@@ -200,7 +205,8 @@ export class LexerSets {
   /** The distinct commit keys of the set's members at `byte`. */
   commitKeysAt(setId: number, byte: number): Int32Array {
     const slot = setId * 256 + byte;
-    let keys = this.commitKeys.get(slot);
+    const index = this.commitKeyIndex.get(slot);
+    let keys = index === IntMap.MISSING ? undefined : this.commitKeyLists[index]!;
     if (keys === undefined) {
       const out: number[] = [];
       for (const m of this.setMembers[setId]!) {
@@ -208,7 +214,8 @@ export class LexerSets {
         if (k >= 0 && !out.includes(k)) out.push(k);
       }
       keys = listOf(out);
-      this.commitKeys.set(slot, keys);
+      this.commitKeyIndex.set(slot, this.commitKeyLists.length);
+      this.commitKeyLists.push(keys);
       this.commitKeysMade++;
     }
     return keys;

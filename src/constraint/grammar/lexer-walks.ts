@@ -105,6 +105,27 @@ export interface LexerWalk {
   /** Walks below commit nodes: the commit-free tokens per entry of contSets. */
   readonly tokensByCont: Int32Array[];
   readonly groups: CommitGroup[];
+  /**
+   * Dense walks: per entry of contSets, the root bytes (8 words each) below which one of its
+   * tokens ends: a walk derived from this one keeps the sets of the subtrees it shares (see
+   * derivedWalk). Null for walks below commit nodes.
+   */
+  readonly contRoots: Uint32Array | null;
+  /** A body set's root walk: the steps it charged below each root byte (a derived walk charges the same). */
+  readonly rootSteps: Int32Array | null;
+}
+
+/** A walk's parts before they are kept (walkParts), or a derived walk's put together. */
+interface WalkParts {
+  mask: Uint32Array | null;
+  contSets: number[];
+  tokensByCont: number[][];
+  groupKeys: number[];
+  builders: GroupBuilder[];
+  /** Dense walks: contRoots's words, per slot of contSets (a view of the walker's scratch). */
+  roots: Uint32Array | null;
+  /** Dense walks: the steps charged below each root byte (a view of the walker's scratch). */
+  rootSteps: Int32Array | null;
 }
 
 /**
@@ -154,6 +175,49 @@ function anchorOf(trie: TokenTrie): number {
   return anchor;
 }
 
+/** Per trie, each node's root byte (the first byte of its tokens); made on first need. */
+const rootBytesOfTrie = new WeakMap<TokenTrie, Uint8Array>();
+
+function rootBytesOf(trie: TokenTrie): Uint8Array {
+  let roots = rootBytesOfTrie.get(trie);
+  if (roots === undefined) {
+    const { nodeInfo, numNodes } = trie;
+    roots = new Uint8Array(numNodes);
+    // Nodes in preorder: a depth-1 node begins its root child's subtree.
+    let byte = 0;
+    for (let p = 1; p < numNodes; p++) {
+      const info = nodeInfo[p]!;
+      if (((info >>> 8) & 0xffff) === 1) byte = info & 0xff;
+      roots[p] = byte;
+    }
+    rootBytesOfTrie.set(trie, roots);
+  }
+  return roots;
+}
+
+/** Per slice (of one trie), per class, the root bytes below which the class has tokens (8 words each). */
+const classRootsOfSlice = new WeakMap<LoopSlice, Uint32Array>();
+
+function classRootsOf(trie: TokenTrie, slice: LoopSlice): Uint32Array {
+  let roots = classRootsOfSlice.get(slice);
+  if (roots === undefined) {
+    const rootOf = rootBytesOf(trie);
+    const { tokenIds, tokenNode } = trie;
+    roots = new Uint32Array(8 * slice.classPositions.length);
+    for (let c = 0; c < slice.classPositions.length; c++) {
+      const bits = slice.classPositions[c]?.bits;
+      if (bits === undefined) continue;
+      for (let w = 0; w < bits.length; w++)
+        for (let x = bits[w]!; x !== 0; x &= x - 1) {
+          const b = rootOf[tokenNode[tokenIds[w * 32 + 31 - Math.clz32(x & -x)]!]!]!;
+          roots[c * 8 + (b >>> 5)]! |= 1 << (b & 31);
+        }
+    }
+    classRootsOfSlice.set(slice, roots);
+  }
+  return roots;
+}
+
 /**
  * A region walkFrom takes up from a slice below the root: the slice's exits [next, last) are
  * still to walk, from `set`; `end` is past the subtree, `at` past the exit being walked.
@@ -191,6 +255,18 @@ function builderOf(keys: number[], builders: GroupBuilder[], key: number): Group
   keys.push(key);
   builders.push(g);
   return g;
+}
+
+/**
+ * Two lists of a group from disjoint root subtrees as one, in trie order: each element's (or each
+ * pair's, `width` 2) place by `key` (a stable sort: elements of one root child keep their order).
+ */
+function mergedInOrder(a: number[] | null, b: number[] | null, key: (x: number) => number, width: 1 | 2): number[] | null {
+  if (b === null || b.length === 0) return a;
+  if (a === null || a.length === 0) return b.slice();
+  const out = a.concat(b);
+  const order = Array.from({ length: out.length / width }, (_, i) => i).sort((x, y) => key(out[width * x]!) - key(out[width * y]!));
+  return width === 1 ? order.map((i) => out[i]!) : order.flatMap((i) => [out[2 * i]!, out[2 * i + 1]!]);
 }
 
 /** The node list of a group without such nodes (shared; read only). */
@@ -282,6 +358,14 @@ export class LexerLevelWalks extends LexerSets {
   private seen: Int32Array;
   private seenSlot: Int32Array;
   private stamp = 0;
+  /** The stamp of the dense walk whose contSets' root bytes contRootWords holds (-1: none). */
+  private rootsStamp = -1;
+  /** Per slot of a dense walk's contSets, 8 words of root bytes (WalkParts.roots). */
+  private contRootWords = new Uint32Array(8 * 64);
+  /** A dense walk's steps by root byte (WalkParts.rootSteps). */
+  private readonly rootStepScratch = new Int32Array(256);
+  /** Bases' walks made for derived walks and not yet asked for themselves, with the steps they will charge then. */
+  private readonly basesMade = new Map<number, { walk: LexerWalk; steps: number }>();
 
   /** `tables`: the matcher's slab, for the first tables below (and the sets'). */
   private constructor(
@@ -303,8 +387,14 @@ export class LexerLevelWalks extends LexerSets {
   private aheadQueue: number[] | null = null;
   private aheadNext = 0;
   private readonly aheadMet = new Set<number>();
-  /** Root walks taken over from an equivalent set (see rootWalk). */
+  /** Root walks taken over from an equivalent set (see rootWalk), and those derived from a body's (derivedWalk). */
   private takenOver = 0;
+  private derived = 0;
+  /** derivedWalk's scratch: (set, nodes) candidates for its base, the root bytes both step alike, the roots it walks. */
+  private readonly candidates: number[] = [];
+  private readonly sameRoots = new Uint32Array(8);
+  private readonly diffStarts: number[] = [];
+  private readonly foundConts: { cont: number; first: number; roots: Uint32Array; keep: Uint32Array | null }[] = [];
   /** Root walks that took their loop region from a slice (see LoopSlice), and subtrees below the root that did. */
   private sliced = 0;
   private regionsTaken = 0;
@@ -315,6 +405,7 @@ export class LexerLevelWalks extends LexerSets {
   get rootWalkCounts(): {
     walked: number;
     takenOver: number;
+    derived: number;
     comparing: boolean;
     sliced: number;
     regionsTaken: number;
@@ -323,6 +414,7 @@ export class LexerLevelWalks extends LexerSets {
     return {
       walked: this.roots.size - this.takenOver,
       takenOver: this.takenOver,
+      derived: this.derived,
       comparing: this.equivalents.worthLooking,
       sliced: this.sliced,
       regionsTaken: this.regionsTaken,
@@ -435,42 +527,227 @@ export class LexerLevelWalks extends LexerSets {
         const renaming = same.renaming;
         w = { ...peer, contSets: peer.contSets.map((c) => renaming.get(c)!) };
       } else {
-        // Only the root children a token can begin with: most sets (a keyword's scanner, the end
-        // of a sentence) begin with a few bytes, and a visit is a cache miss or three.
-        const first = this.firstBytes(setId);
-        const slice = this.loopSliceOf(setId);
-        const starts = this.starts;
-        starts.length = 0;
-        if (slice === null) {
-          const rootChild = this.trie.rootChild;
-          for (let b = 0; b < 256; b++) if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0 && rootChild[b]! >= 0) starts.push(rootChild[b]!);
-          w = this.walkFrom(setId, starts, true);
-        } else {
-          // The exits, as the whole walk meets them: a root child only when a token can begin with
-          // its byte; each class's set joins the walk's sets where its first token comes.
-          const { exits, classOrder, classFirstAt } = slice;
-          const classSets = this.classSetsOf(setId, slice);
-          const { depth, nodeByte } = this.trie;
-          const joins = this.joins;
-          joins.length = 0;
-          let next = 0;
-          for (let i = 0; i <= exits.length; i++) {
-            while (next < classOrder.length && classFirstAt[classOrder[next]!] === i)
-              joins.push(starts.length, classSets[classOrder[next++]!]!);
-            if (i === exits.length) break;
-            const e = exits[i]!;
-            const b = nodeByte[e]!;
-            if (depth[e] === 1 && ((first[b >>> 5]! >>> (b & 31)) & 1) === 0) continue;
-            starts.push(e);
-          }
-          w = this.walkFrom(setId, starts, true, slice, joins);
-          this.sliced++;
-        }
+        // A base's walk made for a derived one is charged now, when it would have been made.
+        const made = this.basesMade.get(setId);
+        if (made !== undefined) {
+          this.basesMade.delete(setId);
+          this.work.chargeWeighted(made.steps);
+          w = made.walk;
+        } else w = this.madeWalk(setId);
         this.equivalents.file(setId, signature);
       }
       this.roots.set(setId, w);
     }
     return w;
+  }
+
+  /** A set's root walk, made: derived from a body's, or walked (its loop region from a slice). */
+  private madeWalk(setId: number): LexerWalk {
+    // Only the root children a token can begin with: most sets (a keyword's scanner, the end
+    // of a sentence) begin with a few bytes, and a visit is a cache miss or three.
+    const first = this.firstBytes(setId);
+    const body = this.isBody(setId);
+    // Before the starts are gathered: it may make the base's walk, which gathers its own.
+    const derived = !body && this.loopSlices ? this.derivedWalk(setId, first) : null;
+    if (derived !== null) {
+      this.derived++;
+      return derived;
+    }
+    const slice = this.loopSliceOf(setId);
+    const starts = this.starts;
+    starts.length = 0;
+    if (slice === null) {
+      const rootChild = this.trie.rootChild;
+      for (let b = 0; b < 256; b++) if (((first[b >>> 5]! >>> (b & 31)) & 1) !== 0 && rootChild[b]! >= 0) starts.push(rootChild[b]!);
+      return this.keptWalk(setId, this.walkParts(setId, starts, true, null, NO_NODES), true, body);
+    }
+    // The exits, as the whole walk meets them: a root child only when a token can begin with
+    // its byte; each class's set joins the walk's sets where its first token comes.
+    const { exits, classOrder, classFirstAt } = slice;
+    const classSets = this.classSetsOf(setId, slice);
+    const { depth, nodeByte } = this.trie;
+    const joins = this.joins;
+    joins.length = 0;
+    let next = 0;
+    for (let i = 0; i <= exits.length; i++) {
+      while (next < classOrder.length && classFirstAt[classOrder[next]!] === i) joins.push(starts.length, classSets[classOrder[next++]!]!);
+      if (i === exits.length) break;
+      const e = exits[i]!;
+      const b = nodeByte[e]!;
+      if (depth[e] === 1 && ((first[b >>> 5]! >>> (b & 31)) & 1) === 0) continue;
+      starts.push(e);
+    }
+    this.sliced++;
+    return this.keptWalk(setId, this.walkParts(setId, starts, true, slice, joins), true, body);
+  }
+
+  /**
+   * The root walk of body set `base` for a derived walk: its own if made, else made now without
+   * charging the operation (nor filed for equivalence): rootWalk charges it when the base's own
+   * walk is first asked for, so each operation is charged what it would be without derived walks.
+   */
+  private baseWalkOf(base: number): LexerWalk {
+    const made = this.roots.get(base) ?? this.basesMade.get(base)?.walk;
+    if (made !== undefined) return made;
+    const { value, steps } = this.work.deferred(() => this.madeWalk(base));
+    this.basesMade.set(base, { walk: value, steps });
+    return value;
+  }
+
+  /**
+   * The root walk of a set that steps on most first bytes as a body set with a loop slice does
+   * (the key typed so far in an object whose other keys are free: after `"n` both "name" and any
+   * key go on; a string's first character in front of its loop): below each root child where
+   * both step alike the two walks are one, so the set's walk is the body's there (its tokens,
+   * the sets they end in, its commits) and is walked only below the other root children (the
+   * regex matcher's derived masks, for these walks). Null when the root children that differ
+   * hold more than half the trie's nodes, or no body fits.
+   */
+  private derivedWalk(setId: number, first: Uint32Array): LexerWalk | null {
+    const { rootChild, subtreeSize, numNodes, tokenStart, tokenIds, tokenNode } = this.trie;
+    // The base: the set below the most nodes' first bytes (a set of its own; commits are not followed).
+    const candidates = this.candidates;
+    candidates.length = 0;
+    for (let b = 0; b < 256; b++) {
+      const c = rootChild[b]!;
+      if (c < 0 || ((first[b >>> 5]! >>> (b & 31)) & 1) === 0) continue;
+      const cont = (this.stepCode(setId, b) & ~COMMIT) - 1;
+      if (cont < 0 || cont === setId) continue;
+      let i = 0;
+      while (i < candidates.length && candidates[i] !== cont) i += 2;
+      if (i === candidates.length) candidates.push(cont, 0);
+      candidates[i + 1]! += subtreeSize[c]!;
+    }
+    let base = -1;
+    let most = 0;
+    for (let i = 0; i < candidates.length; i += 2)
+      if (candidates[i + 1]! > most) {
+        most = candidates[i + 1]!;
+        base = candidates[i]!;
+      }
+    if (base < 0 || most * 2 < numNodes || !this.isBody(base)) return null;
+    // The root children where both step alike (or neither walks), and the others the set walks.
+    const same = this.sameRoots;
+    same.fill(0);
+    const diffStarts = this.diffStarts;
+    diffStarts.length = 0;
+    const baseFirst = this.firstBytes(base);
+    let diffNodes = 0;
+    for (let b = 0; b < 256; b++) {
+      const c = rootChild[b]!;
+      if (c < 0) continue;
+      const inSet = ((first[b >>> 5]! >>> (b & 31)) & 1) !== 0;
+      const code = inSet ? this.stepCode(setId, b) : 0;
+      const baseCode = ((baseFirst[b >>> 5]! >>> (b & 31)) & 1) !== 0 ? this.stepCode(base, b) : 0;
+      if (code === baseCode && ((code & COMMIT) === 0 || sameList(this.commitKeysAt(setId, b), this.commitKeysAt(base, b)))) {
+        same[b >>> 5]! |= 1 << (b & 31);
+        continue;
+      }
+      diffNodes += subtreeSize[c]!;
+      if (inSet) diffStarts.push(c);
+    }
+    if (diffNodes * 2 > numNodes) return null;
+    const baseWalk = this.baseWalkOf(base);
+    const baseRoots = baseWalk.contRoots;
+    const baseSteps = baseWalk.rootSteps;
+    if (baseWalk.mask === null || baseRoots === null || baseSteps === null) return null;
+    const part = this.walkParts(setId, diffStarts, true, null, NO_NODES);
+    const partRoots = part.roots!.slice();
+    // Charged what the set's own walk would be: below the shared root children, the base's steps there.
+    let steps = 0;
+    for (let b = 0; b < 256; b++) if (((same[b >>> 5]! >>> (b & 31)) & 1) !== 0) steps += baseSteps[b]!;
+    this.work.charge(steps);
+    // The base's tokens less those below the other root children, and the set's own there.
+    const mask = baseWalk.mask.slice();
+    for (let b = 0; b < 256; b++) {
+      const c = rootChild[b]!;
+      if (c < 0 || ((same[b >>> 5]! >>> (b & 31)) & 1) !== 0) continue;
+      const end = tokenStart[c + subtreeSize[c]!]!;
+      for (let k = tokenStart[c]!; k < end; k++) mask[tokenIds[k]! >>> 5]! &= ~(1 << (tokenIds[k]! & 31));
+    }
+    if (part.mask !== null) orInto(mask, part.mask);
+    // The sets where tokens end: the base's below shared root children, the set's own below the
+    // others, in the order the set's own walk meets them (by root child: each is one source's).
+    const rootOf = rootBytesOf(this.trie);
+    const found = this.foundConts;
+    found.length = 0;
+    const gather = (conts: readonly number[], roots: Uint32Array, keep: Uint32Array | null): void => {
+      for (let i = 0; i < conts.length; i++) {
+        let first = 256;
+        for (let w = 0; w < 8 && first === 256; w++) {
+          const x = roots[i * 8 + w]! & (keep === null ? ~0 : keep[w]!);
+          if (x !== 0) first = w * 32 + 31 - Math.clz32(x & -x);
+        }
+        if (first < 256) found.push({ cont: conts[i]!, first, roots: roots.subarray(i * 8, i * 8 + 8), keep });
+      }
+    };
+    gather(baseWalk.contSets, baseRoots, same);
+    gather(part.contSets, partRoots, null);
+    found.sort((x, y) => x.first - y.first);
+    const stamp = ++this.stamp;
+    this.rootsStamp = stamp;
+    const contSets: number[] = [];
+    const tokensByCont: number[][] = [];
+    for (const f of found) {
+      this.contSlot(f.cont, stamp, contSets, tokensByCont);
+      const at = this.seenSlot[f.cont]! * 8;
+      for (let w = 0; w < 8; w++) this.contRootWords[at + w]! |= f.roots[w]! & (f.keep === null ? ~0 : f.keep[w]!);
+    }
+    this.rootsStamp = -1;
+    // The commits: the base's below shared root children, the set's own below the others, each
+    // list in trie order and the groups in the order the set's own walk meets them.
+    const sharedNode = (n: number): boolean => ((same[rootOf[n]! >>> 5]! >>> (rootOf[n]! & 31)) & 1) !== 0;
+    const groupKeys: number[] = [];
+    const builders: GroupBuilder[] = [];
+    for (const g of baseWalk.groups) {
+      const nodes = g.nodes.filter(sharedNode);
+      const loops = g.loops.filter(sharedNode);
+      const dead = Array.from(g.deadEnds).filter((t) => sharedNode(tokenNode[t]!));
+      const alive = Array.from(g.aliveEnds).filter((t) => sharedNode(tokenNode[t]!));
+      const ranges: number[] = [];
+      for (let r = 0; r < g.aliveRanges.length; r += 2)
+        if (sharedNode(tokenNode[tokenIds[g.aliveRanges[r]!]!]!)) ranges.push(g.aliveRanges[r]!, g.aliveRanges[r + 1]!);
+      if (nodes.length + loops.length + dead.length + alive.length + ranges.length === 0) continue;
+      const to = builderOf(groupKeys, builders, g.commitKey);
+      to.hasEnds = dead.length + alive.length + ranges.length > 0;
+      to.nodes = nodes.length > 0 ? nodes : null;
+      to.loops = loops.length > 0 ? loops : null;
+      to.dead = dead.length > 0 ? dead : null;
+      to.alive = alive.length > 0 ? alive : null;
+      to.ranges = ranges.length > 0 ? ranges : null;
+    }
+    const nodeKey = (n: number): number => n;
+    const tokenKey = (t: number): number => rootOf[tokenNode[t]!]!;
+    const rangeKey = (k: number): number => k;
+    for (let i = 0; i < part.groupKeys.length; i++) {
+      const from = part.builders[i]!;
+      const to = builderOf(groupKeys, builders, part.groupKeys[i]!);
+      to.hasEnds ||= from.hasEnds;
+      to.nodes = mergedInOrder(to.nodes, from.nodes, nodeKey, 1);
+      to.loops = mergedInOrder(to.loops, from.loops, nodeKey, 1);
+      to.dead = mergedInOrder(to.dead, from.dead, tokenKey, 1);
+      to.alive = mergedInOrder(to.alive, from.alive, tokenKey, 1);
+      to.ranges = mergedInOrder(to.ranges, from.ranges, rangeKey, 2);
+    }
+    if (builders.length > 1) {
+      // A group's first element decides where the walk meets it (its lists are in trie order).
+      const firstRoot = (g: GroupBuilder): number => {
+        let first = 256;
+        if (g.nodes !== null) first = Math.min(first, rootOf[g.nodes[0]!]!);
+        if (g.loops !== null) first = Math.min(first, rootOf[g.loops[0]!]!);
+        if (g.dead !== null) first = Math.min(first, tokenKey(g.dead[0]!));
+        if (g.alive !== null) first = Math.min(first, tokenKey(g.alive[0]!));
+        if (g.ranges !== null) first = Math.min(first, tokenKey(tokenIds[g.ranges[0]!]!));
+        return first;
+      };
+      const order = builders.map((g, i) => ({ i, first: firstRoot(g) })).sort((x, y) => x.first - y.first);
+      const keys = order.map((o) => groupKeys[o.i]!);
+      const sorted = order.map((o) => builders[o.i]!);
+      groupKeys.splice(0, groupKeys.length, ...keys);
+      builders.splice(0, builders.length, ...sorted);
+    }
+    const roots = this.contRootWords.subarray(0, contSets.length * 8);
+    return this.keptWalk(setId, { mask, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: null }, true, false);
   }
 
   /** The loop slice of a set's root walk (see LoopSlice), made on first need; null: the set walks its region. */
@@ -626,7 +903,7 @@ export class LexerLevelWalks extends LexerSets {
       for (let i = 7; i >= 0 && last < 0; i--) if (first[i] !== 0) last = i * 32 + 31 - Math.clz32(first[i]!);
       if (last < 0) {
         // Nothing can follow the commit (the end of the sentence, say): no token goes on below.
-        w = { owner: setId, mask: null, tokens: null, contSets: [], tokensByCont: [], groups: [] };
+        w = { owner: setId, mask: null, tokens: null, contSets: [], tokensByCont: [], groups: [], contRoots: null, rootSteps: null };
       } else {
         const starts = this.starts;
         starts.length = 0;
@@ -704,7 +981,19 @@ export class LexerLevelWalks extends LexerSets {
     slice: LoopSlice | null = null,
     joins: readonly number[] = NO_NODES,
   ): LexerWalk {
+    return this.keptWalk(setId, this.walkParts(setId, starts, dense, slice, joins), dense, false);
+  }
+
+  /** walkFrom's walk, its parts not yet kept. */
+  private walkParts(
+    setId: number,
+    starts: readonly number[],
+    dense: boolean,
+    slice: LoopSlice | null,
+    joins: readonly number[],
+  ): WalkParts {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
+    const rootOf = dense ? rootBytesOf(this.trie) : null;
     // Made on the first commit-free token: many walks (a keyword's scanner) have none.
     let mask: Uint32Array | null = slice === null || slice.pure === null ? null : slice.pure.slice();
     const contSets: number[] = [];
@@ -714,6 +1003,9 @@ export class LexerLevelWalks extends LexerSets {
     const builders: GroupBuilder[] = [];
     const atDepth = this.atDepth;
     const stamp = ++this.stamp;
+    this.rootsStamp = dense ? stamp : -1;
+    const rootSteps = this.rootStepScratch;
+    if (dense) rootSteps.fill(0);
     const frames = this.frames;
     const takeUp = dense && this.loopSlices;
     this.regionSlices.length = 0;
@@ -730,6 +1022,7 @@ export class LexerLevelWalks extends LexerSets {
       const start = starts[si]!;
       atDepth[depth[start]! - 1] = setId;
       const end = start + subtreeSize[start]!;
+      const stepsBefore = steps;
       let p = start;
       for (;;) {
         if (p >= jumpAt) {
@@ -809,13 +1102,17 @@ export class LexerLevelWalks extends LexerSets {
             continue;
           }
         }
-        if (isEnd) mask = this.addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!, stamp, contSets, tokensByCont, dense, mask);
+        if (isEnd) {
+          mask = this.addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!, stamp, contSets, tokensByCont, dense, mask);
+          if (rootOf !== null) this.markRoot(cont, rootOf[p]!);
+        }
         if (size > 1) {
           // Everything below steps the set to itself the same way: take the subtree at once.
           if (this.loopsBelow(cont, p)) {
             const below0 = tokenStart[p + 1]!,
               below1 = tokenStart[p + size]!;
             mask = this.addTokens(cont, below0, below1, stamp, contSets, tokensByCont, dense, mask);
+            if (rootOf !== null && below1 > below0) this.markRoot(cont, rootOf[p]!);
             const loopCode = this.loopCodes[cont]!;
             if ((loopCode & COMMIT) !== 0) {
               const keys = this.commitKeysOfLoop(cont);
@@ -834,13 +1131,42 @@ export class LexerLevelWalks extends LexerSets {
         }
         p++;
       }
+      if (rootOf !== null) rootSteps[rootOf[start]!]! += steps - stepsBefore;
     }
     while (ji < joins.length) {
       this.contSlot(joins[ji + 1]!, stamp, contSets, tokensByCont);
       ji += 2;
     }
     if (this.regionSlices.length > 0) mask = this.setRegionsTaken(mask);
+    // The root slice's classes join at their first tokens; their roots are every subtree they reach.
+    if (rootOf !== null && slice !== null) {
+      const classSets = this.classSetsOf(setId, slice);
+      const classRoots = classRootsOf(this.trie, slice);
+      for (let c = 0; c < classSets.length; c++) {
+        const set = classSets[c]!;
+        if (slice.classPositions[c] !== null && this.seen[set] === stamp) {
+          const at = this.seenSlot[set]! * 8;
+          for (let w = 0; w < 8; w++) this.contRootWords[at + w]! |= classRoots[c * 8 + w]!;
+        }
+      }
+    }
+    this.rootsStamp = -1;
+    if (rootOf !== null && slice !== null) {
+      // The region's steps, charged below as walked, by the root child they are under.
+      const { rootChild } = this.trie;
+      for (let b = 0; b < 256; b++) {
+        const c = rootChild[b]!;
+        if (c >= 0) rootSteps[b]! += visitedBetween(slice, c, c + subtreeSize[c]!);
+      }
+    }
     this.work.charge(steps + (slice?.regionSteps ?? 0));
+    const roots = dense ? this.contRootWords.subarray(0, contSets.length * 8) : null;
+    return { mask, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: dense ? rootSteps : null };
+  }
+
+  /** A walk's parts as kept: its lists shared with earlier equal ones (sharedShape, sharedTokens). */
+  private keptWalk(setId: number, parts: WalkParts, dense: boolean, keepRootSteps: boolean): LexerWalk {
+    const { mask, contSets, tokensByCont, groupKeys, builders, roots, rootSteps } = parts;
     const out: CommitGroup[] = [];
     for (let i = 0; i < builders.length; i++) {
       const g = builders[i]!;
@@ -848,11 +1174,22 @@ export class LexerLevelWalks extends LexerSets {
     }
     const lists: Int32Array[] = [];
     if (!dense) for (let i = 0; i < tokensByCont.length; i++) lists.push(this.keptListOf(tokensByCont[i]!));
-    let bytes = 200 + 8 * contSets.length + 80 * out.length;
+    let bytes = 200 + 8 * contSets.length + 80 * out.length + (roots?.byteLength ?? 0);
     for (const list of lists) bytes += 64 + list.byteLength;
     this.madeBytes += bytes;
     const { dense: shared, tokens } = mask === null ? NO_TOKENS : this.sharedTokens(mask);
-    return { owner: setId, mask: shared, tokens, contSets, tokensByCont: lists, groups: out };
+    const steps = keepRootSteps && rootSteps !== null ? rootSteps.slice() : null;
+    this.madeBytes += steps?.byteLength ?? 0;
+    return {
+      owner: setId,
+      mask: shared,
+      tokens,
+      contSets,
+      tokensByCont: lists,
+      groups: out,
+      contRoots: roots === null ? null : roots.slice(),
+      rootSteps: steps,
+    };
   }
 
   /**
@@ -955,8 +1292,15 @@ export class LexerLevelWalks extends LexerSets {
     const joins = f.joins;
     while (f.ji < joins.length && joins[f.ji]! < e) {
       this.contSlot(joins[f.ji + 1]!, stamp, contSets, tokensByCont);
+      // A region below the root lies in one root child's subtree (the frame's).
+      if (this.rootsStamp === stamp) this.markRoot(joins[f.ji + 1]!, rootBytesOf(this.trie)[f.end - 1]!);
       f.ji += 2;
     }
+  }
+
+  /** Notes that one of `cont`'s tokens (in this dense walk's contSets) ends below root byte `byte`. */
+  private markRoot(cont: number, byte: number): void {
+    this.contRootWords[this.seenSlot[cont]! * 8 + (byte >>> 5)]! |= 1 << (byte & 31);
   }
 
   /** The tokens of the regions the walk took up below the root, set in its mask (made on the first). */
@@ -1004,9 +1348,14 @@ export class LexerLevelWalks extends LexerSets {
     }
     if (this.seen[cont] !== stamp) {
       this.seen[cont] = stamp;
-      this.seenSlot[cont] = contSets.length;
+      const slot = contSets.length;
+      this.seenSlot[cont] = slot;
       contSets.push(cont);
       tokensByCont.push([]);
+      if (this.rootsStamp === stamp) {
+        if (slot * 8 + 8 > this.contRootWords.length) this.contRootWords = grownTo(this.contRootWords, this.contRootWords.length * 2);
+        this.contRootWords.fill(0, slot * 8, slot * 8 + 8);
+      }
     }
   }
 
