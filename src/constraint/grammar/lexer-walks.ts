@@ -20,12 +20,11 @@ import {
   lowerBound,
   maskWords,
   orInto,
-  popCount,
+  popCount32,
   setBits,
   setTokenList,
   setTokenRange,
   type TableSlab,
-  wordHash,
 } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
 import type { WorkMeter } from "../work-meter.js";
@@ -1198,8 +1197,14 @@ export class LexerLevelWalks extends LexerSets {
    * parser context allow the same few tokens: a 152k-token mask each, a few hundred bytes as lists.
    */
   private sharedTokens(mask: Uint32Array): KeptTokens {
-    const h = wordHash(mask);
-    const count = popCount(mask);
+    // wordHash and popCount in one pass (a root walk's mask is mostly whole words of ones or zeros).
+    let h = 0x811c9dc5;
+    let count = 0;
+    for (let i = 0; i < mask.length; i++) {
+      const x = mask[i]!;
+      h = Math.imul(h ^ x, 0x01000193);
+      if (x !== 0) count += x === 0xffffffff ? 32 : popCount32(x);
+    }
     let bucket = this.masks.get(h);
     if (bucket === undefined) this.masks.set(h, (bucket = []));
     for (const kept of bucket) {
