@@ -594,13 +594,15 @@ export class LexerLevelWalks extends LexerSets {
   }
 
   /**
-   * The root walk of a set that steps on most first bytes as a body set with a loop slice does
-   * (the key typed so far in an object whose other keys are free: after `"n` both "name" and any
-   * key go on; a string's first character in front of its loop): below each root child where
-   * both step alike the two walks are one, so the set's walk is the body's there (its tokens,
-   * the sets they end in, its commits) and is walked only below the other root children (the
-   * regex matcher's derived masks, for these walks). Null when the root children that differ
-   * hold more than half the trie's nodes, or no body fits.
+   * The root walk of a set that steps on most first bytes as a body set does (the key typed so
+   * far in an object whose other keys are free: after `"n` both "name" and any key go on; a
+   * string's first character in front of its loop): below each root child where both step alike
+   * the two walks are one, so the set's walk is the body's there (its tokens, the sets they end
+   * in, its commits) and is walked only below the other root children (the regex matcher's
+   * derived masks, for these walks). Whether a set derives depends on the steps of the two sets
+   * alone (not on the slices a process holds), and it is charged the body's steps below the
+   * shared root children: the verdicts of the plain walk. Null when the root children that
+   * differ hold more than half the trie's nodes, or no body fits.
    */
   private derivedWalk(setId: number, first: Uint32Array): LexerWalk | null {
     const { rootChild, subtreeSize, numNodes, tokenStart, tokenIds, tokenNode } = this.trie;
