@@ -117,19 +117,19 @@ export class WorkMeter {
     }
   }
 
+  charge(steps: number): void {
+    let weighted = steps * this.weight;
+    if (this.source !== null) {
+      const seen = this.source();
+      weighted += seen - this.sourceSeen;
+      this.sourceSeen = seen;
+    }
+    this.chargeWeighted(weighted);
+  }
+
   /** Charges steps already weighted (what deferred returned). */
   chargeWeighted(steps: number): void {
     this.steps += steps;
-    if (this.steps > this.operationLimit()) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps * this.share));
-  }
-
-  charge(steps: number): void {
-    this.steps += steps * this.weight;
-    if (this.source !== null) {
-      const seen = this.source();
-      this.steps += seen - this.sourceSeen;
-      this.sourceSeen = seen;
-    }
     if (this.steps > this.operationLimit()) throw (this.exhausted = new ConstraintTooCostlyError(this.limitSteps * this.share));
   }
 }

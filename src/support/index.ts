@@ -11,7 +11,7 @@
  *   Threads:             WorkerPool (time-limited tasks, per-client round-robin)
  *   Tests and fuzzers:   seededRandom
  *   Control markers:     CONTROL_MARKERS, markerBytes (control tokens' spelling in constraints)
- *   Rule calls:          RULE_CALL_LEAD, ruleCallBytes, forEachCall, spellsCall (a rule network's calls, spelled in its DFAs)
+ *   Rule calls:          RULE_CALL_LEAD, ruleCallBytes, forEachCall (a rule network's calls, spelled in its DFAs)
  */
 export { commonPrefixLength, concatInt32, grownTo, Int32Arena, int32Of, lowerBound, TableSlab, uint8Of } from "./arena.js";
 export { IdMap, IntMap } from "./int-map.js";
@@ -32,4 +32,4 @@ export {
 } from "./worker-pool.js";
 export { seededRandom } from "./rng.js";
 export { CONTROL_MARKERS, MARKER_LEAD, markerBytes, markerOfBytes } from "./control-markers.js";
-export { forEachCall, MAX_RULES, RULE_CALL_LEAD, ruleCallBytes, spellsCall, type CallSpellingDfa } from "./rule-calls.js";
+export { forEachCall, MAX_RULES, RULE_CALL_LEAD, ruleCallBytes, type CallSpellingDfa } from "./rule-calls.js";

@@ -26,14 +26,6 @@ export interface CallSpellingDfa {
 const bytesOfClasses = new WeakMap<CallSpellingDfa, number[][]>();
 
 /**
- * Whether state `q` of `dfa` reads a call's lead byte: the cheap test before forEachCall, whose
- * visitor is a closure (one per state for the collector, where most states spell no call).
- */
-export function spellsCall(dfa: CallSpellingDfa, q: number): boolean {
-  return dfa.next[q * dfa.numClasses + dfa.byteClass[RULE_CALL_LEAD]!]! >= 0;
-}
-
-/**
  * Each call state `q` of `dfa` spells, as visit(rule, state after the call, the states after the
  * lead and after the rule's first byte); rules from `numRules` on are passed over. The rule's two
  * bytes are found byte class by byte class, not as 65,536 pairs.

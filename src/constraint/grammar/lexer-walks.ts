@@ -105,9 +105,9 @@ export interface LexerWalk {
   readonly tokensByCont: Int32Array[];
   readonly groups: CommitGroup[];
   /**
-   * Dense walks: per entry of contSets, the root bytes (8 words each) below which one of its
-   * tokens ends: a walk derived from this one keeps the sets of the subtrees it shares (see
-   * derivedWalk). Null for walks below commit nodes.
+   * A body set's root walk: per entry of contSets, the root bytes (8 words each) below which one
+   * of its tokens ends: a walk derived from this one keeps the sets of the subtrees it shares (see
+   * derivedWalk). Null for other walks.
    */
   readonly contRoots: Uint32Array | null;
   /** A body set's root walk: the steps it charged below each root byte (a derived walk charges the same). */
@@ -361,6 +361,8 @@ export class LexerLevelWalks extends LexerSets {
   private rootsStamp = -1;
   /** Per slot of a dense walk's contSets, 8 words of root bytes (WalkParts.roots). */
   private contRootWords = new Uint32Array(8 * 64);
+  /** Each trie node's root byte (rootBytesOf). */
+  private readonly rootOf: Uint8Array;
   /** A dense walk's steps by root byte (WalkParts.rootSteps). */
   private readonly rootStepScratch = new Int32Array(256);
   /** Bases' walks made for derived walks and not yet asked for themselves, with the steps they will charge then. */
@@ -378,6 +380,7 @@ export class LexerLevelWalks extends LexerSets {
     this.seen = tables.int32(64);
     this.seenSlot = tables.int32(64);
     this.atDepth = tables.int32(trie.maxTokenLength + 2);
+    this.rootOf = rootBytesOf(trie);
   }
 
   /** Bytes of the walks made so far (retainedBytes). */
@@ -669,7 +672,7 @@ export class LexerLevelWalks extends LexerSets {
     if (part.mask !== null) orInto(mask, part.mask);
     // The sets where tokens end: the base's below shared root children, the set's own below the
     // others, in the order the set's own walk meets them (by root child: each is one source's).
-    const rootOf = rootBytesOf(this.trie);
+    const rootOf = this.rootOf;
     const found = this.foundConts;
     found.length = 0;
     const gather = (conts: readonly number[], roots: Uint32Array, keep: Uint32Array | null): void => {
@@ -994,7 +997,7 @@ export class LexerLevelWalks extends LexerSets {
     joins: readonly number[],
   ): WalkParts {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
-    const rootOf = dense ? rootBytesOf(this.trie) : null;
+    const rootOf = dense ? this.rootOf : null;
     // Made on the first commit-free token: many walks (a keyword's scanner) have none.
     let mask: Uint32Array | null = slice === null || slice.pure === null ? null : slice.pure.slice();
     const contSets: number[] = [];
@@ -1165,8 +1168,11 @@ export class LexerLevelWalks extends LexerSets {
     return { mask, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: dense ? rootSteps : null };
   }
 
-  /** A walk's parts as kept: its lists shared with earlier equal ones (sharedShape, sharedTokens). */
-  private keptWalk(setId: number, parts: WalkParts, dense: boolean, keepRootSteps: boolean): LexerWalk {
+  /**
+   * A walk's parts as kept: its lists shared with earlier equal ones (sharedShape, sharedTokens).
+   * `base`: a body's root walk, which derived walks may take from: it keeps contRoots and rootSteps.
+   */
+  private keptWalk(setId: number, parts: WalkParts, dense: boolean, base: boolean): LexerWalk {
     const { mask, contSets, tokensByCont, groupKeys, builders, roots, rootSteps } = parts;
     const out: CommitGroup[] = [];
     for (let i = 0; i < builders.length; i++) {
@@ -1175,12 +1181,13 @@ export class LexerLevelWalks extends LexerSets {
     }
     const lists: Int32Array[] = [];
     if (!dense) for (let i = 0; i < tokensByCont.length; i++) lists.push(this.keptListOf(tokensByCont[i]!));
-    let bytes = 200 + 8 * contSets.length + 80 * out.length + (roots?.byteLength ?? 0);
+    let bytes = 200 + 8 * contSets.length + 80 * out.length;
     for (const list of lists) bytes += 64 + list.byteLength;
     this.madeBytes += bytes;
     const { dense: shared, tokens } = mask === null ? NO_TOKENS : this.sharedTokens(mask);
-    const steps = keepRootSteps && rootSteps !== null ? rootSteps.slice() : null;
-    this.madeBytes += steps?.byteLength ?? 0;
+    const steps = base && rootSteps !== null ? rootSteps.slice() : null;
+    const contRoots = base && roots !== null ? roots.slice() : null;
+    this.madeBytes += (steps?.byteLength ?? 0) + (contRoots?.byteLength ?? 0);
     return {
       owner: setId,
       mask: shared,
@@ -1188,7 +1195,7 @@ export class LexerLevelWalks extends LexerSets {
       contSets,
       tokensByCont: lists,
       groups: out,
-      contRoots: roots === null ? null : roots.slice(),
+      contRoots,
       rootSteps: steps,
     };
   }
@@ -1300,7 +1307,7 @@ export class LexerLevelWalks extends LexerSets {
     while (f.ji < joins.length && joins[f.ji]! < e) {
       this.contSlot(joins[f.ji + 1]!, stamp, contSets, tokensByCont);
       // A region below the root lies in one root child's subtree (the frame's).
-      if (this.rootsStamp === stamp) this.markRoot(joins[f.ji + 1]!, rootBytesOf(this.trie)[f.end - 1]!);
+      if (this.rootsStamp === stamp) this.markRoot(joins[f.ji + 1]!, this.rootOf[f.end - 1]!);
       f.ji += 2;
     }
   }

@@ -14,7 +14,7 @@
 // over its frames. So the lower bound the token layer plans with is the exact shortest completion,
 // and `completingBytes` spells one.
 
-import { forEachCall, IntMap, RULE_CALL_LEAD, spellsCall, TableSlab } from "../../support/index.js";
+import { forEachCall, IntMap, RULE_CALL_LEAD, TableSlab } from "../../support/index.js";
 import type { ByteDfa } from "../../regex/index.js";
 import { GrammarError } from "../errors.js";
 import { LEXER_COMMITS } from "./grammar-automaton.js";
@@ -136,18 +136,20 @@ export class RuleNetworkAutomaton {
     const first = new Int32Array(this.inCall.length + 1);
     const callee: number[] = [];
     const ret: number[] = [];
+    // One visitor for every state (a closure per state was most of this loop's garbage).
+    let base = 0;
+    const visit = (rule: number, after: number, afterLead: number, afterFirst: number): void => {
+      this.inCall[base + afterLead] = 1;
+      this.inCall[base + afterFirst] = 1;
+      callee.push(rule);
+      ret.push(base + after);
+    };
     for (let r = 0; r < this.rules.length; r++) {
       const dfa = this.rules[r]!;
-      const base = this.offset[r]!;
+      base = this.offset[r]!;
       for (let q = 0; q < dfa.numStates; q++) {
         first[base + q] = callee.length;
-        if (!spellsCall(dfa, q)) continue;
-        forEachCall(dfa, q, this.rules.length, (rule, after, afterLead, afterFirst) => {
-          this.inCall[base + afterLead] = 1;
-          this.inCall[base + afterFirst] = 1;
-          callee.push(rule);
-          ret.push(base + after);
-        });
+        forEachCall(dfa, q, this.rules.length, visit);
       }
     }
     first[this.inCall.length] = callee.length;

@@ -3,7 +3,7 @@
 // support/rule-calls.ts) instead of unrolling it, and each rule is one DFA. This file holds the
 // calls as regex nodes and what the compiler checks of the rules once they are built.
 
-import { forEachCall, RULE_CALL_LEAD, ruleCallBytes, spellsCall } from "../../support/index.js";
+import { forEachCall, RULE_CALL_LEAD, ruleCallBytes } from "../../support/index.js";
 import type { ByteDfa, RegexNode } from "../../regex/index.js";
 import { spellingNode } from "../marker-node.js";
 
@@ -37,13 +37,14 @@ function ruleCalls(dfa: ByteDfa, numRules: number): RuleCalls {
   const first = new Int32Array(dfa.numStates + 1);
   const callee: number[] = [];
   const after: number[] = [];
+  // One visitor for every state (a closure per state was most of this loop's garbage).
+  const visit = (rule: number, to: number): void => {
+    callee.push(rule);
+    after.push(to);
+  };
   for (let q = 0; q < dfa.numStates; q++) {
     first[q] = callee.length;
-    if (!spellsCall(dfa, q)) continue;
-    forEachCall(dfa, q, numRules, (rule, to) => {
-      callee.push(rule);
-      after.push(to);
-    });
+    forEachCall(dfa, q, numRules, visit);
   }
   first[dfa.numStates] = callee.length;
   return { first, callee, after };
