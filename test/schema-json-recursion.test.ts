@@ -200,6 +200,74 @@ test("a subtraction inside the recursion keeps the one-DFA form, exact as before
   assert.ok(accepts(texts[0]!) && !accepts(texts[1]!) && !accepts(texts[2]!));
 });
 
+test("a `not` of propertyNames on objects of one key is a key failing it: the recursion under it nests at any depth", () => {
+  // "Some key matches a" on objects of at most one property: the key matches a (notnames9's
+  // shape). Without a product the value keeps its call of the document: any depth.
+  const someKeyA = { not: { propertyNames: { not: { pattern: "a" } } } };
+  const recursive = { type: "object", maxProperties: 1, allOf: [someKeyA], patternProperties: { "7": { $ref: "#" } } };
+  // Untyped, and the keys told by their length: non-objects and {} are gone too.
+  const untyped = { maxProperties: 1, not: { propertyNames: { maxLength: 2 } } };
+  // Keys with a 7 nest the document again; the innermost, {"a": …}, ends it.
+  const nested = (depth: number, key = "a7", last: unknown = { a: 1 }): unknown =>
+    depth === 0 ? last : { [depth % 2 === 0 ? key : `x${key}`]: nested(depth - 1, key, last) };
+  const cases: [string, object, unknown[], unknown[]][] = [
+    [
+      "recursive",
+      recursive,
+      [nested(1), nested(12), nested(11, "a7", { ab: [1, { b: 2 }] })],
+      [{}, { b: 1 }, nested(12, "b7"), nested(11, "a7", { b: 1 }), nested(10, "a7", {}), { a7: 1 }, { a: 1, ab: 2 }, 5],
+    ],
+    ["untyped", untyped, [{ abc: 1 }, { "long key": [1, { a: 2 }] }], [{}, { ab: 1 }, 5, "abc", [1], null, { abc: 1, abd: 2 }]],
+    // Every key fails `false`: one property, any key.
+    ["any one key", { maxProperties: 1, not: { propertyNames: false } }, [{ a: 1 }, { "": [] }], [{}, 5, { a: 1, b: 2 }]],
+  ];
+  const judged: { schema: string; text: string; expected: string }[] = [];
+  for (const [name, schema, valid, invalid] of cases) {
+    const compiled = compileJsonSchema(schema, STACK);
+    const accepts =
+      compiled.rules === undefined
+        ? (text: string): boolean => {
+            const { dfa } = compiled;
+            let s = dfa.start;
+            for (const b of new TextEncoder().encode(text)) {
+              s = dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
+              if (s < 0) return false;
+            }
+            return dfa.accepting[s] === 1;
+          }
+        : (() => {
+            const automaton = ruleNetworkAutomaton({ rules: compiled.rules });
+            return (text: string): boolean => {
+              const s = automaton.walk(automaton.start, text);
+              return s >= 0 && automaton.isComplete(s);
+            };
+          })();
+    if (name === "recursive") assert.ok(compiled.rules !== undefined, "recursive: a rule network, no product");
+    for (const value of valid) {
+      assert.ok(accepts(dumps(value)), `${name}: accepts ${dumps(value).slice(0, 80)}`);
+      judged.push({ schema: JSON.stringify(schema), text: dumps(value), expected: "valid" });
+    }
+    for (const value of invalid) {
+      assert.ok(!accepts(dumps(value)), `${name}: refuses ${dumps(value).slice(0, 80)}`);
+      judged.push({ schema: JSON.stringify(schema), text: dumps(value), expected: "invalid" });
+    }
+  }
+  // Where nothing is left: no object of one key under maxProperties 0, no key fails `true`, and in
+  // draft-04 propertyNames is no keyword (the `not` of an empty schema holds nothing).
+  const none = [
+    { type: "object", maxProperties: 0, not: { propertyNames: { pattern: "^$" } } },
+    { maxProperties: 1, not: { propertyNames: true } },
+    { $schema: "http://json-schema.org/draft-04/schema#", maxProperties: 1, not: { propertyNames: { pattern: "a" } } },
+  ];
+  for (const schema of none) assert.throws(() => compileJsonSchema(schema, STACK), JsonSchemaUnsatisfiableError, JSON.stringify(schema));
+  for (const schema of none)
+    for (const text of ["{}", '{"a": 1}', '{"": 1}', "1"]) judged.push({ schema: JSON.stringify(schema), text, expected: "invalid" });
+  const verdicts = pythonVerdicts(judged);
+  judged.forEach((j, i) =>
+    assert.ok(verdicts[i]!.startsWith(j.expected), `${j.schema.slice(0, 60)} ${j.text.slice(0, 60)}: Python says ${verdicts[i]}`),
+  );
+});
+
 test("a set operation's operands are written without calls; the rest of the document keeps its rules", () => {
   // O(oneOf [A, B]) subtracts U(B), and U(B) holds free values: written as calls, they made the
   // whole compile start over unrolled (the tree below then stopped at MAX_RECURSION levels).

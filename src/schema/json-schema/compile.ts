@@ -73,6 +73,7 @@ import {
   type WhitespaceStyle,
 } from "./json-text.js";
 import { numberLanguage } from "./numbers.js";
+import { validationKeywords } from "./keywords.js";
 import { objectLanguage, schemasForKey } from "./objects.js";
 import { keepShared, sharedDfa } from "./shared-dfas.js";
 import { MAX_RULES } from "../../support/index.js";
@@ -646,7 +647,8 @@ class SchemaCompiler implements WriterContext {
         alternative.conjuncts.length === 0 &&
         alternative.subtract.length === 0 &&
         alternative.forbid.size === 0 &&
-        alternative.require.size === 0
+        alternative.require.size === 0 &&
+        alternative.keyFails.length === 0
       ) {
         parts.push(dfaNode(this.anyValue(want.depth, this.options.freeNesting, want)));
         continue;
@@ -662,6 +664,12 @@ class SchemaCompiler implements WriterContext {
           : (this.splitByAbsentKey(alternative, mine!, subtract) ?? this.splitByToldApartKey(alternative, mine!, subtract));
       if (split !== null && alternatives.length + split.length <= MAX_ALTERNATIVES) {
         alternatives.push(...split);
+        continue;
+      }
+      // A subtrahend that only constrains the keys of an object of one key: that key fails it.
+      const keyed = want.over || subtract.length === 0 ? null : this.keyFailing(alternative, subtract);
+      if (keyed !== null) {
+        alternatives.push(keyed);
         continue;
       }
       const minuendWant = subtract.length > 0 && !want.over ? { ...want, dupFree: true } : want;
@@ -719,6 +727,43 @@ class SchemaCompiler implements WriterContext {
       if (!isEmptyLanguage(dfa)) parts.push(dfaNode(dfa));
     }
     return alt(parts);
+  }
+
+  /**
+   * An alternative of objects with at most one property (maxProperties <= 1, no listed values)
+   * minus subtrahends S = `{"propertyNames": X}` (nothing else that evaluates: the `not` of
+   * "some key matches P" in `{"not": {"propertyNames": {"not": P}}}`): S holds every non-object,
+   * the empty object and the objects whose key meets X, so what is left is the objects of one key
+   * that fails X. Written so (Alternative.keyFails) instead of by a product, the minuend keeps its
+   * calls: recursion under such a `not` nests at any depth. Null when no subtrahend is of that form.
+   */
+  private keyFailing(alternative: Alternative, subtract: readonly SchemaAt[][]): Alternative | null {
+    let spec: Spec | null = null;
+    for (const subtrahend of subtract) {
+      const probe = emptyAlternative();
+      if (!this.flatten(subtrahend, probe)) continue;
+      // Its conjuncts' keywords: propertyNames, the references flatten followed, and words that
+      // evaluate nothing in this draft (annotations, unknown words: the spec reader ignores them).
+      const evaluating = validationKeywords(this.document.draft);
+      if (!evaluating.has("propertyNames")) return null;
+      const names: SchemaAt[] = [];
+      let onlyNames = true;
+      for (const { at, schema } of probe.conjuncts) {
+        for (const keyword of Object.keys(schema)) {
+          if (keyword === "propertyNames") names.push(this.child(at, "propertyNames"));
+          else if (!FOLLOWED_REFERENCES.has(keyword) && (evaluating.has(keyword) || SPLIT_KEYWORDS.includes(keyword as never)))
+            onlyNames = false;
+        }
+      }
+      if (!onlyNames || names.length !== 1) continue;
+      spec ??= mergeConjuncts(alternative.conjuncts, this.document, this);
+      if (spec.objects.maxProperties > 1 || spec.enumValues !== null) return null;
+      const keyed = copyAlternative(alternative);
+      keyed.subtract.splice(keyed.subtract.indexOf(subtrahend), 1);
+      keyed.keyFails.push(names[0]!);
+      return keyed;
+    }
+    return null;
   }
 
   /**
@@ -1143,6 +1188,12 @@ class SchemaCompiler implements WriterContext {
   specLanguage(spec: Spec, alternative: Alternative, want: Want, pointer: string): RegexNode {
     const typed: RegexNode[] = [];
     if (spec.enumValues !== null) return enumLanguage(this, spec, alternative, want, pointer);
+    // A key that fails a schema: objects only (keyFailing).
+    if (alternative.keyFails.length > 0 && !want.over) {
+      if (!spec.types.object) return EMPTY;
+      const objects = objectLanguage(this, spec, alternative, want, pointer);
+      return objects ?? EMPTY;
+    }
     if (spec.types.null) typed.push(NULL_TEXT);
     if (spec.types.boolean) typed.push(TRUE_TEXT, FALSE_TEXT);
     if (spec.types.number !== "none") {
@@ -1319,7 +1370,16 @@ function mostGeneralFirst(
 }
 
 function emptyAlternative(): Alternative {
-  return { conjuncts: [], textOrder: [], seen: new Set(), subtract: [], forbid: new Set(), require: new Set(), done: new Set() };
+  return {
+    conjuncts: [],
+    textOrder: [],
+    seen: new Set(),
+    subtract: [],
+    forbid: new Set(),
+    require: new Set(),
+    done: new Set(),
+    keyFails: [],
+  };
 }
 
 function copyAlternative(a: Alternative): Alternative {
@@ -1331,10 +1391,14 @@ function copyAlternative(a: Alternative): Alternative {
     forbid: new Set(a.forbid),
     require: new Set(a.require),
     done: new Set(a.done),
+    keyFails: [...a.keyFails],
   };
 }
 
 const SPLIT_KEYWORDS = ["anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies"] as const;
+
+/** The references flatten follows (their targets are conjuncts of their own). */
+const FOLLOWED_REFERENCES = new Set(["$ref", "allOf", "$dynamicRef", "$recursiveRef"]);
 
 /** Keywords beside a `$ref` that evaluate nothing (see scopeRoot). */
 const SCOPE_NEUTRAL = new Set(["$defs", "definitions", "$anchor", "$dynamicAnchor", "$comment", "$vocabulary", "deprecated"]);

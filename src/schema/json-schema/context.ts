@@ -40,6 +40,12 @@ export interface Alternative {
   readonly forbid: Set<string>;
   readonly require: Set<string>;
   readonly done: Set<string>;
+  /**
+   * Schemas a key of the object fails (one key each: the alternative holds objects of at most
+   * one property, at least one): a subtrahend `{"propertyNames": X}` taken away as "its key fails
+   * X" instead of by a set operation, so the values keep their calls (compile.ts, keyFailing).
+   */
+  readonly keyFails: SchemaAt[];
 }
 
 /** What the value writers need of the compiler (SchemaCompiler in compile.ts). */

@@ -62,6 +62,15 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
   const nameLanguages = o.propertyNames.map((at) =>
     c.operand(() => c.dfaOf(c.language([at], { depth: 0, over: want.over, dupFree: false }), at.pointer)),
   );
+  // Keys failing a schema (Alternative.keyFails): the strings outside its over-approximation,
+  // so no key that meets it is written; the object then has exactly one property.
+  const keyFails = want.over ? [] : alternative.keyFails;
+  for (const at of keyFails) {
+    const strings = c.shared("string#0#Infinity", () => c.compileNode(anyStringText(), pointer));
+    const meets = c.operand(() => c.dfaOf(c.language([at], { depth: 0, over: true, dupFree: false }), at.pointer));
+    nameLanguages.push(c.subtract(strings, meets, at.pointer));
+  }
+  const minProperties = keyFails.length > 0 ? Math.max(1, o.minProperties) : o.minProperties;
   const required = new Set([...o.required, ...(want.over ? [] : alternative.require)]);
   const forbidden = want.over ? new Set<string>() : alternative.forbid;
   const names = [...o.names];
@@ -110,22 +119,24 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
   if (want.over) return looseObject(c, members, extras, depth, o.minProperties, o.maxProperties);
   const requiredCount = members.filter((m) => m.required).length;
   if (requiredCount > o.maxProperties) return null;
-  if (o.minProperties > members.length + Math.min(extras.length, 1)) {
+  // No key fails them all: no object of one property is left.
+  if (keyFails.length > 0 && members.length + extras.length === 0) return null;
+  if (minProperties > members.length + Math.min(extras.length, 1)) {
     // Counting several unnamed keys would need them distinct, which an automaton cannot check,
     // unless they are few: then each is a member of its own, written at most once, in order.
     const listed = listedKeys(extras, MAX_LISTED_KEYS);
-    if (listed !== null && o.minProperties <= members.length + listed.length) {
-      return objectOf(c, [...members, ...unnamedOnly(listed, members)], [], depth, o.minProperties, o.maxProperties, want, pointer);
+    if (listed !== null && minProperties <= members.length + listed.length) {
+      return objectOf(c, [...members, ...unnamedOnly(listed, members)], [], depth, minProperties, o.maxProperties, want, pointer);
     }
     // Otherwise keys told apart by their first character: at most one from each band of them.
     const banded = bandedKeys(c, extras, pointer);
-    if (o.minProperties <= members.length + banded.length) {
-      return objectOf(c, [...members, ...banded], [], depth, o.minProperties, o.maxProperties, want, pointer);
+    if (minProperties <= members.length + banded.length) {
+      return objectOf(c, [...members, ...banded], [], depth, minProperties, o.maxProperties, want, pointer);
     }
     c.unsupported(
       "minProperties",
       pointer,
-      `minProperties ${o.minProperties} needs more than one property the schema does not name; not supported yet`,
+      `minProperties ${minProperties} needs more than one property the schema does not name; not supported yet`,
     );
     return null;
   }
@@ -138,19 +149,19 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
     if (listed !== null && listed.length > 1) {
       // In code-unit order ("1" before "2").
       const more = unnamedOnly(listed, members).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      return objectOf(c, [...members, ...more], [], depth, o.minProperties, o.maxProperties, want, pointer);
+      return objectOf(c, [...members, ...more], [], depth, minProperties, o.maxProperties, want, pointer);
     }
     // Too many to list: one unnamed key, or, where that left no value (compile.ts asks again),
     // one per first character ("ab…" and "cd…").
     if (listed === null) {
       if (c.options.fineKeyBands === true) {
         const banded = bandedKeys(c, extras, pointer, FINE_KEY_BANDS);
-        return objectOf(c, [...members, ...banded], [], depth, o.minProperties, o.maxProperties, want, pointer);
+        return objectOf(c, [...members, ...banded], [], depth, minProperties, o.maxProperties, want, pointer);
       }
       c.oneUnnamedKeyWritten = true;
     }
   }
-  return objectOf(c, members, extras, depth, o.minProperties, o.maxProperties, want, pointer);
+  return objectOf(c, members, extras, depth, minProperties, o.maxProperties, want, pointer);
 }
 
 /** U(S) of an object in the order the options ask: the schema's (orderedObject), or any (anyOrderObject) where it is small enough. */
