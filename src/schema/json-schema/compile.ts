@@ -738,20 +738,23 @@ class SchemaCompiler implements WriterContext {
    * calls: recursion under such a `not` nests at any depth. Null when no subtrahend is of that form.
    */
   private keyFailing(alternative: Alternative, subtract: readonly SchemaAt[][]): Alternative | null {
+    const evaluating = validationKeywords(this.document.draft);
+    if (!evaluating.has("propertyNames")) return null;
     let spec: Spec | null = null;
     for (const subtrahend of subtract) {
       const probe = emptyAlternative();
       if (!this.flatten(subtrahend, probe)) continue;
       // Its conjuncts' keywords: propertyNames, the references flatten followed, and words that
       // evaluate nothing in this draft (annotations, unknown words: the spec reader ignores them).
-      const evaluating = validationKeywords(this.document.draft);
-      if (!evaluating.has("propertyNames")) return null;
       const names: SchemaAt[] = [];
       let onlyNames = true;
       for (const { at, schema } of probe.conjuncts) {
         for (const keyword of Object.keys(schema)) {
           if (keyword === "propertyNames") names.push(this.child(at, "propertyNames"));
-          else if (!FOLLOWED_REFERENCES.has(keyword) && (evaluating.has(keyword) || SPLIT_KEYWORDS.includes(keyword as never)))
+          else if (
+            !FOLLOWED_REFERENCES.has(keyword) &&
+            (evaluating.has(keyword) || (SPLIT_KEYWORDS as readonly string[]).includes(keyword))
+          )
             onlyNames = false;
         }
       }
