@@ -13,6 +13,7 @@ import { GrammarConstraintState, GrammarTokenMatcher, tokenTrieFor } from "../sr
 import { compileGrammar, createGrammarAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { compileJsonSchema, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaOptions } from "../src/schema/index.js";
 import { seededRandom } from "../src/support/index.js";
+import type { ByteDfa } from "../src/regex/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
 import { singleByteTokens } from "./support/constraint-fixtures.js";
 import { pythonVerdicts } from "./support/json-schema-oracle.js";
@@ -27,6 +28,26 @@ function dumps(value: unknown): string {
       .join(", ")}}`;
   }
   return JSON.stringify(value);
+}
+
+/** Whether a compiled schema accepts `text`: its one DFA, or its rule network's automaton. */
+function acceptor(compiled: { dfa: ByteDfa; rules?: readonly ByteDfa[] }): (text: string) => boolean {
+  if (compiled.rules !== undefined) {
+    const automaton = ruleNetworkAutomaton({ rules: compiled.rules });
+    return (text) => {
+      const s = automaton.walk(automaton.start, text);
+      return s >= 0 && automaton.isComplete(s);
+    };
+  }
+  const { dfa } = compiled;
+  return (text) => {
+    let s = dfa.start;
+    for (const b of new TextEncoder().encode(text)) {
+      s = dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
+      if (s < 0) return false;
+    }
+    return dfa.accepting[s] === 1;
+  };
 }
 
 const TREE = {
@@ -129,16 +150,7 @@ test("recursive schemas compile to rule networks that accept any depth, exactly"
       const s = automaton.walk(automaton.start, text);
       return s >= 0 && automaton.isComplete(s);
     };
-    const dfaAccepts = (text: string): boolean => {
-      if (unrolled === null) return false;
-      const { dfa } = unrolled;
-      let s = dfa.start;
-      for (const b of new TextEncoder().encode(text)) {
-        s = dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
-        if (s < 0) return false;
-      }
-      return dfa.accepting[s] === 1;
-    };
+    const dfaAccepts = unrolled === null ? (): boolean => false : acceptor({ dfa: unrolled.dfa });
     for (const value of valid) {
       const text = dumps(value);
       assert.ok(accepts(text), `${name}: the network accepts ${text.slice(0, 80)}…`);
@@ -181,15 +193,7 @@ test("a subtraction inside the recursion keeps the one-DFA form, exact as before
   };
   const compiled = compileJsonSchema(schema, STACK);
   assert.equal(compiled.rules, undefined);
-  const { dfa } = compiled;
-  const accepts = (text: string): boolean => {
-    let s = dfa.start;
-    for (const b of new TextEncoder().encode(text)) {
-      s = dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
-      if (s < 0) return false;
-    }
-    return dfa.accepting[s] === 1;
-  };
+  const accepts = acceptor(compiled);
   const texts = ['{"c": 1}', "{}", '{"a": {"c": 1}}', '{"c": 1, "d": {"e": 2}}', '{"a": {}}'];
   const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
   texts.forEach((text, i) => {
@@ -224,24 +228,7 @@ test("a `not` of propertyNames on objects of one key is a key failing it: the re
   const judged: { schema: string; text: string; expected: string }[] = [];
   for (const [name, schema, valid, invalid] of cases) {
     const compiled = compileJsonSchema(schema, STACK);
-    const accepts =
-      compiled.rules === undefined
-        ? (text: string): boolean => {
-            const { dfa } = compiled;
-            let s = dfa.start;
-            for (const b of new TextEncoder().encode(text)) {
-              s = dfa.next[s * dfa.numClasses + dfa.byteClass[b]!]!;
-              if (s < 0) return false;
-            }
-            return dfa.accepting[s] === 1;
-          }
-        : (() => {
-            const automaton = ruleNetworkAutomaton({ rules: compiled.rules });
-            return (text: string): boolean => {
-              const s = automaton.walk(automaton.start, text);
-              return s >= 0 && automaton.isComplete(s);
-            };
-          })();
+    const accepts = acceptor(compiled);
     if (name === "recursive") assert.ok(compiled.rules !== undefined, "recursive: a rule network, no product");
     for (const value of valid) {
       assert.ok(accepts(dumps(value)), `${name}: accepts ${dumps(value).slice(0, 80)}`);
