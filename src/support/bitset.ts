@@ -15,6 +15,14 @@ export function setTokenRange(mask: Uint32Array, tokenIds: Int32Array, from: num
   }
 }
 
+/** Clears the bits of the tokens tokenIds[from .. to). */
+export function clearTokenRange(mask: Uint32Array, tokenIds: Int32Array, from: number, to: number): void {
+  for (let k = from; k < to; k++) {
+    const id = tokenIds[k]!;
+    mask[id >>> 5]! &= ~(1 << (id & 31));
+  }
+}
+
 /** ORs every word of `from` into `into` (same length). */
 export function orInto(into: Uint32Array, from: Uint32Array): void {
   for (let w = 0; w < into.length; w++) into[w]! |= from[w]!;
@@ -60,4 +68,19 @@ export function popCount(mask: Uint32Array): number {
   let n = 0;
   for (let i = 0; i < mask.length; i++) n += popCount32(mask[i]!);
   return n;
+}
+
+/**
+ * wordHash and popCount in one pass, for masks about to be interned: a walk's mask is mostly
+ * whole words of ones or zeros, which skip the bit count.
+ */
+export function hashAndCount(mask: Uint32Array): { hash: number; count: number } {
+  let h = 0x811c9dc5;
+  let count = 0;
+  for (let i = 0; i < mask.length; i++) {
+    const x = mask[i]!;
+    h = Math.imul(h ^ x, 0x01000193);
+    if (x !== 0) count += x === 0xffffffff ? 32 : popCount32(x);
+  }
+  return { hash: h, count };
 }

@@ -16,11 +16,12 @@
  * equivalence.ts.
  */
 import {
+  clearTokenRange,
   grownTo,
   lowerBound,
   maskWords,
   orInto,
-  popCount32,
+  hashAndCount,
   setBits,
   setTokenList,
   setTokenRange,
@@ -666,8 +667,7 @@ export class LexerLevelWalks extends LexerSets {
     for (let b = 0; b < 256; b++) {
       const c = rootChild[b]!;
       if (c < 0 || ((same[b >>> 5]! >>> (b & 31)) & 1) !== 0) continue;
-      const end = tokenStart[c + subtreeSize[c]!]!;
-      for (let k = tokenStart[c]!; k < end; k++) mask[tokenIds[k]! >>> 5]! &= ~(1 << (tokenIds[k]! & 31));
+      clearTokenRange(mask, tokenIds, tokenStart[c]!, tokenStart[c + subtreeSize[c]!]!);
     }
     if (part.mask !== null) orInto(mask, part.mask);
     // The sets where tokens end: the base's below shared root children, the set's own below the
@@ -1206,14 +1206,7 @@ export class LexerLevelWalks extends LexerSets {
    * parser context allow the same few tokens: a 152k-token mask each, a few hundred bytes as lists.
    */
   private sharedTokens(mask: Uint32Array): KeptTokens {
-    // wordHash and popCount in one pass (a root walk's mask is mostly whole words of ones or zeros).
-    let h = 0x811c9dc5;
-    let count = 0;
-    for (let i = 0; i < mask.length; i++) {
-      const x = mask[i]!;
-      h = Math.imul(h ^ x, 0x01000193);
-      if (x !== 0) count += x === 0xffffffff ? 32 : popCount32(x);
-    }
+    const { hash: h, count } = hashAndCount(mask);
     let bucket = this.masks.get(h);
     if (bucket === undefined) this.masks.set(h, (bucket = []));
     for (const kept of bucket) {

@@ -66,7 +66,7 @@ export function objectLanguage(c: WriterContext, spec: Spec, alternative: Altern
   // so no key that meets it is written; the object then has exactly one property.
   const keyFails = want.over ? [] : alternative.keyFails;
   for (const at of keyFails) {
-    const strings = c.shared("string#0#Infinity", () => c.compileNode(anyStringText(), pointer));
+    const strings = anyStrings(c, pointer);
     const meets = c.operand(() => c.dfaOf(c.language([at], { depth: 0, over: true, dupFree: false }), at.pointer));
     nameLanguages.push(c.subtract(strings, meets, at.pointer));
   }
@@ -218,7 +218,7 @@ function extraRegions(
   }
   const free = parts.every((part) => part.patterns.length === 0 && (part.additional === null || part.onlyEvaluates === true));
   if (free && c.options.forbidAdditionalProperties && !inner.over) return [];
-  const strings = c.shared("string#0#Infinity", () => c.compileNode(anyStringText(), pointer));
+  const strings = anyStrings(c, pointer);
   // Objects of one shape recur (a definition used in many places, Kubernetes' metadata): the
   // keys they leave unnamed are built once.
   let keys =
@@ -269,6 +269,11 @@ function extraRegions(
     regions.push({ key: dfaNode(key), value: c.language(values, inner) });
   }
   return regions;
+}
+
+/** Every JSON string (any key), shared between compiles. */
+function anyStrings(c: WriterContext, pointer: string): ByteDfa {
+  return c.shared("string#0#Infinity", () => c.compileNode(anyStringText(), pointer));
 }
 
 /**
