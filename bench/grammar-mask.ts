@@ -428,7 +428,7 @@ export const GRAMMAR_NOTE =
   "tables and scanners, byte automaton with its scanner DFAs, matcher, first mask at budget 1000), so first visits of lexer and parser " +
   "states are inside the per-token numbers; walkAheadMsMedian = the matcher's walks ahead after the first mask, which the server runs while " +
   "the model evaluates the prompt and in the rest of each decode round (12 ms a round, the step's mask included; in roundMs, not in compile " +
-  "or per token; done before the replay and after each step's mask (with the step's state, whose next sets go first), as in the server, assuming decodes of at least 12 ms); 'tight' = budget of exactly the target's own token count; " +
+  "or per token; done before the replay and after each step's mask (with the step's state, whose next sets go first), as in the server, assuming decodes of at least 12 ms); 'tight' = budget of exactly the target's own token count, replayed 4 times a round on fresh matchers (TIGHT_REPLAYS_PER_ROUND: its p99 is a percentile, not the largest of a few dozen samples); " +
   "each target's replay starts with the server's admission question at its budget (minTokensToAccept: admissionUs, refusedAtAdmission), " +
   "and overMaskWorkLimit counts the operations that counted more work than the service's default TRELLIS_MASK_MAX_WORK; " +
   "oursWarmMatcher = replays on a matcher kept from the warm-up round (the server caches one per grammar and " +

@@ -206,7 +206,7 @@ async function main(): Promise<void> {
       "Theirs: XGrammar wasm, compile = compileGrammar + " +
       "matcher + first mask, tokenizer info excluded. Budget 'large' = 1000 - step; 'tight' = exactly the " +
       "target's own token count (every step tight: the first step pays the exact-distance exploration of all " +
-      "reachable states). oursWarmMatcher = same replays on a matcher kept from an earlier round (the " +
+      "reachable states), replayed 4 times a round on fresh matchers (TIGHT_REPLAYS_PER_ROUND). oursWarmMatcher = same replays on a matcher kept from an earlier round (the " +
       "server caches matchers per pattern and vocabulary), i.e. steady state. One unrecorded warm-up round " +
       "per workload plus a JIT warm-up on each vocabulary. Wall-clock on a shared VM: see loadAverage; cpu* fields = this process's CPU time " +
       "(getrusage, 1 µs resolution, includes ~1 µs of timer calls), robust to other processes' load. " +

@@ -237,3 +237,34 @@ test("one token completes a state: the lazy search agrees with the state's targe
   console.log(JSON.stringify({ compared, yes, viaGroups }));
   assert.ok(compared > 1000 && yes > 100 && viaGroups > 20, JSON.stringify({ compared, yes, viaGroups }));
 });
+
+test("completeAfterCommit is isComplete of afterCommit's state, without making it (Lark grammars)", () => {
+  let asked = 0,
+    complete = 0;
+  for (const source of GRAMMARS) {
+    const automaton = createGrammarAutomaton(compileGrammar(source), { maxIgnoredRun: 3 });
+    const seen = new Set<number>([automaton.start]);
+    const queue = [automaton.start];
+    while (queue.length > 0 && seen.size < 300) {
+      const state = queue.shift()!;
+      const h = automaton.hypotheses(state);
+      for (let i = 0; i < h.length; i += 2)
+        for (let b = 0; b < 128; b++) {
+          const key = automaton.lexerCommitKey(h[i + 1]!, b);
+          if (key < 0) continue;
+          const expected = automaton.isComplete(automaton.afterCommit(h[i]!, key));
+          assert.equal(automaton.completeAfterCommit(h[i]!, key), expected, `${JSON.stringify(source)}: state ${state}, byte ${b}`);
+          asked++;
+          if (expected) complete++;
+        }
+      for (let b = 0; b < 128; b++) {
+        const next = automaton.step(state, b);
+        if (next >= 0 && !seen.has(next)) {
+          seen.add(next);
+          queue.push(next);
+        }
+      }
+    }
+  }
+  assert.ok(asked > 500 && complete > 20, JSON.stringify({ asked, complete }));
+});

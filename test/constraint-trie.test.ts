@@ -174,6 +174,7 @@ test("the longest token made only of some bytes, against every token of real voc
   for (const name of ["gpt-2", "qwen2"]) {
     const vocab = loadVocabulary(vocabFile(name));
     const trie = tokenTrieFor(vocab);
+    const answers: [Uint32Array, number, string][] = [];
     for (const [label, within] of alphabets) {
       const words = new Uint32Array(8);
       for (let b = 0; b < 256; b++) if (within(b)) words[b >>> 5]! |= 1 << (b & 31);
@@ -185,6 +186,11 @@ test("the longest token made only of some bytes, against every token of real voc
       assert.equal(trie.longestTokenWithin(words), expected, `${name}: ${label}`);
       if (label === "every byte") assert.equal(expected, trie.maxTokenLength);
       if (label === "a and b" || label === "x") assert.ok(expected > 1 && expected < 32, `${name}: ${label}: ${expected}`);
+      answers.push([words, expected, label]);
     }
+    // Asked again, in the other order: the kept answers are each alphabet's own ("ASCII" and
+    // "every byte" differ only in the high words).
+    for (const [words, expected, label] of answers.reverse())
+      assert.equal(trie.longestTokenWithin(words.slice()), expected, `${name}: ${label} again`);
   }
 });

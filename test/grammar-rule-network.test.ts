@@ -4,7 +4,8 @@
 // the distances it plans budgets with equal to a breadth-first search's.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { GrammarError, RuleNetworkAutomaton } from "../src/grammar/index.js";
+import { isLexerLevel, type LexerLevelAutomaton } from "../src/constraint/grammar/contracts.js";
+import { GrammarError, RuleNetworkAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { compileRegexNode, type ByteDfa, type RegexNode } from "../src/regex/index.js";
 import { alt, concat, literal, optional, repeat } from "../src/schema/json-schema/json-text.js";
 import { callNode, callsBeforeReading, productiveRules } from "../src/schema/json-schema/rules.js";
@@ -231,4 +232,28 @@ test("a call weighs its callee's fewest bytes, 0 or many, against the text besid
       checked++;
     }
   assert.ok(checked > 15, `${checked}`);
+});
+
+test("completeAfterCommit is isComplete of afterCommit's state, without making it", () => {
+  const net = ruleNetworkAutomaton(NETWORK);
+  assert.ok(isLexerLevel(net), "the network's lexer-level automaton");
+  const a = net as RuleNetworkAutomaton & LexerLevelAutomaton;
+  const bytes = ALPHABET.map((ch) => ch.charCodeAt(0));
+  let asked = 0,
+    complete = 0;
+  for (const s of strings(5)) {
+    const state = a.walk(a.start, s);
+    if (state < 0) continue;
+    const h = a.hypotheses(state);
+    for (let i = 0; i < h.length; i += 2)
+      for (const b of bytes) {
+        const key = a.lexerCommitKey(h[i + 1]!, b);
+        if (key < 0) continue;
+        const expected = a.isComplete(a.afterCommit(h[i]!, key));
+        assert.equal(a.completeAfterCommit(h[i]!, key), expected, `${JSON.stringify(s)} then ${String.fromCharCode(b)}`);
+        asked++;
+        if (expected) complete++;
+      }
+  }
+  assert.ok(asked > 200 && complete > 10, JSON.stringify({ asked, complete }));
 });

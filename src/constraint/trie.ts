@@ -3,6 +3,8 @@ import { TokenKind } from "../vocab/index.js";
 import type { VocabularyBytes } from "./types.js";
 
 const UTF8 = new TextEncoder();
+/** Alphabets whose longestTokenWithin a trie keeps (each answer is a short string key and a number). */
+const LONGEST_WITHIN_KEPT = 1024;
 
 /**
  * Every generable token's bytes as a trie in flat typed arrays (llguidance toktrie layout).
@@ -175,6 +177,22 @@ export class TokenTrie {
    * the nodes within the bytes, each subtree wholly within them at once (`heights`).
    */
   longestTokenWithin(bytes: Uint32Array): number {
+    // Kept per alphabet: a grammar's matchers (the compile probe's, the serving one, one after an
+    // eviction) ask it of the same bytes, and the walk covers most of a large vocabulary's trie.
+    const key = Array.prototype.join.call(bytes.subarray(0, 8), ",");
+    let known = this.longestWithin.get(key);
+    if (known === undefined) {
+      known = this.walkLongestTokenWithin(bytes);
+      if (this.longestWithin.size >= LONGEST_WITHIN_KEPT) this.longestWithin.delete(this.longestWithin.keys().next().value!);
+      this.longestWithin.set(key, known);
+    }
+    return known;
+  }
+
+  /** longestTokenWithin's answers by alphabet (first in, first out past LONGEST_WITHIN_KEPT). */
+  private readonly longestWithin = new Map<string, number>();
+
+  private walkLongestTokenWithin(bytes: Uint32Array): number {
     const { numNodes, subtreeSize, nodeByte, nodeInfo, belowBytes, depth } = this;
     const heights = this.heights;
     let best = 0;

@@ -5,12 +5,25 @@
  * of a server in its own folder (ThrowawayServer).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 
-/** A port that was free a moment ago (the OS's choice for port 0). */
+/**
+ * A loopback port that was free a moment ago, picked below the kernel's ephemeral range: a port
+ * the OS hands out for port 0 lies in that range, where any process's outgoing connection (a
+ * replica's to Redis or Postgres) may take it before the server that was meant to bind it starts,
+ * and the server then fails with "Address already in use". Random picks, probed by binding.
+ */
 export async function freePort(): Promise<number> {
+  const [low] = ephemeralRange();
+  const floor = 10_000;
+  for (let attempt = 0; attempt < 50 && low > floor + 1000; attempt++) {
+    const port = floor + Math.floor(Math.random() * (low - floor));
+    if (handedOut.has(port) || !(await canBind(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
@@ -18,6 +31,28 @@ export async function freePort(): Promise<number> {
       const { port } = server.address() as { port: number };
       server.close(() => resolve(port));
     });
+  });
+}
+
+/** Ports this process has handed out, never handed out twice (their servers may not have bound yet). */
+const handedOut = new Set<number>();
+
+/** The kernel's ephemeral port range (Linux's default when it cannot be read). */
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high)) return [low!, high!];
+  } catch {
+    // not Linux: fall through
+  }
+  return [32768, 60999];
+}
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
 

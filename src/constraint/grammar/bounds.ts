@@ -16,7 +16,7 @@ import type { WorkMeter } from "../work-meter.js";
 import type { CompletableAutomaton } from "./contracts.js";
 import { COMMIT } from "./lexer-sets.js";
 import type { LexerLevelWalks } from "./lexer-walks.js";
-import { listOf, MEMO_CAPACITY } from "./tables.js";
+import { MEMO_CAPACITY } from "./tables.js";
 
 /** fewestTokensSpelling's "no spelling (yet)". */
 const UNSPELLED = 0x7fffffff;
@@ -24,6 +24,21 @@ const UNSPELLED = 0x7fffffff;
 const GREEDY_MAX_COMMITS = 256;
 /** Lexer states a token-end search visits at most (a token's own states; ample for real terminals). */
 const MAX_TOKEN_END_STATES = 4096;
+
+/**
+ * A lexer state's commits (tokenEndsOf): terminal commit keys with the shortest bytes to each,
+ * shortest first, and while its breadth-first search goes on, the search (prev: lexer state to
+ * parent * 256 + byte; null once it is over).
+ */
+interface TokenEnds {
+  readonly keys: number[];
+  readonly bytes: Uint8Array[];
+  queue: number[];
+  next: number;
+  prev: Map<number, number> | null;
+}
+
+const NO_STATES: number[] = [];
 
 /** The completions of the states met, and the token and byte bounds they give; memoized. */
 export class CompletionBounds {
@@ -61,7 +76,9 @@ export class CompletionBounds {
   private spellBest = new Int32Array(64);
   private spellFrom = new Int32Array(64);
   /** Per lexer state: see tokenEnds. */
-  private readonly ends = new Map<number, { keys: Int32Array; bytes: Uint8Array[] }>();
+  private readonly ends = new Map<number, TokenEnds>();
+  /** Bytes of the tokenEnds searches made so far (never lowered: an estimate erring high). */
+  private endsBytes = 0;
 
   /** `lexer`: the lexer-level walks (null: only the byte-level A* gives bounds); `tables`: the matcher's slab. */
   constructor(
@@ -87,7 +104,7 @@ export class CompletionBounds {
     for (const map of [this.byteBound, this.boundNode, this.boundAt, this.greedyBytes, this.greedyCommits, this.greedyHint])
       bytes += map.byteLength;
     bytes += (this.tokenBound.size + this.exactBounded.size) * 80;
-    return bytes + this.ends.size * 120;
+    return bytes + this.ends.size * 120 + this.endsBytes;
   }
 
   /**
@@ -264,14 +281,20 @@ export class CompletionBounds {
     let bestIndex = -1;
     for (let h = 0; h < hyps.length && bestCost > floor; h += 2) {
       const lex = hyps[h + 1]!;
-      const ends = this.tokenEnds(lex);
-      const n = ends.keys.length;
+      const ends = this.tokenEndsOf(lex);
       const hint = this.greedyHint.get(lex);
-      const first = hint === IntMap.MISSING || hint >= n ? 0 : hint;
-      for (let j = 0; j < n && bestCost > floor; j++) {
-        const i = j === 0 ? first : j <= first ? j - 1 : j;
+      // The hint (a commit already found) first, then the others shortest first: the search
+      // stops at the first longer than the best cost, whose bytes alone cost as much.
+      const first = hint === IntMap.MISSING || hint >= ends.keys.length ? -1 : hint;
+      for (let j = first < 0 ? 0 : -1; bestCost > floor; j++) {
+        const i = j < 0 ? first : j;
+        if (i === first && j >= 0) continue;
+        if (i >= ends.keys.length && !this.endsFound(ends, i)) break;
         const bytes = ends.bytes[i]!;
-        if (bytes.length >= bestCost) continue;
+        if (bytes.length >= bestCost) {
+          if (j < 0) continue;
+          break;
+        }
         const cost = bytes.length + automaton.lowerBoundAfterCommit(hyps[h]!, ends.keys[i]!);
         if (cost < bestCost) {
           bestCost = cost;
@@ -293,50 +316,74 @@ export class CompletionBounds {
   /**
    * For a lexer state: each terminal commit reachable by extending the token (and the fresh tokens
    * after ignored ones), with the shortest bytes that get there. Breadth-first over lexer states,
-   * which do not depend on the stack, so it is cached per lexer state.
+   * which do not depend on the stack, so it is cached per lexer state; the commits come shortest
+   * first. Made as far as asked (endsFound): a greedy step needs only the commits shorter than
+   * the best it has, and a keyword-rich lexer (SQL's) reaches hundreds of lexer states, each
+   * stepped on every byte class, before its search is through.
    */
-  private tokenEnds(lex: number): { keys: Int32Array; bytes: Uint8Array[] } {
-    let hit = this.ends.get(lex);
-    if (hit !== undefined) return hit;
+  private tokenEndsOf(lex: number): TokenEnds {
+    let ends = this.ends.get(lex);
+    if (ends === undefined) {
+      ends = { keys: [], bytes: [], queue: [lex], next: 0, prev: new Map([[lex, -1]]) };
+      this.ends.set(lex, ends);
+      this.endsBytes += 200;
+    }
+    return ends;
+  }
+
+  /** tokenEndsOf's commits, every one (terminalLevelCompletion weighs them all). */
+  private tokenEnds(lex: number): TokenEnds {
+    const ends = this.tokenEndsOf(lex);
+    while (ends.prev !== null) this.searchEnds(ends);
+    return ends;
+  }
+
+  /** Whether `ends` has a commit at index `i`, searching on as far as that takes. */
+  private endsFound(ends: TokenEnds, i: number): boolean {
+    while (i >= ends.keys.length && ends.prev !== null) this.searchEnds(ends);
+    return i < ends.keys.length;
+  }
+
+  /** One lexer state more of the search behind `ends` (it is over when `prev` is null). */
+  private searchEnds(ends: TokenEnds): void {
+    const prev = ends.prev!;
+    const queue = ends.queue;
+    if (ends.next >= queue.length || ends.next >= MAX_TOKEN_END_STATES) {
+      ends.prev = null;
+      ends.queue = NO_STATES;
+      return;
+    }
     const automaton = this.lexer!.automaton;
-    const prev = new Map<number, number>([[lex, -1]]); // lexer state → parent * 256 + byte
-    const queue = [lex];
-    const keys: number[] = [];
-    const bytes: Uint8Array[] = [];
-    const pathTo = (x: number, last: number): Uint8Array => {
-      const rev = [last];
-      for (let link = prev.get(x)!; link >= 0; link = prev.get((link - (link & 0xff)) / 256)!) rev.push(link & 0xff);
-      return Uint8Array.from(rev.reverse());
-    };
-    for (let qi = 0; qi < queue.length && qi < MAX_TOKEN_END_STATES; qi++) {
-      const x = queue[qi]!;
-      const reps = automaton.lexerByteReps(x);
-      this.work.charge(reps.length);
-      for (let r = 0; r < reps.length; r++) {
-        const b = reps[r]!;
-        const code = automaton.lexerStep(x, b);
-        if ((code & COMMIT) !== 0) {
-          const k = automaton.lexerCommitKey(x, b);
-          if (!keys.includes(k)) {
-            keys.push(k);
-            bytes.push(pathTo(x, b));
-          }
-        }
-        const cont = (code & ~COMMIT) - 1;
-        if (cont >= 0 && !prev.has(cont)) {
-          prev.set(cont, x * 256 + b);
-          queue.push(cont);
-        }
-        const restarted = automaton.lexerRestart(x, b);
-        if (restarted >= 0 && !prev.has(restarted)) {
-          prev.set(restarted, x * 256 + b);
-          queue.push(restarted);
+    const x = queue[ends.next++]!;
+    const reps = automaton.lexerByteReps(x);
+    this.work.charge(reps.length);
+    for (let r = 0; r < reps.length; r++) {
+      const b = reps[r]!;
+      const code = automaton.lexerStep(x, b);
+      if ((code & COMMIT) !== 0) {
+        const k = automaton.lexerCommitKey(x, b);
+        if (!ends.keys.includes(k)) {
+          // The path to x (parent * 256 + byte links), then b.
+          const rev = [b];
+          for (let link = prev.get(x)!; link >= 0; link = prev.get((link - (link & 0xff)) / 256)!) rev.push(link & 0xff);
+          ends.keys.push(k);
+          ends.bytes.push(Uint8Array.from(rev.reverse()));
+          this.endsBytes += 72 + rev.length;
         }
       }
+      const cont = (code & ~COMMIT) - 1;
+      if (cont >= 0 && !prev.has(cont)) {
+        prev.set(cont, x * 256 + b);
+        queue.push(cont);
+        this.endsBytes += 48;
+      }
+      const restarted = automaton.lexerRestart(x, b);
+      if (restarted >= 0 && !prev.has(restarted)) {
+        prev.set(restarted, x * 256 + b);
+        queue.push(restarted);
+        this.endsBytes += 48;
+      }
     }
-    hit = { keys: listOf(keys), bytes };
-    this.ends.set(lex, hit);
-    return hit;
   }
 
   /** Token boundaries (end offsets) of the fewest-token spelling of `bytes`; null when none. */

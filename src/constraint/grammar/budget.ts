@@ -24,11 +24,13 @@ const SEARCH_LIMIT = 64;
  * per target, and each new state a query visits costs a mask walk and an A*: without this cap
  * one decode step could hold the event loop for tens of ms. Queries past it only get the cheap
  * answers (known bounds, memo), so the mask may leave out a token that would have fit; never one
- * that does not. The slowest steps of bench:grammar-mask spend all of it, about 8 µs a state at
- * 152k tokens; against 256, the masks of its tight replays lost 1 token of 35M (qwen2) and 5 of
- * 14M (gpt-2).
+ * that does not, and never all of them (the path the last step was admitted on is in the memo).
+ * That is one query's own effort: the slowest tight steps of bench:grammar-mask spend all of it,
+ * about 10 us a state at 152k tokens, and with 160 they took 1.6-3.0 ms (json, palindrome), with
+ * 64 0.6-1.1 ms. Against an unbounded search, the masks of the bench's tight replays lose 3
+ * tokens of 17.3M at qwen2 (all in palindrome's 1,857) and 2 of 7.2M at gpt-2 (160: 1 and 1).
  */
-const MASK_SEARCH_LIMIT = 160;
+const MASK_SEARCH_LIMIT = SEARCH_LIMIT;
 /** Search effort for all the budgets minTokensToAccept or minTokensAtLeast tries together. */
 const MIN_TOKENS_SEARCH_LIMIT = 1024;
 /** Budgets above this are treated alike by the memos (they only ever mean "plenty"). */

@@ -53,6 +53,8 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   afterCommit(stack: number, commitKey: number): number;
   /** minBytesLowerBound of afterCommit's state, without making it (Infinity when refused). */
   lowerBoundAfterCommit(stack: number, commitKey: number): number;
+  /** isComplete of afterCommit's state, without making it (false when refused). */
+  completeAfterCommit(stack: number, commitKey: number): boolean;
   /** The state of hypotheses (stack, l) for each lexer state l. */
   withStack(stack: number, lexers: readonly number[]): number;
   /** isComplete of withStack(stack, [lex]), without making that state. */
@@ -81,6 +83,7 @@ export function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton 
     typeof l.lexerCommitKey === "function" &&
     typeof l.afterCommit === "function" &&
     typeof l.lowerBoundAfterCommit === "function" &&
+    typeof l.completeAfterCommit === "function" &&
     typeof l.withStack === "function" &&
     typeof l.completeAt === "function"
   );

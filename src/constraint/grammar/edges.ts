@@ -184,11 +184,8 @@ export class StateEdgeCache {
     const automaton = lexer.automaton;
     this.work.charge(groups.length);
     // A token ending at the commit first: no walk below is needed to know its target.
-    for (let g = 0; g < groups.length; g++) {
-      if (!groups[g]!.hasEnds) continue;
-      const after = automaton.afterCommit(stack, groups[g]!.commitKey);
-      if (after >= 0 && automaton.isComplete(after)) return true;
-    }
+    for (let g = 0; g < groups.length; g++)
+      if (groups[g]!.hasEnds && automaton.completeAfterCommit(stack, groups[g]!.commitKey)) return true;
     const final = this.finalBytes;
     for (let g = 0; g < groups.length; g++) {
       const group = groups[g]!;

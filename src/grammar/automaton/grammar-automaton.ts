@@ -242,6 +242,20 @@ export class GrammarAutomaton {
   }
 
   /**
+   * isComplete(afterCommit(stack, commitKey)) without interning that state: a one-token budget
+   * asks it of every commit its targets' tokens end with, and most such states are never stepped.
+   */
+  completeAfterCommit(stack: number, commitKey: number): boolean {
+    const memoKey = commitKey < 0x400000 ? stack * 0x400000 + commitKey : -1;
+    const hit = memoKey < 0 ? IntMap.MISSING : this.afterCommitMemo.get(memoKey);
+    if (hit !== IntMap.MISSING) return this.isComplete(hit);
+    const TT = this.grammar.table.terminals.length;
+    const term = commitKey % TT;
+    const st = this.stacks.feed(stack, term);
+    return st >= 0 && this.completeAt(st, this.lexers.startLex(this.scannerFor(st), (commitKey - term) / TT));
+  }
+
+  /**
    * minBytesLowerBound(afterCommit(stack, commitKey)) without interning that state: a new token
    * starts there, so the bound is the stack's own. A greedy completion weighs every commit a
    * configuration offers and keeps one; interning the others' states would be wasted work.

@@ -752,6 +752,13 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
     return this.stackCost[pushed] === Infinity ? -1 : pushed;
   }
 
+  completeAfterCommit(stack: number, commitKey: number): boolean {
+    // A call leaves its caller below the callee: only a return to the bottom frame can complete.
+    if (this.move[commitKey]! !== POP) return false;
+    const below = stack - 1;
+    return below >= 0 && this.stackBelow[below] === -1 && this.dist[this.stackTop[below]!] === 0;
+  }
+
   lowerBoundAfterCommit(stack: number, commitKey: number): number {
     const m = this.move[commitKey]!;
     const below = stack - 1;
