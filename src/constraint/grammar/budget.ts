@@ -115,12 +115,13 @@ export class TokenBudgets {
     // mask's walk) still has room.
     this.searchSteps = (this.work.operationLimit() * this.searchShare) / 2;
     this.searchGaveUp = false;
-    const found = this.finishable(state, budget);
+    const found = this.finishable(state, budget, true);
     this.maskSearchLeft -= effort - Math.max(0, this.searchLeft);
     return found;
   }
 
-  private finishable(state: number, budget: number): boolean {
+  /** `asked`: the query itself, not a state its search reached. */
+  private finishable(state: number, budget: number, asked = false): boolean {
     if (state < 0) return false;
     this.work.charge(1);
     if (this.automaton.isComplete(state)) return true;
@@ -136,6 +137,17 @@ export class TokenBudgets {
       if (known !== IntMap.MISSING && known >>> 16 >= budget && (known & 0xffff) <= this.runOfKey) return false;
     }
     if (this.lengthBound.exceeds(this.automaton.minBytesLowerBound(state), budget)) return false;
+    if (budget === 1 && asked) {
+      // A query of one token (a mask's target with two left): answered exactly by the search
+      // below, as cheap as the bounds (which say "yes" only when a greedy completion, its commits
+      // followed to the end, is one token), so not counted as search effort; the operation's
+      // work still bounds it. Inside a search such leaves are many, and counted.
+      if (this.work.steps > this.searchSteps) {
+        this.searchGaveUp = true;
+        return false;
+      }
+      return this.remember(state, 1, this.edges.completesInOneToken(state));
+    }
     if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
     if (this.bounds.tokenUpperBound(state, false) <= budget) return true;
     // Each state expanded (its edges, and past one token the exact bound's A*) is search effort.
