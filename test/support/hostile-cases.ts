@@ -284,11 +284,14 @@ function grammarCases(): HostileCase[] {
   out.push(cfg("ambiguous grammar (reduce/reduce)", 'start: a | b\na: "x"\nb: "x"', 400, { message: /collision/i }));
   out.push(cfg("recursion in a terminal", "start: A\nA: B\nB: A", 400, { message: /recursion/i }));
   out.push(cfg("undefined terminal", "start: NOPE", 400, { message: /NOPE/ }));
+  // Answered since the greedy completion searches a lexer state's token ends only as far as it
+  // needs: the first budget question searched every whitespace and comment run up to 256 bytes
+  // (4.6M steps, over the limit); it counts 1,152 now, and each mask about 31k.
   out.push(
     cfg(
       "comments and ignores at max_ignored_run 256",
       '%import common.WS\n%ignore WS\nCOMMENT: /#[^\\n]*/\n%ignore COMMENT\nstart: ("a" | "b")+',
-      422,
+      200,
       { maxIgnoredRun: 256 },
     ),
   );
