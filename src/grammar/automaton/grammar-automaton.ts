@@ -67,6 +67,11 @@ const AUTOMATON_SLAB_BYTES = STACK_TABLE_BYTES + LEXER_TABLE_BYTES + DISTANCE_TA
  * the token in progress (see LexerStates). Lexer states and their byte steps do not depend on
  * the stack; that is what `lexerStep` offers the token layer.
  */
+/** afterCommit's memo key (-1: none), exact below 2^53. */
+function afterCommitMemoKey(stack: number, commitKey: number): number {
+  return commitKey < 0x400000 ? stack * 0x400000 + commitKey : -1;
+}
+
 export class GrammarAutomaton {
   readonly start: number;
   /**
@@ -230,13 +235,11 @@ export class GrammarAutomaton {
    * terminal, a new token starts in the new top state's scanner. -1 when the parser refuses it.
    */
   afterCommit(stack: number, commitKey: number): number {
-    const memoKey = commitKey < 0x400000 ? stack * 0x400000 + commitKey : -1; // exact below 2^53
+    const memoKey = afterCommitMemoKey(stack, commitKey);
     const hit = memoKey < 0 ? IntMap.MISSING : this.afterCommitMemo.get(memoKey);
     if (hit !== IntMap.MISSING) return hit;
-    const TT = this.grammar.table.terminals.length;
-    const term = commitKey % TT;
-    const st = this.stacks.feed(stack, term);
-    const result = st < 0 ? -1 : this.intern([st, this.lexers.startLex(this.scannerFor(st), (commitKey - term) / TT)]);
+    const st = this.stacks.feed(stack, commitKey % this.grammar.table.terminals.length);
+    const result = st < 0 ? -1 : this.intern([st, this.lexAfterCommit(st, commitKey)]);
     if (memoKey >= 0) this.afterCommitMemo.set(memoKey, result);
     return result;
   }
@@ -246,13 +249,17 @@ export class GrammarAutomaton {
    * asks it of every commit its targets' tokens end with, and most such states are never stepped.
    */
   completeAfterCommit(stack: number, commitKey: number): boolean {
-    const memoKey = commitKey < 0x400000 ? stack * 0x400000 + commitKey : -1;
+    const memoKey = afterCommitMemoKey(stack, commitKey);
     const hit = memoKey < 0 ? IntMap.MISSING : this.afterCommitMemo.get(memoKey);
     if (hit !== IntMap.MISSING) return this.isComplete(hit);
+    const st = this.stacks.feed(stack, commitKey % this.grammar.table.terminals.length);
+    return st >= 0 && this.completeAt(st, this.lexAfterCommit(st, commitKey));
+  }
+
+  /** The lexer state a new token starts in after a commit left the parser in `st`. */
+  private lexAfterCommit(st: number, commitKey: number): number {
     const TT = this.grammar.table.terminals.length;
-    const term = commitKey % TT;
-    const st = this.stacks.feed(stack, term);
-    return st >= 0 && this.completeAt(st, this.lexers.startLex(this.scannerFor(st), (commitKey - term) / TT));
+    return this.lexers.startLex(this.scannerFor(st), (commitKey - (commitKey % TT)) / TT);
   }
 
   /**
