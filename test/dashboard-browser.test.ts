@@ -1181,6 +1181,9 @@ test("keyboard alone runs the playground: kind with arrow keys, Ctrl+Enter in th
   await page.keyboard.press("Control+Enter");
   await page.locator("#pg-status", { hasText: "Done" }).waitFor();
   assert.ok((await page.locator("#pg-output .tok").count()) >= 2);
+  // A run ends by reloading the usage charts above the playground: clicks wait until they are
+  // drawn, or the page may move under one (a loaded CI run clicked beside the radio button).
+  await page.locator('#usage-charts[aria-busy="false"]').waitFor({ state: "attached" });
   // Switching kinds keeps what was typed for each.
   await page.locator("#pg-prompt").fill("my chat message");
   await page.locator('input[name="kind"][value="regex"]').check();
