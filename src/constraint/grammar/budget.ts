@@ -137,25 +137,20 @@ export class TokenBudgets {
       if (known !== IntMap.MISSING && known >>> 16 >= budget && (known & 0xffff) <= this.runOfKey) return false;
     }
     if (this.lengthBound.exceeds(this.automaton.minBytesLowerBound(state), budget)) return false;
-    if (budget === 1 && asked) {
-      // A query of one token (a mask's target with two left): answered exactly by the search
-      // below, as cheap as the bounds (which say "yes" only when a greedy completion, its commits
-      // followed to the end, is one token), so not counted as search effort; the operation's
-      // work still bounds it. Inside a search such leaves are many, and counted.
-      if (this.work.steps > this.searchSteps) {
-        this.searchGaveUp = true;
-        return false;
-      }
-      return this.remember(state, 1, this.edges.completesInOneToken(state));
+    // A query of one token (a mask's target with two left) is answered exactly below, as cheaply
+    // as the bounds would (they say "yes" only when a greedy completion, its commits followed to
+    // the end, is one token), so it skips them and is not counted as search effort; the
+    // operation's work still bounds it. Inside a search such leaves are many, and counted.
+    const oneTokenAsked = budget === 1 && asked;
+    if (!oneTokenAsked) {
+      if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
+      if (this.bounds.tokenUpperBound(state, false) <= budget) return true;
     }
-    if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
-    if (this.bounds.tokenUpperBound(state, false) <= budget) return true;
     // Each state expanded (its edges, and past one token the exact bound's A*) is search effort.
-    if (this.searchLeft-- <= 0 || this.work.steps > this.searchSteps) {
+    if ((!oneTokenAsked && this.searchLeft-- <= 0) || this.work.steps > this.searchSteps) {
       this.searchGaveUp = true;
       return false;
     }
-    let found = false;
     if (budget === 1) {
       // One token left: a target itself must be complete. The state's targets answer that
       // exactly, so neither the shortest completion (an A*) nor an order of the targets helps;
@@ -164,6 +159,7 @@ export class TokenBudgets {
     }
     if (this.bounds.tokenUpperBound(state, true) <= budget) return true;
     const distinct = this.targetsByDistance(this.edges.edgesOf(state));
+    let found = false;
     for (let i = 0; i < distinct.length && !found; i++) found = this.finishable(distinct[i]!, budget - 1);
     // A give-up answer is not remembered as "no": another query with more effort may find a way.
     if (found || !this.searchGaveUp) this.remember(state, budget, found);

@@ -1193,9 +1193,7 @@ class SchemaCompiler implements WriterContext {
     if (spec.enumValues !== null) return enumLanguage(this, spec, alternative, want, pointer);
     // A key that fails a schema: objects only (keyFailing).
     if (alternative.keyFails.length > 0 && !want.over) {
-      if (!spec.types.object) return EMPTY;
-      const objects = objectLanguage(this, spec, alternative, want, pointer);
-      return objects ?? EMPTY;
+      return (spec.types.object ? objectLanguage(this, spec, alternative, want, pointer) : null) ?? EMPTY;
     }
     if (spec.types.null) typed.push(NULL_TEXT);
     if (spec.types.boolean) typed.push(TRUE_TEXT, FALSE_TEXT);
