@@ -1,18 +1,20 @@
 // regex/ composition: intersectDfas / subtractDfas against brute-force membership, their results'
 // ByteDfa contract (canonical: equal to the compiled DFA of an equivalent pattern), limits, and
 // compileRegexNode with { kind: "dfa" } nodes (concatenated, alternated, repeated), and its
-// unminimized DFAs (minimal: false); subtractStrings against subtractDfas.
+// unminimized DFAs (minimal: false); subtractStrings against subtractDfas; sameDfa and dfaHash.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   RegexTooComplexError,
   compileRegex,
   compileRegexNode,
+  dfaHash,
   intersectDfas,
   isEmptyLanguage,
   matchesBytes,
   parseFlagString,
   parseRegex,
+  sameDfa,
   subtractDfas,
   subtractStrings,
   trimDfa,
@@ -280,12 +282,42 @@ test("compileRegexNode with minimal: false keeps the language, the contract and 
   // With assertions the DFA is finished anyway (the NFA's distances do not hold there).
   const anchored = parseRegex("(?:ab|cb)$|x(?=y)y", flags);
   assert.deepEqual(compileRegexNode(anchored, { minimal: false }), compileRegexNode(anchored));
+  // Many threads moving on few of many classes (the construction's sparse states), and on many,
+  // against JavaScript's own RegExp.
+  const words = ["apple7", "avocado0", "banana9", "cherry", "date5", "qx", "k1z", "k3z", "qabz", "qqz", "zb", "ab", "yc", "zc", "d"];
+  const texts = [
+    ...words,
+    ...words.map((w) => w.slice(1)),
+    ...allStrings(["a", "b", "k", "q", "x", "z", "1", "c", "d"], 3).map((b) => new TextDecoder().decode(b)),
+  ];
+  for (const p of ["(?:apple|avocado|banana|cherry|date)[0-9]|[a-z]{2}x", "(?:k1|k2|k3|q[^q]*)z", "[^a]b|[a-y]c|d"]) {
+    const raw = compileRegexNode(parseRegex(p, flags), { ...BIG, minimal: false });
+    const js = new RegExp(`^(?:${p})$`);
+    for (const text of texts) assert.equal(matchesBytes(raw, encoder.encode(text)), js.test(text), `${p} on ${text}`);
+  }
   // A state past "a" and one past "c" are one state of the minimal DFA, two of the other.
   const twoWays = parseRegex("ab|cb", flags);
   assert.equal(compileRegexNode(twoWays).numStates, 3);
   assert.equal(compileRegexNode(twoWays, { minimal: false }).numStates, 4);
   // An empty language stays the one-state empty DFA.
   assert.ok(isEmptyLanguage(compileRegexNode({ kind: "concat", items: [set("a"), { kind: "set", set: [] }] }, { minimal: false })));
+});
+
+test("sameDfa compares tables, not objects; dfaHash agrees with it", () => {
+  const flags = parseFlagString("");
+  const a = compileRegexNode(parseRegex("ab|cd+", flags));
+  const b = compileRegexNode(parseRegex("cd+|ab", flags));
+  assert.notEqual(a, b);
+  assert.ok(sameDfa(a, b));
+  assert.equal(dfaHash(a), dfaHash(b));
+  // One transition, one accepting flag or the start apart: another DFA.
+  const next = a.next.slice();
+  const i = next.findIndex((t) => t >= 0);
+  next[i] = -1;
+  assert.ok(!sameDfa(a, { ...a, next }));
+  assert.ok(!sameDfa(a, { ...a, accepting: a.accepting.map((x) => 1 - x) }));
+  assert.ok(!sameDfa(a, { ...a, start: 1 }));
+  assert.ok(!sameDfa(a, compileRegexNode(parseRegex("ab|ce+", flags))));
 });
 
 test("dfa nodes are stepped through their own tables: random embeddings equal the pattern's DFA", () => {

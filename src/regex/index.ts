@@ -19,7 +19,7 @@
  * meeting the ByteDfa contract: trimDfa for a DFA built by hand);
  * intersectDfas / subtractDfas (dfa/product.ts). These return an empty language, not an error.
  */
-export { bytesRead, isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
+export { bytesRead, dfaHash, isEmptyLanguage, sameDfa, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 export { patternDistances } from "./dfa/distances.js";
 export { regexClock, type ClockFrame } from "./clock.js";
 export { RegexSyntaxError, RegexTooComplexError } from "./errors.js";

@@ -147,6 +147,19 @@ function unfinishedDfa(subset: SubsetConstruction, alphabet: ClassedNfa, rawAcce
   };
 }
 
+/** Sorts list[0..n) in place (insertion sort: a sparse state's few classes). */
+function sortAscending(list: Int32Array, n: number): void {
+  for (let i = 1; i < n; i++) {
+    const x = list[i]!;
+    let j = i - 1;
+    while (j >= 0 && list[j]! > x) {
+      list[j + 1] = list[j]!;
+      j--;
+    }
+    list[j + 1] = x;
+  }
+}
+
 /** Whether seeds[a..a+n) and seeds[b..b+n) are the same threads. */
 function sameSeeds(seeds: Int32Array, a: number, b: number, n: number): boolean {
   for (let i = 0; i < n; i++) if (seeds[a + i] !== seeds[b + i]) return false;
@@ -456,6 +469,10 @@ class SubsetConstruction {
     seed[0] = start << modeBits;
     this.internState(this.closure(seed, 0, 1, -1));
     const classCount = arena.take(k + 1);
+    // A state's classes with seeds, and where each one's begin (sparse states only: see below).
+    const touched = arena.take(k);
+    const touchedFrom = arena.take(k);
+    let dirty = false;
     let moves = arena.take(256); // seeds grouped by class
     for (let s = 0; s < this.numRaw; s++) {
       // This state's threads (internState, below, may move them to larger tables).
@@ -463,7 +480,13 @@ class SubsetConstruction {
       const stateOff = this.stateOff;
       if (stateOff[s + 1]! - stateOff[s]! === 1 && this.exploreSingle(s, pool[stateOff[s]!]!, seed)) continue;
       // Pass 1 counts seeds per class, pass 2 places them (counting sort, no per-class arrays).
-      classCount.fill(0);
+      // A state of a few threads moving on a few classes (a key's first bytes among an object's
+      // keys) is sparse: its classes are sorted and summed alone, not all k of them, and
+      // classCount is left all zero again.
+      if (dirty) classCount.fill(0);
+      let numTouched = 0;
+      let sparse = false;
+      let total = 0;
       for (let pass = 0; pass < 2; pass++) {
         for (let i = stateOff[s]!; i < stateOff[s + 1]!; i++) {
           const thread = pool[i]!;
@@ -481,8 +504,9 @@ class SubsetConstruction {
               const target = (base + to[j]!) << modeBits;
               for (let x = classOff[cls[j]!]!; x < classOff[cls[j]! + 1]!; x++) {
                 const c = classList[x]!;
-                if (pass === 0) classCount[c + 1]!++;
-                else moves[classCount[c]!++] = target;
+                if (pass === 0) {
+                  if (classCount[c + 1]!++ === 0) touched[numTouched++] = c;
+                } else moves[classCount[c]!++] = target;
               }
             }
             continue;
@@ -501,18 +525,35 @@ class SubsetConstruction {
                 if (c !== newlineClass) continue;
                 t = target + (mode === MODE_EOL ? MODE_FREE : MODE_END);
               }
-              if (pass === 0) classCount[c + 1]!++;
-              else moves[classCount[c]!++] = t;
+              if (pass === 0) {
+                if (classCount[c + 1]!++ === 0) touched[numTouched++] = c;
+              } else moves[classCount[c]!++] = t;
             }
           }
         }
         if (pass === 0) {
-          for (let c = 0; c < k; c++) classCount[c + 1]! += classCount[c]!;
-          if (classCount[k]! > moves.length) moves = arena.take(classCount[k]! * 2);
+          sparse = numTouched * 8 <= k;
+          if (sparse) {
+            // Ascending, as the dense loop below meets them; each count read and cleared.
+            sortAscending(touched, numTouched);
+            for (let i = 0; i < numTouched; i++) {
+              const c = touched[i]!;
+              const count = classCount[c + 1]!;
+              classCount[c + 1] = 0;
+              classCount[c] = total;
+              touchedFrom[i] = total;
+              total += count;
+            }
+          } else {
+            for (let c = 0; c < k; c++) classCount[c + 1]! += classCount[c]!;
+            total = classCount[k]!;
+          }
+          if (total > moves.length) moves = arena.take(total * 2);
         }
       }
+      dirty = !sparse;
       // After pass 2, classCount[c] is the end of class c's seeds (and the start of c + 1's).
-      clock.tick(k + 2 * (stateOff[s + 1]! - stateOff[s]!) + classCount[k]!);
+      clock.tick(k + 2 * (stateOff[s + 1]! - stateOff[s]!) + total);
       // Classes that one edge's range splits into (a string's content: dozens) share their seeds,
       // and then their target, as the closure reads the class only for lookbehinds and a line's
       // '^' (none in the NFA: `classFree`): such a class reuses the target of the one before.
@@ -520,8 +561,11 @@ class SubsetConstruction {
       let lastFrom = 0;
       let lastTo = 0;
       let lastTarget = -1;
-      for (let c = 0; c < k; c++) {
+      for (let i = 0; i < (sparse ? numTouched : k); i++) {
+        const c = sparse ? touched[i]! : i;
+        if (sparse) from = touchedFrom[i]!;
         const to = classCount[c]!;
+        if (sparse) classCount[c] = 0;
         if (to > from) {
           if (this.classFree && to - from === lastTo - lastFrom && sameSeeds(moves, from, lastFrom, to - from)) {
             if (lastTarget >= 0) this.trans[s * k + c] = lastTarget;

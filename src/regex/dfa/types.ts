@@ -48,3 +48,32 @@ export function bytesRead(dfa: ByteDfa): Uint32Array {
   for (let b = 0; b < 256; b++) if (used[byteClass[b]!] === 1) out[b >>> 5]! |= 1 << (b & 31);
   return out;
 }
+
+/** Whether two DFAs have the same tables (start, classes, transitions, acceptance): the same DFA. */
+export function sameDfa(a: ByteDfa, b: ByteDfa): boolean {
+  if (a === b) return true;
+  if (a.numStates !== b.numStates || a.start !== b.start || a.numClasses !== b.numClasses) return false;
+  return sameInts(a.byteClass, b.byteClass) && sameInts(a.accepting, b.accepting) && sameInts(a.next, b.next);
+}
+
+function sameInts(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const hashes = new WeakMap<ByteDfa, number>();
+
+/** A hash of what sameDfa compares (FNV-1a, kept per DFA object). */
+export function dfaHash(dfa: ByteDfa): number {
+  let h = hashes.get(dfa);
+  if (h !== undefined) return h;
+  h = Math.imul(0x811c9dc5 ^ dfa.numStates, 0x01000193) ^ dfa.start;
+  const { byteClass, accepting, next } = dfa;
+  for (let i = 0; i < byteClass.length; i++) h = Math.imul(h ^ byteClass[i]!, 0x01000193);
+  for (let i = 0; i < accepting.length; i++) h = Math.imul(h ^ accepting[i]!, 0x01000193);
+  for (let i = 0; i < next.length; i++) h = Math.imul(h ^ next[i]!, 0x01000193);
+  h >>>= 0;
+  hashes.set(dfa, h);
+  return h;
+}

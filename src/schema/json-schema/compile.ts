@@ -39,11 +39,13 @@
 
 import {
   compileRegexNode,
+  dfaHash,
   intersectDfas,
   isEmptyLanguage,
   LanguageGraph,
   matchesString,
   RegexTooComplexError,
+  sameDfa,
   subtractDfas,
   regexClock,
   REGEX_MAX_WORK,
@@ -319,6 +321,13 @@ class SchemaCompiler implements WriterContext {
   readonly syntax: JsonSyntax;
   /** Languages by subschema(s) and Want: nodes, compiled to a DFA on their second use. */
   private readonly memo = new Map<string, RegexNode>();
+  /**
+   * Products taken, by their operands' tables (dfaHash, then sameDfa): a language is built anew
+   * where its memo key differs (another depth, another Want) though its DFA comes out the same,
+   * and its set operations were then done again, up to a third of a compile (a counted string's
+   * product with a pattern, asked once per property it types).
+   */
+  private readonly products = new Map<string, { a: ByteDfa; b: ByteDfa; result: ByteDfa }[]>();
   /** Subschemas being compiled, and how many times each is open (recursion unrolls). */
   private readonly inProgress = new Map<string, number>();
   /**
@@ -403,12 +412,23 @@ class SchemaCompiler implements WriterContext {
 
   intersect(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
     if (this.options.recursion === "stack" && (hasCalls(a) || hasCalls(b))) throw new CallsInSetOperation();
-    return this.regex(pointer, (limits) => intersectDfas(a, b, limits));
+    return this.product(a, b, "intersect", pointer);
   }
 
   subtract(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
     if (this.options.recursion === "stack" && (hasCalls(a) || hasCalls(b))) throw new CallsInSetOperation();
-    return this.regex(pointer, (limits) => subtractDfas(a, b, limits));
+    return this.product(a, b, "subtract", pointer);
+  }
+
+  /** A product of this compile's, made again from the same tables, is the one made then (see products). */
+  private product(a: ByteDfa, b: ByteDfa, mode: "intersect" | "subtract", pointer: string): ByteDfa {
+    const key = `${mode}${dfaHash(a)}.${dfaHash(b)}`;
+    const made = this.products.get(key);
+    if (made !== undefined) for (const p of made) if (sameDfa(p.a, a) && sameDfa(p.b, b)) return p.result;
+    const result = this.regex(pointer, (limits) => (mode === "intersect" ? intersectDfas : subtractDfas)(a, b, limits));
+    if (made === undefined) this.products.set(key, [{ a, b, result }]);
+    else made.push({ a, b, result });
+    return result;
   }
 
   /**
