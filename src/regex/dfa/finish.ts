@@ -26,9 +26,11 @@ export function finishDfa(
   intervalOf: Int32Array,
   /** Each raw state's distance when the construction knew them (then every state but the start is live). */
   rawDist: Int32Array | null = null,
+  /** rawTrans's transitions as lists (transitionLists'), where the construction made them: out of scratch, written over. */
+  rawEdges: TransitionLists | null = null,
 ): MultiByteDfa {
   // 1. Prune states that cannot reach acceptance.
-  const edges = transitionLists(rawCount, k, rawTrans);
+  const edges = rawEdges ?? transitionLists(rawCount, k, rawTrans);
   const dist = rawDist ?? distancesToAccept(rawCount, byHead(rawCount, edges, "tail"), rawAccepting);
   if (dist[0] === -1) {
     return emptyDfa(numPatterns, acceptWords);
@@ -147,6 +149,24 @@ function initialPartition(
   rawMask: Int32Array,
 ): { initialBlock: Int32Array; numInitial: number } {
   const initialBlock = arena.take(n);
+  if (acceptWords === 1) {
+    // One word a state (every one-pattern DFA: a product, a schema's minimal DFA): ids by a
+    // small array where the words are few distinct small numbers, as the Map below would give.
+    const idOf = arena.take(64, -1);
+    let count = 0;
+    let s = 0;
+    for (; s < n; s++) {
+      const word = rawMask[rawOf[s]!]!;
+      if (word < 0 || word >= 64) break;
+      let b = idOf[word]!;
+      if (b === -1) b = idOf[word] = count++;
+      initialBlock[s] = b;
+    }
+    if (s === n) {
+      clock.tick(n);
+      return { initialBlock, numInitial: count };
+    }
+  }
   const blockOfMask = new Map<string | number, number>();
   for (let s = 0; s < n; s++) {
     clock.tick(acceptWords);

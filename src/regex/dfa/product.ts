@@ -8,6 +8,7 @@ import { regexClock } from "../clock.js";
 import { RegexTooComplexError } from "../errors.js";
 import { finishDfa } from "./finish.js";
 import { dfaArena } from "./scratch.js";
+import type { TransitionLists } from "./distances.js";
 import type { ByteDfa, DfaLimits } from "./types.js";
 
 /** The compile's time limit (see clock.ts: kept in a const of this module for the hot loops). */
@@ -25,7 +26,7 @@ export function productDfa(a: ByteDfa, b: ByteDfa, mode: ProductMode, limits: Df
   const pairs = new PairExploration(a, b, mode === "subtract", alphabet, limits.maxDfaStates);
   pairs.explore();
   const { rawMask, rawAccepting } = pairs.acceptance();
-  const multi = finishDfa(pairs.count, alphabet.k, pairs.trans, rawMask, rawAccepting, 1, 1, alphabet.classOfByte);
+  const multi = finishDfa(pairs.count, alphabet.k, pairs.trans, rawMask, rawAccepting, 1, 1, alphabet.classOfByte, null, pairs.edges());
   const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = multi;
   return { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
 }
@@ -66,6 +67,11 @@ class PairExploration {
   count = 0;
   /** trans[pair * k + class]: the raw product's transitions, -1 where none. */
   trans: Int32Array;
+  /** The same transitions as lists, in the order transitionLists reads them (pair, then class). */
+  private tail: Int32Array;
+  private label: Int32Array;
+  private head: Int32Array;
+  private m = 0;
   private pairA: Int32Array;
   private pairB: Int32Array;
   private readonly ids = new IntMap(256);
@@ -83,6 +89,32 @@ class PairExploration {
     this.pairA = arena.take(64);
     this.pairB = arena.take(64);
     this.trans = arena.take(64 * alphabet.k, -1);
+    this.tail = arena.take(256);
+    this.label = arena.take(256);
+    this.head = arena.take(256);
+  }
+
+  /** The transitions as finishDfa's lists (no pass over every pair and class). */
+  edges(): TransitionLists {
+    return { m: this.m, tail: this.tail, label: this.label, head: this.head };
+  }
+
+  private addEdge(p: number, c: number, target: number): void {
+    if (this.m === this.tail.length) {
+      const size = this.m * 2;
+      const tail = arena.take(size);
+      const label = arena.take(size);
+      const head = arena.take(size);
+      tail.set(this.tail);
+      label.set(this.label);
+      head.set(this.head);
+      this.tail = tail;
+      this.label = label;
+      this.head = head;
+    }
+    this.tail[this.m] = p;
+    this.label[this.m] = c;
+    this.head[this.m++] = target;
   }
 
   /** The id of pair (sa, sb), added when new. */
@@ -135,6 +167,7 @@ class PairExploration {
         const target = this.intern(ta, tb);
         // intern may have grown the table: index the current one.
         this.trans[p * k + c] = target;
+        this.addEdge(p, c, target);
       }
     }
   }
