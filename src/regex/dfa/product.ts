@@ -101,16 +101,9 @@ class PairExploration {
 
   private addEdge(p: number, c: number, target: number): void {
     if (this.m === this.tail.length) {
-      const size = this.m * 2;
-      const tail = arena.take(size);
-      const label = arena.take(size);
-      const head = arena.take(size);
-      tail.set(this.tail);
-      label.set(this.label);
-      head.set(this.head);
-      this.tail = tail;
-      this.label = label;
-      this.head = head;
+      this.tail = widened(this.tail, this.m * 2);
+      this.label = widened(this.label, this.m * 2);
+      this.head = widened(this.head, this.m * 2);
     }
     this.tail[this.m] = p;
     this.label[this.m] = c;
@@ -137,15 +130,9 @@ class PairExploration {
   private grow(): void {
     const size = this.pairA.length * 2;
     const k = this.alphabet.k;
-    const pairA = arena.take(size);
-    const pairB = arena.take(size);
-    const trans = arena.take(size * k, -1);
-    pairA.set(this.pairA);
-    pairB.set(this.pairB);
-    trans.set(this.trans);
-    this.pairA = pairA;
-    this.pairB = pairB;
-    this.trans = trans;
+    this.pairA = widened(this.pairA, size);
+    this.pairB = widened(this.pairB, size);
+    this.trans = widened(this.trans, size * k, -1);
   }
 
   /** Every pair reachable from the starts, and its transitions per common class. */
@@ -185,4 +172,11 @@ class PairExploration {
     }
     return { rawMask: rawAccepting, rawAccepting };
   }
+}
+
+/** A copy of `a` in scratch, `size` long, the new entries `fill`. */
+function widened(a: Int32Array, size: number, fill = 0): Int32Array {
+  const out = arena.take(size, fill);
+  out.set(a);
+  return out;
 }

@@ -147,7 +147,7 @@ function unfinishedDfa(subset: SubsetConstruction, alphabet: ClassedNfa, rawAcce
   };
 }
 
-/** Sorts list[0..n) in place (insertion sort: a sparse state's few classes). */
+/** Sorts list[0..n) in place by insertion: a closure's few threads, a sparse state's few classes. */
 function sortAscending(list: Int32Array, n: number): void {
   for (let i = 1; i < n; i++) {
     const x = list[i]!;
@@ -359,16 +359,7 @@ class SubsetConstruction {
     // Most closures of a JSON Schema's NFA hold one or two threads: sorted in place, without a
     // subarray view (an allocation) per call.
     if (n > 16) closureOut.subarray(0, n).sort();
-    else
-      for (let i = 1; i < n; i++) {
-        const thread = closureOut[i]!;
-        let j = i - 1;
-        while (j >= 0 && closureOut[j]! > thread) {
-          closureOut[j + 1] = closureOut[j]!;
-          j--;
-        }
-        closureOut[j + 1] = thread;
-      }
+    else sortAscending(closureOut, n);
     clock.tick(n + to - from);
     return n;
   }
