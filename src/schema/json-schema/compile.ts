@@ -168,6 +168,13 @@ const MAX_RECURSION = 3;
 const SHARE_AFTER_COPIED_STATES = 100_000;
 
 /**
+ * Transition tables a compile's kept products may hold on to (SchemaCompiler.products), counting
+ * their operands': memory a compile would otherwise have let go, kept only in case a product is
+ * asked again. The schemas it helps keep a few MB (o26594's 255-character uris: 4 MB).
+ */
+const MAX_KEPT_PRODUCT_BYTES = 64 << 20;
+
+/**
  * Compiles a JSON Schema (object or boolean) to the DFA of the JSON texts we may write for it.
  * Throws JsonSchemaError (400: malformed, remote `$ref`, a keyword we cannot enforce under
  * `strict`), JsonSchemaTooComplexError (422: a size or time limit), JsonSchemaUnsatisfiableError.
@@ -328,6 +335,8 @@ class SchemaCompiler implements WriterContext {
    * product with a pattern, asked once per property it types).
    */
   private readonly products = new Map<string, { a: ByteDfa; b: ByteDfa; result: ByteDfa }[]>();
+  /** The tables' bytes `products` holds on to (at most MAX_KEPT_PRODUCT_BYTES: past it, products are no longer kept). */
+  private productBytes = 0;
   /** Subschemas being compiled, and how many times each is open (recursion unrolls). */
   private readonly inProgress = new Map<string, number>();
   /**
@@ -426,6 +435,9 @@ class SchemaCompiler implements WriterContext {
     const made = this.products.get(key);
     if (made !== undefined) for (const p of made) if (sameDfa(p.a, a) && sameDfa(p.b, b)) return p.result;
     const result = this.regex(pointer, (limits) => (mode === "intersect" ? intersectDfas : subtractDfas)(a, b, limits));
+    const bytes = a.next.byteLength + b.next.byteLength + result.next.byteLength;
+    if (this.productBytes + bytes > MAX_KEPT_PRODUCT_BYTES) return result;
+    this.productBytes += bytes;
     if (made === undefined) this.products.set(key, [{ a, b, result }]);
     else made.push({ a, b, result });
     return result;
