@@ -62,16 +62,16 @@ export interface IncrementalOptions {
  */
 const AUTOMATON_SLAB_BYTES = STACK_TABLE_BYTES + LEXER_TABLE_BYTES + DISTANCE_TABLE_BYTES + 3 * INT_MAP_FIRST_BYTES + ID_MAP_FIRST_BYTES;
 
-/**
- * States are sets of hypotheses (parser stack, lexer state); a lexer state is everything about
- * the token in progress (see LexerStates). Lexer states and their byte steps do not depend on
- * the stack; that is what `lexerStep` offers the token layer.
- */
 /** afterCommit's memo key (-1: none), exact below 2^53. */
 function afterCommitMemoKey(stack: number, commitKey: number): number {
   return commitKey < 0x400000 ? stack * 0x400000 + commitKey : -1;
 }
 
+/**
+ * States are sets of hypotheses (parser stack, lexer state); a lexer state is everything about
+ * the token in progress (see LexerStates). Lexer states and their byte steps do not depend on
+ * the stack; that is what `lexerStep` offers the token layer.
+ */
 export class GrammarAutomaton {
   readonly start: number;
   /**
@@ -258,8 +258,7 @@ export class GrammarAutomaton {
 
   /** The lexer state a new token starts in after a commit left the parser in `st`. */
   private lexAfterCommit(st: number, commitKey: number): number {
-    const TT = this.grammar.table.terminals.length;
-    return this.lexers.startLex(this.scannerFor(st), (commitKey - (commitKey % TT)) / TT);
+    return this.lexers.startLex(this.scannerFor(st), Math.floor(commitKey / this.grammar.table.terminals.length));
   }
 
   /**
