@@ -67,6 +67,12 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   lexerRunClass?(lex: number): number;
   /** The bytes a whole sentence can end with, as 8 words; absent or null: any. */
   finalBytes?(): Uint32Array | null;
+  /**
+   * True when two distinct lexer-state sets rarely behave alike: a rule network's part used in
+   * several places is one shared rule, so its states are one already. The walks then do not look
+   * for an equivalent set to take a walk over from (equivalence.ts). Absent: false.
+   */
+  readonly lexerSetsRarelyAlike?: boolean;
 }
 
 export function isLexerLevel(a: CompletableAutomaton): a is LexerLevelAutomaton {
