@@ -56,21 +56,34 @@ function labelBytesOf(labels: Uint8Array): LabelBytes {
 /** Classes a closure may have (a JSON string's contents need 9). */
 const MAX_CLOSURE_CLASSES = 16;
 
+/** Sets per page of stepCode's memo (16 KB). */
+const PAGE_SHIFT = 4;
+const PAGE_SETS = 1 << PAGE_SHIFT;
+const PAGE_MASK = PAGE_SETS - 1;
+
 /** Set in a lexer set step code, as in the grammar stage's lexer step codes. */
 export const COMMIT = LEXER_COMMITS;
-const UNKNOWN = -1;
 
 /**
  * The interned lexer-state sets of one matcher and their byte steps, memoized. The lexer-level
  * walks extend it, so their loops call these steps on themselves (one class: monomorphic).
  */
 export class LexerSets {
-  private readonly setOfLex = new Map<number, number>();
+  /**
+   * Per lexer state, its set of one + 1 (0: not made yet). Walks into new parts of a rule network
+   * meet a new lone set every few bytes, and a string key each cost more than the walk's step.
+   */
+  private loneSets: Int32Array;
   /** stack * 2^20 + set → state: interning a set of several hypotheses sorts and hashes its pairs. */
   private readonly stateMemo: IntMap;
   private readonly setMembers: number[][] = [];
   private readonly setIds = new Map<string, number>();
-  private setNext: Int32Array;
+  /**
+   * stepCode's memo: per set, 256 slots of its code + 1 (0: not known yet), in pages of PAGE_SETS
+   * sets. One table grown by doubling copied megabytes in a big rule network, and each copy was
+   * a new off-heap buffer that brought the collector in (a tenth of a cold mask phase).
+   */
+  private readonly nextPages: Int32Array[];
   /**
    * By slot (set * 256 + byte), the index of its list in commitKeyLists: few slots commit, and an
    * array by slot grew by 256 entries per set (most of a cold mask's time and garbage in a big
@@ -96,7 +109,8 @@ export class LexerSets {
     tables: TableSlab,
   ) {
     this.stateMemo = new IntMap(MEMO_CAPACITY, tables);
-    this.setNext = tables.int32(256 * 8, UNKNOWN);
+    this.loneSets = tables.int32(64);
+    this.nextPages = [tables.int32(256 * PAGE_SETS)];
     this.loopKnown = tables.uint8(64);
     this.loopWords = tables.uint32(64 * 8);
     this.loopCodes = tables.int32(64);
@@ -105,24 +119,23 @@ export class LexerSets {
 
   /** An estimate of the heap bytes of the sets and their step memos, erring high. */
   protected retainedSetBytes(): number {
-    let bytes = this.stateMemo.byteLength + this.setNext.byteLength;
+    let bytes = this.stateMemo.byteLength + this.nextPages.length * 1024 * PAGE_SETS;
     bytes += this.loopKnown.byteLength + this.loopWords.byteLength + this.loopCodes.byteLength + this.loopsOnUtf8.byteLength;
     let members = 0;
     for (const m of this.setMembers) members += m.length;
     // A set: its member list and key; a commit's keys: their slot, list and pointer.
     bytes += this.setMembers.length * 240 + members * 16 + this.commitKeyIndex.byteLength;
-    bytes += (this.setOfLex.size + this.loopKeys.size + this.closures.size) * 120 + this.closureBytes;
+    bytes += this.loneSets.byteLength + (this.setIds.size + this.loopKeys.size + this.closures.size) * 120 + this.closureBytes;
     bytes += this.firstBytesOf.size * 120 + this.commitKeysMade * 80;
     return bytes;
   }
 
   /** The set holding just one lexer state. */
   setOfLexer(lex: number): number {
-    let id = this.setOfLex.get(lex);
-    if (id === undefined) {
-      id = this.internSet([lex]);
-      this.setOfLex.set(lex, id);
-    }
+    if (lex < this.loneSets.length && this.loneSets[lex] !== 0) return this.loneSets[lex]! - 1;
+    const id = this.newSet([lex]);
+    if (lex >= this.loneSets.length) this.loneSets = grownTo(this.loneSets, Math.max(lex + 1, this.loneSets.length * 2));
+    this.loneSets[lex] = id + 1;
     return id;
   }
 
@@ -156,9 +169,10 @@ export class LexerSets {
 
   /** Next set + 1 (0: no token in progress can continue), | COMMIT when a terminal may end here. */
   stepCode(setId: number, byte: number): number {
-    const slot = setId * 256 + byte;
-    const hit = this.setNext[slot]!;
-    if (hit !== UNKNOWN) return hit;
+    const page = this.nextPages[setId >>> PAGE_SHIFT]!;
+    const slot = ((setId & PAGE_MASK) << 8) | byte;
+    const hit = page[slot]!;
+    if (hit !== 0) return hit - 1;
     const automaton = this.automaton;
     const members = this.setMembers[setId]!;
     if (members.length === 1) return this.stepOne(setId, members[0]!, byte);
@@ -173,7 +187,7 @@ export class LexerSets {
       if (restarted >= 0 && !next.includes(restarted)) next.push(restarted);
     }
     const result = commit | (next.length > 0 ? this.internSet(next.sort((a, b) => a - b)) + 1 : 0);
-    this.setNext[slot] = result;
+    this.nextPages[setId >>> PAGE_SHIFT]![slot] = result + 1;
     return result;
   }
 
@@ -197,8 +211,10 @@ export class LexerSets {
     const labels = automaton.lexerByteLabels(lex);
     const { start, bytes } = labelBytesOf(labels);
     const label = labels[byte]!;
-    const base = setId * 256;
-    for (let i = start[label]!, end = start[label + 1]!; i < end; i++) this.setNext[base + bytes[i]!] = result;
+    // Read after interning: a new set may have added a page, never replaced one.
+    const page = this.nextPages[setId >>> PAGE_SHIFT]!;
+    const base = (setId & PAGE_MASK) << 8;
+    for (let i = start[label]!, end = start[label + 1]!; i < end; i++) page[base + bytes[i]!] = result + 1;
     return result;
   }
 
@@ -221,15 +237,22 @@ export class LexerSets {
     return keys;
   }
 
+  /** The set of `members` (ascending, distinct); sets of several are interned by their spelling. */
   private internSet(members: number[]): number {
+    if (members.length === 1) return this.setOfLexer(members[0]!);
     const key = members.join(".");
     let id = this.setIds.get(key);
     if (id === undefined) {
-      id = this.setMembers.length;
-      this.setMembers.push(members);
+      id = this.newSet(members);
       this.setIds.set(key, id);
-      if ((id + 1) * 256 > this.setNext.length) this.setNext = grownTo(this.setNext, this.setNext.length * 2, UNKNOWN);
     }
+    return id;
+  }
+
+  private newSet(members: number[]): number {
+    const id = this.setMembers.length;
+    this.setMembers.push(members);
+    if (id >>> PAGE_SHIFT === this.nextPages.length) this.nextPages.push(new Int32Array(256 * PAGE_SETS));
     return id;
   }
 
