@@ -118,6 +118,8 @@ export interface LexerWalk {
 /** A walk's parts before they are kept (walkParts), or a derived walk's put together. */
 interface WalkParts {
   mask: Uint32Array | null;
+  /** A dense walk of few commit-free tokens (SPARSE_WALK_TOKENS at most) without a mask: their ids, ascending. */
+  tokens: Int32Array | null;
   contSets: number[];
   tokensByCont: number[][];
   groupKeys: number[];
@@ -323,6 +325,8 @@ export class LexerLevelWalks extends LexerSets {
   private readonly shapes = new Map<number, GroupShape[]>();
   /** Root walks' commit-free tokens by a hash of their mask's words (sharedTokens). */
   private readonly masks = new Map<number, KeptTokens[]>();
+  /** Walks' few tokens kept as lists without a mask (sharedList), by a hash of the list. */
+  private readonly lists = new Map<number, KeptTokens[]>();
   /** Where rootWalk looks for an earlier set that behaves the same (see equivalence.ts). */
   private readonly equivalents = new SetEquivalence(this);
   private readonly atDepth: Int32Array;
@@ -366,6 +370,15 @@ export class LexerLevelWalks extends LexerSets {
   private readonly rootOf: Uint8Array;
   /** A dense walk's steps by root byte (WalkParts.rootSteps). */
   private readonly rootStepScratch = new Int32Array(256);
+  /**
+   * A dense walk's commit-free tokens while they are few, as ranges [from, to) of trie order, and
+   * their number: a mask is made only past SPARSE_WALK_TOKENS. Most walks of a rule network (a key
+   * spelled out, the bytes after a colon) allow a few tokens, and making, hashing and reading a
+   * 152k-token mask to keep them as a list cost more than the walk. Walks do not nest while
+   * these are in use (a derived walk makes its base's walk before its own).
+   */
+  private readonly fewRanges: number[] = [];
+  private fewCount = 0;
   /** Bases' walks made for derived walks and not yet asked for themselves, with the steps they will charge then. */
   private readonly basesMade = new Map<number, { walk: LexerWalk; steps: number }>();
 
@@ -656,20 +669,19 @@ export class LexerLevelWalks extends LexerSets {
     const baseRoots = baseWalk.contRoots;
     const baseSteps = baseWalk.rootSteps;
     if (baseWalk.mask === null || baseRoots === null || baseSteps === null) return null;
-    const part = this.walkParts(setId, diffStarts, true, null, NO_NODES);
-    const partRoots = part.roots!.slice();
-    // Charged what the set's own walk would be: below the shared root children, the base's steps there.
-    let steps = 0;
-    for (let b = 0; b < 256; b++) if (((same[b >>> 5]! >>> (b & 31)) & 1) !== 0) steps += baseSteps[b]!;
-    this.work.charge(steps);
-    // The base's tokens less those below the other root children, and the set's own there.
+    // The base's tokens less those below the other root children; the set's own are walked in.
     const mask = baseWalk.mask.slice();
     for (let b = 0; b < 256; b++) {
       const c = rootChild[b]!;
       if (c < 0 || ((same[b >>> 5]! >>> (b & 31)) & 1) !== 0) continue;
       clearTokenRange(mask, tokenIds, tokenStart[c]!, tokenStart[c + subtreeSize[c]!]!);
     }
-    if (part.mask !== null) orInto(mask, part.mask);
+    const part = this.walkParts(setId, diffStarts, true, null, NO_NODES, mask);
+    const partRoots = part.roots!.slice();
+    // Charged what the set's own walk would be: below the shared root children, the base's steps there.
+    let steps = 0;
+    for (let b = 0; b < 256; b++) if (((same[b >>> 5]! >>> (b & 31)) & 1) !== 0) steps += baseSteps[b]!;
+    this.work.charge(steps);
     // The sets where tokens end: the base's below shared root children, the set's own below the
     // others, in the order the set's own walk meets them (by root child: each is one source's).
     const rootOf = this.rootOf;
@@ -751,7 +763,7 @@ export class LexerLevelWalks extends LexerSets {
       builders.splice(0, builders.length, ...sorted);
     }
     const roots = this.contRootWords.subarray(0, contSets.length * 8);
-    return this.keptWalk(setId, { mask, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: null }, true, false);
+    return this.keptWalk(setId, { mask, tokens: null, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: null }, true, false);
   }
 
   /** The loop slice of a set's root walk (see LoopSlice), made on first need; null: the set walks its region. */
@@ -995,11 +1007,15 @@ export class LexerLevelWalks extends LexerSets {
     dense: boolean,
     slice: LoopSlice | null,
     joins: readonly number[],
+    into: Uint32Array | null = null,
   ): WalkParts {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
     const rootOf = dense ? this.rootOf : null;
-    // Made on the first commit-free token: many walks (a keyword's scanner) have none.
-    let mask: Uint32Array | null = slice === null || slice.pure === null ? null : slice.pure.slice();
+    // `into` (a dense walk's tokens set there), or made once the tokens are more than a few (see
+    // fewRanges): many walks (a keyword's scanner) have none.
+    let mask: Uint32Array | null = into ?? (slice === null || slice.pure === null ? null : slice.pure.slice());
+    this.fewRanges.length = 0;
+    this.fewCount = 0;
     const contSets: number[] = [];
     const tokensByCont: number[][] = [];
     // Commit groups in the order met (a walk has a few): their keys and builders, searched linearly.
@@ -1141,7 +1157,8 @@ export class LexerLevelWalks extends LexerSets {
       this.contSlot(joins[ji + 1]!, stamp, contSets, tokensByCont);
       ji += 2;
     }
-    if (this.regionSlices.length > 0) mask = this.setRegionsTaken(mask);
+    if (this.regionSlices.length > 0) mask = this.setRegionsTaken(this.maskOfFew(mask));
+    const tokens = mask === null && this.fewCount > 0 ? this.listOfFew() : null;
     // The root slice's classes join at their first tokens; their roots are every subtree they reach.
     if (rootOf !== null && slice !== null) {
       const classSets = this.classSetsOf(setId, slice);
@@ -1165,7 +1182,30 @@ export class LexerLevelWalks extends LexerSets {
     }
     this.work.charge(steps + (slice?.regionSteps ?? 0));
     const roots = dense ? this.contRootWords.subarray(0, contSets.length * 8) : null;
-    return { mask, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: dense ? rootSteps : null };
+    return { mask, tokens, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: dense ? rootSteps : null };
+  }
+
+  /** The walk's mask: `mask`, or made now with the few tokens so far (see fewRanges). */
+  private maskOfFew(mask: Uint32Array | null): Uint32Array {
+    if (mask !== null) return mask;
+    const made = new Uint32Array(maskWords(this.trie.vocabSize));
+    const ranges = this.fewRanges;
+    for (let i = 0; i < ranges.length; i += 2) setTokenRange(made, this.trie.tokenIds, ranges[i]!, ranges[i + 1]!);
+    ranges.length = 0;
+    this.fewCount = 0;
+    return made;
+  }
+
+  /** The few tokens of a walk without a mask, ascending (as a mask's set bits read). */
+  private listOfFew(): Int32Array {
+    const { tokenIds } = this.trie;
+    const ranges = this.fewRanges;
+    const out = new Int32Array(this.fewCount);
+    let n = 0;
+    for (let i = 0; i < ranges.length; i += 2) for (let t = ranges[i]!; t < ranges[i + 1]!; t++) out[n++] = tokenIds[t]!;
+    ranges.length = 0;
+    this.fewCount = 0;
+    return out.sort();
   }
 
   /**
@@ -1173,7 +1213,7 @@ export class LexerLevelWalks extends LexerSets {
    * `base`: a body's root walk, which derived walks may take from: it keeps contRoots and rootSteps.
    */
   private keptWalk(setId: number, parts: WalkParts, dense: boolean, base: boolean): LexerWalk {
-    const { mask, contSets, tokensByCont, groupKeys, builders, roots, rootSteps } = parts;
+    const { mask, tokens: few, contSets, tokensByCont, groupKeys, builders, roots, rootSteps } = parts;
     const out: CommitGroup[] = [];
     for (let i = 0; i < builders.length; i++) {
       const g = builders[i]!;
@@ -1184,7 +1224,7 @@ export class LexerLevelWalks extends LexerSets {
     let bytes = 200 + 8 * contSets.length + 80 * out.length;
     for (const list of lists) bytes += 64 + list.byteLength;
     this.madeBytes += bytes;
-    const { dense: shared, tokens } = mask === null ? NO_TOKENS : this.sharedTokens(mask);
+    const { dense: shared, tokens } = mask !== null ? this.sharedTokens(mask) : few !== null ? this.sharedList(few) : NO_TOKENS;
     const steps = base && rootSteps !== null ? rootSteps.slice() : null;
     const contRoots = base && roots !== null ? roots.slice() : null;
     this.madeBytes += (steps?.byteLength ?? 0) + (contRoots?.byteLength ?? 0);
@@ -1217,6 +1257,19 @@ export class LexerLevelWalks extends LexerSets {
       count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: Int32Array.from(setBits(mask)) };
     if (bucket.length < MAX_BUCKET) bucket.push(kept);
     this.madeBytes += 96 + (kept.dense?.byteLength ?? 0) + (kept.tokens?.byteLength ?? 0);
+    return kept;
+  }
+
+  /** A walk's few tokens as kept (see sharedTokens): the same array as an earlier walk's equal list. */
+  private sharedList(tokens: Int32Array): KeptTokens {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < tokens.length; i++) h = Math.imul(h ^ tokens[i]!, 0x01000193);
+    let bucket = this.lists.get(h);
+    if (bucket === undefined) this.lists.set(h, (bucket = []));
+    for (const kept of bucket) if (sameList(kept.tokens!, tokens)) return kept;
+    const kept: KeptTokens = { count: tokens.length, dense: null, tokens };
+    if (bucket.length < MAX_BUCKET) bucket.push(kept);
+    this.madeBytes += 96 + tokens.byteLength;
     return kept;
   }
 
@@ -1337,7 +1390,12 @@ export class LexerLevelWalks extends LexerSets {
     this.contSlot(cont, stamp, contSets, tokensByCont);
     const tokenIds = this.trie.tokenIds;
     if (dense) {
-      mask ??= new Uint32Array(maskWords(this.trie.vocabSize));
+      if (mask === null && this.fewCount + (to - from) <= SPARSE_WALK_TOKENS) {
+        this.fewRanges.push(from, to);
+        this.fewCount += to - from;
+        return null;
+      }
+      mask = this.maskOfFew(mask);
       setTokenRange(mask, tokenIds, from, to);
     } else {
       const list = tokensByCont[this.seenSlot[cont]!]!;
