@@ -101,6 +101,8 @@ export class LexerSets {
   private readonly loopKeys = new Map<number, Int32Array>();
   private readonly closures = new Map<number, Utf8Closure | null>();
   private closureBytes = 0;
+  /** closureOf's rows while they are made. */
+  private closureRows: Int16Array | null = null;
 
   /** `tables`: the matcher's slab, for the first tables below. */
   protected constructor(
@@ -286,18 +288,21 @@ export class LexerSets {
     const loop = this.loopBytes(setId);
     const sets = [setId];
     const paths: number[][] = [[]];
-    const rows: number[] = [];
+    // Written in scratch and copied once: Int16Array.from of a list goes through the iterator
+    // protocol, and was most of a closure's cost (every string's contents in a rule network).
+    const rows = (this.closureRows ??= new Int16Array(256 * MAX_CLOSURE_CLASSES));
+    let n = 0;
     for (let c = 0; c < sets.length; c++) {
       const from = sets[c]!;
       for (let b = 0; b < 256; b++) {
         // The set's own row: ASCII and loop bytes are the region's as they are (-2: not the closure's).
         if (c === 0 && (b < 0x80 || ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0)) {
-          rows.push(-2);
+          rows[n++] = -2;
           continue;
         }
         const code = this.stepCode(from, b);
         if (code === 0) {
-          rows.push(-1);
+          rows[n++] = -1;
           continue;
         }
         // A terminal may end, or ASCII goes on inside a character: not a character's bytes.
@@ -309,19 +314,19 @@ export class LexerSets {
           sets.push(code - 1);
           paths.push([...paths[c]!, b]);
         }
-        rows.push(to);
+        rows[n++] = to;
       }
     }
     if (sets.length === 1) return null;
     // Rows are mostly runs of -1 (bytes that cannot follow): run-length encoded for the key.
     let signature = "";
-    for (let i = 0; i < rows.length; ) {
+    for (let i = 0; i < n; ) {
       let j = i + 1;
-      while (j < rows.length && rows[j] === rows[i]) j++;
+      while (j < n && rows[j] === rows[i]) j++;
       signature += `${rows[i]}*${j - i},`;
       i = j;
     }
-    return { rows: Int16Array.from(rows), sets, paths, signature };
+    return { rows: rows.slice(0, n), sets, paths, signature };
   }
 
   /** Bytes a token can go on with from a set (continuing or committing), as 8 words. */

@@ -22,6 +22,7 @@ import {
   maskWords,
   orInto,
   hashAndCount,
+  int32Of,
   setBits,
   setTokenList,
   setTokenRange,
@@ -718,8 +719,11 @@ export class LexerLevelWalks extends LexerSets {
     for (const g of baseWalk.groups) {
       const nodes = g.nodes.filter(sharedNode);
       const loops = g.loops.filter(sharedNode);
-      const dead = Array.from(g.deadEnds).filter((t) => sharedNode(tokenNode[t]!));
-      const alive = Array.from(g.aliveEnds).filter((t) => sharedNode(tokenNode[t]!));
+      // Plain loops: Array.from of a typed array goes through the iterator protocol.
+      const dead: number[] = [];
+      for (let i = 0; i < g.deadEnds.length; i++) if (sharedNode(tokenNode[g.deadEnds[i]!]!)) dead.push(g.deadEnds[i]!);
+      const alive: number[] = [];
+      for (let i = 0; i < g.aliveEnds.length; i++) if (sharedNode(tokenNode[g.aliveEnds[i]!]!)) alive.push(g.aliveEnds[i]!);
       const ranges: number[] = [];
       for (let r = 0; r < g.aliveRanges.length; r += 2)
         if (sharedNode(tokenNode[tokenIds[g.aliveRanges[r]!]!]!)) ranges.push(g.aliveRanges[r]!, g.aliveRanges[r + 1]!);
@@ -1254,7 +1258,7 @@ export class LexerLevelWalks extends LexerSets {
       if (kept.dense !== null ? sameList(kept.dense, mask) : allSet(mask, kept.tokens!)) return kept;
     }
     const kept: KeptTokens =
-      count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: Int32Array.from(setBits(mask)) };
+      count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: int32Of(setBits(mask)) };
     if (bucket.length < MAX_BUCKET) bucket.push(kept);
     this.madeBytes += 96 + (kept.dense?.byteLength ?? 0) + (kept.tokens?.byteLength ?? 0);
     return kept;
