@@ -371,6 +371,8 @@ export class LexerLevelWalks extends LexerSets {
   private readonly rootOf: Uint8Array;
   /** A dense walk's steps by root byte (WalkParts.rootSteps). */
   private readonly rootStepScratch = new Int32Array(256);
+  /** A sliced walk's exits it does not walk (they cannot go on), by root byte. */
+  private readonly deadExitsByRoot = new Int32Array(256);
   /**
    * A dense walk's commit-free tokens while they are few, as ranges [from, to) of trie order, and
    * their number: a mask is made only past SPARSE_WALK_TOKENS. Most walks of a rule network (a key
@@ -579,23 +581,38 @@ export class LexerLevelWalks extends LexerSets {
       return this.keptWalk(setId, this.walkParts(setId, starts, true, null, NO_NODES), true, body);
     }
     // The exits, as the whole walk meets them: a root child only when a token can begin with
-    // its byte; each class's set joins the walk's sets where its first token comes.
+    // its byte; each class's set joins the walk's sets where its first token comes. An exit below
+    // the root on a byte the set cannot go on with (a raw newline in a JSON string: most exits at
+    // 152k tokens) is one step of the walk and nothing else: counted here, not walked.
     const { exits, classOrder, classFirstAt } = slice;
     const classSets = this.classSetsOf(setId, slice);
     const { depth, nodeByte } = this.trie;
     const joins = this.joins;
     joins.length = 0;
+    const deadByRoot = this.deadExitsByRoot;
+    deadByRoot.fill(0);
+    let dead = 0;
     let next = 0;
     for (let i = 0; i <= exits.length; i++) {
       while (next < classOrder.length && classFirstAt[classOrder[next]!] === i) joins.push(starts.length, classSets[classOrder[next++]!]!);
       if (i === exits.length) break;
       const e = exits[i]!;
       const b = nodeByte[e]!;
-      if (depth[e] === 1 && ((first[b >>> 5]! >>> (b & 31)) & 1) === 0) continue;
+      if (((first[b >>> 5]! >>> (b & 31)) & 1) === 0) {
+        if (depth[e] === 1) continue;
+        dead++;
+        deadByRoot[this.rootOf[e]!]!++;
+        continue;
+      }
       starts.push(e);
     }
     this.sliced++;
-    return this.keptWalk(setId, this.walkParts(setId, starts, true, slice, joins), true, body);
+    const parts = this.walkParts(setId, starts, true, slice, joins);
+    if (dead > 0) {
+      this.work.charge(dead);
+      for (let b = 0; b < 256; b++) parts.rootSteps![b]! += deadByRoot[b]!;
+    }
+    return this.keptWalk(setId, parts, true, body);
   }
 
   /**
