@@ -1073,6 +1073,11 @@ export class LexerLevelWalks extends LexerSets {
             if (f.next < f.last) {
               const e = f.slice.exits[f.next++]!;
               this.joinBefore(f, e, stamp, contSets, tokensByCont);
+              // An exit the set cannot go on with is one step (see madeWalk).
+              if (this.stepCode(f.set, nodeInfo[e]! & 0xff) === 0) {
+                steps++;
+                continue;
+              }
               atDepth[depth[e]! - 1] = f.set;
               p = e;
               jumpAt = f.at = e + subtreeSize[e]!;
