@@ -561,9 +561,15 @@ test("root walks that take their loop region from a slice equal the walks of it:
   const vocab = loadVocabulary(vocabFile("gpt-2"));
   const trie = tokenTrieFor(vocab);
   const single = singleByteTokens(vocab);
-  // String contents (a body: one slice for all twelve), a counted one, and a free value: a network.
-  const properties: Record<string, object> = { meta: {}, note: { type: "string", maxLength: 12 } };
-  const doc: Record<string, unknown> = { meta: { a: [1] }, note: "short one" };
+  // String contents (a body: one slice for all twelve), counted ones (each position a set of its
+  // own, read off a counted slice: near its end as well, where the walk goes on below the depth
+  // it reads), and a free value: a network.
+  const properties: Record<string, object> = {
+    meta: {},
+    note: { type: "string", maxLength: 12 },
+    code: { type: "string", minLength: 3, maxLength: 24 },
+  };
+  const doc: Record<string, unknown> = { meta: { a: [1] }, note: "short one", code: 'é "x" \\ 日本 😀 ok' };
   for (let i = 0; i < 12; i++) {
     properties[`key${i}`] = { type: "string" };
     doc[`key${i}`] = `v${i} with "quotes" and é`;
@@ -626,6 +632,8 @@ test("root walks that take their loop region from a slice equal the walks of it:
     assert.equal(whole.rootWalkCounts!.sliced, 0);
     assert.equal(whole.rootWalkCounts!.regionsTaken, 0);
     if (automaton === cases[1]!.automaton) assert.ok(sliced.rootWalkCounts!.regionsTaken >= 1, JSON.stringify(sliced.rootWalkCounts));
+    if (automaton === cases[0]!.automaton) assert.ok(sliced.rootWalkCounts!.counted >= 10, JSON.stringify(sliced.rootWalkCounts));
+    assert.equal(whole.rootWalkCounts!.counted, 0);
   }
 });
 

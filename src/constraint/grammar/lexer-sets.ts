@@ -29,6 +29,22 @@ export interface Utf8Closure {
   readonly signature: string;
 }
 
+/**
+ * A set that steps on each of its content bytes to one next set without committing (a string of
+ * at most N characters: each position is a set of its own), through a Utf8Closure whose classes
+ * lead to that next set as a body's lead back to itself. Sets of a chain with the same `key`
+ * walk the same region of the trie, each token ending in the set as many characters on (see
+ * CountedRegion in loop-slices.ts).
+ */
+export interface CountedShape {
+  readonly next: number;
+  /** The content bytes (ASCII, or lead bytes that complete a character at once: none in UTF-8). */
+  readonly loop: Uint32Array;
+  /** Class 0 is the set; rows lead to 0 where they reach `next`. Null: ASCII content only. */
+  readonly closure: Utf8Closure | null;
+  readonly key: string;
+}
+
 /** The bytes of each label of a labels array (lexerByteLabels): label l's are bytes[start[l] .. start[l + 1]). */
 interface LabelBytes {
   readonly start: Uint16Array;
@@ -103,6 +119,10 @@ export class LexerSets {
   private closureBytes = 0;
   /** closureOf's rows while they are made. */
   private closureRows: Int16Array | null = null;
+  /** Per set: its counted shape, or null (countedShape). */
+  private readonly countedShapes = new Map<number, CountedShape | null>();
+  /** Per set: how many sets from it on share its counted shape's key (countedLevels). */
+  private readonly countedRuns = new Map<number, number>();
 
   /** `tables`: the matcher's slab, for the first tables below. */
   protected constructor(
@@ -327,6 +347,134 @@ export class LexerSets {
       i = j;
     }
     return { rows: rows.slice(0, n), sets, paths, signature };
+  }
+
+  /**
+   * The set's counted shape (see CountedShape), or null: it loops on a byte, or no next set takes
+   * ten bytes or more (a keyword's letters), or a character's bytes commit or leave the closure.
+   */
+  protected countedShape(setId: number): CountedShape | null {
+    let shape = this.countedShapes.get(setId);
+    if (shape === undefined) {
+      shape = this.countedShapeOf(setId);
+      this.countedShapes.set(setId, shape);
+    }
+    return shape;
+  }
+
+  private countedShapeOf(setId: number): CountedShape | null {
+    // The next set most bytes lead to without a commit; none may lead back to the set.
+    let next = -1;
+    let most = 0;
+    const counts = new Map<number, number>();
+    for (let b = 0; b < 256; b++) {
+      const code = this.stepCode(setId, b);
+      if (code === 0 || (code & COMMIT) !== 0) continue;
+      const cont = code - 1;
+      if (cont === setId) return null;
+      const n = (counts.get(cont) ?? 0) + 1;
+      counts.set(cont, n);
+      if (n > most) {
+        most = n;
+        next = cont;
+      }
+    }
+    if (most < 10) return null;
+    // Characters are counted by their first bytes: content is ASCII, and a character's other
+    // bytes go through the closure (the sets inside a character step on continuation bytes).
+    const loop = new Uint32Array(8);
+    for (let b = 0; b < 256; b++)
+      if (this.stepCode(setId, b) === next + 1) {
+        if (b >= 0x80) return null;
+        loop[b >>> 5]! |= 1 << (b & 31);
+      }
+    const closure = this.countedClosureOf(setId, next, loop);
+    if (closure === false) return null;
+    return { next, loop, closure, key: `counted/${loop.join(",")}/${closure === null ? "-" : closure.signature}` };
+  }
+
+  /**
+   * A counted set's closure as closureOf makes a body's, with `next` where a body's classes lead
+   * back to it; null where a character's bytes commit or leave it (ASCII content only); false
+   * where the bytes are not UTF-8's shape (a continuation byte between characters, a first byte
+   * inside one, a class stepping to itself), which counting characters by first bytes needs.
+   */
+  private countedClosureOf(setId: number, next: number, loop: Uint32Array): Utf8Closure | null | false {
+    const sets = [setId];
+    const paths: number[][] = [[]];
+    const rows = (this.closureRows ??= new Int16Array(256 * MAX_CLOSURE_CLASSES));
+    let n = 0;
+    let whole = true;
+    for (let c = 0; c < sets.length && whole; c++) {
+      for (let b = 0; b < 256; b++) {
+        if (c === 0 && (b < 0x80 || ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0)) {
+          rows[n++] = -2;
+          continue;
+        }
+        const code = this.stepCode(sets[c]!, b);
+        if (code === 0) {
+          rows[n++] = -1;
+          continue;
+        }
+        if (c === 0 ? b < 0xc0 : b >= 0xc0) return false;
+        if ((code & COMMIT) !== 0 || (c > 0 && b < 0x80) || code - 1 === setId) {
+          whole = false;
+          break;
+        }
+        let to = code - 1 === next ? 0 : sets.indexOf(code - 1);
+        if (to === c && c > 0) return false;
+        if (to < 0) {
+          if (sets.length >= MAX_CLOSURE_CLASSES) {
+            whole = false;
+            break;
+          }
+          to = sets.length;
+          sets.push(code - 1);
+          paths.push([...paths[c]!, b]);
+        }
+        rows[n++] = to;
+      }
+    }
+    if (!whole || sets.length === 1) return null;
+    let signature = "";
+    for (let i = 0; i < n; ) {
+      let j = i + 1;
+      while (j < n && rows[j] === rows[i]) j++;
+      signature += `${rows[i]}*${j - i},`;
+      i = j;
+    }
+    return { rows: rows.slice(0, n), sets, paths, signature };
+  }
+
+  /**
+   * How many sets from `setId` on, following each one's next, have a counted shape of the same key
+   * as it (at most `cap`; 0 when it has none): a walk from it reads its region as far as that.
+   */
+  protected countedLevels(setId: number, cap: number): number {
+    const known = this.countedRuns.get(setId);
+    if (known !== undefined) return Math.min(known, cap);
+    const key = this.countedShape(setId)?.key;
+    if (key === undefined) return 0;
+    const chain: number[] = [];
+    let x = setId;
+    let tail = 0;
+    let ended = false;
+    while (chain.length < cap) {
+      const shape = this.countedShape(x);
+      ended = shape === null || shape.key !== key;
+      if (ended) break;
+      const run = this.countedRuns.get(x);
+      if (run !== undefined) {
+        tail = run;
+        ended = true;
+        break;
+      }
+      chain.push(x);
+      x = shape!.next;
+    }
+    // Kept only where the run's end was seen (a run cut at the cap would be kept short).
+    if (ended) for (let i = chain.length - 1; i >= 0; i--) this.countedRuns.set(chain[i]!, chain.length - i + tail);
+    return Math.min(chain.length + tail, cap);
   }
 
   /** Bytes a token can go on with from a set (continuing or committing), as 8 words. */

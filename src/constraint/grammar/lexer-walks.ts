@@ -32,10 +32,13 @@ import type { TokenTrie } from "../trie.js";
 import type { WorkMeter } from "../work-meter.js";
 import { isLexerLevel, type CompletableAutomaton, type LexerLevelAutomaton } from "./contracts.js";
 import { SetEquivalence } from "./equivalence.js";
-import { COMMIT, LexerSets } from "./lexer-sets.js";
+import { COMMIT, LexerSets, type Utf8Closure } from "./lexer-sets.js";
 import { EMPTY, listOf, SLAB_LIST_MAX } from "./tables.js";
 import {
   classEntryAt,
+  countedMaskOf,
+  countedRegionBytes,
+  countedRegionOf,
   entersAt,
   firstClassPosition,
   type LoopSlice,
@@ -287,6 +290,9 @@ const NO_TOKENS: KeptTokens = { count: 0, dense: null, tokens: null };
 /** Root walks with at most this many commit-free tokens keep them as a list (4 KB, not a mask). */
 const SPARSE_WALK_TOKENS = 1024;
 
+/** Sets of its shape ahead a counted chain's set needs for its walk to be read off a slice (countedWalk). */
+const MIN_COUNTED_LEVELS = 2;
+
 /** Whether every id of `ids` is set in `mask`. */
 function allSet(mask: Uint32Array, ids: Int32Array): boolean {
   for (let i = 0; i < ids.length; i++) if (((mask[ids[i]! >>> 5]! >>> (ids[i]! & 31)) & 1) === 0) return false;
@@ -371,6 +377,12 @@ export class LexerLevelWalks extends LexerSets {
   private readonly rootOf: Uint8Array;
   /** A dense walk's steps by root byte (WalkParts.rootSteps). */
   private readonly rootStepScratch = new Int32Array(256);
+  /** countedWalk's scratch: the chain's sets, each start's set, the starts as nodes (for which walk stamp). */
+  private readonly countedChain: number[] = [];
+  private readonly countedStartSets: number[] = [];
+  private countedStartNodes = new Int32Array(64);
+  /** Root walks read off a counted slice (countedWalk). */
+  private countedWalks = 0;
   /** A sliced walk's exits it does not walk (they cannot go on), by root byte. */
   private readonly deadExitsByRoot = new Int32Array(256);
   /**
@@ -425,6 +437,7 @@ export class LexerLevelWalks extends LexerSets {
     walked: number;
     takenOver: number;
     derived: number;
+    counted: number;
     comparing: boolean;
     sliced: number;
     regionsTaken: number;
@@ -434,6 +447,7 @@ export class LexerLevelWalks extends LexerSets {
       walked: this.roots.size - this.takenOver,
       takenOver: this.takenOver,
       derived: this.derived,
+      counted: this.countedWalks,
       comparing: this.equivalents.worthLooking,
       sliced: this.sliced,
       regionsTaken: this.regionsTaken,
@@ -573,6 +587,10 @@ export class LexerLevelWalks extends LexerSets {
       return derived;
     }
     const slice = this.loopSliceOf(setId);
+    if (slice === null && !body && this.loopSlices) {
+      const counted = this.countedWalk(setId);
+      if (counted !== null) return counted;
+    }
     const starts = this.starts;
     starts.length = 0;
     if (slice === null) {
@@ -613,6 +631,113 @@ export class LexerLevelWalks extends LexerSets {
       for (let b = 0; b < 256; b++) parts.rootSteps![b]! += deadByRoot[b]!;
     }
     return this.keptWalk(setId, parts, true, body);
+  }
+
+  /**
+   * The root walk of a set of a counted chain (a string of at most N characters: see CountedShape)
+   * with at least MIN_COUNTED_LEVELS sets of its shape ahead: the region of its slice read down to
+   * that depth (countedRegionOf), its tokens ending in the chain's sets, and only its exits and
+   * the nodes below that depth walked. Charged the plain walk's steps. Null for other sets, or when
+   * the trie keeps no more slices.
+   */
+  private countedWalk(setId: number): LexerWalk | null {
+    const shape = this.countedShape(setId);
+    if (shape === null) return null;
+    const levels = this.countedLevels(setId, this.trie.maxTokenLength + 1);
+    if (levels < MIN_COUNTED_LEVELS) return null;
+    const slice = this.keptCountedSlice(shape.key, setId, shape.loop, shape.closure);
+    if (slice === null) return null;
+    const region = countedRegionOf(this.trie, slice);
+    const { depth, nodeByte, tokenNode, tokenIds } = this.trie;
+    // The chain's sets: chain[k] is the set k characters on (the last one read past the shape).
+    const chain = this.countedChain;
+    chain.length = 0;
+    chain.push(setId);
+    for (let k = 0; k < levels; k++) chain.push(this.countedShape(chain[k]!)!.next);
+    // Walked: exits whose parent is fewer than `levels` characters deep, from the set there, and
+    // the frontier `levels` deep, from the set at each node's parent (the last set's steps below
+    // may take subtrees at once or from its slice, as the plain walk does); in trie order.
+    const starts = this.starts;
+    starts.length = 0;
+    const startSets = this.countedStartSets;
+    startSets.length = 0;
+    const { exits } = slice;
+    const exitLevels = region.exitLevels;
+    const frontier = levels <= region.maxLevel ? region.frontier[levels]! : EMPTY;
+    const frontierPaths = levels <= region.maxLevel ? region.frontierPaths[levels]! : EMPTY;
+    let dead = 0;
+    let fi = 0;
+    for (let i = 0; i <= exits.length; i++) {
+      const e = i < exits.length ? exits[i]! : NO_FRAME;
+      while (fi < frontier.length && frontier[fi]! < e) {
+        const path = frontierPaths[fi]!;
+        let from = chain[levels - 1]!;
+        for (let k = 0, n = path >>> 24; k < n; k++) from = (this.stepCode(from, (path >>> (16 - 8 * k)) & 0xff) & ~COMMIT) - 1;
+        starts.push(frontier[fi++]!);
+        startSets.push(from);
+      }
+      if (i === exits.length) break;
+      const level = exitLevels[i]!;
+      if (level >= levels) continue;
+      const from = chain[level]!;
+      const b = nodeByte[e]!;
+      if (this.stepCode(from, b) === 0) {
+        // As in madeWalk: a root child the set cannot begin with is not visited; a deeper one is a step.
+        if (depth[e] !== 1) dead++;
+        continue;
+      }
+      starts.push(e);
+      startSets.push(from);
+    }
+    // Each depth and class's set joins where its first token comes, before the starts after it.
+    const joins = this.joins;
+    joins.length = 0;
+    const closurePaths = shape.closure === null ? null : shape.closure.paths;
+    const startNodes = this.countedNodes(starts);
+    for (let j = 0; j < region.joins.length; j += 3) {
+      const level = region.joins[j + 1]!;
+      if (level > levels) continue;
+      const cls = region.joins[j + 2]!;
+      let set: number;
+      if (cls === 0) set = chain[level]!;
+      else {
+        set = chain[level - 1]!;
+        for (const b of closurePaths![cls]!) set = (this.stepCode(set, b) & ~COMMIT) - 1;
+      }
+      joins.push(lowerBound(startNodes, tokenNode[tokenIds[region.joins[j]!]!]!), set);
+    }
+    const kept = slicesOfTrie.get(this.trie)!;
+    const made = region.masks.size;
+    const regionMask = countedMaskOf(this.trie, slice, region, levels, kept.bytes < MAX_SLICE_BYTES_PER_TRIE);
+    if (region.masks.size > made) kept.bytes += regionMask!.byteLength;
+    const mask = regionMask === null ? null : regionMask.slice();
+    const parts = this.walkParts(setId, starts, true, null, joins, mask, startSets);
+    // The region's steps less the frontier's own (walked above).
+    this.work.charge(region.stepsBelow[Math.min(levels, region.maxLevel + 1)]! - frontier.length + dead);
+    this.countedWalks++;
+    return this.keptWalk(setId, parts, true, false);
+  }
+
+  /** `starts` as an Int32Array for lowerBound (a view of scratch, valid until the next call). */
+  private countedNodes(starts: readonly number[]): Int32Array {
+    if (this.countedStartNodes.length < starts.length)
+      this.countedStartNodes = new Int32Array(Math.max(starts.length, 2 * this.countedStartNodes.length));
+    const out = this.countedStartNodes.subarray(0, starts.length);
+    for (let i = 0; i < starts.length; i++) out[i] = starts[i]!;
+    return out;
+  }
+
+  /** The trie's counted slice under `key` (walked node by node: no set of a chain loops). */
+  private keptCountedSlice(key: string, setId: number, loop: Uint32Array, closure: Utf8Closure | null): LoopSlice | null {
+    let kept = slicesOfTrie.get(this.trie);
+    if (kept === undefined) slicesOfTrie.set(this.trie, (kept = { slices: new Map(), bytes: 0 }));
+    let slice = kept.slices.get(key) ?? null;
+    if (slice === null && kept.bytes < MAX_SLICE_BYTES_PER_TRIE) {
+      slice = walkLoopRegion(this.trie, loop, closure, setId, () => false, 0);
+      kept.slices.set(key, slice);
+      kept.bytes += sliceBytes(slice) + countedRegionBytes(countedRegionOf(this.trie, slice));
+    }
+    return slice;
   }
 
   /**
@@ -1029,6 +1154,7 @@ export class LexerLevelWalks extends LexerSets {
     slice: LoopSlice | null,
     joins: readonly number[],
     into: Uint32Array | null = null,
+    startSets: readonly number[] | null = null,
   ): WalkParts {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
     const rootOf = dense ? this.rootOf : null;
@@ -1061,7 +1187,7 @@ export class LexerLevelWalks extends LexerSets {
         ji += 2;
       }
       const start = starts[si]!;
-      atDepth[depth[start]! - 1] = setId;
+      atDepth[depth[start]! - 1] = startSets === null ? setId : startSets[si]!;
       const end = start + subtreeSize[start]!;
       const stepsBefore = steps;
       let p = start;

@@ -341,3 +341,175 @@ function blockStarts(bits: Uint32Array): Int32Array {
   }
   return out;
 }
+
+/**
+ * What a walk from a set of a counted chain (CountedShape in lexer-sets.ts: a string of at most N
+ * characters) reads off its slice, made once per slice. Its region is a body's region, read by
+ * characters: a token `k` characters deep ends in the set k on in the chain (or, inside its k-th
+ * character, in that character's class of the set k - 1 on). A walk from a set with `levels` sets
+ * of the same shape ahead reads the region down to that depth: its tokens at most `levels`
+ * characters deep, its steps on those nodes, its exits whose parent is fewer than `levels`
+ * characters deep (from that set on), and below the nodes exactly `levels` deep (the frontier)
+ * walks on from the set there. The slice is walked node by node (no subtree at once: no set of the
+ * chain loops), so its steps are the plain walk's.
+ */
+export interface CountedRegion {
+  /** The deepest region node, in characters. */
+  readonly maxLevel: number;
+  /**
+   * By c (0 .. maxLevel + 1), the region nodes (visited) stepped on from a set fewer than c sets
+   * on: a walk reading c levels takes these steps.
+   */
+  readonly stepsBelow: Int32Array;
+  /** Per exit, how many characters deep its parent is. */
+  readonly exitLevels: Int32Array;
+  /**
+   * Per depth c, the region's nodes c characters deep, between characters, with children: a walk
+   * reading c levels walks on from each (its step included), from the set at its parent.
+   */
+  readonly frontier: readonly Int32Array[];
+  /**
+   * Per frontier node (as `frontier`), the bytes of its character before its own (its parent is
+   * the set that many bytes into the character, from the set c - 1 on): count << 24 | bytes.
+   */
+  readonly frontierPaths: readonly Int32Array[];
+  /** (first position, depth, class) of each depth and class with a token, by first position. */
+  readonly joins: Int32Array;
+  /** The region's tokens at most c characters deep, by c below maxLevel (made on first need). */
+  readonly masks: Map<number, Uint32Array>;
+}
+
+const countedOfSlice = new WeakMap<LoopSlice, CountedRegion>();
+const charDepthsOfTrie = new WeakMap<TokenTrie, Uint8Array>();
+
+/** Per trie node, the characters begun on its path (bytes that are not UTF-8 continuations), at most 255. */
+function charDepthsOf(trie: TokenTrie): Uint8Array {
+  let out = charDepthsOfTrie.get(trie);
+  if (out === undefined) {
+    const { nodeInfo, numNodes } = trie;
+    out = new Uint8Array(numNodes);
+    const atDepth = new Uint8Array(trie.maxTokenLength + 2);
+    for (let p = 1; p < numNodes; p++) {
+      const info = nodeInfo[p]!;
+      const d = (info >>> 8) & 0xffff;
+      const b = info & 0xff;
+      const c = Math.min(255, atDepth[d - 1]! + (b >= 0x80 && b < 0xc0 ? 0 : 1));
+      atDepth[d] = c;
+      out[p] = c;
+    }
+    charDepthsOfTrie.set(trie, out);
+  }
+  return out;
+}
+
+export function countedRegionOf(trie: TokenTrie, slice: LoopSlice): CountedRegion {
+  let region = countedOfSlice.get(slice);
+  if (region !== undefined) return region;
+  const chars = charDepthsOf(trie);
+  const { subtreeSize, tokenIds, tokenNode, nodeByte, nodeInfo, numNodes } = trie;
+  const { visited, entries } = slice;
+  const isSet = (bits: Uint32Array, p: number): boolean => ((bits[p >>> 5]! >>> (p & 31)) & 1) !== 0;
+  // The set a visited node is stepped on from: between characters (an entry, or the root) the
+  // set as many characters on as its parent is deep; inside a character, the set it began at.
+  let maxLevel = 0;
+  const counts: number[] = [];
+  const lastAt = new Int32Array(trie.maxTokenLength + 2);
+  for (let p = 1; p < numNodes; p++) {
+    const d = (nodeInfo[p]! >>> 8) & 0xffff;
+    lastAt[d] = p;
+    if (!isSet(visited, p)) continue;
+    const parent = d === 1 ? 0 : lastAt[d - 1]!;
+    const from = parent === 0 ? 0 : isSet(entries, parent) ? chars[parent]! : chars[parent]! - 1;
+    counts[from] = (counts[from] ?? 0) + 1;
+    if (chars[p]! > maxLevel) maxLevel = chars[p]!;
+  }
+  const stepsBelow = new Int32Array(maxLevel + 2);
+  for (let c = 1, n = 0; c <= maxLevel + 1; c++) stepsBelow[c] = n += counts[c - 1] ?? 0;
+  // An exit's parent is between characters: as deep as the exit, less the character it begins.
+  const exitLevels = new Int32Array(slice.exits.length);
+  for (let i = 0; i < slice.exits.length; i++) {
+    const e = slice.exits[i]!;
+    const b = nodeByte[e]!;
+    exitLevels[i] = chars[e]! - (b >= 0x80 && b < 0xc0 ? 0 : 1);
+  }
+  // In trie order (ascending nodes): a second preorder pass keeps each node's ancestors.
+  const lists: number[][] = Array.from({ length: maxLevel + 1 }, () => []);
+  const pathLists: number[][] = Array.from({ length: maxLevel + 1 }, () => []);
+  for (let p = 1; p < numNodes; p++) {
+    const d = (nodeInfo[p]! >>> 8) & 0xffff;
+    lastAt[d] = p;
+    if (subtreeSize[p]! <= 1 || !isSet(entries, p)) continue;
+    // The character's bytes before p's own: ancestors back to its first byte (ASCII p: none).
+    let path = 0;
+    let count = 0;
+    const b = nodeByte[p]!;
+    if (b >= 0x80)
+      for (let a = d - 1; a >= 1 && count < 3; a--) {
+        const ab = nodeByte[lastAt[a]!]!;
+        path |= ab << (8 * count);
+        count++;
+        if (ab >= 0xc0) break;
+      }
+    // Stored first byte first: count << 24 | b0 << 16 | b1 << 8 | b2.
+    let ordered = 0;
+    for (let i = 0; i < count; i++) ordered |= ((path >>> (8 * (count - 1 - i))) & 0xff) << (16 - 8 * i);
+    lists[chars[p]!]!.push(p);
+    pathLists[chars[p]!]!.push((count << 24) | ordered);
+  }
+  const frontier = lists.map((list) => Int32Array.from(list));
+  const frontierPaths = pathLists.map((list) => Int32Array.from(list));
+  const classes = slice.classPositions.length;
+  const first = new Int32Array((maxLevel + 1) * classes).fill(-1);
+  for (let c = 0; c < classes; c++) {
+    const bits = slice.classPositions[c]?.bits;
+    if (bits === undefined) continue;
+    for (let w = 0; w < bits.length; w++)
+      for (let x = bits[w]!; x !== 0; x &= x - 1) {
+        const k = w * 32 + 31 - Math.clz32(x & -x);
+        const at = chars[tokenNode[tokenIds[k]!]!]! * classes + c;
+        if (first[at]! < 0) first[at] = k;
+      }
+  }
+  const order: number[] = [];
+  for (let i = 0; i < first.length; i++) if (first[i]! >= 0) order.push(i);
+  order.sort((a, b) => first[a]! - first[b]!);
+  const joins = new Int32Array(order.length * 3);
+  for (let i = 0; i < order.length; i++) {
+    joins[3 * i] = first[order[i]!]!;
+    joins[3 * i + 1] = Math.floor(order[i]! / classes);
+    joins[3 * i + 2] = order[i]! % classes;
+  }
+  region = { maxLevel, stepsBelow, exitLevels, frontier, frontierPaths, joins, masks: new Map() };
+  countedOfSlice.set(slice, region);
+  return region;
+}
+
+/**
+ * The region's tokens at most `levels` characters deep (the slice's whole region from maxLevel on),
+ * kept in `region.masks` when `keep` (the trie's slices are under their cap).
+ */
+export function countedMaskOf(trie: TokenTrie, slice: LoopSlice, region: CountedRegion, levels: number, keep: boolean): Uint32Array | null {
+  if (levels >= region.maxLevel) return slice.pure;
+  let mask = region.masks.get(levels);
+  if (mask === undefined) {
+    const chars = charDepthsOf(trie);
+    const { tokenIds, tokenNode } = trie;
+    mask = new Uint32Array(maskWords(trie.vocabSize));
+    const bits = slice.purePositions;
+    for (let w = 0; w < bits.length; w++)
+      for (let x = bits[w]!; x !== 0; x &= x - 1) {
+        const id = tokenIds[w * 32 + 31 - Math.clz32(x & -x)]!;
+        if (chars[tokenNode[id]!]! <= levels) mask[id >>> 5]! |= 1 << (id & 31);
+      }
+    if (keep) region.masks.set(levels, mask);
+  }
+  return mask;
+}
+
+/** Bytes a counted region holds (its masks as made so far). */
+export function countedRegionBytes(region: CountedRegion): number {
+  let bytes = 200 + region.stepsBelow.byteLength + region.exitLevels.byteLength + region.joins.byteLength;
+  for (const list of region.frontier) bytes += 64 + 2 * list.byteLength;
+  for (const mask of region.masks.values()) bytes += mask.byteLength;
+  return bytes;
+}
