@@ -375,6 +375,12 @@ export interface CountedRegion {
   readonly frontierPaths: readonly Int32Array[];
   /** (first position, depth, class) of each depth and class with a token, by first position. */
   readonly joins: Int32Array;
+  /**
+   * The region's token ids by depth in characters (a counting sort): those c deep are
+   * tokensByLevel[levelStart[c] .. levelStart[c + 1]).
+   */
+  readonly tokensByLevel: Int32Array;
+  readonly levelStart: Int32Array;
   /** The region's tokens at most c characters deep, by c below maxLevel (made on first need). */
   readonly masks: Map<number, Uint32Array>;
 }
@@ -479,7 +485,20 @@ export function countedRegionOf(trie: TokenTrie, slice: LoopSlice): CountedRegio
     joins[3 * i + 1] = Math.floor(order[i]! / classes);
     joins[3 * i + 2] = order[i]! % classes;
   }
-  region = { maxLevel, stepsBelow, exitLevels, frontier, frontierPaths, joins, masks: new Map() };
+  // Every token of the region, by depth (tokens are never deeper than their nodes, so maxLevel holds).
+  const levelStart = new Int32Array(maxLevel + 2);
+  const bits = slice.purePositions;
+  for (let w = 0; w < bits.length; w++)
+    for (let x = bits[w]!; x !== 0; x &= x - 1) levelStart[chars[tokenNode[tokenIds[w * 32 + 31 - Math.clz32(x & -x)]!]!]! + 1]!++;
+  for (let c = 1; c < levelStart.length; c++) levelStart[c]! += levelStart[c - 1]!;
+  const at = levelStart.slice();
+  const tokensByLevel = new Int32Array(levelStart[maxLevel + 1]!);
+  for (let w = 0; w < bits.length; w++)
+    for (let x = bits[w]!; x !== 0; x &= x - 1) {
+      const id = tokenIds[w * 32 + 31 - Math.clz32(x & -x)]!;
+      tokensByLevel[at[chars[tokenNode[id]!]!]!++] = id;
+    }
+  region = { maxLevel, stepsBelow, exitLevels, frontier, frontierPaths, joins, tokensByLevel, levelStart, masks: new Map() };
   countedOfSlice.set(slice, region);
   return region;
 }
@@ -492,15 +511,17 @@ export function countedMaskOf(trie: TokenTrie, slice: LoopSlice, region: Counted
   if (levels >= region.maxLevel) return slice.pure;
   let mask = region.masks.get(levels);
   if (mask === undefined) {
-    const chars = charDepthsOf(trie);
-    const { tokenIds, tokenNode } = trie;
-    mask = new Uint32Array(maskWords(trie.vocabSize));
-    const bits = slice.purePositions;
-    for (let w = 0; w < bits.length; w++)
-      for (let x = bits[w]!; x !== 0; x &= x - 1) {
-        const id = tokenIds[w * 32 + 31 - Math.clz32(x & -x)]!;
-        if (chars[tokenNode[id]!]! <= levels) mask[id >>> 5]! |= 1 << (id & 31);
-      }
+    // The tokens at most `levels` deep set, or the deeper ones cleared from the whole region's:
+    // whichever is fewer.
+    const { tokensByLevel } = region;
+    const split = region.levelStart[levels + 1]!;
+    if (split * 2 <= tokensByLevel.length || slice.pure === null) {
+      mask = new Uint32Array(maskWords(trie.vocabSize));
+      for (let i = 0; i < split; i++) mask[tokensByLevel[i]! >>> 5]! |= 1 << (tokensByLevel[i]! & 31);
+    } else {
+      mask = slice.pure.slice();
+      for (let i = split; i < tokensByLevel.length; i++) mask[tokensByLevel[i]! >>> 5]! &= ~(1 << (tokensByLevel[i]! & 31));
+    }
     if (keep) region.masks.set(levels, mask);
   }
   return mask;
@@ -508,7 +529,13 @@ export function countedMaskOf(trie: TokenTrie, slice: LoopSlice, region: Counted
 
 /** Bytes a counted region holds (its masks as made so far). */
 export function countedRegionBytes(region: CountedRegion): number {
-  let bytes = 200 + region.stepsBelow.byteLength + region.exitLevels.byteLength + region.joins.byteLength;
+  let bytes =
+    200 +
+    region.tokensByLevel.byteLength +
+    region.levelStart.byteLength +
+    region.stepsBelow.byteLength +
+    region.exitLevels.byteLength +
+    region.joins.byteLength;
   for (const list of region.frontier) bytes += 64 + 2 * list.byteLength;
   for (const mask of region.masks.values()) bytes += mask.byteLength;
   return bytes;
