@@ -117,7 +117,7 @@ export class LexerSets {
   private readonly loopKeys = new Map<number, Int32Array>();
   private readonly closures = new Map<number, Utf8Closure | null>();
   private closureBytes = 0;
-  /** closureOf's rows while they are made. */
+  /** closureLeadingTo's rows while they are made. */
   private closureRows: Int16Array | null = null;
   /** Per set: its counted shape, or null (countedShape). */
   private readonly countedShapes = new Map<number, CountedShape | null>();
@@ -305,48 +305,8 @@ export class LexerSets {
   }
 
   private closureOf(setId: number): Utf8Closure | null {
-    const loop = this.loopBytes(setId);
-    const sets = [setId];
-    const paths: number[][] = [[]];
-    // Written in scratch and copied once: Int16Array.from of a list goes through the iterator
-    // protocol, and was most of a closure's cost (every string's contents in a rule network).
-    const rows = (this.closureRows ??= new Int16Array(256 * MAX_CLOSURE_CLASSES));
-    let n = 0;
-    for (let c = 0; c < sets.length; c++) {
-      const from = sets[c]!;
-      for (let b = 0; b < 256; b++) {
-        // The set's own row: ASCII and loop bytes are the region's as they are (-2: not the closure's).
-        if (c === 0 && (b < 0x80 || ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0)) {
-          rows[n++] = -2;
-          continue;
-        }
-        const code = this.stepCode(from, b);
-        if (code === 0) {
-          rows[n++] = -1;
-          continue;
-        }
-        // A terminal may end, or ASCII goes on inside a character: not a character's bytes.
-        if ((code & COMMIT) !== 0 || (c > 0 && b < 0x80)) return null;
-        let to = sets.indexOf(code - 1);
-        if (to < 0) {
-          if (sets.length >= MAX_CLOSURE_CLASSES) return null;
-          to = sets.length;
-          sets.push(code - 1);
-          paths.push([...paths[c]!, b]);
-        }
-        rows[n++] = to;
-      }
-    }
-    if (sets.length === 1) return null;
-    // Rows are mostly runs of -1 (bytes that cannot follow): run-length encoded for the key.
-    let signature = "";
-    for (let i = 0; i < n; ) {
-      let j = i + 1;
-      while (j < n && rows[j] === rows[i]) j++;
-      signature += `${rows[i]}*${j - i},`;
-      i = j;
-    }
-    return { rows: rows.slice(0, n), sets, paths, signature };
+    const closure = this.closureLeadingTo(setId, setId, this.loopBytes(setId));
+    return closure === false ? null : closure;
   }
 
   /**
@@ -388,25 +348,30 @@ export class LexerSets {
         if (b >= 0x80) return null;
         loop[b >>> 5]! |= 1 << (b & 31);
       }
-    const closure = this.countedClosureOf(setId, next, loop);
+    const closure = this.closureLeadingTo(setId, next, loop);
     if (closure === false) return null;
     return { next, loop, closure, key: `counted/${loop.join(",")}/${closure === null ? "-" : closure.signature}` };
   }
 
   /**
-   * A counted set's closure as closureOf makes a body's, with `next` where a body's classes lead
-   * back to it; null where a character's bytes commit or leave it (ASCII content only); false
-   * where the bytes are not UTF-8's shape (a continuation byte between characters, a first byte
-   * inside one, a class stepping to itself), which counting characters by first bytes needs.
+   * The closure of `setId` (see Utf8Closure) whose classes lead on to `back`: the set itself for
+   * a body (closureOf), the next set for a counted one (countedShape). Null where a character's
+   * bytes commit or leave the closure (the region then stops at the first byte that does not
+   * loop). For a counted set also false where the bytes are not UTF-8's shape (a continuation byte
+   * between characters, a first byte inside one, a class stepping to itself), which counting
+   * characters by their first bytes needs.
    */
-  private countedClosureOf(setId: number, next: number, loop: Uint32Array): Utf8Closure | null | false {
+  private closureLeadingTo(setId: number, back: number, loop: Uint32Array): Utf8Closure | null | false {
+    const counted = back !== setId;
     const sets = [setId];
     const paths: number[][] = [[]];
+    // Written in scratch and copied once: Int16Array.from of a list goes through the iterator
+    // protocol, and was most of a closure's cost (every string's contents in a rule network).
     const rows = (this.closureRows ??= new Int16Array(256 * MAX_CLOSURE_CLASSES));
     let n = 0;
-    let whole = true;
-    for (let c = 0; c < sets.length && whole; c++) {
+    for (let c = 0; c < sets.length; c++) {
       for (let b = 0; b < 256; b++) {
+        // The set's own row: ASCII and loop bytes are the region's as they are (-2: not the closure's).
         if (c === 0 && (b < 0x80 || ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0)) {
           rows[n++] = -2;
           continue;
@@ -416,18 +381,13 @@ export class LexerSets {
           rows[n++] = -1;
           continue;
         }
-        if (c === 0 ? b < 0xc0 : b >= 0xc0) return false;
-        if ((code & COMMIT) !== 0 || (c > 0 && b < 0x80) || code - 1 === setId) {
-          whole = false;
-          break;
-        }
-        let to = code - 1 === next ? 0 : sets.indexOf(code - 1);
-        if (to === c && c > 0) return false;
+        if (counted && (c === 0 ? b < 0xc0 : b >= 0xc0)) return false;
+        // A terminal may end, or ASCII goes on inside a character: not a character's bytes.
+        if ((code & COMMIT) !== 0 || (c > 0 && b < 0x80) || (counted && code - 1 === setId)) return null;
+        let to = code - 1 === back ? 0 : sets.indexOf(code - 1);
+        if (counted && to === c && c > 0) return false;
         if (to < 0) {
-          if (sets.length >= MAX_CLOSURE_CLASSES) {
-            whole = false;
-            break;
-          }
+          if (sets.length >= MAX_CLOSURE_CLASSES) return null;
           to = sets.length;
           sets.push(code - 1);
           paths.push([...paths[c]!, b]);
@@ -435,7 +395,8 @@ export class LexerSets {
         rows[n++] = to;
       }
     }
-    if (!whole || sets.length === 1) return null;
+    if (sets.length === 1) return null;
+    // Rows are mostly runs of -1 (bytes that cannot follow): run-length encoded for the key.
     let signature = "";
     for (let i = 0; i < n; ) {
       let j = i + 1;
