@@ -38,6 +38,10 @@
  *   --compile-max-work, --mask-max-work  the work limits (default: the service's defaults, config.ts).
  *                The instances' walks then run unbounded, to judge every compiled schema.
  *
+ * pastMaskWorkLimit counts the valid instances (and their schemas) with a mask that charges more
+ * than the mask work limit: on the service's bounded matcher that mask ends the generation unless
+ * the decode loop's walks ahead made its walks first, which depends on how long decodes take.
+ *
  * Prints one JSON object (invalidAcceptedFiles first: it must be empty). Progress on stderr.
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -247,6 +251,13 @@ async function main(): Promise<void> {
   /** Valid instances the DFA accepts but the token walk refused (a token-layer bug): must be empty. */
   const maskDisagreements: string[] = [];
   const validRejectedFiles: string[] = [];
+  /**
+   * Schemas with a valid instance some mask of which charges more than the mask work limit: on a
+   * bounded matcher, as the service serves it, that mask would end the generation with a 422 (or
+   * an error event once output has gone out) unless the walks ahead had made its walks first.
+   */
+  const pastMaskWorkFiles: string[] = [];
+  let pastMaskWorkInstances = 0;
   const errorFiles: Record<string, string> = {};
   const c = {
     compiled: 0,
@@ -400,12 +411,15 @@ async function main(): Promise<void> {
       const st = newState();
       let allowed = true;
       let stoppedAt = -1;
+      let pastMaskWork = false;
       try {
         for (let j = 0; j < tokens.length; j++) {
           const tok = tokens[j]!;
           const a = performance.now();
           const mask = st.mask(1 << 20);
           const us = (performance.now() - a) * 1000;
+          // The operation's charge (the meter begins at each mask; this matcher is unbounded).
+          if (st.matcher.work.steps > maskMaxWork) pastMaskWork = true;
           maskUs.push(us);
           (rules !== undefined ? maskUsNetwork : maskUsDfa).push(us);
           c.tokens++;
@@ -434,6 +448,10 @@ async function main(): Promise<void> {
         return `error: ${message}`;
       }
       const accepted = allowed && st.isAccepting();
+      if (test.valid && pastMaskWork) {
+        pastMaskWorkInstances++;
+        if (!pastMaskWorkFiles.includes(file)) pastMaskWorkFiles.push(file);
+      }
       if (test.valid) {
         c.validInstances++;
         if (accepted) c.validAccepted++;
@@ -488,6 +506,12 @@ async function main(): Promise<void> {
     errors: c.errors,
     errorFiles,
     maskTooCostly: c.maskTooCostly,
+    pastMaskWorkLimit: {
+      note: "valid instances with a mask charging more than --mask-max-work (cold, no walks ahead): the service would refuse them mid-generation unless its walks ahead came first",
+      schemas: pastMaskWorkFiles.length,
+      instances: pastMaskWorkInstances,
+      firstFiles: pastMaskWorkFiles.slice(0, 20),
+    },
     validInstances: c.validInstances,
     validAccepted: c.validAccepted,
     invalidInstances: c.invalidInstances,
