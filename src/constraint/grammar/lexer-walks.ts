@@ -636,9 +636,9 @@ export class LexerLevelWalks extends LexerSets {
   /**
    * The root walk of a set of a counted chain (a string of at most N characters: see CountedShape)
    * with at least MIN_COUNTED_LEVELS sets of its shape ahead: the region of its slice read down to
-   * that depth (countedRegionOf), its tokens ending in the chain's sets, and only its exits and
-   * the nodes below that depth walked. Charged the plain walk's steps. Null for other sets, or when
-   * the trie keeps no more slices.
+   * that depth (countedRegionOf), its tokens ending in the chain's sets; only its exits above that
+   * depth and its frontier at it are walked. Masks, sets in the order met and steps charged are
+   * the plain walk's. Null for other sets, or when the trie keeps no more slices.
    */
   private countedWalk(setId: number): LexerWalk | null {
     const shape = this.countedShape(setId);

@@ -348,10 +348,11 @@ function blockStarts(bits: Uint32Array): Int32Array {
  * characters: a token `k` characters deep ends in the set k on in the chain (or, inside its k-th
  * character, in that character's class of the set k - 1 on). A walk from a set with `levels` sets
  * of the same shape ahead reads the region down to that depth: its tokens at most `levels`
- * characters deep, its steps on those nodes, its exits whose parent is fewer than `levels`
- * characters deep (from that set on), and below the nodes exactly `levels` deep (the frontier)
- * walks on from the set there. The slice is walked node by node (no subtree at once: no set of the
- * chain loops), so its steps are the plain walk's.
+ * characters deep and the steps on the nodes stepped from fewer than `levels` sets on; it walks
+ * its exits whose parent is fewer than `levels` characters deep (from the set there) and, from
+ * each node exactly `levels` deep between characters with children (the frontier), on as the
+ * plain walk does (the set there may loop or have a slice of its own). The slice is walked node by
+ * node (no subtree at once: no set of a chain loops), so its steps are the plain walk's.
  */
 export interface CountedRegion {
   /** The deepest region node, in characters. */
