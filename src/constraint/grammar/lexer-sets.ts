@@ -121,6 +121,8 @@ export class LexerSets {
   private closureRows: Int16Array | null = null;
   /** Per set: its counted shape, or null (countedShape). */
   private readonly countedShapes = new Map<number, CountedShape | null>();
+  /** Bytes of the counted shapes' own arrays (their closures' rows, their keys). */
+  private countedShapeBytes = 0;
   /** Per set: how many sets from it on share its counted shape's key (countedLevels). */
   private readonly countedRuns = new Map<number, number>();
 
@@ -149,6 +151,7 @@ export class LexerSets {
     bytes += this.setMembers.length * 240 + members * 16 + this.commitKeyIndex.byteLength;
     bytes += this.loneSets.byteLength + (this.setIds.size + this.loopKeys.size + this.closures.size) * 120 + this.closureBytes;
     bytes += this.firstBytesOf.size * 120 + this.commitKeysMade * 80;
+    bytes += (this.countedShapes.size + this.countedRuns.size) * 120 + this.countedShapeBytes;
     return bytes;
   }
 
@@ -318,6 +321,10 @@ export class LexerSets {
     if (shape === undefined) {
       shape = this.countedShapeOf(setId);
       this.countedShapes.set(setId, shape);
+      if (shape !== null) {
+        const closure = shape.closure;
+        this.countedShapeBytes += 100 + 2 * shape.key.length + (closure === null ? 0 : closure.rows.byteLength + 40 * closure.sets.length);
+      }
     }
     return shape;
   }
