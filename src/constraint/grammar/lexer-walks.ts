@@ -377,10 +377,9 @@ export class LexerLevelWalks extends LexerSets {
   private readonly rootOf: Uint8Array;
   /** A dense walk's steps by root byte (WalkParts.rootSteps). */
   private readonly rootStepScratch = new Int32Array(256);
-  /** countedWalk's scratch: the chain's sets, each start's set, the starts as nodes (for which walk stamp). */
+  /** countedWalk's scratch: the chain's sets, each start's set. */
   private readonly countedChain: number[] = [];
   private readonly countedStartSets: number[] = [];
-  private countedStartNodes = new Int32Array(64);
   /** Root walks read off a counted slice (countedWalk). */
   private countedWalks = 0;
   /** A sliced walk's exits it does not walk (they cannot go on), by root byte. */
@@ -689,11 +688,12 @@ export class LexerLevelWalks extends LexerSets {
       starts.push(e);
       startSets.push(from);
     }
-    // Each depth and class's set joins where its first token comes, before the starts after it.
+    // Each depth and class's set joins where its first token comes, before the starts after it
+    // (both in trie order: one pass).
     const joins = this.joins;
     joins.length = 0;
     const closurePaths = shape.closure === null ? null : shape.closure.paths;
-    const startNodes = this.countedNodes(starts);
+    let si = 0;
     for (let j = 0; j < region.joins.length; j += 3) {
       const level = region.joins[j + 1]!;
       if (level > levels) continue;
@@ -704,7 +704,9 @@ export class LexerLevelWalks extends LexerSets {
         set = chain[level - 1]!;
         for (const b of closurePaths![cls]!) set = (this.stepCode(set, b) & ~COMMIT) - 1;
       }
-      joins.push(lowerBound(startNodes, tokenNode[tokenIds[region.joins[j]!]!]!), set);
+      const node = tokenNode[tokenIds[region.joins[j]!]!]!;
+      while (si < starts.length && starts[si]! < node) si++;
+      joins.push(si, set);
     }
     const kept = slicesOfTrie.get(this.trie)!;
     const made = region.masks.size;
@@ -716,15 +718,6 @@ export class LexerLevelWalks extends LexerSets {
     this.work.charge(region.stepsBelow[Math.min(levels, region.maxLevel + 1)]! - frontier.length + dead);
     this.countedWalks++;
     return this.keptWalk(setId, parts, true, false);
-  }
-
-  /** `starts` as an Int32Array for lowerBound (a view of scratch, valid until the next call). */
-  private countedNodes(starts: readonly number[]): Int32Array {
-    if (this.countedStartNodes.length < starts.length)
-      this.countedStartNodes = new Int32Array(Math.max(starts.length, 2 * this.countedStartNodes.length));
-    const out = this.countedStartNodes.subarray(0, starts.length);
-    for (let i = 0; i < starts.length; i++) out[i] = starts[i]!;
-    return out;
   }
 
   /** The trie's counted slice under `key` (walked node by node: no set of a chain loops). */

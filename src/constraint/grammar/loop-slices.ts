@@ -11,7 +11,7 @@
  * walk from a set of a key name's prefixes and a free key meets the free key's set at depth 1,
  * and below that node walks exactly as the region does).
  */
-import { lowerBound, maskWords, popCount32 } from "../../support/index.js";
+import { int32Of, lowerBound, maskWords, popCount32 } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
 import type { Utf8Closure } from "./lexer-sets.js";
 
@@ -416,10 +416,14 @@ export function countedRegionOf(trie: TokenTrie, slice: LoopSlice): CountedRegio
   const { subtreeSize, tokenIds, tokenNode, nodeByte, nodeInfo, numNodes } = trie;
   const { visited, entries } = slice;
   const isSet = (bits: Uint32Array, p: number): boolean => ((bits[p >>> 5]! >>> (p & 31)) & 1) !== 0;
-  // The set a visited node is stepped on from: between characters (an entry, or the root) the
-  // set as many characters on as its parent is deep; inside a character, the set it began at.
+  // One preorder pass, each node's ancestors by depth in lastAt.
+  // Steps: the set a visited node is stepped on from is, between characters (an entry, or the
+  // root), the set as many characters on as its parent is deep; inside a character, the set it
+  // began at. Frontier: the entries with children, by depth, in trie order.
   let maxLevel = 0;
   const counts: number[] = [];
+  const lists: number[][] = [];
+  const pathLists: number[][] = [];
   const lastAt = new Int32Array(trie.maxTokenLength + 2);
   for (let p = 1; p < numNodes; p++) {
     const d = (nodeInfo[p]! >>> 8) & 0xffff;
@@ -428,7 +432,21 @@ export function countedRegionOf(trie: TokenTrie, slice: LoopSlice): CountedRegio
     const parent = d === 1 ? 0 : lastAt[d - 1]!;
     const from = parent === 0 ? 0 : isSet(entries, parent) ? chars[parent]! : chars[parent]! - 1;
     counts[from] = (counts[from] ?? 0) + 1;
-    if (chars[p]! > maxLevel) maxLevel = chars[p]!;
+    const c = chars[p]!;
+    if (c > maxLevel) maxLevel = c;
+    if (subtreeSize[p]! <= 1 || !isSet(entries, p)) continue;
+    // The character's bytes before p's own, first byte first: its ancestors back to its first
+    // byte (an ASCII p: none), as count << 24 | b0 << 16 | b1 << 8 | b2.
+    let path = 0;
+    let count = 0;
+    if (nodeByte[p]! >= 0x80) {
+      let a = d - 1;
+      while (a > 1 && nodeByte[lastAt[a]!]! < 0xc0 && d - a < 3) a--;
+      for (let x = a; x < d; x++) path = (path << 8) | nodeByte[lastAt[x]!]!;
+      count = d - a;
+    }
+    (lists[c] ??= []).push(p);
+    (pathLists[c] ??= []).push((count << 24) | (path << (8 * (3 - count))));
   }
   const stepsBelow = new Int32Array(maxLevel + 2);
   for (let c = 1, n = 0; c <= maxLevel + 1; c++) stepsBelow[c] = n += counts[c - 1] ?? 0;
@@ -439,32 +457,8 @@ export function countedRegionOf(trie: TokenTrie, slice: LoopSlice): CountedRegio
     const b = nodeByte[e]!;
     exitLevels[i] = chars[e]! - (b >= 0x80 && b < 0xc0 ? 0 : 1);
   }
-  // In trie order (ascending nodes): a second preorder pass keeps each node's ancestors.
-  const lists: number[][] = Array.from({ length: maxLevel + 1 }, () => []);
-  const pathLists: number[][] = Array.from({ length: maxLevel + 1 }, () => []);
-  for (let p = 1; p < numNodes; p++) {
-    const d = (nodeInfo[p]! >>> 8) & 0xffff;
-    lastAt[d] = p;
-    if (subtreeSize[p]! <= 1 || !isSet(entries, p)) continue;
-    // The character's bytes before p's own: ancestors back to its first byte (ASCII p: none).
-    let path = 0;
-    let count = 0;
-    const b = nodeByte[p]!;
-    if (b >= 0x80)
-      for (let a = d - 1; a >= 1 && count < 3; a--) {
-        const ab = nodeByte[lastAt[a]!]!;
-        path |= ab << (8 * count);
-        count++;
-        if (ab >= 0xc0) break;
-      }
-    // Stored first byte first: count << 24 | b0 << 16 | b1 << 8 | b2.
-    let ordered = 0;
-    for (let i = 0; i < count; i++) ordered |= ((path >>> (8 * (count - 1 - i))) & 0xff) << (16 - 8 * i);
-    lists[chars[p]!]!.push(p);
-    pathLists[chars[p]!]!.push((count << 24) | ordered);
-  }
-  const frontier = lists.map((list) => Int32Array.from(list));
-  const frontierPaths = pathLists.map((list) => Int32Array.from(list));
+  const frontier = Array.from({ length: maxLevel + 1 }, (_, c) => int32Of(lists[c] ?? []));
+  const frontierPaths = Array.from({ length: maxLevel + 1 }, (_, c) => int32Of(pathLists[c] ?? []));
   const classes = slice.classPositions.length;
   const first = new Int32Array((maxLevel + 1) * classes).fill(-1);
   for (let c = 0; c < classes; c++) {
