@@ -39,8 +39,8 @@
  *                The instances' walks then run unbounded, to judge every compiled schema.
  *
  * pastMaskWorkLimit counts the valid instances (and their schemas) with a mask that charges more
- * than the mask work limit: on the service's bounded matcher that mask ends the generation unless
- * the decode loop's walks ahead made its walks first, which depends on how long decodes take.
+ * than the mask work limit: on the service's bounded matcher that mask ends the generation (walks
+ * made ahead of need are charged to the first mask that uses them, so walking ahead saves none).
  *
  * Prints one JSON object (invalidAcceptedFiles first: it must be empty). Progress on stderr.
  */

@@ -7,9 +7,11 @@
  * The bound is counted work, never the clock: each matcher has its meter, its walks and searches
  * charge it in steps as they go (trie nodes after each walk, which the trie's size bounds; lexer
  * states; search nodes), and a charge past the limit throws ConstraintTooCostlyError. So the
- * verdict is the same on an idle or a saturated machine, slow or fast, and may be kept. A matcher
- * that met it is unusable afterwards (its memo may hold a half-made walk): every later operation
- * on it throws the same.
+ * verdict is the same on an idle or a saturated machine, slow or fast, and may be kept. Work made
+ * ahead of need (a grammar's walks ahead, in the time the model decodes) is charged to the first
+ * operation that uses it, as if that operation had made it. A matcher that met the limit is
+ * unusable afterwards (its memo may hold a half-made walk): every later operation on it throws
+ * the same.
  *
  * The compile worker asks a new constraint's first operations on a fresh matcher under this
  * limit before it is accepted (compile/task.ts), so the serving thread meets it only
@@ -43,6 +45,16 @@ export const LOWER_BOUND_WORK_SHARE = 1 / 32;
 /** What a grammar matcher's step counts against the limit, in trie-node steps (see WorkMeter). */
 export const GRAMMAR_STEP_WEIGHT = 64;
 
+/**
+ * What a trie node of a grammar's walk counts (chargeNodes): once the lexer states it steps
+ * through are known (their making is charged as lexer work), a node of a lexer-level walk is a
+ * lookup in a step memo and a bit in a mask, about the regex matcher's step (25 to 50 ns a node
+ * against 25 ns, measured here at 152k tokens); twice it, near the dear end. At the lexer-state
+ * weight, a string of at most 60 characters (a walk of 326k nodes at qwen2's 152k tokens: 8 ms
+ * walked node by node) was five times the service's limit.
+ */
+export const GRAMMAR_NODE_WEIGHT = 2;
+
 export class WorkMeter {
   /** Work charged since the operation began (steps: trie nodes, lexer states, search nodes). */
   steps = 0;
@@ -60,6 +72,8 @@ export class WorkMeter {
   constructor(
     public limitSteps: number = Number.POSITIVE_INFINITY,
     readonly weight = 1,
+    /** What a trie node of a walk counts (chargeNodes); `weight` by default. */
+    readonly nodeWeight = weight,
   ) {}
 
   /**
@@ -118,7 +132,16 @@ export class WorkMeter {
   }
 
   charge(steps: number): void {
-    let weighted = steps * this.weight;
+    this.chargeAt(steps, this.weight);
+  }
+
+  /** Charges `nodes` trie nodes of a walk, at the meter's node weight. */
+  chargeNodes(nodes: number): void {
+    this.chargeAt(nodes, this.nodeWeight);
+  }
+
+  private chargeAt(steps: number, weight: number): void {
+    let weighted = steps * weight;
     if (this.source !== null) {
       const seen = this.source();
       weighted += seen - this.sourceSeen;

@@ -117,6 +117,8 @@ export interface LexerWalk {
   readonly contRoots: Uint32Array | null;
   /** A body set's root walk: the steps it charged below each root byte (a derived walk charges the same). */
   readonly rootSteps: Int32Array | null;
+  /** A root walk: the weighted steps its making charged (a walk taken over from it charges them again); 0 below commits. */
+  steps: number;
 }
 
 /** A walk's parts before they are kept (walkParts), or a derived walk's put together. */
@@ -395,6 +397,12 @@ export class LexerLevelWalks extends LexerSets {
   private fewCount = 0;
   /** Bases' walks made for derived walks and not yet asked for themselves, with the steps they will charge then. */
   private readonly basesMade = new Map<number, { walk: LexerWalk; steps: number }>();
+  /**
+   * Root walks made ahead of need (aheadWalk) and not yet asked for by an operation, with the
+   * steps the first one to ask pays: so an operation is charged the same whether the clock let
+   * the walks ahead make them or not.
+   */
+  private readonly owed = new Map<number, number>();
 
   /** `tables`: the matcher's slab, for the first tables below (and the sets'). */
   private constructor(
@@ -458,7 +466,7 @@ export class LexerLevelWalks extends LexerSets {
   retainedBytes(): number {
     let bytes = this.madeBytes + this.retainedSetBytes();
     bytes += this.seen.byteLength + this.seenSlot.byteLength;
-    bytes += this.roots.size * 120 + this.equivalents.retainedBytes();
+    bytes += (this.roots.size + this.owed.size) * 120 + this.equivalents.retainedBytes();
     bytes += (this.aheadQueue?.length ?? 0) * 8 + this.aheadMet.size * 40;
     // The slices themselves are the trie's (MAX_SLICE_BYTES_PER_TRIE); a set's links to them are ours.
     bytes += (this.setSlices.size + this.maskSlices.size + this.anchoredSlices.size) * 40;
@@ -482,8 +490,17 @@ export class LexerLevelWalks extends LexerSets {
   walkSet(set: number, deadline: number): boolean {
     if (this.roots.has(set)) return true;
     if (performance.now() >= deadline) return false;
-    this.rootWalk(set);
+    this.aheadWalk(set);
     return true;
+  }
+
+  /** rootWalk ahead of need: charged to no operation now, owed by the first that asks for it. */
+  private aheadWalk(set: number): LexerWalk {
+    const made = this.roots.get(set);
+    if (made !== undefined) return made;
+    const { value, steps } = this.work.deferred(() => this.rootWalk(set));
+    if (steps > 0) this.owed.set(set, steps);
+    return value;
   }
 
   /**
@@ -499,13 +516,13 @@ export class LexerLevelWalks extends LexerSets {
         const body = (this.stepCode(set, b) & ~COMMIT) - 1;
         if (body < 0 || this.roots.has(body) || !this.isBody(body)) continue;
         if (performance.now() >= deadline) return false;
-        this.rootWalk(body);
+        this.aheadWalk(body);
       }
     }
     for (const set of starts) {
       if (this.roots.has(set)) continue;
       if (performance.now() >= deadline) return false;
-      this.rootWalk(set);
+      this.aheadWalk(set);
     }
     return this.walkEndsAhead(deadline);
   }
@@ -532,7 +549,7 @@ export class LexerLevelWalks extends LexerSets {
       const set = queue[this.aheadNext]!;
       if (!this.roots.has(set) && performance.now() >= deadline) return false;
       this.aheadNext++;
-      const walk = this.rootWalk(set);
+      const walk = this.aheadWalk(set);
       for (const cont of walk.contSets) {
         meet(cont);
         const members = this.membersOf(cont);
@@ -548,7 +565,9 @@ export class LexerLevelWalks extends LexerSets {
    */
   rootWalk(setId: number): LexerWalk {
     let w = this.roots.get(setId);
-    if (w === undefined) {
+    if (w !== undefined) {
+      if (this.owed.size > 0) this.payOwed(setId);
+    } else {
       // A signature only finds peers among the walks made before: the first walk (a grammar's
       // first mask, often) has none, and its own signature waits until another walk needs it.
       const signature = this.roots.size > 0 && this.equivalents.worthLooking ? this.equivalents.signatureAmongWalked(setId) : null;
@@ -556,6 +575,9 @@ export class LexerLevelWalks extends LexerSets {
       if (same !== null) {
         this.takenOver++;
         const peer = this.roots.get(same.peer)!;
+        // Charged the peer's walk, as if walked: which walks are there to take over from depends
+        // on the walks made before (ahead of need, too), what an operation pays must not.
+        this.work.chargeWeighted(peer.steps);
         const renaming = same.renaming;
         w = { ...peer, contSets: peer.contSets.map((c) => renaming.get(c)!) };
       } else {
@@ -565,12 +587,25 @@ export class LexerLevelWalks extends LexerSets {
           this.basesMade.delete(setId);
           this.work.chargeWeighted(made.steps);
           w = made.walk;
-        } else w = this.madeWalk(setId);
+          w.steps = made.steps;
+        } else {
+          const before = this.work.steps;
+          w = this.madeWalk(setId);
+          w.steps = this.work.steps - before;
+        }
         this.equivalents.file(setId, signature);
       }
       this.roots.set(setId, w);
     }
     return w;
+  }
+
+  /** Charges the current operation what the walk of `set` made ahead still owes (see owed). */
+  private payOwed(set: number): void {
+    const steps = this.owed.get(set);
+    if (steps === undefined) return;
+    this.owed.delete(set);
+    this.work.chargeWeighted(steps);
   }
 
   /** A set's root walk, made: derived from a body's, or walked (its loop region from a slice). */
@@ -626,7 +661,7 @@ export class LexerLevelWalks extends LexerSets {
     this.sliced++;
     const parts = this.walkParts(setId, starts, true, slice, joins);
     if (dead > 0) {
-      this.work.charge(dead);
+      this.work.chargeNodes(dead);
       for (let b = 0; b < 256; b++) parts.rootSteps![b]! += deadByRoot[b]!;
     }
     return this.keptWalk(setId, parts, true, body);
@@ -715,7 +750,7 @@ export class LexerLevelWalks extends LexerSets {
     const mask = regionMask === null ? null : regionMask.slice();
     const parts = this.walkParts(setId, starts, true, null, joins, mask, startSets);
     // The region's steps less the frontier's own (walked above).
-    this.work.charge(region.stepsBelow[Math.min(levels, region.maxLevel + 1)]! - frontier.length + dead);
+    this.work.chargeNodes(region.stepsBelow[Math.min(levels, region.maxLevel + 1)]! - frontier.length + dead);
     this.countedWalks++;
     return this.keptWalk(setId, parts, true, false);
   }
@@ -817,7 +852,7 @@ export class LexerLevelWalks extends LexerSets {
     // Charged what the set's own walk would be: below the shared root children, the base's steps there.
     let steps = 0;
     for (let b = 0; b < 256; b++) if (((same[b >>> 5]! >>> (b & 31)) & 1) !== 0) steps += baseSteps[b]!;
-    this.work.charge(steps);
+    this.work.chargeNodes(steps);
     // The sets where tokens end: the base's below shared root children, the set's own below the
     // others, in the order the set's own walk meets them (by root child: each is one source's).
     const rootOf = this.rootOf;
@@ -1058,7 +1093,17 @@ export class LexerLevelWalks extends LexerSets {
       for (let i = 7; i >= 0 && last < 0; i--) if (first[i] !== 0) last = i * 32 + 31 - Math.clz32(first[i]!);
       if (last < 0) {
         // Nothing can follow the commit (the end of the sentence, say): no token goes on below.
-        w = { owner: setId, mask: null, tokens: null, contSets: [], tokensByCont: [], groups: [], contRoots: null, rootSteps: null };
+        w = {
+          owner: setId,
+          mask: null,
+          tokens: null,
+          contSets: [],
+          tokensByCont: [],
+          groups: [],
+          contRoots: null,
+          rootSteps: null,
+          steps: 0,
+        };
       } else {
         const starts = this.starts;
         starts.length = 0;
@@ -1325,7 +1370,7 @@ export class LexerLevelWalks extends LexerSets {
         if (c >= 0) rootSteps[b]! += visitedBetween(slice, c, c + subtreeSize[c]!);
       }
     }
-    this.work.charge(steps + (slice?.regionSteps ?? 0));
+    this.work.chargeNodes(steps + (slice?.regionSteps ?? 0));
     const roots = dense ? this.contRootWords.subarray(0, contSets.length * 8) : null;
     return { mask, tokens, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: dense ? rootSteps : null };
   }
@@ -1382,6 +1427,7 @@ export class LexerLevelWalks extends LexerSets {
       groups: out,
       contRoots,
       rootSteps: steps,
+      steps: 0,
     };
   }
 
@@ -1598,7 +1644,7 @@ export class LexerLevelWalks extends LexerSets {
       if (k >= kept.length) kept = this.keptMarks = grownTo(kept, Math.max(k + 1, kept.length * 2));
       kept[k] = stamp;
     }
-    this.work.charge(slice === null ? this.maskBelow(1, numNodes, mask) : this.maskOfRegion(setId, slice, 0, numNodes, mask));
+    this.work.chargeNodes(slice === null ? this.maskBelow(1, numNodes, mask) : this.maskOfRegion(setId, slice, 0, numNodes, mask));
   }
 
   private isKept(set: number): boolean {

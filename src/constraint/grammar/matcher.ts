@@ -20,7 +20,7 @@
  */
 import { TableSlab } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
-import { GRAMMAR_STEP_WEIGHT, WorkMeter } from "../work-meter.js";
+import { GRAMMAR_NODE_WEIGHT, GRAMMAR_STEP_WEIGHT, WorkMeter } from "../work-meter.js";
 import { CompletionBounds } from "./bounds.js";
 import { TokenBudgets } from "./budget.js";
 import type { CompletableAutomaton } from "./contracts.js";
@@ -57,7 +57,7 @@ export class GrammarTokenMatcher {
   private readonly budgets: TokenBudgets;
   private readonly forced: ForcedBytesOfStates;
   /** Bounds each operation's walks (see work-meter.ts); the constraint state begins it. */
-  readonly work = new WorkMeter(Number.POSITIVE_INFINITY, GRAMMAR_STEP_WEIGHT);
+  readonly work = new WorkMeter(Number.POSITIVE_INFINITY, GRAMMAR_STEP_WEIGHT, GRAMMAR_NODE_WEIGHT);
 
   constructor(
     readonly trie: TokenTrie,
@@ -129,19 +129,12 @@ export class GrammarTokenMatcher {
     const began = performance.now();
     if (this.walkAheadLeftMs > 0) this.allowedMask(this.start); // the first mask needs it anyway
     // Walks ahead are not an operation of a request: bounded by time and bytes, each one a walk
-    // some mask would make (the trie's size at most), they may not use up the work limit that
-    // would end the matcher (a mask that needs one of them then finds it made, free).
-    const limit = this.work.limitSteps;
-    this.work.limitSteps = Number.POSITIVE_INFINITY;
+    // some mask would make (the trie's size at most), they charge no operation; the first that
+    // asks for one pays what it cost (LexerLevelWalks.aheadWalk), so the clock decides no verdict.
+    // The next step's sets whatever the budget left: a few, and mostly walked already.
+    this.walkNextSets(current, deadline);
     let done = true;
-    try {
-      // The next step's sets whatever the budget left: a few, and mostly walked already.
-      this.walkNextSets(current, deadline);
-      if (this.walkAheadLeftMs > 0) done = lexer.walkAhead(Math.min(deadline, began + this.walkAheadLeftMs));
-    } finally {
-      this.work.limitSteps = limit;
-      this.work.steps = 0;
-    }
+    if (this.walkAheadLeftMs > 0) done = lexer.walkAhead(Math.min(deadline, began + this.walkAheadLeftMs));
     if (this.walkAheadLeftMs > 0) this.walkAheadLeftMs = done ? 0 : this.walkAheadLeftMs - (performance.now() - began);
     return this.walkAheadLeftMs <= 0;
   }
