@@ -507,7 +507,7 @@ async function main(): Promise<void> {
     errorFiles,
     maskTooCostly: c.maskTooCostly,
     pastMaskWorkLimit: {
-      note: "valid instances with a mask charging more than --mask-max-work (cold, no walks ahead): the service would refuse them mid-generation unless its walks ahead came first",
+      note: "valid instances with a mask charging more than --mask-max-work: the service refuses them mid-generation (its walks ahead are charged to the first mask that uses them)",
       schemas: pastMaskWorkFiles.length,
       instances: pastMaskWorkInstances,
       firstFiles: pastMaskWorkFiles.slice(0, 20),
