@@ -127,7 +127,12 @@ export class GrammarTokenMatcher {
     const lexer = this.lexer;
     if (lexer === null || (this.walkAheadLeftMs <= 0 && current < 0)) return true;
     const began = performance.now();
-    if (this.walkAheadLeftMs > 0) this.allowedMask(this.start); // the first mask needs it anyway
+    if (this.walkAheadLeftMs > 0) {
+      // The first mask needs it anyway: an operation of its own (the compile's probe made it on a
+      // fresh matcher under the same limit), not charged on top of the last one's steps.
+      this.work.begin();
+      this.allowedMask(this.start);
+    }
     // Walks ahead are not an operation of a request: bounded by time and bytes, each one a walk
     // some mask would make (the trie's size at most), they charge no operation; the first that
     // asks for one pays what it cost (LexerLevelWalks.aheadWalk), so the clock decides no verdict.
