@@ -3,7 +3,8 @@
 // operation; the count is the same on every run; the compile worker's probe refuses a constraint
 // whose first masks need too much before the serving thread runs them, and that verdict is kept;
 // a request meeting the bound mid-way is a 422, and the next request gets a fresh matcher; a tight
-// budget's planning inside an admitted generation may use its allowance past the bound, no more.
+// budget's planning inside an admitted generation may use its allowance past the bound, no more;
+// walks made ahead of need are charged to the first mask that uses them, so they decide nothing.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { compileRegex } from "../src/regex/index.js";
@@ -277,4 +278,27 @@ test("walking ahead changes no verdict: the first mask to use a walk made ahead 
   assert.equal(warm.length, cold.length);
   for (let i = 0; i < cold.length; i++)
     assert.ok(Math.abs(warm[i]! - cold[i]!) <= 0.1 * cold[i]!, `mask ${i}: ${warm[i]} steps, ${cold[i]} without walks ahead`);
+});
+
+test("a bounded string's masks fit the service's limit at 152k tokens without walks ahead", async () => {
+  // Each character of a string of at most 60 is a lexer state of its own, so the first mask
+  // inside it walks 326k trie nodes: at the lexer-state weight that was five times the limit,
+  // and only walks made ahead in time (free then) kept such a request from a mid-way 422.
+  const { loadConfig } = await import("../src/config.js");
+  const limit = loadConfig({}, []).config.maskMaxWork;
+  const schema = { type: "object", properties: { a: { type: "string", maxLength: 60 } }, required: ["a"] };
+  const rules = compileJsonSchema(schema, { freeValuesAnyDepth: true, recursion: "stack" }).rules!;
+  const matcher = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { walkAheadMs: 0 });
+  matcher.work.limitSteps = limit;
+  const state = new GrammarConstraintState(matcher);
+  const single = singleByteTokens(vocab);
+  let most = 0;
+  for (const byte of new TextEncoder().encode('{"a": "naïve café"}')) {
+    state.mask(64);
+    most = Math.max(most, matcher.work.steps);
+    assert.ok(state.advance(single.get(byte)!), String.fromCharCode(byte));
+  }
+  assert.ok(state.isAccepting());
+  // The dearest mask walks the whole trie: it must have been charged for it, well within the limit.
+  assert.ok(most > 300_000 && most < limit / 2, `${most} steps at most`);
 });
