@@ -24,6 +24,7 @@ import {
   hashAndCount,
   int32Of,
   setBits,
+  wordHash,
   setTokenList,
   setTokenRange,
   type TableSlab,
@@ -743,7 +744,7 @@ export class LexerLevelWalks extends LexerSets {
       while (si < starts.length && starts[si]! < node) si++;
       joins.push(si, set);
     }
-    const kept = slicesOfTrie.get(this.trie)!;
+    const kept = this.trieSlices;
     const made = region.masks.size;
     const regionMask = countedMaskOf(this.trie, slice, region, levels, kept.bytes < MAX_SLICE_BYTES_PER_TRIE);
     if (region.masks.size > made) kept.bytes += regionMask!.byteLength;
@@ -755,15 +756,33 @@ export class LexerLevelWalks extends LexerSets {
     return this.keptWalk(setId, parts, true, false);
   }
 
-  /** The trie's counted slice under `key` (walked node by node: no set of a chain loops). */
+  /** The trie's counted slice under `key` (walked node by node: no set of a chain loops), with its region's bytes. */
   private keptCountedSlice(key: string, setId: number, loop: Uint32Array, closure: Utf8Closure | null): LoopSlice | null {
+    return this.trieSlice(
+      key,
+      () => walkLoopRegion(this.trie, loop, closure, setId, () => false, 0),
+      (slice) => countedRegionBytes(countedRegionOf(this.trie, slice)),
+    );
+  }
+
+  /** The trie's slices (slicesOfTrie), made on first need. */
+  private get trieSlices(): { slices: Map<string, LoopSlice>; bytes: number } {
     let kept = slicesOfTrie.get(this.trie);
     if (kept === undefined) slicesOfTrie.set(this.trie, (kept = { slices: new Map(), bytes: 0 }));
+    return kept;
+  }
+
+  /**
+   * The trie's slice under `key`, walked now (`walk`) when the trie keeps none and is under its
+   * cap; null past the cap. `moreBytes`: what else it holds, counted with it.
+   */
+  private trieSlice(key: string, walk: () => LoopSlice, moreBytes: (slice: LoopSlice) => number = () => 0): LoopSlice | null {
+    const kept = this.trieSlices;
     let slice = kept.slices.get(key) ?? null;
     if (slice === null && kept.bytes < MAX_SLICE_BYTES_PER_TRIE) {
-      slice = walkLoopRegion(this.trie, loop, closure, setId, () => false, 0);
+      slice = walk();
       kept.slices.set(key, slice);
-      kept.bytes += sliceBytes(slice) + countedRegionBytes(countedRegionOf(this.trie, slice));
+      kept.bytes += sliceBytes(slice) + moreBytes(slice);
     }
     return slice;
   }
@@ -975,17 +994,10 @@ export class LexerLevelWalks extends LexerSets {
 
   /** The trie's slice under `key`, walked now (below `anchor`, 0: the root) when not kept and under the cap. */
   private keptSlice(key: string, setId: number, anchor: number): LoopSlice | null {
-    let kept = slicesOfTrie.get(this.trie);
-    if (kept === undefined) slicesOfTrie.set(this.trie, (kept = { slices: new Map(), bytes: 0 }));
-    let slice = kept.slices.get(key) ?? null;
-    if (slice === null && kept.bytes < MAX_SLICE_BYTES_PER_TRIE) {
-      // Not charged here: every walk with the slice charges its steps (whoever made it first).
-      const closure = this.utf8Closure(setId);
-      slice = walkLoopRegion(this.trie, this.loopBytes(setId), closure, setId, (set, q) => this.loopsBelow(set, q), anchor);
-      kept.slices.set(key, slice);
-      kept.bytes += sliceBytes(slice);
-    }
-    return slice;
+    // Not charged here: every walk with the slice charges its steps (whoever made it first).
+    return this.trieSlice(key, () =>
+      walkLoopRegion(this.trie, this.loopBytes(setId), this.utf8Closure(setId), setId, (set, q) => this.loopsBelow(set, q), anchor),
+    );
   }
 
   /**
@@ -1453,8 +1465,7 @@ export class LexerLevelWalks extends LexerSets {
 
   /** A walk's few tokens as kept (see sharedTokens): the same array as an earlier walk's equal list. */
   private sharedList(tokens: Int32Array): KeptTokens {
-    let h = 0x811c9dc5;
-    for (let i = 0; i < tokens.length; i++) h = Math.imul(h ^ tokens[i]!, 0x01000193);
+    const h = wordHash(new Uint32Array(tokens.buffer, tokens.byteOffset, tokens.length));
     let bucket = this.lists.get(h);
     if (bucket === undefined) this.lists.set(h, (bucket = []));
     for (const kept of bucket) if (sameList(kept.tokens!, tokens)) return kept;

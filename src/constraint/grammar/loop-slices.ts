@@ -11,7 +11,7 @@
  * walk from a set of a key name's prefixes and a free key meets the free key's set at depth 1,
  * and below that node walks exactly as the region does).
  */
-import { int32Of, lowerBound, maskWords, popCount32 } from "../../support/index.js";
+import { int32Of, lowerBound, maskWords, popCount32, setBits } from "../../support/index.js";
 import type { TokenTrie } from "../trie.js";
 import type { Utf8Closure } from "./lexer-sets.js";
 
@@ -464,12 +464,10 @@ export function countedRegionOf(trie: TokenTrie, slice: LoopSlice): CountedRegio
   for (let c = 0; c < classes; c++) {
     const bits = slice.classPositions[c]?.bits;
     if (bits === undefined) continue;
-    for (let w = 0; w < bits.length; w++)
-      for (let x = bits[w]!; x !== 0; x &= x - 1) {
-        const k = w * 32 + 31 - Math.clz32(x & -x);
-        const at = chars[tokenNode[tokenIds[k]!]!]! * classes + c;
-        if (first[at]! < 0) first[at] = k;
-      }
+    for (const k of setBits(bits)) {
+      const at = chars[tokenNode[tokenIds[k]!]!]! * classes + c;
+      if (first[at]! < 0) first[at] = k;
+    }
   }
   const order: number[] = [];
   for (let i = 0; i < first.length; i++) if (first[i]! >= 0) order.push(i);
@@ -482,17 +480,12 @@ export function countedRegionOf(trie: TokenTrie, slice: LoopSlice): CountedRegio
   }
   // Every token of the region, by depth (tokens are never deeper than their nodes, so maxLevel holds).
   const levelStart = new Int32Array(maxLevel + 2);
-  const bits = slice.purePositions;
-  for (let w = 0; w < bits.length; w++)
-    for (let x = bits[w]!; x !== 0; x &= x - 1) levelStart[chars[tokenNode[tokenIds[w * 32 + 31 - Math.clz32(x & -x)]!]!]! + 1]!++;
+  const ids = setBits(slice.purePositions).map((position) => tokenIds[position]!);
+  for (const id of ids) levelStart[chars[tokenNode[id]!]! + 1]!++;
   for (let c = 1; c < levelStart.length; c++) levelStart[c]! += levelStart[c - 1]!;
   const at = levelStart.slice();
   const tokensByLevel = new Int32Array(levelStart[maxLevel + 1]!);
-  for (let w = 0; w < bits.length; w++)
-    for (let x = bits[w]!; x !== 0; x &= x - 1) {
-      const id = tokenIds[w * 32 + 31 - Math.clz32(x & -x)]!;
-      tokensByLevel[at[chars[tokenNode[id]!]!]!++] = id;
-    }
+  for (const id of ids) tokensByLevel[at[chars[tokenNode[id]!]!]!++] = id;
   region = { maxLevel, stepsBelow, exitLevels, frontier, frontierPaths, joins, tokensByLevel, levelStart, masks: new Map() };
   countedOfSlice.set(slice, region);
   return region;
