@@ -686,3 +686,38 @@ test("a schema copying past 100,000 states of reused subschemas compiles sharing
   assert.equal(accepts('{"mid3": {"leaf7": {"name2": 1}}}'), false);
   assert.equal(accepts('{"mid20": {}}'), false);
 });
+
+test("a long string is a rule of its own, called from every value it types; a short one stays in the DFA", () => {
+  const long = { type: "string", maxLength: 60 };
+  const schema = {
+    type: "object",
+    properties: { a: long, b: long, c: { type: "array", items: long, maxItems: 3 }, d: { type: "string", maxLength: 5 } },
+    required: ["a"],
+    additionalProperties: false,
+  };
+  const compiled = compileJsonSchema(schema, { recursion: "stack" });
+  // The document and one rule for the three places the 60-character string types a value.
+  assert.ok(compiled.rules !== undefined && compiled.rules.length === 2, "the document and the long string's rule");
+  const unrolled = compileJsonSchema(schema, { recursion: "unrolled" });
+  assert.ok(unrolled.dfa.numStates > 4 * compiled.rules[0]!.numStates, "the document's DFA no longer copies the string");
+  const network = new RuleNetworkAutomaton({ rules: compiled.rules });
+  const texts = [
+    '{"a": ""}',
+    `{"a": "${"x".repeat(60)}", "b": "\u00e9\n", "c": ["", "${"é".repeat(60)}"], "d": "12345"}`,
+    `{"a": "${"x".repeat(61)}"}`,
+    `{"a": "x", "c": ["${"é".repeat(61)}"]}`,
+    '{"a": "x", "c": ["", "", "", ""]}',
+    '{"a": "x", "d": "123456"}',
+    '{"b": "x"}',
+    '{"a": 1}',
+  ];
+  for (const text of texts) {
+    const state = network.walk(network.start, text);
+    assert.equal(state >= 0 && network.isComplete(state), matchesString(unrolled.dfa, text), text);
+  }
+  // Exact shortest completions still: the network's plan is the DFA's.
+  assert.equal(network.minBytesToComplete(network.start), unrolled.dfa.minBytesToAccept[unrolled.dfa.start]);
+  // Under a set operation calls cannot be written: there the string is the DFA, as before.
+  const negated = compileJsonSchema({ not: schema }, { recursion: "stack" });
+  assert.equal(negated.rules, undefined);
+});
