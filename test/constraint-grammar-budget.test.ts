@@ -268,3 +268,26 @@ test("completeAfterCommit is isComplete of afterCommit's state, without making i
   }
   assert.ok(asked > 500 && complete > 20, JSON.stringify({ asked, complete }));
 });
+
+test("a budget question a long completion does not fit spells that completion only as far as the budget", async () => {
+  const { compileJsonSchema } = await import("../src/schema/index.js");
+  const { ruleNetworkAutomaton } = await import("../src/grammar/index.js");
+  const { GrammarConstraintState } = await import("../src/constraint/index.js");
+  // 600 items at least: the shortest document is 12.6k bytes, far past 512 tokens of this vocabulary.
+  const item = { type: "object", properties: { name: { type: "string" }, uri: { type: "string" } }, required: ["name", "uri"] };
+  const { rules } = compileJsonSchema({ type: "array", minItems: 600, items: item }, { recursion: "stack" });
+  assert.ok(rules !== undefined);
+  const bytes = Array.from({ length: 256 }, (_, b) => new Uint8Array([b]));
+  // A long token (whitespace) makes 512 tokens long enough for the bytes: only a spelling tells.
+  const trie = TokenTrie.build(makeVocab([...bytes, '{"name":"', '","uri":"', '"},', '"}', " ".repeat(64)]));
+  const automaton = ruleNetworkAutomaton({ rules });
+  const state = new GrammarConstraintState(new GrammarTokenMatcher(trie, automaton));
+  const shortest = automaton.minBytesToComplete(automaton.start);
+  assert.equal(shortest, 2 + 600 * 21 - 1);
+  assert.equal(state.minTokensToAccept(512), Number.POSITIVE_INFINITY);
+  // Spelled to its end and stepped along, the completion made a state per token of it.
+  assert.ok(automaton.numStates < 1000, `${automaton.numStates} automaton states`);
+  // With room, the whole completion is spelled: "[", 3 tokens an item, "]".
+  const roomy = new GrammarConstraintState(new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules })));
+  assert.equal(roomy.minTokensToAccept(4000), 1 + 600 * 3 + 1);
+});

@@ -58,6 +58,8 @@ export class CompletionBounds {
   private readonly exactDistances: boolean;
   /** Every byte is a token and a completion's length is known (lexer-level, or exact distances): byteBoundOf applies. */
   readonly bytesAreTokens: boolean;
+  /** Per state: a cap its known completion's spelling was found to need more tokens than (knownPathBound). */
+  private readonly spelledOver = new Map<number, number>();
   /** States whose bound has had the shortest-completion search too. */
   private readonly exactBounded = new Set<number>();
   /** Per state: the greedy completion's next commit (see greedyStep, greedyLength). */
@@ -103,7 +105,7 @@ export class CompletionBounds {
     let bytes = 0;
     for (const map of [this.byteBound, this.boundNode, this.boundAt, this.greedyBytes, this.greedyCommits, this.greedyHint])
       bytes += map.byteLength;
-    bytes += (this.tokenBound.size + this.exactBounded.size) * 80;
+    bytes += (this.tokenBound.size + this.exactBounded.size + this.spelledOver.size) * 80;
     return bytes + this.ends.size * 120 + this.endsBytes;
   }
 
@@ -114,23 +116,40 @@ export class CompletionBounds {
    * cheap greedy completion (enough whenever the budget is roomy, the common case); `exact` asks
    * for the shortest completing bytes too (A*), once per state, when the budget is tight.
    */
-  tokenUpperBound(state: number, exact: boolean): number {
-    let known = this.tokenBound.get(state);
-    if (known === undefined) {
-      // A shortest completion the automaton spells itself (exact distances) beats the greedy one.
-      const path = this.exactDistances
-        ? (this.automaton.completingBytes?.(state) ?? null)
-        : this.lexer === null
-          ? null
-          : this.greedyCompletionOf(state);
-      known = path === null ? Number.POSITIVE_INFINITY : this.boundAlong(state, path);
-      if (!this.tokenBound.has(state)) this.tokenBound.set(state, known);
-    }
+  tokenUpperBound(state: number, exact: boolean, cap = Number.POSITIVE_INFINITY): number {
+    const known = this.tokenBound.get(state) ?? this.knownPathBound(state, cap);
     // A completion the automaton spells itself is already the shortest.
     if (!exact || this.exactBounded.has(state) || this.exactDistances) return known;
     this.exactBounded.add(state);
     const path = (this.lexer === null ? null : this.terminalLevelCompletion(state, 2000)) ?? this.shortestCompletion(state, 5000);
-    return path === null ? known : Math.min(known, this.boundAlong(state, path));
+    return path === null ? known : Math.min(known, this.boundAlong(state, path, Number.POSITIVE_INFINITY));
+  }
+
+  /**
+   * tokenUpperBound's first answer: the fewest tokens spelling a known completion (the shortest
+   * the automaton spells itself, or the greedy one), memoized; Infinity, not memoized, when they
+   * are more than `cap` (a caller asking "within `cap`?" learns all it asks). A completion of
+   * 600 array items (20k bytes) was spelled and stepped to its end for each budget question
+   * under 512 tokens, ~190 ms of its compile's probe; spelled only as far as a cap, the caps
+   * doubling from one question to the next, it is read a few thousand bytes in all.
+   */
+  private knownPathBound(state: number, cap: number): number {
+    const over = this.spelledOver.get(state) ?? 0;
+    if (over >= cap) return Number.POSITIVE_INFINITY;
+    // A shortest completion the automaton spells itself (exact distances) beats the greedy one.
+    const path = this.exactDistances
+      ? (this.automaton.completingBytes?.(state) ?? null)
+      : this.lexer === null
+        ? null
+        : this.greedyCompletionOf(state);
+    const limit = Math.max(cap, 2 * over);
+    const known = path === null ? Number.POSITIVE_INFINITY : this.boundAlong(state, path, limit);
+    if (path !== null && known > limit) {
+      this.spelledOver.set(state, limit);
+      return Number.POSITIVE_INFINITY;
+    }
+    if (!this.tokenBound.has(state)) this.tokenBound.set(state, known);
+    return known;
   }
 
   /** The greedy completion's bytes, spelled out from the memoized chain (null: none). */
@@ -243,8 +262,8 @@ export class CompletionBounds {
    * suffice, and so on. Then a token allowed because of this bound leaves a state whose own bound
    * agrees, and the next mask cannot come out empty because a later search gave up.
    */
-  private boundAlong(state: number, path: Uint8Array): number {
-    const cuts = this.fewestTokensSpelling(path);
+  private boundAlong(state: number, path: Uint8Array, limit: number): number {
+    const cuts = this.fewestTokensSpelling(path, limit);
     if (cuts === null) return Number.POSITIVE_INFINITY;
     let s = state;
     for (let i = 0, at = 0; i < cuts.length; i++) {
@@ -386,8 +405,12 @@ export class CompletionBounds {
     }
   }
 
-  /** Token boundaries (end offsets) of the fewest-token spelling of `bytes`; null when none. */
-  private fewestTokensSpelling(bytes: Uint8Array): number[] | null {
+  /**
+   * Token boundaries (end offsets) of the fewest-token spelling of `bytes`; null when none, or
+   * when it takes more than `limit` tokens (found as soon as no position of the last
+   * maxTokenLength bytes is spelled within it: no token reaches past them).
+   */
+  private fewestTokensSpelling(bytes: Uint8Array, limit: number): number[] | null {
     const n = bytes.length;
     // Scratch kept between calls: a budget search spells a completion for every state it meets.
     if (this.spellBest.length <= n) {
@@ -400,8 +423,12 @@ export class CompletionBounds {
     best[0] = 0;
     const trie = this.trie;
     const tokenStart = trie.tokenStart;
+    const reach = trie.maxTokenLength;
+    let lastWithin = 0;
     for (let i = 0; i < n; i++) {
       const here = best[i]!;
+      if (here <= limit) lastWithin = i;
+      else if (i - lastWithin >= reach) return null;
       if (here === UNSPELLED) continue;
       let p = 0;
       for (let j = i; j < n; j++) {
@@ -413,7 +440,7 @@ export class CompletionBounds {
         }
       }
     }
-    if (best[n] === UNSPELLED) return null;
+    if (best[n] === UNSPELLED || best[n]! > limit) return null;
     const cuts: number[] = [];
     for (let j = n; j > 0; j = from[j]!) cuts.push(j);
     return cuts.reverse();

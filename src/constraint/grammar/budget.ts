@@ -144,7 +144,7 @@ export class TokenBudgets {
     const oneTokenAsked = budget === 1 && asked;
     if (!oneTokenAsked) {
       if (this.bytesAreTokens && this.bounds.byteBoundOf(state) <= budget) return true;
-      if (this.bounds.tokenUpperBound(state, false) <= budget) return true;
+      if (this.bounds.tokenUpperBound(state, false, budget) <= budget) return true;
     }
     // Each state expanded (its edges, and past one token the exact bound's A*) is search effort.
     if ((!oneTokenAsked && this.searchLeft-- <= 0) || this.work.steps > this.searchSteps) {
@@ -157,7 +157,7 @@ export class TokenBudgets {
       // they are searched up to the first complete one, without the state's mask record.
       return this.remember(state, 1, this.edges.completesInOneToken(state));
     }
-    if (this.bounds.tokenUpperBound(state, true) <= budget) return true;
+    if (this.bounds.tokenUpperBound(state, true, budget) <= budget) return true;
     const distinct = this.targetsByDistance(this.edges.edgesOf(state));
     let found = false;
     for (let i = 0; i < distinct.length && !found; i++) found = this.finishable(distinct[i]!, budget - 1);
@@ -254,7 +254,7 @@ export class TokenBudgets {
       const bytes = this.bounds.byteBoundOf(state);
       if (bytes <= cap) return bytes;
     }
-    const tokens = this.bounds.tokenUpperBound(state, false);
+    const tokens = this.bounds.tokenUpperBound(state, false, cap);
     return tokens <= cap ? tokens : Number.POSITIVE_INFINITY;
   }
 
