@@ -12,8 +12,8 @@ import {
 } from "../src/schema/index.js";
 import { codePointBounds, maxNesting } from "../src/schema/json-schema/json-text.js";
 import { matchesString } from "../src/regex/index.js";
-import { RuleNetworkAutomaton } from "../src/grammar/index.js";
-import { refusalOf } from "../src/compile/task.js";
+import { RuleNetworkAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
+import { compileServedSchema, refusalOf } from "../src/compile/task.js";
 import { refusalWithWork, WORK_LIMIT_SLACK } from "./support/regex-work.js";
 
 function verdicts(schema: unknown, texts: readonly string[], options?: JsonSchemaOptions): boolean[] {
@@ -720,4 +720,28 @@ test("a long string is a rule of its own, called from every value it types; a sh
   // Under a set operation calls cannot be written: there the string is the DFA, as before.
   const negated = compileJsonSchema({ not: schema }, { recursion: "stack" });
   assert.equal(negated.rules, undefined);
+});
+
+test("a long string's call that would meet a free value's at one state is written in place: the network keeps its lexer-level view", () => {
+  // Inside "c", the first branch's "value" is the long string; the second branch's "c" is a free
+  // value, whose members are calls of the free-value rule: after {"c": {"value": both calls.
+  const long = { type: "string", maxLength: 60 };
+  const c = { type: "object", properties: { value: long }, additionalProperties: false };
+  const schema = { anyOf: [{ type: "object", properties: { c } }, { type: "object" }] };
+  const options = { recursion: "stack", freeValuesAnyDepth: true } as const;
+  const withCalls = compileJsonSchema(schema, options);
+  assert.equal(withCalls.stringRulesWritten, true);
+  assert.equal(ruleNetworkAutomaton({ rules: withCalls.rules! }).lexerLevel, false, "two calls at one state");
+  const served = compileServedSchema(schema, options);
+  assert.ok(served.kind === "rules");
+  const network = ruleNetworkAutomaton({ rules: served.rules });
+  assert.equal(network.lexerLevel, true);
+  assert.equal(served.rules.length, 2, "the document and the free-value rule: the string in place");
+  const accepts = (text: string): boolean => {
+    const state = network.walk(network.start, text);
+    return state >= 0 && network.isComplete(state);
+  };
+  assert.equal(accepts(`{"c": {"value": "${"x".repeat(60)}"}}`), true);
+  assert.equal(accepts(`{"c": {"value": "${"x".repeat(61)}"}}`), true, "the free branch holds it");
+  assert.equal(accepts('{"c": {"value": 1, "d": [[[[{"e": null}]]]]}}'), true);
 });

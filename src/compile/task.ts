@@ -253,11 +253,13 @@ function servedForm(
   let firstRefusal: JsonSchemaTooComplexError | null = null;
   let lastRefusal: JsonSchemaTooComplexError | null = null;
   let compiled: ReturnType<typeof compileJsonSchema> | null = null;
+  let compiledForm: JsonSchemaOptions = {};
   for (const form of stacked) {
     // Sharing only helps past a size limit (unless it comes first).
     if (!shareFirst && form.shareSubschemas && lastRefusal?.limit !== "dfaStates" && lastRefusal?.limit !== "nfaStates") continue;
     try {
       compiled = compileJsonSchema(schema, { ...options, freeValuesAnyDepth: false, ...form });
+      compiledForm = form;
       break;
     } catch (error) {
       // The wall-clock valve (503) and every other refusal are answered as they are.
@@ -268,12 +270,31 @@ function servedForm(
       if (error.limit === "work") break;
     }
   }
+  // A long string as a rule of its own (stringRules) beside a free value, where alternatives
+  // meet, puts two calls at one state: such a network has no lexer-level view, and each of its
+  // masks walks the whole vocabulary (Github o9961: 20.9M steps a mask at qwen2, past the mask
+  // limit). It is written with its strings in place instead.
+  let checked: RuleNetworkAutomaton | undefined;
+  if (compiled?.stringRulesWritten === true) {
+    checked = ruleNetworkAutomaton({ rules: compiled.rules! });
+    if (!checked.lexerLevel) {
+      checked = undefined;
+      try {
+        compiled = compileJsonSchema(schema, { ...options, freeValuesAnyDepth: false, ...compiledForm, stringRules: false });
+      } catch (error) {
+        if (!(error instanceof JsonSchemaTooComplexError) || error.limit === "time") throw error;
+        firstRefusal ??= error;
+        compiled = null;
+      }
+    }
+  }
   const warned = (w: readonly JsonSchemaWarning[]) => (w.length > 0 ? { warnings: w } : {});
   /** The network's probe refusal: what a request would meet, should the one DFA fail too. */
   let probeRefusal: ConstraintTooCostlyError | null = null;
   if (compiled?.rules !== undefined) {
     const network = { rules: compiled.rules };
-    let probed: RuleNetworkAutomaton | undefined;
+    // The automaton made for the check above, whose tables the probe's takes over.
+    let probed: RuleNetworkAutomaton | undefined = checked;
     try {
       if (trie && probe) {
         probeFirstOperations(

@@ -507,6 +507,11 @@ export class RuleNetworkAutomaton {
     return move;
   }
 
+  /** Whether the grammar matcher shares lexer-level walks over it (LexerLevelRuleNetwork): one move per state. */
+  get lexerLevel(): boolean {
+    return false;
+  }
+
   /** Its tables, to hand to an automaton of the same rules on another thread (see RuleNetwork.tables). */
   get networkTables(): RuleNetworkTables {
     const { inCall, callFirst, callee, callReturn, dist, minLength } = this;
@@ -641,6 +646,10 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
 
   get moves(): Int32Array {
     return this.move;
+  }
+
+  override get lexerLevel(): boolean {
+    return true;
   }
   /**
    * A part used in several places is one shared rule, whose states are the same lexer states: the

@@ -100,6 +100,11 @@ export interface JsonSchemaOptions {
    * another copy of its DFA (big schemas whose one DFA is past the size limits).
    */
   readonly shareSubschemas?: boolean;
+  /**
+   * With recursion "stack": a string value whose DFA has LEAF_RULE_STATES states or more (a
+   * maxLength of about 31 or more) is a call of a rule of its own, not a copy of its DFA.
+   */
+  readonly stringRules?: boolean;
   /** Per-automaton sizes, and the whole compile's work (maxWork) and wall-clock valve (timeoutMs). */
   readonly limits?: RegexLimits;
   /**
@@ -125,6 +130,7 @@ export const DEFAULT_JSON_SCHEMA_OPTIONS = {
   recursion: "unrolled" as "unrolled" | "stack",
   freeValuesAnyDepth: false,
   shareSubschemas: false,
+  stringRules: true,
   propertyOrder: "schema" as "schema" | "any",
   limits: { maxDfaStates: 100_000, maxNfaStates: 400_000, maxWork: REGEX_MAX_WORK, timeoutMs: Number.POSITIVE_INFINITY } as RegexLimits,
 };
@@ -134,6 +140,8 @@ export interface CompiledJsonSchema {
   readonly dfa: ByteDfa;
   /** Under recursion "stack", where calls were written: every rule's DFA (rule 0 is `dfa`). */
   readonly rules?: readonly ByteDfa[];
+  /** Some string value was written as a call of a rule of its own (JsonSchemaOptions.stringRules). */
+  readonly stringRulesWritten?: boolean;
   readonly draft: Draft;
   readonly warnings: readonly JsonSchemaWarning[];
 }
@@ -315,7 +323,8 @@ function compileOnce(schema: unknown, options: Options): CompiledJsonSchema {
   if (isEmptyLanguage(dfa)) throw unsatisfiable();
   if (rules === undefined) return { dfa, draft: document.draft, warnings: compiler.warnings };
   if (!productiveRules(rules)[0]) throw unsatisfiable();
-  return { dfa, rules, draft: document.draft, warnings: compiler.warnings };
+  const stringRulesWritten = compiler.stringRulesWritten ? { stringRulesWritten: true } : {};
+  return { dfa, rules, ...stringRulesWritten, draft: document.draft, warnings: compiler.warnings };
 }
 
 /**
@@ -369,6 +378,9 @@ class SchemaCompiler implements WriterContext {
   oneUnnamedKeyWritten = false;
   /** The rules stringLeaf made, by the DFA each one's body is. */
   private readonly leafRules = new Map<ByteDfa, number>();
+  get stringRulesWritten(): boolean {
+    return this.leafRules.size > 0;
+  }
   /** States of reused languages embedded again where a call could have been (SHARE_AFTER_COPIED_STATES). */
   private copiedStates = 0;
 
@@ -1298,7 +1310,7 @@ class SchemaCompiler implements WriterContext {
    * per DFA: the counted strings are shared DFAs, so every value typed the same calls one rule.
    */
   private stringLeaf(dfa: ByteDfa, want: Want): RegexNode {
-    if (dfa.numStates < LEAF_RULE_STATES || !this.stacking || want.over || want.dupFree) return dfaNode(dfa);
+    if (dfa.numStates < LEAF_RULE_STATES || !this.options.stringRules || !this.stacking || want.over || want.dupFree) return dfaNode(dfa);
     let rule = this.leafRules.get(dfa);
     if (rule === undefined) {
       rule = this.ruleFor(`#leaf${this.ruleBodies.length}`);
