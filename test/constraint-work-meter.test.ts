@@ -302,3 +302,38 @@ test("a bounded string's masks fit the service's limit at 152k tokens without wa
   // The dearest mask walks the whole trie: it must have been charged for it, well within the limit.
   assert.ok(most > 300_000 && most < limit / 2, `${most} steps at most`);
 });
+
+test("a rule network whose masks would walk the whole vocabulary is not served as one (objects in any order, Github o75099)", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { compileServedSchema } = await import("../src/compile/index.js");
+  const { loadConfig, engineOptions } = await import("../src/config.js");
+  const { GRAMMAR_STEP_WEIGHT } = await import("../src/constraint/index.js");
+  const file = new URL("../../shared/jsonschema/maskbench/Github_medium---o75099.json", import.meta.url);
+  const schema = (JSON.parse(readFileSync(file, "utf8")) as { schema: unknown }).schema;
+  const config = loadConfig({}, []).config;
+  const probe = { budgets: engineOptions(config, "").constraints!.probeBudgets, limitSteps: config.maskMaxWork };
+  const options = { whitespace: "default", strict: true, freeValuesAnyDepth: true, propertyOrder: "any" } as const;
+  // Its objects in any order put calls of several rules at one position: no lexer-level view.
+  const anyOrder = compileJsonSchema(schema, { ...options, recursion: "stack" });
+  assert.equal(ruleNetworkAutomaton({ rules: anyOrder.rules! }).lexerLevel, false);
+  assert.ok(trie.numNodes * GRAMMAR_STEP_WEIGHT > probe.limitSteps, "a whole walk is past the mask limit at 152k tokens");
+  // Served: in the schema's order, said in a warning, as a network whose masks share walks.
+  const served = compileServedSchema(schema, options, trie, probe);
+  assert.ok(served.kind === "rules");
+  assert.equal(ruleNetworkAutomaton({ rules: served.rules }).lexerLevel, true);
+  assert.match(served.warnings?.[0]?.message ?? "", /property_order "any": written in the schema's order.*walks the whole vocabulary/);
+  // And each mask of a point's document stays within the mask limit.
+  const matcher = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules: served.rules }));
+  matcher.work.limitSteps = config.maskMaxWork;
+  const state = new GrammarConstraintState(matcher);
+  // One byte a token: a mask at every position of the document.
+  const byteToken = new Map<number, number>();
+  for (let t = 0; t < vocab.size; t++)
+    if (vocab.offsets[t + 1]! - vocab.offsets[t]! === 1) byteToken.set(vocab.data[vocab.offsets[t]!]!, t);
+  for (const byte of new TextEncoder().encode('{"type": "Point", "coordinates": [100.0, 0.0]}')) {
+    const token = byteToken.get(byte)!;
+    const mask = state.mask(1 << 20);
+    assert.ok(((mask[token >>> 5]! >>> (token & 31)) & 1) === 1 && state.advance(token), String.fromCharCode(byte));
+  }
+  assert.ok(state.isAccepting());
+});

@@ -30,7 +30,7 @@ import {
 } from "../schema/index.js";
 import { DfaConstraintState, DfaTokenMatcher, type TokenTrie } from "../constraint/index.js";
 import { GrammarConstraintState, GrammarTokenMatcher } from "../constraint/index.js";
-import { ConstraintTooCostlyError } from "../constraint/index.js";
+import { ConstraintTooCostlyError, GRAMMAR_STEP_WEIGHT } from "../constraint/index.js";
 import { InvalidRequestError, OverloadedError, UnsatisfiableError } from "./errors.js";
 import type { CompiledSpec } from "./spec.js";
 
@@ -296,7 +296,16 @@ function servedForm(
     // The automaton made for the check above, whose tables the probe's takes over.
     let probed: RuleNetworkAutomaton | undefined = checked;
     try {
+      // A network without the lexer-level view (calls of several rules meet at one position:
+      // objects in any order, Github o75099) walks the whole vocabulary with the automaton for a
+      // mask inside its values, though its first masks pass: where such a walk is past the mask
+      // limit, it is refused as such a mask would be (20.9M steps at 152k tokens), up front.
       if (trie && probe) {
+        probed ??= ruleNetworkAutomaton(network);
+        if (!probed.lexerLevel && trie.numNodes * GRAMMAR_STEP_WEIGHT > probe.limitSteps) {
+          const what = "a token mask inside its values (its rules' calls meet at one position, so each mask walks the whole vocabulary)";
+          throw new ConstraintTooCostlyError(probe.limitSteps, what);
+        }
         probeFirstOperations(
           () => new GrammarTokenMatcher(trie, (probed = ruleNetworkAutomaton(network, probed))),
           (m) => new GrammarConstraintState(m),

@@ -25,7 +25,7 @@ export { SMALL_LIST_IDS } from "./dfa/mask-store.js";
 export { GrammarTokenMatcher, WALK_AHEAD_MS } from "./grammar/matcher.js";
 export { GrammarConstraintState } from "./grammar/state.js";
 export type { CompletableAutomaton, LexerLevelAutomaton } from "./grammar/contracts.js";
-export { ConstraintTooCostlyError, LOWER_BOUND_WORK_SHARE, PLANNING_ALLOWANCE, WorkMeter } from "./work-meter.js";
+export { ConstraintTooCostlyError, GRAMMAR_STEP_WEIGHT, LOWER_BOUND_WORK_SHARE, PLANNING_ALLOWANCE, WorkMeter } from "./work-meter.js";
 export { DfaConstraintState } from "./dfa/state.js";
 export { walkTrie, type TrieTokenVisitor } from "./walk.js";
 export { copyMaskInto, type ForcedBytes, type TokenConstraint } from "./token-constraint.js";
