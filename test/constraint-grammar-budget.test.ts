@@ -5,8 +5,9 @@
 // the vocabulary breadth-first from the target, with matcher.advance as the only oracle.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { compileGrammar, createGrammarAutomaton } from "../src/grammar/index.js";
-import { GrammarTokenMatcher, TokenTrie, walkTrie, WorkMeter } from "../src/constraint/index.js";
+import { compileGrammar, createGrammarAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
+import { GrammarConstraintState, GrammarTokenMatcher, TokenTrie, walkTrie, WorkMeter } from "../src/constraint/index.js";
+import { compileJsonSchema } from "../src/schema/index.js";
 import { StateEdgeCache } from "../src/constraint/grammar/edges.js";
 import { LexerLevelWalks } from "../src/constraint/grammar/lexer-walks.js";
 import { MATCHER_SLAB_BYTES } from "../src/constraint/grammar/tables.js";
@@ -269,10 +270,7 @@ test("completeAfterCommit is isComplete of afterCommit's state, without making i
   assert.ok(asked > 500 && complete > 20, JSON.stringify({ asked, complete }));
 });
 
-test("a budget question a long completion does not fit spells that completion only as far as the budget", async () => {
-  const { compileJsonSchema } = await import("../src/schema/index.js");
-  const { ruleNetworkAutomaton } = await import("../src/grammar/index.js");
-  const { GrammarConstraintState } = await import("../src/constraint/index.js");
+test("a budget question a long completion does not fit spells that completion only as far as the budget", () => {
   // 600 items at least: the shortest document is 12.6k bytes, far past 512 tokens of this vocabulary.
   const item = { type: "object", properties: { name: { type: "string" }, uri: { type: "string" } }, required: ["name", "uri"] };
   const { rules } = compileJsonSchema({ type: "array", minItems: 600, items: item }, { recursion: "stack" });

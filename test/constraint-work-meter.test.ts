@@ -5,6 +5,8 @@
 // a request meeting the bound mid-way is a 422, and the next request gets a fresh matcher; a tight
 // budget's planning inside an admitted generation may use its allowance past the bound, no more;
 // walks made ahead of need are charged to the first mask that uses them, so they decide nothing.
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { compileRegex } from "../src/regex/index.js";
@@ -12,12 +14,13 @@ import { compileGrammar, createGrammarAutomaton, ruleNetworkAutomaton } from "..
 import { compileJsonSchema } from "../src/schema/index.js";
 import { DfaConstraintState, DfaTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { type CompletableAutomaton, GrammarConstraintState, GrammarTokenMatcher } from "../src/constraint/index.js";
-import { ConstraintTooCostlyError, LOWER_BOUND_WORK_SHARE, PLANNING_ALLOWANCE } from "../src/constraint/index.js";
-import { ConstraintCache } from "../src/compile/index.js";
+import { ConstraintTooCostlyError, GRAMMAR_STEP_WEIGHT, LOWER_BOUND_WORK_SHARE, PLANNING_ALLOWANCE } from "../src/constraint/index.js";
+import { compileServedSchema, ConstraintCache } from "../src/compile/index.js";
+import { engineOptions, loadConfig } from "../src/config.js";
 import { UnsatisfiableError } from "../src/generate/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
-import { ARITHMETIC_GRAMMAR, singleByteTokens } from "./support/constraint-fixtures.js";
-import { STORIES_260K, vocabFile } from "./support/paths.js";
+import { ARITHMETIC_GRAMMAR, maskHas, singleByteTokens } from "./support/constraint-fixtures.js";
+import { REPO_ROOT, STORIES_260K, vocabFile } from "./support/paths.js";
 
 const vocab = loadVocabulary(vocabFile("qwen2"));
 const trie = tokenTrieFor(vocab);
@@ -280,11 +283,10 @@ test("walking ahead changes no verdict: the first mask to use a walk made ahead 
     assert.ok(Math.abs(warm[i]! - cold[i]!) <= 0.1 * cold[i]!, `mask ${i}: ${warm[i]} steps, ${cold[i]} without walks ahead`);
 });
 
-test("a bounded string's masks fit the service's limit at 152k tokens without walks ahead", async () => {
+test("a bounded string's masks fit the service's limit at 152k tokens without walks ahead", () => {
   // Each character of a string of at most 60 is a lexer state of its own, so the first mask
   // inside it walks 326k trie nodes: at the lexer-state weight that was five times the limit,
   // and only walks made ahead in time (free then) kept such a request from a mid-way 422.
-  const { loadConfig } = await import("../src/config.js");
   const limit = loadConfig({}, []).config.maskMaxWork;
   const schema = { type: "object", properties: { a: { type: "string", maxLength: 60 } }, required: ["a"] };
   const rules = compileJsonSchema(schema, { freeValuesAnyDepth: true, recursion: "stack" }).rules!;
@@ -303,12 +305,8 @@ test("a bounded string's masks fit the service's limit at 152k tokens without wa
   assert.ok(most > 300_000 && most < limit / 2, `${most} steps at most`);
 });
 
-test("a rule network whose masks would walk the whole vocabulary is not served as one (objects in any order, Github o75099)", async () => {
-  const { readFileSync } = await import("node:fs");
-  const { compileServedSchema } = await import("../src/compile/index.js");
-  const { loadConfig, engineOptions } = await import("../src/config.js");
-  const { GRAMMAR_STEP_WEIGHT } = await import("../src/constraint/index.js");
-  const file = new URL("../../shared/jsonschema/maskbench/Github_medium---o75099.json", import.meta.url);
+test("a rule network whose masks would walk the whole vocabulary is not served as one (objects in any order, Github o75099)", () => {
+  const file = resolve(REPO_ROOT, "..", "shared", "jsonschema", "maskbench", "Github_medium---o75099.json");
   const schema = (JSON.parse(readFileSync(file, "utf8")) as { schema: unknown }).schema;
   const config = loadConfig({}, []).config;
   const probe = { budgets: engineOptions(config, "").constraints!.probeBudgets, limitSteps: config.maskMaxWork };
@@ -327,13 +325,10 @@ test("a rule network whose masks would walk the whole vocabulary is not served a
   matcher.work.limitSteps = config.maskMaxWork;
   const state = new GrammarConstraintState(matcher);
   // One byte a token: a mask at every position of the document.
-  const byteToken = new Map<number, number>();
-  for (let t = 0; t < vocab.size; t++)
-    if (vocab.offsets[t + 1]! - vocab.offsets[t]! === 1) byteToken.set(vocab.data[vocab.offsets[t]!]!, t);
+  const byteToken = singleByteTokens(vocab);
   for (const byte of new TextEncoder().encode('{"type": "Point", "coordinates": [100.0, 0.0]}')) {
     const token = byteToken.get(byte)!;
-    const mask = state.mask(1 << 20);
-    assert.ok(((mask[token >>> 5]! >>> (token & 31)) & 1) === 1 && state.advance(token), String.fromCharCode(byte));
+    assert.ok(maskHas(state.mask(1 << 20), token) && state.advance(token), String.fromCharCode(byte));
   }
   assert.ok(state.isAccepting());
 });

@@ -574,9 +574,14 @@ class SchemaCompiler implements WriterContext {
     // Minimal: each copy of it costs its states (as a language used twice, in `language`).
     const dfa = node.kind === "dfa" ? node.dfa : this.compileNode(node, pointer);
     if (dfa.numStates * copies <= REPEATED_AS_RULE_STATES) return dfaNode(dfa);
-    const rule = this.ruleFor(`#repeated${this.ruleBodies.length}`);
+    return callNode(this.ruleOfDfa("repeated", dfa));
+  }
+
+  /** A new rule whose body is `dfa` (`kind` names it in ruleOfKey). */
+  private ruleOfDfa(kind: string, dfa: ByteDfa): number {
+    const rule = this.ruleFor(`#${kind}${this.ruleBodies.length}`);
     this.ruleBodies[rule] = dfaNode(dfa);
-    return callNode(rule);
+    return rule;
   }
 
   /** A reused language embedded again where a call of its rule could be (see SHARE_AFTER_COPIED_STATES). */
@@ -1312,11 +1317,7 @@ class SchemaCompiler implements WriterContext {
   private stringLeaf(dfa: ByteDfa, want: Want): RegexNode {
     if (dfa.numStates < LEAF_RULE_STATES || !this.options.stringRules || !this.stacking || want.over || want.dupFree) return dfaNode(dfa);
     let rule = this.leafRules.get(dfa);
-    if (rule === undefined) {
-      rule = this.ruleFor(`#leaf${this.ruleBodies.length}`);
-      this.ruleBodies[rule] = dfaNode(dfa);
-      this.leafRules.set(dfa, rule);
-    }
+    if (rule === undefined) this.leafRules.set(dfa, (rule = this.ruleOfDfa("leaf", dfa)));
     return callNode(rule);
   }
 
