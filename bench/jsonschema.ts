@@ -38,6 +38,11 @@
  *   --compile-max-work, --mask-max-work  the work limits (default: the service's defaults, config.ts).
  *                The instances' walks then run unbounded, to judge every compiled schema.
  *
+ * slowMasks counts the masks over 200 µs (the issue's p99 target) by the form served, by the steps
+ * their operation charged (work-meter.ts: a rule network's walk of a free string or key charges
+ * tens of thousands, a counted string's hundreds of thousands), and names the ten schemas with the
+ * most: where the tail comes from, beside maskUs's quantiles.
+ *
  * pastMaskWorkLimit counts the valid instances (and their schemas) with a mask that charges more
  * than the mask work limit: on the service's bounded matcher that mask ends the generation (walks
  * made ahead of need are charged to the first mask that uses them, so walking ahead saves none).
@@ -76,6 +81,25 @@ import { argValue, percentile, round3 } from "./stats.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SHARED = resolve(REPO_ROOT, "..", "shared");
+
+/** The issue's mask p99 target (µs): masks past it are counted by form, charged steps and schema (slowMasks). */
+const SLOW_MASK_US = 200;
+
+/** The bands of slowMasks.byStepsCharged: below each limit, then ">=256k". */
+const SLOW_MASK_BANDS = [
+  [1_000, "<1k"],
+  [4_000, "1k-4k"],
+  [16_000, "4k-16k"],
+  [64_000, "16k-64k"],
+  [256_000, "64k-256k"],
+  [Number.POSITIVE_INFINITY, ">=256k"],
+] as const;
+
+/** A mask's charged steps (its work meter, GRAMMAR_STEP_WEIGHT a lexer step), as a band of slowMasks.byStepsCharged. */
+function slowMaskBand(steps: number): string {
+  for (const [limit, name] of SLOW_MASK_BANDS) if (steps < limit) return name;
+  return ">=256k";
+}
 
 interface Quantiles {
   n: number;
@@ -237,6 +261,13 @@ async function main(): Promise<void> {
   /** maskUs split by the form served: one DFA, or a rule network (a grammar matcher). */
   const maskUsDfa = new SampleBuffer();
   const maskUsNetwork = new SampleBuffer();
+  /** The masks past the issue's p99 target (SLOW_MASK_US): where the tail comes from (see slowMaskBand). */
+  const slowMasks = {
+    count: 0,
+    byForm: { dfa: 0, ruleNetwork: 0 },
+    byStepsCharged: Object.fromEntries(SLOW_MASK_BANDS.map(([, name]) => [name, 0])) as Record<string, number>,
+  };
+  const slowMasksBySchema: Record<string, number> = {};
   /** With --walk-ahead: the walks ahead of each round (ms), after the first mask and after each mask. */
   const walkAheadMs = new SampleBuffer();
   /** compileMs's two parts: the schema's DFA (compileJsonSchema), then the matcher and its first mask. */
@@ -422,6 +453,13 @@ async function main(): Promise<void> {
           if (st.matcher.work.steps > maskMaxWork) pastMaskWork = true;
           maskUs.push(us);
           (rules !== undefined ? maskUsNetwork : maskUsDfa).push(us);
+          if (us > SLOW_MASK_US) {
+            slowMasks.count++;
+            slowMasks.byForm[rules !== undefined ? "ruleNetwork" : "dfa"]++;
+            const band = slowMaskBand(st.matcher.work.steps);
+            slowMasks.byStepsCharged[band] = (slowMasks.byStepsCharged[band] ?? 0) + 1;
+            slowMasksBySchema[file] = (slowMasksBySchema[file] ?? 0) + 1;
+          }
           c.tokens++;
           if (!hasBit(mask, tok)) {
             allowed = false;
@@ -523,6 +561,15 @@ async function main(): Promise<void> {
     compileMs: compileMs.quantiles(),
     maskUs: maskUs.quantiles(),
     maskUsByForm: { dfa: maskUsDfa.quantiles(), ruleNetwork: maskUsNetwork.quantiles() },
+    slowMasks: {
+      overUs: SLOW_MASK_US,
+      ...slowMasks,
+      topSchemas: Object.fromEntries(
+        Object.entries(slowMasksBySchema)
+          .sort((x, y) => y[1] - x[1])
+          .slice(0, 10),
+      ),
+    },
     masks: walkAhead
       ? `served: a DFA's masks precomputed for ${MATCHER_PRECOMPUTE_MS} ms as the constraint cache does (in compileMs); each rule network mask after the server's walks ahead of the round before (${AHEAD_OF_LOGITS_MS} ms a round from the mask's start, as while the model decodes)`
       : "cold: a mask is computed where the instance first reaches its state (as MaskBench times engines)",
