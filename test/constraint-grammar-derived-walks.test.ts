@@ -1,13 +1,14 @@
 // Root walks derived from a body's (the key typed so far in an object whose other keys are free,
-// a string's first character): the same masks, budget masks and counted work as walking each set
-// (the `loopSlices: false` reference, which derives nothing), on a real vocabulary's trie.
+// a string's first character), keeping the base's subtrees where both walk alike: the same masks,
+// budget masks and counted work as walking each set (the `loopSlices: false` reference, which
+// derives nothing), on a real vocabulary's trie.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { GrammarConstraintState, GrammarTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
 import { compileServedSchema } from "../src/compile/index.js";
 import { ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
-import { singleByteTokens } from "./support/constraint-fixtures.js";
+import { makeVocab, maskHas, singleByteTokens } from "./support/constraint-fixtures.js";
 import { vocabFile } from "./support/paths.js";
 
 test("derived root walks equal the walked ones: masks, budget masks, work", () => {
@@ -51,5 +52,51 @@ test("derived root walks equal the walked ones: masks, budget masks, work", () =
   }
   // Derived here (the keys' prefixes beside a free key, the note's first character), never there.
   assert.ok(derived.rootWalkCounts!.derived >= 10, JSON.stringify(derived.rootWalkCounts));
+  // Below a key's first byte most subtrees are the free key's again: kept from the base's walk.
+  assert.ok(derived.rootWalkCounts!.keptFromBase >= 100, JSON.stringify(derived.rootWalkCounts));
   assert.equal(walked.rootWalkCounts!.derived, 0);
+});
+
+test("a derived walk keeps only the subtrees its base walks alike: a wider key family below one letter", () => {
+  // Keys: capitals only, or P and then small letters. The key typed so far, after `{"`, steps as
+  // the capitals' contents on every capital but P, its base; below "P", "Pa" and its letters are
+  // the small letters' family's alone (the base dies on "a": not kept), while below "PA" the set
+  // is the base's own again (kept from its walk).
+  const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  const tokens: string[] = [];
+  for (let b = 0x20; b < 0x7f; b++) tokens.push(String.fromCharCode(b));
+  // Enough capital tokens (over SPARSE_WALK_TOKENS) that the base's walk keeps a mask.
+  for (const x of letters) for (const y of letters) tokens.push(x + y);
+  for (const x of "AB") for (const y of letters) for (const z of letters) tokens.push(x + y + z);
+  tokens.push("Pa", "Pab", "Paz", "PAB", "PABC", "Qa");
+  const trie = tokenTrieFor(makeVocab(tokens));
+  const single = new Map(tokens.map((t, id) => [t.charCodeAt(0), id] as const).filter((_, id) => tokens[id]!.length === 1));
+  const schema = { type: "object", patternProperties: { "^[A-Z]*$": {}, "^P[a-z]*$": {} }, additionalProperties: false };
+  const served = compileServedSchema(schema, { whitespace: "default", strict: true, freeValuesAnyDepth: true });
+  assert.equal(served.kind, "rules");
+  const rules = (served as { rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"] }).rules;
+  const derived = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
+  const walked = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { loopSlices: false });
+  const text = '{"Pab": 1, "PAB": [], "QQ": null}';
+  const a = new GrammarConstraintState(derived);
+  const b = new GrammarConstraintState(walked);
+  const bytes = new TextEncoder().encode(text);
+  for (let i = 0; i <= bytes.length; i++) {
+    const where = `${text.slice(0, i)}⟨here⟩`;
+    for (const remaining of [1 << 20, 2, 4]) {
+      assert.deepEqual(a.mask(remaining), b.mask(remaining), `${where} with ${remaining} tokens left`);
+      assert.equal(derived.work.steps, walked.work.steps, `work charged at ${where} with ${remaining} tokens left`);
+    }
+    if (i === bytes.length) break;
+    const token = single.get(bytes[i]!)!;
+    assert.ok(a.advance(token) && b.advance(token), text.slice(0, i + 1));
+  }
+  assert.ok(a.isAccepting() && b.isAccepting(), text);
+  const first = new GrammarConstraintState(derived);
+  first.advance(single.get(0x7b)!);
+  first.advance(single.get(0x22)!);
+  const mask = first.mask(1 << 20);
+  for (const key of ["Pa", "Pab", "Paz", "PAB", "PABC", "QQ"]) assert.ok(maskHas(mask, tokens.indexOf(key)), key);
+  assert.ok(!maskHas(mask, tokens.indexOf("Qa")), "Qa: a capital but P, then a small letter, is neither family's");
+  assert.ok(derived.rootWalkCounts!.derived >= 1 && derived.rootWalkCounts!.keptFromBase >= 1, JSON.stringify(derived.rootWalkCounts));
 });

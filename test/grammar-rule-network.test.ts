@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { isLexerLevel, type LexerLevelAutomaton } from "../src/constraint/grammar/contracts.js";
-import { GrammarError, RuleNetworkAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
+import { GrammarError, LEXER_COMMITS, RuleNetworkAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { compileRegexNode, type ByteDfa, type RegexNode } from "../src/regex/index.js";
 import { alt, concat, literal, optional, repeat } from "../src/schema/json-schema/json-text.js";
 import { callNode, callsBeforeReading, productiveRules } from "../src/schema/json-schema/rules.js";
@@ -256,4 +256,26 @@ test("completeAfterCommit is isComplete of afterCommit's state, without making i
       }
   }
   assert.ok(asked > 200 && complete > 10, JSON.stringify({ asked, complete }));
+});
+
+test("lexerRow is lexerStep of every byte, the call lead's included, at every lexer state met", () => {
+  const a = ruleNetworkAutomaton(NETWORK) as RuleNetworkAutomaton & LexerLevelAutomaton;
+  assert.ok(isLexerLevel(a) && a.lexerRow !== undefined);
+  const row = new Int32Array(256);
+  const lexers = new Set<number>();
+  for (const s of strings(5)) {
+    const state = a.walk(a.start, s);
+    if (state < 0) continue;
+    const h = a.hypotheses(state);
+    for (let i = 1; i < h.length; i += 2) lexers.add(h[i]!);
+  }
+  let commits = 0;
+  for (const lex of lexers) {
+    a.lexerRow!(lex, row);
+    for (let b = 0; b < 256; b++) {
+      assert.equal(row[b], a.lexerStep(lex, b), `lexer state ${lex}, byte ${b}`);
+      if ((row[b]! & LEXER_COMMITS) !== 0) commits++;
+    }
+  }
+  assert.ok(lexers.size >= 5 && commits > 0, JSON.stringify({ lexers: lexers.size, commits }));
 });

@@ -47,6 +47,11 @@ export interface LexerLevelAutomaton extends CompletableAutomaton {
   lexerByteReps(lex: number): Uint8Array;
   /** Per byte, a label equal for the bytes that step the lexer state alike. */
   lexerByteLabels(lex: number): Uint8Array;
+  /**
+   * lexerStep of all 256 bytes at once into `out`, where the automaton can read them off a row
+   * (a rule network); only an automaton whose lexerRestart is always -1 has it.
+   */
+  lexerRow?(lex: number, out: Int32Array): void;
   /** The terminal commit at the byte, as a key for afterCommit; -1 when none. */
   lexerCommitKey(lex: number, byte: number): number;
   /** The one-hypothesis state after the commit on `stack`; -1 when the parser refuses it. */

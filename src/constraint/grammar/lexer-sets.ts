@@ -125,6 +125,9 @@ export class LexerSets {
   private countedShapeBytes = 0;
   /** Per set: how many sets from it on share its counted shape's key (countedLevels). */
   private readonly countedRuns = new Map<number, number>();
+  /** Per set: its whole step row is in the memo (rowOf, 1); and lexerRow's scratch. */
+  private rowKnown = new Uint8Array(64);
+  private readonly rowCodes = new Int32Array(256);
 
   /** `tables`: the matcher's slab, for the first tables below. */
   protected constructor(
@@ -243,6 +246,40 @@ export class LexerSets {
     return result;
   }
 
+  /**
+   * The set's step codes + 1 for all 256 bytes (stepCode's memo row, made whole), for the scans
+   * over every byte below (a closure's classes, a set's loop and first bytes, a counted shape):
+   * a lone set of an automaton with lexerRow in one pass over its row (a rule network's document
+   * rule has a hundred and more byte classes, each one stepOne call), else byte by byte. A view
+   * of the memo page: pages are added, never replaced.
+   */
+  protected rowOf(setId: number): Int32Array {
+    const page = this.nextPages[setId >>> PAGE_SHIFT]!;
+    const base = (setId & PAGE_MASK) << 8;
+    if (setId < this.rowKnown.length && this.rowKnown[setId] === 1) return page.subarray(base, base + 256);
+    const members = this.setMembers[setId]!;
+    const automaton = this.automaton;
+    if (members.length === 1 && automaton.lexerRow !== undefined) {
+      const codes = this.rowCodes;
+      automaton.lexerRow(members[0]!, codes);
+      let lastCont = -1;
+      let lastSet = -1;
+      for (let b = 0; b < 256; b++) {
+        if (page[base + b] !== 0) continue;
+        const code = codes[b]!;
+        const cont = (code & ~COMMIT) - 1;
+        if (cont !== lastCont) {
+          lastCont = cont;
+          lastSet = cont < 0 ? -1 : this.setOfLexer(cont);
+        }
+        page[base + b] = ((code & COMMIT) | (lastSet + 1)) + 1;
+      }
+    } else for (let b = 0; b < 256; b++) if (page[base + b] === 0) this.stepCode(setId, b);
+    if (setId >= this.rowKnown.length) this.rowKnown = grownTo(this.rowKnown, Math.max(setId + 1, this.rowKnown.length * 2));
+    this.rowKnown[setId] = 1;
+    return page.subarray(base, base + 256);
+  }
+
   /** The distinct commit keys of the set's members at `byte`. */
   commitKeysAt(setId: number, byte: number): Int32Array {
     const slot = setId * 256 + byte;
@@ -334,8 +371,11 @@ export class LexerSets {
     let next = -1;
     let most = 0;
     const counts = new Map<number, number>();
+    // The whole row only where reading it asks the automaton nothing more: the loop below may
+    // stop early, and a grammar's lexer charges the states its steps make.
+    const row = this.automaton.lexerRow !== undefined ? this.rowOf(setId) : null;
     for (let b = 0; b < 256; b++) {
-      const code = this.stepCode(setId, b);
+      const code = row !== null ? row[b]! - 1 : this.stepCode(setId, b);
       if (code === 0 || (code & COMMIT) !== 0) continue;
       const cont = code - 1;
       if (cont === setId) return null;
@@ -351,7 +391,7 @@ export class LexerSets {
     // bytes go through the closure (the sets inside a character step on continuation bytes).
     const loop = new Uint32Array(8);
     for (let b = 0; b < 256; b++)
-      if (this.stepCode(setId, b) === next + 1) {
+      if ((row !== null ? row[b]! - 1 : this.stepCode(setId, b)) === next + 1) {
         if (b >= 0x80) return null;
         loop[b >>> 5]! |= 1 << (b & 31);
       }
@@ -377,13 +417,15 @@ export class LexerSets {
     const rows = (this.closureRows ??= new Int16Array(256 * MAX_CLOSURE_CLASSES));
     let n = 0;
     for (let c = 0; c < sets.length; c++) {
+      // Whole rows where reading them asks the automaton nothing more (as in countedShapeOf).
+      const row = this.automaton.lexerRow !== undefined ? this.rowOf(sets[c]!) : null;
       for (let b = 0; b < 256; b++) {
         // The set's own row: ASCII and loop bytes are the region's as they are (-2: not the closure's).
         if (c === 0 && (b < 0x80 || ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0)) {
           rows[n++] = -2;
           continue;
         }
-        const code = this.stepCode(sets[c]!, b);
+        const code = row !== null ? row[b]! - 1 : this.stepCode(sets[c]!, b);
         if (code === 0) {
           rows[n++] = -1;
           continue;
@@ -450,7 +492,8 @@ export class LexerSets {
     let f = this.firstBytesOf.get(setId);
     if (f === undefined) {
       f = new Uint32Array(8);
-      for (let b = 0; b < 256; b++) if (this.stepCode(setId, b) !== 0) f[b >>> 5]! |= 1 << (b & 31);
+      const row = this.rowOf(setId);
+      for (let b = 0; b < 256; b++) if (row[b]! - 1 !== 0) f[b >>> 5]! |= 1 << (b & 31);
       this.firstBytesOf.set(setId, f);
     }
     return f;
@@ -473,8 +516,9 @@ export class LexerSets {
     const l = new Uint32Array(8);
     let code0 = -1;
     let keys0: Int32Array | null = null;
+    const row = this.rowOf(setId);
     for (let b = 0; b < 256; b++) {
-      const code = this.stepCode(setId, b);
+      const code = row[b]! - 1;
       if ((code & ~COMMIT) - 1 !== setId) continue;
       const keys = (code & COMMIT) !== 0 ? this.commitKeysAt(setId, b) : EMPTY;
       if (code0 < 0) {

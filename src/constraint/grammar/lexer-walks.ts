@@ -366,6 +366,11 @@ export class LexerLevelWalks extends LexerSets {
   private readonly regionRanges: number[][] = [];
   /** A mask's words of scratch for setRegionTokens. */
   private regionScratch: Uint32Array | null = null;
+  /** keptFromBase's runs, reused; and the subtrees derived walks kept, over the walker's life. */
+  private readonly keptScratch: number[] = [];
+  private keptSubtrees = 0;
+  /** regionEntered's owner set of the region it returned. */
+  private regionOwner = -1;
   /** maskOf's kept classes of a slice, by class. */
   private readonly keptClasses: boolean[] = [];
   /** Per set: the walk stamp that last met it, and its slot in that walk's contSets. */
@@ -445,6 +450,7 @@ export class LexerLevelWalks extends LexerSets {
     walked: number;
     takenOver: number;
     derived: number;
+    keptFromBase: number;
     counted: number;
     comparing: boolean;
     sliced: number;
@@ -455,6 +461,7 @@ export class LexerLevelWalks extends LexerSets {
       walked: this.roots.size - this.takenOver,
       takenOver: this.takenOver,
       derived: this.derived,
+      keptFromBase: this.keptSubtrees,
       counted: this.countedWalks,
       comparing: this.equivalents.worthLooking,
       sliced: this.sliced,
@@ -859,14 +866,22 @@ export class LexerLevelWalks extends LexerSets {
     const baseRoots = baseWalk.contRoots;
     const baseSteps = baseWalk.rootSteps;
     if (baseWalk.mask === null || baseRoots === null || baseSteps === null) return null;
-    // The base's tokens less those below the other root children; the set's own are walked in.
+    // The base's tokens less those below the other root children, but for the subtrees there
+    // that the base walks alike (keptFromBase); the set's own are walked in.
+    const keep = this.keptFromBase(setId, base, diffStarts);
     const mask = baseWalk.mask.slice();
+    let ki = 0;
     for (let b = 0; b < 256; b++) {
       const c = rootChild[b]!;
       if (c < 0 || ((same[b >>> 5]! >>> (b & 31)) & 1) !== 0) continue;
-      clearTokenRange(mask, tokenIds, tokenStart[c]!, tokenStart[c + subtreeSize[c]!]!);
+      let from = tokenStart[c]!;
+      for (const end = c + subtreeSize[c]!; ki < keep.length && keep[ki]! < end; ki += 3) {
+        clearTokenRange(mask, tokenIds, from, tokenStart[keep[ki]!]!);
+        from = tokenStart[keep[ki + 1]!]!;
+      }
+      clearTokenRange(mask, tokenIds, from, tokenStart[c + subtreeSize[c]!]!);
     }
-    const part = this.walkParts(setId, diffStarts, true, null, NO_NODES, mask);
+    const part = this.walkParts(setId, diffStarts, true, null, NO_NODES, mask, null, keep);
     const partRoots = part.roots!.slice();
     // Charged what the set's own walk would be: below the shared root children, the base's steps there.
     let steps = 0;
@@ -956,7 +971,66 @@ export class LexerLevelWalks extends LexerSets {
       builders.splice(0, builders.length, ...sorted);
     }
     const roots = this.contRootWords.subarray(0, contSets.length * 8);
-    return this.keptWalk(setId, { mask, tokens: null, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: null }, true, false);
+    const parts: WalkParts = { mask, tokens: null, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: null };
+    return this.keptWalk(setId, parts, true, false, baseWalk.mask);
+  }
+
+  /**
+   * The children of `starts` (the root children a derived walk walks, in order) below which its
+   * set and its base's step alike: below a key's first byte the key typed so far mostly stops
+   * being one of the schema's, and the set is the base's own again. Where such a child's subtree
+   * loops on that set without a commit (or is one token), the base's walk has every token of it
+   * in its mask, all ending in that set: the derived walk keeps those bits, notes the set and
+   * charges what walking them would (the node, or its slice's region), instead of clearing and
+   * walking them again, node by node. Only below root children walkParts surely steps into node
+   * by node. As runs of siblings in one set: (first node, end, steps charged) each.
+   * test/constraint-grammar-derived-walks.test.ts compares masks and work with plain walks.
+   */
+  private keptFromBase(setId: number, base: number, starts: readonly number[]): number[] {
+    const keep = this.keptScratch;
+    keep.length = 0;
+    const { subtreeSize, nodeByte, tokenStart } = this.trie;
+    const takeUp = this.loopSlices;
+    let runSet = -1;
+    for (const c of starts) {
+      const code = this.stepCode(setId, nodeByte[c]!);
+      const baseCode = this.stepCode(base, nodeByte[c]!);
+      const size = subtreeSize[c]!;
+      if ((code & COMMIT) !== 0 || code === 0 || (baseCode & COMMIT) !== 0 || baseCode === 0 || size === 1) continue;
+      const cont = code - 1;
+      const baseCont = baseCode - 1;
+      // walkParts steps below c node by node: no region taken up there, nor the subtree at once.
+      if (takeUp && cont !== setId && size >= MIN_SLICED_SUBTREE && this.regionEntered(cont, c) !== null) continue;
+      if (this.loopsBelow(cont, c)) continue;
+      for (let q = c + 1, end = c + size; q < end; q += subtreeSize[q]!) {
+        const byte = nodeByte[q]!;
+        const next = this.stepCode(cont, byte);
+        if ((next & COMMIT) !== 0 || next === 0 || next !== this.stepCode(baseCont, byte)) continue;
+        const at = next - 1;
+        const qSize = subtreeSize[q]!;
+        if (tokenStart[q + qSize]! === tokenStart[q]!) continue;
+        if (qSize > 1 && (!this.loopsBelow(at, q) || (this.loopCodes[at]! & COMMIT) !== 0)) continue;
+        // The walk would take the subtree up as its slice's region (no exit below: it loops) or
+        // at once: what it charges there, the region's nodes or the one node.
+        let charged = 1;
+        if (takeUp && at !== cont && qSize >= MIN_SLICED_SUBTREE) {
+          const region = this.regionEntered(at, q);
+          if (region !== null) {
+            if (this.regionOwner !== at) continue;
+            charged = visitedBetween(region, q, q + qSize);
+          }
+        }
+        this.keptSubtrees++;
+        // Siblings kept one after another in the same set are one run: the walk steps over all.
+        const n = keep.length;
+        if (n > 0 && keep[n - 2] === q && runSet === at) {
+          keep[n - 2] = q + qSize;
+          keep[n - 1]! += charged;
+        } else keep.push(q, q + qSize, charged);
+        runSet = at;
+      }
+    }
+    return keep;
   }
 
   /** The loop slice of a set's root walk (see LoopSlice), made on first need; null: the set walks its region. */
@@ -1205,6 +1279,7 @@ export class LexerLevelWalks extends LexerSets {
     joins: readonly number[],
     into: Uint32Array | null = null,
     startSets: readonly number[] | null = null,
+    keep: readonly number[] | null = null,
   ): WalkParts {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
     const rootOf = dense ? this.rootOf : null;
@@ -1231,6 +1306,10 @@ export class LexerLevelWalks extends LexerSets {
     let jumpAt = NO_FRAME;
     let steps = 0;
     let ji = 0;
+    // Runs of subtrees the walk keeps from its base (a derived walk's: first node, end, steps
+    // charged), the next one's first node at keepAt (NO_FRAME: none).
+    let ki = 0;
+    let keepAt = keep !== null && keep.length > 0 ? keep[0]! : NO_FRAME;
     for (let si = 0; si < starts.length; si++) {
       while (ji < joins.length && joins[ji] === si) {
         this.contSlot(joins[ji + 1]!, stamp, contSets, tokensByCont);
@@ -1298,28 +1377,23 @@ export class LexerLevelWalks extends LexerSets {
         }
         atDepth[d] = cont;
         const size = subtreeSize[p]!;
+        if (p === keepAt) {
+          // Subtrees the base's walk has walked alike (see keptFromBase): their tokens are in the
+          // mask already, all ending in `cont`; the walk notes the set, charges what walking
+          // them would, and steps over them.
+          this.contSlot(cont, stamp, contSets, tokensByCont);
+          if (rootOf !== null) this.markRoot(cont, rootOf[p]!);
+          steps += keep![ki + 2]! - 1;
+          p = keep![ki + 1]!;
+          ki += 3;
+          keepAt = ki < keep!.length ? keep![ki]! : NO_FRAME;
+          continue;
+        }
         if (takeUp && cont !== from && size >= MIN_SLICED_SUBTREE) {
-          // A set of a slice's key where its region reaches it, or one of a slice's classes
-          // inside a character where the region reaches it in that class: the subtree is the
-          // slice's. A set not asked before is asked only when it loops on the first byte below
-          // (the walk steps there next anyway): a new set (a key name's prefix) is not asked
-          // for all its loop bytes.
-          const asked = this.setSlices.get(cont);
-          let region = asked ?? null;
-          let owner = cont;
-          if (asked === undefined && (this.stepCode(cont, nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont) region = this.loopSliceOf(cont);
-          if (region !== null) {
-            if (!entersAt(region, p)) region = null;
-          } else {
-            const cls = this.classOwners.get(cont);
-            if (cls !== undefined && classEntryAt(cls.slice, p) === cls.cls) {
-              region = cls.slice;
-              owner = cls.owner;
-            }
-          }
+          const region = this.regionEntered(cont, p);
           if (region !== null) {
             steps += visitedBetween(region, p, p + size) - 1;
-            this.enterRegion(++top, region, owner, p, size);
+            this.enterRegion(++top, region, this.regionOwner, p, size);
             jumpAt = p;
             continue;
           }
@@ -1414,7 +1488,7 @@ export class LexerLevelWalks extends LexerSets {
    * A walk's parts as kept: its lists shared with earlier equal ones (sharedShape, sharedTokens).
    * `base`: a body's root walk, which derived walks may take from: it keeps contRoots and rootSteps.
    */
-  private keptWalk(setId: number, parts: WalkParts, dense: boolean, base: boolean): LexerWalk {
+  private keptWalk(setId: number, parts: WalkParts, dense: boolean, base: boolean, likely: Uint32Array | null = null): LexerWalk {
     const { mask, tokens: few, contSets, tokensByCont, groupKeys, builders, roots, rootSteps } = parts;
     const out: CommitGroup[] = [];
     for (let i = 0; i < builders.length; i++) {
@@ -1426,7 +1500,16 @@ export class LexerLevelWalks extends LexerSets {
     let bytes = 200 + 8 * contSets.length + 80 * out.length;
     for (const list of lists) bytes += 64 + list.byteLength;
     this.madeBytes += bytes;
-    const { dense: shared, tokens } = mask !== null ? this.sharedTokens(mask) : few !== null ? this.sharedList(few) : NO_TOKENS;
+    // A mask equal to `likely` (a derived walk's base's: every key is free below the keys' first
+    // bytes) is that one, told by one comparison rather than a hash of the whole mask.
+    const { dense: shared, tokens } =
+      mask !== null
+        ? likely !== null && sameList(mask, likely)
+          ? { dense: likely, tokens: null }
+          : this.sharedTokens(mask)
+        : few !== null
+          ? this.sharedList(few)
+          : NO_TOKENS;
     const steps = base && rootSteps !== null ? rootSteps.slice() : null;
     const contRoots = base && roots !== null ? roots.slice() : null;
     this.madeBytes += (steps?.byteLength ?? 0) + (contRoots?.byteLength ?? 0);
@@ -1507,6 +1590,29 @@ export class LexerLevelWalks extends LexerSets {
     if (bucket.length < MAX_BUCKET) bucket.push(shape);
     this.madeBytes += 200 + shape.deadEnds.byteLength + shape.aliveEnds.byteLength + 8 * (ranges.length + nodes.length + loops.length);
     return shape;
+  }
+
+  /**
+   * The slice whose region a walk takes up at node `p`, met in set `cont` (walkParts, for a
+   * subtree of at least MIN_SLICED_SUBTREE nodes where the set changed): a set of a slice's key
+   * where its region reaches it, or one of a slice's classes inside a character where the region
+   * reaches it in that class; null for none. Its owner set is left in regionOwner. A set not asked
+   * before is asked only when it loops on the first byte below (the walk steps there next anyway):
+   * a new set (a key name's prefix) is not asked for all its loop bytes.
+   */
+  private regionEntered(cont: number, p: number): LoopSlice | null {
+    const asked = this.setSlices.get(cont);
+    let region = asked ?? null;
+    this.regionOwner = cont;
+    if (asked === undefined && (this.stepCode(cont, this.trie.nodeInfo[p + 1]! & 0xff) & ~COMMIT) - 1 === cont)
+      region = this.loopSliceOf(cont);
+    if (region !== null) return entersAt(region, p) ? region : null;
+    const cls = this.classOwners.get(cont);
+    if (cls !== undefined && classEntryAt(cls.slice, p) === cls.cls) {
+      this.regionOwner = cls.owner;
+      return cls.slice;
+    }
+    return null;
   }
 
   /**

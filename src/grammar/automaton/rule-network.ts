@@ -676,6 +676,8 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
   private readonly reps: (Uint8Array | undefined)[] = [];
   private readonly startLexers: Int32Array;
   private readonly scratchStacks: number[] = [];
+  /** lexerRow's codes per byte class. */
+  private rowScratch = new Int32Array(0);
 
   constructor(network: RuleNetwork, move: Int32Array, tablesOf: RuleNetworkAutomaton) {
     super(network, tablesOf);
@@ -710,6 +712,28 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
     const t = this.textStep(lex, byte);
     if (t < 0 || this.dist[t] === Infinity) return 0;
     return (t + 1) | (this.move[t]! !== NO_MOVE ? LEXER_COMMITS : 0);
+  }
+
+  /**
+   * lexerStep of every byte into `out` (256 entries), in one pass over the state's DFA row: a
+   * scan of all bytes (a closure's classes, a set's loop or first bytes) otherwise asks a rule's
+   * every byte class on its own, and a document's rule has a hundred and more.
+   */
+  lexerRow(lex: number, out: Int32Array): void {
+    const r = this.ruleOf[lex]!;
+    const dfa = this.rules[r]!;
+    const base = this.offset[r]!;
+    const width = dfa.numClasses;
+    const row = (lex - base) * width;
+    const codes = this.rowScratch.length >= width ? this.rowScratch : (this.rowScratch = new Int32Array(width * 2));
+    for (let c = 0; c < width; c++) {
+      const q = dfa.next[row + c]!;
+      const t = base + q;
+      codes[c] = q < 0 || this.inCall[t] === 1 || this.dist[t] === Infinity ? 0 : (t + 1) | (this.move[t]! !== NO_MOVE ? LEXER_COMMITS : 0);
+    }
+    const byteClass = dfa.byteClass;
+    for (let b = 0; b < 256; b++) out[b] = codes[byteClass[b]!]!;
+    out[RULE_CALL_LEAD] = 0;
   }
 
   lexerRestart(): number {
