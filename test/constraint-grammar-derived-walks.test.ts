@@ -11,6 +11,33 @@ import { loadVocabulary } from "../src/vocab/index.js";
 import { makeVocab, maskHas, singleByteTokens } from "./support/constraint-fixtures.js";
 import { vocabFile } from "./support/paths.js";
 
+/**
+ * Walks `text` byte by byte (single-byte tokens) on both matchers: at each position the masks at
+ * each budget of `budgets` and the work charged for them are the same.
+ */
+function sameAsWalked(
+  derived: GrammarTokenMatcher,
+  walked: GrammarTokenMatcher,
+  single: ReadonlyMap<number, number>,
+  text: string,
+  budgets: readonly number[],
+): void {
+  const a = new GrammarConstraintState(derived);
+  const b = new GrammarConstraintState(walked);
+  const bytes = new TextEncoder().encode(text);
+  for (let i = 0; i <= bytes.length; i++) {
+    const where = `${text.slice(0, i)}⟨here⟩`;
+    for (const remaining of budgets) {
+      assert.deepEqual(a.mask(remaining), b.mask(remaining), `${where} with ${remaining} tokens left`);
+      assert.equal(derived.work.steps, walked.work.steps, `work charged at ${where} with ${remaining} tokens left`);
+    }
+    if (i === bytes.length) break;
+    const token = single.get(bytes[i]!)!;
+    assert.ok(a.advance(token) && b.advance(token), text.slice(0, i + 1));
+  }
+  assert.ok(a.isAccepting() && b.isAccepting(), text);
+}
+
 test("derived root walks equal the walked ones: masks, budget masks, work", () => {
   const vocab = loadVocabulary(vocabFile("gpt-2"));
   const trie = tokenTrieFor(vocab);
@@ -34,22 +61,7 @@ test("derived root walks equal the walked ones: masks, budget masks, work", () =
     '{"name": "Ada", "note": "é z", "tags": ["a", "bcdef"], "nam": {"x": [1, "y"]}, "n": null}',
     '{"name": "", "tags": [], "notes": "free", "": true, "nZ": "\\n\\""}',
   ];
-  for (const text of texts) {
-    const a = new GrammarConstraintState(derived);
-    const b = new GrammarConstraintState(walked);
-    const bytes = new TextEncoder().encode(text);
-    for (let i = 0; i <= bytes.length; i++) {
-      const where = `${text.slice(0, i)}⟨here⟩`;
-      for (const remaining of [1 << 20, 1, 2, 3, 5]) {
-        assert.deepEqual(a.mask(remaining), b.mask(remaining), `${where} with ${remaining} tokens left`);
-        assert.equal(derived.work.steps, walked.work.steps, `work charged at ${where} with ${remaining} tokens left`);
-      }
-      if (i === bytes.length) break;
-      const token = single.get(bytes[i]!)!;
-      assert.ok(a.advance(token) && b.advance(token), text.slice(0, i + 1));
-    }
-    assert.ok(a.isAccepting() && b.isAccepting(), text);
-  }
+  for (const text of texts) sameAsWalked(derived, walked, single, text, [1 << 20, 1, 2, 3, 5]);
   // Derived here (the keys' prefixes beside a free key, the note's first character), never there.
   assert.ok(derived.rootWalkCounts!.derived >= 10, JSON.stringify(derived.rootWalkCounts));
   // Below a key's first byte most subtrees are the free key's again: kept from the base's walk.
@@ -77,21 +89,7 @@ test("a derived walk keeps only the subtrees its base walks alike: a wider key f
   const rules = (served as { rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"] }).rules;
   const derived = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
   const walked = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { loopSlices: false });
-  const text = '{"Pab": 1, "PAB": [], "QQ": null}';
-  const a = new GrammarConstraintState(derived);
-  const b = new GrammarConstraintState(walked);
-  const bytes = new TextEncoder().encode(text);
-  for (let i = 0; i <= bytes.length; i++) {
-    const where = `${text.slice(0, i)}⟨here⟩`;
-    for (const remaining of [1 << 20, 2, 4]) {
-      assert.deepEqual(a.mask(remaining), b.mask(remaining), `${where} with ${remaining} tokens left`);
-      assert.equal(derived.work.steps, walked.work.steps, `work charged at ${where} with ${remaining} tokens left`);
-    }
-    if (i === bytes.length) break;
-    const token = single.get(bytes[i]!)!;
-    assert.ok(a.advance(token) && b.advance(token), text.slice(0, i + 1));
-  }
-  assert.ok(a.isAccepting() && b.isAccepting(), text);
+  sameAsWalked(derived, walked, single, '{"Pab": 1, "PAB": [], "QQ": null}', [1 << 20, 2, 4]);
   const first = new GrammarConstraintState(derived);
   first.advance(single.get(0x7b)!);
   first.advance(single.get(0x22)!);
