@@ -148,6 +148,7 @@ export class LexerSets {
   protected retainedSetBytes(): number {
     let bytes = this.stateMemo.byteLength + this.nextPages.length * 1024 * PAGE_SETS;
     bytes += this.loopKnown.byteLength + this.loopWords.byteLength + this.loopCodes.byteLength + this.loopsOnUtf8.byteLength;
+    bytes += this.rowKnown.byteLength + this.rowCodes.byteLength;
     let members = 0;
     for (const m of this.setMembers) members += m.length;
     // A set: its member list and key; a commit's keys: their slot, list and pointer.
