@@ -85,7 +85,7 @@ const SHARED = resolve(REPO_ROOT, "..", "shared");
 /** The mask p99 target (µs): masks past it are counted by form, charged steps and schema (slowMasks). */
 const SLOW_MASK_US = 200;
 
-/** The bands of slowMasks.byStepsCharged: below each limit, then ">=256k". */
+/** The bands of slowMasks.byStepsCharged: below each limit. */
 const SLOW_MASK_BANDS = [
   [1_000, "<1k"],
   [4_000, "1k-4k"],
@@ -97,8 +97,7 @@ const SLOW_MASK_BANDS = [
 
 /** A mask's charged steps (its work meter, GRAMMAR_STEP_WEIGHT a lexer step), as a band of slowMasks.byStepsCharged. */
 function slowMaskBand(steps: number): string {
-  for (const [limit, name] of SLOW_MASK_BANDS) if (steps < limit) return name;
-  return ">=256k";
+  return SLOW_MASK_BANDS.find(([limit]) => steps < limit)![1];
 }
 
 interface Quantiles {

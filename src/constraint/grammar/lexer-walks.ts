@@ -1503,13 +1503,13 @@ export class LexerLevelWalks extends LexerSets {
     // A mask equal to `likely` (a derived walk's base's: every key is free below the keys' first
     // bytes) is that one, told by one comparison rather than a hash of the whole mask.
     const { dense: shared, tokens } =
-      mask !== null
-        ? likely !== null && sameList(mask, likely)
-          ? { dense: likely, tokens: null }
-          : this.sharedTokens(mask)
-        : few !== null
-          ? this.sharedList(few)
-          : NO_TOKENS;
+      mask !== null && likely !== null && sameList(mask, likely)
+        ? { dense: likely, tokens: null }
+        : mask !== null
+          ? this.sharedTokens(mask)
+          : few !== null
+            ? this.sharedList(few)
+            : NO_TOKENS;
     const steps = base && rootSteps !== null ? rootSteps.slice() : null;
     const contRoots = base && roots !== null ? roots.slice() : null;
     this.madeBytes += (steps?.byteLength ?? 0) + (contRoots?.byteLength ?? 0);

@@ -709,7 +709,11 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
   }
 
   lexerStep(lex: number, byte: number): number {
-    const t = this.textStep(lex, byte);
+    return this.stepCodeTo(this.textStep(lex, byte));
+  }
+
+  /** lexerStep's code for a text step to global state `t` (-1: none). */
+  private stepCodeTo(t: number): number {
     if (t < 0 || this.dist[t] === Infinity) return 0;
     return (t + 1) | (this.move[t]! !== NO_MOVE ? LEXER_COMMITS : 0);
   }
@@ -726,10 +730,10 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
     const width = dfa.numClasses;
     const row = (lex - base) * width;
     const codes = this.rowScratch.length >= width ? this.rowScratch : (this.rowScratch = new Int32Array(width * 2));
+    // textStep per class: a call's spelling is no text, nor is the call lead (below).
     for (let c = 0; c < width; c++) {
       const q = dfa.next[row + c]!;
-      const t = base + q;
-      codes[c] = q < 0 || this.inCall[t] === 1 || this.dist[t] === Infinity ? 0 : (t + 1) | (this.move[t]! !== NO_MOVE ? LEXER_COMMITS : 0);
+      codes[c] = this.stepCodeTo(q < 0 || this.inCall[base + q] === 1 ? -1 : base + q);
     }
     const byteClass = dfa.byteClass;
     for (let b = 0; b < 256; b++) out[b] = codes[byteClass[b]!]!;
