@@ -1,24 +1,48 @@
-// Token-mask bitsets (support/bitset.ts): the one-pass hash and count equal wordHash and popCount,
-// and clearTokenRange undoes setTokenRange over a trie-ordered range of token ids.
+// Token-mask bitsets (support/bitset.ts): the memcmp comparison and the bounded count equal plain
+// ones, and clearTokenRange undoes setTokenRange over a trie-ordered range of token ids.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { clearTokenRange, hashAndCount, maskWords, popCount, seededRandom, setTokenRange, wordHash } from "../src/support/index.js";
+import {
+  clearTokenRange,
+  maskWords,
+  popCount,
+  popCountUpTo,
+  sameWords,
+  sampledWordHash,
+  seededRandom,
+  setTokenRange,
+} from "../src/support/index.js";
 
-test("hashAndCount is wordHash and popCount in one pass, whole words included", () => {
+test("sameWords and popCountUpTo agree with a plain comparison and popCount, on views into shared buffers too", () => {
   const random = seededRandom(7);
-  const words = maskWords(1000);
-  const masks = [new Uint32Array(words), new Uint32Array(words).fill(0xffffffff)];
-  for (let i = 0; i < 20; i++) {
-    const mask = new Uint32Array(words);
-    // Runs of whole words beside sparse ones, as walks' masks are.
-    for (let w = 0; w < words; w++) {
-      const r = random();
-      mask[w] = r < 0.3 ? 0 : r < 0.6 ? 0xffffffff : Math.floor(random() * 0x100000000);
+  for (const words of [3, maskWords(1000), maskWords(152_000)]) {
+    const masks = [new Uint32Array(words), new Uint32Array(words).fill(0xffffffff)];
+    for (let i = 0; i < 12; i++) {
+      const mask = new Uint32Array(words);
+      // Runs of whole words beside sparse ones, as walks' masks are.
+      for (let w = 0; w < words; w++) {
+        const r = random();
+        mask[w] = r < 0.3 ? 0 : r < 0.6 ? 0xffffffff : Math.floor(random() * 0x100000000);
+      }
+      masks.push(mask);
     }
-    masks.push(mask);
+    for (const mask of masks) {
+      for (const limit of [0, 1, 1025, words * 32 + 1]) assert.equal(popCountUpTo(mask, limit), Math.min(popCount(mask), limit));
+      // The same words at an offset inside a bigger buffer, then one word and one bit off.
+      const buffer = new Uint32Array(words + 5);
+      const view = buffer.subarray(3, 3 + words);
+      view.set(mask);
+      assert.ok(sameWords(mask, view) && sameWords(view, mask));
+      assert.equal(sampledWordHash(view), sampledWordHash(mask));
+      for (const at of [0, words >>> 1, words - 1]) {
+        view[at]! ^= 1 << (at & 31);
+        assert.ok(!sameWords(mask, view), `bit at word ${at} of ${words}`);
+        view[at]! ^= 1 << (at & 31);
+      }
+      assert.ok(!sameWords(mask, mask.subarray(0, words - 1)));
+    }
+    assert.equal(popCountUpTo(masks[1]!, Infinity), words * 32);
   }
-  for (const mask of masks) assert.deepEqual(hashAndCount(mask), { hash: wordHash(mask), count: popCount(mask) });
-  assert.equal(hashAndCount(masks[1]!).count, words * 32);
 });
 
 test("clearTokenRange clears exactly the tokens of the range", () => {

@@ -6,7 +6,7 @@
  *                        lowerBound (binary search in an ascending Int32Array)
  *   Integer memos:       IntMap (integer keys below 2^53 → int32), IdMap (dense ids → int32),
  *                        DenseTable (dense ids → values)
- *   Token masks:         maskWords, setTokenRange, clearTokenRange, setTokenList, orInto, setBits, popCount(32), wordHash, hashAndCount (bitsets of token ids)
+ *   Token masks:         maskWords, setTokenRange, clearTokenRange, setTokenList, orInto, setBits, popCount(32), popCountUpTo, wordHash, sampledWordHash, sameWords (bitsets of token ids)
  *   Caches:              LruCache (by entries), ByteLruCache (by the bytes entries report)
  *   Threads:             WorkerPool (time-limited tasks, per-client round-robin)
  *   Tests and fuzzers:   seededRandom
@@ -18,11 +18,13 @@ export { IdMap, IntMap } from "./int-map.js";
 export { DenseTable } from "./dense-table.js";
 export {
   clearTokenRange,
-  hashAndCount,
   maskWords,
   orInto,
   popCount,
   popCount32,
+  popCountUpTo,
+  sampledWordHash,
+  sameWords,
   setBits,
   setTokenList,
   setTokenRange,

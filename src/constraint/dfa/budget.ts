@@ -13,7 +13,7 @@ import { TokenLengthBound } from "../token-length-bound.js";
 import type { TokenTrie } from "../trie.js";
 import type { ByteDfa } from "../types.js";
 import type { WorkMeter } from "../work-meter.js";
-import { popCount, wordHash, type BufferTally, type MaskStore } from "./mask-store.js";
+import { popCount, sampledWordHash, type BufferTally, type MaskStore } from "./mask-store.js";
 import type { DfaMatcherView } from "./matcher-view.js";
 
 /** minTokens value for a state from which acceptance is unreachable with whole tokens. */
@@ -238,7 +238,7 @@ export class DfaBudgets {
         }
       }
     }
-    const shared = this.store.intern(mask, wordHash(mask), popCount(mask));
+    const shared = this.store.intern(mask, sampledWordHash(mask), popCount(mask));
     this.budgetMasks.set(key, shared);
     return shared;
   }

@@ -4,9 +4,9 @@
  * bitset made on its first read), wide masks in the walk scratch carved from slabs, and equal
  * masks interned by content, so states with the same mask hold one.
  */
-import { setTokenList } from "../../support/index.js";
+import { sameWords, setTokenList } from "../../support/index.js";
 
-export { popCount, wordHash } from "../../support/index.js";
+export { popCount, sampledWordHash } from "../../support/index.js";
 
 /** Narrow lists up to this many ids share one rewritten mask instead of a bitset each. */
 export const SMALL_LIST_IDS = 128;
@@ -134,7 +134,7 @@ export class MaskStore {
   /**
    * Returns an existing mask with the same bits when there is one. Counted repeats give many
    * states with identical masks (e.g. [a-z]{0,500}: every state far from the end), so identical
-   * masks are stored once. `h`: the mask's wordHash; `count`: its tokens.
+   * masks are stored once. `h`: the mask's sampledWordHash; `count`: its tokens.
    */
   intern(mask: Uint32Array, h: number, count: number): Uint32Array {
     const bucket = this.maskIntern.get(h);
@@ -142,11 +142,10 @@ export class MaskStore {
       this.maskIntern.set(h, { masks: [mask], counts: [count] });
       return mask;
     }
-    outer: for (let j = 0; j < bucket.masks.length; j++) {
+    for (let j = 0; j < bucket.masks.length; j++) {
       if (bucket.counts[j] !== count) continue;
       const m = bucket.masks[j]!;
-      for (let i = 0; i < mask.length; i++) if (m[i] !== mask[i]) continue outer;
-      return m;
+      if (sameWords(m, mask)) return m;
     }
     bucket.masks.push(mask);
     bucket.counts.push(count);

@@ -7,7 +7,7 @@ import { everyUtf8CharLeadsTo, type TokenTrie } from "../trie.js";
 import type { ByteDfa } from "../types.js";
 import { WorkMeter } from "../work-meter.js";
 import { DfaBudgets, MAX_MINOR_SPANS, NO_BUDGET } from "./budget.js";
-import { BufferTally, MaskStore, SMALL_LIST_IDS, wordHash, type NarrowList } from "./mask-store.js";
+import { BufferTally, MaskStore, SMALL_LIST_IDS, sampledWordHash, type NarrowList } from "./mask-store.js";
 import type { DfaMatcherView } from "./matcher-view.js";
 import { MaskSharing } from "./sharing.js";
 import {
@@ -643,7 +643,7 @@ export class DfaTokenMatcher implements DfaMatcherView {
     const kept = this.tokenCount[best]! - this.sharing.clearRedone(mask);
     walkFullMask(this.walkContext, state, mask, this.sharing.redo);
     const count = kept + this.walkContext.scalars[1]!;
-    const interned = this.store.intern(mask, wordHash(mask), count);
+    const interned = this.store.intern(mask, sampledWordHash(mask), count);
     this.fullMasks[state] = interned;
     this.tokenCount[state] = count;
     // The tokens kept end where they end from `best`; the walked ones were just seen. A bound, not
@@ -706,7 +706,7 @@ export class DfaTokenMatcher implements DfaMatcherView {
       if (!complement) mask.fill(0);
     } else {
       if (!complement) this.store.keepScratch();
-      const interned = this.store.intern(mask, wordHash(mask), count);
+      const interned = this.store.intern(mask, sampledWordHash(mask), count);
       if (interned !== mask && !complement) {
         mask.fill(0);
         this.store.reuseScratch(mask);

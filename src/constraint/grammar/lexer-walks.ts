@@ -21,8 +21,10 @@ import {
   lowerBound,
   maskWords,
   orInto,
-  hashAndCount,
   int32Of,
+  popCountUpTo,
+  sameWords,
+  sampledWordHash,
   setBits,
   wordHash,
   setTokenList,
@@ -281,7 +283,10 @@ function mergedInOrder(a: number[] | null, b: number[] | null, key: (x: number) 
 /** The node list of a group without such nodes (shared; read only). */
 const NO_NODES: readonly number[] = Object.freeze([]);
 
-/** A root walk's commit-free tokens as kept (LexerWalk.mask, LexerWalk.tokens) and their number. */
+/**
+ * A root walk's commit-free tokens as kept (LexerWalk.mask, LexerWalk.tokens) and their number
+ * (a mask's: SPARSE_WALK_TOKENS + 1, not counted further).
+ */
 interface KeptTokens {
   readonly count: number;
   readonly dense: Uint32Array | null;
@@ -1503,7 +1508,7 @@ export class LexerLevelWalks extends LexerSets {
     // A mask equal to `likely` (a derived walk's base's: every key is free below the keys' first
     // bytes) is that one, told by one comparison rather than a hash of the whole mask.
     const { dense: shared, tokens } =
-      mask !== null && likely !== null && sameList(mask, likely)
+      mask !== null && likely !== null && sameWords(mask, likely)
         ? { dense: likely, tokens: null }
         : mask !== null
           ? this.sharedTokens(mask)
@@ -1532,13 +1537,20 @@ export class LexerLevelWalks extends LexerSets {
    * parser context allow the same few tokens: a 152k-token mask each, a few hundred bytes as lists.
    */
   private sharedTokens(mask: Uint32Array): KeptTokens {
-    const { hash: h, count } = hashAndCount(mask);
+    const h = sampledWordHash(mask);
     let bucket = this.masks.get(h);
     if (bucket === undefined) this.masks.set(h, (bucket = []));
+    // Counted only as far as telling a list from a mask needs (a mask is compared word for word).
+    let count = -1;
     for (const kept of bucket) {
-      if (kept.count !== count) continue;
-      if (kept.dense !== null ? sameList(kept.dense, mask) : allSet(mask, kept.tokens!)) return kept;
+      if (kept.dense !== null) {
+        if (sameWords(kept.dense, mask)) return kept;
+        continue;
+      }
+      if (count < 0) count = popCountUpTo(mask, SPARSE_WALK_TOKENS + 1);
+      if (kept.count === count && allSet(mask, kept.tokens!)) return kept;
     }
+    if (count < 0) count = popCountUpTo(mask, SPARSE_WALK_TOKENS + 1);
     const kept: KeptTokens =
       count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: int32Of(setBits(mask)) };
     if (bucket.length < MAX_BUCKET) bucket.push(kept);
