@@ -69,8 +69,28 @@ function labelBytesOf(labels: Uint8Array): LabelBytes {
   return out;
 }
 
+/**
+ * A closure's rows as a key: run-length encoded (rows are mostly runs of -1, bytes that cannot
+ * follow), two UTF-16 units a run (its value + 3 and its length), not numbers spelled out.
+ */
+function runSignature(rows: Int16Array, n: number): string {
+  const units = runUnits;
+  units.length = 0;
+  for (let i = 0; i < n; ) {
+    let j = i + 1;
+    while (j < n && rows[j] === rows[i]) j++;
+    units.push(rows[i]! + 3, j - i);
+    i = j;
+  }
+  return String.fromCharCode.apply(null, units);
+}
+const runUnits: number[] = [];
+
 /** Classes a closure may have (a JSON string's contents need 9). */
 const MAX_CLOSURE_CLASSES = 16;
+
+/** Pages of stepCode's memo one allocation holds at most (see newPage). */
+const MAX_PAGE_CHUNK = 16;
 
 /** Sets per page of stepCode's memo (16 KB). */
 const PAGE_SHIFT = 4;
@@ -100,6 +120,9 @@ export class LexerSets {
    * a new off-heap buffer that brought the collector in (a tenth of a cold mask phase).
    */
   private readonly nextPages: Int32Array[];
+  /** The chunk newPage carves pages from, and its words handed out. */
+  private pageChunk: Int32Array | null = null;
+  private pageChunkUsed = 0;
   /**
    * By slot (set * 256 + byte), the index of its list in commitKeyLists: few slots commit, and an
    * array by slot grew by 256 entries per set (most of a cold mask's time and garbage in a big
@@ -125,6 +148,8 @@ export class LexerSets {
   private countedShapeBytes = 0;
   /** Per set: how many sets from it on share its counted shape's key (countedLevels). */
   private readonly countedRuns = new Map<number, number>();
+  /** countedShapeOf's scratch: (set, bytes leading there) pairs. */
+  private readonly shapeCounts: number[] = [];
   /** Per set: its whole step row is in the memo (rowOf, 1); and lexerRow's scratch. */
   private rowKnown = new Uint8Array(64);
   private readonly rowCodes = new Int32Array(256);
@@ -147,6 +172,7 @@ export class LexerSets {
   /** An estimate of the heap bytes of the sets and their step memos, erring high. */
   protected retainedSetBytes(): number {
     let bytes = this.stateMemo.byteLength + this.nextPages.length * 1024 * PAGE_SETS;
+    if (this.pageChunk !== null) bytes += 4 * (this.pageChunk.length - this.pageChunkUsed);
     bytes += this.loopKnown.byteLength + this.loopWords.byteLength + this.loopCodes.byteLength + this.loopsOnUtf8.byteLength;
     bytes += this.rowKnown.byteLength + this.rowCodes.byteLength;
     let members = 0;
@@ -315,8 +341,25 @@ export class LexerSets {
   private newSet(members: number[]): number {
     const id = this.setMembers.length;
     this.setMembers.push(members);
-    if (id >>> PAGE_SHIFT === this.nextPages.length) this.nextPages.push(new Int32Array(256 * PAGE_SETS));
+    if (id >>> PAGE_SHIFT === this.nextPages.length) this.nextPages.push(this.newPage());
     return id;
+  }
+
+  /**
+   * A zeroed page of stepCode's memo, carved from a chunk of pages that doubles up to
+   * MAX_PAGE_CHUNK: one buffer per page (16 KB, off the heap) was a few percent of a cold mask,
+   * and walks into new parts of a rule network meet a new set every few bytes.
+   */
+  private newPage(): Int32Array {
+    const words = 256 * PAGE_SETS;
+    if (this.pageChunk === null || this.pageChunkUsed === this.pageChunk.length) {
+      const pages = Math.min(MAX_PAGE_CHUNK, this.nextPages.length);
+      this.pageChunk = new Int32Array(words * pages);
+      this.pageChunkUsed = 0;
+    }
+    const page = this.pageChunk.subarray(this.pageChunkUsed, this.pageChunkUsed + words);
+    this.pageChunkUsed += words;
+    return page;
   }
 
   /**
@@ -371,7 +414,9 @@ export class LexerSets {
     // The next set most bytes lead to without a commit; none may lead back to the set.
     let next = -1;
     let most = 0;
-    const counts = new Map<number, number>();
+    // (set, bytes) pairs: a row leads to a few sets.
+    const counts = this.shapeCounts;
+    counts.length = 0;
     // The whole row only where reading it asks the automaton nothing more: the loop below may
     // stop early, and a grammar's lexer charges the states its steps make.
     const row = this.automaton.lexerRow !== undefined ? this.rowOf(setId) : null;
@@ -380,8 +425,10 @@ export class LexerSets {
       if (code === 0 || (code & COMMIT) !== 0) continue;
       const cont = code - 1;
       if (cont === setId) return null;
-      const n = (counts.get(cont) ?? 0) + 1;
-      counts.set(cont, n);
+      let i = 0;
+      while (i < counts.length && counts[i] !== cont) i += 2;
+      if (i === counts.length) counts.push(cont, 0);
+      const n = ++counts[i + 1]!;
       if (n > most) {
         most = n;
         next = cont;
@@ -416,24 +463,35 @@ export class LexerSets {
     // Written in scratch and copied once: Int16Array.from of a list goes through the iterator
     // protocol, and was most of a closure's cost (every string's contents in a rule network).
     const rows = (this.closureRows ??= new Int16Array(256 * MAX_CLOSURE_CLASSES));
+    // Whole rows where reading them asks the automaton nothing more (as in countedShapeOf).
+    const whole = this.automaton.lexerRow !== undefined;
     let n = 0;
     for (let c = 0; c < sets.length; c++) {
-      // Whole rows where reading them asks the automaton nothing more (as in countedShapeOf).
-      const row = this.automaton.lexerRow !== undefined ? this.rowOf(sets[c]!) : null;
-      for (let b = 0; b < 256; b++) {
-        // The set's own row: ASCII and loop bytes are the region's as they are (-2: not the closure's).
-        if (c === 0 && (b < 0x80 || ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0)) {
+      const x = sets[c]!;
+      const row = whole ? this.rowOf(x) : null;
+      if (c === 0) {
+        // The set's own ASCII is the region's as it is (-2: not the closure's).
+        rows.fill(-2, n, n + 0x80);
+      } else {
+        // ASCII goes on inside a character: not a character's bytes.
+        for (let b = 0; b < 0x80; b++) if ((row !== null ? row[b]! - 1 : this.stepCode(x, b)) !== 0) return null;
+        rows.fill(-1, n, n + 0x80);
+      }
+      n += 0x80;
+      for (let b = 0x80; b < 256; b++) {
+        // The set's own loop bytes are the region's as they are.
+        if (c === 0 && ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0) {
           rows[n++] = -2;
           continue;
         }
-        const code = row !== null ? row[b]! - 1 : this.stepCode(sets[c]!, b);
+        const code = row !== null ? row[b]! - 1 : this.stepCode(x, b);
         if (code === 0) {
           rows[n++] = -1;
           continue;
         }
         if (counted && (c === 0 ? b < 0xc0 : b >= 0xc0)) return false;
-        // A terminal may end, or ASCII goes on inside a character: not a character's bytes.
-        if ((code & COMMIT) !== 0 || (c > 0 && b < 0x80) || (counted && code - 1 === setId)) return null;
+        // A terminal may end: not a character's bytes.
+        if ((code & COMMIT) !== 0 || (counted && code - 1 === setId)) return null;
         let to = code - 1 === back ? 0 : sets.indexOf(code - 1);
         if (counted && to === c && c > 0) return false;
         if (to < 0) {
@@ -446,15 +504,7 @@ export class LexerSets {
       }
     }
     if (sets.length === 1) return null;
-    // Rows are mostly runs of -1 (bytes that cannot follow): run-length encoded for the key.
-    let signature = "";
-    for (let i = 0; i < n; ) {
-      let j = i + 1;
-      while (j < n && rows[j] === rows[i]) j++;
-      signature += `${rows[i]}*${j - i},`;
-      i = j;
-    }
-    return { rows: rows.slice(0, n), sets, paths, signature };
+    return { rows: rows.slice(0, n), sets, paths, signature: runSignature(rows, n) };
   }
 
   /**

@@ -372,10 +372,15 @@ export class RuleNetworkAutomaton {
     if (stacks.length === 0) return -1;
     stacks.sort((a, b) => a - b);
     if (stacks.length > 1) return this.setIds.idOf(stacks);
-    let id = this.singleSetIds.get(stacks[0]!);
+    return this.singleSet(stacks[0]!);
+  }
+
+  /** The state of the one stack `s`. */
+  protected singleSet(s: number): number {
+    let id = this.singleSetIds.get(s);
     if (id === IntMap.MISSING) {
-      id = this.setIds.append(Int32Array.of(stacks[0]!));
-      this.singleSetIds.set(stacks[0]!, id);
+      id = this.setIds.append(Int32Array.of(s));
+      this.singleSetIds.set(s, id);
     }
     return id;
   }
@@ -829,6 +834,11 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
   }
 
   withStack(stack: number, lexers: readonly number[]): number {
+    if (lexers.length === 1) {
+      // One lexer state (most of a walk's targets): its one stack, without the list's sort.
+      const s = this.internStack(stack - 1, lexers[0]!);
+      return this.stackCost[s] === Infinity ? -1 : this.singleSet(s);
+    }
     const stacks = this.scratchStacks;
     stacks.length = 0;
     for (const l of lexers) {
