@@ -8,6 +8,9 @@ import { sameWords, setTokenList } from "../../support/index.js";
 
 export { popCount, sampledWordHash } from "../../support/index.js";
 
+/** Masks of one sampled hash intern compares a new one with (see intern). */
+const MAX_INTERN_BUCKET = 8;
+
 /** Narrow lists up to this many ids share one rewritten mask instead of a bitset each. */
 export const SMALL_LIST_IDS = 128;
 
@@ -147,8 +150,12 @@ export class MaskStore {
       const m = bucket.masks[j]!;
       if (sameWords(m, mask)) return m;
     }
-    bucket.masks.push(mask);
-    bucket.counts.push(count);
+    // A bucket is bounded: masks alike but for the words the hash skips (sampledWordHash) would
+    // each be compared with all the others before them. Past it a mask is kept as its own.
+    if (bucket.masks.length < MAX_INTERN_BUCKET) {
+      bucket.masks.push(mask);
+      bucket.counts.push(count);
+    }
     return mask;
   }
 
