@@ -977,7 +977,7 @@ export class LexerLevelWalks extends LexerSets {
     }
     const roots = this.contRootWords.subarray(0, contSets.length * 8);
     const parts: WalkParts = { mask, tokens: null, contSets, tokensByCont, groupKeys, builders, roots, rootSteps: null };
-    return this.keptWalk(setId, parts, true, false, baseWalk.mask);
+    return this.keptWalk(setId, parts, true, false);
   }
 
   /**
@@ -1493,7 +1493,7 @@ export class LexerLevelWalks extends LexerSets {
    * A walk's parts as kept: its lists shared with earlier equal ones (sharedShape, sharedTokens).
    * `base`: a body's root walk, which derived walks may take from: it keeps contRoots and rootSteps.
    */
-  private keptWalk(setId: number, parts: WalkParts, dense: boolean, base: boolean, likely: Uint32Array | null = null): LexerWalk {
+  private keptWalk(setId: number, parts: WalkParts, dense: boolean, base: boolean): LexerWalk {
     const { mask, tokens: few, contSets, tokensByCont, groupKeys, builders, roots, rootSteps } = parts;
     const out: CommitGroup[] = [];
     for (let i = 0; i < builders.length; i++) {
@@ -1505,16 +1505,7 @@ export class LexerLevelWalks extends LexerSets {
     let bytes = 200 + 8 * contSets.length + 80 * out.length;
     for (const list of lists) bytes += 64 + list.byteLength;
     this.madeBytes += bytes;
-    // A mask equal to `likely` (a derived walk's base's: every key is free below the keys' first
-    // bytes) is that one, told by one comparison rather than a hash of the whole mask.
-    const { dense: shared, tokens } =
-      mask !== null && likely !== null && sameWords(mask, likely)
-        ? { dense: likely, tokens: null }
-        : mask !== null
-          ? this.sharedTokens(mask)
-          : few !== null
-            ? this.sharedList(few)
-            : NO_TOKENS;
+    const { dense: shared, tokens } = mask !== null ? this.sharedTokens(mask) : few !== null ? this.sharedList(few) : NO_TOKENS;
     const steps = base && rootSteps !== null ? rootSteps.slice() : null;
     const contRoots = base && roots !== null ? roots.slice() : null;
     this.madeBytes += (steps?.byteLength ?? 0) + (contRoots?.byteLength ?? 0);
@@ -1541,16 +1532,10 @@ export class LexerLevelWalks extends LexerSets {
     let bucket = this.masks.get(h);
     if (bucket === undefined) this.masks.set(h, (bucket = []));
     // Counted only as far as telling a list from a mask needs (a mask is compared word for word).
-    let count = -1;
+    const count = popCountUpTo(mask, SPARSE_WALK_TOKENS + 1);
     for (const kept of bucket) {
-      if (kept.dense !== null) {
-        if (sameWords(kept.dense, mask)) return kept;
-        continue;
-      }
-      if (count < 0) count = popCountUpTo(mask, SPARSE_WALK_TOKENS + 1);
-      if (kept.count === count && allSet(mask, kept.tokens!)) return kept;
+      if (kept.dense !== null ? sameWords(kept.dense, mask) : kept.count === count && allSet(mask, kept.tokens!)) return kept;
     }
-    if (count < 0) count = popCountUpTo(mask, SPARSE_WALK_TOKENS + 1);
     const kept: KeptTokens =
       count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: int32Of(setBits(mask)) };
     if (bucket.length < MAX_BUCKET) bucket.push(kept);

@@ -370,17 +370,12 @@ export class RuleNetworkAutomaton {
 
   protected internSet(stacks: number[]): number {
     if (stacks.length === 0) return -1;
-    stacks.sort((a, b) => a - b);
-    if (stacks.length > 1) return this.setIds.idOf(stacks);
-    return this.singleSet(stacks[0]!);
-  }
-
-  /** The state of the one stack `s`. */
-  protected singleSet(s: number): number {
-    let id = this.singleSetIds.get(s);
+    if (stacks.length > 1) return this.setIds.idOf(stacks.sort((a, b) => a - b));
+    // One stack (most of a walk's targets): found by it, with no list to sort.
+    let id = this.singleSetIds.get(stacks[0]!);
     if (id === IntMap.MISSING) {
-      id = this.setIds.append(Int32Array.of(s));
-      this.singleSetIds.set(s, id);
+      id = this.setIds.append(Int32Array.of(stacks[0]!));
+      this.singleSetIds.set(stacks[0]!, id);
     }
     return id;
   }
@@ -834,11 +829,6 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
   }
 
   withStack(stack: number, lexers: readonly number[]): number {
-    if (lexers.length === 1) {
-      // One lexer state (most of a walk's targets): its one stack, without the list's sort.
-      const s = this.internStack(stack - 1, lexers[0]!);
-      return this.stackCost[s] === Infinity ? -1 : this.singleSet(s);
-    }
     const stacks = this.scratchStacks;
     stacks.length = 0;
     for (const l of lexers) {
