@@ -1531,11 +1531,18 @@ export class LexerLevelWalks extends LexerSets {
     const h = sampledWordHash(mask);
     let bucket = this.masks.get(h);
     if (bucket === undefined) this.masks.set(h, (bucket = []));
-    // Counted only as far as telling a list from a mask needs (a mask is compared word for word).
-    const count = popCountUpTo(mask, SPARSE_WALK_TOKENS + 1);
+    // Counted only as far as telling a list from a mask needs, and only once a list is compared
+    // or the mask is kept (a mask is compared word for word): counting first cost the tail 4%.
+    let count = -1;
     for (const kept of bucket) {
-      if (kept.dense !== null ? sameWords(kept.dense, mask) : kept.count === count && allSet(mask, kept.tokens!)) return kept;
+      if (kept.dense !== null) {
+        if (sameWords(kept.dense, mask)) return kept;
+        continue;
+      }
+      if (count < 0) count = popCountUpTo(mask, SPARSE_WALK_TOKENS + 1);
+      if (kept.count === count && allSet(mask, kept.tokens!)) return kept;
     }
+    if (count < 0) count = popCountUpTo(mask, SPARSE_WALK_TOKENS + 1);
     const kept: KeptTokens =
       count > SPARSE_WALK_TOKENS ? { count, dense: mask, tokens: null } : { count, dense: null, tokens: int32Of(setBits(mask)) };
     if (bucket.length < MAX_BUCKET) bucket.push(kept);
