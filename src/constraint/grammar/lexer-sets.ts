@@ -70,20 +70,12 @@ function labelBytesOf(labels: Uint8Array): LabelBytes {
 }
 
 /**
- * A closure's rows as a key: run-length encoded (rows are mostly runs of -1, bytes that cannot
- * follow), two UTF-16 units a run (its value + 3 and its length), not numbers spelled out.
+ * A closure's rows as a key: the rows of bytes 0x80–0xFF, class after class (ASCII's are the same
+ * in every closure: the region's in class 0, none in the others), run-length encoded (runs of a
+ * class, or of -1, bytes that cannot follow) as two UTF-16 units a run, its value + 3 and its
+ * length; closureLeadingTo writes the runs as it writes the rows (a second pass over them was
+ * half of a closure's time).
  */
-function runSignature(rows: Int16Array, n: number): string {
-  const units = runUnits;
-  units.length = 0;
-  for (let i = 0; i < n; ) {
-    let j = i + 1;
-    while (j < n && rows[j] === rows[i]) j++;
-    units.push(rows[i]! + 3, j - i);
-    i = j;
-  }
-  return String.fromCharCode.apply(null, units);
-}
 const runUnits: number[] = [];
 
 /** Classes a closure may have (a JSON string's contents need 9). */
@@ -465,6 +457,10 @@ export class LexerSets {
     const rows = (this.closureRows ??= new Int16Array(256 * MAX_CLOSURE_CLASSES));
     // Whole rows where reading them asks the automaton nothing more (as in countedShapeOf).
     const whole = this.automaton.lexerRow !== undefined;
+    const units = runUnits;
+    units.length = 0;
+    let runValue = 0;
+    let runLength = 0;
     let n = 0;
     for (let c = 0; c < sets.length; c++) {
       const x = sets[c]!;
@@ -478,33 +474,48 @@ export class LexerSets {
         rows.fill(-1, n, n + 0x80);
       }
       n += 0x80;
+      // Neighbouring bytes mostly step alike (continuation bytes, a run of lead bytes): the
+      // last code's class is kept instead of searching the sets again.
+      let lastCode = -1;
+      let lastTo = -1;
       for (let b = 0x80; b < 256; b++) {
-        // The set's own loop bytes are the region's as they are.
+        let value: number;
+        let code = 0;
         if (c === 0 && ((loop[b >>> 5]! >>> (b & 31)) & 1) !== 0) {
-          rows[n++] = -2;
-          continue;
+          // The set's own loop bytes are the region's as they are.
+          value = -2;
+        } else if ((code = row !== null ? row[b]! - 1 : this.stepCode(x, b)) === 0) value = -1;
+        else {
+          if (counted && (c === 0 ? b < 0xc0 : b >= 0xc0)) return false;
+          if (code === lastCode) value = lastTo;
+          else {
+            // A terminal may end: not a character's bytes.
+            if ((code & COMMIT) !== 0 || (counted && code - 1 === setId)) return null;
+            let to = code - 1 === back ? 0 : sets.indexOf(code - 1);
+            if (counted && to === c && c > 0) return false;
+            if (to < 0) {
+              if (sets.length >= MAX_CLOSURE_CLASSES) return null;
+              to = sets.length;
+              sets.push(code - 1);
+              paths.push([...paths[c]!, b]);
+            }
+            lastCode = code;
+            lastTo = to;
+            value = to;
+          }
         }
-        const code = row !== null ? row[b]! - 1 : this.stepCode(x, b);
-        if (code === 0) {
-          rows[n++] = -1;
-          continue;
+        rows[n++] = value;
+        if (value === runValue && runLength > 0) runLength++;
+        else {
+          if (runLength > 0) units.push(runValue + 3, runLength);
+          runValue = value;
+          runLength = 1;
         }
-        if (counted && (c === 0 ? b < 0xc0 : b >= 0xc0)) return false;
-        // A terminal may end: not a character's bytes.
-        if ((code & COMMIT) !== 0 || (counted && code - 1 === setId)) return null;
-        let to = code - 1 === back ? 0 : sets.indexOf(code - 1);
-        if (counted && to === c && c > 0) return false;
-        if (to < 0) {
-          if (sets.length >= MAX_CLOSURE_CLASSES) return null;
-          to = sets.length;
-          sets.push(code - 1);
-          paths.push([...paths[c]!, b]);
-        }
-        rows[n++] = to;
       }
     }
     if (sets.length === 1) return null;
-    return { rows: rows.slice(0, n), sets, paths, signature: runSignature(rows, n) };
+    units.push(runValue + 3, runLength);
+    return { rows: rows.slice(0, n), sets, paths, signature: String.fromCharCode.apply(null, units) };
   }
 
   /**
