@@ -322,7 +322,7 @@ function compileOnce(schema: unknown, options: Options): CompiledJsonSchema {
     compiler.oneUnnamedKeyWritten && options.fineKeyBands !== true ? new OneUnnamedKeyTooFew() : new JsonSchemaUnsatisfiableError("");
   if (isEmptyLanguage(dfa)) throw unsatisfiable();
   if (rules === undefined) return { dfa, draft: document.draft, warnings: compiler.warnings };
-  if (!productiveRules(rules)[0]) throw unsatisfiable();
+  if (!productiveRules(rules, 0)[0]) throw unsatisfiable();
   const stringRulesWritten = compiler.stringRulesWritten ? { stringRulesWritten: true } : {};
   return { dfa, rules, ...stringRulesWritten, draft: document.draft, warnings: compiler.warnings };
 }

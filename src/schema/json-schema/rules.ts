@@ -54,22 +54,25 @@ function ruleCalls(dfa: ByteDfa, numRules: number): RuleCalls {
  * Which rules derive at least one text (a fixpoint: a rule is productive once an accepting state
  * is reachable reading text and calling productive rules). A rule that is not can never finish
  * (`{"required": ["next"], "properties": {"next": {"$ref": "#"}}}`). Asked of every schema served
- * as a network: flat tables, one walk per rule and round.
+ * as a network: flat tables, one walk per rule and round, the rules last to first (the schema
+ * stage numbers a rule after its first caller, so callees are mostly settled before their
+ * callers). With `until`, it stops once that rule is found productive (the others are then
+ * left as far as they were found): a schema asks only whether its document rule is.
  */
-export function productiveRules(rules: readonly ByteDfa[]): boolean[] {
+export function productiveRules(rules: readonly ByteDfa[], until = -1): boolean[] {
   const productive = rules.map(() => false);
-  const calls = rules.map((dfa) => ruleCalls(dfa, rules.length));
-  const classes = rules.map(textClasses);
+  const calls: (RuleCalls | undefined)[] = [];
+  const classes: (Int32Array | undefined)[] = [];
   const most = Math.max(...rules.map((dfa) => dfa.numStates));
   const seen = new Uint8Array(most);
   const stack = new Int32Array(most);
   for (let changed = true; changed; ) {
     changed = false;
-    for (let r = 0; r < rules.length; r++) {
+    for (let r = rules.length - 1; r >= 0; r--) {
       if (productive[r]) continue;
       const dfa = rules[r]!;
-      const { first, callee, after } = calls[r]!;
-      const cls = classes[r]!;
+      const { first, callee, after } = (calls[r] ??= ruleCalls(dfa, rules.length));
+      const cls = (classes[r] ??= textClasses(dfa));
       const width = dfa.numClasses;
       seen.fill(0, 0, dfa.numStates);
       let top = 0;
@@ -96,6 +99,7 @@ export function productiveRules(rules: readonly ByteDfa[]): boolean[] {
       }
       if (found) {
         productive[r] = true;
+        if (r === until) return productive;
         changed = true;
       }
     }
