@@ -206,7 +206,11 @@ test("left recursion and rules that never finish are found", () => {
   // Productive through rules numbered after them (settled first) and before them (a later round).
   const late = [dfa(alt([literal("a"), concat(literal("b"), callNode(1))])), dfa(concat(literal("c"), callNode(2))), dfa(literal("d"))];
   assert.deepEqual(productiveRules(late), [true, true, true]);
-  const backwards = [dfa(concat(literal("["), callNode(1), literal("]"))), dfa(alt([concat(literal("("), callNode(2)), literal("x")])), dfa(concat(literal("z"), callNode(0)))];
+  const backwards = [
+    dfa(concat(literal("["), callNode(1), literal("]"))),
+    dfa(alt([concat(literal("("), callNode(2)), literal("x")])),
+    dfa(concat(literal("z"), callNode(0))),
+  ];
   assert.deepEqual(productiveRules(backwards), [true, true, true]);
   // Rule 2 needs rule 0, found after it: asked until rule 0, the walk stops before rule 2's second round.
   assert.deepEqual(productiveRules(backwards, 0), [true, true, false]);
