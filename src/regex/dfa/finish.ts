@@ -17,7 +17,8 @@ const arena = dfaArena;
 export function finishDfa(
   rawCount: number,
   k: number,
-  rawTrans: Int32Array,
+  /** trans[state * k + class] (-1: none); null where `rawEdges` are given sorted by state, then class (a product's). */
+  rawTrans: Int32Array | null,
   rawMask: Int32Array,
   /** 1 where rawMask's row is not all zero (read per state, it was states × words of scanning). */
   rawAccepting: Int32Array,
@@ -30,7 +31,8 @@ export function finishDfa(
   rawEdges: TransitionLists | null = null,
 ): MultiByteDfa {
   // 1. Prune states that cannot reach acceptance.
-  const edges = rawEdges ?? transitionLists(rawCount, k, rawTrans);
+  if (rawTrans === null && rawEdges === null) throw new Error("finishDfa: a raw DFA's transitions are needed");
+  const edges = rawEdges ?? transitionLists(rawCount, k, rawTrans!);
   const dist = rawDist ?? distancesToAccept(rawCount, byHead(rawCount, edges, "tail"), rawAccepting);
   if (dist[0] === -1) {
     return emptyDfa(numPatterns, acceptWords);
@@ -52,7 +54,7 @@ export function finishDfa(
   const { numStates, interval, acceptMask, accepting, representative } = renumberBlocks(
     n,
     k,
-    rawTrans,
+    rawTrans === null ? live : rawTrans,
     rawOf,
     liveId,
     block,
@@ -189,12 +191,14 @@ function isAcceptingRaw(mask: Int32Array | Uint32Array, words: number, s: number
 
 /**
  * The minimal DFA's states, numbered breadth-first from the start block: their transitions over
- * the byte intervals (-1: dead), acceptance, and a live state of each (`representative`).
+ * the byte intervals (-1: dead), acceptance, and a live state of each (`representative`). Rows
+ * are read off the raw table, or off the live transitions where they are sorted by state and
+ * then class (the same rows in the same order).
  */
 function renumberBlocks(
   n: number,
   k: number,
-  rawTrans: Int32Array,
+  rows: Int32Array | TransitionLists,
   rawOf: Int32Array,
   liveId: Int32Array,
   block: Int32Array,
@@ -212,25 +216,59 @@ function renumberBlocks(
   representative[0] = memberOf[startBlock]!;
   order[startBlock] = 0;
   let numStates = 1;
-  const interval = arena.take(blockCount * k);
+  if (rows instanceof Int32Array) {
+    const interval = arena.take(blockCount * k);
+    for (let h = 0; h < numStates; h++) {
+      clock.tick(k);
+      const raw = rawOf[representative[h]!]!;
+      for (let c = 0; c < k; c++) {
+        const t = rows[raw * k + c]!;
+        const to = t >= 0 ? liveId[t]! : -1;
+        if (to < 0) {
+          interval[h * k + c] = -1;
+          continue;
+        }
+        const b = block[to]!;
+        if (order[b] === -1) {
+          representative[numStates] = memberOf[b]!;
+          order[b] = numStates++;
+        }
+        interval[h * k + c] = order[b]!;
+      }
+    }
+    return blocksTaken(numStates, k, interval, rawOf, representative, rawMask, acceptWords);
+  }
+  // Live states' rows in the lists (sorted by state): where each begins.
+  const { m, tail, label, head } = rows;
+  const rowStart = arena.take(n + 1);
+  for (let e = 0; e < m; e++) rowStart[tail[e]! + 1]!++;
+  for (let s = 0; s < n; s++) rowStart[s + 1]! += rowStart[s]!;
+  const interval = arena.take(blockCount * k, -1);
   for (let h = 0; h < numStates; h++) {
     clock.tick(k);
-    const raw = rawOf[representative[h]!]!;
-    for (let c = 0; c < k; c++) {
-      const t = rawTrans[raw * k + c]!;
-      const to = t >= 0 ? liveId[t]! : -1;
-      if (to < 0) {
-        interval[h * k + c] = -1;
-        continue;
-      }
-      const b = block[to]!;
+    const s = representative[h]!;
+    for (let e = rowStart[s]!; e < rowStart[s + 1]!; e++) {
+      const b = block[head[e]!]!;
       if (order[b] === -1) {
         representative[numStates] = memberOf[b]!;
         order[b] = numStates++;
       }
-      interval[h * k + c] = order[b]!;
+      interval[h * k + label[e]!] = order[b]!;
     }
   }
+  return blocksTaken(numStates, k, interval, rawOf, representative, rawMask, acceptWords);
+}
+
+/** renumberBlocks's result: the states' rows, acceptance and representatives. */
+function blocksTaken(
+  numStates: number,
+  k: number,
+  interval: Int32Array,
+  rawOf: Int32Array,
+  representative: Int32Array,
+  rawMask: Int32Array,
+  acceptWords: number,
+): { numStates: number; interval: Int32Array; acceptMask: Uint32Array; accepting: Uint8Array; representative: Int32Array } {
   const acceptMask = new Uint32Array(numStates * acceptWords);
   const accepting = new Uint8Array(numStates);
   for (let i = 0; i < numStates; i++) {

@@ -1,7 +1,10 @@
 // The product construction: the intersection of two byte DFAs, or the strings of one the other
 // rejects, explored pair by pair from the two starts over the common refinement of their byte
 // classes, then finished as determinize's DFAs are (finish.ts: live states only, minimal, BFS
-// numbering, merged classes, exact distances), so the result keeps the ByteDfa contract.
+// numbering, merged classes, exact distances), so the result keeps the ByteDfa contract. The raw
+// product is kept as transition lists only: a product of two JSON Schema DFAs has a few live
+// transitions per pair among ninety classes, and a pairs × classes table of them was most of the
+// memory a big subtraction wrote (its pages new each time, 6–8× the cost of writing them).
 
 import { IntMap } from "../../support/index.js";
 import { regexClock } from "../clock.js";
@@ -26,7 +29,7 @@ export function productDfa(a: ByteDfa, b: ByteDfa, mode: ProductMode, limits: Df
   const pairs = new PairExploration(a, b, mode === "subtract", alphabet, limits.maxDfaStates);
   pairs.explore();
   const { rawMask, rawAccepting } = pairs.acceptance();
-  const multi = finishDfa(pairs.count, alphabet.k, pairs.trans, rawMask, rawAccepting, 1, 1, alphabet.classOfByte, null, pairs.edges());
+  const multi = finishDfa(pairs.count, alphabet.k, null, rawMask, rawAccepting, 1, 1, alphabet.classOfByte, null, pairs.edges());
   const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = multi;
   return { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
 }
@@ -65,9 +68,7 @@ function commonClasses(a: ByteDfa, b: ByteDfa): CommonClasses {
  */
 class PairExploration {
   count = 0;
-  /** trans[pair * k + class]: the raw product's transitions, -1 where none. */
-  trans: Int32Array;
-  /** The same transitions as lists, in the order transitionLists reads them (pair, then class). */
+  /** The transitions as lists, by pair, then class (the order finishDfa reads a row in). */
   private tail: Int32Array;
   private label: Int32Array;
   private head: Int32Array;
@@ -88,13 +89,12 @@ class PairExploration {
     this.width = b.numStates + 1;
     this.pairA = arena.take(64);
     this.pairB = arena.take(64);
-    this.trans = arena.take(64 * alphabet.k, -1);
     this.tail = arena.take(256);
     this.label = arena.take(256);
     this.head = arena.take(256);
   }
 
-  /** The transitions as finishDfa's lists (no pass over every pair and class). */
+  /** The transitions as finishDfa's lists, sorted by pair and then class. */
   edges(): TransitionLists {
     return { m: this.m, tail: this.tail, label: this.label, head: this.head };
   }
@@ -129,10 +129,8 @@ class PairExploration {
 
   private grow(): void {
     const size = this.pairA.length * 2;
-    const k = this.alphabet.k;
     this.pairA = widened(this.pairA, size);
     this.pairB = widened(this.pairB, size);
-    this.trans = widened(this.trans, size * k, -1);
   }
 
   /** Every pair reachable from the starts, and its transitions per common class. */
@@ -151,10 +149,7 @@ class PairExploration {
         if (ta < 0) continue; // nothing of a's language lies past this byte
         const tb = sb < 0 ? -1 : b.next[sb * kb + classB[c]!]!;
         if (tb < 0 && !subtract) continue;
-        const target = this.intern(ta, tb);
-        // intern may have grown the table: index the current one.
-        this.trans[p * k + c] = target;
-        this.addEdge(p, c, target);
+        this.addEdge(p, c, this.intern(ta, tb));
       }
     }
   }
@@ -174,9 +169,9 @@ class PairExploration {
   }
 }
 
-/** A copy of `a` in scratch, `size` long, the new entries `fill`. */
-function widened(a: Int32Array, size: number, fill = 0): Int32Array {
-  const out = arena.take(size, fill);
+/** A copy of `a` in scratch, `size` long. */
+function widened(a: Int32Array, size: number): Int32Array {
+  const out = arena.take(size);
   out.set(a);
   return out;
 }
