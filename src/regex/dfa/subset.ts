@@ -147,6 +147,9 @@ function unfinishedDfa(subset: SubsetConstruction, alphabet: ClassedNfa, rawAcce
   };
 }
 
+/** The most ints of transition table a subset construction starts with (16 MB). */
+const INITIAL_TRANS_INTS = 1 << 22;
+
 /** Sorts list[0..n) in place by insertion: a closure's few threads, a sparse state's few classes. */
 function sortAscending(list: Int32Array, n: number): void {
   for (let i = 1; i < n; i++) {
@@ -258,9 +261,12 @@ class SubsetConstruction {
     this.classSeen = arena.take(alphabet.k);
     this.singleClosed = arena.take(nStates, -2);
     this.table = arena.take(256, -1);
-    // As many rows as NFA states to begin with (a JSON Schema document's DFA has about as many
-    // states as its NFA, most of them an embedded DFA's), within reason: doubling copied them.
-    this.trans = arena.take(Math.min(Math.max(64, nStates), 4096) * alphabet.k, -1);
+    // As many rows as NFA states to begin with, up to INITIAL_TRANS_INTS: a JSON Schema's DFA
+    // has about as many states as its NFA, most of them an embedded DFA's (MaskBench's builds of
+    // over 2,048 NFA states: 854 of 977 end with 0.5–1 DFA state per NFA state), and doubling
+    // from a small table wrote and copied twice the final one (~5% of its slowest compiles).
+    const rows = Math.max(64, Math.min(nStates, Math.floor(INITIAL_TRANS_INTS / alphabet.k)));
+    this.trans = arena.take(rows * alphabet.k, -1);
   }
 
   private refuseCombination(q: number): never {
