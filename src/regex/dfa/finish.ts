@@ -238,10 +238,16 @@ function renumberBlocks(
     }
     return blocksTaken(numStates, k, interval, rawOf, representative, rawMask, acceptWords);
   }
-  // Live states' rows in the lists (sorted by state): where each begins.
+  // Live states' rows in the lists (sorted by state, then class: the order the table is read
+  // in, so the numbering is the same): where each begins.
   const { m, tail, label, head } = rows;
   const rowStart = arena.take(n + 1);
-  for (let e = 0; e < m; e++) rowStart[tail[e]! + 1]!++;
+  for (let e = 0; e < m; e++) {
+    if (e > 0 && (tail[e]! < tail[e - 1]! || (tail[e] === tail[e - 1] && label[e]! <= label[e - 1]!))) {
+      throw new Error("finishDfa: transition lists given without a table must be sorted by state, then class");
+    }
+    rowStart[tail[e]! + 1]!++;
+  }
   for (let s = 0; s < n; s++) rowStart[s + 1]! += rowStart[s]!;
   const interval = arena.take(blockCount * k, -1);
   for (let h = 0; h < numStates; h++) {
