@@ -127,6 +127,36 @@ test("products are canonical: equal to the compiled DFA of an equivalent pattern
   assert.deepEqual(subtractDfas(email, compileRegex("x")), email);
 });
 
+test("a product that keeps all of a product's language is that product itself, and only then", () => {
+  // a is a product's result; what follows takes nothing from it, or something.
+  const a = subtractDfas(compileRegex("[a-z]+(?:@[a-z]+)?"), compileRegex("[a-z]+@x"));
+  assert.equal(subtractDfas(a, compileRegex("[0-9]+")), a, "b disjoint from a");
+  assert.equal(intersectDfas(a, compileRegex("[a-z@]+")), a, "b holds all of a");
+  assert.equal(subtractDfas(a, compileRegex("")), a, "b only the empty text, which a lacks");
+  const texts = allStrings(["a", "q", "x", "@"], 5);
+  const agrees = (dfa: ByteDfa, member: (t: Uint8Array) => boolean): void => {
+    for (const t of texts) assert.equal(matchesBytes(dfa, t), member(t), new TextDecoder().decode(t));
+  };
+  const q = compileRegex("q@[a-z]+");
+  const taken = subtractDfas(a, q);
+  assert.notEqual(taken, a);
+  agrees(taken, (t) => matchesBytes(a, t) && !matchesBytes(q, t));
+  // b dead past "@": an intersection cuts a's texts with "@" away.
+  const word = compileRegex("[a-z]+");
+  const cut = intersectDfas(a, word);
+  assert.notEqual(cut, a);
+  assert.deepEqual(cut, word);
+  // b accepts only some of the texts a accepts: the accepting pairs decide.
+  const ends = compileRegex("[a-z@]*[a-w]");
+  const some = intersectDfas(a, ends);
+  assert.notEqual(some, a);
+  agrees(some, (t) => matchesBytes(a, t) && matchesBytes(ends, t));
+  // A DFA compiled from a pattern is not a product's result: the product is made, equal to it.
+  const again = subtractDfas(word, compileRegex("[0-9]+"));
+  assert.notEqual(again, word);
+  assert.deepEqual(again, word);
+});
+
 test("empty products are valid DFAs, not errors", () => {
   const empty = [
     intersectDfas(compileRegex("a+"), compileRegex("b+")),

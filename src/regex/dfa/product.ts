@@ -22,16 +22,28 @@ const arena = dfaArena;
 /** "intersect": in a and in b. "subtract": in a and not in b. */
 export type ProductMode = "intersect" | "subtract";
 
+/**
+ * Products' results: finishDfa's minimal DFAs, numbered breadth-first over classes in byte order,
+ * so one language always gets the same tables.
+ */
+const finished = new WeakSet<ByteDfa>();
+
 /** The product of `a` and `b` under `mode`; an empty language is a valid result (isEmptyLanguage). */
 export function productDfa(a: ByteDfa, b: ByteDfa, mode: ProductMode, limits: DfaLimits): ByteDfa {
   arena.reset();
   const alphabet = commonClasses(a, b);
   const pairs = new PairExploration(a, b, mode === "subtract", alphabet, limits.maxDfaStates);
   pairs.explore();
-  const { rawMask, rawAccepting } = pairs.acceptance();
+  const { rawMask, rawAccepting, keepsA } = pairs.acceptance();
+  // A product that takes nothing from a (a subtraction of what a never holds, a chain of them in
+  // a `oneOf`) is a's language: where a is a product's result, finishing it would give a's own
+  // tables back, so a is the result (no minimization, which is most of a big product's time).
+  if (keepsA && finished.has(a)) return a;
   const multi = finishDfa(pairs.count, alphabet.k, null, rawMask, rawAccepting, 1, 1, alphabet.classOfByte, null, pairs.edges());
   const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = multi;
-  return { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
+  const result = { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
+  finished.add(result);
+  return result;
 }
 
 /** The byte classes neither DFA tells apart (numbered by first byte) and each one's class in a and in b. */
@@ -133,6 +145,9 @@ class PairExploration {
     this.pairB = widened(this.pairB, size);
   }
 
+  /** An intersection left out a move of a (b dead there): a's language has a text b rejects. */
+  private dropsA = false;
+
   /** Every pair reachable from the starts, and its transitions per common class. */
   explore(): void {
     const { a, b, subtract } = this;
@@ -148,24 +163,35 @@ class PairExploration {
         const ta = a.next[sa * ka + classA[c]!]!;
         if (ta < 0) continue; // nothing of a's language lies past this byte
         const tb = sb < 0 ? -1 : b.next[sb * kb + classB[c]!]!;
-        if (tb < 0 && !subtract) continue;
+        if (tb < 0 && !subtract) {
+          this.dropsA = true;
+          continue;
+        }
         this.addEdge(p, c, this.intern(ta, tb));
       }
     }
   }
 
-  /** Per pair, whether it accepts (one pattern, so one mask word equal to the flag). */
-  acceptance(): { rawMask: Int32Array; rawAccepting: Int32Array } {
+  /**
+   * Per pair, whether it accepts (one pattern, so one mask word equal to the flag); and whether
+   * the product's language is a's (`keepsA`): every text of a reaches a pair (a's states are all
+   * live, so a move an intersection left out begins one that does not), and none ends where a
+   * accepts and the pair does not.
+   */
+  acceptance(): { rawMask: Int32Array; rawAccepting: Int32Array; keepsA: boolean } {
     const { a, b, subtract, count } = this;
     const rawAccepting = arena.take(count);
     clock.tick(count);
+    let keepsA = !this.dropsA;
     for (let p = 0; p < count; p++) {
       const sb = this.pairB[p]!;
       const inA = a.accepting[this.pairA[p]!] === 1;
       const inB = sb >= 0 && b.accepting[sb] === 1;
-      rawAccepting[p] = (subtract ? inA && !inB : inA && inB) ? 1 : 0;
+      const accepts = subtract ? inA && !inB : inA && inB;
+      rawAccepting[p] = accepts ? 1 : 0;
+      if (inA && !accepts) keepsA = false;
     }
-    return { rawMask: rawAccepting, rawAccepting };
+    return { rawMask: rawAccepting, rawAccepting, keepsA };
   }
 }
 
