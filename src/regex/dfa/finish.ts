@@ -50,7 +50,10 @@ export function finishDfa(
   const live = liveTransitions(edges, liveId);
   const { initialBlock, numInitial } = initialPartition(n, rawOf, acceptWords, rawMask);
   const block = minimize(n, k, live, initialBlock, numInitial);
-  // 3. Renumber blocks by BFS from the start block.
+  // 3. Renumber blocks by BFS from the start block; 4. merge intervals whose columns are
+  // identical into byte classes (found on the lists first where there is no table: the rows
+  // are then written merged, not k wide and gathered again).
+  const classes = rawTrans === null ? listClasses(n, k, live, block) : null;
   const { numStates, interval, acceptMask, accepting, representative } = renumberBlocks(
     n,
     k,
@@ -60,9 +63,10 @@ export function finishDfa(
     block,
     rawMask,
     acceptWords,
+    classes,
   );
-  // 4. Merge intervals whose columns are identical into byte classes.
-  const { numClasses, byteClass, next } = mergeColumns(numStates, k, interval, intervalOf);
+  const { numClasses, byteClass, next } =
+    classes === null ? mergeColumns(numStates, k, interval, intervalOf) : mergedTable(numStates, k, interval, intervalOf, classes);
   // Equivalent states have the same language, so the same distance: the raw search's holds.
   const minBytesToAccept = new Int32Array(numStates);
   for (let i = 0; i < numStates; i++) minBytesToAccept[i] = dist[rawOf[representative[i]!]!]!;
@@ -204,6 +208,8 @@ function renumberBlocks(
   block: Int32Array,
   rawMask: Int32Array,
   acceptWords: number,
+  /** listClasses' classes: the list rows are written that narrow (`interval` is then the merged table). */
+  classes: ListClasses | null,
 ): { numStates: number; interval: Int32Array; acceptMask: Uint32Array; accepting: Uint8Array; representative: Int32Array } {
   let blockCount = 0;
   for (let s = 0; s < n; s++) if (block[s]! >= blockCount) blockCount = block[s]! + 1;
@@ -249,7 +255,9 @@ function renumberBlocks(
     rowStart[tail[e]! + 1]!++;
   }
   for (let s = 0; s < n; s++) rowStart[s + 1]! += rowStart[s]!;
-  const interval = arena.take(blockCount * k, -1);
+  const width = classes === null ? k : classes.numClasses;
+  const classOf = classes === null ? null : classes.classOf;
+  const interval = classes === null ? arena.take(blockCount * k, -1) : new Int32Array(blockCount * width).fill(-1);
   for (let h = 0; h < numStates; h++) {
     clock.tick(k);
     const s = representative[h]!;
@@ -259,10 +267,10 @@ function renumberBlocks(
         representative[numStates] = memberOf[b]!;
         order[b] = numStates++;
       }
-      interval[h * k + label[e]!] = order[b]!;
+      interval[h * width + (classOf === null ? label[e]! : classOf[label[e]!]!)] = order[b]!;
     }
   }
-  return blocksTaken(numStates, k, interval, rawOf, representative, rawMask, acceptWords);
+  return blocksTaken(numStates, width, interval, rawOf, representative, rawMask, acceptWords);
 }
 
 /** renumberBlocks's result: the states' rows, acceptance and representatives. */
@@ -283,6 +291,89 @@ function blocksTaken(
     accepting[i] = isAcceptingRaw(acceptMask, acceptWords, i) ? 1 : 0;
   }
   return { numStates, interval: interval.subarray(0, numStates * k), acceptMask, accepting, representative };
+}
+
+/** Intervals merged into byte classes before the table is written (listClasses). */
+interface ListClasses {
+  readonly numClasses: number;
+  /** Per interval, its class: numbered in interval order, as mergeColumns numbers them. */
+  readonly classOf: Int32Array;
+}
+
+/**
+ * The byte classes of the minimal DFA, read off the live transitions (sorted by state, then
+ * class) and the blocks: two intervals are one class when in each block's row they lead to the
+ * same block, or both nowhere. Columns are hashed per block's row (sums over the entries there:
+ * an absent entry adds nothing), and every merge is checked entry by entry; null where a hash
+ * joined two different columns (the table is then merged as before, by mergeColumns).
+ */
+function listClasses(n: number, k: number, live: TransitionLists, block: Int32Array): ListClasses | null {
+  const { m, tail, label, head } = live;
+  let blockCount = 0;
+  for (let s = 0; s < n; s++) if (block[s]! >= blockCount) blockCount = block[s]! + 1;
+  const memberOf = arena.take(blockCount, -1);
+  for (let s = 0; s < n; s++) if (memberOf[block[s]!] === -1) memberOf[block[s]!] = s;
+  const rowStart = arena.take(n + 1);
+  for (let e = 0; e < m; e++) rowStart[tail[e]! + 1]!++;
+  for (let s = 0; s < n; s++) rowStart[s + 1]! += rowStart[s]!;
+  const hashes = arena.take(k);
+  const counts = arena.take(k);
+  for (let b = 0; b < blockCount; b++) {
+    const s = memberOf[b]!;
+    const rowKey = Math.imul(b + 1, 0x9e3779b1);
+    for (let e = rowStart[s]!; e < rowStart[s + 1]!; e++) {
+      const c = label[e]!;
+      hashes[c] = (hashes[c]! + Math.imul(rowKey ^ Math.imul(block[head[e]!]! + 1, 0x85ebca6b), 0xc2b2ae35)) | 0;
+      counts[c]!++;
+    }
+  }
+  // Each interval's first interval of the same hash (itself when none came before); one of
+  // another count is a collision.
+  const repOf = arena.take(k);
+  const firstOfHash = new Map<number, number>();
+  for (let c = 0; c < k; c++) {
+    const first = firstOfHash.get(hashes[c]!);
+    if (first === undefined) {
+      firstOfHash.set(hashes[c]!, c);
+      repOf[c] = c;
+    } else if (counts[first] !== counts[c]) return null;
+    else repOf[c] = first;
+  }
+  // Checked: in every row, an interval's entry is its first's (same block); equal counts then
+  // leave no row where only the first has one.
+  const rowValue = arena.take(k);
+  const rowStamp = arena.take(k, -1);
+  for (let b = 0; b < blockCount; b++) {
+    const s = memberOf[b]!;
+    for (let e = rowStart[s]!; e < rowStart[s + 1]!; e++) {
+      rowValue[label[e]!] = block[head[e]!]!;
+      rowStamp[label[e]!] = b;
+    }
+    for (let e = rowStart[s]!; e < rowStart[s + 1]!; e++) {
+      const c = label[e]!;
+      const r = repOf[c]!;
+      if (r !== c && (rowStamp[r] !== b || rowValue[r] !== rowValue[c])) return null;
+    }
+  }
+  const classOf = new Int32Array(k);
+  let numClasses = 0;
+  for (let c = 0; c < k; c++) classOf[c] = repOf[c] === c ? numClasses++ : classOf[repOf[c]!]!;
+  return { numClasses, classOf };
+}
+
+/** mergeColumns's result for a table renumberBlocks wrote already merged (charged the same work). */
+function mergedTable(
+  numStates: number,
+  k: number,
+  next: Int32Array,
+  intervalOf: Int32Array,
+  classes: ListClasses,
+): { numClasses: number; byteClass: Uint8Array; next: Int32Array } {
+  const { numClasses, classOf } = classes;
+  clock.tick(numStates * (k + (k - numClasses) + numClasses));
+  const byteClass = new Uint8Array(256);
+  for (let b = 0; b < 256; b++) byteClass[b] = classOf[intervalOf[b]!]!;
+  return { numClasses, byteClass, next: next.length === numStates * numClasses ? next : next.slice(0, numStates * numClasses) };
 }
 
 /** Byte classes: the intervals whose columns (a target per state) are identical, merged. */
