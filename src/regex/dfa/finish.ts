@@ -53,14 +53,16 @@ export function finishDfa(
   // 3. Renumber blocks by BFS from the start block; 4. merge intervals whose columns are
   // identical into byte classes (found on the lists first where there is no table: the rows
   // are then written merged, not k wide and gathered again).
-  const classes = rawTrans === null ? listClasses(n, k, live, block) : null;
+  const members = blockMembers(n, block);
+  const rows = rawTrans === null ? liveRows(n, live) : rawTrans;
+  const classes = rows instanceof Int32Array ? null : listClasses(k, rows, block, members);
   const { numStates, interval, acceptMask, accepting, representative } = renumberBlocks(
-    n,
     k,
-    rawTrans === null ? live : rawTrans,
+    rows,
     rawOf,
     liveId,
     block,
+    members,
     rawMask,
     acceptWords,
     classes,
@@ -200,21 +202,17 @@ function isAcceptingRaw(mask: Int32Array | Uint32Array, words: number, s: number
  * then class (the same rows in the same order).
  */
 function renumberBlocks(
-  n: number,
   k: number,
-  rows: Int32Array | TransitionLists,
+  rows: Int32Array | LiveRows,
   rawOf: Int32Array,
   liveId: Int32Array,
   block: Int32Array,
+  { blockCount, memberOf }: BlockMembers,
   rawMask: Int32Array,
   acceptWords: number,
   /** listClasses' classes: the list rows are written that narrow (`interval` is then the merged table). */
   classes: ListClasses | null,
 ): { numStates: number; interval: Int32Array; acceptMask: Uint32Array; accepting: Uint8Array; representative: Int32Array } {
-  let blockCount = 0;
-  for (let s = 0; s < n; s++) if (block[s]! >= blockCount) blockCount = block[s]! + 1;
-  const memberOf = arena.take(blockCount, -1);
-  for (let s = 0; s < n; s++) if (memberOf[block[s]!] === -1) memberOf[block[s]!] = s;
   const order = arena.take(blockCount, -1);
   const representative = arena.take(blockCount);
   // The start state is raw 0, live (the caller returned the empty DFA otherwise).
@@ -244,17 +242,8 @@ function renumberBlocks(
     }
     return blocksTaken(numStates, k, interval, rawOf, representative, rawMask, acceptWords);
   }
-  // Live states' rows in the lists (sorted by state, then class: the order the table is read
-  // in, so the numbering is the same): where each begins.
-  const { m, tail, label, head } = rows;
-  const rowStart = arena.take(n + 1);
-  for (let e = 0; e < m; e++) {
-    if (e > 0 && (tail[e]! < tail[e - 1]! || (tail[e] === tail[e - 1] && label[e]! <= label[e - 1]!))) {
-      throw new Error("finishDfa: transition lists given without a table must be sorted by state, then class");
-    }
-    rowStart[tail[e]! + 1]!++;
-  }
-  for (let s = 0; s < n; s++) rowStart[s + 1]! += rowStart[s]!;
+  const { label, head } = rows.live;
+  const rowStart = rows.rowStart;
   const width = classes === null ? k : classes.numClasses;
   const classOf = classes === null ? null : classes.classOf;
   const interval = classes === null ? arena.take(blockCount * k, -1) : new Int32Array(blockCount * width).fill(-1);
@@ -293,6 +282,43 @@ function blocksTaken(
   return { numStates, interval: interval.subarray(0, numStates * k), acceptMask, accepting, representative };
 }
 
+/** Each block's first live state (its representative), and how many blocks there are. */
+interface BlockMembers {
+  readonly blockCount: number;
+  readonly memberOf: Int32Array;
+}
+
+function blockMembers(n: number, block: Int32Array): BlockMembers {
+  let blockCount = 0;
+  for (let s = 0; s < n; s++) if (block[s]! >= blockCount) blockCount = block[s]! + 1;
+  const memberOf = arena.take(blockCount, -1);
+  for (let s = 0; s < n; s++) if (memberOf[block[s]!] === -1) memberOf[block[s]!] = s;
+  return { blockCount, memberOf };
+}
+
+/** The live transitions as rows: live state s's are [rowStart[s], rowStart[s + 1]) of the lists. */
+interface LiveRows {
+  readonly live: TransitionLists;
+  readonly rowStart: Int32Array;
+}
+
+/**
+ * Where each live state's row begins in lists sorted by state, then class (a product's: the
+ * order a table is read in, so renumbering from them numbers as from the table; checked).
+ */
+function liveRows(n: number, live: TransitionLists): LiveRows {
+  const { m, tail, label } = live;
+  const rowStart = arena.take(n + 1);
+  for (let e = 0; e < m; e++) {
+    if (e > 0 && (tail[e]! < tail[e - 1]! || (tail[e] === tail[e - 1] && label[e]! <= label[e - 1]!))) {
+      throw new Error("finishDfa: transition lists given without a table must be sorted by state, then class");
+    }
+    rowStart[tail[e]! + 1]!++;
+  }
+  for (let s = 0; s < n; s++) rowStart[s + 1]! += rowStart[s]!;
+  return { live, rowStart };
+}
+
 /** Intervals merged into byte classes before the table is written (listClasses). */
 interface ListClasses {
   readonly numClasses: number;
@@ -307,15 +333,9 @@ interface ListClasses {
  * an absent entry adds nothing), and every merge is checked entry by entry; null where a hash
  * joined two different columns (the table is then merged as before, by mergeColumns).
  */
-function listClasses(n: number, k: number, live: TransitionLists, block: Int32Array): ListClasses | null {
-  const { m, tail, label, head } = live;
-  let blockCount = 0;
-  for (let s = 0; s < n; s++) if (block[s]! >= blockCount) blockCount = block[s]! + 1;
-  const memberOf = arena.take(blockCount, -1);
-  for (let s = 0; s < n; s++) if (memberOf[block[s]!] === -1) memberOf[block[s]!] = s;
-  const rowStart = arena.take(n + 1);
-  for (let e = 0; e < m; e++) rowStart[tail[e]! + 1]!++;
-  for (let s = 0; s < n; s++) rowStart[s + 1]! += rowStart[s]!;
+function listClasses(k: number, rows: LiveRows, block: Int32Array, { blockCount, memberOf }: BlockMembers): ListClasses | null {
+  const { label, head } = rows.live;
+  const rowStart = rows.rowStart;
   const hashes = arena.take(k);
   const counts = arena.take(k);
   for (let b = 0; b < blockCount; b++) {
