@@ -1,7 +1,8 @@
 // regex/ composition: intersectDfas / subtractDfas against brute-force membership, their results'
 // ByteDfa contract (canonical: equal to the compiled DFA of an equivalent pattern), limits, and
 // compileRegexNode with { kind: "dfa" } nodes (concatenated, alternated, repeated), and its
-// unminimized DFAs (minimal: false); subtractStrings against subtractDfas; sameDfa and dfaHash.
+// unminimized DFAs (minimal: false); subtractStrings against subtractDfas; sameDfa and dfaHash;
+// products over call spellings (ProductCalls) against brute force with the calls expanded.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
@@ -14,14 +15,17 @@ import {
   matchesBytes,
   parseFlagString,
   parseRegex,
+  ProductCallsClash,
   sameDfa,
   subtractDfas,
   subtractStrings,
   trimDfa,
   type ByteDfa,
+  type ProductCalls,
   type RegexNode,
 } from "../src/regex/index.js";
-import { seededRandom } from "../src/support/index.js";
+import { RULE_CALL_LEAD, seededRandom } from "../src/support/index.js";
+import { spellingNode } from "../src/schema/marker-node.js";
 
 const encoder = new TextEncoder();
 const BIG = { maxDfaStates: 200_000, maxNfaStates: 2_000_000, timeoutMs: 20_000 };
@@ -155,6 +159,116 @@ test("a product that keeps all of a product's language is that product itself, a
   const again = subtractDfas(word, compileRegex("[0-9]+"));
   assert.notEqual(again, word);
   assert.deepEqual(again, word);
+});
+
+/**
+ * Whether `bytes` is in h(dfa), every call of rule 0 (in dfa, and in the rule's body again) read as
+ * a text of the rule's body: the end positions each (DFA, state, position) reaches, memoized.
+ */
+function matchesWithCalls(dfa: ByteDfa, body: ByteDfa, bytes: Uint8Array): boolean {
+  const step = (d: ByteDfa, s: number, b: number): number => (s < 0 ? -1 : d.next[s * d.numClasses + d.byteClass[b]!]!);
+  const memo = new Map<string, Set<number>>();
+  const ends = (d: ByteDfa, s: number, pos: number): Set<number> => {
+    const key = `${d === body ? 1 : 0} ${s} ${pos}`;
+    let out = memo.get(key);
+    if (out !== undefined) return out;
+    out = new Set();
+    memo.set(key, out);
+    if (d.accepting[s] === 1) out.add(pos);
+    if (pos < bytes.length) {
+      const t = step(d, s, bytes[pos]!);
+      if (t >= 0) for (const e of ends(d, t, pos + 1)) out.add(e);
+    }
+    // A call of rule 0: the lead, then 0x00 0x00.
+    const after = step(d, step(d, step(d, s, RULE_CALL_LEAD), 0), 0);
+    if (after >= 0) for (const mid of ends(body, body.start, pos)) for (const e of ends(d, after, mid)) out.add(e);
+    return out;
+  };
+  return ends(dfa, dfa.start, 0).has(bytes.length);
+}
+
+test("products over call spellings (ProductCalls) are exact, or refuse with ProductCallsClash", () => {
+  // Rule 0 is a toy JSON value: x+, or a list [C, C, …] of calls of itself. Operands are random
+  // sequences over a, ",", x, "[", "]", calls of the rule and lists written out as bytes. Where
+  // the product takes the calls (both sides calling: a call; one side: its call read as the
+  // body), h(A op B) = h(A) op h(B) on every short text, h reading each call as the rule's texts;
+  // where a side could read one text two ways, it must refuse.
+  const call = spellingNode(Uint8Array.of(RULE_CALL_LEAD, 0, 0));
+  const flags = parseFlagString("");
+  const text = (pattern: string): RegexNode => parseRegex(pattern, flags);
+  const list = (item: RegexNode): RegexNode => ({
+    kind: "concat",
+    items: [
+      text("\\["),
+      {
+        kind: "repeat",
+        item: { kind: "concat", items: [item, { kind: "repeat", item: { kind: "concat", items: [text(","), item] }, min: 0, max: -1 }] },
+        min: 0,
+        max: 1,
+      },
+      text("\\]"),
+    ],
+  });
+  const body = compileRegexNode({ kind: "alt", items: [text("x+"), list(call)] }, BIG);
+  const calls: ProductCalls = { rule: 0, body };
+  const random = seededRandom(4242);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const atom = (depth: number): RegexNode => {
+    const r = random();
+    if (r < 0.25) return call;
+    if (r < 0.4 && depth < 2) return list(atom(depth + 1));
+    return text(pick(["a", ",", "a", ",", "x", "x+", "\\[", "\\]"]));
+  };
+  const sequence = (depth: number): RegexNode => {
+    const items: RegexNode[] = [];
+    for (let i = 0, n = 1 + Math.floor(random() * 3); i < n; i++) {
+      const item = depth < 1 && random() < 0.2 ? sequence(depth + 1) : atom(depth);
+      const q = pick(["", "", "*", "?"]);
+      items.push(q === "" ? item : { kind: "repeat", item, min: 0, max: q === "*" ? -1 : 1 });
+    }
+    const cat: RegexNode = { kind: "concat", items };
+    return random() < 0.3 ? { kind: "alt", items: [cat, atom(depth)] } : cat;
+  };
+  const texts = allStrings(["a", ",", "x", "[", "]"], 5);
+  let exact = 0;
+  let clashes = 0;
+  for (let round = 0; round < 120; round++) {
+    const a = compileRegexNode(sequence(0), BIG);
+    const b = compileRegexNode(sequence(0), BIG);
+    for (const mode of ["intersect", "subtract"] as const) {
+      let product: ByteDfa;
+      try {
+        product = (mode === "intersect" ? intersectDfas : subtractDfas)(a, b, BIG, calls);
+      } catch (error) {
+        assert.ok(error instanceof ProductCallsClash, String(error));
+        clashes++;
+        continue;
+      }
+      exact++;
+      assertContract(product);
+      for (const bytes of texts) {
+        const inA = matchesWithCalls(a, body, bytes);
+        const inB = matchesWithCalls(b, body, bytes);
+        const want = mode === "intersect" ? inA && inB : inA && !inB;
+        assert.equal(matchesWithCalls(product, body, bytes), want, `round ${round} ${mode} on ${new TextDecoder().decode(bytes)}`);
+      }
+    }
+  }
+  assert.ok(exact >= 80 && clashes >= 20, `both outcomes: ${exact} exact, ${clashes} refused`);
+  // Each way, by hand: a call on both sides is a call of the result; a call against bytes is read
+  // as the body; a call followed by what its text could go on with, or a state that both calls
+  // and reads the body's first bytes, is refused.
+  const node = (...items: RegexNode[]): ByteDfa => compileRegexNode({ kind: "concat", items }, BIG);
+  const both = subtractDfas(node(text("a"), call), node(text("a"), call), BIG, calls);
+  assert.ok(isEmptyLanguage(both));
+  const against = intersectDfas(node(text("a"), call), node(text("a\\[x,\\[x*\\]\\]")), BIG, calls);
+  const written = ["a[x,[]]", "a[x,[xx]]", "a[x]", "ax", "a[x,[x],x]"].map((t) => matchesWithCalls(against, body, encoder.encode(t)));
+  assert.deepEqual(written, [true, true, false, false, false]);
+  assert.throws(() => intersectDfas(node(call, text("x")), node(text("x+")), BIG, calls), ProductCallsClash);
+  assert.throws(
+    () => subtractDfas(node({ kind: "alt", items: [call, text("\\[\\]")] }), node(text("\\[\\]")), BIG, calls),
+    ProductCallsClash,
+  );
 });
 
 test("empty products are valid DFAs, not errors", () => {

@@ -255,9 +255,11 @@ test("a `not` of propertyNames on objects of one key is a key failing it: the re
   );
 });
 
-test("a set operation's operands are written without calls; the rest of the document keeps its rules", () => {
+test("a set operation's operands call no rules but the free values'; the rest of the document keeps its rules", () => {
   // O(oneOf [A, B]) subtracts U(B), and U(B) holds free values: written as calls, they made the
-  // whole compile start over unrolled (the tree below then stopped at MAX_RECURSION levels).
+  // whole compile start over unrolled (the tree below then stopped at MAX_RECURSION levels). Now
+  // both operands' free values are calls of the free-value rule, which the product reads as calls
+  // (ProductCalls): x's free members nest at any depth too (the last text, 3 levels inside x).
   const schema = {
     type: "object",
     properties: {
@@ -287,7 +289,68 @@ test("a set operation's operands are written without calls; the rest of the docu
   });
   assert.deepEqual(
     texts.map((text) => accepts(text)),
+    [true, true, true, true, false, false, false, true],
+  );
+});
+
+test("a subtraction over free values reads them as calls of the free-value rule: they nest at any depth, exactly", () => {
+  // MaskBench's object6 shape: "some key contains a" is the `not` of "no key does", and the
+  // values are free on both sides, so each is one call (ProductCalls), not two unrolled levels.
+  const some = (letter: string) => ({ not: { propertyNames: { not: { pattern: letter } } } });
+  const schema = { type: "object", allOf: [some("a"), some("b"), { propertyNames: { pattern: "^..$" } }, { maxProperties: 2 }] };
+  const compiled = compileJsonSchema(schema, { ...STACK, freeValuesAnyDepth: true });
+  assert.ok(compiled.rules !== undefined, "a rule network: the free values are calls");
+  const accepts = networkAccepts(compiled.rules);
+  const deep = (n: number): unknown => (n === 0 ? [1, "x"] : { k: [deep(n - 1)] });
+  // (A minuend's object holds one unnamed key, as before: the two-key objects are valid, not written.)
+  const values: unknown[] = [
+    { ab: deep(12) },
+    { ba: deep(10) },
+    { ab: { q: [1, { r: 2, s: [3, {}] }] } },
+    { ab: 1, cd: deep(3) },
+    { xa: 1 },
+    { ab: 1, cd: 2, ef: 3 },
+    { abc: 1 },
+    { xy: deep(10) },
+  ];
+  const texts = values.map(dumps);
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.deepEqual(
+    verdicts.map((v) => v === "valid"),
     [true, true, true, true, false, false, false, false],
+  );
+  assert.deepEqual(
+    texts.map((text) => accepts(text)),
+    [true, true, true, false, false, false, false, false],
+  );
+});
+
+test("a subtrahend that constrains what the minuend leaves free: the subtraction is written without calls, still exact", () => {
+  // The minuend's `b` is free, the subtrahend's a string: one text would be a call on one side and
+  // bytes on the other, so the product refuses the calls (ProductCallsClash) and the operands are
+  // written unrolled, as before; the rest of the document keeps its rules.
+  const schema = {
+    type: "object",
+    properties: { tree: { $ref: "#/$defs/node" }, x: { type: "object", required: ["a"], not: { properties: { b: { type: "string" } } } } },
+    $defs: { node: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/node" } } } } },
+  };
+  const compiled = compileJsonSchema(schema, { ...STACK, freeValuesAnyDepth: true });
+  assert.ok(compiled.rules !== undefined, "a rule network");
+  const accepts = networkAccepts(compiled.rules);
+  const deep = (n: number): unknown => (n === 0 ? {} : { kids: [deep(n - 1)] });
+  const xs: unknown[] = [{ a: 1, b: 2 }, { a: [1], b: [{}] }, { a: 1, b: "s" }, { a: 1 }, { b: 1 }, { a: "s", b: null }];
+  const texts = [dumps({ tree: deep(12) }), ...xs.map((x) => dumps({ tree: deep(1), x }))];
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.deepEqual(
+    verdicts.map((v) => v === "valid"),
+    [true, true, true, false, false, false, true],
+  );
+  texts.forEach((text, i) => {
+    if (accepts(text)) assert.equal(verdicts[i], "valid", text);
+  });
+  assert.deepEqual(
+    texts.map((text) => accepts(text)),
+    [true, true, true, false, false, false, true],
   );
 });
 

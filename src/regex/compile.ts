@@ -71,6 +71,7 @@ import { parseFlagString, parseRegex, type RegexNode } from "./parser.js";
 import { ByteNfa } from "./nfa.js";
 import { determinizeLiterals } from "./dfa/literals.js";
 import { productDfa } from "./dfa/product.js";
+import type { ProductCalls } from "./dfa/product-calls.js";
 import { subtractStrings as subtractStringsNow } from "./dfa/minus-strings.js";
 import { determinize } from "./dfa/subset.js";
 import { pruneDfa } from "./dfa/finish.js";
@@ -316,14 +317,21 @@ export function trimDfa(dfa: ByteDfa, limits: RegexLimits = {}): ByteDfa {
   });
 }
 
-/** The strings both DFAs accept, as a DFA of the same contract; empty is a valid result. */
-export function intersectDfas(a: ByteDfa, b: ByteDfa, limits: RegexLimits = {}): ByteDfa {
-  return timed(limits, () => productDfa(a, b, "intersect", { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }));
+/**
+ * The strings both DFAs accept, as a DFA of the same contract; empty is a valid result. With
+ * `calls`, their call spellings are read as calls of those rules (ProductCalls; else ProductCallsClash).
+ */
+export function intersectDfas(a: ByteDfa, b: ByteDfa, limits: RegexLimits = {}, calls?: ProductCalls): ByteDfa {
+  return timed(limits, () =>
+    productDfa(a, b, "intersect", { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }, calls),
+  );
 }
 
-/** The strings `a` accepts and `b` rejects, as a DFA of the same contract; empty is a valid result. */
-export function subtractDfas(a: ByteDfa, b: ByteDfa, limits: RegexLimits = {}): ByteDfa {
-  return timed(limits, () => productDfa(a, b, "subtract", { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }));
+/** The strings `a` accepts and `b` rejects, as a DFA of the same contract; empty is a valid result. `calls`: as intersectDfas'. */
+export function subtractDfas(a: ByteDfa, b: ByteDfa, limits: RegexLimits = {}, calls?: ProductCalls): ByteDfa {
+  return timed(limits, () =>
+    productDfa(a, b, "subtract", { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }, calls),
+  );
 }
 
 /**

@@ -49,6 +49,7 @@ export {
   type RegexLimits,
   type RegexOptions,
 } from "./compile.js";
+export { ProductCallsClash, type ProductCalls } from "./dfa/product-calls.js";
 export { readRegexSyntax, syntaxChildren, MAX_GROUP_NESTING } from "./syntax.js";
 export type { ClassEscape, ParsedRegex, ReadOptions, RegexSyntaxNode, SetNode } from "./syntax.js";
 export { caseClose } from "./charset.js";

@@ -5,11 +5,13 @@
 // product is kept as transition lists only: a product of two JSON Schema DFAs has a few live
 // transitions per pair among ninety classes, and a pairs × classes table of them was most of the
 // memory a big subtraction wrote (its pages new each time, 6–8× the cost of writing them).
+// Operands that spell calls of a rule are product-calls.ts's where some pair meets a call.
 
-import { IntMap } from "../../support/index.js";
+import { IntMap, RULE_CALL_LEAD } from "../../support/index.js";
 import { regexClock } from "../clock.js";
 import { RegexTooComplexError } from "../errors.js";
 import { finishDfa } from "./finish.js";
+import { productWithCalls, type ProductCalls } from "./product-calls.js";
 import { dfaArena } from "./scratch.js";
 import type { TransitionLists } from "./distances.js";
 import type { ByteDfa, DfaLimits } from "./types.js";
@@ -28,12 +30,18 @@ export type ProductMode = "intersect" | "subtract";
  */
 const finished = new WeakSet<ByteDfa>();
 
-/** The product of `a` and `b` under `mode`; an empty language is a valid result (isEmptyLanguage). */
-export function productDfa(a: ByteDfa, b: ByteDfa, mode: ProductMode, limits: DfaLimits): ByteDfa {
+/**
+ * The product of `a` and `b` under `mode`; an empty language is a valid result (isEmptyLanguage).
+ * With `calls`, the operands' calls of that rule are read as calls (product-calls.ts).
+ */
+export function productDfa(a: ByteDfa, b: ByteDfa, mode: ProductMode, limits: DfaLimits, calls?: ProductCalls): ByteDfa {
   arena.reset();
   const alphabet = commonClasses(a, b);
   const pairs = new PairExploration(a, b, mode === "subtract", alphabet, limits.maxDfaStates);
-  pairs.explore();
+  // Calls read as bytes are exact until a pair both sides are alive at reads one (a call of one
+  // side alone is the result's call): most set operations over free values never meet one (a
+  // number's `not` over-approximated as any value), and this loop is the fastest.
+  if (!pairs.explore(calls !== undefined)) return productWithCalls(a, b, mode === "subtract", limits, calls!);
   const { rawMask, rawAccepting, keepsA } = pairs.acceptance();
   // A product that takes nothing from a (a subtraction of what a never holds, a chain of them in
   // a `oneOf`) is a's language: where a is a product's result, finishing it would give a's own
@@ -148,17 +156,24 @@ class PairExploration {
   /** An intersection left out a move of a (b dead there): a's language has a text b rejects. */
   private dropsA = false;
 
-  /** Every pair reachable from the starts, and its transitions per common class. */
-  explore(): void {
+  /**
+   * Every pair reachable from the starts, and its transitions per common class. With
+   * `watchCalls`, false (the exploration abandoned) at a pair both sides are alive at where one
+   * reads a call's lead (support/rule-calls.ts).
+   */
+  explore(watchCalls = false): boolean {
     const { a, b, subtract } = this;
     const { k, classA, classB } = this.alphabet;
     const ka = a.numClasses;
     const kb = b.numClasses;
+    const leadA = watchCalls ? a.byteClass[RULE_CALL_LEAD]! : -1;
+    const leadB = watchCalls ? b.byteClass[RULE_CALL_LEAD]! : -1;
     this.intern(a.start, b.start);
     for (let p = 0; p < this.count; p++) {
       clock.tick(k);
       const sa = this.pairA[p]!;
       const sb = this.pairB[p]!;
+      if (watchCalls && sb >= 0 && (a.next[sa * ka + leadA]! >= 0 || b.next[sb * kb + leadB]! >= 0)) return false;
       for (let c = 0; c < k; c++) {
         const ta = a.next[sa * ka + classA[c]!]!;
         if (ta < 0) continue; // nothing of a's language lies past this byte
@@ -170,6 +185,7 @@ class PairExploration {
         this.addEdge(p, c, this.intern(ta, tb));
       }
     }
+    return true;
   }
 
   /**

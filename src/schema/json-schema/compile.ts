@@ -44,12 +44,14 @@ import {
   isEmptyLanguage,
   LanguageGraph,
   matchesString,
+  ProductCallsClash,
   RegexTooComplexError,
   sameDfa,
   subtractDfas,
   regexClock,
   REGEX_MAX_WORK,
   type ByteDfa,
+  type ProductCalls,
   type RegexLimits,
   type RegexNode,
 } from "../../regex/index.js";
@@ -372,6 +374,13 @@ class SchemaCompiler implements WriterContext {
   private readonly building = new Set<string>();
   /** Open set operations' operands: no calls may be written inside them (see `stacking`). */
   private blocked = 0;
+  /**
+   * Open subtractions tried with free values as calls (`subtracted`): inside their operands only
+   * the free-value rule is called (freeCalls), everything else written as under `blocked`.
+   */
+  private freeOnly = 0;
+  /** Subtractions (by where they are) whose try with calls failed (`subtracted`). */
+  private readonly clashed = new Set<string>();
   /** Whether some object was written in `required`'s order too (RequiredOrdersTooBig). */
   requiredOrdersWritten = false;
   /** Whether some minuend's object held one unnamed key among too many to list (OneUnnamedKeyTooFew). */
@@ -443,21 +452,30 @@ class SchemaCompiler implements WriterContext {
   }
 
   intersect(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
-    if (this.options.recursion === "stack" && (hasCalls(a) || hasCalls(b))) throw new CallsInSetOperation();
+    if (this.options.recursion === "stack" && (hasCalls(a) || hasCalls(b))) throw this.callsMet();
     return this.product(a, b, "intersect", pointer);
   }
 
   subtract(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa {
-    if (this.options.recursion === "stack" && (hasCalls(a) || hasCalls(b))) throw new CallsInSetOperation();
+    if (this.options.recursion === "stack" && (hasCalls(a) || hasCalls(b))) throw this.callsMet();
     return this.product(a, b, "subtract", pointer);
   }
 
+  /**
+   * A set operation met calls where it reads bytes: inside a subtraction tried with free values as
+   * calls (`subtracted`), that subtraction is written without them; elsewhere, the whole compile
+   * is (CallsInSetOperation).
+   */
+  private callsMet(): Error {
+    return this.freeOnly > 0 ? new ProductCallsClash() : new CallsInSetOperation();
+  }
+
   /** A product of this compile's, made again from the same tables, is the one made then (see products). */
-  private product(a: ByteDfa, b: ByteDfa, mode: "intersect" | "subtract", pointer: string): ByteDfa {
+  private product(a: ByteDfa, b: ByteDfa, mode: "intersect" | "subtract", pointer: string, calls?: ProductCalls): ByteDfa {
     const key = `${mode}${dfaHash(a)}.${dfaHash(b)}`;
     const made = this.products.get(key);
     if (made !== undefined) for (const p of made) if (sameDfa(p.a, a) && sameDfa(p.b, b)) return p.result;
-    const result = this.regex(pointer, (limits) => (mode === "intersect" ? intersectDfas : subtractDfas)(a, b, limits));
+    const result = this.regex(pointer, (limits) => (mode === "intersect" ? intersectDfas : subtractDfas)(a, b, limits, calls));
     const bytes = a.next.byteLength + b.next.byteLength + result.next.byteLength;
     if (this.productBytes + bytes > MAX_KEPT_PRODUCT_BYTES) return result;
     this.productBytes += bytes;
@@ -548,7 +566,12 @@ class SchemaCompiler implements WriterContext {
 
   /** Whether a value that nests without bound is written as a call here (see JsonSchemaOptions.recursion). */
   private get stacking(): boolean {
-    return this.options.recursion === "stack" && this.blocked === 0;
+    return this.options.recursion === "stack" && this.blocked === 0 && this.freeOnly === 0;
+  }
+
+  /** Whether a free value in a subtraction's operand is a call of the free-value rule here (see freeOnly). */
+  private get freeCalls(): boolean {
+    return this.options.recursion === "stack" && this.options.freeValuesAnyDepth === true && this.blocked === 0 && this.freeOnly > 0;
   }
 
   /** The rule of the language keyed `key` (made on first need). */
@@ -593,7 +616,9 @@ class SchemaCompiler implements WriterContext {
 
   /** Every rule's DFA, the document's (`root`) first; undefined when no call was written. */
   ruleDfas(root: ByteDfa): ByteDfa[] | undefined {
-    if (this.ruleBodies.length === 1) return undefined;
+    // A rule made on the way but never called from the document (a subtraction tried with calls,
+    // then written without them) leaves it one DFA.
+    if (this.ruleBodies.length === 1 || !hasCalls(root)) return undefined;
     const rules = [root];
     for (let r = 1; r < this.ruleBodies.length; r++) {
       const body = this.ruleBodies[r];
@@ -643,7 +668,8 @@ class SchemaCompiler implements WriterContext {
     const style = this.syntax.style === "indented" ? want.depth : 0;
     // An over-approximation's language depends on how much deeper than here its limit is.
     const over = want.over ? `O${want.limit === undefined ? "" : want.limit - want.depth}` : "U";
-    const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}${want.anyOrder ? "a" : ""}${stacking ? "S" : ""}`;
+    const calls = stacking ? "S" : this.freeCalls ? "F" : "";
+    const baseKey = `${pointers}${scopes}#${style}${over}${want.dupFree ? "d" : ""}${want.anyOrder ? "a" : ""}${calls}`;
     // Met again inside itself: a call of its rule (the rule is this very language).
     if (stacking && this.building.has(baseKey)) return callNode(this.ruleFor(baseKey));
     const known = this.memo.get(`${baseKey}@${this.unrolled}`);
@@ -763,30 +789,74 @@ class SchemaCompiler implements WriterContext {
         }
         return written.length === 1 ? written[0]! : alt(written);
       };
-      const base = subtract.length > 0 ? this.operand(writeBase) : writeBase();
       if (subtract.length === 0) {
-        parts.push(base);
+        parts.push(writeBase());
         continue;
       }
-      let dfa = this.dfaOf(base, pointer);
-      // What is subtracted only shrinks the minuend: one limit holds for every subtrahend.
-      const over = !want.over;
-      const limit = over ? this.nestingLimit(dfa, want.depth) : undefined;
-      for (const subtrahend of subtract) {
-        if (isEmptyLanguage(dfa)) break;
-        // Inside an O, the U subtracted takes small objects in any order (Want.anyOrder).
-        const at = subtrahend[0]?.pointer ?? pointer;
-        const other = this.operand(() =>
-          this.dfaOf(
-            this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit, ...(over ? {} : { anyOrder: true }) }),
-            at,
-          ),
-        );
-        dfa = this.subtract(dfa, other, at);
-      }
+      const dfa = this.subtracted(writeBase, subtract, want, pointer);
       if (!isEmptyLanguage(dfa)) parts.push(dfaNode(dfa));
     }
     return alt(parts);
+  }
+
+  /**
+   * The minuend `writeBase` writes less each subtrahend's language. Where free values nest
+   * without bound (freeValuesAnyDepth) and calls may be written here, tried first with the free
+   * values of both sides written as calls of the free-value rule (freeOnly), which the products
+   * read as calls where that is exact (ProductCalls): the operands stay small (a free value is one
+   * call, not its unrolled levels) and free values nest at any depth under `not`, `oneOf` and
+   * `if` too. Where a product cannot read them so (a subtrahend constrains what the minuend leaves
+   * free), or past a size limit that way, the operands are written without calls, as before. A
+   * subtraction inside another's operands tried so is tried so too, and its failure undoes the
+   * outer one's try (written without calls, it holds no subtraction tried with them): each
+   * subtraction is written at most twice, not once more per level of nesting.
+   */
+  private subtracted(writeBase: () => RegexNode, subtract: readonly SchemaAt[][], want: Want, pointer: string): ByteDfa {
+    if (this.freeCalls) return this.subtractEach(writeBase, subtract, want, pointer, true);
+    // A subtraction whose try met a clash is not tried again (at another depth, in another Want).
+    const site = `${pointer} ${subtract.map((refs) => refs.map((r) => r.pointer).join("|")).join(" ")}`;
+    if (this.stacking && this.options.freeValuesAnyDepth === true && !this.clashed.has(site)) {
+      this.freeOnly++;
+      try {
+        return this.subtractEach(writeBase, subtract, want, pointer, true);
+      } catch (error) {
+        const tooBig = error instanceof JsonSchemaTooComplexError && (error.limit === "dfaStates" || error.limit === "nfaStates");
+        if (!(error instanceof ProductCallsClash) && !tooBig) throw error;
+        this.clashed.add(site);
+      } finally {
+        this.freeOnly--;
+      }
+    }
+    return this.subtractEach(writeBase, subtract, want, pointer, false);
+  }
+
+  private subtractEach(writeBase: () => RegexNode, subtract: readonly SchemaAt[][], want: Want, pointer: string, calls: boolean): ByteDfa {
+    const write = <T>(operand: () => T): T => (calls ? operand() : this.operand(operand));
+    let dfa = this.dfaOf(write(writeBase), pointer);
+    // What is subtracted only shrinks the minuend: one limit holds for every subtrahend.
+    const over = !want.over;
+    const limit = over ? this.nestingLimit(dfa, want.depth) : undefined;
+    for (const subtrahend of subtract) {
+      if (isEmptyLanguage(dfa)) break;
+      // Inside an O, the U subtracted takes small objects in any order (Want.anyOrder).
+      const at = subtrahend[0]?.pointer ?? pointer;
+      const other = write(() =>
+        this.dfaOf(this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit, ...(over ? {} : { anyOrder: true }) }), at),
+      );
+      dfa =
+        calls && (hasCalls(dfa) || hasCalls(other))
+          ? this.product(dfa, other, "subtract", at, this.freeCallRule())
+          : this.subtract(dfa, other, at);
+    }
+    return dfa;
+  }
+
+  /** The free-value rule and its body, for products over its calls (ProductCalls). */
+  private freeCallRule(): ProductCalls {
+    const rule = this.freeValueRule();
+    const body = this.ruleBodies[rule]!;
+    if (body.kind !== "dfa") throw new Error("the free-value rule's body is a DFA");
+    return { rule, body: body.dfa };
   }
 
   /**
@@ -1283,16 +1353,20 @@ class SchemaCompiler implements WriterContext {
   anyValue(depth: number, levels: number, want: Want, only?: "object" | "array"): ByteDfa {
     // At any depth (freeValuesAnyDepth): the container's members are calls of the free-value
     // rule, whose language is this one again; otherwise nested `levels` deep.
-    const call = this.stacking && this.options.freeValuesAnyDepth && !want.over && !want.dupFree ? this.freeValueRule() : -1;
-    const key = want.over
-      ? `counted#${this.freeLevels(want, depth)}#${only ?? ""}`
-      : call >= 0
-        ? `free#${this.syntax.style}#${call}#${only ?? ""}`
-        : `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.dupFree ? "d" : ""}#${only ?? ""}`;
+    // In a subtraction's operand tried with calls (freeOnly), minuend's and subtrahend's alike:
+    // "any value" is the same language on both sides, and the product reads it as one call.
+    const call =
+      (this.stacking && this.options.freeValuesAnyDepth && !want.over && !want.dupFree) || this.freeCalls ? this.freeValueRule() : -1;
+    const key =
+      call >= 0
+        ? `free#${this.syntax.style}#${call}#${want.dupFree && !want.over ? "d" : ""}#${only ?? ""}`
+        : want.over
+          ? `counted#${this.freeLevels(want, depth)}#${only ?? ""}`
+          : `any#${this.syntax.style}#${this.syntax.style === "indented" ? depth : 0}#${levels}#${want.dupFree ? "d" : ""}#${only ?? ""}`;
     const known = sharedDfa(key);
     if (known) return known;
     const before = regexClock.used;
-    if (want.over) {
+    if (want.over && call < 0) {
       // Not nested `levels` deep: an over-approximation must hold every depth the text it is
       // subtracted from may reach.
       return keepShared(key, this.compileNode(countedValueText(this.freeLevels(want, depth), only), ""), before);

@@ -1,0 +1,390 @@
+// The product construction over operands that spell calls of one rule (support/rule-calls.ts): a
+// JSON Schema's free values, whose containers' members are calls of the free-value rule, whose
+// body calls it again. Where both sides call, the product reads the call as its three bytes (the
+// result calls the rule there too); where one side calls and the other reads a text the rule's
+// could begin with, that side's call is replaced by the rule's body, returning after it (a stack
+// of such returns per side, as deep as the other side's text nests there). With h the expansion
+// of every call, h(A op B) = h(A) op h(B) when each side reads each text one way only, which the
+// product checks as it goes (ProductCallsClash where it cannot tell):
+// - no state both calls and reads a byte a text of the rule may begin with (the call or the byte?);
+// - after a call, nothing that a complete text of the rule could go on with (a call then ends
+//   where its text ends, on both sides), and no other call;
+// - no call of another rule (its texts are not known here).
+// Then at every pair the next piece of a text is read the same way on both sides: a call on both,
+// or bytes on both (a call expanded), and a text's two readings in A and B are one reading.
+
+import { forEachCall, IntMap, RULE_CALL_LEAD } from "../../support/index.js";
+import { regexClock } from "../clock.js";
+import { RegexTooComplexError } from "../errors.js";
+import { finishDfa } from "./finish.js";
+import { dfaArena } from "./scratch.js";
+import type { ByteDfa, DfaLimits } from "./types.js";
+
+const clock = regexClock;
+const arena = dfaArena;
+
+/** The one rule product operands may call, and its body (a DFA that may call the rule again). */
+export interface ProductCalls {
+  readonly rule: number;
+  readonly body: ByteDfa;
+}
+
+/** A product whose operands' calls could read one text in two ways (see product-calls.ts). */
+export class ProductCallsClash extends Error {}
+
+/** Calls expanded inside each other on one side, past which the product gives up (a clash). */
+const MAX_EXPANDED = 256;
+/** A move not computed yet (Sides.step). */
+const UNKNOWN = -2;
+
+/** The product of `a` and `b` (intersect, or subtract: a's texts b rejects), reading their calls. */
+export function productWithCalls(a: ByteDfa, b: ByteDfa, subtract: boolean, limits: DfaLimits, calls: ProductCalls): ByteDfa {
+  arena.reset();
+  const body = calls.body;
+  const alphabet = threeWayClasses(a, b, body);
+  const bounds = ruleBounds(body, alphabet.classF, alphabet.k, alphabet.lead);
+  for (const [dfa, classes] of [
+    [a, alphabet.classA],
+    [b, alphabet.classB],
+    [body, alphabet.classF],
+  ] as const)
+    checkCalls(dfa, classes, alphabet, bounds.follow, calls.rule);
+  const sideA = new Sides(a, alphabet.classA, body, alphabet.classF, alphabet, bounds.first, calls.rule);
+  const sideB = new Sides(b, alphabet.classB, body, alphabet.classF, alphabet, bounds.first, calls.rule);
+  const pairs = new CallPairs(sideA, sideB, subtract, alphabet.k, limits.maxDfaStates);
+  pairs.explore();
+  const accepting = pairs.acceptance();
+  const multi = finishDfa(pairs.count, alphabet.k, null, accepting, accepting, 1, 1, alphabet.classOfByte, null, pairs.edges());
+  const { numStates, start, numClasses, byteClass, next, accepting: acc, minBytesToAccept } = multi;
+  return { numStates, start, numClasses, byteClass, next, accepting: acc, minBytesToAccept };
+}
+
+interface ThreeWayClasses {
+  readonly k: number;
+  readonly classOfByte: Int32Array;
+  readonly classA: Int32Array;
+  readonly classB: Int32Array;
+  readonly classF: Int32Array;
+  /** The class of a call's lead byte. */
+  readonly lead: number;
+}
+
+/** The byte classes none of the three DFAs tells apart (numbered by first byte), and each one's class in each. */
+function threeWayClasses(a: ByteDfa, b: ByteDfa, f: ByteDfa): ThreeWayClasses {
+  const ids = new Map<number, number>();
+  const classOfByte = arena.take(256);
+  const classA = arena.take(256);
+  const classB = arena.take(256);
+  const classF = arena.take(256);
+  for (let byte = 0; byte < 256; byte++) {
+    const ca = a.byteClass[byte]!;
+    const cb = b.byteClass[byte]!;
+    const cf = f.byteClass[byte]!;
+    const key = (ca * b.numClasses + cb) * f.numClasses + cf;
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = ids.size;
+      ids.set(key, id);
+      classA[id] = ca;
+      classB[id] = cb;
+      classF[id] = cf;
+    }
+    classOfByte[byte] = id;
+  }
+  return { k: ids.size, classOfByte, classA, classB, classF, lead: classOfByte[RULE_CALL_LEAD]! };
+}
+
+/**
+ * Per class, whether a text of the rule may begin with it (`first`) and whether one of its
+ * complete texts may go on with it (`follow`); a call there, or an empty text, counts as every class.
+ */
+function ruleBounds(body: ByteDfa, classF: Int32Array, k: number, lead: number): { first: Uint8Array; follow: Uint8Array } {
+  const first = new Uint8Array(k);
+  const follow = new Uint8Array(k);
+  const readAt = (q: number, into: Uint8Array): void => {
+    for (let c = 0; c < k; c++) {
+      if (body.next[q * body.numClasses + classF[c]!]! < 0) continue;
+      if (c === lead) {
+        into.fill(1);
+        return;
+      }
+      into[c] = 1;
+    }
+  };
+  if (body.accepting[body.start] === 1) first.fill(1);
+  else readAt(body.start, first);
+  for (let q = 0; q < body.numStates; q++) if (body.accepting[q] === 1) readAt(q, follow);
+  return { first, follow };
+}
+
+/** The state after `dfa` at `q` spells a call of `rule`, or -1. */
+function afterCall(dfa: ByteDfa, q: number, rule: number): number {
+  const { numClasses: k, byteClass, next } = dfa;
+  const s1 = next[q * k + byteClass[RULE_CALL_LEAD]!]!;
+  const s2 = s1 < 0 ? -1 : next[s1 * k + byteClass[rule >>> 8]!]!;
+  return s2 < 0 ? -1 : next[s2 * k + byteClass[rule & 0xff]!]!;
+}
+
+/** Every call of `dfa` is of `rule`, and after it nothing a complete text of the rule could go on with. */
+function checkCalls(dfa: ByteDfa, classes: Int32Array, alphabet: ThreeWayClasses, follow: Uint8Array, rule: number): void {
+  const { k, lead } = alphabet;
+  const leadClass = dfa.byteClass[RULE_CALL_LEAD]!;
+  const other = (callee: number): void => {
+    if (callee !== rule) throw new ProductCallsClash();
+  };
+  for (let q = 0; q < dfa.numStates; q++) {
+    if (dfa.next[q * dfa.numClasses + leadClass]! < 0) continue;
+    forEachCall(dfa, q, 0x10000, other);
+    const after = afterCall(dfa, q, rule);
+    if (after < 0) throw new ProductCallsClash();
+    const row = after * dfa.numClasses;
+    for (let c = 0; c < k; c++) if (dfa.next[row + classes[c]!]! >= 0 && (c === lead || follow[c] === 1)) throw new ProductCallsClash();
+  }
+}
+
+/**
+ * One operand's states in the product: (which DFA: 0 the operand, 1 the rule's body; its state;
+ * the state to return to once the body's text ends, -1 for none; whether the call at this state
+ * is read as the body), interned.
+ */
+class Sides {
+  private readonly which: number[] = [];
+  private readonly state: number[] = [];
+  private readonly below: number[] = [];
+  private readonly expanded: number[] = [];
+  private readonly depth: number[] = [];
+  private readonly ids = new IntMap(256);
+  private readonly width: number;
+  readonly k: number;
+  private readonly lead: number;
+  /** Per side and class, step's answer (UNKNOWN: not asked yet): a side meets many of the other's. */
+  private moves = new Int32Array(0);
+  /** Per side, calls' and overlaps' answers (bit 1: known, bit 2: calls, bit 4: overlaps). */
+  private facts = new Uint8Array(0);
+
+  constructor(
+    private readonly own: ByteDfa,
+    private readonly classOwn: Int32Array,
+    private readonly body: ByteDfa,
+    private readonly classBody: Int32Array,
+    alphabet: ThreeWayClasses,
+    private readonly first: Uint8Array,
+    private readonly rule: number,
+  ) {
+    this.width = Math.max(own.numStates, body.numStates);
+    this.k = alphabet.k;
+    this.lead = alphabet.lead;
+  }
+
+  /** The operand's start. */
+  start(): number {
+    return this.intern(0, this.own.start, -1, 0);
+  }
+
+  private intern(which: number, state: number, below: number, expanded: number): number {
+    const key = ((below + 1) * this.width + state) * 4 + which * 2 + expanded;
+    const known = this.ids.get(key);
+    if (known !== IntMap.MISSING) return known;
+    const id = this.which.length;
+    const depth = below < 0 ? 0 : this.depth[below]! + 1;
+    if (depth > MAX_EXPANDED) throw new ProductCallsClash();
+    this.which.push(which);
+    this.state.push(state);
+    this.below.push(below);
+    this.expanded.push(expanded);
+    this.depth.push(depth);
+    this.ids.set(key, id);
+    if ((id + 1) * this.k > this.moves.length) {
+      const moves = new Int32Array(Math.max(64 * this.k, this.moves.length * 2)).fill(UNKNOWN);
+      moves.set(this.moves);
+      this.moves = moves;
+      const facts = new Uint8Array(moves.length / this.k);
+      facts.set(this.facts);
+      this.facts = facts;
+    }
+    return id;
+  }
+
+  /** The side after class `c`, or -1. */
+  step(id: number, c: number): number {
+    const known = this.moves[id * this.k + c]!;
+    if (known !== UNKNOWN) return known;
+    const next = this.move(id, c);
+    this.moves[id * this.k + c] = next;
+    return next;
+  }
+
+  private move(id: number, c: number): number {
+    const w = this.which[id]!;
+    const s = this.state[id]!;
+    const below = this.below[id]!;
+    const dfa = w === 0 ? this.own : this.body;
+    if (this.expanded[id] === 1) {
+      if (c === this.lead) return -1;
+      const t = this.body.next[this.body.start * this.body.numClasses + this.classBody[c]!]!;
+      if (t >= 0) return this.intern(1, t, this.intern(w, afterCall(dfa, s, this.rule), below, 0), 0);
+    }
+    const t = dfa.next[s * dfa.numClasses + (w === 0 ? this.classOwn : this.classBody)[c]!]!;
+    if (t >= 0) return this.intern(w, t, below, 0);
+    // The body's text ends here (checkCalls: what follows a call is nothing it could go on with).
+    if (w === 1 && this.body.accepting[s] === 1) return this.step(below, c);
+    return -1;
+  }
+
+  /** Whether the side reads class `c` (step, without interning). */
+  private reads(id: number, c: number): boolean {
+    const w = this.which[id]!;
+    const s = this.state[id]!;
+    if (this.expanded[id] === 1) {
+      if (c === this.lead) return false;
+      if (this.body.next[this.body.start * this.body.numClasses + this.classBody[c]!]! >= 0) return true;
+    }
+    const dfa = w === 0 ? this.own : this.body;
+    if (dfa.next[s * dfa.numClasses + (w === 0 ? this.classOwn : this.classBody)[c]!]! >= 0) return true;
+    return w === 1 && this.body.accepting[s] === 1 && this.reads(this.below[id]!, c);
+  }
+
+  /** Whether a text ending here is the side's (every body entered has ended). */
+  accepting(id: number): boolean {
+    const s = this.state[id]!;
+    if (this.which[id] === 0) return this.own.accepting[s] === 1;
+    return this.body.accepting[s] === 1 && this.accepting(this.below[id]!);
+  }
+
+  /** Whether the side reads a call here. */
+  calls(id: number): boolean {
+    return (this.known(id) & 2) !== 0;
+  }
+
+  /** Whether the side reads, other than as a call, a byte a text of the rule may begin with. */
+  overlaps(id: number): boolean {
+    return (this.known(id) & 4) !== 0;
+  }
+
+  private known(id: number): number {
+    let facts = this.facts[id]!;
+    if (facts === 0) {
+      facts = 1 | (this.reads(id, this.lead) ? 2 : 0);
+      for (let c = 0; c < this.k; c++) {
+        if (c !== this.lead && this.first[c] === 1 && this.reads(id, c)) {
+          facts |= 4;
+          break;
+        }
+      }
+      this.facts[id] = facts;
+    }
+    return facts;
+  }
+
+  /** The side with the call it reads here (its own, or after the body's text ends) read as the body instead. */
+  expand(id: number): number {
+    const w = this.which[id]!;
+    const s = this.state[id]!;
+    const dfa = w === 0 ? this.own : this.body;
+    if (afterCall(dfa, s, this.rule) >= 0) return this.intern(w, s, this.below[id]!, 1);
+    return this.intern(1, s, this.expand(this.below[id]!), 0);
+  }
+}
+
+/** The raw product over two operands' sides, as PairExploration's (product.ts) over plain states. */
+class CallPairs {
+  count = 0;
+  private tail: Int32Array;
+  private label: Int32Array;
+  private head: Int32Array;
+  private m = 0;
+  private readonly pairA: number[] = [];
+  private readonly pairB: number[] = [];
+  private readonly ids = new IntMap(256);
+
+  constructor(
+    private readonly a: Sides,
+    private readonly b: Sides,
+    private readonly subtract: boolean,
+    private readonly k: number,
+    private readonly maxStates: number,
+  ) {
+    this.tail = arena.take(256);
+    this.label = arena.take(256);
+    this.head = arena.take(256);
+  }
+
+  edges(): { m: number; tail: Int32Array; label: Int32Array; head: Int32Array } {
+    return { m: this.m, tail: this.tail, label: this.label, head: this.head };
+  }
+
+  private intern(sa: number, sb: number): number {
+    const key = sa * 0x8000000 + sb + 1;
+    const known = this.ids.get(key);
+    if (known !== IntMap.MISSING) return known;
+    const id = this.count;
+    if (id >= this.maxStates) {
+      throw new RegexTooComplexError(`pattern too complex: its DFA needs more than ${this.maxStates} states`, "dfaStates");
+    }
+    this.pairA.push(sa);
+    this.pairB.push(sb);
+    this.ids.set(key, id);
+    this.count++;
+    return id;
+  }
+
+  private addEdge(p: number, c: number, target: number): void {
+    if (this.m === this.tail.length) {
+      this.tail = widened(this.tail, this.m * 2);
+      this.label = widened(this.label, this.m * 2);
+      this.head = widened(this.head, this.m * 2);
+    }
+    this.tail[this.m] = p;
+    this.label[this.m] = c;
+    this.head[this.m++] = target;
+  }
+
+  explore(): void {
+    const { a, b, k, subtract } = this;
+    this.intern(a.start(), b.start());
+    for (let p = 0; p < this.count; p++) {
+      clock.tick(k);
+      let sa = this.pairA[p]!;
+      let sb = this.pairB[p]!;
+      if (sb >= 0) {
+        // A call on one side where the other reads a text of the rule: that call is read as its body.
+        const callA = a.calls(sa);
+        const callB = b.calls(sb);
+        if (callA || callB) {
+          const overA = a.overlaps(sa);
+          const overB = b.overlaps(sb);
+          if ((callA && overA) || (callB && overB)) throw new ProductCallsClash();
+          if (callA && !callB && overB) sa = a.expand(sa);
+          else if (callB && !callA && overA) sb = b.expand(sb);
+        }
+      }
+      for (let c = 0; c < k; c++) {
+        const ta = a.step(sa, c);
+        if (ta < 0) continue;
+        const tb = sb < 0 ? -1 : b.step(sb, c);
+        if (tb < 0 && !subtract) continue;
+        this.addEdge(p, c, this.intern(ta, tb));
+      }
+    }
+  }
+
+  /** Per pair, whether it accepts (a mask word equal to the flag, as finishDfa reads it). */
+  acceptance(): Int32Array {
+    const accepting = arena.take(this.count);
+    clock.tick(this.count);
+    for (let p = 0; p < this.count; p++) {
+      const sb = this.pairB[p]!;
+      const inA = this.a.accepting(this.pairA[p]!);
+      const inB = sb >= 0 && this.b.accepting(sb);
+      accepting[p] = (this.subtract ? inA && !inB : inA && inB) ? 1 : 0;
+    }
+    return accepting;
+  }
+}
+
+/** A copy of `a` in scratch, `size` long. */
+function widened(a: Int32Array, size: number): Int32Array {
+  const out = arena.take(size);
+  out.set(a);
+  return out;
+}
