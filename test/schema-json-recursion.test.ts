@@ -325,6 +325,38 @@ test("a subtraction over free values reads them as calls of the free-value rule:
   );
 });
 
+test("contains: the items that do not count are free values less the counted ones, read as calls: any depth", () => {
+  // Each item class is the items (free) less an O of each contains it fails (arrays.ts), a
+  // subtraction whose free values are calls on both sides (ProductCalls): items nest at any depth.
+  const schema = {
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    type: "array",
+    contains: { type: "object", required: ["k"] },
+    maxContains: 1,
+  };
+  const compiled = compileJsonSchema(schema, { ...STACK, freeValuesAnyDepth: true });
+  assert.ok(compiled.rules !== undefined, "a rule network: the free items are calls");
+  const accepts = networkAccepts(compiled.rules);
+  const deep = (n: number): unknown => (n === 0 ? 1 : [deep(n - 1)]);
+  const values: unknown[] = [
+    [{ k: 1 }, deep(12)],
+    [{ j: { x: deep(10) } }, { k: deep(10) }],
+    [{ k: 1 }, { k: 2 }],
+    [deep(3)],
+    [{ k: 1 }, { j: 1, k: deep(10) }],
+  ];
+  const texts = values.map(dumps);
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.deepEqual(
+    verdicts.map((v) => v === "valid"),
+    [true, true, false, false, false],
+  );
+  assert.deepEqual(
+    texts.map((text) => accepts(text)),
+    [true, true, false, false, false],
+  );
+});
+
 test("a subtrahend that constrains what the minuend leaves free: the subtraction is written without calls, still exact", () => {
   // The minuend's `b` is free, the subtrahend's a string: one text would be a call on one side and
   // bytes on the other, so the product refuses the calls (ProductCallsClash) and the operands are

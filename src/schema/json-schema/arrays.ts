@@ -197,15 +197,13 @@ export function arrayLanguage(c: WriterContext, spec: Spec, want: Want, pointer:
         // Any item may be one that does not count: the superset needs no subtraction.
         node = c.language(refs, inner);
       } else {
-        let dfa = c.operand(() => c.dfaOf(c.language(refs, { ...inner, dupFree: true }), unmatched[0]!.pointer));
-        const limit = c.nestingLimit(dfa, inner.depth);
-        for (const at of unmatched)
-          dfa = c.subtract(
-            dfa,
-            c.operand(() => c.dfaOf(c.language([at], { ...inner, over: true, limit }), at.pointer)),
-            at.pointer,
-          );
-        node = dfaNode(dfa);
+        const subtrahends = unmatched.map((at) => ({
+          at: at.pointer,
+          write: (limit: number | undefined) => c.language([at], { ...inner, over: true, limit }),
+        }));
+        const site = `${pointer} items ${refs.map((r) => r.pointer).join("|")} - ${unmatched.map((at) => at.pointer).join(" ")}`;
+        const minuend = () => c.language(refs, { ...inner, dupFree: true });
+        node = dfaNode(c.subtracted(site, minuend, subtrahends, inner.depth, unmatched[0]!.pointer));
       }
       classes.set(key, node);
     }

@@ -56,7 +56,7 @@ import {
   type RegexNode,
 } from "../../regex/index.js";
 import { arrayLanguage } from "./arrays.js";
-import type { Alternative, Want, WriterContext } from "./context.js";
+import type { Alternative, Subtrahend, Want, WriterContext } from "./context.js";
 import { escapePointer, MAX_SCHEMA_NESTING, nestedDeeperThan, SchemaDocument, type Draft, type SchemaAt } from "./document.js";
 import { JsonSchemaError, JsonSchemaTooComplexError, JsonSchemaUnsatisfiableError, type JsonSchemaWarning } from "./errors.js";
 import { apart, isObjectOnlyType, JSON_TYPES, valueFacts, type ScalarFacts, type ValueFacts } from "./facts.js";
@@ -793,56 +793,71 @@ class SchemaCompiler implements WriterContext {
         parts.push(writeBase());
         continue;
       }
-      const dfa = this.subtracted(writeBase, subtract, want, pointer);
+      // Inside an O, the U subtracted takes small objects in any order (Want.anyOrder).
+      const over = !want.over;
+      const subtrahends = subtract.map((refs) => ({
+        at: refs[0]?.pointer ?? pointer,
+        write: (limit: number | undefined) =>
+          this.language(refs, { depth: want.depth, over, dupFree: false, limit, ...(over ? {} : { anyOrder: true }) }),
+      }));
+      const site = `${pointer} ${subtract.map((refs) => refs.map((r) => r.pointer).join("|")).join(" ")}`;
+      const dfa = this.subtracted(site, writeBase, subtrahends, over ? want.depth : null, pointer);
       if (!isEmptyLanguage(dfa)) parts.push(dfaNode(dfa));
     }
     return alt(parts);
   }
 
   /**
-   * The minuend `writeBase` writes less each subtrahend's language. Where free values nest
+   * What `writeMinuend` writes less each subtrahend's language (an O written with the limit at
+   * `limitAt`'s depth, or none when null); `site` names the subtraction. Where free values nest
    * without bound (freeValuesAnyDepth) and calls may be written here, tried first with the free
    * values of both sides written as calls of the free-value rule (freeOnly), which the products
    * read as calls where that is exact (ProductCalls): the operands stay small (a free value is one
    * call, not its unrolled levels) and free values nest at any depth under `not`, `oneOf` and
    * `if` too. Where a product cannot read them so (a subtrahend constrains what the minuend leaves
-   * free), or past a size limit that way, the operands are written without calls, as before. A
+   * free), the operands are written without calls, as before. (A size limit met either way is the
+   * schema's refusal: written again without calls, MaskBench's met the work limit instead.) A
    * subtraction inside another's operands tried so is tried so too, and its failure undoes the
    * outer one's try (written without calls, it holds no subtraction tried with them): each
    * subtraction is written at most twice, not once more per level of nesting.
    */
-  private subtracted(writeBase: () => RegexNode, subtract: readonly SchemaAt[][], want: Want, pointer: string): ByteDfa {
-    if (this.freeCalls) return this.subtractEach(writeBase, subtract, want, pointer, true);
-    // A subtraction whose try met a clash is not tried again (at another depth, in another Want).
-    const site = `${pointer} ${subtract.map((refs) => refs.map((r) => r.pointer).join("|")).join(" ")}`;
+  subtracted(
+    site: string,
+    writeMinuend: () => RegexNode,
+    subtrahends: readonly Subtrahend[],
+    limitAt: number | null,
+    pointer: string,
+  ): ByteDfa {
+    if (this.freeCalls) return this.subtractEach(writeMinuend, subtrahends, limitAt, pointer, true);
+    // A subtraction whose try failed is not tried again (at another depth, in another Want).
     if (this.stacking && this.options.freeValuesAnyDepth === true && !this.clashed.has(site)) {
       this.freeOnly++;
       try {
-        return this.subtractEach(writeBase, subtract, want, pointer, true);
+        return this.subtractEach(writeMinuend, subtrahends, limitAt, pointer, true);
       } catch (error) {
-        const tooBig = error instanceof JsonSchemaTooComplexError && (error.limit === "dfaStates" || error.limit === "nfaStates");
-        if (!(error instanceof ProductCallsClash) && !tooBig) throw error;
+        if (!(error instanceof ProductCallsClash)) throw error;
         this.clashed.add(site);
       } finally {
         this.freeOnly--;
       }
     }
-    return this.subtractEach(writeBase, subtract, want, pointer, false);
+    return this.subtractEach(writeMinuend, subtrahends, limitAt, pointer, false);
   }
 
-  private subtractEach(writeBase: () => RegexNode, subtract: readonly SchemaAt[][], want: Want, pointer: string, calls: boolean): ByteDfa {
+  private subtractEach(
+    writeMinuend: () => RegexNode,
+    subtrahends: readonly Subtrahend[],
+    limitAt: number | null,
+    pointer: string,
+    calls: boolean,
+  ): ByteDfa {
     const write = <T>(operand: () => T): T => (calls ? operand() : this.operand(operand));
-    let dfa = this.dfaOf(write(writeBase), pointer);
+    let dfa = this.dfaOf(write(writeMinuend), pointer);
     // What is subtracted only shrinks the minuend: one limit holds for every subtrahend.
-    const over = !want.over;
-    const limit = over ? this.nestingLimit(dfa, want.depth) : undefined;
-    for (const subtrahend of subtract) {
+    const limit = limitAt === null ? undefined : this.nestingLimit(dfa, limitAt);
+    for (const { at, write: writeSubtrahend } of subtrahends) {
       if (isEmptyLanguage(dfa)) break;
-      // Inside an O, the U subtracted takes small objects in any order (Want.anyOrder).
-      const at = subtrahend[0]?.pointer ?? pointer;
-      const other = write(() =>
-        this.dfaOf(this.language(subtrahend, { depth: want.depth, over, dupFree: false, limit, ...(over ? {} : { anyOrder: true }) }), at),
-      );
+      const other = write(() => this.dfaOf(writeSubtrahend(limit), at));
       dfa =
         calls && (hasCalls(dfa) || hasCalls(other))
           ? this.product(dfa, other, "subtract", at, this.freeCallRule())

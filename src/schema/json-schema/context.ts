@@ -26,6 +26,12 @@ export interface Want {
   readonly anyOrder?: boolean;
 }
 
+/** A subtraction's subtrahend (WriterContext.subtracted): where it is, and its language under an O's limit. */
+export interface Subtrahend {
+  readonly at: string;
+  write(limit: number | undefined): RegexNode;
+}
+
 /** One way a subschema can be satisfied: merged conjuncts, minus what it must not match. */
 export interface Alternative {
   /** Merged in this order: a schema's own keywords before what its `$ref`/`allOf` reach. */
@@ -82,6 +88,18 @@ export interface WriterContext {
   mentionedKeys(refs: readonly SchemaAt[], limit: number): string[];
   /** A set operation's operand, written by `write` without calls (the operation needs its texts). */
   operand<T>(write: () => T): T;
+  /**
+   * What `writeMinuend` writes less each subtrahend's language, their free values read as calls
+   * where that is exact (compile.ts); `limitAt`: the depth an O's limit is measured from (null:
+   * none); `site` names the subtraction.
+   */
+  subtracted(
+    site: string,
+    writeMinuend: () => RegexNode,
+    subtrahends: readonly Subtrahend[],
+    limitAt: number | null,
+    pointer: string,
+  ): ByteDfa;
   intersect(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa;
   subtract(a: ByteDfa, b: ByteDfa, pointer: string): ByteDfa;
   /** A regex-stage build under the compile's limits, a limit met refused at `pointer`. */
