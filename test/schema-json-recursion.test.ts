@@ -511,9 +511,21 @@ test("generation over qwen2's vocabulary goes deep, stays valid and finishes wit
   const outputs: { schema: string; text: string; budget: number }[] = [];
   let deepest = 0;
   const servedAs: string[] = [];
-  for (const [name, schema] of [...CASES.map(([n, sc]) => [n, sc] as const), ["shared rule", SHARED] as const]) {
+  // Free values at any depth under `not` and `contains` (set operations reading them as calls).
+  const some = (letter: string) => ({ not: { propertyNames: { not: { pattern: letter } } } });
+  const underSetOperations: [string, object][] = [
+    ["free values under not", { type: "object", allOf: [some("a"), some("b"), { propertyNames: { pattern: "^..$" } }] }],
+    ["free items beside contains", { $schema: "https://json-schema.org/draft/2020-12/schema", type: "array", contains: { const: 7 }, maxContains: 1 }],
+  ];
+  const cases = [
+    ...CASES.map(([n, sc]) => [n, sc, false] as const),
+    ["shared rule", SHARED, false] as const,
+    ...underSetOperations.map(([n, sc]) => [n, sc, true] as const),
+  ];
+  for (const [name, schema, freeValuesAnyDepth] of cases) {
     // As the service serves it: the network, its first masks probed at the service's limits.
-    const served = compileServedSchema(schema, { whitespace: "default" }, trie, { budgets: [512], limitSteps: 4_000_000 });
+    const options = { whitespace: "default", freeValuesAnyDepth } as const;
+    const served = compileServedSchema(schema, options, trie, { budgets: [512], limitSteps: 4_000_000 });
     // A network whose first operations cost more than the probe allows would be served as the
     // one-DFA form instead (as before networks): none of these.
     servedAs.push(`${name}: ${served.kind}`);
