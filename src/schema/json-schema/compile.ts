@@ -857,6 +857,9 @@ class SchemaCompiler implements WriterContext {
     const limit = limitAt === null ? undefined : this.nestingLimit(dfa, limitAt);
     for (const { at, write: writeSubtrahend } of subtrahends) {
       if (isEmptyLanguage(dfa)) break;
+      // A minuend without calls (no free values, or none left) meets the subtrahend's calls only
+      // as texts, each read as the rule's body: written without them, the same language, sooner.
+      if (calls && !hasCalls(dfa)) calls = false;
       const other = write(() => this.dfaOf(writeSubtrahend(limit), at));
       dfa =
         calls && (hasCalls(dfa) || hasCalls(other))
