@@ -515,7 +515,10 @@ test("generation over qwen2's vocabulary goes deep, stays valid and finishes wit
   const some = (letter: string) => ({ not: { propertyNames: { not: { pattern: letter } } } });
   const underSetOperations: [string, object][] = [
     ["free values under not", { type: "object", allOf: [some("a"), some("b"), { propertyNames: { pattern: "^..$" } }] }],
-    ["free items beside contains", { $schema: "https://json-schema.org/draft/2020-12/schema", type: "array", contains: { const: 7 }, maxContains: 1 }],
+    [
+      "free items beside contains",
+      { $schema: "https://json-schema.org/draft/2020-12/schema", type: "array", contains: { const: 7 }, maxContains: 1 },
+    ],
   ];
   const cases = [
     ...CASES.map(([n, sc]) => [n, sc, false] as const),
