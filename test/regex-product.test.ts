@@ -269,6 +269,36 @@ test("products over call spellings (ProductCalls) are exact, or refuse with Prod
     () => subtractDfas(node({ kind: "alt", items: [call, text("\\[\\]")] }), node(text("\\[\\]")), BIG, calls),
     ProductCallsClash,
   );
+  // With a's calls read as fewer texts where expanded (firstBody: a minuend's free values without
+  // repeated keys), a subtraction holds fewer of a's texts, never one of b's.
+  const fewer: ProductCalls = { rule: 0, body, firstBody: compileRegexNode({ kind: "alt", items: [text("x"), list(call)] }, BIG) };
+  let fewerChecked = 0;
+  for (let round = 0; round < 60; round++) {
+    const a = compileRegexNode(sequence(0), BIG);
+    const b = compileRegexNode(sequence(0), BIG);
+    let product: ByteDfa;
+    try {
+      product = subtractDfas(a, b, BIG, fewer);
+    } catch (error) {
+      assert.ok(error instanceof ProductCallsClash, String(error));
+      continue;
+    }
+    fewerChecked++;
+    for (const bytes of texts) {
+      if (!matchesWithCalls(product, body, bytes)) continue;
+      assert.ok(
+        matchesWithCalls(a, body, bytes) && !matchesWithCalls(b, body, bytes),
+        `round ${round} on ${new TextDecoder().decode(bytes)}`,
+      );
+    }
+  }
+  assert.ok(fewerChecked >= 20, `${fewerChecked} subtractions with firstBody`);
+  // Where a's call meets b's text, it is read as firstBody: "axx" is a's (a C) but not as firstBody reads it.
+  const fewerAgainst = subtractDfas(node(text("a"), call), node(text("axq")), BIG, fewer);
+  assert.deepEqual(
+    ["ax", "axx", "a[x]"].map((t) => matchesWithCalls(fewerAgainst, body, encoder.encode(t))),
+    [true, false, true],
+  );
 });
 
 test("empty products are valid DFAs, not errors", () => {

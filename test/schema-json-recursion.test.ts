@@ -325,6 +325,50 @@ test("a subtraction over free values reads them as calls of the free-value rule:
   );
 });
 
+test("a subtrahend's deep listed value where the minuend's free value is a call: subtracted, however deep", () => {
+  // The minuend's x is free (a call); the subtrahend lists x's values, one nested six levels: the
+  // O written for it must hold that value although the minuend's own text nests one level (its
+  // depth through a call is unbounded: maxNesting answers the cap).
+  const deepValue = [[[[[[1]]]]]];
+  const schema = { type: "object", not: { required: ["x"], properties: { x: { enum: [deepValue, 2] } } } };
+  const compiled = compileJsonSchema(schema, { ...STACK, freeValuesAnyDepth: true });
+  const accepts = acceptor(compiled);
+  const values: unknown[] = [{ x: deepValue }, { x: 2 }, { x: [[[[[[2]]]]]] }, { x: 3, y: [[[[[[1]]]]]] }, {}];
+  const texts = values.map(dumps);
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.deepEqual(
+    verdicts.map((v) => v === "valid"),
+    [false, false, true, true, true],
+  );
+  texts.forEach((text, i) => {
+    if (accepts(text)) assert.equal(verdicts[i], "valid", text);
+  });
+  assert.ok(accepts(texts[2]!) && accepts(texts[3]!), "the deep values the subtrahend does not list");
+});
+
+test("where the minuend's free value meets the subtrahend's text, it is read without repeated keys", () => {
+  // The O subtracted reads an object's first "a"; a validator reads its last. The minuend's y is a
+  // call the product reads as the subtrahend's text there: as a free value without repeated keys.
+  const schema = { type: "object", not: { properties: { x: { properties: { y: { properties: { a: { type: "string" } } } } } } } };
+  const compiled = compileJsonSchema(schema, { ...STACK, freeValuesAnyDepth: true });
+  const accepts = acceptor(compiled);
+  const texts = [
+    '{"x": {"y": {"a": 1, "a": "s"}}}',
+    '{"x": {"y": {"a": 1}}}',
+    '{"x": {"y": {"a": [[[[1]]]]}}}',
+    '{"x": {"y": {"a": "s"}}}',
+  ];
+  const verdicts = pythonVerdicts(texts.map((text) => ({ schema: JSON.stringify(schema), text })));
+  assert.deepEqual(
+    verdicts.map((v) => v === "valid"),
+    [false, true, true, false],
+  );
+  assert.deepEqual(
+    texts.map((text) => accepts(text)),
+    [false, true, true, false],
+  );
+});
+
 test("contains: the items that do not count are free values less the counted ones, read as calls: any depth", () => {
   // Each item class is the items (free) less an O of each contains it fails (arrays.ts), a
   // subtraction whose free values are calls on both sides (ProductCalls): items nest at any depth.

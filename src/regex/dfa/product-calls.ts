@@ -11,7 +11,9 @@
 //   where its text ends, on both sides), and no other call;
 // - no call of another rule (its texts are not known here).
 // Then at every pair the next piece of a text is read the same way on both sides: a call on both,
-// or bytes on both (a call expanded), and a text's two readings in A and B are one reading.
+// or bytes on both (a call expanded), and a text's two readings in A and B are one reading. A's
+// calls may be expanded as fewer texts (ProductCalls.firstBody): the result then holds fewer of
+// A's, and still none of B's.
 
 import { forEachCall, IntMap, RULE_CALL_LEAD } from "../../support/index.js";
 import { regexClock } from "../clock.js";
@@ -23,10 +25,16 @@ import type { ByteDfa, DfaLimits } from "./types.js";
 const clock = regexClock;
 const arena = dfaArena;
 
-/** The one rule product operands may call, and its body (a DFA that may call the rule again). */
+/**
+ * The one rule product operands may call, and its body (a DFA that may call the rule again).
+ * `firstBody`: what a's calls are read as where they are expanded (default `body`), texts of the
+ * body only — a minuend's free values without repeated keys, which the over-approximation
+ * subtracted from it assumes: the result then holds fewer of a's texts there, never more.
+ */
 export interface ProductCalls {
   readonly rule: number;
   readonly body: ByteDfa;
+  readonly firstBody?: ByteDfa;
 }
 
 /** A product whose operands' calls could read one text in two ways (see product-calls.ts). */
@@ -41,16 +49,20 @@ const UNKNOWN = -2;
 export function productWithCalls(a: ByteDfa, b: ByteDfa, subtract: boolean, limits: DfaLimits, calls: ProductCalls): ByteDfa {
   arena.reset();
   const body = calls.body;
-  const alphabet = threeWayClasses(a, b, body);
-  const bounds = ruleBounds(body, alphabet.classF, alphabet.k, alphabet.lead);
+  const firstBody = calls.firstBody ?? body;
+  const alphabet = commonClasses([a, b, body, firstBody]);
+  const [classA, classB, classF, classFirst] = alphabet.classes as [Int32Array, Int32Array, Int32Array, Int32Array];
+  // The rule's bounds are its whole body's (firstBody's texts are some of them).
+  const bounds = ruleBounds(body, classF, alphabet.k, alphabet.lead);
   for (const [dfa, classes] of [
-    [a, alphabet.classA],
-    [b, alphabet.classB],
-    [body, alphabet.classF],
+    [a, classA],
+    [b, classB],
+    [body, classF],
+    [firstBody, classFirst],
   ] as const)
     checkCalls(dfa, classes, alphabet, bounds.follow, calls.rule);
-  const sideA = new Sides(a, alphabet.classA, body, alphabet.classF, alphabet, bounds.first, calls.rule);
-  const sideB = new Sides(b, alphabet.classB, body, alphabet.classF, alphabet, bounds.first, calls.rule);
+  const sideA = new Sides(a, classA, firstBody, classFirst, alphabet, bounds.first, calls.rule);
+  const sideB = new Sides(b, classB, body, classF, alphabet, bounds.first, calls.rule);
   const pairs = new CallPairs(sideA, sideB, subtract, alphabet.k, limits.maxDfaStates);
   pairs.explore();
   const accepting = pairs.acceptance();
@@ -59,39 +71,31 @@ export function productWithCalls(a: ByteDfa, b: ByteDfa, subtract: boolean, limi
   return { numStates, start, numClasses, byteClass, next, accepting: acc, minBytesToAccept };
 }
 
-interface ThreeWayClasses {
+interface CommonClasses {
   readonly k: number;
   readonly classOfByte: Int32Array;
-  readonly classA: Int32Array;
-  readonly classB: Int32Array;
-  readonly classF: Int32Array;
+  /** Per DFA, each common class's class in it. */
+  readonly classes: readonly Int32Array[];
   /** The class of a call's lead byte. */
   readonly lead: number;
 }
 
-/** The byte classes none of the three DFAs tells apart (numbered by first byte), and each one's class in each. */
-function threeWayClasses(a: ByteDfa, b: ByteDfa, f: ByteDfa): ThreeWayClasses {
-  const ids = new Map<number, number>();
+/** The byte classes none of the DFAs tells apart (numbered by first byte), and each one's class in each. */
+function commonClasses(dfas: readonly ByteDfa[]): CommonClasses {
+  const ids = new Map<string, number>();
   const classOfByte = arena.take(256);
-  const classA = arena.take(256);
-  const classB = arena.take(256);
-  const classF = arena.take(256);
+  const classes = dfas.map(() => arena.take(256));
   for (let byte = 0; byte < 256; byte++) {
-    const ca = a.byteClass[byte]!;
-    const cb = b.byteClass[byte]!;
-    const cf = f.byteClass[byte]!;
-    const key = (ca * b.numClasses + cb) * f.numClasses + cf;
+    const key = dfas.map((dfa) => dfa.byteClass[byte]!).join(",");
     let id = ids.get(key);
     if (id === undefined) {
       id = ids.size;
       ids.set(key, id);
-      classA[id] = ca;
-      classB[id] = cb;
-      classF[id] = cf;
+      for (let d = 0; d < dfas.length; d++) classes[d]![id] = dfas[d]!.byteClass[byte]!;
     }
     classOfByte[byte] = id;
   }
-  return { k: ids.size, classOfByte, classA, classB, classF, lead: classOfByte[RULE_CALL_LEAD]! };
+  return { k: ids.size, classOfByte, classes, lead: classOfByte[RULE_CALL_LEAD]! };
 }
 
 /**
@@ -126,7 +130,7 @@ function afterCall(dfa: ByteDfa, q: number, rule: number): number {
 }
 
 /** Every call of `dfa` is of `rule`, and after it nothing a complete text of the rule could go on with. */
-function checkCalls(dfa: ByteDfa, classes: Int32Array, alphabet: ThreeWayClasses, follow: Uint8Array, rule: number): void {
+function checkCalls(dfa: ByteDfa, classes: Int32Array, alphabet: CommonClasses, follow: Uint8Array, rule: number): void {
   const { k, lead } = alphabet;
   const leadClass = dfa.byteClass[RULE_CALL_LEAD]!;
   const other = (callee: number): void => {
@@ -167,7 +171,7 @@ class Sides {
     private readonly classOwn: Int32Array,
     private readonly body: ByteDfa,
     private readonly classBody: Int32Array,
-    alphabet: ThreeWayClasses,
+    alphabet: CommonClasses,
     private readonly first: Uint8Array,
     private readonly rule: number,
   ) {

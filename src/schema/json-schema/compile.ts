@@ -863,18 +863,24 @@ class SchemaCompiler implements WriterContext {
       const other = write(() => this.dfaOf(writeSubtrahend(limit), at));
       dfa =
         calls && (hasCalls(dfa) || hasCalls(other))
-          ? this.product(dfa, other, "subtract", at, this.freeCallRule())
+          ? this.product(dfa, other, "subtract", at, this.freeCallRule(limitAt !== null))
           : this.subtract(dfa, other, at);
     }
     return dfa;
   }
 
-  /** The free-value rule and its body, for products over its calls (ProductCalls). */
-  private freeCallRule(): ProductCalls {
+  /**
+   * The free-value rule and its body, for products over its calls (ProductCalls). A U minuend's
+   * calls are read, where the product expands them, as its free values are written: objects
+   * without repeated keys (`dupFree`), which the O subtracted from it assumes (a repeated key's
+   * last value is the one a validator reads, an O's object its first).
+   */
+  private freeCallRule(minuendIsU: boolean): ProductCalls {
     const rule = this.freeValueRule();
     const body = this.ruleBodies[rule]!;
     if (body.kind !== "dfa") throw new Error("the free-value rule's body is a DFA");
-    return { rule, body: body.dfa };
+    if (!minuendIsU) return { rule, body: body.dfa };
+    return { rule, body: body.dfa, firstBody: this.anyValue(0, 0, { depth: 0, over: false, dupFree: true }) };
   }
 
   /**

@@ -394,12 +394,13 @@ const MAX_NESTING_MARKS = 1 << 22;
  * The deepest nesting (containers open at once) of any text `dfa` accepts, which must all be JSON
  * texts, or `cap` if that deep or deeper. A search over (state, lexical state, depth) from the
  * start: brackets count outside strings only, and a byte class counts by the bytes in it that
- * matter (quote, backslash, brackets) and whether it has others.
+ * matter (quote, backslash, brackets) and whether it has others. A call reached (a rule's texts,
+ * nesting without bound) is `cap`.
  */
 export function maxNesting(dfa: ByteDfa, cap: number): number {
   const { numStates, numClasses, next, byteClass } = dfa;
   // Per class, a bit per kind of byte in it: 1 quote, 2 backslash, 4 opening, 8 closing, 16 other,
-  // 32 a call's lead (its two rule bytes are no brackets: passed over, support/rule-calls.ts).
+  // 32 a call's lead (support/rule-calls.ts).
   const kinds = new Uint8Array(numClasses);
   for (let b = 0; b < 256; b++) {
     const kind = b === 0x22 ? 1 : b === 0x5c ? 2 : b === 0x5b || b === 0x7b ? 4 : b === 0x5d || b === 0x7d ? 8 : 16;
@@ -441,18 +442,9 @@ export function maxNesting(dfa: ByteDfa, cap: number): number {
         if (kind & 4) visit(to, OUTSIDE, Math.min(depth + 1, cap));
         if (kind & 8 && depth > 0) visit(to, OUTSIDE, depth - 1);
         if (kind & (2 | 16)) visit(to, OUTSIDE, depth);
-        // A call: the nesting inside it is its rule's, not this text's (a set operation reads
-        // it as one call on both sides, ProductCalls).
-        if (kind & 32) {
-          for (let c1 = 0; c1 < numClasses; c1++) {
-            const s2 = next[to * numClasses + c1]!;
-            if (s2 < 0) continue;
-            for (let c2 = 0; c2 < numClasses; c2++) {
-              const s3 = next[s2 * numClasses + c2]!;
-              if (s3 >= 0) visit(s3, OUTSIDE, depth);
-            }
-          }
-        }
+        // A call (a free value's member, in a subtraction's operand): its texts nest without
+        // bound, and a product may read it as its rule's texts (ProductCalls).
+        if (kind & 32) return cap;
       }
     }
   }
