@@ -18,6 +18,8 @@
 import { forEachCall, IntMap, RULE_CALL_LEAD } from "../../support/index.js";
 import { regexClock } from "../clock.js";
 import { RegexTooComplexError } from "../errors.js";
+import type { TransitionLists } from "./distances.js";
+import { EdgeLists } from "./edge-lists.js";
 import { finishDfa } from "./finish.js";
 import { dfaArena } from "./scratch.js";
 import type { ByteDfa, DfaLimits } from "./types.js";
@@ -293,10 +295,7 @@ class Sides {
 /** The raw product over two operands' sides, as PairExploration's (product.ts) over plain states. */
 class CallPairs {
   count = 0;
-  private tail: Int32Array;
-  private label: Int32Array;
-  private head: Int32Array;
-  private m = 0;
+  private readonly edgeLists = new EdgeLists();
   private readonly pairA: number[] = [];
   private readonly pairB: number[] = [];
   private readonly ids = new IntMap(256);
@@ -307,14 +306,10 @@ class CallPairs {
     private readonly subtract: boolean,
     private readonly k: number,
     private readonly maxStates: number,
-  ) {
-    this.tail = arena.take(256);
-    this.label = arena.take(256);
-    this.head = arena.take(256);
-  }
+  ) {}
 
-  edges(): { m: number; tail: Int32Array; label: Int32Array; head: Int32Array } {
-    return { m: this.m, tail: this.tail, label: this.label, head: this.head };
+  edges(): TransitionLists {
+    return this.edgeLists.lists();
   }
 
   private intern(sa: number, sb: number): number {
@@ -330,17 +325,6 @@ class CallPairs {
     this.ids.set(key, id);
     this.count++;
     return id;
-  }
-
-  private addEdge(p: number, c: number, target: number): void {
-    if (this.m === this.tail.length) {
-      this.tail = widened(this.tail, this.m * 2);
-      this.label = widened(this.label, this.m * 2);
-      this.head = widened(this.head, this.m * 2);
-    }
-    this.tail[this.m] = p;
-    this.label[this.m] = c;
-    this.head[this.m++] = target;
   }
 
   explore(): void {
@@ -367,7 +351,7 @@ class CallPairs {
         if (ta < 0) continue;
         const tb = sb < 0 ? -1 : b.step(sb, c);
         if (tb < 0 && !subtract) continue;
-        this.addEdge(p, c, this.intern(ta, tb));
+        this.edgeLists.add(p, c, this.intern(ta, tb));
       }
     }
   }
@@ -384,11 +368,4 @@ class CallPairs {
     }
     return accepting;
   }
-}
-
-/** A copy of `a` in scratch, `size` long. */
-function widened(a: Int32Array, size: number): Int32Array {
-  const out = arena.take(size);
-  out.set(a);
-  return out;
 }

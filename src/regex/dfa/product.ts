@@ -10,6 +10,7 @@
 import { IntMap, RULE_CALL_LEAD } from "../../support/index.js";
 import { regexClock } from "../clock.js";
 import { RegexTooComplexError } from "../errors.js";
+import { EdgeLists, widened } from "./edge-lists.js";
 import { finishDfa } from "./finish.js";
 import { productWithCalls, type ProductCalls } from "./product-calls.js";
 import { dfaArena } from "./scratch.js";
@@ -89,10 +90,7 @@ function commonClasses(a: ByteDfa, b: ByteDfa): CommonClasses {
 class PairExploration {
   count = 0;
   /** The transitions as lists, by pair, then class (the order finishDfa reads a row in). */
-  private tail: Int32Array;
-  private label: Int32Array;
-  private head: Int32Array;
-  private m = 0;
+  private readonly edgeLists = new EdgeLists();
   private pairA: Int32Array;
   private pairB: Int32Array;
   private readonly ids = new IntMap(256);
@@ -109,25 +107,11 @@ class PairExploration {
     this.width = b.numStates + 1;
     this.pairA = arena.take(64);
     this.pairB = arena.take(64);
-    this.tail = arena.take(256);
-    this.label = arena.take(256);
-    this.head = arena.take(256);
   }
 
   /** The transitions as finishDfa's lists, sorted by pair and then class. */
   edges(): TransitionLists {
-    return { m: this.m, tail: this.tail, label: this.label, head: this.head };
-  }
-
-  private addEdge(p: number, c: number, target: number): void {
-    if (this.m === this.tail.length) {
-      this.tail = widened(this.tail, this.m * 2);
-      this.label = widened(this.label, this.m * 2);
-      this.head = widened(this.head, this.m * 2);
-    }
-    this.tail[this.m] = p;
-    this.label[this.m] = c;
-    this.head[this.m++] = target;
+    return this.edgeLists.lists();
   }
 
   /** The id of pair (sa, sb), added when new. */
@@ -182,7 +166,7 @@ class PairExploration {
           this.dropsA = true;
           continue;
         }
-        this.addEdge(p, c, this.intern(ta, tb));
+        this.edgeLists.add(p, c, this.intern(ta, tb));
       }
     }
     return true;
@@ -209,11 +193,4 @@ class PairExploration {
     }
     return { rawMask: rawAccepting, rawAccepting, keepsA };
   }
-}
-
-/** A copy of `a` in scratch, `size` long. */
-function widened(a: Int32Array, size: number): Int32Array {
-  const out = arena.take(size);
-  out.set(a);
-  return out;
 }
