@@ -237,19 +237,6 @@ class Sides {
     return -1;
   }
 
-  /** Whether the side reads class `c` (step, without interning). */
-  private reads(id: number, c: number): boolean {
-    const w = this.which[id]!;
-    const s = this.state[id]!;
-    if (this.expanded[id] === 1) {
-      if (c === this.lead) return false;
-      if (this.body.next[this.body.start * this.body.numClasses + this.classBody[c]!]! >= 0) return true;
-    }
-    const dfa = w === 0 ? this.own : this.body;
-    if (dfa.next[s * dfa.numClasses + (w === 0 ? this.classOwn : this.classBody)[c]!]! >= 0) return true;
-    return w === 1 && this.body.accepting[s] === 1 && this.reads(this.below[id]!, c);
-  }
-
   /** Whether a text ending here is the side's (every body entered has ended). */
   accepting(id: number): boolean {
     const s = this.state[id]!;
@@ -270,9 +257,10 @@ class Sides {
   private known(id: number): number {
     let facts = this.facts[id]!;
     if (facts === 0) {
-      facts = 1 | (this.reads(id, this.lead) ? 2 : 0);
+      // Asked through step: the pair reads these moves next anyway (memoized).
+      facts = 1 | (this.step(id, this.lead) >= 0 ? 2 : 0);
       for (let c = 0; c < this.k; c++) {
-        if (c !== this.lead && this.first[c] === 1 && this.reads(id, c)) {
+        if (c !== this.lead && this.first[c] === 1 && this.step(id, c) >= 0) {
           facts |= 4;
           break;
         }

@@ -379,6 +379,8 @@ class SchemaCompiler implements WriterContext {
    * the free-value rule is called (freeCalls), everything else written as under `blocked`.
    */
   private freeOnly = 0;
+  /** freeCallRule's answers, made once per compile (an O minuend's, a U minuend's). */
+  private readonly freeCallRules: (ProductCalls | undefined)[] = [];
   /** Subtractions (by where they are) whose try with calls failed (`subtracted`). */
   private readonly clashed = new Set<string>();
   /** Whether some object was written in `required`'s order too (RequiredOrdersTooBig). */
@@ -876,11 +878,17 @@ class SchemaCompiler implements WriterContext {
    * last value is the one a validator reads, an O's object its first).
    */
   private freeCallRule(minuendIsU: boolean): ProductCalls {
-    const rule = this.freeValueRule();
-    const body = this.ruleBodies[rule]!;
-    if (body.kind !== "dfa") throw new Error("the free-value rule's body is a DFA");
-    if (!minuendIsU) return { rule, body: body.dfa };
-    return { rule, body: body.dfa, firstBody: this.anyValue(0, 0, { depth: 0, over: false, dupFree: true }) };
+    let calls = this.freeCallRules[minuendIsU ? 1 : 0];
+    if (calls === undefined) {
+      const rule = this.freeValueRule();
+      const body = this.ruleBodies[rule]!;
+      if (body.kind !== "dfa") throw new Error("the free-value rule's body is a DFA");
+      calls = minuendIsU
+        ? { rule, body: body.dfa, firstBody: this.anyValue(0, 0, { depth: 0, over: false, dupFree: true }) }
+        : { rule, body: body.dfa };
+      this.freeCallRules[minuendIsU ? 1 : 0] = calls;
+    }
+    return calls;
   }
 
   /**
