@@ -297,7 +297,7 @@ function servedForm(
     let probed: RuleNetworkAutomaton | undefined = checked;
     try {
       // A network without the lexer-level view (calls of several rules meet at one position:
-      // objects in any order, Github o75099) walks the whole vocabulary with the automaton for a
+      // objects in any order whose branches call other rules after one key) walks the whole vocabulary with the automaton for a
       // mask inside its values, though its first masks pass: where such a walk is past the mask
       // limit, it is refused as such a mask would be (20.9M steps at 152k tokens), up front.
       if (trie && probe) {

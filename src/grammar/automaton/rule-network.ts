@@ -770,16 +770,7 @@ class LexerLevelRuleNetwork extends RuleNetworkAutomaton {
   lexerByteLabels(lex: number): Uint8Array {
     const r = this.ruleOf[lex]!;
     let labels = this.labels[r];
-    if (labels === undefined) {
-      const dfa = this.rules[r]!;
-      labels = Uint8Array.from(dfa.byteClass);
-      // The call lead is no text: a label of its own, whatever class it shares.
-      const own = new Set(labels);
-      let free = 0;
-      while (own.has(free)) free++;
-      labels[RULE_CALL_LEAD] = free;
-      this.labels[r] = labels;
-    }
+    if (labels === undefined) this.labels[r] = labels = callLeadApart(this.rules[r]!);
     return labels;
   }
 
@@ -852,3 +843,23 @@ export function ruleNetworkAutomaton(network: RuleNetwork, tablesOf?: RuleNetwor
   const move = tablesOf instanceof LexerLevelRuleNetwork && tablesOf.sameNetwork(network) ? tablesOf.moves : plain.oneMoveEach();
   return move === null ? plain : new LexerLevelRuleNetwork(network, move, plain);
 }
+
+/**
+ * A rule's byte classes with the call lead in a class of its own (it is no text, whatever class
+ * it shares), kept per DFA: every automaton of a network asks again, and the free-value rule's
+ * DFA is one for every schema.
+ */
+function callLeadApart(dfa: ByteDfa): Uint8Array {
+  let labels = leadApart.get(dfa);
+  if (labels !== undefined) return labels;
+  labels = Uint8Array.from(dfa.byteClass);
+  const used = new Uint8Array(256);
+  for (let b = 0; b < 256; b++) used[labels[b]!] = 1;
+  let free = 0;
+  while (used[free] === 1) free++;
+  labels[RULE_CALL_LEAD] = free;
+  leadApart.set(dfa, labels);
+  return labels;
+}
+
+const leadApart = new WeakMap<ByteDfa, Uint8Array>();

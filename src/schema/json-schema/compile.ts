@@ -81,7 +81,7 @@ import { validationKeywords } from "./keywords.js";
 import { objectLanguage, schemasForKey } from "./objects.js";
 import { keepShared, sharedDfa } from "./shared-dfas.js";
 import { MAX_RULES } from "../../support/index.js";
-import { isObject, mergeConjuncts, type Conjunct, type Spec } from "./spec.js";
+import { constrainsNothing, isObject, mergeConjuncts, type Conjunct, type Spec } from "./spec.js";
 import { callNode, callsBeforeReading, hasCalls, productiveRules } from "./rules.js";
 import { patternLanguage, stringLanguage } from "./strings.js";
 import { enumLanguage } from "./values.js";
@@ -658,7 +658,7 @@ class SchemaCompiler implements WriterContext {
 
   /** The language (U or O, per `want`) of the conjunction of `refs`. */
   language(refs: readonly SchemaAt[], want: Want): RegexNode {
-    if (refs.length === 0) return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
+    if (refs.length === 0) return this.freeValue(want);
     const stacking = this.stacking && !want.over && !want.dupFree;
     // Written as calls, a schema that is only a `$ref` is its target's language: keyed by the
     // target, each subschema is one rule however many places refer to it.
@@ -738,7 +738,7 @@ class SchemaCompiler implements WriterContext {
         alternative.require.size === 0 &&
         alternative.keyFails.length === 0
       ) {
-        parts.push(dfaNode(this.anyValue(want.depth, this.options.freeNesting, want)));
+        parts.push(this.freeValue(want));
         continue;
       }
       // What provably shares no value with the alternative takes nothing away from it: most
@@ -792,7 +792,12 @@ class SchemaCompiler implements WriterContext {
         return written.length === 1 ? written[0]! : alt(written);
       };
       if (subtract.length === 0) {
-        parts.push(writeBase());
+        // A subschema of annotations only (`{"description": …}`) is a free value too.
+        parts.push(
+          this.callsFreeValue(want) && !this.options.forbidAdditionalProperties && constrainsNothing(spec)
+            ? this.freeValue(want)
+            : writeBase(),
+        );
         continue;
       }
       // Inside an O, the U subtracted takes small objects in any order (Want.anyOrder).
@@ -1376,6 +1381,24 @@ class SchemaCompiler implements WriterContext {
       if (objects) typed.push(objects);
     }
     return alt(typed);
+  }
+
+  /**
+   * A value the schema leaves free, at `want`. Inside a container, at any depth, it is one call of
+   * the free-value rule (whose language it is), not that rule's body written in place: an object
+   * that allows unnamed properties has a free value after each of its keys, and each copy cost
+   * ~60 states of its DFA (MaskBench's median schema: a third fewer states, 14% less compile
+   * time, masks as costly). The document's own value is written in place (a rule may not call
+   * before it reads).
+   */
+  private freeValue(want: Want): RegexNode {
+    if (this.callsFreeValue(want)) return callNode(this.freeValueRule());
+    return dfaNode(this.anyValue(want.depth, this.options.freeNesting, want));
+  }
+
+  /** Whether a free value at `want` is a call of the free-value rule (freeValue). */
+  private callsFreeValue(want: Want): boolean {
+    return want.depth > 0 && this.stacking && this.options.freeValuesAnyDepth === true && !want.over && !want.dupFree;
   }
 
   /**

@@ -183,6 +183,41 @@ export function mergeConjuncts(
   return { ...spec, enumValues: merged.enumValues };
 }
 
+/** Whether a merged spec allows every JSON value (its conjuncts were annotations only). */
+export function constrainsNothing(spec: Spec): boolean {
+  const { types: t, strings: s, numbers: n, arrays: a, objects: o } = spec;
+  return (
+    t.null &&
+    t.boolean &&
+    t.object &&
+    t.array &&
+    t.string &&
+    t.number === "number" &&
+    spec.enumValues === null &&
+    s.minLength === 0 &&
+    s.maxLength === Infinity &&
+    s.patterns.length === 0 &&
+    s.formats.length === 0 &&
+    n.bounds.length === 0 &&
+    n.multipleOf.length === 0 &&
+    a.parts.length === 0 &&
+    a.minItems === 0 &&
+    a.maxItems === Infinity &&
+    a.contains.length === 0 &&
+    a.unique === null &&
+    a.unevaluated === null &&
+    a.scopedUnevaluated.length === 0 &&
+    o.parts.length === 0 &&
+    o.names.length === 0 &&
+    o.required.length === 0 &&
+    o.minProperties === 0 &&
+    o.maxProperties === Infinity &&
+    o.propertyNames.length === 0 &&
+    o.unevaluated === null &&
+    o.scopedUnevaluated.length === 0
+  );
+}
+
 class ConjunctReader {
   private readonly keywords: ReadonlySet<string>;
 

@@ -5,6 +5,7 @@
 import { finiteMembers, isEmptyLanguage, matchesString, type ByteDfa, type RegexNode } from "../../regex/index.js";
 import type { Alternative, Want, WriterContext } from "./context.js";
 import { nestingDepth } from "./document.js";
+import { hasCalls } from "./rules.js";
 import {
   alt,
   concat,
@@ -198,9 +199,11 @@ function onlyText(value: unknown): string | null {
 
 /**
  * Every text `dfa` accepts, decoded (its languages are UTF-8), when there are at most `limit` of
- * at most `maxBytes` each; null otherwise (regex/sample.ts's finiteMembers).
+ * at most `maxBytes` each; null otherwise (regex/sample.ts's finiteMembers), and where it calls a
+ * rule (a free value's call is three bytes standing for every JSON value).
  */
 export function finiteTexts(dfa: ByteDfa, limit: number, maxBytes: number): string[] | null {
+  if (hasCalls(dfa)) return null;
   return finiteMembers(dfa, limit, maxBytes)?.map((bytes) => utf8.decode(bytes)) ?? null;
 }
 
