@@ -238,18 +238,35 @@ function buildDfa(nodes: RegexNode[], limits: RegexLimits, minimal = true): Mult
   }
   if (literals.length === nodes.length && trieSize <= (limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates))
     return determinizeLiterals(literals);
-  const nfa = new ByteNfa(maxNfaStates);
-  const start = nfa.newState();
-  nodes.forEach((node, p) => {
-    clock.tick(1);
-    const entry = nfa.newState();
-    nfa.addEps(start, entry);
-    const exit = nfa.emit(node, entry);
-    const accept = nfa.newState();
-    nfa.addEps(exit, accept);
-    nfa.setAccept(accept, p);
-  });
-  return determinize(nfa, start, nodes.length, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }, minimal);
+  const nfa = takeNfa(maxNfaStates);
+  try {
+    const start = nfa.newState();
+    nodes.forEach((node, p) => {
+      clock.tick(1);
+      const entry = nfa.newState();
+      nfa.addEps(start, entry);
+      const exit = nfa.emit(node, entry);
+      const accept = nfa.newState();
+      nfa.addEps(exit, accept);
+      nfa.setAccept(accept, p);
+    });
+    return determinize(nfa, start, nodes.length, { maxDfaStates: limits.maxDfaStates ?? DEFAULT_REGEX_LIMITS.maxDfaStates }, minimal);
+  } finally {
+    if (nfa.retainedInts() <= KEPT_NFA_INTS) keptNfa = nfa;
+  }
+}
+
+/** The last build's NFA, emptied and reused by the next (ByteNfa.reset); null while one is in use. */
+let keptNfa: ByteNfa | null = null;
+/** Biggest NFA kept between builds (1 MB): a huge pattern's buffers are let go. */
+const KEPT_NFA_INTS = 1 << 18;
+
+function takeNfa(maxStates: number): ByteNfa {
+  const nfa = keptNfa;
+  if (nfa === null) return new ByteNfa(maxStates);
+  keptNfa = null;
+  nfa.reset(maxStates);
+  return nfa;
 }
 
 /** `compile` under the work limit (and wall-clock valve) of `limits`, started now. */

@@ -59,7 +59,36 @@ export class ByteNfa {
   hasAssertions = false;
   private readonly sequenceCache = new Map<string, number[][]>();
 
-  constructor(private readonly maxStates: number) {}
+  constructor(private maxStates: number) {}
+
+  /**
+   * Empties the NFA for another build, its buffers kept (see takeNfa): a dozen typed arrays a
+   * build cost more to allocate than most small builds do otherwise.
+   */
+  reset(maxStates: number): void {
+    this.maxStates = maxStates;
+    const n = this.numStates;
+    // Past numStates the columns hold their defaults already.
+    this.assertionOf.fill(0, 0, n);
+    this.assertTargetOf.fill(-1, 0, n);
+    this.assertSetOf.fill(-1, 0, n);
+    this.assertPositionOf.fill(-1, 0, n);
+    this.acceptOf.fill(-1, 0, n);
+    this.numStates = 0;
+    this.epsLog.n = 0;
+    this.edgeLog.n = 0;
+    this.assertSets.length = 0;
+    this.assertSetIds.clear();
+    this.blocks.length = 0;
+    this.hasAssertions = false;
+    // UTF-8 splits of code sets depend on nothing else: kept while few.
+    if (this.sequenceCache.size > 64) this.sequenceCache.clear();
+  }
+
+  /** Ints its buffers hold (what keeping it for the next build retains). */
+  retainedInts(): number {
+    return 5 * this.capacity + this.epsLog.a.length + this.edgeLog.a.length;
+  }
 
   get size(): number {
     return this.numStates;

@@ -14,7 +14,7 @@
 // over its frames. So the lower bound the token layer plans with is the exact shortest completion,
 // and `completingBytes` spells one.
 
-import { forEachCall, IntMap, RULE_CALL_LEAD, TableSlab } from "../../support/index.js";
+import { forEachCall, Int32Arena, IntMap, RULE_CALL_LEAD, TableSlab } from "../../support/index.js";
 import type { ByteDfa } from "../../regex/index.js";
 import { GrammarError } from "../errors.js";
 import { LEXER_COMMITS } from "./grammar-automaton.js";
@@ -24,6 +24,11 @@ import { INT_MAP_FIRST_BYTES, IntListIds, MEMO_CAPACITY, walkText } from "./tabl
 const MAX_CLOSURE_STACKS = 4096;
 
 const SLAB_BYTES = 3 * INT_MAP_FIRST_BYTES;
+/**
+ * computeDistances' temporaries (reversed edges, queues, flags): a dozen arrays per automaton
+ * were a tenth of a small schema's network setup in allocation alone. Reset at each use.
+ */
+const distanceArena = new Int32Arena(1 << 18);
 
 /** Rule DFAs; rule 0 is the sentence. */
 export interface RuleNetwork {
@@ -177,15 +182,17 @@ export class RuleNetworkAutomaton {
    * rule nesting.
    */
   private computeDistances(): void {
+    const arena = distanceArena;
+    arena.reset();
     const total = this.inCall.length;
     // Reversed text edges (each (q, t) once) and calls, as compact lists per target.
     // Straight off each rule's table, one column per text class (textStep, inlined: this loop
     // visits every state and class of the network, the most of a small schema's compile).
-    let edgeFrom = new Int32Array(Math.max(16, total * 2));
-    let edgeTo = new Int32Array(edgeFrom.length);
+    let edgeFrom = arena.take(Math.max(16, total * 4));
+    let edgeTo = arena.take(edgeFrom.length);
     let edges = 0;
     const inCall = this.inCall;
-    const seenFrom = new Int32Array(total).fill(-1);
+    const seenFrom = arena.take(total, -1);
     // A rule that calls nothing (a long string's, JsonSchemaOptions.stringRules) reads text only:
     // its DFA's own distances are its distances, and its edges are not needed (MaskBench's 6,390
     // networks: the same tables, made in 8% less time).
@@ -218,29 +225,29 @@ export class RuleNetworkAutomaton {
           if (inCall[t] === 1 || seenFrom[t] === from) continue;
           seenFrom[t] = from;
           if (edges === edgeFrom.length) {
-            edgeFrom = grown(edgeFrom);
-            edgeTo = grown(edgeTo);
+            edgeFrom = grown(arena, edgeFrom);
+            edgeTo = grown(arena, edgeTo);
           }
           edgeFrom[edges] = from;
           edgeTo[edges++] = t;
         }
       }
     }
-    const into = new Int32Array(edges);
-    const intoFirst = byTarget(edgeTo, edges, total, edgeFrom, into);
+    const into = arena.take(edges);
+    const intoFirst = byTarget(arena, edgeTo, edges, total, edgeFrom, into);
     // Calls by the state they return to, and by their callee.
     const calls = this.callee.length;
-    const callIndex = new Int32Array(calls);
+    const callIndex = arena.take(calls);
     for (let i = 0; i < calls; i++) callIndex[i] = i;
-    const callsInto = new Int32Array(calls);
-    const callsIntoFirst = byTarget(this.callReturn, calls, total, callIndex, callsInto);
-    const callsOf = new Int32Array(calls);
-    const callsOfFirst = byTarget(this.callee, calls, this.rules.length, callIndex, callsOf);
-    const callFrom = new Int32Array(calls);
-    for (let g = 0; g < total; g++) callFrom.fill(g, this.callFirst[g]!, this.callFirst[g + 1]!);
-    const ruleStartingAt = new Int32Array(total).fill(-1);
+    const callsInto = arena.take(calls);
+    const callsIntoFirst = byTarget(arena, this.callReturn, calls, total, callIndex, callsInto);
+    const callsOf = arena.take(calls);
+    const callsOfFirst = byTarget(arena, this.callee, calls, this.rules.length, callIndex, callsOf);
+    const callFrom = arena.take(calls);
+    for (let g = 0; g < total; g++) for (let i = this.callFirst[g]!; i < this.callFirst[g + 1]!; i++) callFrom[i] = g;
+    const ruleStartingAt = arena.take(total, -1);
     for (let r = 0; r < this.rules.length; r++) if (!callFree[r]) ruleStartingAt[this.offset[r]! + this.rules[r]!.start] = r;
-    const settled = new Uint8Array(total);
+    const settled = arena.take(total);
     const dist = this.dist;
     dist.fill(Infinity);
     for (let r = 0; r < this.rules.length; r++) {
@@ -255,7 +262,7 @@ export class RuleNetworkAutomaton {
     // through the heap, and the next state is the nearer of the two heads. Pops come in order of
     // distance, so a later text relaxation never improves one made earlier: a state enters the
     // FIFO once at most (an end state at 0, any other by its first text relaxation).
-    const fifoState = new Int32Array(total);
+    const fifoState = arena.take(total);
     const fifoDist = new Float64Array(total);
     let head = 0;
     let tail = 0;
@@ -557,17 +564,18 @@ export class RuleNetworkAutomaton {
  * Counting sort of `values[0..n)` by `keys` (each in [0, buckets)) into `out`; returns the start
  * of each key's run (buckets + 1 entries), stable.
  */
-function byTarget(keys: Int32Array, n: number, buckets: number, values: Int32Array, out: Int32Array): Int32Array {
-  const first = new Int32Array(buckets + 1);
+function byTarget(arena: Int32Arena, keys: Int32Array, n: number, buckets: number, values: Int32Array, out: Int32Array): Int32Array {
+  const first = arena.take(buckets + 1);
   for (let i = 0; i < n; i++) first[keys[i]! + 1]!++;
   for (let b = 0; b < buckets; b++) first[b + 1]! += first[b]!;
-  const fill = first.slice(0, buckets);
+  const fill = arena.take(buckets);
+  for (let b = 0; b < buckets; b++) fill[b] = first[b]!;
   for (let i = 0; i < n; i++) out[fill[keys[i]!]!++] = values[i]!;
   return first;
 }
 
-function grown(a: Int32Array): Int32Array<ArrayBuffer> {
-  const b = new Int32Array(a.length * 2);
+function grown(arena: Int32Arena, a: Int32Array): Int32Array {
+  const b = arena.take(a.length * 2);
   b.set(a);
   return b;
 }
