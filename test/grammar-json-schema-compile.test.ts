@@ -11,7 +11,7 @@ import {
   type JsonSchemaOptions,
 } from "../src/schema/index.js";
 import { codePointBounds, maxNesting } from "../src/schema/json-schema/json-text.js";
-import { matchesString } from "../src/regex/index.js";
+import { matchesString, regexClock } from "../src/regex/index.js";
 import { RuleNetworkAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { compileServedSchema, refusalOf } from "../src/compile/task.js";
 import { refusalWithWork, WORK_LIMIT_SLACK } from "./support/regex-work.js";
@@ -743,4 +743,26 @@ test("a long string's call that would meet a free value's at one state is writte
   assert.equal(accepts(`{"c": "${"x".repeat(60)}"}`), true);
   assert.equal(accepts(`{"c": "${"x".repeat(61)}"}`), true, "the free branch holds it");
   assert.equal(accepts('{"c": 1, "d": [[[[{"e": null}]]]]}'), true);
+});
+
+test("a compile counts the same work whatever the thread compiled before (tables kept across compiles are charged again)", () => {
+  // The pattern's strings and the free values are DFAs kept across compiles, and so are what
+  // the subset construction derives of them (their edges, their sparse rows): a compile that
+  // finds them made is charged their work all the same, so a work limit's verdict is one.
+  const schema = {
+    type: "object",
+    properties: {
+      a: { type: "string", pattern: "^q[0-9]{3}(x|yy)z$" },
+      b: { type: "array", items: { type: "string", pattern: "^q[0-9]{3}(x|yy)z$" } },
+    },
+  };
+  const options = { recursion: "stack", freeValuesAnyDepth: true } as const;
+  const workOf = (): number => {
+    const before = regexClock.used;
+    compileJsonSchema(schema, options);
+    return regexClock.used - before;
+  };
+  const first = workOf();
+  const again = [workOf(), workOf()];
+  assert.deepEqual(again, [first, first]);
 });

@@ -64,6 +64,21 @@ export class RegexClock {
     return Math.max(0, this.workLimitAt - this.used);
   }
 
+  /**
+   * Runs `build` without counting its units: for a table kept for the thread's life whatever the
+   * request (a constant DFA the compiles embed), whose build would otherwise count in the first
+   * compile that asks and in no other, making a compile's count depend on the ones before it.
+   */
+  uncounted<T>(build: () => T): T {
+    const before = this.used;
+    try {
+      return build();
+    } finally {
+      this.used = before;
+      this.nextRead = Math.min(this.nextRead, before + CLOCK_STRIDE);
+    }
+  }
+
   /** Counts `units` of work: "work" past the limit; reads the wall clock once per stride. */
   tick(units: number): void {
     if ((this.used += units) >= this.nextRead) this.read();

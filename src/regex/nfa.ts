@@ -330,6 +330,8 @@ export class ByteNfa {
  * A DFA's transitions as byte-range edges, per state edges[offsets[s]..offsets[s + 1]) as flat
  * [lo, hi, target, …], adjacent runs into one state merged (fewer ranges for the alphabet). Kept
  * per DFA: the DFAs embedded most (strings, numbers, shared values) are embedded many times.
+ * Not counted as work, as alphabet.ts's sparseRows: no more than the DFA's own build counted, and
+ * a table kept across compiles must not make a compile's count depend on the ones before it.
  */
 function dfaEdges(dfa: ByteDfa): { offsets: Int32Array; edges: Int32Array } {
   const known = embeddedEdges.get(dfa);
@@ -338,7 +340,6 @@ function dfaEdges(dfa: ByteDfa): { offsets: Int32Array; edges: Int32Array } {
   const offsets = new Int32Array(dfa.numStates + 1);
   const flat: number[] = [];
   for (let s = 0; s < dfa.numStates; s++) {
-    clock.tick(runs.length / 3);
     const first = flat.length;
     for (let i = 0; i < runs.length; i += 3) {
       const t = dfa.next[s * dfa.numClasses + runs[i + 2]!]!;

@@ -9,7 +9,7 @@
 // union, intersection and difference: compile.ts intersects and subtracts encoded languages.
 // Other `\uXXXX` spellings of ordinary characters are valid JSON that we never write.
 
-import { compileRegexNode, trimDfa, type ByteDfa, type CodeSet, type RegexLimits, type RegexNode } from "../../regex/index.js";
+import { compileRegexNode, regexClock, trimDfa, type ByteDfa, type CodeSet, type RegexLimits, type RegexNode } from "../../regex/index.js";
 import { RULE_CALL_LEAD } from "../../support/index.js";
 
 export type WhitespaceStyle = "default" | "compact" | "indented";
@@ -199,10 +199,12 @@ let encodedChar: RegexNode | null = null;
 
 /**
  * Any one character of a JSON string, encoded: as a DFA, built on first use (it is repeated per
- * counted character, and its escapes are many NFA states but few DFA states).
+ * counted character, and its escapes are many NFA states but few DFA states). Its build is not
+ * counted: it is the same for every request, and counted it would fall on whichever compile
+ * came first (RegexClock.uncounted).
  */
 export function anyEncodedChar(): RegexNode {
-  encodedChar ??= dfaNode(compileRegexNode(encodeSet([0, 0xd7ff, 0xe000, 0x10ffff])));
+  encodedChar ??= regexClock.uncounted(() => dfaNode(compileRegexNode(encodeSet([0, 0xd7ff, 0xe000, 0x10ffff]))));
   return encodedChar;
 }
 

@@ -7,10 +7,18 @@ import { forEachCall, RULE_CALL_LEAD, ruleCallBytes } from "../../support/index.
 import type { ByteDfa, RegexNode } from "../../regex/index.js";
 import { spellingNode } from "../marker-node.js";
 
-/** A call of rule `rule` as a regex node: its spelling. */
+/**
+ * A call of rule `rule` as a regex node: its spelling, one DFA per rule number for every schema
+ * (what the regex stage derives of an embedded DFA, its edges and classes, is kept per DFA: a
+ * new one per call was 5% of a small schema's compile).
+ */
 export function callNode(rule: number): RegexNode {
-  return spellingNode(ruleCallBytes(rule));
+  let node = callNodes[rule];
+  if (node === undefined) callNodes[rule] = node = spellingNode(ruleCallBytes(rule));
+  return node;
 }
+
+const callNodes: RegexNode[] = [];
 
 /** Whether any state of `dfa` reads a call's lead byte: a language with calls in it. */
 export function hasCalls(dfa: ByteDfa): boolean {
@@ -71,6 +79,12 @@ export function productiveRules(rules: readonly ByteDfa[], until = -1): boolean[
     for (let r = rules.length - 1; r >= 0; r--) {
       if (productive[r]) continue;
       const dfa = rules[r]!;
+      if (endsAlongShortest(dfa, productive)) {
+        productive[r] = true;
+        if (r === until) return productive;
+        changed = true;
+        continue;
+      }
       const { first, callee, after } = (calls[r] ??= ruleCalls(dfa, rules.length));
       const cls = (classes[r] ??= textClasses(dfa));
       const width = dfa.numClasses;
@@ -105,6 +119,36 @@ export function productiveRules(rules: readonly ByteDfa[], until = -1): boolean[
     }
   }
   return productive;
+}
+
+/**
+ * Whether a shortest spelling from the start (bytes, a call's spelling three: minBytesToAccept
+ * descending) reads text and calls of rules known productive to an accepting state: then the
+ * rule is productive. False says nothing (the full search decides). Most rules are shown so in
+ * a walk as long as their shortest text, not a search of all their states.
+ */
+function endsAlongShortest(dfa: ByteDfa, productive: readonly boolean[]): boolean {
+  const { next, numClasses: k, byteClass, minBytesToAccept: dist, accepting } = dfa;
+  const lead = byteClass[RULE_CALL_LEAD]!;
+  let q = dfa.start;
+  for (let steps = 0; steps <= dfa.numStates; steps++) {
+    if (accepting[q] === 1) return true;
+    const d = dist[q]!;
+    if (d <= 0) return false;
+    let moved = -1;
+    for (let c = 0; c < k && moved < 0; c++) {
+      const t = next[q * k + c]!;
+      if (c !== lead && t >= 0 && dist[t] === d - 1) moved = t;
+    }
+    if (moved < 0) {
+      forEachCall(dfa, q, productive.length, (rule, after) => {
+        if (moved < 0 && productive[rule] && dist[after] === d - 3) moved = after;
+      });
+    }
+    if (moved < 0) return false;
+    q = moved;
+  }
+  return false;
 }
 
 /** The byte classes of a DFA that some text byte (not a call's lead) is in. */
