@@ -13,11 +13,14 @@ import { spellingNode } from "../marker-node.js";
  * new one per call was 5% of a small schema's compile).
  */
 export function callNode(rule: number): RegexNode {
+  if (rule >= KEPT_CALL_NODES) return spellingNode(ruleCallBytes(rule));
   let node = callNodes[rule];
   if (node === undefined) callNodes[rule] = node = spellingNode(ruleCallBytes(rule));
   return node;
 }
 
+/** Rules whose call's spelling is kept (the rest, in networks that big, are made per call). */
+const KEPT_CALL_NODES = 4096;
 const callNodes: RegexNode[] = [];
 
 /** Whether any state of `dfa` reads a call's lead byte: a language with calls in it. */
