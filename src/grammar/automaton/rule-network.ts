@@ -860,7 +860,7 @@ export function ruleNetworkAutomaton(network: RuleNetwork, tablesOf?: RuleNetwor
 function callLeadApart(dfa: ByteDfa): Uint8Array {
   let labels = leadApart.get(dfa);
   if (labels !== undefined) return labels;
-  labels = Uint8Array.from(dfa.byteClass);
+  labels = new Uint8Array(dfa.byteClass);
   const used = new Uint8Array(256);
   for (let b = 0; b < 256; b++) used[labels[b]!] = 1;
   let free = 0;
