@@ -224,9 +224,11 @@ function jsonTextReaches(value: unknown, limit: number): boolean {
       for (const item of v) stack.push(item);
     } else if (v !== null && typeof v === "object") {
       length += 1;
-      for (const [key, item] of Object.entries(v)) {
+      // Keys by for…in, not Object.entries: an array per object was most of this walk.
+      for (const key in v) {
+        if (!Object.hasOwn(v, key)) continue;
         length += key.length + 4;
-        stack.push(item);
+        stack.push((v as Record<string, unknown>)[key]);
       }
     } else length += String(v).length;
   }
@@ -297,9 +299,10 @@ function servedForm(
     let probed: RuleNetworkAutomaton | undefined = checked;
     try {
       // A network without the lexer-level view (calls of several rules meet at one position:
-      // objects in any order whose branches call other rules after one key) walks the whole vocabulary with the automaton for a
-      // mask inside its values, though its first masks pass: where such a walk is past the mask
-      // limit, it is refused as such a mask would be (20.9M steps at 152k tokens), up front.
+      // objects in any order whose branches call other rules after one key) walks the whole
+      // vocabulary with the automaton for a mask inside its values, though its first masks pass:
+      // where such a walk is past the mask limit, it is refused as such a mask would be (20.9M
+      // steps at 152k tokens), up front.
       if (trie && probe) {
         probed ??= ruleNetworkAutomaton(network);
         if (!probed.lexerLevel && trie.numNodes * GRAMMAR_STEP_WEIGHT > probe.limitSteps) {

@@ -65,17 +65,21 @@ export class RegexClock {
   }
 
   /**
-   * Runs `build` without counting its units: for a table kept for the thread's life whatever the
-   * request (a constant DFA the compiles embed), whose build would otherwise count in the first
-   * compile that asks and in no other, making a compile's count depend on the ones before it.
+   * Runs `build` without counting its units, outside the work limit (the wall-clock valve still
+   * applies): for a table kept for the thread's life whatever the request (a constant DFA the
+   * compiles embed), whose build would otherwise count in the first compile that asks and in no
+   * other, making a compile's count, and its verdict, depend on the ones before it.
    */
   uncounted<T>(build: () => T): T {
     const before = this.used;
+    const [workLimitAt, maxWork] = [this.workLimitAt, this.maxWork];
+    this.workLimitAt = Infinity;
     try {
       return build();
     } finally {
       this.used = before;
-      this.nextRead = Math.min(this.nextRead, before + CLOCK_STRIDE);
+      [this.workLimitAt, this.maxWork] = [workLimitAt, maxWork];
+      this.nextRead = before + CLOCK_STRIDE;
     }
   }
 
