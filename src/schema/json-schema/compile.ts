@@ -792,12 +792,16 @@ class SchemaCompiler implements WriterContext {
         return written.length === 1 ? written[0]! : alt(written);
       };
       if (subtract.length === 0) {
-        // A subschema of annotations only (`{"description": …}`) is a free value too.
-        parts.push(
-          this.callsFreeValue(want) && !this.options.forbidAdditionalProperties && constrainsNothing(spec)
-            ? this.freeValue(want)
-            : writeBase(),
-        );
+        // A subschema of annotations only (`{"description": …}`) is a free value too: nothing in
+        // its merged keywords, nor keys the alternative forbids, requires or fails.
+        const free =
+          this.callsFreeValue(want) &&
+          !this.options.forbidAdditionalProperties &&
+          alternative.forbid.size === 0 &&
+          alternative.require.size === 0 &&
+          alternative.keyFails.length === 0 &&
+          constrainsNothing(spec);
+        parts.push(free ? this.freeValue(want) : writeBase());
         continue;
       }
       // Inside an O, the U subtracted takes small objects in any order (Want.anyOrder).
