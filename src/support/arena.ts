@@ -36,6 +36,13 @@ export class Int32Arena {
     return view;
   }
 
+  /** A copy of `source` in scratch, `size` long (at least its length): a scratch table grown. */
+  widened(source: Int32Array, size: number): Int32Array {
+    const out = this.take(size);
+    out.set(source);
+    return out;
+  }
+
   /** A copy of `source` in scratch. */
   copy(source: ArrayLike<number>): Int32Array {
     const view = this.take(source.length);

@@ -225,8 +225,8 @@ export class RuleNetworkAutomaton {
           if (inCall[t] === 1 || seenFrom[t] === from) continue;
           seenFrom[t] = from;
           if (edges === edgeFrom.length) {
-            edgeFrom = grown(arena, edgeFrom);
-            edgeTo = grown(arena, edgeTo);
+            edgeFrom = arena.widened(edgeFrom, 2 * edges);
+            edgeTo = arena.widened(edgeTo, 2 * edges);
           }
           edgeFrom[edges] = from;
           edgeTo[edges++] = t;
@@ -572,12 +572,6 @@ function byTarget(arena: Int32Arena, keys: Int32Array, n: number, buckets: numbe
   for (let b = 0; b < buckets; b++) fill[b] = first[b]!;
   for (let i = 0; i < n; i++) out[fill[keys[i]!]!++] = values[i]!;
   return first;
-}
-
-function grown(arena: Int32Arena, a: Int32Array): Int32Array {
-  const b = arena.take(a.length * 2);
-  b.set(a);
-  return b;
 }
 
 /** One byte per byte class of a DFA, printable ASCII first, never the call lead alone. */

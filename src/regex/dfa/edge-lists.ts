@@ -14,9 +14,9 @@ export class EdgeLists {
 
   add(from: number, c: number, to: number): void {
     if (this.m === this.tail.length) {
-      this.tail = widened(this.tail, this.m * 2);
-      this.label = widened(this.label, this.m * 2);
-      this.head = widened(this.head, this.m * 2);
+      this.tail = arena.widened(this.tail, this.m * 2);
+      this.label = arena.widened(this.label, this.m * 2);
+      this.head = arena.widened(this.head, this.m * 2);
     }
     this.tail[this.m] = from;
     this.label[this.m] = c;
@@ -26,11 +26,4 @@ export class EdgeLists {
   lists(): TransitionLists {
     return { m: this.m, tail: this.tail, label: this.label, head: this.head };
   }
-}
-
-/** A copy of `a` in scratch, `size` long. */
-export function widened(a: Int32Array, size: number): Int32Array {
-  const out = arena.take(size);
-  out.set(a);
-  return out;
 }

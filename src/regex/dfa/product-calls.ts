@@ -84,11 +84,13 @@ interface CommonClasses {
 
 /** The byte classes none of the DFAs tells apart (numbered by first byte), and each one's class in each. */
 function commonClasses(dfas: readonly ByteDfa[]): CommonClasses {
-  const ids = new Map<string, number>();
+  const ids = new Map<number, number>();
   const classOfByte = arena.take(256);
   const classes = dfas.map(() => arena.take(256));
   for (let byte = 0; byte < 256; byte++) {
-    const key = dfas.map((dfa) => dfa.byteClass[byte]!).join(",");
+    // The classes as digits in mixed radix (four DFAs: under 2^32, exact in a double).
+    let key = 0;
+    for (const dfa of dfas) key = key * dfa.numClasses + dfa.byteClass[byte]!;
     let id = ids.get(key);
     if (id === undefined) {
       id = ids.size;

@@ -10,7 +10,7 @@
 import { IntMap, RULE_CALL_LEAD } from "../../support/index.js";
 import { regexClock } from "../clock.js";
 import { RegexTooComplexError } from "../errors.js";
-import { EdgeLists, widened } from "./edge-lists.js";
+import { EdgeLists } from "./edge-lists.js";
 import { finishDfa } from "./finish.js";
 import { productWithCalls, type ProductCalls } from "./product-calls.js";
 import { dfaArena } from "./scratch.js";
@@ -133,8 +133,8 @@ class PairExploration {
 
   private grow(): void {
     const size = this.pairA.length * 2;
-    this.pairA = widened(this.pairA, size);
-    this.pairB = widened(this.pairB, size);
+    this.pairA = arena.widened(this.pairA, size);
+    this.pairB = arena.widened(this.pairB, size);
   }
 
   /** An intersection left out a move of a (b dead there): a's language has a text b rejects. */

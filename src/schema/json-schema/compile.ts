@@ -731,13 +731,8 @@ class SchemaCompiler implements WriterContext {
     const parts: RegexNode[] = [];
     for (let index = 0; index < alternatives.length; index++) {
       const alternative = alternatives[index]!;
-      if (
-        alternative.conjuncts.length === 0 &&
-        alternative.subtract.length === 0 &&
-        alternative.forbid.size === 0 &&
-        alternative.require.size === 0 &&
-        alternative.keyFails.length === 0
-      ) {
+      const keysFree = alternative.forbid.size === 0 && alternative.require.size === 0 && alternative.keyFails.length === 0;
+      if (alternative.conjuncts.length === 0 && alternative.subtract.length === 0 && keysFree) {
         parts.push(this.freeValue(want));
         continue;
       }
@@ -794,13 +789,7 @@ class SchemaCompiler implements WriterContext {
       if (subtract.length === 0) {
         // A subschema of annotations only (`{"description": …}`) is a free value too: nothing in
         // its merged keywords, nor keys the alternative forbids, requires or fails.
-        const free =
-          this.callsFreeValue(want) &&
-          !this.options.forbidAdditionalProperties &&
-          alternative.forbid.size === 0 &&
-          alternative.require.size === 0 &&
-          alternative.keyFails.length === 0 &&
-          constrainsNothing(spec);
+        const free = keysFree && this.callsFreeValue(want) && !this.options.forbidAdditionalProperties && constrainsNothing(spec);
         parts.push(free ? this.freeValue(want) : writeBase());
         continue;
       }
