@@ -218,34 +218,36 @@ function extraRegions(
   }
   const free = parts.every((part) => part.patterns.length === 0 && (part.additional === null || part.onlyEvaluates === true));
   if (free && c.options.forbidAdditionalProperties && !inner.over) return [];
-  const strings = anyStrings(c, pointer);
-  // Objects of one shape recur (a definition used in many places, Kubernetes' metadata): the
-  // keys they leave unnamed are built once.
-  let keys =
-    excluded.length === 0
-      ? strings
-      : c.shared(`unnamed#${JSON.stringify(excluded)}`, () =>
-          // Names we write one way only (most) are taken out as bytes, through their trie.
-          excluded.every((name) => hasOneSpelling(name))
-            ? c.regex(pointer, (limits) =>
-                subtractStrings(
-                  strings,
-                  excluded.map((name) => utf8Encoder.encode(JSON.stringify(name))),
-                  limits,
-                ),
-              )
-            : c.subtract(strings, c.compileNode(alt(excluded.map(stringLiteral)), pointer), pointer),
-        );
-  for (const dfa of nameLanguages) keys = c.intersect(keys, dfa, pointer);
+  // The keys no property names, built on first use: where nothing but named members may be
+  // written (`additionalProperties: false` without patterns: most function-calling schemas), they
+  // are not needed, and building them was a tenth of such a schema's compile.
+  let keys: ByteDfa | null = null;
+  const unnamedKeys = (): ByteDfa => {
+    const strings = anyStrings(c, pointer);
+    // Objects of one shape recur (a definition used in many places, Kubernetes' metadata): the
+    // keys they leave unnamed are built once.
+    let unnamed =
+      excluded.length === 0
+        ? strings
+        : c.shared(`unnamed#${JSON.stringify(excluded)}`, () =>
+            // Names we write one way only (most) are taken out as bytes, through their trie.
+            excluded.every((name) => hasOneSpelling(name))
+              ? c.regex(pointer, (limits) =>
+                  subtractStrings(
+                    strings,
+                    excluded.map((name) => utf8Encoder.encode(JSON.stringify(name))),
+                    limits,
+                  ),
+                )
+              : c.subtract(strings, c.compileNode(alt(excluded.map(stringLiteral)), pointer), pointer),
+          );
+    for (const dfa of nameLanguages) unnamed = c.intersect(unnamed, dfa, pointer);
+    return unnamed;
+  };
   const regions: Region[] = [];
   for (let mask = 0; mask < 1 << patterns.length; mask++) {
-    let key = keys;
+    // The region's values and whether it may hold a member at all, which its keys do not change.
     const values: SchemaAt[] = [];
-    for (let i = 0; i < patterns.length && !isEmptyLanguage(key); i++) {
-      const language = patternLanguage(c, patterns[i]!.source, patterns[i]!.at.pointer);
-      key = mask & (1 << i) ? c.intersect(key, language, pointer) : c.subtract(key, language, pointer);
-    }
-    if (isEmptyLanguage(key)) continue;
     let unnamed = true;
     const evaluatedBy: ObjectPart[] = [];
     parts.forEach((part, index) => {
@@ -263,9 +265,18 @@ function extraRegions(
     for (const scoped of scopedUnevaluated) {
       if (!evaluatedBy.some((part) => part.within.includes(scoped.scope))) values.push(scoped.at);
     }
-    if (unnamed && c.options.forbidAdditionalProperties && !inner.over) continue;
     if (evaluatedBy.length === 0 && unevaluated !== null) values.push(unevaluated);
-    if (values.some((v) => v.schema === false)) continue;
+    const holdsNone = (unnamed && c.options.forbidAdditionalProperties && !inner.over) || values.some((v) => v.schema === false);
+    // Without patterns nothing else is read for it (with them, their languages are read as before:
+    // a pattern's refusal stays the schema's).
+    if (holdsNone && patterns.length === 0) continue;
+    keys ??= unnamedKeys();
+    let key = keys;
+    for (let i = 0; i < patterns.length && !isEmptyLanguage(key); i++) {
+      const language = patternLanguage(c, patterns[i]!.source, patterns[i]!.at.pointer);
+      key = mask & (1 << i) ? c.intersect(key, language, pointer) : c.subtract(key, language, pointer);
+    }
+    if (isEmptyLanguage(key) || holdsNone) continue;
     regions.push({ key: dfaNode(key), value: c.language(values, inner) });
   }
   return regions;
