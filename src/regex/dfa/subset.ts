@@ -125,25 +125,41 @@ function nfaBytesToAccept(nfa: ClassedNfa, accept: Int32Array, blocks: readonly 
   return dist;
 }
 
-/** The subset construction's one-pattern DFA, every state live (see determinize), out of scratch. */
+/**
+ * The subset construction's one-pattern DFA, every state live (see determinize), out of scratch:
+ * its six tables views of one buffer (one off-heap allocation instead of six, each filled by a
+ * loop, not by a constructor converting another typed array).
+ */
 function unfinishedDfa(subset: SubsetConstruction, alphabet: ClassedNfa, rawAccepting: Int32Array, rawDist: Int32Array): MultiByteDfa {
-  const numStates = subset.numRaw;
+  const n = subset.numRaw;
   if (rawDist[0] === -1) return emptyDfa(1, 1);
   const k = alphabet.k;
-  const accepting = new Uint8Array(numStates);
-  for (let s = 0; s < numStates; s++) accepting[s] = rawAccepting[s]!;
+  const buffer = new ArrayBuffer(4 * (n * k + 3 * n) + n + 256);
+  const next = new Int32Array(buffer, 0, n * k);
+  next.set(subset.trans.subarray(0, n * k));
+  const minBytesToAccept = new Int32Array(buffer, 4 * n * k, n);
+  const acceptMask = new Uint32Array(buffer, 4 * (n * k + n), n);
+  const reachMask = new Uint32Array(buffer, 4 * (n * k + 2 * n), n);
+  const accepting = new Uint8Array(buffer, 4 * (n * k + 3 * n), n);
+  for (let s = 0; s < n; s++) {
+    minBytesToAccept[s] = rawDist[s]!;
+    acceptMask[s] = accepting[s] = rawAccepting[s]!;
+    reachMask[s] = 1;
+  }
+  const byteClass = new Uint8Array(buffer, 4 * (n * k + 3 * n) + n, 256);
+  for (let b = 0; b < 256; b++) byteClass[b] = alphabet.classOfByte[b]!;
   return {
-    numStates,
+    numStates: n,
     start: 0,
     numClasses: k,
-    byteClass: new Uint8Array(alphabet.classOfByte),
-    next: subset.trans.slice(0, numStates * k),
+    byteClass,
+    next,
     accepting,
-    minBytesToAccept: rawDist.slice(0, numStates),
+    minBytesToAccept,
     numPatterns: 1,
     acceptWords: 1,
-    acceptMask: new Uint32Array(accepting),
-    reachMask: new Uint32Array(numStates).fill(1),
+    acceptMask,
+    reachMask,
   };
 }
 
