@@ -295,7 +295,7 @@ function servedForm(
   let probeRefusal: ConstraintTooCostlyError | null = null;
   if (compiled?.rules !== undefined) {
     const network = { rules: compiled.rules };
-    // The automaton made for the check above, whose tables the probe's takes over.
+    // The automaton made for the check above, which the probe's matcher steps.
     let probed: RuleNetworkAutomaton | undefined = checked;
     try {
       // A network without the lexer-level view (calls of several rules meet at one position:
@@ -309,8 +309,11 @@ function servedForm(
           const what = "a token mask inside its values (its rules' calls meet at one position, so each mask walks the whole vocabulary)";
           throw new ConstraintTooCostlyError(probe.limitSteps, what);
         }
+        // The automaton itself, not another over its tables: nothing has stepped it yet (the
+        // check above reads its form only), so its memos are a fresh one's and the count the same.
+        const fresh = probed;
         probeFirstOperations(
-          () => new GrammarTokenMatcher(trie, (probed = ruleNetworkAutomaton(network, probed))),
+          () => new GrammarTokenMatcher(trie, fresh),
           (m) => new GrammarConstraintState(m),
           probe,
         );
