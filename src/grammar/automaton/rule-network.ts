@@ -65,7 +65,19 @@ function tablesFit(t: RuleNetworkTables, rules: readonly ByteDfa[], total: numbe
 }
 
 export class RuleNetworkAutomaton {
-  readonly start: number;
+  /**
+   * The start state. Interned as the automaton is made (a rule calling itself before it reads is
+   * found then), but for ruleNetworkAutomaton's plain automaton, made only for its tables where a
+   * lexer-level one is returned instead: it never interns anything.
+   */
+  get start(): number {
+    if (this.startSet < 0) {
+      const root = this.internStack(-1, this.offset[0]! + this.rules[0]!.start);
+      this.startSet = this.internSet(this.closure([root]));
+    }
+    return this.startSet;
+  }
+  private startSet = -1;
   protected readonly rules: readonly ByteDfa[];
   /** Global DFA state g = offset[r] + q. */
   protected readonly offset: Int32Array;
@@ -101,7 +113,7 @@ export class RuleNetworkAutomaton {
    * `tablesOf`: an automaton of the same network whose tables (calls, distances: read only once
    * made) this one shares instead of computing them again; its memos are its own.
    */
-  constructor(network: RuleNetwork, tablesOf?: RuleNetworkAutomaton) {
+  constructor(network: RuleNetwork, tablesOf?: RuleNetworkAutomaton, internStart = true) {
     const rules = network.rules;
     if (rules.length === 0) throw new GrammarError("a rule network needs a rule");
     this.rules = rules;
@@ -132,8 +144,7 @@ export class RuleNetworkAutomaton {
       }
     }
     if (this.minLength[0] === Infinity) throw new GrammarError("the rule network accepts no sentence");
-    const root = this.internStack(-1, this.offset[0]! + rules[0]!.start);
-    this.start = this.internSet(this.closure([root]));
+    if (internStart) this.start; // interned now (see start)
   }
 
   /** The calls each DFA state spells: lead byte, then the rule's two bytes, then the return state. */
@@ -841,9 +852,11 @@ const POP = -1;
  * and what a move leaves has none (see LexerLevelRuleNetwork), the plain one otherwise.
  */
 export function ruleNetworkAutomaton(network: RuleNetwork, tablesOf?: RuleNetworkAutomaton): RuleNetworkAutomaton {
-  const plain = new RuleNetworkAutomaton(network, tablesOf);
+  const plain = new RuleNetworkAutomaton(network, tablesOf, false);
   const move = tablesOf instanceof LexerLevelRuleNetwork && tablesOf.sameNetwork(network) ? tablesOf.moves : plain.oneMoveEach();
-  return move === null ? plain : new LexerLevelRuleNetwork(network, move, plain);
+  if (move !== null) return new LexerLevelRuleNetwork(network, move, plain);
+  plain.start; // as its constructor would have
+  return plain;
 }
 
 /**
