@@ -348,7 +348,7 @@ export class LexerLevelWalks extends LexerSets {
   /** Where a sub-walk's tokens start (scratch: walkFrom reads it before the next sub-walk). */
   private readonly starts: number[] = [];
   /** maskOf's kept sets: those whose mark is the stamp of its walk. */
-  private keptMarks = new Int32Array(64);
+  private keptMarks: Int32Array;
   private keptStamp = 0;
   /** subWalk's scratch: the subtrees [from, to) of its group's nodes without a byte of the set below. */
   private readonly cutSubtrees: number[] = [];
@@ -385,18 +385,18 @@ export class LexerLevelWalks extends LexerSets {
   /** The stamp of the dense walk whose contSets' root bytes contRootWords holds (-1: none). */
   private rootsStamp = -1;
   /** Per slot of a dense walk's contSets, 8 words of root bytes (WalkParts.roots). */
-  private contRootWords = new Uint32Array(8 * 64);
+  private contRootWords: Uint32Array;
   /** Each trie node's root byte (rootBytesOf). */
   private readonly rootOf: Uint8Array;
   /** A dense walk's steps by root byte (WalkParts.rootSteps). */
-  private readonly rootStepScratch = new Int32Array(256);
+  private readonly rootStepScratch: Int32Array;
   /** countedWalk's scratch: the chain's sets, each start's set. */
   private readonly countedChain: number[] = [];
   private readonly countedStartSets: number[] = [];
   /** Root walks read off a counted slice (countedWalk). */
   private countedWalks = 0;
   /** A sliced walk's exits it does not walk (they cannot go on), by root byte. */
-  private readonly deadExitsByRoot = new Int32Array(256);
+  private readonly deadExitsByRoot: Int32Array;
   /**
    * A dense walk's commit-free tokens while they are few, as ranges [from, to) of trie order, and
    * their number: a mask is made only past SPARSE_WALK_TOKENS. Most walks of a rule network (a key
@@ -427,6 +427,12 @@ export class LexerLevelWalks extends LexerSets {
     this.seen = tables.int32(64);
     this.seenSlot = tables.int32(64);
     this.atDepth = tables.int32(trie.maxTokenLength + 2);
+    // Scratch tables from the slab too (it has room past a first mask's tables): a typed array of
+    // its own is an off-heap allocation each, for every matcher made.
+    this.keptMarks = tables.int32(64);
+    this.contRootWords = tables.uint32(8 * 64);
+    this.rootStepScratch = tables.int32(256);
+    this.deadExitsByRoot = tables.int32(256);
     this.rootOf = rootBytesOf(trie);
   }
 
