@@ -111,7 +111,8 @@ export class RuleNetworkAutomaton {
 
   /**
    * `tablesOf`: an automaton of the same network whose tables (calls, distances: read only once
-   * made) this one shares instead of computing them again; its memos are its own.
+   * made) this one shares instead of computing them again; its memos are its own. `internStart`
+   * false: the start is left for its first reader (see start).
    */
   constructor(network: RuleNetwork, tablesOf?: RuleNetworkAutomaton, internStart = true) {
     const rules = network.rules;
