@@ -72,13 +72,13 @@ export class RegexClock {
    */
   uncounted<T>(build: () => T): T {
     const before = this.used;
-    const [workLimitAt, maxWork] = [this.workLimitAt, this.maxWork];
+    const workLimitAt = this.workLimitAt;
     this.workLimitAt = Infinity;
     try {
       return build();
     } finally {
       this.used = before;
-      [this.workLimitAt, this.maxWork] = [workLimitAt, maxWork];
+      this.workLimitAt = workLimitAt;
       this.nextRead = before + CLOCK_STRIDE;
     }
   }
