@@ -11,7 +11,7 @@ import {
   type JsonSchemaOptions,
 } from "../src/schema/index.js";
 import { codePointBounds, maxNesting } from "../src/schema/json-schema/json-text.js";
-import { matchesString, regexClock } from "../src/regex/index.js";
+import { matchesString, minimalDfa, regexClock } from "../src/regex/index.js";
 import { RuleNetworkAutomaton, ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { compileServedSchema, refusalOf } from "../src/compile/task.js";
 import { refusalWithWork, WORK_LIMIT_SLACK } from "./support/regex-work.js";
@@ -765,4 +765,48 @@ test("a compile counts the same work whatever the thread compiled before (tables
   const first = workOf();
   const again = [workOf(), workOf()];
   assert.deepEqual(again, [first, first]);
+});
+
+test("a language used twice, embedded unminimized, is the language its copies written out give, and a set operation over it too", () => {
+  // `shape` used twice through $ref (its second use embedded as its subset construction's DFA,
+  // not minimized) against the same subschema written out at each place (each a graph of its own).
+  const shape = {
+    type: "object",
+    properties: { r: { type: "integer" }, w: { type: "integer" }, h: { type: "integer" } },
+    oneOf: [{ required: ["r"] }, { required: ["w", "h"] }],
+    additionalProperties: false,
+  };
+  const around = (first: unknown, second: unknown) => ({
+    type: "object",
+    properties: { a: first, b: second },
+    required: ["a", "b"],
+    additionalProperties: false,
+  });
+  const options = { recursion: "stack" as const };
+  const shared = compileJsonSchema({ $defs: { shape }, ...around({ $ref: "#/$defs/shape" }, { $ref: "#/$defs/shape" }) }, options);
+  const written = compileJsonSchema(around(shape, structuredClone(shape)), options);
+  assert.equal(shared.rules, undefined);
+  // Minimal DFAs are canonical: equal tables, the same language.
+  assert.deepEqual(minimalDfa(shared.dfa), minimalDfa(written.dfa));
+  assert.deepEqual(
+    ['{"a":{"r":1},"b":{"w":1,"h":2}}', '{"a":{"r":1},"b":{"r":1,"w":1,"h":2}}', '{"a":{"w":1},"b":{"r":1}}'].map((t) =>
+      matchesString(shared.dfa, t),
+    ),
+    [true, false, false],
+  );
+  // A `oneOf` takes each branch's language as a minuend and as the others' subtrahend: from its
+  // second use on, an unminimized DFA, minimized for each product (Handwritten oneof5_2).
+  const branches = {
+    oneOf: [{ $ref: "#/$defs/x1" }, { $ref: "#/$defs/x2" }, { $ref: "#/$defs/x3" }],
+    $defs: {
+      x1: { items: { multipleOf: 10, maximum: 20 } },
+      x2: { items: { multipleOf: 5, maximum: 80 } },
+      x3: { items: { multipleOf: 5, maximum: 60 } },
+    },
+  };
+  const { dfa } = compileJsonSchema(branches, options);
+  assert.deepEqual(
+    ["[70]", "[65, 80]", "[]", "[50]", "[10]", '"x"', "[25]", "[-10]"].map((t) => matchesString(dfa, t)),
+    [true, true, false, false, false, false, false, false],
+  );
 });

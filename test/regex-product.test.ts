@@ -1,7 +1,7 @@
 // regex/ composition: intersectDfas / subtractDfas against brute-force membership, their results'
 // ByteDfa contract (canonical: equal to the compiled DFA of an equivalent pattern), limits, and
 // compileRegexNode with { kind: "dfa" } nodes (concatenated, alternated, repeated), and its
-// unminimized DFAs (minimal: false); subtractStrings against subtractDfas; sameDfa and dfaHash;
+// unminimized DFAs (minimal: false) and minimalDfa of them; subtractStrings against subtractDfas; sameDfa and dfaHash;
 // products over call spellings (ProductCalls) against brute force with the calls expanded.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,6 +13,7 @@ import {
   intersectDfas,
   isEmptyLanguage,
   matchesBytes,
+  minimalDfa,
   parseFlagString,
   parseRegex,
   ProductCallsClash,
@@ -448,8 +449,10 @@ test("compileRegexNode with minimal: false keeps the language, the contract and 
     assert.ok(raw.numStates >= minimal.numStates, p);
     if (raw.numStates > minimal.numStates) larger++;
     for (const bytes of inputs) assert.equal(matchesBytes(raw, bytes), matchesBytes(minimal, bytes), `${p} on ${bytes}`);
-    // Products are canonical, so the unminimized DFA's product with itself is the minimal one.
+    // Products are canonical, so the unminimized DFA's product with itself is the minimal one,
+    // and so is its minimization.
     assert.deepEqual(intersectDfas(raw, raw, BIG), minimal, p);
+    assert.deepEqual(minimalDfa(raw, BIG), minimal, p);
   }
   // The option takes effect: some of these are left bigger than minimal.
   assert.ok(larger > 10, `${larger} of 150 unminimized`);

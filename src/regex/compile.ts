@@ -74,7 +74,7 @@ import { productDfa } from "./dfa/product.js";
 import type { ProductCalls } from "./dfa/product-calls.js";
 import { subtractStrings as subtractStringsNow } from "./dfa/minus-strings.js";
 import { determinize } from "./dfa/subset.js";
-import { pruneDfa } from "./dfa/finish.js";
+import { finishDfa, pruneDfa } from "./dfa/finish.js";
 import { dfaArena } from "./dfa/scratch.js";
 import { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
@@ -331,6 +331,23 @@ export function trimDfa(dfa: ByteDfa, limits: RegexLimits = {}): ByteDfa {
   return timed(limits, () => {
     dfaArena.reset();
     return pruneDfa(dfa.numStates, dfa.numClasses, dfa.next, Int32Array.from(dfa.accepting), Int32Array.from(dfa.byteClass));
+  });
+}
+
+/**
+ * The minimal DFA of a DFA that meets the ByteDfa contract (an unminimized subset construction's,
+ * `minimal: false`): the same language, finished as determinize finishes its DFAs.
+ */
+export function minimalDfa(dfa: ByteDfa, limits: RegexLimits = {}): ByteDfa {
+  if (dfa.start !== 0) throw new Error("minimalDfa: the start must be state 0");
+  return timed(limits, () => {
+    dfaArena.reset();
+    const accepting = dfaArena.take(dfa.numStates);
+    for (let s = 0; s < dfa.numStates; s++) accepting[s] = dfa.accepting[s]!;
+    const intervalOf = dfaArena.take(256);
+    for (let b = 0; b < 256; b++) intervalOf[b] = dfa.byteClass[b]!;
+    const dist = dfaArena.copy(dfa.minBytesToAccept);
+    return singleDfa(finishDfa(dfa.numStates, dfa.numClasses, dfa.next, accepting, accepting, 1, 1, intervalOf, dist));
   });
 }
 

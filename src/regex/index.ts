@@ -41,6 +41,7 @@ export {
   DEFAULT_REGEX_LIMITS,
   REGEX_MAX_WORK,
   intersectDfas,
+  minimalDfa,
   RegexCache,
   subtractDfas,
   subtractStrings,

@@ -44,6 +44,7 @@ import {
   isEmptyLanguage,
   LanguageGraph,
   matchesString,
+  minimalDfa,
   ProductCallsClash,
   RegexTooComplexError,
   sameDfa,
@@ -174,6 +175,16 @@ const REPEATED_MIN_COPIES = 8;
  * Measured at 150, 250, 400 and 1000 states: 250–1000 alike.
  */
 const LEAF_RULE_STATES = 400;
+/**
+ * States up to which a language used a second time is embedded as its subset construction's DFA,
+ * not minimized: finishing it was most of its cost (two fifths of a small function-calling
+ * schema's compile, whose `required` order writes its members twice), and embedded, as the
+ * graph's first copy is, it costs a few more states (3% at the median). Past it, the minimal DFA:
+ * copies of unminimized DFAs inside one another multiply (Handwritten notnames10 went past the
+ * DFA's size limit unminimized at any size). On MaskBench's median band: compile p50 −4 to −11%,
+ * the same with 4,000 states.
+ */
+const REUSED_UNMINIMIZED_STATES = 1000;
 /** How many times a recursive subschema is written inside itself. */
 const MAX_RECURSION = 3;
 /**
@@ -355,6 +366,11 @@ class SchemaCompiler implements WriterContext {
    * product with a pattern, asked once per property it types).
    */
   private readonly products = new Map<string, { a: ByteDfa; b: ByteDfa; result: ByteDfa }[]>();
+  /**
+   * A reused language's DFA, left unminimized (see `language`), and its minimal DFA once a set
+   * operation has taken it as an operand (products of unminimized operands grow past the limits).
+   */
+  private readonly minimalOf = new Map<ByteDfa, ByteDfa | null>();
   /** The tables' bytes `products` holds on to (at most MAX_KEPT_PRODUCT_BYTES: past it, products are no longer kept). */
   private productBytes = 0;
   /** Subschemas being compiled, and how many times each is open (recursion unrolls). */
@@ -446,8 +462,9 @@ class SchemaCompiler implements WriterContext {
    *
    * Left unminimized (determinize): a subschema's subset construction is within a few percent of
    * minimal, and finishing it was ~40% of its cost. Products (set operations) still return
-   * minimal DFAs, whatever their operands; a language used twice is embedded minimal (see
-   * `language`), and so are the schema-independent DFAs shared between compiles.
+   * minimal DFAs, and take their operands minimal (minimalOperand); a language used twice is
+   * embedded minimal past REUSED_UNMINIMIZED_STATES (see `language`), and so are the
+   * schema-independent DFAs shared between compiles.
    */
   dfaOf(node: RegexNode, pointer: string): ByteDfa {
     return node.kind === "dfa" ? node.dfa : this.compileNode(node, pointer, false);
@@ -474,6 +491,8 @@ class SchemaCompiler implements WriterContext {
 
   /** A product of this compile's, made again from the same tables, is the one made then (see products). */
   private product(a: ByteDfa, b: ByteDfa, mode: "intersect" | "subtract", pointer: string, calls?: ProductCalls): ByteDfa {
+    a = this.minimalOperand(a, pointer);
+    b = this.minimalOperand(b, pointer);
     const key = `${mode}${dfaHash(a)}.${dfaHash(b)}`;
     const made = this.products.get(key);
     if (made !== undefined) for (const p of made) if (sameDfa(p.a, a) && sameDfa(p.b, b)) return p.result;
@@ -484,6 +503,16 @@ class SchemaCompiler implements WriterContext {
     if (made === undefined) this.products.set(key, [{ a, b, result }]);
     else made.push({ a, b, result });
     return result;
+  }
+
+  /** `dfa`, minimized where it is a reused language's unminimized DFA (see minimalOf). */
+  private minimalOperand(dfa: ByteDfa, pointer: string): ByteDfa {
+    const known = this.minimalOf.get(dfa);
+    if (known === undefined) return dfa;
+    if (known !== null) return known;
+    const minimal = this.regex(pointer, (limits) => minimalDfa(dfa, limits));
+    this.minimalOf.set(dfa, minimal);
+    return minimal;
   }
 
   /**
@@ -676,8 +705,8 @@ class SchemaCompiler implements WriterContext {
     if (stacking && this.building.has(baseKey)) return callNode(this.ruleFor(baseKey));
     const known = this.memo.get(`${baseKey}@${this.unrolled}`);
     if (known) {
-      // Used twice: embedded as its minimal DFA from now on, not as the graph it was built as
-      // (minimal: each copy of it in a DFA around it costs states).
+      // Used twice: embedded as its DFA from now on, not as the graph it was built as (each copy
+      // of the graph is determinized again in the DFA around it).
       if (known.kind === "dfa") {
         if (stacking) this.copied(known.dfa);
         return known;
@@ -690,7 +719,10 @@ class SchemaCompiler implements WriterContext {
         this.memo.set(`${baseKey}@${this.unrolled}`, call);
         return call;
       }
-      const dfa = this.compileNode(known, pointer);
+      // A small one unminimized (see REUSED_UNMINIMIZED_STATES); a set operation takes it minimized.
+      let dfa = this.dfaOf(known, pointer);
+      if (dfa.numStates > REUSED_UNMINIMIZED_STATES) dfa = this.regex(pointer, (limits) => minimalDfa(dfa, limits));
+      else this.minimalOf.set(dfa, null);
       const compiled = dfaNode(dfa);
       this.memo.set(`${baseKey}@${this.unrolled}`, compiled);
       if (stacking) this.copied(dfa);
