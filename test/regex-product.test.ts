@@ -390,6 +390,21 @@ test("a dfa node keeps the gaps between the byte ranges of one transition", () =
   }
 });
 
+test("a dfa node's class of several byte runs stays one class of the DFA around it", () => {
+  // [a-cx-z] is one class of the embedded DFA (a string's characters around '"' and '\\' are
+  // such a class); as the byte ranges of its edges it would be two classes of the unminimized DFA
+  // around it, whose classes are not merged afterwards.
+  const letters = compileRegex("[a-cx-z]+");
+  assert.equal(letters.numClasses, 2);
+  const around = compileRegexNode(
+    { kind: "concat", items: [{ kind: "dfa", dfa: letters }, parseRegex("!", parseFlagString(""))] },
+    { minimal: false },
+  );
+  assert.equal(around.numClasses, 3); // [a-cx-z], '!', the rest
+  for (const text of ["ax!", "zzb!", "d!", "a", "!", "aa!!"])
+    assert.equal(matchesBytes(around, encoder.encode(text)), /^[a-cx-z]+!$/.test(text), text);
+});
+
 test("a dfa node is matched at the byte level, with no UTF-8 decoding", () => {
   // A hand-made DFA for the strings of bytes 0xff (not UTF-8, so no pattern could say it).
   const byteClass = new Uint8Array(256);

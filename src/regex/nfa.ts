@@ -351,36 +351,6 @@ function dfaEdges(dfa: ByteDfa): { offsets: Int32Array; edges: Int32Array } {
 const embeddedEdges = new WeakMap<ByteDfa, { offsets: Int32Array; edges: Int32Array }>();
 
 /**
- * The distinct byte ranges of dfaEdges, flat [lo, hi, ...] in the order dfaEdges meets them
- * (cached per DFA), without dfaEdges' lists (a DFA is embedded as a block far more often than as
- * edges) nor a Set of the ranges seen: a fresh DFA's ranges were a twentieth of a median
- * schema's first compile.
- */
-export function dfaEdgeRanges(dfa: ByteDfa): Int32Array {
-  const known = edgeRanges.get(dfa);
-  if (known) return known;
-  if (rangeStamp === 0x7fffffff) {
-    rangeSeen.fill(0);
-    rangeStamp = 0;
-  }
-  const stamp = ++rangeStamp;
-  const found: number[] = [];
-  forEachEdge(dfa, (_, lo, hi) => {
-    if (rangeSeen[lo * 256 + hi] === stamp) return;
-    rangeSeen[lo * 256 + hi] = stamp;
-    found.push(lo, hi);
-  });
-  const result = Int32Array.from(found);
-  edgeRanges.set(dfa, result);
-  return result;
-}
-
-const edgeRanges = new WeakMap<ByteDfa, Int32Array>();
-/** dfaEdgeRanges' marks by lo * 256 + hi: met in this call where equal to rangeStamp. */
-const rangeSeen = new Int32Array(1 << 16);
-let rangeStamp = 0;
-
-/**
  * Each byte-range edge of a DFA, state by state and in byte order: the maximal runs of bytes of
  * one class, adjacent runs into the same state merged.
  */
