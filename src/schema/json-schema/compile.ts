@@ -462,9 +462,9 @@ class SchemaCompiler implements WriterContext {
    *
    * Left unminimized (determinize): a subschema's subset construction is within a few percent of
    * minimal, and finishing it was ~40% of its cost. Products (set operations) still return
-   * minimal DFAs, and take their operands minimal (minimalOperand); a language used twice is
-   * embedded minimal past REUSED_UNMINIMIZED_STATES (see `language`), and so are the
-   * schema-independent DFAs shared between compiles.
+   * minimal DFAs; a language used twice is embedded unminimized up to REUSED_UNMINIMIZED_STATES
+   * (see `language`) and minimized where a set operation takes it (minimalOperand); the
+   * schema-independent DFAs shared between compiles are minimal.
    */
   dfaOf(node: RegexNode, pointer: string): ByteDfa {
     return node.kind === "dfa" ? node.dfa : this.compileNode(node, pointer, false);
