@@ -41,7 +41,9 @@
  * slowMasks counts the masks over 200 µs (the issue's p99 target) by the form served, by the steps
  * their operation charged (work-meter.ts: a rule network's walk of a free string or key charges
  * tens of thousands, a counted string's hundreds of thousands), and names the ten schemas with the
- * most: where the tail comes from, beside maskUs's quantiles.
+ * most: where the tail comes from, beside maskUs's quantiles. maskStepsCharged: the same masks' charged
+ * steps, quantiles and sum: their work, the same on every machine and run (two trees' masks compared
+ * without the timings' drift).
  *
  * pastMaskWorkLimit counts the valid instances (and their schemas) with a mask that charges more
  * than the mask work limit: on the service's bounded matcher that mask ends the generation (walks
@@ -120,6 +122,12 @@ class SampleBuffer {
       this.data = bigger;
     }
     this.data[this.length++] = x;
+  }
+
+  sum(): number {
+    let total = 0;
+    for (let i = 0; i < this.length; i++) total += this.data[i]!;
+    return total;
   }
 
   quantiles(): Quantiles {
@@ -260,6 +268,8 @@ async function main(): Promise<void> {
   /** maskUs split by the form served: one DFA, or a rule network (a grammar matcher). */
   const maskUsDfa = new SampleBuffer();
   const maskUsNetwork = new SampleBuffer();
+  /** Each mask's charged steps (its work meter): maskUs's work, the same on every machine and run. */
+  const maskSteps = new SampleBuffer();
   /** The masks past the issue's p99 target (SLOW_MASK_US): where the tail comes from (see slowMaskBand). */
   const slowMasks = {
     count: 0,
@@ -451,6 +461,7 @@ async function main(): Promise<void> {
           // The operation's charge (the meter begins at each mask; this matcher is unbounded).
           if (st.matcher.work.steps > maskMaxWork) pastMaskWork = true;
           maskUs.push(us);
+          maskSteps.push(st.matcher.work.steps);
           (rules !== undefined ? maskUsNetwork : maskUsDfa).push(us);
           if (us > SLOW_MASK_US) {
             slowMasks.count++;
@@ -559,6 +570,7 @@ async function main(): Promise<void> {
     tokensMasked: c.tokens,
     compileMs: compileMs.quantiles(),
     maskUs: maskUs.quantiles(),
+    maskStepsCharged: { ...maskSteps.quantiles(), sum: maskSteps.sum() },
     maskUsByForm: { dfa: maskUsDfa.quantiles(), ruleNetwork: maskUsNetwork.quantiles() },
     slowMasks: {
       overUs: SLOW_MASK_US,
@@ -589,6 +601,7 @@ async function main(): Promise<void> {
       "the matcher the service makes (a DfaTokenMatcher, or a GrammarTokenMatcher over the rule network) + first mask, " +
       "compiled schemas only; compileParts splits it into the schema's DFA and the matcher with its first mask; " +
       "maskUs = every mask of every instance token (fresh constraint state per instance on the schema's matcher, budget 2^20 tokens), " +
+      "maskStepsCharged = the same masks' work-meter steps (deterministic), " +
       "walks stop at the first disallowed token. schemasPassing = compiled and every instance judged right. " +
       "llguidance = its own record (llguidance 1.8) of the same files: passing = {} in the record.",
   };
