@@ -346,8 +346,8 @@ export function minimalDfa(dfa: ByteDfa, limits: RegexLimits = {}): ByteDfa {
     for (let s = 0; s < dfa.numStates; s++) accepting[s] = dfa.accepting[s]!;
     const intervalOf = dfaArena.take(256);
     for (let b = 0; b < 256; b++) intervalOf[b] = dfa.byteClass[b]!;
-    const dist = dfaArena.copy(dfa.minBytesToAccept);
-    return singleDfa(finishDfa(dfa.numStates, dfa.numClasses, dfa.next, accepting, accepting, 1, 1, intervalOf, dist));
+    // Its distances are exact (the contract) and only read.
+    return singleDfa(finishDfa(dfa.numStates, dfa.numClasses, dfa.next, accepting, accepting, 1, 1, intervalOf, dfa.minBytesToAccept));
   });
 }
 

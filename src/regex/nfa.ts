@@ -336,47 +336,26 @@ export class ByteNfa {
 function dfaEdges(dfa: ByteDfa): { offsets: Int32Array; edges: Int32Array } {
   const known = embeddedEdges.get(dfa);
   if (known) return known;
+  const runs = byteRuns(dfa.byteClass);
   const offsets = new Int32Array(dfa.numStates + 1);
   const flat: number[] = [];
-  forEachEdge(dfa, (s, lo, hi, to) => {
-    flat.push(lo, hi, to);
+  for (let s = 0; s < dfa.numStates; s++) {
+    const first = flat.length;
+    for (let i = 0; i < runs.length; i += 3) {
+      const t = dfa.next[s * dfa.numClasses + runs[i + 2]!]!;
+      if (t < 0) continue;
+      const n = flat.length;
+      if (n > first && flat[n - 1] === t && flat[n - 2] === runs[i]! - 1) flat[n - 2] = runs[i + 1]!;
+      else flat.push(runs[i]!, runs[i + 1]!, t);
+    }
     offsets[s + 1] = flat.length;
-  });
-  for (let s = 0; s < dfa.numStates; s++) offsets[s + 1] = Math.max(offsets[s + 1]!, offsets[s]!);
+  }
   const result = { offsets, edges: Int32Array.from(flat) };
   embeddedEdges.set(dfa, result);
   return result;
 }
 
 const embeddedEdges = new WeakMap<ByteDfa, { offsets: Int32Array; edges: Int32Array }>();
-
-/**
- * Each byte-range edge of a DFA, state by state and in byte order: the maximal runs of bytes of
- * one class, adjacent runs into the same state merged.
- */
-function forEachEdge(dfa: ByteDfa, visit: (state: number, lo: number, hi: number, to: number) => void): void {
-  const runs = byteRuns(dfa.byteClass);
-  const { numStates, numClasses, next } = dfa;
-  for (let s = 0; s < numStates; s++) {
-    const row = s * numClasses;
-    // The open edge: [lo, hi] into `to` (-1: none), visited when the next run goes elsewhere.
-    let lo = 0;
-    let hi = -1;
-    let to = -1;
-    for (let i = 0; i < runs.length; i += 3) {
-      const t = next[row + runs[i + 2]!]!;
-      if (t >= 0 && t === to && hi === runs[i]! - 1) {
-        hi = runs[i + 1]!;
-        continue;
-      }
-      if (to >= 0) visit(s, lo, hi, to);
-      to = t;
-      lo = runs[i]!;
-      hi = runs[i + 1]!;
-    }
-    if (to >= 0) visit(s, lo, hi, to);
-  }
-}
 
 /** The maximal runs of bytes in one class, flat [lo, hi, class, ...] in byte order. */
 function byteRuns(byteClass: Uint8Array): number[] {
