@@ -98,3 +98,57 @@ test("a derived walk keeps only the subtrees its base walks alike: a wider key f
   assert.ok(!maskHas(mask, tokens.indexOf("Qa")), "Qa: a capital but P, then a small letter, is neither family's");
   assert.ok(derived.rootWalkCounts!.derived >= 1 && derived.rootWalkCounts!.keptFromBase >= 1, JSON.stringify(derived.rootWalkCounts));
 });
+
+test("a key that goes on with a space derives from the free key's walk, its bits below the space kept (qwen2 vocabulary)", () => {
+  // In qwen2 the tokens beginning with a space (119k of 334k trie nodes) outweigh those of any
+  // set the letters lead to: after `{"Entries` the base is still the free key's body (the letters'
+  // and the multi-byte characters' first bytes step as it does), and below the space, where the
+  // key typed so far dies, the body's bits are the walk's own and are left set.
+  const vocab = loadVocabulary(vocabFile("qwen2"));
+  const trie = tokenTrieFor(vocab);
+  const single = singleByteTokens(vocab);
+  const schema = {
+    type: "object",
+    properties: {
+      "Entries Removed By Prune": { type: "integer" },
+      "Soft to Hard": { type: "integer" },
+      "Cache Type": { type: "string", enum: ["Soft Cache", "Hard"] },
+    },
+  };
+  const served = compileServedSchema(schema, { whitespace: "default", strict: true, freeValuesAnyDepth: true });
+  assert.equal(served.kind, "rules");
+  const rules = (served as { rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"] }).rules;
+  const derived = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
+  const walked = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { loopSlices: false });
+  const texts = [
+    '{"Entries Removed By Prune": 1, "Soft to Hard": 2, "Cache Type": "Soft Cache", "Entries Rx": "é", "Soft t": {"a b": [1]}}',
+    '{"Entriesx y": true, "Cache Typ": "Hard", "Soft  to": null}',
+  ];
+  for (const text of texts) sameAsWalked(derived, walked, single, text, [1 << 20, 2, 5]);
+  const counts = derived.rootWalkCounts!;
+  // After each word of a key that goes on with a space (Entries, Removed, By, Soft, to, Cache, ...).
+  assert.ok(counts.derived >= 80, JSON.stringify(counts)); // 74 when the base was the set below the most nodes
+  assert.ok(counts.bitsKeptFromBase >= 100, JSON.stringify(counts));
+});
+
+test("a derived walk whose root child its base's slice takes up charges the region, not the runs it kept before the slice was made (qwen2 vocabulary)", () => {
+  // After `{"` the set steps into the pattern's key on "-" and the letters, and into the free key
+  // (its base) on the rest. Its pass for kept runs meets "-" before any letter has made the
+  // pattern key's slice, so it keeps runs below "-" (one of them at the exit "-$"); the walk then
+  // takes "-" up as that slice's region, and walked the exits inside those runs twice (10 steps
+  // more than the plain walk's, for the same mask).
+  const vocab = loadVocabulary(vocabFile("qwen2"));
+  const trie = tokenTrieFor(vocab);
+  const single = singleByteTokens(vocab);
+  const schema = {
+    type: "object",
+    patternProperties: { "^[0-9a-zA-Z_-]+$": { type: "array", items: { type: "array", items: { type: "string" } } } },
+  };
+  const served = compileServedSchema(schema, { whitespace: "default", strict: true, freeValuesAnyDepth: true });
+  assert.equal(served.kind, "rules");
+  const rules = (served as { rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"] }).rules;
+  const derived = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
+  const walked = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { loopSlices: false });
+  sameAsWalked(derived, walked, single, '{"-x": [["a"]], "a b": {"c": 1}, "Z_9": []}', [1 << 20, 3]);
+  assert.ok(derived.rootWalkCounts!.derived >= 1, JSON.stringify(derived.rootWalkCounts));
+});

@@ -374,6 +374,9 @@ export class LexerLevelWalks extends LexerSets {
   /** keptFromBase's runs, reused; and the subtrees derived walks kept, over the walker's life. */
   private readonly keptScratch: number[] = [];
   private keptSubtrees = 0;
+  /** bitsKeptFromBase's runs, reused; and the subtrees whose bits derived walks kept, over the walker's life. */
+  private readonly bitsKeptScratch: number[] = [];
+  private bitsKeptSubtrees = 0;
   /** regionEntered's owner set of the region it returned. */
   private regionOwner = -1;
   /** maskOf's kept classes of a slice, by class. */
@@ -462,6 +465,7 @@ export class LexerLevelWalks extends LexerSets {
     takenOver: number;
     derived: number;
     keptFromBase: number;
+    bitsKeptFromBase: number;
     counted: number;
     comparing: boolean;
     sliced: number;
@@ -473,6 +477,7 @@ export class LexerLevelWalks extends LexerSets {
       takenOver: this.takenOver,
       derived: this.derived,
       keptFromBase: this.keptSubtrees,
+      bitsKeptFromBase: this.bitsKeptSubtrees,
       counted: this.countedWalks,
       comparing: this.equivalents.worthLooking,
       sliced: this.sliced,
@@ -831,7 +836,11 @@ export class LexerLevelWalks extends LexerSets {
    */
   private derivedWalk(setId: number, first: Uint32Array): LexerWalk | null {
     const { rootChild, subtreeSize, numNodes, tokenStart, tokenIds, tokenNode } = this.trie;
-    // The base: the set below the most nodes' first bytes (a set of its own; commits are not followed).
+    // The base: the body below the most nodes' first bytes (a set of its own; commits are not
+    // followed). Not the set below the most nodes whatever it is: after a key's word that a space
+    // goes on, the space's subtree outweighs the letters' (qwen2: 119k nodes of 334k), and the
+    // characters' other first bytes lead into the body's own characters (its classes' sets): the
+    // root children both step alike decide below.
     const candidates = this.candidates;
     candidates.length = 0;
     for (let b = 0; b < 256; b++) {
@@ -847,11 +856,11 @@ export class LexerLevelWalks extends LexerSets {
     let base = -1;
     let most = 0;
     for (let i = 0; i < candidates.length; i += 2)
-      if (candidates[i + 1]! > most) {
+      if (candidates[i + 1]! > most && this.isBody(candidates[i]!)) {
         most = candidates[i + 1]!;
         base = candidates[i]!;
       }
-    if (base < 0 || most * 2 < numNodes || !this.isBody(base)) return null;
+    if (base < 0) return null;
     // The root children where both step alike (or neither walks), and the others the set walks.
     const same = this.sameRoots;
     same.fill(0);
@@ -880,19 +889,32 @@ export class LexerLevelWalks extends LexerSets {
     // The base's tokens less those below the other root children, but for the subtrees there
     // that the base walks alike (keptFromBase); the set's own are walked in.
     const keep = this.keptFromBase(setId, base, diffStarts);
+    const bitsKept = this.bitsKeptFromBase(setId, base, diffStarts, keep);
     const mask = baseWalk.mask.slice();
+    // Cleared: the other root children's tokens but for the subtrees of both lists (disjoint
+    // runs, each list in trie order), whose bits are the base's already.
     let ki = 0;
+    let bi = 0;
     for (let b = 0; b < 256; b++) {
       const c = rootChild[b]!;
       if (c < 0 || ((same[b >>> 5]! >>> (b & 31)) & 1) !== 0) continue;
       let from = tokenStart[c]!;
-      for (const end = c + subtreeSize[c]!; ki < keep.length && keep[ki]! < end; ki += 3) {
-        clearTokenRange(mask, tokenIds, from, tokenStart[keep[ki]!]!);
-        from = tokenStart[keep[ki + 1]!]!;
+      for (const end = c + subtreeSize[c]!; ; ) {
+        const k = ki < keep.length && keep[ki]! < end ? keep[ki]! : NO_FRAME;
+        const q = bi < bitsKept.length && bitsKept[bi]! < end ? bitsKept[bi]! : NO_FRAME;
+        if (k === NO_FRAME && q === NO_FRAME) break;
+        clearTokenRange(mask, tokenIds, from, tokenStart[Math.min(k, q)]!);
+        if (k < q) {
+          from = tokenStart[keep[ki + 1]!]!;
+          ki += 3;
+        } else {
+          from = tokenStart[bitsKept[bi + 1]!]!;
+          bi += 2;
+        }
       }
       clearTokenRange(mask, tokenIds, from, tokenStart[c + subtreeSize[c]!]!);
     }
-    const part = this.walkParts(setId, diffStarts, true, null, NO_NODES, mask, null, keep);
+    const part = this.walkParts(setId, diffStarts, true, null, NO_NODES, mask, null, keep, bitsKept);
     const partRoots = part.roots!.slice();
     // Charged what the set's own walk would be: below the shared root children, the base's steps there.
     let steps = 0;
@@ -1042,6 +1064,45 @@ export class LexerLevelWalks extends LexerSets {
       }
     }
     return keep;
+  }
+
+  /**
+   * The children of `starts` (as keptFromBase's) below which the set and its base step to one set
+   * without a commit, but which keptFromBase does not keep (their subtrees hold exits: a key
+   * typed so far that goes on with a space, below which nearly every token is the free key's
+   * again): the base's mask has their tokens' bits as the set's walk would set them (the same set
+   * at the child, the same tokens below), so a derived walk leaves them set; walkParts still
+   * walks these subtrees, for their sets, commits and steps, without setting their bits again.
+   * Clearing and setting them again was most of such a mask (qwen2: 53k tokens begin with a
+   * space, 0.2 ms of bits). As runs of siblings: (first node, end) each, in trie order.
+   */
+  private bitsKeptFromBase(setId: number, base: number, starts: readonly number[], keep: readonly number[]): number[] {
+    const out = this.bitsKeptScratch;
+    out.length = 0;
+    const { subtreeSize, nodeByte } = this.trie;
+    let ki = 0;
+    for (const c of starts) {
+      const code = this.stepCode(setId, nodeByte[c]!);
+      const baseCode = this.stepCode(base, nodeByte[c]!);
+      const size = subtreeSize[c]!;
+      if ((code & COMMIT) !== 0 || code === 0 || (baseCode & COMMIT) !== 0 || baseCode === 0 || size === 1) continue;
+      const cont = code - 1;
+      const baseCont = baseCode - 1;
+      // Where walkParts takes c's subtree whole (its region, or at once), its bits are set there.
+      if (this.loopSlices && cont !== setId && size >= MIN_SLICED_SUBTREE && this.regionEntered(cont, c) !== null) continue;
+      if (this.loopsBelow(cont, c)) continue;
+      for (let q = c + 1, end = c + size; q < end; q += subtreeSize[q]!) {
+        while (ki < keep.length && keep[ki + 1]! <= q) ki += 3;
+        if (ki < keep.length && keep[ki]! <= q) continue;
+        const next = this.stepCode(cont, nodeByte[q]!);
+        if ((next & COMMIT) !== 0 || next === 0 || next !== this.stepCode(baseCont, nodeByte[q]!)) continue;
+        const n = out.length;
+        if (n > 0 && out[n - 1] === q) out[n - 1] = q + subtreeSize[q]!;
+        else out.push(q, q + subtreeSize[q]!);
+        this.bitsKeptSubtrees++;
+      }
+    }
+    return out;
   }
 
   /** The loop slice of a set's root walk (see LoopSlice), made on first need; null: the set walks its region. */
@@ -1291,6 +1352,8 @@ export class LexerLevelWalks extends LexerSets {
     into: Uint32Array | null = null,
     startSets: readonly number[] | null = null,
     keep: readonly number[] | null = null,
+    /** Runs of subtrees (first node, end) whose tokens' bits `into` has already (bitsKeptFromBase). */
+    bitsKept: readonly number[] | null = null,
   ): WalkParts {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
     const rootOf = dense ? this.rootOf : null;
@@ -1321,6 +1384,10 @@ export class LexerLevelWalks extends LexerSets {
     // charged), the next one's first node at keepAt (NO_FRAME: none).
     let ki = 0;
     let keepAt = keep !== null && keep.length > 0 ? keep[0]! : NO_FRAME;
+    // The run of bitsKept the walk is in or before ([bitsFrom, bitsTo); p only grows).
+    let bi = 0;
+    let bitsFrom = bitsKept !== null && bitsKept.length > 0 ? bitsKept[0]! : NO_FRAME;
+    let bitsTo = bitsKept !== null && bitsKept.length > 0 ? bitsKept[1]! : NO_FRAME;
     for (let si = 0; si < starts.length; si++) {
       while (ji < joins.length && joins[ji] === si) {
         this.contSlot(joins[ji + 1]!, stamp, contSets, tokensByCont);
@@ -1400,17 +1467,31 @@ export class LexerLevelWalks extends LexerSets {
           keepAt = ki < keep!.length ? keep![ki]! : NO_FRAME;
           continue;
         }
+        while (p >= bitsTo) {
+          bi += 2;
+          bitsFrom = bi < bitsKept!.length ? bitsKept![bi]! : NO_FRAME;
+          bitsTo = bi < bitsKept!.length ? bitsKept![bi + 1]! : NO_FRAME;
+        }
+        const bitsThere = p >= bitsFrom;
         if (takeUp && cont !== from && size >= MIN_SLICED_SUBTREE) {
           const region = this.regionEntered(cont, p);
           if (region !== null) {
             steps += visitedBetween(region, p, p + size) - 1;
-            this.enterRegion(++top, region, this.regionOwner, p, size);
+            this.enterRegion(++top, region, this.regionOwner, p, size, bitsThere);
             jumpAt = p;
+            // A derived walk's kept runs below are walked as the region's: keptFromBase went by
+            // the slices made before it, and the slice taken here may have been made since (by
+            // its own pass over a later root child). Their bits are the region's alike.
+            while (keepAt < p + size) {
+              ki += 3;
+              keepAt = ki < keep!.length ? keep![ki]! : NO_FRAME;
+            }
             continue;
           }
         }
         if (isEnd) {
-          mask = this.addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!, stamp, contSets, tokensByCont, dense, mask);
+          if (bitsThere) this.contSlot(cont, stamp, contSets, tokensByCont);
+          else mask = this.addTokens(cont, tokenStart[p]!, tokenStart[p + 1]!, stamp, contSets, tokensByCont, dense, mask);
           if (rootOf !== null) this.markRoot(cont, rootOf[p]!);
         }
         if (size > 1) {
@@ -1418,7 +1499,8 @@ export class LexerLevelWalks extends LexerSets {
           if (this.loopsBelow(cont, p)) {
             const below0 = tokenStart[p + 1]!,
               below1 = tokenStart[p + size]!;
-            mask = this.addTokens(cont, below0, below1, stamp, contSets, tokensByCont, dense, mask);
+            if (!bitsThere) mask = this.addTokens(cont, below0, below1, stamp, contSets, tokensByCont, dense, mask);
+            else if (below1 > below0) this.contSlot(cont, stamp, contSets, tokensByCont);
             if (rootOf !== null && below1 > below0) this.markRoot(cont, rootOf[p]!);
             const loopCode = this.loopCodes[cont]!;
             if ((loopCode & COMMIT) !== 0) {
@@ -1630,7 +1712,7 @@ export class LexerLevelWalks extends LexerSets {
    * key) or in one of `set`'s classes: its exits below `p`, and each class's set with the node of
    * its first token there, where the whole walk would meet it.
    */
-  private enterRegion(top: number, slice: LoopSlice, set: number, p: number, size: number): void {
+  private enterRegion(top: number, slice: LoopSlice, set: number, p: number, size: number, bitsKept = false): void {
     const frames = this.frames;
     this.regionsTaken++;
     const f = (frames[top] ??= { slice, set, next: 0, last: 0, end: 0, at: 0, joins: [], ji: 0 });
@@ -1656,6 +1738,8 @@ export class LexerLevelWalks extends LexerSets {
       while (at2 > 0 && joins[at2 - 2]! > node) at2 -= 2;
       joins.splice(at2, 0, node, classSets[c]!);
     }
+    // Its tokens' bits are set with the walk's others once it ends, unless the mask has them.
+    if (bitsKept) return;
     let slot = this.regionSlices.indexOf(slice);
     if (slot < 0) {
       slot = this.regionSlices.length;
