@@ -868,6 +868,7 @@ export class LexerLevelWalks extends LexerSets {
     diffStarts.length = 0;
     const baseFirst = this.firstBytes(base);
     let diffNodes = 0;
+    let sharedNodes = 0;
     for (let b = 0; b < 256; b++) {
       const c = rootChild[b]!;
       if (c < 0) continue;
@@ -876,12 +877,15 @@ export class LexerLevelWalks extends LexerSets {
       const baseCode = ((baseFirst[b >>> 5]! >>> (b & 31)) & 1) !== 0 ? this.stepCode(base, b) : 0;
       if (code === baseCode && ((code & COMMIT) === 0 || sameList(this.commitKeysAt(setId, b), this.commitKeysAt(base, b)))) {
         same[b >>> 5]! |= 1 << (b & 31);
+        if (code !== 0) sharedNodes += subtreeSize[c]!;
         continue;
       }
       diffNodes += subtreeSize[c]!;
       if (inSet) diffStarts.push(c);
     }
-    if (diffNodes * 2 > numNodes) return null;
+    // Worth the base's walk (made now if it is not yet) where it is at least half the set's own:
+    // the root children both walk alike hold half the trie's nodes.
+    if (diffNodes * 2 > numNodes || sharedNodes * 2 < numNodes) return null;
     const baseWalk = this.baseWalkOf(base);
     const baseRoots = baseWalk.contRoots;
     const baseSteps = baseWalk.rootSteps;
