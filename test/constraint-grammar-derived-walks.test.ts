@@ -4,7 +4,7 @@
 // derives nothing), on a real vocabulary's trie.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { GrammarConstraintState, GrammarTokenMatcher, tokenTrieFor } from "../src/constraint/index.js";
+import { GrammarConstraintState, GrammarTokenMatcher, type TokenTrie, tokenTrieFor } from "../src/constraint/index.js";
 import { compileServedSchema } from "../src/compile/index.js";
 import { ruleNetworkAutomaton } from "../src/grammar/index.js";
 import { loadVocabulary } from "../src/vocab/index.js";
@@ -38,6 +38,17 @@ function sameAsWalked(
   assert.ok(a.isAccepting() && b.isAccepting(), text);
 }
 
+/** The schema's rule network (it must compile to one) on two matchers: deriving walks, and walking each set (`loopSlices: false`). */
+function matchersOf(schema: unknown, trie: TokenTrie): { derived: GrammarTokenMatcher; walked: GrammarTokenMatcher } {
+  const served = compileServedSchema(schema, { whitespace: "default", strict: true, freeValuesAnyDepth: true });
+  assert.equal(served.kind, "rules");
+  const rules = (served as { rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"] }).rules;
+  return {
+    derived: new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules })),
+    walked: new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { loopSlices: false }),
+  };
+}
+
 test("derived root walks equal the walked ones: masks, budget masks, work", () => {
   const vocab = loadVocabulary(vocabFile("gpt-2"));
   const trie = tokenTrieFor(vocab);
@@ -52,11 +63,7 @@ test("derived root walks equal the walked ones: masks, budget masks, work", () =
     required: ["name"],
     additionalProperties: true,
   };
-  const served = compileServedSchema(schema, { whitespace: "default", strict: true, freeValuesAnyDepth: true });
-  assert.equal(served.kind, "rules");
-  const rules = (served as { rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"] }).rules;
-  const derived = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
-  const walked = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { loopSlices: false });
+  const { derived, walked } = matchersOf(schema, trie);
   const texts = [
     '{"name": "Ada", "note": "é z", "tags": ["a", "bcdef"], "nam": {"x": [1, "y"]}, "n": null}',
     '{"name": "", "tags": [], "notes": "free", "": true, "nZ": "\\n\\""}',
@@ -84,11 +91,7 @@ test("a derived walk keeps only the subtrees its base walks alike: a wider key f
   const trie = tokenTrieFor(makeVocab(tokens));
   const single = new Map(tokens.map((t, id) => [t.charCodeAt(0), id] as const).filter((_, id) => tokens[id]!.length === 1));
   const schema = { type: "object", patternProperties: { "^[A-Z]*$": {}, "^P[a-z]*$": {} }, additionalProperties: false };
-  const served = compileServedSchema(schema, { whitespace: "default", strict: true, freeValuesAnyDepth: true });
-  assert.equal(served.kind, "rules");
-  const rules = (served as { rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"] }).rules;
-  const derived = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
-  const walked = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { loopSlices: false });
+  const { derived, walked } = matchersOf(schema, trie);
   sameAsWalked(derived, walked, single, '{"Pab": 1, "PAB": [], "QQ": null}', [1 << 20, 2, 4]);
   const first = new GrammarConstraintState(derived);
   first.advance(single.get(0x7b)!);
@@ -115,11 +118,7 @@ test("a key that goes on with a space derives from the free key's walk, its bits
       "Cache Type": { type: "string", enum: ["Soft Cache", "Hard"] },
     },
   };
-  const served = compileServedSchema(schema, { whitespace: "default", strict: true, freeValuesAnyDepth: true });
-  assert.equal(served.kind, "rules");
-  const rules = (served as { rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"] }).rules;
-  const derived = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
-  const walked = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { loopSlices: false });
+  const { derived, walked } = matchersOf(schema, trie);
   const texts = [
     '{"Entries Removed By Prune": 1, "Soft to Hard": 2, "Cache Type": "Soft Cache", "Entries Rx": "é", "Soft t": {"a b": [1]}}',
     '{"Entriesx y": true, "Cache Typ": "Hard", "Soft  to": null}',
@@ -144,11 +143,7 @@ test("a derived walk whose root child its base's slice takes up charges the regi
     type: "object",
     patternProperties: { "^[0-9a-zA-Z_-]+$": { type: "array", items: { type: "array", items: { type: "string" } } } },
   };
-  const served = compileServedSchema(schema, { whitespace: "default", strict: true, freeValuesAnyDepth: true });
-  assert.equal(served.kind, "rules");
-  const rules = (served as { rules: Parameters<typeof ruleNetworkAutomaton>[0]["rules"] }).rules;
-  const derived = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }));
-  const walked = new GrammarTokenMatcher(trie, ruleNetworkAutomaton({ rules }), { loopSlices: false });
+  const { derived, walked } = matchersOf(schema, trie);
   sameAsWalked(derived, walked, single, '{"-x": [["a"]], "a b": {"c": 1}, "Z_9": []}', [1 << 20, 3]);
   assert.ok(derived.rootWalkCounts!.derived >= 1, JSON.stringify(derived.rootWalkCounts));
 });
