@@ -832,7 +832,8 @@ export class LexerLevelWalks extends LexerSets {
    * derived masks, for these walks). Whether a set derives depends on the steps of the two sets
    * alone (not on the slices a process holds), and it is charged the body's steps below the
    * shared root children: the verdicts of the plain walk. Null when the root children that
-   * differ hold more than half the trie's nodes, or no body fits.
+   * differ hold more than half the trie's nodes, those both walk alike less than half, or no body
+   * fits.
    */
   private derivedWalk(setId: number, first: Uint32Array): LexerWalk | null {
     const { rootChild, subtreeSize, numNodes, tokenStart, tokenIds, tokenNode } = this.trie;
