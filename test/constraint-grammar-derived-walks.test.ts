@@ -49,6 +49,16 @@ function matchersOf(schema: unknown, trie: TokenTrie): { derived: GrammarTokenMa
   };
 }
 
+/** qwen2's trie and single-byte tokens, made once for the tests that need them. */
+let qwen2Made: { trie: TokenTrie; single: ReadonlyMap<number, number> } | null = null;
+function qwen2(): { trie: TokenTrie; single: ReadonlyMap<number, number> } {
+  if (qwen2Made === null) {
+    const vocab = loadVocabulary(vocabFile("qwen2"));
+    qwen2Made = { trie: tokenTrieFor(vocab), single: singleByteTokens(vocab) };
+  }
+  return qwen2Made;
+}
+
 test("derived root walks equal the walked ones: masks, budget masks, work", () => {
   const vocab = loadVocabulary(vocabFile("gpt-2"));
   const trie = tokenTrieFor(vocab);
@@ -107,9 +117,7 @@ test("a key that goes on with a space derives from the free key's walk, its bits
   // set the letters lead to: after `{"Entries` the base is still the free key's body (the letters'
   // and the multi-byte characters' first bytes step as it does), and below the space, where the
   // key typed so far dies, the body's bits are the walk's own and are left set.
-  const vocab = loadVocabulary(vocabFile("qwen2"));
-  const trie = tokenTrieFor(vocab);
-  const single = singleByteTokens(vocab);
+  const { trie, single } = qwen2();
   const schema = {
     type: "object",
     properties: {
@@ -136,9 +144,7 @@ test("a derived walk whose root child its base's slice takes up charges the regi
   // pattern key's slice, so it keeps runs below "-" (one of them at the exit "-$"); the walk then
   // takes "-" up as that slice's region, and walked the exits inside those runs twice (10 steps
   // more than the plain walk's, for the same mask).
-  const vocab = loadVocabulary(vocabFile("qwen2"));
-  const trie = tokenTrieFor(vocab);
-  const single = singleByteTokens(vocab);
+  const { trie, single } = qwen2();
   const schema = {
     type: "object",
     patternProperties: { "^[0-9a-zA-Z_-]+$": { type: "array", items: { type: "array", items: { type: "string" } } } },

@@ -374,7 +374,7 @@ export class LexerLevelWalks extends LexerSets {
   /** keptFromBase's runs, reused; and the subtrees derived walks kept, over the walker's life. */
   private readonly keptScratch: number[] = [];
   private keptSubtrees = 0;
-  /** bitsKeptFromBase's runs, reused; and the subtrees whose bits derived walks kept, over the walker's life. */
+  /** keptFromBase's runs whose bits alone are kept, reused; and the subtrees so kept, over the walker's life. */
   private readonly bitsKeptScratch: number[] = [];
   private bitsKeptSubtrees = 0;
   /** regionEntered's owner set of the region it returned. */
@@ -894,7 +894,7 @@ export class LexerLevelWalks extends LexerSets {
     // The base's tokens less those below the other root children, but for the subtrees there
     // that the base walks alike (keptFromBase); the set's own are walked in.
     const keep = this.keptFromBase(setId, base, diffStarts);
-    const bitsKept = this.bitsKeptFromBase(setId, base, diffStarts, keep);
+    const bitsKept = this.bitsKeptScratch;
     const mask = baseWalk.mask.slice();
     // Cleared: the other root children's tokens but for the subtrees of both lists (disjoint
     // runs, each list in trie order), whose bits are the base's already.
@@ -1022,12 +1022,22 @@ export class LexerLevelWalks extends LexerSets {
    * charges what walking them would (the node, or its slice's region), instead of clearing and
    * walking them again, node by node. Only below root children walkParts surely steps into node
    * by node. As runs of siblings in one set: (first node, end, steps charged) each.
+   *
+   * The other such children (their subtrees hold exits: a key typed so far that goes on with a
+   * space, below which nearly every token is the free key's again) go to bitsKeptScratch, as runs
+   * (first node, end): the base's mask has their tokens' bits as the set's walk would set them
+   * (the same set at the child, the same tokens below), so a derived walk leaves them set and
+   * walkParts walks them for their sets, commits and steps without setting their bits again.
+   * Clearing and setting them again was most of such a mask (qwen2: 53k tokens begin with a
+   * space, 0.2 ms of bits).
    * test/constraint-grammar-derived-walks.test.ts compares masks and work with plain walks.
    */
   private keptFromBase(setId: number, base: number, starts: readonly number[]): number[] {
     const keep = this.keptScratch;
     keep.length = 0;
-    const { subtreeSize, nodeByte, tokenStart } = this.trie;
+    const bits = this.bitsKeptScratch;
+    bits.length = 0;
+    const { subtreeSize, nodeByte } = this.trie;
     const takeUp = this.loopSlices;
     let runSet = -1;
     for (const c of starts) {
@@ -1046,17 +1056,13 @@ export class LexerLevelWalks extends LexerSets {
         if ((next & COMMIT) !== 0 || next === 0 || next !== this.stepCode(baseCont, byte)) continue;
         const at = next - 1;
         const qSize = subtreeSize[q]!;
-        if (tokenStart[q + qSize]! === tokenStart[q]!) continue;
-        if (qSize > 1 && (!this.loopsBelow(at, q) || (this.loopCodes[at]! & COMMIT) !== 0)) continue;
-        // The walk would take the subtree up as its slice's region (no exit below: it loops) or
-        // at once: what it charges there, the region's nodes or the one node.
-        let charged = 1;
-        if (takeUp && at !== cont && qSize >= MIN_SLICED_SUBTREE) {
-          const region = this.regionEntered(at, q);
-          if (region !== null) {
-            if (this.regionOwner !== at) continue;
-            charged = visitedBetween(region, q, q + qSize);
-          }
+        const charged = this.keptCharge(cont, at, q, qSize);
+        if (charged < 0) {
+          const n = bits.length;
+          if (n > 0 && bits[n - 1] === q) bits[n - 1] = q + qSize;
+          else bits.push(q, q + qSize);
+          this.bitsKeptSubtrees++;
+          continue;
         }
         this.keptSubtrees++;
         // Siblings kept one after another in the same set are one run: the walk steps over all.
@@ -1072,42 +1078,21 @@ export class LexerLevelWalks extends LexerSets {
   }
 
   /**
-   * The children of `starts` (as keptFromBase's) below which the set and its base step to one set
-   * without a commit, but which keptFromBase does not keep (their subtrees hold exits: a key
-   * typed so far that goes on with a space, below which nearly every token is the free key's
-   * again): the base's mask has their tokens' bits as the set's walk would set them (the same set
-   * at the child, the same tokens below), so a derived walk leaves them set; walkParts still
-   * walks these subtrees, for their sets, commits and steps, without setting their bits again.
-   * Clearing and setting them again was most of such a mask (qwen2: 53k tokens begin with a
-   * space, 0.2 ms of bits). As runs of siblings: (first node, end) each, in trie order.
+   * What walking child q (reached in `at` from `cont`, as its base's walk reaches it) would charge
+   * where the walk can step over it (it loops on `at` without a commit, or is one token): the
+   * region's nodes or the one node; -1 where it cannot (keptFromBase keeps only its bits).
    */
-  private bitsKeptFromBase(setId: number, base: number, starts: readonly number[], keep: readonly number[]): number[] {
-    const out = this.bitsKeptScratch;
-    out.length = 0;
-    const { subtreeSize, nodeByte } = this.trie;
-    let ki = 0;
-    for (const c of starts) {
-      const code = this.stepCode(setId, nodeByte[c]!);
-      const baseCode = this.stepCode(base, nodeByte[c]!);
-      const size = subtreeSize[c]!;
-      if ((code & COMMIT) !== 0 || code === 0 || (baseCode & COMMIT) !== 0 || baseCode === 0 || size === 1) continue;
-      const cont = code - 1;
-      const baseCont = baseCode - 1;
-      // Where walkParts takes c's subtree whole (its region, or at once), its bits are set there.
-      if (this.loopSlices && cont !== setId && size >= MIN_SLICED_SUBTREE && this.regionEntered(cont, c) !== null) continue;
-      if (this.loopsBelow(cont, c)) continue;
-      for (let q = c + 1, end = c + size; q < end; q += subtreeSize[q]!) {
-        while (ki < keep.length && keep[ki + 1]! <= q) ki += 3;
-        if (ki < keep.length && keep[ki]! <= q) continue;
-        const next = this.stepCode(cont, nodeByte[q]!);
-        if ((next & COMMIT) !== 0 || next === 0 || next !== this.stepCode(baseCont, nodeByte[q]!)) continue;
-        const n = out.length;
-        if (n > 0 && out[n - 1] === q) out[n - 1] = q + subtreeSize[q]!;
-        else out.push(q, q + subtreeSize[q]!);
-        this.bitsKeptSubtrees++;
-      }
+  private keptCharge(cont: number, at: number, q: number, qSize: number): number {
+    const tokenStart = this.trie.tokenStart;
+    if (tokenStart[q + qSize]! === tokenStart[q]!) return -1;
+    if (qSize > 1 && (!this.loopsBelow(at, q) || (this.loopCodes[at]! & COMMIT) !== 0)) return -1;
+    // The walk would take the subtree up as its slice's region (no exit below: it loops) or
+    // at once: what it charges there, the region's nodes or the one node.
+    if (this.loopSlices && at !== cont && qSize >= MIN_SLICED_SUBTREE) {
+      const region = this.regionEntered(at, q);
+      if (region !== null) return this.regionOwner === at ? visitedBetween(region, q, q + qSize) : -1;
     }
-    return out;
+    return 1;
   }
 
   /** The loop slice of a set's root walk (see LoopSlice), made on first need; null: the set walks its region. */
@@ -1357,7 +1342,7 @@ export class LexerLevelWalks extends LexerSets {
     into: Uint32Array | null = null,
     startSets: readonly number[] | null = null,
     keep: readonly number[] | null = null,
-    /** Runs of subtrees (first node, end) whose tokens' bits `into` has already (bitsKeptFromBase). */
+    /** Runs of subtrees (first node, end) whose tokens' bits `into` has already (see keptFromBase). */
     bitsKept: readonly number[] | null = null,
   ): WalkParts {
     const { nodeInfo, subtreeSize, tokenStart, tokenIds, depth } = this.trie;
