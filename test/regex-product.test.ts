@@ -132,7 +132,7 @@ test("products are canonical: equal to the compiled DFA of an equivalent pattern
   assert.deepEqual(subtractDfas(email, compileRegex("x")), email);
 });
 
-test("a product that keeps all of a product's language is that product itself, and only then", () => {
+test("a product that keeps all of a canonical DFA's language is that DFA itself, and only then", () => {
   // a is a product's result; what follows takes nothing from it, or something.
   const a = subtractDfas(compileRegex("[a-z]+(?:@[a-z]+)?"), compileRegex("[a-z]+@x"));
   assert.equal(subtractDfas(a, compileRegex("[0-9]+")), a, "b disjoint from a");
@@ -156,9 +156,26 @@ test("a product that keeps all of a product's language is that product itself, a
   const some = intersectDfas(a, ends);
   assert.notEqual(some, a);
   agrees(some, (t) => matchesBytes(a, t) && matchesBytes(ends, t));
-  // A DFA compiled from a pattern is not a product's result: the product is made, equal to it.
-  const again = subtractDfas(word, compileRegex("[0-9]+"));
-  assert.notEqual(again, word);
+  // A DFA compiled from a pattern, or a minimal DFA made of another, is canonical too: kept as it is.
+  assert.equal(subtractDfas(word, compileRegex("[0-9]+")), word);
+  const minimal = minimalDfa(compileRegexNode(parseRegex("[a-z]+|[a-z]{2,}", parseFlagString("")), { minimal: false }));
+  assert.equal(intersectDfas(minimal, word), minimal);
+  // A DFA made by hand is not: [a-z]+ with its second letter's state apart from the first's. The
+  // product is made, and is the canonical DFA of its language.
+  const byteClass = new Uint8Array(256);
+  for (let c = 0x61; c <= 0x7a; c++) byteClass[c] = 1;
+  const loose = trimDfa({
+    numStates: 3,
+    start: 0,
+    numClasses: 2,
+    byteClass,
+    next: Int32Array.from([-1, 1, -1, 2, -1, 2]),
+    accepting: Uint8Array.from([0, 1, 1]),
+    minBytesToAccept: Int32Array.from([1, 0, 0]),
+  });
+  assert.equal(loose.numStates, 3);
+  const again = subtractDfas(loose, compileRegex("[0-9]+"));
+  assert.notEqual(again, loose);
   assert.deepEqual(again, word);
 });
 

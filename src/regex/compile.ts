@@ -74,7 +74,7 @@ import { productDfa } from "./dfa/product.js";
 import type { ProductCalls } from "./dfa/product-calls.js";
 import { subtractStrings as subtractStringsNow } from "./dfa/minus-strings.js";
 import { determinize } from "./dfa/subset.js";
-import { finishDfa, pruneDfa } from "./dfa/finish.js";
+import { finishDfa, pruneDfa, singleDfa } from "./dfa/finish.js";
 import { dfaArena } from "./dfa/scratch.js";
 import { isEmptyLanguage, type ByteDfa, type MultiByteDfa } from "./dfa/types.js";
 import { RegexSyntaxError, RegexTooComplexError } from "./errors.js";
@@ -295,12 +295,6 @@ function compileRegexNow(pattern: string | readonly string[], opts: RegexOptions
   const multi = buildDfa([union], opts);
   if (isEmptyLanguage(multi)) throw new RegexSyntaxError("pattern matches no string", 0, "empty language");
   return singleDfa(multi);
-}
-
-/** The ByteDfa fields of a one-pattern MultiByteDfa (its masks repeat `accepting`). */
-function singleDfa(multi: MultiByteDfa): ByteDfa {
-  const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = multi;
-  return { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
 }
 
 /**

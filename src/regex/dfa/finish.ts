@@ -14,6 +14,24 @@ const clock = regexClock;
 /** See scratch.ts. */
 const arena = dfaArena;
 
+/**
+ * finishDfa's minimized DFAs (and singleDfa's of them): numbered breadth-first over classes in
+ * byte order, so one language always gets the same tables, and finishing such a DFA's language
+ * again gives its own tables back.
+ */
+const canonical = new WeakSet<ByteDfa>();
+
+/** `dfa`, known from now on to be finishDfa's minimal DFA (see isCanonical). */
+export function markCanonical<T extends ByteDfa>(dfa: T): T {
+  canonical.add(dfa);
+  return dfa;
+}
+
+/** Whether `dfa` was made of finishDfa's minimal DFA (markCanonical). */
+export function isCanonical(dfa: ByteDfa): boolean {
+  return canonical.has(dfa);
+}
+
 export function finishDfa(
   rawCount: number,
   k: number,
@@ -75,7 +93,7 @@ export function finishDfa(
   // One pattern: every state left is live, so each reaches it (the search is for lexers' several).
   const reachMask =
     numPatterns === 1 ? new Uint32Array(numStates).fill(1) : reachableAcceptance(numStates, numClasses, next, acceptMask, acceptWords);
-  return {
+  const dfa = {
     numStates,
     start: 0,
     numClasses,
@@ -88,6 +106,14 @@ export function finishDfa(
     acceptMask,
     reachMask,
   };
+  return markCanonical(dfa);
+}
+
+/** The ByteDfa fields of a one-pattern MultiByteDfa (its masks repeat `accepting`), canonical where it is. */
+export function singleDfa(multi: MultiByteDfa): ByteDfa {
+  const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = multi;
+  const dfa = { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
+  return isCanonical(multi) ? markCanonical(dfa) : dfa;
 }
 
 /**

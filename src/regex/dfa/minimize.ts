@@ -16,36 +16,34 @@ const clock = regexClock;
 const arena = dfaArena;
 
 /**
- * A refinable partition of 0..n-1: `elems` grouped by set (set s holds elems[first[s]..past[s])),
- * `loc` the inverse of `elems`, `set` each element's set. `mark` moves an element to the front of
- * its set; `split` separates each touched set's marked part from the rest, the smaller part
- * becoming a new set (so an element changes set O(log n) times in all).
+ * A refinable partition of 0..n-1: `elems` grouped by set (set s holds elems[first..past) of its bounds),
+ * each element's place in `elems` and its set. `mark` moves an element to the front of its set;
+ * `split` separates each touched set's marked part from the rest, the smaller part becoming a new
+ * set (so an element changes set O(log n) times in all). An element's place and set are side by
+ * side in `ofElem`, a set's first, past and marked count in `ofSet`: a mark's reads are a few
+ * cache lines instead of one per array (the transitions' partition outgrows the cache).
  */
 class RefinablePartition {
   readonly elems: Int32Array;
-  readonly loc: Int32Array;
-  readonly set: Int32Array;
-  readonly first: Int32Array;
-  readonly past: Int32Array;
-  private readonly marked: Int32Array;
+  /** [2e]: e's place in elems; [2e + 1]: its set. */
+  readonly ofElem: Int32Array;
+  /** [3s]: first; [3s + 1]: past; [3s + 2]: marked elements of set s. */
+  readonly ofSet: Int32Array;
   private readonly touched: Int32Array;
   private numTouched = 0;
   count = 0;
 
   constructor(n: number) {
     this.elems = arena.take(n);
-    this.loc = arena.take(n);
-    this.set = arena.take(n);
+    this.ofElem = arena.take(2 * n);
     // At most n sets exist; +1 so that n = 0 still has room for the empty set's bounds.
-    this.first = arena.take(n + 1);
-    this.past = arena.take(n + 1);
-    this.marked = arena.take(n + 1);
+    this.ofSet = arena.take(3 * (n + 1));
     this.touched = arena.take(n + 1);
   }
 
   /** Elements grouped by `groupOf` (ids < numGroups, each group non-empty or left out). */
   initGrouped(n: number, groupOf: Int32Array, numGroups: number): void {
-    const { elems, loc, set, first, past } = this;
+    const { elems, ofElem, ofSet } = this;
     const start = arena.take(numGroups + 1);
     for (let e = 0; e < n; e++) start[groupOf[e]! + 1]!++;
     for (let g = 0; g < numGroups; g++) start[g + 1]! += start[g]!;
@@ -55,56 +53,69 @@ class RefinablePartition {
     for (let g = 0; g < numGroups; g++) {
       if (start[g + 1]! === start[g]!) continue;
       setOf[g] = count;
-      first[count] = start[g]!;
-      past[count] = start[g + 1]!;
+      ofSet[3 * count] = start[g]!;
+      ofSet[3 * count + 1] = start[g + 1]!;
       count++;
     }
     for (let e = 0; e < n; e++) {
       const g = groupOf[e]!;
       const at = start[g]!++;
       elems[at] = e;
-      loc[e] = at;
-      set[e] = setOf[g]!;
+      ofElem[2 * e] = at;
+      ofElem[2 * e + 1] = setOf[g]!;
     }
     this.count = count;
   }
 
+  /** Each element's set, as an array by element (out of scratch). */
+  sets(n: number): Int32Array {
+    const set = arena.take(n);
+    for (let e = 0; e < n; e++) set[e] = this.ofElem[2 * e + 1]!;
+    return set;
+  }
+
   mark(e: number): void {
-    const { elems, loc, marked } = this;
-    const s = this.set[e]!;
-    const i = loc[e]!;
-    const j = this.first[s]! + marked[s]!;
+    const { elems, ofElem, ofSet } = this;
+    const s = ofElem[2 * e + 1]!;
+    const i = ofElem[2 * e]!;
+    const marked = ofSet[3 * s + 2]!;
+    const j = ofSet[3 * s]! + marked;
     const other = elems[j]!;
     elems[i] = other;
-    loc[other] = i;
+    ofElem[2 * other] = i;
     elems[j] = e;
-    loc[e] = j;
-    if (marked[s]!++ === 0) this.touched[this.numTouched++] = s;
+    ofElem[2 * e] = j;
+    ofSet[3 * s + 2] = marked + 1;
+    if (marked === 0) this.touched[this.numTouched++] = s;
   }
 
   split(): void {
-    const { elems, set, first, past, marked, touched } = this;
+    const { elems, ofElem, ofSet, touched } = this;
     while (this.numTouched > 0) {
       const s = touched[--this.numTouched]!;
-      const j = first[s]! + marked[s]!;
-      if (j === past[s]) {
-        marked[s] = 0;
-        continue;
-      }
+      const first = ofSet[3 * s]!;
+      const past = ofSet[3 * s + 1]!;
+      const marked = ofSet[3 * s + 2]!;
+      ofSet[3 * s + 2] = 0;
+      const j = first + marked;
+      if (j === past) continue;
       const z = this.count++;
-      if (marked[s]! <= past[s]! - j) {
-        first[z] = first[s]!;
-        past[z] = j;
-        first[s] = j;
+      let from: number;
+      let to: number;
+      if (marked <= past - j) {
+        from = first;
+        to = j;
+        ofSet[3 * s] = j;
       } else {
-        past[z] = past[s]!;
-        first[z] = j;
-        past[s] = j;
+        from = j;
+        to = past;
+        ofSet[3 * s + 1] = j;
       }
-      clock.tick(past[z]! - first[z]! + 1);
-      for (let i = first[z]!; i < past[z]!; i++) set[elems[i]!] = z;
-      marked[s] = 0;
-      marked[z] = 0;
+      ofSet[3 * z] = from;
+      ofSet[3 * z + 1] = to;
+      ofSet[3 * z + 2] = 0;
+      clock.tick(to - from + 1);
+      for (let i = from; i < to; i++) ofElem[2 * elems[i]! + 1] = z;
     }
   }
 }
@@ -128,19 +139,20 @@ export function minimize(n: number, k: number, edges: TransitionLists, initialBl
   // Every cord splits the blocks once, and every block but the first (all but one initial block
   // suffice) and every new one (the smaller half of a split) splits the cords once.
   const cordElems = cords.elems;
-  const cordFirst = cords.first;
-  const cordPast = cords.past;
+  const cordSet = cords.ofSet;
   const blockElems = blocks.elems;
-  const blockFirst = blocks.first;
-  const blockPast = blocks.past;
+  const blockSet = blocks.ofSet;
   let b = 1;
   for (let c = 0; c < cords.count; c++) {
-    clock.tick(cordPast[c]! - cordFirst[c]! + 1);
-    for (let i = cordFirst[c]!; i < cordPast[c]!; i++) blocks.mark(tail[cordElems[i]!]!);
+    const cordFirst = cordSet[3 * c]!;
+    const cordPast = cordSet[3 * c + 1]!;
+    clock.tick(cordPast - cordFirst + 1);
+    for (let i = cordFirst; i < cordPast; i++) blocks.mark(tail[cordElems[i]!]!);
     blocks.split();
     for (; b < blocks.count; b++) {
       let work = 0;
-      for (let i = blockFirst[b]!; i < blockPast[b]!; i++) {
+      const blockPast = blockSet[3 * b + 1]!;
+      for (let i = blockSet[3 * b]!; i < blockPast; i++) {
         const q = blockElems[i]!;
         const to = inOffsets[q + 1]!;
         work += to - inOffsets[q]! + 1;
@@ -150,5 +162,5 @@ export function minimize(n: number, k: number, edges: TransitionLists, initialBl
       cords.split();
     }
   }
-  return blocks.set;
+  return blocks.sets(n);
 }

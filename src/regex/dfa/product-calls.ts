@@ -20,7 +20,7 @@ import { regexClock } from "../clock.js";
 import { RegexTooComplexError } from "../errors.js";
 import type { TransitionLists } from "./distances.js";
 import { EdgeLists } from "./edge-lists.js";
-import { finishDfa } from "./finish.js";
+import { finishDfa, singleDfa } from "./finish.js";
 import { dfaArena } from "./scratch.js";
 import type { ByteDfa, DfaLimits } from "./types.js";
 
@@ -68,9 +68,7 @@ export function productWithCalls(a: ByteDfa, b: ByteDfa, subtract: boolean, limi
   const pairs = new CallPairs(sideA, sideB, subtract, alphabet.k, limits.maxDfaStates);
   pairs.explore();
   const accepting = pairs.acceptance();
-  const multi = finishDfa(pairs.count, alphabet.k, null, accepting, accepting, 1, 1, alphabet.classOfByte, null, pairs.edges());
-  const { numStates, start, numClasses, byteClass, next, accepting: acc, minBytesToAccept } = multi;
-  return { numStates, start, numClasses, byteClass, next, accepting: acc, minBytesToAccept };
+  return singleDfa(finishDfa(pairs.count, alphabet.k, null, accepting, accepting, 1, 1, alphabet.classOfByte, null, pairs.edges()));
 }
 
 interface CommonClasses {

@@ -11,7 +11,7 @@ import { IntMap, RULE_CALL_LEAD } from "../../support/index.js";
 import { regexClock } from "../clock.js";
 import { RegexTooComplexError } from "../errors.js";
 import { EdgeLists } from "./edge-lists.js";
-import { finishDfa } from "./finish.js";
+import { finishDfa, isCanonical, singleDfa } from "./finish.js";
 import { productWithCalls, type ProductCalls } from "./product-calls.js";
 import { dfaArena } from "./scratch.js";
 import type { TransitionLists } from "./distances.js";
@@ -24,12 +24,6 @@ const arena = dfaArena;
 
 /** "intersect": in a and in b. "subtract": in a and not in b. */
 export type ProductMode = "intersect" | "subtract";
-
-/**
- * Products' results: finishDfa's minimal DFAs, numbered breadth-first over classes in byte order,
- * so one language always gets the same tables.
- */
-const finished = new WeakSet<ByteDfa>();
 
 /**
  * The product of `a` and `b` under `mode`; an empty language is a valid result (isEmptyLanguage).
@@ -45,14 +39,11 @@ export function productDfa(a: ByteDfa, b: ByteDfa, mode: ProductMode, limits: Df
   if (!pairs.explore(calls !== undefined)) return productWithCalls(a, b, mode === "subtract", limits, calls!);
   const { rawMask, rawAccepting, keepsA } = pairs.acceptance();
   // A product that takes nothing from a (a subtraction of what a never holds, a chain of them in
-  // a `oneOf`) is a's language: where a is a product's result, finishing it would give a's own
-  // tables back, so a is the result (no minimization, which is most of a big product's time).
-  if (keepsA && finished.has(a)) return a;
-  const multi = finishDfa(pairs.count, alphabet.k, null, rawMask, rawAccepting, 1, 1, alphabet.classOfByte, null, pairs.edges());
-  const { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept } = multi;
-  const result = { numStates, start, numClasses, byteClass, next, accepting, minBytesToAccept };
-  finished.add(result);
-  return result;
+  // a `oneOf`) is a's language: where a is canonical (a product's, a minimal DFA's), finishing it
+  // would give a's own tables back, so a is the result (no minimization, which is most of a big
+  // product's time).
+  if (keepsA && isCanonical(a)) return a;
+  return singleDfa(finishDfa(pairs.count, alphabet.k, null, rawMask, rawAccepting, 1, 1, alphabet.classOfByte, null, pairs.edges()));
 }
 
 /** The byte classes neither DFA tells apart (numbered by first byte) and each one's class in a and in b. */
