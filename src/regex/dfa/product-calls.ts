@@ -334,12 +334,22 @@ class CallPairs {
           else if (callB && !callA && overA) sb = b.expand(sb);
         }
       }
+      // Neighbouring classes mostly lead to the same pair (a string's characters): its id is
+      // looked up once for the run.
+      let lastA = -1;
+      let lastB = -2;
+      let lastId = -1;
       for (let c = 0; c < k; c++) {
         const ta = a.step(sa, c);
         if (ta < 0) continue;
         const tb = sb < 0 ? -1 : b.step(sb, c);
         if (tb < 0 && !subtract) continue;
-        this.edgeLists.add(p, c, this.intern(ta, tb));
+        if (ta !== lastA || tb !== lastB) {
+          lastId = this.intern(ta, tb);
+          lastA = ta;
+          lastB = tb;
+        }
+        this.edgeLists.add(p, c, lastId);
       }
     }
   }

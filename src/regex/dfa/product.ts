@@ -149,6 +149,11 @@ class PairExploration {
       const sa = this.pairA[p]!;
       const sb = this.pairB[p]!;
       if (watchCalls && sb >= 0 && (a.next[sa * ka + leadA]! >= 0 || b.next[sb * kb + leadB]! >= 0)) return false;
+      // Neighbouring classes mostly lead to the same pair (a string's characters): its id is
+      // looked up once for the run.
+      let lastA = -1;
+      let lastB = -2;
+      let lastId = -1;
       for (let c = 0; c < k; c++) {
         const ta = a.next[sa * ka + classA[c]!]!;
         if (ta < 0) continue; // nothing of a's language lies past this byte
@@ -157,7 +162,12 @@ class PairExploration {
           this.dropsA = true;
           continue;
         }
-        this.edgeLists.add(p, c, this.intern(ta, tb));
+        if (ta !== lastA || tb !== lastB) {
+          lastId = this.intern(ta, tb);
+          lastA = ta;
+          lastB = tb;
+        }
+        this.edgeLists.add(p, c, lastId);
       }
     }
     return true;
