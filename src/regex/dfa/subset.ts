@@ -513,13 +513,21 @@ class SubsetConstruction {
             const { off, cls, to } = blockRows[b]!;
             const classOff = blockClassOff[b]!;
             const classList = blockClassList[b]!;
-            for (let j = off[q - base]!; j < off[q - base + 1]!; j++) {
-              const target = (base + to[j]!) << modeBits;
-              for (let x = classOff[cls[j]!]!; x < classOff[cls[j]! + 1]!; x++) {
-                const c = classList[x]!;
-                if (pass === 0) {
+            // Each pass its own loop: the most-run loop of the construction (a class per edge).
+            const edgesTo = off[q - base + 1]!;
+            if (pass === 0) {
+              for (let j = off[q - base]!; j < edgesTo; j++) {
+                const classesTo = classOff[cls[j]! + 1]!;
+                for (let x = classOff[cls[j]!]!; x < classesTo; x++) {
+                  const c = classList[x]!;
                   if (classCount[c + 1]!++ === 0) touched[numTouched++] = c;
-                } else moves[classCount[c]!++] = target;
+                }
+              }
+            } else {
+              for (let j = off[q - base]!; j < edgesTo; j++) {
+                const target = (base + to[j]!) << modeBits;
+                const classesTo = classOff[cls[j]! + 1]!;
+                for (let x = classOff[cls[j]!]!; x < classesTo; x++) moves[classCount[classList[x]!]!++] = target;
               }
             }
             continue;
