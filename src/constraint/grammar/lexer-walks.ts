@@ -893,8 +893,7 @@ export class LexerLevelWalks extends LexerSets {
     if (baseWalk.mask === null || baseRoots === null || baseSteps === null) return null;
     // The base's tokens less those below the other root children, but for the subtrees there
     // that the base walks alike (keptFromBase); the set's own are walked in.
-    const keep = this.keptFromBase(setId, base, diffStarts);
-    const bitsKept = this.bitsKeptScratch;
+    const { keep, bitsKept } = this.keptFromBase(setId, base, diffStarts);
     const mask = baseWalk.mask.slice();
     // Cleared: the other root children's tokens but for the subtrees of both lists (disjoint
     // runs, each list in trie order), whose bits are the base's already.
@@ -1024,7 +1023,7 @@ export class LexerLevelWalks extends LexerSets {
    * by node. As runs of siblings in one set: (first node, end, steps charged) each.
    *
    * The other such children (their subtrees hold exits: a key typed so far that goes on with a
-   * space, below which nearly every token is the free key's again) go to bitsKeptScratch, as runs
+   * space, below which nearly every token is the free key's again) are `bitsKept`, as runs
    * (first node, end): the base's mask has their tokens' bits as the set's walk would set them
    * (the same set at the child, the same tokens below), so a derived walk leaves them set and
    * walkParts walks them for their sets, commits and steps without setting their bits again.
@@ -1032,7 +1031,7 @@ export class LexerLevelWalks extends LexerSets {
    * space, 0.2 ms of bits).
    * test/constraint-grammar-derived-walks.test.ts compares masks and work with plain walks.
    */
-  private keptFromBase(setId: number, base: number, starts: readonly number[]): number[] {
+  private keptFromBase(setId: number, base: number, starts: readonly number[]): { keep: number[]; bitsKept: number[] } {
     const keep = this.keptScratch;
     keep.length = 0;
     const bits = this.bitsKeptScratch;
@@ -1074,7 +1073,7 @@ export class LexerLevelWalks extends LexerSets {
         runSet = at;
       }
     }
-    return keep;
+    return { keep, bitsKept: bits };
   }
 
   /**

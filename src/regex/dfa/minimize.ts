@@ -16,8 +16,8 @@ const clock = regexClock;
 const arena = dfaArena;
 
 /**
- * A refinable partition of 0..n-1: `elems` grouped by set (set s holds elems[first..past) of its bounds),
- * each element's place in `elems` and its set. `mark` moves an element to the front of its set;
+ * A refinable partition of 0..n-1: `elems` grouped by set (set s holds elems[first..past), its
+ * bounds in `ofSet`), each element's place in `elems` and its set. `mark` moves an element to the front of its set;
  * `split` separates each touched set's marked part from the rest, the smaller part becoming a new
  * set (so an element changes set O(log n) times in all). An element's place and set are side by
  * side in `ofElem`, a set's first, past and marked count in `ofSet`: a mark's reads are a few
