@@ -151,9 +151,13 @@ function checkCalls(dfa: ByteDfa, classes: Int32Array, alphabet: CommonClasses, 
 /**
  * One operand's states in the product: (which DFA: 0 the operand, 1 the rule's body; its state;
  * the state to return to once the body's text ends, -1 for none; whether the call at this state
- * is read as the body), interned.
+ * is read as the body), interned. The operand's own states with nothing below and no call read as
+ * the body (most of a product's: a minuend outside its free values) are ids 0..n-1, the state's
+ * own number: their moves are read off the operand's table, with no lookup and no memo.
  */
 class Sides {
+  /** The ids below it are the operand's plain states (see above); the others' fields at id - plain. */
+  private readonly plain: number;
   private readonly which: number[] = [];
   private readonly state: number[] = [];
   private readonly below: number[] = [];
@@ -163,10 +167,10 @@ class Sides {
   private readonly width: number;
   readonly k: number;
   private readonly lead: number;
-  /** Per side and class, step's answer (UNKNOWN: not asked yet): a side meets many of the other's. */
+  /** Per other side (id - plain) and class, step's answer (UNKNOWN: not asked yet): a side meets many of the other's. */
   private moves = new Int32Array(0);
   /** Per side, calls' and overlaps' answers (bit 1: known, bit 2: calls, bit 4: overlaps). */
-  private facts = new Uint8Array(0);
+  private facts: Uint8Array;
 
   constructor(
     private readonly own: ByteDfa,
@@ -177,22 +181,26 @@ class Sides {
     private readonly first: Uint8Array,
     private readonly rule: number,
   ) {
+    this.plain = own.numStates;
     this.width = Math.max(own.numStates, body.numStates);
     this.k = alphabet.k;
     this.lead = alphabet.lead;
+    this.facts = new Uint8Array(this.plain + 64);
   }
 
   /** The operand's start. */
   start(): number {
-    return this.intern(0, this.own.start, -1, 0);
+    return this.own.start;
   }
 
   private intern(which: number, state: number, below: number, expanded: number): number {
+    if (which === 0 && below < 0 && expanded === 0) return state;
     const key = ((below + 1) * this.width + state) * 4 + which * 2 + expanded;
     const known = this.ids.get(key);
     if (known !== IntMap.MISSING) return known;
-    const id = this.which.length;
-    const depth = below < 0 ? 0 : this.depth[below]! + 1;
+    const other = this.which.length;
+    const id = this.plain + other;
+    const depth = below < 0 ? 0 : this.depthOf(below) + 1;
     if (depth > MAX_EXPANDED) throw new ProductCallsClash();
     this.which.push(which);
     this.state.push(state);
@@ -200,32 +208,59 @@ class Sides {
     this.expanded.push(expanded);
     this.depth.push(depth);
     this.ids.set(key, id);
-    if ((id + 1) * this.k > this.moves.length) {
+    if ((other + 1) * this.k > this.moves.length) {
       const moves = new Int32Array(Math.max(64 * this.k, this.moves.length * 2)).fill(UNKNOWN);
       moves.set(this.moves);
       this.moves = moves;
-      const facts = new Uint8Array(moves.length / this.k);
+    }
+    if (id >= this.facts.length) {
+      const facts = new Uint8Array(this.plain + 2 * (other + 1) + 64);
       facts.set(this.facts);
       this.facts = facts;
     }
     return id;
   }
 
+  private whichOf(id: number): number {
+    return id < this.plain ? 0 : this.which[id - this.plain]!;
+  }
+
+  private stateOf(id: number): number {
+    return id < this.plain ? id : this.state[id - this.plain]!;
+  }
+
+  private belowOf(id: number): number {
+    return id < this.plain ? -1 : this.below[id - this.plain]!;
+  }
+
+  private depthOf(id: number): number {
+    return id < this.plain ? 0 : this.depth[id - this.plain]!;
+  }
+
   /** The side after class `c`, or -1. */
   step(id: number, c: number): number {
-    const known = this.moves[id * this.k + c]!;
+    if (id < this.plain) {
+      // A plain state: the operand's own move (its target is plain too, its id the state).
+      const own = this.own;
+      const t = own.next[id * own.numClasses + this.classOwn[c]!]!;
+      return t < 0 ? -1 : t;
+    }
+    const at = (id - this.plain) * this.k + c;
+    const known = this.moves[at]!;
     if (known !== UNKNOWN) return known;
     const next = this.move(id, c);
-    this.moves[id * this.k + c] = next;
+    this.moves[at] = next;
     return next;
   }
 
+  /** A side that is not plain: its move (step memoizes it). */
   private move(id: number, c: number): number {
-    const w = this.which[id]!;
-    const s = this.state[id]!;
-    const below = this.below[id]!;
+    const i = id - this.plain;
+    const w = this.which[i]!;
+    const s = this.state[i]!;
+    const below = this.below[i]!;
     const dfa = w === 0 ? this.own : this.body;
-    if (this.expanded[id] === 1) {
+    if (this.expanded[i] === 1) {
       if (c === this.lead) return -1;
       const t = this.body.next[this.body.start * this.body.numClasses + this.classBody[c]!]!;
       if (t >= 0) return this.intern(1, t, this.intern(w, afterCall(dfa, s, this.rule), below, 0), 0);
@@ -239,9 +274,9 @@ class Sides {
 
   /** Whether a text ending here is the side's (every body entered has ended). */
   accepting(id: number): boolean {
-    const s = this.state[id]!;
-    if (this.which[id] === 0) return this.own.accepting[s] === 1;
-    return this.body.accepting[s] === 1 && this.accepting(this.below[id]!);
+    const s = this.stateOf(id);
+    if (this.whichOf(id) === 0) return this.own.accepting[s] === 1;
+    return this.body.accepting[s] === 1 && this.accepting(this.belowOf(id));
   }
 
   /** Whether the side reads a call here. */
@@ -272,11 +307,11 @@ class Sides {
 
   /** The side with the call it reads here (its own, or after the body's text ends) read as the body instead. */
   expand(id: number): number {
-    const w = this.which[id]!;
-    const s = this.state[id]!;
+    const w = this.whichOf(id);
+    const s = this.stateOf(id);
     const dfa = w === 0 ? this.own : this.body;
-    if (afterCall(dfa, s, this.rule) >= 0) return this.intern(w, s, this.below[id]!, 1);
-    return this.intern(1, s, this.expand(this.below[id]!), 0);
+    if (afterCall(dfa, s, this.rule) >= 0) return this.intern(w, s, this.belowOf(id), 1);
+    return this.intern(1, s, this.expand(this.belowOf(id)), 0);
   }
 }
 
