@@ -2,7 +2,8 @@
 // ByteDfa contract (canonical: equal to the compiled DFA of an equivalent pattern), limits, and
 // compileRegexNode with { kind: "dfa" } nodes (concatenated, alternated, repeated), and its
 // unminimized DFAs (minimal: false) and minimalDfa of them; subtractStrings against subtractDfas; sameDfa and dfaHash;
-// products over call spellings (ProductCalls) against brute force with the calls expanded.
+// products over call spellings (ProductCalls) against brute force with the calls expanded; the
+// memo of products a schema's compiles share (ProductMemo).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
@@ -27,6 +28,7 @@ import {
 } from "../src/regex/index.js";
 import { RULE_CALL_LEAD, seededRandom } from "../src/support/index.js";
 import { spellingNode } from "../src/schema/marker-node.js";
+import { ProductMemo } from "../src/schema/index.js";
 
 const encoder = new TextEncoder();
 const BIG = { maxDfaStates: 200_000, maxNfaStates: 2_000_000, timeoutMs: 20_000 };
@@ -627,4 +629,34 @@ test("subtractStrings: a DFA minus a finite set of strings, as subtractDfas by t
       ),
     (err: unknown) => err instanceof RegexTooComplexError && err.limit === "dfaStates",
   );
+});
+
+test("ProductMemo finds a product again by its operands' tables and the calls it read, and by nothing less", () => {
+  // The memo of products a schema's compiles share (compileServedSchema's forms): a product read
+  // over other calls (a minuend's calls expanded as fewer texts) holds other texts, so it must
+  // not be found for them; operands made again with the same tables are the same operands.
+  const flags = parseFlagString("");
+  const call = spellingNode(Uint8Array.of(RULE_CALL_LEAD, 0, 0));
+  const node = (...items: RegexNode[]): ByteDfa => compileRegexNode({ kind: "concat", items }, BIG);
+  const body = compileRegexNode(parseRegex("x+|y", flags), BIG);
+  const calls: ProductCalls = { rule: 0, body };
+  const fewer: ProductCalls = { rule: 0, body, firstBody: compileRegexNode(parseRegex("x", flags), BIG) };
+  const a = node(parseRegex("a", flags), call);
+  const b = node(parseRegex("axx", flags));
+  const wide = subtractDfas(a, b, BIG, calls);
+  const narrow = subtractDfas(a, b, BIG, fewer);
+  assert.ok(!sameDfa(wide, narrow), "firstBody changes this product");
+  const memo = new ProductMemo();
+  memo.keep("subtract", a, b, calls, wide);
+  const again = { a: node(parseRegex("a", flags), call), b: node(parseRegex("axx", flags)) };
+  assert.notEqual(again.a, a);
+  assert.equal(memo.find("subtract", again.a, again.b, { rule: 0, body: compileRegexNode(parseRegex("x+|y", flags), BIG) }), wide);
+  assert.equal(memo.find("subtract", a, b, fewer), null);
+  assert.equal(memo.find("subtract", a, b, undefined), null);
+  assert.equal(memo.find("intersect", a, b, calls), null);
+  assert.equal(memo.find("subtract", b, a, calls), null);
+  assert.equal(memo.find("subtract", a, b, { rule: 1, body }), null);
+  memo.keep("subtract", a, b, fewer, narrow);
+  assert.equal(memo.find("subtract", a, b, fewer), narrow);
+  assert.equal(memo.find("subtract", a, b, calls), wide);
 });

@@ -25,6 +25,7 @@ import {
   JsonSchemaError,
   JsonSchemaTooComplexError,
   JsonSchemaUnsatisfiableError,
+  ProductMemo,
   type JsonSchemaOptions,
   type JsonSchemaWarning,
 } from "../schema/index.js";
@@ -172,7 +173,9 @@ export function compileServedSchema(
   trie?: TokenTrie,
   probe?: ProbeOptions,
 ): CompileOutput & { kind: "dfa" | "rules" } {
-  return inSomeOrder(options.propertyOrder, (propertyOrder) => servedForm(schema, { ...options, propertyOrder }, trie, probe));
+  // Each form tried takes most of the same set operations: each product is taken once.
+  const products = options.products ?? new ProductMemo();
+  return inSomeOrder(options.propertyOrder, (propertyOrder) => servedForm(schema, { ...options, propertyOrder, products }, trie, probe));
 }
 
 /**

@@ -15,6 +15,7 @@
 export {
   compileJsonSchema,
   DEFAULT_JSON_SCHEMA_OPTIONS,
+  ProductMemo,
   type CompiledJsonSchema,
   type JsonSchemaOptions,
 } from "./json-schema/compile.js";

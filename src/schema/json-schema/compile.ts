@@ -111,6 +111,12 @@ export interface JsonSchemaOptions {
   /** Per-automaton sizes, and the whole compile's work (maxWork) and wall-clock valve (timeoutMs). */
   readonly limits?: RegexLimits;
   /**
+   * Products kept for the compiles of one schema in several forms (compileServedSchema's tries,
+   * which take most of the same set operations again): each is taken once. Without it, one
+   * compile keeps its own.
+   */
+  readonly products?: ProductMemo;
+  /**
    * "unrolled": one DFA (recursion written MAX_RECURSION levels deep, free values `freeNesting`);
    * "stack": where values nest without bound, calls of rules (CompiledJsonSchema.rules), served
    * by a pushdown automaton, so recursion and free values reach any depth. The indented style
@@ -203,6 +209,50 @@ const SHARE_AFTER_COPIED_STATES = 100_000;
  * asked again. The schemas it helps keep a few MB (o26594's 255-character uris: 4 MB).
  */
 const MAX_KEPT_PRODUCT_BYTES = 64 << 20;
+
+/**
+ * Products taken, by their operands' tables and the calls they read (dfaHash, then sameDfa): a
+ * language is built anew where its memo key differs (another depth, another Want) though its DFA
+ * comes out the same, and its set operations were then done again, up to a third of a compile (a
+ * counted string's product with a pattern, asked once per property it types); and a schema tried
+ * in several forms (compileServedSchema) takes most of its products again in each (MaskBench's
+ * o37786, refused for its size: the same ten products, 1.2 s, in each of its five tries). Holds at
+ * most MAX_KEPT_PRODUCT_BYTES of tables; past it, products are no longer kept.
+ */
+export class ProductMemo {
+  private readonly made = new Map<string, { a: ByteDfa; b: ByteDfa; calls: ProductCalls | undefined; result: ByteDfa }[]>();
+  private bytes = 0;
+
+  /** The product of a and b under `mode` reading `calls`, when it was kept; else null. */
+  find(mode: "intersect" | "subtract", a: ByteDfa, b: ByteDfa, calls: ProductCalls | undefined): ByteDfa | null {
+    const made = this.made.get(productKey(mode, a, b, calls));
+    if (made !== undefined) for (const p of made) if (sameDfa(p.a, a) && sameDfa(p.b, b) && sameCalls(p.calls, calls)) return p.result;
+    return null;
+  }
+
+  /** Keeps a product just taken (unless the memo holds its bytes' worth already). */
+  keep(mode: "intersect" | "subtract", a: ByteDfa, b: ByteDfa, calls: ProductCalls | undefined, result: ByteDfa): void {
+    const bytes = a.next.byteLength + b.next.byteLength + result.next.byteLength;
+    if (this.bytes + bytes > MAX_KEPT_PRODUCT_BYTES) return;
+    this.bytes += bytes;
+    const key = productKey(mode, a, b, calls);
+    const made = this.made.get(key);
+    if (made === undefined) this.made.set(key, [{ a, b, calls, result }]);
+    else made.push({ a, b, calls, result });
+  }
+}
+
+/** ProductMemo's key: the mode, the operands' hashes, and the calls read (their rule's body and the minuend's). */
+function productKey(mode: string, a: ByteDfa, b: ByteDfa, calls: ProductCalls | undefined): string {
+  const read = calls === undefined ? "" : `.${calls.rule}.${dfaHash(calls.body)}.${dfaHash(calls.firstBody ?? calls.body)}`;
+  return `${mode}${dfaHash(a)}.${dfaHash(b)}${read}`;
+}
+
+/** Whether two products read the same calls (the same rule, bodies of the same tables). */
+function sameCalls(x: ProductCalls | undefined, y: ProductCalls | undefined): boolean {
+  if (x === undefined || y === undefined) return x === y;
+  return x.rule === y.rule && sameDfa(x.body, y.body) && sameDfa(x.firstBody ?? x.body, y.firstBody ?? y.body);
+}
 
 /**
  * Compiles a JSON Schema (object or boolean) to the DFA of the JSON texts we may write for it.
@@ -359,20 +409,13 @@ class SchemaCompiler implements WriterContext {
   readonly syntax: JsonSyntax;
   /** Languages by subschema(s) and Want: nodes, compiled to a DFA on their second use. */
   private readonly memo = new Map<string, RegexNode>();
-  /**
-   * Products taken, by their operands' tables (dfaHash, then sameDfa): a language is built anew
-   * where its memo key differs (another depth, another Want) though its DFA comes out the same,
-   * and its set operations were then done again, up to a third of a compile (a counted string's
-   * product with a pattern, asked once per property it types).
-   */
-  private readonly products = new Map<string, { a: ByteDfa; b: ByteDfa; result: ByteDfa }[]>();
+  /** Products taken (see ProductMemo): this compile's, or its schema's other forms' too (JsonSchemaOptions.products). */
+  private readonly products: ProductMemo;
   /**
    * A reused language's DFA, left unminimized (see `language`), and its minimal DFA once a set
    * operation has taken it as an operand (products of unminimized operands grow past the limits).
    */
   private readonly minimalOf = new Map<ByteDfa, ByteDfa | null>();
-  /** The tables' bytes `products` holds on to (at most MAX_KEPT_PRODUCT_BYTES: past it, products are no longer kept). */
-  private productBytes = 0;
   /** Subschemas being compiled, and how many times each is open (recursion unrolls). */
   private readonly inProgress = new Map<string, number>();
   /**
@@ -417,6 +460,7 @@ class SchemaCompiler implements WriterContext {
     public options: Options,
   ) {
     this.syntax = new JsonSyntax(options.whitespace);
+    this.products = options.products ?? new ProductMemo();
   }
 
   // ---- the regex stage, under one deadline for the whole compile --------------------------
@@ -493,15 +537,10 @@ class SchemaCompiler implements WriterContext {
   private product(a: ByteDfa, b: ByteDfa, mode: "intersect" | "subtract", pointer: string, calls?: ProductCalls): ByteDfa {
     a = this.minimalOperand(a, pointer);
     b = this.minimalOperand(b, pointer);
-    const key = `${mode}${dfaHash(a)}.${dfaHash(b)}`;
-    const made = this.products.get(key);
-    if (made !== undefined) for (const p of made) if (sameDfa(p.a, a) && sameDfa(p.b, b)) return p.result;
+    const made = this.products.find(mode, a, b, calls);
+    if (made !== null) return made;
     const result = this.regex(pointer, (limits) => (mode === "intersect" ? intersectDfas : subtractDfas)(a, b, limits, calls));
-    const bytes = a.next.byteLength + b.next.byteLength + result.next.byteLength;
-    if (this.productBytes + bytes > MAX_KEPT_PRODUCT_BYTES) return result;
-    this.productBytes += bytes;
-    if (made === undefined) this.products.set(key, [{ a, b, result }]);
-    else made.push({ a, b, result });
+    this.products.keep(mode, a, b, calls, result);
     return result;
   }
 
