@@ -659,4 +659,20 @@ test("ProductMemo finds a product again by its operands' tables and the calls it
   memo.keep("subtract", a, b, fewer, narrow);
   assert.equal(memo.find("subtract", a, b, fewer), narrow);
   assert.equal(memo.find("subtract", a, b, calls), wide);
+  // Room for two products: a compile keeps what fits and no more; the next one's products take
+  // the place of the earlier compile's, oldest first, as a memo of its own would have kept them.
+  const bytes = (x: ByteDfa, y: ByteDfa, z: ByteDfa): number => x.next.byteLength + y.next.byteLength + z.next.byteLength;
+  const small = new ProductMemo(bytes(a, b, wide) + bytes(a, b, narrow));
+  small.begin();
+  small.keep("subtract", a, b, calls, wide);
+  small.keep("subtract", a, b, fewer, narrow);
+  const both = intersectDfas(a, b, BIG, calls);
+  small.keep("intersect", a, b, calls, both);
+  assert.equal(small.find("intersect", a, b, calls), null, "past the bytes, nothing more is kept");
+  assert.equal(small.find("subtract", a, b, calls), wide);
+  small.begin();
+  small.keep("intersect", a, b, calls, both);
+  assert.equal(small.find("intersect", a, b, calls), both);
+  assert.equal(small.find("subtract", a, b, calls), null, "the oldest product made room");
+  assert.equal(small.find("subtract", a, b, fewer), narrow);
 });

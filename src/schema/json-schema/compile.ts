@@ -217,11 +217,26 @@ const MAX_KEPT_PRODUCT_BYTES = 64 << 20;
  * counted string's product with a pattern, asked once per property it types); and a schema tried
  * in several forms (compileServedSchema) takes most of its products again in each (MaskBench's
  * o37786, refused for its size: the same ten products, 1.2 s, in each of its five tries). Holds at
- * most MAX_KEPT_PRODUCT_BYTES of tables; past it, products are no longer kept.
+ * most MAX_KEPT_PRODUCT_BYTES of tables. Each compile may keep that much of its own, as it could
+ * with a memo of its own: what earlier compiles kept makes room for it, oldest first. Past that,
+ * its products are no longer kept.
  */
 export class ProductMemo {
-  private readonly made = new Map<string, { a: ByteDfa; b: ByteDfa; calls: ProductCalls | undefined; result: ByteDfa }[]>();
+  private readonly made = new Map<string, KeptProduct[]>();
+  /** What is kept, in the order kept (from `oldest` on; null before it, evicted and let go). */
+  private readonly order: (KeptProduct | null)[] = [];
+  private oldest = 0;
   private bytes = 0;
+  /** The compile now keeping products (begin). */
+  private compile = 0;
+
+  /** `maxBytes`: the tables it may hold (tests give less). */
+  constructor(private readonly maxBytes = MAX_KEPT_PRODUCT_BYTES) {}
+
+  /** A compile begins: what earlier ones kept may make room for its products. */
+  begin(): void {
+    this.compile++;
+  }
 
   /** The product of a and b under `mode` reading `calls`, when it was kept; else null. */
   find(mode: "intersect" | "subtract", a: ByteDfa, b: ByteDfa, calls: ProductCalls | undefined): ByteDfa | null {
@@ -230,16 +245,39 @@ export class ProductMemo {
     return null;
   }
 
-  /** Keeps a product just taken (unless the memo holds its bytes' worth already). */
+  /** Keeps a product just taken, where the bytes allow (see above). */
   keep(mode: "intersect" | "subtract", a: ByteDfa, b: ByteDfa, calls: ProductCalls | undefined, result: ByteDfa): void {
     const bytes = a.next.byteLength + b.next.byteLength + result.next.byteLength;
-    if (this.bytes + bytes > MAX_KEPT_PRODUCT_BYTES) return;
+    while (this.bytes + bytes > this.maxBytes && this.oldest < this.order.length && this.order[this.oldest]!.compile < this.compile) {
+      this.evict(this.order[this.oldest]!);
+      this.order[this.oldest++] = null;
+    }
+    if (this.bytes + bytes > this.maxBytes) return;
+    const kept: KeptProduct = { key: productKey(mode, a, b, calls), a, b, calls, result, bytes, compile: this.compile };
     this.bytes += bytes;
-    const key = productKey(mode, a, b, calls);
-    const made = this.made.get(key);
-    if (made === undefined) this.made.set(key, [{ a, b, calls, result }]);
-    else made.push({ a, b, calls, result });
+    this.order.push(kept);
+    const made = this.made.get(kept.key);
+    if (made === undefined) this.made.set(kept.key, [kept]);
+    else made.push(kept);
   }
+
+  private evict(kept: KeptProduct): void {
+    const made = this.made.get(kept.key)!;
+    made.splice(made.indexOf(kept), 1);
+    if (made.length === 0) this.made.delete(kept.key);
+    this.bytes -= kept.bytes;
+  }
+}
+
+interface KeptProduct {
+  readonly key: string;
+  readonly a: ByteDfa;
+  readonly b: ByteDfa;
+  readonly calls: ProductCalls | undefined;
+  readonly result: ByteDfa;
+  readonly bytes: number;
+  /** The compile that kept it (ProductMemo.begin). */
+  readonly compile: number;
 }
 
 /** ProductMemo's key: the mode, the operands' hashes, and the calls read (their rule's body and the minuend's). */
@@ -461,6 +499,7 @@ class SchemaCompiler implements WriterContext {
   ) {
     this.syntax = new JsonSyntax(options.whitespace);
     this.products = options.products ?? new ProductMemo();
+    this.products.begin();
   }
 
   // ---- the regex stage, under one deadline for the whole compile --------------------------
