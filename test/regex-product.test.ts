@@ -647,32 +647,38 @@ test("ProductMemo finds a product again by its operands' tables and the calls it
   const narrow = subtractDfas(a, b, BIG, fewer);
   assert.ok(!sameDfa(wide, narrow), "firstBody changes this product");
   const memo = new ProductMemo();
-  memo.keep("subtract", a, b, calls, wide);
+  memo.keep("subtract", a, b, calls, wide, 7);
   const again = { a: node(parseRegex("a", flags), call), b: node(parseRegex("axx", flags)) };
   assert.notEqual(again.a, a);
-  assert.equal(memo.find("subtract", again.a, again.b, { rule: 0, body: compileRegexNode(parseRegex("x+|y", flags), BIG) }), wide);
+  assert.equal(memo.find("subtract", again.a, again.b, { rule: 0, body: compileRegexNode(parseRegex("x+|y", flags), BIG) })?.result, wide);
   assert.equal(memo.find("subtract", a, b, fewer), null);
   assert.equal(memo.find("subtract", a, b, undefined), null);
   assert.equal(memo.find("intersect", a, b, calls), null);
   assert.equal(memo.find("subtract", b, a, calls), null);
   assert.equal(memo.find("subtract", a, b, { rule: 1, body }), null);
-  memo.keep("subtract", a, b, fewer, narrow);
-  assert.equal(memo.find("subtract", a, b, fewer), narrow);
-  assert.equal(memo.find("subtract", a, b, calls), wide);
+  memo.keep("subtract", a, b, fewer, narrow, 7);
+  assert.equal(memo.find("subtract", a, b, fewer)?.result, narrow);
+  assert.equal(memo.find("subtract", a, b, calls)?.result, wide);
   // Room for two products: a compile keeps what fits and no more; the next one's products take
   // the place of the earlier compile's, oldest first, as a memo of its own would have kept them.
   const bytes = (x: ByteDfa, y: ByteDfa, z: ByteDfa): number => x.next.byteLength + y.next.byteLength + z.next.byteLength;
   const small = new ProductMemo(bytes(a, b, wide) + bytes(a, b, narrow));
   small.begin();
-  small.keep("subtract", a, b, calls, wide);
-  small.keep("subtract", a, b, fewer, narrow);
+  small.keep("subtract", a, b, calls, wide, 7);
+  small.keep("subtract", a, b, fewer, narrow, 7);
   const both = intersectDfas(a, b, BIG, calls);
-  small.keep("intersect", a, b, calls, both);
+  small.keep("intersect", a, b, calls, both, 7);
   assert.equal(small.find("intersect", a, b, calls), null, "past the bytes, nothing more is kept");
-  assert.equal(small.find("subtract", a, b, calls), wide);
+  assert.equal(small.find("subtract", a, b, calls)?.result, wide);
   small.begin();
-  small.keep("intersect", a, b, calls, both);
-  assert.equal(small.find("intersect", a, b, calls), both);
+  small.keep("intersect", a, b, calls, both, 7);
+  assert.equal(small.find("intersect", a, b, calls)?.result, both);
   assert.equal(small.find("subtract", a, b, calls), null, "the oldest product made room");
-  assert.equal(small.find("subtract", a, b, fewer), narrow);
+  assert.equal(small.find("subtract", a, b, fewer)?.result, narrow);
+  // Work: free where the compile took the product itself; an earlier compile's is charged what
+  // taking it counted, once, as a memo of the compile's own would then hold it.
+  assert.equal(small.find("intersect", a, b, calls)?.work, 0);
+  small.begin();
+  assert.equal(small.find("intersect", a, b, calls)?.work, 7);
+  assert.equal(small.find("intersect", a, b, calls)?.work, 0);
 });

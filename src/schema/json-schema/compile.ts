@@ -216,45 +216,66 @@ const MAX_KEPT_PRODUCT_BYTES = 64 << 20;
  * comes out the same, and its set operations were then done again, up to a third of a compile (a
  * counted string's product with a pattern, asked once per property it types); and a schema tried
  * in several forms (compileServedSchema) takes most of its products again in each (MaskBench's
- * o37786, refused for its size: the same ten products, 1.2 s, in each of its five tries). Holds at
- * most MAX_KEPT_PRODUCT_BYTES of tables. Each compile may keep that much of its own, as it could
- * with a memo of its own: what earlier compiles kept makes room for it, oldest first. Past that,
- * its products are no longer kept.
+ * o37786, refused for its size: the same ten products, 1.2 s, in each of its five tries).
+ *
+ * Each compile (begin) sees it as a memo of its own would be: at most MAX_KEPT_PRODUCT_BYTES of
+ * its own products, found for free; a product an earlier compile took is charged the work its
+ * taking counted, as taking it again would be, and becomes the compile's own where that memo would
+ * have kept it. So a compile's work, and its work limit's verdict, is what it was with a memo of
+ * its own; only the time is saved. What earlier compiles kept makes room for a compile's own,
+ * oldest first: the memo never holds more than MAX_KEPT_PRODUCT_BYTES.
  */
 export class ProductMemo {
   private readonly made = new Map<string, KeptProduct[]>();
-  /** What is kept, in the order kept (from `oldest` on; null before it, evicted and let go). */
-  private readonly order: (KeptProduct | null)[] = [];
-  private oldest = 0;
+  /** What is kept, in the order kept. */
+  private order: KeptProduct[] = [];
   private bytes = 0;
-  /** The compile now keeping products (begin). */
+  /** The tables the current compile holds as its own. */
+  private ownBytes = 0;
+  /** The compile now taking products (begin). */
   private compile = 0;
 
   /** `maxBytes`: the tables it may hold (tests give less). */
   constructor(private readonly maxBytes = MAX_KEPT_PRODUCT_BYTES) {}
 
-  /** A compile begins: what earlier ones kept may make room for its products. */
+  /** A compile begins. */
   begin(): void {
     this.compile++;
+    this.ownBytes = 0;
   }
 
-  /** The product of a and b under `mode` reading `calls`, when it was kept; else null. */
-  find(mode: "intersect" | "subtract", a: ByteDfa, b: ByteDfa, calls: ProductCalls | undefined): ByteDfa | null {
+  /**
+   * The product of a and b under `mode` reading `calls`, when it is kept, with the work to charge
+   * for it (0 where the compile took it itself); else null.
+   */
+  find(mode: "intersect" | "subtract", a: ByteDfa, b: ByteDfa, calls: ProductCalls | undefined): { result: ByteDfa; work: number } | null {
     const made = this.made.get(productKey(mode, a, b, calls));
-    if (made !== undefined) for (const p of made) if (sameDfa(p.a, a) && sameDfa(p.b, b) && sameCalls(p.calls, calls)) return p.result;
-    return null;
+    const kept = made?.find((p) => sameDfa(p.a, a) && sameDfa(p.b, b) && sameCalls(p.calls, calls));
+    if (kept === undefined) return null;
+    if (kept.compile === this.compile) return { result: kept.result, work: 0 };
+    if (this.ownBytes + kept.bytes <= this.maxBytes) {
+      kept.compile = this.compile;
+      this.ownBytes += kept.bytes;
+    }
+    return { result: kept.result, work: kept.work };
   }
 
-  /** Keeps a product just taken, where the bytes allow (see above). */
-  keep(mode: "intersect" | "subtract", a: ByteDfa, b: ByteDfa, calls: ProductCalls | undefined, result: ByteDfa): void {
+  /** Keeps a product the current compile just took with `work` units, where its own bytes allow. */
+  keep(mode: "intersect" | "subtract", a: ByteDfa, b: ByteDfa, calls: ProductCalls | undefined, result: ByteDfa, work: number): void {
     const bytes = a.next.byteLength + b.next.byteLength + result.next.byteLength;
-    while (this.bytes + bytes > this.maxBytes && this.oldest < this.order.length && this.order[this.oldest]!.compile < this.compile) {
-      this.evict(this.order[this.oldest]!);
-      this.order[this.oldest++] = null;
+    if (this.ownBytes + bytes > this.maxBytes) return;
+    if (this.bytes + bytes > this.maxBytes) {
+      // Earlier compiles' products make room, oldest first (the compile's own fit: see above).
+      const left: KeptProduct[] = [];
+      for (const p of this.order) {
+        if (p.compile !== this.compile && this.bytes + bytes > this.maxBytes) this.evict(p);
+        else left.push(p);
+      }
+      this.order = left;
     }
-    if (this.bytes + bytes > this.maxBytes) return;
-    const kept: KeptProduct = { key: productKey(mode, a, b, calls), a, b, calls, result, bytes, compile: this.compile };
+    const kept: KeptProduct = { key: productKey(mode, a, b, calls), a, b, calls, result, bytes, work, compile: this.compile };
     this.bytes += bytes;
+    this.ownBytes += bytes;
     this.order.push(kept);
     const made = this.made.get(kept.key);
     if (made === undefined) this.made.set(kept.key, [kept]);
@@ -276,8 +297,10 @@ interface KeptProduct {
   readonly calls: ProductCalls | undefined;
   readonly result: ByteDfa;
   readonly bytes: number;
-  /** The compile that kept it (ProductMemo.begin). */
-  readonly compile: number;
+  /** The work units taking it counted. */
+  readonly work: number;
+  /** The compile whose own it is (ProductMemo.begin). */
+  compile: number;
 }
 
 /** ProductMemo's key: the mode, the operands' hashes, and the calls read (their rule's body and the minuend's). */
@@ -577,9 +600,14 @@ class SchemaCompiler implements WriterContext {
     a = this.minimalOperand(a, pointer);
     b = this.minimalOperand(b, pointer);
     const made = this.products.find(mode, a, b, calls);
-    if (made !== null) return made;
+    if (made !== null) {
+      // Taken by an earlier form: charged as taking it here would be (see ProductMemo).
+      if (made.work > 0) this.regex(pointer, () => regexClock.tick(made.work));
+      return made.result;
+    }
+    const before = regexClock.used;
     const result = this.regex(pointer, (limits) => (mode === "intersect" ? intersectDfas : subtractDfas)(a, b, limits, calls));
-    this.products.keep(mode, a, b, calls, result);
+    this.products.keep(mode, a, b, calls, result, regexClock.used - before);
     return result;
   }
 
